@@ -1,0 +1,36 @@
+// Package chain holds flops' chain-wide constants (address prefix, denoms, the epoch
+// identifier) so that the app, the worker and test fixtures agree without importing the
+// app.
+package chain
+
+import sdk "github.com/cosmos/cosmos-sdk/types"
+
+const (
+	// Name is the application's name.
+	Name = "flops"
+	// Bech32Prefix is the account address prefix.
+	Bech32Prefix = "flops"
+	// BondDenom is the staking, fee and payment denom: 1 DPS = 10^6 udps.
+	BondDenom = "udps"
+	// GFLDenom is the non-transferable power index denom (x/gfl): 1 ugfl = 1 GFLOP/s.
+	GFLDenom = "ugfl"
+	// EpochIdentifier is the x/epochs epoch that drives the GFL rebalance, reputation and
+	// DPS emission.
+	EpochIdentifier = "flops"
+	// LocalChainID is the chain id of localnets and the demo.
+	LocalChainID = "flops-local-1"
+)
+
+// SetAddressPrefixes sets flops' bech32 prefixes on an SDK config that is not yet sealed.
+func SetAddressPrefixes(cfg *sdk.Config) {
+	val := Bech32Prefix + sdk.PrefixValidator
+	cfg.SetBech32PrefixForAccount(Bech32Prefix, Bech32Prefix+sdk.PrefixPublic)
+	cfg.SetBech32PrefixForValidator(val+sdk.PrefixOperator, val+sdk.PrefixOperator+sdk.PrefixPublic)
+	cfg.SetBech32PrefixForConsensusNode(val+sdk.PrefixConsensus, val+sdk.PrefixConsensus+sdk.PrefixPublic)
+}
+
+func init() {
+	// The SDK modules' default genesis reads the bond denom from here.
+	sdk.DefaultBondDenom = BondDenom
+	SetAddressPrefixes(sdk.GetConfig())
+}

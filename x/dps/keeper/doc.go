@@ -1,0 +1,2 @@
+// Package keeper implements x/dps's state machine.
+package keeper

@@ -1,0 +1,76 @@
+package types
+
+import (
+	"fmt"
+	"time"
+
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/flopsnet/flops/internal/validate"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+)
+
+// DefaultParams returns the launch parameters (DESIGN.md section 4, x/dps; the seed's
+// 20% share and 1 DPS = 100 GFL).
+func DefaultParams() Params {
+	weights := make([]WorkloadWeight, 0, len(gfltypes.WorkloadClasses))
+	for _, c := range gfltypes.WorkloadClasses {
+		weights = append(weights, WorkloadWeight{Workload: c, WeightPpm: validate.PPMOne})
+	}
+	return Params{
+		EpochIdentifier:      "flops",
+		EmissionSharePpm:     200_000,
+		DpsPerGfl:            sdkmath.LegacyNewDecWithPrec(1, 2), // 1 DPS per 100 GFL
+		HalvingPeriod:        365 * 24 * time.Hour,
+		HalvingThreshold:     sdkmath.NewInt(10_000_000_000),     // 10,000 GFL-epochs, in ugfl
+		MaxSupply:            sdkmath.NewInt(21_000_000_000_000), // 21,000,000 DPS
+		AvailabilitySharePpm: 500_000,
+		WorkRewardCapPpm:     1_000_000,
+		WorkloadWeights:      weights,
+		MaxPayoutsPerBlock:   100,
+	}
+}
+
+// Validate rejects every out-of-range value, naming it.
+func (p Params) Validate() error {
+	if err := p.validate(); err != nil {
+		return errorsmod.Wrap(ErrInvalidParams, err.Error())
+	}
+	return nil
+}
+
+func (p Params) validate() error {
+	for _, err := range []error{
+		validate.Identifier("epoch_identifier", p.EpochIdentifier),
+		validate.PPM("emission_share_ppm", p.EmissionSharePpm),
+		validate.PositiveDec("dps_per_gfl", p.DpsPerGfl),
+		validate.PositiveDuration("halving_period", p.HalvingPeriod),
+		validate.PositiveInt("halving_threshold", p.HalvingThreshold),
+		validate.PositiveInt("max_supply", p.MaxSupply),
+		validate.PPM("availability_share_ppm", p.AvailabilitySharePpm),
+		validate.Range("work_reward_cap_ppm", p.WorkRewardCapPpm, 0, 1000*validate.PPMOne),
+		validate.Positive("max_payouts_per_block", p.MaxPayoutsPerBlock),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if len(p.WorkloadWeights) != len(gfltypes.WorkloadClasses) {
+		return fmt.Errorf("workload_weights: need exactly one entry per workload class (%d), got %d", len(gfltypes.WorkloadClasses), len(p.WorkloadWeights))
+	}
+	seen := make(map[gfltypes.WorkloadClass]struct{}, len(p.WorkloadWeights))
+	for i, w := range p.WorkloadWeights {
+		if w.Workload == gfltypes.WORKLOAD_CLASS_UNSPECIFIED || gfltypes.WorkloadClass_name[int32(w.Workload)] == "" {
+			return fmt.Errorf("workload_weights[%d].workload %d: unknown workload class", i, w.Workload)
+		}
+		if _, dup := seen[w.Workload]; dup {
+			return fmt.Errorf("workload_weights[%d].workload %s: duplicate", i, w.Workload)
+		}
+		seen[w.Workload] = struct{}{}
+		if err := validate.Range(fmt.Sprintf("workload_weights[%d].weight_ppm", i), w.WeightPpm, 1, 10*validate.PPMOne); err != nil {
+			return err
+		}
+	}
+	return nil
+}

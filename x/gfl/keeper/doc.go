@@ -1,0 +1,3 @@
+// Package keeper implements x/gfl's state machine: the node registry, PoCP challenges and
+// the GFL index with its epoch rebalance.
+package keeper

@@ -1,0 +1,79 @@
+package types_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flopsnet/flops/testutil/keepertest"
+	"github.com/flopsnet/flops/x/gfl/types"
+)
+
+var bad = keepertest.Bad[types.Params]
+
+// Every out-of-range x/gfl parameter is rejected with ErrInvalidParams naming the field.
+func TestParamsValidateRejects(t *testing.T) {
+	validate := func(p types.Params) error { return p.Validate() }
+	keepertest.RunBadParams(t, types.DefaultParams, validate, types.ErrInvalidParams, []keepertest.BadParamCase[types.Params]{
+		bad("admission", func(p *types.Params) { p.Admission = types.ADMISSION_UNSPECIFIED }),
+		bad("gpu_classes: at least one", func(p *types.Params) { p.GpuClasses = nil }),
+		bad(`gpu_classes[1].name "H200-141GB": duplicate`, func(p *types.Params) { p.GpuClasses[1].Name = p.GpuClasses[0].Name }),
+		bad("gpu_classes[0].name", func(p *types.Params) { p.GpuClasses[0].Name = "" }),
+		bad("gpu_classes[0].name", func(p *types.Params) { p.GpuClasses[0].Name = "H100 80GB" }),
+		bad("at least one model substring", func(p *types.Params) { p.GpuClasses[0].ModelSubstrings = nil }),
+		bad("model substring", func(p *types.Params) { p.GpuClasses[0].ModelSubstrings = []string{""} }),
+		bad("max_memory_mib", func(p *types.Params) { p.GpuClasses[1].MaxMemoryMib = 1 }),
+		bad("gpu_classes[0].factors.tensor_cores_ppm", func(p *types.Params) { p.GpuClasses[0].Factors.TensorCoresPpm = 1_000_001 }),
+		bad("workload_weights: need exactly one entry", func(p *types.Params) { p.WorkloadWeights = p.WorkloadWeights[:3] }),
+		bad("workload_weights[1].workload WORKLOAD_CLASS_TRAINING: duplicate", func(p *types.Params) { p.WorkloadWeights[1].Workload = types.WORKLOAD_CLASS_TRAINING }),
+		bad("workload_weights[0].workload 0", func(p *types.Params) { p.WorkloadWeights[0].Workload = types.WORKLOAD_CLASS_UNSPECIFIED }),
+		bad("workload_weights[0].workload 9", func(p *types.Params) { p.WorkloadWeights[0].Workload = 9 }),
+		bad("must sum to 1000000", func(p *types.Params) { p.WorkloadWeights[2].Weights.InterconnectPpm++ }),
+		bad("workload_weights[3].weights.memory_bandwidth_ppm", func(p *types.Params) { p.WorkloadWeights[3].Weights.MemoryBandwidthPpm = 2_000_000 }),
+		bad("epoch_identifier", func(p *types.Params) { p.EpochIdentifier = "" }),
+		bad("max_gpus_per_node", func(p *types.Params) { p.MaxGpusPerNode = 0 }),
+		bad("max_gpus_per_node", func(p *types.Params) { p.MaxGpusPerNode = 1025 }),
+		bad("challenge_interval_blocks", func(p *types.Params) { p.ChallengeIntervalBlocks = 0 }),
+		bad("challenge_target_seconds", func(p *types.Params) { p.ChallengeTargetSeconds = 0 }),
+		bad("challenge_commit_timeout", func(p *types.Params) { p.ChallengeCommitTimeout = 0 }),
+		bad("challenge_commit_timeout 30s: must exceed", func(p *types.Params) { p.ChallengeCommitTimeout = 30 * time.Second }),
+		bad("challenge_reveal_blocks", func(p *types.Params) { p.ChallengeRevealBlocks = 0 }),
+		bad("challenge_samples", func(p *types.Params) { p.ChallengeSamples = 0 }),
+		bad("challenge_samples", func(p *types.Params) { p.ChallengeSamples = 257 }),
+		bad("challenge_min_n", func(p *types.Params) { p.ChallengeMinN = 128 }),
+		bad("challenge_max_n", func(p *types.Params) { p.ChallengeMaxN = 65536 * 2 }),
+		bad("must be multiples of 256", func(p *types.Params) { p.ChallengeMaxN = 1000 }),
+		bad("must not exceed challenge_max_n", func(p *types.Params) { p.ChallengeMinN, p.ChallengeMaxN = 1024, 512 }),
+		bad("challenge_max_rn", func(p *types.Params) { p.ChallengeMaxRn = 1 << 22 }),
+		bad("challenge_max_rn", func(p *types.Params) { p.ChallengeMaxRn = 255 }),
+		bad("challenge_max_rn 4096: must be at least challenge_max_n", func(p *types.Params) { p.ChallengeMaxRn = 4096 }),
+		bad("max_challenges_per_block", func(p *types.Params) { p.MaxChallengesPerBlock = 0 }),
+		bad("max_rebalance_per_block", func(p *types.Params) { p.MaxRebalancePerBlock = 0 }),
+		bad("wrong_answer_slash_ppm", func(p *types.Params) { p.WrongAnswerSlashPpm = 1_000_001 }),
+		bad("wrong_answer_jail", func(p *types.Params) { p.WrongAnswerJail = -time.Second }),
+		bad("max_samples_per_epoch", func(p *types.Params) { p.MaxSamplesPerEpoch = 0 }),
+	})
+}
+
+// W = sum_k weight_k * P_k in ppm, truncated.
+func TestWorkloadWeight(t *testing.T) {
+	w := types.WorkloadWeights{Weights: types.PerformanceFactors{
+		MemoryBandwidthPpm: 300_000, MemoryCapacityPpm: 200_000, TensorCoresPpm: 300_000, InterconnectPpm: 200_000,
+	}}
+	// H200: every factor 1 -> W = 1
+	require.Equal(t, uint64(1_000_000), w.Weight(types.DefaultGpuClasses()[0].Factors))
+	// A100-40GB: 0.3*0.324 + 0.2*0.284 + 0.3*0.315 + 0.2*0.667 = 0.3819
+	require.Equal(t, uint64(381_900), w.Weight(types.DefaultGpuClasses()[3].Factors))
+	// truncation: 1/3 ppm of 1 ppm rounds down
+	one := types.WorkloadWeights{Weights: types.PerformanceFactors{MemoryBandwidthPpm: 333_333}}
+	require.Equal(t, uint64(0), one.Weight(types.PerformanceFactors{MemoryBandwidthPpm: 1}))
+}
+
+// The genesis state validates its params.
+func TestGenesisValidate(t *testing.T) {
+	require.NoError(t, types.DefaultGenesisState().Validate())
+	gs := types.DefaultGenesisState()
+	gs.Params.ChallengeSamples = 0
+	require.ErrorIs(t, gs.Validate(), types.ErrInvalidParams)
+}

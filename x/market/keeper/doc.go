@@ -1,0 +1,2 @@
+// Package keeper implements x/market's state machine.
+package keeper

@@ -1,0 +1,37 @@
+package keeper
+
+import (
+	"context"
+
+	errorsmod "cosmossdk.io/errors"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+type msgServer struct{ Keeper }
+
+var _ types.MsgServer = msgServer{}
+
+// NewMsgServerImpl returns the module's Msg service.
+func NewMsgServerImpl(k Keeper) types.MsgServer { return msgServer{Keeper: k} }
+
+// UpdateParams checks the authority, validates and stores the new params.
+func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams) (*types.MsgUpdateParamsResponse, error) {
+	if msg.Authority != m.authority {
+		return nil, errorsmod.Wrapf(types.ErrInvalidAuthority, "expected %s, got %s", m.authority, msg.Authority)
+	}
+	if err := msg.Params.Validate(); err != nil {
+		return nil, err
+	}
+	if err := m.Params.Set(ctx, msg.Params); err != nil {
+		return nil, err
+	}
+	if err := sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventParamsUpdated{
+		Authority: msg.Authority, Params: msg.Params,
+	}); err != nil {
+		return nil, err
+	}
+	return &types.MsgUpdateParamsResponse{}, nil
+}

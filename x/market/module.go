@@ -1,0 +1,110 @@
+// Package market is the x/market module: jobs and their escrow, the ASSIGN scheduler,
+// auctions and pools, the task lifecycle (ack, heartbeat, checkpoint, commit, reveal),
+// verification and settlement.
+package market
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	gwruntime "github.com/grpc-ecosystem/grpc-gateway/runtime"
+
+	"cosmossdk.io/core/appmodule"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/codec"
+	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/module"
+
+	"github.com/flopsnet/flops/x/market/keeper"
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// ConsensusVersion is bumped on every state-breaking change, with a migration.
+const ConsensusVersion = 1
+
+var (
+	_ module.AppModuleBasic      = AppModule{}
+	_ module.HasGenesis          = AppModule{}
+	_ module.HasServices         = AppModule{}
+	_ module.HasConsensusVersion = AppModule{}
+	_ appmodule.AppModule        = AppModule{}
+)
+
+// AppModule is the x/market module.
+type AppModule struct {
+	cdc    codec.Codec
+	keeper keeper.Keeper
+}
+
+// NewAppModule returns the module.
+func NewAppModule(cdc codec.Codec, k keeper.Keeper) AppModule {
+	return AppModule{cdc: cdc, keeper: k}
+}
+
+// IsAppModule implements appmodule.AppModule.
+func (AppModule) IsAppModule() {}
+
+// IsOnePerModuleType implements depinject.OnePerModuleType.
+func (AppModule) IsOnePerModuleType() {}
+
+// Name returns the module name.
+func (AppModule) Name() string { return types.ModuleName }
+
+// ConsensusVersion implements module.HasConsensusVersion.
+func (AppModule) ConsensusVersion() uint64 { return ConsensusVersion }
+
+// RegisterLegacyAminoCodec registers amino names for Ledger signing.
+func (AppModule) RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
+	types.RegisterLegacyAminoCodec(cdc)
+}
+
+// RegisterInterfaces registers the module's Msgs.
+func (AppModule) RegisterInterfaces(r codectypes.InterfaceRegistry) { types.RegisterInterfaces(r) }
+
+// RegisterGRPCGatewayRoutes mounts the REST routes of the Query service.
+func (AppModule) RegisterGRPCGatewayRoutes(clientCtx client.Context, mux *gwruntime.ServeMux) {
+	if err := types.RegisterQueryHandlerClient(context.Background(), mux, types.NewQueryClient(clientCtx)); err != nil {
+		panic(err)
+	}
+}
+
+// RegisterServices registers the Msg and Query services.
+func (am AppModule) RegisterServices(cfg module.Configurator) {
+	types.RegisterMsgServer(cfg.MsgServer(), keeper.NewMsgServerImpl(am.keeper))
+	types.RegisterQueryServer(cfg.QueryServer(), keeper.NewQueryServerImpl(am.keeper))
+}
+
+// DefaultGenesis returns the default genesis state as JSON.
+func (am AppModule) DefaultGenesis(cdc codec.JSONCodec) json.RawMessage {
+	return cdc.MustMarshalJSON(types.DefaultGenesisState())
+}
+
+// ValidateGenesis validates a genesis state given as JSON.
+func (AppModule) ValidateGenesis(cdc codec.JSONCodec, _ client.TxEncodingConfig, bz json.RawMessage) error {
+	var gs types.GenesisState
+	if err := cdc.UnmarshalJSON(bz, &gs); err != nil {
+		return fmt.Errorf("failed to unmarshal %s genesis state: %w", types.ModuleName, err)
+	}
+	return gs.Validate()
+}
+
+// InitGenesis stores the genesis state; a bad genesis stops the chain from starting.
+func (am AppModule) InitGenesis(ctx sdk.Context, cdc codec.JSONCodec, bz json.RawMessage) {
+	var gs types.GenesisState
+	cdc.MustUnmarshalJSON(bz, &gs)
+	if err := am.keeper.InitGenesis(ctx, &gs); err != nil {
+		panic(fmt.Errorf("failed to init %s genesis: %w", types.ModuleName, err))
+	}
+}
+
+// ExportGenesis exports the module state as JSON.
+func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.RawMessage {
+	gs, err := am.keeper.ExportGenesis(ctx)
+	if err != nil {
+		panic(fmt.Errorf("failed to export %s genesis: %w", types.ModuleName, err))
+	}
+	return cdc.MustMarshalJSON(gs)
+}

@@ -1,0 +1,94 @@
+package types
+
+import (
+	"fmt"
+	"time"
+
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/validate"
+)
+
+// DefaultParams returns the launch parameters (DESIGN.md section 4, x/market).
+func DefaultParams() Params {
+	return Params{
+		Denom:                  "udps",
+		MaxAssignPerBlock:      100,
+		LoadThresholdPpm:       1_000_000,
+		TakeRatePpm:            50_000,  // 5% of every provider payment
+		TakePoolSharePpm:       500_000, // half of the take to the reward pool
+		ChallengeWindowBlocks:  100,
+		AckTimeoutBlocks:       20,
+		HeartbeatTimeoutBlocks: 30,
+		RevealTimeoutBlocks:    30,
+		MaxReassignments:       3,
+		AbandonSlashPpm:        10_000,
+		WrongResultSlashPpm:    200_000,
+		MissedRevealSlashPpm:   50_000,
+		AuctionWindowBlocks:    20,
+		BidDeposit:             sdk.NewInt64Coin("udps", 10_000_000),
+		ChallengeBond:          sdk.NewInt64Coin("udps", 50_000_000),
+		AuditFloorPpm:          100_000,
+		AuditWarmupTasks:       10,
+		AuditValueThreshold:    sdkmath.NewInt(1_000_000_000), // 1,000 DPS
+		CommitteeSize:          3,
+		MaxReplicas:            5,
+		MaxTasksPerJob:         1000,
+		MaxInputsPerJob:        64,
+		MaxJobDuration:         30 * 24 * time.Hour,
+		MaxUnitsPerMsg:         100,
+		MaxPoolProviders:       64,
+		MaxTimeoutsPerBlock:    200,
+	}
+}
+
+// Validate rejects every out-of-range value, naming it.
+func (p Params) Validate() error {
+	if err := p.validate(); err != nil {
+		return errorsmod.Wrap(ErrInvalidParams, err.Error())
+	}
+	return nil
+}
+
+func (p Params) validate() error {
+	for _, err := range []error{
+		validate.Denom("denom", p.Denom),
+		validate.Positive("max_assign_per_block", p.MaxAssignPerBlock),
+		validate.Range("load_threshold_ppm", p.LoadThresholdPpm, 1, validate.PPMOne),
+		validate.PPM("take_rate_ppm", p.TakeRatePpm),
+		validate.PPM("take_pool_share_ppm", p.TakePoolSharePpm),
+		validate.Positive("challenge_window_blocks", p.ChallengeWindowBlocks),
+		validate.Positive("ack_timeout_blocks", p.AckTimeoutBlocks),
+		validate.Positive("heartbeat_timeout_blocks", p.HeartbeatTimeoutBlocks),
+		validate.Positive("reveal_timeout_blocks", p.RevealTimeoutBlocks),
+		validate.Range("max_reassignments", p.MaxReassignments, 0, 100),
+		validate.PPM("abandon_slash_ppm", p.AbandonSlashPpm),
+		validate.PPM("wrong_result_slash_ppm", p.WrongResultSlashPpm),
+		validate.PPM("missed_reveal_slash_ppm", p.MissedRevealSlashPpm),
+		validate.Positive("auction_window_blocks", p.AuctionWindowBlocks),
+		validate.Coin("bid_deposit", p.BidDeposit, p.Denom),
+		validate.Coin("challenge_bond", p.ChallengeBond, p.Denom),
+		validate.PPM("audit_floor_ppm", p.AuditFloorPpm),
+		validate.Range("audit_warmup_tasks", p.AuditWarmupTasks, 0, 10_000),
+		validate.NonNegativeInt("audit_value_threshold", p.AuditValueThreshold),
+		validate.Range("committee_size", p.CommitteeSize, 1, 21),
+		validate.Range("max_replicas", p.MaxReplicas, 1, 21),
+		validate.Range("max_tasks_per_job", p.MaxTasksPerJob, 1, 100_000),
+		validate.Range("max_inputs_per_job", p.MaxInputsPerJob, 0, 10_000),
+		validate.PositiveDuration("max_job_duration", p.MaxJobDuration),
+		validate.Range("max_units_per_msg", p.MaxUnitsPerMsg, 1, 10_000),
+		validate.Range("max_pool_providers", p.MaxPoolProviders, 1, 10_000),
+		validate.Positive("max_timeouts_per_block", p.MaxTimeoutsPerBlock),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if p.CommitteeSize%2 == 0 {
+		return fmt.Errorf("committee_size %d: must be odd so that a majority exists", p.CommitteeSize)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package types_test
+
+import (
+	"testing"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/testutil/keepertest"
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+var bad = keepertest.Bad[types.Params]
+
+// Every out-of-range x/market parameter is rejected with ErrInvalidParams naming the field.
+func TestParamsValidateRejects(t *testing.T) {
+	validate := func(p types.Params) error { return p.Validate() }
+	keepertest.RunBadParams(t, types.DefaultParams, validate, types.ErrInvalidParams, []keepertest.BadParamCase[types.Params]{
+		bad("denom", func(p *types.Params) { p.Denom = "" }),
+		bad("max_assign_per_block", func(p *types.Params) { p.MaxAssignPerBlock = 0 }),
+		bad("load_threshold_ppm", func(p *types.Params) { p.LoadThresholdPpm = 0 }),
+		bad("load_threshold_ppm", func(p *types.Params) { p.LoadThresholdPpm = 1_000_001 }),
+		bad("take_rate_ppm", func(p *types.Params) { p.TakeRatePpm = 1_000_001 }),
+		bad("take_pool_share_ppm", func(p *types.Params) { p.TakePoolSharePpm = 1_000_001 }),
+		bad("challenge_window_blocks", func(p *types.Params) { p.ChallengeWindowBlocks = 0 }),
+		bad("ack_timeout_blocks", func(p *types.Params) { p.AckTimeoutBlocks = 0 }),
+		bad("heartbeat_timeout_blocks", func(p *types.Params) { p.HeartbeatTimeoutBlocks = 0 }),
+		bad("reveal_timeout_blocks", func(p *types.Params) { p.RevealTimeoutBlocks = 0 }),
+		bad("max_reassignments", func(p *types.Params) { p.MaxReassignments = 101 }),
+		bad("abandon_slash_ppm", func(p *types.Params) { p.AbandonSlashPpm = 1_000_001 }),
+		bad("wrong_result_slash_ppm", func(p *types.Params) { p.WrongResultSlashPpm = 1_000_001 }),
+		bad("missed_reveal_slash_ppm", func(p *types.Params) { p.MissedRevealSlashPpm = 1_000_001 }),
+		bad("auction_window_blocks", func(p *types.Params) { p.AuctionWindowBlocks = 0 }),
+		bad("bid_deposit", func(p *types.Params) { p.BidDeposit = sdk.NewInt64Coin("uatom", 1) }),
+		bad("bid_deposit", func(p *types.Params) { p.BidDeposit = sdk.Coin{Denom: "udps", Amount: sdkmath.NewInt(-1)} }),
+		bad("challenge_bond", func(p *types.Params) { p.ChallengeBond = sdk.NewInt64Coin("uatom", 1) }),
+		bad("audit_floor_ppm", func(p *types.Params) { p.AuditFloorPpm = 1_000_001 }),
+		bad("audit_warmup_tasks", func(p *types.Params) { p.AuditWarmupTasks = 10_001 }),
+		bad("audit_value_threshold", func(p *types.Params) { p.AuditValueThreshold = sdkmath.NewInt(-1) }),
+		bad("committee_size", func(p *types.Params) { p.CommitteeSize = 0 }),
+		bad("committee_size 4: must be odd", func(p *types.Params) { p.CommitteeSize = 4 }),
+		bad("max_replicas", func(p *types.Params) { p.MaxReplicas = 0 }),
+		bad("max_tasks_per_job", func(p *types.Params) { p.MaxTasksPerJob = 0 }),
+		bad("max_inputs_per_job", func(p *types.Params) { p.MaxInputsPerJob = 10_001 }),
+		bad("max_job_duration", func(p *types.Params) { p.MaxJobDuration = 0 }),
+		bad("max_units_per_msg", func(p *types.Params) { p.MaxUnitsPerMsg = 0 }),
+		bad("max_pool_providers", func(p *types.Params) { p.MaxPoolProviders = 0 }),
+		bad("max_timeouts_per_block", func(p *types.Params) { p.MaxTimeoutsPerBlock = 0 }),
+	})
+}

@@ -1,0 +1,2 @@
+// Package keeper implements x/reputation's state machine.
+package keeper

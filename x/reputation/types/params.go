@@ -1,0 +1,55 @@
+package types
+
+import (
+	"fmt"
+
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/flopsnet/flops/internal/validate"
+)
+
+// DefaultParams returns the launch parameters (DESIGN.md section 4, x/reputation).
+func DefaultParams() Params {
+	return Params{
+		Alpha:              sdkmath.LegacyNewDecWithPrec(5, 1), // accuracy
+		Beta:               sdkmath.LegacyNewDecWithPrec(3, 1), // responsiveness
+		Gamma:              sdkmath.LegacyNewDecWithPrec(2, 1), // memory of the previous score
+		InitialScore:       sdkmath.LegacyNewDecWithPrec(5, 1),
+		MinScore:           sdkmath.LegacyNewDecWithPrec(3, 1),
+		IdleDecay:          sdkmath.LegacyNewDecWithPrec(1, 1),
+		EpochIdentifier:    "flops",
+		MaxUpdatesPerBlock: 100,
+		HistoryLength:      30,
+	}
+}
+
+// Validate rejects every out-of-range value, naming it.
+func (p Params) Validate() error {
+	if err := p.validate(); err != nil {
+		return errorsmod.Wrap(ErrInvalidParams, err.Error())
+	}
+	return nil
+}
+
+func (p Params) validate() error {
+	for _, err := range []error{
+		validate.UnitDec("alpha", p.Alpha),
+		validate.UnitDec("beta", p.Beta),
+		validate.UnitDec("gamma", p.Gamma),
+		validate.UnitDec("initial_score", p.InitialScore),
+		validate.UnitDec("min_score", p.MinScore),
+		validate.UnitDec("idle_decay", p.IdleDecay),
+		validate.Identifier("epoch_identifier", p.EpochIdentifier),
+		validate.Positive("max_updates_per_block", p.MaxUpdatesPerBlock),
+		validate.Range("history_length", p.HistoryLength, 1, 1000),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if sum := p.Alpha.Add(p.Beta).Add(p.Gamma); !sum.Equal(sdkmath.LegacyOneDec()) {
+		return fmt.Errorf("alpha + beta + gamma = %s: must equal 1", sum)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package types_test
+
+import (
+	"testing"
+
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/flopsnet/flops/testutil/keepertest"
+	"github.com/flopsnet/flops/x/reputation/types"
+)
+
+var bad = keepertest.Bad[types.Params]
+
+var dec = sdkmath.LegacyMustNewDecFromStr
+
+// Every out-of-range x/reputation parameter is rejected with ErrInvalidParams naming the
+// field.
+func TestParamsValidateRejects(t *testing.T) {
+	validate := func(p types.Params) error { return p.Validate() }
+	keepertest.RunBadParams(t, types.DefaultParams, validate, types.ErrInvalidParams, []keepertest.BadParamCase[types.Params]{
+		bad("alpha", func(p *types.Params) { p.Alpha = dec("-0.1") }),
+		bad("alpha", func(p *types.Params) { p.Alpha = sdkmath.LegacyDec{} }),
+		bad("beta", func(p *types.Params) { p.Beta = dec("1.1") }),
+		bad("gamma", func(p *types.Params) { p.Gamma = dec("-0.2") }),
+		bad("alpha + beta + gamma = 0.9", func(p *types.Params) { p.Gamma = dec("0.1") }),
+		bad("alpha + beta + gamma = 1.1", func(p *types.Params) { p.Alpha = dec("0.6") }),
+		bad("initial_score", func(p *types.Params) { p.InitialScore = dec("1.5") }),
+		bad("min_score", func(p *types.Params) { p.MinScore = dec("-1") }),
+		bad("idle_decay", func(p *types.Params) { p.IdleDecay = dec("2") }),
+		bad("epoch_identifier", func(p *types.Params) { p.EpochIdentifier = "bad id" }),
+		bad("max_updates_per_block", func(p *types.Params) { p.MaxUpdatesPerBlock = 0 }),
+		bad("history_length", func(p *types.Params) { p.HistoryLength = 0 }),
+		bad("history_length", func(p *types.Params) { p.HistoryLength = 1001 }),
+	})
+}

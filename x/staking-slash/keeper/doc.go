@@ -1,0 +1,2 @@
+// Package keeper implements x/staking-slash's state machine.
+package keeper
