@@ -1,0 +1,195 @@
+// Package cmd builds flopsd's command tree: node (start, comet, export, rollback),
+// genesis, keys, status, version, and autocli tx/query commands for every module.
+package cmd
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	cmtcfg "github.com/cometbft/cometbft/config"
+
+	dbm "github.com/cosmos/cosmos-db"
+
+	"cosmossdk.io/log/v2"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/config"
+	"github.com/cosmos/cosmos-sdk/client/debug"
+	"github.com/cosmos/cosmos-sdk/client/keys"
+	"github.com/cosmos/cosmos-sdk/client/pruning"
+	"github.com/cosmos/cosmos-sdk/client/rpc"
+	"github.com/cosmos/cosmos-sdk/client/snapshot"
+	"github.com/cosmos/cosmos-sdk/server"
+	serverconfig "github.com/cosmos/cosmos-sdk/server/config"
+	servertypes "github.com/cosmos/cosmos-sdk/server/types"
+	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	authcli "github.com/cosmos/cosmos-sdk/x/auth/client/cli"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	genutilcli "github.com/cosmos/cosmos-sdk/x/genutil/client/cli"
+
+	"github.com/flopsnet/flops/app"
+)
+
+// NewRootCmd returns flopsd's root command.
+func NewRootCmd() *cobra.Command {
+	// A throw-away app gives the codecs and the module basics the CLI needs.
+	tempDir, err := os.MkdirTemp("", "flopsd-cli")
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = os.RemoveAll(tempDir) }()
+	tempApp := app.New(log.NewNopLogger(), dbm.NewMemDB(), false, simtestutil.NewAppOptionsWithFlagHome(tempDir))
+
+	initClientCtx := client.Context{}.
+		WithCodec(tempApp.AppCodec()).
+		WithInterfaceRegistry(tempApp.InterfaceRegistry()).
+		WithTxConfig(tempApp.TxConfig()).
+		WithLegacyAmino(tempApp.LegacyAmino()).
+		WithInput(os.Stdin).
+		WithAccountRetriever(authtypes.AccountRetriever{}).
+		WithHomeDir(app.DefaultNodeHome).
+		WithViper("FLOPSD")
+
+	rootCmd := &cobra.Command{
+		Use:           "flopsd",
+		Short:         "flops: an open market for GPU compute (node and CLI)",
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.OutOrStdout())
+			cmd.SetErr(cmd.ErrOrStderr())
+
+			clientCtx := initClientCtx.WithCmdContext(cmd.Context())
+			clientCtx, err := client.ReadPersistentCommandFlags(clientCtx, cmd.Flags())
+			if err != nil {
+				return err
+			}
+			clientCtx, err = config.ReadFromClientConfig(clientCtx)
+			if err != nil {
+				return err
+			}
+			if err := client.SetCmdClientContextHandler(clientCtx, cmd); err != nil {
+				return err
+			}
+			appTemplate, appConfig := initAppConfig()
+			return server.InterceptConfigsPreRunHandler(cmd, appTemplate, appConfig, initCometBFTConfig())
+		},
+	}
+
+	initRootCmd(rootCmd, tempApp)
+
+	autoCliOpts := tempApp.AutoCliOpts()
+	autoCliOpts.ClientCtx = initClientCtx
+	if err := autoCliOpts.EnhanceRootCommand(rootCmd); err != nil {
+		panic(err)
+	}
+	return rootCmd
+}
+
+// initCometBFTConfig: a dev chain makes a block about every second.
+func initCometBFTConfig() *cmtcfg.Config {
+	cfg := cmtcfg.DefaultConfig()
+	cfg.Consensus.TimeoutCommit = time.Second
+	return cfg
+}
+
+// initAppConfig: zero minimum gas price on a dev chain (validators of a public network
+// raise it in app.toml), and the REST and gRPC servers on.
+func initAppConfig() (string, any) {
+	cfg := serverconfig.DefaultConfig()
+	cfg.MinGasPrices = "0" + app.BondDenom
+	cfg.API.Enable = true
+	cfg.GRPC.Enable = true
+	return serverconfig.DefaultConfigTemplate, cfg
+}
+
+func initRootCmd(rootCmd *cobra.Command, tempApp *app.App) {
+	cfg := sdk.GetConfig()
+	cfg.Seal()
+
+	basics := tempApp.BasicModuleManager
+	rootCmd.AddCommand(
+		genutilcli.InitCmd(basics, app.DefaultNodeHome),
+		debug.Cmd(),
+		pruning.Cmd(newApp, app.DefaultNodeHome),
+		snapshot.Cmd(newApp),
+	)
+
+	server.AddCommands(rootCmd, app.DefaultNodeHome, newApp, appExport, func(startCmd *cobra.Command) {})
+
+	rootCmd.AddCommand(
+		server.StatusCommand(),
+		genutilcli.Commands(tempApp.TxConfig(), basics, app.DefaultNodeHome),
+		queryCommand(),
+		txCommand(),
+		keys.Commands(),
+	)
+}
+
+func queryCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                        "query",
+		Aliases:                    []string{"q"},
+		Short:                      "Querying subcommands",
+		SuggestionsMinimumDistance: 2,
+		RunE:                       client.ValidateCmd,
+	}
+	cmd.AddCommand(
+		rpc.WaitTxCmd(),
+		server.QueryBlockCmd(),
+		server.QueryBlocksCmd(),
+		server.QueryBlockResultsCmd(),
+		authcli.QueryTxsByEventsCmd(),
+		authcli.QueryTxCmd(),
+	)
+	return cmd
+}
+
+func txCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                        "tx",
+		Short:                      "Transactions subcommands",
+		SuggestionsMinimumDistance: 2,
+		RunE:                       client.ValidateCmd,
+	}
+	cmd.AddCommand(
+		authcli.GetSignCommand(),
+		authcli.GetSignBatchCommand(),
+		authcli.GetMultiSignCommand(),
+		authcli.GetMultiSignBatchCmd(),
+		authcli.GetValidateSignaturesCommand(),
+		authcli.GetBroadcastCommand(),
+		authcli.GetEncodeCommand(),
+		authcli.GetDecodeCommand(),
+		authcli.GetSimulateCmd(),
+	)
+	return cmd
+}
+
+func newApp(logger log.Logger, db dbm.DB, appOpts servertypes.AppOptions) servertypes.Application {
+	return app.New(logger, db, true, appOpts, server.DefaultBaseappOptions(appOpts)...)
+}
+
+func appExport(
+	logger log.Logger, db dbm.DB, height int64, forZeroHeight bool, jailAllowedAddrs []string,
+	appOpts servertypes.AppOptions, modulesToExport []string,
+) (servertypes.ExportedApp, error) {
+	viperOpts, ok := appOpts.(*viper.Viper)
+	if !ok {
+		return servertypes.ExportedApp{}, errors.New("appOpts is not a viper.Viper")
+	}
+	// The exporting app must not re-run invariants as it loads.
+	viperOpts.Set(server.FlagInvCheckPeriod, 0)
+	loadLatest := height == -1
+	a := app.New(logger, db, loadLatest, viperOpts)
+	if !loadLatest {
+		if err := a.LoadHeight(height); err != nil {
+			return servertypes.ExportedApp{}, err
+		}
+	}
+	return a.ExportAppStateAndValidators(forZeroHeight, jailAllowedAddrs, modulesToExport)
+}
