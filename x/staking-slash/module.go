@@ -17,6 +17,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 
+	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/staking-slash/keeper"
 	"github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -30,6 +31,7 @@ var (
 	_ module.HasServices         = AppModule{}
 	_ module.HasConsensusVersion = AppModule{}
 	_ appmodule.AppModule        = AppModule{}
+	_ appmodule.HasEndBlocker    = AppModule{}
 )
 
 // AppModule is the x/stakingslash module.
@@ -106,4 +108,15 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 		panic(fmt.Errorf("failed to export %s genesis: %w", types.ModuleName, err))
 	}
 	return cdc.MustMarshalJSON(gs)
+}
+
+// EndBlock pays out matured unbonding entries, at most max_matured_per_block per block.
+func (am AppModule) EndBlock(ctx context.Context) error {
+	return am.keeper.EndBlock(ctx)
+}
+
+// RegisterInvariants registers the "collateral" invariant: the module account holds
+// exactly the bonded plus the unbonding collateral, and the running totals match.
+func (am AppModule) RegisterInvariants(reg invariant.Registrar) {
+	am.keeper.RegisterInvariants(reg)
 }

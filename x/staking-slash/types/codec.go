@@ -11,6 +11,9 @@ import (
 // RegisterLegacyAminoCodec registers the module's Msgs for amino JSON signing (Ledger).
 func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgUpdateParams{}, "flops/x/stakingslash/MsgUpdateParams")
+	legacy.RegisterAminoMsg(cdc, &MsgBond{}, "flops/x/stakingslash/MsgBond")
+	legacy.RegisterAminoMsg(cdc, &MsgUnbond{}, "flops/x/stakingslash/MsgUnbond")
+	legacy.RegisterAminoMsg(cdc, &MsgUnjail{}, "flops/x/stakingslash/MsgUnjail")
 	cdc.RegisterConcrete(&Params{}, "flops/x/stakingslash/Params", nil)
 }
 
@@ -18,6 +21,9 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 	registry.RegisterImplementations((*sdk.Msg)(nil),
 		&MsgUpdateParams{},
+		&MsgBond{},
+		&MsgUnbond{},
+		&MsgUnjail{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

@@ -8,9 +8,27 @@ const (
 	// StoreKey is the KV store key. Not the module name: multistore keys may not be
 	// prefixes of one another, and "staking" is a prefix of "stakingslash".
 	StoreKey = "collateral"
+	// InvariantCollateral is the route of the collateral accounting invariant.
+	InvariantCollateral = "collateral"
 )
 
 // Store prefixes. Numbers are never reused.
 var (
 	ParamsKey = collections.NewPrefix(0)
+	// CollateralsKey: provider -> Collateral.
+	CollateralsKey = collections.NewPrefix(1)
+	// UnbondingsKey: (provider, unbonding id) -> UnbondingEntry.
+	UnbondingsKey = collections.NewPrefix(2)
+	// UnbondingsByCompletionKey: (completion time, (provider, unbonding id)), the maturity
+	// queue EndBlock walks.
+	UnbondingsByCompletionKey = collections.NewPrefix(3)
+	// SlashesKey: (provider, slash id) -> SlashRecord, the slash history.
+	SlashesKey = collections.NewPrefix(4)
+	// UnbondingSeqKey and SlashSeqKey hold the next ids.
+	UnbondingSeqKey = collections.NewPrefix(5)
+	SlashSeqKey     = collections.NewPrefix(6)
+	// TotalBondedKey and TotalUnbondingKey hold the running totals, udps: the sum of every
+	// provider's bonded collateral and of every open unbonding entry.
+	TotalBondedKey    = collections.NewPrefix(7)
+	TotalUnbondingKey = collections.NewPrefix(8)
 )

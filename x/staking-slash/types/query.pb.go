@@ -5,7 +5,10 @@ package types
 
 import (
 	context "context"
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
+	query "github.com/cosmos/cosmos-sdk/types/query"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	grpc1 "github.com/cosmos/gogoproto/grpc"
@@ -113,34 +116,386 @@ func (m *QueryParamsResponse) GetParams() Params {
 	return Params{}
 }
 
+// QueryCollateralRequest names a provider.
+type QueryCollateralRequest struct {
+	// provider address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+}
+
+func (m *QueryCollateralRequest) Reset()         { *m = QueryCollateralRequest{} }
+func (m *QueryCollateralRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryCollateralRequest) ProtoMessage()    {}
+func (*QueryCollateralRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_00c02a6854493d8b, []int{2}
+}
+func (m *QueryCollateralRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryCollateralRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryCollateralRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryCollateralRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryCollateralRequest.Merge(m, src)
+}
+func (m *QueryCollateralRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryCollateralRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryCollateralRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryCollateralRequest proto.InternalMessageInfo
+
+func (m *QueryCollateralRequest) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+// QueryCollateralResponse is a provider's collateral position.
+type QueryCollateralResponse struct {
+	// collateral record (zero values for a provider that never bonded).
+	Collateral Collateral `protobuf:"bytes,1,opt,name=collateral,proto3" json:"collateral"`
+	// unbonding: the sum of the provider's open unbonding entries.
+	Unbonding cosmossdk_io_math.Int `protobuf:"bytes,2,opt,name=unbonding,proto3,customtype=cosmossdk.io/math.Int" json:"unbonding"`
+	// required: locked_gpus * min_collateral_per_gpu.
+	Required cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=required,proto3,customtype=cosmossdk.io/math.Int" json:"required"`
+	// exposure_cap: exposure_factor * bonded.
+	ExposureCap cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=exposure_cap,json=exposureCap,proto3,customtype=cosmossdk.io/math.Int" json:"exposure_cap"`
+}
+
+func (m *QueryCollateralResponse) Reset()         { *m = QueryCollateralResponse{} }
+func (m *QueryCollateralResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryCollateralResponse) ProtoMessage()    {}
+func (*QueryCollateralResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_00c02a6854493d8b, []int{3}
+}
+func (m *QueryCollateralResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryCollateralResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryCollateralResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryCollateralResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryCollateralResponse.Merge(m, src)
+}
+func (m *QueryCollateralResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryCollateralResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryCollateralResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryCollateralResponse proto.InternalMessageInfo
+
+func (m *QueryCollateralResponse) GetCollateral() Collateral {
+	if m != nil {
+		return m.Collateral
+	}
+	return Collateral{}
+}
+
+// QueryUnbondingsRequest names a provider.
+type QueryUnbondingsRequest struct {
+	// provider address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pagination of the entries.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryUnbondingsRequest) Reset()         { *m = QueryUnbondingsRequest{} }
+func (m *QueryUnbondingsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryUnbondingsRequest) ProtoMessage()    {}
+func (*QueryUnbondingsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_00c02a6854493d8b, []int{4}
+}
+func (m *QueryUnbondingsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryUnbondingsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryUnbondingsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryUnbondingsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryUnbondingsRequest.Merge(m, src)
+}
+func (m *QueryUnbondingsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryUnbondingsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryUnbondingsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryUnbondingsRequest proto.InternalMessageInfo
+
+func (m *QueryUnbondingsRequest) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *QueryUnbondingsRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryUnbondingsResponse lists unbonding entries.
+type QueryUnbondingsResponse struct {
+	// unbondings of the provider.
+	Unbondings []UnbondingEntry `protobuf:"bytes,1,rep,name=unbondings,proto3" json:"unbondings"`
+	// pagination of the entries.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryUnbondingsResponse) Reset()         { *m = QueryUnbondingsResponse{} }
+func (m *QueryUnbondingsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryUnbondingsResponse) ProtoMessage()    {}
+func (*QueryUnbondingsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_00c02a6854493d8b, []int{5}
+}
+func (m *QueryUnbondingsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryUnbondingsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryUnbondingsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryUnbondingsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryUnbondingsResponse.Merge(m, src)
+}
+func (m *QueryUnbondingsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryUnbondingsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryUnbondingsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryUnbondingsResponse proto.InternalMessageInfo
+
+func (m *QueryUnbondingsResponse) GetUnbondings() []UnbondingEntry {
+	if m != nil {
+		return m.Unbondings
+	}
+	return nil
+}
+
+func (m *QueryUnbondingsResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QuerySlashHistoryRequest names a provider.
+type QuerySlashHistoryRequest struct {
+	// provider address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pagination of the records.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QuerySlashHistoryRequest) Reset()         { *m = QuerySlashHistoryRequest{} }
+func (m *QuerySlashHistoryRequest) String() string { return proto.CompactTextString(m) }
+func (*QuerySlashHistoryRequest) ProtoMessage()    {}
+func (*QuerySlashHistoryRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_00c02a6854493d8b, []int{6}
+}
+func (m *QuerySlashHistoryRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QuerySlashHistoryRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QuerySlashHistoryRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QuerySlashHistoryRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QuerySlashHistoryRequest.Merge(m, src)
+}
+func (m *QuerySlashHistoryRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QuerySlashHistoryRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QuerySlashHistoryRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QuerySlashHistoryRequest proto.InternalMessageInfo
+
+func (m *QuerySlashHistoryRequest) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *QuerySlashHistoryRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QuerySlashHistoryResponse lists slash records.
+type QuerySlashHistoryResponse struct {
+	// slashes of the provider, oldest first.
+	Slashes []SlashRecord `protobuf:"bytes,1,rep,name=slashes,proto3" json:"slashes"`
+	// pagination of the records.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QuerySlashHistoryResponse) Reset()         { *m = QuerySlashHistoryResponse{} }
+func (m *QuerySlashHistoryResponse) String() string { return proto.CompactTextString(m) }
+func (*QuerySlashHistoryResponse) ProtoMessage()    {}
+func (*QuerySlashHistoryResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_00c02a6854493d8b, []int{7}
+}
+func (m *QuerySlashHistoryResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QuerySlashHistoryResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QuerySlashHistoryResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QuerySlashHistoryResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QuerySlashHistoryResponse.Merge(m, src)
+}
+func (m *QuerySlashHistoryResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QuerySlashHistoryResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QuerySlashHistoryResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QuerySlashHistoryResponse proto.InternalMessageInfo
+
+func (m *QuerySlashHistoryResponse) GetSlashes() []SlashRecord {
+	if m != nil {
+		return m.Slashes
+	}
+	return nil
+}
+
+func (m *QuerySlashHistoryResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
 func init() {
 	proto.RegisterType((*QueryParamsRequest)(nil), "flops.stakingslash.v1.QueryParamsRequest")
 	proto.RegisterType((*QueryParamsResponse)(nil), "flops.stakingslash.v1.QueryParamsResponse")
+	proto.RegisterType((*QueryCollateralRequest)(nil), "flops.stakingslash.v1.QueryCollateralRequest")
+	proto.RegisterType((*QueryCollateralResponse)(nil), "flops.stakingslash.v1.QueryCollateralResponse")
+	proto.RegisterType((*QueryUnbondingsRequest)(nil), "flops.stakingslash.v1.QueryUnbondingsRequest")
+	proto.RegisterType((*QueryUnbondingsResponse)(nil), "flops.stakingslash.v1.QueryUnbondingsResponse")
+	proto.RegisterType((*QuerySlashHistoryRequest)(nil), "flops.stakingslash.v1.QuerySlashHistoryRequest")
+	proto.RegisterType((*QuerySlashHistoryResponse)(nil), "flops.stakingslash.v1.QuerySlashHistoryResponse")
 }
 
 func init() { proto.RegisterFile("flops/stakingslash/v1/query.proto", fileDescriptor_00c02a6854493d8b) }
 
 var fileDescriptor_00c02a6854493d8b = []byte{
-	// 300 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x52, 0x4c, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x2f, 0x2e, 0x49, 0xcc, 0xce, 0xcc, 0x4b, 0x2f, 0xce, 0x49, 0x2c, 0xce, 0xd0, 0x2f,
-	0x33, 0xd4, 0x2f, 0x2c, 0x4d, 0x2d, 0xaa, 0xd4, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0x12, 0x05,
-	0x2b, 0xd1, 0x43, 0x56, 0xa2, 0x57, 0x66, 0x28, 0x25, 0x92, 0x9e, 0x9f, 0x9e, 0x0f, 0x56, 0xa1,
-	0x0f, 0x62, 0x41, 0x14, 0x4b, 0x09, 0x26, 0xe6, 0x66, 0xe6, 0xe5, 0xeb, 0x83, 0x49, 0xa8, 0x90,
-	0x4c, 0x7a, 0x7e, 0x7e, 0x7a, 0x4e, 0xaa, 0x7e, 0x62, 0x41, 0xa6, 0x7e, 0x62, 0x5e, 0x5e, 0x7e,
-	0x49, 0x62, 0x49, 0x66, 0x7e, 0x5e, 0x31, 0x54, 0x16, 0x87, 0x03, 0x4a, 0x2a, 0x0b, 0x52, 0xa1,
-	0x4a, 0x94, 0x44, 0xb8, 0x84, 0x02, 0x41, 0xee, 0x09, 0x48, 0x2c, 0x4a, 0xcc, 0x2d, 0x0e, 0x4a,
-	0x2d, 0x2c, 0x4d, 0x2d, 0x2e, 0x51, 0x0a, 0xe7, 0x12, 0x46, 0x11, 0x2d, 0x2e, 0xc8, 0xcf, 0x2b,
-	0x4e, 0x15, 0x72, 0xe0, 0x62, 0x2b, 0x00, 0x8b, 0x48, 0x30, 0x2a, 0x30, 0x6a, 0x70, 0x1b, 0xc9,
-	0xea, 0x61, 0x75, 0xbe, 0x1e, 0x44, 0x9b, 0x13, 0xe7, 0x89, 0x7b, 0xf2, 0x0c, 0x2b, 0x9e, 0x6f,
-	0xd0, 0x62, 0x0c, 0x82, 0xea, 0x33, 0x9a, 0xc0, 0xc8, 0xc5, 0x0a, 0x36, 0x59, 0xa8, 0x8d, 0x91,
-	0x8b, 0x0d, 0xa2, 0x4e, 0x48, 0x13, 0x87, 0x31, 0x98, 0x0e, 0x93, 0xd2, 0x22, 0x46, 0x29, 0xc4,
-	0xb5, 0x4a, 0xaa, 0x4d, 0x97, 0x9f, 0x4c, 0x66, 0x92, 0x17, 0x92, 0xd5, 0xc7, 0x1e, 0x0c, 0x10,
-	0x27, 0x39, 0x79, 0x9e, 0x78, 0x24, 0xc7, 0x78, 0xe1, 0x91, 0x1c, 0xe3, 0x83, 0x47, 0x72, 0x8c,
-	0x13, 0x1e, 0xcb, 0x31, 0x5c, 0x78, 0x2c, 0xc7, 0x70, 0xe3, 0xb1, 0x1c, 0x43, 0x94, 0x7e, 0x7a,
-	0x66, 0x49, 0x46, 0x69, 0x92, 0x5e, 0x72, 0x7e, 0x2e, 0xc4, 0x88, 0xbc, 0xd4, 0x12, 0xa8, 0x59,
-	0x15, 0x30, 0xd3, 0x74, 0x21, 0xc6, 0x81, 0x83, 0x34, 0x89, 0x0d, 0x1c, 0xa6, 0xc6, 0x80, 0x00,
-	0x00, 0x00, 0xff, 0xff, 0xef, 0xc5, 0x76, 0xb9, 0xf9, 0x01, 0x00, 0x00,
+	// 738 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xcc, 0x95, 0x4f, 0x4f, 0x13, 0x4d,
+	0x1c, 0xc7, 0xbb, 0xc0, 0xc3, 0x03, 0x53, 0x2e, 0xcf, 0x3c, 0xa0, 0xa5, 0x91, 0x22, 0x9b, 0xa0,
+	0x80, 0x76, 0x87, 0x56, 0x5e, 0x80, 0x42, 0x14, 0x49, 0x08, 0xc1, 0x12, 0x63, 0xe2, 0x85, 0x4c,
+	0xbb, 0xe3, 0xb2, 0xa1, 0x9d, 0x59, 0x66, 0xa6, 0x0d, 0x8d, 0xf1, 0xe2, 0xc1, 0xb3, 0x89, 0x89,
+	0xf1, 0x6a, 0xe2, 0xc1, 0x8b, 0x89, 0x07, 0x5e, 0x04, 0x47, 0x82, 0x17, 0xc3, 0x81, 0x18, 0x30,
+	0xf1, 0x65, 0x68, 0x3a, 0x33, 0xdb, 0x5d, 0xd2, 0x6e, 0x21, 0xe8, 0xc1, 0x4b, 0xd3, 0xce, 0x7e,
+	0x7f, 0xdf, 0xf9, 0xf4, 0xf7, 0x6f, 0xc1, 0xd4, 0xb3, 0x2a, 0x0b, 0x04, 0x12, 0x12, 0x6f, 0xfb,
+	0xd4, 0x13, 0x55, 0x2c, 0xb6, 0x50, 0xa3, 0x80, 0x76, 0xea, 0x84, 0x37, 0x9d, 0x80, 0x33, 0xc9,
+	0xe0, 0x98, 0x92, 0x38, 0x71, 0x89, 0xd3, 0x28, 0x64, 0x47, 0x3d, 0xe6, 0x31, 0xa5, 0x40, 0xad,
+	0x6f, 0x5a, 0x9c, 0xfd, 0x0f, 0xd7, 0x7c, 0xca, 0x90, 0xfa, 0x34, 0x47, 0xe3, 0x15, 0x26, 0x6a,
+	0x4c, 0x6c, 0x6a, 0xad, 0xfe, 0x61, 0x1e, 0x5d, 0xf3, 0x18, 0xf3, 0xaa, 0x04, 0xe1, 0xc0, 0x47,
+	0x98, 0x52, 0x26, 0xb1, 0xf4, 0x19, 0x0d, 0x9f, 0xce, 0x69, 0x2d, 0x2a, 0x63, 0x41, 0x34, 0x11,
+	0x6a, 0x14, 0xca, 0x44, 0xe2, 0x02, 0x0a, 0xb0, 0xe7, 0x53, 0x25, 0x36, 0xda, 0x84, 0xff, 0x21,
+	0x9b, 0x01, 0x31, 0x76, 0xf6, 0x28, 0x80, 0x8f, 0x5a, 0x26, 0xeb, 0x98, 0xe3, 0x9a, 0x28, 0x91,
+	0x9d, 0x3a, 0x11, 0xd2, 0x7e, 0x02, 0xfe, 0x3f, 0x73, 0x2a, 0x02, 0x46, 0x05, 0x81, 0x77, 0xc1,
+	0x60, 0xa0, 0x4e, 0x32, 0xd6, 0x75, 0x6b, 0x26, 0x5d, 0x9c, 0x70, 0xba, 0x66, 0xc1, 0xd1, 0x61,
+	0x8b, 0xc3, 0xfb, 0xc7, 0x93, 0xa9, 0x8f, 0x3f, 0x3e, 0xcf, 0x59, 0x25, 0x13, 0x67, 0xaf, 0x81,
+	0x2b, 0xca, 0x78, 0x89, 0x55, 0xab, 0x58, 0x12, 0x8e, 0xab, 0xe6, 0x4a, 0xb8, 0x00, 0x86, 0x02,
+	0xce, 0x1a, 0xbe, 0x4b, 0xb8, 0x72, 0x1f, 0x5e, 0xcc, 0x1c, 0xee, 0xe5, 0x47, 0x4d, 0x66, 0xee,
+	0xb9, 0x2e, 0x27, 0x42, 0x6c, 0x48, 0xee, 0x53, 0xaf, 0xd4, 0x56, 0xda, 0x47, 0x7d, 0xe0, 0x6a,
+	0x87, 0xa1, 0xa1, 0x5d, 0x05, 0xa0, 0xd2, 0x3e, 0x35, 0xc4, 0x53, 0x09, 0xc4, 0x51, 0x78, 0x9c,
+	0x3a, 0x16, 0x0f, 0xd7, 0xc0, 0x70, 0x9d, 0x96, 0x19, 0x75, 0x7d, 0xea, 0x65, 0xfa, 0x14, 0xe0,
+	0x7c, 0x4b, 0x79, 0x74, 0x3c, 0x39, 0xa6, 0x21, 0x85, 0xbb, 0xed, 0xf8, 0x0c, 0xd5, 0xb0, 0xdc,
+	0x72, 0x56, 0xa8, 0x3c, 0xdc, 0xcb, 0x03, 0x43, 0xbf, 0x42, 0xa5, 0x36, 0x8c, 0x2c, 0xe0, 0x2a,
+	0x18, 0xe2, 0x64, 0xa7, 0xee, 0x73, 0xe2, 0x66, 0xfa, 0x2f, 0x69, 0xd7, 0x76, 0x80, 0x1b, 0x60,
+	0x84, 0xec, 0x06, 0x4c, 0xd4, 0x39, 0xd9, 0xac, 0xe0, 0x20, 0x33, 0x70, 0x49, 0xc7, 0x74, 0xe8,
+	0xb2, 0x84, 0x03, 0xfb, 0xad, 0x65, 0xaa, 0xf5, 0x38, 0xa4, 0x16, 0xbf, 0x55, 0x2d, 0xf8, 0x00,
+	0x80, 0xa8, 0x47, 0x55, 0x12, 0xd3, 0xc5, 0x1b, 0x8e, 0x09, 0x6a, 0x35, 0xb4, 0xa3, 0x47, 0xcc,
+	0x34, 0xb4, 0xb3, 0x8e, 0x3d, 0x62, 0x6e, 0x2c, 0xc5, 0x22, 0xed, 0x3d, 0xcb, 0x54, 0x3d, 0x0e,
+	0x66, 0xaa, 0xbe, 0x0e, 0x40, 0x3b, 0xc9, 0xad, 0x3e, 0xed, 0x9f, 0x49, 0x17, 0xa7, 0x13, 0xaa,
+	0xde, 0x0e, 0xbf, 0x4f, 0x25, 0x6f, 0x9e, 0xa9, 0x7c, 0xe4, 0x01, 0x97, 0xbb, 0x50, 0xdf, 0x3c,
+	0x97, 0x5a, 0xe3, 0x9c, 0xc1, 0x7e, 0x67, 0x81, 0x8c, 0xc2, 0xde, 0x68, 0x01, 0x3c, 0xf4, 0x85,
+	0x64, 0xbc, 0xf9, 0x77, 0x64, 0xf4, 0x93, 0x05, 0xc6, 0xbb, 0xa0, 0x99, 0x9c, 0x2e, 0x83, 0x7f,
+	0x55, 0xce, 0x48, 0x98, 0x50, 0x3b, 0x21, 0xa1, 0x2a, 0xba, 0x44, 0x2a, 0x8c, 0xbb, 0xf1, 0x6c,
+	0x86, 0xd1, 0x7f, 0x2c, 0x95, 0xc5, 0x9f, 0x03, 0xe0, 0x1f, 0xc5, 0x0b, 0x5f, 0x59, 0x60, 0x50,
+	0xef, 0x1b, 0x38, 0x9b, 0x40, 0xd5, 0xb9, 0xe0, 0xb2, 0x73, 0x17, 0x91, 0xea, 0x7b, 0xed, 0xe9,
+	0x97, 0x5f, 0xbe, 0xbf, 0xe9, 0x9b, 0x84, 0x13, 0xa8, 0xfb, 0x3a, 0xd5, 0xab, 0x0d, 0xbe, 0xb7,
+	0x00, 0x88, 0xd6, 0x08, 0xcc, 0xf7, 0xba, 0xa1, 0x63, 0xfd, 0x65, 0x9d, 0x8b, 0xca, 0x0d, 0xd4,
+	0x82, 0x82, 0x72, 0xe0, 0xed, 0x04, 0xa8, 0x68, 0x73, 0xa1, 0xe7, 0x61, 0xb7, 0xbc, 0x50, 0x8c,
+	0xd1, 0xcc, 0xf4, 0x66, 0xec, 0x18, 0xfa, 0xde, 0x8c, 0x9d, 0xa3, 0x78, 0x2e, 0x63, 0x34, 0x63,
+	0x71, 0xc6, 0x0f, 0x16, 0x18, 0x89, 0x77, 0x21, 0x44, 0xbd, 0xae, 0xed, 0x32, 0x4a, 0xd9, 0xf9,
+	0x8b, 0x07, 0x18, 0xd2, 0x82, 0x22, 0xbd, 0x05, 0x67, 0x13, 0x48, 0x4d, 0xff, 0xc6, 0x30, 0x17,
+	0x57, 0xf6, 0x4f, 0x72, 0xd6, 0xc1, 0x49, 0xce, 0xfa, 0x76, 0x92, 0xb3, 0x5e, 0x9f, 0xe6, 0x52,
+	0x07, 0xa7, 0xb9, 0xd4, 0xd7, 0xd3, 0x5c, 0xea, 0x29, 0xf2, 0x7c, 0xb9, 0x55, 0x2f, 0x3b, 0x15,
+	0x56, 0xd3, 0x76, 0x94, 0x48, 0xe3, 0xbb, 0x1b, 0x3a, 0xe7, 0xb5, 0xb5, 0x7a, 0x13, 0x97, 0x07,
+	0xd5, 0xab, 0xf8, 0xce, 0xaf, 0x00, 0x00, 0x00, 0xff, 0xff, 0x3d, 0xff, 0xe6, 0xf4, 0x77, 0x08,
+	0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -157,6 +512,12 @@ const _ = grpc.SupportPackageIsVersion4
 type QueryClient interface {
 	// Params returns the module parameters.
 	Params(ctx context.Context, in *QueryParamsRequest, opts ...grpc.CallOption) (*QueryParamsResponse, error)
+	// Collateral returns a provider's collateral, requirement, exposure cap and jail status.
+	Collateral(ctx context.Context, in *QueryCollateralRequest, opts ...grpc.CallOption) (*QueryCollateralResponse, error)
+	// Unbondings returns a provider's open unbonding entries.
+	Unbondings(ctx context.Context, in *QueryUnbondingsRequest, opts ...grpc.CallOption) (*QueryUnbondingsResponse, error)
+	// SlashHistory returns a provider's slashes, oldest first.
+	SlashHistory(ctx context.Context, in *QuerySlashHistoryRequest, opts ...grpc.CallOption) (*QuerySlashHistoryResponse, error)
 }
 
 type queryClient struct {
@@ -176,10 +537,43 @@ func (c *queryClient) Params(ctx context.Context, in *QueryParamsRequest, opts .
 	return out, nil
 }
 
+func (c *queryClient) Collateral(ctx context.Context, in *QueryCollateralRequest, opts ...grpc.CallOption) (*QueryCollateralResponse, error) {
+	out := new(QueryCollateralResponse)
+	err := c.cc.Invoke(ctx, "/flops.stakingslash.v1.Query/Collateral", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Unbondings(ctx context.Context, in *QueryUnbondingsRequest, opts ...grpc.CallOption) (*QueryUnbondingsResponse, error) {
+	out := new(QueryUnbondingsResponse)
+	err := c.cc.Invoke(ctx, "/flops.stakingslash.v1.Query/Unbondings", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) SlashHistory(ctx context.Context, in *QuerySlashHistoryRequest, opts ...grpc.CallOption) (*QuerySlashHistoryResponse, error) {
+	out := new(QuerySlashHistoryResponse)
+	err := c.cc.Invoke(ctx, "/flops.stakingslash.v1.Query/SlashHistory", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueryServer is the server API for Query service.
 type QueryServer interface {
 	// Params returns the module parameters.
 	Params(context.Context, *QueryParamsRequest) (*QueryParamsResponse, error)
+	// Collateral returns a provider's collateral, requirement, exposure cap and jail status.
+	Collateral(context.Context, *QueryCollateralRequest) (*QueryCollateralResponse, error)
+	// Unbondings returns a provider's open unbonding entries.
+	Unbondings(context.Context, *QueryUnbondingsRequest) (*QueryUnbondingsResponse, error)
+	// SlashHistory returns a provider's slashes, oldest first.
+	SlashHistory(context.Context, *QuerySlashHistoryRequest) (*QuerySlashHistoryResponse, error)
 }
 
 // UnimplementedQueryServer can be embedded to have forward compatible implementations.
@@ -188,6 +582,15 @@ type UnimplementedQueryServer struct {
 
 func (*UnimplementedQueryServer) Params(ctx context.Context, req *QueryParamsRequest) (*QueryParamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Params not implemented")
+}
+func (*UnimplementedQueryServer) Collateral(ctx context.Context, req *QueryCollateralRequest) (*QueryCollateralResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Collateral not implemented")
+}
+func (*UnimplementedQueryServer) Unbondings(ctx context.Context, req *QueryUnbondingsRequest) (*QueryUnbondingsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Unbondings not implemented")
+}
+func (*UnimplementedQueryServer) SlashHistory(ctx context.Context, req *QuerySlashHistoryRequest) (*QuerySlashHistoryResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SlashHistory not implemented")
 }
 
 func RegisterQueryServer(s grpc1.Server, srv QueryServer) {
@@ -212,6 +615,60 @@ func _Query_Params_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Query_Collateral_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryCollateralRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Collateral(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.stakingslash.v1.Query/Collateral",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Collateral(ctx, req.(*QueryCollateralRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Unbondings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryUnbondingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Unbondings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.stakingslash.v1.Query/Unbondings",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Unbondings(ctx, req.(*QueryUnbondingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_SlashHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QuerySlashHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).SlashHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.stakingslash.v1.Query/SlashHistory",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).SlashHistory(ctx, req.(*QuerySlashHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Query_serviceDesc = _Query_serviceDesc
 var _Query_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.stakingslash.v1.Query",
@@ -220,6 +677,18 @@ var _Query_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Params",
 			Handler:    _Query_Params_Handler,
+		},
+		{
+			MethodName: "Collateral",
+			Handler:    _Query_Collateral_Handler,
+		},
+		{
+			MethodName: "Unbondings",
+			Handler:    _Query_Unbondings_Handler,
+		},
+		{
+			MethodName: "SlashHistory",
+			Handler:    _Query_SlashHistory_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -282,6 +751,281 @@ func (m *QueryParamsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *QueryCollateralRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryCollateralRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryCollateralRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryCollateralResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryCollateralResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryCollateralResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.ExposureCap.Size()
+		i -= size
+		if _, err := m.ExposureCap.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	{
+		size := m.Required.Size()
+		i -= size
+		if _, err := m.Required.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	{
+		size := m.Unbonding.Size()
+		i -= size
+		if _, err := m.Unbonding.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	{
+		size, err := m.Collateral.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryUnbondingsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryUnbondingsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryUnbondingsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryUnbondingsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryUnbondingsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryUnbondingsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Unbondings) > 0 {
+		for iNdEx := len(m.Unbondings) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Unbondings[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QuerySlashHistoryRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QuerySlashHistoryRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QuerySlashHistoryRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QuerySlashHistoryResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QuerySlashHistoryResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QuerySlashHistoryResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Slashes) > 0 {
+		for iNdEx := len(m.Slashes) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Slashes[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	offset -= sovQuery(v)
 	base := offset
@@ -310,6 +1054,108 @@ func (m *QueryParamsResponse) Size() (n int) {
 	_ = l
 	l = m.Params.Size()
 	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryCollateralRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryCollateralResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Collateral.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	l = m.Unbonding.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	l = m.Required.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	l = m.ExposureCap.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryUnbondingsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryUnbondingsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Unbondings) > 0 {
+		for _, e := range m.Unbondings {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QuerySlashHistoryRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QuerySlashHistoryResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Slashes) > 0 {
+		for _, e := range m.Slashes {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
 	return n
 }
 
@@ -428,6 +1274,749 @@ func (m *QueryParamsResponse) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if err := m.Params.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryCollateralRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryCollateralRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryCollateralRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryCollateralResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryCollateralResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryCollateralResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Collateral", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Collateral.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Unbonding", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Unbonding.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Required", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Required.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ExposureCap", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ExposureCap.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryUnbondingsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryUnbondingsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryUnbondingsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryUnbondingsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryUnbondingsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryUnbondingsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Unbondings", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Unbondings = append(m.Unbondings, UnbondingEntry{})
+			if err := m.Unbondings[len(m.Unbondings)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QuerySlashHistoryRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QuerySlashHistoryRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QuerySlashHistoryRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QuerySlashHistoryResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QuerySlashHistoryResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QuerySlashHistoryResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Slashes", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Slashes = append(m.Slashes, SlashRecord{})
+			if err := m.Slashes[len(m.Slashes)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

@@ -5,25 +5,31 @@ package types
 
 import (
 	context "context"
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
 	_ "github.com/cosmos/cosmos-proto"
+	types "github.com/cosmos/cosmos-sdk/types"
 	_ "github.com/cosmos/cosmos-sdk/types/msgservice"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	grpc1 "github.com/cosmos/gogoproto/grpc"
 	proto "github.com/cosmos/gogoproto/proto"
+	github_com_cosmos_gogoproto_types "github.com/cosmos/gogoproto/types"
 	grpc "google.golang.org/grpc"
 	codes "google.golang.org/grpc/codes"
 	status "google.golang.org/grpc/status"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
 	io "io"
 	math "math"
 	math_bits "math/bits"
+	time "time"
 )
 
 // Reference imports to suppress errors if they are not otherwise used.
 var _ = proto.Marshal
 var _ = fmt.Errorf
 var _ = math.Inf
+var _ = time.Kitchen
 
 // This is a compile-time assertion to ensure that this generated file
 // is compatible with the proto package it is being compiled against.
@@ -31,7 +37,7 @@ var _ = math.Inf
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 
-// MsgUpdateParams replaces all x/stakingslash parameters.
+// MsgUpdateParams replaces all x/staking-slash parameters.
 type MsgUpdateParams struct {
 	// authority is the governance module account address.
 	Authority string `protobuf:"bytes,1,opt,name=authority,proto3" json:"authority,omitempty"`
@@ -123,38 +129,350 @@ func (m *MsgUpdateParamsResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgUpdateParamsResponse proto.InternalMessageInfo
 
+// MsgBond adds collateral.
+type MsgBond struct {
+	// provider bonds from its own account.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// amount in the collateral denom.
+	Amount types.Coin `protobuf:"bytes,2,opt,name=amount,proto3" json:"amount"`
+}
+
+func (m *MsgBond) Reset()         { *m = MsgBond{} }
+func (m *MsgBond) String() string { return proto.CompactTextString(m) }
+func (*MsgBond) ProtoMessage()    {}
+func (*MsgBond) Descriptor() ([]byte, []int) {
+	return fileDescriptor_2f8b3f6172f00dbe, []int{2}
+}
+func (m *MsgBond) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgBond) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgBond.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgBond) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgBond.Merge(m, src)
+}
+func (m *MsgBond) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgBond) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgBond.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgBond proto.InternalMessageInfo
+
+func (m *MsgBond) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *MsgBond) GetAmount() types.Coin {
+	if m != nil {
+		return m.Amount
+	}
+	return types.Coin{}
+}
+
+// MsgBondResponse returns the provider's bonded collateral after the bond.
+type MsgBondResponse struct {
+	// bonded collateral now.
+	Bonded cosmossdk_io_math.Int `protobuf:"bytes,1,opt,name=bonded,proto3,customtype=cosmossdk.io/math.Int" json:"bonded"`
+}
+
+func (m *MsgBondResponse) Reset()         { *m = MsgBondResponse{} }
+func (m *MsgBondResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgBondResponse) ProtoMessage()    {}
+func (*MsgBondResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_2f8b3f6172f00dbe, []int{3}
+}
+func (m *MsgBondResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgBondResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgBondResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgBondResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgBondResponse.Merge(m, src)
+}
+func (m *MsgBondResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgBondResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgBondResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgBondResponse proto.InternalMessageInfo
+
+// MsgUnbond starts an unbonding.
+type MsgUnbond struct {
+	// provider whose collateral is unbonded.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// amount in the collateral denom.
+	Amount types.Coin `protobuf:"bytes,2,opt,name=amount,proto3" json:"amount"`
+}
+
+func (m *MsgUnbond) Reset()         { *m = MsgUnbond{} }
+func (m *MsgUnbond) String() string { return proto.CompactTextString(m) }
+func (*MsgUnbond) ProtoMessage()    {}
+func (*MsgUnbond) Descriptor() ([]byte, []int) {
+	return fileDescriptor_2f8b3f6172f00dbe, []int{4}
+}
+func (m *MsgUnbond) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgUnbond) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgUnbond.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgUnbond) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgUnbond.Merge(m, src)
+}
+func (m *MsgUnbond) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgUnbond) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgUnbond.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgUnbond proto.InternalMessageInfo
+
+func (m *MsgUnbond) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *MsgUnbond) GetAmount() types.Coin {
+	if m != nil {
+		return m.Amount
+	}
+	return types.Coin{}
+}
+
+// MsgUnbondResponse says when the collateral is paid out.
+type MsgUnbondResponse struct {
+	// unbonding_id of the new entry.
+	UnbondingId uint64 `protobuf:"varint,1,opt,name=unbonding_id,json=unbondingId,proto3" json:"unbonding_id,omitempty"`
+	// completion_time of the new entry.
+	CompletionTime time.Time `protobuf:"bytes,2,opt,name=completion_time,json=completionTime,proto3,stdtime" json:"completion_time"`
+}
+
+func (m *MsgUnbondResponse) Reset()         { *m = MsgUnbondResponse{} }
+func (m *MsgUnbondResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgUnbondResponse) ProtoMessage()    {}
+func (*MsgUnbondResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_2f8b3f6172f00dbe, []int{5}
+}
+func (m *MsgUnbondResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgUnbondResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgUnbondResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgUnbondResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgUnbondResponse.Merge(m, src)
+}
+func (m *MsgUnbondResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgUnbondResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgUnbondResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgUnbondResponse proto.InternalMessageInfo
+
+func (m *MsgUnbondResponse) GetUnbondingId() uint64 {
+	if m != nil {
+		return m.UnbondingId
+	}
+	return 0
+}
+
+func (m *MsgUnbondResponse) GetCompletionTime() time.Time {
+	if m != nil {
+		return m.CompletionTime
+	}
+	return time.Time{}
+}
+
+// MsgUnjail ends a provider's jailing.
+type MsgUnjail struct {
+	// provider to unjail.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+}
+
+func (m *MsgUnjail) Reset()         { *m = MsgUnjail{} }
+func (m *MsgUnjail) String() string { return proto.CompactTextString(m) }
+func (*MsgUnjail) ProtoMessage()    {}
+func (*MsgUnjail) Descriptor() ([]byte, []int) {
+	return fileDescriptor_2f8b3f6172f00dbe, []int{6}
+}
+func (m *MsgUnjail) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgUnjail) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgUnjail.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgUnjail) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgUnjail.Merge(m, src)
+}
+func (m *MsgUnjail) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgUnjail) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgUnjail.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgUnjail proto.InternalMessageInfo
+
+func (m *MsgUnjail) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+// MsgUnjailResponse is empty.
+type MsgUnjailResponse struct {
+}
+
+func (m *MsgUnjailResponse) Reset()         { *m = MsgUnjailResponse{} }
+func (m *MsgUnjailResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgUnjailResponse) ProtoMessage()    {}
+func (*MsgUnjailResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_2f8b3f6172f00dbe, []int{7}
+}
+func (m *MsgUnjailResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgUnjailResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgUnjailResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgUnjailResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgUnjailResponse.Merge(m, src)
+}
+func (m *MsgUnjailResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgUnjailResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgUnjailResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgUnjailResponse proto.InternalMessageInfo
+
 func init() {
 	proto.RegisterType((*MsgUpdateParams)(nil), "flops.stakingslash.v1.MsgUpdateParams")
 	proto.RegisterType((*MsgUpdateParamsResponse)(nil), "flops.stakingslash.v1.MsgUpdateParamsResponse")
+	proto.RegisterType((*MsgBond)(nil), "flops.stakingslash.v1.MsgBond")
+	proto.RegisterType((*MsgBondResponse)(nil), "flops.stakingslash.v1.MsgBondResponse")
+	proto.RegisterType((*MsgUnbond)(nil), "flops.stakingslash.v1.MsgUnbond")
+	proto.RegisterType((*MsgUnbondResponse)(nil), "flops.stakingslash.v1.MsgUnbondResponse")
+	proto.RegisterType((*MsgUnjail)(nil), "flops.stakingslash.v1.MsgUnjail")
+	proto.RegisterType((*MsgUnjailResponse)(nil), "flops.stakingslash.v1.MsgUnjailResponse")
 }
 
 func init() { proto.RegisterFile("flops/stakingslash/v1/tx.proto", fileDescriptor_2f8b3f6172f00dbe) }
 
 var fileDescriptor_2f8b3f6172f00dbe = []byte{
-	// 353 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4b, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x2f, 0x2e, 0x49, 0xcc, 0xce, 0xcc, 0x4b, 0x2f, 0xce, 0x49, 0x2c, 0xce, 0xd0, 0x2f,
-	0x33, 0xd4, 0x2f, 0xa9, 0xd0, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0x12, 0x05, 0xcb, 0xeb, 0x21,
-	0xcb, 0xeb, 0x95, 0x19, 0x4a, 0x89, 0xa4, 0xe7, 0xa7, 0xe7, 0x83, 0x55, 0xe8, 0x83, 0x58, 0x10,
-	0xc5, 0x52, 0x82, 0x89, 0xb9, 0x99, 0x79, 0xf9, 0xfa, 0x60, 0x12, 0x2a, 0x24, 0x9e, 0x9c, 0x5f,
-	0x9c, 0x9b, 0x5f, 0xac, 0x9f, 0x5b, 0x9c, 0x0e, 0x32, 0x37, 0xb7, 0x38, 0x1d, 0x2a, 0x21, 0x09,
-	0x91, 0x88, 0x87, 0x18, 0x02, 0xe1, 0x40, 0xa5, 0x14, 0x71, 0xb8, 0xa9, 0xb2, 0x20, 0x15, 0xaa,
-	0x44, 0xe9, 0x08, 0x23, 0x17, 0xbf, 0x6f, 0x71, 0x7a, 0x68, 0x41, 0x4a, 0x62, 0x49, 0x6a, 0x40,
-	0x62, 0x51, 0x62, 0x6e, 0xb1, 0x90, 0x19, 0x17, 0x67, 0x62, 0x69, 0x49, 0x46, 0x7e, 0x51, 0x66,
-	0x49, 0xa5, 0x04, 0xa3, 0x02, 0xa3, 0x06, 0xa7, 0x93, 0xc4, 0xa5, 0x2d, 0xba, 0x22, 0x50, 0xb3,
-	0x1d, 0x53, 0x52, 0x8a, 0x52, 0x8b, 0x8b, 0x83, 0x4b, 0x8a, 0x32, 0xf3, 0xd2, 0x83, 0x10, 0x4a,
-	0x85, 0x1c, 0xb8, 0xd8, 0x0a, 0xc0, 0x26, 0x48, 0x30, 0x29, 0x30, 0x6a, 0x70, 0x1b, 0xc9, 0xea,
-	0x61, 0xf5, 0xb3, 0x1e, 0xc4, 0x1a, 0x27, 0xce, 0x13, 0xf7, 0xe4, 0x19, 0x56, 0x3c, 0xdf, 0xa0,
-	0xc5, 0x18, 0x04, 0xd5, 0x67, 0x65, 0xde, 0xf4, 0x7c, 0x83, 0x16, 0xc2, 0xc4, 0xae, 0xe7, 0x1b,
-	0xb4, 0x54, 0x20, 0x7e, 0xa8, 0x40, 0xf5, 0x05, 0x9a, 0x93, 0x95, 0x24, 0xb9, 0xc4, 0xd1, 0x84,
-	0x82, 0x52, 0x8b, 0x0b, 0xf2, 0xf3, 0x8a, 0x53, 0x8d, 0x4a, 0xb8, 0x98, 0x7d, 0x8b, 0xd3, 0x85,
-	0xd2, 0xb8, 0x78, 0x50, 0x3c, 0xa9, 0x86, 0xc3, 0x71, 0x68, 0xc6, 0x48, 0xe9, 0x11, 0xa7, 0x0e,
-	0x66, 0x9d, 0x14, 0x6b, 0x03, 0xc8, 0x47, 0x4e, 0x9e, 0x27, 0x1e, 0xc9, 0x31, 0x5e, 0x78, 0x24,
-	0xc7, 0xf8, 0xe0, 0x91, 0x1c, 0xe3, 0x84, 0xc7, 0x72, 0x0c, 0x17, 0x1e, 0xcb, 0x31, 0xdc, 0x78,
-	0x2c, 0xc7, 0x10, 0xa5, 0x9f, 0x9e, 0x59, 0x92, 0x51, 0x9a, 0xa4, 0x97, 0x9c, 0x9f, 0xab, 0x0f,
-	0x36, 0x3a, 0x2f, 0xb5, 0x44, 0x1f, 0xcd, 0x93, 0xba, 0x10, 0x5f, 0x82, 0x23, 0x2a, 0x89, 0x0d,
-	0x1c, 0x53, 0xc6, 0x80, 0x00, 0x00, 0x00, 0xff, 0xff, 0x13, 0x23, 0x1f, 0x8a, 0x62, 0x02, 0x00,
-	0x00,
+	// 672 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x54, 0x4f, 0x4f, 0x13, 0x41,
+	0x1c, 0xed, 0x22, 0x56, 0x3b, 0xa0, 0x84, 0x15, 0x02, 0x6c, 0x74, 0x0b, 0x1b, 0x43, 0x08, 0x09,
+	0x33, 0x14, 0x8d, 0x26, 0xc4, 0x83, 0xd6, 0x8b, 0x3d, 0x60, 0x4c, 0xc5, 0x8b, 0x1e, 0xc8, 0x6e,
+	0x77, 0x99, 0x8e, 0x74, 0x67, 0x36, 0x3b, 0xd3, 0x06, 0x6e, 0xc6, 0x23, 0x27, 0x3e, 0x86, 0x17,
+	0x13, 0x4c, 0xf8, 0x08, 0x1e, 0x38, 0x12, 0x4e, 0xc6, 0x03, 0x1a, 0x38, 0x70, 0xf5, 0x23, 0x98,
+	0xf9, 0xd3, 0x2d, 0xad, 0xb6, 0xa8, 0x17, 0x2f, 0xcd, 0xce, 0xfc, 0xde, 0xbc, 0x79, 0xef, 0xfd,
+	0xe6, 0x57, 0xe0, 0x6e, 0x36, 0x58, 0xc2, 0x11, 0x17, 0xfe, 0x16, 0xa1, 0x98, 0x37, 0x7c, 0x5e,
+	0x47, 0xad, 0x12, 0x12, 0xdb, 0x30, 0x49, 0x99, 0x60, 0xf6, 0xa4, 0xaa, 0xc3, 0x8b, 0x75, 0xd8,
+	0x2a, 0x39, 0x13, 0x98, 0x61, 0xa6, 0x10, 0x48, 0x7e, 0x69, 0xb0, 0x33, 0xee, 0xc7, 0x84, 0x32,
+	0xa4, 0x7e, 0xcd, 0xd6, 0x54, 0x8d, 0xf1, 0x98, 0x71, 0x14, 0x73, 0x2c, 0x79, 0x63, 0x8e, 0x4d,
+	0x61, 0x46, 0x17, 0x36, 0x34, 0x89, 0x5e, 0x98, 0x92, 0x6b, 0xce, 0x04, 0x3e, 0x8f, 0x50, 0xab,
+	0x14, 0x44, 0xc2, 0x2f, 0xa1, 0x1a, 0x23, 0xd4, 0xd4, 0x8b, 0x98, 0x31, 0xdc, 0x88, 0x90, 0x5a,
+	0x05, 0xcd, 0x4d, 0x24, 0x48, 0x1c, 0x71, 0xe1, 0xc7, 0x89, 0x01, 0xcc, 0xf5, 0x31, 0xb5, 0x93,
+	0x44, 0xe6, 0x0e, 0xef, 0xb3, 0x05, 0xc6, 0xd6, 0x38, 0x7e, 0x95, 0x84, 0xbe, 0x88, 0x5e, 0xf8,
+	0xa9, 0x1f, 0x73, 0xfb, 0x01, 0x28, 0xf8, 0x4d, 0x51, 0x67, 0x29, 0x11, 0x3b, 0xd3, 0xd6, 0xac,
+	0xb5, 0x50, 0x28, 0x4f, 0x1f, 0x1f, 0x2c, 0x4d, 0x18, 0x71, 0x4f, 0xc2, 0x30, 0x8d, 0x38, 0x7f,
+	0x29, 0x52, 0x42, 0x71, 0xb5, 0x03, 0xb5, 0x1f, 0x83, 0x7c, 0xa2, 0x18, 0xa6, 0x87, 0x66, 0xad,
+	0x85, 0x91, 0x95, 0x3b, 0xf0, 0xb7, 0xa1, 0x41, 0x7d, 0x4d, 0xb9, 0x70, 0x78, 0x52, 0xcc, 0x7d,
+	0x38, 0xdf, 0x5f, 0xb4, 0xaa, 0xe6, 0xdc, 0xea, 0xc3, 0xf7, 0xe7, 0xfb, 0x8b, 0x1d, 0xc6, 0xdd,
+	0xf3, 0xfd, 0xc5, 0xbb, 0xda, 0xc3, 0x76, 0xb7, 0x8b, 0x1e, 0xc9, 0xde, 0x0c, 0x98, 0xea, 0xd9,
+	0xaa, 0x46, 0x3c, 0x61, 0x94, 0x47, 0xde, 0x47, 0x0b, 0x5c, 0x5b, 0xe3, 0xb8, 0xcc, 0x68, 0x68,
+	0xdf, 0x07, 0xd7, 0x93, 0x94, 0xb5, 0x48, 0x18, 0xa5, 0x97, 0x1a, 0xcb, 0x90, 0xf6, 0x23, 0x90,
+	0xf7, 0x63, 0xd6, 0xa4, 0xc2, 0xf8, 0x9a, 0x81, 0xe6, 0x80, 0x6c, 0x0c, 0x34, 0x8d, 0x81, 0x4f,
+	0x19, 0xa1, 0x5d, 0x9e, 0xf4, 0x99, 0x55, 0x28, 0x3d, 0x65, 0x64, 0xd2, 0xd2, 0xed, 0x7e, 0x96,
+	0xa4, 0x46, 0xef, 0x8d, 0x6a, 0x88, 0xfc, 0x6c, 0x5b, 0xb0, 0x9f, 0x81, 0x7c, 0xc0, 0x68, 0x18,
+	0x85, 0x46, 0xf4, 0xb2, 0xbc, 0xe5, 0xeb, 0x49, 0x71, 0x52, 0xeb, 0xe0, 0xe1, 0x16, 0x24, 0x0c,
+	0xc5, 0xbe, 0xa8, 0xc3, 0x0a, 0x15, 0xc7, 0x07, 0x4b, 0xc0, 0x08, 0xac, 0x50, 0x61, 0xc4, 0xe8,
+	0xf3, 0xde, 0x27, 0x0b, 0x14, 0x64, 0x50, 0x34, 0xf8, 0x5f, 0x71, 0x2c, 0xff, 0x12, 0x87, 0xdb,
+	0xb7, 0xc3, 0x4a, 0xa5, 0xb7, 0x6b, 0x81, 0xf1, 0x6c, 0x95, 0x65, 0x32, 0x07, 0x46, 0x9b, 0x6a,
+	0x87, 0x50, 0xbc, 0x41, 0x74, 0x32, 0xc3, 0xd5, 0x91, 0x6c, 0xaf, 0x12, 0xda, 0x55, 0x30, 0x56,
+	0x63, 0x71, 0xd2, 0x88, 0x04, 0x61, 0x74, 0x43, 0x0e, 0x87, 0x51, 0xec, 0x40, 0x3d, 0x39, 0xb0,
+	0x3d, 0x39, 0x70, 0xbd, 0x3d, 0x39, 0xe5, 0x1b, 0x52, 0xf2, 0xde, 0xb7, 0xa2, 0xa5, 0x65, 0xdf,
+	0xec, 0x30, 0x48, 0x8c, 0xc7, 0x4d, 0x7e, 0x6f, 0x7d, 0xd2, 0xf8, 0xb7, 0xfc, 0xfe, 0x2e, 0x01,
+	0x79, 0x8f, 0x77, 0xcb, 0x04, 0x20, 0x17, 0xed, 0x00, 0x56, 0x7e, 0x0c, 0x81, 0x2b, 0x6b, 0x1c,
+	0xdb, 0x9b, 0x60, 0xb4, 0x6b, 0x7a, 0xe7, 0xfb, 0x4c, 0x5d, 0xcf, 0x7c, 0x38, 0xf0, 0xcf, 0x70,
+	0x59, 0xe0, 0xcf, 0xc1, 0xb0, 0x9a, 0x21, 0xb7, 0xff, 0x39, 0x59, 0x77, 0xe6, 0x07, 0xd7, 0x33,
+	0xbe, 0x75, 0x90, 0x37, 0xcf, 0x70, 0x76, 0x80, 0x12, 0x85, 0x70, 0x16, 0x2e, 0x43, 0x74, 0xb3,
+	0xaa, 0xe6, 0x0c, 0x64, 0x95, 0x88, 0xc1, 0xac, 0x17, 0xb3, 0x76, 0xae, 0xbe, 0x93, 0x8f, 0xa1,
+	0x5c, 0x39, 0x3c, 0x75, 0xad, 0xa3, 0x53, 0xd7, 0xfa, 0x7e, 0xea, 0x5a, 0x7b, 0x67, 0x6e, 0xee,
+	0xe8, 0xcc, 0xcd, 0x7d, 0x39, 0x73, 0x73, 0xaf, 0x11, 0x26, 0xa2, 0xde, 0x0c, 0x60, 0x8d, 0xc5,
+	0x48, 0x91, 0xd2, 0x48, 0xa0, 0x9e, 0xae, 0x2e, 0xe9, 0xb6, 0xaa, 0x7f, 0xdf, 0x20, 0xaf, 0x9e,
+	0xde, 0xbd, 0x9f, 0x01, 0x00, 0x00, 0xff, 0xff, 0x7e, 0xb6, 0xb6, 0x7b, 0x78, 0x06, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -171,6 +489,12 @@ const _ = grpc.SupportPackageIsVersion4
 type MsgClient interface {
 	// UpdateParams replaces the module parameters; only the authority (x/gov) may call it.
 	UpdateParams(ctx context.Context, in *MsgUpdateParams, opts ...grpc.CallOption) (*MsgUpdateParamsResponse, error)
+	// Bond moves collateral from the provider's account into the module.
+	Bond(ctx context.Context, in *MsgBond, opts ...grpc.CallOption) (*MsgBondResponse, error)
+	// Unbond starts returning collateral; it stays slashable until the unbonding completes.
+	Unbond(ctx context.Context, in *MsgUnbond, opts ...grpc.CallOption) (*MsgUnbondResponse, error)
+	// Unjail lets a jailed provider's nodes be scheduled again once the jail time is over.
+	Unjail(ctx context.Context, in *MsgUnjail, opts ...grpc.CallOption) (*MsgUnjailResponse, error)
 }
 
 type msgClient struct {
@@ -190,10 +514,43 @@ func (c *msgClient) UpdateParams(ctx context.Context, in *MsgUpdateParams, opts 
 	return out, nil
 }
 
+func (c *msgClient) Bond(ctx context.Context, in *MsgBond, opts ...grpc.CallOption) (*MsgBondResponse, error) {
+	out := new(MsgBondResponse)
+	err := c.cc.Invoke(ctx, "/flops.stakingslash.v1.Msg/Bond", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) Unbond(ctx context.Context, in *MsgUnbond, opts ...grpc.CallOption) (*MsgUnbondResponse, error) {
+	out := new(MsgUnbondResponse)
+	err := c.cc.Invoke(ctx, "/flops.stakingslash.v1.Msg/Unbond", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) Unjail(ctx context.Context, in *MsgUnjail, opts ...grpc.CallOption) (*MsgUnjailResponse, error) {
+	out := new(MsgUnjailResponse)
+	err := c.cc.Invoke(ctx, "/flops.stakingslash.v1.Msg/Unjail", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MsgServer is the server API for Msg service.
 type MsgServer interface {
 	// UpdateParams replaces the module parameters; only the authority (x/gov) may call it.
 	UpdateParams(context.Context, *MsgUpdateParams) (*MsgUpdateParamsResponse, error)
+	// Bond moves collateral from the provider's account into the module.
+	Bond(context.Context, *MsgBond) (*MsgBondResponse, error)
+	// Unbond starts returning collateral; it stays slashable until the unbonding completes.
+	Unbond(context.Context, *MsgUnbond) (*MsgUnbondResponse, error)
+	// Unjail lets a jailed provider's nodes be scheduled again once the jail time is over.
+	Unjail(context.Context, *MsgUnjail) (*MsgUnjailResponse, error)
 }
 
 // UnimplementedMsgServer can be embedded to have forward compatible implementations.
@@ -202,6 +559,15 @@ type UnimplementedMsgServer struct {
 
 func (*UnimplementedMsgServer) UpdateParams(ctx context.Context, req *MsgUpdateParams) (*MsgUpdateParamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method UpdateParams not implemented")
+}
+func (*UnimplementedMsgServer) Bond(ctx context.Context, req *MsgBond) (*MsgBondResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Bond not implemented")
+}
+func (*UnimplementedMsgServer) Unbond(ctx context.Context, req *MsgUnbond) (*MsgUnbondResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Unbond not implemented")
+}
+func (*UnimplementedMsgServer) Unjail(ctx context.Context, req *MsgUnjail) (*MsgUnjailResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Unjail not implemented")
 }
 
 func RegisterMsgServer(s grpc1.Server, srv MsgServer) {
@@ -226,6 +592,60 @@ func _Msg_UpdateParams_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Msg_Bond_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgBond)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).Bond(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.stakingslash.v1.Msg/Bond",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).Bond(ctx, req.(*MsgBond))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_Unbond_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgUnbond)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).Unbond(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.stakingslash.v1.Msg/Unbond",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).Unbond(ctx, req.(*MsgUnbond))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_Unjail_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgUnjail)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).Unjail(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.stakingslash.v1.Msg/Unjail",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).Unjail(ctx, req.(*MsgUnjail))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Msg_serviceDesc = _Msg_serviceDesc
 var _Msg_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.stakingslash.v1.Msg",
@@ -234,6 +654,18 @@ var _Msg_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateParams",
 			Handler:    _Msg_UpdateParams_Handler,
+		},
+		{
+			MethodName: "Bond",
+			Handler:    _Msg_Bond_Handler,
+		},
+		{
+			MethodName: "Unbond",
+			Handler:    _Msg_Unbond_Handler,
+		},
+		{
+			MethodName: "Unjail",
+			Handler:    _Msg_Unjail_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -303,6 +735,208 @@ func (m *MsgUpdateParamsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error)
 	return len(dAtA) - i, nil
 }
 
+func (m *MsgBond) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgBond) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgBond) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Amount.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgBondResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgBondResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgBondResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Bonded.Size()
+		i -= size
+		if _, err := m.Bonded.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgUnbond) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgUnbond) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgUnbond) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Amount.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgUnbondResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgUnbondResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgUnbondResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	n4, err4 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.CompletionTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CompletionTime):])
+	if err4 != nil {
+		return 0, err4
+	}
+	i -= n4
+	i = encodeVarintTx(dAtA, i, uint64(n4))
+	i--
+	dAtA[i] = 0x12
+	if m.UnbondingId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.UnbondingId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgUnjail) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgUnjail) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgUnjail) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgUnjailResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgUnjailResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgUnjailResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTx(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTx(v)
 	base := offset
@@ -330,6 +964,83 @@ func (m *MsgUpdateParams) Size() (n int) {
 }
 
 func (m *MsgUpdateParamsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgBond) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = m.Amount.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgBondResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Bonded.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgUnbond) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = m.Amount.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgUnbondResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.UnbondingId != 0 {
+		n += 1 + sovTx(uint64(m.UnbondingId))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CompletionTime)
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgUnjail) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgUnjailResponse) Size() (n int) {
 	if m == nil {
 		return 0
 	}
@@ -486,6 +1197,554 @@ func (m *MsgUpdateParamsResponse) Unmarshal(dAtA []byte) error {
 		}
 		if fieldNum <= 0 {
 			return fmt.Errorf("proto: MsgUpdateParamsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgBond) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgBond: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgBond: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Amount", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Amount.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgBondResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgBondResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgBondResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Bonded", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Bonded.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgUnbond) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgUnbond: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgUnbond: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Amount", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Amount.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgUnbondResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgUnbondResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgUnbondResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UnbondingId", wireType)
+			}
+			m.UnbondingId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.UnbondingId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CompletionTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.CompletionTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgUnjail) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgUnjail: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgUnjail: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgUnjailResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgUnjailResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgUnjailResponse: illegal tag %d (wire type %d)", fieldNum, wire)
 		}
 		switch fieldNum {
 		default:

@@ -12,6 +12,7 @@ import (
 	proto "github.com/cosmos/gogoproto/proto"
 	github_com_cosmos_gogoproto_types "github.com/cosmos/gogoproto/types"
 	_ "google.golang.org/protobuf/types/known/durationpb"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
 	io "io"
 	math "math"
 	math_bits "math/bits"
@@ -29,6 +30,46 @@ var _ = time.Kitchen
 // A compilation error at this line likely means your copy of the
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
+
+// SlashReason says why collateral was slashed.
+type SlashReason int32
+
+const (
+	// SLASH_REASON_UNSPECIFIED is invalid.
+	SLASH_REASON_UNSPECIFIED SlashReason = 0
+	// SLASH_REASON_WRONG_RESULT: a task result lost verification.
+	SLASH_REASON_WRONG_RESULT SlashReason = 1
+	// SLASH_REASON_WRONG_POCP: a PoCP challenge answer was wrong or never opened.
+	SLASH_REASON_WRONG_POCP SlashReason = 2
+	// SLASH_REASON_ABANDONED_TASK: a task's heartbeat or deadline lapsed.
+	SLASH_REASON_ABANDONED_TASK SlashReason = 3
+	// SLASH_REASON_MISSED_REVEAL: a committed task result was never revealed.
+	SLASH_REASON_MISSED_REVEAL SlashReason = 4
+)
+
+var SlashReason_name = map[int32]string{
+	0: "SLASH_REASON_UNSPECIFIED",
+	1: "SLASH_REASON_WRONG_RESULT",
+	2: "SLASH_REASON_WRONG_POCP",
+	3: "SLASH_REASON_ABANDONED_TASK",
+	4: "SLASH_REASON_MISSED_REVEAL",
+}
+
+var SlashReason_value = map[string]int32{
+	"SLASH_REASON_UNSPECIFIED":    0,
+	"SLASH_REASON_WRONG_RESULT":   1,
+	"SLASH_REASON_WRONG_POCP":     2,
+	"SLASH_REASON_ABANDONED_TASK": 3,
+	"SLASH_REASON_MISSED_REVEAL":  4,
+}
+
+func (x SlashReason) String() string {
+	return proto.EnumName(SlashReason_name, int32(x))
+}
+
+func (SlashReason) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_aae481c68fcca83f, []int{0}
+}
 
 // Params are the x/staking-slash parameters, set by governance.
 type Params struct {
@@ -135,46 +176,443 @@ func (m *Params) GetRewardPpm() uint32 {
 	return 0
 }
 
+// Collateral is one provider's bonded collateral and what depends on it.
+type Collateral struct {
+	// provider is the provider's account address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// bonded collateral, in the collateral denom.
+	Bonded cosmossdk_io_math.Int `protobuf:"bytes,2,opt,name=bonded,proto3,customtype=cosmossdk.io/math.Int" json:"bonded"`
+	// locked_gpus: GPUs of the provider's registered nodes; bonded must stay at or above
+	// locked_gpus * min_collateral_per_gpu.
+	LockedGpus uint64 `protobuf:"varint,3,opt,name=locked_gpus,json=lockedGpus,proto3" json:"locked_gpus,omitempty"`
+	// exposure is the value of the provider's unfinished tasks, in udps; it must stay at or
+	// below exposure_factor * bonded.
+	Exposure cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=exposure,proto3,customtype=cosmossdk.io/math.Int" json:"exposure"`
+	// jailed: the provider's nodes get no work until MsgUnjail.
+	Jailed bool `protobuf:"varint,5,opt,name=jailed,proto3" json:"jailed,omitempty"`
+	// jailed_until: MsgUnjail is refused before this time.
+	JailedUntil time.Time `protobuf:"bytes,6,opt,name=jailed_until,json=jailedUntil,proto3,stdtime" json:"jailed_until"`
+	// slashed_total is everything ever slashed from this provider.
+	SlashedTotal cosmossdk_io_math.Int `protobuf:"bytes,7,opt,name=slashed_total,json=slashedTotal,proto3,customtype=cosmossdk.io/math.Int" json:"slashed_total"`
+}
+
+func (m *Collateral) Reset()         { *m = Collateral{} }
+func (m *Collateral) String() string { return proto.CompactTextString(m) }
+func (*Collateral) ProtoMessage()    {}
+func (*Collateral) Descriptor() ([]byte, []int) {
+	return fileDescriptor_aae481c68fcca83f, []int{1}
+}
+func (m *Collateral) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Collateral) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Collateral.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Collateral) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Collateral.Merge(m, src)
+}
+func (m *Collateral) XXX_Size() int {
+	return m.Size()
+}
+func (m *Collateral) XXX_DiscardUnknown() {
+	xxx_messageInfo_Collateral.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Collateral proto.InternalMessageInfo
+
+func (m *Collateral) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *Collateral) GetLockedGpus() uint64 {
+	if m != nil {
+		return m.LockedGpus
+	}
+	return 0
+}
+
+func (m *Collateral) GetJailed() bool {
+	if m != nil {
+		return m.Jailed
+	}
+	return false
+}
+
+func (m *Collateral) GetJailedUntil() time.Time {
+	if m != nil {
+		return m.JailedUntil
+	}
+	return time.Time{}
+}
+
+// UnbondingEntry is collateral on its way out: still slashable until completion_time.
+type UnbondingEntry struct {
+	// provider the collateral returns to.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// id is unique per chain.
+	Id uint64 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	// amount still owed to the provider (lowered by slashes).
+	Amount cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=amount,proto3,customtype=cosmossdk.io/math.Int" json:"amount"`
+	// creation_height is the height of the MsgUnbond.
+	CreationHeight int64 `protobuf:"varint,4,opt,name=creation_height,json=creationHeight,proto3" json:"creation_height,omitempty"`
+	// completion_time: the first block at or after it pays the amount out.
+	CompletionTime time.Time `protobuf:"bytes,5,opt,name=completion_time,json=completionTime,proto3,stdtime" json:"completion_time"`
+}
+
+func (m *UnbondingEntry) Reset()         { *m = UnbondingEntry{} }
+func (m *UnbondingEntry) String() string { return proto.CompactTextString(m) }
+func (*UnbondingEntry) ProtoMessage()    {}
+func (*UnbondingEntry) Descriptor() ([]byte, []int) {
+	return fileDescriptor_aae481c68fcca83f, []int{2}
+}
+func (m *UnbondingEntry) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *UnbondingEntry) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_UnbondingEntry.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *UnbondingEntry) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_UnbondingEntry.Merge(m, src)
+}
+func (m *UnbondingEntry) XXX_Size() int {
+	return m.Size()
+}
+func (m *UnbondingEntry) XXX_DiscardUnknown() {
+	xxx_messageInfo_UnbondingEntry.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_UnbondingEntry proto.InternalMessageInfo
+
+func (m *UnbondingEntry) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *UnbondingEntry) GetId() uint64 {
+	if m != nil {
+		return m.Id
+	}
+	return 0
+}
+
+func (m *UnbondingEntry) GetCreationHeight() int64 {
+	if m != nil {
+		return m.CreationHeight
+	}
+	return 0
+}
+
+func (m *UnbondingEntry) GetCompletionTime() time.Time {
+	if m != nil {
+		return m.CompletionTime
+	}
+	return time.Time{}
+}
+
+// SlashEvidence points at what a slash was for; every field is optional.
+type SlashEvidence struct {
+	// node_id of the offending node (x/gfl).
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// job_id and task_id of the task (x/market).
+	JobId uint64 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// task_id: see job_id.
+	TaskId uint64 `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// challenge_id of the PoCP challenge (x/gfl).
+	ChallengeId uint64 `protobuf:"varint,4,opt,name=challenge_id,json=challengeId,proto3" json:"challenge_id,omitempty"`
+}
+
+func (m *SlashEvidence) Reset()         { *m = SlashEvidence{} }
+func (m *SlashEvidence) String() string { return proto.CompactTextString(m) }
+func (*SlashEvidence) ProtoMessage()    {}
+func (*SlashEvidence) Descriptor() ([]byte, []int) {
+	return fileDescriptor_aae481c68fcca83f, []int{3}
+}
+func (m *SlashEvidence) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *SlashEvidence) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_SlashEvidence.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *SlashEvidence) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_SlashEvidence.Merge(m, src)
+}
+func (m *SlashEvidence) XXX_Size() int {
+	return m.Size()
+}
+func (m *SlashEvidence) XXX_DiscardUnknown() {
+	xxx_messageInfo_SlashEvidence.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_SlashEvidence proto.InternalMessageInfo
+
+func (m *SlashEvidence) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *SlashEvidence) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *SlashEvidence) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+func (m *SlashEvidence) GetChallengeId() uint64 {
+	if m != nil {
+		return m.ChallengeId
+	}
+	return 0
+}
+
+// SlashRecord is one slash, kept in the provider's slash history.
+type SlashRecord struct {
+	// provider that was slashed.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// id is unique per chain.
+	Id uint64 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	// reason for the slash.
+	Reason SlashReason `protobuf:"varint,3,opt,name=reason,proto3,enum=flops.stakingslash.v1.SlashReason" json:"reason,omitempty"`
+	// fraction_ppm of the provider's bonded and unbonding collateral.
+	FractionPpm uint32 `protobuf:"varint,4,opt,name=fraction_ppm,json=fractionPpm,proto3" json:"fraction_ppm,omitempty"`
+	// amount slashed in total: compensation + rewards + burned.
+	Amount cosmossdk_io_math.Int `protobuf:"bytes,5,opt,name=amount,proto3,customtype=cosmossdk.io/math.Int" json:"amount"`
+	// compensated is the harmed client paid, if any.
+	Compensated string `protobuf:"bytes,6,opt,name=compensated,proto3" json:"compensated,omitempty"`
+	// compensation paid to the harmed client.
+	Compensation cosmossdk_io_math.Int `protobuf:"bytes,7,opt,name=compensation,proto3,customtype=cosmossdk.io/math.Int" json:"compensation"`
+	// rewarded are the challengers or verifiers paid, each the same share.
+	Rewarded []string `protobuf:"bytes,8,rep,name=rewarded,proto3" json:"rewarded,omitempty"`
+	// reward paid in total to the rewarded.
+	Reward cosmossdk_io_math.Int `protobuf:"bytes,9,opt,name=reward,proto3,customtype=cosmossdk.io/math.Int" json:"reward"`
+	// burned: the rest.
+	Burned cosmossdk_io_math.Int `protobuf:"bytes,10,opt,name=burned,proto3,customtype=cosmossdk.io/math.Int" json:"burned"`
+	// evidence the slash refers to.
+	Evidence SlashEvidence `protobuf:"bytes,11,opt,name=evidence,proto3" json:"evidence"`
+	// height and time of the slash.
+	Height int64 `protobuf:"varint,12,opt,name=height,proto3" json:"height,omitempty"`
+	// time: see height.
+	Time time.Time `protobuf:"bytes,13,opt,name=time,proto3,stdtime" json:"time"`
+}
+
+func (m *SlashRecord) Reset()         { *m = SlashRecord{} }
+func (m *SlashRecord) String() string { return proto.CompactTextString(m) }
+func (*SlashRecord) ProtoMessage()    {}
+func (*SlashRecord) Descriptor() ([]byte, []int) {
+	return fileDescriptor_aae481c68fcca83f, []int{4}
+}
+func (m *SlashRecord) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *SlashRecord) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_SlashRecord.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *SlashRecord) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_SlashRecord.Merge(m, src)
+}
+func (m *SlashRecord) XXX_Size() int {
+	return m.Size()
+}
+func (m *SlashRecord) XXX_DiscardUnknown() {
+	xxx_messageInfo_SlashRecord.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_SlashRecord proto.InternalMessageInfo
+
+func (m *SlashRecord) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *SlashRecord) GetId() uint64 {
+	if m != nil {
+		return m.Id
+	}
+	return 0
+}
+
+func (m *SlashRecord) GetReason() SlashReason {
+	if m != nil {
+		return m.Reason
+	}
+	return SLASH_REASON_UNSPECIFIED
+}
+
+func (m *SlashRecord) GetFractionPpm() uint32 {
+	if m != nil {
+		return m.FractionPpm
+	}
+	return 0
+}
+
+func (m *SlashRecord) GetCompensated() string {
+	if m != nil {
+		return m.Compensated
+	}
+	return ""
+}
+
+func (m *SlashRecord) GetRewarded() []string {
+	if m != nil {
+		return m.Rewarded
+	}
+	return nil
+}
+
+func (m *SlashRecord) GetEvidence() SlashEvidence {
+	if m != nil {
+		return m.Evidence
+	}
+	return SlashEvidence{}
+}
+
+func (m *SlashRecord) GetHeight() int64 {
+	if m != nil {
+		return m.Height
+	}
+	return 0
+}
+
+func (m *SlashRecord) GetTime() time.Time {
+	if m != nil {
+		return m.Time
+	}
+	return time.Time{}
+}
+
 func init() {
+	proto.RegisterEnum("flops.stakingslash.v1.SlashReason", SlashReason_name, SlashReason_value)
 	proto.RegisterType((*Params)(nil), "flops.stakingslash.v1.Params")
+	proto.RegisterType((*Collateral)(nil), "flops.stakingslash.v1.Collateral")
+	proto.RegisterType((*UnbondingEntry)(nil), "flops.stakingslash.v1.UnbondingEntry")
+	proto.RegisterType((*SlashEvidence)(nil), "flops.stakingslash.v1.SlashEvidence")
+	proto.RegisterType((*SlashRecord)(nil), "flops.stakingslash.v1.SlashRecord")
 }
 
 func init() { proto.RegisterFile("flops/stakingslash/v1/types.proto", fileDescriptor_aae481c68fcca83f) }
 
 var fileDescriptor_aae481c68fcca83f = []byte{
-	// 497 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x5c, 0x52, 0x3f, 0x6f, 0x13, 0x31,
-	0x1c, 0x8d, 0x69, 0x09, 0xd4, 0x28, 0x94, 0x5e, 0x08, 0xba, 0x16, 0x71, 0x09, 0x4c, 0xa1, 0x52,
-	0x6d, 0x52, 0x36, 0xc6, 0x50, 0x40, 0x19, 0x10, 0x51, 0x04, 0x0b, 0xcb, 0xc9, 0xb9, 0x73, 0x2e,
-	0x56, 0xce, 0x7f, 0x64, 0xfb, 0xca, 0xf1, 0x15, 0x98, 0x18, 0xf9, 0x08, 0x8c, 0x1d, 0xf8, 0x10,
-	0x1d, 0x2b, 0x26, 0xc4, 0x50, 0x50, 0x32, 0x74, 0xe3, 0x33, 0xa0, 0xb3, 0x93, 0x36, 0xb0, 0x9c,
-	0xce, 0xef, 0xbd, 0xdf, 0xd3, 0xf3, 0xf3, 0x0f, 0x3e, 0x9c, 0xe4, 0x52, 0x19, 0x6c, 0x2c, 0x99,
-	0x31, 0x91, 0x99, 0x9c, 0x98, 0x29, 0x3e, 0xee, 0x61, 0xfb, 0x51, 0x51, 0x83, 0x94, 0x96, 0x56,
-	0x06, 0x2d, 0x27, 0x41, 0xeb, 0x12, 0x74, 0xdc, 0xdb, 0xbb, 0x9b, 0xc9, 0x4c, 0x3a, 0x05, 0xae,
-	0xfe, 0xbc, 0x78, 0x6f, 0x87, 0x70, 0x26, 0x24, 0x76, 0xdf, 0x25, 0xb4, 0x9b, 0x48, 0xc3, 0xa5,
-	0x89, 0xbd, 0xd6, 0x1f, 0x96, 0x54, 0x94, 0x49, 0x99, 0xe5, 0x14, 0xbb, 0xd3, 0xb8, 0x98, 0xe0,
-	0xb4, 0xd0, 0xc4, 0x32, 0x29, 0x3c, 0xff, 0xe8, 0xcf, 0x06, 0xac, 0x0f, 0x89, 0x26, 0xdc, 0x04,
-	0x8f, 0xe1, 0x9d, 0x44, 0xe6, 0x39, 0xb1, 0x54, 0x93, 0x3c, 0x4e, 0xa9, 0x90, 0x3c, 0x04, 0x1d,
-	0xd0, 0xdd, 0x1a, 0x6d, 0x5f, 0xe1, 0x47, 0x15, 0x1c, 0x50, 0x78, 0x8f, 0x33, 0x11, 0xaf, 0xc9,
-	0x15, 0xd5, 0x71, 0xa6, 0x8a, 0xf0, 0x5a, 0x35, 0xd0, 0x7f, 0x72, 0x7a, 0xde, 0xae, 0xfd, 0x3c,
-	0x6f, 0xb7, 0x7c, 0x16, 0x93, 0xce, 0x10, 0x93, 0x98, 0x13, 0x3b, 0x45, 0x03, 0x61, 0xbf, 0x7f,
-	0x3b, 0x80, 0xcb, 0x90, 0x03, 0x61, 0xbf, 0x5e, 0x9c, 0xec, 0x83, 0x51, 0x93, 0x33, 0xf1, 0xfc,
-	0xd2, 0x6e, 0x48, 0xf5, 0x2b, 0x55, 0x04, 0x08, 0x36, 0x69, 0xa9, 0xa4, 0x29, 0x34, 0x8d, 0x27,
-	0x24, 0xb1, 0x52, 0xc7, 0x4a, 0xf1, 0x70, 0xa3, 0x03, 0xba, 0x9b, 0xa3, 0x9d, 0x15, 0xf5, 0xd2,
-	0x31, 0x43, 0xc5, 0x83, 0x37, 0xf0, 0x76, 0x21, 0xc6, 0x52, 0xa4, 0x4c, 0x64, 0xb1, 0x65, 0x9c,
-	0x86, 0x9b, 0x1d, 0xd0, 0xbd, 0x75, 0xb8, 0x8b, 0x7c, 0x0b, 0x68, 0xd5, 0x02, 0x3a, 0x5a, 0xb6,
-	0xd0, 0x6f, 0x54, 0x49, 0xbf, 0xfc, 0x6a, 0x03, 0x1f, 0xa3, 0x71, 0x39, 0xff, 0x96, 0x71, 0x1a,
-	0x1c, 0xc2, 0x16, 0x27, 0x65, 0x7c, 0x65, 0x4a, 0x85, 0xd5, 0x8c, 0x9a, 0xf0, 0x7a, 0x07, 0x74,
-	0x1b, 0xa3, 0x26, 0x27, 0xe5, 0xbb, 0x15, 0xf7, 0xc2, 0x53, 0x41, 0xcf, 0xcf, 0x70, 0x62, 0x0b,
-	0x4d, 0x53, 0x57, 0xcc, 0x38, 0x97, 0xc9, 0x2c, 0xac, 0xbb, 0x99, 0x80, 0x93, 0xf2, 0xb5, 0xe7,
-	0x86, 0x54, 0xf7, 0x2b, 0xc6, 0x37, 0xcf, 0x15, 0x15, 0xc6, 0x85, 0x72, 0x97, 0xbc, 0xe1, 0xd4,
-	0xdb, 0xeb, 0x78, 0x75, 0xc5, 0x07, 0x10, 0x6a, 0xfa, 0x81, 0xe8, 0xd4, 0x89, 0x6e, 0x3a, 0xd1,
-	0x96, 0x47, 0x86, 0x8a, 0x3f, 0xeb, 0x7c, 0xba, 0x38, 0xd9, 0xbf, 0xef, 0x37, 0xae, 0xfc, 0x77,
-	0xe7, 0xfc, 0x2b, 0xf7, 0x07, 0xa7, 0xf3, 0x08, 0x9c, 0xcd, 0x23, 0xf0, 0x7b, 0x1e, 0x81, 0xcf,
-	0x8b, 0xa8, 0x76, 0xb6, 0x88, 0x6a, 0x3f, 0x16, 0x51, 0xed, 0x3d, 0xce, 0x98, 0x9d, 0x16, 0x63,
-	0x94, 0x48, 0x8e, 0x9d, 0x83, 0xa0, 0x16, 0xff, 0x67, 0x75, 0xe0, 0xbd, 0xdc, 0xf2, 0x8e, 0xeb,
-	0xae, 0xce, 0xa7, 0x7f, 0x03, 0x00, 0x00, 0xff, 0xff, 0x82, 0x5e, 0x66, 0x8d, 0xe2, 0x02, 0x00,
-	0x00,
+	// 1096 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x56, 0xc1, 0x4f, 0x1b, 0xc7,
+	0x17, 0xf6, 0x62, 0xe3, 0x98, 0x31, 0x36, 0xce, 0x10, 0xc8, 0x02, 0xbf, 0xd8, 0x8e, 0xf5, 0x93,
+	0x4a, 0x91, 0x58, 0x17, 0xda, 0x13, 0x52, 0x0f, 0x36, 0x76, 0xc0, 0x0a, 0x01, 0x6b, 0x6d, 0x5a,
+	0xa9, 0x97, 0xd5, 0xd8, 0x33, 0xd8, 0x0b, 0xbb, 0x33, 0xab, 0xd9, 0x59, 0x4a, 0xd4, 0x7f, 0xa0,
+	0xea, 0x29, 0xc7, 0x5e, 0x7a, 0xea, 0xa5, 0xa7, 0x2a, 0x87, 0x1c, 0xfa, 0x27, 0xe4, 0x18, 0xe5,
+	0x54, 0xf5, 0x90, 0x56, 0x70, 0xc8, 0xad, 0x7f, 0x41, 0x0f, 0xd5, 0xcc, 0xac, 0x8d, 0x49, 0x23,
+	0xa4, 0xb8, 0xbd, 0x58, 0x3b, 0xef, 0x7d, 0x6f, 0x76, 0xe6, 0xfb, 0xbe, 0xf7, 0xd6, 0xe0, 0xe1,
+	0x89, 0xc7, 0x82, 0xb0, 0x1a, 0x0a, 0x74, 0xe6, 0xd2, 0x41, 0xe8, 0xa1, 0x70, 0x58, 0x3d, 0xdf,
+	0xaa, 0x8a, 0xa7, 0x01, 0x09, 0xad, 0x80, 0x33, 0xc1, 0xe0, 0x92, 0x82, 0x58, 0x93, 0x10, 0xeb,
+	0x7c, 0x6b, 0xf5, 0xde, 0x80, 0x0d, 0x98, 0x42, 0x54, 0xe5, 0x93, 0x06, 0xaf, 0xde, 0x45, 0xbe,
+	0x4b, 0x59, 0x55, 0xfd, 0xc6, 0xa1, 0x95, 0x3e, 0x0b, 0x7d, 0x16, 0x3a, 0x1a, 0xab, 0x17, 0x71,
+	0xaa, 0x38, 0x60, 0x6c, 0xe0, 0x91, 0xaa, 0x5a, 0xf5, 0xa2, 0x93, 0x2a, 0x8e, 0x38, 0x12, 0x2e,
+	0xa3, 0x71, 0xbe, 0xf4, 0x6e, 0x5e, 0xb8, 0x3e, 0x09, 0x05, 0xf2, 0x03, 0x0d, 0xa8, 0xfc, 0x99,
+	0x04, 0xe9, 0x36, 0xe2, 0xc8, 0x0f, 0xe1, 0xc7, 0xa0, 0xd0, 0x67, 0x9e, 0x87, 0x04, 0xe1, 0xc8,
+	0x73, 0x30, 0xa1, 0xcc, 0x37, 0x8d, 0xb2, 0xb1, 0x3e, 0x67, 0x2f, 0x5c, 0xc7, 0x1b, 0x32, 0x0c,
+	0x09, 0x58, 0xf6, 0x5d, 0xea, 0x4c, 0xc0, 0x03, 0xc2, 0x9d, 0x41, 0x10, 0x99, 0x33, 0xb2, 0xa0,
+	0xfe, 0xc9, 0xcb, 0x37, 0xa5, 0xc4, 0x6f, 0x6f, 0x4a, 0x4b, 0xfa, 0xb0, 0x21, 0x3e, 0xb3, 0x5c,
+	0x56, 0xf5, 0x91, 0x18, 0x5a, 0x2d, 0x2a, 0x5e, 0xbf, 0xd8, 0x04, 0xf1, 0x2d, 0x5a, 0x54, 0xfc,
+	0xf4, 0xf6, 0xf9, 0x86, 0x61, 0x2f, 0xfa, 0x2e, 0xdd, 0x1d, 0x6f, 0xd7, 0x26, 0x7c, 0x2f, 0x88,
+	0xa0, 0x05, 0x16, 0xc9, 0x45, 0xc0, 0xc2, 0x88, 0x13, 0xe7, 0x04, 0xf5, 0x05, 0xe3, 0x4e, 0x10,
+	0xf8, 0x66, 0xb2, 0x6c, 0xac, 0xa7, 0xec, 0xbb, 0xa3, 0xd4, 0x23, 0x95, 0x69, 0x07, 0x3e, 0x3c,
+	0x02, 0xf9, 0x88, 0xf6, 0x18, 0xc5, 0x2e, 0x1d, 0x38, 0xf2, 0xa6, 0x66, 0xaa, 0x6c, 0xac, 0x67,
+	0xb7, 0x57, 0x2c, 0x4d, 0x83, 0x35, 0xa2, 0xc1, 0x6a, 0xc4, 0x34, 0xd5, 0x73, 0xf2, 0xa4, 0xdf,
+	0xff, 0x5e, 0x32, 0xf4, 0x31, 0x72, 0xe3, 0xfa, 0xae, 0xeb, 0x13, 0xb8, 0x0d, 0x96, 0x7c, 0x74,
+	0xe1, 0x5c, 0x6f, 0x4a, 0xa8, 0xe0, 0x2e, 0x09, 0xcd, 0xd9, 0xb2, 0xb1, 0x9e, 0xb3, 0x17, 0x7d,
+	0x74, 0x71, 0x3c, 0xca, 0x35, 0x75, 0x0a, 0x6e, 0xe9, 0x1a, 0x1f, 0x89, 0x88, 0x13, 0xac, 0x88,
+	0xe9, 0x79, 0xac, 0x7f, 0x66, 0xa6, 0x55, 0x0d, 0xf4, 0xd1, 0xc5, 0x13, 0x9d, 0x6b, 0x13, 0x5e,
+	0x97, 0x19, 0xcd, 0xbc, 0x1f, 0x10, 0x1a, 0xaa, 0x43, 0xa9, 0x4b, 0xde, 0x51, 0xe8, 0x85, 0xc9,
+	0xb8, 0xbc, 0xe2, 0x03, 0x00, 0x38, 0xf9, 0x1a, 0x71, 0xac, 0x40, 0x19, 0x05, 0x9a, 0xd3, 0x91,
+	0x76, 0xe0, 0xef, 0x94, 0xbf, 0x7b, 0xfb, 0x7c, 0x63, 0x4d, 0x5b, 0xf2, 0xe2, 0xa6, 0x29, 0xb5,
+	0xca, 0x95, 0x5f, 0x92, 0x00, 0x5c, 0x13, 0x0d, 0x3f, 0x03, 0x99, 0x80, 0xb3, 0x73, 0x17, 0x13,
+	0xae, 0xc5, 0xae, 0x9b, 0xaf, 0x5f, 0x6c, 0xde, 0x8b, 0xe5, 0xa9, 0x61, 0xcc, 0x49, 0x18, 0x76,
+	0x04, 0x77, 0xe9, 0xc0, 0x1e, 0x23, 0xe1, 0x3e, 0x48, 0xcb, 0x5b, 0x13, 0x3c, 0xb5, 0xde, 0x71,
+	0x3d, 0x2c, 0x81, 0xac, 0xa4, 0x80, 0x60, 0xe9, 0x9e, 0x30, 0x96, 0x16, 0xe8, 0xd0, 0x5e, 0x10,
+	0x85, 0xf0, 0x00, 0x64, 0x46, 0x42, 0x2b, 0x35, 0xa7, 0x79, 0xd9, 0x78, 0x07, 0xb8, 0x0c, 0xd2,
+	0xa7, 0xc8, 0xf5, 0x08, 0x56, 0x0a, 0x66, 0xec, 0x78, 0x05, 0x0f, 0xc0, 0xbc, 0x7e, 0x72, 0x22,
+	0x2a, 0x5c, 0x4f, 0x69, 0x95, 0xdd, 0x5e, 0xfd, 0x87, 0x6f, 0xba, 0xa3, 0xf6, 0xd1, 0xc6, 0x79,
+	0x36, 0x36, 0x4e, 0x56, 0x97, 0x1f, 0xcb, 0x6a, 0x78, 0x0c, 0x72, 0x8a, 0x73, 0x82, 0x1d, 0xc1,
+	0x04, 0xf2, 0x94, 0x98, 0xd3, 0x1c, 0x7c, 0x3e, 0xde, 0xa6, 0x2b, 0x77, 0xa9, 0xfc, 0x30, 0x03,
+	0xf2, 0x37, 0xec, 0xf6, 0x74, 0x4a, 0xf9, 0xf2, 0x60, 0xc6, 0xd5, 0xd2, 0xa5, 0xec, 0x19, 0x17,
+	0x4b, 0x39, 0x91, 0xcf, 0x22, 0x2a, 0x14, 0xff, 0x53, 0xc9, 0xa9, 0xeb, 0xe1, 0x47, 0x60, 0xa1,
+	0xcf, 0x89, 0x76, 0xf1, 0x90, 0xb8, 0x83, 0xa1, 0x50, 0xa2, 0x25, 0xed, 0xfc, 0x28, 0xbc, 0xaf,
+	0xa2, 0xd0, 0x06, 0xca, 0xda, 0x1e, 0x51, 0x50, 0xd5, 0xab, 0xb3, 0x1f, 0xca, 0x79, 0xfe, 0x7a,
+	0x07, 0x89, 0xa9, 0x7c, 0x03, 0x72, 0x1d, 0xc9, 0x57, 0x53, 0xde, 0x92, 0xf6, 0x09, 0xbc, 0x0f,
+	0xee, 0x50, 0x86, 0x89, 0xe3, 0x62, 0x45, 0x4e, 0xca, 0x4e, 0xcb, 0x65, 0x0b, 0xc3, 0x25, 0x90,
+	0x3e, 0x65, 0x3d, 0x67, 0x4c, 0xc2, 0xec, 0x29, 0xeb, 0xb5, 0xb0, 0xc4, 0x0b, 0x14, 0x9e, 0xc9,
+	0xb8, 0x36, 0x62, 0x5a, 0x2e, 0x5b, 0x18, 0x3e, 0x04, 0xf3, 0xfd, 0x21, 0xf2, 0x3c, 0x42, 0x07,
+	0x6a, 0xb7, 0x94, 0xca, 0x66, 0xc7, 0xb1, 0x16, 0xae, 0xfc, 0x35, 0x0b, 0xb2, 0xea, 0xed, 0x36,
+	0xe9, 0x33, 0x8e, 0xff, 0x23, 0x65, 0x76, 0x40, 0x9a, 0x13, 0x14, 0x32, 0xaa, 0x0e, 0x94, 0xdf,
+	0xae, 0x58, 0xef, 0xfd, 0x96, 0x58, 0xf1, 0x9b, 0x25, 0xd2, 0x8e, 0x2b, 0xe4, 0xa1, 0x4f, 0x38,
+	0xea, 0x8f, 0x27, 0x4a, 0x4a, 0x0d, 0x8b, 0xec, 0x28, 0x26, 0xa7, 0xc9, 0xb5, 0xf0, 0xb3, 0xff,
+	0x52, 0xf8, 0x1d, 0x90, 0x1d, 0x8f, 0x2a, 0x82, 0x55, 0xff, 0xdc, 0x76, 0xe3, 0x49, 0x30, 0xec,
+	0x82, 0xf9, 0xc9, 0x31, 0x37, 0x7d, 0xb7, 0x4c, 0xee, 0x22, 0x05, 0xd0, 0x73, 0x91, 0x60, 0x33,
+	0x53, 0x4e, 0xde, 0x2e, 0xc0, 0x08, 0x29, 0x19, 0xd1, 0xcf, 0xe6, 0xdc, 0xb4, 0x8c, 0xe8, 0x7a,
+	0x35, 0x23, 0x23, 0x4e, 0x09, 0x36, 0xc1, 0xd4, 0x33, 0x52, 0xd5, 0xc3, 0xc7, 0x20, 0x43, 0x62,
+	0x4b, 0x9b, 0x59, 0xd5, 0x24, 0xff, 0xbf, 0xcd, 0x06, 0x23, 0xfb, 0xd7, 0xe7, 0xe4, 0x1b, 0x47,
+	0x13, 0x70, 0xd4, 0x13, 0xcb, 0x20, 0x1d, 0x37, 0xe6, 0xbc, 0x6a, 0xcc, 0x78, 0x05, 0x3f, 0x07,
+	0x29, 0xd5, 0x85, 0xb9, 0x0f, 0xed, 0x42, 0x55, 0xb6, 0xf1, 0xb3, 0x31, 0xb6, 0xbf, 0x32, 0xdf,
+	0xff, 0x80, 0xd9, 0x39, 0xa8, 0x75, 0xf6, 0x1d, 0xbb, 0x59, 0xeb, 0x1c, 0x1d, 0x3a, 0xc7, 0x87,
+	0x9d, 0x76, 0x73, 0xb7, 0xf5, 0xa8, 0xd5, 0x6c, 0x14, 0x12, 0xf0, 0x01, 0x58, 0xb9, 0x91, 0xfd,
+	0xd2, 0x3e, 0x3a, 0xdc, 0x73, 0xec, 0x66, 0xe7, 0xf8, 0xa0, 0x5b, 0x30, 0xe0, 0x1a, 0xb8, 0xff,
+	0x9e, 0x74, 0xfb, 0x68, 0xb7, 0x5d, 0x98, 0x81, 0x25, 0xb0, 0x76, 0x23, 0x59, 0xab, 0xd7, 0x0e,
+	0x1b, 0x47, 0x87, 0xcd, 0x86, 0xd3, 0xad, 0x75, 0x1e, 0x17, 0x92, 0xb0, 0x08, 0x56, 0x6f, 0x00,
+	0x9e, 0xb4, 0x3a, 0x9d, 0x66, 0xc3, 0xb1, 0x9b, 0x5f, 0x34, 0x6b, 0x07, 0x85, 0xd4, 0x6a, 0xea,
+	0xdb, 0x1f, 0x8b, 0x89, 0x7a, 0xeb, 0xe5, 0x65, 0xd1, 0x78, 0x75, 0x59, 0x34, 0xfe, 0xb8, 0x2c,
+	0x1a, 0xcf, 0xae, 0x8a, 0x89, 0x57, 0x57, 0xc5, 0xc4, 0xaf, 0x57, 0xc5, 0xc4, 0x57, 0xd5, 0x81,
+	0x2b, 0x86, 0x51, 0xcf, 0xea, 0x33, 0xbf, 0xaa, 0x68, 0xa6, 0x44, 0x54, 0xdf, 0xf9, 0xa4, 0x6e,
+	0xea, 0x6f, 0xaa, 0xfa, 0x97, 0xd7, 0x4b, 0x2b, 0x92, 0x3e, 0xfd, 0x3b, 0x00, 0x00, 0xff, 0xff,
+	0xe6, 0x1a, 0x58, 0xea, 0x0b, 0x0a, 0x00, 0x00,
 }
 
 func (m *Params) Marshal() (dAtA []byte, err error) {
@@ -250,6 +688,314 @@ func (m *Params) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *Collateral) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Collateral) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Collateral) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.SlashedTotal.Size()
+		i -= size
+		if _, err := m.SlashedTotal.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x3a
+	n2, err2 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.JailedUntil, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.JailedUntil):])
+	if err2 != nil {
+		return 0, err2
+	}
+	i -= n2
+	i = encodeVarintTypes(dAtA, i, uint64(n2))
+	i--
+	dAtA[i] = 0x32
+	if m.Jailed {
+		i--
+		if m.Jailed {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x28
+	}
+	{
+		size := m.Exposure.Size()
+		i -= size
+		if _, err := m.Exposure.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	if m.LockedGpus != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.LockedGpus))
+		i--
+		dAtA[i] = 0x18
+	}
+	{
+		size := m.Bonded.Size()
+		i -= size
+		if _, err := m.Bonded.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *UnbondingEntry) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *UnbondingEntry) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *UnbondingEntry) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	n3, err3 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.CompletionTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CompletionTime):])
+	if err3 != nil {
+		return 0, err3
+	}
+	i -= n3
+	i = encodeVarintTypes(dAtA, i, uint64(n3))
+	i--
+	dAtA[i] = 0x2a
+	if m.CreationHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.CreationHeight))
+		i--
+		dAtA[i] = 0x20
+	}
+	{
+		size := m.Amount.Size()
+		i -= size
+		if _, err := m.Amount.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if m.Id != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Id))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *SlashEvidence) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *SlashEvidence) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *SlashEvidence) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.ChallengeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.ChallengeId))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.TaskId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.JobId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *SlashRecord) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *SlashRecord) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *SlashRecord) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	n4, err4 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.Time, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.Time):])
+	if err4 != nil {
+		return 0, err4
+	}
+	i -= n4
+	i = encodeVarintTypes(dAtA, i, uint64(n4))
+	i--
+	dAtA[i] = 0x6a
+	if m.Height != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Height))
+		i--
+		dAtA[i] = 0x60
+	}
+	{
+		size, err := m.Evidence.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x5a
+	{
+		size := m.Burned.Size()
+		i -= size
+		if _, err := m.Burned.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x52
+	{
+		size := m.Reward.Size()
+		i -= size
+		if _, err := m.Reward.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x4a
+	if len(m.Rewarded) > 0 {
+		for iNdEx := len(m.Rewarded) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Rewarded[iNdEx])
+			copy(dAtA[i:], m.Rewarded[iNdEx])
+			i = encodeVarintTypes(dAtA, i, uint64(len(m.Rewarded[iNdEx])))
+			i--
+			dAtA[i] = 0x42
+		}
+	}
+	{
+		size := m.Compensation.Size()
+		i -= size
+		if _, err := m.Compensation.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x3a
+	if len(m.Compensated) > 0 {
+		i -= len(m.Compensated)
+		copy(dAtA[i:], m.Compensated)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Compensated)))
+		i--
+		dAtA[i] = 0x32
+	}
+	{
+		size := m.Amount.Size()
+		i -= size
+		if _, err := m.Amount.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if m.FractionPpm != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.FractionPpm))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Reason != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Reason))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Id != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Id))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTypes(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTypes(v)
 	base := offset
@@ -290,6 +1036,124 @@ func (m *Params) Size() (n int) {
 	if m.RewardPpm != 0 {
 		n += 1 + sovTypes(uint64(m.RewardPpm))
 	}
+	return n
+}
+
+func (m *Collateral) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.Bonded.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.LockedGpus != 0 {
+		n += 1 + sovTypes(uint64(m.LockedGpus))
+	}
+	l = m.Exposure.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Jailed {
+		n += 2
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.JailedUntil)
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.SlashedTotal.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	return n
+}
+
+func (m *UnbondingEntry) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.Id != 0 {
+		n += 1 + sovTypes(uint64(m.Id))
+	}
+	l = m.Amount.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.CreationHeight != 0 {
+		n += 1 + sovTypes(uint64(m.CreationHeight))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CompletionTime)
+	n += 1 + l + sovTypes(uint64(l))
+	return n
+}
+
+func (m *SlashEvidence) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	if m.JobId != 0 {
+		n += 1 + sovTypes(uint64(m.JobId))
+	}
+	if m.TaskId != 0 {
+		n += 1 + sovTypes(uint64(m.TaskId))
+	}
+	if m.ChallengeId != 0 {
+		n += 1 + sovTypes(uint64(m.ChallengeId))
+	}
+	return n
+}
+
+func (m *SlashRecord) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.Id != 0 {
+		n += 1 + sovTypes(uint64(m.Id))
+	}
+	if m.Reason != 0 {
+		n += 1 + sovTypes(uint64(m.Reason))
+	}
+	if m.FractionPpm != 0 {
+		n += 1 + sovTypes(uint64(m.FractionPpm))
+	}
+	l = m.Amount.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = len(m.Compensated)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.Compensation.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if len(m.Rewarded) > 0 {
+		for _, s := range m.Rewarded {
+			l = len(s)
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	l = m.Reward.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Burned.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Evidence.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Height != 0 {
+		n += 1 + sovTypes(uint64(m.Height))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.Time)
+	n += 1 + l + sovTypes(uint64(l))
 	return n
 }
 
@@ -522,6 +1386,999 @@ func (m *Params) Unmarshal(dAtA []byte) error {
 					break
 				}
 			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Collateral) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Collateral: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Collateral: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Bonded", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Bonded.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LockedGpus", wireType)
+			}
+			m.LockedGpus = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LockedGpus |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Exposure", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Exposure.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Jailed", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Jailed = bool(v != 0)
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JailedUntil", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.JailedUntil, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SlashedTotal", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.SlashedTotal.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *UnbondingEntry) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: UnbondingEntry: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: UnbondingEntry: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Id", wireType)
+			}
+			m.Id = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Id |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Amount", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Amount.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CreationHeight", wireType)
+			}
+			m.CreationHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CreationHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CompletionTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.CompletionTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *SlashEvidence) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: SlashEvidence: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: SlashEvidence: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengeId", wireType)
+			}
+			m.ChallengeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *SlashRecord) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: SlashRecord: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: SlashRecord: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Id", wireType)
+			}
+			m.Id = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Id |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			m.Reason = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Reason |= SlashReason(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FractionPpm", wireType)
+			}
+			m.FractionPpm = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FractionPpm |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Amount", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Amount.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Compensated", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Compensated = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Compensation", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Compensation.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Rewarded", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Rewarded = append(m.Rewarded, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reward", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Reward.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Burned", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Burned.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Evidence", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Evidence.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Height", wireType)
+			}
+			m.Height = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Height |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Time", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.Time, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipTypes(dAtA[iNdEx:])

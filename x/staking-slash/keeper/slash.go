@@ -1,0 +1,179 @@
+package keeper
+
+import (
+	"context"
+	"fmt"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/validate"
+	"github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// Slash takes fractionPPM of the provider's bonded collateral and of each of its open
+// unbonding entries (a slash during unbonding reaches unbonding collateral):
+//
+//	total = floor(bonded * f / 1e6) + sum over entries of floor(entry * f / 1e6)
+//
+// and shares it out with types.SplitSlash: compensation to b.Compensate (if set), equal
+// rewards to b.Rewarded (if any), the rest burned from the module account. The module
+// account's balance falls by exactly total. A provider with nothing bonded or unbonding
+// gets a zero record, not an error. The record is kept in the slash history, EventSlash is
+// emitted and the AfterSlashed hook called. Everything before the hook runs in a cache
+// context: a failure changes nothing.
+func (k Keeper) Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, reason types.SlashReason, b types.Beneficiaries, evidence types.SlashEvidence) (types.SlashRecord, error) {
+	if err := checkAddress("provider", provider); err != nil {
+		return types.SlashRecord{}, err
+	}
+	if err := validate.PPM("fraction", fractionPPM); err != nil {
+		return types.SlashRecord{}, errorsmod.Wrap(types.ErrInvalidSlash, err.Error())
+	}
+	if err := types.ValidateSlashReason(reason); err != nil {
+		return types.SlashRecord{}, errorsmod.Wrap(types.ErrInvalidSlash, err.Error())
+	}
+	compensate := len(b.Compensate) > 0
+	if compensate {
+		if err := checkAddress("compensated", b.Compensate); err != nil {
+			return types.SlashRecord{}, err
+		}
+	}
+	for i, r := range b.Rewarded {
+		if err := checkAddress(fmt.Sprintf("rewarded[%d]", i), r); err != nil {
+			return types.SlashRecord{}, err
+		}
+	}
+
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	cacheCtx, write := sdkCtx.CacheContext()
+	rec, err := k.slash(cacheCtx, provider, fractionPPM, reason, b, evidence)
+	if err != nil {
+		return types.SlashRecord{}, err
+	}
+	write()
+	if h := k.hooks.hooks; h != nil {
+		h.AfterSlashed(ctx, rec)
+	}
+	return rec, nil
+}
+
+func (k Keeper) slash(ctx sdk.Context, provider sdk.AccAddress, f uint32, reason types.SlashReason, b types.Beneficiaries, evidence types.SlashEvidence) (types.SlashRecord, error) {
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return types.SlashRecord{}, err
+	}
+	c, found, err := k.getCollateral(ctx, provider)
+	if err != nil {
+		return types.SlashRecord{}, err
+	}
+
+	// The bonded part.
+	bondedCut, err := types.PPMOf(c.Bonded, uint64(f))
+	if err != nil {
+		return types.SlashRecord{}, err
+	}
+	if bondedCut.IsPositive() {
+		c.Bonded = c.Bonded.Sub(bondedCut)
+		if err := addTotal(ctx, k.TotalBonded, bondedCut.Neg()); err != nil {
+			return types.SlashRecord{}, err
+		}
+	}
+
+	// The unbonding part: each entry lowered in place. The entries are read first, then
+	// written, so the store is not written under an open iterator.
+	entries, err := k.ProviderUnbondings(ctx, provider)
+	if err != nil {
+		return types.SlashRecord{}, err
+	}
+	unbondingCut := sdkmath.ZeroInt()
+	for _, e := range entries {
+		cut, err := types.PPMOf(e.Amount, uint64(f))
+		if err != nil {
+			return types.SlashRecord{}, err
+		}
+		if !cut.IsPositive() {
+			continue
+		}
+		e.Amount = e.Amount.Sub(cut)
+		if err := k.Unbondings.Set(ctx, collections.Join(provider, e.Id), e); err != nil {
+			return types.SlashRecord{}, err
+		}
+		unbondingCut = unbondingCut.Add(cut)
+	}
+	if err := addTotal(ctx, k.TotalUnbonding, unbondingCut.Neg()); err != nil {
+		return types.SlashRecord{}, err
+	}
+
+	total := bondedCut.Add(unbondingCut)
+	// A provider without a record has nothing to slash (unbonding entries need one) and
+	// gets none.
+	if found {
+		c.SlashedTotal = c.SlashedTotal.Add(total)
+		if err := k.Collaterals.Set(ctx, provider, c); err != nil {
+			return types.SlashRecord{}, err
+		}
+	}
+
+	compensate := len(b.Compensate) > 0
+	split, err := types.SplitSlash(total, p.CompensationPpm, p.RewardPpm, compensate, len(b.Rewarded))
+	if err != nil {
+		return types.SlashRecord{}, errorsmod.Wrap(types.ErrInvalidSlash, err.Error())
+	}
+	rec := types.SlashRecord{
+		Provider:     c.Provider,
+		Reason:       reason,
+		FractionPpm:  f,
+		Amount:       total,
+		Compensation: split.Compensation,
+		Reward:       split.RewardPaid,
+		Burned:       split.Burned,
+		Evidence:     evidence,
+		Height:       ctx.BlockHeight(),
+		Time:         ctx.BlockTime().UTC(),
+	}
+	if compensate {
+		if rec.Compensated, err = k.addressString(b.Compensate); err != nil {
+			return types.SlashRecord{}, errorsmod.Wrapf(types.ErrInvalidAddress, "compensated: %s", err)
+		}
+		if err := k.payOut(ctx, b.Compensate, p.CollateralDenom, split.Compensation); err != nil {
+			return types.SlashRecord{}, errorsmod.Wrapf(err, "compensation %s to %s", split.Compensation, rec.Compensated)
+		}
+	}
+	for _, r := range b.Rewarded {
+		s, err := k.addressString(r)
+		if err != nil {
+			return types.SlashRecord{}, errorsmod.Wrapf(types.ErrInvalidAddress, "rewarded: %s", err)
+		}
+		rec.Rewarded = append(rec.Rewarded, s)
+		if err := k.payOut(ctx, r, p.CollateralDenom, split.RewardEach); err != nil {
+			return types.SlashRecord{}, errorsmod.Wrapf(err, "reward %s to %s", split.RewardEach, s)
+		}
+	}
+	if split.Burned.IsPositive() {
+		if err := k.bankKeeper.BurnCoins(ctx, types.ModuleName, sdk.NewCoins(sdk.NewCoin(p.CollateralDenom, split.Burned))); err != nil {
+			return types.SlashRecord{}, errorsmod.Wrapf(err, "burn %s%s", split.Burned, p.CollateralDenom)
+		}
+	}
+
+	if rec.Id, err = k.SlashSeq.Next(ctx); err != nil {
+		return types.SlashRecord{}, err
+	}
+	if err := k.Slashes.Set(ctx, collections.Join(provider, rec.Id), rec); err != nil {
+		return types.SlashRecord{}, err
+	}
+	if err := ctx.EventManager().EmitTypedEvent(&types.EventSlash{Record: rec}); err != nil {
+		return types.SlashRecord{}, err
+	}
+	return rec, nil
+}
+
+// payOut sends amount of denom from the module account to addr; zero sends nothing.
+func (k Keeper) payOut(ctx context.Context, addr sdk.AccAddress, denom string, amount sdkmath.Int) error {
+	if !amount.IsPositive() {
+		return nil
+	}
+	return k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, addr, sdk.NewCoins(sdk.NewCoin(denom, amount)))
+}
