@@ -284,13 +284,13 @@ func New(
 	app.IBCKeeper.ClientKeeper.AddRoute(ibctm.ModuleName, &tmLightClient)
 
 	// flops modules
-	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
-	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
+	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), accCodec, govAuthority, app.AccountKeeper, app.BankKeeper)
+	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), accCodec, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper)
 	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
 	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
 	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
 
-	app.EpochsKeeper.SetHooks(epochstypes.NewMultiEpochHooks())
+	app.EpochsKeeper.SetHooks(epochstypes.NewMultiEpochHooks(app.GFLKeeper.EpochHooks()))
 
 	app.ModuleManager = module.NewManager(
 		genutil.NewAppModule(app.AccountKeeper, app.StakingKeeper, app, txConfig),
@@ -330,6 +330,8 @@ func New(
 		distrtypes.ModuleName, slashingtypes.ModuleName, stakingtypes.ModuleName,
 		// epoch ends run their hooks (GFL rebalance, reputation, emission) here
 		epochstypes.ModuleName,
+		// records the block hash for the beacon
+		gfltypes.ModuleName,
 		ibcexported.ModuleName, ibctransfertypes.ModuleName, genutiltypes.ModuleName, authz.ModuleName,
 	)
 	app.ModuleManager.SetOrderEndBlockers(

@@ -5,6 +5,8 @@ package apptest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -251,7 +253,7 @@ func (a *App) NextBlock(txs ...[]byte) *abci.ResponseFinalizeBlock {
 	h := a.nextHeader()
 	res, err := a.FinalizeBlock(&abci.RequestFinalizeBlock{
 		Height: h.Height, Time: h.Time, Txs: txs, ProposerAddress: a.proposer,
-		NextValidatorsHash: nil,
+		Hash: BlockHash(h.Height),
 	})
 	require.NoError(a.t, err)
 	_, err = a.Commit()
@@ -359,3 +361,12 @@ func (a *App) Events(eventType string) []abci.Event {
 
 // String describes the app's position, for failure messages.
 func (a *App) String() string { return fmt.Sprintf("apptest height %d at %s", a.height, a.blockTime) }
+
+// BlockHash is the header hash the harness gives block h (CometBFT would give the real
+// one); the beacon draws from it.
+func BlockHash(h int64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(h))
+	sum := sha256.Sum256(append([]byte("apptest block "), b[:]...))
+	return sum[:]
+}

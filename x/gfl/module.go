@@ -17,6 +17,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 
+	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/gfl/keeper"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
@@ -30,6 +31,8 @@ var (
 	_ module.HasServices         = AppModule{}
 	_ module.HasConsensusVersion = AppModule{}
 	_ appmodule.AppModule        = AppModule{}
+	_ appmodule.HasBeginBlocker  = AppModule{}
+	_ appmodule.HasEndBlocker    = AppModule{}
 )
 
 // AppModule is the x/gfl module.
@@ -107,3 +110,16 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 	}
 	return cdc.MustMarshalJSON(gs)
 }
+
+// BeginBlock records the block hash for the beacon.
+func (am AppModule) BeginBlock(ctx context.Context) error {
+	return am.keeper.BeginBlocker(sdk.UnwrapSDKContext(ctx))
+}
+
+// EndBlock runs the bounded challenge and rebalance work.
+func (am AppModule) EndBlock(ctx context.Context) error {
+	return am.keeper.EndBlocker(sdk.UnwrapSDKContext(ctx))
+}
+
+// RegisterInvariants registers the ugfl supply invariant.
+func (am AppModule) RegisterInvariants(reg invariant.Registrar) { am.keeper.RegisterInvariants(reg) }

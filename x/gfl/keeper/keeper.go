@@ -2,16 +2,47 @@ package keeper
 
 import (
 	"context"
+	"time"
 
 	"cosmossdk.io/collections"
+	"cosmossdk.io/collections/indexes"
 	"cosmossdk.io/core/address"
 	corestore "cosmossdk.io/core/store"
 	errorsmod "cosmossdk.io/errors"
 
 	"github.com/cosmos/cosmos-sdk/codec"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
+
+// NodeIndexes index nodes by operator, GPU class and status, so that no query or block
+// hook scans every node.
+type NodeIndexes struct {
+	ByOperator *indexes.Multi[sdk.AccAddress, uint64, types.Node]
+	ByClass    *indexes.Multi[string, uint64, types.Node]
+	ByStatus   *indexes.Multi[int32, uint64, types.Node]
+}
+
+// IndexesList implements collections.Indexes.
+func (i NodeIndexes) IndexesList() []collections.Index[uint64, types.Node] {
+	return []collections.Index[uint64, types.Node]{i.ByOperator, i.ByClass, i.ByStatus}
+}
+
+// ChallengeIndexes index open challenges by operator (the worker's query).
+type ChallengeIndexes struct {
+	ByOperator *indexes.Multi[sdk.AccAddress, uint64, types.Challenge]
+}
+
+// IndexesList implements collections.Indexes.
+func (i ChallengeIndexes) IndexesList() []collections.Index[uint64, types.Challenge] {
+	return []collections.Index[uint64, types.Challenge]{i.ByOperator}
+}
+
+// hooksHolder is shared by every copy of the keeper, so hooks set after the keeper was
+// copied into other modules are seen by all of them.
+type hooksHolder struct{ hooks types.GFLHooks }
 
 // Keeper owns x/gfl's state.
 type Keeper struct {
@@ -19,27 +50,82 @@ type Keeper struct {
 	storeService  corestore.KVStoreService
 	addressCodec  address.Codec
 	accountKeeper types.AccountKeeper
+	bankKeeper    types.BankKeeper
+	collateral    types.CollateralKeeper
 	// authority may update params and approve nodes (x/gov's module account).
 	authority string
+	hooks     *hooksHolder
 
 	Schema collections.Schema
 	Params collections.Item[types.Params]
+
+	NodeSeq collections.Sequence
+	Nodes   *collections.IndexedMap[uint64, types.Node, NodeIndexes]
+	// GpuOwners maps every registered GPU UUID to its node: a GPU sells once.
+	GpuOwners collections.Map[string, uint64]
+
+	ChallengeSeq collections.Sequence
+	// Challenges holds open challenges only; finished ones live on in events and stats.
+	Challenges *collections.IndexedMap[uint64, types.Challenge, ChallengeIndexes]
+	// ChallengeQueue: (height due, node id); EndBlock walks only the due range.
+	ChallengeQueue collections.KeySet[collections.Pair[int64, uint64]]
+	// CommitDeadlines: (deadline, challenge id) of ISSUED challenges.
+	CommitDeadlines collections.KeySet[collections.Pair[time.Time, uint64]]
+	// RevealDeadlines: (last height, challenge id) of COMMITTED challenges.
+	RevealDeadlines collections.KeySet[collections.Pair[int64, uint64]]
+
+	// Stats: (node id, epoch) -> challenge results not yet rebalanced.
+	Stats        collections.Map[collections.Pair[uint64, uint64], types.NodeEpochStats]
+	Rebalance    collections.Item[types.RebalanceState]
+	NetworkPower collections.Item[types.NetworkPower]
+	// ClassPower: GPU class -> sum of its nodes' power; per-workload totals are derived
+	// from it with the current weights.
+	ClassPower collections.Map[string, uint64]
+
+	// BlockHashes: recent block header hashes, the beacon's source (internal/beacon).
+	BlockHashes collections.Map[int64, []byte]
 }
 
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
 // happens while wiring the app.
-func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string, ak types.AccountKeeper) Keeper {
+func NewKeeper(
+	cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string,
+	ak types.AccountKeeper, bk types.BankKeeper, ck types.CollateralKeeper,
+) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "gfl: invalid authority %q", authority))
 	}
 	sb := collections.NewSchemaBuilder(storeService)
+	operatorOf := func(operator string) (sdk.AccAddress, error) { return addressCodec.StringToBytes(operator) }
 	k := Keeper{
-		cdc:           cdc,
-		storeService:  storeService,
-		addressCodec:  addressCodec,
-		accountKeeper: ak,
-		authority:     authority,
-		Params:        collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
+		cdc: cdc, storeService: storeService, addressCodec: addressCodec, authority: authority,
+		accountKeeper: ak, bankKeeper: bk, collateral: ck, hooks: &hooksHolder{},
+
+		Params:  collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
+		NodeSeq: collections.NewSequence(sb, types.NodeSeqKey, "node_seq"),
+		Nodes: collections.NewIndexedMap(sb, types.NodesKey, "nodes", collections.Uint64Key, codec.CollValue[types.Node](cdc), NodeIndexes{
+			ByOperator: indexes.NewMulti(sb, types.NodesByOperatorKey, "nodes_by_operator", sdk.AccAddressKey, collections.Uint64Key,
+				func(_ uint64, n types.Node) (sdk.AccAddress, error) { return operatorOf(n.Operator) }),
+			ByClass: indexes.NewMulti(sb, types.NodesByClassKey, "nodes_by_class", collections.StringKey, collections.Uint64Key,
+				func(_ uint64, n types.Node) (string, error) { return n.GpuClass, nil }),
+			ByStatus: indexes.NewMulti(sb, types.NodesByStatusKey, "nodes_by_status", collections.Int32Key, collections.Uint64Key,
+				func(_ uint64, n types.Node) (int32, error) { return int32(n.Status), nil }),
+		}),
+		GpuOwners:    collections.NewMap(sb, types.GpuOwnersKey, "gpu_owners", collections.StringKey, collections.Uint64Value),
+		ChallengeSeq: collections.NewSequence(sb, types.ChallengeSeqKey, "challenge_seq"),
+		Challenges: collections.NewIndexedMap(sb, types.ChallengesKey, "challenges", collections.Uint64Key, codec.CollValue[types.Challenge](cdc), ChallengeIndexes{
+			ByOperator: indexes.NewMulti(sb, types.ChallengesByOperatorKey, "challenges_by_operator", sdk.AccAddressKey, collections.Uint64Key,
+				func(_ uint64, c types.Challenge) (sdk.AccAddress, error) { return operatorOf(c.Operator) }),
+		}),
+		ChallengeQueue:  collections.NewKeySet(sb, types.ChallengeQueueKey, "challenge_queue", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		CommitDeadlines: collections.NewKeySet(sb, types.CommitDeadlinesKey, "commit_deadlines", collections.PairKeyCodec(collkeys.TimeKey, collections.Uint64Key)),
+		RevealDeadlines: collections.NewKeySet(sb, types.RevealDeadlinesKey, "reveal_deadlines", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		Stats: collections.NewMap(sb, types.StatsKey, "stats", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key),
+			codec.CollValue[types.NodeEpochStats](cdc)),
+		Rebalance:    collections.NewItem(sb, types.RebalanceKey, "rebalance", codec.CollValue[types.RebalanceState](cdc)),
+		NetworkPower: collections.NewItem(sb, types.NetworkPowerKey, "network_power", codec.CollValue[types.NetworkPower](cdc)),
+		ClassPower:   collections.NewMap(sb, types.ClassPowerKey, "class_power", collections.StringKey, collections.Uint64Value),
+		BlockHashes:  collections.NewMap(sb, types.BlockHashesKey, "block_hashes", collections.Int64Key, collections.BytesValue),
 	}
 	schema, err := sb.Build()
 	if err != nil {
@@ -49,10 +135,47 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 	return k
 }
 
-// Authority returns the address allowed to update params.
+// SetHooks sets the hooks of every copy of the keeper; setting them twice is a wiring
+// error.
+func (k Keeper) SetHooks(h types.GFLHooks) {
+	if k.hooks.hooks != nil {
+		panic("gfl: hooks already set")
+	}
+	k.hooks.hooks = h
+}
+
+func (k Keeper) gflHooks() types.GFLHooks {
+	if k.hooks.hooks == nil {
+		return types.MultiGFLHooks{}
+	}
+	return k.hooks.hooks
+}
+
+// Authority returns the address allowed to update params and approve nodes.
 func (k Keeper) Authority() string { return k.authority }
 
 // GetParams returns the stored params.
 func (k Keeper) GetParams(ctx context.Context) (types.Params, error) {
 	return k.Params.Get(ctx)
+}
+
+// GetNode returns a node, or ErrNodeNotFound.
+func (k Keeper) GetNode(ctx context.Context, id uint64) (types.Node, error) {
+	n, err := k.Nodes.Get(ctx, id)
+	if err != nil {
+		if errorsmod.IsOf(err, collections.ErrNotFound) {
+			return n, errorsmod.Wrapf(types.ErrNodeNotFound, "node %d", id)
+		}
+		return n, err
+	}
+	return n, nil
+}
+
+// operatorAddr decodes a bech32 operator or signer address.
+func (k Keeper) operatorAddr(field, addr string) (sdk.AccAddress, error) {
+	bz, err := k.addressCodec.StringToBytes(addr)
+	if err != nil {
+		return nil, errorsmod.Wrapf(types.ErrInvalidAddress, "%s %q: %s", field, addr, err)
+	}
+	return bz, nil
 }

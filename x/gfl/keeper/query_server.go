@@ -3,6 +3,12 @@ package keeper
 import (
 	"context"
 
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
+
 	"github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -20,4 +26,150 @@ func (q queryServer) Params(ctx context.Context, _ *types.QueryParamsRequest) (*
 		return nil, err
 	}
 	return &types.QueryParamsResponse{Params: p}, nil
+}
+
+// Node returns one node.
+func (q queryServer) Node(ctx context.Context, req *types.QueryNodeRequest) (*types.QueryNodeResponse, error) {
+	n, err := q.GetNode(ctx, req.NodeId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryNodeResponse{Node: n}, nil
+}
+
+// Nodes pages through every node in id order.
+func (q queryServer) Nodes(ctx context.Context, req *types.QueryNodesRequest) (*types.QueryNodesResponse, error) {
+	nodes, page, err := query.CollectionPaginate(ctx, q.Keeper.Nodes, req.Pagination,
+		func(_ uint64, n types.Node) (types.Node, error) { return n, nil })
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryNodesResponse{Nodes: nodes, Pagination: page}, nil
+}
+
+// NodesByOperator pages through an operator's nodes.
+func (q queryServer) NodesByOperator(ctx context.Context, req *types.QueryNodesByOperatorRequest) (*types.QueryNodesByOperatorResponse, error) {
+	op, err := q.operatorAddr("operator", req.Operator)
+	if err != nil {
+		return nil, err
+	}
+	nodes, page, err := query.CollectionPaginate(ctx, q.Keeper.Nodes.Indexes.ByOperator, req.Pagination, nodesOf[sdk.AccAddress](ctx, q.Keeper),
+		query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](op))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryNodesByOperatorResponse{Nodes: nodes, Pagination: page}, nil
+}
+
+// NodesByClass pages through the nodes of a GPU class.
+func (q queryServer) NodesByClass(ctx context.Context, req *types.QueryNodesByClassRequest) (*types.QueryNodesByClassResponse, error) {
+	nodes, page, err := query.CollectionPaginate(ctx, q.Keeper.Nodes.Indexes.ByClass, req.Pagination, nodesOf[string](ctx, q.Keeper),
+		query.WithCollectionPaginationPairPrefix[string, uint64](req.GpuClass))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryNodesByClassResponse{Nodes: nodes, Pagination: page}, nil
+}
+
+// NodesByStatus pages through the nodes in a status.
+func (q queryServer) NodesByStatus(ctx context.Context, req *types.QueryNodesByStatusRequest) (*types.QueryNodesByStatusResponse, error) {
+	nodes, page, err := query.CollectionPaginate(ctx, q.Keeper.Nodes.Indexes.ByStatus, req.Pagination, nodesOf[int32](ctx, q.Keeper),
+		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(req.Status)))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryNodesByStatusResponse{Nodes: nodes, Pagination: page}, nil
+}
+
+// nodesOf turns an index entry (reference, node id) into the node.
+func nodesOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint64], collections.NoValue) (types.Node, error) {
+	return func(key collections.Pair[R, uint64], _ collections.NoValue) (types.Node, error) {
+		return k.Nodes.Get(ctx, key.K2())
+	}
+}
+
+// Challenge returns an open challenge with its sampling height.
+func (q queryServer) Challenge(ctx context.Context, req *types.QueryChallengeRequest) (*types.QueryChallengeResponse, error) {
+	c, err := q.GetChallenge(ctx, req.ChallengeId)
+	if err != nil {
+		return nil, err
+	}
+	res := &types.QueryChallengeResponse{Challenge: c}
+	if c.Status == types.CHALLENGE_STATUS_COMMITTED {
+		res.SampleHeight = c.CommitHeight + 1
+	}
+	return res, nil
+}
+
+// OpenChallenges pages through the open challenges of an operator's nodes.
+func (q queryServer) OpenChallenges(ctx context.Context, req *types.QueryOpenChallengesRequest) (*types.QueryOpenChallengesResponse, error) {
+	op, err := q.operatorAddr("operator", req.Operator)
+	if err != nil {
+		return nil, err
+	}
+	cs, page, err := query.CollectionPaginate(ctx, q.Challenges.Indexes.ByOperator, req.Pagination,
+		func(key collections.Pair[sdk.AccAddress, uint64], _ collections.NoValue) (types.Challenge, error) {
+			return q.Challenges.Get(ctx, key.K2())
+		},
+		query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](op))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryOpenChallengesResponse{Challenges: cs, Pagination: page}, nil
+}
+
+// NodePower returns a node's GFL index and its factors.
+func (q queryServer) NodePower(ctx context.Context, req *types.QueryNodePowerRequest) (*types.QueryNodePowerResponse, error) {
+	n, err := q.GetNode(ctx, req.NodeId)
+	if err != nil {
+		return nil, err
+	}
+	p, err := q.Keeper.Params.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryNodePowerResponse{
+		PowerGflops: n.PowerGflops, MedianGflops: n.MedianGflops, AvailabilityPpm: n.AvailabilityPpm,
+		Epoch: n.PowerEpoch, GpuClass: n.GpuClass, ByWorkload: NodeWorkloadPower(p, n),
+	}, nil
+}
+
+// NodeStats returns a node's results in the epoch in progress.
+func (q queryServer) NodeStats(ctx context.Context, req *types.QueryNodeStatsRequest) (*types.QueryNodeStatsResponse, error) {
+	if _, err := q.GetNode(ctx, req.NodeId); err != nil {
+		return nil, err
+	}
+	st, err := q.Rebalance.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := q.Stats.Get(ctx, collections.Join(req.NodeId, st.StatsEpoch))
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		stats, err = types.NodeEpochStats{NodeId: req.NodeId, Epoch: st.StatsEpoch}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryNodeStatsResponse{Stats: stats}, nil
+}
+
+// NetworkPower returns the network's GFL index per workload class and the rebalance
+// progress.
+func (q queryServer) NetworkPower(ctx context.Context, _ *types.QueryNetworkPowerRequest) (*types.QueryNetworkPowerResponse, error) {
+	np, err := q.Keeper.NetworkPower.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := q.Keeper.Params.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if np.ByWorkload, err = q.WorkloadTotals(ctx, p); err != nil {
+		return nil, err
+	}
+	st, err := q.Rebalance.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryNetworkPowerResponse{Power: np, Rebalance: st}, nil
 }

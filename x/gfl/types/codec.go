@@ -11,6 +11,13 @@ import (
 // RegisterLegacyAminoCodec registers the module's Msgs for amino JSON signing (Ledger).
 func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgUpdateParams{}, "flops/x/gfl/MsgUpdateParams")
+	legacy.RegisterAminoMsg(cdc, &MsgRegisterNode{}, "flops/x/gfl/MsgRegisterNode")
+	legacy.RegisterAminoMsg(cdc, &MsgUpdateNode{}, "flops/x/gfl/MsgUpdateNode")
+	legacy.RegisterAminoMsg(cdc, &MsgDeactivateNode{}, "flops/x/gfl/MsgDeactivateNode")
+	legacy.RegisterAminoMsg(cdc, &MsgReactivateNode{}, "flops/x/gfl/MsgReactivateNode")
+	legacy.RegisterAminoMsg(cdc, &MsgApproveNode{}, "flops/x/gfl/MsgApproveNode")
+	legacy.RegisterAminoMsg(cdc, &MsgCommitChallenge{}, "flops/x/gfl/MsgCommitChallenge")
+	legacy.RegisterAminoMsg(cdc, &MsgRevealChallenge{}, "flops/x/gfl/MsgRevealChallenge")
 	cdc.RegisterConcrete(&Params{}, "flops/x/gfl/Params", nil)
 }
 
@@ -18,6 +25,13 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 	registry.RegisterImplementations((*sdk.Msg)(nil),
 		&MsgUpdateParams{},
+		&MsgRegisterNode{},
+		&MsgUpdateNode{},
+		&MsgDeactivateNode{},
+		&MsgReactivateNode{},
+		&MsgApproveNode{},
+		&MsgCommitChallenge{},
+		&MsgRevealChallenge{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

@@ -78,28 +78,667 @@ func (m *EventParamsUpdated) GetParams() Params {
 	return Params{}
 }
 
+// EventNodeRegistered: a node was registered.
+type EventNodeRegistered struct {
+	// node_id of the node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator of the node.
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// gpu_class of the node.
+	GpuClass string `protobuf:"bytes,3,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// gpus: number of GPUs.
+	Gpus uint32 `protobuf:"varint,4,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// status after registration.
+	Status NodeStatus `protobuf:"varint,5,opt,name=status,proto3,enum=flops.gfl.v1.NodeStatus" json:"status,omitempty"`
+}
+
+func (m *EventNodeRegistered) Reset()         { *m = EventNodeRegistered{} }
+func (m *EventNodeRegistered) String() string { return proto.CompactTextString(m) }
+func (*EventNodeRegistered) ProtoMessage()    {}
+func (*EventNodeRegistered) Descriptor() ([]byte, []int) {
+	return fileDescriptor_54f68c645a99e8f4, []int{1}
+}
+func (m *EventNodeRegistered) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventNodeRegistered) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventNodeRegistered.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventNodeRegistered) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventNodeRegistered.Merge(m, src)
+}
+func (m *EventNodeRegistered) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventNodeRegistered) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventNodeRegistered.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventNodeRegistered proto.InternalMessageInfo
+
+func (m *EventNodeRegistered) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventNodeRegistered) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *EventNodeRegistered) GetGpuClass() string {
+	if m != nil {
+		return m.GpuClass
+	}
+	return ""
+}
+
+func (m *EventNodeRegistered) GetGpus() uint32 {
+	if m != nil {
+		return m.Gpus
+	}
+	return 0
+}
+
+func (m *EventNodeRegistered) GetStatus() NodeStatus {
+	if m != nil {
+		return m.Status
+	}
+	return NODE_STATUS_UNSPECIFIED
+}
+
+// EventNodeUpdated: a node's spec changed.
+type EventNodeUpdated struct {
+	// node_id of the node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// gpu_class after the update.
+	GpuClass string `protobuf:"bytes,2,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// gpus after the update.
+	Gpus uint32 `protobuf:"varint,3,opt,name=gpus,proto3" json:"gpus,omitempty"`
+}
+
+func (m *EventNodeUpdated) Reset()         { *m = EventNodeUpdated{} }
+func (m *EventNodeUpdated) String() string { return proto.CompactTextString(m) }
+func (*EventNodeUpdated) ProtoMessage()    {}
+func (*EventNodeUpdated) Descriptor() ([]byte, []int) {
+	return fileDescriptor_54f68c645a99e8f4, []int{2}
+}
+func (m *EventNodeUpdated) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventNodeUpdated) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventNodeUpdated.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventNodeUpdated) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventNodeUpdated.Merge(m, src)
+}
+func (m *EventNodeUpdated) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventNodeUpdated) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventNodeUpdated.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventNodeUpdated proto.InternalMessageInfo
+
+func (m *EventNodeUpdated) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventNodeUpdated) GetGpuClass() string {
+	if m != nil {
+		return m.GpuClass
+	}
+	return ""
+}
+
+func (m *EventNodeUpdated) GetGpus() uint32 {
+	if m != nil {
+		return m.Gpus
+	}
+	return 0
+}
+
+// EventNodeStatusChanged: a node was approved, deactivated or reactivated.
+type EventNodeStatusChanged struct {
+	// node_id of the node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// from status.
+	From NodeStatus `protobuf:"varint,2,opt,name=from,proto3,enum=flops.gfl.v1.NodeStatus" json:"from,omitempty"`
+	// to status.
+	To NodeStatus `protobuf:"varint,3,opt,name=to,proto3,enum=flops.gfl.v1.NodeStatus" json:"to,omitempty"`
+}
+
+func (m *EventNodeStatusChanged) Reset()         { *m = EventNodeStatusChanged{} }
+func (m *EventNodeStatusChanged) String() string { return proto.CompactTextString(m) }
+func (*EventNodeStatusChanged) ProtoMessage()    {}
+func (*EventNodeStatusChanged) Descriptor() ([]byte, []int) {
+	return fileDescriptor_54f68c645a99e8f4, []int{3}
+}
+func (m *EventNodeStatusChanged) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventNodeStatusChanged) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventNodeStatusChanged.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventNodeStatusChanged) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventNodeStatusChanged.Merge(m, src)
+}
+func (m *EventNodeStatusChanged) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventNodeStatusChanged) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventNodeStatusChanged.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventNodeStatusChanged proto.InternalMessageInfo
+
+func (m *EventNodeStatusChanged) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventNodeStatusChanged) GetFrom() NodeStatus {
+	if m != nil {
+		return m.From
+	}
+	return NODE_STATUS_UNSPECIFIED
+}
+
+func (m *EventNodeStatusChanged) GetTo() NodeStatus {
+	if m != nil {
+		return m.To
+	}
+	return NODE_STATUS_UNSPECIFIED
+}
+
+// EventChallengeIssued: a PoCP challenge was issued.
+type EventChallengeIssued struct {
+	// challenge_id of the challenge.
+	ChallengeId uint64 `protobuf:"varint,1,opt,name=challenge_id,json=challengeId,proto3" json:"challenge_id,omitempty"`
+	// node_id challenged.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator who must answer.
+	Operator string `protobuf:"bytes,3,opt,name=operator,proto3" json:"operator,omitempty"`
+	// n is the matrix size.
+	N uint32 `protobuf:"varint,4,opt,name=n,proto3" json:"n,omitempty"`
+	// r is the number of rounds.
+	R uint32 `protobuf:"varint,5,opt,name=r,proto3" json:"r,omitempty"`
+}
+
+func (m *EventChallengeIssued) Reset()         { *m = EventChallengeIssued{} }
+func (m *EventChallengeIssued) String() string { return proto.CompactTextString(m) }
+func (*EventChallengeIssued) ProtoMessage()    {}
+func (*EventChallengeIssued) Descriptor() ([]byte, []int) {
+	return fileDescriptor_54f68c645a99e8f4, []int{4}
+}
+func (m *EventChallengeIssued) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventChallengeIssued) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventChallengeIssued.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventChallengeIssued) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventChallengeIssued.Merge(m, src)
+}
+func (m *EventChallengeIssued) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventChallengeIssued) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventChallengeIssued.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventChallengeIssued proto.InternalMessageInfo
+
+func (m *EventChallengeIssued) GetChallengeId() uint64 {
+	if m != nil {
+		return m.ChallengeId
+	}
+	return 0
+}
+
+func (m *EventChallengeIssued) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventChallengeIssued) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *EventChallengeIssued) GetN() uint32 {
+	if m != nil {
+		return m.N
+	}
+	return 0
+}
+
+func (m *EventChallengeIssued) GetR() uint32 {
+	if m != nil {
+		return m.R
+	}
+	return 0
+}
+
+// EventChallengeCommitted: an answer was committed.
+type EventChallengeCommitted struct {
+	// challenge_id of the challenge.
+	ChallengeId uint64 `protobuf:"varint,1,opt,name=challenge_id,json=challengeId,proto3" json:"challenge_id,omitempty"`
+	// node_id challenged.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// elapsed_ms from issue to commitment.
+	ElapsedMs uint64 `protobuf:"varint,3,opt,name=elapsed_ms,json=elapsedMs,proto3" json:"elapsed_ms,omitempty"`
+	// sample_height: the block whose hash draws the samples.
+	SampleHeight int64 `protobuf:"varint,4,opt,name=sample_height,json=sampleHeight,proto3" json:"sample_height,omitempty"`
+}
+
+func (m *EventChallengeCommitted) Reset()         { *m = EventChallengeCommitted{} }
+func (m *EventChallengeCommitted) String() string { return proto.CompactTextString(m) }
+func (*EventChallengeCommitted) ProtoMessage()    {}
+func (*EventChallengeCommitted) Descriptor() ([]byte, []int) {
+	return fileDescriptor_54f68c645a99e8f4, []int{5}
+}
+func (m *EventChallengeCommitted) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventChallengeCommitted) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventChallengeCommitted.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventChallengeCommitted) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventChallengeCommitted.Merge(m, src)
+}
+func (m *EventChallengeCommitted) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventChallengeCommitted) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventChallengeCommitted.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventChallengeCommitted proto.InternalMessageInfo
+
+func (m *EventChallengeCommitted) GetChallengeId() uint64 {
+	if m != nil {
+		return m.ChallengeId
+	}
+	return 0
+}
+
+func (m *EventChallengeCommitted) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventChallengeCommitted) GetElapsedMs() uint64 {
+	if m != nil {
+		return m.ElapsedMs
+	}
+	return 0
+}
+
+func (m *EventChallengeCommitted) GetSampleHeight() int64 {
+	if m != nil {
+		return m.SampleHeight
+	}
+	return 0
+}
+
+// EventChallengeFinished: a challenge passed, failed or was missed.
+type EventChallengeFinished struct {
+	// challenge_id of the challenge.
+	ChallengeId uint64 `protobuf:"varint,1,opt,name=challenge_id,json=challengeId,proto3" json:"challenge_id,omitempty"`
+	// node_id challenged.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// status: PASSED, FAILED or MISSED.
+	Status ChallengeStatus `protobuf:"varint,3,opt,name=status,proto3,enum=flops.gfl.v1.ChallengeStatus" json:"status,omitempty"`
+	// power_gflops: the sample (0 unless PASSED).
+	PowerGflops uint64 `protobuf:"varint,4,opt,name=power_gflops,json=powerGflops,proto3" json:"power_gflops,omitempty"`
+	// reason of a failure or miss.
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+}
+
+func (m *EventChallengeFinished) Reset()         { *m = EventChallengeFinished{} }
+func (m *EventChallengeFinished) String() string { return proto.CompactTextString(m) }
+func (*EventChallengeFinished) ProtoMessage()    {}
+func (*EventChallengeFinished) Descriptor() ([]byte, []int) {
+	return fileDescriptor_54f68c645a99e8f4, []int{6}
+}
+func (m *EventChallengeFinished) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventChallengeFinished) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventChallengeFinished.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventChallengeFinished) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventChallengeFinished.Merge(m, src)
+}
+func (m *EventChallengeFinished) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventChallengeFinished) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventChallengeFinished.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventChallengeFinished proto.InternalMessageInfo
+
+func (m *EventChallengeFinished) GetChallengeId() uint64 {
+	if m != nil {
+		return m.ChallengeId
+	}
+	return 0
+}
+
+func (m *EventChallengeFinished) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventChallengeFinished) GetStatus() ChallengeStatus {
+	if m != nil {
+		return m.Status
+	}
+	return CHALLENGE_STATUS_UNSPECIFIED
+}
+
+func (m *EventChallengeFinished) GetPowerGflops() uint64 {
+	if m != nil {
+		return m.PowerGflops
+	}
+	return 0
+}
+
+func (m *EventChallengeFinished) GetReason() string {
+	if m != nil {
+		return m.Reason
+	}
+	return ""
+}
+
+// EventNodeRebalanced: a node's GFL index was set for an epoch.
+type EventNodeRebalanced struct {
+	// node_id of the node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator credited or debited.
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// epoch rebalanced.
+	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// old_gflops before the rebalance.
+	OldGflops uint64 `protobuf:"varint,4,opt,name=old_gflops,json=oldGflops,proto3" json:"old_gflops,omitempty"`
+	// new_gflops after: median * availability.
+	NewGflops uint64 `protobuf:"varint,5,opt,name=new_gflops,json=newGflops,proto3" json:"new_gflops,omitempty"`
+	// median_gflops of the verified samples.
+	MedianGflops uint64 `protobuf:"varint,6,opt,name=median_gflops,json=medianGflops,proto3" json:"median_gflops,omitempty"`
+	// availability_ppm: passed / issued.
+	AvailabilityPpm uint32 `protobuf:"varint,7,opt,name=availability_ppm,json=availabilityPpm,proto3" json:"availability_ppm,omitempty"`
+}
+
+func (m *EventNodeRebalanced) Reset()         { *m = EventNodeRebalanced{} }
+func (m *EventNodeRebalanced) String() string { return proto.CompactTextString(m) }
+func (*EventNodeRebalanced) ProtoMessage()    {}
+func (*EventNodeRebalanced) Descriptor() ([]byte, []int) {
+	return fileDescriptor_54f68c645a99e8f4, []int{7}
+}
+func (m *EventNodeRebalanced) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventNodeRebalanced) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventNodeRebalanced.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventNodeRebalanced) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventNodeRebalanced.Merge(m, src)
+}
+func (m *EventNodeRebalanced) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventNodeRebalanced) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventNodeRebalanced.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventNodeRebalanced proto.InternalMessageInfo
+
+func (m *EventNodeRebalanced) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventNodeRebalanced) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *EventNodeRebalanced) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *EventNodeRebalanced) GetOldGflops() uint64 {
+	if m != nil {
+		return m.OldGflops
+	}
+	return 0
+}
+
+func (m *EventNodeRebalanced) GetNewGflops() uint64 {
+	if m != nil {
+		return m.NewGflops
+	}
+	return 0
+}
+
+func (m *EventNodeRebalanced) GetMedianGflops() uint64 {
+	if m != nil {
+		return m.MedianGflops
+	}
+	return 0
+}
+
+func (m *EventNodeRebalanced) GetAvailabilityPpm() uint32 {
+	if m != nil {
+		return m.AvailabilityPpm
+	}
+	return 0
+}
+
+// EventRebalanceFinished: every node was rebalanced for an epoch.
+type EventRebalanceFinished struct {
+	// epoch rebalanced.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// total_gflops of the network = ugfl supply.
+	TotalGflops uint64 `protobuf:"varint,2,opt,name=total_gflops,json=totalGflops,proto3" json:"total_gflops,omitempty"`
+}
+
+func (m *EventRebalanceFinished) Reset()         { *m = EventRebalanceFinished{} }
+func (m *EventRebalanceFinished) String() string { return proto.CompactTextString(m) }
+func (*EventRebalanceFinished) ProtoMessage()    {}
+func (*EventRebalanceFinished) Descriptor() ([]byte, []int) {
+	return fileDescriptor_54f68c645a99e8f4, []int{8}
+}
+func (m *EventRebalanceFinished) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventRebalanceFinished) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventRebalanceFinished.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventRebalanceFinished) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventRebalanceFinished.Merge(m, src)
+}
+func (m *EventRebalanceFinished) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventRebalanceFinished) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventRebalanceFinished.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventRebalanceFinished proto.InternalMessageInfo
+
+func (m *EventRebalanceFinished) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *EventRebalanceFinished) GetTotalGflops() uint64 {
+	if m != nil {
+		return m.TotalGflops
+	}
+	return 0
+}
+
 func init() {
 	proto.RegisterType((*EventParamsUpdated)(nil), "flops.gfl.v1.EventParamsUpdated")
+	proto.RegisterType((*EventNodeRegistered)(nil), "flops.gfl.v1.EventNodeRegistered")
+	proto.RegisterType((*EventNodeUpdated)(nil), "flops.gfl.v1.EventNodeUpdated")
+	proto.RegisterType((*EventNodeStatusChanged)(nil), "flops.gfl.v1.EventNodeStatusChanged")
+	proto.RegisterType((*EventChallengeIssued)(nil), "flops.gfl.v1.EventChallengeIssued")
+	proto.RegisterType((*EventChallengeCommitted)(nil), "flops.gfl.v1.EventChallengeCommitted")
+	proto.RegisterType((*EventChallengeFinished)(nil), "flops.gfl.v1.EventChallengeFinished")
+	proto.RegisterType((*EventNodeRebalanced)(nil), "flops.gfl.v1.EventNodeRebalanced")
+	proto.RegisterType((*EventRebalanceFinished)(nil), "flops.gfl.v1.EventRebalanceFinished")
 }
 
 func init() { proto.RegisterFile("flops/gfl/v1/events.proto", fileDescriptor_54f68c645a99e8f4) }
 
 var fileDescriptor_54f68c645a99e8f4 = []byte{
-	// 217 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4c, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x4f, 0x4f, 0xcb, 0xd1, 0x2f, 0x33, 0xd4, 0x4f, 0x2d, 0x4b, 0xcd, 0x2b, 0x29, 0xd6,
-	0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x01, 0x4b, 0xe9, 0xa5, 0xa7, 0xe5, 0xe8, 0x95, 0x19,
-	0x4a, 0x89, 0xa4, 0xe7, 0xa7, 0xe7, 0x83, 0x25, 0xf4, 0x41, 0x2c, 0x88, 0x1a, 0x29, 0x09, 0x14,
-	0xed, 0x25, 0x95, 0x05, 0xa9, 0x50, 0xdd, 0x4a, 0x69, 0x5c, 0x42, 0xae, 0x20, 0xd3, 0x02, 0x12,
-	0x8b, 0x12, 0x73, 0x8b, 0x43, 0x0b, 0x52, 0x12, 0x4b, 0x52, 0x53, 0x84, 0x64, 0xb8, 0x38, 0x13,
-	0x4b, 0x4b, 0x32, 0xf2, 0x8b, 0x32, 0x4b, 0x2a, 0x25, 0x18, 0x15, 0x18, 0x35, 0x38, 0x83, 0x10,
-	0x02, 0x42, 0x46, 0x5c, 0x6c, 0x05, 0x60, 0xe5, 0x12, 0x4c, 0x0a, 0x8c, 0x1a, 0xdc, 0x46, 0x22,
-	0x7a, 0xc8, 0x4e, 0xd0, 0x83, 0x18, 0xe5, 0xc4, 0x72, 0xe2, 0x9e, 0x3c, 0x43, 0x10, 0x54, 0xa5,
-	0x93, 0xfd, 0x89, 0x47, 0x72, 0x8c, 0x17, 0x1e, 0xc9, 0x31, 0x3e, 0x78, 0x24, 0xc7, 0x38, 0xe1,
-	0xb1, 0x1c, 0xc3, 0x85, 0xc7, 0x72, 0x0c, 0x37, 0x1e, 0xcb, 0x31, 0x44, 0xa9, 0xa6, 0x67, 0x96,
-	0x64, 0x94, 0x26, 0xe9, 0x25, 0xe7, 0xe7, 0xea, 0x83, 0xcd, 0xc9, 0x4b, 0x2d, 0x81, 0x30, 0xf4,
-	0x2b, 0xc0, 0x2e, 0x06, 0x3b, 0x37, 0x89, 0x0d, 0xec, 0x5e, 0x63, 0x40, 0x00, 0x00, 0x00, 0xff,
-	0xff, 0x88, 0x75, 0xe0, 0x5a, 0x0a, 0x01, 0x00, 0x00,
+	// 677 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xa4, 0x94, 0xcf, 0x6e, 0xd3, 0x4a,
+	0x14, 0xc6, 0x33, 0x49, 0x9a, 0xde, 0x9c, 0x24, 0xf7, 0x56, 0x73, 0xa3, 0xd6, 0x14, 0x1a, 0x52,
+	0x57, 0x48, 0x41, 0x42, 0x09, 0x2d, 0x62, 0x8d, 0xd4, 0x88, 0x3f, 0x5d, 0x80, 0x8a, 0x11, 0x1b,
+	0x84, 0x14, 0x4d, 0xe2, 0x89, 0x6d, 0x69, 0xec, 0x19, 0x79, 0xc6, 0x29, 0x7d, 0x04, 0x58, 0xb1,
+	0xe5, 0x21, 0x78, 0x0d, 0xd4, 0x65, 0x97, 0xac, 0x10, 0x6a, 0xf7, 0x3c, 0x03, 0xf2, 0xb1, 0xe3,
+	0xd6, 0x48, 0xed, 0x82, 0xee, 0x7c, 0xbe, 0xf3, 0x79, 0xce, 0xcf, 0xf3, 0x8d, 0x07, 0x6e, 0xcd,
+	0x85, 0x54, 0x7a, 0xe4, 0xcd, 0xc5, 0x68, 0xb1, 0x3b, 0xe2, 0x0b, 0x1e, 0x19, 0x3d, 0x54, 0xb1,
+	0x34, 0x92, 0xb6, 0xb1, 0x35, 0xf4, 0xe6, 0x62, 0xb8, 0xd8, 0xdd, 0xec, 0x7a, 0xd2, 0x93, 0xd8,
+	0x18, 0xa5, 0x4f, 0x99, 0x67, 0xd3, 0x2a, 0xbd, 0x6e, 0x8e, 0x15, 0xcf, 0xdf, 0xb6, 0xe7, 0x40,
+	0x9f, 0xa6, 0xab, 0x1d, 0xb2, 0x98, 0x85, 0xfa, 0xad, 0x72, 0x99, 0xe1, 0x2e, 0xbd, 0x03, 0x4d,
+	0x96, 0x18, 0x5f, 0xc6, 0x81, 0x39, 0xb6, 0x48, 0x9f, 0x0c, 0x9a, 0xce, 0x85, 0x40, 0xf7, 0xa0,
+	0xa1, 0xd0, 0x6e, 0x55, 0xfb, 0x64, 0xd0, 0xda, 0xeb, 0x0e, 0x2f, 0x23, 0x0c, 0xb3, 0xa5, 0xf6,
+	0xeb, 0x27, 0x3f, 0xee, 0x56, 0x9c, 0xdc, 0x69, 0x7f, 0x25, 0xf0, 0x3f, 0x0e, 0x7a, 0x25, 0x5d,
+	0xee, 0x70, 0x2f, 0xd0, 0x86, 0xc7, 0xdc, 0xa5, 0x1b, 0xb0, 0x1a, 0x49, 0x97, 0x4f, 0x02, 0x17,
+	0xe7, 0xd4, 0x9d, 0x46, 0x5a, 0x1e, 0xb8, 0x74, 0x13, 0xfe, 0x91, 0x8a, 0xc7, 0xcc, 0xc8, 0x18,
+	0xc7, 0x34, 0x9d, 0xa2, 0xa6, 0xb7, 0xa1, 0xe9, 0xa9, 0x64, 0x32, 0x13, 0x4c, 0x6b, 0xab, 0x96,
+	0x35, 0x3d, 0x95, 0x8c, 0xd3, 0x9a, 0x52, 0xa8, 0x7b, 0x2a, 0xd1, 0x56, 0xbd, 0x4f, 0x06, 0x1d,
+	0x07, 0x9f, 0xe9, 0x43, 0x68, 0x68, 0xc3, 0x4c, 0xa2, 0xad, 0x95, 0x3e, 0x19, 0xfc, 0xbb, 0x67,
+	0x95, 0x89, 0x53, 0xa6, 0x37, 0xd8, 0x77, 0x72, 0x9f, 0xfd, 0x1e, 0xd6, 0x0a, 0xdc, 0xe5, 0xae,
+	0x5c, 0xc9, 0x5a, 0xe2, 0xa9, 0x5e, 0xc1, 0x53, 0xbb, 0xe0, 0xb1, 0x3f, 0x12, 0x58, 0x2f, 0x96,
+	0xcf, 0x26, 0x8f, 0x7d, 0x16, 0x79, 0xd7, 0x0d, 0x79, 0x00, 0xf5, 0x79, 0x2c, 0x43, 0x5c, 0xff,
+	0xba, 0x2f, 0x40, 0x17, 0x1d, 0x40, 0xd5, 0x48, 0x9c, 0x79, 0x9d, 0xb7, 0x6a, 0xa4, 0xfd, 0x89,
+	0x40, 0x17, 0x59, 0xc6, 0x3e, 0x13, 0x82, 0x47, 0x1e, 0x3f, 0xd0, 0x3a, 0xe1, 0x2e, 0xdd, 0x86,
+	0xf6, 0x6c, 0x29, 0x5d, 0xe0, 0xb4, 0x0a, 0xed, 0xa0, 0x04, 0x5b, 0xbd, 0x32, 0xbd, 0xda, 0x1f,
+	0xe9, 0xb5, 0x81, 0x44, 0x79, 0x3a, 0x24, 0x4a, 0xab, 0x18, 0x53, 0xe9, 0x38, 0x24, 0xb6, 0xbf,
+	0x10, 0xd8, 0x28, 0xc3, 0x8c, 0x65, 0x18, 0x06, 0xc6, 0xdc, 0x90, 0x67, 0x0b, 0x80, 0x0b, 0xa6,
+	0x34, 0x77, 0x27, 0x61, 0x16, 0x45, 0xdd, 0x69, 0xe6, 0xca, 0x4b, 0x4d, 0x77, 0xa0, 0xa3, 0x59,
+	0xa8, 0x04, 0x9f, 0xf8, 0x3c, 0xf0, 0x7c, 0x83, 0x78, 0x35, 0xa7, 0x9d, 0x89, 0x2f, 0x50, 0xb3,
+	0xbf, 0x2d, 0x43, 0x2b, 0xd8, 0x9e, 0x05, 0x51, 0xa0, 0xfd, 0x1b, 0xa2, 0x3d, 0x2e, 0xce, 0x66,
+	0x96, 0xd6, 0x56, 0x39, 0xad, 0x62, 0x58, 0xf9, 0x80, 0xa6, 0x23, 0x95, 0x3c, 0xe2, 0xf1, 0xc4,
+	0x43, 0x3b, 0x12, 0xd7, 0x9d, 0x16, 0x6a, 0xcf, 0x51, 0xa2, 0xeb, 0xd0, 0x88, 0x39, 0xd3, 0x32,
+	0xc2, 0xfd, 0x6d, 0x3a, 0x79, 0x65, 0xff, 0x2a, 0xff, 0x8b, 0x53, 0x26, 0x58, 0x34, 0xfb, 0xdb,
+	0x7f, 0xb1, 0x0b, 0x2b, 0x5c, 0xc9, 0x99, 0x9f, 0x6f, 0x6a, 0x56, 0xa4, 0xfb, 0x2d, 0x85, 0x5b,
+	0x66, 0x6b, 0x4a, 0xe1, 0xe6, 0x64, 0x5b, 0x00, 0x11, 0x3f, 0x5a, 0xb6, 0x57, 0xb2, 0x76, 0xc4,
+	0x8f, 0xf2, 0xf6, 0x0e, 0x74, 0x42, 0xee, 0x06, 0x2c, 0x5a, 0x3a, 0x1a, 0xe8, 0x68, 0x67, 0x62,
+	0x6e, 0xba, 0x0f, 0x6b, 0x6c, 0xc1, 0x02, 0xc1, 0xa6, 0x81, 0x08, 0xcc, 0xf1, 0x44, 0xa9, 0xd0,
+	0x5a, 0xc5, 0x73, 0xf4, 0xdf, 0x65, 0xfd, 0x50, 0x85, 0xf6, 0xeb, 0x3c, 0xb8, 0xe2, 0x5b, 0x8b,
+	0xe0, 0x0a, 0x7a, 0x72, 0x99, 0x7e, 0x1b, 0xda, 0x46, 0x1a, 0x26, 0x96, 0xe3, 0xb3, 0xc0, 0x5a,
+	0xa8, 0x65, 0xd3, 0xf7, 0x9f, 0x9c, 0x9c, 0xf5, 0xc8, 0xe9, 0x59, 0x8f, 0xfc, 0x3c, 0xeb, 0x91,
+	0xcf, 0xe7, 0xbd, 0xca, 0xe9, 0x79, 0xaf, 0xf2, 0xfd, 0xbc, 0x57, 0x79, 0x77, 0xcf, 0x0b, 0x8c,
+	0x9f, 0x4c, 0x87, 0x33, 0x19, 0x8e, 0xd0, 0x1b, 0x71, 0x93, 0x3d, 0x8c, 0x3e, 0xe0, 0x0d, 0x8c,
+	0xd7, 0xef, 0xb4, 0x81, 0xf7, 0xef, 0xa3, 0xdf, 0x01, 0x00, 0x00, 0xff, 0xff, 0xc2, 0xb8, 0xca,
+	0xad, 0xda, 0x05, 0x00, 0x00,
 }
 
 func (m *EventParamsUpdated) Marshal() (dAtA []byte, err error) {
@@ -142,6 +781,372 @@ func (m *EventParamsUpdated) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EventNodeRegistered) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventNodeRegistered) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventNodeRegistered) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Status != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.Gpus != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Gpus))
+		i--
+		dAtA[i] = 0x20
+	}
+	if len(m.GpuClass) > 0 {
+		i -= len(m.GpuClass)
+		copy(dAtA[i:], m.GpuClass)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.GpuClass)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventNodeUpdated) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventNodeUpdated) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventNodeUpdated) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Gpus != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Gpus))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.GpuClass) > 0 {
+		i -= len(m.GpuClass)
+		copy(dAtA[i:], m.GpuClass)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.GpuClass)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventNodeStatusChanged) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventNodeStatusChanged) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventNodeStatusChanged) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.To != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.To))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.From != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.From))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventChallengeIssued) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventChallengeIssued) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventChallengeIssued) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.R != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.R))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.N != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.N))
+		i--
+		dAtA[i] = 0x20
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.ChallengeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.ChallengeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventChallengeCommitted) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventChallengeCommitted) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventChallengeCommitted) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.SampleHeight != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.SampleHeight))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.ElapsedMs != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.ElapsedMs))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.ChallengeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.ChallengeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventChallengeFinished) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventChallengeFinished) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventChallengeFinished) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.PowerGflops != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.PowerGflops))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Status != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.ChallengeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.ChallengeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventNodeRebalanced) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventNodeRebalanced) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventNodeRebalanced) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.AvailabilityPpm != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.AvailabilityPpm))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.MedianGflops != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.MedianGflops))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.NewGflops != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NewGflops))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.OldGflops != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.OldGflops))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventRebalanceFinished) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventRebalanceFinished) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventRebalanceFinished) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.TotalGflops != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.TotalGflops))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintEvents(dAtA []byte, offset int, v uint64) int {
 	offset -= sovEvents(v)
 	base := offset
@@ -165,6 +1170,186 @@ func (m *EventParamsUpdated) Size() (n int) {
 	}
 	l = m.Params.Size()
 	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventNodeRegistered) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = len(m.GpuClass)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.Gpus != 0 {
+		n += 1 + sovEvents(uint64(m.Gpus))
+	}
+	if m.Status != 0 {
+		n += 1 + sovEvents(uint64(m.Status))
+	}
+	return n
+}
+
+func (m *EventNodeUpdated) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.GpuClass)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.Gpus != 0 {
+		n += 1 + sovEvents(uint64(m.Gpus))
+	}
+	return n
+}
+
+func (m *EventNodeStatusChanged) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	if m.From != 0 {
+		n += 1 + sovEvents(uint64(m.From))
+	}
+	if m.To != 0 {
+		n += 1 + sovEvents(uint64(m.To))
+	}
+	return n
+}
+
+func (m *EventChallengeIssued) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.ChallengeId != 0 {
+		n += 1 + sovEvents(uint64(m.ChallengeId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.N != 0 {
+		n += 1 + sovEvents(uint64(m.N))
+	}
+	if m.R != 0 {
+		n += 1 + sovEvents(uint64(m.R))
+	}
+	return n
+}
+
+func (m *EventChallengeCommitted) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.ChallengeId != 0 {
+		n += 1 + sovEvents(uint64(m.ChallengeId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	if m.ElapsedMs != 0 {
+		n += 1 + sovEvents(uint64(m.ElapsedMs))
+	}
+	if m.SampleHeight != 0 {
+		n += 1 + sovEvents(uint64(m.SampleHeight))
+	}
+	return n
+}
+
+func (m *EventChallengeFinished) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.ChallengeId != 0 {
+		n += 1 + sovEvents(uint64(m.ChallengeId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	if m.Status != 0 {
+		n += 1 + sovEvents(uint64(m.Status))
+	}
+	if m.PowerGflops != 0 {
+		n += 1 + sovEvents(uint64(m.PowerGflops))
+	}
+	l = len(m.Reason)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	return n
+}
+
+func (m *EventNodeRebalanced) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	if m.OldGflops != 0 {
+		n += 1 + sovEvents(uint64(m.OldGflops))
+	}
+	if m.NewGflops != 0 {
+		n += 1 + sovEvents(uint64(m.NewGflops))
+	}
+	if m.MedianGflops != 0 {
+		n += 1 + sovEvents(uint64(m.MedianGflops))
+	}
+	if m.AvailabilityPpm != 0 {
+		n += 1 + sovEvents(uint64(m.AvailabilityPpm))
+	}
+	return n
+}
+
+func (m *EventRebalanceFinished) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	if m.TotalGflops != 0 {
+		n += 1 + sovEvents(uint64(m.TotalGflops))
+	}
 	return n
 }
 
@@ -268,6 +1453,1130 @@ func (m *EventParamsUpdated) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventNodeRegistered) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventNodeRegistered: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventNodeRegistered: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuClass", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuClass = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Gpus", wireType)
+			}
+			m.Gpus = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Gpus |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= NodeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventNodeUpdated) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventNodeUpdated: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventNodeUpdated: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuClass", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuClass = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Gpus", wireType)
+			}
+			m.Gpus = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Gpus |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventNodeStatusChanged) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventNodeStatusChanged: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventNodeStatusChanged: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field From", wireType)
+			}
+			m.From = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.From |= NodeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field To", wireType)
+			}
+			m.To = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.To |= NodeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventChallengeIssued) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventChallengeIssued: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventChallengeIssued: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengeId", wireType)
+			}
+			m.ChallengeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field N", wireType)
+			}
+			m.N = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.N |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field R", wireType)
+			}
+			m.R = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.R |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventChallengeCommitted) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventChallengeCommitted: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventChallengeCommitted: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengeId", wireType)
+			}
+			m.ChallengeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ElapsedMs", wireType)
+			}
+			m.ElapsedMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ElapsedMs |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SampleHeight", wireType)
+			}
+			m.SampleHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SampleHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventChallengeFinished) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventChallengeFinished: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventChallengeFinished: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengeId", wireType)
+			}
+			m.ChallengeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= ChallengeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PowerGflops", wireType)
+			}
+			m.PowerGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PowerGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventNodeRebalanced) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventNodeRebalanced: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventNodeRebalanced: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OldGflops", wireType)
+			}
+			m.OldGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.OldGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NewGflops", wireType)
+			}
+			m.NewGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NewGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MedianGflops", wireType)
+			}
+			m.MedianGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MedianGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AvailabilityPpm", wireType)
+			}
+			m.AvailabilityPpm = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AvailabilityPpm |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventRebalanceFinished) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventRebalanceFinished: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventRebalanceFinished: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TotalGflops", wireType)
+			}
+			m.TotalGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TotalGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := skipEvents(dAtA[iNdEx:])

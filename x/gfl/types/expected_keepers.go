@@ -2,12 +2,76 @@ package types
 
 import (
 	"context"
+	"time"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // AccountKeeper is the part of x/auth this module uses.
 type AccountKeeper interface {
 	GetModuleAccount(ctx context.Context, name string) sdk.ModuleAccountI
 	GetModuleAddress(name string) sdk.AccAddress
+}
+
+// BankKeeper mints and burns ugfl and moves it between the module and operators.
+type BankKeeper interface {
+	MintCoins(ctx context.Context, moduleName string, amt sdk.Coins) error
+	BurnCoins(ctx context.Context, moduleName string, amt sdk.Coins) error
+	SendCoinsFromModuleToAccount(ctx context.Context, senderModule string, recipientAddr sdk.AccAddress, amt sdk.Coins) error
+	SendCoinsFromAccountToModule(ctx context.Context, senderAddr sdk.AccAddress, recipientModule string, amt sdk.Coins) error
+	GetSupply(ctx context.Context, denom string) sdk.Coin
+	GetBalance(ctx context.Context, addr sdk.AccAddress, denom string) sdk.Coin
+}
+
+// CollateralKeeper is the part of x/staking-slash this module uses: collateral locked per
+// registered GPU, and the penalty for a wrong PoCP answer.
+type CollateralKeeper interface {
+	LockForNode(ctx context.Context, provider sdk.AccAddress, gpus uint64) error
+	UnlockForNode(ctx context.Context, provider sdk.AccAddress, gpus uint64) error
+	Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, evidence sstypes.SlashEvidence) (sstypes.SlashRecord, error)
+	Jail(ctx context.Context, provider sdk.AccAddress, until time.Time, evidence sstypes.SlashEvidence) error
+}
+
+// GFLHooks let other modules follow nodes and challenges. x/market vetoes changes to a
+// node with work in flight and re-indexes changed nodes; x/reputation counts challenge
+// outcomes.
+type GFLHooks interface {
+	// BeforeNodeChange is called before a node is deactivated or its inventory changes;
+	// an error vetoes the change.
+	BeforeNodeChange(ctx context.Context, node Node) error
+	// AfterNodeChanged is called after a node's status, spec or class changed.
+	AfterNodeChanged(ctx context.Context, node Node)
+	// AfterChallengeFinished is called when a challenge passed, failed or was missed.
+	AfterChallengeFinished(ctx context.Context, node Node, challengeID uint64, status ChallengeStatus)
+}
+
+// MultiGFLHooks calls several hooks in order; the first veto wins.
+type MultiGFLHooks []GFLHooks
+
+var _ GFLHooks = MultiGFLHooks{}
+
+// BeforeNodeChange implements GFLHooks.
+func (m MultiGFLHooks) BeforeNodeChange(ctx context.Context, node Node) error {
+	for _, h := range m {
+		if err := h.BeforeNodeChange(ctx, node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AfterNodeChanged implements GFLHooks.
+func (m MultiGFLHooks) AfterNodeChanged(ctx context.Context, node Node) {
+	for _, h := range m {
+		h.AfterNodeChanged(ctx, node)
+	}
+}
+
+// AfterChallengeFinished implements GFLHooks.
+func (m MultiGFLHooks) AfterChallengeFinished(ctx context.Context, node Node, challengeID uint64, status ChallengeStatus) {
+	for _, h := range m {
+		h.AfterChallengeFinished(ctx, node, challengeID, status)
+	}
 }

@@ -28,6 +28,21 @@ const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 type GenesisState struct {
 	// params are the module parameters.
 	Params Params `protobuf:"bytes,1,opt,name=params,proto3" json:"params"`
+	// nodes: every registered node.
+	Nodes []Node `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes"`
+	// challenges: every open challenge.
+	Challenges []Challenge `protobuf:"bytes,3,rep,name=challenges,proto3" json:"challenges"`
+	// stats: the nodes' epoch statistics not yet rebalanced.
+	Stats []NodeEpochStats `protobuf:"bytes,4,rep,name=stats,proto3" json:"stats"`
+	// rebalance state.
+	Rebalance RebalanceState `protobuf:"bytes,5,opt,name=rebalance,proto3" json:"rebalance"`
+	// next_node_id and next_challenge_id continue the id sequences.
+	NextNodeId uint64 `protobuf:"varint,6,opt,name=next_node_id,json=nextNodeId,proto3" json:"next_node_id,omitempty"`
+	// next_challenge_id: see next_node_id.
+	NextChallengeId uint64 `protobuf:"varint,7,opt,name=next_challenge_id,json=nextChallengeId,proto3" json:"next_challenge_id,omitempty"`
+	// block_hashes: the beacon's recent block hashes, so that open reveals stay verifiable
+	// across an export and import at the same height.
+	BlockHashes []BlockHash `protobuf:"bytes,8,rep,name=block_hashes,json=blockHashes,proto3" json:"block_hashes"`
 }
 
 func (m *GenesisState) Reset()         { *m = GenesisState{} }
@@ -70,27 +85,146 @@ func (m *GenesisState) GetParams() Params {
 	return Params{}
 }
 
+func (m *GenesisState) GetNodes() []Node {
+	if m != nil {
+		return m.Nodes
+	}
+	return nil
+}
+
+func (m *GenesisState) GetChallenges() []Challenge {
+	if m != nil {
+		return m.Challenges
+	}
+	return nil
+}
+
+func (m *GenesisState) GetStats() []NodeEpochStats {
+	if m != nil {
+		return m.Stats
+	}
+	return nil
+}
+
+func (m *GenesisState) GetRebalance() RebalanceState {
+	if m != nil {
+		return m.Rebalance
+	}
+	return RebalanceState{}
+}
+
+func (m *GenesisState) GetNextNodeId() uint64 {
+	if m != nil {
+		return m.NextNodeId
+	}
+	return 0
+}
+
+func (m *GenesisState) GetNextChallengeId() uint64 {
+	if m != nil {
+		return m.NextChallengeId
+	}
+	return 0
+}
+
+func (m *GenesisState) GetBlockHashes() []BlockHash {
+	if m != nil {
+		return m.BlockHashes
+	}
+	return nil
+}
+
+// BlockHash is one block's header hash.
+type BlockHash struct {
+	// height of the block.
+	Height int64 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
+	// hash of its header.
+	Hash []byte `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+}
+
+func (m *BlockHash) Reset()         { *m = BlockHash{} }
+func (m *BlockHash) String() string { return proto.CompactTextString(m) }
+func (*BlockHash) ProtoMessage()    {}
+func (*BlockHash) Descriptor() ([]byte, []int) {
+	return fileDescriptor_1f0d1a80ff7760da, []int{1}
+}
+func (m *BlockHash) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *BlockHash) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_BlockHash.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *BlockHash) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_BlockHash.Merge(m, src)
+}
+func (m *BlockHash) XXX_Size() int {
+	return m.Size()
+}
+func (m *BlockHash) XXX_DiscardUnknown() {
+	xxx_messageInfo_BlockHash.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_BlockHash proto.InternalMessageInfo
+
+func (m *BlockHash) GetHeight() int64 {
+	if m != nil {
+		return m.Height
+	}
+	return 0
+}
+
+func (m *BlockHash) GetHash() []byte {
+	if m != nil {
+		return m.Hash
+	}
+	return nil
+}
+
 func init() {
 	proto.RegisterType((*GenesisState)(nil), "flops.gfl.v1.GenesisState")
+	proto.RegisterType((*BlockHash)(nil), "flops.gfl.v1.BlockHash")
 }
 
 func init() { proto.RegisterFile("flops/gfl/v1/genesis.proto", fileDescriptor_1f0d1a80ff7760da) }
 
 var fileDescriptor_1f0d1a80ff7760da = []byte{
-	// 207 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4a, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x4f, 0x4f, 0xcb, 0xd1, 0x2f, 0x33, 0xd4, 0x4f, 0x4f, 0xcd, 0x4b, 0x2d, 0xce, 0x2c,
-	0xd6, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x01, 0xcb, 0xe9, 0xa5, 0xa7, 0xe5, 0xe8, 0x95,
-	0x19, 0x4a, 0x89, 0xa4, 0xe7, 0xa7, 0xe7, 0x83, 0x25, 0xf4, 0x41, 0x2c, 0x88, 0x1a, 0x29, 0xc1,
-	0xc4, 0xdc, 0xcc, 0xbc, 0x7c, 0x7d, 0x30, 0x09, 0x15, 0x92, 0x40, 0x31, 0xb2, 0xa4, 0xb2, 0x20,
-	0x15, 0x6a, 0xa0, 0x92, 0x3b, 0x17, 0x8f, 0x3b, 0xc4, 0x86, 0xe0, 0x92, 0xc4, 0x92, 0x54, 0x21,
-	0x73, 0x2e, 0xb6, 0x82, 0xc4, 0xa2, 0xc4, 0xdc, 0x62, 0x09, 0x46, 0x05, 0x46, 0x0d, 0x6e, 0x23,
-	0x11, 0x3d, 0x64, 0x1b, 0xf5, 0x02, 0xc0, 0x72, 0x4e, 0x9c, 0x27, 0xee, 0xc9, 0x33, 0xac, 0x78,
-	0xbe, 0x41, 0x8b, 0x31, 0x08, 0xaa, 0xdc, 0xc9, 0xfe, 0xc4, 0x23, 0x39, 0xc6, 0x0b, 0x8f, 0xe4,
-	0x18, 0x1f, 0x3c, 0x92, 0x63, 0x9c, 0xf0, 0x58, 0x8e, 0xe1, 0xc2, 0x63, 0x39, 0x86, 0x1b, 0x8f,
-	0xe5, 0x18, 0xa2, 0x54, 0xd3, 0x33, 0x4b, 0x32, 0x4a, 0x93, 0xf4, 0x92, 0xf3, 0x73, 0xf5, 0xc1,
-	0x86, 0xe5, 0xa5, 0x96, 0x40, 0x18, 0xfa, 0x15, 0x60, 0x27, 0x81, 0xdd, 0x93, 0xc4, 0x06, 0x76,
-	0x90, 0x31, 0x20, 0x00, 0x00, 0xff, 0xff, 0x08, 0xf6, 0x35, 0xc9, 0xff, 0x00, 0x00, 0x00,
+	// 430 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x6c, 0x52, 0x41, 0x8b, 0xd3, 0x40,
+	0x14, 0xee, 0x6c, 0xdb, 0x68, 0xa7, 0x01, 0xd9, 0x61, 0xd1, 0xa1, 0x48, 0x0c, 0x0b, 0x42, 0xd8,
+	0x43, 0xc2, 0xee, 0x1e, 0xf6, 0x24, 0x42, 0xa4, 0xe8, 0x5e, 0x44, 0xe2, 0xcd, 0x4b, 0x99, 0x24,
+	0xd3, 0x99, 0x60, 0x9a, 0x09, 0x9d, 0x71, 0x59, 0xff, 0x85, 0x3f, 0xc3, 0xa3, 0x3f, 0x63, 0x8f,
+	0x3d, 0x0a, 0x82, 0x48, 0x7b, 0xf0, 0x6f, 0xc8, 0xbc, 0xa4, 0x35, 0xd1, 0xbd, 0x84, 0x97, 0xf7,
+	0x7d, 0xdf, 0x7b, 0xdf, 0x7b, 0xf3, 0xf0, 0x6c, 0x59, 0xaa, 0x5a, 0x47, 0x62, 0x59, 0x46, 0x37,
+	0xe7, 0x91, 0xe0, 0x15, 0xd7, 0x85, 0x0e, 0xeb, 0xb5, 0x32, 0x8a, 0xb8, 0x80, 0x85, 0x62, 0x59,
+	0x86, 0x37, 0xe7, 0xb3, 0x13, 0xa1, 0x84, 0x02, 0x20, 0xb2, 0x51, 0xc3, 0x99, 0x1d, 0xb3, 0x55,
+	0x51, 0xa9, 0x08, 0xbe, 0x6d, 0x8a, 0xf6, 0x4a, 0x9a, 0xcf, 0x35, 0x6f, 0x0b, 0x9e, 0xfe, 0x18,
+	0x62, 0xf7, 0x75, 0xd3, 0xe2, 0xbd, 0x61, 0x86, 0x93, 0x2b, 0xec, 0xd4, 0x6c, 0xcd, 0x56, 0x9a,
+	0x22, 0x1f, 0x05, 0xd3, 0x8b, 0x93, 0xb0, 0xdb, 0x32, 0x7c, 0x07, 0x58, 0x3c, 0xb9, 0xfb, 0xf9,
+	0x6c, 0xf0, 0xf5, 0xf7, 0xb7, 0x33, 0x94, 0xb4, 0x74, 0x72, 0x89, 0xc7, 0x95, 0xca, 0xb9, 0xa6,
+	0x47, 0xfe, 0x30, 0x98, 0x5e, 0x90, 0xbe, 0xee, 0xad, 0xca, 0x79, 0x57, 0xd5, 0x70, 0x49, 0x8c,
+	0x71, 0x26, 0x59, 0x59, 0xf2, 0x4a, 0x70, 0x4d, 0x87, 0xa0, 0x7c, 0xd2, 0x57, 0xbe, 0xda, 0xe3,
+	0x5d, 0x79, 0x47, 0x45, 0x5e, 0xe0, 0xb1, 0x36, 0xcc, 0x68, 0x3a, 0x02, 0xf9, 0xd3, 0xff, 0x1b,
+	0xcf, 0x6b, 0x95, 0x49, 0x3b, 0x5e, 0xcf, 0x78, 0xa3, 0x22, 0x73, 0x3c, 0x59, 0xf3, 0x94, 0x95,
+	0xac, 0xca, 0x38, 0x1d, 0xc3, 0xcc, 0xff, 0x94, 0x48, 0xf6, 0x30, 0x6c, 0xa8, 0x5b, 0xe2, 0xaf,
+	0x92, 0xf8, 0xd8, 0xad, 0xf8, 0xad, 0x59, 0xd8, 0xb9, 0x16, 0x45, 0x4e, 0x1d, 0x1f, 0x05, 0xa3,
+	0x04, 0xdb, 0x9c, 0xb5, 0x70, 0x9d, 0x93, 0x33, 0x7c, 0x0c, 0x8c, 0x83, 0x75, 0x4b, 0x7b, 0x00,
+	0xb4, 0x47, 0x16, 0x38, 0x0c, 0x7a, 0x9d, 0x93, 0x39, 0x76, 0xd3, 0x52, 0x65, 0x1f, 0x17, 0x92,
+	0x69, 0xc9, 0x35, 0x7d, 0x78, 0xdf, 0x66, 0x62, 0xcb, 0x78, 0xc3, 0xb4, 0xec, 0x5a, 0x9a, 0xa6,
+	0xfb, 0x2c, 0xd7, 0xa7, 0x57, 0x78, 0x72, 0x20, 0x91, 0xc7, 0xd8, 0x91, 0xbc, 0x10, 0xd2, 0xc0,
+	0xcb, 0x0e, 0x93, 0xf6, 0x8f, 0x10, 0x3c, 0xb2, 0x5d, 0xe8, 0x91, 0x8f, 0x02, 0x37, 0x81, 0x38,
+	0x7e, 0x79, 0xb7, 0xf5, 0xd0, 0x66, 0xeb, 0xa1, 0x5f, 0x5b, 0x0f, 0x7d, 0xd9, 0x79, 0x83, 0xcd,
+	0xce, 0x1b, 0x7c, 0xdf, 0x79, 0x83, 0x0f, 0xcf, 0x45, 0x61, 0xe4, 0xa7, 0x34, 0xcc, 0xd4, 0x2a,
+	0x02, 0x37, 0x15, 0x37, 0x4d, 0x10, 0xdd, 0xc2, 0x81, 0xc1, 0x75, 0xa5, 0x0e, 0x9c, 0xd7, 0xe5,
+	0x9f, 0x00, 0x00, 0x00, 0xff, 0xff, 0x40, 0x1a, 0x31, 0x39, 0xcd, 0x02, 0x00, 0x00,
 }
 
 func (m *GenesisState) Marshal() (dAtA []byte, err error) {
@@ -113,6 +247,82 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.BlockHashes) > 0 {
+		for iNdEx := len(m.BlockHashes) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.BlockHashes[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x42
+		}
+	}
+	if m.NextChallengeId != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.NextChallengeId))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.NextNodeId != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.NextNodeId))
+		i--
+		dAtA[i] = 0x30
+	}
+	{
+		size, err := m.Rebalance.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenesis(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if len(m.Stats) > 0 {
+		for iNdEx := len(m.Stats) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Stats[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x22
+		}
+	}
+	if len(m.Challenges) > 0 {
+		for iNdEx := len(m.Challenges) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Challenges[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.Nodes) > 0 {
+		for iNdEx := len(m.Nodes) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Nodes[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
 	{
 		size, err := m.Params.MarshalToSizedBuffer(dAtA[:i])
 		if err != nil {
@@ -123,6 +333,41 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	}
 	i--
 	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *BlockHash) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *BlockHash) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *BlockHash) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Hash) > 0 {
+		i -= len(m.Hash)
+		copy(dAtA[i:], m.Hash)
+		i = encodeVarintGenesis(dAtA, i, uint64(len(m.Hash)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Height != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.Height))
+		i--
+		dAtA[i] = 0x8
+	}
 	return len(dAtA) - i, nil
 }
 
@@ -145,6 +390,54 @@ func (m *GenesisState) Size() (n int) {
 	_ = l
 	l = m.Params.Size()
 	n += 1 + l + sovGenesis(uint64(l))
+	if len(m.Nodes) > 0 {
+		for _, e := range m.Nodes {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Challenges) > 0 {
+		for _, e := range m.Challenges {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Stats) > 0 {
+		for _, e := range m.Stats {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	l = m.Rebalance.Size()
+	n += 1 + l + sovGenesis(uint64(l))
+	if m.NextNodeId != 0 {
+		n += 1 + sovGenesis(uint64(m.NextNodeId))
+	}
+	if m.NextChallengeId != 0 {
+		n += 1 + sovGenesis(uint64(m.NextChallengeId))
+	}
+	if len(m.BlockHashes) > 0 {
+		for _, e := range m.BlockHashes {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *BlockHash) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Height != 0 {
+		n += 1 + sovGenesis(uint64(m.Height))
+	}
+	l = len(m.Hash)
+	if l > 0 {
+		n += 1 + l + sovGenesis(uint64(l))
+	}
 	return n
 }
 
@@ -214,6 +507,316 @@ func (m *GenesisState) Unmarshal(dAtA []byte) error {
 			}
 			if err := m.Params.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Nodes", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Nodes = append(m.Nodes, Node{})
+			if err := m.Nodes[len(m.Nodes)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Challenges", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Challenges = append(m.Challenges, Challenge{})
+			if err := m.Challenges[len(m.Challenges)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Stats", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Stats = append(m.Stats, NodeEpochStats{})
+			if err := m.Stats[len(m.Stats)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Rebalance", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Rebalance.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NextNodeId", wireType)
+			}
+			m.NextNodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NextNodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NextChallengeId", wireType)
+			}
+			m.NextChallengeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NextChallengeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field BlockHashes", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.BlockHashes = append(m.BlockHashes, BlockHash{})
+			if err := m.BlockHashes[len(m.BlockHashes)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenesis(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *BlockHash) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenesis
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: BlockHash: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: BlockHash: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Height", wireType)
+			}
+			m.Height = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Height |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Hash", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Hash = append(m.Hash[:0], dAtA[iNdEx:postIndex]...)
+			if m.Hash == nil {
+				m.Hash = []byte{}
 			}
 			iNdEx = postIndex
 		default:

@@ -9,9 +9,31 @@ const (
 	StoreKey = ModuleName
 	// Denom is the GFL index denom: 1 ugfl = 1 GFLOP/s of verified power, 1 GFL = 1 PFLOP/s.
 	Denom = "ugfl"
+	// BeaconHistoryBlocks is how many recent block hashes the beacon keeps: far more than
+	// any reveal window or audit delay needs.
+	BeaconHistoryBlocks = 4096
+	// DomainSchedule is the beacon domain of challenge scheduling offsets.
+	DomainSchedule = "flops/gfl/schedule"
 )
 
 // Store prefixes. Numbers are never reused.
 var (
-	ParamsKey = collections.NewPrefix(0)
+	ParamsKey               = collections.NewPrefix(0)
+	NodeSeqKey              = collections.NewPrefix(1)
+	NodesKey                = collections.NewPrefix(2)
+	NodesByOperatorKey      = collections.NewPrefix(3)
+	NodesByClassKey         = collections.NewPrefix(4)
+	NodesByStatusKey        = collections.NewPrefix(5)
+	GpuOwnersKey            = collections.NewPrefix(6)
+	ChallengeSeqKey         = collections.NewPrefix(7)
+	ChallengesKey           = collections.NewPrefix(8)
+	ChallengesByOperatorKey = collections.NewPrefix(9)
+	ChallengeQueueKey       = collections.NewPrefix(10)
+	CommitDeadlinesKey      = collections.NewPrefix(11)
+	RevealDeadlinesKey      = collections.NewPrefix(12)
+	StatsKey                = collections.NewPrefix(13)
+	RebalanceKey            = collections.NewPrefix(14)
+	NetworkPowerKey         = collections.NewPrefix(15)
+	ClassPowerKey           = collections.NewPrefix(16)
+	BlockHashesKey          = collections.NewPrefix(17)
 )

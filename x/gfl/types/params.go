@@ -82,6 +82,7 @@ func DefaultParams() Params {
 		WrongAnswerSlashPpm:     50_000,
 		WrongAnswerJail:         24 * time.Hour,
 		MaxSamplesPerEpoch:      1000,
+		MaxClaimedGflops:        100_000_000, // 100 PFLOP/s per node
 	}
 }
 
@@ -120,6 +121,7 @@ func (p Params) validate() error {
 		validate.Positive("max_rebalance_per_block", p.MaxRebalancePerBlock),
 		validate.PPM("wrong_answer_slash_ppm", p.WrongAnswerSlashPpm),
 		validate.Positive("max_samples_per_epoch", p.MaxSamplesPerEpoch),
+		validate.Range("max_claimed_gflops", p.MaxClaimedGflops, 1, 1<<40),
 	}
 	for _, err := range checks {
 		if err != nil {

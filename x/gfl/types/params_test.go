@@ -53,6 +53,8 @@ func TestParamsValidateRejects(t *testing.T) {
 		bad("wrong_answer_slash_ppm", func(p *types.Params) { p.WrongAnswerSlashPpm = 1_000_001 }),
 		bad("wrong_answer_jail", func(p *types.Params) { p.WrongAnswerJail = -time.Second }),
 		bad("max_samples_per_epoch", func(p *types.Params) { p.MaxSamplesPerEpoch = 0 }),
+		bad("max_claimed_gflops", func(p *types.Params) { p.MaxClaimedGflops = 0 }),
+		bad("max_claimed_gflops", func(p *types.Params) { p.MaxClaimedGflops = 1<<40 + 1 }),
 	})
 }
 

@@ -6,6 +6,8 @@ package types
 import (
 	context "context"
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
+	query "github.com/cosmos/cosmos-sdk/types/query"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	grpc1 "github.com/cosmos/gogoproto/grpc"
@@ -113,33 +115,1168 @@ func (m *QueryParamsResponse) GetParams() Params {
 	return Params{}
 }
 
+// QueryNodeRequest names a node.
+type QueryNodeRequest struct {
+	// node_id to return.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *QueryNodeRequest) Reset()         { *m = QueryNodeRequest{} }
+func (m *QueryNodeRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNodeRequest) ProtoMessage()    {}
+func (*QueryNodeRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{2}
+}
+func (m *QueryNodeRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodeRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodeRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodeRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodeRequest.Merge(m, src)
+}
+func (m *QueryNodeRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodeRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodeRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodeRequest proto.InternalMessageInfo
+
+func (m *QueryNodeRequest) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// QueryNodeResponse carries a node.
+type QueryNodeResponse struct {
+	// node requested.
+	Node Node `protobuf:"bytes,1,opt,name=node,proto3" json:"node"`
+}
+
+func (m *QueryNodeResponse) Reset()         { *m = QueryNodeResponse{} }
+func (m *QueryNodeResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNodeResponse) ProtoMessage()    {}
+func (*QueryNodeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{3}
+}
+func (m *QueryNodeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodeResponse.Merge(m, src)
+}
+func (m *QueryNodeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodeResponse proto.InternalMessageInfo
+
+func (m *QueryNodeResponse) GetNode() Node {
+	if m != nil {
+		return m.Node
+	}
+	return Node{}
+}
+
+// QueryNodesRequest pages through all nodes.
+type QueryNodesRequest struct {
+	// pagination over node ids.
+	Pagination *query.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryNodesRequest) Reset()         { *m = QueryNodesRequest{} }
+func (m *QueryNodesRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNodesRequest) ProtoMessage()    {}
+func (*QueryNodesRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{4}
+}
+func (m *QueryNodesRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodesRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodesRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodesRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodesRequest.Merge(m, src)
+}
+func (m *QueryNodesRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodesRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodesRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodesRequest proto.InternalMessageInfo
+
+func (m *QueryNodesRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryNodesByOperatorRequest names an operator.
+type QueryNodesByOperatorRequest struct {
+	// operator address.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// pagination over the operator's nodes.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryNodesByOperatorRequest) Reset()         { *m = QueryNodesByOperatorRequest{} }
+func (m *QueryNodesByOperatorRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNodesByOperatorRequest) ProtoMessage()    {}
+func (*QueryNodesByOperatorRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{5}
+}
+func (m *QueryNodesByOperatorRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodesByOperatorRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodesByOperatorRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodesByOperatorRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodesByOperatorRequest.Merge(m, src)
+}
+func (m *QueryNodesByOperatorRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodesByOperatorRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodesByOperatorRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodesByOperatorRequest proto.InternalMessageInfo
+
+func (m *QueryNodesByOperatorRequest) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *QueryNodesByOperatorRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryNodesByClassRequest names a GPU class.
+type QueryNodesByClassRequest struct {
+	// gpu_class, e.g. "A100-40GB".
+	GpuClass string `protobuf:"bytes,1,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// pagination over the class's nodes.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryNodesByClassRequest) Reset()         { *m = QueryNodesByClassRequest{} }
+func (m *QueryNodesByClassRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNodesByClassRequest) ProtoMessage()    {}
+func (*QueryNodesByClassRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{6}
+}
+func (m *QueryNodesByClassRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodesByClassRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodesByClassRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodesByClassRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodesByClassRequest.Merge(m, src)
+}
+func (m *QueryNodesByClassRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodesByClassRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodesByClassRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodesByClassRequest proto.InternalMessageInfo
+
+func (m *QueryNodesByClassRequest) GetGpuClass() string {
+	if m != nil {
+		return m.GpuClass
+	}
+	return ""
+}
+
+func (m *QueryNodesByClassRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryNodesByStatusRequest names a status.
+type QueryNodesByStatusRequest struct {
+	// status of the nodes.
+	Status NodeStatus `protobuf:"varint,1,opt,name=status,proto3,enum=flops.gfl.v1.NodeStatus" json:"status,omitempty"`
+	// pagination over the nodes in that status.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryNodesByStatusRequest) Reset()         { *m = QueryNodesByStatusRequest{} }
+func (m *QueryNodesByStatusRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNodesByStatusRequest) ProtoMessage()    {}
+func (*QueryNodesByStatusRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{7}
+}
+func (m *QueryNodesByStatusRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodesByStatusRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodesByStatusRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodesByStatusRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodesByStatusRequest.Merge(m, src)
+}
+func (m *QueryNodesByStatusRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodesByStatusRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodesByStatusRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodesByStatusRequest proto.InternalMessageInfo
+
+func (m *QueryNodesByStatusRequest) GetStatus() NodeStatus {
+	if m != nil {
+		return m.Status
+	}
+	return NODE_STATUS_UNSPECIFIED
+}
+
+func (m *QueryNodesByStatusRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryNodesResponse lists nodes.
+type QueryNodesResponse struct {
+	// nodes in id order.
+	Nodes []Node `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryNodesResponse) Reset()         { *m = QueryNodesResponse{} }
+func (m *QueryNodesResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNodesResponse) ProtoMessage()    {}
+func (*QueryNodesResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{8}
+}
+func (m *QueryNodesResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodesResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodesResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodesResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodesResponse.Merge(m, src)
+}
+func (m *QueryNodesResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodesResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodesResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodesResponse proto.InternalMessageInfo
+
+func (m *QueryNodesResponse) GetNodes() []Node {
+	if m != nil {
+		return m.Nodes
+	}
+	return nil
+}
+
+func (m *QueryNodesResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryChallengeRequest names a challenge.
+type QueryChallengeRequest struct {
+	// challenge_id to return.
+	ChallengeId uint64 `protobuf:"varint,1,opt,name=challenge_id,json=challengeId,proto3" json:"challenge_id,omitempty"`
+}
+
+func (m *QueryChallengeRequest) Reset()         { *m = QueryChallengeRequest{} }
+func (m *QueryChallengeRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryChallengeRequest) ProtoMessage()    {}
+func (*QueryChallengeRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{9}
+}
+func (m *QueryChallengeRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryChallengeRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryChallengeRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryChallengeRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryChallengeRequest.Merge(m, src)
+}
+func (m *QueryChallengeRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryChallengeRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryChallengeRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryChallengeRequest proto.InternalMessageInfo
+
+func (m *QueryChallengeRequest) GetChallengeId() uint64 {
+	if m != nil {
+		return m.ChallengeId
+	}
+	return 0
+}
+
+// QueryChallengeResponse carries a challenge.
+type QueryChallengeResponse struct {
+	// challenge requested.
+	Challenge Challenge `protobuf:"bytes,1,opt,name=challenge,proto3" json:"challenge"`
+	// sample_height: the block whose hash draws the samples (0 before the commit).
+	SampleHeight int64 `protobuf:"varint,2,opt,name=sample_height,json=sampleHeight,proto3" json:"sample_height,omitempty"`
+}
+
+func (m *QueryChallengeResponse) Reset()         { *m = QueryChallengeResponse{} }
+func (m *QueryChallengeResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryChallengeResponse) ProtoMessage()    {}
+func (*QueryChallengeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{10}
+}
+func (m *QueryChallengeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryChallengeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryChallengeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryChallengeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryChallengeResponse.Merge(m, src)
+}
+func (m *QueryChallengeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryChallengeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryChallengeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryChallengeResponse proto.InternalMessageInfo
+
+func (m *QueryChallengeResponse) GetChallenge() Challenge {
+	if m != nil {
+		return m.Challenge
+	}
+	return Challenge{}
+}
+
+func (m *QueryChallengeResponse) GetSampleHeight() int64 {
+	if m != nil {
+		return m.SampleHeight
+	}
+	return 0
+}
+
+// QueryOpenChallengesRequest names an operator.
+type QueryOpenChallengesRequest struct {
+	// operator address.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// pagination over the challenges.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryOpenChallengesRequest) Reset()         { *m = QueryOpenChallengesRequest{} }
+func (m *QueryOpenChallengesRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryOpenChallengesRequest) ProtoMessage()    {}
+func (*QueryOpenChallengesRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{11}
+}
+func (m *QueryOpenChallengesRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryOpenChallengesRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryOpenChallengesRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryOpenChallengesRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryOpenChallengesRequest.Merge(m, src)
+}
+func (m *QueryOpenChallengesRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryOpenChallengesRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryOpenChallengesRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryOpenChallengesRequest proto.InternalMessageInfo
+
+func (m *QueryOpenChallengesRequest) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *QueryOpenChallengesRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryOpenChallengesResponse lists open challenges.
+type QueryOpenChallengesResponse struct {
+	// challenges in id order.
+	Challenges []Challenge `protobuf:"bytes,1,rep,name=challenges,proto3" json:"challenges"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryOpenChallengesResponse) Reset()         { *m = QueryOpenChallengesResponse{} }
+func (m *QueryOpenChallengesResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryOpenChallengesResponse) ProtoMessage()    {}
+func (*QueryOpenChallengesResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{12}
+}
+func (m *QueryOpenChallengesResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryOpenChallengesResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryOpenChallengesResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryOpenChallengesResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryOpenChallengesResponse.Merge(m, src)
+}
+func (m *QueryOpenChallengesResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryOpenChallengesResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryOpenChallengesResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryOpenChallengesResponse proto.InternalMessageInfo
+
+func (m *QueryOpenChallengesResponse) GetChallenges() []Challenge {
+	if m != nil {
+		return m.Challenges
+	}
+	return nil
+}
+
+func (m *QueryOpenChallengesResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryNodePowerRequest names a node.
+type QueryNodePowerRequest struct {
+	// node_id to return.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *QueryNodePowerRequest) Reset()         { *m = QueryNodePowerRequest{} }
+func (m *QueryNodePowerRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNodePowerRequest) ProtoMessage()    {}
+func (*QueryNodePowerRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{13}
+}
+func (m *QueryNodePowerRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodePowerRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodePowerRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodePowerRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodePowerRequest.Merge(m, src)
+}
+func (m *QueryNodePowerRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodePowerRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodePowerRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodePowerRequest proto.InternalMessageInfo
+
+func (m *QueryNodePowerRequest) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// QueryNodePowerResponse is a node's GFL index.
+type QueryNodePowerResponse struct {
+	// power_gflops: median_gflops * availability, the node's ugfl.
+	PowerGflops uint64 `protobuf:"varint,1,opt,name=power_gflops,json=powerGflops,proto3" json:"power_gflops,omitempty"`
+	// median_gflops of the epoch's verified samples.
+	MedianGflops uint64 `protobuf:"varint,2,opt,name=median_gflops,json=medianGflops,proto3" json:"median_gflops,omitempty"`
+	// availability_ppm: passed / issued.
+	AvailabilityPpm uint32 `protobuf:"varint,3,opt,name=availability_ppm,json=availabilityPpm,proto3" json:"availability_ppm,omitempty"`
+	// epoch of the last rebalance.
+	Epoch uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// gpu_class of the node.
+	GpuClass string `protobuf:"bytes,5,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// by_workload: power corrected per workload class.
+	ByWorkload []WorkloadPower `protobuf:"bytes,6,rep,name=by_workload,json=byWorkload,proto3" json:"by_workload"`
+}
+
+func (m *QueryNodePowerResponse) Reset()         { *m = QueryNodePowerResponse{} }
+func (m *QueryNodePowerResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNodePowerResponse) ProtoMessage()    {}
+func (*QueryNodePowerResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{14}
+}
+func (m *QueryNodePowerResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodePowerResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodePowerResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodePowerResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodePowerResponse.Merge(m, src)
+}
+func (m *QueryNodePowerResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodePowerResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodePowerResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodePowerResponse proto.InternalMessageInfo
+
+func (m *QueryNodePowerResponse) GetPowerGflops() uint64 {
+	if m != nil {
+		return m.PowerGflops
+	}
+	return 0
+}
+
+func (m *QueryNodePowerResponse) GetMedianGflops() uint64 {
+	if m != nil {
+		return m.MedianGflops
+	}
+	return 0
+}
+
+func (m *QueryNodePowerResponse) GetAvailabilityPpm() uint32 {
+	if m != nil {
+		return m.AvailabilityPpm
+	}
+	return 0
+}
+
+func (m *QueryNodePowerResponse) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *QueryNodePowerResponse) GetGpuClass() string {
+	if m != nil {
+		return m.GpuClass
+	}
+	return ""
+}
+
+func (m *QueryNodePowerResponse) GetByWorkload() []WorkloadPower {
+	if m != nil {
+		return m.ByWorkload
+	}
+	return nil
+}
+
+// QueryNodeStatsRequest names a node.
+type QueryNodeStatsRequest struct {
+	// node_id to return.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *QueryNodeStatsRequest) Reset()         { *m = QueryNodeStatsRequest{} }
+func (m *QueryNodeStatsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNodeStatsRequest) ProtoMessage()    {}
+func (*QueryNodeStatsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{15}
+}
+func (m *QueryNodeStatsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodeStatsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodeStatsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodeStatsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodeStatsRequest.Merge(m, src)
+}
+func (m *QueryNodeStatsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodeStatsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodeStatsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodeStatsRequest proto.InternalMessageInfo
+
+func (m *QueryNodeStatsRequest) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// QueryNodeStatsResponse carries the node's current-epoch statistics.
+type QueryNodeStatsResponse struct {
+	// stats of the epoch in progress (zero if none yet).
+	Stats NodeEpochStats `protobuf:"bytes,1,opt,name=stats,proto3" json:"stats"`
+}
+
+func (m *QueryNodeStatsResponse) Reset()         { *m = QueryNodeStatsResponse{} }
+func (m *QueryNodeStatsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNodeStatsResponse) ProtoMessage()    {}
+func (*QueryNodeStatsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{16}
+}
+func (m *QueryNodeStatsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodeStatsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodeStatsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodeStatsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodeStatsResponse.Merge(m, src)
+}
+func (m *QueryNodeStatsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodeStatsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodeStatsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodeStatsResponse proto.InternalMessageInfo
+
+func (m *QueryNodeStatsResponse) GetStats() NodeEpochStats {
+	if m != nil {
+		return m.Stats
+	}
+	return NodeEpochStats{}
+}
+
+// QueryNetworkPowerRequest is empty.
+type QueryNetworkPowerRequest struct {
+}
+
+func (m *QueryNetworkPowerRequest) Reset()         { *m = QueryNetworkPowerRequest{} }
+func (m *QueryNetworkPowerRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNetworkPowerRequest) ProtoMessage()    {}
+func (*QueryNetworkPowerRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{17}
+}
+func (m *QueryNetworkPowerRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNetworkPowerRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNetworkPowerRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNetworkPowerRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNetworkPowerRequest.Merge(m, src)
+}
+func (m *QueryNetworkPowerRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNetworkPowerRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNetworkPowerRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNetworkPowerRequest proto.InternalMessageInfo
+
+// QueryNetworkPowerResponse carries the network's GFL index.
+type QueryNetworkPowerResponse struct {
+	// power of the network.
+	Power NetworkPower `protobuf:"bytes,1,opt,name=power,proto3" json:"power"`
+	// rebalance progress.
+	Rebalance RebalanceState `protobuf:"bytes,2,opt,name=rebalance,proto3" json:"rebalance"`
+}
+
+func (m *QueryNetworkPowerResponse) Reset()         { *m = QueryNetworkPowerResponse{} }
+func (m *QueryNetworkPowerResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNetworkPowerResponse) ProtoMessage()    {}
+func (*QueryNetworkPowerResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{18}
+}
+func (m *QueryNetworkPowerResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNetworkPowerResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNetworkPowerResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNetworkPowerResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNetworkPowerResponse.Merge(m, src)
+}
+func (m *QueryNetworkPowerResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNetworkPowerResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNetworkPowerResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNetworkPowerResponse proto.InternalMessageInfo
+
+func (m *QueryNetworkPowerResponse) GetPower() NetworkPower {
+	if m != nil {
+		return m.Power
+	}
+	return NetworkPower{}
+}
+
+func (m *QueryNetworkPowerResponse) GetRebalance() RebalanceState {
+	if m != nil {
+		return m.Rebalance
+	}
+	return RebalanceState{}
+}
+
+// QueryNodesByOperatorResponse lists nodes.
+type QueryNodesByOperatorResponse struct {
+	// nodes in id order.
+	Nodes []Node `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryNodesByOperatorResponse) Reset()         { *m = QueryNodesByOperatorResponse{} }
+func (m *QueryNodesByOperatorResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNodesByOperatorResponse) ProtoMessage()    {}
+func (*QueryNodesByOperatorResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{19}
+}
+func (m *QueryNodesByOperatorResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodesByOperatorResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodesByOperatorResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodesByOperatorResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodesByOperatorResponse.Merge(m, src)
+}
+func (m *QueryNodesByOperatorResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodesByOperatorResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodesByOperatorResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodesByOperatorResponse proto.InternalMessageInfo
+
+func (m *QueryNodesByOperatorResponse) GetNodes() []Node {
+	if m != nil {
+		return m.Nodes
+	}
+	return nil
+}
+
+func (m *QueryNodesByOperatorResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryNodesByClassResponse lists nodes.
+type QueryNodesByClassResponse struct {
+	// nodes in id order.
+	Nodes []Node `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryNodesByClassResponse) Reset()         { *m = QueryNodesByClassResponse{} }
+func (m *QueryNodesByClassResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNodesByClassResponse) ProtoMessage()    {}
+func (*QueryNodesByClassResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{20}
+}
+func (m *QueryNodesByClassResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodesByClassResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodesByClassResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodesByClassResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodesByClassResponse.Merge(m, src)
+}
+func (m *QueryNodesByClassResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodesByClassResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodesByClassResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodesByClassResponse proto.InternalMessageInfo
+
+func (m *QueryNodesByClassResponse) GetNodes() []Node {
+	if m != nil {
+		return m.Nodes
+	}
+	return nil
+}
+
+func (m *QueryNodesByClassResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryNodesByStatusResponse lists nodes.
+type QueryNodesByStatusResponse struct {
+	// nodes in id order.
+	Nodes []Node `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryNodesByStatusResponse) Reset()         { *m = QueryNodesByStatusResponse{} }
+func (m *QueryNodesByStatusResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNodesByStatusResponse) ProtoMessage()    {}
+func (*QueryNodesByStatusResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_56313aeb4a5bf14c, []int{21}
+}
+func (m *QueryNodesByStatusResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodesByStatusResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodesByStatusResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodesByStatusResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodesByStatusResponse.Merge(m, src)
+}
+func (m *QueryNodesByStatusResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodesByStatusResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodesByStatusResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodesByStatusResponse proto.InternalMessageInfo
+
+func (m *QueryNodesByStatusResponse) GetNodes() []Node {
+	if m != nil {
+		return m.Nodes
+	}
+	return nil
+}
+
+func (m *QueryNodesByStatusResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
 func init() {
 	proto.RegisterType((*QueryParamsRequest)(nil), "flops.gfl.v1.QueryParamsRequest")
 	proto.RegisterType((*QueryParamsResponse)(nil), "flops.gfl.v1.QueryParamsResponse")
+	proto.RegisterType((*QueryNodeRequest)(nil), "flops.gfl.v1.QueryNodeRequest")
+	proto.RegisterType((*QueryNodeResponse)(nil), "flops.gfl.v1.QueryNodeResponse")
+	proto.RegisterType((*QueryNodesRequest)(nil), "flops.gfl.v1.QueryNodesRequest")
+	proto.RegisterType((*QueryNodesByOperatorRequest)(nil), "flops.gfl.v1.QueryNodesByOperatorRequest")
+	proto.RegisterType((*QueryNodesByClassRequest)(nil), "flops.gfl.v1.QueryNodesByClassRequest")
+	proto.RegisterType((*QueryNodesByStatusRequest)(nil), "flops.gfl.v1.QueryNodesByStatusRequest")
+	proto.RegisterType((*QueryNodesResponse)(nil), "flops.gfl.v1.QueryNodesResponse")
+	proto.RegisterType((*QueryChallengeRequest)(nil), "flops.gfl.v1.QueryChallengeRequest")
+	proto.RegisterType((*QueryChallengeResponse)(nil), "flops.gfl.v1.QueryChallengeResponse")
+	proto.RegisterType((*QueryOpenChallengesRequest)(nil), "flops.gfl.v1.QueryOpenChallengesRequest")
+	proto.RegisterType((*QueryOpenChallengesResponse)(nil), "flops.gfl.v1.QueryOpenChallengesResponse")
+	proto.RegisterType((*QueryNodePowerRequest)(nil), "flops.gfl.v1.QueryNodePowerRequest")
+	proto.RegisterType((*QueryNodePowerResponse)(nil), "flops.gfl.v1.QueryNodePowerResponse")
+	proto.RegisterType((*QueryNodeStatsRequest)(nil), "flops.gfl.v1.QueryNodeStatsRequest")
+	proto.RegisterType((*QueryNodeStatsResponse)(nil), "flops.gfl.v1.QueryNodeStatsResponse")
+	proto.RegisterType((*QueryNetworkPowerRequest)(nil), "flops.gfl.v1.QueryNetworkPowerRequest")
+	proto.RegisterType((*QueryNetworkPowerResponse)(nil), "flops.gfl.v1.QueryNetworkPowerResponse")
+	proto.RegisterType((*QueryNodesByOperatorResponse)(nil), "flops.gfl.v1.QueryNodesByOperatorResponse")
+	proto.RegisterType((*QueryNodesByClassResponse)(nil), "flops.gfl.v1.QueryNodesByClassResponse")
+	proto.RegisterType((*QueryNodesByStatusResponse)(nil), "flops.gfl.v1.QueryNodesByStatusResponse")
 }
 
 func init() { proto.RegisterFile("flops/gfl/v1/query.proto", fileDescriptor_56313aeb4a5bf14c) }
 
 var fileDescriptor_56313aeb4a5bf14c = []byte{
-	// 285 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x48, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x4f, 0x4f, 0xcb, 0xd1, 0x2f, 0x33, 0xd4, 0x2f, 0x2c, 0x4d, 0x2d, 0xaa, 0xd4, 0x2b,
-	0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x01, 0xcb, 0xe8, 0xa5, 0xa7, 0xe5, 0xe8, 0x95, 0x19, 0x4a,
-	0x89, 0xa4, 0xe7, 0xa7, 0xe7, 0x83, 0x25, 0xf4, 0x41, 0x2c, 0x88, 0x1a, 0x29, 0xc1, 0xc4, 0xdc,
-	0xcc, 0xbc, 0x7c, 0x7d, 0x30, 0x09, 0x15, 0x92, 0x49, 0xcf, 0xcf, 0x4f, 0xcf, 0x49, 0xd5, 0x4f,
-	0x2c, 0xc8, 0xd4, 0x4f, 0xcc, 0xcb, 0xcb, 0x2f, 0x49, 0x2c, 0xc9, 0xcc, 0xcf, 0x2b, 0x86, 0xca,
-	0xa2, 0x5a, 0x57, 0x52, 0x59, 0x90, 0x0a, 0x95, 0x51, 0x12, 0xe1, 0x12, 0x0a, 0x04, 0xd9, 0x1e,
-	0x90, 0x58, 0x94, 0x98, 0x5b, 0x1c, 0x94, 0x5a, 0x58, 0x9a, 0x5a, 0x5c, 0xa2, 0xe4, 0xc7, 0x25,
-	0x8c, 0x22, 0x5a, 0x5c, 0x90, 0x9f, 0x57, 0x9c, 0x2a, 0x64, 0xce, 0xc5, 0x56, 0x00, 0x16, 0x91,
-	0x60, 0x54, 0x60, 0xd4, 0xe0, 0x36, 0x12, 0xd1, 0x43, 0x76, 0xac, 0x1e, 0x44, 0xb5, 0x13, 0xe7,
-	0x89, 0x7b, 0xf2, 0x0c, 0x2b, 0x9e, 0x6f, 0xd0, 0x62, 0x0c, 0x82, 0x2a, 0x37, 0x2a, 0xe1, 0x62,
-	0x05, 0x9b, 0x27, 0x94, 0xcd, 0xc5, 0x06, 0x51, 0x25, 0xa4, 0x80, 0xaa, 0x17, 0xd3, 0x11, 0x52,
-	0x8a, 0x78, 0x54, 0x40, 0x1c, 0xa4, 0x24, 0xd3, 0x74, 0xf9, 0xc9, 0x64, 0x26, 0x31, 0x21, 0x11,
-	0x7d, 0x14, 0x0f, 0x42, 0x6c, 0x75, 0xb2, 0x3f, 0xf1, 0x48, 0x8e, 0xf1, 0xc2, 0x23, 0x39, 0xc6,
-	0x07, 0x8f, 0xe4, 0x18, 0x27, 0x3c, 0x96, 0x63, 0xb8, 0xf0, 0x58, 0x8e, 0xe1, 0xc6, 0x63, 0x39,
-	0x86, 0x28, 0xd5, 0xf4, 0xcc, 0x92, 0x8c, 0xd2, 0x24, 0xbd, 0xe4, 0xfc, 0x5c, 0x88, 0xce, 0xbc,
-	0xd4, 0x12, 0xa8, 0x11, 0x15, 0x60, 0x43, 0xc0, 0x41, 0x94, 0xc4, 0x06, 0x0e, 0x23, 0x63, 0x40,
-	0x00, 0x00, 0x00, 0xff, 0xff, 0xf8, 0x48, 0xc5, 0x46, 0xae, 0x01, 0x00, 0x00,
+	// 1235 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xcc, 0x58, 0xcf, 0x6f, 0x1b, 0x45,
+	0x14, 0xce, 0xa6, 0xb1, 0xa9, 0x5f, 0x9c, 0xfe, 0x98, 0xba, 0xad, 0xbb, 0x49, 0x9d, 0x64, 0x43,
+	0x7e, 0x16, 0xbc, 0x71, 0x8a, 0x54, 0x09, 0x84, 0x80, 0x44, 0x6d, 0xe8, 0xa5, 0x0d, 0xee, 0xa1,
+	0x12, 0x1c, 0xac, 0xb1, 0x3d, 0xd9, 0xac, 0xba, 0xde, 0xd9, 0x7a, 0xd7, 0x29, 0x56, 0x14, 0x55,
+	0x02, 0xa4, 0x5e, 0xa1, 0x88, 0x03, 0x50, 0xc1, 0x15, 0x71, 0xe2, 0xc0, 0x1f, 0xd1, 0x63, 0x45,
+	0x2f, 0x9c, 0x10, 0x4a, 0x90, 0xf8, 0x37, 0xd0, 0xbe, 0x9d, 0x5d, 0xef, 0xac, 0xd7, 0x71, 0x84,
+	0x72, 0xc8, 0x25, 0xb1, 0xdf, 0x7c, 0xef, 0x7d, 0xdf, 0x7b, 0x33, 0xf3, 0xe6, 0xc9, 0x50, 0xdc,
+	0xb6, 0xb8, 0xe3, 0xea, 0xc6, 0xb6, 0xa5, 0xef, 0x56, 0xf4, 0xc7, 0x1d, 0xd6, 0xee, 0x96, 0x9d,
+	0x36, 0xf7, 0x38, 0xc9, 0xe3, 0x4a, 0xd9, 0xd8, 0xb6, 0xca, 0xbb, 0x15, 0xb5, 0x60, 0x70, 0x83,
+	0xe3, 0x82, 0xee, 0x7f, 0x0a, 0x30, 0xea, 0x45, 0xda, 0x32, 0x6d, 0xae, 0xe3, 0x5f, 0x61, 0xba,
+	0xd6, 0xe0, 0x6e, 0x8b, 0xbb, 0xb5, 0x00, 0x1b, 0x7c, 0x11, 0x4b, 0x53, 0x06, 0xe7, 0x86, 0xc5,
+	0x74, 0xea, 0x98, 0x3a, 0xb5, 0x6d, 0xee, 0x51, 0xcf, 0xe4, 0x76, 0xb8, 0xba, 0x12, 0x60, 0xf5,
+	0x3a, 0x75, 0x59, 0x20, 0x44, 0xdf, 0xad, 0xd4, 0x99, 0x47, 0x2b, 0xba, 0x43, 0x0d, 0xd3, 0x46,
+	0xb0, 0xc0, 0xca, 0xaa, 0xbd, 0xae, 0xc3, 0x44, 0x14, 0xad, 0x00, 0xe4, 0x13, 0xdf, 0x77, 0x8b,
+	0xb6, 0x69, 0xcb, 0xad, 0xb2, 0xc7, 0x1d, 0xe6, 0x7a, 0xda, 0x3d, 0xb8, 0x24, 0x59, 0x5d, 0x87,
+	0xdb, 0x2e, 0x23, 0xb7, 0x20, 0xeb, 0xa0, 0xa5, 0xa8, 0xcc, 0x28, 0x4b, 0xe3, 0x6b, 0x85, 0x72,
+	0x3c, 0xe7, 0x72, 0x80, 0x5e, 0xcf, 0xbd, 0xfc, 0x6b, 0x7a, 0xe4, 0x97, 0x7f, 0x7f, 0x5b, 0x51,
+	0xaa, 0x02, 0xae, 0xdd, 0x80, 0x0b, 0x18, 0xef, 0x1e, 0x6f, 0x32, 0xc1, 0x41, 0xae, 0xc2, 0x1b,
+	0x36, 0x6f, 0xb2, 0x9a, 0xd9, 0xc4, 0x68, 0x63, 0xd5, 0xac, 0xff, 0xf5, 0x6e, 0x53, 0xbb, 0x03,
+	0x17, 0x63, 0x60, 0x41, 0x5d, 0x81, 0x31, 0x7f, 0x59, 0x10, 0x13, 0x99, 0xd8, 0x47, 0xc6, 0x69,
+	0x11, 0xaa, 0x7d, 0x16, 0x8b, 0x13, 0x66, 0x46, 0xee, 0x00, 0xf4, 0xaa, 0x23, 0xa2, 0x2d, 0x94,
+	0x45, 0xd9, 0xfd, 0x52, 0x96, 0x83, 0x3d, 0x15, 0xa5, 0x2c, 0x6f, 0x51, 0x23, 0x54, 0x5c, 0x8d,
+	0x79, 0x6a, 0x3f, 0x2a, 0x30, 0xd9, 0x8b, 0xbe, 0xde, 0xbd, 0xef, 0xb0, 0x36, 0xf5, 0x78, 0x3b,
+	0xe4, 0x79, 0x07, 0xce, 0x72, 0x61, 0x42, 0x96, 0xdc, 0x7a, 0xf1, 0x8f, 0xdf, 0xdf, 0x2e, 0x08,
+	0xa2, 0x8f, 0x9a, 0xcd, 0x36, 0x73, 0xdd, 0x07, 0x5e, 0xdb, 0xb4, 0x8d, 0x6a, 0x84, 0x4c, 0xa8,
+	0x1b, 0xfd, 0xdf, 0xea, 0x9e, 0x42, 0x31, 0x2e, 0x6e, 0xc3, 0xa2, 0x6e, 0x54, 0x81, 0x49, 0xc8,
+	0x19, 0x4e, 0xa7, 0xd6, 0xf0, 0x6d, 0x81, 0xb4, 0xea, 0x59, 0xc3, 0xe9, 0x20, 0xe6, 0xc4, 0x04,
+	0x7c, 0xa7, 0xc0, 0xb5, 0xb8, 0x82, 0x07, 0x1e, 0xf5, 0x3a, 0x91, 0x84, 0x55, 0xc8, 0xba, 0x68,
+	0x40, 0xfe, 0x73, 0x6b, 0xc5, 0xfe, 0xed, 0x14, 0x0e, 0x02, 0x77, 0x62, 0xba, 0x9e, 0x2b, 0xe2,
+	0xbc, 0x8b, 0x43, 0x21, 0x4e, 0xd7, 0x4d, 0xc8, 0xf8, 0x47, 0xc6, 0xd7, 0x73, 0x66, 0xf8, 0xf1,
+	0x0a, 0xb0, 0x64, 0x33, 0x45, 0xd3, 0xe2, 0x50, 0x4d, 0x01, 0xa3, 0x24, 0xea, 0x5d, 0xb8, 0x8c,
+	0x9a, 0x36, 0x76, 0xa8, 0x65, 0x31, 0x3b, 0x52, 0x4e, 0x66, 0x21, 0xdf, 0x08, 0x6d, 0xbd, 0x7b,
+	0x32, 0x1e, 0xd9, 0xee, 0x36, 0xb5, 0xa7, 0x70, 0x25, 0xe9, 0x2b, 0x72, 0xfa, 0x10, 0x72, 0x11,
+	0x50, 0x1c, 0xf4, 0xab, 0x72, 0x5e, 0x91, 0x4f, 0x3c, 0xb9, 0x9e, 0x13, 0x99, 0x83, 0x09, 0x97,
+	0xb6, 0x1c, 0x8b, 0xd5, 0x76, 0x98, 0x69, 0xec, 0x78, 0x98, 0xe3, 0x99, 0x6a, 0x3e, 0x30, 0x7e,
+	0x8c, 0x36, 0xed, 0x07, 0x05, 0x54, 0x54, 0x70, 0xdf, 0x61, 0x76, 0x14, 0xd1, 0x3d, 0x1d, 0xf7,
+	0xe0, 0xd7, 0xf0, 0x96, 0x26, 0xc5, 0x89, 0x1a, 0xad, 0x03, 0x44, 0xe9, 0x86, 0x9b, 0x7f, 0x9c,
+	0x22, 0xc5, 0xbc, 0x4e, 0xee, 0x18, 0xac, 0x8a, 0x63, 0xe0, 0x1f, 0xb7, 0x2d, 0xfe, 0x84, 0xb5,
+	0x87, 0x76, 0xca, 0x67, 0xa3, 0x62, 0xf7, 0x63, 0x2e, 0x22, 0xb3, 0x59, 0xc8, 0x3b, 0xbe, 0xa1,
+	0x66, 0x60, 0x36, 0xe1, 0xd1, 0x41, 0xdb, 0x26, 0x9a, 0xfc, 0xed, 0x6d, 0xb1, 0xa6, 0x49, 0xed,
+	0x10, 0x33, 0x8a, 0x98, 0x7c, 0x60, 0x14, 0xa0, 0x65, 0xb8, 0x40, 0x77, 0xa9, 0x69, 0xd1, 0xba,
+	0x69, 0x99, 0x5e, 0xb7, 0xe6, 0x38, 0xad, 0xe2, 0x99, 0x19, 0x65, 0x69, 0xa2, 0x7a, 0x3e, 0x6e,
+	0xdf, 0x72, 0x5a, 0xa4, 0x00, 0x19, 0xe6, 0xf0, 0xc6, 0x4e, 0x71, 0x0c, 0xe3, 0x04, 0x5f, 0xe4,
+	0x76, 0x93, 0x49, 0xb4, 0x9b, 0x4d, 0x18, 0xaf, 0x77, 0x6b, 0x4f, 0x78, 0xfb, 0x91, 0xc5, 0x69,
+	0xb3, 0x98, 0xc5, 0x0d, 0x98, 0x94, 0x37, 0xe0, 0xa1, 0x58, 0xc5, 0xfc, 0xa4, 0x4d, 0xa8, 0x77,
+	0xc3, 0x35, 0xa9, 0x76, 0x7e, 0xeb, 0x70, 0x87, 0xd6, 0xee, 0x61, 0xac, 0x74, 0xc2, 0x43, 0x94,
+	0xee, 0x7d, 0xc8, 0xf8, 0x5d, 0x27, 0x7c, 0xe4, 0xa6, 0xfa, 0x9b, 0xc1, 0x6d, 0x3f, 0x33, 0x74,
+	0x92, 0xda, 0x02, 0x7a, 0x69, 0x6a, 0xd8, 0x7b, 0x99, 0xe7, 0x27, 0x16, 0xdf, 0x49, 0xed, 0xe7,
+	0xa8, 0x2d, 0x4a, 0x8b, 0x82, 0xf8, 0x3d, 0xc8, 0xe0, 0xfe, 0x08, 0x62, 0x35, 0x41, 0x1c, 0x73,
+	0x91, 0x68, 0xd1, 0x87, 0xdc, 0x86, 0x5c, 0x9b, 0xd5, 0xa9, 0x45, 0xed, 0x06, 0x13, 0xa7, 0x30,
+	0xa1, 0xbc, 0x1a, 0x2e, 0xfb, 0xca, 0xe5, 0x3b, 0x1f, 0x79, 0x6a, 0x2f, 0x14, 0x98, 0x4a, 0x7f,
+	0xd7, 0x4e, 0x45, 0xab, 0xfc, 0x3e, 0xf1, 0xae, 0x88, 0x97, 0xed, 0x54, 0x68, 0x8b, 0x3a, 0x61,
+	0xe2, 0xcd, 0x3b, 0x0d, 0xe2, 0xd6, 0x5e, 0x8f, 0x43, 0x06, 0xc5, 0x91, 0x47, 0x90, 0x0d, 0x06,
+	0x35, 0x32, 0x23, 0x4b, 0xe8, 0x9f, 0x03, 0xd5, 0xd9, 0x23, 0x10, 0x01, 0x89, 0x36, 0xf5, 0xc5,
+	0xeb, 0x7f, 0xbe, 0x1d, 0xbd, 0x42, 0x0a, 0xba, 0x34, 0x63, 0x06, 0x83, 0x1f, 0xb1, 0x61, 0xcc,
+	0xcf, 0x8c, 0x94, 0x52, 0x02, 0xc5, 0x86, 0x41, 0x75, 0x7a, 0xe0, 0xba, 0xa0, 0x99, 0x47, 0x9a,
+	0x69, 0x72, 0x5d, 0xa6, 0xc1, 0x2a, 0xe9, 0x7b, 0xe2, 0x8a, 0xef, 0x13, 0x03, 0x32, 0x58, 0x7d,
+	0x32, 0x28, 0x60, 0x94, 0xda, 0xcc, 0x60, 0x80, 0xa0, 0x9c, 0x44, 0xca, 0xcb, 0xe4, 0x52, 0x0a,
+	0x25, 0x79, 0xa1, 0xc0, 0xf9, 0xc4, 0x15, 0x21, 0xcb, 0x83, 0x42, 0xf6, 0x8d, 0x87, 0xea, 0xca,
+	0x71, 0xa0, 0x42, 0xc7, 0x1a, 0xea, 0x78, 0x8b, 0xac, 0xa4, 0xa5, 0x5e, 0xef, 0xd6, 0xc2, 0x57,
+	0x53, 0xdf, 0x0b, 0x3f, 0xed, 0x93, 0x6f, 0x14, 0xc8, 0xc7, 0xaf, 0x08, 0x59, 0x18, 0x4c, 0x18,
+	0x9f, 0x0e, 0xd5, 0xc5, 0xa1, 0x38, 0xa1, 0x6a, 0x15, 0x55, 0xad, 0x90, 0xa5, 0x01, 0xaa, 0xb0,
+	0xe1, 0xeb, 0x7b, 0x51, 0xef, 0xdf, 0x27, 0xcf, 0x15, 0x98, 0x90, 0xae, 0x06, 0x39, 0x82, 0x4c,
+	0x1a, 0x18, 0xd5, 0xa5, 0xe1, 0x40, 0x21, 0xab, 0x8c, 0xb2, 0x96, 0xc8, 0xc2, 0x00, 0x59, 0xc1,
+	0x3c, 0xa9, 0xef, 0x05, 0xff, 0xf7, 0xc9, 0x33, 0x05, 0x72, 0x1b, 0xbd, 0x89, 0x27, 0x85, 0x27,
+	0x39, 0x95, 0xa9, 0x6f, 0x1e, 0x0d, 0x12, 0x42, 0x74, 0x14, 0xb2, 0x4c, 0x16, 0x65, 0x21, 0xbd,
+	0xc1, 0x41, 0xdf, 0x8b, 0xcf, 0x76, 0xfb, 0xe4, 0x27, 0x05, 0xce, 0xc9, 0x63, 0x0a, 0x49, 0x4b,
+	0x3b, 0x75, 0xcc, 0x52, 0x97, 0x8f, 0x81, 0x14, 0xc2, 0x6e, 0xa1, 0xb0, 0x0a, 0xd1, 0x07, 0x0a,
+	0x1b, 0x70, 0xa6, 0xbe, 0x54, 0x20, 0x17, 0x0d, 0x1a, 0xa9, 0xa5, 0x4a, 0x4e, 0x2e, 0xa9, 0xa5,
+	0xea, 0x9b, 0x55, 0xb4, 0x1b, 0xa8, 0x68, 0x9e, 0xcc, 0x1d, 0x79, 0xb7, 0xf5, 0xe0, 0x9d, 0x0b,
+	0x55, 0xe0, 0xf3, 0x3b, 0x50, 0x45, 0x7c, 0x06, 0x18, 0xa8, 0x42, 0x7a, 0xf6, 0x8f, 0xab, 0x02,
+	0x1f, 0x79, 0xf2, 0x95, 0x7f, 0xbf, 0x62, 0x0f, 0x72, 0xfa, 0xfd, 0xea, 0x9f, 0x00, 0xd2, 0xef,
+	0x57, 0xca, 0x30, 0xa0, 0xcd, 0xa1, 0x9c, 0xeb, 0x64, 0x32, 0x21, 0x27, 0xc0, 0xd6, 0xb0, 0x18,
+	0xeb, 0x1f, 0xbc, 0x3c, 0x28, 0x29, 0xaf, 0x0e, 0x4a, 0xca, 0xdf, 0x07, 0x25, 0xe5, 0xeb, 0xc3,
+	0xd2, 0xc8, 0xab, 0xc3, 0xd2, 0xc8, 0x9f, 0x87, 0xa5, 0x91, 0x4f, 0xe7, 0x0d, 0xd3, 0xdb, 0xe9,
+	0xd4, 0xcb, 0x0d, 0xde, 0x0a, 0x02, 0xd8, 0xcc, 0x13, 0x91, 0x3e, 0xc7, 0x58, 0xf8, 0x23, 0x40,
+	0x3d, 0x8b, 0xbf, 0x02, 0xdc, 0xfc, 0x2f, 0x00, 0x00, 0xff, 0xff, 0x13, 0x1b, 0x2f, 0xe3, 0xd7,
+	0x10, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -156,6 +1293,26 @@ const _ = grpc.SupportPackageIsVersion4
 type QueryClient interface {
 	// Params returns the module parameters.
 	Params(ctx context.Context, in *QueryParamsRequest, opts ...grpc.CallOption) (*QueryParamsResponse, error)
+	// Node returns one node.
+	Node(ctx context.Context, in *QueryNodeRequest, opts ...grpc.CallOption) (*QueryNodeResponse, error)
+	// Nodes lists every node by id.
+	Nodes(ctx context.Context, in *QueryNodesRequest, opts ...grpc.CallOption) (*QueryNodesResponse, error)
+	// NodesByOperator lists an operator's nodes.
+	NodesByOperator(ctx context.Context, in *QueryNodesByOperatorRequest, opts ...grpc.CallOption) (*QueryNodesByOperatorResponse, error)
+	// NodesByClass lists the nodes of a GPU class.
+	NodesByClass(ctx context.Context, in *QueryNodesByClassRequest, opts ...grpc.CallOption) (*QueryNodesByClassResponse, error)
+	// NodesByStatus lists the nodes in a status.
+	NodesByStatus(ctx context.Context, in *QueryNodesByStatusRequest, opts ...grpc.CallOption) (*QueryNodesByStatusResponse, error)
+	// Challenge returns an open challenge.
+	Challenge(ctx context.Context, in *QueryChallengeRequest, opts ...grpc.CallOption) (*QueryChallengeResponse, error)
+	// OpenChallenges lists the open challenges of an operator's nodes.
+	OpenChallenges(ctx context.Context, in *QueryOpenChallengesRequest, opts ...grpc.CallOption) (*QueryOpenChallengesResponse, error)
+	// NodePower returns a node's GFL index, its factors and its power per workload class.
+	NodePower(ctx context.Context, in *QueryNodePowerRequest, opts ...grpc.CallOption) (*QueryNodePowerResponse, error)
+	// NodeStats returns a node's challenge results in the current epoch.
+	NodeStats(ctx context.Context, in *QueryNodeStatsRequest, opts ...grpc.CallOption) (*QueryNodeStatsResponse, error)
+	// NetworkPower returns the network's total power and its totals per workload class.
+	NetworkPower(ctx context.Context, in *QueryNetworkPowerRequest, opts ...grpc.CallOption) (*QueryNetworkPowerResponse, error)
 }
 
 type queryClient struct {
@@ -175,10 +1332,120 @@ func (c *queryClient) Params(ctx context.Context, in *QueryParamsRequest, opts .
 	return out, nil
 }
 
+func (c *queryClient) Node(ctx context.Context, in *QueryNodeRequest, opts ...grpc.CallOption) (*QueryNodeResponse, error) {
+	out := new(QueryNodeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/Node", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Nodes(ctx context.Context, in *QueryNodesRequest, opts ...grpc.CallOption) (*QueryNodesResponse, error) {
+	out := new(QueryNodesResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/Nodes", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) NodesByOperator(ctx context.Context, in *QueryNodesByOperatorRequest, opts ...grpc.CallOption) (*QueryNodesByOperatorResponse, error) {
+	out := new(QueryNodesByOperatorResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/NodesByOperator", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) NodesByClass(ctx context.Context, in *QueryNodesByClassRequest, opts ...grpc.CallOption) (*QueryNodesByClassResponse, error) {
+	out := new(QueryNodesByClassResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/NodesByClass", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) NodesByStatus(ctx context.Context, in *QueryNodesByStatusRequest, opts ...grpc.CallOption) (*QueryNodesByStatusResponse, error) {
+	out := new(QueryNodesByStatusResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/NodesByStatus", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Challenge(ctx context.Context, in *QueryChallengeRequest, opts ...grpc.CallOption) (*QueryChallengeResponse, error) {
+	out := new(QueryChallengeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/Challenge", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) OpenChallenges(ctx context.Context, in *QueryOpenChallengesRequest, opts ...grpc.CallOption) (*QueryOpenChallengesResponse, error) {
+	out := new(QueryOpenChallengesResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/OpenChallenges", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) NodePower(ctx context.Context, in *QueryNodePowerRequest, opts ...grpc.CallOption) (*QueryNodePowerResponse, error) {
+	out := new(QueryNodePowerResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/NodePower", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) NodeStats(ctx context.Context, in *QueryNodeStatsRequest, opts ...grpc.CallOption) (*QueryNodeStatsResponse, error) {
+	out := new(QueryNodeStatsResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/NodeStats", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) NetworkPower(ctx context.Context, in *QueryNetworkPowerRequest, opts ...grpc.CallOption) (*QueryNetworkPowerResponse, error) {
+	out := new(QueryNetworkPowerResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Query/NetworkPower", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueryServer is the server API for Query service.
 type QueryServer interface {
 	// Params returns the module parameters.
 	Params(context.Context, *QueryParamsRequest) (*QueryParamsResponse, error)
+	// Node returns one node.
+	Node(context.Context, *QueryNodeRequest) (*QueryNodeResponse, error)
+	// Nodes lists every node by id.
+	Nodes(context.Context, *QueryNodesRequest) (*QueryNodesResponse, error)
+	// NodesByOperator lists an operator's nodes.
+	NodesByOperator(context.Context, *QueryNodesByOperatorRequest) (*QueryNodesByOperatorResponse, error)
+	// NodesByClass lists the nodes of a GPU class.
+	NodesByClass(context.Context, *QueryNodesByClassRequest) (*QueryNodesByClassResponse, error)
+	// NodesByStatus lists the nodes in a status.
+	NodesByStatus(context.Context, *QueryNodesByStatusRequest) (*QueryNodesByStatusResponse, error)
+	// Challenge returns an open challenge.
+	Challenge(context.Context, *QueryChallengeRequest) (*QueryChallengeResponse, error)
+	// OpenChallenges lists the open challenges of an operator's nodes.
+	OpenChallenges(context.Context, *QueryOpenChallengesRequest) (*QueryOpenChallengesResponse, error)
+	// NodePower returns a node's GFL index, its factors and its power per workload class.
+	NodePower(context.Context, *QueryNodePowerRequest) (*QueryNodePowerResponse, error)
+	// NodeStats returns a node's challenge results in the current epoch.
+	NodeStats(context.Context, *QueryNodeStatsRequest) (*QueryNodeStatsResponse, error)
+	// NetworkPower returns the network's total power and its totals per workload class.
+	NetworkPower(context.Context, *QueryNetworkPowerRequest) (*QueryNetworkPowerResponse, error)
 }
 
 // UnimplementedQueryServer can be embedded to have forward compatible implementations.
@@ -187,6 +1454,36 @@ type UnimplementedQueryServer struct {
 
 func (*UnimplementedQueryServer) Params(ctx context.Context, req *QueryParamsRequest) (*QueryParamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Params not implemented")
+}
+func (*UnimplementedQueryServer) Node(ctx context.Context, req *QueryNodeRequest) (*QueryNodeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Node not implemented")
+}
+func (*UnimplementedQueryServer) Nodes(ctx context.Context, req *QueryNodesRequest) (*QueryNodesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Nodes not implemented")
+}
+func (*UnimplementedQueryServer) NodesByOperator(ctx context.Context, req *QueryNodesByOperatorRequest) (*QueryNodesByOperatorResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method NodesByOperator not implemented")
+}
+func (*UnimplementedQueryServer) NodesByClass(ctx context.Context, req *QueryNodesByClassRequest) (*QueryNodesByClassResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method NodesByClass not implemented")
+}
+func (*UnimplementedQueryServer) NodesByStatus(ctx context.Context, req *QueryNodesByStatusRequest) (*QueryNodesByStatusResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method NodesByStatus not implemented")
+}
+func (*UnimplementedQueryServer) Challenge(ctx context.Context, req *QueryChallengeRequest) (*QueryChallengeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Challenge not implemented")
+}
+func (*UnimplementedQueryServer) OpenChallenges(ctx context.Context, req *QueryOpenChallengesRequest) (*QueryOpenChallengesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method OpenChallenges not implemented")
+}
+func (*UnimplementedQueryServer) NodePower(ctx context.Context, req *QueryNodePowerRequest) (*QueryNodePowerResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method NodePower not implemented")
+}
+func (*UnimplementedQueryServer) NodeStats(ctx context.Context, req *QueryNodeStatsRequest) (*QueryNodeStatsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method NodeStats not implemented")
+}
+func (*UnimplementedQueryServer) NetworkPower(ctx context.Context, req *QueryNetworkPowerRequest) (*QueryNetworkPowerResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method NetworkPower not implemented")
 }
 
 func RegisterQueryServer(s grpc1.Server, srv QueryServer) {
@@ -211,6 +1508,186 @@ func _Query_Params_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Query_Node_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Node(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/Node",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Node(ctx, req.(*QueryNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Nodes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNodesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Nodes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/Nodes",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Nodes(ctx, req.(*QueryNodesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_NodesByOperator_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNodesByOperatorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).NodesByOperator(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/NodesByOperator",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).NodesByOperator(ctx, req.(*QueryNodesByOperatorRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_NodesByClass_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNodesByClassRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).NodesByClass(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/NodesByClass",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).NodesByClass(ctx, req.(*QueryNodesByClassRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_NodesByStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNodesByStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).NodesByStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/NodesByStatus",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).NodesByStatus(ctx, req.(*QueryNodesByStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Challenge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryChallengeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Challenge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/Challenge",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Challenge(ctx, req.(*QueryChallengeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_OpenChallenges_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryOpenChallengesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).OpenChallenges(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/OpenChallenges",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).OpenChallenges(ctx, req.(*QueryOpenChallengesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_NodePower_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNodePowerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).NodePower(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/NodePower",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).NodePower(ctx, req.(*QueryNodePowerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_NodeStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNodeStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).NodeStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/NodeStats",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).NodeStats(ctx, req.(*QueryNodeStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_NetworkPower_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNetworkPowerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).NetworkPower(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Query/NetworkPower",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).NetworkPower(ctx, req.(*QueryNetworkPowerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Query_serviceDesc = _Query_serviceDesc
 var _Query_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.gfl.v1.Query",
@@ -219,6 +1696,46 @@ var _Query_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Params",
 			Handler:    _Query_Params_Handler,
+		},
+		{
+			MethodName: "Node",
+			Handler:    _Query_Node_Handler,
+		},
+		{
+			MethodName: "Nodes",
+			Handler:    _Query_Nodes_Handler,
+		},
+		{
+			MethodName: "NodesByOperator",
+			Handler:    _Query_NodesByOperator_Handler,
+		},
+		{
+			MethodName: "NodesByClass",
+			Handler:    _Query_NodesByClass_Handler,
+		},
+		{
+			MethodName: "NodesByStatus",
+			Handler:    _Query_NodesByStatus_Handler,
+		},
+		{
+			MethodName: "Challenge",
+			Handler:    _Query_Challenge_Handler,
+		},
+		{
+			MethodName: "OpenChallenges",
+			Handler:    _Query_OpenChallenges_Handler,
+		},
+		{
+			MethodName: "NodePower",
+			Handler:    _Query_NodePower_Handler,
+		},
+		{
+			MethodName: "NodeStats",
+			Handler:    _Query_NodeStats_Handler,
+		},
+		{
+			MethodName: "NetworkPower",
+			Handler:    _Query_NetworkPower_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -281,6 +1798,798 @@ func (m *QueryParamsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *QueryNodeRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodeRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodeRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Node.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodesRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodesRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodesRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodesByOperatorRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodesByOperatorRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodesByOperatorRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodesByClassRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodesByClassRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodesByClassRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.GpuClass) > 0 {
+		i -= len(m.GpuClass)
+		copy(dAtA[i:], m.GpuClass)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.GpuClass)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodesByStatusRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodesByStatusRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodesByStatusRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Status != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodesResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodesResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodesResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Nodes) > 0 {
+		for iNdEx := len(m.Nodes) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Nodes[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryChallengeRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryChallengeRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryChallengeRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.ChallengeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.ChallengeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryChallengeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryChallengeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryChallengeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.SampleHeight != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.SampleHeight))
+		i--
+		dAtA[i] = 0x10
+	}
+	{
+		size, err := m.Challenge.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryOpenChallengesRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryOpenChallengesRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryOpenChallengesRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryOpenChallengesResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryOpenChallengesResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryOpenChallengesResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Challenges) > 0 {
+		for iNdEx := len(m.Challenges) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Challenges[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodePowerRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodePowerRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodePowerRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodePowerResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodePowerResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodePowerResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.ByWorkload) > 0 {
+		for iNdEx := len(m.ByWorkload) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.ByWorkload[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
+	if len(m.GpuClass) > 0 {
+		i -= len(m.GpuClass)
+		copy(dAtA[i:], m.GpuClass)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.GpuClass)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.AvailabilityPpm != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.AvailabilityPpm))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.MedianGflops != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.MedianGflops))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.PowerGflops != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.PowerGflops))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodeStatsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodeStatsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodeStatsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodeStatsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodeStatsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodeStatsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Stats.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNetworkPowerRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNetworkPowerRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNetworkPowerRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNetworkPowerResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNetworkPowerResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNetworkPowerResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Rebalance.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	{
+		size, err := m.Power.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodesByOperatorResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodesByOperatorResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodesByOperatorResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Nodes) > 0 {
+		for iNdEx := len(m.Nodes) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Nodes[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodesByClassResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodesByClassResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodesByClassResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Nodes) > 0 {
+		for iNdEx := len(m.Nodes) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Nodes[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodesByStatusResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodesByStatusResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodesByStatusResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Nodes) > 0 {
+		for iNdEx := len(m.Nodes) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Nodes[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	offset -= sovQuery(v)
 	base := offset
@@ -309,6 +2618,318 @@ func (m *QueryParamsResponse) Size() (n int) {
 	_ = l
 	l = m.Params.Size()
 	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryNodeRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovQuery(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *QueryNodeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Node.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryNodesRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryNodesByOperatorRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryNodesByClassRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GpuClass)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryNodesByStatusRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Status != 0 {
+		n += 1 + sovQuery(uint64(m.Status))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryNodesResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Nodes) > 0 {
+		for _, e := range m.Nodes {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryChallengeRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.ChallengeId != 0 {
+		n += 1 + sovQuery(uint64(m.ChallengeId))
+	}
+	return n
+}
+
+func (m *QueryChallengeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Challenge.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	if m.SampleHeight != 0 {
+		n += 1 + sovQuery(uint64(m.SampleHeight))
+	}
+	return n
+}
+
+func (m *QueryOpenChallengesRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryOpenChallengesResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Challenges) > 0 {
+		for _, e := range m.Challenges {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryNodePowerRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovQuery(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *QueryNodePowerResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PowerGflops != 0 {
+		n += 1 + sovQuery(uint64(m.PowerGflops))
+	}
+	if m.MedianGflops != 0 {
+		n += 1 + sovQuery(uint64(m.MedianGflops))
+	}
+	if m.AvailabilityPpm != 0 {
+		n += 1 + sovQuery(uint64(m.AvailabilityPpm))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovQuery(uint64(m.Epoch))
+	}
+	l = len(m.GpuClass)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if len(m.ByWorkload) > 0 {
+		for _, e := range m.ByWorkload {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *QueryNodeStatsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovQuery(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *QueryNodeStatsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Stats.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryNetworkPowerRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *QueryNetworkPowerResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Power.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	l = m.Rebalance.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryNodesByOperatorResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Nodes) > 0 {
+		for _, e := range m.Nodes {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryNodesByClassResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Nodes) > 0 {
+		for _, e := range m.Nodes {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryNodesByStatusResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Nodes) > 0 {
+		for _, e := range m.Nodes {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
 	return n
 }
 
@@ -427,6 +3048,2053 @@ func (m *QueryParamsResponse) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if err := m.Params.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodeRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodeRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodeRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Node", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Node.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodesRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodesRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodesRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodesByOperatorRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodesByOperatorRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodesByOperatorRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodesByClassRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodesByClassRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodesByClassRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuClass", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuClass = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodesByStatusRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodesByStatusRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodesByStatusRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= NodeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodesResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodesResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodesResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Nodes", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Nodes = append(m.Nodes, Node{})
+			if err := m.Nodes[len(m.Nodes)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryChallengeRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryChallengeRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryChallengeRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengeId", wireType)
+			}
+			m.ChallengeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryChallengeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryChallengeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryChallengeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Challenge", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Challenge.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SampleHeight", wireType)
+			}
+			m.SampleHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SampleHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryOpenChallengesRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryOpenChallengesRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryOpenChallengesRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryOpenChallengesResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryOpenChallengesResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryOpenChallengesResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Challenges", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Challenges = append(m.Challenges, Challenge{})
+			if err := m.Challenges[len(m.Challenges)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodePowerRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodePowerRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodePowerRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodePowerResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodePowerResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodePowerResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PowerGflops", wireType)
+			}
+			m.PowerGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PowerGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MedianGflops", wireType)
+			}
+			m.MedianGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MedianGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AvailabilityPpm", wireType)
+			}
+			m.AvailabilityPpm = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AvailabilityPpm |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuClass", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuClass = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ByWorkload", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ByWorkload = append(m.ByWorkload, WorkloadPower{})
+			if err := m.ByWorkload[len(m.ByWorkload)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodeStatsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodeStatsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodeStatsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodeStatsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodeStatsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodeStatsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Stats", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Stats.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNetworkPowerRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNetworkPowerRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNetworkPowerRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNetworkPowerResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNetworkPowerResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNetworkPowerResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Power", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Power.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Rebalance", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Rebalance.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodesByOperatorResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodesByOperatorResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodesByOperatorResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Nodes", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Nodes = append(m.Nodes, Node{})
+			if err := m.Nodes[len(m.Nodes)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodesByClassResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodesByClassResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodesByClassResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Nodes", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Nodes = append(m.Nodes, Node{})
+			if err := m.Nodes[len(m.Nodes)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodesByStatusResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodesByStatusResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodesByStatusResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Nodes", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Nodes = append(m.Nodes, Node{})
+			if err := m.Nodes[len(m.Nodes)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

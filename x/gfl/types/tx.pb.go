@@ -7,6 +7,7 @@ import (
 	context "context"
 	fmt "fmt"
 	_ "github.com/cosmos/cosmos-proto"
+	types "github.com/cosmos/cosmos-sdk/types"
 	_ "github.com/cosmos/cosmos-sdk/types/msgservice"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
@@ -123,37 +124,931 @@ func (m *MsgUpdateParamsResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgUpdateParamsResponse proto.InternalMessageInfo
 
+// NodeSpec is what an operator declares about a node.
+type NodeSpec struct {
+	// gpus as read from NVML; one class per node.
+	Gpus []GpuInfo `protobuf:"bytes,1,rep,name=gpus,proto3" json:"gpus"`
+	// region tag.
+	Region string `protobuf:"bytes,2,opt,name=region,proto3" json:"region,omitempty"`
+	// endpoint: the worker's HTTP(S) URL.
+	Endpoint string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// workloads the node accepts.
+	Workloads []WorkloadClass `protobuf:"varint,4,rep,packed,name=workloads,proto3,enum=flops.gfl.v1.WorkloadClass" json:"workloads,omitempty"`
+	// ask_per_gpu_hour: list price in udps.
+	AskPerGpuHour types.Coin `protobuf:"bytes,5,opt,name=ask_per_gpu_hour,json=askPerGpuHour,proto3" json:"ask_per_gpu_hour"`
+	// claimed_gflops: the operator's power estimate (the worker's benchmark).
+	ClaimedGflops uint64 `protobuf:"varint,6,opt,name=claimed_gflops,json=claimedGflops,proto3" json:"claimed_gflops,omitempty"`
+}
+
+func (m *NodeSpec) Reset()         { *m = NodeSpec{} }
+func (m *NodeSpec) String() string { return proto.CompactTextString(m) }
+func (*NodeSpec) ProtoMessage()    {}
+func (*NodeSpec) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{2}
+}
+func (m *NodeSpec) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *NodeSpec) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_NodeSpec.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *NodeSpec) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_NodeSpec.Merge(m, src)
+}
+func (m *NodeSpec) XXX_Size() int {
+	return m.Size()
+}
+func (m *NodeSpec) XXX_DiscardUnknown() {
+	xxx_messageInfo_NodeSpec.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_NodeSpec proto.InternalMessageInfo
+
+func (m *NodeSpec) GetGpus() []GpuInfo {
+	if m != nil {
+		return m.Gpus
+	}
+	return nil
+}
+
+func (m *NodeSpec) GetRegion() string {
+	if m != nil {
+		return m.Region
+	}
+	return ""
+}
+
+func (m *NodeSpec) GetEndpoint() string {
+	if m != nil {
+		return m.Endpoint
+	}
+	return ""
+}
+
+func (m *NodeSpec) GetWorkloads() []WorkloadClass {
+	if m != nil {
+		return m.Workloads
+	}
+	return nil
+}
+
+func (m *NodeSpec) GetAskPerGpuHour() types.Coin {
+	if m != nil {
+		return m.AskPerGpuHour
+	}
+	return types.Coin{}
+}
+
+func (m *NodeSpec) GetClaimedGflops() uint64 {
+	if m != nil {
+		return m.ClaimedGflops
+	}
+	return 0
+}
+
+// MsgRegisterNode registers a node.
+type MsgRegisterNode struct {
+	// operator: the provider account.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// spec of the node.
+	Spec NodeSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec"`
+}
+
+func (m *MsgRegisterNode) Reset()         { *m = MsgRegisterNode{} }
+func (m *MsgRegisterNode) String() string { return proto.CompactTextString(m) }
+func (*MsgRegisterNode) ProtoMessage()    {}
+func (*MsgRegisterNode) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{3}
+}
+func (m *MsgRegisterNode) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgRegisterNode) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgRegisterNode.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgRegisterNode) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgRegisterNode.Merge(m, src)
+}
+func (m *MsgRegisterNode) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgRegisterNode) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgRegisterNode.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgRegisterNode proto.InternalMessageInfo
+
+func (m *MsgRegisterNode) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *MsgRegisterNode) GetSpec() NodeSpec {
+	if m != nil {
+		return m.Spec
+	}
+	return NodeSpec{}
+}
+
+// MsgRegisterNodeResponse returns the new node.
+type MsgRegisterNodeResponse struct {
+	// node_id of the new node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// gpu_class the node was classified in.
+	GpuClass string `protobuf:"bytes,2,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// status: ACTIVE, or PENDING under GOVERNED admission.
+	Status NodeStatus `protobuf:"varint,3,opt,name=status,proto3,enum=flops.gfl.v1.NodeStatus" json:"status,omitempty"`
+}
+
+func (m *MsgRegisterNodeResponse) Reset()         { *m = MsgRegisterNodeResponse{} }
+func (m *MsgRegisterNodeResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgRegisterNodeResponse) ProtoMessage()    {}
+func (*MsgRegisterNodeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{4}
+}
+func (m *MsgRegisterNodeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgRegisterNodeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgRegisterNodeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgRegisterNodeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgRegisterNodeResponse.Merge(m, src)
+}
+func (m *MsgRegisterNodeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgRegisterNodeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgRegisterNodeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgRegisterNodeResponse proto.InternalMessageInfo
+
+func (m *MsgRegisterNodeResponse) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *MsgRegisterNodeResponse) GetGpuClass() string {
+	if m != nil {
+		return m.GpuClass
+	}
+	return ""
+}
+
+func (m *MsgRegisterNodeResponse) GetStatus() NodeStatus {
+	if m != nil {
+		return m.Status
+	}
+	return NODE_STATUS_UNSPECIFIED
+}
+
+// MsgUpdateNode replaces a node's declared spec.
+type MsgUpdateNode struct {
+	// operator of the node.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// node_id to update.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// spec replaces the node's spec.
+	Spec NodeSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec"`
+}
+
+func (m *MsgUpdateNode) Reset()         { *m = MsgUpdateNode{} }
+func (m *MsgUpdateNode) String() string { return proto.CompactTextString(m) }
+func (*MsgUpdateNode) ProtoMessage()    {}
+func (*MsgUpdateNode) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{5}
+}
+func (m *MsgUpdateNode) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgUpdateNode) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgUpdateNode.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgUpdateNode) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgUpdateNode.Merge(m, src)
+}
+func (m *MsgUpdateNode) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgUpdateNode) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgUpdateNode.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgUpdateNode proto.InternalMessageInfo
+
+func (m *MsgUpdateNode) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *MsgUpdateNode) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *MsgUpdateNode) GetSpec() NodeSpec {
+	if m != nil {
+		return m.Spec
+	}
+	return NodeSpec{}
+}
+
+// MsgUpdateNodeResponse returns the node's class after the update.
+type MsgUpdateNodeResponse struct {
+	// gpu_class after the update.
+	GpuClass string `protobuf:"bytes,1,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+}
+
+func (m *MsgUpdateNodeResponse) Reset()         { *m = MsgUpdateNodeResponse{} }
+func (m *MsgUpdateNodeResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgUpdateNodeResponse) ProtoMessage()    {}
+func (*MsgUpdateNodeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{6}
+}
+func (m *MsgUpdateNodeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgUpdateNodeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgUpdateNodeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgUpdateNodeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgUpdateNodeResponse.Merge(m, src)
+}
+func (m *MsgUpdateNodeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgUpdateNodeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgUpdateNodeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgUpdateNodeResponse proto.InternalMessageInfo
+
+func (m *MsgUpdateNodeResponse) GetGpuClass() string {
+	if m != nil {
+		return m.GpuClass
+	}
+	return ""
+}
+
+// MsgDeactivateNode takes a node off the market.
+type MsgDeactivateNode struct {
+	// operator of the node.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// node_id to deactivate.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *MsgDeactivateNode) Reset()         { *m = MsgDeactivateNode{} }
+func (m *MsgDeactivateNode) String() string { return proto.CompactTextString(m) }
+func (*MsgDeactivateNode) ProtoMessage()    {}
+func (*MsgDeactivateNode) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{7}
+}
+func (m *MsgDeactivateNode) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgDeactivateNode) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgDeactivateNode.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgDeactivateNode) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgDeactivateNode.Merge(m, src)
+}
+func (m *MsgDeactivateNode) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgDeactivateNode) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgDeactivateNode.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgDeactivateNode proto.InternalMessageInfo
+
+func (m *MsgDeactivateNode) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *MsgDeactivateNode) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// MsgDeactivateNodeResponse is empty.
+type MsgDeactivateNodeResponse struct {
+}
+
+func (m *MsgDeactivateNodeResponse) Reset()         { *m = MsgDeactivateNodeResponse{} }
+func (m *MsgDeactivateNodeResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgDeactivateNodeResponse) ProtoMessage()    {}
+func (*MsgDeactivateNodeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{8}
+}
+func (m *MsgDeactivateNodeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgDeactivateNodeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgDeactivateNodeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgDeactivateNodeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgDeactivateNodeResponse.Merge(m, src)
+}
+func (m *MsgDeactivateNodeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgDeactivateNodeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgDeactivateNodeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgDeactivateNodeResponse proto.InternalMessageInfo
+
+// MsgReactivateNode puts an inactive node back.
+type MsgReactivateNode struct {
+	// operator of the node.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// node_id to reactivate.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *MsgReactivateNode) Reset()         { *m = MsgReactivateNode{} }
+func (m *MsgReactivateNode) String() string { return proto.CompactTextString(m) }
+func (*MsgReactivateNode) ProtoMessage()    {}
+func (*MsgReactivateNode) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{9}
+}
+func (m *MsgReactivateNode) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgReactivateNode) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgReactivateNode.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgReactivateNode) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgReactivateNode.Merge(m, src)
+}
+func (m *MsgReactivateNode) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgReactivateNode) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgReactivateNode.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgReactivateNode proto.InternalMessageInfo
+
+func (m *MsgReactivateNode) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *MsgReactivateNode) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// MsgReactivateNodeResponse returns the node's status.
+type MsgReactivateNodeResponse struct {
+	// status: ACTIVE, or PENDING if it was never approved.
+	Status NodeStatus `protobuf:"varint,1,opt,name=status,proto3,enum=flops.gfl.v1.NodeStatus" json:"status,omitempty"`
+}
+
+func (m *MsgReactivateNodeResponse) Reset()         { *m = MsgReactivateNodeResponse{} }
+func (m *MsgReactivateNodeResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgReactivateNodeResponse) ProtoMessage()    {}
+func (*MsgReactivateNodeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{10}
+}
+func (m *MsgReactivateNodeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgReactivateNodeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgReactivateNodeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgReactivateNodeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgReactivateNodeResponse.Merge(m, src)
+}
+func (m *MsgReactivateNodeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgReactivateNodeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgReactivateNodeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgReactivateNodeResponse proto.InternalMessageInfo
+
+func (m *MsgReactivateNodeResponse) GetStatus() NodeStatus {
+	if m != nil {
+		return m.Status
+	}
+	return NODE_STATUS_UNSPECIFIED
+}
+
+// MsgApproveNode admits a pending node (GOVERNED admission).
+type MsgApproveNode struct {
+	// authority is the governance module account address.
+	Authority string `protobuf:"bytes,1,opt,name=authority,proto3" json:"authority,omitempty"`
+	// node_id to approve.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *MsgApproveNode) Reset()         { *m = MsgApproveNode{} }
+func (m *MsgApproveNode) String() string { return proto.CompactTextString(m) }
+func (*MsgApproveNode) ProtoMessage()    {}
+func (*MsgApproveNode) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{11}
+}
+func (m *MsgApproveNode) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgApproveNode) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgApproveNode.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgApproveNode) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgApproveNode.Merge(m, src)
+}
+func (m *MsgApproveNode) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgApproveNode) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgApproveNode.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgApproveNode proto.InternalMessageInfo
+
+func (m *MsgApproveNode) GetAuthority() string {
+	if m != nil {
+		return m.Authority
+	}
+	return ""
+}
+
+func (m *MsgApproveNode) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// MsgApproveNodeResponse is empty.
+type MsgApproveNodeResponse struct {
+}
+
+func (m *MsgApproveNodeResponse) Reset()         { *m = MsgApproveNodeResponse{} }
+func (m *MsgApproveNodeResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgApproveNodeResponse) ProtoMessage()    {}
+func (*MsgApproveNodeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{12}
+}
+func (m *MsgApproveNodeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgApproveNodeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgApproveNodeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgApproveNodeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgApproveNodeResponse.Merge(m, src)
+}
+func (m *MsgApproveNodeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgApproveNodeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgApproveNodeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgApproveNodeResponse proto.InternalMessageInfo
+
+// MsgCommitChallenge commits an answer.
+type MsgCommitChallenge struct {
+	// operator of the challenged node.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// challenge_id being answered.
+	ChallengeId uint64 `protobuf:"varint,2,opt,name=challenge_id,json=challengeId,proto3" json:"challenge_id,omitempty"`
+	// root: the RFC 6962 Merkle root of the answer's chunks (32 bytes).
+	Root []byte `protobuf:"bytes,3,opt,name=root,proto3" json:"root,omitempty"`
+}
+
+func (m *MsgCommitChallenge) Reset()         { *m = MsgCommitChallenge{} }
+func (m *MsgCommitChallenge) String() string { return proto.CompactTextString(m) }
+func (*MsgCommitChallenge) ProtoMessage()    {}
+func (*MsgCommitChallenge) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{13}
+}
+func (m *MsgCommitChallenge) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCommitChallenge) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCommitChallenge.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCommitChallenge) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCommitChallenge.Merge(m, src)
+}
+func (m *MsgCommitChallenge) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCommitChallenge) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCommitChallenge.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCommitChallenge proto.InternalMessageInfo
+
+func (m *MsgCommitChallenge) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *MsgCommitChallenge) GetChallengeId() uint64 {
+	if m != nil {
+		return m.ChallengeId
+	}
+	return 0
+}
+
+func (m *MsgCommitChallenge) GetRoot() []byte {
+	if m != nil {
+		return m.Root
+	}
+	return nil
+}
+
+// MsgCommitChallengeResponse says when to reveal.
+type MsgCommitChallengeResponse struct {
+	// sample_height: the block whose hash draws the samples; reveal after it.
+	SampleHeight int64 `protobuf:"varint,1,opt,name=sample_height,json=sampleHeight,proto3" json:"sample_height,omitempty"`
+	// reveal_deadline_height: the last block the reveal may land in.
+	RevealDeadlineHeight int64 `protobuf:"varint,2,opt,name=reveal_deadline_height,json=revealDeadlineHeight,proto3" json:"reveal_deadline_height,omitempty"`
+}
+
+func (m *MsgCommitChallengeResponse) Reset()         { *m = MsgCommitChallengeResponse{} }
+func (m *MsgCommitChallengeResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgCommitChallengeResponse) ProtoMessage()    {}
+func (*MsgCommitChallengeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{14}
+}
+func (m *MsgCommitChallengeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCommitChallengeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCommitChallengeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCommitChallengeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCommitChallengeResponse.Merge(m, src)
+}
+func (m *MsgCommitChallengeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCommitChallengeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCommitChallengeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCommitChallengeResponse proto.InternalMessageInfo
+
+func (m *MsgCommitChallengeResponse) GetSampleHeight() int64 {
+	if m != nil {
+		return m.SampleHeight
+	}
+	return 0
+}
+
+func (m *MsgCommitChallengeResponse) GetRevealDeadlineHeight() int64 {
+	if m != nil {
+		return m.RevealDeadlineHeight
+	}
+	return 0
+}
+
+// MsgRevealChallenge opens the sampled chunks.
+type MsgRevealChallenge struct {
+	// operator of the challenged node.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// challenge_id being opened.
+	ChallengeId uint64 `protobuf:"varint,2,opt,name=challenge_id,json=challengeId,proto3" json:"challenge_id,omitempty"`
+	// proofs: each chunk holding a sampled entry, once.
+	Proofs []ChunkProof `protobuf:"bytes,3,rep,name=proofs,proto3" json:"proofs"`
+}
+
+func (m *MsgRevealChallenge) Reset()         { *m = MsgRevealChallenge{} }
+func (m *MsgRevealChallenge) String() string { return proto.CompactTextString(m) }
+func (*MsgRevealChallenge) ProtoMessage()    {}
+func (*MsgRevealChallenge) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{15}
+}
+func (m *MsgRevealChallenge) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgRevealChallenge) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgRevealChallenge.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgRevealChallenge) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgRevealChallenge.Merge(m, src)
+}
+func (m *MsgRevealChallenge) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgRevealChallenge) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgRevealChallenge.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgRevealChallenge proto.InternalMessageInfo
+
+func (m *MsgRevealChallenge) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *MsgRevealChallenge) GetChallengeId() uint64 {
+	if m != nil {
+		return m.ChallengeId
+	}
+	return 0
+}
+
+func (m *MsgRevealChallenge) GetProofs() []ChunkProof {
+	if m != nil {
+		return m.Proofs
+	}
+	return nil
+}
+
+// MsgRevealChallengeResponse returns the power sample.
+type MsgRevealChallengeResponse struct {
+	// power_gflops: the verified sample.
+	PowerGflops uint64 `protobuf:"varint,1,opt,name=power_gflops,json=powerGflops,proto3" json:"power_gflops,omitempty"`
+}
+
+func (m *MsgRevealChallengeResponse) Reset()         { *m = MsgRevealChallengeResponse{} }
+func (m *MsgRevealChallengeResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgRevealChallengeResponse) ProtoMessage()    {}
+func (*MsgRevealChallengeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_ff23be390e1ad45f, []int{16}
+}
+func (m *MsgRevealChallengeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgRevealChallengeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgRevealChallengeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgRevealChallengeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgRevealChallengeResponse.Merge(m, src)
+}
+func (m *MsgRevealChallengeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgRevealChallengeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgRevealChallengeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgRevealChallengeResponse proto.InternalMessageInfo
+
+func (m *MsgRevealChallengeResponse) GetPowerGflops() uint64 {
+	if m != nil {
+		return m.PowerGflops
+	}
+	return 0
+}
+
 func init() {
 	proto.RegisterType((*MsgUpdateParams)(nil), "flops.gfl.v1.MsgUpdateParams")
 	proto.RegisterType((*MsgUpdateParamsResponse)(nil), "flops.gfl.v1.MsgUpdateParamsResponse")
+	proto.RegisterType((*NodeSpec)(nil), "flops.gfl.v1.NodeSpec")
+	proto.RegisterType((*MsgRegisterNode)(nil), "flops.gfl.v1.MsgRegisterNode")
+	proto.RegisterType((*MsgRegisterNodeResponse)(nil), "flops.gfl.v1.MsgRegisterNodeResponse")
+	proto.RegisterType((*MsgUpdateNode)(nil), "flops.gfl.v1.MsgUpdateNode")
+	proto.RegisterType((*MsgUpdateNodeResponse)(nil), "flops.gfl.v1.MsgUpdateNodeResponse")
+	proto.RegisterType((*MsgDeactivateNode)(nil), "flops.gfl.v1.MsgDeactivateNode")
+	proto.RegisterType((*MsgDeactivateNodeResponse)(nil), "flops.gfl.v1.MsgDeactivateNodeResponse")
+	proto.RegisterType((*MsgReactivateNode)(nil), "flops.gfl.v1.MsgReactivateNode")
+	proto.RegisterType((*MsgReactivateNodeResponse)(nil), "flops.gfl.v1.MsgReactivateNodeResponse")
+	proto.RegisterType((*MsgApproveNode)(nil), "flops.gfl.v1.MsgApproveNode")
+	proto.RegisterType((*MsgApproveNodeResponse)(nil), "flops.gfl.v1.MsgApproveNodeResponse")
+	proto.RegisterType((*MsgCommitChallenge)(nil), "flops.gfl.v1.MsgCommitChallenge")
+	proto.RegisterType((*MsgCommitChallengeResponse)(nil), "flops.gfl.v1.MsgCommitChallengeResponse")
+	proto.RegisterType((*MsgRevealChallenge)(nil), "flops.gfl.v1.MsgRevealChallenge")
+	proto.RegisterType((*MsgRevealChallengeResponse)(nil), "flops.gfl.v1.MsgRevealChallengeResponse")
 }
 
 func init() { proto.RegisterFile("flops/gfl/v1/tx.proto", fileDescriptor_ff23be390e1ad45f) }
 
 var fileDescriptor_ff23be390e1ad45f = []byte{
-	// 340 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x12, 0x4d, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x4f, 0x4f, 0xcb, 0xd1, 0x2f, 0x33, 0xd4, 0x2f, 0xa9, 0xd0, 0x2b, 0x28, 0xca, 0x2f,
-	0xc9, 0x17, 0xe2, 0x01, 0x0b, 0xeb, 0xa5, 0xa7, 0xe5, 0xe8, 0x95, 0x19, 0x4a, 0x89, 0xa4, 0xe7,
-	0xa7, 0xe7, 0x83, 0x25, 0xf4, 0x41, 0x2c, 0x88, 0x1a, 0x29, 0xc1, 0xc4, 0xdc, 0xcc, 0xbc, 0x7c,
-	0x7d, 0x30, 0x09, 0x15, 0x12, 0x4f, 0xce, 0x2f, 0xce, 0xcd, 0x2f, 0xd6, 0xcf, 0x2d, 0x4e, 0x07,
-	0x19, 0x97, 0x5b, 0x9c, 0x0e, 0x95, 0x90, 0x84, 0x48, 0xc4, 0x43, 0x0c, 0x81, 0x70, 0xa0, 0x52,
-	0x12, 0xa8, 0x2e, 0xa8, 0x2c, 0x48, 0x85, 0xca, 0x28, 0x6d, 0x62, 0xe4, 0xe2, 0xf7, 0x2d, 0x4e,
-	0x0f, 0x2d, 0x48, 0x49, 0x2c, 0x49, 0x0d, 0x48, 0x2c, 0x4a, 0xcc, 0x2d, 0x16, 0x32, 0xe3, 0xe2,
-	0x4c, 0x2c, 0x2d, 0xc9, 0xc8, 0x2f, 0xca, 0x2c, 0xa9, 0x94, 0x60, 0x54, 0x60, 0xd4, 0xe0, 0x74,
-	0x92, 0xb8, 0xb4, 0x45, 0x57, 0x04, 0x6a, 0xa4, 0x63, 0x4a, 0x4a, 0x51, 0x6a, 0x71, 0x71, 0x70,
-	0x49, 0x51, 0x66, 0x5e, 0x7a, 0x10, 0x42, 0xa9, 0x90, 0x39, 0x17, 0x5b, 0x01, 0xd8, 0x04, 0x09,
-	0x26, 0x05, 0x46, 0x0d, 0x6e, 0x23, 0x11, 0x3d, 0x64, 0x1f, 0xea, 0x41, 0x4c, 0x77, 0xe2, 0x3c,
-	0x71, 0x4f, 0x9e, 0x61, 0xc5, 0xf3, 0x0d, 0x5a, 0x8c, 0x41, 0x50, 0xe5, 0x56, 0x7a, 0x4d, 0xcf,
-	0x37, 0x68, 0x21, 0x0c, 0xea, 0x7a, 0xbe, 0x41, 0x4b, 0x1a, 0xe2, 0xe2, 0x0a, 0xb0, 0x9b, 0xd1,
-	0x1c, 0xa8, 0x24, 0xc9, 0x25, 0x8e, 0x26, 0x14, 0x94, 0x5a, 0x5c, 0x90, 0x9f, 0x57, 0x9c, 0x6a,
-	0x94, 0xc4, 0xc5, 0xec, 0x5b, 0x9c, 0x2e, 0x14, 0xc2, 0xc5, 0x83, 0xe2, 0x25, 0x59, 0x54, 0xa7,
-	0xa0, 0xe9, 0x96, 0x52, 0xc5, 0x2b, 0x0d, 0x33, 0x5c, 0x8a, 0xb5, 0x01, 0xe4, 0x6c, 0x27, 0xfb,
-	0x13, 0x8f, 0xe4, 0x18, 0x2f, 0x3c, 0x92, 0x63, 0x7c, 0xf0, 0x48, 0x8e, 0x71, 0xc2, 0x63, 0x39,
-	0x86, 0x0b, 0x8f, 0xe5, 0x18, 0x6e, 0x3c, 0x96, 0x63, 0x88, 0x52, 0x4d, 0xcf, 0x2c, 0xc9, 0x28,
-	0x4d, 0xd2, 0x4b, 0xce, 0xcf, 0xd5, 0x07, 0x9b, 0x98, 0x97, 0x5a, 0xa2, 0x8f, 0xec, 0x13, 0x70,
-	0xd0, 0x27, 0xb1, 0x81, 0xc3, 0xde, 0x18, 0x10, 0x00, 0x00, 0xff, 0xff, 0x97, 0xaa, 0x69, 0x30,
-	0x19, 0x02, 0x00, 0x00,
+	// 1068 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x56, 0xcf, 0x6f, 0xdc, 0x44,
+	0x14, 0x8e, 0xb3, 0x9b, 0x25, 0xfb, 0xb2, 0x49, 0xa9, 0x95, 0x1f, 0x8e, 0x97, 0x6e, 0xb7, 0x2e,
+	0x11, 0xab, 0xa0, 0xd8, 0xcd, 0x12, 0x40, 0x84, 0x43, 0xd5, 0x6c, 0xa5, 0x34, 0x87, 0xad, 0x82,
+	0x5b, 0x84, 0x54, 0x09, 0xad, 0x9c, 0xf5, 0xec, 0xac, 0x15, 0xdb, 0x33, 0xf2, 0xd8, 0x9b, 0xf6,
+	0x06, 0x1c, 0x39, 0x55, 0xe2, 0x6f, 0x40, 0xe2, 0x82, 0x14, 0x01, 0x7f, 0x01, 0xa7, 0x1e, 0x0b,
+	0x27, 0x0e, 0x08, 0xa1, 0xe4, 0x90, 0x7f, 0x03, 0x79, 0xec, 0x38, 0xfe, 0xb1, 0xc9, 0x96, 0x22,
+	0xe0, 0xb2, 0x5a, 0xbf, 0xf7, 0xe6, 0x9b, 0xef, 0x7d, 0xdf, 0xf8, 0x8d, 0x61, 0x69, 0x60, 0x13,
+	0xca, 0x34, 0x3c, 0xb0, 0xb5, 0xd1, 0xa6, 0xe6, 0x3f, 0x55, 0xa9, 0x47, 0x7c, 0x22, 0xd6, 0x78,
+	0x58, 0xc5, 0x03, 0x5b, 0x1d, 0x6d, 0xca, 0x8b, 0x98, 0x60, 0xc2, 0x13, 0x5a, 0xf8, 0x2f, 0xaa,
+	0x91, 0xaf, 0x1b, 0x8e, 0xe5, 0x12, 0x8d, 0xff, 0xc6, 0xa1, 0x95, 0x3e, 0x61, 0x0e, 0x61, 0x9a,
+	0xc3, 0x70, 0x08, 0xe7, 0x30, 0x1c, 0x27, 0x56, 0xa3, 0x44, 0x2f, 0x02, 0x89, 0x1e, 0xe2, 0x54,
+	0x23, 0x5e, 0x73, 0x60, 0x30, 0xa4, 0x8d, 0x36, 0x0f, 0x90, 0x6f, 0x6c, 0x6a, 0x7d, 0x62, 0xb9,
+	0x71, 0x5e, 0xca, 0x32, 0x7c, 0x46, 0x51, 0xbc, 0x52, 0xf9, 0x41, 0x80, 0x6b, 0x5d, 0x86, 0x3f,
+	0xa5, 0xa6, 0xe1, 0xa3, 0x7d, 0xc3, 0x33, 0x1c, 0x26, 0x7e, 0x00, 0x55, 0x23, 0xf0, 0x87, 0xc4,
+	0xb3, 0xfc, 0x67, 0x92, 0xd0, 0x14, 0x5a, 0xd5, 0x1d, 0xe9, 0xd7, 0x9f, 0x36, 0x16, 0xe3, 0x2d,
+	0xef, 0x99, 0xa6, 0x87, 0x18, 0x7b, 0xe4, 0x7b, 0x96, 0x8b, 0xf5, 0x8b, 0x52, 0xf1, 0x43, 0xa8,
+	0x50, 0x8e, 0x20, 0x4d, 0x37, 0x85, 0xd6, 0x5c, 0x7b, 0x51, 0x4d, 0x2b, 0xa0, 0x46, 0xe8, 0x3b,
+	0xd5, 0x17, 0x7f, 0xdc, 0x9c, 0xfa, 0xee, 0xec, 0x78, 0x5d, 0xd0, 0xe3, 0xf2, 0x6d, 0xf5, 0xab,
+	0xb3, 0xe3, 0xf5, 0x0b, 0xa0, 0xaf, 0xcf, 0x8e, 0xd7, 0xeb, 0x11, 0xe3, 0xa7, 0x9c, 0x73, 0x8e,
+	0xa0, 0xb2, 0x0a, 0x2b, 0xb9, 0x90, 0x8e, 0x18, 0x25, 0x2e, 0x43, 0xca, 0xb7, 0xd3, 0x30, 0xfb,
+	0x90, 0x98, 0xe8, 0x11, 0x45, 0x7d, 0x71, 0x0b, 0xca, 0x98, 0x06, 0x4c, 0x12, 0x9a, 0xa5, 0xd6,
+	0x5c, 0x7b, 0x29, 0x4b, 0x67, 0x97, 0x06, 0x7b, 0xee, 0x80, 0xa4, 0xf9, 0xf0, 0x6a, 0x71, 0x19,
+	0x2a, 0x1e, 0xc2, 0x16, 0x71, 0x79, 0x1b, 0x55, 0x3d, 0x7e, 0x12, 0x65, 0x98, 0x45, 0xae, 0x49,
+	0x89, 0xe5, 0xfa, 0x52, 0x89, 0x67, 0x92, 0x67, 0xf1, 0x23, 0xa8, 0x1e, 0x11, 0xef, 0xd0, 0x26,
+	0x86, 0xc9, 0xa4, 0x72, 0xb3, 0xd4, 0x5a, 0x68, 0xd7, 0xb3, 0xdb, 0x7d, 0x16, 0xa7, 0x3b, 0xb6,
+	0xc1, 0x98, 0x7e, 0x51, 0x2d, 0x76, 0xe1, 0x4d, 0x83, 0x1d, 0xf6, 0x28, 0xf2, 0x7a, 0x98, 0x06,
+	0xbd, 0x21, 0x09, 0x3c, 0x69, 0x86, 0xeb, 0xb7, 0xaa, 0xc6, 0x8a, 0x87, 0xb6, 0xaa, 0xb1, 0xad,
+	0x6a, 0x87, 0x58, 0x6e, 0x9a, 0xf4, 0xbc, 0xc1, 0x0e, 0xf7, 0x91, 0xb7, 0x4b, 0x83, 0x07, 0x24,
+	0xf0, 0xc4, 0x35, 0x58, 0xe8, 0xdb, 0x86, 0xe5, 0x20, 0xb3, 0x87, 0x39, 0x01, 0xa9, 0xd2, 0x14,
+	0x5a, 0x65, 0x7d, 0x3e, 0x8e, 0xee, 0xf2, 0xa0, 0xf2, 0x7d, 0xe4, 0xbb, 0x8e, 0xb0, 0xc5, 0x7c,
+	0xe4, 0x85, 0x92, 0x89, 0x5b, 0x30, 0x4b, 0x28, 0xf2, 0x0c, 0x9f, 0x78, 0x13, 0x6d, 0x4f, 0x2a,
+	0xc5, 0xf7, 0xa1, 0xcc, 0x28, 0xea, 0xc7, 0x9e, 0x2f, 0x67, 0xbb, 0x3e, 0xb7, 0x22, 0xa3, 0x72,
+	0x58, 0xbe, 0xbd, 0x11, 0x7a, 0x9e, 0xa0, 0x8c, 0xb3, 0x3c, 0xcd, 0x4d, 0xf9, 0x52, 0xe0, 0x9e,
+	0xa7, 0x63, 0xe7, 0x9e, 0x8b, 0x2b, 0xf0, 0x86, 0x4b, 0x4c, 0xd4, 0xb3, 0x4c, 0x4e, 0xbb, 0xac,
+	0x57, 0xc2, 0xc7, 0x3d, 0x53, 0xac, 0x43, 0x35, 0x94, 0xb4, 0x1f, 0x4a, 0x1e, 0x9b, 0x39, 0x8b,
+	0x69, 0xc0, 0x2d, 0x10, 0xef, 0x40, 0x85, 0xf9, 0x86, 0x1f, 0x30, 0x6e, 0xe6, 0x42, 0x5b, 0x1a,
+	0xc3, 0x9c, 0xe7, 0xf5, 0xb8, 0x4e, 0xf9, 0x59, 0x80, 0xf9, 0xe4, 0xdc, 0xfd, 0x03, 0xc5, 0x52,
+	0x7c, 0xa7, 0x33, 0x7c, 0xcf, 0xa5, 0x2c, 0xfd, 0x3d, 0x29, 0xdf, 0x2d, 0x48, 0xb9, 0x3a, 0xf6,
+	0xed, 0xe1, 0x42, 0x6e, 0xc1, 0x52, 0x26, 0x90, 0xa8, 0x98, 0x11, 0x4b, 0xc8, 0x8a, 0xa5, 0x7c,
+	0x23, 0xc0, 0xf5, 0x2e, 0xc3, 0xf7, 0x91, 0xd1, 0xf7, 0xad, 0xd1, 0xbf, 0xd3, 0xfe, 0xb6, 0x56,
+	0xe8, 0xe3, 0x46, 0xae, 0x8f, 0xec, 0xfe, 0x4a, 0x1d, 0x56, 0x0b, 0xc1, 0x64, 0x12, 0xc4, 0x94,
+	0xf5, 0xff, 0x99, 0x72, 0x76, 0x7f, 0xa5, 0xcb, 0x29, 0xeb, 0x63, 0x29, 0xa7, 0x8e, 0xa4, 0xf0,
+	0x8a, 0x47, 0xf2, 0xb9, 0x00, 0x0b, 0x5d, 0x86, 0xef, 0x51, 0xea, 0x91, 0x51, 0xd4, 0xe1, 0xeb,
+	0x4e, 0xef, 0x4b, 0x7b, 0xdc, 0x28, 0x4e, 0x67, 0x39, 0xd7, 0x64, 0x6a, 0x7f, 0x45, 0x82, 0xe5,
+	0x6c, 0x24, 0x71, 0xe4, 0x47, 0x01, 0xc4, 0x2e, 0xc3, 0x1d, 0xe2, 0x38, 0x96, 0xdf, 0x19, 0x1a,
+	0xb6, 0x8d, 0x5c, 0xfc, 0xba, 0x96, 0xdc, 0x82, 0x5a, 0xff, 0x1c, 0xe2, 0x82, 0xf3, 0x5c, 0x12,
+	0xdb, 0x33, 0x45, 0x11, 0xca, 0x1e, 0x21, 0xd1, 0xb0, 0xae, 0xe9, 0xfc, 0xff, 0xf6, 0x9d, 0x82,
+	0x61, 0x8d, 0x5c, 0x2f, 0x39, 0x7a, 0xca, 0x11, 0xc8, 0xc5, 0x68, 0x62, 0xd9, 0x6d, 0x98, 0x67,
+	0x86, 0x43, 0x6d, 0xd4, 0x1b, 0x22, 0x0b, 0x0f, 0x7d, 0xde, 0x41, 0x49, 0xaf, 0x45, 0xc1, 0x07,
+	0x3c, 0x26, 0x6e, 0xc1, 0xb2, 0x87, 0x46, 0xc8, 0xb0, 0x7b, 0x26, 0x32, 0x4c, 0xdb, 0x72, 0x93,
+	0xea, 0x69, 0x5e, 0xbd, 0x18, 0x65, 0xef, 0xc7, 0xc9, 0x68, 0x95, 0xf2, 0x7b, 0x24, 0x97, 0xce,
+	0x73, 0xff, 0x81, 0x5c, 0x1f, 0x43, 0x85, 0x7a, 0x84, 0x0c, 0xc2, 0x81, 0x18, 0xde, 0x97, 0xb9,
+	0xd3, 0xd7, 0x19, 0x06, 0xee, 0xe1, 0x7e, 0x58, 0x90, 0xbd, 0xc2, 0xf9, 0x92, 0x57, 0xd0, 0x35,
+	0xd7, 0x87, 0x72, 0x97, 0xeb, 0x9a, 0x8b, 0x26, 0xba, 0xde, 0x82, 0x1a, 0x25, 0x47, 0xe1, 0x9d,
+	0x18, 0x5d, 0x62, 0xd1, 0x60, 0x9f, 0xe3, 0xb1, 0xe8, 0x0a, 0x6b, 0xff, 0x32, 0x03, 0xa5, 0x2e,
+	0xc3, 0xe2, 0x63, 0xa8, 0x65, 0x3e, 0x5f, 0x6e, 0x64, 0x79, 0xe7, 0xbe, 0x14, 0xe4, 0xb5, 0x2b,
+	0xd3, 0x09, 0x81, 0xc7, 0x50, 0xcb, 0x5c, 0x8e, 0x45, 0xd4, 0x74, 0x7a, 0x0c, 0xea, 0xd8, 0xab,
+	0xea, 0x21, 0x40, 0xea, 0xfa, 0xa8, 0x5f, 0x42, 0x85, 0x23, 0xde, 0xbe, 0x22, 0x99, 0xe0, 0x3d,
+	0x81, 0x85, 0xdc, 0x4c, 0xbe, 0x59, 0x58, 0x96, 0x2d, 0x90, 0xdf, 0x99, 0x50, 0x90, 0xc6, 0xd6,
+	0x27, 0x61, 0xeb, 0x93, 0xb0, 0x2f, 0x99, 0x74, 0x9f, 0xc0, 0x5c, 0x7a, 0x66, 0xbd, 0x55, 0x58,
+	0x97, 0xca, 0xca, 0x6f, 0x5f, 0x95, 0x4d, 0x20, 0x3f, 0x87, 0x6b, 0xf9, 0xc9, 0xd2, 0x2c, 0x2c,
+	0xcc, 0x55, 0xc8, 0xad, 0x49, 0x15, 0x69, 0xf8, 0xfc, 0x9b, 0xd8, 0x1c, 0xd3, 0x6d, 0xa6, 0x62,
+	0x0c, 0xfc, 0x25, 0xe7, 0x5d, 0x9e, 0xf9, 0x22, 0x7c, 0x9d, 0x76, 0xee, 0xbe, 0x38, 0x69, 0x08,
+	0x2f, 0x4f, 0x1a, 0xc2, 0x9f, 0x27, 0x0d, 0xe1, 0xf9, 0x69, 0x63, 0xea, 0xe5, 0x69, 0x63, 0xea,
+	0xb7, 0xd3, 0xc6, 0xd4, 0x93, 0x35, 0x6c, 0xf9, 0xc3, 0xe0, 0x40, 0xed, 0x13, 0x47, 0xe3, 0xa0,
+	0x2e, 0xf2, 0xb5, 0xf4, 0x2b, 0xc6, 0xbf, 0xea, 0x0f, 0x2a, 0xfc, 0xb3, 0xfe, 0xbd, 0xbf, 0x02,
+	0x00, 0x00, 0xff, 0xff, 0x03, 0x53, 0x24, 0x98, 0x94, 0x0c, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -170,6 +1065,20 @@ const _ = grpc.SupportPackageIsVersion4
 type MsgClient interface {
 	// UpdateParams replaces the module parameters; only the authority (x/gov) may call it.
 	UpdateParams(ctx context.Context, in *MsgUpdateParams, opts ...grpc.CallOption) (*MsgUpdateParamsResponse, error)
+	// RegisterNode registers a machine; its collateral requirement is locked.
+	RegisterNode(ctx context.Context, in *MsgRegisterNode, opts ...grpc.CallOption) (*MsgRegisterNodeResponse, error)
+	// UpdateNode replaces a node's inventory, location, endpoint, workloads, ask and claim.
+	UpdateNode(ctx context.Context, in *MsgUpdateNode, opts ...grpc.CallOption) (*MsgUpdateNodeResponse, error)
+	// DeactivateNode takes a node off the market; its power is burned at once.
+	DeactivateNode(ctx context.Context, in *MsgDeactivateNode, opts ...grpc.CallOption) (*MsgDeactivateNodeResponse, error)
+	// ReactivateNode puts an inactive node back on the market.
+	ReactivateNode(ctx context.Context, in *MsgReactivateNode, opts ...grpc.CallOption) (*MsgReactivateNodeResponse, error)
+	// ApproveNode admits a pending node under GOVERNED admission; authority only.
+	ApproveNode(ctx context.Context, in *MsgApproveNode, opts ...grpc.CallOption) (*MsgApproveNodeResponse, error)
+	// CommitChallenge commits the Merkle root of a PoCP answer.
+	CommitChallenge(ctx context.Context, in *MsgCommitChallenge, opts ...grpc.CallOption) (*MsgCommitChallengeResponse, error)
+	// RevealChallenge opens the sampled chunks of a committed answer.
+	RevealChallenge(ctx context.Context, in *MsgRevealChallenge, opts ...grpc.CallOption) (*MsgRevealChallengeResponse, error)
 }
 
 type msgClient struct {
@@ -189,10 +1098,87 @@ func (c *msgClient) UpdateParams(ctx context.Context, in *MsgUpdateParams, opts 
 	return out, nil
 }
 
+func (c *msgClient) RegisterNode(ctx context.Context, in *MsgRegisterNode, opts ...grpc.CallOption) (*MsgRegisterNodeResponse, error) {
+	out := new(MsgRegisterNodeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Msg/RegisterNode", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) UpdateNode(ctx context.Context, in *MsgUpdateNode, opts ...grpc.CallOption) (*MsgUpdateNodeResponse, error) {
+	out := new(MsgUpdateNodeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Msg/UpdateNode", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) DeactivateNode(ctx context.Context, in *MsgDeactivateNode, opts ...grpc.CallOption) (*MsgDeactivateNodeResponse, error) {
+	out := new(MsgDeactivateNodeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Msg/DeactivateNode", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) ReactivateNode(ctx context.Context, in *MsgReactivateNode, opts ...grpc.CallOption) (*MsgReactivateNodeResponse, error) {
+	out := new(MsgReactivateNodeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Msg/ReactivateNode", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) ApproveNode(ctx context.Context, in *MsgApproveNode, opts ...grpc.CallOption) (*MsgApproveNodeResponse, error) {
+	out := new(MsgApproveNodeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Msg/ApproveNode", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) CommitChallenge(ctx context.Context, in *MsgCommitChallenge, opts ...grpc.CallOption) (*MsgCommitChallengeResponse, error) {
+	out := new(MsgCommitChallengeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Msg/CommitChallenge", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) RevealChallenge(ctx context.Context, in *MsgRevealChallenge, opts ...grpc.CallOption) (*MsgRevealChallengeResponse, error) {
+	out := new(MsgRevealChallengeResponse)
+	err := c.cc.Invoke(ctx, "/flops.gfl.v1.Msg/RevealChallenge", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MsgServer is the server API for Msg service.
 type MsgServer interface {
 	// UpdateParams replaces the module parameters; only the authority (x/gov) may call it.
 	UpdateParams(context.Context, *MsgUpdateParams) (*MsgUpdateParamsResponse, error)
+	// RegisterNode registers a machine; its collateral requirement is locked.
+	RegisterNode(context.Context, *MsgRegisterNode) (*MsgRegisterNodeResponse, error)
+	// UpdateNode replaces a node's inventory, location, endpoint, workloads, ask and claim.
+	UpdateNode(context.Context, *MsgUpdateNode) (*MsgUpdateNodeResponse, error)
+	// DeactivateNode takes a node off the market; its power is burned at once.
+	DeactivateNode(context.Context, *MsgDeactivateNode) (*MsgDeactivateNodeResponse, error)
+	// ReactivateNode puts an inactive node back on the market.
+	ReactivateNode(context.Context, *MsgReactivateNode) (*MsgReactivateNodeResponse, error)
+	// ApproveNode admits a pending node under GOVERNED admission; authority only.
+	ApproveNode(context.Context, *MsgApproveNode) (*MsgApproveNodeResponse, error)
+	// CommitChallenge commits the Merkle root of a PoCP answer.
+	CommitChallenge(context.Context, *MsgCommitChallenge) (*MsgCommitChallengeResponse, error)
+	// RevealChallenge opens the sampled chunks of a committed answer.
+	RevealChallenge(context.Context, *MsgRevealChallenge) (*MsgRevealChallengeResponse, error)
 }
 
 // UnimplementedMsgServer can be embedded to have forward compatible implementations.
@@ -201,6 +1187,27 @@ type UnimplementedMsgServer struct {
 
 func (*UnimplementedMsgServer) UpdateParams(ctx context.Context, req *MsgUpdateParams) (*MsgUpdateParamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method UpdateParams not implemented")
+}
+func (*UnimplementedMsgServer) RegisterNode(ctx context.Context, req *MsgRegisterNode) (*MsgRegisterNodeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RegisterNode not implemented")
+}
+func (*UnimplementedMsgServer) UpdateNode(ctx context.Context, req *MsgUpdateNode) (*MsgUpdateNodeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateNode not implemented")
+}
+func (*UnimplementedMsgServer) DeactivateNode(ctx context.Context, req *MsgDeactivateNode) (*MsgDeactivateNodeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeactivateNode not implemented")
+}
+func (*UnimplementedMsgServer) ReactivateNode(ctx context.Context, req *MsgReactivateNode) (*MsgReactivateNodeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReactivateNode not implemented")
+}
+func (*UnimplementedMsgServer) ApproveNode(ctx context.Context, req *MsgApproveNode) (*MsgApproveNodeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ApproveNode not implemented")
+}
+func (*UnimplementedMsgServer) CommitChallenge(ctx context.Context, req *MsgCommitChallenge) (*MsgCommitChallengeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CommitChallenge not implemented")
+}
+func (*UnimplementedMsgServer) RevealChallenge(ctx context.Context, req *MsgRevealChallenge) (*MsgRevealChallengeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RevealChallenge not implemented")
 }
 
 func RegisterMsgServer(s grpc1.Server, srv MsgServer) {
@@ -225,6 +1232,132 @@ func _Msg_UpdateParams_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Msg_RegisterNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgRegisterNode)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).RegisterNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Msg/RegisterNode",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).RegisterNode(ctx, req.(*MsgRegisterNode))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_UpdateNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgUpdateNode)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).UpdateNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Msg/UpdateNode",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).UpdateNode(ctx, req.(*MsgUpdateNode))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_DeactivateNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgDeactivateNode)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).DeactivateNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Msg/DeactivateNode",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).DeactivateNode(ctx, req.(*MsgDeactivateNode))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_ReactivateNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgReactivateNode)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).ReactivateNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Msg/ReactivateNode",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).ReactivateNode(ctx, req.(*MsgReactivateNode))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_ApproveNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgApproveNode)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).ApproveNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Msg/ApproveNode",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).ApproveNode(ctx, req.(*MsgApproveNode))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_CommitChallenge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgCommitChallenge)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).CommitChallenge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Msg/CommitChallenge",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).CommitChallenge(ctx, req.(*MsgCommitChallenge))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_RevealChallenge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgRevealChallenge)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).RevealChallenge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.gfl.v1.Msg/RevealChallenge",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).RevealChallenge(ctx, req.(*MsgRevealChallenge))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Msg_serviceDesc = _Msg_serviceDesc
 var _Msg_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.gfl.v1.Msg",
@@ -233,6 +1366,34 @@ var _Msg_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateParams",
 			Handler:    _Msg_UpdateParams_Handler,
+		},
+		{
+			MethodName: "RegisterNode",
+			Handler:    _Msg_RegisterNode_Handler,
+		},
+		{
+			MethodName: "UpdateNode",
+			Handler:    _Msg_UpdateNode_Handler,
+		},
+		{
+			MethodName: "DeactivateNode",
+			Handler:    _Msg_DeactivateNode_Handler,
+		},
+		{
+			MethodName: "ReactivateNode",
+			Handler:    _Msg_ReactivateNode_Handler,
+		},
+		{
+			MethodName: "ApproveNode",
+			Handler:    _Msg_ApproveNode_Handler,
+		},
+		{
+			MethodName: "CommitChallenge",
+			Handler:    _Msg_CommitChallenge_Handler,
+		},
+		{
+			MethodName: "RevealChallenge",
+			Handler:    _Msg_RevealChallenge_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -302,6 +1463,576 @@ func (m *MsgUpdateParamsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error)
 	return len(dAtA) - i, nil
 }
 
+func (m *NodeSpec) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *NodeSpec) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *NodeSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.ClaimedGflops != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.ClaimedGflops))
+		i--
+		dAtA[i] = 0x30
+	}
+	{
+		size, err := m.AskPerGpuHour.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if len(m.Workloads) > 0 {
+		dAtA4 := make([]byte, len(m.Workloads)*10)
+		var j3 int
+		for _, num := range m.Workloads {
+			for num >= 1<<7 {
+				dAtA4[j3] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j3++
+			}
+			dAtA4[j3] = uint8(num)
+			j3++
+		}
+		i -= j3
+		copy(dAtA[i:], dAtA4[:j3])
+		i = encodeVarintTx(dAtA, i, uint64(j3))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.Endpoint) > 0 {
+		i -= len(m.Endpoint)
+		copy(dAtA[i:], m.Endpoint)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Endpoint)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.Region) > 0 {
+		i -= len(m.Region)
+		copy(dAtA[i:], m.Region)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Region)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Gpus) > 0 {
+		for iNdEx := len(m.Gpus) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Gpus[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgRegisterNode) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgRegisterNode) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgRegisterNode) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Spec.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgRegisterNodeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgRegisterNodeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgRegisterNodeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Status != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.GpuClass) > 0 {
+		i -= len(m.GpuClass)
+		copy(dAtA[i:], m.GpuClass)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GpuClass)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgUpdateNode) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgUpdateNode) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgUpdateNode) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Spec.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if m.NodeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgUpdateNodeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgUpdateNodeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgUpdateNodeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.GpuClass) > 0 {
+		i -= len(m.GpuClass)
+		copy(dAtA[i:], m.GpuClass)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GpuClass)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgDeactivateNode) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgDeactivateNode) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgDeactivateNode) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgDeactivateNodeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgDeactivateNodeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgDeactivateNodeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgReactivateNode) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgReactivateNode) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgReactivateNode) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgReactivateNodeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgReactivateNodeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgReactivateNodeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Status != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgApproveNode) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgApproveNode) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgApproveNode) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Authority) > 0 {
+		i -= len(m.Authority)
+		copy(dAtA[i:], m.Authority)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Authority)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgApproveNodeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgApproveNodeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgApproveNodeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCommitChallenge) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCommitChallenge) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCommitChallenge) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Root) > 0 {
+		i -= len(m.Root)
+		copy(dAtA[i:], m.Root)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Root)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.ChallengeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.ChallengeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCommitChallengeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCommitChallengeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCommitChallengeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.RevealDeadlineHeight != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.RevealDeadlineHeight))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.SampleHeight != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.SampleHeight))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgRevealChallenge) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgRevealChallenge) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgRevealChallenge) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Proofs) > 0 {
+		for iNdEx := len(m.Proofs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Proofs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if m.ChallengeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.ChallengeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgRevealChallengeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgRevealChallengeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgRevealChallengeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.PowerGflops != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PowerGflops))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTx(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTx(v)
 	base := offset
@@ -334,6 +2065,253 @@ func (m *MsgUpdateParamsResponse) Size() (n int) {
 	}
 	var l int
 	_ = l
+	return n
+}
+
+func (m *NodeSpec) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Gpus) > 0 {
+		for _, e := range m.Gpus {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	l = len(m.Region)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.Endpoint)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if len(m.Workloads) > 0 {
+		l = 0
+		for _, e := range m.Workloads {
+			l += sovTx(uint64(e))
+		}
+		n += 1 + sovTx(uint64(l)) + l
+	}
+	l = m.AskPerGpuHour.Size()
+	n += 1 + l + sovTx(uint64(l))
+	if m.ClaimedGflops != 0 {
+		n += 1 + sovTx(uint64(m.ClaimedGflops))
+	}
+	return n
+}
+
+func (m *MsgRegisterNode) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = m.Spec.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgRegisterNodeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovTx(uint64(m.NodeId))
+	}
+	l = len(m.GpuClass)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.Status != 0 {
+		n += 1 + sovTx(uint64(m.Status))
+	}
+	return n
+}
+
+func (m *MsgUpdateNode) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTx(uint64(m.NodeId))
+	}
+	l = m.Spec.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgUpdateNodeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GpuClass)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgDeactivateNode) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTx(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *MsgDeactivateNodeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgReactivateNode) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTx(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *MsgReactivateNodeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Status != 0 {
+		n += 1 + sovTx(uint64(m.Status))
+	}
+	return n
+}
+
+func (m *MsgApproveNode) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Authority)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTx(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *MsgApproveNodeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgCommitChallenge) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.ChallengeId != 0 {
+		n += 1 + sovTx(uint64(m.ChallengeId))
+	}
+	l = len(m.Root)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgCommitChallengeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.SampleHeight != 0 {
+		n += 1 + sovTx(uint64(m.SampleHeight))
+	}
+	if m.RevealDeadlineHeight != 0 {
+		n += 1 + sovTx(uint64(m.RevealDeadlineHeight))
+	}
+	return n
+}
+
+func (m *MsgRevealChallenge) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.ChallengeId != 0 {
+		n += 1 + sovTx(uint64(m.ChallengeId))
+	}
+	if len(m.Proofs) > 0 {
+		for _, e := range m.Proofs {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgRevealChallengeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PowerGflops != 0 {
+		n += 1 + sovTx(uint64(m.PowerGflops))
+	}
 	return n
 }
 
@@ -487,6 +2465,1625 @@ func (m *MsgUpdateParamsResponse) Unmarshal(dAtA []byte) error {
 			return fmt.Errorf("proto: MsgUpdateParamsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
 		}
 		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *NodeSpec) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: NodeSpec: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: NodeSpec: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Gpus", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Gpus = append(m.Gpus, GpuInfo{})
+			if err := m.Gpus[len(m.Gpus)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Region", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Region = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Endpoint", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Endpoint = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType == 0 {
+				var v WorkloadClass
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTx
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= WorkloadClass(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Workloads = append(m.Workloads, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTx
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthTx
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthTx
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				if elementCount != 0 && len(m.Workloads) == 0 {
+					m.Workloads = make([]WorkloadClass, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v WorkloadClass
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowTx
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= WorkloadClass(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Workloads = append(m.Workloads, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Workloads", wireType)
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AskPerGpuHour", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.AskPerGpuHour.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClaimedGflops", wireType)
+			}
+			m.ClaimedGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ClaimedGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgRegisterNode) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgRegisterNode: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgRegisterNode: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Spec", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Spec.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgRegisterNodeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgRegisterNodeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgRegisterNodeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuClass", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuClass = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= NodeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgUpdateNode) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgUpdateNode: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgUpdateNode: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Spec", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Spec.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgUpdateNodeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgUpdateNodeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgUpdateNodeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuClass", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuClass = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgDeactivateNode) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgDeactivateNode: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgDeactivateNode: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgDeactivateNodeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgDeactivateNodeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgDeactivateNodeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgReactivateNode) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgReactivateNode: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgReactivateNode: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgReactivateNodeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgReactivateNodeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgReactivateNodeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= NodeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgApproveNode) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgApproveNode: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgApproveNode: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Authority", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Authority = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgApproveNodeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgApproveNodeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgApproveNodeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCommitChallenge) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCommitChallenge: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCommitChallenge: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengeId", wireType)
+			}
+			m.ChallengeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Root", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Root = append(m.Root[:0], dAtA[iNdEx:postIndex]...)
+			if m.Root == nil {
+				m.Root = []byte{}
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCommitChallengeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCommitChallengeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCommitChallengeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SampleHeight", wireType)
+			}
+			m.SampleHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SampleHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RevealDeadlineHeight", wireType)
+			}
+			m.RevealDeadlineHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RevealDeadlineHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgRevealChallenge) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgRevealChallenge: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgRevealChallenge: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengeId", wireType)
+			}
+			m.ChallengeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Proofs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Proofs = append(m.Proofs, ChunkProof{})
+			if err := m.Proofs[len(m.Proofs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgRevealChallengeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgRevealChallengeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgRevealChallengeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PowerGflops", wireType)
+			}
+			m.PowerGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PowerGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := skipTx(dAtA[iNdEx:])

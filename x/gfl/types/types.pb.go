@@ -5,11 +5,14 @@ package types
 
 import (
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
+	types "github.com/cosmos/cosmos-sdk/types"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	proto "github.com/cosmos/gogoproto/proto"
 	github_com_cosmos_gogoproto_types "github.com/cosmos/gogoproto/types"
 	_ "google.golang.org/protobuf/types/known/durationpb"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
 	io "io"
 	math "math"
 	math_bits "math/bits"
@@ -98,6 +101,86 @@ func (x WorkloadClass) String() string {
 
 func (WorkloadClass) EnumDescriptor() ([]byte, []int) {
 	return fileDescriptor_b9c2b6e56648214b, []int{1}
+}
+
+// NodeStatus is where a node is in its life.
+type NodeStatus int32
+
+const (
+	// NODE_STATUS_UNSPECIFIED is invalid.
+	NODE_STATUS_UNSPECIFIED NodeStatus = 0
+	// NODE_STATUS_PENDING: registered under GOVERNED admission, waiting for approval.
+	NODE_STATUS_PENDING NodeStatus = 1
+	// NODE_STATUS_ACTIVE: challenged, indexed and schedulable.
+	NODE_STATUS_ACTIVE NodeStatus = 2
+	// NODE_STATUS_INACTIVE: deactivated by its operator; no power, no work.
+	NODE_STATUS_INACTIVE NodeStatus = 3
+)
+
+var NodeStatus_name = map[int32]string{
+	0: "NODE_STATUS_UNSPECIFIED",
+	1: "NODE_STATUS_PENDING",
+	2: "NODE_STATUS_ACTIVE",
+	3: "NODE_STATUS_INACTIVE",
+}
+
+var NodeStatus_value = map[string]int32{
+	"NODE_STATUS_UNSPECIFIED": 0,
+	"NODE_STATUS_PENDING":     1,
+	"NODE_STATUS_ACTIVE":      2,
+	"NODE_STATUS_INACTIVE":    3,
+}
+
+func (x NodeStatus) String() string {
+	return proto.EnumName(NodeStatus_name, int32(x))
+}
+
+func (NodeStatus) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{2}
+}
+
+// ChallengeStatus is where a PoCP challenge is.
+type ChallengeStatus int32
+
+const (
+	// CHALLENGE_STATUS_UNSPECIFIED is invalid.
+	CHALLENGE_STATUS_UNSPECIFIED ChallengeStatus = 0
+	// CHALLENGE_STATUS_ISSUED: waiting for the commitment.
+	CHALLENGE_STATUS_ISSUED ChallengeStatus = 1
+	// CHALLENGE_STATUS_COMMITTED: waiting for the reveal.
+	CHALLENGE_STATUS_COMMITTED ChallengeStatus = 2
+	// CHALLENGE_STATUS_PASSED: the reveal verified; a power sample was recorded.
+	CHALLENGE_STATUS_PASSED ChallengeStatus = 3
+	// CHALLENGE_STATUS_FAILED: the commitment was not opened correctly in time: slashed.
+	CHALLENGE_STATUS_FAILED ChallengeStatus = 4
+	// CHALLENGE_STATUS_MISSED: no commitment in time: a zero sample.
+	CHALLENGE_STATUS_MISSED ChallengeStatus = 5
+)
+
+var ChallengeStatus_name = map[int32]string{
+	0: "CHALLENGE_STATUS_UNSPECIFIED",
+	1: "CHALLENGE_STATUS_ISSUED",
+	2: "CHALLENGE_STATUS_COMMITTED",
+	3: "CHALLENGE_STATUS_PASSED",
+	4: "CHALLENGE_STATUS_FAILED",
+	5: "CHALLENGE_STATUS_MISSED",
+}
+
+var ChallengeStatus_value = map[string]int32{
+	"CHALLENGE_STATUS_UNSPECIFIED": 0,
+	"CHALLENGE_STATUS_ISSUED":      1,
+	"CHALLENGE_STATUS_COMMITTED":   2,
+	"CHALLENGE_STATUS_PASSED":      3,
+	"CHALLENGE_STATUS_FAILED":      4,
+	"CHALLENGE_STATUS_MISSED":      5,
+}
+
+func (x ChallengeStatus) String() string {
+	return proto.EnumName(ChallengeStatus_name, int32(x))
+}
+
+func (ChallengeStatus) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{3}
 }
 
 // GpuClass is one row of the governance-set GPU class table. A GPU belongs to the first
@@ -317,7 +400,7 @@ func (m *WorkloadWeights) GetWeights() PerformanceFactors {
 
 // Params are the x/gfl parameters, set by governance.
 type Params struct {
-	// admission: OPEN or GOVERNED.
+	// admission OPEN or GOVERNED.
 	Admission Admission `protobuf:"varint,1,opt,name=admission,proto3,enum=flops.gfl.v1.Admission" json:"admission,omitempty"`
 	// gpu_classes is the GPU class table, matched in order.
 	GpuClasses []GpuClass `protobuf:"bytes,2,rep,name=gpu_classes,json=gpuClasses,proto3" json:"gpu_classes"`
@@ -355,6 +438,8 @@ type Params struct {
 	WrongAnswerJail time.Duration `protobuf:"bytes,18,opt,name=wrong_answer_jail,json=wrongAnswerJail,proto3,stdduration" json:"wrong_answer_jail"`
 	// max_samples_per_epoch bounds the power samples kept per node per epoch.
 	MaxSamplesPerEpoch uint32 `protobuf:"varint,19,opt,name=max_samples_per_epoch,json=maxSamplesPerEpoch,proto3" json:"max_samples_per_epoch,omitempty"`
+	// max_claimed_gflops bounds a node's claimed power (GFLOP/s).
+	MaxClaimedGflops uint64 `protobuf:"varint,20,opt,name=max_claimed_gflops,json=maxClaimedGflops,proto3" json:"max_claimed_gflops,omitempty"`
 }
 
 func (m *Params) Reset()         { *m = Params{} }
@@ -523,88 +608,1013 @@ func (m *Params) GetMaxSamplesPerEpoch() uint32 {
 	return 0
 }
 
+func (m *Params) GetMaxClaimedGflops() uint64 {
+	if m != nil {
+		return m.MaxClaimedGflops
+	}
+	return 0
+}
+
+// GpuInfo is one GPU as the worker read it from NVML.
+type GpuInfo struct {
+	// model is NVML's name, e.g. "NVIDIA H100 80GB HBM3".
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// uuid is NVML's GPU UUID ("GPU-..."), unique on the chain.
+	Uuid string `protobuf:"bytes,2,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	// memory_mib is the total memory in MiB.
+	MemoryMib uint64 `protobuf:"varint,3,opt,name=memory_mib,json=memoryMib,proto3" json:"memory_mib,omitempty"`
+	// compute_capability is "major.minor", e.g. "9.0".
+	ComputeCapability string `protobuf:"bytes,4,opt,name=compute_capability,json=computeCapability,proto3" json:"compute_capability,omitempty"`
+	// tensor_cores: the GPU has tensor cores.
+	TensorCores bool `protobuf:"varint,5,opt,name=tensor_cores,json=tensorCores,proto3" json:"tensor_cores,omitempty"`
+	// mig_capable: the GPU supports Multi-Instance GPU.
+	MigCapable bool `protobuf:"varint,6,opt,name=mig_capable,json=migCapable,proto3" json:"mig_capable,omitempty"`
+	// power_limit_watts is the enforced power limit.
+	PowerLimitWatts uint32 `protobuf:"varint,7,opt,name=power_limit_watts,json=powerLimitWatts,proto3" json:"power_limit_watts,omitempty"`
+}
+
+func (m *GpuInfo) Reset()         { *m = GpuInfo{} }
+func (m *GpuInfo) String() string { return proto.CompactTextString(m) }
+func (*GpuInfo) ProtoMessage()    {}
+func (*GpuInfo) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{4}
+}
+func (m *GpuInfo) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *GpuInfo) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_GpuInfo.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *GpuInfo) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_GpuInfo.Merge(m, src)
+}
+func (m *GpuInfo) XXX_Size() int {
+	return m.Size()
+}
+func (m *GpuInfo) XXX_DiscardUnknown() {
+	xxx_messageInfo_GpuInfo.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_GpuInfo proto.InternalMessageInfo
+
+func (m *GpuInfo) GetModel() string {
+	if m != nil {
+		return m.Model
+	}
+	return ""
+}
+
+func (m *GpuInfo) GetUuid() string {
+	if m != nil {
+		return m.Uuid
+	}
+	return ""
+}
+
+func (m *GpuInfo) GetMemoryMib() uint64 {
+	if m != nil {
+		return m.MemoryMib
+	}
+	return 0
+}
+
+func (m *GpuInfo) GetComputeCapability() string {
+	if m != nil {
+		return m.ComputeCapability
+	}
+	return ""
+}
+
+func (m *GpuInfo) GetTensorCores() bool {
+	if m != nil {
+		return m.TensorCores
+	}
+	return false
+}
+
+func (m *GpuInfo) GetMigCapable() bool {
+	if m != nil {
+		return m.MigCapable
+	}
+	return false
+}
+
+func (m *GpuInfo) GetPowerLimitWatts() uint32 {
+	if m != nil {
+		return m.PowerLimitWatts
+	}
+	return 0
+}
+
+// Node is one machine offering its GPUs on the market.
+type Node struct {
+	// id is unique per chain.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// operator is the provider account that registered and runs the node.
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// gpus is the inventory; all GPUs of a node belong to one class.
+	Gpus []GpuInfo `protobuf:"bytes,3,rep,name=gpus,proto3" json:"gpus"`
+	// gpu_class is the class of every GPU of the node, from the params' table.
+	GpuClass string `protobuf:"bytes,4,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// region is a free-form location tag, e.g. "eu-west".
+	Region string `protobuf:"bytes,5,opt,name=region,proto3" json:"region,omitempty"`
+	// endpoint is the worker's public HTTP(S) URL; job owners fetch outputs there.
+	Endpoint string `protobuf:"bytes,6,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// workloads the node accepts.
+	Workloads []WorkloadClass `protobuf:"varint,7,rep,packed,name=workloads,proto3,enum=flops.gfl.v1.WorkloadClass" json:"workloads,omitempty"`
+	// ask_per_gpu_hour is the node's list price.
+	AskPerGpuHour types.Coin `protobuf:"bytes,8,opt,name=ask_per_gpu_hour,json=askPerGpuHour,proto3" json:"ask_per_gpu_hour"`
+	// claimed_gflops is the operator's power estimate (GFLOP/s); it sizes the first
+	// challenges until a verified sample exists.
+	ClaimedGflops uint64 `protobuf:"varint,9,opt,name=claimed_gflops,json=claimedGflops,proto3" json:"claimed_gflops,omitempty"`
+	// status of the node.
+	Status NodeStatus `protobuf:"varint,10,opt,name=status,proto3,enum=flops.gfl.v1.NodeStatus" json:"status,omitempty"`
+	// approved: admitted once (always true under OPEN admission).
+	Approved bool `protobuf:"varint,11,opt,name=approved,proto3" json:"approved,omitempty"`
+	// power_gflops is the node's GFL index at the last rebalance: median verified sample
+	// times availability, in GFLOP/s (= ugfl).
+	PowerGflops uint64 `protobuf:"varint,12,opt,name=power_gflops,json=powerGflops,proto3" json:"power_gflops,omitempty"`
+	// median_gflops and availability_ppm are the two factors of power_gflops.
+	MedianGflops uint64 `protobuf:"varint,13,opt,name=median_gflops,json=medianGflops,proto3" json:"median_gflops,omitempty"`
+	// availability_ppm: challenges passed / challenges issued in the epoch.
+	AvailabilityPpm uint32 `protobuf:"varint,14,opt,name=availability_ppm,json=availabilityPpm,proto3" json:"availability_ppm,omitempty"`
+	// power_epoch is the epoch of the last rebalance.
+	PowerEpoch uint64 `protobuf:"varint,15,opt,name=power_epoch,json=powerEpoch,proto3" json:"power_epoch,omitempty"`
+	// last_sample_gflops is the latest verified power sample.
+	LastSampleGflops uint64 `protobuf:"varint,16,opt,name=last_sample_gflops,json=lastSampleGflops,proto3" json:"last_sample_gflops,omitempty"`
+	// open_challenge is the id of the challenge in progress, 0 if none.
+	OpenChallenge uint64 `protobuf:"varint,17,opt,name=open_challenge,json=openChallenge,proto3" json:"open_challenge,omitempty"`
+	// next_challenge_height is when the next challenge is due.
+	NextChallengeHeight int64 `protobuf:"varint,18,opt,name=next_challenge_height,json=nextChallengeHeight,proto3" json:"next_challenge_height,omitempty"`
+	// registered_height is the height of registration.
+	RegisteredHeight int64 `protobuf:"varint,19,opt,name=registered_height,json=registeredHeight,proto3" json:"registered_height,omitempty"`
+}
+
+func (m *Node) Reset()         { *m = Node{} }
+func (m *Node) String() string { return proto.CompactTextString(m) }
+func (*Node) ProtoMessage()    {}
+func (*Node) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{5}
+}
+func (m *Node) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Node) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Node.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Node) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Node.Merge(m, src)
+}
+func (m *Node) XXX_Size() int {
+	return m.Size()
+}
+func (m *Node) XXX_DiscardUnknown() {
+	xxx_messageInfo_Node.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Node proto.InternalMessageInfo
+
+func (m *Node) GetId() uint64 {
+	if m != nil {
+		return m.Id
+	}
+	return 0
+}
+
+func (m *Node) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *Node) GetGpus() []GpuInfo {
+	if m != nil {
+		return m.Gpus
+	}
+	return nil
+}
+
+func (m *Node) GetGpuClass() string {
+	if m != nil {
+		return m.GpuClass
+	}
+	return ""
+}
+
+func (m *Node) GetRegion() string {
+	if m != nil {
+		return m.Region
+	}
+	return ""
+}
+
+func (m *Node) GetEndpoint() string {
+	if m != nil {
+		return m.Endpoint
+	}
+	return ""
+}
+
+func (m *Node) GetWorkloads() []WorkloadClass {
+	if m != nil {
+		return m.Workloads
+	}
+	return nil
+}
+
+func (m *Node) GetAskPerGpuHour() types.Coin {
+	if m != nil {
+		return m.AskPerGpuHour
+	}
+	return types.Coin{}
+}
+
+func (m *Node) GetClaimedGflops() uint64 {
+	if m != nil {
+		return m.ClaimedGflops
+	}
+	return 0
+}
+
+func (m *Node) GetStatus() NodeStatus {
+	if m != nil {
+		return m.Status
+	}
+	return NODE_STATUS_UNSPECIFIED
+}
+
+func (m *Node) GetApproved() bool {
+	if m != nil {
+		return m.Approved
+	}
+	return false
+}
+
+func (m *Node) GetPowerGflops() uint64 {
+	if m != nil {
+		return m.PowerGflops
+	}
+	return 0
+}
+
+func (m *Node) GetMedianGflops() uint64 {
+	if m != nil {
+		return m.MedianGflops
+	}
+	return 0
+}
+
+func (m *Node) GetAvailabilityPpm() uint32 {
+	if m != nil {
+		return m.AvailabilityPpm
+	}
+	return 0
+}
+
+func (m *Node) GetPowerEpoch() uint64 {
+	if m != nil {
+		return m.PowerEpoch
+	}
+	return 0
+}
+
+func (m *Node) GetLastSampleGflops() uint64 {
+	if m != nil {
+		return m.LastSampleGflops
+	}
+	return 0
+}
+
+func (m *Node) GetOpenChallenge() uint64 {
+	if m != nil {
+		return m.OpenChallenge
+	}
+	return 0
+}
+
+func (m *Node) GetNextChallengeHeight() int64 {
+	if m != nil {
+		return m.NextChallengeHeight
+	}
+	return 0
+}
+
+func (m *Node) GetRegisteredHeight() int64 {
+	if m != nil {
+		return m.RegisteredHeight
+	}
+	return 0
+}
+
+// Challenge is one PoCP challenge (docs/pocp.md). Finished challenges are removed from
+// state; their outcome stays in the events and the node's epoch statistics.
+type Challenge struct {
+	// id is unique per chain; it is also the nonce of the seed.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// node_id of the challenged node.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator of the node, who must answer.
+	Operator string `protobuf:"bytes,3,opt,name=operator,proto3" json:"operator,omitempty"`
+	// seed of the matrices (32 bytes).
+	Seed []byte `protobuf:"bytes,4,opt,name=seed,proto3" json:"seed,omitempty"`
+	// n is the matrix size.
+	N uint32 `protobuf:"varint,5,opt,name=n,proto3" json:"n,omitempty"`
+	// r is the number of rounds.
+	R uint32 `protobuf:"varint,6,opt,name=r,proto3" json:"r,omitempty"`
+	// samples (k) the reveal must open.
+	Samples uint32 `protobuf:"varint,7,opt,name=samples,proto3" json:"samples,omitempty"`
+	// issued_height and issued_time: the block that issued the challenge.
+	IssuedHeight int64 `protobuf:"varint,8,opt,name=issued_height,json=issuedHeight,proto3" json:"issued_height,omitempty"`
+	// issued_time: see issued_height.
+	IssuedTime time.Time `protobuf:"bytes,9,opt,name=issued_time,json=issuedTime,proto3,stdtime" json:"issued_time"`
+	// commit_deadline: the commitment must land at or before it.
+	CommitDeadline time.Time `protobuf:"bytes,10,opt,name=commit_deadline,json=commitDeadline,proto3,stdtime" json:"commit_deadline"`
+	// status of the challenge.
+	Status ChallengeStatus `protobuf:"varint,11,opt,name=status,proto3,enum=flops.gfl.v1.ChallengeStatus" json:"status,omitempty"`
+	// root is the committed Merkle root (32 bytes).
+	Root []byte `protobuf:"bytes,12,opt,name=root,proto3" json:"root,omitempty"`
+	// commit_height and commit_time: the block of the commitment.
+	CommitHeight int64 `protobuf:"varint,13,opt,name=commit_height,json=commitHeight,proto3" json:"commit_height,omitempty"`
+	// commit_time: see commit_height.
+	CommitTime time.Time `protobuf:"bytes,14,opt,name=commit_time,json=commitTime,proto3,stdtime" json:"commit_time"`
+	// reveal_deadline_height: the reveal must land at or before it, and after
+	// commit_height + 1 (whose hash draws the samples).
+	RevealDeadlineHeight int64 `protobuf:"varint,15,opt,name=reveal_deadline_height,json=revealDeadlineHeight,proto3" json:"reveal_deadline_height,omitempty"`
+	// epoch whose statistics the outcome counts in.
+	Epoch uint64 `protobuf:"varint,16,opt,name=epoch,proto3" json:"epoch,omitempty"`
+}
+
+func (m *Challenge) Reset()         { *m = Challenge{} }
+func (m *Challenge) String() string { return proto.CompactTextString(m) }
+func (*Challenge) ProtoMessage()    {}
+func (*Challenge) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{6}
+}
+func (m *Challenge) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Challenge) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Challenge.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Challenge) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Challenge.Merge(m, src)
+}
+func (m *Challenge) XXX_Size() int {
+	return m.Size()
+}
+func (m *Challenge) XXX_DiscardUnknown() {
+	xxx_messageInfo_Challenge.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Challenge proto.InternalMessageInfo
+
+func (m *Challenge) GetId() uint64 {
+	if m != nil {
+		return m.Id
+	}
+	return 0
+}
+
+func (m *Challenge) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *Challenge) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *Challenge) GetSeed() []byte {
+	if m != nil {
+		return m.Seed
+	}
+	return nil
+}
+
+func (m *Challenge) GetN() uint32 {
+	if m != nil {
+		return m.N
+	}
+	return 0
+}
+
+func (m *Challenge) GetR() uint32 {
+	if m != nil {
+		return m.R
+	}
+	return 0
+}
+
+func (m *Challenge) GetSamples() uint32 {
+	if m != nil {
+		return m.Samples
+	}
+	return 0
+}
+
+func (m *Challenge) GetIssuedHeight() int64 {
+	if m != nil {
+		return m.IssuedHeight
+	}
+	return 0
+}
+
+func (m *Challenge) GetIssuedTime() time.Time {
+	if m != nil {
+		return m.IssuedTime
+	}
+	return time.Time{}
+}
+
+func (m *Challenge) GetCommitDeadline() time.Time {
+	if m != nil {
+		return m.CommitDeadline
+	}
+	return time.Time{}
+}
+
+func (m *Challenge) GetStatus() ChallengeStatus {
+	if m != nil {
+		return m.Status
+	}
+	return CHALLENGE_STATUS_UNSPECIFIED
+}
+
+func (m *Challenge) GetRoot() []byte {
+	if m != nil {
+		return m.Root
+	}
+	return nil
+}
+
+func (m *Challenge) GetCommitHeight() int64 {
+	if m != nil {
+		return m.CommitHeight
+	}
+	return 0
+}
+
+func (m *Challenge) GetCommitTime() time.Time {
+	if m != nil {
+		return m.CommitTime
+	}
+	return time.Time{}
+}
+
+func (m *Challenge) GetRevealDeadlineHeight() int64 {
+	if m != nil {
+		return m.RevealDeadlineHeight
+	}
+	return 0
+}
+
+func (m *Challenge) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+// ChunkProof opens one 1 KiB chunk of the answer.
+type ChunkProof struct {
+	// index of the chunk (leaf).
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// chunk: 1,024 bytes, 256 little-endian int32 entries.
+	Chunk []byte `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	// path: the RFC 6962 audit path, leaf to root, 32 bytes each.
+	Path [][]byte `protobuf:"bytes,3,rep,name=path,proto3" json:"path,omitempty"`
+}
+
+func (m *ChunkProof) Reset()         { *m = ChunkProof{} }
+func (m *ChunkProof) String() string { return proto.CompactTextString(m) }
+func (*ChunkProof) ProtoMessage()    {}
+func (*ChunkProof) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{7}
+}
+func (m *ChunkProof) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *ChunkProof) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_ChunkProof.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *ChunkProof) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_ChunkProof.Merge(m, src)
+}
+func (m *ChunkProof) XXX_Size() int {
+	return m.Size()
+}
+func (m *ChunkProof) XXX_DiscardUnknown() {
+	xxx_messageInfo_ChunkProof.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_ChunkProof proto.InternalMessageInfo
+
+func (m *ChunkProof) GetIndex() uint64 {
+	if m != nil {
+		return m.Index
+	}
+	return 0
+}
+
+func (m *ChunkProof) GetChunk() []byte {
+	if m != nil {
+		return m.Chunk
+	}
+	return nil
+}
+
+func (m *ChunkProof) GetPath() [][]byte {
+	if m != nil {
+		return m.Path
+	}
+	return nil
+}
+
+// NodeEpochStats are a node's challenge results in one epoch.
+type NodeEpochStats struct {
+	// node_id of the node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// epoch the results count in.
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// issued challenges.
+	Issued uint32 `protobuf:"varint,3,opt,name=issued,proto3" json:"issued,omitempty"`
+	// passed challenges.
+	Passed uint32 `protobuf:"varint,4,opt,name=passed,proto3" json:"passed,omitempty"`
+	// failed challenges (wrong or unopened answers).
+	Failed uint32 `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
+	// missed challenges (no commitment).
+	Missed uint32 `protobuf:"varint,6,opt,name=missed,proto3" json:"missed,omitempty"`
+	// samples: verified power samples (GFLOP/s), in order, at most max_samples_per_epoch.
+	Samples []uint64 `protobuf:"varint,7,rep,packed,name=samples,proto3" json:"samples,omitempty"`
+}
+
+func (m *NodeEpochStats) Reset()         { *m = NodeEpochStats{} }
+func (m *NodeEpochStats) String() string { return proto.CompactTextString(m) }
+func (*NodeEpochStats) ProtoMessage()    {}
+func (*NodeEpochStats) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{8}
+}
+func (m *NodeEpochStats) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *NodeEpochStats) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_NodeEpochStats.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *NodeEpochStats) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_NodeEpochStats.Merge(m, src)
+}
+func (m *NodeEpochStats) XXX_Size() int {
+	return m.Size()
+}
+func (m *NodeEpochStats) XXX_DiscardUnknown() {
+	xxx_messageInfo_NodeEpochStats.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_NodeEpochStats proto.InternalMessageInfo
+
+func (m *NodeEpochStats) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *NodeEpochStats) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *NodeEpochStats) GetIssued() uint32 {
+	if m != nil {
+		return m.Issued
+	}
+	return 0
+}
+
+func (m *NodeEpochStats) GetPassed() uint32 {
+	if m != nil {
+		return m.Passed
+	}
+	return 0
+}
+
+func (m *NodeEpochStats) GetFailed() uint32 {
+	if m != nil {
+		return m.Failed
+	}
+	return 0
+}
+
+func (m *NodeEpochStats) GetMissed() uint32 {
+	if m != nil {
+		return m.Missed
+	}
+	return 0
+}
+
+func (m *NodeEpochStats) GetSamples() []uint64 {
+	if m != nil {
+		return m.Samples
+	}
+	return nil
+}
+
+// WorkloadPower is power corrected for one workload class.
+type WorkloadPower struct {
+	// workload class.
+	Workload WorkloadClass `protobuf:"varint,1,opt,name=workload,proto3,enum=flops.gfl.v1.WorkloadClass" json:"workload,omitempty"`
+	// gflops: FLOPS_corrected = FLOPS_measured * W_class, in GFLOP/s.
+	Gflops uint64 `protobuf:"varint,2,opt,name=gflops,proto3" json:"gflops,omitempty"`
+}
+
+func (m *WorkloadPower) Reset()         { *m = WorkloadPower{} }
+func (m *WorkloadPower) String() string { return proto.CompactTextString(m) }
+func (*WorkloadPower) ProtoMessage()    {}
+func (*WorkloadPower) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{9}
+}
+func (m *WorkloadPower) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *WorkloadPower) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_WorkloadPower.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *WorkloadPower) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_WorkloadPower.Merge(m, src)
+}
+func (m *WorkloadPower) XXX_Size() int {
+	return m.Size()
+}
+func (m *WorkloadPower) XXX_DiscardUnknown() {
+	xxx_messageInfo_WorkloadPower.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_WorkloadPower proto.InternalMessageInfo
+
+func (m *WorkloadPower) GetWorkload() WorkloadClass {
+	if m != nil {
+		return m.Workload
+	}
+	return WORKLOAD_CLASS_UNSPECIFIED
+}
+
+func (m *WorkloadPower) GetGflops() uint64 {
+	if m != nil {
+		return m.Gflops
+	}
+	return 0
+}
+
+// NetworkPower is the network's GFL index, kept up to date by the rebalance.
+type NetworkPower struct {
+	// total_gflops: sum of the nodes' power_gflops = ugfl supply.
+	TotalGflops uint64 `protobuf:"varint,1,opt,name=total_gflops,json=totalGflops,proto3" json:"total_gflops,omitempty"`
+	// by_workload: corrected totals per workload class.
+	ByWorkload []WorkloadPower `protobuf:"bytes,2,rep,name=by_workload,json=byWorkload,proto3" json:"by_workload"`
+	// nodes counted (power > 0).
+	Nodes uint64 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
+}
+
+func (m *NetworkPower) Reset()         { *m = NetworkPower{} }
+func (m *NetworkPower) String() string { return proto.CompactTextString(m) }
+func (*NetworkPower) ProtoMessage()    {}
+func (*NetworkPower) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{10}
+}
+func (m *NetworkPower) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *NetworkPower) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_NetworkPower.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *NetworkPower) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_NetworkPower.Merge(m, src)
+}
+func (m *NetworkPower) XXX_Size() int {
+	return m.Size()
+}
+func (m *NetworkPower) XXX_DiscardUnknown() {
+	xxx_messageInfo_NetworkPower.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_NetworkPower proto.InternalMessageInfo
+
+func (m *NetworkPower) GetTotalGflops() uint64 {
+	if m != nil {
+		return m.TotalGflops
+	}
+	return 0
+}
+
+func (m *NetworkPower) GetByWorkload() []WorkloadPower {
+	if m != nil {
+		return m.ByWorkload
+	}
+	return nil
+}
+
+func (m *NetworkPower) GetNodes() uint64 {
+	if m != nil {
+		return m.Nodes
+	}
+	return 0
+}
+
+// RebalanceState tracks the bounded rebalance of past epochs.
+type RebalanceState struct {
+	// stats_epoch is the epoch that new challenge results count in.
+	StatsEpoch uint64 `protobuf:"varint,1,opt,name=stats_epoch,json=statsEpoch,proto3" json:"stats_epoch,omitempty"`
+	// pending epochs to rebalance, oldest first.
+	Pending []uint64 `protobuf:"varint,2,rep,packed,name=pending,proto3" json:"pending,omitempty"`
+	// cursor: the last node id rebalanced for pending[0].
+	Cursor uint64 `protobuf:"varint,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
+}
+
+func (m *RebalanceState) Reset()         { *m = RebalanceState{} }
+func (m *RebalanceState) String() string { return proto.CompactTextString(m) }
+func (*RebalanceState) ProtoMessage()    {}
+func (*RebalanceState) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9c2b6e56648214b, []int{11}
+}
+func (m *RebalanceState) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *RebalanceState) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_RebalanceState.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *RebalanceState) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_RebalanceState.Merge(m, src)
+}
+func (m *RebalanceState) XXX_Size() int {
+	return m.Size()
+}
+func (m *RebalanceState) XXX_DiscardUnknown() {
+	xxx_messageInfo_RebalanceState.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_RebalanceState proto.InternalMessageInfo
+
+func (m *RebalanceState) GetStatsEpoch() uint64 {
+	if m != nil {
+		return m.StatsEpoch
+	}
+	return 0
+}
+
+func (m *RebalanceState) GetPending() []uint64 {
+	if m != nil {
+		return m.Pending
+	}
+	return nil
+}
+
+func (m *RebalanceState) GetCursor() uint64 {
+	if m != nil {
+		return m.Cursor
+	}
+	return 0
+}
+
 func init() {
 	proto.RegisterEnum("flops.gfl.v1.Admission", Admission_name, Admission_value)
 	proto.RegisterEnum("flops.gfl.v1.WorkloadClass", WorkloadClass_name, WorkloadClass_value)
+	proto.RegisterEnum("flops.gfl.v1.NodeStatus", NodeStatus_name, NodeStatus_value)
+	proto.RegisterEnum("flops.gfl.v1.ChallengeStatus", ChallengeStatus_name, ChallengeStatus_value)
 	proto.RegisterType((*GpuClass)(nil), "flops.gfl.v1.GpuClass")
 	proto.RegisterType((*PerformanceFactors)(nil), "flops.gfl.v1.PerformanceFactors")
 	proto.RegisterType((*WorkloadWeights)(nil), "flops.gfl.v1.WorkloadWeights")
 	proto.RegisterType((*Params)(nil), "flops.gfl.v1.Params")
+	proto.RegisterType((*GpuInfo)(nil), "flops.gfl.v1.GpuInfo")
+	proto.RegisterType((*Node)(nil), "flops.gfl.v1.Node")
+	proto.RegisterType((*Challenge)(nil), "flops.gfl.v1.Challenge")
+	proto.RegisterType((*ChunkProof)(nil), "flops.gfl.v1.ChunkProof")
+	proto.RegisterType((*NodeEpochStats)(nil), "flops.gfl.v1.NodeEpochStats")
+	proto.RegisterType((*WorkloadPower)(nil), "flops.gfl.v1.WorkloadPower")
+	proto.RegisterType((*NetworkPower)(nil), "flops.gfl.v1.NetworkPower")
+	proto.RegisterType((*RebalanceState)(nil), "flops.gfl.v1.RebalanceState")
 }
 
 func init() { proto.RegisterFile("flops/gfl/v1/types.proto", fileDescriptor_b9c2b6e56648214b) }
 
 var fileDescriptor_b9c2b6e56648214b = []byte{
-	// 1104 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x94, 0x96, 0x4d, 0x6f, 0xdb, 0x46,
-	0x13, 0xc7, 0x45, 0x5b, 0x8f, 0x63, 0xad, 0x2d, 0x89, 0x5a, 0xbf, 0xd1, 0xce, 0x53, 0xc5, 0x30,
-	0xda, 0xc2, 0x76, 0x01, 0xa9, 0x76, 0x90, 0xa6, 0xc8, 0xa5, 0xd0, 0x0b, 0xed, 0xaa, 0x89, 0x69,
-	0x81, 0x72, 0xeb, 0xa2, 0x17, 0x62, 0x45, 0xad, 0x68, 0xd6, 0xe4, 0x2e, 0xb1, 0x4b, 0x59, 0xf2,
-	0x37, 0x28, 0x7a, 0x6a, 0x6f, 0xbd, 0xf7, 0x92, 0x63, 0x3e, 0x46, 0x80, 0x5e, 0x72, 0xec, 0xa1,
-	0x68, 0x0a, 0xfb, 0x90, 0xaf, 0x51, 0x70, 0x48, 0x51, 0x2f, 0xcd, 0x25, 0x17, 0x43, 0x9e, 0xdf,
-	0xff, 0x3f, 0x9c, 0x9d, 0x59, 0x8e, 0x84, 0xb4, 0xbe, 0xc7, 0x03, 0x59, 0x75, 0xfa, 0x5e, 0xf5,
-	0xe6, 0xa8, 0x1a, 0xde, 0x06, 0x54, 0x56, 0x02, 0xc1, 0x43, 0x8e, 0x57, 0x81, 0x54, 0x9c, 0xbe,
-	0x57, 0xb9, 0x39, 0xda, 0x59, 0x77, 0xb8, 0xc3, 0x01, 0x54, 0xa3, 0x4f, 0xb1, 0x66, 0xa7, 0x44,
-	0x7c, 0x97, 0xf1, 0x2a, 0xfc, 0x4d, 0x42, 0x65, 0x87, 0x73, 0xc7, 0xa3, 0x55, 0xf8, 0xaf, 0x3b,
-	0xe8, 0x57, 0x7b, 0x03, 0x41, 0x42, 0x97, 0xb3, 0x98, 0xef, 0xfd, 0xa5, 0xa0, 0xe5, 0xd3, 0x60,
-	0xd0, 0xf0, 0x88, 0x94, 0x18, 0xa3, 0x2c, 0x23, 0x3e, 0xd5, 0x94, 0x5d, 0x65, 0x3f, 0x67, 0xc2,
-	0x67, 0x7c, 0x80, 0x54, 0x9f, 0xf7, 0xa8, 0x67, 0xc9, 0x41, 0x57, 0x86, 0xc2, 0x65, 0x8e, 0xd4,
-	0x16, 0x76, 0x17, 0xf7, 0x73, 0x66, 0x11, 0xe2, 0x9d, 0x34, 0x8c, 0x3f, 0x46, 0x05, 0xdf, 0x65,
-	0x96, 0x4f, 0x7d, 0x2e, 0x6e, 0x2d, 0xdf, 0xed, 0x6a, 0x8b, 0xbb, 0xca, 0x7e, 0xd6, 0x5c, 0xf5,
-	0x5d, 0x76, 0x06, 0xc1, 0x33, 0xb7, 0x0b, 0x2a, 0x32, 0x9a, 0x56, 0x65, 0x13, 0x15, 0x19, 0x4d,
-	0x54, 0x3a, 0x7a, 0xd0, 0x27, 0x76, 0xc8, 0x85, 0xd4, 0xfe, 0xb7, 0xab, 0xec, 0xaf, 0x1c, 0xef,
-	0x56, 0xa6, 0x1b, 0x50, 0x69, 0x53, 0xd1, 0xe7, 0xc2, 0x27, 0xcc, 0xa6, 0x27, 0xb1, 0xae, 0x9e,
-	0x7b, 0xfd, 0xf7, 0xa3, 0xcc, 0xcb, 0x77, 0xaf, 0x0e, 0x15, 0x73, 0xec, 0xdd, 0xfb, 0x43, 0x41,
-	0xf8, 0xbf, 0x52, 0xfc, 0x39, 0x5a, 0x4f, 0x9e, 0xdf, 0x25, 0xac, 0x37, 0x74, 0x7b, 0xe1, 0x95,
-	0x15, 0x04, 0x3e, 0x1c, 0x3c, 0x6f, 0xe2, 0x98, 0xd5, 0xc7, 0xa8, 0x1d, 0xf8, 0xb8, 0x82, 0xd6,
-	0x12, 0x87, 0x4d, 0x02, 0x62, 0xbb, 0xe1, 0x2d, 0x18, 0x16, 0xc0, 0x50, 0x8a, 0x51, 0x23, 0x21,
-	0x91, 0x7e, 0x1f, 0xa9, 0x21, 0x65, 0x92, 0x0b, 0xcb, 0xe6, 0x82, 0x4a, 0x10, 0x2f, 0x82, 0xb8,
-	0x10, 0xc7, 0x1b, 0x51, 0x38, 0x52, 0x1e, 0x20, 0xd5, 0x65, 0x21, 0x15, 0x36, 0x67, 0x8c, 0xda,
-	0x21, 0x28, 0xb3, 0xa0, 0x2c, 0x4e, 0xc7, 0xdb, 0x81, 0xbf, 0xf7, 0xab, 0x82, 0x8a, 0x97, 0x5c,
-	0x5c, 0x7b, 0x9c, 0xf4, 0x2e, 0xa9, 0xeb, 0x5c, 0x85, 0x12, 0x3f, 0x45, 0xcb, 0xc3, 0x24, 0x04,
-	0xe5, 0x17, 0x8e, 0x1f, 0xce, 0x76, 0x6a, 0x6c, 0x80, 0x11, 0x9b, 0xa9, 0x38, 0xea, 0xf0, 0x30,
-	0xce, 0x01, 0xa7, 0xf8, 0xd0, 0x0e, 0x27, 0xde, 0xbd, 0xb7, 0xcb, 0x68, 0xa9, 0x4d, 0x04, 0xf1,
-	0x25, 0x7e, 0x82, 0x72, 0xa4, 0xe7, 0xbb, 0x52, 0xba, 0x9c, 0x25, 0xb5, 0x6c, 0xcd, 0xe6, 0xac,
-	0x8d, 0xb1, 0x39, 0x51, 0xe2, 0x3a, 0x5a, 0x71, 0x82, 0x81, 0x65, 0x47, 0xf5, 0xd1, 0xf8, 0x72,
-	0xad, 0x1c, 0x6f, 0xce, 0x1a, 0xc7, 0x57, 0x74, 0xba, 0x04, 0xe4, 0x24, 0x41, 0x2a, 0x71, 0x07,
-	0xa9, 0xe3, 0x83, 0x59, 0xe3, 0x53, 0x2d, 0x42, 0xa2, 0x8f, 0xde, 0xdf, 0x8d, 0xa4, 0x7d, 0xd3,
-	0xf9, 0x8a, 0xc3, 0xb9, 0xd6, 0x1e, 0x20, 0x95, 0x06, 0xdc, 0xbe, 0xb2, 0xdc, 0x1e, 0x65, 0xa1,
-	0xdb, 0x77, 0xa9, 0x80, 0xc9, 0xe4, 0xcc, 0x22, 0xc4, 0x5b, 0x69, 0x18, 0x1f, 0xa0, 0x52, 0x74,
-	0xa9, 0x9d, 0x60, 0x20, 0xad, 0x80, 0x0a, 0x8b, 0xf1, 0x1e, 0x85, 0x8b, 0x9b, 0x37, 0xa3, 0xdb,
-	0x7e, 0x1a, 0x0c, 0x64, 0x9b, 0x0a, 0x83, 0xf7, 0x28, 0x7e, 0x86, 0xb6, 0xed, 0x2b, 0xe2, 0x79,
-	0x94, 0x39, 0xd4, 0x82, 0x09, 0xdf, 0x10, 0xcf, 0xea, 0x7a, 0xdc, 0xbe, 0x96, 0xda, 0x12, 0xbc,
-	0x0a, 0x5b, 0xa9, 0xa0, 0x95, 0xf0, 0x3a, 0x60, 0xfc, 0x25, 0xd2, 0x26, 0xde, 0x90, 0x08, 0x87,
-	0x86, 0x96, 0xa4, 0x36, 0x67, 0x3d, 0xa9, 0x3d, 0x00, 0xeb, 0x66, 0xca, 0x2f, 0x00, 0x77, 0x62,
-	0x8a, 0xbb, 0xd3, 0x4e, 0x9b, 0xfb, 0xbe, 0x1b, 0x5a, 0xa1, 0xeb, 0x53, 0x3e, 0x08, 0xb5, 0x65,
-	0x18, 0xff, 0x76, 0x25, 0x5e, 0x15, 0x95, 0xf1, 0xaa, 0xa8, 0x34, 0x93, 0x55, 0x51, 0xcf, 0x47,
-	0x4d, 0xfa, 0xed, 0xed, 0x23, 0x25, 0x6e, 0xd4, 0xe4, 0x19, 0x0d, 0x48, 0x74, 0x11, 0xe7, 0xc1,
-	0x5f, 0xa0, 0x49, 0xe1, 0x96, 0xa0, 0x37, 0x74, 0x72, 0xae, 0x1c, 0x14, 0xb7, 0x91, 0x62, 0x13,
-	0x68, 0x72, 0xaa, 0xcf, 0x50, 0x69, 0xe2, 0x93, 0xc4, 0x0f, 0x3c, 0x2a, 0x35, 0x04, 0xcd, 0x53,
-	0x53, 0xd0, 0x89, 0xe3, 0xf8, 0x53, 0x54, 0x9c, 0x88, 0xa3, 0x75, 0xc3, 0xb4, 0x15, 0x90, 0xe6,
-	0xd3, 0xf0, 0x99, 0xcb, 0x8c, 0x39, 0x1d, 0x19, 0x59, 0x4c, 0x5b, 0x9d, 0xd7, 0x91, 0x91, 0x11,
-	0xbd, 0xa8, 0xb3, 0x3a, 0xc1, 0xb4, 0x3c, 0x54, 0x5b, 0x98, 0x16, 0x9a, 0x0c, 0x57, 0xd1, 0xfa,
-	0x0d, 0x15, 0x6e, 0xff, 0xd6, 0x72, 0x48, 0x3c, 0xe5, 0xeb, 0x90, 0x0a, 0x5f, 0x2b, 0x80, 0xba,
-	0x14, 0xb3, 0x53, 0x12, 0x0d, 0xfa, 0x79, 0x04, 0xf0, 0x53, 0xa4, 0x45, 0x09, 0xd3, 0x34, 0xb1,
-	0x09, 0x3a, 0xa2, 0x15, 0xa1, 0x96, 0x0d, 0x9f, 0x8c, 0x1a, 0x29, 0x6e, 0x53, 0x01, 0x1d, 0xc1,
-	0x4f, 0xd0, 0x16, 0x54, 0x42, 0xbb, 0xc4, 0x8b, 0xde, 0xbf, 0x29, 0x9f, 0x0a, 0xbe, 0x75, 0x9f,
-	0x8c, 0xcc, 0x31, 0x4d, 0x6d, 0x8f, 0xd1, 0xe6, 0x50, 0x70, 0xe6, 0x58, 0x84, 0xc9, 0x21, 0x15,
-	0x96, 0xf4, 0x88, 0x8c, 0xf7, 0x5a, 0x09, 0x5c, 0x6b, 0x40, 0x6b, 0x00, 0x3b, 0x11, 0x8b, 0xd6,
-	0xcf, 0x05, 0x2a, 0xcd, 0x98, 0x7e, 0x24, 0xae, 0xa7, 0xe1, 0x0f, 0xbc, 0x11, 0xc5, 0xa9, 0xcc,
-	0xdf, 0x10, 0xd7, 0xc3, 0x47, 0x28, 0x3a, 0xda, 0x78, 0x98, 0x50, 0x3f, 0xbc, 0x32, 0xda, 0x5a,
-	0xb2, 0x61, 0xc9, 0x28, 0x19, 0x68, 0x9b, 0x0a, 0x3d, 0x22, 0xcf, 0xb6, 0x7e, 0x7e, 0xf7, 0xea,
-	0x10, 0xc7, 0xdf, 0x7f, 0x23, 0xf8, 0x06, 0x8c, 0xd7, 0xca, 0xe1, 0xf7, 0x28, 0x97, 0xee, 0x0d,
-	0xbc, 0x8d, 0x36, 0x6a, 0xcd, 0xb3, 0x56, 0xa7, 0xd3, 0x3a, 0x37, 0xac, 0x6f, 0x8d, 0x4e, 0x5b,
-	0x6f, 0xb4, 0x4e, 0x5a, 0x7a, 0x53, 0xcd, 0x60, 0x8c, 0x0a, 0x13, 0x74, 0xde, 0xd6, 0x0d, 0x55,
-	0xc1, 0x9b, 0x08, 0x4f, 0x62, 0xa7, 0xe7, 0xdf, 0xe9, 0xa6, 0xa1, 0x37, 0xd5, 0x85, 0x9d, 0xec,
-	0x4f, 0xbf, 0x97, 0x33, 0x87, 0x2f, 0x15, 0x94, 0x9f, 0x59, 0x8f, 0xb8, 0x8c, 0x76, 0x2e, 0xcf,
-	0xcd, 0xe7, 0x2f, 0xce, 0x6b, 0x4d, 0xab, 0xf1, 0xa2, 0xd6, 0xe9, 0xcc, 0x3d, 0xe3, 0x21, 0xda,
-	0x9a, 0xe3, 0x17, 0x66, 0xad, 0x65, 0xb4, 0x8c, 0x53, 0x55, 0xc1, 0xff, 0x47, 0xda, 0x1c, 0x6c,
-	0x19, 0x27, 0xba, 0xa9, 0x1b, 0x0d, 0x5d, 0x5d, 0x78, 0x0f, 0x35, 0x75, 0xa3, 0xa9, 0x9b, 0x91,
-	0x77, 0x11, 0x6b, 0x68, 0x7d, 0x8e, 0xd6, 0x6b, 0x17, 0x8d, 0xaf, 0xd5, 0x6c, 0x5c, 0x6a, 0xfd,
-	0xab, 0xd7, 0x77, 0x65, 0xe5, 0xcd, 0x5d, 0x59, 0xf9, 0xe7, 0xae, 0xac, 0xfc, 0x72, 0x5f, 0xce,
-	0xbc, 0xb9, 0x2f, 0x67, 0xfe, 0xbc, 0x2f, 0x67, 0x7e, 0xf8, 0xc4, 0x71, 0xc3, 0xab, 0x41, 0xb7,
-	0x62, 0x73, 0xbf, 0x0a, 0xdd, 0x63, 0x34, 0xac, 0x4e, 0xb7, 0x11, 0x7e, 0x45, 0x74, 0x97, 0x60,
-	0x88, 0x8f, 0xff, 0x0d, 0x00, 0x00, 0xff, 0xff, 0xda, 0x82, 0xa3, 0xe4, 0x62, 0x08, 0x00, 0x00,
+	// 2184 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x9c, 0x58, 0xcd, 0x6f, 0x23, 0x49,
+	0x15, 0x4f, 0x27, 0xce, 0x87, 0x9f, 0xbf, 0x3a, 0x95, 0x4c, 0xd2, 0x93, 0xd9, 0xcd, 0x04, 0xc3,
+	0xa2, 0xcc, 0xc0, 0xda, 0x3b, 0xd9, 0x19, 0x16, 0xf6, 0x82, 0x1c, 0xdb, 0x93, 0xf1, 0x6e, 0xe2,
+	0x58, 0xed, 0xcc, 0x0e, 0xe2, 0xd2, 0x94, 0xbb, 0x2b, 0x4e, 0x93, 0xee, 0xae, 0x56, 0x77, 0x3b,
+	0x1f, 0xdc, 0xb8, 0x21, 0x24, 0xa4, 0xe1, 0xc6, 0x81, 0x1b, 0x97, 0x3d, 0xee, 0x81, 0x0b, 0xff,
+	0xc1, 0x4a, 0x08, 0x69, 0xc5, 0x89, 0x03, 0x02, 0x34, 0x73, 0xd8, 0x33, 0xff, 0x01, 0xaa, 0x57,
+	0xd5, 0xed, 0x8e, 0x33, 0x2b, 0x18, 0x2e, 0x91, 0xdf, 0xfb, 0xfd, 0xaa, 0xea, 0xd5, 0xab, 0xf7,
+	0x7e, 0x55, 0x1d, 0x30, 0x4e, 0x3d, 0x1e, 0xc6, 0xcd, 0xf1, 0xa9, 0xd7, 0xbc, 0x78, 0xd4, 0x4c,
+	0xae, 0x43, 0x16, 0x37, 0xc2, 0x88, 0x27, 0x9c, 0x94, 0x11, 0x69, 0x8c, 0x4f, 0xbd, 0xc6, 0xc5,
+	0xa3, 0xad, 0xf5, 0x31, 0x1f, 0x73, 0x04, 0x9a, 0xe2, 0x97, 0xe4, 0x6c, 0xad, 0x52, 0xdf, 0x0d,
+	0x78, 0x13, 0xff, 0x2a, 0xd7, 0xf6, 0x98, 0xf3, 0xb1, 0xc7, 0x9a, 0x68, 0x8d, 0x26, 0xa7, 0x4d,
+	0x67, 0x12, 0xd1, 0xc4, 0xe5, 0x81, 0xc2, 0xef, 0xcf, 0xe2, 0x89, 0xeb, 0xb3, 0x38, 0xa1, 0x7e,
+	0xa8, 0x08, 0x77, 0x6d, 0x1e, 0xfb, 0x3c, 0xb6, 0xe4, 0x62, 0xd2, 0x48, 0xe7, 0x96, 0x56, 0x73,
+	0x44, 0x63, 0xd6, 0xbc, 0x78, 0x34, 0x62, 0x09, 0x7d, 0xd4, 0xb4, 0xb9, 0xab, 0xe6, 0xae, 0xff,
+	0x5d, 0x83, 0x95, 0x83, 0x70, 0xd2, 0xf6, 0x68, 0x1c, 0x13, 0x02, 0x85, 0x80, 0xfa, 0xcc, 0xd0,
+	0x76, 0xb4, 0xdd, 0xa2, 0x89, 0xbf, 0xc9, 0x03, 0xd0, 0x7d, 0xee, 0x30, 0xcf, 0x8a, 0x27, 0xa3,
+	0x38, 0x89, 0xdc, 0x60, 0x1c, 0x1b, 0xf3, 0x3b, 0x0b, 0xbb, 0x45, 0xb3, 0x86, 0xfe, 0x61, 0xe6,
+	0x26, 0xdf, 0x81, 0xaa, 0xef, 0x06, 0x96, 0xcf, 0x7c, 0x1e, 0x5d, 0x5b, 0xbe, 0x3b, 0x32, 0x16,
+	0x76, 0xb4, 0xdd, 0x82, 0x59, 0xf6, 0xdd, 0xe0, 0x08, 0x9d, 0x47, 0xee, 0x08, 0x59, 0xf4, 0x2a,
+	0xcf, 0x2a, 0x28, 0x16, 0xbd, 0x9a, 0xb2, 0xba, 0xb0, 0x7c, 0x4a, 0xed, 0x84, 0x47, 0xb1, 0xb1,
+	0xb8, 0xa3, 0xed, 0x96, 0xf6, 0x76, 0x1a, 0xf9, 0xe4, 0x36, 0x06, 0x2c, 0x3a, 0xe5, 0x91, 0x4f,
+	0x03, 0x9b, 0x3d, 0x95, 0xbc, 0xfd, 0xe2, 0x97, 0xff, 0xb8, 0x3f, 0xf7, 0xf9, 0xd7, 0x5f, 0x3c,
+	0xd4, 0xcc, 0x74, 0x6c, 0xfd, 0xcf, 0x1a, 0x90, 0xdb, 0x54, 0xf2, 0x01, 0xac, 0xab, 0xf5, 0x47,
+	0x34, 0x70, 0x2e, 0x5d, 0x27, 0x39, 0xb3, 0xc2, 0xd0, 0xc7, 0x8d, 0x57, 0x4c, 0x22, 0xb1, 0xfd,
+	0x14, 0x1a, 0x84, 0x3e, 0x69, 0xc0, 0x9a, 0x1a, 0x61, 0xd3, 0x90, 0xda, 0x6e, 0x72, 0x8d, 0x03,
+	0xe6, 0x71, 0xc0, 0xaa, 0x84, 0xda, 0x0a, 0x11, 0xfc, 0x5d, 0xd0, 0x13, 0x16, 0xc4, 0x3c, 0xb2,
+	0x6c, 0x1e, 0xb1, 0x18, 0xc9, 0x0b, 0x48, 0xae, 0x4a, 0x7f, 0x5b, 0xb8, 0x05, 0xf3, 0x01, 0xe8,
+	0x6e, 0x90, 0xb0, 0xc8, 0xe6, 0x41, 0xc0, 0xec, 0x04, 0x99, 0x05, 0x64, 0xd6, 0xf2, 0xfe, 0x41,
+	0xe8, 0xd7, 0x7f, 0xab, 0x41, 0xed, 0x05, 0x8f, 0xce, 0x3d, 0x4e, 0x9d, 0x17, 0xcc, 0x1d, 0x9f,
+	0x25, 0x31, 0xf9, 0x08, 0x56, 0x2e, 0x95, 0x0b, 0xc3, 0xaf, 0xee, 0xdd, 0xbb, 0x99, 0xa9, 0x74,
+	0x00, 0x1e, 0xb1, 0x99, 0x91, 0x45, 0x86, 0x2f, 0xe5, 0x1c, 0xb8, 0x8b, 0xb7, 0xcd, 0xb0, 0x1a,
+	0x5b, 0xff, 0x4d, 0x11, 0x96, 0x06, 0x34, 0xa2, 0x7e, 0x4c, 0x9e, 0x40, 0x91, 0x3a, 0xbe, 0x1b,
+	0xc7, 0x2e, 0x0f, 0x54, 0x2c, 0x9b, 0x37, 0xe7, 0x6c, 0xa5, 0xb0, 0x39, 0x65, 0x92, 0x7d, 0x28,
+	0x8d, 0xc3, 0x89, 0x65, 0x8b, 0xf8, 0x98, 0x2c, 0xae, 0xd2, 0xde, 0xc6, 0xcd, 0x81, 0x69, 0x89,
+	0xe6, 0x43, 0x80, 0xb1, 0x72, 0xb2, 0x98, 0x0c, 0x41, 0x4f, 0x37, 0x66, 0xa5, 0xbb, 0x5a, 0xc0,
+	0x89, 0xde, 0x7d, 0x73, 0x36, 0x54, 0xfa, 0xf2, 0xf3, 0xd5, 0x2e, 0x67, 0x52, 0xfb, 0x00, 0x74,
+	0x16, 0x72, 0xfb, 0xcc, 0x72, 0x1d, 0x16, 0x24, 0xee, 0xa9, 0xcb, 0x22, 0x3c, 0x99, 0xa2, 0x59,
+	0x43, 0x7f, 0x2f, 0x73, 0x93, 0x07, 0xb0, 0x2a, 0x8a, 0x7a, 0x1c, 0x4e, 0x62, 0x2b, 0x64, 0x91,
+	0x15, 0x70, 0x87, 0x61, 0xe1, 0x56, 0x4c, 0x51, 0xed, 0x07, 0xe1, 0x24, 0x1e, 0xb0, 0xa8, 0xcf,
+	0x1d, 0x46, 0x3e, 0x86, 0xbb, 0xf6, 0x19, 0xf5, 0x3c, 0x16, 0x8c, 0x99, 0x85, 0x27, 0x7c, 0x41,
+	0x3d, 0x6b, 0xe4, 0x71, 0xfb, 0x3c, 0x36, 0x96, 0xb0, 0x15, 0x36, 0x33, 0x42, 0x4f, 0xe1, 0xfb,
+	0x08, 0x93, 0x1f, 0x82, 0x31, 0x1d, 0x9b, 0xd0, 0x68, 0xcc, 0x12, 0x2b, 0x66, 0x36, 0x0f, 0x9c,
+	0xd8, 0x58, 0xc6, 0xa1, 0x1b, 0x19, 0x7e, 0x82, 0xf0, 0x50, 0xa2, 0x64, 0x94, 0x1f, 0x69, 0x73,
+	0xdf, 0x77, 0x13, 0x4b, 0xc8, 0x08, 0x9f, 0x24, 0xc6, 0x0a, 0x1e, 0xff, 0xdd, 0x86, 0x94, 0x99,
+	0x46, 0x2a, 0x33, 0x8d, 0x8e, 0x92, 0xa1, 0xfd, 0x8a, 0x48, 0xd2, 0xef, 0xfe, 0x79, 0x5f, 0x93,
+	0x89, 0x9a, 0xae, 0xd1, 0xc6, 0x89, 0x4e, 0xe4, 0x3c, 0xe4, 0x07, 0x30, 0x0d, 0xdc, 0x8a, 0xd8,
+	0x05, 0x9b, 0xee, 0xab, 0x88, 0xc1, 0xdd, 0xc9, 0x60, 0x13, 0x51, 0xb5, 0xab, 0xef, 0xc1, 0xea,
+	0x74, 0x5c, 0x4c, 0xfd, 0xd0, 0x63, 0xb1, 0x01, 0x98, 0x3c, 0x3d, 0x03, 0x86, 0xd2, 0x4f, 0xbe,
+	0x0b, 0xb5, 0x29, 0x59, 0xc8, 0x4d, 0x60, 0x94, 0x90, 0x5a, 0xc9, 0xdc, 0x47, 0x6e, 0xd0, 0x9f,
+	0xe1, 0xd1, 0x2b, 0x2b, 0x30, 0xca, 0xb3, 0x3c, 0x7a, 0xd5, 0x17, 0x8d, 0x7a, 0x93, 0x17, 0x05,
+	0x46, 0x05, 0xa3, 0xad, 0xe6, 0x89, 0x66, 0x40, 0x9a, 0xb0, 0x7e, 0xc1, 0x22, 0xf7, 0xf4, 0xda,
+	0x1a, 0x53, 0x79, 0xca, 0xe7, 0x09, 0x8b, 0x7c, 0xa3, 0x8a, 0xec, 0x55, 0x89, 0x1d, 0x50, 0x71,
+	0xd0, 0x9f, 0x0a, 0x80, 0x7c, 0x04, 0x86, 0x98, 0x30, 0x9b, 0x46, 0x0e, 0xc2, 0x8c, 0x18, 0x35,
+	0x8c, 0xe5, 0x8e, 0x4f, 0xaf, 0xda, 0x19, 0x3c, 0x60, 0x11, 0x66, 0x84, 0x3c, 0x81, 0x4d, 0x8c,
+	0x84, 0x8d, 0xa8, 0x27, 0xfa, 0x2f, 0x37, 0x4e, 0xc7, 0x71, 0xeb, 0x3e, 0xbd, 0x32, 0x53, 0x34,
+	0x1b, 0xf6, 0x21, 0x6c, 0x5c, 0x46, 0x3c, 0x18, 0x5b, 0x34, 0x88, 0x2f, 0x59, 0x64, 0xc5, 0x1e,
+	0x8d, 0xa5, 0xae, 0xad, 0xe2, 0xa8, 0x35, 0x44, 0x5b, 0x08, 0x0e, 0x05, 0x26, 0xe4, 0xe7, 0x04,
+	0x56, 0x6f, 0x0c, 0xfa, 0x39, 0x75, 0x3d, 0x83, 0xbc, 0x65, 0x45, 0xd4, 0x72, 0x33, 0x7f, 0x42,
+	0x5d, 0x8f, 0x3c, 0x02, 0xb1, 0xb5, 0xf4, 0x30, 0x31, 0x7e, 0x6c, 0x19, 0x63, 0x4d, 0x29, 0x2c,
+	0xbd, 0x52, 0x07, 0x3a, 0x60, 0x51, 0x57, 0x20, 0xe4, 0xfb, 0x40, 0x30, 0x5b, 0x1e, 0x75, 0x7d,
+	0xe6, 0x58, 0x63, 0x6c, 0x5b, 0x63, 0x1d, 0x93, 0xab, 0x8b, 0x3c, 0x49, 0xe0, 0x00, 0xfd, 0x1f,
+	0x6f, 0xfe, 0xfa, 0xeb, 0x2f, 0x1e, 0x12, 0x79, 0x13, 0x5f, 0xe1, 0x5d, 0x2c, 0x45, 0xa8, 0xfe,
+	0x6f, 0x0d, 0x96, 0x0f, 0xc2, 0x49, 0x2f, 0x38, 0xe5, 0x64, 0x1d, 0x16, 0xf1, 0x8e, 0x52, 0x17,
+	0x9a, 0x34, 0xc4, 0x2d, 0x37, 0x99, 0xb8, 0x0e, 0xaa, 0x5e, 0xd1, 0xc4, 0xdf, 0xe4, 0x5d, 0x80,
+	0x5b, 0xd7, 0x56, 0xd1, 0xcf, 0x6e, 0xa3, 0xf7, 0x81, 0xd8, 0xdc, 0x0f, 0x27, 0x09, 0x43, 0xf9,
+	0x1f, 0xb9, 0x9e, 0x9b, 0x5c, 0x2b, 0x2d, 0x58, 0x55, 0x48, 0x3b, 0x03, 0xc8, 0xb7, 0xa0, 0x9c,
+	0x17, 0x7f, 0x14, 0x82, 0x15, 0xb3, 0x94, 0x13, 0x7e, 0x72, 0x1f, 0x4a, 0xbe, 0x3b, 0x96, 0xb3,
+	0x79, 0x0c, 0xfb, 0x7e, 0xc5, 0x04, 0xdf, 0x1d, 0xb7, 0xa5, 0x87, 0x3c, 0x84, 0xd5, 0x90, 0x8b,
+	0x03, 0xf1, 0x5c, 0xd1, 0xab, 0x97, 0x34, 0x49, 0x64, 0x8f, 0x57, 0xcc, 0x1a, 0x02, 0x87, 0xc2,
+	0xff, 0x42, 0xb8, 0xeb, 0xbf, 0x5f, 0x82, 0x02, 0x6a, 0x4b, 0x15, 0xe6, 0x5d, 0x79, 0x0d, 0x14,
+	0xcc, 0x79, 0xd7, 0x21, 0x8f, 0x61, 0x85, 0x87, 0x2c, 0xa2, 0x09, 0x8f, 0xe4, 0x76, 0xf7, 0x8d,
+	0xbf, 0xfe, 0xf1, 0xfd, 0x75, 0xf5, 0x42, 0x68, 0x39, 0x4e, 0xc4, 0xe2, 0x78, 0x88, 0xd7, 0xb7,
+	0x99, 0x31, 0xc9, 0x63, 0x28, 0x08, 0x21, 0x53, 0x02, 0x7a, 0xe7, 0x96, 0x12, 0x8b, 0xdc, 0xe6,
+	0x85, 0x13, 0xd9, 0xe4, 0x1e, 0x14, 0x33, 0x19, 0x57, 0xa9, 0x59, 0x49, 0x15, 0x9a, 0x6c, 0xc0,
+	0x52, 0xc4, 0xc6, 0xe2, 0x5e, 0x58, 0x44, 0x44, 0x59, 0x64, 0x0b, 0x56, 0x58, 0xe0, 0x84, 0xdc,
+	0x0d, 0x12, 0xcc, 0x41, 0xd1, 0xcc, 0x6c, 0xf2, 0x23, 0x28, 0xa6, 0x8a, 0x2c, 0x76, 0xbe, 0xf0,
+	0xdf, 0xae, 0xb6, 0x29, 0x9b, 0x1c, 0x81, 0x4e, 0xe3, 0x73, 0x2c, 0x3b, 0x11, 0xd3, 0x19, 0x9f,
+	0x44, 0x99, 0xca, 0xa9, 0xcd, 0x8b, 0x07, 0x51, 0x43, 0x3d, 0x88, 0x1a, 0x6d, 0xee, 0x06, 0xf9,
+	0x1d, 0x55, 0x68, 0x7c, 0x3e, 0x60, 0xd1, 0x41, 0x38, 0x79, 0xc6, 0x27, 0x11, 0x79, 0x0f, 0xaa,
+	0x33, 0x65, 0x29, 0xf5, 0xac, 0x62, 0xe7, 0x6b, 0x92, 0x7c, 0x00, 0x4b, 0x71, 0x42, 0x93, 0x89,
+	0x14, 0xaf, 0xea, 0x9e, 0x71, 0x33, 0x5a, 0x71, 0x42, 0x43, 0xc4, 0x4d, 0xc5, 0x13, 0xdb, 0xa7,
+	0x61, 0x18, 0xf1, 0x0b, 0xe6, 0xa0, 0x8a, 0xad, 0x98, 0x99, 0x2d, 0x8a, 0x48, 0x16, 0x80, 0x5a,
+	0xb2, 0x8c, 0x4b, 0x96, 0xd0, 0xa7, 0x16, 0xfc, 0x36, 0x54, 0x7c, 0xe6, 0xb8, 0x34, 0x48, 0x39,
+	0x15, 0xf5, 0x92, 0x42, 0xa7, 0x22, 0x3d, 0x00, 0x9d, 0x5e, 0x50, 0xd7, 0x53, 0xc5, 0x89, 0x7a,
+	0x50, 0x95, 0x75, 0x94, 0xf7, 0x0b, 0x2d, 0xb8, 0x0f, 0x72, 0x7a, 0xd5, 0xab, 0x35, 0x9c, 0x0d,
+	0xd0, 0x95, 0xf5, 0xa8, 0x47, 0xe3, 0x44, 0xf5, 0x75, 0xba, 0xaa, 0x2e, 0x7b, 0x54, 0x20, 0xb2,
+	0xa9, 0xd5, 0xca, 0xef, 0x41, 0x95, 0x87, 0x2c, 0x98, 0x0a, 0x20, 0xea, 0x50, 0xc1, 0xac, 0x08,
+	0x6f, 0x26, 0x7b, 0x64, 0x0f, 0xee, 0x04, 0xec, 0x2a, 0x99, 0xd2, 0xac, 0x33, 0xbc, 0x80, 0x51,
+	0x85, 0x16, 0xcc, 0x35, 0x01, 0x66, 0xec, 0x67, 0x08, 0x89, 0x2b, 0x43, 0x54, 0x50, 0x9c, 0xb0,
+	0x88, 0x39, 0x29, 0x7f, 0x0d, 0xf9, 0xfa, 0x14, 0x90, 0xe4, 0xfa, 0x2f, 0x17, 0xa1, 0x38, 0x5d,
+	0x6e, 0xb6, 0x47, 0x36, 0x61, 0x59, 0xdc, 0xd6, 0x96, 0x52, 0x84, 0x82, 0xb9, 0x24, 0xcc, 0xde,
+	0xcd, 0xe6, 0x59, 0xf8, 0x9f, 0x9b, 0x87, 0x40, 0x21, 0x66, 0xcc, 0xc1, 0x0e, 0x28, 0x9b, 0xf8,
+	0x9b, 0x94, 0x41, 0x0b, 0xd4, 0x6b, 0x40, 0x0b, 0x84, 0x15, 0x61, 0xb1, 0x57, 0x4c, 0x2d, 0x22,
+	0x06, 0x2c, 0xa7, 0x57, 0x9e, 0xec, 0xee, 0xd4, 0x14, 0xa7, 0xeb, 0xc6, 0xf1, 0x64, 0xba, 0xbf,
+	0x15, 0xdc, 0x5f, 0x59, 0x3a, 0x55, 0x22, 0x3e, 0x81, 0x92, 0x22, 0x89, 0xdb, 0x1c, 0xeb, 0xb2,
+	0xb4, 0xb7, 0x75, 0x4b, 0xb8, 0x4f, 0xd2, 0x2f, 0x06, 0xa9, 0xdc, 0x2f, 0x33, 0xe5, 0x06, 0x39,
+	0x5a, 0xe0, 0xc4, 0x84, 0x9a, 0x7a, 0x19, 0x38, 0x8c, 0x3a, 0x9e, 0x1b, 0x30, 0x2c, 0xe4, 0xb7,
+	0x9a, 0xaf, 0x2a, 0x67, 0xe8, 0xa8, 0x09, 0xc8, 0x93, 0xac, 0x27, 0x4a, 0xd8, 0x13, 0x33, 0xcf,
+	0xb1, 0xec, 0x58, 0x66, 0x1a, 0x83, 0x40, 0x21, 0xe2, 0x3c, 0xc1, 0xa2, 0x2f, 0x9b, 0xf8, 0x5b,
+	0xe4, 0x43, 0x85, 0xa7, 0xf2, 0x51, 0x91, 0xf9, 0x90, 0xce, 0x69, 0x3e, 0x72, 0xaf, 0x1b, 0x2c,
+	0xf4, 0xb7, 0xcb, 0x87, 0x9d, 0x3d, 0x69, 0xc8, 0x63, 0xd8, 0x50, 0xaf, 0x98, 0x34, 0x1f, 0xe9,
+	0xca, 0x35, 0x5c, 0x79, 0x5d, 0xa2, 0xe9, 0x5e, 0x55, 0x04, 0xeb, 0xb0, 0x28, 0xdb, 0x47, 0xb6,
+	0x85, 0x34, 0xea, 0x87, 0x00, 0xed, 0xb3, 0x49, 0x70, 0x3e, 0x88, 0x38, 0x3f, 0x15, 0x1c, 0x37,
+	0x70, 0xd8, 0x95, 0x2a, 0x43, 0x69, 0x08, 0xaf, 0x2d, 0x38, 0x58, 0x87, 0x65, 0x53, 0x1a, 0x22,
+	0x15, 0x21, 0x4d, 0xce, 0x50, 0x8d, 0xcb, 0x26, 0xfe, 0xae, 0xff, 0x49, 0x83, 0xaa, 0x90, 0x13,
+	0xec, 0x4a, 0x91, 0xba, 0x38, 0x5f, 0xc6, 0xda, 0x8d, 0x32, 0xce, 0xe2, 0x99, 0xcf, 0xc5, 0x23,
+	0x04, 0x59, 0x9e, 0xbc, 0xfa, 0x2a, 0x51, 0x96, 0xf0, 0x87, 0xe2, 0x49, 0xed, 0xa8, 0x6f, 0x10,
+	0x65, 0x09, 0xff, 0x29, 0x75, 0x3d, 0xe6, 0xa8, 0x3a, 0x56, 0x96, 0xf0, 0x8b, 0x77, 0x3c, 0x73,
+	0x54, 0x45, 0x2b, 0xeb, 0x66, 0x59, 0x2f, 0xec, 0x16, 0xb2, 0xb2, 0xae, 0xff, 0x0c, 0x2a, 0xa9,
+	0x6e, 0x0f, 0x84, 0xb2, 0xfc, 0xff, 0x5f, 0x30, 0x1b, 0xb0, 0xa4, 0x14, 0x48, 0x35, 0xae, 0xb4,
+	0xea, 0x2f, 0x35, 0x28, 0xf7, 0x59, 0x22, 0x78, 0x72, 0x05, 0x71, 0x1f, 0xf3, 0x84, 0x7a, 0xa9,
+	0x60, 0xc9, 0x04, 0x95, 0xd0, 0xa7, 0xb4, 0xea, 0x00, 0x4a, 0xa3, 0x6b, 0x2b, 0x8b, 0x43, 0x7e,
+	0x84, 0x7c, 0x43, 0x1c, 0x38, 0xe9, 0x8d, 0x2f, 0x91, 0xd1, 0x75, 0x8a, 0x89, 0x74, 0x8b, 0xc4,
+	0xc7, 0xea, 0x11, 0x21, 0x8d, 0xba, 0x0d, 0xd5, 0xec, 0xbd, 0x26, 0xce, 0x8b, 0x09, 0xad, 0x15,
+	0xb5, 0x1e, 0x2b, 0xad, 0x95, 0x21, 0x01, 0xba, 0xa4, 0xd6, 0x1a, 0xb0, 0x1c, 0xb2, 0xc0, 0x71,
+	0x83, 0x31, 0x46, 0x53, 0x30, 0x53, 0x53, 0xec, 0xdb, 0x9e, 0x44, 0xb1, 0x92, 0xa5, 0x82, 0xa9,
+	0xac, 0x87, 0x3f, 0x81, 0x62, 0xf6, 0x81, 0x45, 0xee, 0xc2, 0x9d, 0x56, 0xe7, 0xa8, 0x37, 0x1c,
+	0xf6, 0x8e, 0xfb, 0xd6, 0xf3, 0xfe, 0x70, 0xd0, 0x6d, 0xf7, 0x9e, 0xf6, 0xba, 0x1d, 0x7d, 0x8e,
+	0x10, 0xa8, 0x4e, 0xa1, 0xe3, 0x41, 0xb7, 0xaf, 0x6b, 0x64, 0x03, 0xc8, 0xd4, 0x77, 0x70, 0xfc,
+	0x59, 0xd7, 0xec, 0x77, 0x3b, 0xfa, 0xfc, 0x56, 0xe1, 0x57, 0x7f, 0xd8, 0x9e, 0x7b, 0xf8, 0xb9,
+	0x36, 0x3d, 0x34, 0x79, 0xa1, 0x6f, 0xc3, 0xd6, 0x8b, 0x63, 0xf3, 0xd3, 0xc3, 0xe3, 0x56, 0xc7,
+	0x6a, 0x1f, 0xb6, 0x86, 0xc3, 0x99, 0x35, 0xee, 0xc1, 0xe6, 0x0c, 0x7e, 0x62, 0xb6, 0x7a, 0xfd,
+	0x5e, 0xff, 0x40, 0xd7, 0xc8, 0x3b, 0x60, 0xcc, 0x80, 0xbd, 0xfe, 0xd3, 0xae, 0xd9, 0xed, 0xb7,
+	0xbb, 0xfa, 0xfc, 0x1b, 0x50, 0xb3, 0xdb, 0xef, 0x74, 0x4d, 0x31, 0x76, 0x81, 0x18, 0xb0, 0x3e,
+	0x83, 0xee, 0xb7, 0x4e, 0xda, 0xcf, 0xf4, 0x82, 0x0a, 0xf5, 0x17, 0x00, 0xd3, 0x8b, 0x56, 0x84,
+	0xd1, 0x3f, 0xee, 0x74, 0xad, 0xe1, 0x49, 0xeb, 0xe4, 0xf9, 0x6c, 0x8c, 0x9b, 0xb0, 0x96, 0x07,
+	0x07, 0xdd, 0x7e, 0x47, 0xc6, 0xb7, 0x01, 0x24, 0x0f, 0xb4, 0xda, 0x27, 0xbd, 0xcf, 0x44, 0x64,
+	0x06, 0xac, 0xe7, 0xfd, 0xbd, 0xbe, 0x42, 0x16, 0xd4, 0xda, 0x7f, 0xd1, 0xa0, 0x36, 0xa3, 0x68,
+	0x64, 0x07, 0xde, 0x69, 0x3f, 0x6b, 0x1d, 0x1e, 0x76, 0xfb, 0x07, 0xdf, 0x10, 0xc6, 0x3d, 0xd8,
+	0xbc, 0xc5, 0xe8, 0x0d, 0x87, 0xcf, 0xbb, 0x1d, 0x5d, 0x13, 0x79, 0xbe, 0x05, 0xb6, 0x8f, 0x8f,
+	0x8e, 0x7a, 0x27, 0x27, 0xe2, 0x7c, 0xde, 0x38, 0x78, 0xd0, 0x1a, 0x0e, 0xbb, 0x1d, 0x7d, 0xe1,
+	0x8d, 0xe0, 0xd3, 0x56, 0xef, 0xb0, 0xdb, 0xd1, 0x0b, 0x6f, 0x04, 0x45, 0x01, 0x74, 0x3b, 0xfa,
+	0xa2, 0xdc, 0xcf, 0xfe, 0x8f, 0xbf, 0x7c, 0xb5, 0xad, 0x7d, 0xf5, 0x6a, 0x5b, 0xfb, 0xd7, 0xab,
+	0x6d, 0xed, 0xe5, 0xeb, 0xed, 0xb9, 0xaf, 0x5e, 0x6f, 0xcf, 0xfd, 0xed, 0xf5, 0xf6, 0xdc, 0x4f,
+	0xdf, 0x1b, 0xbb, 0xc9, 0xd9, 0x64, 0xd4, 0xb0, 0xb9, 0xdf, 0xc4, 0x1e, 0x09, 0x58, 0xd2, 0xcc,
+	0xbf, 0xc6, 0xf1, 0xdf, 0x62, 0xa3, 0x25, 0x14, 0xdc, 0x0f, 0xff, 0x13, 0x00, 0x00, 0xff, 0xff,
+	0x46, 0x7c, 0x13, 0xa1, 0x33, 0x13, 0x00, 0x00,
 }
 
 func (m *GpuClass) Marshal() (dAtA []byte, err error) {
@@ -767,6 +1777,13 @@ func (m *Params) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.MaxClaimedGflops != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.MaxClaimedGflops))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xa0
+	}
 	if m.MaxSamplesPerEpoch != 0 {
 		i = encodeVarintTypes(dAtA, i, uint64(m.MaxSamplesPerEpoch))
 		i--
@@ -893,6 +1910,612 @@ func (m *Params) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	}
 	if m.Admission != 0 {
 		i = encodeVarintTypes(dAtA, i, uint64(m.Admission))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *GpuInfo) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *GpuInfo) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *GpuInfo) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.PowerLimitWatts != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.PowerLimitWatts))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.MigCapable {
+		i--
+		if m.MigCapable {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.TensorCores {
+		i--
+		if m.TensorCores {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x28
+	}
+	if len(m.ComputeCapability) > 0 {
+		i -= len(m.ComputeCapability)
+		copy(dAtA[i:], m.ComputeCapability)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.ComputeCapability)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.MemoryMib != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.MemoryMib))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Uuid) > 0 {
+		i -= len(m.Uuid)
+		copy(dAtA[i:], m.Uuid)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Uuid)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Model) > 0 {
+		i -= len(m.Model)
+		copy(dAtA[i:], m.Model)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Model)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Node) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Node) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Node) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.RegisteredHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.RegisteredHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x98
+	}
+	if m.NextChallengeHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NextChallengeHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x90
+	}
+	if m.OpenChallenge != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.OpenChallenge))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x88
+	}
+	if m.LastSampleGflops != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.LastSampleGflops))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x80
+	}
+	if m.PowerEpoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.PowerEpoch))
+		i--
+		dAtA[i] = 0x78
+	}
+	if m.AvailabilityPpm != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.AvailabilityPpm))
+		i--
+		dAtA[i] = 0x70
+	}
+	if m.MedianGflops != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.MedianGflops))
+		i--
+		dAtA[i] = 0x68
+	}
+	if m.PowerGflops != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.PowerGflops))
+		i--
+		dAtA[i] = 0x60
+	}
+	if m.Approved {
+		i--
+		if m.Approved {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.Status != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.ClaimedGflops != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.ClaimedGflops))
+		i--
+		dAtA[i] = 0x48
+	}
+	{
+		size, err := m.AskPerGpuHour.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x42
+	if len(m.Workloads) > 0 {
+		dAtA7 := make([]byte, len(m.Workloads)*10)
+		var j6 int
+		for _, num := range m.Workloads {
+			for num >= 1<<7 {
+				dAtA7[j6] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j6++
+			}
+			dAtA7[j6] = uint8(num)
+			j6++
+		}
+		i -= j6
+		copy(dAtA[i:], dAtA7[:j6])
+		i = encodeVarintTypes(dAtA, i, uint64(j6))
+		i--
+		dAtA[i] = 0x3a
+	}
+	if len(m.Endpoint) > 0 {
+		i -= len(m.Endpoint)
+		copy(dAtA[i:], m.Endpoint)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Endpoint)))
+		i--
+		dAtA[i] = 0x32
+	}
+	if len(m.Region) > 0 {
+		i -= len(m.Region)
+		copy(dAtA[i:], m.Region)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Region)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if len(m.GpuClass) > 0 {
+		i -= len(m.GpuClass)
+		copy(dAtA[i:], m.GpuClass)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.GpuClass)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.Gpus) > 0 {
+		for iNdEx := len(m.Gpus) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Gpus[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTypes(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Id != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Id))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Challenge) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Challenge) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Challenge) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x80
+	}
+	if m.RevealDeadlineHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.RevealDeadlineHeight))
+		i--
+		dAtA[i] = 0x78
+	}
+	n8, err8 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.CommitTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CommitTime):])
+	if err8 != nil {
+		return 0, err8
+	}
+	i -= n8
+	i = encodeVarintTypes(dAtA, i, uint64(n8))
+	i--
+	dAtA[i] = 0x72
+	if m.CommitHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.CommitHeight))
+		i--
+		dAtA[i] = 0x68
+	}
+	if len(m.Root) > 0 {
+		i -= len(m.Root)
+		copy(dAtA[i:], m.Root)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Root)))
+		i--
+		dAtA[i] = 0x62
+	}
+	if m.Status != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x58
+	}
+	n9, err9 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.CommitDeadline, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CommitDeadline):])
+	if err9 != nil {
+		return 0, err9
+	}
+	i -= n9
+	i = encodeVarintTypes(dAtA, i, uint64(n9))
+	i--
+	dAtA[i] = 0x52
+	n10, err10 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.IssuedTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.IssuedTime):])
+	if err10 != nil {
+		return 0, err10
+	}
+	i -= n10
+	i = encodeVarintTypes(dAtA, i, uint64(n10))
+	i--
+	dAtA[i] = 0x4a
+	if m.IssuedHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.IssuedHeight))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.Samples != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Samples))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.R != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.R))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.N != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.N))
+		i--
+		dAtA[i] = 0x28
+	}
+	if len(m.Seed) > 0 {
+		i -= len(m.Seed)
+		copy(dAtA[i:], m.Seed)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Seed)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Id != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Id))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *ChunkProof) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *ChunkProof) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *ChunkProof) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Path) > 0 {
+		for iNdEx := len(m.Path) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Path[iNdEx])
+			copy(dAtA[i:], m.Path[iNdEx])
+			i = encodeVarintTypes(dAtA, i, uint64(len(m.Path[iNdEx])))
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.Chunk) > 0 {
+		i -= len(m.Chunk)
+		copy(dAtA[i:], m.Chunk)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Chunk)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Index != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Index))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *NodeEpochStats) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *NodeEpochStats) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *NodeEpochStats) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Samples) > 0 {
+		dAtA12 := make([]byte, len(m.Samples)*10)
+		var j11 int
+		for _, num := range m.Samples {
+			for num >= 1<<7 {
+				dAtA12[j11] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j11++
+			}
+			dAtA12[j11] = uint8(num)
+			j11++
+		}
+		i -= j11
+		copy(dAtA[i:], dAtA12[:j11])
+		i = encodeVarintTypes(dAtA, i, uint64(j11))
+		i--
+		dAtA[i] = 0x3a
+	}
+	if m.Missed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Missed))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.Failed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Failed))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.Passed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Passed))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Issued != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Issued))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *WorkloadPower) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *WorkloadPower) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *WorkloadPower) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Gflops != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Gflops))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Workload != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Workload))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *NetworkPower) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *NetworkPower) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *NetworkPower) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Nodes != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Nodes))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.ByWorkload) > 0 {
+		for iNdEx := len(m.ByWorkload) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.ByWorkload[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTypes(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	if m.TotalGflops != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TotalGflops))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *RebalanceState) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *RebalanceState) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *RebalanceState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Cursor != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Cursor))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Pending) > 0 {
+		dAtA14 := make([]byte, len(m.Pending)*10)
+		var j13 int
+		for _, num := range m.Pending {
+			for num >= 1<<7 {
+				dAtA14[j13] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j13++
+			}
+			dAtA14[j13] = uint8(num)
+			j13++
+		}
+		i -= j13
+		copy(dAtA[i:], dAtA14[:j13])
+		i = encodeVarintTypes(dAtA, i, uint64(j13))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.StatsEpoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.StatsEpoch))
 		i--
 		dAtA[i] = 0x8
 	}
@@ -1039,6 +2662,289 @@ func (m *Params) Size() (n int) {
 	n += 2 + l + sovTypes(uint64(l))
 	if m.MaxSamplesPerEpoch != 0 {
 		n += 2 + sovTypes(uint64(m.MaxSamplesPerEpoch))
+	}
+	if m.MaxClaimedGflops != 0 {
+		n += 2 + sovTypes(uint64(m.MaxClaimedGflops))
+	}
+	return n
+}
+
+func (m *GpuInfo) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Model)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Uuid)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.MemoryMib != 0 {
+		n += 1 + sovTypes(uint64(m.MemoryMib))
+	}
+	l = len(m.ComputeCapability)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.TensorCores {
+		n += 2
+	}
+	if m.MigCapable {
+		n += 2
+	}
+	if m.PowerLimitWatts != 0 {
+		n += 1 + sovTypes(uint64(m.PowerLimitWatts))
+	}
+	return n
+}
+
+func (m *Node) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Id != 0 {
+		n += 1 + sovTypes(uint64(m.Id))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if len(m.Gpus) > 0 {
+		for _, e := range m.Gpus {
+			l = e.Size()
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	l = len(m.GpuClass)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Region)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Endpoint)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if len(m.Workloads) > 0 {
+		l = 0
+		for _, e := range m.Workloads {
+			l += sovTypes(uint64(e))
+		}
+		n += 1 + sovTypes(uint64(l)) + l
+	}
+	l = m.AskPerGpuHour.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.ClaimedGflops != 0 {
+		n += 1 + sovTypes(uint64(m.ClaimedGflops))
+	}
+	if m.Status != 0 {
+		n += 1 + sovTypes(uint64(m.Status))
+	}
+	if m.Approved {
+		n += 2
+	}
+	if m.PowerGflops != 0 {
+		n += 1 + sovTypes(uint64(m.PowerGflops))
+	}
+	if m.MedianGflops != 0 {
+		n += 1 + sovTypes(uint64(m.MedianGflops))
+	}
+	if m.AvailabilityPpm != 0 {
+		n += 1 + sovTypes(uint64(m.AvailabilityPpm))
+	}
+	if m.PowerEpoch != 0 {
+		n += 1 + sovTypes(uint64(m.PowerEpoch))
+	}
+	if m.LastSampleGflops != 0 {
+		n += 2 + sovTypes(uint64(m.LastSampleGflops))
+	}
+	if m.OpenChallenge != 0 {
+		n += 2 + sovTypes(uint64(m.OpenChallenge))
+	}
+	if m.NextChallengeHeight != 0 {
+		n += 2 + sovTypes(uint64(m.NextChallengeHeight))
+	}
+	if m.RegisteredHeight != 0 {
+		n += 2 + sovTypes(uint64(m.RegisteredHeight))
+	}
+	return n
+}
+
+func (m *Challenge) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Id != 0 {
+		n += 1 + sovTypes(uint64(m.Id))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Seed)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.N != 0 {
+		n += 1 + sovTypes(uint64(m.N))
+	}
+	if m.R != 0 {
+		n += 1 + sovTypes(uint64(m.R))
+	}
+	if m.Samples != 0 {
+		n += 1 + sovTypes(uint64(m.Samples))
+	}
+	if m.IssuedHeight != 0 {
+		n += 1 + sovTypes(uint64(m.IssuedHeight))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.IssuedTime)
+	n += 1 + l + sovTypes(uint64(l))
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CommitDeadline)
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Status != 0 {
+		n += 1 + sovTypes(uint64(m.Status))
+	}
+	l = len(m.Root)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.CommitHeight != 0 {
+		n += 1 + sovTypes(uint64(m.CommitHeight))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CommitTime)
+	n += 1 + l + sovTypes(uint64(l))
+	if m.RevealDeadlineHeight != 0 {
+		n += 1 + sovTypes(uint64(m.RevealDeadlineHeight))
+	}
+	if m.Epoch != 0 {
+		n += 2 + sovTypes(uint64(m.Epoch))
+	}
+	return n
+}
+
+func (m *ChunkProof) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Index != 0 {
+		n += 1 + sovTypes(uint64(m.Index))
+	}
+	l = len(m.Chunk)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if len(m.Path) > 0 {
+		for _, b := range m.Path {
+			l = len(b)
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *NodeEpochStats) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovTypes(uint64(m.Epoch))
+	}
+	if m.Issued != 0 {
+		n += 1 + sovTypes(uint64(m.Issued))
+	}
+	if m.Passed != 0 {
+		n += 1 + sovTypes(uint64(m.Passed))
+	}
+	if m.Failed != 0 {
+		n += 1 + sovTypes(uint64(m.Failed))
+	}
+	if m.Missed != 0 {
+		n += 1 + sovTypes(uint64(m.Missed))
+	}
+	if len(m.Samples) > 0 {
+		l = 0
+		for _, e := range m.Samples {
+			l += sovTypes(uint64(e))
+		}
+		n += 1 + sovTypes(uint64(l)) + l
+	}
+	return n
+}
+
+func (m *WorkloadPower) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Workload != 0 {
+		n += 1 + sovTypes(uint64(m.Workload))
+	}
+	if m.Gflops != 0 {
+		n += 1 + sovTypes(uint64(m.Gflops))
+	}
+	return n
+}
+
+func (m *NetworkPower) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.TotalGflops != 0 {
+		n += 1 + sovTypes(uint64(m.TotalGflops))
+	}
+	if len(m.ByWorkload) > 0 {
+		for _, e := range m.ByWorkload {
+			l = e.Size()
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	if m.Nodes != 0 {
+		n += 1 + sovTypes(uint64(m.Nodes))
+	}
+	return n
+}
+
+func (m *RebalanceState) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.StatsEpoch != 0 {
+		n += 1 + sovTypes(uint64(m.StatsEpoch))
+	}
+	if len(m.Pending) > 0 {
+		l = 0
+		for _, e := range m.Pending {
+			l += sovTypes(uint64(e))
+		}
+		n += 1 + sovTypes(uint64(l)) + l
+	}
+	if m.Cursor != 0 {
+		n += 1 + sovTypes(uint64(m.Cursor))
 	}
 	return n
 }
@@ -1919,6 +3825,1980 @@ func (m *Params) Unmarshal(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.MaxSamplesPerEpoch |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 20:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxClaimedGflops", wireType)
+			}
+			m.MaxClaimedGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MaxClaimedGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *GpuInfo) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: GpuInfo: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: GpuInfo: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Model", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Model = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Uuid", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Uuid = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MemoryMib", wireType)
+			}
+			m.MemoryMib = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MemoryMib |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ComputeCapability", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ComputeCapability = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TensorCores", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.TensorCores = bool(v != 0)
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MigCapable", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MigCapable = bool(v != 0)
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PowerLimitWatts", wireType)
+			}
+			m.PowerLimitWatts = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PowerLimitWatts |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Node) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Node: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Node: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Id", wireType)
+			}
+			m.Id = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Id |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Gpus", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Gpus = append(m.Gpus, GpuInfo{})
+			if err := m.Gpus[len(m.Gpus)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuClass", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuClass = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Region", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Region = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Endpoint", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Endpoint = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 7:
+			if wireType == 0 {
+				var v WorkloadClass
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= WorkloadClass(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Workloads = append(m.Workloads, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthTypes
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthTypes
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				if elementCount != 0 && len(m.Workloads) == 0 {
+					m.Workloads = make([]WorkloadClass, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v WorkloadClass
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowTypes
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= WorkloadClass(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Workloads = append(m.Workloads, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Workloads", wireType)
+			}
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AskPerGpuHour", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.AskPerGpuHour.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClaimedGflops", wireType)
+			}
+			m.ClaimedGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ClaimedGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= NodeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Approved", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Approved = bool(v != 0)
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PowerGflops", wireType)
+			}
+			m.PowerGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PowerGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MedianGflops", wireType)
+			}
+			m.MedianGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MedianGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AvailabilityPpm", wireType)
+			}
+			m.AvailabilityPpm = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AvailabilityPpm |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PowerEpoch", wireType)
+			}
+			m.PowerEpoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PowerEpoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 16:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastSampleGflops", wireType)
+			}
+			m.LastSampleGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastSampleGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 17:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OpenChallenge", wireType)
+			}
+			m.OpenChallenge = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.OpenChallenge |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 18:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NextChallengeHeight", wireType)
+			}
+			m.NextChallengeHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NextChallengeHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 19:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RegisteredHeight", wireType)
+			}
+			m.RegisteredHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RegisteredHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Challenge) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Challenge: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Challenge: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Id", wireType)
+			}
+			m.Id = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Id |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Seed", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Seed = append(m.Seed[:0], dAtA[iNdEx:postIndex]...)
+			if m.Seed == nil {
+				m.Seed = []byte{}
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field N", wireType)
+			}
+			m.N = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.N |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field R", wireType)
+			}
+			m.R = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.R |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Samples", wireType)
+			}
+			m.Samples = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Samples |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field IssuedHeight", wireType)
+			}
+			m.IssuedHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.IssuedHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field IssuedTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.IssuedTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CommitDeadline", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.CommitDeadline, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= ChallengeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Root", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Root = append(m.Root[:0], dAtA[iNdEx:postIndex]...)
+			if m.Root == nil {
+				m.Root = []byte{}
+			}
+			iNdEx = postIndex
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CommitHeight", wireType)
+			}
+			m.CommitHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CommitHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CommitTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.CommitTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RevealDeadlineHeight", wireType)
+			}
+			m.RevealDeadlineHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RevealDeadlineHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 16:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *ChunkProof) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: ChunkProof: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: ChunkProof: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Index", wireType)
+			}
+			m.Index = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Index |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Chunk", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Chunk = append(m.Chunk[:0], dAtA[iNdEx:postIndex]...)
+			if m.Chunk == nil {
+				m.Chunk = []byte{}
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Path", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Path = append(m.Path, make([]byte, postIndex-iNdEx))
+			copy(m.Path[len(m.Path)-1], dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *NodeEpochStats) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: NodeEpochStats: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: NodeEpochStats: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Issued", wireType)
+			}
+			m.Issued = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Issued |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Passed", wireType)
+			}
+			m.Passed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Passed |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Failed", wireType)
+			}
+			m.Failed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Failed |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Missed", wireType)
+			}
+			m.Missed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Missed |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType == 0 {
+				var v uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Samples = append(m.Samples, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthTypes
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthTypes
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.Samples) == 0 {
+					m.Samples = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowTypes
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Samples = append(m.Samples, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Samples", wireType)
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *WorkloadPower) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: WorkloadPower: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: WorkloadPower: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Workload", wireType)
+			}
+			m.Workload = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Workload |= WorkloadClass(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Gflops", wireType)
+			}
+			m.Gflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Gflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *NetworkPower) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: NetworkPower: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: NetworkPower: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TotalGflops", wireType)
+			}
+			m.TotalGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TotalGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ByWorkload", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ByWorkload = append(m.ByWorkload, WorkloadPower{})
+			if err := m.ByWorkload[len(m.ByWorkload)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Nodes", wireType)
+			}
+			m.Nodes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Nodes |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *RebalanceState) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: RebalanceState: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: RebalanceState: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StatsEpoch", wireType)
+			}
+			m.StatsEpoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.StatsEpoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType == 0 {
+				var v uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Pending = append(m.Pending, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthTypes
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthTypes
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.Pending) == 0 {
+					m.Pending = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowTypes
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Pending = append(m.Pending, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pending", wireType)
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Cursor", wireType)
+			}
+			m.Cursor = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Cursor |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -1,0 +1,53 @@
+// Package beacon is flops' one source of randomness for the state machine (DESIGN.md
+// section 5). v1 draws from block header hashes:
+//
+//	seed = sha256(header hash of block h || domain || id_1 || ... || id_k)
+//
+// where h is a block committed after the thing being drawn for (a commitment, an
+// assignment request) existed, so that nobody could know the seed when they acted. The
+// proposer of block h knows its hash before the others and could withhold the block to
+// re-roll it, at the cost of its block reward: the bias is one re-roll per block produced,
+// acceptable for sampling audits and tie-breaks, and the reason the interface is small
+// enough for a drand beacon to replace the implementation.
+package beacon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+)
+
+// ErrUnavailable is returned for a height whose hash is not known yet (not committed) or
+// no longer kept.
+var ErrUnavailable = errors.New("beacon: block hash unavailable")
+
+// Beacon draws seeds from committed blocks.
+type Beacon interface {
+	// BlockHash returns the header hash of a committed block, or ErrUnavailable.
+	BlockHash(ctx context.Context, height int64) ([]byte, error)
+	// Seed returns Derive(BlockHash(height), domain, ids...), or ErrUnavailable.
+	Seed(ctx context.Context, height int64, domain string, ids ...uint64) ([32]byte, error)
+}
+
+// Derive is sha256(hash || domain || big-endian ids).
+func Derive(hash []byte, domain string, ids ...uint64) [32]byte {
+	h := sha256.New()
+	h.Write(hash)
+	h.Write([]byte(domain))
+	var b [8]byte
+	for _, id := range ids {
+		binary.BigEndian.PutUint64(b[:], id)
+		h.Write(b[:])
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// Uint64 reads the first 8 bytes of a seed as a big-endian integer.
+func Uint64(seed [32]byte) uint64 { return binary.BigEndian.Uint64(seed[:8]) }
+
+// Below draws a uniform integer in [0, n) from a seed (n > 0). The modulo bias is below
+// n / 2^64, negligible for any n the chain uses.
+func Below(seed [32]byte, n uint64) uint64 { return Uint64(seed) % n }

@@ -1,0 +1,29 @@
+// Package blockhook runs one queued item of a block hook (EndBlock work, epoch hooks) in
+// a cache context: its writes land only if it succeeds, and an error or a panic is logged
+// and skipped so that one bad item never halts the chain (DESIGN.md section 7, Osmosis'
+// pattern).
+package blockhook
+
+import (
+	"fmt"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+)
+
+// Apply runs fn on a branch of ctx and writes the branch back only if fn returns nil.
+// A failure (error or panic) is logged with what and returned; the caller decides whether
+// to drop or retry the item.
+func Apply(ctx sdk.Context, what string, fn func(ctx sdk.Context) error) (err error) {
+	cacheCtx, write := ctx.CacheContext()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: panic: %v", what, r)
+		}
+		if err != nil {
+			ctx.Logger().Error("block hook item failed; skipped", "item", what, "err", err)
+			return
+		}
+		write()
+	}()
+	return fn(cacheCtx)
+}

@@ -1,0 +1,65 @@
+package keeper
+
+import (
+	"fmt"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/invariant"
+	"github.com/flopsnet/flops/x/gfl/types"
+)
+
+// RegisterInvariants registers x/gfl's accounting invariants.
+func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
+	reg.Register(types.ModuleName, "ugfl-supply", k.SupplyInvariant)
+}
+
+// SupplyInvariant: ugfl supply = NetworkPower.total_gflops = the sum of the nodes' power
+// recorded at their last rebalance = the sum of the class totals; only active nodes have
+// power.
+func (k Keeper) SupplyInvariant(ctx sdk.Context) (string, bool) {
+	np, err := k.NetworkPower.Get(ctx)
+	if err != nil {
+		return invariant.Format(types.ModuleName, "ugfl-supply", err.Error(), true), true
+	}
+	var sum, count uint64
+	var problems []string
+	err = k.Nodes.Walk(ctx, nil, func(id uint64, n types.Node) (bool, error) {
+		sum += n.PowerGflops
+		if n.PowerGflops > 0 {
+			count++
+			if !n.Schedulable() {
+				problems = append(problems, fmt.Sprintf("%s has power %d", n.Describe(), n.PowerGflops))
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return invariant.Format(types.ModuleName, "ugfl-supply", err.Error(), true), true
+	}
+	var classSum uint64
+	if err := k.ClassPower.Walk(ctx, nil, func(_ string, p uint64) (bool, error) {
+		classSum += p
+		return false, nil
+	}); err != nil {
+		return invariant.Format(types.ModuleName, "ugfl-supply", err.Error(), true), true
+	}
+	supply := k.bankKeeper.GetSupply(ctx, types.Denom).Amount
+	if !supply.Equal(sdkmath.NewIntFromUint64(sum)) {
+		problems = append(problems, fmt.Sprintf("supply %s%s != sum of node power %d", supply, types.Denom, sum))
+	}
+	if np.TotalGflops != sum || np.Nodes != count {
+		problems = append(problems, fmt.Sprintf("network power %d over %d nodes != %d over %d", np.TotalGflops, np.Nodes, sum, count))
+	}
+	if classSum != sum {
+		problems = append(problems, fmt.Sprintf("class totals %d != %d", classSum, sum))
+	}
+	msg := fmt.Sprintf("supply %s, nodes' power %d", supply, sum)
+	for _, p := range problems {
+		msg += "\n" + p
+	}
+	broken := len(problems) > 0
+	return invariant.Format(types.ModuleName, "ugfl-supply", msg, broken), broken
+}

@@ -1,0 +1,368 @@
+package keeper
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/x/gfl/types"
+)
+
+// RegisterNode validates the spec, locks the operator's collateral for the node's GPUs and
+// stores the node: ACTIVE under OPEN admission (first challenge at this block's end), PENDING
+// under GOVERNED admission.
+func (k Keeper) RegisterNode(ctx context.Context, operator string, spec types.NodeSpec) (types.Node, error) {
+	op, err := k.operatorAddr("operator", operator)
+	if err != nil {
+		return types.Node{}, err
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return types.Node{}, err
+	}
+	class, err := spec.Validate(p)
+	if err != nil {
+		return types.Node{}, err
+	}
+	for i, g := range spec.Gpus {
+		if owner, err := k.GpuOwners.Get(ctx, g.Uuid); err == nil {
+			return types.Node{}, errorsmod.Wrapf(types.ErrDuplicateGpu, "gpus[%d].uuid %s is already registered by node %d", i, g.Uuid, owner)
+		} else if !errorsmod.IsOf(err, collections.ErrNotFound) {
+			return types.Node{}, err
+		}
+	}
+	if err := k.collateral.LockForNode(ctx, op, uint64(len(spec.Gpus))); err != nil {
+		return types.Node{}, errorsmod.Wrapf(types.ErrInsufficientCollateral, "%d GPUs: %s", len(spec.Gpus), err)
+	}
+	id, err := k.NodeSeq.Next(ctx)
+	if err != nil {
+		return types.Node{}, err
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	node := types.Node{
+		Id: id, Operator: operator, GpuClass: class, RegisteredHeight: sdkCtx.BlockHeight(),
+		Status: types.NODE_STATUS_PENDING, Approved: p.Admission == types.ADMISSION_OPEN,
+	}
+	applySpec(&node, spec)
+	if node.Approved {
+		node.Status = types.NODE_STATUS_ACTIVE
+		if err := k.scheduleChallenge(ctx, &node, sdkCtx.BlockHeight()); err != nil {
+			return types.Node{}, err
+		}
+	}
+	for _, g := range node.Gpus {
+		if err := k.GpuOwners.Set(ctx, g.Uuid, id); err != nil {
+			return types.Node{}, err
+		}
+	}
+	if err := k.Nodes.Set(ctx, id, node); err != nil {
+		return types.Node{}, err
+	}
+	if err := sdkCtx.EventManager().EmitTypedEvent(&types.EventNodeRegistered{
+		NodeId: id, Operator: operator, GpuClass: class, Gpus: uint32(len(node.Gpus)), Status: node.Status,
+	}); err != nil {
+		return types.Node{}, err
+	}
+	k.gflHooks().AfterNodeChanged(ctx, node)
+	return node, nil
+}
+
+func applySpec(n *types.Node, s types.NodeSpec) {
+	n.Gpus = slices.Clone(s.Gpus)
+	n.Region = s.Region
+	n.Endpoint = s.Endpoint
+	n.Workloads = slices.Clone(s.Workloads)
+	n.AskPerGpuHour = s.AskPerGpuHour
+	n.ClaimedGflops = s.ClaimedGflops
+}
+
+// ownedNode returns a node after checking that signer is its operator.
+func (k Keeper) ownedNode(ctx context.Context, signer string, id uint64) (types.Node, error) {
+	if _, err := k.operatorAddr("operator", signer); err != nil {
+		return types.Node{}, err
+	}
+	node, err := k.GetNode(ctx, id)
+	if err != nil {
+		return node, err
+	}
+	if node.Operator != signer {
+		return node, errorsmod.Wrapf(types.ErrNotOperator, "node %d belongs to %s, not %s", id, node.Operator, signer)
+	}
+	return node, nil
+}
+
+// holdsCollateralLock: pending and active nodes hold their GPUs' collateral locked.
+func holdsCollateralLock(s types.NodeStatus) bool {
+	return s == types.NODE_STATUS_ACTIVE || s == types.NODE_STATUS_PENDING
+}
+
+// UpdateNode replaces a node's spec. A change of inventory (GPUs or class) is refused
+// while the node has work in flight, re-locks collateral for the new GPU count and moves
+// the node's power to its new class.
+func (k Keeper) UpdateNode(ctx context.Context, operator string, id uint64, spec types.NodeSpec) (types.Node, error) {
+	node, err := k.ownedNode(ctx, operator, id)
+	if err != nil {
+		return node, err
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return node, err
+	}
+	class, err := spec.Validate(p)
+	if err != nil {
+		return node, err
+	}
+	for i, g := range spec.Gpus {
+		owner, err := k.GpuOwners.Get(ctx, g.Uuid)
+		if err == nil && owner != id {
+			return node, errorsmod.Wrapf(types.ErrDuplicateGpu, "gpus[%d].uuid %s is already registered by node %d", i, g.Uuid, owner)
+		} else if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
+			return node, err
+		}
+	}
+	inventoryChanged := class != node.GpuClass || !sameGPUs(node.Gpus, spec.Gpus)
+	if inventoryChanged {
+		if err := k.gflHooks().BeforeNodeChange(ctx, node); err != nil {
+			return node, errorsmod.Wrapf(types.ErrNodeBusy, "node %d: %s", id, err)
+		}
+		if holdsCollateralLock(node.Status) {
+			// Lock or unlock only the difference: one call, nothing to undo on failure.
+			op := sdk.MustAccAddressFromBech32(operator)
+			newGPUs, oldGPUs := uint64(len(spec.Gpus)), node.GPUCount()
+			if newGPUs > oldGPUs {
+				if err := k.collateral.LockForNode(ctx, op, newGPUs-oldGPUs); err != nil {
+					return node, errorsmod.Wrapf(types.ErrInsufficientCollateral, "%d more GPUs: %s", newGPUs-oldGPUs, err)
+				}
+			} else if newGPUs < oldGPUs {
+				if err := k.collateral.UnlockForNode(ctx, op, oldGPUs-newGPUs); err != nil {
+					return node, err
+				}
+			}
+		}
+		for _, g := range node.Gpus {
+			if err := k.GpuOwners.Remove(ctx, g.Uuid); err != nil {
+				return node, err
+			}
+		}
+		for _, g := range spec.Gpus {
+			if err := k.GpuOwners.Set(ctx, g.Uuid, id); err != nil {
+				return node, err
+			}
+		}
+		if class != node.GpuClass && node.PowerGflops > 0 {
+			if err := k.addClassPower(ctx, node.GpuClass, node.PowerGflops, false); err != nil {
+				return node, err
+			}
+			if err := k.addClassPower(ctx, class, node.PowerGflops, true); err != nil {
+				return node, err
+			}
+		}
+	}
+	node.GpuClass = class
+	applySpec(&node, spec)
+	if err := k.Nodes.Set(ctx, id, node); err != nil {
+		return node, err
+	}
+	if err := sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventNodeUpdated{
+		NodeId: id, GpuClass: class, Gpus: uint32(len(node.Gpus)),
+	}); err != nil {
+		return node, err
+	}
+	k.gflHooks().AfterNodeChanged(ctx, node)
+	return node, nil
+}
+
+func sameGPUs(a, b []types.GpuInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// DeactivateNode takes a node off the market: its power is burned at once and its
+// collateral unlocked. Refused while it has work in flight or a committed challenge
+// awaiting its reveal (deactivating must not dodge a wrong-answer slash); an issued but
+// uncommitted challenge counts as missed.
+func (k Keeper) DeactivateNode(ctx context.Context, operator string, id uint64) error {
+	node, err := k.ownedNode(ctx, operator, id)
+	if err != nil {
+		return err
+	}
+	if !holdsCollateralLock(node.Status) {
+		return errorsmod.Wrapf(types.ErrInvalidNodeStatus, "node %d is %s", id, node.Status)
+	}
+	if node.OpenChallenge != 0 {
+		c, err := k.Challenges.Get(ctx, node.OpenChallenge)
+		if err != nil {
+			return err
+		}
+		if c.Status == types.CHALLENGE_STATUS_COMMITTED {
+			return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: challenge %d awaits its reveal until height %d", id, c.Id, c.RevealDeadlineHeight)
+		}
+		if err := k.concludeChallenge(ctx, c, types.CHALLENGE_STATUS_MISSED, 0, "node deactivated"); err != nil {
+			return err
+		}
+		if node, err = k.GetNode(ctx, id); err != nil {
+			return err
+		}
+	}
+	if err := k.gflHooks().BeforeNodeChange(ctx, node); err != nil {
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: %s", id, err)
+	}
+	if err := k.setNodePower(ctx, &node, 0); err != nil {
+		return err
+	}
+	if err := k.collateral.UnlockForNode(ctx, sdk.MustAccAddressFromBech32(operator), node.GPUCount()); err != nil {
+		return err
+	}
+	if err := k.ChallengeQueue.Remove(ctx, collections.Join(node.NextChallengeHeight, id)); err != nil {
+		return err
+	}
+	node.NextChallengeHeight = 0
+	return k.setStatus(ctx, node, types.NODE_STATUS_INACTIVE)
+}
+
+// ReactivateNode locks collateral again and puts an inactive node back: ACTIVE if it was
+// ever approved, PENDING otherwise.
+func (k Keeper) ReactivateNode(ctx context.Context, operator string, id uint64) (types.NodeStatus, error) {
+	node, err := k.ownedNode(ctx, operator, id)
+	if err != nil {
+		return 0, err
+	}
+	if node.Status != types.NODE_STATUS_INACTIVE {
+		return 0, errorsmod.Wrapf(types.ErrInvalidNodeStatus, "node %d is %s, not inactive", id, node.Status)
+	}
+	if err := k.collateral.LockForNode(ctx, sdk.MustAccAddressFromBech32(operator), node.GPUCount()); err != nil {
+		return 0, errorsmod.Wrapf(types.ErrInsufficientCollateral, "%d GPUs: %s", len(node.Gpus), err)
+	}
+	to := types.NODE_STATUS_PENDING
+	if node.Approved {
+		to = types.NODE_STATUS_ACTIVE
+		if err := k.scheduleChallenge(ctx, &node, sdk.UnwrapSDKContext(ctx).BlockHeight()); err != nil {
+			return 0, err
+		}
+	}
+	return to, k.setStatus(ctx, node, to)
+}
+
+// ApproveNode admits a pending node (GOVERNED admission); authority only.
+func (k Keeper) ApproveNode(ctx context.Context, authority string, id uint64) error {
+	if authority != k.authority {
+		return errorsmod.Wrapf(types.ErrInvalidAuthority, "expected %s, got %s", k.authority, authority)
+	}
+	node, err := k.GetNode(ctx, id)
+	if err != nil {
+		return err
+	}
+	if node.Status != types.NODE_STATUS_PENDING {
+		return errorsmod.Wrapf(types.ErrInvalidNodeStatus, "node %d is %s, not pending", id, node.Status)
+	}
+	node.Approved = true
+	if err := k.scheduleChallenge(ctx, &node, sdk.UnwrapSDKContext(ctx).BlockHeight()); err != nil {
+		return err
+	}
+	return k.setStatus(ctx, node, types.NODE_STATUS_ACTIVE)
+}
+
+func (k Keeper) setStatus(ctx context.Context, node types.Node, to types.NodeStatus) error {
+	from := node.Status
+	node.Status = to
+	if err := k.Nodes.Set(ctx, node.Id, node); err != nil {
+		return err
+	}
+	if err := sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventNodeStatusChanged{
+		NodeId: node.Id, From: from, To: to,
+	}); err != nil {
+		return err
+	}
+	k.gflHooks().AfterNodeChanged(ctx, node)
+	return nil
+}
+
+// scheduleChallenge sets the node's next challenge height and queues it. The caller saves
+// the node.
+func (k Keeper) scheduleChallenge(ctx context.Context, node *types.Node, height int64) error {
+	node.NextChallengeHeight = height
+	return k.ChallengeQueue.Set(ctx, collections.Join(height, node.Id))
+}
+
+// setNodePower sets a node's GFL index and keeps the ledger exact: the operator's ugfl is
+// minted or burned by the difference, and the class and network totals follow. The
+// caller saves the node.
+func (k Keeper) setNodePower(ctx context.Context, node *types.Node, power uint64) error {
+	old := node.PowerGflops
+	if old == power {
+		return nil
+	}
+	op, err := k.operatorAddr("operator", node.Operator)
+	if err != nil {
+		return err
+	}
+	np, err := k.NetworkPower.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if power > old {
+		delta := sdk.NewCoins(sdk.NewCoin(types.Denom, sdkmath.NewIntFromUint64(power-old)))
+		if err := k.bankKeeper.MintCoins(ctx, types.ModuleName, delta); err != nil {
+			return err
+		}
+		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, op, delta); err != nil {
+			return err
+		}
+		np.TotalGflops += power - old
+		if err := k.addClassPower(ctx, node.GpuClass, power-old, true); err != nil {
+			return err
+		}
+	} else {
+		delta := sdk.NewCoins(sdk.NewCoin(types.Denom, sdkmath.NewIntFromUint64(old-power)))
+		if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, op, types.ModuleName, delta); err != nil {
+			return errorsmod.Wrapf(err, "burning %s from operator %s", delta, node.Operator)
+		}
+		if err := k.bankKeeper.BurnCoins(ctx, types.ModuleName, delta); err != nil {
+			return err
+		}
+		np.TotalGflops -= old - power
+		if err := k.addClassPower(ctx, node.GpuClass, old-power, false); err != nil {
+			return err
+		}
+	}
+	switch {
+	case old == 0:
+		np.Nodes++
+	case power == 0:
+		np.Nodes--
+	}
+	node.PowerGflops = power
+	return k.NetworkPower.Set(ctx, np)
+}
+
+func (k Keeper) addClassPower(ctx context.Context, class string, amount uint64, add bool) error {
+	cur, err := k.ClassPower.Get(ctx, class)
+	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
+		return err
+	}
+	if add {
+		cur += amount
+	} else {
+		if amount > cur {
+			return fmt.Errorf("gfl: class %s power %d below %d: the ledger is out of step", class, cur, amount)
+		}
+		cur -= amount
+	}
+	if cur == 0 {
+		return k.ClassPower.Remove(ctx, class)
+	}
+	return k.ClassPower.Set(ctx, class, cur)
+}

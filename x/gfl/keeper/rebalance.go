@@ -1,0 +1,166 @@
+package keeper
+
+import (
+	"context"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
+
+	"github.com/flopsnet/flops/internal/blockhook"
+	"github.com/flopsnet/flops/x/gfl/types"
+)
+
+// The rebalance (burn and mint). At the end of each x/epochs epoch named by
+// epoch_identifier, the epoch is queued and new challenge results start counting in the
+// next one. EndBlock then walks the nodes in id order, max_rebalance_per_block per block,
+// resuming from a cursor: each node's power becomes median * availability of its epoch
+// statistics and its operator's ugfl is minted or burned by the difference, so that at
+// every moment ugfl supply = sum of the nodes' power = NetworkPower.total_gflops.
+// A node with no concluded challenge in the epoch keeps its power (nothing was measured);
+// an inactive node has none.
+
+// EpochHooks returns the x/epochs hooks of the module.
+func (k Keeper) EpochHooks() epochstypes.EpochHooks { return epochHooks{k} }
+
+type epochHooks struct{ k Keeper }
+
+// AfterEpochEnd queues the ended epoch for rebalancing. Constant work; an error is logged,
+// never returned to x/epochs (which would halt the chain).
+func (h epochHooks) AfterEpochEnd(ctx context.Context, identifier string, _ int64) error {
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	_ = blockhook.Apply(sdkCtx, "gfl: queue rebalance", func(ctx sdk.Context) error {
+		p, err := h.k.Params.Get(ctx)
+		if err != nil || identifier != p.EpochIdentifier {
+			return err
+		}
+		st, err := h.k.Rebalance.Get(ctx)
+		if err != nil {
+			return err
+		}
+		st.Pending = append(st.Pending, st.StatsEpoch)
+		st.StatsEpoch++
+		return h.k.Rebalance.Set(ctx, st)
+	})
+	return nil
+}
+
+// BeforeEpochStart implements epochstypes.EpochHooks.
+func (h epochHooks) BeforeEpochStart(context.Context, string, int64) error { return nil }
+
+// rebalanceStep advances the oldest pending rebalance by at most max_rebalance_per_block
+// nodes.
+func (k Keeper) rebalanceStep(ctx sdk.Context, p types.Params) error {
+	st, err := k.Rebalance.Get(ctx)
+	if err != nil || len(st.Pending) == 0 {
+		return err
+	}
+	epoch := st.Pending[0]
+	it, err := k.Nodes.Iterate(ctx, new(collections.Range[uint64]).StartExclusive(st.Cursor))
+	if err != nil {
+		return err
+	}
+	var ids []uint64
+	for ; it.Valid() && len(ids) < int(p.MaxRebalancePerBlock); it.Next() {
+		id, err := it.Key()
+		if err != nil {
+			_ = it.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	finished := !it.Valid()
+	if err := it.Close(); err != nil {
+		return err
+	}
+
+	for _, id := range ids {
+		_ = blockhook.Apply(ctx, "gfl: rebalance node", func(ctx sdk.Context) error {
+			return k.rebalanceNode(ctx, id, epoch)
+		})
+		st.Cursor = id
+	}
+	if finished {
+		st.Pending = st.Pending[1:]
+		st.Cursor = 0
+		np, err := k.NetworkPower.Get(ctx)
+		if err != nil {
+			return err
+		}
+		if err := ctx.EventManager().EmitTypedEvent(&types.EventRebalanceFinished{Epoch: epoch, TotalGflops: np.TotalGflops}); err != nil {
+			return err
+		}
+	}
+	return k.Rebalance.Set(ctx, st)
+}
+
+func (k Keeper) rebalanceNode(ctx sdk.Context, id, epoch uint64) error {
+	node, err := k.Nodes.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	key := collections.Join(id, epoch)
+	stats, err := k.Stats.Get(ctx, key)
+	found := err == nil
+	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
+		return err
+	}
+	old := node.PowerGflops
+	power := old
+	switch {
+	case !node.Schedulable():
+		power = 0
+	case found && stats.Issued > 0:
+		node.MedianGflops = types.Median(stats.Samples)
+		node.AvailabilityPpm = types.AvailabilityPPM(stats.Passed, stats.Issued)
+		power = types.IndexPower(node.MedianGflops, node.AvailabilityPpm)
+	}
+	if err := k.setNodePower(ctx, &node, power); err != nil {
+		return err
+	}
+	node.PowerEpoch = epoch
+	if found {
+		if err := k.Stats.Remove(ctx, key); err != nil {
+			return err
+		}
+	}
+	if err := k.Nodes.Set(ctx, id, node); err != nil {
+		return err
+	}
+	return ctx.EventManager().EmitTypedEvent(&types.EventNodeRebalanced{
+		NodeId: id, Operator: node.Operator, Epoch: epoch, OldGflops: old, NewGflops: power,
+		MedianGflops: node.MedianGflops, AvailabilityPpm: node.AvailabilityPpm,
+	})
+}
+
+// WorkloadTotals derives the network's corrected power per workload class from the class
+// totals and the current weights (a class no longer in the table counts for nothing).
+func (k Keeper) WorkloadTotals(ctx context.Context, p types.Params) ([]types.WorkloadPower, error) {
+	out := make([]types.WorkloadPower, len(p.WorkloadWeights))
+	for i, w := range p.WorkloadWeights {
+		out[i].Workload = w.Workload
+	}
+	err := k.ClassPower.Walk(ctx, nil, func(class string, power uint64) (bool, error) {
+		f, ok := p.ClassFactors(class)
+		if !ok {
+			return false, nil
+		}
+		for i, w := range p.WorkloadWeights {
+			out[i].Gflops += types.Corrected(power, w, f)
+		}
+		return false, nil
+	})
+	return out, err
+}
+
+// NodeWorkloadPower is a node's power corrected per workload class.
+func NodeWorkloadPower(p types.Params, n types.Node) []types.WorkloadPower {
+	f, _ := p.ClassFactors(n.GpuClass)
+	out := make([]types.WorkloadPower, len(p.WorkloadWeights))
+	for i, w := range p.WorkloadWeights {
+		out[i] = types.WorkloadPower{Workload: w.Workload, Gflops: types.Corrected(n.PowerGflops, w, f)}
+	}
+	return out
+}

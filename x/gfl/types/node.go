@@ -1,0 +1,150 @@
+package types
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	errorsmod "cosmossdk.io/errors"
+
+	"github.com/flopsnet/flops/internal/chain"
+	"github.com/flopsnet/flops/internal/validate"
+)
+
+const (
+	maxModelLen    = 128
+	maxUUIDLen     = 128
+	maxEndpointLen = 256
+)
+
+var computeCapability = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,2}$`)
+
+// Validate checks a node spec against the params and returns the node's GPU class. Every
+// failure is a registered error naming the offending field and value.
+func (s NodeSpec) Validate(p Params) (string, error) {
+	if n := len(s.Gpus); n == 0 || uint32(n) > p.MaxGpusPerNode {
+		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus: %d GPUs, must be 1 to %d", n, p.MaxGpusPerNode)
+	}
+	seen := make(map[string]struct{}, len(s.Gpus))
+	class := ""
+	for i, g := range s.Gpus {
+		if err := g.validate(i); err != nil {
+			return "", err
+		}
+		if _, dup := seen[g.Uuid]; dup {
+			return "", errorsmod.Wrapf(ErrDuplicateGpu, "gpus[%d].uuid %s appears twice in the node", i, g.Uuid)
+		}
+		seen[g.Uuid] = struct{}{}
+		c, ok := ClassifyGPU(p.GpuClasses, g)
+		if !ok {
+			return "", errorsmod.Wrapf(ErrUnknownGpuClass, "gpus[%d]: %q with %d MiB matches no class of the GPU class table", i, g.Model, g.MemoryMib)
+		}
+		if class != "" && c != class {
+			return "", errorsmod.Wrapf(ErrMixedGpuClasses, "gpus[%d] is %s but gpus[0] is %s: register each class as its own node", i, c, class)
+		}
+		class = c
+	}
+	if err := validate.Identifier("region", s.Region); err != nil {
+		return "", errorsmod.Wrap(ErrInvalidNodeSpec, err.Error())
+	}
+	if err := ValidateEndpoint(s.Endpoint); err != nil {
+		return "", err
+	}
+	if len(s.Workloads) == 0 || len(s.Workloads) > len(WorkloadClasses) {
+		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "workloads: %d given, must be 1 to %d", len(s.Workloads), len(WorkloadClasses))
+	}
+	wl := make(map[WorkloadClass]struct{}, len(s.Workloads))
+	for i, w := range s.Workloads {
+		if w == WORKLOAD_CLASS_UNSPECIFIED || WorkloadClass_name[int32(w)] == "" {
+			return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "workloads[%d] %d: unknown workload class", i, w)
+		}
+		if _, dup := wl[w]; dup {
+			return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "workloads[%d] %s: duplicate", i, w)
+		}
+		wl[w] = struct{}{}
+	}
+	if err := validate.Coin("ask_per_gpu_hour", s.AskPerGpuHour, chain.BondDenom); err != nil {
+		return "", errorsmod.Wrap(ErrInvalidNodeSpec, err.Error())
+	}
+	if !s.AskPerGpuHour.IsPositive() {
+		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "ask_per_gpu_hour %s: must be positive", s.AskPerGpuHour)
+	}
+	if s.ClaimedGflops == 0 || s.ClaimedGflops > p.MaxClaimedGflops {
+		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "claimed_gflops %d: must be 1 to %d", s.ClaimedGflops, p.MaxClaimedGflops)
+	}
+	return class, nil
+}
+
+func (g GpuInfo) validate(i int) error {
+	switch {
+	case g.Model == "" || len(g.Model) > maxModelLen:
+		return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].model %q: must be 1 to %d characters", i, g.Model, maxModelLen)
+	case g.Uuid == "" || len(g.Uuid) > maxUUIDLen || strings.ContainsAny(g.Uuid, " \t\n"):
+		return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].uuid %q: must be 1 to %d characters without spaces", i, g.Uuid, maxUUIDLen)
+	case g.MemoryMib == 0:
+		return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].memory_mib: must be positive", i)
+	case !computeCapability.MatchString(g.ComputeCapability):
+		return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].compute_capability %q: must be major.minor, e.g. 8.0", i, g.ComputeCapability)
+	}
+	return nil
+}
+
+// ValidateEndpoint checks a worker endpoint: an absolute http or https URL with a host.
+func ValidateEndpoint(endpoint string) error {
+	if endpoint == "" || len(endpoint) > maxEndpointLen {
+		return errorsmod.Wrapf(ErrInvalidNodeSpec, "endpoint %q: must be 1 to %d characters", endpoint, maxEndpointLen)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errorsmod.Wrapf(ErrInvalidNodeSpec, "endpoint %q: must be an http or https URL with a host", endpoint)
+	}
+	return nil
+}
+
+// ClassifyGPU returns the first class of the table the GPU belongs to: its model contains
+// one of the class's substrings (case-insensitive) and its memory is within the class's
+// range.
+func ClassifyGPU(classes []GpuClass, g GpuInfo) (string, bool) {
+	model := strings.ToLower(g.Model)
+	for _, c := range classes {
+		if g.MemoryMib < c.MinMemoryMib || (c.MaxMemoryMib != 0 && g.MemoryMib > c.MaxMemoryMib) {
+			continue
+		}
+		for _, sub := range c.ModelSubstrings {
+			if strings.Contains(model, strings.ToLower(sub)) {
+				return c.Name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// ClassFactors returns a class's performance factors, false if the table lacks it.
+func (p Params) ClassFactors(class string) (PerformanceFactors, bool) {
+	for _, c := range p.GpuClasses {
+		if c.Name == class {
+			return c.Factors, true
+		}
+	}
+	return PerformanceFactors{}, false
+}
+
+// Schedulable says whether a node may be challenged and given work.
+func (n Node) Schedulable() bool { return n.Status == NODE_STATUS_ACTIVE }
+
+// GPUCount is the number of GPUs of the node.
+func (n Node) GPUCount() uint64 { return uint64(len(n.Gpus)) }
+
+// Accepts says whether the node accepts a workload class.
+func (n Node) Accepts(w WorkloadClass) bool {
+	for _, x := range n.Workloads {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe names a node for error messages.
+func (n Node) Describe() string { return fmt.Sprintf("node %d (%s, %s)", n.Id, n.GpuClass, n.Status) }
