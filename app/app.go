@@ -287,7 +287,10 @@ func New(
 	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), accCodec, govAuthority, app.AccountKeeper, app.BankKeeper)
 	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), accCodec, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper)
 	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
-	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
+	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), accCodec, govAuthority, app.AccountKeeper,
+		app.BankKeeper, app.GFLKeeper, app.StakingSlashKeeper, authtypes.FeeCollectorName, dpstypes.ModuleName)
+	app.MarketKeeper.SetWorkEpoch(epochCounter{epochs: &app.EpochsKeeper, identifier: EpochIdentifier})
+	app.GFLKeeper.SetHooks(gfltypes.MultiGFLHooks{app.MarketKeeper.GFLHooks()})
 	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
 
 	app.EpochsKeeper.SetHooks(epochstypes.NewMultiEpochHooks(app.GFLKeeper.EpochHooks()))

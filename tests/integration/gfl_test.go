@@ -44,7 +44,7 @@ func smallPoCP(e apptest.GenesisEditor) {
 func a100(tag string, gpus int) gfltypes.NodeSpec {
 	s := gfltypes.NodeSpec{
 		Region: "eu-west", Endpoint: "https://" + tag + ".example.com",
-		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING},
+		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING, gfltypes.WORKLOAD_CLASS_BATCH},
 		AskPerGpuHour: sdk.NewInt64Coin("udps", 1_000_000), ClaimedGflops: 24,
 	}
 	for i := range gpus {

@@ -9,9 +9,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -114,7 +116,7 @@ func New(t testing.TB, opts ...Option) *App {
 	for _, o := range opts {
 		o(cfg)
 	}
-	a := app.New(log.NewNopLogger(), dbm.NewMemDB(), true, simtestutil.AppOptionsMap{flags.FlagHome: t.TempDir()},
+	a := app.New(errorLogger(t), dbm.NewMemDB(), true, simtestutil.AppOptionsMap{flags.FlagHome: t.TempDir()},
 		baseapp.SetChainID(ChainID))
 	ta := &App{
 		App: a, t: t, accounts: map[string]*Account{},
@@ -369,4 +371,17 @@ func BlockHash(h int64) []byte {
 	binary.BigEndian.PutUint64(b[:], uint64(h))
 	sum := sha256.Sum256(append([]byte("apptest block "), b[:]...))
 	return sum[:]
+}
+
+// errorLogger writes the app's error-level logs (a failed block-hook item, for one) to
+// the test's output, so that a skipped item is visible when a test fails.
+func errorLogger(t testing.TB) log.Logger {
+	return log.NewLogger(testWriter{t}, log.LevelOption(zerolog.ErrorLevel), log.ColorOption(false))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -2,21 +2,58 @@ package market
 
 import (
 	autocliv1 "cosmossdk.io/api/cosmos/autocli/v1"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flopsnet/flops/x/market/client/cli"
 )
+
+// GetTxCmd returns the hand-written tx commands; autocli adds the rest to them.
+func (AppModule) GetTxCmd() *cobra.Command { return cli.TxCmd() }
 
 // AutoCLIOptions describes the CLI of every Msg and Query.
 func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
+	args := func(fields ...string) []*autocliv1.PositionalArgDescriptor {
+		out := make([]*autocliv1.PositionalArgDescriptor, len(fields))
+		for i, f := range fields {
+			out[i] = &autocliv1.PositionalArgDescriptor{ProtoField: f}
+		}
+		return out
+	}
 	return &autocliv1.ModuleOptions{
 		Query: &autocliv1.ServiceCommandDescriptor{
 			Service: "flops.market.v1.Query",
 			RpcCommandOptions: []*autocliv1.RpcCommandOptions{
 				{RpcMethod: "Params", Use: "params", Short: "Show the x/market parameters"},
+				{RpcMethod: "Job", Use: "job <job-id>", Short: "Show a job: spec, status, escrow", PositionalArgs: args("job_id")},
+				{RpcMethod: "JobsByOwner", Use: "jobs-by-owner <owner>", Short: "List an owner's jobs", PositionalArgs: args("owner")},
+				{RpcMethod: "JobsByStatus", Use: "jobs-by-status <status>", Short: "List the jobs in a status", Example: "flopsd q market jobs-by-status JOB_STATUS_ACTIVE", PositionalArgs: args("status")},
+				{RpcMethod: "Task", Use: "task <task-id>", Short: "Show a task", PositionalArgs: args("task_id")},
+				{RpcMethod: "TasksByJob", Use: "tasks <job-id>", Short: "List a job's tasks", PositionalArgs: args("job_id")},
+				{RpcMethod: "TasksByNode", Use: "tasks-by-node <node-id>", Short: "List a node's tasks", PositionalArgs: args("node_id")},
+				{RpcMethod: "TasksByProvider", Use: "tasks-by-provider <provider>", Short: "List a provider's tasks", PositionalArgs: args("provider")},
+				{RpcMethod: "BidsByJob", Use: "bids <job-id>", Short: "List an auction's bids", PositionalArgs: args("job_id")},
+				{RpcMethod: "OpenAuctions", Use: "auctions", Short: "List the jobs taking bids"},
+				{RpcMethod: "JobHistory", Use: "history <job-id>", Short: "Show a job's history, oldest first", PositionalArgs: args("job_id")},
+				{RpcMethod: "NodeSlot", Use: "node <node-id>", Short: "Show the market's view of a node (load, ask)", PositionalArgs: args("node_id")},
+				{RpcMethod: "VerifiedWork", Use: "work <provider> <epoch>", Short: "Show a provider's verified work in an epoch", PositionalArgs: args("provider", "epoch")},
 			},
 		},
 		Tx: &autocliv1.ServiceCommandDescriptor{
-			Service: "flops.market.v1.Msg",
+			Service:              "flops.market.v1.Msg",
+			EnhanceCustomCommand: true,
 			RpcCommandOptions: []*autocliv1.RpcCommandOptions{
 				{RpcMethod: "UpdateParams", Skip: true}, // authority (gov) only
+				{RpcMethod: "SubmitJob", Skip: true},    // client/cli: reads a spec file
+				{RpcMethod: "CancelJob", Use: "cancel-job <job-id>", Short: "Cancel a job: unstarted tasks refunded at once, running ones paid pro rata", Example: "flopsd tx market cancel-job 7 --from client", PositionalArgs: args("job_id")},
+				{RpcMethod: "PlaceBid", Use: "bid <job-id> <node-id> <price-udps> [quantity]", Short: "Bid a node for an auctioned job (locks the bid deposit)", Example: "flopsd tx market bid 7 1 900000 2 --from provider",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "job_id"}, {ProtoField: "node_id"}, {ProtoField: "price"}, {ProtoField: "quantity", Optional: true}}},
+				{RpcMethod: "WithdrawBid", Use: "withdraw-bid <job-id> <node-id>", Short: "Withdraw a bid before the auction closes", PositionalArgs: args("job_id", "node_id")},
+				{RpcMethod: "AckTask", Use: "ack <task-id>", Short: "Start an assigned task (flops-worker does this)", PositionalArgs: args("task_id")},
+				{RpcMethod: "Heartbeat", Use: "heartbeat <node-id>", Short: "Keep a node's running tasks alive (flops-worker does this)", PositionalArgs: args("node_id")},
+				{RpcMethod: "Checkpoint", Use: "checkpoint <task-id> <sha256> <uri>", Short: "Record a task's checkpoint", PositionalArgs: args("task_id", "sha256", "uri")},
+				{RpcMethod: "CommitResult", Use: "commit <task-id> <commitment-hex>", Short: "Commit sha256(result_root || salt || provider)", PositionalArgs: args("task_id", "commitment")},
+				{RpcMethod: "RevealResult", Use: "reveal <task-id> <result-root-hex> <salt-hex> <output-uri>", Short: "Reveal a committed result", PositionalArgs: args("task_id", "result_root", "salt", "output_uri")},
 			},
 		},
 	}

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/blockhook"
+	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	"github.com/flopsnet/flops/x/gfl/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -42,7 +43,7 @@ func (k Keeper) GetChallenge(ctx context.Context, id uint64) (types.Challenge, e
 func (k Keeper) issueDueChallenges(ctx sdk.Context, p types.Params) error {
 	rng := new(collections.Range[collections.Pair[int64, uint64]]).
 		EndInclusive(collections.Join(ctx.BlockHeight(), uint64(math.MaxUint64)))
-	due, err := collectKeys(ctx, k.ChallengeQueue, rng, int(p.MaxChallengesPerBlock))
+	due, err := collkeys.CollectKeys(ctx, k.ChallengeQueue, rng, int(p.MaxChallengesPerBlock))
 	if err != nil {
 		return err
 	}
@@ -319,7 +320,7 @@ func (k Keeper) concludeChallenge(ctx context.Context, c types.Challenge, status
 // max_challenges_per_block of each per block.
 func (k Keeper) expireChallenges(ctx sdk.Context, p types.Params) error {
 	limit := int(p.MaxChallengesPerBlock)
-	commits, err := collectKeys(ctx, k.CommitDeadlines,
+	commits, err := collkeys.CollectKeys(ctx, k.CommitDeadlines,
 		new(collections.Range[collections.Pair[time.Time, uint64]]).EndInclusive(collections.Join(ctx.BlockTime(), uint64(math.MaxUint64))), limit)
 	if err != nil {
 		return err
@@ -338,7 +339,7 @@ func (k Keeper) expireChallenges(ctx sdk.Context, p types.Params) error {
 			return k.concludeChallenge(ctx, c, types.CHALLENGE_STATUS_MISSED, 0, "no commitment by the deadline")
 		})
 	}
-	reveals, err := collectKeys(ctx, k.RevealDeadlines,
+	reveals, err := collkeys.CollectKeys(ctx, k.RevealDeadlines,
 		new(collections.Range[collections.Pair[int64, uint64]]).EndInclusive(collections.Join(ctx.BlockHeight(), uint64(math.MaxUint64))), limit)
 	if err != nil {
 		return err
@@ -358,23 +359,4 @@ func (k Keeper) expireChallenges(ctx sdk.Context, p types.Params) error {
 		})
 	}
 	return nil
-}
-
-// collectKeys reads up to limit keys of a key set in a range, so that the caller can
-// modify the set while processing them.
-func collectKeys[K any](ctx context.Context, ks collections.KeySet[K], rng collections.Ranger[K], limit int) ([]K, error) {
-	it, err := ks.Iterate(ctx, rng)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = it.Close() }()
-	var out []K
-	for ; it.Valid() && len(out) < limit; it.Next() {
-		key, err := it.Key()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, key)
-	}
-	return out, nil
 }

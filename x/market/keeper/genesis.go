@@ -2,25 +2,172 @@ package keeper
 
 import (
 	"context"
+	"fmt"
+
+	"cosmossdk.io/collections"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/x/market/types"
 )
 
-// InitGenesis stores a validated genesis state.
+// InitGenesis stores a validated genesis state and rebuilds every queue and index from
+// the records. It refuses a genesis whose escrow account does not hold exactly the open
+// escrows and deposits.
 func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	if err := gs.Validate(); err != nil {
 		return err
 	}
-	// Creates the module account on a fresh chain.
 	k.accountKeeper.GetModuleAccount(ctx, types.ModuleName)
-	return k.Params.Set(ctx, gs.Params)
+	p := gs.Params
+	if err := k.Params.Set(ctx, p); err != nil {
+		return err
+	}
+	if err := k.JobSeq.Set(ctx, max(gs.NextJobId, 1)); err != nil {
+		return err
+	}
+	if err := k.TaskSeq.Set(ctx, max(gs.NextTaskId, 1)); err != nil {
+		return err
+	}
+	jobs := map[uint64]types.Job{}
+	for _, j := range gs.Jobs {
+		jobs[j.Id] = j
+		if err := k.Jobs.Set(ctx, j.Id, j); err != nil {
+			return err
+		}
+		var err error
+		switch {
+		case j.FinishedHeight != 0:
+			err = k.PruneQueue.Set(ctx, collections.Join(j.FinishedHeight+int64(p.JobRetentionBlocks), j.Id))
+		default:
+			if err = k.JobDeadlines.Set(ctx, collections.Join(j.Spec.Deadline, j.Id)); err == nil && j.Status == types.JOB_STATUS_BIDDING {
+				err = k.AuctionClose.Set(ctx, collections.Join(j.AuctionCloseHeight, j.Id))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, t := range gs.Tasks {
+		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+			return err
+		}
+		if err := k.enqueue(ctx, jobs[t.JobId], t); err != nil {
+			return err
+		}
+	}
+	for _, b := range gs.Bids {
+		if err := k.Bids.Set(ctx, collections.Join(b.JobId, b.NodeId), b); err != nil {
+			return err
+		}
+	}
+	for _, s := range gs.Slots {
+		if err := k.setSlot(ctx, nil, s); err != nil {
+			return err
+		}
+	}
+	for _, h := range gs.Heartbeats {
+		if err := k.Heartbeats.Set(ctx, h.NodeId, h.Height); err != nil {
+			return err
+		}
+		if err := k.HeartbeatDue.Set(ctx, collections.Join(h.Height, h.NodeId)); err != nil {
+			return err
+		}
+	}
+	for _, w := range gs.Work {
+		key := collections.Join3(w.Epoch, sdk.MustAccAddressFromBech32(w.Provider), w.Workload)
+		if err := k.Work.Set(ctx, key, w.Record); err != nil {
+			return err
+		}
+	}
+	for _, h := range gs.History {
+		if err := k.History.Set(ctx, collections.Join(h.JobId, h.Seq), h.Entry); err != nil {
+			return err
+		}
+	}
+	held, err := k.heldEscrow(ctx)
+	if err != nil {
+		return err
+	}
+	if bal := k.bankKeeper.GetBalance(ctx, k.accountKeeper.GetModuleAddress(types.ModuleName), p.Denom).Amount; !bal.Equal(held) {
+		return fmt.Errorf("market genesis: the escrow account holds %s%s, the jobs and bids %s%s", bal, p.Denom, held, p.Denom)
+	}
+	return nil
 }
 
 // ExportGenesis returns the whole module state.
 func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) {
-	p, err := k.Params.Get(ctx)
-	if err != nil {
+	gs := &types.GenesisState{}
+	var err error
+	if gs.Params, err = k.Params.Get(ctx); err != nil {
 		return nil, err
 	}
-	return &types.GenesisState{Params: p}, nil
+	if gs.NextJobId, err = k.JobSeq.Peek(ctx); err != nil {
+		return nil, err
+	}
+	if gs.NextTaskId, err = k.TaskSeq.Peek(ctx); err != nil {
+		return nil, err
+	}
+	if err := k.Jobs.Walk(ctx, nil, func(_ uint64, j types.Job) (bool, error) {
+		gs.Jobs = append(gs.Jobs, j)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.Tasks.Walk(ctx, nil, func(_ uint64, t types.Task) (bool, error) {
+		gs.Tasks = append(gs.Tasks, t)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.Bids.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
+		gs.Bids = append(gs.Bids, b)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.Slots.Walk(ctx, nil, func(_ uint64, s types.NodeSlot) (bool, error) {
+		gs.Slots = append(gs.Slots, s)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.Heartbeats.Walk(ctx, nil, func(node uint64, h int64) (bool, error) {
+		gs.Heartbeats = append(gs.Heartbeats, types.NodeHeartbeat{NodeId: node, Height: h})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.Work.Walk(ctx, nil, func(key collections.Triple[uint64, sdk.AccAddress, int32], r types.WorkRecord) (bool, error) {
+		gs.Work = append(gs.Work, types.WorkEntry{Epoch: key.K1(), Provider: key.K2().String(), Workload: key.K3(), Record: r})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.History.Walk(ctx, nil, func(key collections.Pair[uint64, uint32], e types.HistoryEntry) (bool, error) {
+		gs.History = append(gs.History, types.JobHistoryEntry{JobId: key.K1(), Seq: key.K2(), Entry: e})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	return gs, nil
+}
+
+// heldEscrow is what the escrow account must hold: every job's escrow and every deposit
+// still held.
+func (k Keeper) heldEscrow(ctx context.Context) (sdkmath.Int, error) {
+	sum := sdkmath.ZeroInt()
+	err := k.Jobs.Walk(ctx, nil, func(_ uint64, j types.Job) (bool, error) {
+		sum = sum.Add(j.Escrow)
+		return false, nil
+	})
+	if err != nil {
+		return sum, err
+	}
+	err = k.Bids.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
+		sum = sum.Add(b.Deposit)
+		return false, nil
+	})
+	return sum, err
 }

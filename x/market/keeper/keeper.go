@@ -2,44 +2,166 @@ package keeper
 
 import (
 	"context"
+	"time"
 
 	"cosmossdk.io/collections"
+	"cosmossdk.io/collections/indexes"
 	"cosmossdk.io/core/address"
 	corestore "cosmossdk.io/core/store"
 	errorsmod "cosmossdk.io/errors"
 
 	"github.com/cosmos/cosmos-sdk/codec"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/market/types"
 )
+
+// JobIndexes index jobs by owner and status.
+type JobIndexes struct {
+	ByOwner  *indexes.Multi[sdk.AccAddress, uint64, types.Job]
+	ByStatus *indexes.Multi[int32, uint64, types.Job]
+}
+
+// IndexesList implements collections.Indexes.
+func (i JobIndexes) IndexesList() []collections.Index[uint64, types.Job] {
+	return []collections.Index[uint64, types.Job]{i.ByOwner, i.ByStatus}
+}
+
+// TaskIndexes index tasks by job, node and provider.
+type TaskIndexes struct {
+	ByJob      *indexes.Multi[uint64, uint64, types.Task]
+	ByNode     *indexes.Multi[uint64, uint64, types.Task]
+	ByProvider *indexes.Multi[sdk.AccAddress, uint64, types.Task]
+}
+
+// IndexesList implements collections.Indexes.
+func (i TaskIndexes) IndexesList() []collections.Index[uint64, types.Task] {
+	return []collections.Index[uint64, types.Task]{i.ByJob, i.ByNode, i.ByProvider}
+}
+
+// wiring is shared by every copy of the keeper, so that dependencies set after the keeper
+// was copied into the module and other keepers reach all of them.
+type wiring struct {
+	reputation types.ReputationKeeper
+	workEpoch  types.WorkEpochKeeper
+	hooks      types.MarketHooks
+}
 
 // Keeper owns x/market's state.
 type Keeper struct {
 	cdc           codec.BinaryCodec
 	storeService  corestore.KVStoreService
 	addressCodec  address.Codec
+	authority     string
 	accountKeeper types.AccountKeeper
-	// authority may update params and approve nodes (x/gov's module account).
-	authority string
+	bankKeeper    types.BankKeeper
+	gfl           types.GFLKeeper
+	collateral    types.CollateralKeeper
+	feeCollector  string
+	rewardPool    string
+	wiring        *wiring
 
 	Schema collections.Schema
 	Params collections.Item[types.Params]
+
+	JobSeq  collections.Sequence
+	Jobs    *collections.IndexedMap[uint64, types.Job, JobIndexes]
+	TaskSeq collections.Sequence
+	Tasks   *collections.IndexedMap[uint64, types.Task, TaskIndexes]
+	// Bids: (job id, node id) -> bid.
+	Bids collections.Map[collections.Pair[uint64, uint64], types.Bid]
+
+	// Slots: the market's view of every node; SchedIndex orders the schedulable ones by
+	// (GPU class, load in ppm, node id) so that the scheduler finds the least loaded
+	// eligible nodes of a class in O(log N).
+	Slots      collections.Map[uint64, types.NodeSlot]
+	SchedIndex collections.KeySet[collections.Triple[string, uint32, uint64]]
+
+	// AssignQueue: (MaxUint64 - tip, deadline in unix seconds, task id) of pending ASSIGN
+	// tasks: higher tips first, then earlier deadlines, then older tasks.
+	AssignQueue collections.KeySet[collections.Triple[uint64, int64, uint64]]
+
+	// Work that falls due later, keyed by (height or time, id); only the due range is walked.
+	AckDeadlines    collections.KeySet[collections.Pair[int64, uint64]]
+	RunDeadlines    collections.KeySet[collections.Pair[time.Time, uint64]]
+	RevealDeadlines collections.KeySet[collections.Pair[int64, uint64]]
+	SettleQueue     collections.KeySet[collections.Pair[int64, uint64]]
+	AuctionClose    collections.KeySet[collections.Pair[int64, uint64]]
+	JobDeadlines    collections.KeySet[collections.Pair[time.Time, uint64]]
+	PruneQueue      collections.KeySet[collections.Pair[int64, uint64]]
+
+	// Heartbeats: node -> height of its last heartbeat; HeartbeatDue: (height its tasks
+	// lapse, node).
+	Heartbeats   collections.Map[uint64, int64]
+	HeartbeatDue collections.KeySet[collections.Pair[int64, uint64]]
+
+	// History: (job, seq) -> entry, at most max_history_per_job per job.
+	History collections.Map[collections.Pair[uint64, uint32], types.HistoryEntry]
+
+	// Work: (epoch, provider, workload class) -> verified work, for x/dps.
+	Work collections.Map[collections.Triple[uint64, sdk.AccAddress, int32], types.WorkRecord]
 }
 
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
-// happens while wiring the app.
-func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string, ak types.AccountKeeper) Keeper {
+// happens while wiring the app. feeCollector and rewardPool are the module accounts that
+// receive the protocol take.
+func NewKeeper(
+	cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string,
+	ak types.AccountKeeper, bk types.BankKeeper, gk types.GFLKeeper, ck types.CollateralKeeper,
+	feeCollector, rewardPool string,
+) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "market: invalid authority %q", authority))
 	}
 	sb := collections.NewSchemaBuilder(storeService)
+	addr := func(s string) (sdk.AccAddress, error) { return addressCodec.StringToBytes(s) }
 	k := Keeper{
-		cdc:           cdc,
-		storeService:  storeService,
-		addressCodec:  addressCodec,
-		accountKeeper: ak,
-		authority:     authority,
-		Params:        collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
+		cdc: cdc, storeService: storeService, addressCodec: addressCodec, authority: authority,
+		accountKeeper: ak, bankKeeper: bk, gfl: gk, collateral: ck, feeCollector: feeCollector, rewardPool: rewardPool,
+		wiring: &wiring{reputation: types.NeutralReputation{}},
+
+		Params: collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
+		JobSeq: collections.NewSequence(sb, types.JobSeqKey, "job_seq"),
+		Jobs: collections.NewIndexedMap(sb, types.JobsKey, "jobs", collections.Uint64Key, codec.CollValue[types.Job](cdc), JobIndexes{
+			ByOwner: indexes.NewMulti(sb, types.JobsByOwnerKey, "jobs_by_owner", sdk.AccAddressKey, collections.Uint64Key,
+				func(_ uint64, j types.Job) (sdk.AccAddress, error) { return addr(j.Owner) }),
+			ByStatus: indexes.NewMulti(sb, types.JobsByStatusKey, "jobs_by_status", collections.Int32Key, collections.Uint64Key,
+				func(_ uint64, j types.Job) (int32, error) { return int32(j.Status), nil }),
+		}),
+		TaskSeq: collections.NewSequence(sb, types.TaskSeqKey, "task_seq"),
+		Tasks: collections.NewIndexedMap(sb, types.TasksKey, "tasks", collections.Uint64Key, codec.CollValue[types.Task](cdc), TaskIndexes{
+			ByJob: indexes.NewMulti(sb, types.TasksByJobKey, "tasks_by_job", collections.Uint64Key, collections.Uint64Key,
+				func(_ uint64, t types.Task) (uint64, error) { return t.JobId, nil }),
+			ByNode: indexes.NewMulti(sb, types.TasksByNodeKey, "tasks_by_node", collections.Uint64Key, collections.Uint64Key,
+				func(_ uint64, t types.Task) (uint64, error) { return t.NodeId, nil }),
+			ByProvider: indexes.NewMulti(sb, types.TasksByProviderKey, "tasks_by_provider", sdk.AccAddressKey, collections.Uint64Key,
+				func(_ uint64, t types.Task) (sdk.AccAddress, error) {
+					if t.Provider == "" {
+						return sdk.AccAddress{}, nil
+					}
+					return addr(t.Provider)
+				}),
+		}),
+		Bids:  collections.NewMap(sb, types.BidsKey, "bids", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key), codec.CollValue[types.Bid](cdc)),
+		Slots: collections.NewMap(sb, types.SlotsKey, "slots", collections.Uint64Key, codec.CollValue[types.NodeSlot](cdc)),
+		SchedIndex: collections.NewKeySet(sb, types.SchedIndexKey, "sched_index",
+			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key)),
+		AssignQueue: collections.NewKeySet(sb, types.AssignQueueKey, "assign_queue",
+			collections.TripleKeyCodec(collections.Uint64Key, collections.Int64Key, collections.Uint64Key)),
+		AckDeadlines:    collections.NewKeySet(sb, types.AckDeadlinesKey, "ack_deadlines", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		RunDeadlines:    collections.NewKeySet(sb, types.RunDeadlinesKey, "run_deadlines", collections.PairKeyCodec(collkeys.TimeKey, collections.Uint64Key)),
+		RevealDeadlines: collections.NewKeySet(sb, types.RevealDeadlinesKey, "reveal_deadlines", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		SettleQueue:     collections.NewKeySet(sb, types.SettleQueueKey, "settle_queue", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		AuctionClose:    collections.NewKeySet(sb, types.AuctionCloseKey, "auction_close", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		JobDeadlines:    collections.NewKeySet(sb, types.JobDeadlinesKey, "job_deadlines", collections.PairKeyCodec(collkeys.TimeKey, collections.Uint64Key)),
+		PruneQueue:      collections.NewKeySet(sb, types.PruneQueueKey, "prune_queue", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		Heartbeats:      collections.NewMap(sb, types.HeartbeatsKey, "heartbeats", collections.Uint64Key, collections.Int64Value),
+		HeartbeatDue:    collections.NewKeySet(sb, types.HeartbeatDueKey, "heartbeat_due", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		History: collections.NewMap(sb, types.HistoryKey, "history", collections.PairKeyCodec(collections.Uint64Key, collections.Uint32Key),
+			codec.CollValue[types.HistoryEntry](cdc)),
+		Work: collections.NewMap(sb, types.WorkKey, "work",
+			collections.TripleKeyCodec(collections.Uint64Key, sdk.AccAddressKey, collections.Int32Key), codec.CollValue[types.WorkRecord](cdc)),
 	}
 	schema, err := sb.Build()
 	if err != nil {
@@ -49,10 +171,55 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 	return k
 }
 
+// SetReputation replaces the neutral reputation with x/reputation's scores.
+func (k Keeper) SetReputation(r types.ReputationKeeper) { k.wiring.reputation = r }
+
+// SetWorkEpoch sets the keeper that numbers reward epochs (x/dps).
+func (k Keeper) SetWorkEpoch(w types.WorkEpochKeeper) { k.wiring.workEpoch = w }
+
+// SetHooks sets the market hooks (x/reputation); twice is a wiring error.
+func (k Keeper) SetHooks(h types.MarketHooks) {
+	if k.wiring.hooks != nil {
+		panic("market: hooks already set")
+	}
+	k.wiring.hooks = h
+}
+
+func (k Keeper) hooks() types.MarketHooks {
+	if k.wiring.hooks == nil {
+		return types.MultiMarketHooks{}
+	}
+	return k.wiring.hooks
+}
+
 // Authority returns the address allowed to update params.
 func (k Keeper) Authority() string { return k.authority }
 
 // GetParams returns the stored params.
-func (k Keeper) GetParams(ctx context.Context) (types.Params, error) {
-	return k.Params.Get(ctx)
+func (k Keeper) GetParams(ctx context.Context) (types.Params, error) { return k.Params.Get(ctx) }
+
+// GetJob returns a job, or ErrJobNotFound.
+func (k Keeper) GetJob(ctx context.Context, id uint64) (types.Job, error) {
+	j, err := k.Jobs.Get(ctx, id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return j, errorsmod.Wrapf(types.ErrJobNotFound, "job %d", id)
+	}
+	return j, err
+}
+
+// GetTask returns a task, or ErrTaskNotFound.
+func (k Keeper) GetTask(ctx context.Context, id uint64) (types.Task, error) {
+	t, err := k.Tasks.Get(ctx, id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return t, errorsmod.Wrapf(types.ErrTaskNotFound, "task %d", id)
+	}
+	return t, err
+}
+
+func (k Keeper) address(field, s string) (sdk.AccAddress, error) {
+	bz, err := k.addressCodec.StringToBytes(s)
+	if err != nil {
+		return nil, errorsmod.Wrapf(types.ErrInvalidAddress, "%s %q: %s", field, s, err)
+	}
+	return bz, nil
 }

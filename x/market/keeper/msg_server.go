@@ -10,22 +10,23 @@ import (
 	"github.com/flopsnet/flops/x/market/types"
 )
 
-type msgServer struct{ Keeper }
+type msgServer struct{ k Keeper }
 
 var _ types.MsgServer = msgServer{}
 
-// NewMsgServerImpl returns the module's Msg service.
-func NewMsgServerImpl(k Keeper) types.MsgServer { return msgServer{Keeper: k} }
+// NewMsgServerImpl returns the module's Msg service. Each handler calls one keeper method;
+// the keeper checks the signer's right to act and emits the events.
+func NewMsgServerImpl(k Keeper) types.MsgServer { return msgServer{k: k} }
 
 // UpdateParams checks the authority, validates and stores the new params.
 func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams) (*types.MsgUpdateParamsResponse, error) {
-	if msg.Authority != m.authority {
-		return nil, errorsmod.Wrapf(types.ErrInvalidAuthority, "expected %s, got %s", m.authority, msg.Authority)
+	if msg.Authority != m.k.authority {
+		return nil, errorsmod.Wrapf(types.ErrInvalidAuthority, "expected %s, got %s", m.k.authority, msg.Authority)
 	}
 	if err := msg.Params.Validate(); err != nil {
 		return nil, err
 	}
-	if err := m.Params.Set(ctx, msg.Params); err != nil {
+	if err := m.k.Params.Set(ctx, msg.Params); err != nil {
 		return nil, err
 	}
 	if err := sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventParamsUpdated{
@@ -34,4 +35,79 @@ func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams)
 		return nil, err
 	}
 	return &types.MsgUpdateParamsResponse{}, nil
+}
+
+// SubmitJob submits a job.
+func (m msgServer) SubmitJob(ctx context.Context, msg *types.MsgSubmitJob) (*types.MsgSubmitJobResponse, error) {
+	job, err := m.k.SubmitJob(ctx, msg.Owner, msg.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgSubmitJobResponse{JobId: job.Id, Escrow: job.Escrow}, nil
+}
+
+// CancelJob cancels a job.
+func (m msgServer) CancelJob(ctx context.Context, msg *types.MsgCancelJob) (*types.MsgCancelJobResponse, error) {
+	refunded, err := m.k.CancelJob(ctx, msg.Owner, msg.JobId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgCancelJobResponse{Refunded: refunded}, nil
+}
+
+// PlaceBid bids a node.
+func (m msgServer) PlaceBid(ctx context.Context, msg *types.MsgPlaceBid) (*types.MsgPlaceBidResponse, error) {
+	if err := m.k.PlaceBid(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgPlaceBidResponse{}, nil
+}
+
+// WithdrawBid withdraws a bid.
+func (m msgServer) WithdrawBid(ctx context.Context, msg *types.MsgWithdrawBid) (*types.MsgWithdrawBidResponse, error) {
+	if err := m.k.WithdrawBid(ctx, msg.Provider, msg.JobId, msg.NodeId); err != nil {
+		return nil, err
+	}
+	return &types.MsgWithdrawBidResponse{}, nil
+}
+
+// AckTask starts a task.
+func (m msgServer) AckTask(ctx context.Context, msg *types.MsgAckTask) (*types.MsgAckTaskResponse, error) {
+	if err := m.k.AckTask(ctx, msg.Provider, msg.TaskId); err != nil {
+		return nil, err
+	}
+	return &types.MsgAckTaskResponse{}, nil
+}
+
+// Heartbeat keeps a node's running tasks alive.
+func (m msgServer) Heartbeat(ctx context.Context, msg *types.MsgHeartbeat) (*types.MsgHeartbeatResponse, error) {
+	if err := m.k.Heartbeat(ctx, msg.Provider, msg.NodeId); err != nil {
+		return nil, err
+	}
+	return &types.MsgHeartbeatResponse{}, nil
+}
+
+// Checkpoint records a task's saved state.
+func (m msgServer) Checkpoint(ctx context.Context, msg *types.MsgCheckpoint) (*types.MsgCheckpointResponse, error) {
+	if err := m.k.Checkpoint(ctx, msg.Provider, msg.TaskId, msg.Sha256, msg.Uri); err != nil {
+		return nil, err
+	}
+	return &types.MsgCheckpointResponse{}, nil
+}
+
+// CommitResult commits a task's result.
+func (m msgServer) CommitResult(ctx context.Context, msg *types.MsgCommitResult) (*types.MsgCommitResultResponse, error) {
+	if err := m.k.CommitResult(ctx, msg.Provider, msg.TaskId, msg.Commitment); err != nil {
+		return nil, err
+	}
+	return &types.MsgCommitResultResponse{}, nil
+}
+
+// RevealResult opens a committed result.
+func (m msgServer) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (*types.MsgRevealResultResponse, error) {
+	settle, err := m.k.RevealResult(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgRevealResultResponse{SettleHeight: settle}, nil
 }

@@ -3,21 +3,178 @@ package keeper
 import (
 	"context"
 
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
+
 	"github.com/flopsnet/flops/x/market/types"
 )
 
-type queryServer struct{ Keeper }
+type queryServer struct{ k Keeper }
 
 var _ types.QueryServer = queryServer{}
 
 // NewQueryServerImpl returns the module's Query service.
-func NewQueryServerImpl(k Keeper) types.QueryServer { return queryServer{Keeper: k} }
+func NewQueryServerImpl(k Keeper) types.QueryServer { return queryServer{k: k} }
 
 // Params returns the module parameters.
 func (q queryServer) Params(ctx context.Context, _ *types.QueryParamsRequest) (*types.QueryParamsResponse, error) {
-	p, err := q.Keeper.Params.Get(ctx)
+	p, err := q.k.Params.Get(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &types.QueryParamsResponse{Params: p}, nil
+}
+
+// Job returns a job.
+func (q queryServer) Job(ctx context.Context, req *types.QueryJobRequest) (*types.QueryJobResponse, error) {
+	j, err := q.k.GetJob(ctx, req.JobId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryJobResponse{Job: j}, nil
+}
+
+func jobsOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint64], collections.NoValue) (types.Job, error) {
+	return func(key collections.Pair[R, uint64], _ collections.NoValue) (types.Job, error) {
+		return k.Jobs.Get(ctx, key.K2())
+	}
+}
+
+func tasksOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint64], collections.NoValue) (types.Task, error) {
+	return func(key collections.Pair[R, uint64], _ collections.NoValue) (types.Task, error) {
+		return k.Tasks.Get(ctx, key.K2())
+	}
+}
+
+// JobsByOwner pages through an owner's jobs.
+func (q queryServer) JobsByOwner(ctx context.Context, req *types.QueryJobsByOwnerRequest) (*types.QueryJobsByOwnerResponse, error) {
+	owner, err := q.k.address("owner", req.Owner)
+	if err != nil {
+		return nil, err
+	}
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByOwner, req.Pagination, jobsOf[sdk.AccAddress](ctx, q.k),
+		query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](owner))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryJobsByOwnerResponse{Jobs: jobs, Pagination: page}, nil
+}
+
+// JobsByStatus pages through the jobs in a status.
+func (q queryServer) JobsByStatus(ctx context.Context, req *types.QueryJobsByStatusRequest) (*types.QueryJobsByStatusResponse, error) {
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k),
+		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(req.Status)))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryJobsByStatusResponse{Jobs: jobs, Pagination: page}, nil
+}
+
+// OpenAuctions pages through the jobs taking bids.
+func (q queryServer) OpenAuctions(ctx context.Context, req *types.QueryOpenAuctionsRequest) (*types.QueryOpenAuctionsResponse, error) {
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k),
+		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(types.JOB_STATUS_BIDDING)))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryOpenAuctionsResponse{Jobs: jobs, Pagination: page}, nil
+}
+
+// Task returns a task.
+func (q queryServer) Task(ctx context.Context, req *types.QueryTaskRequest) (*types.QueryTaskResponse, error) {
+	t, err := q.k.GetTask(ctx, req.TaskId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryTaskResponse{Task: t}, nil
+}
+
+// TasksByJob pages through a job's tasks.
+func (q queryServer) TasksByJob(ctx context.Context, req *types.QueryTasksByJobRequest) (*types.QueryTasksByJobResponse, error) {
+	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByJob, req.Pagination, tasksOf[uint64](ctx, q.k),
+		query.WithCollectionPaginationPairPrefix[uint64, uint64](req.JobId))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryTasksByJobResponse{Tasks: tasks, Pagination: page}, nil
+}
+
+// TasksByNode pages through a node's tasks.
+func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNodeRequest) (*types.QueryTasksByNodeResponse, error) {
+	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByNode, req.Pagination, tasksOf[uint64](ctx, q.k),
+		query.WithCollectionPaginationPairPrefix[uint64, uint64](req.NodeId))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryTasksByNodeResponse{Tasks: tasks, Pagination: page}, nil
+}
+
+// TasksByProvider pages through a provider's tasks.
+func (q queryServer) TasksByProvider(ctx context.Context, req *types.QueryTasksByProviderRequest) (*types.QueryTasksByProviderResponse, error) {
+	provider, err := q.k.address("provider", req.Provider)
+	if err != nil {
+		return nil, err
+	}
+	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination, tasksOf[sdk.AccAddress](ctx, q.k),
+		query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](provider))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryTasksByProviderResponse{Tasks: tasks, Pagination: page}, nil
+}
+
+// BidsByJob pages through an auction's bids.
+func (q queryServer) BidsByJob(ctx context.Context, req *types.QueryBidsByJobRequest) (*types.QueryBidsByJobResponse, error) {
+	bids, page, err := query.CollectionPaginate(ctx, q.k.Bids, req.Pagination,
+		func(_ collections.Pair[uint64, uint64], b types.Bid) (types.Bid, error) { return b, nil },
+		query.WithCollectionPaginationPairPrefix[uint64, uint64](req.JobId))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryBidsByJobResponse{Bids: bids, Pagination: page}, nil
+}
+
+// JobHistory pages through a job's history.
+func (q queryServer) JobHistory(ctx context.Context, req *types.QueryJobHistoryRequest) (*types.QueryJobHistoryResponse, error) {
+	if _, err := q.k.GetJob(ctx, req.JobId); err != nil {
+		return nil, err
+	}
+	entries, page, err := query.CollectionPaginate(ctx, q.k.History, req.Pagination,
+		func(_ collections.Pair[uint64, uint32], e types.HistoryEntry) (types.HistoryEntry, error) {
+			return e, nil
+		},
+		query.WithCollectionPaginationPairPrefix[uint64, uint32](req.JobId))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryJobHistoryResponse{Entries: entries, Pagination: page}, nil
+}
+
+// NodeSlot returns the market's view of a node.
+func (q queryServer) NodeSlot(ctx context.Context, req *types.QueryNodeSlotRequest) (*types.QueryNodeSlotResponse, error) {
+	s, err := q.k.Slots.Get(ctx, req.NodeId)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return nil, errorsmod.Wrapf(types.ErrNodeUnknown, "node %d", req.NodeId)
+	} else if err != nil {
+		return nil, err
+	}
+	return &types.QueryNodeSlotResponse{Slot: s}, nil
+}
+
+// VerifiedWork returns a provider's verified work in an epoch, per workload class.
+func (q queryServer) VerifiedWork(ctx context.Context, req *types.QueryVerifiedWorkRequest) (*types.QueryVerifiedWorkResponse, error) {
+	provider, err := q.k.address("provider", req.Provider)
+	if err != nil {
+		return nil, err
+	}
+	var out []types.WorkloadWork
+	rng := collections.NewSuperPrefixedTripleRange[uint64, sdk.AccAddress, int32](req.Epoch, provider)
+	err = q.k.Work.Walk(ctx, rng, func(key collections.Triple[uint64, sdk.AccAddress, int32], r types.WorkRecord) (bool, error) {
+		out = append(out, types.WorkloadWork{Workload: key.K3(), Record: r})
+		return false, nil
+	})
+	return &types.QueryVerifiedWorkResponse{Work: out}, err
 }

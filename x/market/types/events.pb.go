@@ -4,7 +4,9 @@
 package types
 
 import (
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	proto "github.com/cosmos/gogoproto/proto"
 	io "io"
@@ -78,28 +80,720 @@ func (m *EventParamsUpdated) GetParams() Params {
 	return Params{}
 }
 
+// EventJobSubmitted: a job was submitted and its budget escrowed.
+type EventJobSubmitted struct {
+	// job_id of the job.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// owner of the job.
+	Owner string `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	// mode of allocation.
+	Mode AllocationMode `protobuf:"varint,3,opt,name=mode,proto3,enum=flops.market.v1.AllocationMode" json:"mode,omitempty"`
+	// tasks: task_count * replicas.
+	Tasks uint32 `protobuf:"varint,4,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	// escrow moved from the owner, udps.
+	Escrow cosmossdk_io_math.Int `protobuf:"bytes,5,opt,name=escrow,proto3,customtype=cosmossdk.io/math.Int" json:"escrow"`
+}
+
+func (m *EventJobSubmitted) Reset()         { *m = EventJobSubmitted{} }
+func (m *EventJobSubmitted) String() string { return proto.CompactTextString(m) }
+func (*EventJobSubmitted) ProtoMessage()    {}
+func (*EventJobSubmitted) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{1}
+}
+func (m *EventJobSubmitted) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventJobSubmitted) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventJobSubmitted.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventJobSubmitted) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventJobSubmitted.Merge(m, src)
+}
+func (m *EventJobSubmitted) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventJobSubmitted) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventJobSubmitted.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventJobSubmitted proto.InternalMessageInfo
+
+func (m *EventJobSubmitted) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventJobSubmitted) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *EventJobSubmitted) GetMode() AllocationMode {
+	if m != nil {
+		return m.Mode
+	}
+	return ALLOCATION_MODE_UNSPECIFIED
+}
+
+func (m *EventJobSubmitted) GetTasks() uint32 {
+	if m != nil {
+		return m.Tasks
+	}
+	return 0
+}
+
+// EventJobFinished: a job reached a final status; the rest of its escrow was refunded.
+type EventJobFinished struct {
+	// job_id of the job.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// status: COMPLETED, FAILED or CANCELLED.
+	Status JobStatus `protobuf:"varint,2,opt,name=status,proto3,enum=flops.market.v1.JobStatus" json:"status,omitempty"`
+	// refunded to the owner at the end, udps.
+	Refunded cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=refunded,proto3,customtype=cosmossdk.io/math.Int" json:"refunded"`
+}
+
+func (m *EventJobFinished) Reset()         { *m = EventJobFinished{} }
+func (m *EventJobFinished) String() string { return proto.CompactTextString(m) }
+func (*EventJobFinished) ProtoMessage()    {}
+func (*EventJobFinished) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{2}
+}
+func (m *EventJobFinished) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventJobFinished) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventJobFinished.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventJobFinished) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventJobFinished.Merge(m, src)
+}
+func (m *EventJobFinished) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventJobFinished) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventJobFinished.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventJobFinished proto.InternalMessageInfo
+
+func (m *EventJobFinished) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventJobFinished) GetStatus() JobStatus {
+	if m != nil {
+		return m.Status
+	}
+	return JOB_STATUS_UNSPECIFIED
+}
+
+// EventTaskAssigned: a task was assigned to a node.
+type EventTaskAssigned struct {
+	// task_id of the task.
+	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// job_id of the task.
+	JobId uint64 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// node_id chosen.
+	NodeId uint64 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// provider of the node.
+	Provider string `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	// price agreed, udps.
+	Price cosmossdk_io_math.Int `protobuf:"bytes,5,opt,name=price,proto3,customtype=cosmossdk.io/math.Int" json:"price"`
+	// reassignment: this is a reassignment (the checkpoint carries over).
+	Reassignment bool `protobuf:"varint,6,opt,name=reassignment,proto3" json:"reassignment,omitempty"`
+}
+
+func (m *EventTaskAssigned) Reset()         { *m = EventTaskAssigned{} }
+func (m *EventTaskAssigned) String() string { return proto.CompactTextString(m) }
+func (*EventTaskAssigned) ProtoMessage()    {}
+func (*EventTaskAssigned) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{3}
+}
+func (m *EventTaskAssigned) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventTaskAssigned) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventTaskAssigned.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventTaskAssigned) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventTaskAssigned.Merge(m, src)
+}
+func (m *EventTaskAssigned) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventTaskAssigned) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventTaskAssigned.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventTaskAssigned proto.InternalMessageInfo
+
+func (m *EventTaskAssigned) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+func (m *EventTaskAssigned) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventTaskAssigned) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventTaskAssigned) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *EventTaskAssigned) GetReassignment() bool {
+	if m != nil {
+		return m.Reassignment
+	}
+	return false
+}
+
+// EventTaskStatus: a task changed status (ack, commit, reveal, verify, settle, failure).
+type EventTaskStatus struct {
+	// task_id of the task.
+	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// job_id of the task.
+	JobId uint64 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// node_id running it, if any.
+	NodeId uint64 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// status after the change.
+	Status TaskStatus `protobuf:"varint,4,opt,name=status,proto3,enum=flops.market.v1.TaskStatus" json:"status,omitempty"`
+	// reason of a failure or expiry.
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+}
+
+func (m *EventTaskStatus) Reset()         { *m = EventTaskStatus{} }
+func (m *EventTaskStatus) String() string { return proto.CompactTextString(m) }
+func (*EventTaskStatus) ProtoMessage()    {}
+func (*EventTaskStatus) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{4}
+}
+func (m *EventTaskStatus) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventTaskStatus) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventTaskStatus.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventTaskStatus) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventTaskStatus.Merge(m, src)
+}
+func (m *EventTaskStatus) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventTaskStatus) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventTaskStatus.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventTaskStatus proto.InternalMessageInfo
+
+func (m *EventTaskStatus) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+func (m *EventTaskStatus) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventTaskStatus) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventTaskStatus) GetStatus() TaskStatus {
+	if m != nil {
+		return m.Status
+	}
+	return TASK_STATUS_UNSPECIFIED
+}
+
+func (m *EventTaskStatus) GetReason() string {
+	if m != nil {
+		return m.Reason
+	}
+	return ""
+}
+
+// EventTaskReassigned: a task was taken from its node (lapsed heartbeat, ack or deadline).
+type EventTaskReassigned struct {
+	// task_id of the task.
+	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// job_id of the task.
+	JobId uint64 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// from_node lost the task.
+	FromNode uint64 `protobuf:"varint,3,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	// reason it was taken.
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// reassignments so far.
+	Reassignments uint32 `protobuf:"varint,5,opt,name=reassignments,proto3" json:"reassignments,omitempty"`
+}
+
+func (m *EventTaskReassigned) Reset()         { *m = EventTaskReassigned{} }
+func (m *EventTaskReassigned) String() string { return proto.CompactTextString(m) }
+func (*EventTaskReassigned) ProtoMessage()    {}
+func (*EventTaskReassigned) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{5}
+}
+func (m *EventTaskReassigned) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventTaskReassigned) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventTaskReassigned.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventTaskReassigned) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventTaskReassigned.Merge(m, src)
+}
+func (m *EventTaskReassigned) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventTaskReassigned) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventTaskReassigned.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventTaskReassigned proto.InternalMessageInfo
+
+func (m *EventTaskReassigned) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+func (m *EventTaskReassigned) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventTaskReassigned) GetFromNode() uint64 {
+	if m != nil {
+		return m.FromNode
+	}
+	return 0
+}
+
+func (m *EventTaskReassigned) GetReason() string {
+	if m != nil {
+		return m.Reason
+	}
+	return ""
+}
+
+func (m *EventTaskReassigned) GetReassignments() uint32 {
+	if m != nil {
+		return m.Reassignments
+	}
+	return 0
+}
+
+// EventTaskSettled: a task was paid.
+type EventTaskSettled struct {
+	// task_id of the task.
+	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// job_id of the task.
+	JobId uint64 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// provider paid.
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// paid to the provider, udps (price + tip - take).
+	Paid cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=paid,proto3,customtype=cosmossdk.io/math.Int" json:"paid"`
+	// to_pool: the take's share to the x/dps reward pool, udps.
+	ToPool cosmossdk_io_math.Int `protobuf:"bytes,5,opt,name=to_pool,json=toPool,proto3,customtype=cosmossdk.io/math.Int" json:"to_pool"`
+	// to_fee_collector: the rest of the take, udps.
+	ToFeeCollector cosmossdk_io_math.Int `protobuf:"bytes,6,opt,name=to_fee_collector,json=toFeeCollector,proto3,customtype=cosmossdk.io/math.Int" json:"to_fee_collector"`
+}
+
+func (m *EventTaskSettled) Reset()         { *m = EventTaskSettled{} }
+func (m *EventTaskSettled) String() string { return proto.CompactTextString(m) }
+func (*EventTaskSettled) ProtoMessage()    {}
+func (*EventTaskSettled) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{6}
+}
+func (m *EventTaskSettled) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventTaskSettled) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventTaskSettled.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventTaskSettled) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventTaskSettled.Merge(m, src)
+}
+func (m *EventTaskSettled) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventTaskSettled) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventTaskSettled.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventTaskSettled proto.InternalMessageInfo
+
+func (m *EventTaskSettled) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+func (m *EventTaskSettled) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventTaskSettled) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+// EventBid: a bid was placed or withdrawn.
+type EventBid struct {
+	// job_id of the auction.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// node_id bidding.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// status of the bid.
+	Status BidStatus `protobuf:"varint,3,opt,name=status,proto3,enum=flops.market.v1.BidStatus" json:"status,omitempty"`
+	// price per task, udps.
+	Price cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=price,proto3,customtype=cosmossdk.io/math.Int" json:"price"`
+}
+
+func (m *EventBid) Reset()         { *m = EventBid{} }
+func (m *EventBid) String() string { return proto.CompactTextString(m) }
+func (*EventBid) ProtoMessage()    {}
+func (*EventBid) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{7}
+}
+func (m *EventBid) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventBid) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventBid.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventBid) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventBid.Merge(m, src)
+}
+func (m *EventBid) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventBid) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventBid.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventBid proto.InternalMessageInfo
+
+func (m *EventBid) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventBid) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventBid) GetStatus() BidStatus {
+	if m != nil {
+		return m.Status
+	}
+	return BID_STATUS_UNSPECIFIED
+}
+
+// EventAuctionCleared: an auction closed.
+type EventAuctionCleared struct {
+	// job_id of the auction.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// filled tasks.
+	Filled uint32 `protobuf:"varint,2,opt,name=filled,proto3" json:"filled,omitempty"`
+	// unfilled tasks, sent to the scheduler's queue.
+	Unfilled uint32 `protobuf:"varint,3,opt,name=unfilled,proto3" json:"unfilled,omitempty"`
+	// clearing_price: the uniform effective price per task, udps.
+	ClearingPrice cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=clearing_price,json=clearingPrice,proto3,customtype=cosmossdk.io/math.Int" json:"clearing_price"`
+}
+
+func (m *EventAuctionCleared) Reset()         { *m = EventAuctionCleared{} }
+func (m *EventAuctionCleared) String() string { return proto.CompactTextString(m) }
+func (*EventAuctionCleared) ProtoMessage()    {}
+func (*EventAuctionCleared) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{8}
+}
+func (m *EventAuctionCleared) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventAuctionCleared) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventAuctionCleared.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventAuctionCleared) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventAuctionCleared.Merge(m, src)
+}
+func (m *EventAuctionCleared) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventAuctionCleared) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventAuctionCleared.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventAuctionCleared proto.InternalMessageInfo
+
+func (m *EventAuctionCleared) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventAuctionCleared) GetFilled() uint32 {
+	if m != nil {
+		return m.Filled
+	}
+	return 0
+}
+
+func (m *EventAuctionCleared) GetUnfilled() uint32 {
+	if m != nil {
+		return m.Unfilled
+	}
+	return 0
+}
+
+// EventCheckpoint: a checkpoint was recorded.
+type EventCheckpoint struct {
+	// task_id of the task.
+	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// sha256 of the checkpoint.
+	Sha256 string `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// uri of the checkpoint.
+	Uri string `protobuf:"bytes,3,opt,name=uri,proto3" json:"uri,omitempty"`
+}
+
+func (m *EventCheckpoint) Reset()         { *m = EventCheckpoint{} }
+func (m *EventCheckpoint) String() string { return proto.CompactTextString(m) }
+func (*EventCheckpoint) ProtoMessage()    {}
+func (*EventCheckpoint) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{9}
+}
+func (m *EventCheckpoint) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventCheckpoint) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventCheckpoint.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventCheckpoint) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventCheckpoint.Merge(m, src)
+}
+func (m *EventCheckpoint) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventCheckpoint) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventCheckpoint.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventCheckpoint proto.InternalMessageInfo
+
+func (m *EventCheckpoint) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+func (m *EventCheckpoint) GetSha256() string {
+	if m != nil {
+		return m.Sha256
+	}
+	return ""
+}
+
+func (m *EventCheckpoint) GetUri() string {
+	if m != nil {
+		return m.Uri
+	}
+	return ""
+}
+
 func init() {
 	proto.RegisterType((*EventParamsUpdated)(nil), "flops.market.v1.EventParamsUpdated")
+	proto.RegisterType((*EventJobSubmitted)(nil), "flops.market.v1.EventJobSubmitted")
+	proto.RegisterType((*EventJobFinished)(nil), "flops.market.v1.EventJobFinished")
+	proto.RegisterType((*EventTaskAssigned)(nil), "flops.market.v1.EventTaskAssigned")
+	proto.RegisterType((*EventTaskStatus)(nil), "flops.market.v1.EventTaskStatus")
+	proto.RegisterType((*EventTaskReassigned)(nil), "flops.market.v1.EventTaskReassigned")
+	proto.RegisterType((*EventTaskSettled)(nil), "flops.market.v1.EventTaskSettled")
+	proto.RegisterType((*EventBid)(nil), "flops.market.v1.EventBid")
+	proto.RegisterType((*EventAuctionCleared)(nil), "flops.market.v1.EventAuctionCleared")
+	proto.RegisterType((*EventCheckpoint)(nil), "flops.market.v1.EventCheckpoint")
 }
 
 func init() { proto.RegisterFile("flops/market/v1/events.proto", fileDescriptor_58d3acbdf0d834bc) }
 
 var fileDescriptor_58d3acbdf0d834bc = []byte{
-	// 219 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x49, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0xcf, 0x4d, 0x2c, 0xca, 0x4e, 0x2d, 0xd1, 0x2f, 0x33, 0xd4, 0x4f, 0x2d, 0x4b, 0xcd,
-	0x2b, 0x29, 0xd6, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x07, 0xcb, 0xea, 0x41, 0x64, 0xf5,
-	0xca, 0x0c, 0xa5, 0x44, 0xd2, 0xf3, 0xd3, 0xf3, 0xc1, 0x72, 0xfa, 0x20, 0x16, 0x44, 0x99, 0x94,
-	0x34, 0xba, 0x21, 0x25, 0x95, 0x05, 0xa9, 0x50, 0x33, 0x94, 0x32, 0xb9, 0x84, 0x5c, 0x41, 0x66,
-	0x06, 0x24, 0x16, 0x25, 0xe6, 0x16, 0x87, 0x16, 0xa4, 0x24, 0x96, 0xa4, 0xa6, 0x08, 0xc9, 0x70,
-	0x71, 0x26, 0x96, 0x96, 0x64, 0xe4, 0x17, 0x65, 0x96, 0x54, 0x4a, 0x30, 0x2a, 0x30, 0x6a, 0x70,
-	0x06, 0x21, 0x04, 0x84, 0x4c, 0xb9, 0xd8, 0x0a, 0xc0, 0xca, 0x25, 0x98, 0x14, 0x18, 0x35, 0xb8,
-	0x8d, 0xc4, 0xf5, 0xd0, 0x1c, 0xa2, 0x07, 0x31, 0xcd, 0x89, 0xe5, 0xc4, 0x3d, 0x79, 0x86, 0x20,
-	0xa8, 0x62, 0x27, 0xa7, 0x13, 0x8f, 0xe4, 0x18, 0x2f, 0x3c, 0x92, 0x63, 0x7c, 0xf0, 0x48, 0x8e,
-	0x71, 0xc2, 0x63, 0x39, 0x86, 0x0b, 0x8f, 0xe5, 0x18, 0x6e, 0x3c, 0x96, 0x63, 0x88, 0xd2, 0x48,
-	0xcf, 0x2c, 0xc9, 0x28, 0x4d, 0xd2, 0x4b, 0xce, 0xcf, 0xd5, 0x07, 0x1b, 0x95, 0x97, 0x5a, 0x02,
-	0x61, 0xe8, 0x57, 0xc0, 0xdc, 0x0d, 0x76, 0x74, 0x12, 0x1b, 0xd8, 0xd5, 0xc6, 0x80, 0x00, 0x00,
-	0x00, 0xff, 0xff, 0x6b, 0x9f, 0xd2, 0x1a, 0x19, 0x01, 0x00, 0x00,
+	// 805 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x55, 0x41, 0x6f, 0x23, 0x35,
+	0x14, 0xee, 0x34, 0x93, 0x69, 0x62, 0x48, 0xb6, 0x98, 0xdd, 0x36, 0xa4, 0xab, 0x34, 0x1a, 0x71,
+	0x88, 0x84, 0x98, 0x68, 0x53, 0x2d, 0x57, 0x94, 0x04, 0x16, 0x05, 0x09, 0x54, 0x99, 0xdd, 0x0b,
+	0x97, 0x68, 0x32, 0xe3, 0x24, 0xde, 0xcc, 0xf8, 0x8d, 0xc6, 0x9e, 0x2c, 0xfb, 0x2f, 0xf8, 0x09,
+	0x9c, 0xe0, 0x8c, 0xb4, 0x47, 0x7e, 0xc0, 0x1e, 0x2b, 0x4e, 0x88, 0x43, 0x41, 0xed, 0x1f, 0x41,
+	0xb6, 0x27, 0x93, 0x34, 0x55, 0x0e, 0x8d, 0xb8, 0xf9, 0xf9, 0x3d, 0xbf, 0xf7, 0xbd, 0xef, 0x7d,
+	0xb6, 0xd1, 0xd3, 0x69, 0x04, 0x89, 0xe8, 0xc6, 0x7e, 0xba, 0xa0, 0xb2, 0xbb, 0x7c, 0xd6, 0xa5,
+	0x4b, 0xca, 0xa5, 0xf0, 0x92, 0x14, 0x24, 0xe0, 0x47, 0xda, 0xeb, 0x19, 0xaf, 0xb7, 0x7c, 0xd6,
+	0x7c, 0x3c, 0x83, 0x19, 0x68, 0x5f, 0x57, 0xad, 0x4c, 0x58, 0xf3, 0x93, 0x00, 0x44, 0x0c, 0x62,
+	0x6c, 0x1c, 0xc6, 0xc8, 0x5d, 0x67, 0xdb, 0xf9, 0xe5, 0xdb, 0x84, 0xe6, 0x4e, 0x97, 0x21, 0xfc,
+	0xb5, 0x2a, 0x77, 0xe9, 0xa7, 0x7e, 0x2c, 0x5e, 0x25, 0xa1, 0x2f, 0x69, 0x88, 0x9f, 0xa2, 0xaa,
+	0x9f, 0xc9, 0x39, 0xa4, 0x4c, 0xbe, 0x6d, 0x58, 0x6d, 0xab, 0x53, 0x25, 0xeb, 0x0d, 0xfc, 0x1c,
+	0x39, 0x89, 0x0e, 0x6f, 0x1c, 0xb6, 0xad, 0xce, 0x07, 0xbd, 0x53, 0x6f, 0x0b, 0xa3, 0x67, 0xb2,
+	0x0d, 0xec, 0xf7, 0xd7, 0xe7, 0x07, 0x24, 0x0f, 0x76, 0xaf, 0x2c, 0xf4, 0x91, 0xae, 0xf5, 0x2d,
+	0x4c, 0x7e, 0xc8, 0x26, 0x31, 0x93, 0xaa, 0xd4, 0x13, 0xe4, 0xbc, 0x86, 0xc9, 0x98, 0x85, 0xba,
+	0x8e, 0x4d, 0xca, 0xaf, 0x61, 0x32, 0x0a, 0xf1, 0x63, 0x54, 0x86, 0x37, 0x9c, 0xa6, 0xba, 0x44,
+	0x95, 0x18, 0x03, 0x5f, 0x20, 0x3b, 0x86, 0x90, 0x36, 0x4a, 0x6d, 0xab, 0x53, 0xef, 0x9d, 0xdf,
+	0xab, 0xdb, 0x8f, 0x22, 0x08, 0x7c, 0xc9, 0x80, 0x7f, 0x07, 0x21, 0x25, 0x3a, 0x58, 0xa5, 0x92,
+	0xbe, 0x58, 0x88, 0x86, 0xdd, 0xb6, 0x3a, 0x35, 0x62, 0x0c, 0x3c, 0x44, 0x0e, 0x15, 0x41, 0x0a,
+	0x6f, 0x1a, 0x65, 0x55, 0x61, 0xf0, 0x99, 0xc2, 0xfa, 0xf7, 0xf5, 0xf9, 0x13, 0xc3, 0x9d, 0x08,
+	0x17, 0x1e, 0x83, 0x6e, 0xec, 0xcb, 0xb9, 0x37, 0xe2, 0xf2, 0xcf, 0x77, 0x9f, 0xa3, 0x9c, 0xd4,
+	0x11, 0x97, 0x24, 0x3f, 0xea, 0xfe, 0x6a, 0xa1, 0xe3, 0x55, 0x4b, 0x2f, 0x18, 0x67, 0x62, 0xbe,
+	0xbb, 0xa3, 0x1e, 0x72, 0x84, 0xf4, 0x65, 0x66, 0x58, 0xab, 0xf7, 0x9a, 0xf7, 0xd0, 0x2b, 0x5e,
+	0x74, 0x04, 0xc9, 0x23, 0xf1, 0x37, 0xa8, 0x92, 0xd2, 0x69, 0xc6, 0x43, 0x1a, 0xea, 0x9e, 0x1f,
+	0x08, 0xb3, 0x38, 0xec, 0xfe, 0xb3, 0xe2, 0xfe, 0xa5, 0x2f, 0x16, 0x7d, 0x21, 0xd8, 0x8c, 0xd3,
+	0x10, 0x9f, 0xa2, 0x23, 0x45, 0xc6, 0x1a, 0xaa, 0xa3, 0xcc, 0xd1, 0x66, 0x0b, 0x87, 0x9b, 0x2d,
+	0x9c, 0xa2, 0x23, 0x0e, 0x21, 0x55, 0xfb, 0x25, 0x13, 0xaf, 0xcc, 0x51, 0x88, 0x9b, 0xa8, 0x92,
+	0xa4, 0xb0, 0x64, 0x21, 0x4d, 0x35, 0xcb, 0x55, 0x52, 0xd8, 0xb8, 0x8f, 0xca, 0x49, 0xca, 0x02,
+	0xba, 0x0f, 0xcf, 0xe6, 0x24, 0x76, 0xd1, 0x87, 0x29, 0xf5, 0x35, 0xea, 0x98, 0x72, 0xd9, 0x70,
+	0xda, 0x56, 0xa7, 0x42, 0xee, 0xec, 0xb9, 0xbf, 0x59, 0xe8, 0x51, 0xd1, 0xa1, 0xa1, 0xf1, 0xff,
+	0xeb, 0xef, 0xa2, 0x98, 0x9d, 0xad, 0x67, 0x77, 0x76, 0x6f, 0x76, 0xeb, 0xaa, 0xc5, 0xf0, 0x4e,
+	0x90, 0xa3, 0x10, 0x02, 0x37, 0x9d, 0x93, 0xdc, 0x72, 0x7f, 0xb1, 0xd0, 0xc7, 0x05, 0x52, 0x92,
+	0xf7, 0xb0, 0xc7, 0x34, 0xce, 0x50, 0x75, 0x9a, 0x42, 0x3c, 0xe6, 0xab, 0x1b, 0x61, 0x93, 0x8a,
+	0xda, 0xf8, 0x5e, 0x89, 0x7e, 0x5d, 0xdc, 0xde, 0x2c, 0x8e, 0x3f, 0x45, 0xb5, 0x4d, 0xda, 0x84,
+	0xc6, 0x56, 0x23, 0x77, 0x37, 0xdd, 0x3f, 0x0e, 0x73, 0x5d, 0xeb, 0xb6, 0xa8, 0x94, 0xd1, 0x1e,
+	0xf8, 0x36, 0x45, 0x51, 0xda, 0x12, 0xc5, 0x97, 0xc8, 0x4e, 0x7c, 0x16, 0x1a, 0x70, 0x0f, 0xd3,
+	0x84, 0x3e, 0x88, 0xbf, 0x42, 0x47, 0x12, 0xc6, 0x09, 0x40, 0xb4, 0xd7, 0xfd, 0x95, 0x70, 0x09,
+	0x10, 0xe1, 0x57, 0xe8, 0x58, 0xc2, 0x78, 0x4a, 0xe9, 0x38, 0x80, 0x28, 0xa2, 0x81, 0x84, 0x54,
+	0x8b, 0xeb, 0x81, 0xe9, 0xea, 0x12, 0x5e, 0x50, 0x3a, 0x5c, 0xa5, 0x70, 0x7f, 0xb7, 0x50, 0x45,
+	0xd3, 0x37, 0x60, 0x3b, 0x9f, 0x83, 0x0d, 0xad, 0x1d, 0xde, 0xd1, 0xda, 0xfa, 0x9d, 0x28, 0xed,
+	0x78, 0x27, 0x06, 0x2c, 0xdc, 0x92, 0x5a, 0x71, 0xc7, 0xec, 0x7d, 0xef, 0x98, 0xfb, 0x6e, 0xa5,
+	0xca, 0x7e, 0x16, 0xa8, 0x07, 0x74, 0x18, 0x51, 0x3f, 0xdd, 0xfd, 0x9a, 0x9d, 0x20, 0x67, 0xca,
+	0xa2, 0x88, 0x1a, 0xf4, 0x35, 0x92, 0x5b, 0x6a, 0xe8, 0x19, 0xcf, 0x3d, 0x25, 0xed, 0x29, 0x6c,
+	0x4c, 0x50, 0x3d, 0x50, 0x59, 0x19, 0x9f, 0x8d, 0xf7, 0x86, 0x5b, 0x5b, 0xa5, 0xb8, 0xd4, 0xb0,
+	0x5f, 0xe6, 0xb7, 0x7e, 0x38, 0xa7, 0xc1, 0x22, 0x01, 0xc6, 0xe5, 0x6e, 0x9d, 0x9e, 0x20, 0x47,
+	0xcc, 0xfd, 0xde, 0xf3, 0x2f, 0xf2, 0x4f, 0x25, 0xb7, 0xf0, 0x31, 0x2a, 0x65, 0x29, 0xcb, 0x35,
+	0xaa, 0x96, 0x83, 0xc1, 0xfb, 0x9b, 0x96, 0x75, 0x75, 0xd3, 0xb2, 0xfe, 0xbd, 0x69, 0x59, 0x3f,
+	0xdf, 0xb6, 0x0e, 0xae, 0x6e, 0x5b, 0x07, 0x7f, 0xdd, 0xb6, 0x0e, 0x7e, 0xec, 0xcc, 0x98, 0x9c,
+	0x67, 0x13, 0x2f, 0x80, 0xb8, 0xab, 0xe7, 0xc2, 0xa9, 0x34, 0x8b, 0xee, 0x4f, 0xab, 0x2f, 0x56,
+	0xff, 0xaf, 0x13, 0x47, 0x7f, 0xb0, 0x17, 0xff, 0x05, 0x00, 0x00, 0xff, 0xff, 0xe9, 0x1b, 0x92,
+	0x27, 0xdf, 0x07, 0x00, 0x00,
 }
 
 func (m *EventParamsUpdated) Marshal() (dAtA []byte, err error) {
@@ -142,6 +836,477 @@ func (m *EventParamsUpdated) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EventJobSubmitted) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventJobSubmitted) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventJobSubmitted) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Escrow.Size()
+		i -= size
+		if _, err := m.Escrow.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if m.Tasks != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Tasks))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Mode != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Mode))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventJobFinished) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventJobFinished) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventJobFinished) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Refunded.Size()
+		i -= size
+		if _, err := m.Refunded.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if m.Status != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventTaskAssigned) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventTaskAssigned) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventTaskAssigned) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Reassignment {
+		i--
+		if m.Reassignment {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x30
+	}
+	{
+		size := m.Price.Size()
+		i -= size
+		if _, err := m.Price.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.TaskId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventTaskStatus) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventTaskStatus) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventTaskStatus) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.Status != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.TaskId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventTaskReassigned) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventTaskReassigned) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventTaskReassigned) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Reassignments != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Reassignments))
+		i--
+		dAtA[i] = 0x28
+	}
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.FromNode != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.FromNode))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.TaskId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventTaskSettled) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventTaskSettled) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventTaskSettled) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.ToFeeCollector.Size()
+		i -= size
+		if _, err := m.ToFeeCollector.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x32
+	{
+		size := m.ToPool.Size()
+		i -= size
+		if _, err := m.ToPool.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	{
+		size := m.Paid.Size()
+		i -= size
+		if _, err := m.Paid.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.TaskId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventBid) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventBid) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventBid) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Price.Size()
+		i -= size
+		if _, err := m.Price.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	if m.Status != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventAuctionCleared) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventAuctionCleared) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventAuctionCleared) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.ClearingPrice.Size()
+		i -= size
+		if _, err := m.ClearingPrice.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	if m.Unfilled != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Unfilled))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Filled != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Filled))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventCheckpoint) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventCheckpoint) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventCheckpoint) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Uri) > 0 {
+		i -= len(m.Uri)
+		copy(dAtA[i:], m.Uri)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Uri)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.Sha256) > 0 {
+		i -= len(m.Sha256)
+		copy(dAtA[i:], m.Sha256)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Sha256)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.TaskId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintEvents(dAtA []byte, offset int, v uint64) int {
 	offset -= sovEvents(v)
 	base := offset
@@ -165,6 +1330,209 @@ func (m *EventParamsUpdated) Size() (n int) {
 	}
 	l = m.Params.Size()
 	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventJobSubmitted) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.Mode != 0 {
+		n += 1 + sovEvents(uint64(m.Mode))
+	}
+	if m.Tasks != 0 {
+		n += 1 + sovEvents(uint64(m.Tasks))
+	}
+	l = m.Escrow.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventJobFinished) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	if m.Status != 0 {
+		n += 1 + sovEvents(uint64(m.Status))
+	}
+	l = m.Refunded.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventTaskAssigned) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		n += 1 + sovEvents(uint64(m.TaskId))
+	}
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = m.Price.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	if m.Reassignment {
+		n += 2
+	}
+	return n
+}
+
+func (m *EventTaskStatus) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		n += 1 + sovEvents(uint64(m.TaskId))
+	}
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	if m.Status != 0 {
+		n += 1 + sovEvents(uint64(m.Status))
+	}
+	l = len(m.Reason)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	return n
+}
+
+func (m *EventTaskReassigned) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		n += 1 + sovEvents(uint64(m.TaskId))
+	}
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	if m.FromNode != 0 {
+		n += 1 + sovEvents(uint64(m.FromNode))
+	}
+	l = len(m.Reason)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.Reassignments != 0 {
+		n += 1 + sovEvents(uint64(m.Reassignments))
+	}
+	return n
+}
+
+func (m *EventTaskSettled) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		n += 1 + sovEvents(uint64(m.TaskId))
+	}
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = m.Paid.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	l = m.ToPool.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	l = m.ToFeeCollector.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventBid) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	if m.Status != 0 {
+		n += 1 + sovEvents(uint64(m.Status))
+	}
+	l = m.Price.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventAuctionCleared) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	if m.Filled != 0 {
+		n += 1 + sovEvents(uint64(m.Filled))
+	}
+	if m.Unfilled != 0 {
+		n += 1 + sovEvents(uint64(m.Unfilled))
+	}
+	l = m.ClearingPrice.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventCheckpoint) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		n += 1 + sovEvents(uint64(m.TaskId))
+	}
+	l = len(m.Sha256)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = len(m.Uri)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
 	return n
 }
 
@@ -267,6 +1635,1447 @@ func (m *EventParamsUpdated) Unmarshal(dAtA []byte) error {
 			if err := m.Params.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventJobSubmitted) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventJobSubmitted: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventJobSubmitted: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Mode", wireType)
+			}
+			m.Mode = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Mode |= AllocationMode(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tasks", wireType)
+			}
+			m.Tasks = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Tasks |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Escrow", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Escrow.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventJobFinished) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventJobFinished: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventJobFinished: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= JobStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Refunded", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Refunded.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventTaskAssigned) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventTaskAssigned: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventTaskAssigned: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Price", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Price.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reassignment", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Reassignment = bool(v != 0)
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventTaskStatus) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventTaskStatus: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventTaskStatus: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= TaskStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventTaskReassigned) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventTaskReassigned: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventTaskReassigned: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FromNode", wireType)
+			}
+			m.FromNode = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FromNode |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reassignments", wireType)
+			}
+			m.Reassignments = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Reassignments |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventTaskSettled) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventTaskSettled: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventTaskSettled: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Paid", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Paid.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ToPool", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ToPool.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ToFeeCollector", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ToFeeCollector.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventBid) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventBid: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventBid: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= BidStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Price", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Price.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventAuctionCleared) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventAuctionCleared: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventAuctionCleared: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Filled", wireType)
+			}
+			m.Filled = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Filled |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Unfilled", wireType)
+			}
+			m.Unfilled = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Unfilled |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClearingPrice", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ClearingPrice.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventCheckpoint) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventCheckpoint: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventCheckpoint: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Sha256", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Sha256 = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Uri", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Uri = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

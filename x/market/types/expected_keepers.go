@@ -2,12 +2,109 @@ package types
 
 import (
 	"context"
+	"time"
+
+	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // AccountKeeper is the part of x/auth this module uses.
 type AccountKeeper interface {
 	GetModuleAccount(ctx context.Context, name string) sdk.ModuleAccountI
 	GetModuleAddress(name string) sdk.AccAddress
+}
+
+// BankKeeper moves escrow, deposits, payments and the take.
+type BankKeeper interface {
+	SendCoinsFromAccountToModule(ctx context.Context, senderAddr sdk.AccAddress, recipientModule string, amt sdk.Coins) error
+	SendCoinsFromModuleToAccount(ctx context.Context, senderModule string, recipientAddr sdk.AccAddress, amt sdk.Coins) error
+	SendCoinsFromModuleToModule(ctx context.Context, senderModule, recipientModule string, amt sdk.Coins) error
+	GetBalance(ctx context.Context, addr sdk.AccAddress, denom string) sdk.Coin
+	SpendableCoins(ctx context.Context, addr sdk.AccAddress) sdk.Coins
+}
+
+// GFLKeeper is the part of x/gfl this module uses: nodes, params (GPU classes and workload
+// weights), and the beacon.
+type GFLKeeper interface {
+	GetNode(ctx context.Context, id uint64) (gfltypes.Node, error)
+	GetParams(ctx context.Context) (gfltypes.Params, error)
+	Seed(ctx context.Context, height int64, domain string, ids ...uint64) ([32]byte, error)
+}
+
+// CollateralKeeper is the part of x/staking-slash this module uses.
+type CollateralKeeper interface {
+	CanAddExposure(ctx context.Context, provider sdk.AccAddress, value sdkmath.Int) (bool, error)
+	AddExposure(ctx context.Context, provider sdk.AccAddress, value sdkmath.Int) error
+	ReleaseExposure(ctx context.Context, provider sdk.AccAddress, value sdkmath.Int) error
+	Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, evidence sstypes.SlashEvidence) (sstypes.SlashRecord, error)
+	Jail(ctx context.Context, provider sdk.AccAddress, until time.Time, evidence sstypes.SlashEvidence) error
+}
+
+// ReputationKeeper scores nodes for scheduling, auctions and audits. Until x/reputation
+// exists the app gives x/market NeutralReputation.
+type ReputationKeeper interface {
+	// Reputation returns the node's score in [0, 1] and whether it may get work.
+	Reputation(ctx context.Context, nodeID uint64) (score sdkmath.LegacyDec, eligible bool, err error)
+}
+
+// NeutralReputation scores every node 1 and finds every node eligible.
+type NeutralReputation struct{}
+
+// Reputation implements ReputationKeeper.
+func (NeutralReputation) Reputation(context.Context, uint64) (sdkmath.LegacyDec, bool, error) {
+	return sdkmath.LegacyOneDec(), true, nil
+}
+
+// WorkEpochKeeper says which reward epoch verified work counts in (x/dps).
+type WorkEpochKeeper interface {
+	CurrentWorkEpoch(ctx context.Context) (uint64, error)
+}
+
+// MarketHooks tell other modules (x/reputation) about providers' behaviour.
+type MarketHooks interface {
+	// AfterTaskAcked: a node acked a task (onTime: within the ack timeout).
+	AfterTaskAcked(ctx context.Context, nodeID uint64, onTime bool)
+	// AfterTaskLapsed: a node lost a task (no ack, lapsed heartbeat, missed deadline or reveal).
+	AfterTaskLapsed(ctx context.Context, nodeID uint64, reason string)
+	// AfterTaskVerified: a node's result was accepted (ok) or lost verification.
+	AfterTaskVerified(ctx context.Context, nodeID uint64, ok bool)
+	// AfterTaskSettled: a node was paid for a task finished before its deadline or not.
+	AfterTaskSettled(ctx context.Context, nodeID uint64, beforeDeadline bool)
+}
+
+// MultiMarketHooks calls several hooks in order.
+type MultiMarketHooks []MarketHooks
+
+var _ MarketHooks = MultiMarketHooks{}
+
+// AfterTaskAcked implements MarketHooks.
+func (m MultiMarketHooks) AfterTaskAcked(ctx context.Context, nodeID uint64, onTime bool) {
+	for _, h := range m {
+		h.AfterTaskAcked(ctx, nodeID, onTime)
+	}
+}
+
+// AfterTaskLapsed implements MarketHooks.
+func (m MultiMarketHooks) AfterTaskLapsed(ctx context.Context, nodeID uint64, reason string) {
+	for _, h := range m {
+		h.AfterTaskLapsed(ctx, nodeID, reason)
+	}
+}
+
+// AfterTaskVerified implements MarketHooks.
+func (m MultiMarketHooks) AfterTaskVerified(ctx context.Context, nodeID uint64, ok bool) {
+	for _, h := range m {
+		h.AfterTaskVerified(ctx, nodeID, ok)
+	}
+}
+
+// AfterTaskSettled implements MarketHooks.
+func (m MultiMarketHooks) AfterTaskSettled(ctx context.Context, nodeID uint64, beforeDeadline bool) {
+	for _, h := range m {
+		h.AfterTaskSettled(ctx, nodeID, beforeDeadline)
+	}
 }

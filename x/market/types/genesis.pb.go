@@ -5,6 +5,7 @@ package types
 
 import (
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	proto "github.com/cosmos/gogoproto/proto"
@@ -24,10 +25,28 @@ var _ = math.Inf
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 
-// GenesisState is the x/market genesis state.
+// GenesisState is the x/market genesis state. Queues and indexes are derived on import.
 type GenesisState struct {
 	// params are the module parameters.
 	Params Params `protobuf:"bytes,1,opt,name=params,proto3" json:"params"`
+	// jobs: open and retained jobs.
+	Jobs []Job `protobuf:"bytes,2,rep,name=jobs,proto3" json:"jobs"`
+	// tasks of those jobs.
+	Tasks []Task `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks"`
+	// bids of those jobs.
+	Bids []Bid `protobuf:"bytes,4,rep,name=bids,proto3" json:"bids"`
+	// slots: the market's view of every node.
+	Slots []NodeSlot `protobuf:"bytes,5,rep,name=slots,proto3" json:"slots"`
+	// heartbeats: the last heartbeat height of each node with running tasks.
+	Heartbeats []NodeHeartbeat `protobuf:"bytes,6,rep,name=heartbeats,proto3" json:"heartbeats"`
+	// work: verified work not yet harvested by x/dps.
+	Work []WorkEntry `protobuf:"bytes,7,rep,name=work,proto3" json:"work"`
+	// history entries of the jobs.
+	History []JobHistoryEntry `protobuf:"bytes,8,rep,name=history,proto3" json:"history"`
+	// next_job_id and next_task_id continue the id sequences.
+	NextJobId uint64 `protobuf:"varint,9,opt,name=next_job_id,json=nextJobId,proto3" json:"next_job_id,omitempty"`
+	// next_task_id: see next_job_id.
+	NextTaskId uint64 `protobuf:"varint,10,opt,name=next_task_id,json=nextTaskId,proto3" json:"next_task_id,omitempty"`
 }
 
 func (m *GenesisState) Reset()         { *m = GenesisState{} }
@@ -70,28 +89,310 @@ func (m *GenesisState) GetParams() Params {
 	return Params{}
 }
 
+func (m *GenesisState) GetJobs() []Job {
+	if m != nil {
+		return m.Jobs
+	}
+	return nil
+}
+
+func (m *GenesisState) GetTasks() []Task {
+	if m != nil {
+		return m.Tasks
+	}
+	return nil
+}
+
+func (m *GenesisState) GetBids() []Bid {
+	if m != nil {
+		return m.Bids
+	}
+	return nil
+}
+
+func (m *GenesisState) GetSlots() []NodeSlot {
+	if m != nil {
+		return m.Slots
+	}
+	return nil
+}
+
+func (m *GenesisState) GetHeartbeats() []NodeHeartbeat {
+	if m != nil {
+		return m.Heartbeats
+	}
+	return nil
+}
+
+func (m *GenesisState) GetWork() []WorkEntry {
+	if m != nil {
+		return m.Work
+	}
+	return nil
+}
+
+func (m *GenesisState) GetHistory() []JobHistoryEntry {
+	if m != nil {
+		return m.History
+	}
+	return nil
+}
+
+func (m *GenesisState) GetNextJobId() uint64 {
+	if m != nil {
+		return m.NextJobId
+	}
+	return 0
+}
+
+func (m *GenesisState) GetNextTaskId() uint64 {
+	if m != nil {
+		return m.NextTaskId
+	}
+	return 0
+}
+
+// NodeHeartbeat is a node's last heartbeat.
+type NodeHeartbeat struct {
+	// node_id of the node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// height of the last heartbeat.
+	Height int64 `protobuf:"varint,2,opt,name=height,proto3" json:"height,omitempty"`
+}
+
+func (m *NodeHeartbeat) Reset()         { *m = NodeHeartbeat{} }
+func (m *NodeHeartbeat) String() string { return proto.CompactTextString(m) }
+func (*NodeHeartbeat) ProtoMessage()    {}
+func (*NodeHeartbeat) Descriptor() ([]byte, []int) {
+	return fileDescriptor_fcbe254066ccb920, []int{1}
+}
+func (m *NodeHeartbeat) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *NodeHeartbeat) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_NodeHeartbeat.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *NodeHeartbeat) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_NodeHeartbeat.Merge(m, src)
+}
+func (m *NodeHeartbeat) XXX_Size() int {
+	return m.Size()
+}
+func (m *NodeHeartbeat) XXX_DiscardUnknown() {
+	xxx_messageInfo_NodeHeartbeat.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_NodeHeartbeat proto.InternalMessageInfo
+
+func (m *NodeHeartbeat) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *NodeHeartbeat) GetHeight() int64 {
+	if m != nil {
+		return m.Height
+	}
+	return 0
+}
+
+// WorkEntry is a WorkRecord with its key.
+type WorkEntry struct {
+	// epoch of the work.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// provider who did it.
+	Provider string `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	// workload class (the enum's number).
+	Workload int32 `protobuf:"varint,3,opt,name=workload,proto3" json:"workload,omitempty"`
+	// record of the work.
+	Record WorkRecord `protobuf:"bytes,4,opt,name=record,proto3" json:"record"`
+}
+
+func (m *WorkEntry) Reset()         { *m = WorkEntry{} }
+func (m *WorkEntry) String() string { return proto.CompactTextString(m) }
+func (*WorkEntry) ProtoMessage()    {}
+func (*WorkEntry) Descriptor() ([]byte, []int) {
+	return fileDescriptor_fcbe254066ccb920, []int{2}
+}
+func (m *WorkEntry) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *WorkEntry) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_WorkEntry.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *WorkEntry) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_WorkEntry.Merge(m, src)
+}
+func (m *WorkEntry) XXX_Size() int {
+	return m.Size()
+}
+func (m *WorkEntry) XXX_DiscardUnknown() {
+	xxx_messageInfo_WorkEntry.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_WorkEntry proto.InternalMessageInfo
+
+func (m *WorkEntry) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *WorkEntry) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *WorkEntry) GetWorkload() int32 {
+	if m != nil {
+		return m.Workload
+	}
+	return 0
+}
+
+func (m *WorkEntry) GetRecord() WorkRecord {
+	if m != nil {
+		return m.Record
+	}
+	return WorkRecord{}
+}
+
+// JobHistoryEntry is a HistoryEntry with its key.
+type JobHistoryEntry struct {
+	// job_id of the history.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// seq of the entry within the job.
+	Seq uint32 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// entry itself.
+	Entry HistoryEntry `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry"`
+}
+
+func (m *JobHistoryEntry) Reset()         { *m = JobHistoryEntry{} }
+func (m *JobHistoryEntry) String() string { return proto.CompactTextString(m) }
+func (*JobHistoryEntry) ProtoMessage()    {}
+func (*JobHistoryEntry) Descriptor() ([]byte, []int) {
+	return fileDescriptor_fcbe254066ccb920, []int{3}
+}
+func (m *JobHistoryEntry) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *JobHistoryEntry) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_JobHistoryEntry.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *JobHistoryEntry) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_JobHistoryEntry.Merge(m, src)
+}
+func (m *JobHistoryEntry) XXX_Size() int {
+	return m.Size()
+}
+func (m *JobHistoryEntry) XXX_DiscardUnknown() {
+	xxx_messageInfo_JobHistoryEntry.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_JobHistoryEntry proto.InternalMessageInfo
+
+func (m *JobHistoryEntry) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *JobHistoryEntry) GetSeq() uint32 {
+	if m != nil {
+		return m.Seq
+	}
+	return 0
+}
+
+func (m *JobHistoryEntry) GetEntry() HistoryEntry {
+	if m != nil {
+		return m.Entry
+	}
+	return HistoryEntry{}
+}
+
 func init() {
 	proto.RegisterType((*GenesisState)(nil), "flops.market.v1.GenesisState")
+	proto.RegisterType((*NodeHeartbeat)(nil), "flops.market.v1.NodeHeartbeat")
+	proto.RegisterType((*WorkEntry)(nil), "flops.market.v1.WorkEntry")
+	proto.RegisterType((*JobHistoryEntry)(nil), "flops.market.v1.JobHistoryEntry")
 }
 
 func init() { proto.RegisterFile("flops/market/v1/genesis.proto", fileDescriptor_fcbe254066ccb920) }
 
 var fileDescriptor_fcbe254066ccb920 = []byte{
-	// 209 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4d, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0xcf, 0x4d, 0x2c, 0xca, 0x4e, 0x2d, 0xd1, 0x2f, 0x33, 0xd4, 0x4f, 0x4f, 0xcd, 0x4b,
-	0x2d, 0xce, 0x2c, 0xd6, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x07, 0x4b, 0xeb, 0x41, 0xa4,
-	0xf5, 0xca, 0x0c, 0xa5, 0x44, 0xd2, 0xf3, 0xd3, 0xf3, 0xc1, 0x72, 0xfa, 0x20, 0x16, 0x44, 0x99,
-	0x94, 0x60, 0x62, 0x6e, 0x66, 0x5e, 0xbe, 0x3e, 0x98, 0x84, 0x0a, 0x49, 0xa3, 0x1b, 0x5c, 0x52,
-	0x59, 0x90, 0x0a, 0x35, 0x56, 0xc9, 0x8b, 0x8b, 0xc7, 0x1d, 0x62, 0x4f, 0x70, 0x49, 0x62, 0x49,
-	0xaa, 0x90, 0x15, 0x17, 0x5b, 0x41, 0x62, 0x51, 0x62, 0x6e, 0xb1, 0x04, 0xa3, 0x02, 0xa3, 0x06,
-	0xb7, 0x91, 0xb8, 0x1e, 0x9a, 0xbd, 0x7a, 0x01, 0x60, 0x69, 0x27, 0xce, 0x13, 0xf7, 0xe4, 0x19,
-	0x56, 0x3c, 0xdf, 0xa0, 0xc5, 0x18, 0x04, 0xd5, 0xe1, 0xe4, 0x74, 0xe2, 0x91, 0x1c, 0xe3, 0x85,
-	0x47, 0x72, 0x8c, 0x0f, 0x1e, 0xc9, 0x31, 0x4e, 0x78, 0x2c, 0xc7, 0x70, 0xe1, 0xb1, 0x1c, 0xc3,
-	0x8d, 0xc7, 0x72, 0x0c, 0x51, 0x1a, 0xe9, 0x99, 0x25, 0x19, 0xa5, 0x49, 0x7a, 0xc9, 0xf9, 0xb9,
-	0xfa, 0x60, 0xf3, 0xf2, 0x52, 0x4b, 0x20, 0x0c, 0xfd, 0x0a, 0x98, 0xc3, 0xc0, 0xae, 0x4a, 0x62,
-	0x03, 0x3b, 0xcb, 0x18, 0x10, 0x00, 0x00, 0xff, 0xff, 0x8f, 0x9b, 0x3e, 0x54, 0x0e, 0x01, 0x00,
-	0x00,
+	// 608 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x74, 0x93, 0x41, 0x4f, 0x13, 0x41,
+	0x14, 0xc7, 0xbb, 0xb4, 0x5d, 0xe8, 0x2b, 0x04, 0x9d, 0x14, 0x19, 0x4a, 0x58, 0x37, 0x3d, 0x35,
+	0x26, 0x76, 0x03, 0x18, 0x13, 0x39, 0x10, 0x6d, 0x42, 0xa4, 0x1c, 0x8c, 0x59, 0x4c, 0x4c, 0xbc,
+	0x90, 0xdd, 0xce, 0xd8, 0x5d, 0xda, 0xee, 0x5b, 0x67, 0x46, 0x04, 0x3f, 0x85, 0x1f, 0xc3, 0xa3,
+	0x89, 0x26, 0x7e, 0x05, 0x8e, 0xc4, 0x93, 0x27, 0x63, 0xe0, 0xe0, 0xd7, 0x30, 0x33, 0xbb, 0x90,
+	0x96, 0x2d, 0x97, 0xcd, 0xbc, 0x79, 0xff, 0xdf, 0x7b, 0x6f, 0xfe, 0x3b, 0x03, 0x1b, 0xef, 0x47,
+	0x98, 0x4a, 0x6f, 0x1c, 0x88, 0x21, 0x57, 0xde, 0xc9, 0xa6, 0x37, 0xe0, 0x09, 0x97, 0xb1, 0xec,
+	0xa4, 0x02, 0x15, 0x92, 0x65, 0x93, 0xee, 0x64, 0xe9, 0xce, 0xc9, 0x66, 0xb3, 0x31, 0xc0, 0x01,
+	0x9a, 0x9c, 0xa7, 0x57, 0x99, 0xac, 0x79, 0x3f, 0x18, 0xc7, 0x09, 0x7a, 0xe6, 0x9b, 0x6f, 0xad,
+	0xf5, 0x51, 0x8e, 0x51, 0x1e, 0x65, 0xda, 0x2c, 0xc8, 0x53, 0xeb, 0xb7, 0x7b, 0xaa, 0xb3, 0x94,
+	0xe7, 0xc9, 0xd6, 0xcf, 0x0a, 0x2c, 0xbe, 0xcc, 0x66, 0x38, 0x54, 0x81, 0xe2, 0x64, 0x07, 0xec,
+	0x34, 0x10, 0xc1, 0x58, 0x52, 0xcb, 0xb5, 0xda, 0xf5, 0xad, 0xd5, 0xce, 0xad, 0x99, 0x3a, 0xaf,
+	0x4d, 0xba, 0x5b, 0x3b, 0xff, 0xf3, 0xb0, 0xf4, 0xf5, 0xdf, 0xb7, 0x47, 0x96, 0x9f, 0x13, 0x64,
+	0x1b, 0x2a, 0xc7, 0x18, 0x4a, 0x3a, 0xe7, 0x96, 0xdb, 0xf5, 0xad, 0x46, 0x81, 0x3c, 0xc0, 0x70,
+	0x12, 0x33, 0x62, 0xf2, 0x14, 0xaa, 0x2a, 0x90, 0x43, 0x49, 0xcb, 0x86, 0x5a, 0x29, 0x50, 0x6f,
+	0x02, 0x39, 0x9c, 0xc4, 0x32, 0xb9, 0x6e, 0x16, 0xc6, 0x4c, 0xd2, 0xca, 0x1d, 0xcd, 0xba, 0x31,
+	0x9b, 0x6a, 0xa6, 0xc5, 0x64, 0x07, 0xaa, 0x72, 0x84, 0x4a, 0xd2, 0xaa, 0xa1, 0xd6, 0x0a, 0xd4,
+	0x2b, 0x64, 0xfc, 0x70, 0x84, 0x6a, 0xaa, 0xa1, 0x41, 0x48, 0x0f, 0x20, 0xe2, 0x81, 0x50, 0x21,
+	0x0f, 0x94, 0xa4, 0xb6, 0x29, 0xe0, 0xcc, 0x2c, 0xb0, 0x7f, 0x2d, 0x9b, 0xac, 0x32, 0x01, 0x93,
+	0x67, 0x50, 0xf9, 0x84, 0x62, 0x48, 0xe7, 0x4d, 0x91, 0x66, 0xa1, 0xc8, 0x5b, 0x14, 0xc3, 0xbd,
+	0x44, 0x89, 0xb3, 0xa9, 0x13, 0x68, 0x84, 0xec, 0xc1, 0x7c, 0x14, 0x4b, 0x85, 0xe2, 0x8c, 0x2e,
+	0x18, 0xda, 0x9d, 0x65, 0xf3, 0x7e, 0x26, 0x29, 0xd4, 0xb8, 0x66, 0x89, 0x03, 0xf5, 0x84, 0x9f,
+	0xaa, 0xa3, 0x63, 0x0c, 0x8f, 0x62, 0x46, 0x6b, 0xae, 0xd5, 0xae, 0xf8, 0x35, 0xbd, 0x75, 0x80,
+	0x61, 0x8f, 0x11, 0x17, 0x16, 0x4d, 0x5e, 0x7b, 0xad, 0x05, 0x60, 0x04, 0xa0, 0xf7, 0xf4, 0xff,
+	0xe8, 0xb1, 0xd6, 0x73, 0x58, 0x9a, 0x3a, 0x2b, 0x59, 0x85, 0xf9, 0x04, 0x19, 0xd7, 0x6a, 0xcb,
+	0xa8, 0x6d, 0x1d, 0xf6, 0x18, 0x79, 0x00, 0x76, 0xc4, 0xe3, 0x41, 0xa4, 0xe8, 0x9c, 0x6b, 0xb5,
+	0xcb, 0x7e, 0x1e, 0xb5, 0xbe, 0x5b, 0x50, 0xbb, 0x39, 0x29, 0x69, 0x40, 0x95, 0xa7, 0xd8, 0x8f,
+	0x72, 0x38, 0x0b, 0xc8, 0x13, 0x58, 0x48, 0x05, 0x9e, 0xc4, 0x8c, 0x0b, 0x43, 0xd7, 0xba, 0xf4,
+	0xd7, 0x8f, 0xc7, 0x8d, 0xfc, 0x82, 0xbf, 0x60, 0x4c, 0x70, 0x29, 0x0f, 0x95, 0x88, 0x93, 0x81,
+	0x7f, 0xa3, 0x24, 0x4d, 0x58, 0xd0, 0x66, 0x8d, 0x30, 0x60, 0xb4, 0xec, 0x5a, 0xed, 0xaa, 0x7f,
+	0x13, 0x93, 0x5d, 0xb0, 0x05, 0xef, 0xa3, 0x60, 0xb4, 0x62, 0x2e, 0xf8, 0xfa, 0x4c, 0xf7, 0x7d,
+	0x23, 0x99, 0xba, 0xe4, 0x19, 0xd5, 0xfa, 0x0c, 0xcb, 0xb7, 0x0c, 0x26, 0x2b, 0x60, 0xe7, 0x3e,
+	0xe6, 0xb3, 0x1f, 0x1b, 0x0f, 0xef, 0x41, 0x59, 0xf2, 0x0f, 0x66, 0xec, 0x25, 0x5f, 0x2f, 0xc9,
+	0x2e, 0x54, 0xb9, 0x26, 0xcc, 0x50, 0xf5, 0xad, 0x8d, 0x42, 0xeb, 0xbb, 0xfe, 0x5b, 0x86, 0x75,
+	0xbb, 0xe7, 0x97, 0x8e, 0x75, 0x71, 0xe9, 0x58, 0x7f, 0x2f, 0x1d, 0xeb, 0xcb, 0x95, 0x53, 0xba,
+	0xb8, 0x72, 0x4a, 0xbf, 0xaf, 0x9c, 0xd2, 0xbb, 0xf6, 0x20, 0x56, 0xd1, 0xc7, 0xb0, 0xd3, 0xc7,
+	0xb1, 0x67, 0x8a, 0x26, 0x5c, 0x65, 0x0b, 0xef, 0xf4, 0xfa, 0xe9, 0x9b, 0x77, 0x1f, 0xda, 0xe6,
+	0xe1, 0x6f, 0xff, 0x0f, 0x00, 0x00, 0xff, 0xff, 0xb0, 0x16, 0xdf, 0xe8, 0x8b, 0x04, 0x00, 0x00,
 }
 
 func (m *GenesisState) Marshal() (dAtA []byte, err error) {
@@ -114,6 +415,114 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.NextTaskId != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.NextTaskId))
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.NextJobId != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.NextJobId))
+		i--
+		dAtA[i] = 0x48
+	}
+	if len(m.History) > 0 {
+		for iNdEx := len(m.History) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.History[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x42
+		}
+	}
+	if len(m.Work) > 0 {
+		for iNdEx := len(m.Work) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Work[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x3a
+		}
+	}
+	if len(m.Heartbeats) > 0 {
+		for iNdEx := len(m.Heartbeats) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Heartbeats[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
+	if len(m.Slots) > 0 {
+		for iNdEx := len(m.Slots) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Slots[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
+	if len(m.Bids) > 0 {
+		for iNdEx := len(m.Bids) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Bids[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x22
+		}
+	}
+	if len(m.Tasks) > 0 {
+		for iNdEx := len(m.Tasks) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Tasks[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.Jobs) > 0 {
+		for iNdEx := len(m.Jobs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Jobs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
 	{
 		size, err := m.Params.MarshalToSizedBuffer(dAtA[:i])
 		if err != nil {
@@ -124,6 +533,132 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	}
 	i--
 	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *NodeHeartbeat) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *NodeHeartbeat) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *NodeHeartbeat) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Height != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.Height))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *WorkEntry) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *WorkEntry) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *WorkEntry) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Record.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenesis(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	if m.Workload != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.Workload))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintGenesis(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *JobHistoryEntry) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *JobHistoryEntry) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *JobHistoryEntry) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Entry.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintGenesis(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if m.Seq != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.Seq))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.JobId != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
 	return len(dAtA) - i, nil
 }
 
@@ -145,6 +680,107 @@ func (m *GenesisState) Size() (n int) {
 	var l int
 	_ = l
 	l = m.Params.Size()
+	n += 1 + l + sovGenesis(uint64(l))
+	if len(m.Jobs) > 0 {
+		for _, e := range m.Jobs {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Tasks) > 0 {
+		for _, e := range m.Tasks {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Bids) > 0 {
+		for _, e := range m.Bids {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Slots) > 0 {
+		for _, e := range m.Slots {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Heartbeats) > 0 {
+		for _, e := range m.Heartbeats {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Work) > 0 {
+		for _, e := range m.Work {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.History) > 0 {
+		for _, e := range m.History {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if m.NextJobId != 0 {
+		n += 1 + sovGenesis(uint64(m.NextJobId))
+	}
+	if m.NextTaskId != 0 {
+		n += 1 + sovGenesis(uint64(m.NextTaskId))
+	}
+	return n
+}
+
+func (m *NodeHeartbeat) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovGenesis(uint64(m.NodeId))
+	}
+	if m.Height != 0 {
+		n += 1 + sovGenesis(uint64(m.Height))
+	}
+	return n
+}
+
+func (m *WorkEntry) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovGenesis(uint64(m.Epoch))
+	}
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovGenesis(uint64(l))
+	}
+	if m.Workload != 0 {
+		n += 1 + sovGenesis(uint64(m.Workload))
+	}
+	l = m.Record.Size()
+	n += 1 + l + sovGenesis(uint64(l))
+	return n
+}
+
+func (m *JobHistoryEntry) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovGenesis(uint64(m.JobId))
+	}
+	if m.Seq != 0 {
+		n += 1 + sovGenesis(uint64(m.Seq))
+	}
+	l = m.Entry.Size()
 	n += 1 + l + sovGenesis(uint64(l))
 	return n
 }
@@ -214,6 +850,644 @@ func (m *GenesisState) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if err := m.Params.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Jobs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Jobs = append(m.Jobs, Job{})
+			if err := m.Jobs[len(m.Jobs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tasks", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Tasks = append(m.Tasks, Task{})
+			if err := m.Tasks[len(m.Tasks)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Bids", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Bids = append(m.Bids, Bid{})
+			if err := m.Bids[len(m.Bids)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Slots", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Slots = append(m.Slots, NodeSlot{})
+			if err := m.Slots[len(m.Slots)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Heartbeats", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Heartbeats = append(m.Heartbeats, NodeHeartbeat{})
+			if err := m.Heartbeats[len(m.Heartbeats)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Work", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Work = append(m.Work, WorkEntry{})
+			if err := m.Work[len(m.Work)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field History", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.History = append(m.History, JobHistoryEntry{})
+			if err := m.History[len(m.History)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NextJobId", wireType)
+			}
+			m.NextJobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NextJobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NextTaskId", wireType)
+			}
+			m.NextTaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NextTaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenesis(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *NodeHeartbeat) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenesis
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: NodeHeartbeat: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: NodeHeartbeat: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Height", wireType)
+			}
+			m.Height = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Height |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenesis(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *WorkEntry) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenesis
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: WorkEntry: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: WorkEntry: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Workload", wireType)
+			}
+			m.Workload = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Workload |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Record", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Record.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenesis(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *JobHistoryEntry) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenesis
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: JobHistoryEntry: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: JobHistoryEntry: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Seq", wireType)
+			}
+			m.Seq = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Seq |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Entry", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Entry.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

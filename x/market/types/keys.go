@@ -3,13 +3,42 @@ package types
 import "cosmossdk.io/collections"
 
 const (
-	// ModuleName is the module's name, store key and module account.
+	// ModuleName is the module's name, store key and module account (escrow, deposits).
 	ModuleName = "market"
 	// StoreKey is the KV store key.
 	StoreKey = ModuleName
+
+	// DomainAssign is the beacon domain of the scheduler's draws.
+	DomainAssign = "flops/market/assign"
+	// DomainGemmSeed is the beacon domain of BUILTIN gemm job seeds.
+	DomainGemmSeed = "flops/market/gemm"
 )
 
 // Store prefixes. Numbers are never reused.
 var (
-	ParamsKey = collections.NewPrefix(0)
+	ParamsKey          = collections.NewPrefix(0)
+	JobSeqKey          = collections.NewPrefix(1)
+	JobsKey            = collections.NewPrefix(2)
+	JobsByOwnerKey     = collections.NewPrefix(3)
+	JobsByStatusKey    = collections.NewPrefix(4)
+	TaskSeqKey         = collections.NewPrefix(5)
+	TasksKey           = collections.NewPrefix(6)
+	TasksByJobKey      = collections.NewPrefix(7)
+	TasksByNodeKey     = collections.NewPrefix(8)
+	TasksByProviderKey = collections.NewPrefix(9)
+	BidsKey            = collections.NewPrefix(10)
+	SlotsKey           = collections.NewPrefix(11)
+	SchedIndexKey      = collections.NewPrefix(12)
+	AssignQueueKey     = collections.NewPrefix(13)
+	AckDeadlinesKey    = collections.NewPrefix(14)
+	RunDeadlinesKey    = collections.NewPrefix(15)
+	RevealDeadlinesKey = collections.NewPrefix(16)
+	SettleQueueKey     = collections.NewPrefix(17)
+	AuctionCloseKey    = collections.NewPrefix(18)
+	JobDeadlinesKey    = collections.NewPrefix(19)
+	HeartbeatsKey      = collections.NewPrefix(20)
+	HeartbeatDueKey    = collections.NewPrefix(21)
+	PruneQueueKey      = collections.NewPrefix(22)
+	HistoryKey         = collections.NewPrefix(23)
+	WorkKey            = collections.NewPrefix(24)
 )

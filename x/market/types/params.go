@@ -42,6 +42,10 @@ func DefaultParams() Params {
 		MaxUnitsPerMsg:         100,
 		MaxPoolProviders:       64,
 		MaxTimeoutsPerBlock:    200,
+		SchedulerCandidates:    8,
+		SchedulerMaxScan:       64,
+		JobRetentionBlocks:     100_000,
+		MaxHistoryPerJob:       256,
 	}
 }
 
@@ -82,10 +86,17 @@ func (p Params) validate() error {
 		validate.Range("max_units_per_msg", p.MaxUnitsPerMsg, 1, 10_000),
 		validate.Range("max_pool_providers", p.MaxPoolProviders, 1, 10_000),
 		validate.Positive("max_timeouts_per_block", p.MaxTimeoutsPerBlock),
+		validate.Range("scheduler_candidates", p.SchedulerCandidates, 1, 256),
+		validate.Range("scheduler_max_scan", p.SchedulerMaxScan, 1, 100_000),
+		validate.Range("job_retention_blocks", p.JobRetentionBlocks, 1, 100_000_000),
+		validate.Range("max_history_per_job", p.MaxHistoryPerJob, 0, 100_000),
 	} {
 		if err != nil {
 			return err
 		}
+	}
+	if p.SchedulerMaxScan < p.SchedulerCandidates {
+		return fmt.Errorf("scheduler_max_scan %d: must be at least scheduler_candidates %d", p.SchedulerMaxScan, p.SchedulerCandidates)
 	}
 	if p.CommitteeSize%2 == 0 {
 		return fmt.Errorf("committee_size %d: must be odd so that a majority exists", p.CommitteeSize)

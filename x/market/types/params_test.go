@@ -47,5 +47,10 @@ func TestParamsValidateRejects(t *testing.T) {
 		bad("max_units_per_msg", func(p *types.Params) { p.MaxUnitsPerMsg = 0 }),
 		bad("max_pool_providers", func(p *types.Params) { p.MaxPoolProviders = 0 }),
 		bad("max_timeouts_per_block", func(p *types.Params) { p.MaxTimeoutsPerBlock = 0 }),
+		bad("scheduler_candidates", func(p *types.Params) { p.SchedulerCandidates = 0 }),
+		bad("scheduler_max_scan", func(p *types.Params) { p.SchedulerMaxScan = 0 }),
+		bad("scheduler_max_scan 4: must be at least scheduler_candidates", func(p *types.Params) { p.SchedulerMaxScan = 4 }),
+		bad("job_retention_blocks", func(p *types.Params) { p.JobRetentionBlocks = 0 }),
+		bad("max_history_per_job", func(p *types.Params) { p.MaxHistoryPerJob = 100_001 }),
 	})
 }

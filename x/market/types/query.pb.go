@@ -6,6 +6,8 @@ package types
 import (
 	context "context"
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
+	query "github.com/cosmos/cosmos-sdk/types/query"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	grpc1 "github.com/cosmos/gogoproto/grpc"
@@ -113,33 +115,1424 @@ func (m *QueryParamsResponse) GetParams() Params {
 	return Params{}
 }
 
+// QueryJobRequest names a job.
+type QueryJobRequest struct {
+	// job_id to return.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+}
+
+func (m *QueryJobRequest) Reset()         { *m = QueryJobRequest{} }
+func (m *QueryJobRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryJobRequest) ProtoMessage()    {}
+func (*QueryJobRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{2}
+}
+func (m *QueryJobRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryJobRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryJobRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryJobRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryJobRequest.Merge(m, src)
+}
+func (m *QueryJobRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryJobRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryJobRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryJobRequest proto.InternalMessageInfo
+
+func (m *QueryJobRequest) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+// QueryJobResponse carries a job.
+type QueryJobResponse struct {
+	// job requested.
+	Job Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job"`
+}
+
+func (m *QueryJobResponse) Reset()         { *m = QueryJobResponse{} }
+func (m *QueryJobResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryJobResponse) ProtoMessage()    {}
+func (*QueryJobResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{3}
+}
+func (m *QueryJobResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryJobResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryJobResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryJobResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryJobResponse.Merge(m, src)
+}
+func (m *QueryJobResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryJobResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryJobResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryJobResponse proto.InternalMessageInfo
+
+func (m *QueryJobResponse) GetJob() Job {
+	if m != nil {
+		return m.Job
+	}
+	return Job{}
+}
+
+// QueryJobsByOwnerRequest names an owner.
+type QueryJobsByOwnerRequest struct {
+	// owner address.
+	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// pagination over the jobs.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryJobsByOwnerRequest) Reset()         { *m = QueryJobsByOwnerRequest{} }
+func (m *QueryJobsByOwnerRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryJobsByOwnerRequest) ProtoMessage()    {}
+func (*QueryJobsByOwnerRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{4}
+}
+func (m *QueryJobsByOwnerRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryJobsByOwnerRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryJobsByOwnerRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryJobsByOwnerRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryJobsByOwnerRequest.Merge(m, src)
+}
+func (m *QueryJobsByOwnerRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryJobsByOwnerRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryJobsByOwnerRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryJobsByOwnerRequest proto.InternalMessageInfo
+
+func (m *QueryJobsByOwnerRequest) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *QueryJobsByOwnerRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryJobsByOwnerResponse lists jobs.
+type QueryJobsByOwnerResponse struct {
+	// jobs in id order.
+	Jobs []Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryJobsByOwnerResponse) Reset()         { *m = QueryJobsByOwnerResponse{} }
+func (m *QueryJobsByOwnerResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryJobsByOwnerResponse) ProtoMessage()    {}
+func (*QueryJobsByOwnerResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{5}
+}
+func (m *QueryJobsByOwnerResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryJobsByOwnerResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryJobsByOwnerResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryJobsByOwnerResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryJobsByOwnerResponse.Merge(m, src)
+}
+func (m *QueryJobsByOwnerResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryJobsByOwnerResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryJobsByOwnerResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryJobsByOwnerResponse proto.InternalMessageInfo
+
+func (m *QueryJobsByOwnerResponse) GetJobs() []Job {
+	if m != nil {
+		return m.Jobs
+	}
+	return nil
+}
+
+func (m *QueryJobsByOwnerResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryJobsByStatusRequest names a status.
+type QueryJobsByStatusRequest struct {
+	// status of the jobs.
+	Status JobStatus `protobuf:"varint,1,opt,name=status,proto3,enum=flops.market.v1.JobStatus" json:"status,omitempty"`
+	// pagination over the jobs.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryJobsByStatusRequest) Reset()         { *m = QueryJobsByStatusRequest{} }
+func (m *QueryJobsByStatusRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryJobsByStatusRequest) ProtoMessage()    {}
+func (*QueryJobsByStatusRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{6}
+}
+func (m *QueryJobsByStatusRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryJobsByStatusRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryJobsByStatusRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryJobsByStatusRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryJobsByStatusRequest.Merge(m, src)
+}
+func (m *QueryJobsByStatusRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryJobsByStatusRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryJobsByStatusRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryJobsByStatusRequest proto.InternalMessageInfo
+
+func (m *QueryJobsByStatusRequest) GetStatus() JobStatus {
+	if m != nil {
+		return m.Status
+	}
+	return JOB_STATUS_UNSPECIFIED
+}
+
+func (m *QueryJobsByStatusRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryJobsByStatusResponse lists jobs.
+type QueryJobsByStatusResponse struct {
+	// jobs in id order.
+	Jobs []Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryJobsByStatusResponse) Reset()         { *m = QueryJobsByStatusResponse{} }
+func (m *QueryJobsByStatusResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryJobsByStatusResponse) ProtoMessage()    {}
+func (*QueryJobsByStatusResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{7}
+}
+func (m *QueryJobsByStatusResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryJobsByStatusResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryJobsByStatusResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryJobsByStatusResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryJobsByStatusResponse.Merge(m, src)
+}
+func (m *QueryJobsByStatusResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryJobsByStatusResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryJobsByStatusResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryJobsByStatusResponse proto.InternalMessageInfo
+
+func (m *QueryJobsByStatusResponse) GetJobs() []Job {
+	if m != nil {
+		return m.Jobs
+	}
+	return nil
+}
+
+func (m *QueryJobsByStatusResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryTaskRequest names a task.
+type QueryTaskRequest struct {
+	// task_id to return.
+	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+}
+
+func (m *QueryTaskRequest) Reset()         { *m = QueryTaskRequest{} }
+func (m *QueryTaskRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryTaskRequest) ProtoMessage()    {}
+func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{8}
+}
+func (m *QueryTaskRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryTaskRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryTaskRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryTaskRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryTaskRequest.Merge(m, src)
+}
+func (m *QueryTaskRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryTaskRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryTaskRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryTaskRequest proto.InternalMessageInfo
+
+func (m *QueryTaskRequest) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+// QueryTaskResponse carries a task.
+type QueryTaskResponse struct {
+	// task requested.
+	Task Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task"`
+}
+
+func (m *QueryTaskResponse) Reset()         { *m = QueryTaskResponse{} }
+func (m *QueryTaskResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryTaskResponse) ProtoMessage()    {}
+func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{9}
+}
+func (m *QueryTaskResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryTaskResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryTaskResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryTaskResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryTaskResponse.Merge(m, src)
+}
+func (m *QueryTaskResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryTaskResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryTaskResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryTaskResponse proto.InternalMessageInfo
+
+func (m *QueryTaskResponse) GetTask() Task {
+	if m != nil {
+		return m.Task
+	}
+	return Task{}
+}
+
+// QueryTasksByJobRequest names a job.
+type QueryTasksByJobRequest struct {
+	// job_id of the tasks.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// pagination over the tasks.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryTasksByJobRequest) Reset()         { *m = QueryTasksByJobRequest{} }
+func (m *QueryTasksByJobRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryTasksByJobRequest) ProtoMessage()    {}
+func (*QueryTasksByJobRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{10}
+}
+func (m *QueryTasksByJobRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryTasksByJobRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryTasksByJobRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryTasksByJobRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryTasksByJobRequest.Merge(m, src)
+}
+func (m *QueryTasksByJobRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryTasksByJobRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryTasksByJobRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryTasksByJobRequest proto.InternalMessageInfo
+
+func (m *QueryTasksByJobRequest) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *QueryTasksByJobRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryTasksByJobResponse lists tasks.
+type QueryTasksByJobResponse struct {
+	// tasks in id order.
+	Tasks []Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryTasksByJobResponse) Reset()         { *m = QueryTasksByJobResponse{} }
+func (m *QueryTasksByJobResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryTasksByJobResponse) ProtoMessage()    {}
+func (*QueryTasksByJobResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{11}
+}
+func (m *QueryTasksByJobResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryTasksByJobResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryTasksByJobResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryTasksByJobResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryTasksByJobResponse.Merge(m, src)
+}
+func (m *QueryTasksByJobResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryTasksByJobResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryTasksByJobResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryTasksByJobResponse proto.InternalMessageInfo
+
+func (m *QueryTasksByJobResponse) GetTasks() []Task {
+	if m != nil {
+		return m.Tasks
+	}
+	return nil
+}
+
+func (m *QueryTasksByJobResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryTasksByNodeRequest names a node.
+type QueryTasksByNodeRequest struct {
+	// node_id of the tasks.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// pagination over the tasks.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryTasksByNodeRequest) Reset()         { *m = QueryTasksByNodeRequest{} }
+func (m *QueryTasksByNodeRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryTasksByNodeRequest) ProtoMessage()    {}
+func (*QueryTasksByNodeRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{12}
+}
+func (m *QueryTasksByNodeRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryTasksByNodeRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryTasksByNodeRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryTasksByNodeRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryTasksByNodeRequest.Merge(m, src)
+}
+func (m *QueryTasksByNodeRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryTasksByNodeRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryTasksByNodeRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryTasksByNodeRequest proto.InternalMessageInfo
+
+func (m *QueryTasksByNodeRequest) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *QueryTasksByNodeRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryTasksByNodeResponse lists tasks.
+type QueryTasksByNodeResponse struct {
+	// tasks in id order.
+	Tasks []Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryTasksByNodeResponse) Reset()         { *m = QueryTasksByNodeResponse{} }
+func (m *QueryTasksByNodeResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryTasksByNodeResponse) ProtoMessage()    {}
+func (*QueryTasksByNodeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{13}
+}
+func (m *QueryTasksByNodeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryTasksByNodeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryTasksByNodeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryTasksByNodeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryTasksByNodeResponse.Merge(m, src)
+}
+func (m *QueryTasksByNodeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryTasksByNodeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryTasksByNodeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryTasksByNodeResponse proto.InternalMessageInfo
+
+func (m *QueryTasksByNodeResponse) GetTasks() []Task {
+	if m != nil {
+		return m.Tasks
+	}
+	return nil
+}
+
+func (m *QueryTasksByNodeResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryTasksByProviderRequest names a provider.
+type QueryTasksByProviderRequest struct {
+	// provider address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pagination over the tasks.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryTasksByProviderRequest) Reset()         { *m = QueryTasksByProviderRequest{} }
+func (m *QueryTasksByProviderRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryTasksByProviderRequest) ProtoMessage()    {}
+func (*QueryTasksByProviderRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{14}
+}
+func (m *QueryTasksByProviderRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryTasksByProviderRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryTasksByProviderRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryTasksByProviderRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryTasksByProviderRequest.Merge(m, src)
+}
+func (m *QueryTasksByProviderRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryTasksByProviderRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryTasksByProviderRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryTasksByProviderRequest proto.InternalMessageInfo
+
+func (m *QueryTasksByProviderRequest) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *QueryTasksByProviderRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryTasksByProviderResponse lists tasks.
+type QueryTasksByProviderResponse struct {
+	// tasks in id order.
+	Tasks []Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryTasksByProviderResponse) Reset()         { *m = QueryTasksByProviderResponse{} }
+func (m *QueryTasksByProviderResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryTasksByProviderResponse) ProtoMessage()    {}
+func (*QueryTasksByProviderResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{15}
+}
+func (m *QueryTasksByProviderResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryTasksByProviderResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryTasksByProviderResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryTasksByProviderResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryTasksByProviderResponse.Merge(m, src)
+}
+func (m *QueryTasksByProviderResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryTasksByProviderResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryTasksByProviderResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryTasksByProviderResponse proto.InternalMessageInfo
+
+func (m *QueryTasksByProviderResponse) GetTasks() []Task {
+	if m != nil {
+		return m.Tasks
+	}
+	return nil
+}
+
+func (m *QueryTasksByProviderResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryBidsByJobRequest names an auction.
+type QueryBidsByJobRequest struct {
+	// job_id of the auction.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// pagination over the bids.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryBidsByJobRequest) Reset()         { *m = QueryBidsByJobRequest{} }
+func (m *QueryBidsByJobRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryBidsByJobRequest) ProtoMessage()    {}
+func (*QueryBidsByJobRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{16}
+}
+func (m *QueryBidsByJobRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryBidsByJobRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryBidsByJobRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryBidsByJobRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryBidsByJobRequest.Merge(m, src)
+}
+func (m *QueryBidsByJobRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryBidsByJobRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryBidsByJobRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryBidsByJobRequest proto.InternalMessageInfo
+
+func (m *QueryBidsByJobRequest) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *QueryBidsByJobRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryBidsByJobResponse lists bids.
+type QueryBidsByJobResponse struct {
+	// bids in node id order.
+	Bids []Bid `protobuf:"bytes,1,rep,name=bids,proto3" json:"bids"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryBidsByJobResponse) Reset()         { *m = QueryBidsByJobResponse{} }
+func (m *QueryBidsByJobResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryBidsByJobResponse) ProtoMessage()    {}
+func (*QueryBidsByJobResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{17}
+}
+func (m *QueryBidsByJobResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryBidsByJobResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryBidsByJobResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryBidsByJobResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryBidsByJobResponse.Merge(m, src)
+}
+func (m *QueryBidsByJobResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryBidsByJobResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryBidsByJobResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryBidsByJobResponse proto.InternalMessageInfo
+
+func (m *QueryBidsByJobResponse) GetBids() []Bid {
+	if m != nil {
+		return m.Bids
+	}
+	return nil
+}
+
+func (m *QueryBidsByJobResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryOpenAuctionsRequest pages through open auctions.
+type QueryOpenAuctionsRequest struct {
+	// pagination over the jobs.
+	Pagination *query.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryOpenAuctionsRequest) Reset()         { *m = QueryOpenAuctionsRequest{} }
+func (m *QueryOpenAuctionsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryOpenAuctionsRequest) ProtoMessage()    {}
+func (*QueryOpenAuctionsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{18}
+}
+func (m *QueryOpenAuctionsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryOpenAuctionsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryOpenAuctionsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryOpenAuctionsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryOpenAuctionsRequest.Merge(m, src)
+}
+func (m *QueryOpenAuctionsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryOpenAuctionsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryOpenAuctionsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryOpenAuctionsRequest proto.InternalMessageInfo
+
+func (m *QueryOpenAuctionsRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryOpenAuctionsResponse lists jobs taking bids.
+type QueryOpenAuctionsResponse struct {
+	// jobs in id order.
+	Jobs []Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryOpenAuctionsResponse) Reset()         { *m = QueryOpenAuctionsResponse{} }
+func (m *QueryOpenAuctionsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryOpenAuctionsResponse) ProtoMessage()    {}
+func (*QueryOpenAuctionsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{19}
+}
+func (m *QueryOpenAuctionsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryOpenAuctionsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryOpenAuctionsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryOpenAuctionsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryOpenAuctionsResponse.Merge(m, src)
+}
+func (m *QueryOpenAuctionsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryOpenAuctionsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryOpenAuctionsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryOpenAuctionsResponse proto.InternalMessageInfo
+
+func (m *QueryOpenAuctionsResponse) GetJobs() []Job {
+	if m != nil {
+		return m.Jobs
+	}
+	return nil
+}
+
+func (m *QueryOpenAuctionsResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryJobHistoryRequest names a job.
+type QueryJobHistoryRequest struct {
+	// job_id of the history.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// pagination over the entries.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryJobHistoryRequest) Reset()         { *m = QueryJobHistoryRequest{} }
+func (m *QueryJobHistoryRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryJobHistoryRequest) ProtoMessage()    {}
+func (*QueryJobHistoryRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{20}
+}
+func (m *QueryJobHistoryRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryJobHistoryRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryJobHistoryRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryJobHistoryRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryJobHistoryRequest.Merge(m, src)
+}
+func (m *QueryJobHistoryRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryJobHistoryRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryJobHistoryRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryJobHistoryRequest proto.InternalMessageInfo
+
+func (m *QueryJobHistoryRequest) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *QueryJobHistoryRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryJobHistoryResponse lists history entries.
+type QueryJobHistoryResponse struct {
+	// entries, oldest first.
+	Entries []HistoryEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryJobHistoryResponse) Reset()         { *m = QueryJobHistoryResponse{} }
+func (m *QueryJobHistoryResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryJobHistoryResponse) ProtoMessage()    {}
+func (*QueryJobHistoryResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{21}
+}
+func (m *QueryJobHistoryResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryJobHistoryResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryJobHistoryResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryJobHistoryResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryJobHistoryResponse.Merge(m, src)
+}
+func (m *QueryJobHistoryResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryJobHistoryResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryJobHistoryResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryJobHistoryResponse proto.InternalMessageInfo
+
+func (m *QueryJobHistoryResponse) GetEntries() []HistoryEntry {
+	if m != nil {
+		return m.Entries
+	}
+	return nil
+}
+
+func (m *QueryJobHistoryResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryNodeSlotRequest names a node.
+type QueryNodeSlotRequest struct {
+	// node_id to return.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *QueryNodeSlotRequest) Reset()         { *m = QueryNodeSlotRequest{} }
+func (m *QueryNodeSlotRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryNodeSlotRequest) ProtoMessage()    {}
+func (*QueryNodeSlotRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{22}
+}
+func (m *QueryNodeSlotRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodeSlotRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodeSlotRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodeSlotRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodeSlotRequest.Merge(m, src)
+}
+func (m *QueryNodeSlotRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodeSlotRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodeSlotRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodeSlotRequest proto.InternalMessageInfo
+
+func (m *QueryNodeSlotRequest) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// QueryNodeSlotResponse carries the market's view of a node.
+type QueryNodeSlotResponse struct {
+	// slot of the node.
+	Slot NodeSlot `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot"`
+}
+
+func (m *QueryNodeSlotResponse) Reset()         { *m = QueryNodeSlotResponse{} }
+func (m *QueryNodeSlotResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryNodeSlotResponse) ProtoMessage()    {}
+func (*QueryNodeSlotResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{23}
+}
+func (m *QueryNodeSlotResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryNodeSlotResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryNodeSlotResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryNodeSlotResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryNodeSlotResponse.Merge(m, src)
+}
+func (m *QueryNodeSlotResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryNodeSlotResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryNodeSlotResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryNodeSlotResponse proto.InternalMessageInfo
+
+func (m *QueryNodeSlotResponse) GetSlot() NodeSlot {
+	if m != nil {
+		return m.Slot
+	}
+	return NodeSlot{}
+}
+
+// QueryVerifiedWorkRequest names a provider and an epoch.
+type QueryVerifiedWorkRequest struct {
+	// provider address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// epoch (x/epochs "flops" epoch number).
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+}
+
+func (m *QueryVerifiedWorkRequest) Reset()         { *m = QueryVerifiedWorkRequest{} }
+func (m *QueryVerifiedWorkRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryVerifiedWorkRequest) ProtoMessage()    {}
+func (*QueryVerifiedWorkRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{24}
+}
+func (m *QueryVerifiedWorkRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryVerifiedWorkRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryVerifiedWorkRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryVerifiedWorkRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryVerifiedWorkRequest.Merge(m, src)
+}
+func (m *QueryVerifiedWorkRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryVerifiedWorkRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryVerifiedWorkRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryVerifiedWorkRequest proto.InternalMessageInfo
+
+func (m *QueryVerifiedWorkRequest) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *QueryVerifiedWorkRequest) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+// QueryVerifiedWorkResponse lists work per workload class.
+type QueryVerifiedWorkResponse struct {
+	// work per workload class (absent classes had none).
+	Work []WorkloadWork `protobuf:"bytes,1,rep,name=work,proto3" json:"work"`
+}
+
+func (m *QueryVerifiedWorkResponse) Reset()         { *m = QueryVerifiedWorkResponse{} }
+func (m *QueryVerifiedWorkResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryVerifiedWorkResponse) ProtoMessage()    {}
+func (*QueryVerifiedWorkResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{25}
+}
+func (m *QueryVerifiedWorkResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryVerifiedWorkResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryVerifiedWorkResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryVerifiedWorkResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryVerifiedWorkResponse.Merge(m, src)
+}
+func (m *QueryVerifiedWorkResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryVerifiedWorkResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryVerifiedWorkResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryVerifiedWorkResponse proto.InternalMessageInfo
+
+func (m *QueryVerifiedWorkResponse) GetWork() []WorkloadWork {
+	if m != nil {
+		return m.Work
+	}
+	return nil
+}
+
+// WorkloadWork is a WorkRecord with its class.
+type WorkloadWork struct {
+	// workload class (the enum's number).
+	Workload int32 `protobuf:"varint,1,opt,name=workload,proto3" json:"workload,omitempty"`
+	// record of the work.
+	Record WorkRecord `protobuf:"bytes,2,opt,name=record,proto3" json:"record"`
+}
+
+func (m *WorkloadWork) Reset()         { *m = WorkloadWork{} }
+func (m *WorkloadWork) String() string { return proto.CompactTextString(m) }
+func (*WorkloadWork) ProtoMessage()    {}
+func (*WorkloadWork) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{26}
+}
+func (m *WorkloadWork) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *WorkloadWork) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_WorkloadWork.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *WorkloadWork) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_WorkloadWork.Merge(m, src)
+}
+func (m *WorkloadWork) XXX_Size() int {
+	return m.Size()
+}
+func (m *WorkloadWork) XXX_DiscardUnknown() {
+	xxx_messageInfo_WorkloadWork.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_WorkloadWork proto.InternalMessageInfo
+
+func (m *WorkloadWork) GetWorkload() int32 {
+	if m != nil {
+		return m.Workload
+	}
+	return 0
+}
+
+func (m *WorkloadWork) GetRecord() WorkRecord {
+	if m != nil {
+		return m.Record
+	}
+	return WorkRecord{}
+}
+
 func init() {
 	proto.RegisterType((*QueryParamsRequest)(nil), "flops.market.v1.QueryParamsRequest")
 	proto.RegisterType((*QueryParamsResponse)(nil), "flops.market.v1.QueryParamsResponse")
+	proto.RegisterType((*QueryJobRequest)(nil), "flops.market.v1.QueryJobRequest")
+	proto.RegisterType((*QueryJobResponse)(nil), "flops.market.v1.QueryJobResponse")
+	proto.RegisterType((*QueryJobsByOwnerRequest)(nil), "flops.market.v1.QueryJobsByOwnerRequest")
+	proto.RegisterType((*QueryJobsByOwnerResponse)(nil), "flops.market.v1.QueryJobsByOwnerResponse")
+	proto.RegisterType((*QueryJobsByStatusRequest)(nil), "flops.market.v1.QueryJobsByStatusRequest")
+	proto.RegisterType((*QueryJobsByStatusResponse)(nil), "flops.market.v1.QueryJobsByStatusResponse")
+	proto.RegisterType((*QueryTaskRequest)(nil), "flops.market.v1.QueryTaskRequest")
+	proto.RegisterType((*QueryTaskResponse)(nil), "flops.market.v1.QueryTaskResponse")
+	proto.RegisterType((*QueryTasksByJobRequest)(nil), "flops.market.v1.QueryTasksByJobRequest")
+	proto.RegisterType((*QueryTasksByJobResponse)(nil), "flops.market.v1.QueryTasksByJobResponse")
+	proto.RegisterType((*QueryTasksByNodeRequest)(nil), "flops.market.v1.QueryTasksByNodeRequest")
+	proto.RegisterType((*QueryTasksByNodeResponse)(nil), "flops.market.v1.QueryTasksByNodeResponse")
+	proto.RegisterType((*QueryTasksByProviderRequest)(nil), "flops.market.v1.QueryTasksByProviderRequest")
+	proto.RegisterType((*QueryTasksByProviderResponse)(nil), "flops.market.v1.QueryTasksByProviderResponse")
+	proto.RegisterType((*QueryBidsByJobRequest)(nil), "flops.market.v1.QueryBidsByJobRequest")
+	proto.RegisterType((*QueryBidsByJobResponse)(nil), "flops.market.v1.QueryBidsByJobResponse")
+	proto.RegisterType((*QueryOpenAuctionsRequest)(nil), "flops.market.v1.QueryOpenAuctionsRequest")
+	proto.RegisterType((*QueryOpenAuctionsResponse)(nil), "flops.market.v1.QueryOpenAuctionsResponse")
+	proto.RegisterType((*QueryJobHistoryRequest)(nil), "flops.market.v1.QueryJobHistoryRequest")
+	proto.RegisterType((*QueryJobHistoryResponse)(nil), "flops.market.v1.QueryJobHistoryResponse")
+	proto.RegisterType((*QueryNodeSlotRequest)(nil), "flops.market.v1.QueryNodeSlotRequest")
+	proto.RegisterType((*QueryNodeSlotResponse)(nil), "flops.market.v1.QueryNodeSlotResponse")
+	proto.RegisterType((*QueryVerifiedWorkRequest)(nil), "flops.market.v1.QueryVerifiedWorkRequest")
+	proto.RegisterType((*QueryVerifiedWorkResponse)(nil), "flops.market.v1.QueryVerifiedWorkResponse")
+	proto.RegisterType((*WorkloadWork)(nil), "flops.market.v1.WorkloadWork")
 }
 
 func init() { proto.RegisterFile("flops/market/v1/query.proto", fileDescriptor_0c91fa209875d58b) }
 
 var fileDescriptor_0c91fa209875d58b = []byte{
-	// 287 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4e, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0xcf, 0x4d, 0x2c, 0xca, 0x4e, 0x2d, 0xd1, 0x2f, 0x33, 0xd4, 0x2f, 0x2c, 0x4d, 0x2d,
-	0xaa, 0xd4, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x07, 0x4b, 0xea, 0x41, 0x24, 0xf5, 0xca,
-	0x0c, 0xa5, 0x44, 0xd2, 0xf3, 0xd3, 0xf3, 0xc1, 0x72, 0xfa, 0x20, 0x16, 0x44, 0x99, 0x94, 0x60,
-	0x62, 0x6e, 0x66, 0x5e, 0xbe, 0x3e, 0x98, 0x84, 0x0a, 0xc9, 0xa4, 0xe7, 0xe7, 0xa7, 0xe7, 0xa4,
-	0xea, 0x27, 0x16, 0x64, 0xea, 0x27, 0xe6, 0xe5, 0xe5, 0x97, 0x24, 0x96, 0x64, 0xe6, 0xe7, 0x15,
-	0x43, 0x65, 0x31, 0x2c, 0x2d, 0xa9, 0x2c, 0x48, 0x85, 0x4a, 0x2a, 0x89, 0x70, 0x09, 0x05, 0x82,
-	0xdc, 0x10, 0x90, 0x58, 0x94, 0x98, 0x5b, 0x1c, 0x94, 0x5a, 0x58, 0x9a, 0x5a, 0x5c, 0xa2, 0x14,
-	0xc8, 0x25, 0x8c, 0x22, 0x5a, 0x5c, 0x90, 0x9f, 0x57, 0x9c, 0x2a, 0x64, 0xc5, 0xc5, 0x56, 0x00,
-	0x16, 0x91, 0x60, 0x54, 0x60, 0xd4, 0xe0, 0x36, 0x12, 0xd7, 0x43, 0x73, 0xb2, 0x1e, 0x44, 0x83,
-	0x13, 0xe7, 0x89, 0x7b, 0xf2, 0x0c, 0x2b, 0x9e, 0x6f, 0xd0, 0x62, 0x0c, 0x82, 0xea, 0x30, 0xaa,
-	0xe5, 0x62, 0x05, 0x1b, 0x29, 0x54, 0xc2, 0xc5, 0x06, 0x51, 0x25, 0xa4, 0x8c, 0xa1, 0x1d, 0xd3,
-	0x29, 0x52, 0x2a, 0xf8, 0x15, 0x41, 0x5c, 0xa6, 0x24, 0xdf, 0x74, 0xf9, 0xc9, 0x64, 0x26, 0x49,
-	0x21, 0x71, 0x7d, 0x74, 0xcf, 0x42, 0xac, 0x77, 0x72, 0x3a, 0xf1, 0x48, 0x8e, 0xf1, 0xc2, 0x23,
-	0x39, 0xc6, 0x07, 0x8f, 0xe4, 0x18, 0x27, 0x3c, 0x96, 0x63, 0xb8, 0xf0, 0x58, 0x8e, 0xe1, 0xc6,
-	0x63, 0x39, 0x86, 0x28, 0x8d, 0xf4, 0xcc, 0x92, 0x8c, 0xd2, 0x24, 0xbd, 0xe4, 0xfc, 0x5c, 0x88,
-	0xe6, 0xbc, 0xd4, 0x12, 0xa8, 0x29, 0x15, 0x30, 0x73, 0xc0, 0x21, 0x96, 0xc4, 0x06, 0x0e, 0x32,
-	0x63, 0x40, 0x00, 0x00, 0x00, 0xff, 0xff, 0x41, 0x4c, 0xa5, 0xbc, 0xc6, 0x01, 0x00, 0x00,
+	// 1294 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xcc, 0x58, 0xcb, 0x6f, 0xdc, 0xd4,
+	0x17, 0xce, 0x6d, 0x67, 0xa6, 0xcd, 0x49, 0xd4, 0xfc, 0x7a, 0x7f, 0x13, 0x92, 0x38, 0x65, 0x9a,
+	0xba, 0xed, 0x64, 0x48, 0x1b, 0x9b, 0xa4, 0x05, 0x21, 0x84, 0x90, 0x3a, 0x52, 0x81, 0x64, 0x41,
+	0x93, 0x09, 0x02, 0xc1, 0x26, 0xb2, 0xe3, 0x9b, 0x89, 0xf3, 0xf0, 0x9d, 0xda, 0x4e, 0xc2, 0x30,
+	0x9a, 0x0d, 0x6c, 0x60, 0x81, 0x78, 0xaa, 0x3c, 0xba, 0x60, 0x05, 0x62, 0x09, 0x12, 0x7f, 0x44,
+	0x97, 0x15, 0x6c, 0x58, 0x21, 0x94, 0x20, 0xf1, 0x6f, 0xa0, 0xfb, 0xf0, 0x8c, 0x3d, 0xb6, 0xc7,
+	0x91, 0x3a, 0xaa, 0xb2, 0x49, 0x72, 0xed, 0xef, 0x9c, 0xef, 0xbb, 0xe7, 0x9c, 0x7b, 0xee, 0x71,
+	0x60, 0x7a, 0x73, 0x97, 0x36, 0x3c, 0x7d, 0xcf, 0x70, 0x77, 0x88, 0xaf, 0x1f, 0x2c, 0xe8, 0xf7,
+	0xf7, 0x89, 0xdb, 0xd4, 0x1a, 0x2e, 0xf5, 0x29, 0x1e, 0xe3, 0x2f, 0x35, 0xf1, 0x52, 0x3b, 0x58,
+	0x50, 0x8a, 0x75, 0x5a, 0xa7, 0xfc, 0x9d, 0xce, 0xfe, 0x12, 0x30, 0xe5, 0xa2, 0xb1, 0x67, 0x3b,
+	0x54, 0xe7, 0x3f, 0xe5, 0xa3, 0xa9, 0x0d, 0xea, 0xed, 0x51, 0x6f, 0x5d, 0x60, 0xc5, 0x42, 0xbe,
+	0xba, 0x54, 0xa7, 0xb4, 0xbe, 0x4b, 0x74, 0xa3, 0x61, 0xeb, 0x86, 0xe3, 0x50, 0xdf, 0xf0, 0x6d,
+	0xea, 0x04, 0x6f, 0xe7, 0x04, 0x56, 0x37, 0x0d, 0x8f, 0x08, 0x2d, 0xfa, 0xc1, 0x82, 0x49, 0x7c,
+	0x63, 0x41, 0x6f, 0x18, 0x75, 0xdb, 0xe1, 0x60, 0x89, 0x8d, 0x69, 0xf7, 0x9b, 0x0d, 0x22, 0x1d,
+	0xa9, 0x45, 0xc0, 0xab, 0xcc, 0x7c, 0xc5, 0x70, 0x8d, 0x3d, 0xaf, 0x46, 0xee, 0xef, 0x13, 0xcf,
+	0x57, 0x57, 0xe1, 0xff, 0x91, 0xa7, 0x5e, 0x83, 0x3a, 0x1e, 0xc1, 0x2f, 0x43, 0xa1, 0xc1, 0x9f,
+	0x4c, 0xa2, 0x19, 0x54, 0x19, 0x59, 0x9c, 0xd0, 0x7a, 0x76, 0xae, 0x09, 0x83, 0xea, 0xf0, 0xa3,
+	0xbf, 0x2e, 0x0f, 0xfd, 0xfc, 0xef, 0x2f, 0x73, 0xa8, 0x26, 0x2d, 0xd4, 0x0a, 0x8c, 0x71, 0x97,
+	0xcb, 0xd4, 0x94, 0x2c, 0x78, 0x1c, 0x0a, 0xdb, 0xd4, 0x5c, 0xb7, 0x2d, 0xee, 0x2e, 0x57, 0xcb,
+	0x6f, 0x53, 0x73, 0xc9, 0x52, 0xef, 0xc2, 0xff, 0xba, 0x48, 0xc9, 0xbc, 0x00, 0x67, 0xb7, 0xa9,
+	0x29, 0x69, 0x8b, 0x31, 0xda, 0x65, 0x6a, 0x86, 0x39, 0x19, 0x56, 0xfd, 0x02, 0xc1, 0x44, 0xe0,
+	0xc7, 0xab, 0x36, 0xef, 0x1d, 0x3a, 0xc4, 0x0d, 0x98, 0x35, 0xc8, 0x53, 0xb6, 0xe6, 0x0e, 0x87,
+	0xab, 0x93, 0xbf, 0xff, 0x36, 0x5f, 0x94, 0xd1, 0xbf, 0x63, 0x59, 0x2e, 0xf1, 0xbc, 0x35, 0xdf,
+	0xb5, 0x9d, 0x7a, 0x4d, 0xc0, 0xf0, 0x6b, 0x00, 0xdd, 0xb0, 0x4e, 0x9e, 0xe1, 0x2a, 0xca, 0x9a,
+	0xb4, 0x60, 0x39, 0xd0, 0x44, 0x3d, 0xc8, 0x1c, 0x68, 0x2b, 0x46, 0x9d, 0x48, 0xae, 0x5a, 0xc8,
+	0x52, 0xfd, 0x16, 0xc1, 0x64, 0x5c, 0x93, 0xdc, 0xe3, 0x2d, 0xc8, 0x6d, 0x53, 0x93, 0xc5, 0xf6,
+	0xec, 0x49, 0x36, 0xc9, 0xc1, 0xf8, 0xf5, 0x04, 0x65, 0xb3, 0x99, 0xca, 0x04, 0x63, 0x44, 0xda,
+	0x83, 0xa8, 0xb4, 0x35, 0xdf, 0xf0, 0xf7, 0x83, 0x7a, 0xc0, 0x8b, 0x50, 0xf0, 0xf8, 0x03, 0x1e,
+	0xb0, 0x0b, 0x8b, 0x4a, 0x92, 0x38, 0x69, 0x22, 0x91, 0x03, 0x8b, 0xd9, 0x77, 0x08, 0xa6, 0x12,
+	0x84, 0x9d, 0x8a, 0xa0, 0xdd, 0x90, 0xa5, 0xfa, 0x96, 0xe1, 0xed, 0x04, 0xb1, 0x9a, 0x80, 0x73,
+	0xbe, 0xe1, 0xed, 0x74, 0xcb, 0xba, 0xc0, 0x96, 0x4b, 0x96, 0xba, 0x04, 0x17, 0x43, 0x60, 0xa9,
+	0xff, 0x36, 0xe4, 0xd8, 0x6b, 0x59, 0xd9, 0xe3, 0x31, 0xfd, 0x0c, 0x1c, 0xd9, 0x00, 0x43, 0xab,
+	0x87, 0xf0, 0x4c, 0xc7, 0x95, 0x57, 0xcd, 0x3e, 0x53, 0x03, 0x4b, 0xc6, 0xf7, 0xc1, 0xa1, 0x0a,
+	0x33, 0xcb, 0xad, 0xbc, 0x08, 0x79, 0x26, 0x2e, 0xc8, 0x45, 0xf6, 0x5e, 0x04, 0x7c, 0x70, 0xd9,
+	0xf8, 0x20, 0xaa, 0xed, 0x4d, 0x6a, 0x91, 0x50, 0x52, 0x1c, 0x6a, 0x91, 0x50, 0x52, 0xd8, 0x72,
+	0x80, 0x81, 0x79, 0x18, 0x1c, 0x9f, 0x08, 0xf9, 0x69, 0x89, 0xcc, 0x43, 0x04, 0xd3, 0x61, 0x75,
+	0x2b, 0x2e, 0x3d, 0xb0, 0xad, 0x6e, 0x3f, 0xbc, 0x0d, 0xe7, 0x1b, 0xf2, 0x51, 0x66, 0x4b, 0xec,
+	0x20, 0x07, 0x16, 0xbb, 0x1f, 0x10, 0x5c, 0x4a, 0x56, 0x77, 0x5a, 0xe2, 0x77, 0x00, 0xe3, 0x5c,
+	0x60, 0xd5, 0xb6, 0x9e, 0xea, 0x71, 0x7b, 0x80, 0xe4, 0x41, 0x0f, 0x11, 0x77, 0x1b, 0x9f, 0x69,
+	0x5b, 0xe9, 0x8d, 0xaf, 0x6a, 0x5b, 0x91, 0xbe, 0xc1, 0xc0, 0x83, 0x0b, 0x88, 0x29, 0xab, 0xfd,
+	0x5e, 0x83, 0x38, 0x77, 0xf6, 0x37, 0xf8, 0x68, 0x12, 0xc4, 0x24, 0xba, 0x79, 0xf4, 0xe4, 0x8d,
+	0x3f, 0x4a, 0x72, 0x2a, 0x1a, 0x7f, 0xd0, 0x80, 0x97, 0xa9, 0xf9, 0x86, 0xed, 0xf9, 0xd4, 0x6d,
+	0x3e, 0xa5, 0x8a, 0xf8, 0x29, 0x34, 0xd5, 0x74, 0x98, 0x65, 0x48, 0xaa, 0x70, 0x8e, 0x38, 0xbe,
+	0x6b, 0x93, 0x20, 0x2a, 0xcf, 0xc6, 0xa2, 0x22, 0x4d, 0xee, 0x3a, 0xbe, 0xdb, 0x0c, 0x87, 0x27,
+	0x30, 0x1c, 0x5c, 0x84, 0x74, 0x28, 0x72, 0x9d, 0xac, 0x11, 0xae, 0xed, 0x52, 0x3f, 0xab, 0x13,
+	0xab, 0xab, 0xf2, 0x8c, 0x75, 0x0d, 0xe4, 0xb6, 0x5e, 0x82, 0x9c, 0xb7, 0x4b, 0x7d, 0x59, 0x49,
+	0x53, 0xb1, 0x3d, 0x05, 0x06, 0x91, 0x74, 0x33, 0x0b, 0x75, 0x53, 0x56, 0xe9, 0xdb, 0xc4, 0xb5,
+	0x37, 0x6d, 0x62, 0xbd, 0x43, 0xdd, 0x9d, 0x27, 0x6b, 0x79, 0x45, 0xc8, 0x93, 0x06, 0xdd, 0xd8,
+	0xe2, 0x91, 0xc9, 0xd5, 0xc4, 0x42, 0x7d, 0x57, 0x16, 0x6a, 0x94, 0x47, 0xca, 0x7f, 0x05, 0x72,
+	0x87, 0xd4, 0xdd, 0x49, 0x4d, 0x09, 0x03, 0xef, 0x52, 0x83, 0x1b, 0x45, 0xb6, 0xc0, 0xac, 0xd4,
+	0x6d, 0x18, 0x0d, 0x03, 0xb0, 0x02, 0xe7, 0x0f, 0xe5, 0x9a, 0xcb, 0xce, 0xd7, 0x3a, 0x6b, 0xfc,
+	0x2a, 0x14, 0x5c, 0xb2, 0x41, 0x5d, 0x4b, 0xe6, 0x6d, 0x3a, 0x91, 0xab, 0xc6, 0x21, 0x91, 0x11,
+	0x5d, 0x58, 0x2d, 0xfe, 0x7a, 0x01, 0xf2, 0x7c, 0x1f, 0xd8, 0x87, 0x82, 0x98, 0xe4, 0xf1, 0xd5,
+	0x98, 0x8f, 0xf8, 0xe7, 0x82, 0x72, 0xad, 0x3f, 0x48, 0x04, 0x42, 0xbd, 0xfc, 0xe1, 0x1f, 0xff,
+	0x7c, 0x75, 0x66, 0x0a, 0x4f, 0xe8, 0xbd, 0x1f, 0x24, 0xe2, 0x13, 0x01, 0xbb, 0x70, 0x76, 0x99,
+	0x9a, 0x78, 0x26, 0xd9, 0x5b, 0xb7, 0xeb, 0x2a, 0x57, 0xfa, 0x20, 0x24, 0x59, 0x99, 0x93, 0xcd,
+	0xe0, 0x52, 0x8c, 0x8c, 0x35, 0x02, 0xbd, 0x25, 0xce, 0x68, 0x1b, 0x7f, 0x89, 0x60, 0x24, 0x34,
+	0x8c, 0xe3, 0x4a, 0xaa, 0xeb, 0x9e, 0x6f, 0x08, 0xe5, 0xb9, 0x13, 0x20, 0xa5, 0x18, 0x8d, 0x8b,
+	0xa9, 0xe0, 0x72, 0xb2, 0x18, 0xb3, 0xb9, 0xce, 0x3f, 0x33, 0xf4, 0x16, 0xff, 0xd5, 0xc6, 0xdf,
+	0x20, 0x18, 0x0d, 0x4f, 0xbb, 0xb8, 0x2f, 0x57, 0x64, 0x54, 0x57, 0xe6, 0x4e, 0x02, 0x95, 0xba,
+	0x9e, 0xe7, 0xba, 0xe6, 0x70, 0x25, 0x55, 0x97, 0x98, 0xe5, 0xf5, 0x96, 0xf8, 0xdd, 0xc6, 0x87,
+	0x90, 0x63, 0x77, 0x2d, 0x4e, 0xc9, 0x40, 0x68, 0x0e, 0x56, 0xd4, 0x7e, 0x10, 0x29, 0xa0, 0xc2,
+	0x05, 0xa8, 0x78, 0x26, 0x26, 0x80, 0x5f, 0xe0, 0x7a, 0x4b, 0x4e, 0xd2, 0x6d, 0xfc, 0x29, 0x02,
+	0xe8, 0xce, 0x9c, 0x78, 0x36, 0xdd, 0x79, 0xe4, 0x82, 0x56, 0x2a, 0xd9, 0x40, 0xa9, 0xe5, 0x26,
+	0xd7, 0x52, 0xc6, 0xd7, 0xfa, 0x57, 0x8c, 0x50, 0x86, 0xbf, 0x46, 0x30, 0x12, 0x1a, 0xf5, 0x70,
+	0x7f, 0x9e, 0xd0, 0x28, 0x9a, 0x56, 0x37, 0x09, 0x73, 0x63, 0x9f, 0xfc, 0x88, 0xf0, 0x98, 0xcd,
+	0x75, 0xd6, 0x3c, 0xf5, 0x96, 0xec, 0xa8, 0x6d, 0xfc, 0x23, 0x82, 0xb1, 0x9e, 0x29, 0x0a, 0xdf,
+	0xec, 0x4b, 0xd8, 0x33, 0x0a, 0x2a, 0xf3, 0x27, 0x44, 0x4b, 0x89, 0x2f, 0x70, 0x89, 0x3a, 0x9e,
+	0x4f, 0x97, 0x18, 0x34, 0x4f, 0xbd, 0x15, 0xfc, 0xd5, 0xc6, 0x9f, 0x20, 0x18, 0xee, 0xcc, 0x34,
+	0xb8, 0x9c, 0xcc, 0xd9, 0x3b, 0x6d, 0x29, 0xb3, 0x99, 0x38, 0xa9, 0xea, 0x06, 0x57, 0x75, 0x1d,
+	0x5f, 0xcd, 0xc8, 0x25, 0x1f, 0x8a, 0x3e, 0x46, 0x30, 0x1a, 0x1e, 0x31, 0xd2, 0x4e, 0x5b, 0xc2,
+	0xac, 0x93, 0x76, 0xda, 0x92, 0x26, 0x16, 0xf5, 0x0a, 0x17, 0x35, 0x8d, 0xa7, 0x62, 0xa2, 0x8c,
+	0x80, 0xf9, 0x33, 0x04, 0xd0, 0xbd, 0xd8, 0xd3, 0xaa, 0x3c, 0x36, 0x74, 0x28, 0x95, 0x6c, 0xe0,
+	0xc9, 0x5a, 0x51, 0x27, 0x32, 0x5b, 0x52, 0xc2, 0x47, 0x08, 0xce, 0x07, 0x17, 0x2c, 0xbe, 0x9e,
+	0x4c, 0xd3, 0x73, 0xc5, 0x2b, 0xe5, 0x2c, 0x58, 0xe6, 0xe9, 0x67, 0xf5, 0xec, 0x85, 0xca, 0x9a,
+	0x35, 0xc4, 0xf0, 0xe5, 0x9a, 0x96, 0xa2, 0x84, 0x8b, 0x3e, 0x2d, 0x45, 0x49, 0x77, 0x75, 0x9f,
+	0x03, 0xc7, 0x2e, 0xd9, 0x50, 0x01, 0xeb, 0x2d, 0x7e, 0xf3, 0xb7, 0xab, 0xd5, 0x47, 0x47, 0x25,
+	0xf4, 0xf8, 0xa8, 0x84, 0xfe, 0x3e, 0x2a, 0xa1, 0xcf, 0x8f, 0x4b, 0x43, 0x8f, 0x8f, 0x4b, 0x43,
+	0x7f, 0x1e, 0x97, 0x86, 0xde, 0xab, 0xd4, 0x6d, 0x7f, 0x6b, 0xdf, 0xd4, 0x36, 0xe8, 0x9e, 0xf0,
+	0xe6, 0x10, 0x5f, 0xba, 0x7d, 0x3f, 0x70, 0xcc, 0xff, 0x13, 0x67, 0x16, 0xf8, 0xbf, 0xe2, 0x6e,
+	0xfd, 0x17, 0x00, 0x00, 0xff, 0xff, 0xb0, 0x41, 0x89, 0xa8, 0x65, 0x14, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -156,6 +1549,30 @@ const _ = grpc.SupportPackageIsVersion4
 type QueryClient interface {
 	// Params returns the module parameters.
 	Params(ctx context.Context, in *QueryParamsRequest, opts ...grpc.CallOption) (*QueryParamsResponse, error)
+	// Job returns a job.
+	Job(ctx context.Context, in *QueryJobRequest, opts ...grpc.CallOption) (*QueryJobResponse, error)
+	// JobsByOwner lists an owner's jobs.
+	JobsByOwner(ctx context.Context, in *QueryJobsByOwnerRequest, opts ...grpc.CallOption) (*QueryJobsByOwnerResponse, error)
+	// JobsByStatus lists the jobs in a status.
+	JobsByStatus(ctx context.Context, in *QueryJobsByStatusRequest, opts ...grpc.CallOption) (*QueryJobsByStatusResponse, error)
+	// Task returns a task.
+	Task(ctx context.Context, in *QueryTaskRequest, opts ...grpc.CallOption) (*QueryTaskResponse, error)
+	// TasksByJob lists a job's tasks.
+	TasksByJob(ctx context.Context, in *QueryTasksByJobRequest, opts ...grpc.CallOption) (*QueryTasksByJobResponse, error)
+	// TasksByNode lists a node's tasks (in flight and retained).
+	TasksByNode(ctx context.Context, in *QueryTasksByNodeRequest, opts ...grpc.CallOption) (*QueryTasksByNodeResponse, error)
+	// TasksByProvider lists a provider's tasks.
+	TasksByProvider(ctx context.Context, in *QueryTasksByProviderRequest, opts ...grpc.CallOption) (*QueryTasksByProviderResponse, error)
+	// BidsByJob lists an auction's bids.
+	BidsByJob(ctx context.Context, in *QueryBidsByJobRequest, opts ...grpc.CallOption) (*QueryBidsByJobResponse, error)
+	// OpenAuctions lists the jobs taking bids.
+	OpenAuctions(ctx context.Context, in *QueryOpenAuctionsRequest, opts ...grpc.CallOption) (*QueryOpenAuctionsResponse, error)
+	// JobHistory returns a job's history, oldest first.
+	JobHistory(ctx context.Context, in *QueryJobHistoryRequest, opts ...grpc.CallOption) (*QueryJobHistoryResponse, error)
+	// NodeSlot returns the market's view of a node (load, ask, eligibility inputs).
+	NodeSlot(ctx context.Context, in *QueryNodeSlotRequest, opts ...grpc.CallOption) (*QueryNodeSlotResponse, error)
+	// VerifiedWork returns a provider's verified work in an epoch.
+	VerifiedWork(ctx context.Context, in *QueryVerifiedWorkRequest, opts ...grpc.CallOption) (*QueryVerifiedWorkResponse, error)
 }
 
 type queryClient struct {
@@ -175,10 +1592,142 @@ func (c *queryClient) Params(ctx context.Context, in *QueryParamsRequest, opts .
 	return out, nil
 }
 
+func (c *queryClient) Job(ctx context.Context, in *QueryJobRequest, opts ...grpc.CallOption) (*QueryJobResponse, error) {
+	out := new(QueryJobResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/Job", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) JobsByOwner(ctx context.Context, in *QueryJobsByOwnerRequest, opts ...grpc.CallOption) (*QueryJobsByOwnerResponse, error) {
+	out := new(QueryJobsByOwnerResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/JobsByOwner", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) JobsByStatus(ctx context.Context, in *QueryJobsByStatusRequest, opts ...grpc.CallOption) (*QueryJobsByStatusResponse, error) {
+	out := new(QueryJobsByStatusResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/JobsByStatus", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Task(ctx context.Context, in *QueryTaskRequest, opts ...grpc.CallOption) (*QueryTaskResponse, error) {
+	out := new(QueryTaskResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/Task", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) TasksByJob(ctx context.Context, in *QueryTasksByJobRequest, opts ...grpc.CallOption) (*QueryTasksByJobResponse, error) {
+	out := new(QueryTasksByJobResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/TasksByJob", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) TasksByNode(ctx context.Context, in *QueryTasksByNodeRequest, opts ...grpc.CallOption) (*QueryTasksByNodeResponse, error) {
+	out := new(QueryTasksByNodeResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/TasksByNode", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) TasksByProvider(ctx context.Context, in *QueryTasksByProviderRequest, opts ...grpc.CallOption) (*QueryTasksByProviderResponse, error) {
+	out := new(QueryTasksByProviderResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/TasksByProvider", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) BidsByJob(ctx context.Context, in *QueryBidsByJobRequest, opts ...grpc.CallOption) (*QueryBidsByJobResponse, error) {
+	out := new(QueryBidsByJobResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/BidsByJob", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) OpenAuctions(ctx context.Context, in *QueryOpenAuctionsRequest, opts ...grpc.CallOption) (*QueryOpenAuctionsResponse, error) {
+	out := new(QueryOpenAuctionsResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/OpenAuctions", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) JobHistory(ctx context.Context, in *QueryJobHistoryRequest, opts ...grpc.CallOption) (*QueryJobHistoryResponse, error) {
+	out := new(QueryJobHistoryResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/JobHistory", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) NodeSlot(ctx context.Context, in *QueryNodeSlotRequest, opts ...grpc.CallOption) (*QueryNodeSlotResponse, error) {
+	out := new(QueryNodeSlotResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/NodeSlot", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) VerifiedWork(ctx context.Context, in *QueryVerifiedWorkRequest, opts ...grpc.CallOption) (*QueryVerifiedWorkResponse, error) {
+	out := new(QueryVerifiedWorkResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/VerifiedWork", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueryServer is the server API for Query service.
 type QueryServer interface {
 	// Params returns the module parameters.
 	Params(context.Context, *QueryParamsRequest) (*QueryParamsResponse, error)
+	// Job returns a job.
+	Job(context.Context, *QueryJobRequest) (*QueryJobResponse, error)
+	// JobsByOwner lists an owner's jobs.
+	JobsByOwner(context.Context, *QueryJobsByOwnerRequest) (*QueryJobsByOwnerResponse, error)
+	// JobsByStatus lists the jobs in a status.
+	JobsByStatus(context.Context, *QueryJobsByStatusRequest) (*QueryJobsByStatusResponse, error)
+	// Task returns a task.
+	Task(context.Context, *QueryTaskRequest) (*QueryTaskResponse, error)
+	// TasksByJob lists a job's tasks.
+	TasksByJob(context.Context, *QueryTasksByJobRequest) (*QueryTasksByJobResponse, error)
+	// TasksByNode lists a node's tasks (in flight and retained).
+	TasksByNode(context.Context, *QueryTasksByNodeRequest) (*QueryTasksByNodeResponse, error)
+	// TasksByProvider lists a provider's tasks.
+	TasksByProvider(context.Context, *QueryTasksByProviderRequest) (*QueryTasksByProviderResponse, error)
+	// BidsByJob lists an auction's bids.
+	BidsByJob(context.Context, *QueryBidsByJobRequest) (*QueryBidsByJobResponse, error)
+	// OpenAuctions lists the jobs taking bids.
+	OpenAuctions(context.Context, *QueryOpenAuctionsRequest) (*QueryOpenAuctionsResponse, error)
+	// JobHistory returns a job's history, oldest first.
+	JobHistory(context.Context, *QueryJobHistoryRequest) (*QueryJobHistoryResponse, error)
+	// NodeSlot returns the market's view of a node (load, ask, eligibility inputs).
+	NodeSlot(context.Context, *QueryNodeSlotRequest) (*QueryNodeSlotResponse, error)
+	// VerifiedWork returns a provider's verified work in an epoch.
+	VerifiedWork(context.Context, *QueryVerifiedWorkRequest) (*QueryVerifiedWorkResponse, error)
 }
 
 // UnimplementedQueryServer can be embedded to have forward compatible implementations.
@@ -187,6 +1736,42 @@ type UnimplementedQueryServer struct {
 
 func (*UnimplementedQueryServer) Params(ctx context.Context, req *QueryParamsRequest) (*QueryParamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Params not implemented")
+}
+func (*UnimplementedQueryServer) Job(ctx context.Context, req *QueryJobRequest) (*QueryJobResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Job not implemented")
+}
+func (*UnimplementedQueryServer) JobsByOwner(ctx context.Context, req *QueryJobsByOwnerRequest) (*QueryJobsByOwnerResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method JobsByOwner not implemented")
+}
+func (*UnimplementedQueryServer) JobsByStatus(ctx context.Context, req *QueryJobsByStatusRequest) (*QueryJobsByStatusResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method JobsByStatus not implemented")
+}
+func (*UnimplementedQueryServer) Task(ctx context.Context, req *QueryTaskRequest) (*QueryTaskResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Task not implemented")
+}
+func (*UnimplementedQueryServer) TasksByJob(ctx context.Context, req *QueryTasksByJobRequest) (*QueryTasksByJobResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TasksByJob not implemented")
+}
+func (*UnimplementedQueryServer) TasksByNode(ctx context.Context, req *QueryTasksByNodeRequest) (*QueryTasksByNodeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TasksByNode not implemented")
+}
+func (*UnimplementedQueryServer) TasksByProvider(ctx context.Context, req *QueryTasksByProviderRequest) (*QueryTasksByProviderResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TasksByProvider not implemented")
+}
+func (*UnimplementedQueryServer) BidsByJob(ctx context.Context, req *QueryBidsByJobRequest) (*QueryBidsByJobResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method BidsByJob not implemented")
+}
+func (*UnimplementedQueryServer) OpenAuctions(ctx context.Context, req *QueryOpenAuctionsRequest) (*QueryOpenAuctionsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method OpenAuctions not implemented")
+}
+func (*UnimplementedQueryServer) JobHistory(ctx context.Context, req *QueryJobHistoryRequest) (*QueryJobHistoryResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method JobHistory not implemented")
+}
+func (*UnimplementedQueryServer) NodeSlot(ctx context.Context, req *QueryNodeSlotRequest) (*QueryNodeSlotResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method NodeSlot not implemented")
+}
+func (*UnimplementedQueryServer) VerifiedWork(ctx context.Context, req *QueryVerifiedWorkRequest) (*QueryVerifiedWorkResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method VerifiedWork not implemented")
 }
 
 func RegisterQueryServer(s grpc1.Server, srv QueryServer) {
@@ -211,6 +1796,222 @@ func _Query_Params_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Query_Job_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Job(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/Job",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Job(ctx, req.(*QueryJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_JobsByOwner_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryJobsByOwnerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).JobsByOwner(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/JobsByOwner",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).JobsByOwner(ctx, req.(*QueryJobsByOwnerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_JobsByStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryJobsByStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).JobsByStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/JobsByStatus",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).JobsByStatus(ctx, req.(*QueryJobsByStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Task_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Task(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/Task",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Task(ctx, req.(*QueryTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_TasksByJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryTasksByJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).TasksByJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/TasksByJob",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).TasksByJob(ctx, req.(*QueryTasksByJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_TasksByNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryTasksByNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).TasksByNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/TasksByNode",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).TasksByNode(ctx, req.(*QueryTasksByNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_TasksByProvider_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryTasksByProviderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).TasksByProvider(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/TasksByProvider",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).TasksByProvider(ctx, req.(*QueryTasksByProviderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_BidsByJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryBidsByJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).BidsByJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/BidsByJob",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).BidsByJob(ctx, req.(*QueryBidsByJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_OpenAuctions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryOpenAuctionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).OpenAuctions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/OpenAuctions",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).OpenAuctions(ctx, req.(*QueryOpenAuctionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_JobHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryJobHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).JobHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/JobHistory",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).JobHistory(ctx, req.(*QueryJobHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_NodeSlot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryNodeSlotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).NodeSlot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/NodeSlot",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).NodeSlot(ctx, req.(*QueryNodeSlotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_VerifiedWork_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryVerifiedWorkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).VerifiedWork(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/VerifiedWork",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).VerifiedWork(ctx, req.(*QueryVerifiedWorkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Query_serviceDesc = _Query_serviceDesc
 var _Query_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.market.v1.Query",
@@ -219,6 +2020,54 @@ var _Query_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Params",
 			Handler:    _Query_Params_Handler,
+		},
+		{
+			MethodName: "Job",
+			Handler:    _Query_Job_Handler,
+		},
+		{
+			MethodName: "JobsByOwner",
+			Handler:    _Query_JobsByOwner_Handler,
+		},
+		{
+			MethodName: "JobsByStatus",
+			Handler:    _Query_JobsByStatus_Handler,
+		},
+		{
+			MethodName: "Task",
+			Handler:    _Query_Task_Handler,
+		},
+		{
+			MethodName: "TasksByJob",
+			Handler:    _Query_TasksByJob_Handler,
+		},
+		{
+			MethodName: "TasksByNode",
+			Handler:    _Query_TasksByNode_Handler,
+		},
+		{
+			MethodName: "TasksByProvider",
+			Handler:    _Query_TasksByProvider_Handler,
+		},
+		{
+			MethodName: "BidsByJob",
+			Handler:    _Query_BidsByJob_Handler,
+		},
+		{
+			MethodName: "OpenAuctions",
+			Handler:    _Query_OpenAuctions_Handler,
+		},
+		{
+			MethodName: "JobHistory",
+			Handler:    _Query_JobHistory_Handler,
+		},
+		{
+			MethodName: "NodeSlot",
+			Handler:    _Query_NodeSlot_Handler,
+		},
+		{
+			MethodName: "VerifiedWork",
+			Handler:    _Query_VerifiedWork_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -281,6 +2130,1010 @@ func (m *QueryParamsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *QueryJobRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryJobRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryJobRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryJobResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryJobResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryJobResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Job.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryJobsByOwnerRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryJobsByOwnerRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryJobsByOwnerRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryJobsByOwnerResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryJobsByOwnerResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryJobsByOwnerResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Jobs) > 0 {
+		for iNdEx := len(m.Jobs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Jobs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryJobsByStatusRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryJobsByStatusRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryJobsByStatusRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Status != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryJobsByStatusResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryJobsByStatusResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryJobsByStatusResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Jobs) > 0 {
+		for iNdEx := len(m.Jobs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Jobs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryTaskRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryTaskRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryTaskRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryTaskResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryTaskResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryTaskResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Task.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryTasksByJobRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryTasksByJobRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryTasksByJobRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.JobId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryTasksByJobResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryTasksByJobResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryTasksByJobResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Tasks) > 0 {
+		for iNdEx := len(m.Tasks) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Tasks[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryTasksByNodeRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryTasksByNodeRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryTasksByNodeRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryTasksByNodeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryTasksByNodeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryTasksByNodeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Tasks) > 0 {
+		for iNdEx := len(m.Tasks) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Tasks[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryTasksByProviderRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryTasksByProviderRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryTasksByProviderRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryTasksByProviderResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryTasksByProviderResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryTasksByProviderResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Tasks) > 0 {
+		for iNdEx := len(m.Tasks) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Tasks[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryBidsByJobRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryBidsByJobRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryBidsByJobRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.JobId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryBidsByJobResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryBidsByJobResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryBidsByJobResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Bids) > 0 {
+		for iNdEx := len(m.Bids) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Bids[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryOpenAuctionsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryOpenAuctionsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryOpenAuctionsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryOpenAuctionsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryOpenAuctionsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryOpenAuctionsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Jobs) > 0 {
+		for iNdEx := len(m.Jobs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Jobs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryJobHistoryRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryJobHistoryRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryJobHistoryRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.JobId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryJobHistoryResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryJobHistoryResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryJobHistoryResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Entries) > 0 {
+		for iNdEx := len(m.Entries) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Entries[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodeSlotRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodeSlotRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodeSlotRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryNodeSlotResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryNodeSlotResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryNodeSlotResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Slot.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryVerifiedWorkRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryVerifiedWorkRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryVerifiedWorkRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryVerifiedWorkResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryVerifiedWorkResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryVerifiedWorkResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Work) > 0 {
+		for iNdEx := len(m.Work) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Work[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *WorkloadWork) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *WorkloadWork) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *WorkloadWork) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Record.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if m.Workload != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Workload))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	offset -= sovQuery(v)
 	base := offset
@@ -308,6 +3161,399 @@ func (m *QueryParamsResponse) Size() (n int) {
 	var l int
 	_ = l
 	l = m.Params.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryJobRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovQuery(uint64(m.JobId))
+	}
+	return n
+}
+
+func (m *QueryJobResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Job.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryJobsByOwnerRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryJobsByOwnerResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Jobs) > 0 {
+		for _, e := range m.Jobs {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryJobsByStatusRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Status != 0 {
+		n += 1 + sovQuery(uint64(m.Status))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryJobsByStatusResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Jobs) > 0 {
+		for _, e := range m.Jobs {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryTaskRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		n += 1 + sovQuery(uint64(m.TaskId))
+	}
+	return n
+}
+
+func (m *QueryTaskResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Task.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryTasksByJobRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovQuery(uint64(m.JobId))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryTasksByJobResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Tasks) > 0 {
+		for _, e := range m.Tasks {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryTasksByNodeRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovQuery(uint64(m.NodeId))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryTasksByNodeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Tasks) > 0 {
+		for _, e := range m.Tasks {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryTasksByProviderRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryTasksByProviderResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Tasks) > 0 {
+		for _, e := range m.Tasks {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryBidsByJobRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovQuery(uint64(m.JobId))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryBidsByJobResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Bids) > 0 {
+		for _, e := range m.Bids {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryOpenAuctionsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryOpenAuctionsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Jobs) > 0 {
+		for _, e := range m.Jobs {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryJobHistoryRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovQuery(uint64(m.JobId))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryJobHistoryResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Entries) > 0 {
+		for _, e := range m.Entries {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryNodeSlotRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovQuery(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *QueryNodeSlotResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Slot.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryVerifiedWorkRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovQuery(uint64(m.Epoch))
+	}
+	return n
+}
+
+func (m *QueryVerifiedWorkResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Work) > 0 {
+		for _, e := range m.Work {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *WorkloadWork) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Workload != 0 {
+		n += 1 + sovQuery(uint64(m.Workload))
+	}
+	l = m.Record.Size()
 	n += 1 + l + sovQuery(uint64(l))
 	return n
 }
@@ -427,6 +3673,2556 @@ func (m *QueryParamsResponse) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if err := m.Params.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryJobRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryJobRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryJobRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryJobResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryJobResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryJobResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Job", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Job.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryJobsByOwnerRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryJobsByOwnerRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryJobsByOwnerRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryJobsByOwnerResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryJobsByOwnerResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryJobsByOwnerResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Jobs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Jobs = append(m.Jobs, Job{})
+			if err := m.Jobs[len(m.Jobs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryJobsByStatusRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryJobsByStatusRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryJobsByStatusRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= JobStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryJobsByStatusResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryJobsByStatusResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryJobsByStatusResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Jobs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Jobs = append(m.Jobs, Job{})
+			if err := m.Jobs[len(m.Jobs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryTaskRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryTaskRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryTaskRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryTaskResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryTaskResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryTaskResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Task", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Task.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryTasksByJobRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryTasksByJobRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryTasksByJobRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryTasksByJobResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryTasksByJobResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryTasksByJobResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tasks", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Tasks = append(m.Tasks, Task{})
+			if err := m.Tasks[len(m.Tasks)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryTasksByNodeRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryTasksByNodeRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryTasksByNodeRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryTasksByNodeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryTasksByNodeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryTasksByNodeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tasks", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Tasks = append(m.Tasks, Task{})
+			if err := m.Tasks[len(m.Tasks)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryTasksByProviderRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryTasksByProviderRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryTasksByProviderRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryTasksByProviderResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryTasksByProviderResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryTasksByProviderResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tasks", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Tasks = append(m.Tasks, Task{})
+			if err := m.Tasks[len(m.Tasks)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryBidsByJobRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryBidsByJobRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryBidsByJobRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryBidsByJobResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryBidsByJobResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryBidsByJobResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Bids", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Bids = append(m.Bids, Bid{})
+			if err := m.Bids[len(m.Bids)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryOpenAuctionsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryOpenAuctionsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryOpenAuctionsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryOpenAuctionsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryOpenAuctionsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryOpenAuctionsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Jobs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Jobs = append(m.Jobs, Job{})
+			if err := m.Jobs[len(m.Jobs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryJobHistoryRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryJobHistoryRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryJobHistoryRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryJobHistoryResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryJobHistoryResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryJobHistoryResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Entries", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Entries = append(m.Entries, HistoryEntry{})
+			if err := m.Entries[len(m.Entries)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodeSlotRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodeSlotRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodeSlotRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryNodeSlotResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryNodeSlotResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryNodeSlotResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Slot", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Slot.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryVerifiedWorkRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryVerifiedWorkRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryVerifiedWorkRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryVerifiedWorkResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryVerifiedWorkResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryVerifiedWorkResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Work", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Work = append(m.Work, WorkloadWork{})
+			if err := m.Work[len(m.Work)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *WorkloadWork) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: WorkloadWork: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: WorkloadWork: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Workload", wireType)
+			}
+			m.Workload = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Workload |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Record", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Record.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

@@ -12,7 +12,9 @@ import (
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	proto "github.com/cosmos/gogoproto/proto"
 	github_com_cosmos_gogoproto_types "github.com/cosmos/gogoproto/types"
+	types1 "github.com/flopsnet/flops/x/gfl/types"
 	_ "google.golang.org/protobuf/types/known/durationpb"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
 	io "io"
 	math "math"
 	math_bits "math/bits"
@@ -30,6 +32,267 @@ var _ = time.Kitchen
 // A compilation error at this line likely means your copy of the
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
+
+// Runtime says how a task is executed.
+type Runtime int32
+
+const (
+	// RUNTIME_UNSPECIFIED is invalid.
+	RUNTIME_UNSPECIFIED Runtime = 0
+	// RUNTIME_BUILTIN: a workload built into flops-worker ("gemm", "checksum").
+	RUNTIME_BUILTIN Runtime = 1
+	// RUNTIME_PROCESS: a command run in a working directory on the provider's machine.
+	RUNTIME_PROCESS Runtime = 2
+	// RUNTIME_CONTAINER: an OCI image pinned by digest, run by docker or podman.
+	RUNTIME_CONTAINER Runtime = 3
+)
+
+var Runtime_name = map[int32]string{
+	0: "RUNTIME_UNSPECIFIED",
+	1: "RUNTIME_BUILTIN",
+	2: "RUNTIME_PROCESS",
+	3: "RUNTIME_CONTAINER",
+}
+
+var Runtime_value = map[string]int32{
+	"RUNTIME_UNSPECIFIED": 0,
+	"RUNTIME_BUILTIN":     1,
+	"RUNTIME_PROCESS":     2,
+	"RUNTIME_CONTAINER":   3,
+}
+
+func (x Runtime) String() string {
+	return proto.EnumName(Runtime_name, int32(x))
+}
+
+func (Runtime) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{0}
+}
+
+// VerificationClass says how a task's result is checked before settlement.
+type VerificationClass int32
+
+const (
+	// VERIFICATION_CLASS_UNSPECIFIED is invalid.
+	VERIFICATION_CLASS_UNSPECIFIED VerificationClass = 0
+	// VERIFICATION_CLASS_EXACT: deterministic output, compared by result root (replicas,
+	// audits, challenges).
+	VERIFICATION_CLASS_EXACT VerificationClass = 1
+	// VERIFICATION_CLASS_BUILTIN_GEMM: the builtin GEMM, spot-checked on chain like PoCP.
+	VERIFICATION_CLASS_BUILTIN_GEMM VerificationClass = 2
+	// VERIFICATION_CLASS_NONE: liveness only; never slashed for correctness.
+	VERIFICATION_CLASS_NONE VerificationClass = 3
+)
+
+var VerificationClass_name = map[int32]string{
+	0: "VERIFICATION_CLASS_UNSPECIFIED",
+	1: "VERIFICATION_CLASS_EXACT",
+	2: "VERIFICATION_CLASS_BUILTIN_GEMM",
+	3: "VERIFICATION_CLASS_NONE",
+}
+
+var VerificationClass_value = map[string]int32{
+	"VERIFICATION_CLASS_UNSPECIFIED":  0,
+	"VERIFICATION_CLASS_EXACT":        1,
+	"VERIFICATION_CLASS_BUILTIN_GEMM": 2,
+	"VERIFICATION_CLASS_NONE":         3,
+}
+
+func (x VerificationClass) String() string {
+	return proto.EnumName(VerificationClass_name, int32(x))
+}
+
+func (VerificationClass) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{1}
+}
+
+// AllocationMode says how a job's tasks find nodes.
+type AllocationMode int32
+
+const (
+	// ALLOCATION_MODE_UNSPECIFIED is invalid.
+	ALLOCATION_MODE_UNSPECIFIED AllocationMode = 0
+	// ALLOCATION_MODE_ASSIGN: the scheduler assigns tasks from a priority queue.
+	ALLOCATION_MODE_ASSIGN AllocationMode = 1
+	// ALLOCATION_MODE_AUCTION: nodes bid during a window; uniform-price clearing.
+	ALLOCATION_MODE_AUCTION AllocationMode = 2
+)
+
+var AllocationMode_name = map[int32]string{
+	0: "ALLOCATION_MODE_UNSPECIFIED",
+	1: "ALLOCATION_MODE_ASSIGN",
+	2: "ALLOCATION_MODE_AUCTION",
+}
+
+var AllocationMode_value = map[string]int32{
+	"ALLOCATION_MODE_UNSPECIFIED": 0,
+	"ALLOCATION_MODE_ASSIGN":      1,
+	"ALLOCATION_MODE_AUCTION":     2,
+}
+
+func (x AllocationMode) String() string {
+	return proto.EnumName(AllocationMode_name, int32(x))
+}
+
+func (AllocationMode) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{2}
+}
+
+// JobStatus is where a job is.
+type JobStatus int32
+
+const (
+	// JOB_STATUS_UNSPECIFIED is invalid.
+	JOB_STATUS_UNSPECIFIED JobStatus = 0
+	// JOB_STATUS_BIDDING: an auction is open.
+	JOB_STATUS_BIDDING JobStatus = 1
+	// JOB_STATUS_ACTIVE: tasks are queued, running or being verified.
+	JOB_STATUS_ACTIVE JobStatus = 2
+	// JOB_STATUS_COMPLETED: every task settled.
+	JOB_STATUS_COMPLETED JobStatus = 3
+	// JOB_STATUS_FAILED: every task is final and at least one failed or expired.
+	JOB_STATUS_FAILED JobStatus = 4
+	// JOB_STATUS_CANCELLED: cancelled by its owner.
+	JOB_STATUS_CANCELLED JobStatus = 5
+)
+
+var JobStatus_name = map[int32]string{
+	0: "JOB_STATUS_UNSPECIFIED",
+	1: "JOB_STATUS_BIDDING",
+	2: "JOB_STATUS_ACTIVE",
+	3: "JOB_STATUS_COMPLETED",
+	4: "JOB_STATUS_FAILED",
+	5: "JOB_STATUS_CANCELLED",
+}
+
+var JobStatus_value = map[string]int32{
+	"JOB_STATUS_UNSPECIFIED": 0,
+	"JOB_STATUS_BIDDING":     1,
+	"JOB_STATUS_ACTIVE":      2,
+	"JOB_STATUS_COMPLETED":   3,
+	"JOB_STATUS_FAILED":      4,
+	"JOB_STATUS_CANCELLED":   5,
+}
+
+func (x JobStatus) String() string {
+	return proto.EnumName(JobStatus_name, int32(x))
+}
+
+func (JobStatus) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{3}
+}
+
+// TaskStatus is where one task replica is.
+type TaskStatus int32
+
+const (
+	// TASK_STATUS_UNSPECIFIED is invalid.
+	TASK_STATUS_UNSPECIFIED TaskStatus = 0
+	// TASK_STATUS_PENDING: waiting for a node (queued or being auctioned).
+	TASK_STATUS_PENDING TaskStatus = 1
+	// TASK_STATUS_ASSIGNED: a node was chosen; waiting for its ack.
+	TASK_STATUS_ASSIGNED TaskStatus = 2
+	// TASK_STATUS_RUNNING: acked; heartbeats keep it alive.
+	TASK_STATUS_RUNNING TaskStatus = 3
+	// TASK_STATUS_COMMITTED: the result's commitment is on chain.
+	TASK_STATUS_COMMITTED TaskStatus = 4
+	// TASK_STATUS_REVEALED: the result is revealed; verification and the challenge window run.
+	TASK_STATUS_REVEALED TaskStatus = 5
+	// TASK_STATUS_VERIFIED: accepted; settlement follows.
+	TASK_STATUS_VERIFIED TaskStatus = 6
+	// TASK_STATUS_SETTLED: paid.
+	TASK_STATUS_SETTLED TaskStatus = 7
+	// TASK_STATUS_FAILED: out of reassignments, or lost verification.
+	TASK_STATUS_FAILED TaskStatus = 8
+	// TASK_STATUS_EXPIRED: the job's deadline passed first.
+	TASK_STATUS_EXPIRED TaskStatus = 9
+	// TASK_STATUS_CANCELLED: cancelled by the job's owner.
+	TASK_STATUS_CANCELLED TaskStatus = 10
+)
+
+var TaskStatus_name = map[int32]string{
+	0:  "TASK_STATUS_UNSPECIFIED",
+	1:  "TASK_STATUS_PENDING",
+	2:  "TASK_STATUS_ASSIGNED",
+	3:  "TASK_STATUS_RUNNING",
+	4:  "TASK_STATUS_COMMITTED",
+	5:  "TASK_STATUS_REVEALED",
+	6:  "TASK_STATUS_VERIFIED",
+	7:  "TASK_STATUS_SETTLED",
+	8:  "TASK_STATUS_FAILED",
+	9:  "TASK_STATUS_EXPIRED",
+	10: "TASK_STATUS_CANCELLED",
+}
+
+var TaskStatus_value = map[string]int32{
+	"TASK_STATUS_UNSPECIFIED": 0,
+	"TASK_STATUS_PENDING":     1,
+	"TASK_STATUS_ASSIGNED":    2,
+	"TASK_STATUS_RUNNING":     3,
+	"TASK_STATUS_COMMITTED":   4,
+	"TASK_STATUS_REVEALED":    5,
+	"TASK_STATUS_VERIFIED":    6,
+	"TASK_STATUS_SETTLED":     7,
+	"TASK_STATUS_FAILED":      8,
+	"TASK_STATUS_EXPIRED":     9,
+	"TASK_STATUS_CANCELLED":   10,
+}
+
+func (x TaskStatus) String() string {
+	return proto.EnumName(TaskStatus_name, int32(x))
+}
+
+func (TaskStatus) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{4}
+}
+
+// BidStatus is where a bid is.
+type BidStatus int32
+
+const (
+	// BID_STATUS_UNSPECIFIED is invalid.
+	BID_STATUS_UNSPECIFIED BidStatus = 0
+	// BID_STATUS_OPEN: in the auction.
+	BID_STATUS_OPEN BidStatus = 1
+	// BID_STATUS_WON: filled; the deposit is returned at the first ack.
+	BID_STATUS_WON BidStatus = 2
+	// BID_STATUS_LOST: not filled; the deposit was returned.
+	BID_STATUS_LOST BidStatus = 3
+	// BID_STATUS_WITHDRAWN: withdrawn before the close; the deposit was returned.
+	BID_STATUS_WITHDRAWN BidStatus = 4
+	// BID_STATUS_SETTLED: won and the deposit returned.
+	BID_STATUS_SETTLED BidStatus = 5
+	// BID_STATUS_FORFEITED: won, then a won task was never acked: the deposit went to the owner.
+	BID_STATUS_FORFEITED BidStatus = 6
+)
+
+var BidStatus_name = map[int32]string{
+	0: "BID_STATUS_UNSPECIFIED",
+	1: "BID_STATUS_OPEN",
+	2: "BID_STATUS_WON",
+	3: "BID_STATUS_LOST",
+	4: "BID_STATUS_WITHDRAWN",
+	5: "BID_STATUS_SETTLED",
+	6: "BID_STATUS_FORFEITED",
+}
+
+var BidStatus_value = map[string]int32{
+	"BID_STATUS_UNSPECIFIED": 0,
+	"BID_STATUS_OPEN":        1,
+	"BID_STATUS_WON":         2,
+	"BID_STATUS_LOST":        3,
+	"BID_STATUS_WITHDRAWN":   4,
+	"BID_STATUS_SETTLED":     5,
+	"BID_STATUS_FORFEITED":   6,
+}
+
+func (x BidStatus) String() string {
+	return proto.EnumName(BidStatus_name, int32(x))
+}
+
+func (BidStatus) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{5}
+}
 
 // Params are the x/market parameters, set by governance. Timeouts count blocks.
 type Params struct {
@@ -91,6 +354,17 @@ type Params struct {
 	MaxPoolProviders uint32 `protobuf:"varint,26,opt,name=max_pool_providers,json=maxPoolProviders,proto3" json:"max_pool_providers,omitempty"`
 	// max_timeouts_per_block bounds the timeouts, expiries and settlements handled per block.
 	MaxTimeoutsPerBlock uint32 `protobuf:"varint,27,opt,name=max_timeouts_per_block,json=maxTimeoutsPerBlock,proto3" json:"max_timeouts_per_block,omitempty"`
+	// scheduler_candidates: eligible nodes gathered per assignment, among which two are
+	// drawn at random (power of two choices).
+	SchedulerCandidates uint32 `protobuf:"varint,28,opt,name=scheduler_candidates,json=schedulerCandidates,proto3" json:"scheduler_candidates,omitempty"`
+	// scheduler_max_scan bounds the index entries examined per assignment: a task whose
+	// requirements no node within the scan meets waits for the next block.
+	SchedulerMaxScan uint32 `protobuf:"varint,29,opt,name=scheduler_max_scan,json=schedulerMaxScan,proto3" json:"scheduler_max_scan,omitempty"`
+	// job_retention_blocks: a finished job, its tasks, bids and history stay queryable this
+	// long, then are pruned.
+	JobRetentionBlocks uint64 `protobuf:"varint,30,opt,name=job_retention_blocks,json=jobRetentionBlocks,proto3" json:"job_retention_blocks,omitempty"`
+	// max_history_per_job bounds a job's stored history entries (the rest are in events).
+	MaxHistoryPerJob uint32 `protobuf:"varint,31,opt,name=max_history_per_job,json=maxHistoryPerJob,proto3" json:"max_history_per_job,omitempty"`
 }
 
 func (m *Params) Reset()         { *m = Params{} }
@@ -308,72 +582,1759 @@ func (m *Params) GetMaxTimeoutsPerBlock() uint32 {
 	return 0
 }
 
+func (m *Params) GetSchedulerCandidates() uint32 {
+	if m != nil {
+		return m.SchedulerCandidates
+	}
+	return 0
+}
+
+func (m *Params) GetSchedulerMaxScan() uint32 {
+	if m != nil {
+		return m.SchedulerMaxScan
+	}
+	return 0
+}
+
+func (m *Params) GetJobRetentionBlocks() uint64 {
+	if m != nil {
+		return m.JobRetentionBlocks
+	}
+	return 0
+}
+
+func (m *Params) GetMaxHistoryPerJob() uint32 {
+	if m != nil {
+		return m.MaxHistoryPerJob
+	}
+	return 0
+}
+
+// Input is one input file, fetched by the worker and checked against its digest.
+type Input struct {
+	// uri to fetch (https, http, or a content address the worker resolves).
+	Uri string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	// sha256 of the content, 64 lowercase hex characters.
+	Sha256 string `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// path of the file in the task's working directory (relative, no "..").
+	Path string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+}
+
+func (m *Input) Reset()         { *m = Input{} }
+func (m *Input) String() string { return proto.CompactTextString(m) }
+func (*Input) ProtoMessage()    {}
+func (*Input) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{1}
+}
+func (m *Input) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Input) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Input.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Input) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Input.Merge(m, src)
+}
+func (m *Input) XXX_Size() int {
+	return m.Size()
+}
+func (m *Input) XXX_DiscardUnknown() {
+	xxx_messageInfo_Input.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Input proto.InternalMessageInfo
+
+func (m *Input) GetUri() string {
+	if m != nil {
+		return m.Uri
+	}
+	return ""
+}
+
+func (m *Input) GetSha256() string {
+	if m != nil {
+		return m.Sha256
+	}
+	return ""
+}
+
+func (m *Input) GetPath() string {
+	if m != nil {
+		return m.Path
+	}
+	return ""
+}
+
+// EnvVar is one environment variable of a task.
+type EnvVar struct {
+	// name of the variable.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// value of the variable.
+	Value string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+}
+
+func (m *EnvVar) Reset()         { *m = EnvVar{} }
+func (m *EnvVar) String() string { return proto.CompactTextString(m) }
+func (*EnvVar) ProtoMessage()    {}
+func (*EnvVar) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{2}
+}
+func (m *EnvVar) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EnvVar) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EnvVar.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EnvVar) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EnvVar.Merge(m, src)
+}
+func (m *EnvVar) XXX_Size() int {
+	return m.Size()
+}
+func (m *EnvVar) XXX_DiscardUnknown() {
+	xxx_messageInfo_EnvVar.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EnvVar proto.InternalMessageInfo
+
+func (m *EnvVar) GetName() string {
+	if m != nil {
+		return m.Name
+	}
+	return ""
+}
+
+func (m *EnvVar) GetValue() string {
+	if m != nil {
+		return m.Value
+	}
+	return ""
+}
+
+// Requirements a node must meet to run a task.
+type Requirements struct {
+	// gpu_count: GPUs per task (0 means 1).
+	GpuCount uint32 `protobuf:"varint,1,opt,name=gpu_count,json=gpuCount,proto3" json:"gpu_count,omitempty"`
+	// min_memory_mib per GPU.
+	MinMemoryMib uint64 `protobuf:"varint,2,opt,name=min_memory_mib,json=minMemoryMib,proto3" json:"min_memory_mib,omitempty"`
+	// min_compute_capability, "major.minor" ("" for any).
+	MinComputeCapability string `protobuf:"bytes,3,opt,name=min_compute_capability,json=minComputeCapability,proto3" json:"min_compute_capability,omitempty"`
+	// tensor_cores required.
+	TensorCores bool `protobuf:"varint,4,opt,name=tensor_cores,json=tensorCores,proto3" json:"tensor_cores,omitempty"`
+	// allowed_classes: GPU classes accepted; empty means every class meeting the rest.
+	AllowedClasses []string `protobuf:"bytes,5,rep,name=allowed_classes,json=allowedClasses,proto3" json:"allowed_classes,omitempty"`
+	// region required ("" for any).
+	Region string `protobuf:"bytes,6,opt,name=region,proto3" json:"region,omitempty"`
+	// shared_gpu_ok: the task may share a GPU (MIG instance or time-slicing).
+	SharedGpuOk bool `protobuf:"varint,7,opt,name=shared_gpu_ok,json=sharedGpuOk,proto3" json:"shared_gpu_ok,omitempty"`
+}
+
+func (m *Requirements) Reset()         { *m = Requirements{} }
+func (m *Requirements) String() string { return proto.CompactTextString(m) }
+func (*Requirements) ProtoMessage()    {}
+func (*Requirements) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{3}
+}
+func (m *Requirements) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Requirements) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Requirements.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Requirements) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Requirements.Merge(m, src)
+}
+func (m *Requirements) XXX_Size() int {
+	return m.Size()
+}
+func (m *Requirements) XXX_DiscardUnknown() {
+	xxx_messageInfo_Requirements.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Requirements proto.InternalMessageInfo
+
+func (m *Requirements) GetGpuCount() uint32 {
+	if m != nil {
+		return m.GpuCount
+	}
+	return 0
+}
+
+func (m *Requirements) GetMinMemoryMib() uint64 {
+	if m != nil {
+		return m.MinMemoryMib
+	}
+	return 0
+}
+
+func (m *Requirements) GetMinComputeCapability() string {
+	if m != nil {
+		return m.MinComputeCapability
+	}
+	return ""
+}
+
+func (m *Requirements) GetTensorCores() bool {
+	if m != nil {
+		return m.TensorCores
+	}
+	return false
+}
+
+func (m *Requirements) GetAllowedClasses() []string {
+	if m != nil {
+		return m.AllowedClasses
+	}
+	return nil
+}
+
+func (m *Requirements) GetRegion() string {
+	if m != nil {
+		return m.Region
+	}
+	return ""
+}
+
+func (m *Requirements) GetSharedGpuOk() bool {
+	if m != nil {
+		return m.SharedGpuOk
+	}
+	return false
+}
+
+// BuiltinArgs parameterise a BUILTIN workload.
+type BuiltinArgs struct {
+	// gemm_n is the GEMM size (BUILTIN "gemm"): a multiple of 256.
+	GemmN uint32 `protobuf:"varint,1,opt,name=gemm_n,json=gemmN,proto3" json:"gemm_n,omitempty"`
+	// gemm_r is the number of GEMM rounds.
+	GemmR uint32 `protobuf:"varint,2,opt,name=gemm_r,json=gemmR,proto3" json:"gemm_r,omitempty"`
+	// checksum_bytes is the size of the stream a "checksum" task hashes.
+	ChecksumBytes uint64 `protobuf:"varint,3,opt,name=checksum_bytes,json=checksumBytes,proto3" json:"checksum_bytes,omitempty"`
+}
+
+func (m *BuiltinArgs) Reset()         { *m = BuiltinArgs{} }
+func (m *BuiltinArgs) String() string { return proto.CompactTextString(m) }
+func (*BuiltinArgs) ProtoMessage()    {}
+func (*BuiltinArgs) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{4}
+}
+func (m *BuiltinArgs) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *BuiltinArgs) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_BuiltinArgs.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *BuiltinArgs) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_BuiltinArgs.Merge(m, src)
+}
+func (m *BuiltinArgs) XXX_Size() int {
+	return m.Size()
+}
+func (m *BuiltinArgs) XXX_DiscardUnknown() {
+	xxx_messageInfo_BuiltinArgs.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_BuiltinArgs proto.InternalMessageInfo
+
+func (m *BuiltinArgs) GetGemmN() uint32 {
+	if m != nil {
+		return m.GemmN
+	}
+	return 0
+}
+
+func (m *BuiltinArgs) GetGemmR() uint32 {
+	if m != nil {
+		return m.GemmR
+	}
+	return 0
+}
+
+func (m *BuiltinArgs) GetChecksumBytes() uint64 {
+	if m != nil {
+		return m.ChecksumBytes
+	}
+	return 0
+}
+
+// TaskArgs are one task's extra arguments (appended to the command).
+type TaskArgs struct {
+	// args of the task.
+	Args []string `protobuf:"bytes,1,rep,name=args,proto3" json:"args,omitempty"`
+}
+
+func (m *TaskArgs) Reset()         { *m = TaskArgs{} }
+func (m *TaskArgs) String() string { return proto.CompactTextString(m) }
+func (*TaskArgs) ProtoMessage()    {}
+func (*TaskArgs) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{5}
+}
+func (m *TaskArgs) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *TaskArgs) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_TaskArgs.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *TaskArgs) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_TaskArgs.Merge(m, src)
+}
+func (m *TaskArgs) XXX_Size() int {
+	return m.Size()
+}
+func (m *TaskArgs) XXX_DiscardUnknown() {
+	xxx_messageInfo_TaskArgs.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_TaskArgs proto.InternalMessageInfo
+
+func (m *TaskArgs) GetArgs() []string {
+	if m != nil {
+		return m.Args
+	}
+	return nil
+}
+
+// JobSpec is everything a client says about a job.
+type JobSpec struct {
+	// workload class, for the index correction and rewards.
+	Workload types1.WorkloadClass `protobuf:"varint,1,opt,name=workload,proto3,enum=flops.gfl.v1.WorkloadClass" json:"workload,omitempty"`
+	// runtime of the tasks.
+	Runtime Runtime `protobuf:"varint,2,opt,name=runtime,proto3,enum=flops.market.v1.Runtime" json:"runtime,omitempty"`
+	// image: BUILTIN: the workload name ("gemm" or "checksum"); CONTAINER: an image
+	// reference pinned by digest ("repo@sha256:..."); PROCESS: empty.
+	Image string `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
+	// command: argv (PROCESS: required; CONTAINER: optional override).
+	Command []string `protobuf:"bytes,4,rep,name=command,proto3" json:"command,omitempty"`
+	// env of the tasks.
+	Env []EnvVar `protobuf:"bytes,5,rep,name=env,proto3" json:"env"`
+	// inputs shared by every task.
+	Inputs []Input `protobuf:"bytes,6,rep,name=inputs,proto3" json:"inputs"`
+	// requirements on the node.
+	Requirements Requirements `protobuf:"bytes,7,opt,name=requirements,proto3" json:"requirements"`
+	// task_count: independent shards t1..tn.
+	TaskCount uint32 `protobuf:"varint,8,opt,name=task_count,json=taskCount,proto3" json:"task_count,omitempty"`
+	// task_args: per-task extra arguments, empty or one entry per task.
+	TaskArgs []TaskArgs `protobuf:"bytes,9,rep,name=task_args,json=taskArgs,proto3" json:"task_args"`
+	// replicas of every task (EXACT verification compares them).
+	Replicas uint32 `protobuf:"varint,10,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// verification class.
+	Verification VerificationClass `protobuf:"varint,11,opt,name=verification,proto3,enum=flops.market.v1.VerificationClass" json:"verification,omitempty"`
+	// max_price_per_task: the most the client pays for one task replica, in udps.
+	MaxPricePerTask types.Coin `protobuf:"bytes,12,opt,name=max_price_per_task,json=maxPricePerTask,proto3" json:"max_price_per_task"`
+	// max_duration of one task, from its ack to its commitment.
+	MaxDuration time.Duration `protobuf:"bytes,13,opt,name=max_duration,json=maxDuration,proto3,stdduration" json:"max_duration"`
+	// deadline: every task must be committed by then.
+	Deadline time.Time `protobuf:"bytes,14,opt,name=deadline,proto3,stdtime" json:"deadline"`
+	// priority_tip per task replica, paid to its provider; higher tips are scheduled first.
+	PriorityTip types.Coin `protobuf:"bytes,15,opt,name=priority_tip,json=priorityTip,proto3" json:"priority_tip"`
+	// mode of allocation.
+	Mode AllocationMode `protobuf:"varint,16,opt,name=mode,proto3,enum=flops.market.v1.AllocationMode" json:"mode,omitempty"`
+	// checkpoint_interval: the worker checkpoints this often (0: never).
+	CheckpointInterval time.Duration `protobuf:"bytes,17,opt,name=checkpoint_interval,json=checkpointInterval,proto3,stdduration" json:"checkpoint_interval"`
+	// builtin arguments (BUILTIN runtime).
+	Builtin BuiltinArgs `protobuf:"bytes,18,opt,name=builtin,proto3" json:"builtin"`
+	// verification_budget pays audits and committees (EXACT); unspent, it is refunded.
+	VerificationBudget types.Coin `protobuf:"bytes,19,opt,name=verification_budget,json=verificationBudget,proto3" json:"verification_budget"`
+}
+
+func (m *JobSpec) Reset()         { *m = JobSpec{} }
+func (m *JobSpec) String() string { return proto.CompactTextString(m) }
+func (*JobSpec) ProtoMessage()    {}
+func (*JobSpec) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{6}
+}
+func (m *JobSpec) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *JobSpec) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_JobSpec.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *JobSpec) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_JobSpec.Merge(m, src)
+}
+func (m *JobSpec) XXX_Size() int {
+	return m.Size()
+}
+func (m *JobSpec) XXX_DiscardUnknown() {
+	xxx_messageInfo_JobSpec.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_JobSpec proto.InternalMessageInfo
+
+func (m *JobSpec) GetWorkload() types1.WorkloadClass {
+	if m != nil {
+		return m.Workload
+	}
+	return types1.WORKLOAD_CLASS_UNSPECIFIED
+}
+
+func (m *JobSpec) GetRuntime() Runtime {
+	if m != nil {
+		return m.Runtime
+	}
+	return RUNTIME_UNSPECIFIED
+}
+
+func (m *JobSpec) GetImage() string {
+	if m != nil {
+		return m.Image
+	}
+	return ""
+}
+
+func (m *JobSpec) GetCommand() []string {
+	if m != nil {
+		return m.Command
+	}
+	return nil
+}
+
+func (m *JobSpec) GetEnv() []EnvVar {
+	if m != nil {
+		return m.Env
+	}
+	return nil
+}
+
+func (m *JobSpec) GetInputs() []Input {
+	if m != nil {
+		return m.Inputs
+	}
+	return nil
+}
+
+func (m *JobSpec) GetRequirements() Requirements {
+	if m != nil {
+		return m.Requirements
+	}
+	return Requirements{}
+}
+
+func (m *JobSpec) GetTaskCount() uint32 {
+	if m != nil {
+		return m.TaskCount
+	}
+	return 0
+}
+
+func (m *JobSpec) GetTaskArgs() []TaskArgs {
+	if m != nil {
+		return m.TaskArgs
+	}
+	return nil
+}
+
+func (m *JobSpec) GetReplicas() uint32 {
+	if m != nil {
+		return m.Replicas
+	}
+	return 0
+}
+
+func (m *JobSpec) GetVerification() VerificationClass {
+	if m != nil {
+		return m.Verification
+	}
+	return VERIFICATION_CLASS_UNSPECIFIED
+}
+
+func (m *JobSpec) GetMaxPricePerTask() types.Coin {
+	if m != nil {
+		return m.MaxPricePerTask
+	}
+	return types.Coin{}
+}
+
+func (m *JobSpec) GetMaxDuration() time.Duration {
+	if m != nil {
+		return m.MaxDuration
+	}
+	return 0
+}
+
+func (m *JobSpec) GetDeadline() time.Time {
+	if m != nil {
+		return m.Deadline
+	}
+	return time.Time{}
+}
+
+func (m *JobSpec) GetPriorityTip() types.Coin {
+	if m != nil {
+		return m.PriorityTip
+	}
+	return types.Coin{}
+}
+
+func (m *JobSpec) GetMode() AllocationMode {
+	if m != nil {
+		return m.Mode
+	}
+	return ALLOCATION_MODE_UNSPECIFIED
+}
+
+func (m *JobSpec) GetCheckpointInterval() time.Duration {
+	if m != nil {
+		return m.CheckpointInterval
+	}
+	return 0
+}
+
+func (m *JobSpec) GetBuiltin() BuiltinArgs {
+	if m != nil {
+		return m.Builtin
+	}
+	return BuiltinArgs{}
+}
+
+func (m *JobSpec) GetVerificationBudget() types.Coin {
+	if m != nil {
+		return m.VerificationBudget
+	}
+	return types.Coin{}
+}
+
+// Job is a submitted job and its progress.
+type Job struct {
+	// id is unique per chain.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// owner pays and may cancel or challenge.
+	Owner string `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	// spec as submitted.
+	Spec JobSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec"`
+	// status of the job.
+	Status JobStatus `protobuf:"varint,4,opt,name=status,proto3,enum=flops.market.v1.JobStatus" json:"status,omitempty"`
+	// escrow still held for the job, in udps.
+	Escrow cosmossdk_io_math.Int `protobuf:"bytes,5,opt,name=escrow,proto3,customtype=cosmossdk.io/math.Int" json:"escrow"`
+	// submitted_height and submitted_time.
+	SubmittedHeight int64 `protobuf:"varint,6,opt,name=submitted_height,json=submittedHeight,proto3" json:"submitted_height,omitempty"`
+	// submitted_time: see submitted_height.
+	SubmittedTime time.Time `protobuf:"bytes,7,opt,name=submitted_time,json=submittedTime,proto3,stdtime" json:"submitted_time"`
+	// auction_close_height: the block that clears the auction (AUCTION only).
+	AuctionCloseHeight int64 `protobuf:"varint,8,opt,name=auction_close_height,json=auctionCloseHeight,proto3" json:"auction_close_height,omitempty"`
+	// clearing_price: the auction's uniform effective price per task (AUCTION only).
+	ClearingPrice cosmossdk_io_math.Int `protobuf:"bytes,9,opt,name=clearing_price,json=clearingPrice,proto3,customtype=cosmossdk.io/math.Int" json:"clearing_price"`
+	// tasks_settled, tasks_failed: final task counts.
+	TasksSettled uint32 `protobuf:"varint,10,opt,name=tasks_settled,json=tasksSettled,proto3" json:"tasks_settled,omitempty"`
+	// tasks_failed: failed, expired or cancelled tasks.
+	TasksFailed uint32 `protobuf:"varint,11,opt,name=tasks_failed,json=tasksFailed,proto3" json:"tasks_failed,omitempty"`
+	// finished_height: when the job became final (0 while open).
+	FinishedHeight int64 `protobuf:"varint,12,opt,name=finished_height,json=finishedHeight,proto3" json:"finished_height,omitempty"`
+	// gemm_seed: the seed of a BUILTIN gemm job's matrices (32 bytes).
+	GemmSeed []byte `protobuf:"bytes,13,opt,name=gemm_seed,json=gemmSeed,proto3" json:"gemm_seed,omitempty"`
+	// history_len: entries in the job's stored history.
+	HistoryLen uint32 `protobuf:"varint,14,opt,name=history_len,json=historyLen,proto3" json:"history_len,omitempty"`
+}
+
+func (m *Job) Reset()         { *m = Job{} }
+func (m *Job) String() string { return proto.CompactTextString(m) }
+func (*Job) ProtoMessage()    {}
+func (*Job) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{7}
+}
+func (m *Job) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Job) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Job.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Job) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Job.Merge(m, src)
+}
+func (m *Job) XXX_Size() int {
+	return m.Size()
+}
+func (m *Job) XXX_DiscardUnknown() {
+	xxx_messageInfo_Job.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Job proto.InternalMessageInfo
+
+func (m *Job) GetId() uint64 {
+	if m != nil {
+		return m.Id
+	}
+	return 0
+}
+
+func (m *Job) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *Job) GetSpec() JobSpec {
+	if m != nil {
+		return m.Spec
+	}
+	return JobSpec{}
+}
+
+func (m *Job) GetStatus() JobStatus {
+	if m != nil {
+		return m.Status
+	}
+	return JOB_STATUS_UNSPECIFIED
+}
+
+func (m *Job) GetSubmittedHeight() int64 {
+	if m != nil {
+		return m.SubmittedHeight
+	}
+	return 0
+}
+
+func (m *Job) GetSubmittedTime() time.Time {
+	if m != nil {
+		return m.SubmittedTime
+	}
+	return time.Time{}
+}
+
+func (m *Job) GetAuctionCloseHeight() int64 {
+	if m != nil {
+		return m.AuctionCloseHeight
+	}
+	return 0
+}
+
+func (m *Job) GetTasksSettled() uint32 {
+	if m != nil {
+		return m.TasksSettled
+	}
+	return 0
+}
+
+func (m *Job) GetTasksFailed() uint32 {
+	if m != nil {
+		return m.TasksFailed
+	}
+	return 0
+}
+
+func (m *Job) GetFinishedHeight() int64 {
+	if m != nil {
+		return m.FinishedHeight
+	}
+	return 0
+}
+
+func (m *Job) GetGemmSeed() []byte {
+	if m != nil {
+		return m.GemmSeed
+	}
+	return nil
+}
+
+func (m *Job) GetHistoryLen() uint32 {
+	if m != nil {
+		return m.HistoryLen
+	}
+	return 0
+}
+
+// Checkpoint is a task's last saved state, handed to the next node on reassignment.
+type Checkpoint struct {
+	// sha256 of the checkpoint (64 hex characters).
+	Sha256 string `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// uri where the checkpoint can be fetched.
+	Uri string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	// height it was recorded at.
+	Height int64 `protobuf:"varint,3,opt,name=height,proto3" json:"height,omitempty"`
+}
+
+func (m *Checkpoint) Reset()         { *m = Checkpoint{} }
+func (m *Checkpoint) String() string { return proto.CompactTextString(m) }
+func (*Checkpoint) ProtoMessage()    {}
+func (*Checkpoint) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{8}
+}
+func (m *Checkpoint) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Checkpoint) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Checkpoint.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Checkpoint) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Checkpoint.Merge(m, src)
+}
+func (m *Checkpoint) XXX_Size() int {
+	return m.Size()
+}
+func (m *Checkpoint) XXX_DiscardUnknown() {
+	xxx_messageInfo_Checkpoint.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Checkpoint proto.InternalMessageInfo
+
+func (m *Checkpoint) GetSha256() string {
+	if m != nil {
+		return m.Sha256
+	}
+	return ""
+}
+
+func (m *Checkpoint) GetUri() string {
+	if m != nil {
+		return m.Uri
+	}
+	return ""
+}
+
+func (m *Checkpoint) GetHeight() int64 {
+	if m != nil {
+		return m.Height
+	}
+	return 0
+}
+
+// Usage is what the worker measured running a task (NVML).
+type Usage struct {
+	// gpu_seconds used.
+	GpuSeconds uint64 `protobuf:"varint,1,opt,name=gpu_seconds,json=gpuSeconds,proto3" json:"gpu_seconds,omitempty"`
+	// energy_joules from the GPUs' energy counters.
+	EnergyJoules uint64 `protobuf:"varint,2,opt,name=energy_joules,json=energyJoules,proto3" json:"energy_joules,omitempty"`
+	// gpu_uuids the task ran on.
+	GpuUuids []string `protobuf:"bytes,3,rep,name=gpu_uuids,json=gpuUuids,proto3" json:"gpu_uuids,omitempty"`
+}
+
+func (m *Usage) Reset()         { *m = Usage{} }
+func (m *Usage) String() string { return proto.CompactTextString(m) }
+func (*Usage) ProtoMessage()    {}
+func (*Usage) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{9}
+}
+func (m *Usage) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Usage) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Usage.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Usage) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Usage.Merge(m, src)
+}
+func (m *Usage) XXX_Size() int {
+	return m.Size()
+}
+func (m *Usage) XXX_DiscardUnknown() {
+	xxx_messageInfo_Usage.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Usage proto.InternalMessageInfo
+
+func (m *Usage) GetGpuSeconds() uint64 {
+	if m != nil {
+		return m.GpuSeconds
+	}
+	return 0
+}
+
+func (m *Usage) GetEnergyJoules() uint64 {
+	if m != nil {
+		return m.EnergyJoules
+	}
+	return 0
+}
+
+func (m *Usage) GetGpuUuids() []string {
+	if m != nil {
+		return m.GpuUuids
+	}
+	return nil
+}
+
+// Task is one replica of one shard of a job.
+type Task struct {
+	// id is unique per chain.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// job_id of the job.
+	JobId uint64 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// index of the shard, 0..task_count-1.
+	Index uint32 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// replica number, 0..replicas-1.
+	Replica uint32 `protobuf:"varint,4,opt,name=replica,proto3" json:"replica,omitempty"`
+	// status of the task.
+	Status TaskStatus `protobuf:"varint,5,opt,name=status,proto3,enum=flops.market.v1.TaskStatus" json:"status,omitempty"`
+	// node_id running it (0 while pending).
+	NodeId uint64 `protobuf:"varint,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// provider: the node's operator.
+	Provider string `protobuf:"bytes,7,opt,name=provider,proto3" json:"provider,omitempty"`
+	// price agreed with the provider, in udps (the tip is paid on top).
+	Price cosmossdk_io_math.Int `protobuf:"bytes,8,opt,name=price,proto3,customtype=cosmossdk.io/math.Int" json:"price"`
+	// assigned_height of the current assignment.
+	AssignedHeight int64 `protobuf:"varint,9,opt,name=assigned_height,json=assignedHeight,proto3" json:"assigned_height,omitempty"`
+	// started_time: when the provider acked.
+	StartedTime time.Time `protobuf:"bytes,10,opt,name=started_time,json=startedTime,proto3,stdtime" json:"started_time"`
+	// run_deadline: the commitment must land by then (ack + max_duration, at most the job's deadline).
+	RunDeadline time.Time `protobuf:"bytes,11,opt,name=run_deadline,json=runDeadline,proto3,stdtime" json:"run_deadline"`
+	// checkpoint: the last one recorded, kept across reassignments.
+	Checkpoint Checkpoint `protobuf:"bytes,12,opt,name=checkpoint,proto3" json:"checkpoint"`
+	// reassignments so far.
+	Reassignments uint32 `protobuf:"varint,13,opt,name=reassignments,proto3" json:"reassignments,omitempty"`
+	// excluded_nodes: nodes that lost this task; never assigned it again.
+	ExcludedNodes []uint64 `protobuf:"varint,14,rep,packed,name=excluded_nodes,json=excludedNodes,proto3" json:"excluded_nodes,omitempty"`
+	// commitment: sha256(result_root || salt || provider address bytes).
+	Commitment []byte `protobuf:"bytes,15,opt,name=commitment,proto3" json:"commitment,omitempty"`
+	// commit_height and commit_time of the commitment.
+	CommitHeight int64 `protobuf:"varint,16,opt,name=commit_height,json=commitHeight,proto3" json:"commit_height,omitempty"`
+	// commit_time: see commit_height.
+	CommitTime time.Time `protobuf:"bytes,17,opt,name=commit_time,json=commitTime,proto3,stdtime" json:"commit_time"`
+	// result_root revealed (32 bytes).
+	ResultRoot []byte `protobuf:"bytes,18,opt,name=result_root,json=resultRoot,proto3" json:"result_root,omitempty"`
+	// output_uri where the owner fetches the output (signed request to the worker).
+	OutputUri string `protobuf:"bytes,19,opt,name=output_uri,json=outputUri,proto3" json:"output_uri,omitempty"`
+	// usage reported with the reveal.
+	Usage Usage `protobuf:"bytes,20,opt,name=usage,proto3" json:"usage"`
+	// reveal_height of the reveal.
+	RevealHeight int64 `protobuf:"varint,21,opt,name=reveal_height,json=revealHeight,proto3" json:"reveal_height,omitempty"`
+	// settle_height: settlement happens at the end of this block (after the challenge window).
+	SettleHeight int64 `protobuf:"varint,22,opt,name=settle_height,json=settleHeight,proto3" json:"settle_height,omitempty"`
+	// bid_node: for an auction-won task, the node whose bid won it (its deposit).
+	BidNode uint64 `protobuf:"varint,23,opt,name=bid_node,json=bidNode,proto3" json:"bid_node,omitempty"`
+	// reason of a failure.
+	Reason string `protobuf:"bytes,24,opt,name=reason,proto3" json:"reason,omitempty"`
+	// ack_deadline_height: an ASSIGNED task must be acked by then.
+	AckDeadlineHeight int64 `protobuf:"varint,25,opt,name=ack_deadline_height,json=ackDeadlineHeight,proto3" json:"ack_deadline_height,omitempty"`
+	// reveal_deadline_height: a COMMITTED task must be revealed by then.
+	RevealDeadlineHeight int64 `protobuf:"varint,26,opt,name=reveal_deadline_height,json=revealDeadlineHeight,proto3" json:"reveal_deadline_height,omitempty"`
+	// paid so far to the provider for this replica (gross, before the take), udps.
+	Paid cosmossdk_io_math.Int `protobuf:"bytes,27,opt,name=paid,proto3,customtype=cosmossdk.io/math.Int" json:"paid"`
+}
+
+func (m *Task) Reset()         { *m = Task{} }
+func (m *Task) String() string { return proto.CompactTextString(m) }
+func (*Task) ProtoMessage()    {}
+func (*Task) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{10}
+}
+func (m *Task) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Task) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Task.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Task) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Task.Merge(m, src)
+}
+func (m *Task) XXX_Size() int {
+	return m.Size()
+}
+func (m *Task) XXX_DiscardUnknown() {
+	xxx_messageInfo_Task.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Task proto.InternalMessageInfo
+
+func (m *Task) GetId() uint64 {
+	if m != nil {
+		return m.Id
+	}
+	return 0
+}
+
+func (m *Task) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *Task) GetIndex() uint32 {
+	if m != nil {
+		return m.Index
+	}
+	return 0
+}
+
+func (m *Task) GetReplica() uint32 {
+	if m != nil {
+		return m.Replica
+	}
+	return 0
+}
+
+func (m *Task) GetStatus() TaskStatus {
+	if m != nil {
+		return m.Status
+	}
+	return TASK_STATUS_UNSPECIFIED
+}
+
+func (m *Task) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *Task) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *Task) GetAssignedHeight() int64 {
+	if m != nil {
+		return m.AssignedHeight
+	}
+	return 0
+}
+
+func (m *Task) GetStartedTime() time.Time {
+	if m != nil {
+		return m.StartedTime
+	}
+	return time.Time{}
+}
+
+func (m *Task) GetRunDeadline() time.Time {
+	if m != nil {
+		return m.RunDeadline
+	}
+	return time.Time{}
+}
+
+func (m *Task) GetCheckpoint() Checkpoint {
+	if m != nil {
+		return m.Checkpoint
+	}
+	return Checkpoint{}
+}
+
+func (m *Task) GetReassignments() uint32 {
+	if m != nil {
+		return m.Reassignments
+	}
+	return 0
+}
+
+func (m *Task) GetExcludedNodes() []uint64 {
+	if m != nil {
+		return m.ExcludedNodes
+	}
+	return nil
+}
+
+func (m *Task) GetCommitment() []byte {
+	if m != nil {
+		return m.Commitment
+	}
+	return nil
+}
+
+func (m *Task) GetCommitHeight() int64 {
+	if m != nil {
+		return m.CommitHeight
+	}
+	return 0
+}
+
+func (m *Task) GetCommitTime() time.Time {
+	if m != nil {
+		return m.CommitTime
+	}
+	return time.Time{}
+}
+
+func (m *Task) GetResultRoot() []byte {
+	if m != nil {
+		return m.ResultRoot
+	}
+	return nil
+}
+
+func (m *Task) GetOutputUri() string {
+	if m != nil {
+		return m.OutputUri
+	}
+	return ""
+}
+
+func (m *Task) GetUsage() Usage {
+	if m != nil {
+		return m.Usage
+	}
+	return Usage{}
+}
+
+func (m *Task) GetRevealHeight() int64 {
+	if m != nil {
+		return m.RevealHeight
+	}
+	return 0
+}
+
+func (m *Task) GetSettleHeight() int64 {
+	if m != nil {
+		return m.SettleHeight
+	}
+	return 0
+}
+
+func (m *Task) GetBidNode() uint64 {
+	if m != nil {
+		return m.BidNode
+	}
+	return 0
+}
+
+func (m *Task) GetReason() string {
+	if m != nil {
+		return m.Reason
+	}
+	return ""
+}
+
+func (m *Task) GetAckDeadlineHeight() int64 {
+	if m != nil {
+		return m.AckDeadlineHeight
+	}
+	return 0
+}
+
+func (m *Task) GetRevealDeadlineHeight() int64 {
+	if m != nil {
+		return m.RevealDeadlineHeight
+	}
+	return 0
+}
+
+// Bid is one node's offer in an auction.
+type Bid struct {
+	// job_id of the auction.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// node_id bidding.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// provider: the node's operator.
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// price per task asked, in udps.
+	Price cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=price,proto3,customtype=cosmossdk.io/math.Int" json:"price"`
+	// quantity: tasks the node offers to run.
+	Quantity uint32 `protobuf:"varint,5,opt,name=quantity,proto3" json:"quantity,omitempty"`
+	// deposit locked with the bid, in udps.
+	Deposit cosmossdk_io_math.Int `protobuf:"bytes,6,opt,name=deposit,proto3,customtype=cosmossdk.io/math.Int" json:"deposit"`
+	// status of the bid.
+	Status BidStatus `protobuf:"varint,7,opt,name=status,proto3,enum=flops.market.v1.BidStatus" json:"status,omitempty"`
+	// filled: tasks won.
+	Filled uint32 `protobuf:"varint,8,opt,name=filled,proto3" json:"filled,omitempty"`
+	// height of the bid.
+	Height int64 `protobuf:"varint,9,opt,name=height,proto3" json:"height,omitempty"`
+}
+
+func (m *Bid) Reset()         { *m = Bid{} }
+func (m *Bid) String() string { return proto.CompactTextString(m) }
+func (*Bid) ProtoMessage()    {}
+func (*Bid) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{11}
+}
+func (m *Bid) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Bid) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Bid.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Bid) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Bid.Merge(m, src)
+}
+func (m *Bid) XXX_Size() int {
+	return m.Size()
+}
+func (m *Bid) XXX_DiscardUnknown() {
+	xxx_messageInfo_Bid.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Bid proto.InternalMessageInfo
+
+func (m *Bid) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *Bid) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *Bid) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *Bid) GetQuantity() uint32 {
+	if m != nil {
+		return m.Quantity
+	}
+	return 0
+}
+
+func (m *Bid) GetStatus() BidStatus {
+	if m != nil {
+		return m.Status
+	}
+	return BID_STATUS_UNSPECIFIED
+}
+
+func (m *Bid) GetFilled() uint32 {
+	if m != nil {
+		return m.Filled
+	}
+	return 0
+}
+
+func (m *Bid) GetHeight() int64 {
+	if m != nil {
+		return m.Height
+	}
+	return 0
+}
+
+// NodeSlot is x/market's view of a node for scheduling, kept in step with x/gfl by hooks.
+type NodeSlot struct {
+	// node_id of the node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator of the node.
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// gpu_class of the node.
+	GpuClass string `protobuf:"bytes,3,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// region of the node.
+	Region string `protobuf:"bytes,4,opt,name=region,proto3" json:"region,omitempty"`
+	// gpus: GPUs of the node.
+	Gpus uint32 `protobuf:"varint,5,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	// gpus_used by tasks assigned or running.
+	GpusUsed uint32 `protobuf:"varint,6,opt,name=gpus_used,json=gpusUsed,proto3" json:"gpus_used,omitempty"`
+	// tasks in flight (assigned to committed).
+	Tasks uint32 `protobuf:"varint,7,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	// min_memory_mib over the node's GPUs.
+	MinMemoryMib uint64 `protobuf:"varint,8,opt,name=min_memory_mib,json=minMemoryMib,proto3" json:"min_memory_mib,omitempty"`
+	// compute_capability: the lowest over the node's GPUs, "major.minor".
+	ComputeCapability string `protobuf:"bytes,9,opt,name=compute_capability,json=computeCapability,proto3" json:"compute_capability,omitempty"`
+	// tensor_cores: every GPU has them.
+	TensorCores bool `protobuf:"varint,10,opt,name=tensor_cores,json=tensorCores,proto3" json:"tensor_cores,omitempty"`
+	// mig_capable: every GPU is.
+	MigCapable bool `protobuf:"varint,11,opt,name=mig_capable,json=migCapable,proto3" json:"mig_capable,omitempty"`
+	// workloads accepted.
+	Workloads []types1.WorkloadClass `protobuf:"varint,12,rep,packed,name=workloads,proto3,enum=flops.gfl.v1.WorkloadClass" json:"workloads,omitempty"`
+	// ask_per_gpu_hour in udps.
+	AskPerGpuHour cosmossdk_io_math.Int `protobuf:"bytes,13,opt,name=ask_per_gpu_hour,json=askPerGpuHour,proto3,customtype=cosmossdk.io/math.Int" json:"ask_per_gpu_hour"`
+	// active: the node is schedulable in x/gfl.
+	Active bool `protobuf:"varint,14,opt,name=active,proto3" json:"active,omitempty"`
+	// power_gflops: the node's GFL index (for verified work).
+	PowerGflops uint64 `protobuf:"varint,15,opt,name=power_gflops,json=powerGflops,proto3" json:"power_gflops,omitempty"`
+}
+
+func (m *NodeSlot) Reset()         { *m = NodeSlot{} }
+func (m *NodeSlot) String() string { return proto.CompactTextString(m) }
+func (*NodeSlot) ProtoMessage()    {}
+func (*NodeSlot) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{12}
+}
+func (m *NodeSlot) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *NodeSlot) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_NodeSlot.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *NodeSlot) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_NodeSlot.Merge(m, src)
+}
+func (m *NodeSlot) XXX_Size() int {
+	return m.Size()
+}
+func (m *NodeSlot) XXX_DiscardUnknown() {
+	xxx_messageInfo_NodeSlot.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_NodeSlot proto.InternalMessageInfo
+
+func (m *NodeSlot) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *NodeSlot) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *NodeSlot) GetGpuClass() string {
+	if m != nil {
+		return m.GpuClass
+	}
+	return ""
+}
+
+func (m *NodeSlot) GetRegion() string {
+	if m != nil {
+		return m.Region
+	}
+	return ""
+}
+
+func (m *NodeSlot) GetGpus() uint32 {
+	if m != nil {
+		return m.Gpus
+	}
+	return 0
+}
+
+func (m *NodeSlot) GetGpusUsed() uint32 {
+	if m != nil {
+		return m.GpusUsed
+	}
+	return 0
+}
+
+func (m *NodeSlot) GetTasks() uint32 {
+	if m != nil {
+		return m.Tasks
+	}
+	return 0
+}
+
+func (m *NodeSlot) GetMinMemoryMib() uint64 {
+	if m != nil {
+		return m.MinMemoryMib
+	}
+	return 0
+}
+
+func (m *NodeSlot) GetComputeCapability() string {
+	if m != nil {
+		return m.ComputeCapability
+	}
+	return ""
+}
+
+func (m *NodeSlot) GetTensorCores() bool {
+	if m != nil {
+		return m.TensorCores
+	}
+	return false
+}
+
+func (m *NodeSlot) GetMigCapable() bool {
+	if m != nil {
+		return m.MigCapable
+	}
+	return false
+}
+
+func (m *NodeSlot) GetWorkloads() []types1.WorkloadClass {
+	if m != nil {
+		return m.Workloads
+	}
+	return nil
+}
+
+func (m *NodeSlot) GetActive() bool {
+	if m != nil {
+		return m.Active
+	}
+	return false
+}
+
+func (m *NodeSlot) GetPowerGflops() uint64 {
+	if m != nil {
+		return m.PowerGflops
+	}
+	return 0
+}
+
+// HistoryEntry is one step of a job's life.
+type HistoryEntry struct {
+	// height of the step.
+	Height int64 `protobuf:"varint,1,opt,name=height,proto3" json:"height,omitempty"`
+	// time of the step.
+	Time time.Time `protobuf:"bytes,2,opt,name=time,proto3,stdtime" json:"time"`
+	// event: the typed event's name, e.g. "TaskAssigned".
+	Event string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	// task_id concerned, 0 for the job itself.
+	TaskId uint64 `protobuf:"varint,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// node_id concerned, 0 if none.
+	NodeId uint64 `protobuf:"varint,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// detail in words.
+	Detail string `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
+}
+
+func (m *HistoryEntry) Reset()         { *m = HistoryEntry{} }
+func (m *HistoryEntry) String() string { return proto.CompactTextString(m) }
+func (*HistoryEntry) ProtoMessage()    {}
+func (*HistoryEntry) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{13}
+}
+func (m *HistoryEntry) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *HistoryEntry) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_HistoryEntry.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *HistoryEntry) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_HistoryEntry.Merge(m, src)
+}
+func (m *HistoryEntry) XXX_Size() int {
+	return m.Size()
+}
+func (m *HistoryEntry) XXX_DiscardUnknown() {
+	xxx_messageInfo_HistoryEntry.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_HistoryEntry proto.InternalMessageInfo
+
+func (m *HistoryEntry) GetHeight() int64 {
+	if m != nil {
+		return m.Height
+	}
+	return 0
+}
+
+func (m *HistoryEntry) GetTime() time.Time {
+	if m != nil {
+		return m.Time
+	}
+	return time.Time{}
+}
+
+func (m *HistoryEntry) GetEvent() string {
+	if m != nil {
+		return m.Event
+	}
+	return ""
+}
+
+func (m *HistoryEntry) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+func (m *HistoryEntry) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *HistoryEntry) GetDetail() string {
+	if m != nil {
+		return m.Detail
+	}
+	return ""
+}
+
+// WorkRecord is verified work of one provider in one workload class in one epoch, for
+// x/dps's work reward.
+type WorkRecord struct {
+	// gflop_seconds: the node's corrected power times the task's run time, summed.
+	GflopSeconds cosmossdk_io_math.Int `protobuf:"bytes,1,opt,name=gflop_seconds,json=gflopSeconds,proto3,customtype=cosmossdk.io/math.Int" json:"gflop_seconds"`
+	// fees: what other accounts paid the provider (before the take), udps.
+	Fees cosmossdk_io_math.Int `protobuf:"bytes,2,opt,name=fees,proto3,customtype=cosmossdk.io/math.Int" json:"fees"`
+	// tasks settled.
+	Tasks uint64 `protobuf:"varint,3,opt,name=tasks,proto3" json:"tasks,omitempty"`
+}
+
+func (m *WorkRecord) Reset()         { *m = WorkRecord{} }
+func (m *WorkRecord) String() string { return proto.CompactTextString(m) }
+func (*WorkRecord) ProtoMessage()    {}
+func (*WorkRecord) Descriptor() ([]byte, []int) {
+	return fileDescriptor_adba796d1b81357a, []int{14}
+}
+func (m *WorkRecord) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *WorkRecord) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_WorkRecord.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *WorkRecord) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_WorkRecord.Merge(m, src)
+}
+func (m *WorkRecord) XXX_Size() int {
+	return m.Size()
+}
+func (m *WorkRecord) XXX_DiscardUnknown() {
+	xxx_messageInfo_WorkRecord.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_WorkRecord proto.InternalMessageInfo
+
+func (m *WorkRecord) GetTasks() uint64 {
+	if m != nil {
+		return m.Tasks
+	}
+	return 0
+}
+
 func init() {
+	proto.RegisterEnum("flops.market.v1.Runtime", Runtime_name, Runtime_value)
+	proto.RegisterEnum("flops.market.v1.VerificationClass", VerificationClass_name, VerificationClass_value)
+	proto.RegisterEnum("flops.market.v1.AllocationMode", AllocationMode_name, AllocationMode_value)
+	proto.RegisterEnum("flops.market.v1.JobStatus", JobStatus_name, JobStatus_value)
+	proto.RegisterEnum("flops.market.v1.TaskStatus", TaskStatus_name, TaskStatus_value)
+	proto.RegisterEnum("flops.market.v1.BidStatus", BidStatus_name, BidStatus_value)
 	proto.RegisterType((*Params)(nil), "flops.market.v1.Params")
+	proto.RegisterType((*Input)(nil), "flops.market.v1.Input")
+	proto.RegisterType((*EnvVar)(nil), "flops.market.v1.EnvVar")
+	proto.RegisterType((*Requirements)(nil), "flops.market.v1.Requirements")
+	proto.RegisterType((*BuiltinArgs)(nil), "flops.market.v1.BuiltinArgs")
+	proto.RegisterType((*TaskArgs)(nil), "flops.market.v1.TaskArgs")
+	proto.RegisterType((*JobSpec)(nil), "flops.market.v1.JobSpec")
+	proto.RegisterType((*Job)(nil), "flops.market.v1.Job")
+	proto.RegisterType((*Checkpoint)(nil), "flops.market.v1.Checkpoint")
+	proto.RegisterType((*Usage)(nil), "flops.market.v1.Usage")
+	proto.RegisterType((*Task)(nil), "flops.market.v1.Task")
+	proto.RegisterType((*Bid)(nil), "flops.market.v1.Bid")
+	proto.RegisterType((*NodeSlot)(nil), "flops.market.v1.NodeSlot")
+	proto.RegisterType((*HistoryEntry)(nil), "flops.market.v1.HistoryEntry")
+	proto.RegisterType((*WorkRecord)(nil), "flops.market.v1.WorkRecord")
 }
 
 func init() { proto.RegisterFile("flops/market/v1/types.proto", fileDescriptor_adba796d1b81357a) }
 
 var fileDescriptor_adba796d1b81357a = []byte{
-	// 913 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x94, 0x55, 0x4d, 0x6f, 0xdc, 0x44,
-	0x18, 0x8e, 0xa1, 0x0d, 0x64, 0xd2, 0xcd, 0x87, 0x77, 0x37, 0x71, 0x52, 0x69, 0x13, 0x2a, 0x81,
-	0x96, 0x94, 0xda, 0x24, 0x15, 0x08, 0x71, 0x63, 0x29, 0x48, 0x29, 0x42, 0x5a, 0x6d, 0x02, 0x95,
-	0xb8, 0x8c, 0xc6, 0xf6, 0xc4, 0x3b, 0xac, 0xc7, 0xaf, 0x35, 0x33, 0xde, 0x2c, 0xfd, 0x09, 0x48,
-	0x48, 0x1c, 0xf9, 0x09, 0x1c, 0x7b, 0xe0, 0x47, 0xf4, 0x58, 0x71, 0x42, 0x1c, 0x0a, 0x4a, 0x0e,
-	0xfd, 0x1b, 0x68, 0xde, 0xb1, 0x9d, 0x8f, 0x1b, 0x97, 0xd5, 0xce, 0xfb, 0x3c, 0xcf, 0xf8, 0xfd,
-	0x1e, 0x72, 0xff, 0x2c, 0x87, 0x52, 0x47, 0x92, 0xa9, 0x19, 0x37, 0xd1, 0xfc, 0x30, 0x32, 0x3f,
-	0x95, 0x5c, 0x87, 0xa5, 0x02, 0x03, 0xfe, 0x3a, 0x82, 0xa1, 0x03, 0xc3, 0xf9, 0xe1, 0x6e, 0x2f,
-	0x83, 0x0c, 0x10, 0x8b, 0xec, 0x3f, 0x47, 0xdb, 0xdd, 0x64, 0x52, 0x14, 0x10, 0xe1, 0x6f, 0x6d,
-	0xda, 0x49, 0x40, 0x4b, 0xd0, 0xd4, 0x71, 0xdd, 0xa1, 0x86, 0x06, 0xee, 0x14, 0xc5, 0x4c, 0xf3,
-	0x68, 0x7e, 0x18, 0x73, 0xc3, 0x0e, 0xa3, 0x04, 0x44, 0xd1, 0xe0, 0x19, 0x40, 0x96, 0xf3, 0x08,
-	0x4f, 0x71, 0x75, 0x16, 0xa5, 0x95, 0x62, 0x46, 0x40, 0x8d, 0x3f, 0xf8, 0x65, 0x95, 0x2c, 0x8f,
-	0x99, 0x62, 0x52, 0xfb, 0x3d, 0x72, 0x37, 0xe5, 0x05, 0xc8, 0xc0, 0xdb, 0xf7, 0x86, 0x2b, 0x13,
-	0x77, 0xf0, 0x23, 0xd2, 0x93, 0x6c, 0x41, 0x99, 0xd6, 0x22, 0x2b, 0x68, 0xc9, 0x15, 0x8d, 0x73,
-	0x48, 0x66, 0xc1, 0x5b, 0xfb, 0xde, 0xb0, 0x33, 0xd9, 0x94, 0x6c, 0xf1, 0x05, 0x42, 0x63, 0xae,
-	0x46, 0x16, 0xf0, 0x3f, 0x22, 0x7e, 0x0e, 0x2c, 0xa5, 0x66, 0xaa, 0xb8, 0x9e, 0x42, 0x9e, 0xd2,
-	0xb2, 0x94, 0xc1, 0xdb, 0x48, 0xdf, 0xb0, 0xc8, 0x69, 0x03, 0x8c, 0x4b, 0xe9, 0x3f, 0x20, 0x1d,
-	0xc3, 0x66, 0x9c, 0x2a, 0x66, 0x38, 0x12, 0xef, 0x20, 0x71, 0xd5, 0x1a, 0x27, 0xcc, 0x70, 0xcb,
-	0x79, 0x44, 0xba, 0xc8, 0x29, 0x01, 0x72, 0xaa, 0xa7, 0x4c, 0x39, 0xe6, 0x5d, 0x77, 0xa5, 0x85,
-	0xc6, 0x00, 0xf9, 0x89, 0x05, 0x2c, 0xfd, 0x53, 0xb2, 0x9d, 0x4c, 0x59, 0x9e, 0xf3, 0x22, 0xe3,
-	0xf4, 0x5c, 0x14, 0x29, 0x9c, 0x3b, 0x9f, 0x75, 0xb0, 0xbc, 0xef, 0x0d, 0xef, 0x4c, 0xfa, 0x2d,
-	0xfc, 0x0c, 0x51, 0xf4, 0x5b, 0x5b, 0xc7, 0x59, 0x32, 0xa3, 0x46, 0x48, 0x0e, 0x95, 0x69, 0x24,
-	0xef, 0xa0, 0x64, 0x83, 0x25, 0xb3, 0x53, 0x07, 0xd4, 0xec, 0xcf, 0x48, 0x30, 0xe5, 0x4c, 0x99,
-	0x98, 0x33, 0x73, 0x5b, 0xf3, 0x2e, 0x6a, 0xb6, 0x5a, 0xfc, 0xa6, 0xf2, 0x88, 0xf4, 0x15, 0x9f,
-	0x73, 0x96, 0xdf, 0x96, 0xad, 0xa0, 0xac, 0xeb, 0xc0, 0x9b, 0x9a, 0x87, 0xc4, 0x66, 0x9a, 0x2a,
-	0xee, 0xea, 0x20, 0x79, 0x61, 0x74, 0x40, 0x5c, 0x02, 0x24, 0x5b, 0x4c, 0xae, 0xdb, 0xfd, 0x03,
-	0xb2, 0xc9, 0x62, 0x56, 0xa4, 0x50, 0x50, 0x9d, 0x33, 0x3d, 0xc5, 0x6c, 0xad, 0x22, 0x79, 0xbd,
-	0x06, 0x4e, 0xac, 0xdd, 0x26, 0xeb, 0x31, 0xd9, 0x3a, 0x57, 0x50, 0x64, 0x54, 0x71, 0x5d, 0xe5,
-	0xe6, 0x9a, 0xe0, 0x1e, 0x0a, 0xba, 0x88, 0x4e, 0x10, 0x6c, 0x45, 0x9f, 0x90, 0x6d, 0x29, 0xb4,
-	0xe6, 0x29, 0xad, 0x03, 0xb9, 0x52, 0x75, 0x50, 0xd5, 0x73, 0xf0, 0x04, 0xd1, 0x56, 0x76, 0x44,
-	0xfa, 0xac, 0x4a, 0x6c, 0xf3, 0xdd, 0x2a, 0xcb, 0x9a, 0x0b, 0xbc, 0x06, 0x6f, 0x14, 0xe5, 0x2b,
-	0xb2, 0x1a, 0x8b, 0x94, 0xa6, 0xbc, 0x04, 0x2d, 0x4c, 0xb0, 0xbe, 0xef, 0x0d, 0x57, 0x8f, 0x76,
-	0xc2, 0x7a, 0x06, 0x6c, 0xd7, 0x87, 0x75, 0xd7, 0x87, 0x5f, 0x82, 0x28, 0x46, 0x2b, 0x2f, 0x5f,
-	0xef, 0x2d, 0xfd, 0xfe, 0xe6, 0xc5, 0x81, 0x37, 0x21, 0xb1, 0x48, 0x9f, 0x38, 0x9d, 0xff, 0x0d,
-	0x59, 0xbb, 0xea, 0x89, 0x18, 0x8a, 0x34, 0xd8, 0xf8, 0x1f, 0x37, 0x75, 0x5a, 0xed, 0x08, 0x8a,
-	0xd4, 0xff, 0x80, 0xac, 0xb3, 0x2a, 0x15, 0x86, 0x9e, 0xe5, 0x00, 0x0a, 0xc3, 0xde, 0xc4, 0xb0,
-	0x3b, 0x68, 0xfe, 0xda, 0x5a, 0x6d, 0xbc, 0xb6, 0xa1, 0x90, 0x77, 0xce, 0x94, 0xac, 0x4a, 0x6a,
-	0x98, 0x9e, 0xe9, 0xc0, 0x77, 0x55, 0x43, 0xe4, 0x19, 0x02, 0xa7, 0xd6, 0xee, 0xa7, 0x36, 0x3b,
-	0x96, 0x3d, 0x67, 0x79, 0xc5, 0xaf, 0xc6, 0x27, 0xe8, 0xda, 0x71, 0x1c, 0x7d, 0x6c, 0xdd, 0xf9,
-	0xfb, 0xf5, 0x5e, 0xdf, 0x39, 0xac, 0xd3, 0x59, 0x28, 0x20, 0x92, 0xcc, 0x4c, 0xc3, 0xe3, 0xc2,
-	0xfc, 0xf9, 0xc7, 0x23, 0x52, 0x47, 0x72, 0x5c, 0x18, 0xe7, 0x75, 0x17, 0xaf, 0xfb, 0xde, 0xde,
-	0xd6, 0x8e, 0x9c, 0xff, 0x3e, 0x59, 0x4b, 0x40, 0x4a, 0x61, 0x0c, 0xe7, 0x54, 0x8b, 0xe7, 0x3c,
-	0xe8, 0x39, 0xd7, 0x5b, 0xeb, 0x89, 0x78, 0xce, 0xfd, 0xf7, 0xc8, 0x3d, 0xd7, 0x6f, 0x65, 0x2e,
-	0x12, 0xa6, 0x83, 0xbe, 0x9b, 0x4a, 0x6c, 0x35, 0x67, 0xf2, 0x3f, 0x74, 0x2d, 0x89, 0x41, 0xe1,
-	0x5e, 0xf8, 0x11, 0xe2, 0x60, 0x0b, 0x79, 0x6b, 0x92, 0x2d, 0x30, 0xa8, 0x31, 0x57, 0x4f, 0x21,
-	0xf6, 0x1f, 0x12, 0xdf, 0x52, 0x45, 0x51, 0x56, 0xe6, 0x8a, 0xbb, 0xed, 0x3a, 0x52, 0xb2, 0xc5,
-	0x31, 0x02, 0x35, 0x79, 0x42, 0x6c, 0x47, 0x5b, 0x06, 0x6d, 0x76, 0x55, 0x10, 0xd4, 0xc5, 0x72,
-	0xcb, 0x2c, 0x6c, 0x96, 0x59, 0xf8, 0xa4, 0x26, 0x8c, 0x3a, 0x36, 0x3b, 0xbf, 0xfd, 0xb3, 0xe7,
-	0xb9, 0xd0, 0xad, 0x03, 0x4f, 0x21, 0x6e, 0xe0, 0xc6, 0xd7, 0xaa, 0x10, 0xf5, 0xf7, 0xa5, 0xce,
-	0x82, 0x9d, 0xd6, 0xd7, 0xef, 0xac, 0x7d, 0xcc, 0xd5, 0xb7, 0x3a, 0xb3, 0x45, 0xb3, 0x54, 0xdc,
-	0x35, 0xa5, 0x82, 0xb9, 0x48, 0xb9, 0xd2, 0xc1, 0x6e, 0x3b, 0x6a, 0x76, 0xd5, 0x8c, 0x1b, 0xbb,
-	0x1d, 0x1f, 0x4c, 0x82, 0x1b, 0x56, 0x7d, 0x6d, 0x3f, 0xde, 0x77, 0xe3, 0x63, 0x33, 0x51, 0x83,
-	0xcd, 0x86, 0xfc, 0x7c, 0xf7, 0xe7, 0x37, 0x2f, 0x0e, 0xfa, 0xee, 0xa9, 0x58, 0x34, 0x8f, 0x85,
-	0x5b, 0xc2, 0xa3, 0xd1, 0xcb, 0x8b, 0x81, 0xf7, 0xea, 0x62, 0xe0, 0xfd, 0x7b, 0x31, 0xf0, 0x7e,
-	0xbd, 0x1c, 0x2c, 0xbd, 0xba, 0x1c, 0x2c, 0xfd, 0x75, 0x39, 0x58, 0xfa, 0x61, 0x98, 0x09, 0x33,
-	0xad, 0xe2, 0x30, 0x01, 0x19, 0xa1, 0xb6, 0xe0, 0x26, 0xba, 0x75, 0x09, 0x3e, 0x37, 0xf1, 0x32,
-	0xe6, 0xe7, 0xf1, 0x7f, 0x01, 0x00, 0x00, 0xff, 0xff, 0xce, 0xdb, 0x86, 0xec, 0x8e, 0x06, 0x00,
-	0x00,
+	// 3269 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xa4, 0x39, 0x4d, 0x6f, 0x1b, 0xdb,
+	0x75, 0xa6, 0x44, 0x51, 0xe4, 0x21, 0x25, 0x53, 0x57, 0x5f, 0xb4, 0xfc, 0x9e, 0xe4, 0xf2, 0xa5,
+	0xad, 0xe3, 0xd4, 0x54, 0x2c, 0xbf, 0xe4, 0x35, 0x05, 0xba, 0x20, 0x29, 0xca, 0xa6, 0x9f, 0x44,
+	0xb1, 0x43, 0xca, 0x4e, 0xba, 0x19, 0x0c, 0x67, 0xae, 0xc8, 0xb1, 0x66, 0xe6, 0x32, 0x73, 0x67,
+	0x24, 0x39, 0xfb, 0x02, 0x45, 0x37, 0xcd, 0xb2, 0x9b, 0xae, 0x8a, 0xa2, 0xdd, 0x35, 0x40, 0x83,
+	0x76, 0xd9, 0x55, 0x81, 0xec, 0x1a, 0x64, 0x55, 0x74, 0x91, 0x16, 0xef, 0x2d, 0xf2, 0x33, 0x5a,
+	0x9c, 0x73, 0xef, 0x8c, 0x86, 0x94, 0xd2, 0x44, 0xce, 0x46, 0xe0, 0xf9, 0xba, 0x73, 0xce, 0xb9,
+	0xe7, 0xf3, 0x0a, 0x1e, 0x9f, 0x7b, 0x62, 0x2a, 0xf7, 0x7d, 0x2b, 0xbc, 0xe0, 0xd1, 0xfe, 0xe5,
+	0x8b, 0xfd, 0xe8, 0xc3, 0x94, 0xcb, 0xc6, 0x34, 0x14, 0x91, 0x60, 0x0f, 0x89, 0xd8, 0x50, 0xc4,
+	0xc6, 0xe5, 0x8b, 0x9d, 0x8d, 0xb1, 0x18, 0x0b, 0xa2, 0xed, 0xe3, 0x2f, 0xc5, 0xb6, 0xb3, 0x66,
+	0xf9, 0x6e, 0x20, 0xf6, 0xe9, 0xaf, 0x46, 0x3d, 0xb2, 0x85, 0xf4, 0x85, 0x34, 0x15, 0xaf, 0x02,
+	0x34, 0x69, 0x57, 0x41, 0xfb, 0x23, 0x4b, 0xf2, 0xfd, 0xcb, 0x17, 0x23, 0x1e, 0x59, 0x2f, 0xf6,
+	0x6d, 0xe1, 0x06, 0x09, 0x7d, 0x2c, 0xc4, 0xd8, 0xe3, 0xfb, 0x04, 0x8d, 0xe2, 0xf3, 0x7d, 0x27,
+	0x0e, 0xad, 0xc8, 0x15, 0x09, 0x7d, 0x6f, 0x9e, 0x1e, 0xb9, 0x3e, 0x97, 0x91, 0xe5, 0x4f, 0x35,
+	0x43, 0x4d, 0x99, 0x34, 0x3e, 0xf7, 0xe6, 0xec, 0xa9, 0xff, 0x47, 0x05, 0x0a, 0x7d, 0x2b, 0xb4,
+	0x7c, 0xc9, 0x36, 0x60, 0xc9, 0xe1, 0x81, 0xf0, 0x6b, 0xb9, 0x27, 0xb9, 0xa7, 0x25, 0x43, 0x01,
+	0x6c, 0x1f, 0x36, 0x7c, 0xeb, 0xda, 0xb4, 0xa4, 0x74, 0xc7, 0x81, 0x39, 0xe5, 0xa1, 0x39, 0xf2,
+	0x84, 0x7d, 0x51, 0x5b, 0x78, 0x92, 0x7b, 0xba, 0x62, 0xac, 0xf9, 0xd6, 0x75, 0x93, 0x48, 0x7d,
+	0x1e, 0xb6, 0x90, 0xc0, 0xfe, 0x08, 0x98, 0x27, 0x2c, 0xc7, 0x8c, 0x26, 0x21, 0x97, 0x13, 0xe1,
+	0x39, 0xe6, 0x74, 0xea, 0xd7, 0x16, 0x89, 0xbd, 0x8a, 0x94, 0x61, 0x42, 0xe8, 0x4f, 0x7d, 0x56,
+	0x87, 0x95, 0xc8, 0xba, 0xe0, 0x66, 0x68, 0x45, 0x9c, 0x18, 0xf3, 0xc4, 0x58, 0x46, 0xa4, 0x61,
+	0x45, 0x1c, 0x79, 0x9e, 0xc3, 0x3a, 0xf1, 0x4c, 0x85, 0xf0, 0x4c, 0x39, 0xb1, 0x42, 0xc5, 0xb9,
+	0xa4, 0x8e, 0x44, 0x52, 0x5f, 0x08, 0x6f, 0x80, 0x04, 0x64, 0xff, 0x2e, 0x6c, 0xdb, 0x13, 0xcb,
+	0xf3, 0x78, 0x30, 0xe6, 0xe6, 0x95, 0x1b, 0x38, 0xe2, 0x4a, 0xe9, 0x2c, 0x6b, 0x85, 0x27, 0xb9,
+	0xa7, 0x79, 0x63, 0x33, 0x25, 0xbf, 0x23, 0x2a, 0xe9, 0x2d, 0x51, 0x71, 0xcb, 0xbe, 0x30, 0xd1,
+	0x77, 0x22, 0x8e, 0x12, 0x91, 0x65, 0x12, 0xa9, 0x5a, 0xf6, 0xc5, 0x50, 0x11, 0x34, 0xf7, 0x1f,
+	0x43, 0x6d, 0xc2, 0xad, 0x30, 0x1a, 0x71, 0x2b, 0x9a, 0x97, 0x29, 0x92, 0xcc, 0x56, 0x4a, 0x9f,
+	0x95, 0x3c, 0x80, 0xcd, 0x90, 0x5f, 0x72, 0xcb, 0x9b, 0x17, 0x2b, 0x91, 0xd8, 0xba, 0x22, 0xce,
+	0xca, 0x7c, 0x0b, 0xd0, 0xd3, 0x66, 0xc8, 0xd5, 0x3d, 0xf8, 0x3c, 0x88, 0x64, 0x0d, 0x94, 0x03,
+	0x7c, 0xeb, 0xda, 0xc8, 0xe2, 0xd9, 0x33, 0x58, 0xb3, 0x46, 0x56, 0xe0, 0x88, 0xc0, 0x94, 0x9e,
+	0x25, 0x27, 0xe4, 0xad, 0x32, 0x31, 0x3f, 0xd4, 0x84, 0x01, 0xe2, 0xd1, 0x59, 0x2f, 0x61, 0xeb,
+	0x2a, 0x14, 0xc1, 0xd8, 0x0c, 0xb9, 0x8c, 0xbd, 0x28, 0x23, 0x50, 0x21, 0x81, 0x75, 0xa2, 0x1a,
+	0x44, 0x4c, 0x85, 0xbe, 0x03, 0xdb, 0xbe, 0x2b, 0x25, 0x77, 0x4c, 0x6d, 0xc8, 0x8d, 0xd4, 0x0a,
+	0x49, 0x6d, 0x28, 0xb2, 0x41, 0xd4, 0x54, 0xec, 0x00, 0x36, 0xad, 0xd8, 0xc6, 0xb8, 0x9d, 0xbb,
+	0x96, 0x55, 0x65, 0xb8, 0x26, 0xce, 0x5c, 0x4a, 0x07, 0xca, 0x23, 0xd7, 0x31, 0x1d, 0x3e, 0x15,
+	0xd2, 0x8d, 0x6a, 0x0f, 0x9f, 0xe4, 0x9e, 0x96, 0x0f, 0x1e, 0x35, 0x74, 0xfa, 0x60, 0xc2, 0x34,
+	0x74, 0xc2, 0x34, 0xda, 0xc2, 0x0d, 0x5a, 0xa5, 0x9f, 0xfd, 0x72, 0xef, 0xc1, 0x3f, 0xfe, 0xea,
+	0x27, 0xcf, 0x72, 0x06, 0x8c, 0x5c, 0xe7, 0x50, 0xc9, 0xb1, 0x2f, 0x61, 0xf5, 0x26, 0x26, 0x46,
+	0x22, 0x70, 0x6a, 0xd5, 0x7b, 0x9c, 0xb4, 0x92, 0xca, 0xb6, 0x44, 0xe0, 0xb0, 0x3f, 0x80, 0x87,
+	0x56, 0xec, 0xb8, 0x91, 0x79, 0xee, 0x09, 0x11, 0x92, 0xd9, 0x6b, 0x64, 0xf6, 0x0a, 0xa1, 0x8f,
+	0x10, 0x8b, 0xf6, 0x62, 0x40, 0x11, 0xdf, 0x95, 0x15, 0xfa, 0xf1, 0xd4, 0x8c, 0x2c, 0x79, 0x21,
+	0x6b, 0x4c, 0xdd, 0x1a, 0x51, 0xde, 0x11, 0x61, 0x88, 0x78, 0xe6, 0xa0, 0x77, 0x90, 0xfb, 0xd2,
+	0xf2, 0x62, 0x7e, 0x93, 0x3e, 0xb5, 0x75, 0x4c, 0xc7, 0xd6, 0xb7, 0x51, 0x9d, 0xff, 0xfa, 0xe5,
+	0xde, 0xa6, 0x52, 0x58, 0x3a, 0x17, 0x0d, 0x57, 0xec, 0xfb, 0x56, 0x34, 0x69, 0x74, 0x83, 0xe8,
+	0x17, 0x3f, 0x7d, 0x0e, 0xda, 0x92, 0x6e, 0x10, 0x29, 0xad, 0xd7, 0xe9, 0xb8, 0xb7, 0x78, 0x5a,
+	0x9a, 0x72, 0xec, 0xf7, 0x61, 0xd5, 0x16, 0xbe, 0xef, 0x46, 0x11, 0xe7, 0xa6, 0x74, 0x7f, 0xc4,
+	0x6b, 0x1b, 0x4a, 0xf5, 0x14, 0x3b, 0x70, 0x7f, 0xc4, 0xd9, 0xef, 0x41, 0x45, 0xc5, 0xdb, 0xd4,
+	0x73, 0x6d, 0x4b, 0xd6, 0x36, 0x55, 0x56, 0x52, 0xa8, 0x29, 0x14, 0xfb, 0xa6, 0x0a, 0x49, 0x32,
+	0x8a, 0xea, 0xc2, 0x7b, 0x31, 0xaa, 0x6d, 0x11, 0xdf, 0xaa, 0x6f, 0x5d, 0x93, 0x51, 0x7d, 0x1e,
+	0xbe, 0x11, 0x23, 0xf6, 0x2d, 0x60, 0xc8, 0xea, 0x06, 0xd3, 0x38, 0xba, 0xe1, 0xdd, 0x56, 0x11,
+	0xe9, 0x5b, 0xd7, 0x5d, 0x22, 0x68, 0x66, 0x03, 0x30, 0xa2, 0x91, 0xc3, 0x4c, 0xca, 0x5c, 0xad,
+	0xa6, 0x2f, 0x4b, 0xd5, 0xb9, 0x46, 0x52, 0xe7, 0x1a, 0x87, 0x9a, 0xa1, 0xb5, 0x82, 0xde, 0xf9,
+	0x9b, 0xff, 0xde, 0xcb, 0x29, 0xd3, 0x51, 0x81, 0x37, 0x62, 0x94, 0x90, 0x13, 0x5d, 0xe3, 0xc0,
+	0xd5, 0xdf, 0xf7, 0xe5, 0xb8, 0xf6, 0x28, 0xd5, 0xf5, 0x0c, 0xf1, 0x7d, 0x1e, 0x9e, 0xc8, 0x31,
+	0x5e, 0x1a, 0xb2, 0x52, 0xad, 0x99, 0x86, 0xe2, 0xd2, 0x75, 0x78, 0x28, 0x6b, 0x3b, 0x69, 0xaa,
+	0x61, 0xa9, 0xe9, 0x27, 0x78, 0x4c, 0x1f, 0x72, 0x82, 0x4a, 0x56, 0x99, 0xa9, 0x8f, 0x8f, 0x55,
+	0xfa, 0xa0, 0x27, 0x34, 0x31, 0xad, 0x90, 0x2f, 0x60, 0x43, 0xda, 0x13, 0xee, 0xc4, 0x1e, 0x0f,
+	0x4d, 0xdb, 0x0a, 0x1c, 0xd7, 0xb1, 0x22, 0x2e, 0x6b, 0x9f, 0x28, 0x91, 0x94, 0xd6, 0x4e, 0x49,
+	0xa8, 0xd5, 0x8d, 0x08, 0x7e, 0x51, 0xda, 0x56, 0x50, 0xfb, 0x54, 0x69, 0x95, 0x52, 0x4e, 0xac,
+	0xeb, 0x81, 0x6d, 0x05, 0xec, 0xdb, 0xb0, 0x81, 0xee, 0x0b, 0x79, 0xc4, 0x03, 0x4a, 0x37, 0x9d,
+	0x67, 0xbb, 0x94, 0x67, 0xec, 0xbd, 0x18, 0x19, 0x09, 0x49, 0xa7, 0xd9, 0x73, 0x40, 0x4d, 0xcd,
+	0x89, 0x2b, 0x23, 0x11, 0x7e, 0x48, 0xaf, 0x68, 0x2f, 0x35, 0xfb, 0xb5, 0xa2, 0xa8, 0x3b, 0xfa,
+	0x93, 0x9d, 0xbf, 0xfa, 0xd5, 0x4f, 0x9e, 0x6d, 0xaa, 0xa6, 0x72, 0x9d, 0x74, 0x4a, 0xd5, 0x46,
+	0xea, 0x1d, 0x58, 0xa2, 0xfb, 0x64, 0x55, 0x58, 0x8c, 0x43, 0x57, 0x77, 0x13, 0xfc, 0xc9, 0xb6,
+	0xa0, 0x20, 0x27, 0xd6, 0xc1, 0x77, 0xbe, 0x4b, 0xdd, 0xa3, 0x64, 0x68, 0x88, 0x31, 0xc8, 0x4f,
+	0xad, 0x68, 0x42, 0x4d, 0xa2, 0x64, 0xd0, 0xef, 0xfa, 0x01, 0x14, 0x3a, 0xc1, 0xe5, 0x5b, 0x2b,
+	0x44, 0x6a, 0x60, 0xf9, 0x5c, 0x1f, 0x44, 0xbf, 0xb1, 0x57, 0x51, 0x9a, 0xe8, 0x83, 0x14, 0x50,
+	0xff, 0xeb, 0x05, 0xa8, 0x18, 0xfc, 0x87, 0xb1, 0x1b, 0x72, 0x55, 0x09, 0x1f, 0x43, 0x69, 0x3c,
+	0x8d, 0x4d, 0x5b, 0xc4, 0x41, 0x44, 0xf2, 0x2b, 0x46, 0x71, 0x3c, 0x8d, 0xdb, 0x08, 0xb3, 0x6f,
+	0xc0, 0xaa, 0xef, 0x06, 0xa6, 0xcf, 0x7d, 0x34, 0xd9, 0x77, 0x47, 0x74, 0x58, 0xde, 0xa8, 0xf8,
+	0x6e, 0x70, 0x42, 0xc8, 0x13, 0x77, 0xc4, 0x3e, 0x87, 0x2d, 0xe4, 0xb2, 0x85, 0x3f, 0x8d, 0x23,
+	0x6e, 0xda, 0xd6, 0xd4, 0x1a, 0xb9, 0x9e, 0x1b, 0x7d, 0xd0, 0xda, 0x6e, 0xf8, 0x6e, 0xd0, 0x56,
+	0xc4, 0x76, 0x4a, 0xc3, 0xfc, 0x89, 0x78, 0x20, 0x45, 0x68, 0xda, 0x22, 0xe4, 0x92, 0xba, 0x5a,
+	0xd1, 0x28, 0x2b, 0x5c, 0x1b, 0x51, 0xec, 0x0f, 0xe1, 0xa1, 0xe5, 0x79, 0xe2, 0x8a, 0x3b, 0xa6,
+	0xed, 0x59, 0x52, 0x72, 0x59, 0x5b, 0x7a, 0xb2, 0xf8, 0xb4, 0x64, 0xac, 0x6a, 0x74, 0x5b, 0x61,
+	0xd1, 0x6b, 0x21, 0x1f, 0x63, 0x1a, 0x14, 0x94, 0xd7, 0x14, 0x84, 0xad, 0x93, 0x9a, 0xa1, 0x63,
+	0xa2, 0x8d, 0xe2, 0x82, 0x5a, 0x55, 0xd1, 0x28, 0x2b, 0xe4, 0xab, 0x69, 0x7c, 0x7a, 0x51, 0x1f,
+	0x41, 0xb9, 0x15, 0xbb, 0x5e, 0xe4, 0x06, 0xcd, 0x70, 0x2c, 0xd9, 0x26, 0x14, 0xc6, 0xdc, 0xf7,
+	0xcd, 0x40, 0x3b, 0x63, 0x09, 0xa1, 0x5e, 0x8a, 0x0e, 0x75, 0x57, 0x27, 0xb4, 0x41, 0xb5, 0x62,
+	0xc2, 0xed, 0x0b, 0x19, 0xfb, 0xe6, 0xe8, 0x03, 0x46, 0xe8, 0x22, 0x39, 0x68, 0x25, 0xc1, 0xb6,
+	0x10, 0x59, 0xdf, 0x85, 0x22, 0x26, 0x3b, 0x7d, 0x80, 0x41, 0xde, 0x0a, 0xc7, 0xb2, 0x96, 0x23,
+	0x4b, 0xe8, 0x77, 0xfd, 0x2f, 0x4a, 0xb0, 0xfc, 0x46, 0x8c, 0x06, 0x53, 0x6e, 0xb3, 0x2f, 0xa0,
+	0x78, 0x25, 0xc2, 0x0b, 0x1c, 0x03, 0x48, 0x85, 0xd5, 0x83, 0xc7, 0x0d, 0x35, 0x51, 0x8d, 0xcf,
+	0xbd, 0xc6, 0xe5, 0x8b, 0xc6, 0x3b, 0x4d, 0x25, 0xe3, 0x8d, 0x94, 0x99, 0x1d, 0xc0, 0x72, 0x18,
+	0x07, 0x98, 0x67, 0xa4, 0xe3, 0xea, 0x41, 0xad, 0x31, 0x37, 0x89, 0x35, 0x0c, 0x45, 0x37, 0x12,
+	0x46, 0x0c, 0x12, 0xd7, 0xb7, 0xc6, 0x5c, 0xdf, 0x94, 0x02, 0x58, 0x0d, 0x96, 0xb1, 0xd6, 0x59,
+	0x81, 0x53, 0xcb, 0x93, 0x96, 0x09, 0xc8, 0x3e, 0x87, 0x45, 0x1e, 0x5c, 0xd2, 0x2d, 0x94, 0x0f,
+	0xb6, 0x6f, 0x9d, 0xaf, 0xc2, 0x31, 0xdb, 0x17, 0x90, 0x9d, 0x7d, 0x0f, 0x0a, 0xaa, 0xb0, 0xd5,
+	0x0a, 0x24, 0xb8, 0x75, 0x4b, 0x90, 0xd2, 0x21, 0x2b, 0xa7, 0x05, 0xd8, 0x31, 0x54, 0xc2, 0x4c,
+	0xb8, 0xd2, 0x05, 0x96, 0x0f, 0x3e, 0xbd, 0x6d, 0x59, 0x86, 0x29, 0x7b, 0xce, 0x8c, 0x34, 0xfb,
+	0x14, 0x00, 0x8b, 0xb1, 0x8e, 0xf6, 0x22, 0xdd, 0x64, 0x09, 0x31, 0x2a, 0xdc, 0x9b, 0x40, 0x80,
+	0x49, 0xf7, 0x53, 0x22, 0x55, 0x1f, 0xdd, 0xfa, 0x52, 0x72, 0x91, 0xd9, 0xaf, 0x14, 0xa3, 0xe4,
+	0x76, 0x77, 0xa0, 0x98, 0x76, 0x04, 0x35, 0x7c, 0xa4, 0x30, 0x3b, 0x82, 0xca, 0x25, 0x0f, 0xdd,
+	0x73, 0xd7, 0x56, 0x25, 0xbb, 0x4c, 0xb7, 0x54, 0xbf, 0xf5, 0x85, 0xb7, 0x19, 0x26, 0x75, 0xc9,
+	0x33, 0x72, 0xec, 0xcf, 0x74, 0xfd, 0x0d, 0x5d, 0x9b, 0x53, 0x1d, 0xc2, 0xaf, 0xd3, 0x30, 0xf2,
+	0xdb, 0x76, 0x6b, 0xec, 0x28, 0x7d, 0x14, 0xef, 0xf3, 0x10, 0xed, 0x61, 0x5f, 0xaa, 0x66, 0x96,
+	0x76, 0x93, 0x95, 0x7b, 0x76, 0x13, 0x6c, 0x7b, 0x69, 0x2b, 0xe9, 0x40, 0xd1, 0xe1, 0x96, 0xe3,
+	0xb9, 0x01, 0xa7, 0xb9, 0xa5, 0x7c, 0xb0, 0x73, 0xeb, 0xa0, 0x61, 0x32, 0x7e, 0xab, 0x93, 0x7e,
+	0x9c, 0x9e, 0x94, 0x8a, 0xb2, 0x57, 0x50, 0x99, 0x86, 0xae, 0x08, 0xdd, 0xe8, 0x83, 0x19, 0xb9,
+	0xd3, 0x7b, 0x0d, 0x36, 0xe5, 0x44, 0x72, 0xe8, 0x4e, 0xd9, 0x4b, 0xc8, 0xfb, 0xc2, 0xe1, 0x34,
+	0xcf, 0xac, 0x1e, 0xec, 0xdd, 0xf2, 0x77, 0xd3, 0xf3, 0x84, 0x72, 0xed, 0x89, 0x70, 0xb8, 0x41,
+	0xcc, 0xec, 0x07, 0xb0, 0x4e, 0x39, 0x3c, 0x15, 0x6e, 0x10, 0x99, 0x6e, 0x10, 0xf1, 0xf0, 0xd2,
+	0xf2, 0x68, 0x8a, 0xb9, 0x8f, 0x63, 0xd8, 0xcd, 0x21, 0x5d, 0x7d, 0x06, 0x6b, 0xc2, 0xf2, 0x48,
+	0x55, 0x1c, 0x9a, 0x74, 0xca, 0x07, 0x9f, 0xdc, 0x52, 0x29, 0x53, 0x91, 0xb2, 0x66, 0x25, 0x72,
+	0xec, 0x0c, 0xd6, 0xb3, 0x21, 0x61, 0x8e, 0x62, 0x67, 0xcc, 0x23, 0x9a, 0x83, 0x7e, 0x5b, 0x17,
+	0xb1, 0xec, 0x01, 0x2d, 0x92, 0xaf, 0xff, 0xf3, 0x12, 0x2c, 0xe2, 0x80, 0xb1, 0x0a, 0x0b, 0xae,
+	0xaa, 0x3e, 0x79, 0x63, 0xc1, 0x75, 0x58, 0x03, 0x96, 0xc4, 0x55, 0xc0, 0x55, 0xf1, 0x2b, 0xb5,
+	0x6a, 0xbf, 0xf8, 0xe9, 0xf3, 0x0d, 0xfd, 0x8d, 0xa6, 0xe3, 0x84, 0x5c, 0xca, 0x41, 0x14, 0xba,
+	0xc1, 0xd8, 0x50, 0x6c, 0xec, 0x0b, 0xc8, 0xcb, 0x29, 0xb7, 0xa9, 0xaa, 0x94, 0xef, 0xa8, 0x43,
+	0xba, 0xd6, 0x65, 0xd5, 0x21, 0x01, 0x76, 0x00, 0x05, 0x19, 0x59, 0x51, 0xac, 0xda, 0xc1, 0xea,
+	0xc1, 0xce, 0x9d, 0xa2, 0xc4, 0x61, 0x68, 0x4e, 0xf6, 0x1a, 0x0a, 0x5c, 0xda, 0xa1, 0xb8, 0xa2,
+	0x75, 0xe7, 0x63, 0xc6, 0x40, 0x2d, 0xcf, 0xbe, 0x09, 0x55, 0x19, 0x8f, 0x68, 0xc6, 0x73, 0xcc,
+	0x09, 0x77, 0xc7, 0x93, 0x88, 0x1a, 0xca, 0xa2, 0xf1, 0x30, 0xc5, 0xbf, 0x26, 0x34, 0xeb, 0xc3,
+	0xea, 0x0d, 0x2b, 0xd5, 0xdc, 0xe5, 0xfb, 0x46, 0xfa, 0x4a, 0x7a, 0x00, 0xb2, 0xe0, 0x44, 0x92,
+	0x8c, 0xfe, 0xb6, 0x27, 0x24, 0x4f, 0x14, 0x28, 0x92, 0x02, 0x4c, 0xd3, 0xda, 0x48, 0xd2, 0x3a,
+	0xbc, 0x83, 0x55, 0xdb, 0xe3, 0x16, 0x3a, 0x5e, 0x15, 0x03, 0x5a, 0x8f, 0x3e, 0xc6, 0x01, 0x2b,
+	0xc9, 0x39, 0x54, 0x14, 0xd8, 0x67, 0xb8, 0x71, 0xe2, 0xcc, 0x2a, 0x79, 0x14, 0x79, 0xdc, 0xd1,
+	0x95, 0xac, 0x42, 0xc8, 0x81, 0xc2, 0x51, 0xff, 0x26, 0xa6, 0x73, 0xcb, 0x45, 0x9e, 0x72, 0xb2,
+	0x95, 0xca, 0x0b, 0x79, 0x44, 0x28, 0xec, 0xdf, 0xe7, 0x6e, 0xe0, 0xca, 0xc9, 0x8d, 0x3b, 0x2b,
+	0x64, 0xcd, 0x6a, 0x82, 0xd6, 0x96, 0xe0, 0x10, 0x82, 0xdd, 0x55, 0x72, 0xee, 0x50, 0xed, 0xa9,
+	0x18, 0x45, 0x44, 0x0c, 0x38, 0x77, 0xd8, 0x1e, 0x94, 0x93, 0xa1, 0xcb, 0xe3, 0x01, 0x55, 0x94,
+	0x15, 0x03, 0x34, 0xea, 0x98, 0x07, 0xf5, 0x1e, 0x40, 0x3b, 0xcd, 0xb2, 0xcc, 0x04, 0x95, 0x9b,
+	0x99, 0xa0, 0xf4, 0xac, 0xb5, 0x30, 0x33, 0x6b, 0x69, 0xad, 0x16, 0x49, 0x2b, 0x0d, 0xd5, 0xdf,
+	0xc3, 0xd2, 0x99, 0xc4, 0x3e, 0xb8, 0x07, 0x65, 0x9c, 0x1b, 0x24, 0xb7, 0x45, 0xe0, 0x48, 0x9d,
+	0x0f, 0x30, 0x9e, 0xc6, 0x03, 0x85, 0x41, 0x47, 0xf1, 0x80, 0x87, 0xe3, 0x0f, 0xe6, 0x7b, 0x11,
+	0x7b, 0x5c, 0x26, 0xe3, 0x91, 0x42, 0xbe, 0x21, 0x5c, 0x32, 0x61, 0xc5, 0xb1, 0xeb, 0xe0, 0x78,
+	0x80, 0xfd, 0x14, 0x27, 0xac, 0x33, 0x84, 0xeb, 0xff, 0x52, 0x82, 0x3c, 0x55, 0xe0, 0xf9, 0x94,
+	0xdb, 0x84, 0x02, 0x0e, 0xa8, 0xae, 0xa3, 0xcf, 0x5c, 0x7a, 0x2f, 0x46, 0x5d, 0x87, 0x1a, 0x76,
+	0xe0, 0xf0, 0x6b, 0xfd, 0x5a, 0xa0, 0x00, 0x6c, 0xd8, 0xba, 0xcb, 0xe8, 0xc7, 0x81, 0x04, 0x64,
+	0x2f, 0xd3, 0x84, 0x5a, 0x9a, 0x99, 0x25, 0x66, 0xfb, 0xd9, 0x5c, 0x46, 0x6d, 0xc3, 0x72, 0x20,
+	0x1c, 0x8e, 0x1f, 0x57, 0xcf, 0x01, 0x05, 0x04, 0xbb, 0xd8, 0xfe, 0x8b, 0xc9, 0xc0, 0x4f, 0xf1,
+	0xfe, 0xff, 0x95, 0x82, 0x94, 0x93, 0x1d, 0xc1, 0x92, 0x0a, 0xcf, 0xe2, 0x47, 0x86, 0xa7, 0x12,
+	0xa7, 0x71, 0x90, 0x76, 0xf8, 0x9b, 0x70, 0x2a, 0xa9, 0x70, 0x4a, 0xd0, 0x3a, 0x9c, 0x8e, 0xa1,
+	0x22, 0x23, 0x2b, 0x4c, 0x53, 0x13, 0xee, 0x9b, 0x9a, 0x65, 0x2d, 0x4e, 0x89, 0x89, 0x23, 0x48,
+	0x1c, 0x98, 0x69, 0x4b, 0x2b, 0xdf, 0xfb, 0xb4, 0x30, 0x0e, 0x0e, 0x93, 0xae, 0x76, 0x04, 0x70,
+	0xd3, 0x12, 0x74, 0xd3, 0xbe, 0x7d, 0x29, 0x37, 0xf1, 0x3c, 0xb3, 0xae, 0xdf, 0x48, 0xb2, 0x6f,
+	0xc0, 0xca, 0xec, 0x53, 0x87, 0x7a, 0x56, 0x98, 0x45, 0xe2, 0x7c, 0xca, 0xaf, 0x6d, 0x2f, 0x76,
+	0xb8, 0x63, 0xe2, 0x1d, 0xca, 0xda, 0xea, 0x93, 0x45, 0x9c, 0x4f, 0x13, 0x6c, 0x0f, 0x91, 0x6c,
+	0x17, 0x40, 0x2d, 0xb7, 0x28, 0x45, 0x8d, 0xb6, 0x62, 0x64, 0x30, 0x18, 0xe7, 0x0a, 0x4a, 0xfc,
+	0x5e, 0x25, 0xbf, 0x57, 0x14, 0x52, 0x7b, 0xfd, 0x0d, 0x94, 0x35, 0x13, 0x39, 0x7d, 0xed, 0xbe,
+	0x6e, 0xd2, 0x1f, 0x24, 0x9f, 0xef, 0x41, 0x59, 0xbf, 0xb6, 0x84, 0x42, 0x44, 0xd4, 0x26, 0x2b,
+	0x06, 0x28, 0x94, 0x21, 0x44, 0x84, 0x93, 0x9c, 0x88, 0xa3, 0x69, 0x1c, 0x99, 0x98, 0xd4, 0xb4,
+	0xff, 0x1b, 0x25, 0x85, 0x39, 0x0b, 0x5d, 0xf6, 0x05, 0x2c, 0xc5, 0x98, 0xc2, 0xb4, 0xba, 0xdf,
+	0x35, 0x70, 0x52, 0x82, 0x67, 0x7d, 0xab, 0xf8, 0xd1, 0x52, 0xfd, 0x60, 0xa3, 0x2d, 0xdd, 0x54,
+	0x96, 0x2a, 0xa4, 0xb6, 0xf4, 0x33, 0x58, 0x51, 0x95, 0x31, 0x61, 0xda, 0x52, 0x4c, 0x0a, 0xa9,
+	0x99, 0x1e, 0x41, 0x71, 0xe4, 0x2a, 0xaf, 0xd3, 0x1e, 0x9f, 0x37, 0x96, 0x47, 0x2e, 0xf9, 0x5b,
+	0xad, 0x2b, 0x96, 0xd4, 0x5b, 0x3b, 0xad, 0x2b, 0x08, 0xb1, 0x06, 0xac, 0x5b, 0xf6, 0x45, 0x1a,
+	0x69, 0xc9, 0xe9, 0x8f, 0xe8, 0xf4, 0x35, 0xcb, 0xbe, 0x48, 0xa2, 0x48, 0x7f, 0xe2, 0x73, 0xd8,
+	0xd2, 0xca, 0xce, 0x8b, 0xec, 0x90, 0xc8, 0x86, 0xa2, 0xce, 0x49, 0x1d, 0xe2, 0x2a, 0xe9, 0x3a,
+	0xb4, 0x7e, 0x7f, 0x4c, 0x36, 0x92, 0x74, 0xfd, 0x7f, 0x17, 0x60, 0xb1, 0x35, 0x53, 0xa7, 0x72,
+	0xd9, 0x3a, 0x95, 0x29, 0x21, 0x0b, 0xbf, 0xb6, 0x84, 0x2c, 0xde, 0xbf, 0x84, 0xe4, 0x7f, 0xb7,
+	0x12, 0xb2, 0x03, 0xc5, 0x1f, 0xc6, 0x56, 0x10, 0xe1, 0x72, 0xaa, 0x1e, 0x47, 0x53, 0x98, 0xbd,
+	0x81, 0xe5, 0xe4, 0x0d, 0xad, 0xf0, 0x91, 0x5f, 0x49, 0x0e, 0xc8, 0xcc, 0x31, 0xcb, 0xbf, 0x66,
+	0x8e, 0x69, 0xb9, 0xce, 0x5c, 0xd5, 0xdd, 0x82, 0xc2, 0xb9, 0xeb, 0x61, 0x2b, 0x55, 0x8b, 0x89,
+	0x86, 0x32, 0x6d, 0xaa, 0x34, 0xd3, 0xa6, 0xfe, 0x3e, 0x0f, 0x45, 0x0c, 0xa7, 0x81, 0x27, 0xa2,
+	0xac, 0xbf, 0x73, 0x33, 0xfe, 0xde, 0x81, 0xa2, 0x98, 0xf2, 0xd0, 0x8a, 0x84, 0x9e, 0xde, 0x8c,
+	0x14, 0x4e, 0x77, 0x7f, 0xdc, 0x31, 0xf4, 0x06, 0x48, 0xbb, 0x3f, 0xc2, 0x99, 0x9d, 0x3a, 0x3f,
+	0xb3, 0x53, 0x33, 0xc8, 0x8f, 0xa7, 0xba, 0x9f, 0xac, 0x18, 0xf4, 0x5b, 0x1f, 0x24, 0xcd, 0x58,
+	0x72, 0xd5, 0x32, 0xd4, 0x23, 0x82, 0x3c, 0x93, 0x9c, 0x5a, 0x96, 0x7a, 0xd6, 0x5b, 0x56, 0x2d,
+	0x8b, 0x80, 0x3b, 0x9e, 0x16, 0x8a, 0x77, 0x3c, 0x2d, 0x3c, 0x07, 0x76, 0xc7, 0xb3, 0x02, 0x8d,
+	0x39, 0xc6, 0x9a, 0xfd, 0x1b, 0xdf, 0x14, 0xe0, 0xf6, 0x9b, 0xc2, 0x1e, 0x94, 0x7d, 0x77, 0xac,
+	0x4e, 0xf3, 0x54, 0x31, 0x2f, 0x1a, 0xe0, 0xbb, 0xe3, 0xb6, 0xc2, 0xb0, 0xef, 0x41, 0x29, 0x59,
+	0xa9, 0x65, 0xad, 0xf2, 0x64, 0xf1, 0x37, 0x2d, 0xe0, 0x37, 0xdc, 0xec, 0x07, 0x50, 0xc5, 0xf5,
+	0x11, 0x57, 0x32, 0xf4, 0xeb, 0x44, 0xc4, 0x21, 0x95, 0xe5, 0x8f, 0x1a, 0xc9, 0x2c, 0x79, 0xd1,
+	0xe7, 0xe1, 0xab, 0x69, 0xfc, 0x5a, 0xc4, 0x21, 0xde, 0x86, 0x65, 0x47, 0xee, 0xa5, 0xda, 0xa8,
+	0x8a, 0x86, 0x86, 0xd0, 0xe2, 0xa9, 0xb8, 0xc2, 0x0f, 0x92, 0x8a, 0x54, 0xbb, 0xf3, 0x46, 0x99,
+	0x70, 0xaf, 0x08, 0x55, 0xff, 0xf7, 0x1c, 0x54, 0xf4, 0xdb, 0x54, 0x27, 0x88, 0xc2, 0x0f, 0x99,
+	0x80, 0xca, 0x65, 0x03, 0x8a, 0xfd, 0x29, 0xe4, 0xd3, 0xd7, 0x83, 0x7b, 0x55, 0xee, 0x7c, 0xf2,
+	0x96, 0xc0, 0x2f, 0xb1, 0x7f, 0xe8, 0xb7, 0x04, 0x02, 0x30, 0x30, 0x69, 0xa7, 0x76, 0x1d, 0x8a,
+	0xa3, 0xbc, 0x51, 0x40, 0x70, 0xb6, 0x42, 0x2c, 0xcd, 0x44, 0xec, 0x16, 0x14, 0x1c, 0x1e, 0x59,
+	0xae, 0x97, 0x3c, 0xe6, 0x28, 0xa8, 0xfe, 0x6f, 0x39, 0x00, 0x74, 0xbd, 0xc1, 0x6d, 0x11, 0x3a,
+	0xec, 0x0c, 0x56, 0xc8, 0xe6, 0x99, 0xf1, 0xec, 0x63, 0x3c, 0x5d, 0xa1, 0x63, 0x92, 0x91, 0xee,
+	0x10, 0xf2, 0xe7, 0x5c, 0x4f, 0x72, 0x1f, 0x55, 0x1d, 0x51, 0xfa, 0x26, 0xe6, 0xd5, 0x73, 0x90,
+	0x02, 0x9e, 0xb9, 0xb0, 0xac, 0x5f, 0x60, 0xd8, 0x36, 0xac, 0x1b, 0x67, 0xbd, 0x61, 0xf7, 0xa4,
+	0x63, 0x9e, 0xf5, 0x06, 0xfd, 0x4e, 0xbb, 0x7b, 0xd4, 0xed, 0x1c, 0x56, 0x1f, 0xb0, 0x75, 0x78,
+	0x98, 0x10, 0x5a, 0x67, 0xdd, 0xe3, 0x61, 0xb7, 0x57, 0xcd, 0x65, 0x91, 0x7d, 0xe3, 0xb4, 0xdd,
+	0x19, 0x0c, 0xaa, 0x0b, 0x6c, 0x13, 0xd6, 0x12, 0x64, 0xfb, 0xb4, 0x37, 0x6c, 0x76, 0x7b, 0x1d,
+	0xa3, 0xba, 0xb8, 0x93, 0xff, 0xcb, 0xbf, 0xdb, 0x7d, 0xf0, 0xec, 0x6f, 0x73, 0xb0, 0x76, 0xeb,
+	0x1d, 0x81, 0xd5, 0x61, 0xf7, 0x6d, 0xc7, 0xe8, 0x1e, 0x75, 0xdb, 0xcd, 0x61, 0xf7, 0xb4, 0x67,
+	0xb6, 0x8f, 0x9b, 0x83, 0xc1, 0x9c, 0x02, 0x9f, 0x40, 0xed, 0x0e, 0x9e, 0xce, 0xf7, 0x9b, 0xed,
+	0x61, 0x35, 0xc7, 0x3e, 0x83, 0xbd, 0x3b, 0xa8, 0x5a, 0x53, 0xf3, 0x55, 0xe7, 0xe4, 0xa4, 0xba,
+	0xc0, 0x1e, 0xc3, 0xf6, 0x1d, 0x4c, 0xbd, 0xd3, 0x5e, 0x27, 0xd5, 0x6f, 0x0a, 0xab, 0xb3, 0x6b,
+	0x37, 0xdb, 0x83, 0xc7, 0xcd, 0xe3, 0xe3, 0x53, 0x2d, 0x72, 0x72, 0x7a, 0x38, 0xef, 0x99, 0x1d,
+	0xd8, 0x9a, 0x67, 0x68, 0x0e, 0x06, 0xdd, 0x57, 0xe8, 0xa0, 0xc7, 0xb0, 0x7d, 0x8b, 0x76, 0xd6,
+	0x46, 0xa0, 0xba, 0xa0, 0xbf, 0xf8, 0x0f, 0x39, 0x28, 0xa5, 0xcb, 0x23, 0x1e, 0xf6, 0xe6, 0xb4,
+	0x65, 0x0e, 0x86, 0xcd, 0xe1, 0xd9, 0xbc, 0x07, 0xb6, 0x80, 0x65, 0x68, 0xad, 0xee, 0xe1, 0x61,
+	0xb7, 0xf7, 0xaa, 0x9a, 0x43, 0x87, 0x67, 0xf0, 0xcd, 0xf6, 0xb0, 0xfb, 0xb6, 0x53, 0x5d, 0x60,
+	0x35, 0xd8, 0xc8, 0xa0, 0xdb, 0xa7, 0x27, 0xfd, 0xe3, 0xce, 0xb0, 0x73, 0x58, 0x5d, 0x9c, 0x13,
+	0x38, 0x6a, 0x76, 0x8f, 0x3b, 0x87, 0xd5, 0xfc, 0xbc, 0x40, 0xb3, 0xd7, 0xee, 0x1c, 0x23, 0x65,
+	0x49, 0x6b, 0xfa, 0x4f, 0x0b, 0x00, 0x37, 0x53, 0x39, 0xda, 0x36, 0x6c, 0x0e, 0xbe, 0xbc, 0x5b,
+	0xd7, 0x6d, 0x58, 0xcf, 0x12, 0xfb, 0x9d, 0x9e, 0x56, 0xb6, 0x06, 0x1b, 0x59, 0x82, 0xf2, 0x54,
+	0xe7, 0xb0, 0xba, 0x30, 0x2f, 0x62, 0x9c, 0xf5, 0x7a, 0x28, 0xb2, 0xc8, 0x1e, 0xc1, 0x66, 0x96,
+	0xd0, 0x3e, 0x3d, 0x39, 0xe9, 0x0e, 0x87, 0x89, 0xca, 0x33, 0x32, 0x9d, 0xb7, 0x9d, 0x26, 0xa9,
+	0x3c, 0x4f, 0x51, 0xf7, 0xde, 0x39, 0xac, 0x16, 0xe6, 0xbf, 0x33, 0xe8, 0x0c, 0x87, 0x28, 0xb2,
+	0x8c, 0xfe, 0xcd, 0x12, 0xb4, 0x5f, 0x8a, 0xf3, 0x02, 0x9d, 0xef, 0xf7, 0xbb, 0x46, 0xe7, 0xb0,
+	0x5a, 0xba, 0xa5, 0x58, 0xea, 0x31, 0xd0, 0x1e, 0xfb, 0xd7, 0x1c, 0x94, 0xd2, 0x86, 0x8a, 0x77,
+	0xdb, 0xea, 0x1e, 0xde, 0xed, 0xaf, 0x75, 0x78, 0x98, 0xa1, 0x9d, 0xf6, 0x3b, 0x18, 0x3d, 0x0c,
+	0x56, 0x33, 0xc8, 0x77, 0x18, 0x34, 0x73, 0x8c, 0xc7, 0xa7, 0x83, 0x61, 0x75, 0x11, 0x8d, 0xcd,
+	0x32, 0x76, 0x87, 0xaf, 0x0f, 0x8d, 0xe6, 0xbb, 0x5e, 0x35, 0x8f, 0x36, 0x65, 0x28, 0x89, 0xad,
+	0x4b, 0x73, 0x12, 0x47, 0xa7, 0xc6, 0x51, 0xa7, 0x8b, 0x2e, 0x2d, 0x28, 0xcd, 0x5b, 0xad, 0x9f,
+	0x7d, 0xb5, 0x9b, 0xfb, 0xf9, 0x57, 0xbb, 0xb9, 0xff, 0xf9, 0x6a, 0x37, 0xf7, 0xe3, 0xaf, 0x77,
+	0x1f, 0xfc, 0xfc, 0xeb, 0xdd, 0x07, 0xff, 0xf9, 0xf5, 0xee, 0x83, 0x3f, 0x7f, 0x3a, 0x76, 0xa3,
+	0x49, 0x3c, 0x6a, 0xd8, 0xc2, 0xdf, 0xa7, 0x42, 0x1e, 0xf0, 0x68, 0x7f, 0xee, 0xff, 0x09, 0xf4,
+	0x6f, 0xea, 0x51, 0x81, 0x2a, 0xf4, 0xcb, 0xff, 0x0b, 0x00, 0x00, 0xff, 0xff, 0x05, 0x85, 0xd8,
+	0x48, 0x96, 0x1f, 0x00, 0x00,
 }
 
 func (m *Params) Marshal() (dAtA []byte, err error) {
@@ -396,6 +2357,34 @@ func (m *Params) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.MaxHistoryPerJob != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.MaxHistoryPerJob))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xf8
+	}
+	if m.JobRetentionBlocks != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.JobRetentionBlocks))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xf0
+	}
+	if m.SchedulerMaxScan != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.SchedulerMaxScan))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xe8
+	}
+	if m.SchedulerCandidates != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.SchedulerCandidates))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xe0
+	}
 	if m.MaxTimeoutsPerBlock != 0 {
 		i = encodeVarintTypes(dAtA, i, uint64(m.MaxTimeoutsPerBlock))
 		i--
@@ -578,6 +2567,1186 @@ func (m *Params) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *Input) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Input) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Input) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Path) > 0 {
+		i -= len(m.Path)
+		copy(dAtA[i:], m.Path)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Path)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.Sha256) > 0 {
+		i -= len(m.Sha256)
+		copy(dAtA[i:], m.Sha256)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Sha256)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Uri) > 0 {
+		i -= len(m.Uri)
+		copy(dAtA[i:], m.Uri)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Uri)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EnvVar) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EnvVar) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EnvVar) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Value) > 0 {
+		i -= len(m.Value)
+		copy(dAtA[i:], m.Value)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Value)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Name) > 0 {
+		i -= len(m.Name)
+		copy(dAtA[i:], m.Name)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Name)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Requirements) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Requirements) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Requirements) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.SharedGpuOk {
+		i--
+		if m.SharedGpuOk {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x38
+	}
+	if len(m.Region) > 0 {
+		i -= len(m.Region)
+		copy(dAtA[i:], m.Region)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Region)))
+		i--
+		dAtA[i] = 0x32
+	}
+	if len(m.AllowedClasses) > 0 {
+		for iNdEx := len(m.AllowedClasses) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.AllowedClasses[iNdEx])
+			copy(dAtA[i:], m.AllowedClasses[iNdEx])
+			i = encodeVarintTypes(dAtA, i, uint64(len(m.AllowedClasses[iNdEx])))
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
+	if m.TensorCores {
+		i--
+		if m.TensorCores {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x20
+	}
+	if len(m.MinComputeCapability) > 0 {
+		i -= len(m.MinComputeCapability)
+		copy(dAtA[i:], m.MinComputeCapability)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.MinComputeCapability)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.MinMemoryMib != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.MinMemoryMib))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.GpuCount != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.GpuCount))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *BuiltinArgs) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *BuiltinArgs) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *BuiltinArgs) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.ChecksumBytes != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.ChecksumBytes))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.GemmR != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.GemmR))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.GemmN != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.GemmN))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *TaskArgs) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *TaskArgs) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *TaskArgs) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Args) > 0 {
+		for iNdEx := len(m.Args) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Args[iNdEx])
+			copy(dAtA[i:], m.Args[iNdEx])
+			i = encodeVarintTypes(dAtA, i, uint64(len(m.Args[iNdEx])))
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *JobSpec) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *JobSpec) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *JobSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.VerificationBudget.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1
+	i--
+	dAtA[i] = 0x9a
+	{
+		size, err := m.Builtin.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1
+	i--
+	dAtA[i] = 0x92
+	n6, err6 := github_com_cosmos_gogoproto_types.StdDurationMarshalTo(m.CheckpointInterval, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdDuration(m.CheckpointInterval):])
+	if err6 != nil {
+		return 0, err6
+	}
+	i -= n6
+	i = encodeVarintTypes(dAtA, i, uint64(n6))
+	i--
+	dAtA[i] = 0x1
+	i--
+	dAtA[i] = 0x8a
+	if m.Mode != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Mode))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x80
+	}
+	{
+		size, err := m.PriorityTip.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x7a
+	n8, err8 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.Deadline, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.Deadline):])
+	if err8 != nil {
+		return 0, err8
+	}
+	i -= n8
+	i = encodeVarintTypes(dAtA, i, uint64(n8))
+	i--
+	dAtA[i] = 0x72
+	n9, err9 := github_com_cosmos_gogoproto_types.StdDurationMarshalTo(m.MaxDuration, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdDuration(m.MaxDuration):])
+	if err9 != nil {
+		return 0, err9
+	}
+	i -= n9
+	i = encodeVarintTypes(dAtA, i, uint64(n9))
+	i--
+	dAtA[i] = 0x6a
+	{
+		size, err := m.MaxPricePerTask.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x62
+	if m.Verification != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Verification))
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.Replicas != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Replicas))
+		i--
+		dAtA[i] = 0x50
+	}
+	if len(m.TaskArgs) > 0 {
+		for iNdEx := len(m.TaskArgs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.TaskArgs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTypes(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x4a
+		}
+	}
+	if m.TaskCount != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TaskCount))
+		i--
+		dAtA[i] = 0x40
+	}
+	{
+		size, err := m.Requirements.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x3a
+	if len(m.Inputs) > 0 {
+		for iNdEx := len(m.Inputs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Inputs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTypes(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
+	if len(m.Env) > 0 {
+		for iNdEx := len(m.Env) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Env[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTypes(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
+	if len(m.Command) > 0 {
+		for iNdEx := len(m.Command) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Command[iNdEx])
+			copy(dAtA[i:], m.Command[iNdEx])
+			i = encodeVarintTypes(dAtA, i, uint64(len(m.Command[iNdEx])))
+			i--
+			dAtA[i] = 0x22
+		}
+	}
+	if len(m.Image) > 0 {
+		i -= len(m.Image)
+		copy(dAtA[i:], m.Image)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Image)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.Runtime != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Runtime))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Workload != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Workload))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Job) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Job) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Job) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.HistoryLen != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.HistoryLen))
+		i--
+		dAtA[i] = 0x70
+	}
+	if len(m.GemmSeed) > 0 {
+		i -= len(m.GemmSeed)
+		copy(dAtA[i:], m.GemmSeed)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.GemmSeed)))
+		i--
+		dAtA[i] = 0x6a
+	}
+	if m.FinishedHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.FinishedHeight))
+		i--
+		dAtA[i] = 0x60
+	}
+	if m.TasksFailed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TasksFailed))
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.TasksSettled != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TasksSettled))
+		i--
+		dAtA[i] = 0x50
+	}
+	{
+		size := m.ClearingPrice.Size()
+		i -= size
+		if _, err := m.ClearingPrice.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x4a
+	if m.AuctionCloseHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.AuctionCloseHeight))
+		i--
+		dAtA[i] = 0x40
+	}
+	n12, err12 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.SubmittedTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.SubmittedTime):])
+	if err12 != nil {
+		return 0, err12
+	}
+	i -= n12
+	i = encodeVarintTypes(dAtA, i, uint64(n12))
+	i--
+	dAtA[i] = 0x3a
+	if m.SubmittedHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.SubmittedHeight))
+		i--
+		dAtA[i] = 0x30
+	}
+	{
+		size := m.Escrow.Size()
+		i -= size
+		if _, err := m.Escrow.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if m.Status != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x20
+	}
+	{
+		size, err := m.Spec.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Id != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Id))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Checkpoint) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Checkpoint) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Checkpoint) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Height != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Height))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Uri) > 0 {
+		i -= len(m.Uri)
+		copy(dAtA[i:], m.Uri)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Uri)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Sha256) > 0 {
+		i -= len(m.Sha256)
+		copy(dAtA[i:], m.Sha256)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Sha256)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Usage) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Usage) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Usage) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.GpuUuids) > 0 {
+		for iNdEx := len(m.GpuUuids) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.GpuUuids[iNdEx])
+			copy(dAtA[i:], m.GpuUuids[iNdEx])
+			i = encodeVarintTypes(dAtA, i, uint64(len(m.GpuUuids[iNdEx])))
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if m.EnergyJoules != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.EnergyJoules))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.GpuSeconds != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.GpuSeconds))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Task) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Task) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Task) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Paid.Size()
+		i -= size
+		if _, err := m.Paid.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1
+	i--
+	dAtA[i] = 0xda
+	if m.RevealDeadlineHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.RevealDeadlineHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xd0
+	}
+	if m.AckDeadlineHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.AckDeadlineHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xc8
+	}
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xc2
+	}
+	if m.BidNode != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.BidNode))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xb8
+	}
+	if m.SettleHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.SettleHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xb0
+	}
+	if m.RevealHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.RevealHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xa8
+	}
+	{
+		size, err := m.Usage.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1
+	i--
+	dAtA[i] = 0xa2
+	if len(m.OutputUri) > 0 {
+		i -= len(m.OutputUri)
+		copy(dAtA[i:], m.OutputUri)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.OutputUri)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x9a
+	}
+	if len(m.ResultRoot) > 0 {
+		i -= len(m.ResultRoot)
+		copy(dAtA[i:], m.ResultRoot)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.ResultRoot)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x92
+	}
+	n15, err15 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.CommitTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CommitTime):])
+	if err15 != nil {
+		return 0, err15
+	}
+	i -= n15
+	i = encodeVarintTypes(dAtA, i, uint64(n15))
+	i--
+	dAtA[i] = 0x1
+	i--
+	dAtA[i] = 0x8a
+	if m.CommitHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.CommitHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x80
+	}
+	if len(m.Commitment) > 0 {
+		i -= len(m.Commitment)
+		copy(dAtA[i:], m.Commitment)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Commitment)))
+		i--
+		dAtA[i] = 0x7a
+	}
+	if len(m.ExcludedNodes) > 0 {
+		dAtA17 := make([]byte, len(m.ExcludedNodes)*10)
+		var j16 int
+		for _, num := range m.ExcludedNodes {
+			for num >= 1<<7 {
+				dAtA17[j16] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j16++
+			}
+			dAtA17[j16] = uint8(num)
+			j16++
+		}
+		i -= j16
+		copy(dAtA[i:], dAtA17[:j16])
+		i = encodeVarintTypes(dAtA, i, uint64(j16))
+		i--
+		dAtA[i] = 0x72
+	}
+	if m.Reassignments != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Reassignments))
+		i--
+		dAtA[i] = 0x68
+	}
+	{
+		size, err := m.Checkpoint.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x62
+	n19, err19 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.RunDeadline, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.RunDeadline):])
+	if err19 != nil {
+		return 0, err19
+	}
+	i -= n19
+	i = encodeVarintTypes(dAtA, i, uint64(n19))
+	i--
+	dAtA[i] = 0x5a
+	n20, err20 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.StartedTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.StartedTime):])
+	if err20 != nil {
+		return 0, err20
+	}
+	i -= n20
+	i = encodeVarintTypes(dAtA, i, uint64(n20))
+	i--
+	dAtA[i] = 0x52
+	if m.AssignedHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.AssignedHeight))
+		i--
+		dAtA[i] = 0x48
+	}
+	{
+		size := m.Price.Size()
+		i -= size
+		if _, err := m.Price.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x42
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0x3a
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.Status != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.Replica != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Replica))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Index != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Index))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.JobId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Id != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Id))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Bid) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Bid) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Bid) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Height != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Height))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.Filled != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Filled))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.Status != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x38
+	}
+	{
+		size := m.Deposit.Size()
+		i -= size
+		if _, err := m.Deposit.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x32
+	if m.Quantity != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Quantity))
+		i--
+		dAtA[i] = 0x28
+	}
+	{
+		size := m.Price.Size()
+		i -= size
+		if _, err := m.Price.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.JobId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *NodeSlot) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *NodeSlot) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *NodeSlot) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.PowerGflops != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.PowerGflops))
+		i--
+		dAtA[i] = 0x78
+	}
+	if m.Active {
+		i--
+		if m.Active {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x70
+	}
+	{
+		size := m.AskPerGpuHour.Size()
+		i -= size
+		if _, err := m.AskPerGpuHour.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x6a
+	if len(m.Workloads) > 0 {
+		dAtA22 := make([]byte, len(m.Workloads)*10)
+		var j21 int
+		for _, num := range m.Workloads {
+			for num >= 1<<7 {
+				dAtA22[j21] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j21++
+			}
+			dAtA22[j21] = uint8(num)
+			j21++
+		}
+		i -= j21
+		copy(dAtA[i:], dAtA22[:j21])
+		i = encodeVarintTypes(dAtA, i, uint64(j21))
+		i--
+		dAtA[i] = 0x62
+	}
+	if m.MigCapable {
+		i--
+		if m.MigCapable {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.TensorCores {
+		i--
+		if m.TensorCores {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x50
+	}
+	if len(m.ComputeCapability) > 0 {
+		i -= len(m.ComputeCapability)
+		copy(dAtA[i:], m.ComputeCapability)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.ComputeCapability)))
+		i--
+		dAtA[i] = 0x4a
+	}
+	if m.MinMemoryMib != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.MinMemoryMib))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.Tasks != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Tasks))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.GpusUsed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.GpusUsed))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.Gpus != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Gpus))
+		i--
+		dAtA[i] = 0x28
+	}
+	if len(m.Region) > 0 {
+		i -= len(m.Region)
+		copy(dAtA[i:], m.Region)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Region)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.GpuClass) > 0 {
+		i -= len(m.GpuClass)
+		copy(dAtA[i:], m.GpuClass)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.GpuClass)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *HistoryEntry) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *HistoryEntry) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *HistoryEntry) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Detail) > 0 {
+		i -= len(m.Detail)
+		copy(dAtA[i:], m.Detail)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Detail)))
+		i--
+		dAtA[i] = 0x32
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.TaskId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x20
+	}
+	if len(m.Event) > 0 {
+		i -= len(m.Event)
+		copy(dAtA[i:], m.Event)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Event)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	n23, err23 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.Time, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.Time):])
+	if err23 != nil {
+		return 0, err23
+	}
+	i -= n23
+	i = encodeVarintTypes(dAtA, i, uint64(n23))
+	i--
+	dAtA[i] = 0x12
+	if m.Height != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Height))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *WorkRecord) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *WorkRecord) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *WorkRecord) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Tasks != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Tasks))
+		i--
+		dAtA[i] = 0x18
+	}
+	{
+		size := m.Fees.Size()
+		i -= size
+		if _, err := m.Fees.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	{
+		size := m.GflopSeconds.Size()
+		i -= size
+		if _, err := m.GflopSeconds.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTypes(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTypes(v)
 	base := offset
@@ -672,6 +3841,517 @@ func (m *Params) Size() (n int) {
 	}
 	if m.MaxTimeoutsPerBlock != 0 {
 		n += 2 + sovTypes(uint64(m.MaxTimeoutsPerBlock))
+	}
+	if m.SchedulerCandidates != 0 {
+		n += 2 + sovTypes(uint64(m.SchedulerCandidates))
+	}
+	if m.SchedulerMaxScan != 0 {
+		n += 2 + sovTypes(uint64(m.SchedulerMaxScan))
+	}
+	if m.JobRetentionBlocks != 0 {
+		n += 2 + sovTypes(uint64(m.JobRetentionBlocks))
+	}
+	if m.MaxHistoryPerJob != 0 {
+		n += 2 + sovTypes(uint64(m.MaxHistoryPerJob))
+	}
+	return n
+}
+
+func (m *Input) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Uri)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Sha256)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Path)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	return n
+}
+
+func (m *EnvVar) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Name)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Value)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	return n
+}
+
+func (m *Requirements) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.GpuCount != 0 {
+		n += 1 + sovTypes(uint64(m.GpuCount))
+	}
+	if m.MinMemoryMib != 0 {
+		n += 1 + sovTypes(uint64(m.MinMemoryMib))
+	}
+	l = len(m.MinComputeCapability)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.TensorCores {
+		n += 2
+	}
+	if len(m.AllowedClasses) > 0 {
+		for _, s := range m.AllowedClasses {
+			l = len(s)
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	l = len(m.Region)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.SharedGpuOk {
+		n += 2
+	}
+	return n
+}
+
+func (m *BuiltinArgs) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.GemmN != 0 {
+		n += 1 + sovTypes(uint64(m.GemmN))
+	}
+	if m.GemmR != 0 {
+		n += 1 + sovTypes(uint64(m.GemmR))
+	}
+	if m.ChecksumBytes != 0 {
+		n += 1 + sovTypes(uint64(m.ChecksumBytes))
+	}
+	return n
+}
+
+func (m *TaskArgs) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Args) > 0 {
+		for _, s := range m.Args {
+			l = len(s)
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *JobSpec) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Workload != 0 {
+		n += 1 + sovTypes(uint64(m.Workload))
+	}
+	if m.Runtime != 0 {
+		n += 1 + sovTypes(uint64(m.Runtime))
+	}
+	l = len(m.Image)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if len(m.Command) > 0 {
+		for _, s := range m.Command {
+			l = len(s)
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	if len(m.Env) > 0 {
+		for _, e := range m.Env {
+			l = e.Size()
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	if len(m.Inputs) > 0 {
+		for _, e := range m.Inputs {
+			l = e.Size()
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	l = m.Requirements.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.TaskCount != 0 {
+		n += 1 + sovTypes(uint64(m.TaskCount))
+	}
+	if len(m.TaskArgs) > 0 {
+		for _, e := range m.TaskArgs {
+			l = e.Size()
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	if m.Replicas != 0 {
+		n += 1 + sovTypes(uint64(m.Replicas))
+	}
+	if m.Verification != 0 {
+		n += 1 + sovTypes(uint64(m.Verification))
+	}
+	l = m.MaxPricePerTask.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = github_com_cosmos_gogoproto_types.SizeOfStdDuration(m.MaxDuration)
+	n += 1 + l + sovTypes(uint64(l))
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.Deadline)
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.PriorityTip.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Mode != 0 {
+		n += 2 + sovTypes(uint64(m.Mode))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdDuration(m.CheckpointInterval)
+	n += 2 + l + sovTypes(uint64(l))
+	l = m.Builtin.Size()
+	n += 2 + l + sovTypes(uint64(l))
+	l = m.VerificationBudget.Size()
+	n += 2 + l + sovTypes(uint64(l))
+	return n
+}
+
+func (m *Job) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Id != 0 {
+		n += 1 + sovTypes(uint64(m.Id))
+	}
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.Spec.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Status != 0 {
+		n += 1 + sovTypes(uint64(m.Status))
+	}
+	l = m.Escrow.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.SubmittedHeight != 0 {
+		n += 1 + sovTypes(uint64(m.SubmittedHeight))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.SubmittedTime)
+	n += 1 + l + sovTypes(uint64(l))
+	if m.AuctionCloseHeight != 0 {
+		n += 1 + sovTypes(uint64(m.AuctionCloseHeight))
+	}
+	l = m.ClearingPrice.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.TasksSettled != 0 {
+		n += 1 + sovTypes(uint64(m.TasksSettled))
+	}
+	if m.TasksFailed != 0 {
+		n += 1 + sovTypes(uint64(m.TasksFailed))
+	}
+	if m.FinishedHeight != 0 {
+		n += 1 + sovTypes(uint64(m.FinishedHeight))
+	}
+	l = len(m.GemmSeed)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.HistoryLen != 0 {
+		n += 1 + sovTypes(uint64(m.HistoryLen))
+	}
+	return n
+}
+
+func (m *Checkpoint) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Sha256)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Uri)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.Height != 0 {
+		n += 1 + sovTypes(uint64(m.Height))
+	}
+	return n
+}
+
+func (m *Usage) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.GpuSeconds != 0 {
+		n += 1 + sovTypes(uint64(m.GpuSeconds))
+	}
+	if m.EnergyJoules != 0 {
+		n += 1 + sovTypes(uint64(m.EnergyJoules))
+	}
+	if len(m.GpuUuids) > 0 {
+		for _, s := range m.GpuUuids {
+			l = len(s)
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *Task) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Id != 0 {
+		n += 1 + sovTypes(uint64(m.Id))
+	}
+	if m.JobId != 0 {
+		n += 1 + sovTypes(uint64(m.JobId))
+	}
+	if m.Index != 0 {
+		n += 1 + sovTypes(uint64(m.Index))
+	}
+	if m.Replica != 0 {
+		n += 1 + sovTypes(uint64(m.Replica))
+	}
+	if m.Status != 0 {
+		n += 1 + sovTypes(uint64(m.Status))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.Price.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.AssignedHeight != 0 {
+		n += 1 + sovTypes(uint64(m.AssignedHeight))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.StartedTime)
+	n += 1 + l + sovTypes(uint64(l))
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.RunDeadline)
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Checkpoint.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Reassignments != 0 {
+		n += 1 + sovTypes(uint64(m.Reassignments))
+	}
+	if len(m.ExcludedNodes) > 0 {
+		l = 0
+		for _, e := range m.ExcludedNodes {
+			l += sovTypes(uint64(e))
+		}
+		n += 1 + sovTypes(uint64(l)) + l
+	}
+	l = len(m.Commitment)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.CommitHeight != 0 {
+		n += 2 + sovTypes(uint64(m.CommitHeight))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CommitTime)
+	n += 2 + l + sovTypes(uint64(l))
+	l = len(m.ResultRoot)
+	if l > 0 {
+		n += 2 + l + sovTypes(uint64(l))
+	}
+	l = len(m.OutputUri)
+	if l > 0 {
+		n += 2 + l + sovTypes(uint64(l))
+	}
+	l = m.Usage.Size()
+	n += 2 + l + sovTypes(uint64(l))
+	if m.RevealHeight != 0 {
+		n += 2 + sovTypes(uint64(m.RevealHeight))
+	}
+	if m.SettleHeight != 0 {
+		n += 2 + sovTypes(uint64(m.SettleHeight))
+	}
+	if m.BidNode != 0 {
+		n += 2 + sovTypes(uint64(m.BidNode))
+	}
+	l = len(m.Reason)
+	if l > 0 {
+		n += 2 + l + sovTypes(uint64(l))
+	}
+	if m.AckDeadlineHeight != 0 {
+		n += 2 + sovTypes(uint64(m.AckDeadlineHeight))
+	}
+	if m.RevealDeadlineHeight != 0 {
+		n += 2 + sovTypes(uint64(m.RevealDeadlineHeight))
+	}
+	l = m.Paid.Size()
+	n += 2 + l + sovTypes(uint64(l))
+	return n
+}
+
+func (m *Bid) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovTypes(uint64(m.JobId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.Price.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Quantity != 0 {
+		n += 1 + sovTypes(uint64(m.Quantity))
+	}
+	l = m.Deposit.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Status != 0 {
+		n += 1 + sovTypes(uint64(m.Status))
+	}
+	if m.Filled != 0 {
+		n += 1 + sovTypes(uint64(m.Filled))
+	}
+	if m.Height != 0 {
+		n += 1 + sovTypes(uint64(m.Height))
+	}
+	return n
+}
+
+func (m *NodeSlot) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.GpuClass)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = len(m.Region)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.Gpus != 0 {
+		n += 1 + sovTypes(uint64(m.Gpus))
+	}
+	if m.GpusUsed != 0 {
+		n += 1 + sovTypes(uint64(m.GpusUsed))
+	}
+	if m.Tasks != 0 {
+		n += 1 + sovTypes(uint64(m.Tasks))
+	}
+	if m.MinMemoryMib != 0 {
+		n += 1 + sovTypes(uint64(m.MinMemoryMib))
+	}
+	l = len(m.ComputeCapability)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.TensorCores {
+		n += 2
+	}
+	if m.MigCapable {
+		n += 2
+	}
+	if len(m.Workloads) > 0 {
+		l = 0
+		for _, e := range m.Workloads {
+			l += sovTypes(uint64(e))
+		}
+		n += 1 + sovTypes(uint64(l)) + l
+	}
+	l = m.AskPerGpuHour.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Active {
+		n += 2
+	}
+	if m.PowerGflops != 0 {
+		n += 1 + sovTypes(uint64(m.PowerGflops))
+	}
+	return n
+}
+
+func (m *HistoryEntry) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Height != 0 {
+		n += 1 + sovTypes(uint64(m.Height))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.Time)
+	n += 1 + l + sovTypes(uint64(l))
+	l = len(m.Event)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.TaskId != 0 {
+		n += 1 + sovTypes(uint64(m.TaskId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	l = len(m.Detail)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	return n
+}
+
+func (m *WorkRecord) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.GflopSeconds.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Fees.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Tasks != 0 {
+		n += 1 + sovTypes(uint64(m.Tasks))
 	}
 	return n
 }
@@ -1290,6 +4970,3853 @@ func (m *Params) Unmarshal(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.MaxTimeoutsPerBlock |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 28:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SchedulerCandidates", wireType)
+			}
+			m.SchedulerCandidates = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SchedulerCandidates |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 29:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SchedulerMaxScan", wireType)
+			}
+			m.SchedulerMaxScan = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SchedulerMaxScan |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 30:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobRetentionBlocks", wireType)
+			}
+			m.JobRetentionBlocks = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobRetentionBlocks |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 31:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxHistoryPerJob", wireType)
+			}
+			m.MaxHistoryPerJob = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MaxHistoryPerJob |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Input) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Input: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Input: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Uri", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Uri = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Sha256", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Sha256 = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Path", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Path = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EnvVar) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EnvVar: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EnvVar: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Name", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Name = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Value", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Value = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Requirements) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Requirements: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Requirements: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuCount", wireType)
+			}
+			m.GpuCount = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.GpuCount |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MinMemoryMib", wireType)
+			}
+			m.MinMemoryMib = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MinMemoryMib |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MinComputeCapability", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MinComputeCapability = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TensorCores", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.TensorCores = bool(v != 0)
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AllowedClasses", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.AllowedClasses = append(m.AllowedClasses, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Region", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Region = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SharedGpuOk", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.SharedGpuOk = bool(v != 0)
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *BuiltinArgs) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: BuiltinArgs: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: BuiltinArgs: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GemmN", wireType)
+			}
+			m.GemmN = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.GemmN |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GemmR", wireType)
+			}
+			m.GemmR = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.GemmR |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChecksumBytes", wireType)
+			}
+			m.ChecksumBytes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChecksumBytes |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *TaskArgs) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: TaskArgs: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: TaskArgs: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Args", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Args = append(m.Args, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *JobSpec) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: JobSpec: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: JobSpec: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Workload", wireType)
+			}
+			m.Workload = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Workload |= types1.WorkloadClass(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Runtime", wireType)
+			}
+			m.Runtime = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Runtime |= Runtime(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Image", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Image = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Command", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Command = append(m.Command, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Env", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Env = append(m.Env, EnvVar{})
+			if err := m.Env[len(m.Env)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Inputs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Inputs = append(m.Inputs, Input{})
+			if err := m.Inputs[len(m.Inputs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Requirements", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Requirements.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskCount", wireType)
+			}
+			m.TaskCount = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskCount |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskArgs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.TaskArgs = append(m.TaskArgs, TaskArgs{})
+			if err := m.TaskArgs[len(m.TaskArgs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Replicas", wireType)
+			}
+			m.Replicas = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Replicas |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Verification", wireType)
+			}
+			m.Verification = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Verification |= VerificationClass(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxPricePerTask", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.MaxPricePerTask.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 13:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxDuration", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdDurationUnmarshal(&m.MaxDuration, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 14:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Deadline", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.Deadline, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 15:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PriorityTip", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.PriorityTip.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 16:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Mode", wireType)
+			}
+			m.Mode = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Mode |= AllocationMode(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 17:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CheckpointInterval", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdDurationUnmarshal(&m.CheckpointInterval, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 18:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Builtin", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Builtin.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 19:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field VerificationBudget", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.VerificationBudget.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Job) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Job: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Job: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Id", wireType)
+			}
+			m.Id = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Id |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Spec", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Spec.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= JobStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Escrow", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Escrow.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SubmittedHeight", wireType)
+			}
+			m.SubmittedHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SubmittedHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SubmittedTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.SubmittedTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AuctionCloseHeight", wireType)
+			}
+			m.AuctionCloseHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AuctionCloseHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClearingPrice", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ClearingPrice.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TasksSettled", wireType)
+			}
+			m.TasksSettled = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TasksSettled |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TasksFailed", wireType)
+			}
+			m.TasksFailed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TasksFailed |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FinishedHeight", wireType)
+			}
+			m.FinishedHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FinishedHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GemmSeed", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GemmSeed = append(m.GemmSeed[:0], dAtA[iNdEx:postIndex]...)
+			if m.GemmSeed == nil {
+				m.GemmSeed = []byte{}
+			}
+			iNdEx = postIndex
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field HistoryLen", wireType)
+			}
+			m.HistoryLen = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.HistoryLen |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Checkpoint) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Checkpoint: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Checkpoint: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Sha256", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Sha256 = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Uri", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Uri = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Height", wireType)
+			}
+			m.Height = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Height |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Usage) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Usage: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Usage: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuSeconds", wireType)
+			}
+			m.GpuSeconds = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.GpuSeconds |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EnergyJoules", wireType)
+			}
+			m.EnergyJoules = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.EnergyJoules |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuUuids", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuUuids = append(m.GpuUuids, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Task) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Task: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Task: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Id", wireType)
+			}
+			m.Id = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Id |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Index", wireType)
+			}
+			m.Index = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Index |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Replica", wireType)
+			}
+			m.Replica = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Replica |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= TaskStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Price", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Price.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AssignedHeight", wireType)
+			}
+			m.AssignedHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AssignedHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StartedTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.StartedTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RunDeadline", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.RunDeadline, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Checkpoint", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Checkpoint.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reassignments", wireType)
+			}
+			m.Reassignments = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Reassignments |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType == 0 {
+				var v uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.ExcludedNodes = append(m.ExcludedNodes, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthTypes
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthTypes
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.ExcludedNodes) == 0 {
+					m.ExcludedNodes = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowTypes
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.ExcludedNodes = append(m.ExcludedNodes, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field ExcludedNodes", wireType)
+			}
+		case 15:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Commitment", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Commitment = append(m.Commitment[:0], dAtA[iNdEx:postIndex]...)
+			if m.Commitment == nil {
+				m.Commitment = []byte{}
+			}
+			iNdEx = postIndex
+		case 16:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CommitHeight", wireType)
+			}
+			m.CommitHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CommitHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 17:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CommitTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.CommitTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 18:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ResultRoot", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ResultRoot = append(m.ResultRoot[:0], dAtA[iNdEx:postIndex]...)
+			if m.ResultRoot == nil {
+				m.ResultRoot = []byte{}
+			}
+			iNdEx = postIndex
+		case 19:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OutputUri", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.OutputUri = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 20:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Usage", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Usage.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 21:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RevealHeight", wireType)
+			}
+			m.RevealHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RevealHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 22:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SettleHeight", wireType)
+			}
+			m.SettleHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SettleHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 23:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field BidNode", wireType)
+			}
+			m.BidNode = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.BidNode |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 24:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 25:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AckDeadlineHeight", wireType)
+			}
+			m.AckDeadlineHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AckDeadlineHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 26:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RevealDeadlineHeight", wireType)
+			}
+			m.RevealDeadlineHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RevealDeadlineHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 27:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Paid", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Paid.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Bid) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Bid: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Bid: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Price", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Price.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Quantity", wireType)
+			}
+			m.Quantity = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Quantity |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Deposit", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Deposit.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= BidStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Filled", wireType)
+			}
+			m.Filled = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Filled |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Height", wireType)
+			}
+			m.Height = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Height |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *NodeSlot) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: NodeSlot: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: NodeSlot: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpuClass", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GpuClass = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Region", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Region = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Gpus", wireType)
+			}
+			m.Gpus = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Gpus |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GpusUsed", wireType)
+			}
+			m.GpusUsed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.GpusUsed |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tasks", wireType)
+			}
+			m.Tasks = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Tasks |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MinMemoryMib", wireType)
+			}
+			m.MinMemoryMib = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MinMemoryMib |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ComputeCapability", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ComputeCapability = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TensorCores", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.TensorCores = bool(v != 0)
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MigCapable", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MigCapable = bool(v != 0)
+		case 12:
+			if wireType == 0 {
+				var v types1.WorkloadClass
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= types1.WorkloadClass(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Workloads = append(m.Workloads, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthTypes
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthTypes
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				if elementCount != 0 && len(m.Workloads) == 0 {
+					m.Workloads = make([]types1.WorkloadClass, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v types1.WorkloadClass
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowTypes
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= types1.WorkloadClass(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Workloads = append(m.Workloads, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Workloads", wireType)
+			}
+		case 13:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AskPerGpuHour", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.AskPerGpuHour.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Active", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Active = bool(v != 0)
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PowerGflops", wireType)
+			}
+			m.PowerGflops = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PowerGflops |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *HistoryEntry) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: HistoryEntry: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: HistoryEntry: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Height", wireType)
+			}
+			m.Height = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Height |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Time", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.Time, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Event", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Event = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Detail", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Detail = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *WorkRecord) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: WorkRecord: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: WorkRecord: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GflopSeconds", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.GflopSeconds.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Fees", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Fees.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tasks", wireType)
+			}
+			m.Tasks = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Tasks |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

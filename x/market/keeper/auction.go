@@ -1,0 +1,355 @@
+package keeper
+
+import (
+	"context"
+	"fmt"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// Auctions (DESIGN.md section 4, AUCTION). While a job is BIDDING, the operator of an
+// eligible node may bid a price per task and a quantity, locking bid_deposit; one bid per
+// node per job, at most the job's max price. At the close the bids are cleared by
+// types.ClearAuction (greedy fill by price over reputation factor, uniform clearing price
+// of the first losing unit): winners are assigned their tasks at the clearing price,
+// losers get their deposit back, and tasks nobody won go to the scheduler's queue. A
+// winner's deposit returns at its first ack, or goes to the job's owner if it never acks.
+
+// PlaceBid records a bid and locks its deposit.
+func (k Keeper) PlaceBid(ctx context.Context, msg *types.MsgPlaceBid) error {
+	provider, err := k.address("provider", msg.Provider)
+	if err != nil {
+		return err
+	}
+	job, err := k.GetJob(ctx, msg.JobId)
+	if err != nil {
+		return err
+	}
+	if job.Status != types.JOB_STATUS_BIDDING {
+		return errorsmod.Wrapf(types.ErrNotAuction, "job %d is %s", job.Id, job.Status)
+	}
+	qty := max(msg.Quantity, 1)
+	if total := job.Spec.TotalTasks(); uint64(qty) > total {
+		return errorsmod.Wrapf(types.ErrInvalidBid, "quantity %d: the job has %d tasks", qty, total)
+	}
+	if msg.Price.IsNil() || !msg.Price.IsPositive() || msg.Price.GT(job.Spec.MaxPricePerTask.Amount) {
+		return errorsmod.Wrapf(types.ErrInvalidBid, "price %s: must be positive and at most the max price %s", msg.Price, job.Spec.MaxPricePerTask.Amount)
+	}
+	slot, err := k.Slots.Get(ctx, msg.NodeId)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return errorsmod.Wrapf(types.ErrNodeUnknown, "node %d", msg.NodeId)
+	} else if err != nil {
+		return err
+	}
+	if slot.Operator != msg.Provider {
+		return errorsmod.Wrapf(types.ErrNotProvider, "node %d is operated by %s, not %s", msg.NodeId, slot.Operator, msg.Provider)
+	}
+	if has, err := k.Bids.Has(ctx, collections.Join(job.Id, msg.NodeId)); err != nil {
+		return err
+	} else if has {
+		return errorsmod.Wrapf(types.ErrDuplicateBid, "node %d on job %d", msg.NodeId, job.Id)
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := k.bidEligible(ctx, p, job, slot, msg.Price); err != nil {
+		return err
+	}
+	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, provider, types.ModuleName, sdk.NewCoins(p.BidDeposit)); err != nil {
+		return errorsmod.Wrapf(types.ErrInsufficientFunds, "bid deposit %s: %s", p.BidDeposit, err)
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	bid := types.Bid{
+		JobId: job.Id, NodeId: msg.NodeId, Provider: msg.Provider, Price: msg.Price, Quantity: qty,
+		Deposit: p.BidDeposit.Amount, Status: types.BID_STATUS_OPEN, Height: sdkCtx.BlockHeight(),
+	}
+	if err := k.Bids.Set(ctx, collections.Join(job.Id, msg.NodeId), bid); err != nil {
+		return err
+	}
+	k.addHistory(ctx, &job, p, "BidPlaced", 0, msg.NodeId, fmt.Sprintf("%d tasks at %s%s", qty, msg.Price, p.Denom))
+	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
+		return err
+	}
+	return sdkCtx.EventManager().EmitTypedEvent(&types.EventBid{JobId: job.Id, NodeId: msg.NodeId, Status: bid.Status, Price: bid.Price})
+}
+
+// bidEligible applies the scheduler's filters (but the node's current load: a bid is an
+// offer for later) to a bidding node.
+func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, s types.NodeSlot, price sdkmath.Int) error {
+	need := job.Spec.Requirements.GPUs()
+	switch {
+	case !s.Active:
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d is not active", s.NodeId)
+	case s.Operator == job.Owner:
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d is operated by the job's owner", s.NodeId)
+	case need > s.Gpus:
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d has %d GPUs, a task needs %d", s.NodeId, s.Gpus, need)
+	case !meetsRequirements(s, job.Spec.Requirements, job.Spec.Workload):
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d does not meet the job's requirements or workload", s.NodeId)
+	}
+	_, ok, err := k.wiring.reputation.Reputation(ctx, s.NodeId)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d's reputation is below the minimum", s.NodeId)
+	}
+	if ok, err := k.collateral.CanAddExposure(ctx, sdk.MustAccAddressFromBech32(s.Operator), price); err != nil {
+		return err
+	} else if !ok {
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: its operator is jailed or its collateral does not cover %s more", s.NodeId, price)
+	}
+	return nil
+}
+
+// WithdrawBid withdraws an open bid and returns its deposit.
+func (k Keeper) WithdrawBid(ctx context.Context, provider string, jobID, nodeID uint64) error {
+	if _, err := k.address("provider", provider); err != nil {
+		return err
+	}
+	bid, err := k.Bids.Get(ctx, collections.Join(jobID, nodeID))
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return errorsmod.Wrapf(types.ErrBidNotFound, "node %d on job %d", nodeID, jobID)
+	} else if err != nil {
+		return err
+	}
+	if bid.Provider != provider {
+		return errorsmod.Wrapf(types.ErrNotProvider, "bid of node %d belongs to %s", nodeID, bid.Provider)
+	}
+	if bid.Status != types.BID_STATUS_OPEN {
+		return errorsmod.Wrapf(types.ErrInvalidBid, "bid of node %d is %s", nodeID, bid.Status)
+	}
+	job, err := k.GetJob(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	if err := k.returnDeposit(ctx, &bid, types.BID_STATUS_WITHDRAWN); err != nil {
+		return err
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	k.addHistory(ctx, &job, p, "BidWithdrawn", 0, nodeID, "")
+	if err := k.Jobs.Set(ctx, jobID, job); err != nil {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventBid{JobId: jobID, NodeId: nodeID, Status: bid.Status, Price: bid.Price})
+}
+
+// returnDeposit pays a bid's deposit back to its provider and gives the bid its new status.
+func (k Keeper) returnDeposit(ctx context.Context, bid *types.Bid, status types.BidStatus) error {
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if bid.Deposit.IsPositive() {
+		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.MustAccAddressFromBech32(bid.Provider),
+			sdk.NewCoins(sdk.NewCoin(p.Denom, bid.Deposit))); err != nil {
+			return err
+		}
+	}
+	bid.Deposit = sdkmath.ZeroInt()
+	bid.Status = status
+	return k.Bids.Set(ctx, collections.Join(bid.JobId, bid.NodeId), *bid)
+}
+
+// returnOpenBids gives every open bid of a job its deposit back.
+func (k Keeper) returnOpenBids(ctx context.Context, job *types.Job, status types.BidStatus) error {
+	bids, err := k.jobBids(ctx, job.Id)
+	if err != nil {
+		return err
+	}
+	for _, b := range bids {
+		if b.Status == types.BID_STATUS_OPEN {
+			if err := k.returnDeposit(ctx, &b, status); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// settleBidDeposit ends a won bid's deposit: returned at the first ack, or forfeited to the
+// job's owner when a won task was never acked.
+func (k Keeper) settleBidDeposit(ctx context.Context, job *types.Job, nodeID uint64, forfeit bool) error {
+	bid, err := k.Bids.Get(ctx, collections.Join(job.Id, nodeID))
+	if err != nil {
+		return err
+	}
+	if bid.Status != types.BID_STATUS_WON {
+		return nil
+	}
+	if !forfeit {
+		return k.returnDeposit(ctx, &bid, types.BID_STATUS_SETTLED)
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if bid.Deposit.IsPositive() {
+		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.MustAccAddressFromBech32(job.Owner),
+			sdk.NewCoins(sdk.NewCoin(p.Denom, bid.Deposit))); err != nil {
+			return err
+		}
+	}
+	bid.Deposit = sdkmath.ZeroInt()
+	bid.Status = types.BID_STATUS_FORFEITED
+	return k.Bids.Set(ctx, collections.Join(job.Id, nodeID), bid)
+}
+
+func (k Keeper) jobBids(ctx context.Context, jobID uint64) ([]types.Bid, error) {
+	var out []types.Bid
+	err := k.Bids.Walk(ctx, collections.NewPrefixedPairRange[uint64, uint64](jobID), func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
+		out = append(out, b)
+		return false, nil
+	})
+	return out, err
+}
+
+// closeAuction clears a job's auction at its close height.
+func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) error {
+	job, err := k.Jobs.Get(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	if job.Status != types.JOB_STATUS_BIDDING {
+		return nil
+	}
+	bids, err := k.jobBids(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	var offers []types.AuctionBid
+	byNode := map[uint64]types.Bid{}
+	for _, b := range bids {
+		if b.Status != types.BID_STATUS_OPEN {
+			continue
+		}
+		score, ok, err := k.wiring.reputation.Reputation(ctx, b.NodeId)
+		if err != nil {
+			return err
+		}
+		if !ok || !score.IsPositive() {
+			// the node fell below the minimum score since it bid
+			if err := k.returnDeposit(ctx, &b, types.BID_STATUS_LOST); err != nil {
+				return err
+			}
+			continue
+		}
+		offers = append(offers, types.AuctionBid{NodeID: b.NodeId, Price: b.Price, Quantity: b.Quantity, Factor: score})
+		byNode[b.NodeId] = b
+	}
+	pending, err := k.pendingTasks(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	job.Status = types.JOB_STATUS_ACTIVE
+	var res types.ClearingResult
+	if len(offers) > 0 {
+		if res, err = types.ClearAuction(offers, uint32(len(pending)), job.Spec.MaxPricePerTask.Amount); err != nil {
+			return err
+		}
+	}
+	job.ClearingPrice = res.ClearingEff.TruncateInt()
+	if res.ClearingEff.IsNil() {
+		job.ClearingPrice = sdkmath.ZeroInt()
+	}
+	filled := uint32(0)
+	won := map[uint64]bool{}
+	for _, f := range res.Fills {
+		bid := byNode[f.NodeID]
+		n, err := k.fillBid(ctx, p, &job, &pending, bid, f)
+		if err != nil {
+			return err
+		}
+		filled += n
+		if n > 0 {
+			won[f.NodeID] = true
+			bid.Status, bid.Filled = types.BID_STATUS_WON, n
+			if err := k.Bids.Set(ctx, collections.Join(jobID, f.NodeID), bid); err != nil {
+				return err
+			}
+		}
+	}
+	// In store order (by node id): never a map's order.
+	for _, b := range bids {
+		if _, open := byNode[b.NodeId]; open && !won[b.NodeId] {
+			if err := k.returnDeposit(ctx, &b, types.BID_STATUS_LOST); err != nil {
+				return err
+			}
+		}
+	}
+	// Tasks nobody won go to the scheduler, at the job's max price.
+	for _, t := range pending {
+		if t.Status == types.TASK_STATUS_PENDING {
+			if err := k.enqueue(ctx, job, t); err != nil {
+				return err
+			}
+		}
+	}
+	k.addHistory(ctx, &job, p, "AuctionCleared", 0, 0, fmt.Sprintf("%d tasks filled at %s%s, %d to the scheduler", filled, job.ClearingPrice, p.Denom, uint32(len(pending))-filled))
+	if err := k.Jobs.Set(ctx, jobID, job); err != nil {
+		return err
+	}
+	return ctx.EventManager().EmitTypedEvent(&types.EventAuctionCleared{
+		JobId: jobID, Filled: filled, Unfilled: uint32(len(pending)) - filled, ClearingPrice: job.ClearingPrice,
+	})
+}
+
+// fillBid assigns up to f.Tasks pending tasks to the bid's node at the fill's pay, never two
+// replicas of a shard to the same node, and only while the node still has room and
+// collateral (a winner that cannot take a task leaves it to the scheduler).
+func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending *[]types.Task, bid types.Bid, f types.AuctionFill) (uint32, error) {
+	var n uint32
+	for i := range *pending {
+		if n == f.Tasks {
+			break
+		}
+		t := &(*pending)[i]
+		if t.Status != types.TASK_STATUS_PENDING {
+			continue
+		}
+		slot, err := k.Slots.Get(ctx, f.NodeID)
+		if err != nil {
+			return n, err
+		}
+		excluded, err := k.excludedNodes(ctx, *t)
+		if err != nil {
+			return n, err
+		}
+		need := job.Spec.Requirements.GPUs()
+		if excluded[f.NodeID] || !slot.Active || slot.GpusUsed+need > slot.Gpus {
+			continue
+		}
+		if ok, err := k.collateral.CanAddExposure(ctx, sdk.MustAccAddressFromBech32(slot.Operator), f.Pay); err != nil || !ok {
+			return n, err
+		}
+		if err := k.assign(ctx, p, job, t, slot, f.Pay, bid.NodeId); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (k Keeper) pendingTasks(ctx context.Context, jobID uint64) ([]types.Task, error) {
+	all, err := k.jobTasks(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	var out []types.Task
+	for _, t := range all {
+		if t.Status == types.TASK_STATUS_PENDING {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

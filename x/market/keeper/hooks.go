@@ -1,0 +1,52 @@
+package keeper
+
+import (
+	"context"
+	"fmt"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// GFLHooks returns the x/gfl hooks of the market: it keeps its node slots and scheduling
+// index in step with the registry and refuses to let a node with work in flight be
+// deactivated or re-equipped.
+func (k Keeper) GFLHooks() gfltypes.GFLHooks { return gflHooks{k} }
+
+type gflHooks struct{ k Keeper }
+
+// BeforeNodeChange vetoes a change to a node with tasks assigned, running or committed.
+func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node) error {
+	s, err := h.k.Slots.Get(ctx, n.Id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if s.Tasks > 0 {
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight", n.Id, s.Tasks)
+	}
+	return nil
+}
+
+// AfterNodeChanged refreshes the node's slot, keeping its usage counters.
+func (h gflHooks) AfterNodeChanged(ctx context.Context, n gfltypes.Node) {
+	s := SlotFromNode(n)
+	old, err := h.k.Slots.Get(ctx, n.Id)
+	var oldp *types.NodeSlot
+	if err == nil {
+		s.GpusUsed, s.Tasks = old.GpusUsed, old.Tasks
+		oldp = &old
+	}
+	if err := h.k.setSlot(ctx, oldp, s); err != nil {
+		// The hook cannot fail the caller; a slot out of step is caught by the invariant.
+		panic(fmt.Errorf("market: slot of node %d: %w", n.Id, err))
+	}
+}
+
+// AfterChallengeFinished implements gfltypes.GFLHooks.
+func (gflHooks) AfterChallengeFinished(context.Context, gfltypes.Node, uint64, gfltypes.ChallengeStatus) {
+}

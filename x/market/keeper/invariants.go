@@ -1,0 +1,141 @@
+package keeper
+
+import (
+	"fmt"
+
+	"cosmossdk.io/collections"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/invariant"
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// RegisterInvariants registers x/market's accounting invariants.
+func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
+	reg.Register(types.ModuleName, "escrow", k.EscrowInvariant)
+	reg.Register(types.ModuleName, "slots", k.SlotsInvariant)
+}
+
+// EscrowInvariant: the escrow account holds exactly the open escrows plus the deposits
+// held; and every job's escrow is its verification budget plus one reservation (max price
+// + tip) per unfinished replica (a replica is paid only when it becomes final).
+func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return invariant.Format(types.ModuleName, "escrow", err.Error(), true), true
+	}
+	var problems []string
+	held, err := k.heldEscrow(ctx)
+	if err != nil {
+		return invariant.Format(types.ModuleName, "escrow", err.Error(), true), true
+	}
+	bal := k.bankKeeper.GetBalance(ctx, k.accountKeeper.GetModuleAddress(types.ModuleName), p.Denom).Amount
+	if !bal.Equal(held) {
+		problems = append(problems, fmt.Sprintf("escrow account %s%s != jobs and deposits %s%s", bal, p.Denom, held, p.Denom))
+	}
+	err = k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {
+		if j.FinishedHeight != 0 {
+			if !j.Escrow.IsZero() {
+				problems = append(problems, fmt.Sprintf("finished job %d holds %s", id, j.Escrow))
+			}
+			return false, nil
+		}
+		tasks, err := k.jobTasks(ctx, id)
+		if err != nil {
+			return true, err
+		}
+		open := int64(0)
+		for _, t := range tasks {
+			if !isFinal(t.Status) {
+				open++
+			}
+		}
+		want := j.Spec.VerificationBudget.Amount.Add(j.Spec.Reserved().MulRaw(open))
+		if !j.Escrow.Equal(want) {
+			problems = append(problems, fmt.Sprintf("job %d escrow %s != verification budget + %d open replicas = %s", id, j.Escrow, open, want))
+		}
+		return false, nil
+	})
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	return report("escrow", fmt.Sprintf("escrow account %s%s", bal, p.Denom), problems)
+}
+
+// SlotsInvariant: each node's GPUs in use and in-flight tasks match its tasks, and the
+// scheduling index holds exactly the active nodes at their current load.
+func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
+	var problems []string
+	err := k.Slots.Walk(ctx, nil, func(id uint64, s types.NodeSlot) (bool, error) {
+		var gpus, tasks uint32
+		it, err := k.Tasks.Indexes.ByNode.MatchExact(ctx, id)
+		if err != nil {
+			return true, err
+		}
+		for ; it.Valid(); it.Next() {
+			tid, err := it.PrimaryKey()
+			if err != nil {
+				_ = it.Close()
+				return true, err
+			}
+			t, err := k.Tasks.Get(ctx, tid)
+			if err != nil {
+				_ = it.Close()
+				return true, err
+			}
+			job, err := k.Jobs.Get(ctx, t.JobId)
+			if err != nil {
+				_ = it.Close()
+				return true, err
+			}
+			if holdsNode(t.Status) {
+				gpus += job.Spec.Requirements.GPUs()
+			}
+			if inFlight(t.Status) {
+				tasks++
+			}
+		}
+		_ = it.Close()
+		if gpus != s.GpusUsed || tasks != s.Tasks {
+			problems = append(problems, fmt.Sprintf("node %d: slot says %d GPUs / %d tasks, its tasks %d / %d", id, s.GpusUsed, s.Tasks, gpus, tasks))
+		}
+		has, err := k.SchedIndex.Has(ctx, indexKey(s))
+		if err != nil {
+			return true, err
+		}
+		if has != s.Active {
+			problems = append(problems, fmt.Sprintf("node %d: active %v but indexed %v", id, s.Active, has))
+		}
+		return false, nil
+	})
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	indexed := 0
+	if err := k.SchedIndex.Walk(ctx, nil, func(collections.Triple[string, uint32, uint64]) (bool, error) {
+		indexed++
+		return false, nil
+	}); err != nil {
+		problems = append(problems, err.Error())
+	}
+	active := 0
+	_ = k.Slots.Walk(ctx, nil, func(_ uint64, s types.NodeSlot) (bool, error) {
+		if s.Active {
+			active++
+		}
+		return false, nil
+	})
+	if indexed != active {
+		problems = append(problems, fmt.Sprintf("%d index entries for %d active nodes", indexed, active))
+	}
+	return report("slots", fmt.Sprintf("%d active nodes", active), problems)
+}
+
+func report(route, summary string, problems []string) (string, bool) {
+	msg := summary
+	for _, p := range problems {
+		msg += "\n" + p
+	}
+	return invariant.Format(types.ModuleName, route, msg, len(problems) > 0), len(problems) > 0
+}

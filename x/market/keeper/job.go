@@ -1,0 +1,209 @@
+package keeper
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// SubmitJob validates the spec, moves the whole budget (every replica's max price and tip,
+// plus the verification budget) from the owner into escrow, and creates the job's task
+// replicas: queued for the scheduler (ASSIGN) or waiting for the auction to close
+// (AUCTION).
+func (k Keeper) SubmitJob(ctx context.Context, owner string, spec types.JobSpec) (types.Job, error) {
+	ownerAddr, err := k.address("owner", owner)
+	if err != nil {
+		return types.Job{}, err
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return types.Job{}, err
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	if err := spec.Validate(p, sdkCtx.BlockTime()); err != nil {
+		return types.Job{}, err
+	}
+	budget := spec.Budget()
+	if have := k.bankKeeper.SpendableCoins(ctx, ownerAddr).AmountOf(p.Denom); have.LT(budget) {
+		return types.Job{}, errorsmod.Wrapf(types.ErrInsufficientFunds, "the job's budget is %s%s, %s has %s%s", budget, p.Denom, owner, have, p.Denom)
+	}
+	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, ownerAddr, types.ModuleName, sdk.NewCoins(sdk.NewCoin(p.Denom, budget))); err != nil {
+		return types.Job{}, errorsmod.Wrap(types.ErrInsufficientFunds, err.Error())
+	}
+	id, err := k.JobSeq.Next(ctx)
+	if err != nil {
+		return types.Job{}, err
+	}
+	job := types.Job{
+		Id: id, Owner: owner, Spec: spec, Status: types.JOB_STATUS_ACTIVE, Escrow: budget,
+		SubmittedHeight: sdkCtx.BlockHeight(), SubmittedTime: sdkCtx.BlockTime(), ClearingPrice: sdkmath.ZeroInt(),
+	}
+	if spec.Runtime == types.RUNTIME_BUILTIN && spec.Image == types.BuiltinGemm {
+		seed := k.gemmSeed(ctx, id)
+		job.GemmSeed = seed[:]
+	}
+	if spec.Mode == types.ALLOCATION_MODE_AUCTION {
+		job.Status = types.JOB_STATUS_BIDDING
+		job.AuctionCloseHeight = sdkCtx.BlockHeight() + int64(p.AuctionWindowBlocks)
+		if err := k.AuctionClose.Set(ctx, collections.Join(job.AuctionCloseHeight, id)); err != nil {
+			return types.Job{}, err
+		}
+	}
+	for i := uint32(0); i < spec.TaskCount; i++ {
+		for r := uint32(0); r < spec.Replicas; r++ {
+			tid, err := k.TaskSeq.Next(ctx)
+			if err != nil {
+				return types.Job{}, err
+			}
+			t := types.Task{Id: tid, JobId: id, Index: i, Replica: r, Status: types.TASK_STATUS_PENDING, Price: sdkmath.ZeroInt()}
+			if err := k.Tasks.Set(ctx, tid, t); err != nil {
+				return types.Job{}, err
+			}
+			if spec.Mode == types.ALLOCATION_MODE_ASSIGN {
+				if err := k.AssignQueue.Set(ctx, queueKey(job, tid)); err != nil {
+					return types.Job{}, err
+				}
+			}
+		}
+	}
+	if err := k.JobDeadlines.Set(ctx, collections.Join(spec.Deadline, id)); err != nil {
+		return types.Job{}, err
+	}
+	k.addHistory(ctx, &job, p, "JobSubmitted", 0, 0, fmt.Sprintf("%d tasks x %d replicas, %s, escrow %s%s", spec.TaskCount, spec.Replicas, spec.Mode, budget, p.Denom))
+	if err := k.Jobs.Set(ctx, id, job); err != nil {
+		return types.Job{}, err
+	}
+	return job, sdkCtx.EventManager().EmitTypedEvent(&types.EventJobSubmitted{
+		JobId: id, Owner: owner, Mode: spec.Mode, Tasks: uint32(spec.TotalTasks()), Escrow: budget,
+	})
+}
+
+// gemmSeed draws a BUILTIN gemm job's seed from the previous block (nobody knew it when
+// they signed the job), falling back to the job id alone at the first block.
+func (k Keeper) gemmSeed(ctx context.Context, jobID uint64) [32]byte {
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
+	if seed, err := k.gfl.Seed(ctx, h-1, types.DomainGemmSeed, jobID); err == nil {
+		return seed
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], jobID)
+	return sha256.Sum256(append([]byte(types.DomainGemmSeed), b[:]...))
+}
+
+// queueKey orders pending tasks: higher tip first, then earlier deadline, then older task.
+func queueKey(job types.Job, taskID uint64) collections.Triple[uint64, int64, uint64] {
+	tip := job.Spec.PriorityTip.Amount
+	inv := uint64(0)
+	if tip.IsUint64() {
+		inv = math.MaxUint64 - tip.Uint64()
+	}
+	return collections.Join3(inv, job.Spec.Deadline.Unix(), taskID)
+}
+
+// CancelJob cancels a job for its owner. Cancelling is immediate for work not started and
+// fair for work in progress:
+//   - pending and assigned (not yet acked) tasks are cancelled and their escrow refunded
+//     at once;
+//   - running tasks are cancelled and their provider paid for the time it ran, pro rata of
+//     max_duration (through the usual take), the rest refunded;
+//   - committed and revealed tasks are finished work: they settle normally;
+//   - open bids are returned.
+//
+// It returns what was refunded at once; the rest comes back as the remaining tasks end.
+func (k Keeper) CancelJob(ctx context.Context, owner string, jobID uint64) (sdkmath.Int, error) {
+	if _, err := k.address("owner", owner); err != nil {
+		return sdkmath.Int{}, err
+	}
+	job, err := k.GetJob(ctx, jobID)
+	if err != nil {
+		return sdkmath.Int{}, err
+	}
+	if job.Owner != owner {
+		return sdkmath.Int{}, errorsmod.Wrapf(types.ErrNotOwner, "job %d belongs to %s", jobID, job.Owner)
+	}
+	if job.Status != types.JOB_STATUS_ACTIVE && job.Status != types.JOB_STATUS_BIDDING {
+		return sdkmath.Int{}, errorsmod.Wrapf(types.ErrInvalidJobStatus, "job %d is %s", jobID, job.Status)
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return sdkmath.Int{}, err
+	}
+	before := job.Escrow
+	if job.Status == types.JOB_STATUS_BIDDING {
+		if err := k.returnOpenBids(ctx, &job, types.BID_STATUS_WITHDRAWN); err != nil {
+			return sdkmath.Int{}, err
+		}
+		if err := k.AuctionClose.Remove(ctx, collections.Join(job.AuctionCloseHeight, jobID)); err != nil {
+			return sdkmath.Int{}, err
+		}
+	}
+	job.Status = types.JOB_STATUS_CANCELLED
+	tasks, err := k.jobTasks(ctx, jobID)
+	if err != nil {
+		return sdkmath.Int{}, err
+	}
+	now := sdk.UnwrapSDKContext(ctx).BlockTime()
+	for _, t := range tasks {
+		switch t.Status {
+		case types.TASK_STATUS_PENDING, types.TASK_STATUS_ASSIGNED:
+			if err := k.detach(ctx, &job, &t); err != nil {
+				return sdkmath.Int{}, err
+			}
+			if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_CANCELLED, "cancelled by the owner"); err != nil {
+				return sdkmath.Int{}, err
+			}
+		case types.TASK_STATUS_RUNNING:
+			elapsed := max(now.Sub(t.StartedTime), 0)
+			gross := t.Price.Add(job.Spec.PriorityTip.Amount)
+			owed := gross.Mul(sdkmath.NewInt(int64(min(elapsed, job.Spec.MaxDuration)))).Quo(sdkmath.NewInt(int64(job.Spec.MaxDuration)))
+			if err := k.detach(ctx, &job, &t); err != nil {
+				return sdkmath.Int{}, err
+			}
+			if err := k.pay(ctx, &job, &t, p, owed); err != nil {
+				return sdkmath.Int{}, err
+			}
+			if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_CANCELLED, fmt.Sprintf("cancelled by the owner after %s; provider paid %s%s", elapsed, owed, p.Denom)); err != nil {
+				return sdkmath.Int{}, err
+			}
+		}
+	}
+	k.addHistory(ctx, &job, p, "JobCancelled", 0, 0, "cancelled by the owner")
+	if err := k.maybeFinishJob(ctx, &job, p); err != nil {
+		return sdkmath.Int{}, err
+	}
+	if err := k.Jobs.Set(ctx, jobID, job); err != nil {
+		return sdkmath.Int{}, err
+	}
+	return before.Sub(job.Escrow), nil
+}
+
+func (k Keeper) jobTasks(ctx context.Context, jobID uint64) ([]types.Task, error) {
+	it, err := k.Tasks.Indexes.ByJob.MatchExact(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = it.Close() }()
+	var out []types.Task
+	for ; it.Valid(); it.Next() {
+		id, err := it.PrimaryKey()
+		if err != nil {
+			return nil, err
+		}
+		t, err := k.Tasks.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

@@ -1,0 +1,295 @@
+package types
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/flopsnet/flops/internal/validate"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+)
+
+// Bounds on the free-form parts of a spec (the rest are params).
+const (
+	MaxArgs        = 64
+	MaxArgLen      = 1024
+	MaxEnv         = 64
+	MaxEnvValueLen = 4096
+	MaxURILen      = 1024
+	MaxPathLen     = 256
+	MaxImageLen    = 256
+	MaxGPUsPerTask = 16
+
+	BuiltinGemm     = "gemm"
+	BuiltinChecksum = "checksum"
+)
+
+var (
+	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	ccPattern    = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,2}$`)
+	pinnedDigest = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$`)
+)
+
+func specErr(format string, args ...any) error {
+	return errorsmod.Wrapf(ErrInvalidJobSpec, format, args...)
+}
+
+// Validate checks every field of a job spec against the params at block time now. Each
+// failure is ErrInvalidJobSpec naming the field and the value.
+func (s JobSpec) Validate(p Params, now time.Time) error {
+	if s.Workload == gfltypes.WORKLOAD_CLASS_UNSPECIFIED || gfltypes.WorkloadClass_name[int32(s.Workload)] == "" {
+		return specErr("workload %d: unknown workload class", s.Workload)
+	}
+	if err := s.validateRuntime(); err != nil {
+		return err
+	}
+	if len(s.Env) > MaxEnv {
+		return specErr("env: %d variables, at most %d", len(s.Env), MaxEnv)
+	}
+	names := map[string]struct{}{}
+	for i, e := range s.Env {
+		if !envName.MatchString(e.Name) {
+			return specErr("env[%d].name %q: must match %s", i, e.Name, envName)
+		}
+		if _, dup := names[e.Name]; dup {
+			return specErr("env[%d].name %q: duplicate", i, e.Name)
+		}
+		names[e.Name] = struct{}{}
+		if len(e.Value) > MaxEnvValueLen {
+			return specErr("env[%d].value: %d bytes, at most %d", i, len(e.Value), MaxEnvValueLen)
+		}
+	}
+	if err := validateInputs(s.Inputs, p.MaxInputsPerJob); err != nil {
+		return err
+	}
+	if err := s.Requirements.validate(); err != nil {
+		return err
+	}
+	if s.TaskCount == 0 || s.TaskCount > p.MaxTasksPerJob {
+		return specErr("task_count %d: must be 1 to %d", s.TaskCount, p.MaxTasksPerJob)
+	}
+	if len(s.TaskArgs) != 0 && len(s.TaskArgs) != int(s.TaskCount) {
+		return specErr("task_args: %d entries, must be 0 or task_count %d", len(s.TaskArgs), s.TaskCount)
+	}
+	for i, ta := range s.TaskArgs {
+		if err := validateArgs(fmt.Sprintf("task_args[%d].args", i), ta.Args); err != nil {
+			return err
+		}
+	}
+	if s.Replicas == 0 || s.Replicas > p.MaxReplicas {
+		return specErr("replicas %d: must be 1 to %d", s.Replicas, p.MaxReplicas)
+	}
+	if err := s.validateVerification(); err != nil {
+		return err
+	}
+	if err := validate.Coin("max_price_per_task", s.MaxPricePerTask, p.Denom); err != nil {
+		return specErr("%s", err)
+	}
+	if !s.MaxPricePerTask.IsPositive() {
+		return specErr("max_price_per_task %s: must be positive", s.MaxPricePerTask)
+	}
+	if s.MaxDuration <= 0 || s.MaxDuration > p.MaxJobDuration {
+		return specErr("max_duration %s: must be positive and at most %s", s.MaxDuration, p.MaxJobDuration)
+	}
+	if earliest := now.Add(s.MaxDuration); s.Deadline.Before(earliest) {
+		return specErr("deadline %s: a task started now would end at %s", s.Deadline.UTC().Format(time.RFC3339), earliest.UTC().Format(time.RFC3339))
+	}
+	if err := validate.Coin("priority_tip", s.PriorityTip, p.Denom); err != nil {
+		return specErr("%s", err)
+	}
+	if s.Mode != ALLOCATION_MODE_ASSIGN && s.Mode != ALLOCATION_MODE_AUCTION {
+		return specErr("mode %d: must be ASSIGN or AUCTION", s.Mode)
+	}
+	if s.CheckpointInterval < 0 || (s.CheckpointInterval > 0 && s.CheckpointInterval >= s.MaxDuration) {
+		return specErr("checkpoint_interval %s: must be 0 or shorter than max_duration %s", s.CheckpointInterval, s.MaxDuration)
+	}
+	if err := validate.Coin("verification_budget", s.VerificationBudget, p.Denom); err != nil {
+		return specErr("%s", err)
+	}
+	return nil
+}
+
+func (s JobSpec) validateRuntime() error {
+	switch s.Runtime {
+	case RUNTIME_BUILTIN:
+		if len(s.Command) != 0 {
+			return specErr("command: a BUILTIN job takes none")
+		}
+		switch s.Image {
+		case BuiltinGemm:
+			b := s.Builtin
+			if b.GemmN < 256 || b.GemmN > 65536 || b.GemmN%256 != 0 {
+				return specErr("builtin.gemm_n %d: must be a multiple of 256 in [256, 65536]", b.GemmN)
+			}
+			if b.GemmR == 0 || uint64(4)*uint64(b.GemmN)*uint64(b.GemmR) >= 1<<24 {
+				return specErr("builtin.gemm_r %d: must be >= 1 with 4*n*r < 2^24", b.GemmR)
+			}
+		case BuiltinChecksum:
+			if s.Builtin.ChecksumBytes == 0 || s.Builtin.ChecksumBytes > 1<<40 {
+				return specErr("builtin.checksum_bytes %d: must be 1 to 2^40", s.Builtin.ChecksumBytes)
+			}
+		default:
+			return specErr("image %q: a BUILTIN job names %q or %q", s.Image, BuiltinGemm, BuiltinChecksum)
+		}
+	case RUNTIME_PROCESS:
+		if s.Image != "" {
+			return specErr("image %q: a PROCESS job takes none", s.Image)
+		}
+		if len(s.Command) == 0 {
+			return specErr("command: a PROCESS job needs one")
+		}
+		if err := validateArgs("command", s.Command); err != nil {
+			return err
+		}
+	case RUNTIME_CONTAINER:
+		if len(s.Image) > MaxImageLen || !pinnedDigest.MatchString(s.Image) {
+			return specErr("image %q: must be a reference pinned by digest, repo@sha256:<64 hex>", s.Image)
+		}
+		if err := validateArgs("command", s.Command); err != nil {
+			return err
+		}
+	default:
+		return specErr("runtime %d: must be BUILTIN, PROCESS or CONTAINER", s.Runtime)
+	}
+	return nil
+}
+
+func (s JobSpec) validateVerification() error {
+	switch s.Verification {
+	case VERIFICATION_CLASS_EXACT, VERIFICATION_CLASS_NONE:
+	case VERIFICATION_CLASS_BUILTIN_GEMM:
+		if s.Runtime != RUNTIME_BUILTIN || s.Image != BuiltinGemm {
+			return specErr("verification BUILTIN_GEMM: only for the BUILTIN %q workload", BuiltinGemm)
+		}
+	default:
+		return specErr("verification %d: must be EXACT, BUILTIN_GEMM or NONE", s.Verification)
+	}
+	return nil
+}
+
+func validateArgs(field string, args []string) error {
+	if len(args) > MaxArgs {
+		return specErr("%s: %d arguments, at most %d", field, len(args), MaxArgs)
+	}
+	for i, a := range args {
+		if len(a) > MaxArgLen || strings.ContainsRune(a, 0) {
+			return specErr("%s[%d]: at most %d bytes, no NUL", field, i, MaxArgLen)
+		}
+	}
+	return nil
+}
+
+func validateInputs(inputs []Input, max uint32) error {
+	if uint32(len(inputs)) > max {
+		return specErr("inputs: %d, at most %d", len(inputs), max)
+	}
+	paths := map[string]struct{}{}
+	for i, in := range inputs {
+		if err := ValidateURI(in.Uri); err != nil {
+			return specErr("inputs[%d].uri: %s", i, err)
+		}
+		if err := ValidateSHA256Hex(in.Sha256); err != nil {
+			return specErr("inputs[%d].sha256: %s", i, err)
+		}
+		p := in.Path
+		if p == "" || len(p) > MaxPathLen || path.IsAbs(p) || path.Clean(p) != p || p == "." || strings.HasPrefix(p, "../") || p == ".." {
+			return specErr("inputs[%d].path %q: must be a clean relative path inside the working directory", i, p)
+		}
+		if _, dup := paths[p]; dup {
+			return specErr("inputs[%d].path %q: duplicate", i, p)
+		}
+		paths[p] = struct{}{}
+	}
+	return nil
+}
+
+func (r Requirements) validate() error {
+	if r.GpuCount > MaxGPUsPerTask {
+		return specErr("requirements.gpu_count %d: at most %d", r.GpuCount, MaxGPUsPerTask)
+	}
+	if r.MinComputeCapability != "" && !ccPattern.MatchString(r.MinComputeCapability) {
+		return specErr("requirements.min_compute_capability %q: must be major.minor", r.MinComputeCapability)
+	}
+	seen := map[string]struct{}{}
+	for i, c := range r.AllowedClasses {
+		if err := validate.Identifier(fmt.Sprintf("requirements.allowed_classes[%d]", i), c); err != nil {
+			return specErr("%s", err)
+		}
+		if _, dup := seen[c]; dup {
+			return specErr("requirements.allowed_classes[%d] %q: duplicate", i, c)
+		}
+		seen[c] = struct{}{}
+	}
+	if r.Region != "" {
+		if err := validate.Identifier("requirements.region", r.Region); err != nil {
+			return specErr("%s", err)
+		}
+	}
+	return nil
+}
+
+// GPUs is the number of GPUs one task needs.
+func (r Requirements) GPUs() uint32 { return max(r.GpuCount, 1) }
+
+// ValidateURI accepts https, http and ipfs URIs of at most MaxURILen bytes.
+func ValidateURI(uri string) error {
+	if uri == "" || len(uri) > MaxURILen {
+		return fmt.Errorf("%q: must be 1 to %d bytes", uri, MaxURILen)
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return fmt.Errorf("%q: %w", uri, err)
+	}
+	switch u.Scheme {
+	case "https", "http":
+		if u.Host == "" {
+			return fmt.Errorf("%q: no host", uri)
+		}
+	case "ipfs":
+	default:
+		return fmt.Errorf("%q: scheme must be https, http or ipfs", uri)
+	}
+	return nil
+}
+
+// ValidateSHA256Hex accepts 64 lowercase hex characters.
+func ValidateSHA256Hex(s string) error {
+	if len(s) != 64 || strings.ToLower(s) != s {
+		return fmt.Errorf("%q: must be 64 lowercase hex characters", s)
+	}
+	if _, err := hex.DecodeString(s); err != nil {
+		return fmt.Errorf("%q: %w", s, err)
+	}
+	return nil
+}
+
+// TotalTasks is the number of task replicas of the job.
+func (s JobSpec) TotalTasks() uint64 { return uint64(s.TaskCount) * uint64(s.Replicas) }
+
+// Reserved is what one task replica holds in escrow: its max price plus its tip.
+func (s JobSpec) Reserved() sdkmath.Int { return s.MaxPricePerTask.Amount.Add(s.PriorityTip.Amount) }
+
+// Budget is the whole escrow of a job: every replica's max price and tip, plus the
+// verification budget.
+func (s JobSpec) Budget() sdkmath.Int {
+	return s.Reserved().Mul(sdkmath.NewIntFromUint64(s.TotalTasks())).Add(s.VerificationBudget.Amount)
+}
+
+// Quote is a node's price for a task from its ask: ask per GPU-hour * GPUs * max duration,
+// rounded up to the udps.
+func Quote(askPerGPUHour sdkmath.Int, gpus uint32, d time.Duration) sdkmath.Int {
+	num := askPerGPUHour.Mul(sdkmath.NewInt(int64(gpus))).Mul(sdkmath.NewInt(int64(d / time.Millisecond)))
+	hour := sdkmath.NewInt(int64(time.Hour / time.Millisecond))
+	q, r := num.Quo(hour), num.Mod(hour)
+	if r.IsPositive() {
+		q = q.AddRaw(1)
+	}
+	return q
+}
