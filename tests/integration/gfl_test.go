@@ -44,7 +44,7 @@ func smallPoCP(e apptest.GenesisEditor) {
 func a100(tag string, gpus int) gfltypes.NodeSpec {
 	s := gfltypes.NodeSpec{
 		Region: "eu-west", Endpoint: "https://" + tag + ".example.com",
-		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING, gfltypes.WORKLOAD_CLASS_BATCH},
+		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING, gfltypes.WORKLOAD_CLASS_INFERENCE, gfltypes.WORKLOAD_CLASS_BATCH},
 		AskPerGpuHour: sdk.NewInt64Coin("udps", 1_000_000), ClaimedGflops: 24,
 	}
 	for i := range gpus {
@@ -56,7 +56,7 @@ func a100(tag string, gpus int) gfltypes.NodeSpec {
 }
 
 // bondAndRegister bonds collateral for gpus GPUs and registers one node.
-func bondAndRegister(t *testing.T, a *apptest.App, account string, gpus int) uint64 {
+func bondAndRegister(t testing.TB, a *apptest.App, account string, gpus int) uint64 {
 	t.Helper()
 	op := a.Account(account).String()
 	amount := sdk.NewInt64Coin("udps", int64(gpus)*100_000_000)

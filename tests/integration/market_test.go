@@ -2,6 +2,7 @@ package integration
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,8 +25,23 @@ const udps = "udps"
 
 // marketApp: a client and three providers with one bonded A100 node each; short windows;
 // PoCP challenges out of the way.
-func marketApp(t *testing.T, edit func(p *markettypes.Params)) (*apptest.App, map[string]uint64) {
-	a := apptest.New(t, apptest.WithAccounts("client", "p1", "p2", "p3"), apptest.WithGenesis(func(e apptest.GenesisEditor) {
+func marketApp(t testing.TB, edit func(p *markettypes.Params)) (*apptest.App, map[string]uint64) {
+	return marketAppN(t, 3, edit)
+}
+
+// marketAppN is marketApp with n providers p1..pn.
+func marketAppN(t testing.TB, n int, edit func(p *markettypes.Params)) (*apptest.App, map[string]uint64) {
+	return marketAppLate(t, n, n, edit)
+}
+
+// marketAppLate has n provider accounts of which only the first registered have a node;
+// registerLate gives the others theirs later.
+func marketAppLate(t testing.TB, n, registered int, edit func(p *markettypes.Params)) (*apptest.App, map[string]uint64) {
+	names := []string{"client"}
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("p%d", i))
+	}
+	a := apptest.New(t, apptest.WithAccounts(names...), apptest.WithGenesis(func(e apptest.GenesisEditor) {
 		var g gfltypes.GenesisState
 		e.Edit(gfltypes.ModuleName, &g, func() { g.Params.ChallengeIntervalBlocks = 1_000_000 })
 		var m markettypes.GenesisState
@@ -38,10 +54,18 @@ func marketApp(t *testing.T, edit func(p *markettypes.Params)) (*apptest.App, ma
 		})
 	}))
 	nodes := map[string]uint64{}
-	for _, p := range []string{"p1", "p2", "p3"} {
+	for _, p := range names[1 : 1+registered] {
 		nodes[p] = bondAndRegister(t, a, p, 1)
 	}
 	return a, nodes
+}
+
+// registerLate bonds and registers the nodes of providers created by marketAppLate.
+func registerLate(t testing.TB, a *apptest.App, nodes map[string]uint64, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		nodes[n] = bondAndRegister(t, a, n, 1)
+	}
 }
 
 // gemmJob is a 1-GPU BUILTIN gemm job of n tasks with a 10-minute max duration.
@@ -56,7 +80,7 @@ func gemmJob(a *apptest.App, tasks uint32, mode markettypes.AllocationMode) mark
 	}
 }
 
-func submit(t *testing.T, a *apptest.App, spec markettypes.JobSpec) uint64 {
+func submit(t testing.TB, a *apptest.App, spec markettypes.JobSpec) uint64 {
 	t.Helper()
 	a.MustDeliver("client", &markettypes.MsgSubmitJob{Owner: a.Account("client").String(), Spec: spec})
 	jobs, err := marketkeeper.NewQueryServerImpl(a.MarketKeeper).JobsByOwner(a.Ctx(), &markettypes.QueryJobsByOwnerRequest{Owner: a.Account("client").String()})
@@ -64,14 +88,14 @@ func submit(t *testing.T, a *apptest.App, spec markettypes.JobSpec) uint64 {
 	return jobs.Jobs[len(jobs.Jobs)-1].Id
 }
 
-func jobTasks(t *testing.T, a *apptest.App, job uint64) []markettypes.Task {
+func jobTasks(t testing.TB, a *apptest.App, job uint64) []markettypes.Task {
 	t.Helper()
 	res, err := marketkeeper.NewQueryServerImpl(a.MarketKeeper).TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: job})
 	require.NoError(t, err)
 	return res.Tasks
 }
 
-func getJob(t *testing.T, a *apptest.App, id uint64) markettypes.Job {
+func getJob(t testing.TB, a *apptest.App, id uint64) markettypes.Job {
 	t.Helper()
 	j, err := a.MarketKeeper.GetJob(a.Ctx(), id)
 	require.NoError(t, err)
@@ -89,7 +113,7 @@ func providerOf(nodes map[string]uint64, node uint64) string {
 }
 
 // run plays the provider's side of a task: ack, commit, reveal, each in its own block.
-func run(t *testing.T, a *apptest.App, nodes map[string]uint64, task markettypes.Task) {
+func run(t testing.TB, a *apptest.App, nodes map[string]uint64, task markettypes.Task) {
 	t.Helper()
 	name := providerOf(nodes, task.NodeId)
 	addr := a.Account(name)
@@ -169,7 +193,7 @@ func TestAssignJobLifeBalances(t *testing.T) {
 	require.Equal(t, []string{"JobSubmitted", "TaskAssigned", "TaskRunning", "TaskCommitted", "TaskRevealed", "TaskSettled", "JobCOMPLETED"}, events)
 }
 
-func bid(t *testing.T, a *apptest.App, name string, node, job uint64, price int64) {
+func bid(t testing.TB, a *apptest.App, name string, node, job uint64, price int64) {
 	t.Helper()
 	a.MustDeliver(name, &markettypes.MsgPlaceBid{Provider: a.Account(name).String(), JobId: job, NodeId: node, Price: sdkmath.NewInt(price), Quantity: 1})
 }

@@ -50,10 +50,16 @@ func (k Keeper) EndBlocker(ctx sdk.Context) error {
 		{"reveal deadline", heightKeys(ctx, k.RevealDeadlines, heightRange), func(c sdk.Context, id uint64) error {
 			return k.lapseIf(c, p, id, types.TASK_STATUS_COMMITTED, "commitment never revealed", p.MissedRevealSlashPpm, sstypes.SLASH_REASON_MISSED_REVEAL)
 		}},
+		{"draw audit", heightKeys(ctx, k.AuditDraws, heightRange), func(c sdk.Context, id uint64) error { return k.drawAudit(c, p, id) }},
 		{"settle", heightKeys(ctx, k.SettleQueue, heightRange), func(c sdk.Context, id uint64) error { return k.settle(c, p, id) }},
 		{"job deadline", timeKeys(ctx, k.JobDeadlines, timeRange), func(c sdk.Context, id uint64) error { return k.expireJob(c, p, id) }},
 		{"prune", heightKeys(ctx, k.PruneQueue, heightRange), func(c sdk.Context, id uint64) error { return k.prune(c, p, id) }},
 	}
+	n, err := k.expireUnits(ctx, p, budget)
+	if err != nil {
+		return err
+	}
+	budget -= n
 	for _, s := range steps {
 		if budget <= 0 {
 			break
@@ -151,6 +157,9 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 		if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_FAILED, fmt.Sprintf("%s; failed after %d reassignments", reason, p.MaxReassignments)); err != nil {
 			return err
 		}
+		if err := k.memberGone(ctx, p, &job, t); err != nil {
+			return err
+		}
 		return k.Jobs.Set(ctx, job.Id, job)
 	}
 	t.Status = types.TASK_STATUS_PENDING
@@ -224,7 +233,7 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err != nil {
 		return err
 	}
-	if t.Status != types.TASK_STATUS_REVEALED {
+	if t.Status != types.TASK_STATUS_VERIFIED {
 		return nil
 	}
 	job, err := k.Jobs.Get(ctx, t.JobId)
@@ -234,14 +243,26 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err := k.detach(ctx, &job, &t); err != nil {
 		return err
 	}
-	gross := t.Price.Add(job.Spec.PriorityTip.Amount)
+	// A primary is paid its price and tip from its reservation; the other roles their
+	// price from the verification budget.
+	gross := t.Price
+	if t.Role == types.TASK_ROLE_PRIMARY {
+		gross = gross.Add(job.Spec.PriorityTip.Amount)
+	}
 	if err := k.pay(ctx, &job, &t, p, gross); err != nil {
 		return err
 	}
 	if err := k.recordWork(ctx, job, t, gross); err != nil {
 		return err
 	}
-	k.hooks().AfterTaskVerified(ctx, t.NodeId, true)
+	provider := sdk.MustAccAddressFromBech32(t.Provider)
+	n, err := k.ProviderTasks.Get(ctx, provider)
+	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
+		return err
+	}
+	if err := k.ProviderTasks.Set(ctx, provider, n+1); err != nil {
+		return err
+	}
 	k.hooks().AfterTaskSettled(ctx, t.NodeId, !t.CommitTime.After(job.Spec.Deadline))
 	if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_SETTLED, ""); err != nil {
 		return err
@@ -312,6 +333,9 @@ func (k Keeper) expireJob(ctx sdk.Context, p types.Params, id uint64) error {
 			return err
 		}
 		if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_EXPIRED, "the job's deadline passed before it started"); err != nil {
+			return err
+		}
+		if err := k.memberGone(ctx, p, &job, t); err != nil {
 			return err
 		}
 	}

@@ -49,6 +49,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
 	for _, t := range gs.Tasks {
 		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
 			return err
@@ -56,6 +57,60 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.enqueue(ctx, jobs[t.JobId], t); err != nil {
 			return err
 		}
+		j := jobs[t.JobId]
+		if t.Status == types.TASK_STATUS_COMMITTED && t.Role == types.TASK_ROLE_PRIMARY && !t.Audited &&
+			j.Spec.Verification == types.VERIFICATION_CLASS_EXACT && j.Spec.Replicas == 1 {
+			if err := k.AuditDraws.Set(ctx, collections.Join(max(t.CommitHeight+2, h+1), t.Id)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, d := range gs.Disputes {
+		if err := k.Disputes.Set(ctx, d.Id, d); err != nil {
+			return err
+		}
+	}
+	for _, pl := range gs.Pools {
+		if err := k.Pools.Set(ctx, pl.Id, pl); err != nil {
+			return err
+		}
+	}
+	for _, u := range gs.Units {
+		key := collections.Join(u.PoolId, u.Id)
+		if err := k.Units.Set(ctx, key, u); err != nil {
+			return err
+		}
+		var err error
+		switch u.Status {
+		case types.UNIT_STATUS_OPEN:
+			err = k.OpenUnits.Set(ctx, key)
+		case types.UNIT_STATUS_COMMITTED:
+			err = k.UnitDeadlines.Set(ctx, collections.Join3(u.RevealDeadlineHeight, u.PoolId, u.Id))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, m := range gs.Members {
+		if err := k.PoolMembers.Set(ctx, collections.Join(m.PoolId, m.NodeId), m); err != nil {
+			return err
+		}
+	}
+	for _, e := range gs.Earnings {
+		if err := k.PoolEarnings.Set(ctx, collections.Join(e.PoolId, sdk.MustAccAddressFromBech32(e.Provider)), e); err != nil {
+			return err
+		}
+	}
+	for _, c := range gs.ProviderTasks {
+		if err := k.ProviderTasks.Set(ctx, sdk.MustAccAddressFromBech32(c.Provider), c.Tasks); err != nil {
+			return err
+		}
+	}
+	if err := k.DisputeSeq.Set(ctx, max(gs.NextDisputeId, 1)); err != nil {
+		return err
+	}
+	if err := k.PoolSeq.Set(ctx, max(gs.NextPoolId, 1)); err != nil {
+		return err
 	}
 	for _, b := range gs.Bids {
 		if err := k.Bids.Set(ctx, collections.Join(b.JobId, b.NodeId), b); err != nil {
@@ -151,6 +206,48 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	}); err != nil {
 		return nil, err
 	}
+	if err := k.Disputes.Walk(ctx, nil, func(_ uint64, d types.Dispute) (bool, error) {
+		gs.Disputes = append(gs.Disputes, d)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.Pools.Walk(ctx, nil, func(_ uint64, pl types.Pool) (bool, error) {
+		gs.Pools = append(gs.Pools, pl)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.Units.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], u types.Unit) (bool, error) {
+		gs.Units = append(gs.Units, u)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.PoolMembers.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], m types.PoolMember) (bool, error) {
+		gs.Members = append(gs.Members, m)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.PoolEarnings.Walk(ctx, nil, func(_ collections.Pair[uint64, sdk.AccAddress], e types.PoolEarning) (bool, error) {
+		gs.Earnings = append(gs.Earnings, e)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.ProviderTasks.Walk(ctx, nil, func(p sdk.AccAddress, n uint64) (bool, error) {
+		gs.ProviderTasks = append(gs.ProviderTasks, types.ProviderTaskCount{Provider: p.String(), Tasks: n})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if gs.NextDisputeId, err = k.DisputeSeq.Peek(ctx); err != nil {
+		return nil, err
+	}
+	if gs.NextPoolId, err = k.PoolSeq.Peek(ctx); err != nil {
+		return nil, err
+	}
 	return gs, nil
 }
 
@@ -167,6 +264,20 @@ func (k Keeper) heldEscrow(ctx context.Context) (sdkmath.Int, error) {
 	}
 	err = k.Bids.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
 		sum = sum.Add(b.Deposit)
+		return false, nil
+	})
+	if err != nil {
+		return sum, err
+	}
+	err = k.Disputes.Walk(ctx, nil, func(_ uint64, d types.Dispute) (bool, error) {
+		sum = sum.Add(d.Bond)
+		return false, nil
+	})
+	if err != nil {
+		return sum, err
+	}
+	err = k.Pools.Walk(ctx, nil, func(_ uint64, pl types.Pool) (bool, error) {
+		sum = sum.Add(pl.Escrow)
 		return false, nil
 	})
 	return sum, err

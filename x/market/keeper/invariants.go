@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"cosmossdk.io/collections"
+	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -17,9 +18,10 @@ func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 	reg.Register(types.ModuleName, "slots", k.SlotsInvariant)
 }
 
-// EscrowInvariant: the escrow account holds exactly the open escrows plus the deposits
-// held; and every job's escrow is its verification budget plus one reservation (max price
-// + tip) per unfinished replica (a replica is paid only when it becomes final).
+// EscrowInvariant: the escrow account holds exactly the jobs' escrows, the deposits and
+// bonds held and the pools' escrows; every job's escrow is its verification budget left
+// plus the unpaid reservations of its unfinished tasks; every pool's escrow covers its
+// unpaid earnings and its open units.
 func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 	p, err := k.Params.Get(ctx)
 	if err != nil {
@@ -45,15 +47,37 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 		if err != nil {
 			return true, err
 		}
-		open := int64(0)
+		want := j.VerificationLeft
 		for _, t := range tasks {
 			if !isFinal(t.Status) {
-				open++
+				want = want.Add(t.Reserved.Sub(t.Paid))
 			}
 		}
-		want := j.Spec.VerificationBudget.Amount.Add(j.Spec.Reserved().MulRaw(open))
 		if !j.Escrow.Equal(want) {
-			problems = append(problems, fmt.Sprintf("job %d escrow %s != verification budget + %d open replicas = %s", id, j.Escrow, open, want))
+			problems = append(problems, fmt.Sprintf("job %d escrow %s != verification budget left + open reservations = %s", id, j.Escrow, want))
+		}
+		return false, nil
+	})
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	err = k.Pools.Walk(ctx, nil, func(id uint64, pl types.Pool) (bool, error) {
+		owed := pl.Unpaid.Add(pl.Spec.UnitPrice.Amount.MulRaw(int64(pl.OpenUnits)))
+		switch {
+		case pl.Escrow.LT(owed):
+			problems = append(problems, fmt.Sprintf("pool %d escrow %s below unpaid credits + open units %s", id, pl.Escrow, owed))
+		case pl.Status == types.POOL_STATUS_CLOSED && !pl.Escrow.Equal(owed):
+			problems = append(problems, fmt.Sprintf("closed pool %d escrow %s != unpaid credits + claimed units %s", id, pl.Escrow, owed))
+		}
+		unpaid := sdkmath.ZeroInt()
+		if err := k.PoolEarnings.Walk(ctx, collections.NewPrefixedPairRange[uint64, sdk.AccAddress](id), func(_ collections.Pair[uint64, sdk.AccAddress], e types.PoolEarning) (bool, error) {
+			unpaid = unpaid.Add(e.Amount)
+			return false, nil
+		}); err != nil {
+			return true, err
+		}
+		if !unpaid.Equal(pl.Unpaid) {
+			problems = append(problems, fmt.Sprintf("pool %d unpaid %s != its members' credits %s", id, pl.Unpaid, unpaid))
 		}
 		return false, nil
 	})

@@ -47,6 +47,7 @@ func (k Keeper) SubmitJob(ctx context.Context, owner string, spec types.JobSpec)
 	job := types.Job{
 		Id: id, Owner: owner, Spec: spec, Status: types.JOB_STATUS_ACTIVE, Escrow: budget,
 		SubmittedHeight: sdkCtx.BlockHeight(), SubmittedTime: sdkCtx.BlockTime(), ClearingPrice: sdkmath.ZeroInt(),
+		VerificationLeft: spec.VerificationBudget.Amount,
 	}
 	if spec.Runtime == types.RUNTIME_BUILTIN && spec.Image == types.BuiltinGemm {
 		seed := k.gemmSeed(ctx, id)
@@ -65,7 +66,10 @@ func (k Keeper) SubmitJob(ctx context.Context, owner string, spec types.JobSpec)
 			if err != nil {
 				return types.Job{}, err
 			}
-			t := types.Task{Id: tid, JobId: id, Index: i, Replica: r, Status: types.TASK_STATUS_PENDING, Price: sdkmath.ZeroInt()}
+			t := types.Task{
+				Id: tid, JobId: id, Index: i, Replica: r, Status: types.TASK_STATUS_PENDING, Role: types.TASK_ROLE_PRIMARY,
+				Price: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: spec.Reserved(),
+			}
 			if err := k.Tasks.Set(ctx, tid, t); err != nil {
 				return types.Job{}, err
 			}
@@ -173,6 +177,13 @@ func (k Keeper) CancelJob(ctx context.Context, owner string, jobID uint64) (sdkm
 				return sdkmath.Int{}, err
 			}
 			if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_CANCELLED, fmt.Sprintf("cancelled by the owner after %s; provider paid %s%s", elapsed, owed, p.Denom)); err != nil {
+				return sdkmath.Int{}, err
+			}
+		}
+	}
+	for _, t := range tasks {
+		if t.Status == types.TASK_STATUS_PENDING || t.Status == types.TASK_STATUS_ASSIGNED || t.Status == types.TASK_STATUS_RUNNING {
+			if err := k.memberGone(ctx, p, &job, t); err != nil {
 				return sdkmath.Int{}, err
 			}
 		}

@@ -28,16 +28,17 @@ func (i JobIndexes) IndexesList() []collections.Index[uint64, types.Job] {
 	return []collections.Index[uint64, types.Job]{i.ByOwner, i.ByStatus}
 }
 
-// TaskIndexes index tasks by job, node and provider.
+// TaskIndexes index tasks by job, shard (job, index), node and provider.
 type TaskIndexes struct {
 	ByJob      *indexes.Multi[uint64, uint64, types.Task]
+	ByShard    *indexes.Multi[collections.Pair[uint64, uint32], uint64, types.Task]
 	ByNode     *indexes.Multi[uint64, uint64, types.Task]
 	ByProvider *indexes.Multi[sdk.AccAddress, uint64, types.Task]
 }
 
 // IndexesList implements collections.Indexes.
 func (i TaskIndexes) IndexesList() []collections.Index[uint64, types.Task] {
-	return []collections.Index[uint64, types.Task]{i.ByJob, i.ByNode, i.ByProvider}
+	return []collections.Index[uint64, types.Task]{i.ByJob, i.ByShard, i.ByNode, i.ByProvider}
 }
 
 // wiring is shared by every copy of the keeper, so that dependencies set after the keeper
@@ -101,6 +102,26 @@ type Keeper struct {
 
 	// Work: (epoch, provider, workload class) -> verified work, for x/dps.
 	Work collections.Map[collections.Triple[uint64, sdk.AccAddress, int32], types.WorkRecord]
+
+	DisputeSeq collections.Sequence
+	Disputes   collections.Map[uint64, types.Dispute]
+	// AuditDraws: (height the draw is due, task id): single-replica EXACT tasks whose audit
+	// is drawn from the hash of the block after their commitment.
+	AuditDraws collections.KeySet[collections.Pair[int64, uint64]]
+	// ProviderTasks: provider -> its settled tasks, for the audit warm-up.
+	ProviderTasks collections.Map[sdk.AccAddress, uint64]
+
+	PoolSeq collections.Sequence
+	Pools   collections.Map[uint64, types.Pool]
+	// Units: (pool, unit) -> unit; OpenUnits: the units waiting for a claim.
+	Units     collections.Map[collections.Pair[uint64, uint64], types.Unit]
+	OpenUnits collections.KeySet[collections.Pair[uint64, uint64]]
+	// PoolMembers: (pool, node) -> member.
+	PoolMembers collections.Map[collections.Pair[uint64, uint64], types.PoolMember]
+	// PoolEarnings: (pool, provider) -> credited and unpaid.
+	PoolEarnings collections.Map[collections.Pair[uint64, sdk.AccAddress], types.PoolEarning]
+	// UnitDeadlines: (reveal deadline height, pool, unit) of claimed units.
+	UnitDeadlines collections.KeySet[collections.Triple[int64, uint64, uint64]]
 }
 
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
@@ -133,6 +154,11 @@ func NewKeeper(
 		Tasks: collections.NewIndexedMap(sb, types.TasksKey, "tasks", collections.Uint64Key, codec.CollValue[types.Task](cdc), TaskIndexes{
 			ByJob: indexes.NewMulti(sb, types.TasksByJobKey, "tasks_by_job", collections.Uint64Key, collections.Uint64Key,
 				func(_ uint64, t types.Task) (uint64, error) { return t.JobId, nil }),
+			ByShard: indexes.NewMulti(sb, types.TasksByShardKey, "tasks_by_shard",
+				collections.PairKeyCodec(collections.Uint64Key, collections.Uint32Key), collections.Uint64Key,
+				func(_ uint64, t types.Task) (collections.Pair[uint64, uint32], error) {
+					return collections.Join(t.JobId, t.Index), nil
+				}),
 			ByNode: indexes.NewMulti(sb, types.TasksByNodeKey, "tasks_by_node", collections.Uint64Key, collections.Uint64Key,
 				func(_ uint64, t types.Task) (uint64, error) { return t.NodeId, nil }),
 			ByProvider: indexes.NewMulti(sb, types.TasksByProviderKey, "tasks_by_provider", sdk.AccAddressKey, collections.Uint64Key,
@@ -162,6 +188,21 @@ func NewKeeper(
 			codec.CollValue[types.HistoryEntry](cdc)),
 		Work: collections.NewMap(sb, types.WorkKey, "work",
 			collections.TripleKeyCodec(collections.Uint64Key, sdk.AccAddressKey, collections.Int32Key), codec.CollValue[types.WorkRecord](cdc)),
+		DisputeSeq:    collections.NewSequence(sb, types.DisputeSeqKey, "dispute_seq"),
+		Disputes:      collections.NewMap(sb, types.DisputesKey, "disputes", collections.Uint64Key, codec.CollValue[types.Dispute](cdc)),
+		AuditDraws:    collections.NewKeySet(sb, types.AuditDrawsKey, "audit_draws", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		ProviderTasks: collections.NewMap(sb, types.ProviderTasksKey, "provider_tasks", sdk.AccAddressKey, collections.Uint64Value),
+		PoolSeq:       collections.NewSequence(sb, types.PoolSeqKey, "pool_seq"),
+		Pools:         collections.NewMap(sb, types.PoolsKey, "pools", collections.Uint64Key, codec.CollValue[types.Pool](cdc)),
+		Units: collections.NewMap(sb, types.UnitsKey, "units", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key),
+			codec.CollValue[types.Unit](cdc)),
+		OpenUnits: collections.NewKeySet(sb, types.OpenUnitsKey, "open_units", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key)),
+		PoolMembers: collections.NewMap(sb, types.PoolMembersKey, "pool_members", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key),
+			codec.CollValue[types.PoolMember](cdc)),
+		PoolEarnings: collections.NewMap(sb, types.PoolEarningsKey, "pool_earnings", collections.PairKeyCodec(collections.Uint64Key, sdk.AccAddressKey),
+			codec.CollValue[types.PoolEarning](cdc)),
+		UnitDeadlines: collections.NewKeySet(sb, types.UnitDeadlinesKey, "unit_deadlines",
+			collections.TripleKeyCodec(collections.Int64Key, collections.Uint64Key, collections.Uint64Key)),
 	}
 	schema, err := sb.Build()
 	if err != nil {

@@ -168,11 +168,25 @@ func (k Keeper) CommitResult(ctx context.Context, provider string, id uint64, co
 	t.Commitment = commitment
 	t.CommitHeight = sdkCtx.BlockHeight()
 	t.CommitTime = sdkCtx.BlockTime()
-	t.RevealDeadlineHeight = t.CommitHeight + int64(p.RevealTimeoutBlocks)
-	if err := k.enqueue(ctx, job, t); err != nil {
-		return err
+	t.RevealDeadlineHeight = 0
+	switch {
+	case job.Spec.Verification == types.VERIFICATION_CLASS_EXACT && t.Role == types.TASK_ROLE_PRIMARY && job.Spec.Replicas == 1 && !t.Audited:
+		// its audit is drawn from the next block's hash, available two blocks from now
+		if err := k.AuditDraws.Set(ctx, collections.Join(t.CommitHeight+2, t.Id)); err != nil {
+			return err
+		}
+	case job.Spec.Verification == types.VERIFICATION_CLASS_EXACT || t.Role == types.TASK_ROLE_COMMITTEE:
+		// its group's reveals open once every member has committed
+	default:
+		t.RevealDeadlineHeight = t.CommitHeight + int64(p.RevealTimeoutBlocks)
+		if err := k.enqueue(ctx, job, t); err != nil {
+			return err
+		}
 	}
 	if err := k.Tasks.Set(ctx, id, t); err != nil {
+		return err
+	}
+	if err := k.afterGroupChange(ctx, p, &job, t); err != nil {
 		return err
 	}
 	k.addHistory(ctx, &job, p, "TaskCommitted", id, t.NodeId, "")
@@ -193,17 +207,18 @@ func Commitment(root, salt []byte, provider sdk.AccAddress) []byte {
 	return h.Sum(nil)
 }
 
-// RevealResult opens a commitment in a later block: the result root, the salt, where the
-// owner fetches the output, and the usage measured. The challenge window starts; the task
-// settles at its end.
+// RevealResult opens a commitment once its group's reveals are open: the result root, the
+// salt, where the owner fetches the output, the usage measured, and for BUILTIN_GEMM the
+// sampled chunks with their Merkle paths. A GEMM or NONE result is verified at once; an
+// EXACT result waits for its group's decision.
 func (k Keeper) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (int64, error) {
 	t, job, err := k.providerTask(ctx, msg.Provider, msg.TaskId, types.TASK_STATUS_COMMITTED)
 	if err != nil {
 		return 0, err
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	if sdkCtx.BlockHeight() <= t.CommitHeight {
-		return 0, errorsmod.Wrapf(types.ErrRevealNotOpen, "task %d: reveal after the commit block %d", t.Id, t.CommitHeight)
+	if t.RevealDeadlineHeight == 0 || sdkCtx.BlockHeight() <= t.CommitHeight {
+		return 0, errorsmod.Wrapf(types.ErrRevealNotOpen, "task %d: reveals open after the commit block and once every replica, audit or committee member of its group has committed", t.Id)
 	}
 	switch {
 	case len(msg.ResultRoot) != sha256.Size:
@@ -220,6 +235,11 @@ func (k Keeper) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (i
 	if !bytes.Equal(Commitment(msg.ResultRoot, msg.Salt, provider), t.Commitment) {
 		return 0, errorsmod.Wrapf(types.ErrRevealMismatch, "task %d: sha256(root || salt || provider) differs from the commitment", t.Id)
 	}
+	if job.Spec.Verification == types.VERIFICATION_CLASS_BUILTIN_GEMM {
+		if err := k.verifyGemm(ctx, gemmChallenge(job, t.Index), msg.ResultRoot, t.CommitHeight, msg.GemmProofs, types.DomainGemmSample, t.Id); err != nil {
+			return 0, err
+		}
+	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return 0, err
@@ -235,16 +255,22 @@ func (k Keeper) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (i
 	t.OutputUri = msg.OutputUri
 	t.Usage = msg.Usage
 	t.RevealHeight = sdkCtx.BlockHeight()
-	t.SettleHeight = t.RevealHeight + int64(p.ChallengeWindowBlocks)
-	if err := k.enqueue(ctx, job, t); err != nil {
-		return 0, err
-	}
-	if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
-		return 0, err
-	}
 	k.addHistory(ctx, &job, p, "TaskRevealed", t.Id, t.NodeId, "output "+msg.OutputUri)
+	if job.Spec.Verification == types.VERIFICATION_CLASS_EXACT || t.Role == types.TASK_ROLE_COMMITTEE {
+		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+			return 0, err
+		}
+		if err := k.afterGroupChange(ctx, p, &job, t); err != nil {
+			return 0, err
+		}
+		if t, err = k.Tasks.Get(ctx, t.Id); err != nil {
+			return 0, err
+		}
+	} else if err := k.verify(ctx, p, &job, &t); err != nil {
+		return 0, err
+	}
 	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
 		return 0, err
 	}
-	return t.SettleHeight, sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: t.Id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
+	return t.SettleHeight, sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: t.Id, JobId: t.JobId, NodeId: t.NodeId, Status: types.TASK_STATUS_REVEALED})
 }

@@ -111,3 +111,81 @@ func (m msgServer) RevealResult(ctx context.Context, msg *types.MsgRevealResult)
 	}
 	return &types.MsgRevealResultResponse{SettleHeight: settle}, nil
 }
+
+// Challenge disputes a verified result.
+func (m msgServer) Challenge(ctx context.Context, msg *types.MsgChallenge) (*types.MsgChallengeResponse, error) {
+	id, err := m.k.Challenge(ctx, msg.Owner, msg.TaskId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgChallengeResponse{DisputeId: id}, nil
+}
+
+// CreatePool opens a pool.
+func (m msgServer) CreatePool(ctx context.Context, msg *types.MsgCreatePool) (*types.MsgCreatePoolResponse, error) {
+	id, err := m.k.CreatePool(ctx, msg.Owner, msg.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgCreatePoolResponse{PoolId: id}, nil
+}
+
+// JoinPool adds a node to a pool.
+func (m msgServer) JoinPool(ctx context.Context, msg *types.MsgJoinPool) (*types.MsgJoinPoolResponse, error) {
+	if err := m.k.JoinPool(ctx, msg.Provider, msg.PoolId, msg.NodeId); err != nil {
+		return nil, err
+	}
+	return &types.MsgJoinPoolResponse{}, nil
+}
+
+// LeavePool takes a node out of a pool.
+func (m msgServer) LeavePool(ctx context.Context, msg *types.MsgLeavePool) (*types.MsgLeavePoolResponse, error) {
+	if err := m.k.LeavePool(ctx, msg.Provider, msg.PoolId, msg.NodeId); err != nil {
+		return nil, err
+	}
+	return &types.MsgLeavePoolResponse{}, nil
+}
+
+// SubmitUnits posts units to a pool.
+func (m msgServer) SubmitUnits(ctx context.Context, msg *types.MsgSubmitUnits) (*types.MsgSubmitUnitsResponse, error) {
+	first, err := m.k.SubmitUnits(ctx, msg.Owner, msg.PoolId, msg.Units)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgSubmitUnitsResponse{FirstUnit: first}, nil
+}
+
+// CommitUnit claims a unit.
+func (m msgServer) CommitUnit(ctx context.Context, msg *types.MsgCommitUnit) (*types.MsgCommitUnitResponse, error) {
+	deadline, err := m.k.CommitUnit(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgCommitUnitResponse{RevealDeadlineHeight: deadline}, nil
+}
+
+// RevealUnit opens a claimed unit.
+func (m msgServer) RevealUnit(ctx context.Context, msg *types.MsgRevealUnit) (*types.MsgRevealUnitResponse, error) {
+	if err := m.k.RevealUnit(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgRevealUnitResponse{}, nil
+}
+
+// WithdrawPoolEarnings pays a provider's credits.
+func (m msgServer) WithdrawPoolEarnings(ctx context.Context, msg *types.MsgWithdrawPoolEarnings) (*types.MsgWithdrawPoolEarningsResponse, error) {
+	paid, err := m.k.WithdrawPoolEarnings(ctx, msg.Provider, msg.PoolId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgWithdrawPoolEarningsResponse{Paid: paid}, nil
+}
+
+// ClosePool closes a pool.
+func (m msgServer) ClosePool(ctx context.Context, msg *types.MsgClosePool) (*types.MsgClosePoolResponse, error) {
+	refunded, err := m.k.ClosePool(ctx, msg.Owner, msg.PoolId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgClosePoolResponse{Refunded: refunded}, nil
+}

@@ -5,6 +5,7 @@ import (
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
@@ -177,4 +178,82 @@ func (q queryServer) VerifiedWork(ctx context.Context, req *types.QueryVerifiedW
 		return false, nil
 	})
 	return &types.QueryVerifiedWorkResponse{Work: out}, err
+}
+
+// Dispute returns a dispute.
+func (q queryServer) Dispute(ctx context.Context, req *types.QueryDisputeRequest) (*types.QueryDisputeResponse, error) {
+	d, err := q.k.Disputes.Get(ctx, req.DisputeId)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return nil, errorsmod.Wrapf(types.ErrDisputeNotFound, "dispute %d", req.DisputeId)
+	} else if err != nil {
+		return nil, err
+	}
+	return &types.QueryDisputeResponse{Dispute: d}, nil
+}
+
+// Pool returns a pool.
+func (q queryServer) Pool(ctx context.Context, req *types.QueryPoolRequest) (*types.QueryPoolResponse, error) {
+	pl, err := q.k.getPool(ctx, req.PoolId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryPoolResponse{Pool: pl}, nil
+}
+
+// Pools pages through every pool.
+func (q queryServer) Pools(ctx context.Context, req *types.QueryPoolsRequest) (*types.QueryPoolsResponse, error) {
+	pools, page, err := query.CollectionPaginate(ctx, q.k.Pools, req.Pagination,
+		func(_ uint64, pl types.Pool) (types.Pool, error) { return pl, nil })
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryPoolsResponse{Pools: pools, Pagination: page}, nil
+}
+
+// PoolMembers pages through a pool's members.
+func (q queryServer) PoolMembers(ctx context.Context, req *types.QueryPoolMembersRequest) (*types.QueryPoolMembersResponse, error) {
+	members, page, err := query.CollectionPaginate(ctx, q.k.PoolMembers, req.Pagination,
+		func(_ collections.Pair[uint64, uint64], m types.PoolMember) (types.PoolMember, error) { return m, nil },
+		query.WithCollectionPaginationPairPrefix[uint64, uint64](req.PoolId))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryPoolMembersResponse{Members: members, Pagination: page}, nil
+}
+
+// OpenUnits pages through a pool's units waiting for a claim.
+func (q queryServer) OpenUnits(ctx context.Context, req *types.QueryOpenUnitsRequest) (*types.QueryOpenUnitsResponse, error) {
+	units, page, err := query.CollectionPaginate(ctx, q.k.OpenUnits, req.Pagination,
+		func(key collections.Pair[uint64, uint64], _ collections.NoValue) (types.Unit, error) {
+			return q.k.Units.Get(ctx, key)
+		},
+		query.WithCollectionPaginationPairPrefix[uint64, uint64](req.PoolId))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryOpenUnitsResponse{Units: units, Pagination: page}, nil
+}
+
+// Unit returns a unit.
+func (q queryServer) Unit(ctx context.Context, req *types.QueryUnitRequest) (*types.QueryUnitResponse, error) {
+	u, err := q.k.getUnit(ctx, req.PoolId, req.UnitId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryUnitResponse{Unit: u}, nil
+}
+
+// PoolEarnings returns a provider's unpaid credits in a pool.
+func (q queryServer) PoolEarnings(ctx context.Context, req *types.QueryPoolEarningsRequest) (*types.QueryPoolEarningsResponse, error) {
+	provider, err := q.k.address("provider", req.Provider)
+	if err != nil {
+		return nil, err
+	}
+	e, err := q.k.PoolEarnings.Get(ctx, collections.Join(req.PoolId, provider))
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return &types.QueryPoolEarningsResponse{Earnings: sdkmath.ZeroInt()}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return &types.QueryPoolEarningsResponse{Earnings: e.Amount, Units: e.Units}, nil
 }

@@ -70,6 +70,9 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, gp gfltypes.Params, t
 		if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_EXPIRED, "the deadline can no longer be met"); err != nil {
 			return err
 		}
+		if err := k.memberGone(ctx, p, &job, t); err != nil {
+			return err
+		}
 		return k.Jobs.Set(ctx, job.Id, job)
 	}
 	slot, price, found, err := k.pickNode(ctx, p, gp, job, t)
@@ -316,28 +319,26 @@ func (k Keeper) excludedNodes(ctx context.Context, t types.Task) (map[uint64]boo
 		if s.NodeId != 0 {
 			ex[s.NodeId] = true
 		}
+		for _, n := range s.ExcludedNodes {
+			// a node that lost one of the shard's tasks stays away from the rest
+			ex[n] = ex[n] || s.Role == t.Role
+		}
 	}
 	return ex, nil
 }
 
-// siblings are the other replicas of a task's shard (their ids are consecutive: a job's
-// replicas of shard i are created together).
+// siblings are the other tasks of a task's shard: replicas, escalations, audits and
+// committee members, none of which may run on the same node.
 func (k Keeper) siblings(ctx context.Context, t types.Task) ([]types.Task, error) {
-	job, err := k.Jobs.Get(ctx, t.JobId)
+	all, err := k.shardTasks(ctx, t.JobId, t.Index)
 	if err != nil {
 		return nil, err
 	}
-	first := t.Id - uint64(t.Replica)
-	var out []types.Task
-	for id := first; id < first+uint64(job.Spec.Replicas); id++ {
-		if id == t.Id {
-			continue
+	out := all[:0]
+	for _, s := range all {
+		if s.Id != t.Id {
+			out = append(out, s)
 		}
-		s, err := k.Tasks.Get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
 	}
 	return out, nil
 }

@@ -21,12 +21,16 @@ import (
 //	PENDING    an AssignQueue entry (jobs in the scheduler's hands)
 //	ASSIGNED   an AckDeadlines entry, the node's GPUs, one in-flight task, exposure = price
 //	RUNNING    a RunDeadlines entry, the node's GPUs, one in-flight task, exposure
-//	COMMITTED  a RevealDeadlines entry, one in-flight task, exposure (GPUs are free again)
-//	REVEALED   a SettleQueue entry, exposure
+//	COMMITTED  a RevealDeadlines entry once its group's reveals are open, one in-flight
+//	           task, exposure (GPUs are free again)
+//	REVEALED   exposure (waiting for its group or its dispute to be decided)
+//	VERIFIED   a SettleQueue entry (the end of its challenge window), exposure
 //	final      nothing
 //
-// Escrow: each replica reserves max price + tip of the job's escrow; whatever of it the
-// provider was not paid returns to the owner when the task reaches a final status.
+// Escrow: each task reserves part of the job's escrow: a primary replica its max price
+// plus tip, an escalation, audit or committee task its share of the verification budget.
+// When the task becomes final, what its provider was not paid returns: a primary's to the
+// owner, the others' to the verification budget (refunded with the job's end).
 
 // holdsNode: the task occupies its node's GPUs.
 func holdsNode(s types.TaskStatus) bool {
@@ -72,7 +76,7 @@ func (k Keeper) enqueue(ctx context.Context, job types.Job, t types.Task) error 
 		if t.RevealDeadlineHeight != 0 {
 			return k.RevealDeadlines.Set(ctx, collections.Join(t.RevealDeadlineHeight, t.Id))
 		}
-	case types.TASK_STATUS_REVEALED:
+	case types.TASK_STATUS_VERIFIED:
 		return k.SettleQueue.Set(ctx, collections.Join(t.SettleHeight, t.Id))
 	}
 	return nil
@@ -89,7 +93,7 @@ func (k Keeper) dequeue(ctx context.Context, job types.Job, t types.Task) error 
 		return k.RunDeadlines.Remove(ctx, collections.Join(t.RunDeadline, t.Id))
 	case types.TASK_STATUS_COMMITTED:
 		return k.RevealDeadlines.Remove(ctx, collections.Join(t.RevealDeadlineHeight, t.Id))
-	case types.TASK_STATUS_REVEALED:
+	case types.TASK_STATUS_VERIFIED:
 		return k.SettleQueue.Remove(ctx, collections.Join(t.SettleHeight, t.Id))
 	}
 	return nil
@@ -235,14 +239,21 @@ func (k Keeper) refund(ctx context.Context, job *types.Job, amount sdkmath.Int) 
 // finishTask puts a detached task in a final status: what the provider was not paid of the
 // replica's reservation (max price + tip) returns to the owner, and the job may finish.
 func (k Keeper) finishTask(ctx context.Context, job *types.Job, t *types.Task, p types.Params, status types.TaskStatus, reason string) error {
-	if status == types.TASK_STATUS_SETTLED {
+	// The job's counters count its primary replicas; the other roles serve them.
+	switch {
+	case t.Role != types.TASK_ROLE_PRIMARY:
+	case status == types.TASK_STATUS_SETTLED:
 		job.TasksSettled++
-	} else {
+	default:
 		job.TasksFailed++
 	}
-	if rest := job.Spec.Reserved().Sub(t.Paid); rest.IsPositive() {
-		if err := k.refund(ctx, job, rest); err != nil {
-			return err
+	if rest := t.Reserved.Sub(t.Paid); rest.IsPositive() {
+		if t.Role == types.TASK_ROLE_PRIMARY {
+			if err := k.refund(ctx, job, rest); err != nil {
+				return err
+			}
+		} else {
+			job.VerificationLeft = job.VerificationLeft.Add(rest)
 		}
 	}
 	t.Status = status
@@ -259,11 +270,33 @@ func (k Keeper) finishTask(ctx context.Context, job *types.Job, t *types.Task, p
 	return k.maybeFinishJob(ctx, job, p)
 }
 
+// memberGone re-examines a task's verification group after the task became final outside
+// a decision (failed after its reassignments, expired, cancelled): the others may now reveal
+// or be decided.
+func (k Keeper) memberGone(ctx context.Context, p types.Params, job *types.Job, t types.Task) error {
+	if !isCompared(t.Role) && t.Role != types.TASK_ROLE_COMMITTEE {
+		return nil
+	}
+	all, err := k.shardTasks(ctx, job.Id, t.Index)
+	if err != nil {
+		return err
+	}
+	for _, m := range all {
+		if !isFinal(m.Status) && (m.Role == t.Role || (isCompared(m.Role) && isCompared(t.Role))) {
+			return k.afterGroupChange(ctx, p, job, m)
+		}
+	}
+	return nil
+}
+
 // maybeFinishJob ends a job whose tasks are all final: the rest of its escrow (unspent
 // verification budget) returns to the owner and it is scheduled for pruning.
 func (k Keeper) maybeFinishJob(ctx context.Context, job *types.Job, p types.Params) error {
 	if job.FinishedHeight != 0 || uint64(job.TasksSettled)+uint64(job.TasksFailed) < job.Spec.TotalTasks() {
 		return nil
+	}
+	if open, err := k.openTasks(ctx, job.Id); err != nil || open > 0 {
+		return err // escalations, audits or committees still running
 	}
 	switch {
 	case job.Status == types.JOB_STATUS_CANCELLED:
@@ -304,4 +337,19 @@ func (k Keeper) addHistory(ctx context.Context, job *types.Job, p types.Params, 
 	if err := k.History.Set(ctx, collections.Join(job.Id, job.HistoryLen), e); err == nil {
 		job.HistoryLen++
 	}
+}
+
+// openTasks counts a job's tasks not yet final.
+func (k Keeper) openTasks(ctx context.Context, jobID uint64) (int, error) {
+	tasks, err := k.jobTasks(ctx, jobID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range tasks {
+		if !isFinal(t.Status) {
+			n++
+		}
+	}
+	return n, nil
 }

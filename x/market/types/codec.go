@@ -20,6 +20,15 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgCheckpoint{}, "flops/x/market/MsgCheckpoint")
 	legacy.RegisterAminoMsg(cdc, &MsgCommitResult{}, "flops/x/market/MsgCommitResult")
 	legacy.RegisterAminoMsg(cdc, &MsgRevealResult{}, "flops/x/market/MsgRevealResult")
+	legacy.RegisterAminoMsg(cdc, &MsgChallenge{}, "flops/x/market/MsgChallenge")
+	legacy.RegisterAminoMsg(cdc, &MsgCreatePool{}, "flops/x/market/MsgCreatePool")
+	legacy.RegisterAminoMsg(cdc, &MsgJoinPool{}, "flops/x/market/MsgJoinPool")
+	legacy.RegisterAminoMsg(cdc, &MsgLeavePool{}, "flops/x/market/MsgLeavePool")
+	legacy.RegisterAminoMsg(cdc, &MsgSubmitUnits{}, "flops/x/market/MsgSubmitUnits")
+	legacy.RegisterAminoMsg(cdc, &MsgCommitUnit{}, "flops/x/market/MsgCommitUnit")
+	legacy.RegisterAminoMsg(cdc, &MsgRevealUnit{}, "flops/x/market/MsgRevealUnit")
+	legacy.RegisterAminoMsg(cdc, &MsgWithdrawPoolEarnings{}, "flops/x/market/MsgWithdrawPoolEarnings")
+	legacy.RegisterAminoMsg(cdc, &MsgClosePool{}, "flops/x/market/MsgClosePool")
 	cdc.RegisterConcrete(&Params{}, "flops/x/market/Params", nil)
 }
 
@@ -28,6 +37,8 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 	registry.RegisterImplementations((*sdk.Msg)(nil),
 		&MsgUpdateParams{}, &MsgSubmitJob{}, &MsgCancelJob{}, &MsgPlaceBid{}, &MsgWithdrawBid{},
 		&MsgAckTask{}, &MsgHeartbeat{}, &MsgCheckpoint{}, &MsgCommitResult{}, &MsgRevealResult{},
+		&MsgChallenge{}, &MsgCreatePool{}, &MsgJoinPool{}, &MsgLeavePool{}, &MsgSubmitUnits{},
+		&MsgCommitUnit{}, &MsgRevealUnit{}, &MsgWithdrawPoolEarnings{}, &MsgClosePool{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

@@ -726,6 +726,400 @@ func (m *EventCheckpoint) GetUri() string {
 	return ""
 }
 
+// EventVerified: a shard's replicas were compared (EXACT with replicas).
+type EventVerified struct {
+	// job_id of the shard.
+	JobId uint64 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// index of the shard.
+	Index uint32 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// majority: tasks whose root won (empty on a tie).
+	Majority []uint64 `protobuf:"varint,3,rep,packed,name=majority,proto3" json:"majority,omitempty"`
+	// minority: tasks whose root lost, slashed.
+	Minority []uint64 `protobuf:"varint,4,rep,packed,name=minority,proto3" json:"minority,omitempty"`
+	// escalated: a tie added a replica.
+	Escalated bool `protobuf:"varint,5,opt,name=escalated,proto3" json:"escalated,omitempty"`
+}
+
+func (m *EventVerified) Reset()         { *m = EventVerified{} }
+func (m *EventVerified) String() string { return proto.CompactTextString(m) }
+func (*EventVerified) ProtoMessage()    {}
+func (*EventVerified) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{10}
+}
+func (m *EventVerified) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventVerified) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventVerified.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventVerified) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventVerified.Merge(m, src)
+}
+func (m *EventVerified) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventVerified) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventVerified.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventVerified proto.InternalMessageInfo
+
+func (m *EventVerified) GetJobId() uint64 {
+	if m != nil {
+		return m.JobId
+	}
+	return 0
+}
+
+func (m *EventVerified) GetIndex() uint32 {
+	if m != nil {
+		return m.Index
+	}
+	return 0
+}
+
+func (m *EventVerified) GetMajority() []uint64 {
+	if m != nil {
+		return m.Majority
+	}
+	return nil
+}
+
+func (m *EventVerified) GetMinority() []uint64 {
+	if m != nil {
+		return m.Minority
+	}
+	return nil
+}
+
+func (m *EventVerified) GetEscalated() bool {
+	if m != nil {
+		return m.Escalated
+	}
+	return false
+}
+
+// EventAudit: a single-replica task was drawn for audit (or not).
+type EventAudit struct {
+	// task_id audited.
+	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// probability_ppm of the draw.
+	ProbabilityPpm uint32 `protobuf:"varint,2,opt,name=probability_ppm,json=probabilityPpm,proto3" json:"probability_ppm,omitempty"`
+	// audited: the draw picked it.
+	Audited bool `protobuf:"varint,3,opt,name=audited,proto3" json:"audited,omitempty"`
+	// audit_task: the audit replica created.
+	AuditTask uint64 `protobuf:"varint,4,opt,name=audit_task,json=auditTask,proto3" json:"audit_task,omitempty"`
+	// reason an audit was skipped (verification budget).
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+}
+
+func (m *EventAudit) Reset()         { *m = EventAudit{} }
+func (m *EventAudit) String() string { return proto.CompactTextString(m) }
+func (*EventAudit) ProtoMessage()    {}
+func (*EventAudit) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{11}
+}
+func (m *EventAudit) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventAudit) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventAudit.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventAudit) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventAudit.Merge(m, src)
+}
+func (m *EventAudit) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventAudit) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventAudit.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventAudit proto.InternalMessageInfo
+
+func (m *EventAudit) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+func (m *EventAudit) GetProbabilityPpm() uint32 {
+	if m != nil {
+		return m.ProbabilityPpm
+	}
+	return 0
+}
+
+func (m *EventAudit) GetAudited() bool {
+	if m != nil {
+		return m.Audited
+	}
+	return false
+}
+
+func (m *EventAudit) GetAuditTask() uint64 {
+	if m != nil {
+		return m.AuditTask
+	}
+	return 0
+}
+
+func (m *EventAudit) GetReason() string {
+	if m != nil {
+		return m.Reason
+	}
+	return ""
+}
+
+// EventDispute: a dispute opened or was decided.
+type EventDispute struct {
+	// dispute_id of the dispute.
+	DisputeId uint64 `protobuf:"varint,1,opt,name=dispute_id,json=disputeId,proto3" json:"dispute_id,omitempty"`
+	// kind of the dispute.
+	Kind DisputeKind `protobuf:"varint,2,opt,name=kind,proto3,enum=flops.market.v1.DisputeKind" json:"kind,omitempty"`
+	// target_task disputed.
+	TargetTask uint64 `protobuf:"varint,3,opt,name=target_task,json=targetTask,proto3" json:"target_task,omitempty"`
+	// status after the change.
+	Status DisputeStatus `protobuf:"varint,4,opt,name=status,proto3,enum=flops.market.v1.DisputeStatus" json:"status,omitempty"`
+}
+
+func (m *EventDispute) Reset()         { *m = EventDispute{} }
+func (m *EventDispute) String() string { return proto.CompactTextString(m) }
+func (*EventDispute) ProtoMessage()    {}
+func (*EventDispute) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{12}
+}
+func (m *EventDispute) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventDispute) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventDispute.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventDispute) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventDispute.Merge(m, src)
+}
+func (m *EventDispute) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventDispute) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventDispute.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventDispute proto.InternalMessageInfo
+
+func (m *EventDispute) GetDisputeId() uint64 {
+	if m != nil {
+		return m.DisputeId
+	}
+	return 0
+}
+
+func (m *EventDispute) GetKind() DisputeKind {
+	if m != nil {
+		return m.Kind
+	}
+	return DISPUTE_KIND_UNSPECIFIED
+}
+
+func (m *EventDispute) GetTargetTask() uint64 {
+	if m != nil {
+		return m.TargetTask
+	}
+	return 0
+}
+
+func (m *EventDispute) GetStatus() DisputeStatus {
+	if m != nil {
+		return m.Status
+	}
+	return DISPUTE_STATUS_UNSPECIFIED
+}
+
+// EventPool: a pool opened, a member joined or left, units were posted, the pool closed.
+type EventPool struct {
+	// pool_id of the pool.
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// action: "created", "joined", "left", "units", "closed", "withdrawn".
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// node_id concerned.
+	NodeId uint64 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// count of units posted.
+	Count uint64 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	// amount concerned, udps.
+	Amount cosmossdk_io_math.Int `protobuf:"bytes,5,opt,name=amount,proto3,customtype=cosmossdk.io/math.Int" json:"amount"`
+}
+
+func (m *EventPool) Reset()         { *m = EventPool{} }
+func (m *EventPool) String() string { return proto.CompactTextString(m) }
+func (*EventPool) ProtoMessage()    {}
+func (*EventPool) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{13}
+}
+func (m *EventPool) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventPool) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventPool.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventPool) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventPool.Merge(m, src)
+}
+func (m *EventPool) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventPool) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventPool.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventPool proto.InternalMessageInfo
+
+func (m *EventPool) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *EventPool) GetAction() string {
+	if m != nil {
+		return m.Action
+	}
+	return ""
+}
+
+func (m *EventPool) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventPool) GetCount() uint64 {
+	if m != nil {
+		return m.Count
+	}
+	return 0
+}
+
+// EventUnit: a unit was claimed, verified and credited, or lapsed.
+type EventUnit struct {
+	// pool_id of the unit.
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// unit_id of the unit.
+	UnitId uint64 `protobuf:"varint,2,opt,name=unit_id,json=unitId,proto3" json:"unit_id,omitempty"`
+	// status after the change.
+	Status UnitStatus `protobuf:"varint,3,opt,name=status,proto3,enum=flops.market.v1.UnitStatus" json:"status,omitempty"`
+	// node_id of the claimer.
+	NodeId uint64 `protobuf:"varint,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// reason of a lapse.
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+}
+
+func (m *EventUnit) Reset()         { *m = EventUnit{} }
+func (m *EventUnit) String() string { return proto.CompactTextString(m) }
+func (*EventUnit) ProtoMessage()    {}
+func (*EventUnit) Descriptor() ([]byte, []int) {
+	return fileDescriptor_58d3acbdf0d834bc, []int{14}
+}
+func (m *EventUnit) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventUnit) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventUnit.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventUnit) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventUnit.Merge(m, src)
+}
+func (m *EventUnit) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventUnit) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventUnit.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventUnit proto.InternalMessageInfo
+
+func (m *EventUnit) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *EventUnit) GetUnitId() uint64 {
+	if m != nil {
+		return m.UnitId
+	}
+	return 0
+}
+
+func (m *EventUnit) GetStatus() UnitStatus {
+	if m != nil {
+		return m.Status
+	}
+	return UNIT_STATUS_UNSPECIFIED
+}
+
+func (m *EventUnit) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventUnit) GetReason() string {
+	if m != nil {
+		return m.Reason
+	}
+	return ""
+}
+
 func init() {
 	proto.RegisterType((*EventParamsUpdated)(nil), "flops.market.v1.EventParamsUpdated")
 	proto.RegisterType((*EventJobSubmitted)(nil), "flops.market.v1.EventJobSubmitted")
@@ -737,63 +1131,85 @@ func init() {
 	proto.RegisterType((*EventBid)(nil), "flops.market.v1.EventBid")
 	proto.RegisterType((*EventAuctionCleared)(nil), "flops.market.v1.EventAuctionCleared")
 	proto.RegisterType((*EventCheckpoint)(nil), "flops.market.v1.EventCheckpoint")
+	proto.RegisterType((*EventVerified)(nil), "flops.market.v1.EventVerified")
+	proto.RegisterType((*EventAudit)(nil), "flops.market.v1.EventAudit")
+	proto.RegisterType((*EventDispute)(nil), "flops.market.v1.EventDispute")
+	proto.RegisterType((*EventPool)(nil), "flops.market.v1.EventPool")
+	proto.RegisterType((*EventUnit)(nil), "flops.market.v1.EventUnit")
 }
 
 func init() { proto.RegisterFile("flops/market/v1/events.proto", fileDescriptor_58d3acbdf0d834bc) }
 
 var fileDescriptor_58d3acbdf0d834bc = []byte{
-	// 805 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x55, 0x41, 0x6f, 0x23, 0x35,
-	0x14, 0xee, 0x34, 0x93, 0x69, 0x62, 0x48, 0xb6, 0x98, 0xdd, 0x36, 0xa4, 0xab, 0x34, 0x1a, 0x71,
-	0x88, 0x84, 0x98, 0x68, 0x53, 0x2d, 0x57, 0x94, 0x04, 0x16, 0x05, 0x09, 0x54, 0x99, 0xdd, 0x0b,
-	0x97, 0x68, 0x32, 0xe3, 0x24, 0xde, 0xcc, 0xf8, 0x8d, 0xc6, 0x9e, 0x2c, 0xfb, 0x2f, 0xf8, 0x09,
-	0x9c, 0xe0, 0x8c, 0xb4, 0x47, 0x7e, 0xc0, 0x1e, 0x2b, 0x4e, 0x88, 0x43, 0x41, 0xed, 0x1f, 0x41,
-	0xb6, 0x27, 0x93, 0x34, 0x55, 0x0e, 0x8d, 0xb8, 0xf9, 0xf9, 0x3d, 0xbf, 0xf7, 0xbd, 0xef, 0x7d,
-	0xb6, 0xd1, 0xd3, 0x69, 0x04, 0x89, 0xe8, 0xc6, 0x7e, 0xba, 0xa0, 0xb2, 0xbb, 0x7c, 0xd6, 0xa5,
-	0x4b, 0xca, 0xa5, 0xf0, 0x92, 0x14, 0x24, 0xe0, 0x47, 0xda, 0xeb, 0x19, 0xaf, 0xb7, 0x7c, 0xd6,
-	0x7c, 0x3c, 0x83, 0x19, 0x68, 0x5f, 0x57, 0xad, 0x4c, 0x58, 0xf3, 0x93, 0x00, 0x44, 0x0c, 0x62,
-	0x6c, 0x1c, 0xc6, 0xc8, 0x5d, 0x67, 0xdb, 0xf9, 0xe5, 0xdb, 0x84, 0xe6, 0x4e, 0x97, 0x21, 0xfc,
-	0xb5, 0x2a, 0x77, 0xe9, 0xa7, 0x7e, 0x2c, 0x5e, 0x25, 0xa1, 0x2f, 0x69, 0x88, 0x9f, 0xa2, 0xaa,
-	0x9f, 0xc9, 0x39, 0xa4, 0x4c, 0xbe, 0x6d, 0x58, 0x6d, 0xab, 0x53, 0x25, 0xeb, 0x0d, 0xfc, 0x1c,
-	0x39, 0x89, 0x0e, 0x6f, 0x1c, 0xb6, 0xad, 0xce, 0x07, 0xbd, 0x53, 0x6f, 0x0b, 0xa3, 0x67, 0xb2,
-	0x0d, 0xec, 0xf7, 0xd7, 0xe7, 0x07, 0x24, 0x0f, 0x76, 0xaf, 0x2c, 0xf4, 0x91, 0xae, 0xf5, 0x2d,
-	0x4c, 0x7e, 0xc8, 0x26, 0x31, 0x93, 0xaa, 0xd4, 0x13, 0xe4, 0xbc, 0x86, 0xc9, 0x98, 0x85, 0xba,
-	0x8e, 0x4d, 0xca, 0xaf, 0x61, 0x32, 0x0a, 0xf1, 0x63, 0x54, 0x86, 0x37, 0x9c, 0xa6, 0xba, 0x44,
-	0x95, 0x18, 0x03, 0x5f, 0x20, 0x3b, 0x86, 0x90, 0x36, 0x4a, 0x6d, 0xab, 0x53, 0xef, 0x9d, 0xdf,
-	0xab, 0xdb, 0x8f, 0x22, 0x08, 0x7c, 0xc9, 0x80, 0x7f, 0x07, 0x21, 0x25, 0x3a, 0x58, 0xa5, 0x92,
-	0xbe, 0x58, 0x88, 0x86, 0xdd, 0xb6, 0x3a, 0x35, 0x62, 0x0c, 0x3c, 0x44, 0x0e, 0x15, 0x41, 0x0a,
-	0x6f, 0x1a, 0x65, 0x55, 0x61, 0xf0, 0x99, 0xc2, 0xfa, 0xf7, 0xf5, 0xf9, 0x13, 0xc3, 0x9d, 0x08,
-	0x17, 0x1e, 0x83, 0x6e, 0xec, 0xcb, 0xb9, 0x37, 0xe2, 0xf2, 0xcf, 0x77, 0x9f, 0xa3, 0x9c, 0xd4,
-	0x11, 0x97, 0x24, 0x3f, 0xea, 0xfe, 0x6a, 0xa1, 0xe3, 0x55, 0x4b, 0x2f, 0x18, 0x67, 0x62, 0xbe,
-	0xbb, 0xa3, 0x1e, 0x72, 0x84, 0xf4, 0x65, 0x66, 0x58, 0xab, 0xf7, 0x9a, 0xf7, 0xd0, 0x2b, 0x5e,
-	0x74, 0x04, 0xc9, 0x23, 0xf1, 0x37, 0xa8, 0x92, 0xd2, 0x69, 0xc6, 0x43, 0x1a, 0xea, 0x9e, 0x1f,
-	0x08, 0xb3, 0x38, 0xec, 0xfe, 0xb3, 0xe2, 0xfe, 0xa5, 0x2f, 0x16, 0x7d, 0x21, 0xd8, 0x8c, 0xd3,
-	0x10, 0x9f, 0xa2, 0x23, 0x45, 0xc6, 0x1a, 0xaa, 0xa3, 0xcc, 0xd1, 0x66, 0x0b, 0x87, 0x9b, 0x2d,
-	0x9c, 0xa2, 0x23, 0x0e, 0x21, 0x55, 0xfb, 0x25, 0x13, 0xaf, 0xcc, 0x51, 0x88, 0x9b, 0xa8, 0x92,
-	0xa4, 0xb0, 0x64, 0x21, 0x4d, 0x35, 0xcb, 0x55, 0x52, 0xd8, 0xb8, 0x8f, 0xca, 0x49, 0xca, 0x02,
-	0xba, 0x0f, 0xcf, 0xe6, 0x24, 0x76, 0xd1, 0x87, 0x29, 0xf5, 0x35, 0xea, 0x98, 0x72, 0xd9, 0x70,
-	0xda, 0x56, 0xa7, 0x42, 0xee, 0xec, 0xb9, 0xbf, 0x59, 0xe8, 0x51, 0xd1, 0xa1, 0xa1, 0xf1, 0xff,
-	0xeb, 0xef, 0xa2, 0x98, 0x9d, 0xad, 0x67, 0x77, 0x76, 0x6f, 0x76, 0xeb, 0xaa, 0xc5, 0xf0, 0x4e,
-	0x90, 0xa3, 0x10, 0x02, 0x37, 0x9d, 0x93, 0xdc, 0x72, 0x7f, 0xb1, 0xd0, 0xc7, 0x05, 0x52, 0x92,
-	0xf7, 0xb0, 0xc7, 0x34, 0xce, 0x50, 0x75, 0x9a, 0x42, 0x3c, 0xe6, 0xab, 0x1b, 0x61, 0x93, 0x8a,
-	0xda, 0xf8, 0x5e, 0x89, 0x7e, 0x5d, 0xdc, 0xde, 0x2c, 0x8e, 0x3f, 0x45, 0xb5, 0x4d, 0xda, 0x84,
-	0xc6, 0x56, 0x23, 0x77, 0x37, 0xdd, 0x3f, 0x0e, 0x73, 0x5d, 0xeb, 0xb6, 0xa8, 0x94, 0xd1, 0x1e,
-	0xf8, 0x36, 0x45, 0x51, 0xda, 0x12, 0xc5, 0x97, 0xc8, 0x4e, 0x7c, 0x16, 0x1a, 0x70, 0x0f, 0xd3,
-	0x84, 0x3e, 0x88, 0xbf, 0x42, 0x47, 0x12, 0xc6, 0x09, 0x40, 0xb4, 0xd7, 0xfd, 0x95, 0x70, 0x09,
-	0x10, 0xe1, 0x57, 0xe8, 0x58, 0xc2, 0x78, 0x4a, 0xe9, 0x38, 0x80, 0x28, 0xa2, 0x81, 0x84, 0x54,
-	0x8b, 0xeb, 0x81, 0xe9, 0xea, 0x12, 0x5e, 0x50, 0x3a, 0x5c, 0xa5, 0x70, 0x7f, 0xb7, 0x50, 0x45,
-	0xd3, 0x37, 0x60, 0x3b, 0x9f, 0x83, 0x0d, 0xad, 0x1d, 0xde, 0xd1, 0xda, 0xfa, 0x9d, 0x28, 0xed,
-	0x78, 0x27, 0x06, 0x2c, 0xdc, 0x92, 0x5a, 0x71, 0xc7, 0xec, 0x7d, 0xef, 0x98, 0xfb, 0x6e, 0xa5,
-	0xca, 0x7e, 0x16, 0xa8, 0x07, 0x74, 0x18, 0x51, 0x3f, 0xdd, 0xfd, 0x9a, 0x9d, 0x20, 0x67, 0xca,
-	0xa2, 0x88, 0x1a, 0xf4, 0x35, 0x92, 0x5b, 0x6a, 0xe8, 0x19, 0xcf, 0x3d, 0x25, 0xed, 0x29, 0x6c,
-	0x4c, 0x50, 0x3d, 0x50, 0x59, 0x19, 0x9f, 0x8d, 0xf7, 0x86, 0x5b, 0x5b, 0xa5, 0xb8, 0xd4, 0xb0,
-	0x5f, 0xe6, 0xb7, 0x7e, 0x38, 0xa7, 0xc1, 0x22, 0x01, 0xc6, 0xe5, 0x6e, 0x9d, 0x9e, 0x20, 0x47,
-	0xcc, 0xfd, 0xde, 0xf3, 0x2f, 0xf2, 0x4f, 0x25, 0xb7, 0xf0, 0x31, 0x2a, 0x65, 0x29, 0xcb, 0x35,
-	0xaa, 0x96, 0x83, 0xc1, 0xfb, 0x9b, 0x96, 0x75, 0x75, 0xd3, 0xb2, 0xfe, 0xbd, 0x69, 0x59, 0x3f,
-	0xdf, 0xb6, 0x0e, 0xae, 0x6e, 0x5b, 0x07, 0x7f, 0xdd, 0xb6, 0x0e, 0x7e, 0xec, 0xcc, 0x98, 0x9c,
-	0x67, 0x13, 0x2f, 0x80, 0xb8, 0xab, 0xe7, 0xc2, 0xa9, 0x34, 0x8b, 0xee, 0x4f, 0xab, 0x2f, 0x56,
-	0xff, 0xaf, 0x13, 0x47, 0x7f, 0xb0, 0x17, 0xff, 0x05, 0x00, 0x00, 0xff, 0xff, 0xe9, 0x1b, 0x92,
-	0x27, 0xdf, 0x07, 0x00, 0x00,
+	// 1077 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x56, 0xcd, 0x6e, 0x23, 0x45,
+	0x10, 0xce, 0xc4, 0x13, 0xff, 0xd4, 0xae, 0x93, 0xd0, 0x64, 0x13, 0x93, 0x04, 0xc7, 0x1a, 0x21,
+	0x61, 0x09, 0x61, 0xb3, 0x89, 0x76, 0xaf, 0x28, 0xce, 0xb2, 0xc8, 0x20, 0x50, 0x34, 0x6c, 0x38,
+	0x70, 0xb1, 0xda, 0xd3, 0x6d, 0xbb, 0xe3, 0x99, 0xee, 0xd1, 0x4c, 0x3b, 0xbb, 0x79, 0x0b, 0xc4,
+	0x0b, 0x80, 0x84, 0x04, 0x57, 0x90, 0xf6, 0xc0, 0x81, 0x07, 0xd8, 0x63, 0xc4, 0x09, 0x71, 0x58,
+	0x50, 0xf2, 0x22, 0xa8, 0x7f, 0xc6, 0x7f, 0xc1, 0x2b, 0xc5, 0xe2, 0xd6, 0x55, 0xd5, 0x5d, 0xf5,
+	0x55, 0xf5, 0xd7, 0x55, 0x0d, 0xfb, 0xbd, 0x50, 0xc4, 0x69, 0x33, 0xc2, 0xc9, 0x90, 0xca, 0xe6,
+	0xc5, 0xc3, 0x26, 0xbd, 0xa0, 0x5c, 0xa6, 0x8d, 0x38, 0x11, 0x52, 0xa0, 0x0d, 0x6d, 0x6d, 0x18,
+	0x6b, 0xe3, 0xe2, 0xe1, 0xee, 0x56, 0x5f, 0xf4, 0x85, 0xb6, 0x35, 0xd5, 0xca, 0x6c, 0xdb, 0x7d,
+	0x27, 0x10, 0x69, 0x24, 0xd2, 0x8e, 0x31, 0x18, 0xc1, 0x9a, 0xf6, 0xe6, 0xfd, 0xcb, 0xcb, 0x98,
+	0x5a, 0xa3, 0xc7, 0x00, 0x7d, 0xa2, 0xc2, 0x9d, 0xe2, 0x04, 0x47, 0xe9, 0x59, 0x4c, 0xb0, 0xa4,
+	0x04, 0xed, 0x43, 0x09, 0x8f, 0xe4, 0x40, 0x24, 0x4c, 0x5e, 0x56, 0x9c, 0x9a, 0x53, 0x2f, 0xf9,
+	0x13, 0x05, 0x7a, 0x04, 0xf9, 0x58, 0x6f, 0xaf, 0xac, 0xd6, 0x9c, 0xfa, 0xbd, 0xc3, 0x9d, 0xc6,
+	0x1c, 0xc6, 0x86, 0xf1, 0xd6, 0x72, 0x5f, 0xbd, 0x3e, 0x58, 0xf1, 0xed, 0x66, 0xef, 0xca, 0x81,
+	0xb7, 0x74, 0xac, 0xcf, 0x44, 0xf7, 0xab, 0x51, 0x37, 0x62, 0x52, 0x85, 0x7a, 0x00, 0xf9, 0x73,
+	0xd1, 0xed, 0x30, 0xa2, 0xe3, 0xb8, 0xfe, 0xda, 0xb9, 0xe8, 0xb6, 0x09, 0xda, 0x82, 0x35, 0xf1,
+	0x9c, 0xd3, 0x44, 0x87, 0x28, 0xf9, 0x46, 0x40, 0x47, 0xe0, 0x46, 0x82, 0xd0, 0x4a, 0xae, 0xe6,
+	0xd4, 0xd7, 0x0f, 0x0f, 0x6e, 0xc5, 0x3d, 0x0e, 0x43, 0x11, 0x60, 0xc9, 0x04, 0xff, 0x42, 0x10,
+	0xea, 0xeb, 0xcd, 0xca, 0x95, 0xc4, 0xe9, 0x30, 0xad, 0xb8, 0x35, 0xa7, 0x5e, 0xf6, 0x8d, 0x80,
+	0x4e, 0x20, 0x4f, 0xd3, 0x20, 0x11, 0xcf, 0x2b, 0x6b, 0x2a, 0x42, 0xeb, 0x03, 0x85, 0xf5, 0xaf,
+	0xd7, 0x07, 0x0f, 0x4c, 0xed, 0x52, 0x32, 0x6c, 0x30, 0xd1, 0x8c, 0xb0, 0x1c, 0x34, 0xda, 0x5c,
+	0xfe, 0xf1, 0xf2, 0x43, 0xb0, 0x45, 0x6d, 0x73, 0xe9, 0xdb, 0xa3, 0xde, 0x4f, 0x0e, 0x6c, 0x66,
+	0x29, 0x3d, 0x65, 0x9c, 0xa5, 0x83, 0xc5, 0x19, 0x1d, 0x42, 0x3e, 0x95, 0x58, 0x8e, 0x4c, 0xd5,
+	0xd6, 0x0f, 0x77, 0x6f, 0xa1, 0x57, 0x75, 0xd1, 0x3b, 0x7c, 0xbb, 0x13, 0x7d, 0x0a, 0xc5, 0x84,
+	0xf6, 0x46, 0x9c, 0x50, 0xa2, 0x73, 0xbe, 0x23, 0xcc, 0xf1, 0x61, 0xef, 0xef, 0xac, 0xf6, 0xcf,
+	0x70, 0x3a, 0x3c, 0x4e, 0x53, 0xd6, 0xe7, 0x94, 0xa0, 0x1d, 0x28, 0xa8, 0x62, 0x4c, 0xa0, 0xe6,
+	0x95, 0xd8, 0x9e, 0x4e, 0x61, 0x75, 0x3a, 0x85, 0x1d, 0x28, 0x70, 0x41, 0xa8, 0xd2, 0xe7, 0xcc,
+	0x7e, 0x25, 0xb6, 0x09, 0xda, 0x85, 0x62, 0x9c, 0x88, 0x0b, 0x46, 0x68, 0xa2, 0xab, 0x5c, 0xf2,
+	0xc7, 0x32, 0x3a, 0x86, 0xb5, 0x38, 0x61, 0x01, 0x5d, 0xa6, 0xce, 0xe6, 0x24, 0xf2, 0xe0, 0x7e,
+	0x42, 0xb1, 0x46, 0x1d, 0x51, 0x2e, 0x2b, 0xf9, 0x9a, 0x53, 0x2f, 0xfa, 0x33, 0x3a, 0xef, 0x67,
+	0x07, 0x36, 0xc6, 0x19, 0x9a, 0x32, 0xfe, 0x7f, 0xf9, 0x1d, 0x8d, 0xef, 0xce, 0xd5, 0x77, 0xb7,
+	0x77, 0xeb, 0xee, 0x26, 0x51, 0xc7, 0x97, 0xb7, 0x0d, 0x79, 0x85, 0x50, 0x70, 0x93, 0xb9, 0x6f,
+	0x25, 0xef, 0x07, 0x07, 0xde, 0x1e, 0x23, 0xf5, 0x6d, 0x0e, 0x4b, 0xdc, 0xc6, 0x1e, 0x94, 0x7a,
+	0x89, 0x88, 0x3a, 0x3c, 0x7b, 0x11, 0xae, 0x5f, 0x54, 0x8a, 0x2f, 0x15, 0xe9, 0x27, 0xc1, 0xdd,
+	0xe9, 0xe0, 0xe8, 0x3d, 0x28, 0x4f, 0x97, 0x2d, 0xd5, 0xd8, 0xca, 0xfe, 0xac, 0xd2, 0xfb, 0x7d,
+	0xd5, 0xf2, 0x5a, 0xa7, 0x45, 0xa5, 0x0c, 0x97, 0xc0, 0x37, 0x4d, 0x8a, 0xdc, 0x1c, 0x29, 0x3e,
+	0x06, 0x37, 0xc6, 0x8c, 0x18, 0x70, 0x77, 0xe3, 0x84, 0x3e, 0x88, 0x9e, 0x40, 0x41, 0x8a, 0x4e,
+	0x2c, 0x44, 0xb8, 0xd4, 0xfb, 0x95, 0xe2, 0x54, 0x88, 0x10, 0x9d, 0xc1, 0xa6, 0x14, 0x9d, 0x1e,
+	0xa5, 0x9d, 0x40, 0x84, 0x21, 0x0d, 0xa4, 0x48, 0x34, 0xb9, 0xee, 0xe8, 0x6e, 0x5d, 0x8a, 0xa7,
+	0x94, 0x9e, 0x64, 0x2e, 0xbc, 0x5f, 0x1d, 0x28, 0xea, 0xf2, 0xb5, 0xd8, 0xc2, 0x76, 0x30, 0xc5,
+	0xb5, 0xd5, 0x19, 0xae, 0x4d, 0xfa, 0x44, 0x6e, 0x41, 0x9f, 0x68, 0x31, 0x32, 0x47, 0xb5, 0xf1,
+	0x1b, 0x73, 0x97, 0x7d, 0x63, 0xde, 0xcb, 0x8c, 0x95, 0xc7, 0xa3, 0x40, 0x35, 0xd0, 0x93, 0x90,
+	0xe2, 0x64, 0x71, 0x37, 0xdb, 0x86, 0x7c, 0x8f, 0x85, 0x21, 0x35, 0xe8, 0xcb, 0xbe, 0x95, 0xd4,
+	0xa5, 0x8f, 0xb8, 0xb5, 0xe4, 0xb4, 0x65, 0x2c, 0x23, 0x1f, 0xd6, 0x03, 0xe5, 0x95, 0xf1, 0x7e,
+	0x67, 0x69, 0xb8, 0xe5, 0xcc, 0xc5, 0xa9, 0x86, 0xfd, 0xcc, 0xbe, 0xfa, 0x93, 0x01, 0x0d, 0x86,
+	0xb1, 0x60, 0x5c, 0x2e, 0xe6, 0xe9, 0x36, 0xe4, 0xd3, 0x01, 0x3e, 0x7c, 0xf4, 0xd8, 0x0e, 0x15,
+	0x2b, 0xa1, 0x4d, 0xc8, 0x8d, 0x12, 0x66, 0x39, 0xaa, 0x96, 0xde, 0x77, 0x0e, 0x94, 0xb5, 0xdb,
+	0xaf, 0x69, 0xc2, 0x7a, 0xec, 0x8d, 0x63, 0x8a, 0x71, 0x42, 0x5f, 0xd8, 0x2a, 0x18, 0x41, 0x15,
+	0x21, 0xc2, 0xe7, 0x66, 0x7a, 0xe6, 0x6a, 0x39, 0xf5, 0x30, 0x33, 0x59, 0xdb, 0x18, 0x37, 0x36,
+	0xd7, 0xda, 0xac, 0xac, 0xc6, 0x2e, 0x4d, 0x03, 0x1c, 0xaa, 0x19, 0xac, 0x69, 0x5d, 0xf4, 0x27,
+	0x0a, 0xef, 0x7b, 0x07, 0xc0, 0xde, 0x10, 0x61, 0x6f, 0x48, 0xf3, 0x7d, 0xd8, 0x88, 0x13, 0xd1,
+	0xc5, 0x5d, 0x16, 0x32, 0x79, 0xd9, 0x89, 0xe3, 0xc8, 0xa2, 0x5b, 0x9f, 0x52, 0x9f, 0xc6, 0x11,
+	0xaa, 0x40, 0x01, 0x2b, 0x57, 0xf6, 0xaa, 0x8a, 0x7e, 0x26, 0xa2, 0x77, 0x01, 0xf4, 0xb2, 0xa3,
+	0x5c, 0xea, 0x5b, 0x72, 0xd5, 0x07, 0x80, 0x30, 0xdd, 0x10, 0x16, 0x76, 0xb6, 0xdf, 0x1c, 0xb8,
+	0xaf, 0x11, 0x3e, 0x61, 0x69, 0x3c, 0x92, 0x54, 0xf9, 0x21, 0x66, 0x39, 0x81, 0x59, 0xb2, 0x9a,
+	0x36, 0x41, 0x1f, 0x81, 0x3b, 0x64, 0x9c, 0xd8, 0x81, 0xb8, 0x7f, 0x8b, 0xe8, 0xd6, 0xcd, 0xe7,
+	0x8c, 0x13, 0x5f, 0xef, 0x44, 0x07, 0x70, 0x4f, 0xe2, 0xa4, 0x4f, 0x2d, 0x32, 0xd3, 0xf5, 0xc0,
+	0xa8, 0x34, 0xb4, 0xc7, 0x73, 0x9d, 0xba, 0xba, 0xc8, 0xe9, 0xec, 0x0b, 0xf2, 0x7e, 0x71, 0xa0,
+	0x64, 0x3e, 0x42, 0xaa, 0x2f, 0xec, 0x40, 0x41, 0xb5, 0x96, 0xa9, 0xda, 0x2a, 0xd1, 0x50, 0x08,
+	0xeb, 0xe7, 0x91, 0x51, 0xc8, 0x48, 0x8b, 0x27, 0xc7, 0x16, 0xac, 0x05, 0x62, 0xc4, 0xa5, 0x2d,
+	0xa2, 0x11, 0xd4, 0xe7, 0x03, 0x47, 0x5a, 0xbd, 0x4c, 0xf3, 0x32, 0x47, 0xbd, 0x1f, 0x33, 0xc8,
+	0x67, 0xdc, 0xd0, 0xe1, 0xbf, 0x21, 0xef, 0x40, 0x61, 0xc4, 0x99, 0x9c, 0x6a, 0x34, 0x4a, 0x9c,
+	0x19, 0x6a, 0xb9, 0x05, 0x43, 0x4d, 0x39, 0x9e, 0xeb, 0x34, 0x53, 0x89, 0xba, 0x33, 0x89, 0x2e,
+	0xe0, 0x44, 0xab, 0xf5, 0xea, 0xba, 0xea, 0x5c, 0x5d, 0x57, 0x9d, 0x7f, 0xae, 0xab, 0xce, 0xb7,
+	0x37, 0xd5, 0x95, 0xab, 0x9b, 0xea, 0xca, 0x9f, 0x37, 0xd5, 0x95, 0x6f, 0xea, 0x7d, 0x26, 0x07,
+	0xa3, 0x6e, 0x23, 0x10, 0x51, 0x53, 0x47, 0xe6, 0x54, 0x9a, 0x45, 0xf3, 0x45, 0xf6, 0x5b, 0xd5,
+	0x5f, 0xd5, 0x6e, 0x5e, 0xff, 0x55, 0x8f, 0xfe, 0x0d, 0x00, 0x00, 0xff, 0xff, 0xba, 0xf5, 0xf9,
+	0x3c, 0x2a, 0x0b, 0x00, 0x00,
 }
 
 func (m *EventParamsUpdated) Marshal() (dAtA []byte, err error) {
@@ -1307,6 +1723,288 @@ func (m *EventCheckpoint) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EventVerified) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventVerified) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventVerified) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Escalated {
+		i--
+		if m.Escalated {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x28
+	}
+	if len(m.Minority) > 0 {
+		dAtA3 := make([]byte, len(m.Minority)*10)
+		var j2 int
+		for _, num := range m.Minority {
+			for num >= 1<<7 {
+				dAtA3[j2] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j2++
+			}
+			dAtA3[j2] = uint8(num)
+			j2++
+		}
+		i -= j2
+		copy(dAtA[i:], dAtA3[:j2])
+		i = encodeVarintEvents(dAtA, i, uint64(j2))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.Majority) > 0 {
+		dAtA5 := make([]byte, len(m.Majority)*10)
+		var j4 int
+		for _, num := range m.Majority {
+			for num >= 1<<7 {
+				dAtA5[j4] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j4++
+			}
+			dAtA5[j4] = uint8(num)
+			j4++
+		}
+		i -= j4
+		copy(dAtA[i:], dAtA5[:j4])
+		i = encodeVarintEvents(dAtA, i, uint64(j4))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.Index != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Index))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.JobId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.JobId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventAudit) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventAudit) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventAudit) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.AuditTask != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.AuditTask))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Audited {
+		i--
+		if m.Audited {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.ProbabilityPpm != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.ProbabilityPpm))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.TaskId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventDispute) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventDispute) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventDispute) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Status != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.TargetTask != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.TargetTask))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Kind != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Kind))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.DisputeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.DisputeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventPool) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventPool) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventPool) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Amount.Size()
+		i -= size
+		if _, err := m.Amount.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if m.Count != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Count))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Action) > 0 {
+		i -= len(m.Action)
+		copy(dAtA[i:], m.Action)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Action)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventUnit) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventUnit) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventUnit) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Status != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Status))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.UnitId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.UnitId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintEvents(dAtA []byte, offset int, v uint64) int {
 	offset -= sovEvents(v)
 	base := offset
@@ -1530,6 +2228,133 @@ func (m *EventCheckpoint) Size() (n int) {
 		n += 1 + l + sovEvents(uint64(l))
 	}
 	l = len(m.Uri)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	return n
+}
+
+func (m *EventVerified) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.JobId != 0 {
+		n += 1 + sovEvents(uint64(m.JobId))
+	}
+	if m.Index != 0 {
+		n += 1 + sovEvents(uint64(m.Index))
+	}
+	if len(m.Majority) > 0 {
+		l = 0
+		for _, e := range m.Majority {
+			l += sovEvents(uint64(e))
+		}
+		n += 1 + sovEvents(uint64(l)) + l
+	}
+	if len(m.Minority) > 0 {
+		l = 0
+		for _, e := range m.Minority {
+			l += sovEvents(uint64(e))
+		}
+		n += 1 + sovEvents(uint64(l)) + l
+	}
+	if m.Escalated {
+		n += 2
+	}
+	return n
+}
+
+func (m *EventAudit) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		n += 1 + sovEvents(uint64(m.TaskId))
+	}
+	if m.ProbabilityPpm != 0 {
+		n += 1 + sovEvents(uint64(m.ProbabilityPpm))
+	}
+	if m.Audited {
+		n += 2
+	}
+	if m.AuditTask != 0 {
+		n += 1 + sovEvents(uint64(m.AuditTask))
+	}
+	l = len(m.Reason)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	return n
+}
+
+func (m *EventDispute) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.DisputeId != 0 {
+		n += 1 + sovEvents(uint64(m.DisputeId))
+	}
+	if m.Kind != 0 {
+		n += 1 + sovEvents(uint64(m.Kind))
+	}
+	if m.TargetTask != 0 {
+		n += 1 + sovEvents(uint64(m.TargetTask))
+	}
+	if m.Status != 0 {
+		n += 1 + sovEvents(uint64(m.Status))
+	}
+	return n
+}
+
+func (m *EventPool) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		n += 1 + sovEvents(uint64(m.PoolId))
+	}
+	l = len(m.Action)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	if m.Count != 0 {
+		n += 1 + sovEvents(uint64(m.Count))
+	}
+	l = m.Amount.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventUnit) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		n += 1 + sovEvents(uint64(m.PoolId))
+	}
+	if m.UnitId != 0 {
+		n += 1 + sovEvents(uint64(m.UnitId))
+	}
+	if m.Status != 0 {
+		n += 1 + sovEvents(uint64(m.Status))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.Reason)
 	if l > 0 {
 		n += 1 + l + sovEvents(uint64(l))
 	}
@@ -3076,6 +3901,882 @@ func (m *EventCheckpoint) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.Uri = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventVerified) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventVerified: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventVerified: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
+			}
+			m.JobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Index", wireType)
+			}
+			m.Index = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Index |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType == 0 {
+				var v uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowEvents
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Majority = append(m.Majority, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowEvents
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthEvents
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthEvents
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.Majority) == 0 {
+					m.Majority = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowEvents
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Majority = append(m.Majority, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Majority", wireType)
+			}
+		case 4:
+			if wireType == 0 {
+				var v uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowEvents
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Minority = append(m.Minority, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowEvents
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthEvents
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthEvents
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.Minority) == 0 {
+					m.Minority = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowEvents
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Minority = append(m.Minority, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Minority", wireType)
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Escalated", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Escalated = bool(v != 0)
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventAudit) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventAudit: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventAudit: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ProbabilityPpm", wireType)
+			}
+			m.ProbabilityPpm = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ProbabilityPpm |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Audited", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Audited = bool(v != 0)
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AuditTask", wireType)
+			}
+			m.AuditTask = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AuditTask |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventDispute) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventDispute: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventDispute: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DisputeId", wireType)
+			}
+			m.DisputeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.DisputeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Kind", wireType)
+			}
+			m.Kind = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Kind |= DisputeKind(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TargetTask", wireType)
+			}
+			m.TargetTask = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TargetTask |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= DisputeStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventPool) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventPool: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventPool: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Action", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Action = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Count", wireType)
+			}
+			m.Count = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Count |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Amount", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Amount.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventUnit) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventUnit: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventUnit: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UnitId", wireType)
+			}
+			m.UnitId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.UnitId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Status", wireType)
+			}
+			m.Status = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Status |= UnitStatus(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

@@ -12,6 +12,14 @@ const (
 	DomainAssign = "flops/market/assign"
 	// DomainGemmSeed is the beacon domain of BUILTIN gemm job seeds.
 	DomainGemmSeed = "flops/market/gemm"
+	// DomainAudit is the beacon domain of audit draws.
+	DomainAudit = "flops/market/audit"
+	// DomainGemmSample is the domain of BUILTIN gemm reveal samples.
+	DomainGemmSample = "flops/market/gemm-sample"
+	// DomainPoolGemm is the domain of BUILTIN gemm pool units' GEMM seeds.
+	DomainPoolGemm = "flops/market/pool-gemm"
+	// DomainPoolSample is the beacon domain of BUILTIN gemm pool reveal samples.
+	DomainPoolSample = "flops/market/pool-sample"
 )
 
 // Store prefixes. Numbers are never reused.
@@ -41,4 +49,16 @@ var (
 	PruneQueueKey      = collections.NewPrefix(22)
 	HistoryKey         = collections.NewPrefix(23)
 	WorkKey            = collections.NewPrefix(24)
+	TasksByShardKey    = collections.NewPrefix(25)
+	DisputeSeqKey      = collections.NewPrefix(26)
+	DisputesKey        = collections.NewPrefix(27)
+	AuditDrawsKey      = collections.NewPrefix(28)
+	ProviderTasksKey   = collections.NewPrefix(29)
+	PoolSeqKey         = collections.NewPrefix(30)
+	PoolsKey           = collections.NewPrefix(31)
+	UnitsKey           = collections.NewPrefix(32)
+	OpenUnitsKey       = collections.NewPrefix(33)
+	PoolMembersKey     = collections.NewPrefix(34)
+	PoolEarningsKey    = collections.NewPrefix(35)
+	UnitDeadlinesKey   = collections.NewPrefix(36)
 )

@@ -15,37 +15,39 @@ import (
 // DefaultParams returns the launch parameters (DESIGN.md section 4, x/market).
 func DefaultParams() Params {
 	return Params{
-		Denom:                  "udps",
-		MaxAssignPerBlock:      100,
-		LoadThresholdPpm:       1_000_000,
-		TakeRatePpm:            50_000,  // 5% of every provider payment
-		TakePoolSharePpm:       500_000, // half of the take to the reward pool
-		ChallengeWindowBlocks:  100,
-		AckTimeoutBlocks:       20,
-		HeartbeatTimeoutBlocks: 30,
-		RevealTimeoutBlocks:    30,
-		MaxReassignments:       3,
-		AbandonSlashPpm:        10_000,
-		WrongResultSlashPpm:    200_000,
-		MissedRevealSlashPpm:   50_000,
-		AuctionWindowBlocks:    20,
-		BidDeposit:             sdk.NewInt64Coin("udps", 10_000_000),
-		ChallengeBond:          sdk.NewInt64Coin("udps", 50_000_000),
-		AuditFloorPpm:          100_000,
-		AuditWarmupTasks:       10,
-		AuditValueThreshold:    sdkmath.NewInt(1_000_000_000), // 1,000 DPS
-		CommitteeSize:          3,
-		MaxReplicas:            5,
-		MaxTasksPerJob:         1000,
-		MaxInputsPerJob:        64,
-		MaxJobDuration:         30 * 24 * time.Hour,
-		MaxUnitsPerMsg:         100,
-		MaxPoolProviders:       64,
-		MaxTimeoutsPerBlock:    200,
-		SchedulerCandidates:    8,
-		SchedulerMaxScan:       64,
-		JobRetentionBlocks:     100_000,
-		MaxHistoryPerJob:       256,
+		Denom:                   "udps",
+		MaxAssignPerBlock:       100,
+		LoadThresholdPpm:        1_000_000,
+		TakeRatePpm:             50_000,  // 5% of every provider payment
+		TakePoolSharePpm:        500_000, // half of the take to the reward pool
+		ChallengeWindowBlocks:   100,
+		AckTimeoutBlocks:        20,
+		HeartbeatTimeoutBlocks:  30,
+		RevealTimeoutBlocks:     30,
+		MaxReassignments:        3,
+		AbandonSlashPpm:         10_000,
+		WrongResultSlashPpm:     200_000,
+		MissedRevealSlashPpm:    200_000, // = wrong result: refusing to reveal must never pay
+		AuctionWindowBlocks:     20,
+		BidDeposit:              sdk.NewInt64Coin("udps", 10_000_000),
+		ChallengeBond:           sdk.NewInt64Coin("udps", 50_000_000),
+		AuditFloorPpm:           100_000,
+		AuditWarmupTasks:        10,
+		AuditValueThreshold:     sdkmath.NewInt(1_000_000_000), // 1,000 DPS
+		CommitteeSize:           3,
+		MaxReplicas:             5,
+		MaxTasksPerJob:          1000,
+		MaxInputsPerJob:         64,
+		MaxJobDuration:          30 * 24 * time.Hour,
+		MaxUnitsPerMsg:          100,
+		MaxPoolProviders:        64,
+		MaxTimeoutsPerBlock:     200,
+		SchedulerCandidates:     8,
+		SchedulerMaxScan:        64,
+		JobRetentionBlocks:      100_000,
+		MaxHistoryPerJob:        256,
+		MaxTieEscalations:       2,
+		PoolRevealTimeoutBlocks: 30,
 	}
 }
 
@@ -90,10 +92,15 @@ func (p Params) validate() error {
 		validate.Range("scheduler_max_scan", p.SchedulerMaxScan, 1, 100_000),
 		validate.Range("job_retention_blocks", p.JobRetentionBlocks, 1, 100_000_000),
 		validate.Range("max_history_per_job", p.MaxHistoryPerJob, 0, 100_000),
+		validate.Range("max_tie_escalations", p.MaxTieEscalations, 0, 10),
+		validate.Positive("pool_reveal_timeout_blocks", p.PoolRevealTimeoutBlocks),
 	} {
 		if err != nil {
 			return err
 		}
+	}
+	if p.ChallengeWindowBlocks < 2 {
+		return fmt.Errorf("challenge_window_blocks %d: must be at least 2 (the audit of a reveal is drawn from the block after it)", p.ChallengeWindowBlocks)
 	}
 	if p.SchedulerMaxScan < p.SchedulerCandidates {
 		return fmt.Errorf("scheduler_max_scan %d: must be at least scheduler_candidates %d", p.SchedulerMaxScan, p.SchedulerCandidates)

@@ -5,6 +5,7 @@ package types
 
 import (
 	context "context"
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
 	_ "github.com/cosmos/cosmos-proto"
 	query "github.com/cosmos/cosmos-sdk/types/query"
@@ -32,6 +33,715 @@ var _ = math.Inf
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 
+// QueryDisputeRequest names a dispute.
+type QueryDisputeRequest struct {
+	// dispute_id to return.
+	DisputeId uint64 `protobuf:"varint,1,opt,name=dispute_id,json=disputeId,proto3" json:"dispute_id,omitempty"`
+}
+
+func (m *QueryDisputeRequest) Reset()         { *m = QueryDisputeRequest{} }
+func (m *QueryDisputeRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryDisputeRequest) ProtoMessage()    {}
+func (*QueryDisputeRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{0}
+}
+func (m *QueryDisputeRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryDisputeRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryDisputeRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryDisputeRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryDisputeRequest.Merge(m, src)
+}
+func (m *QueryDisputeRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryDisputeRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryDisputeRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryDisputeRequest proto.InternalMessageInfo
+
+func (m *QueryDisputeRequest) GetDisputeId() uint64 {
+	if m != nil {
+		return m.DisputeId
+	}
+	return 0
+}
+
+// QueryDisputeResponse carries a dispute.
+type QueryDisputeResponse struct {
+	// dispute requested.
+	Dispute Dispute `protobuf:"bytes,1,opt,name=dispute,proto3" json:"dispute"`
+}
+
+func (m *QueryDisputeResponse) Reset()         { *m = QueryDisputeResponse{} }
+func (m *QueryDisputeResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryDisputeResponse) ProtoMessage()    {}
+func (*QueryDisputeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{1}
+}
+func (m *QueryDisputeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryDisputeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryDisputeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryDisputeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryDisputeResponse.Merge(m, src)
+}
+func (m *QueryDisputeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryDisputeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryDisputeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryDisputeResponse proto.InternalMessageInfo
+
+func (m *QueryDisputeResponse) GetDispute() Dispute {
+	if m != nil {
+		return m.Dispute
+	}
+	return Dispute{}
+}
+
+// QueryPoolRequest names a pool.
+type QueryPoolRequest struct {
+	// pool_id to return.
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+}
+
+func (m *QueryPoolRequest) Reset()         { *m = QueryPoolRequest{} }
+func (m *QueryPoolRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolRequest) ProtoMessage()    {}
+func (*QueryPoolRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{2}
+}
+func (m *QueryPoolRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolRequest.Merge(m, src)
+}
+func (m *QueryPoolRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolRequest proto.InternalMessageInfo
+
+func (m *QueryPoolRequest) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+// QueryPoolResponse carries a pool.
+type QueryPoolResponse struct {
+	// pool requested.
+	Pool Pool `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool"`
+}
+
+func (m *QueryPoolResponse) Reset()         { *m = QueryPoolResponse{} }
+func (m *QueryPoolResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolResponse) ProtoMessage()    {}
+func (*QueryPoolResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{3}
+}
+func (m *QueryPoolResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolResponse.Merge(m, src)
+}
+func (m *QueryPoolResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolResponse proto.InternalMessageInfo
+
+func (m *QueryPoolResponse) GetPool() Pool {
+	if m != nil {
+		return m.Pool
+	}
+	return Pool{}
+}
+
+// QueryPoolsRequest pages through pools.
+type QueryPoolsRequest struct {
+	// pagination over the pools.
+	Pagination *query.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryPoolsRequest) Reset()         { *m = QueryPoolsRequest{} }
+func (m *QueryPoolsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolsRequest) ProtoMessage()    {}
+func (*QueryPoolsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{4}
+}
+func (m *QueryPoolsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolsRequest.Merge(m, src)
+}
+func (m *QueryPoolsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolsRequest proto.InternalMessageInfo
+
+func (m *QueryPoolsRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryPoolsResponse lists pools.
+type QueryPoolsResponse struct {
+	// pools in id order.
+	Pools []Pool `protobuf:"bytes,1,rep,name=pools,proto3" json:"pools"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryPoolsResponse) Reset()         { *m = QueryPoolsResponse{} }
+func (m *QueryPoolsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolsResponse) ProtoMessage()    {}
+func (*QueryPoolsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{5}
+}
+func (m *QueryPoolsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolsResponse.Merge(m, src)
+}
+func (m *QueryPoolsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolsResponse proto.InternalMessageInfo
+
+func (m *QueryPoolsResponse) GetPools() []Pool {
+	if m != nil {
+		return m.Pools
+	}
+	return nil
+}
+
+func (m *QueryPoolsResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryPoolMembersRequest names a pool.
+type QueryPoolMembersRequest struct {
+	// pool_id of the members.
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// pagination over the members.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryPoolMembersRequest) Reset()         { *m = QueryPoolMembersRequest{} }
+func (m *QueryPoolMembersRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolMembersRequest) ProtoMessage()    {}
+func (*QueryPoolMembersRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{6}
+}
+func (m *QueryPoolMembersRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolMembersRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolMembersRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolMembersRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolMembersRequest.Merge(m, src)
+}
+func (m *QueryPoolMembersRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolMembersRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolMembersRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolMembersRequest proto.InternalMessageInfo
+
+func (m *QueryPoolMembersRequest) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *QueryPoolMembersRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryPoolMembersResponse lists member nodes.
+type QueryPoolMembersResponse struct {
+	// members of the pool.
+	Members []PoolMember `protobuf:"bytes,1,rep,name=members,proto3" json:"members"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryPoolMembersResponse) Reset()         { *m = QueryPoolMembersResponse{} }
+func (m *QueryPoolMembersResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolMembersResponse) ProtoMessage()    {}
+func (*QueryPoolMembersResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{7}
+}
+func (m *QueryPoolMembersResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolMembersResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolMembersResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolMembersResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolMembersResponse.Merge(m, src)
+}
+func (m *QueryPoolMembersResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolMembersResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolMembersResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolMembersResponse proto.InternalMessageInfo
+
+func (m *QueryPoolMembersResponse) GetMembers() []PoolMember {
+	if m != nil {
+		return m.Members
+	}
+	return nil
+}
+
+func (m *QueryPoolMembersResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryOpenUnitsRequest names a pool.
+type QueryOpenUnitsRequest struct {
+	// pool_id of the units.
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// pagination over the units.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryOpenUnitsRequest) Reset()         { *m = QueryOpenUnitsRequest{} }
+func (m *QueryOpenUnitsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryOpenUnitsRequest) ProtoMessage()    {}
+func (*QueryOpenUnitsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{8}
+}
+func (m *QueryOpenUnitsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryOpenUnitsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryOpenUnitsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryOpenUnitsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryOpenUnitsRequest.Merge(m, src)
+}
+func (m *QueryOpenUnitsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryOpenUnitsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryOpenUnitsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryOpenUnitsRequest proto.InternalMessageInfo
+
+func (m *QueryOpenUnitsRequest) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *QueryOpenUnitsRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryOpenUnitsResponse lists open units.
+type QueryOpenUnitsResponse struct {
+	// units waiting for a claim, in id order.
+	Units []Unit `protobuf:"bytes,1,rep,name=units,proto3" json:"units"`
+	// pagination of the list.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryOpenUnitsResponse) Reset()         { *m = QueryOpenUnitsResponse{} }
+func (m *QueryOpenUnitsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryOpenUnitsResponse) ProtoMessage()    {}
+func (*QueryOpenUnitsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{9}
+}
+func (m *QueryOpenUnitsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryOpenUnitsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryOpenUnitsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryOpenUnitsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryOpenUnitsResponse.Merge(m, src)
+}
+func (m *QueryOpenUnitsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryOpenUnitsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryOpenUnitsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryOpenUnitsResponse proto.InternalMessageInfo
+
+func (m *QueryOpenUnitsResponse) GetUnits() []Unit {
+	if m != nil {
+		return m.Units
+	}
+	return nil
+}
+
+func (m *QueryOpenUnitsResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryUnitRequest names a unit.
+type QueryUnitRequest struct {
+	// pool_id of the unit.
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// unit_id to return.
+	UnitId uint64 `protobuf:"varint,2,opt,name=unit_id,json=unitId,proto3" json:"unit_id,omitempty"`
+}
+
+func (m *QueryUnitRequest) Reset()         { *m = QueryUnitRequest{} }
+func (m *QueryUnitRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryUnitRequest) ProtoMessage()    {}
+func (*QueryUnitRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{10}
+}
+func (m *QueryUnitRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryUnitRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryUnitRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryUnitRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryUnitRequest.Merge(m, src)
+}
+func (m *QueryUnitRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryUnitRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryUnitRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryUnitRequest proto.InternalMessageInfo
+
+func (m *QueryUnitRequest) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *QueryUnitRequest) GetUnitId() uint64 {
+	if m != nil {
+		return m.UnitId
+	}
+	return 0
+}
+
+// QueryUnitResponse carries a unit.
+type QueryUnitResponse struct {
+	// unit requested.
+	Unit Unit `protobuf:"bytes,1,opt,name=unit,proto3" json:"unit"`
+}
+
+func (m *QueryUnitResponse) Reset()         { *m = QueryUnitResponse{} }
+func (m *QueryUnitResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryUnitResponse) ProtoMessage()    {}
+func (*QueryUnitResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{11}
+}
+func (m *QueryUnitResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryUnitResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryUnitResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryUnitResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryUnitResponse.Merge(m, src)
+}
+func (m *QueryUnitResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryUnitResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryUnitResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryUnitResponse proto.InternalMessageInfo
+
+func (m *QueryUnitResponse) GetUnit() Unit {
+	if m != nil {
+		return m.Unit
+	}
+	return Unit{}
+}
+
+// QueryPoolEarningsRequest names a pool and a provider.
+type QueryPoolEarningsRequest struct {
+	// pool_id of the earnings.
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// provider address.
+	Provider string `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+}
+
+func (m *QueryPoolEarningsRequest) Reset()         { *m = QueryPoolEarningsRequest{} }
+func (m *QueryPoolEarningsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolEarningsRequest) ProtoMessage()    {}
+func (*QueryPoolEarningsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{12}
+}
+func (m *QueryPoolEarningsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolEarningsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolEarningsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolEarningsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolEarningsRequest.Merge(m, src)
+}
+func (m *QueryPoolEarningsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolEarningsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolEarningsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolEarningsRequest proto.InternalMessageInfo
+
+func (m *QueryPoolEarningsRequest) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *QueryPoolEarningsRequest) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+// QueryPoolEarningsResponse carries unpaid earnings.
+type QueryPoolEarningsResponse struct {
+	// earnings: verified units not yet paid out, udps (before the take).
+	Earnings cosmossdk_io_math.Int `protobuf:"bytes,1,opt,name=earnings,proto3,customtype=cosmossdk.io/math.Int" json:"earnings"`
+	// units credited and unpaid.
+	Units uint64 `protobuf:"varint,2,opt,name=units,proto3" json:"units,omitempty"`
+}
+
+func (m *QueryPoolEarningsResponse) Reset()         { *m = QueryPoolEarningsResponse{} }
+func (m *QueryPoolEarningsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolEarningsResponse) ProtoMessage()    {}
+func (*QueryPoolEarningsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_0c91fa209875d58b, []int{13}
+}
+func (m *QueryPoolEarningsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolEarningsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolEarningsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolEarningsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolEarningsResponse.Merge(m, src)
+}
+func (m *QueryPoolEarningsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolEarningsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolEarningsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolEarningsResponse proto.InternalMessageInfo
+
+func (m *QueryPoolEarningsResponse) GetUnits() uint64 {
+	if m != nil {
+		return m.Units
+	}
+	return 0
+}
+
 // QueryParamsRequest is empty.
 type QueryParamsRequest struct {
 }
@@ -40,7 +750,7 @@ func (m *QueryParamsRequest) Reset()         { *m = QueryParamsRequest{} }
 func (m *QueryParamsRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryParamsRequest) ProtoMessage()    {}
 func (*QueryParamsRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{0}
+	return fileDescriptor_0c91fa209875d58b, []int{14}
 }
 func (m *QueryParamsRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -79,7 +789,7 @@ func (m *QueryParamsResponse) Reset()         { *m = QueryParamsResponse{} }
 func (m *QueryParamsResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryParamsResponse) ProtoMessage()    {}
 func (*QueryParamsResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{1}
+	return fileDescriptor_0c91fa209875d58b, []int{15}
 }
 func (m *QueryParamsResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -125,7 +835,7 @@ func (m *QueryJobRequest) Reset()         { *m = QueryJobRequest{} }
 func (m *QueryJobRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryJobRequest) ProtoMessage()    {}
 func (*QueryJobRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{2}
+	return fileDescriptor_0c91fa209875d58b, []int{16}
 }
 func (m *QueryJobRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -171,7 +881,7 @@ func (m *QueryJobResponse) Reset()         { *m = QueryJobResponse{} }
 func (m *QueryJobResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryJobResponse) ProtoMessage()    {}
 func (*QueryJobResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{3}
+	return fileDescriptor_0c91fa209875d58b, []int{17}
 }
 func (m *QueryJobResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -219,7 +929,7 @@ func (m *QueryJobsByOwnerRequest) Reset()         { *m = QueryJobsByOwnerRequest
 func (m *QueryJobsByOwnerRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryJobsByOwnerRequest) ProtoMessage()    {}
 func (*QueryJobsByOwnerRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{4}
+	return fileDescriptor_0c91fa209875d58b, []int{18}
 }
 func (m *QueryJobsByOwnerRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -274,7 +984,7 @@ func (m *QueryJobsByOwnerResponse) Reset()         { *m = QueryJobsByOwnerRespon
 func (m *QueryJobsByOwnerResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryJobsByOwnerResponse) ProtoMessage()    {}
 func (*QueryJobsByOwnerResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{5}
+	return fileDescriptor_0c91fa209875d58b, []int{19}
 }
 func (m *QueryJobsByOwnerResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -329,7 +1039,7 @@ func (m *QueryJobsByStatusRequest) Reset()         { *m = QueryJobsByStatusReque
 func (m *QueryJobsByStatusRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryJobsByStatusRequest) ProtoMessage()    {}
 func (*QueryJobsByStatusRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{6}
+	return fileDescriptor_0c91fa209875d58b, []int{20}
 }
 func (m *QueryJobsByStatusRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -384,7 +1094,7 @@ func (m *QueryJobsByStatusResponse) Reset()         { *m = QueryJobsByStatusResp
 func (m *QueryJobsByStatusResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryJobsByStatusResponse) ProtoMessage()    {}
 func (*QueryJobsByStatusResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{7}
+	return fileDescriptor_0c91fa209875d58b, []int{21}
 }
 func (m *QueryJobsByStatusResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -437,7 +1147,7 @@ func (m *QueryTaskRequest) Reset()         { *m = QueryTaskRequest{} }
 func (m *QueryTaskRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryTaskRequest) ProtoMessage()    {}
 func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{8}
+	return fileDescriptor_0c91fa209875d58b, []int{22}
 }
 func (m *QueryTaskRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -483,7 +1193,7 @@ func (m *QueryTaskResponse) Reset()         { *m = QueryTaskResponse{} }
 func (m *QueryTaskResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryTaskResponse) ProtoMessage()    {}
 func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{9}
+	return fileDescriptor_0c91fa209875d58b, []int{23}
 }
 func (m *QueryTaskResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -531,7 +1241,7 @@ func (m *QueryTasksByJobRequest) Reset()         { *m = QueryTasksByJobRequest{}
 func (m *QueryTasksByJobRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryTasksByJobRequest) ProtoMessage()    {}
 func (*QueryTasksByJobRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{10}
+	return fileDescriptor_0c91fa209875d58b, []int{24}
 }
 func (m *QueryTasksByJobRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -586,7 +1296,7 @@ func (m *QueryTasksByJobResponse) Reset()         { *m = QueryTasksByJobResponse
 func (m *QueryTasksByJobResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryTasksByJobResponse) ProtoMessage()    {}
 func (*QueryTasksByJobResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{11}
+	return fileDescriptor_0c91fa209875d58b, []int{25}
 }
 func (m *QueryTasksByJobResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -641,7 +1351,7 @@ func (m *QueryTasksByNodeRequest) Reset()         { *m = QueryTasksByNodeRequest
 func (m *QueryTasksByNodeRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryTasksByNodeRequest) ProtoMessage()    {}
 func (*QueryTasksByNodeRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{12}
+	return fileDescriptor_0c91fa209875d58b, []int{26}
 }
 func (m *QueryTasksByNodeRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -696,7 +1406,7 @@ func (m *QueryTasksByNodeResponse) Reset()         { *m = QueryTasksByNodeRespon
 func (m *QueryTasksByNodeResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryTasksByNodeResponse) ProtoMessage()    {}
 func (*QueryTasksByNodeResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{13}
+	return fileDescriptor_0c91fa209875d58b, []int{27}
 }
 func (m *QueryTasksByNodeResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -751,7 +1461,7 @@ func (m *QueryTasksByProviderRequest) Reset()         { *m = QueryTasksByProvide
 func (m *QueryTasksByProviderRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryTasksByProviderRequest) ProtoMessage()    {}
 func (*QueryTasksByProviderRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{14}
+	return fileDescriptor_0c91fa209875d58b, []int{28}
 }
 func (m *QueryTasksByProviderRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -806,7 +1516,7 @@ func (m *QueryTasksByProviderResponse) Reset()         { *m = QueryTasksByProvid
 func (m *QueryTasksByProviderResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryTasksByProviderResponse) ProtoMessage()    {}
 func (*QueryTasksByProviderResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{15}
+	return fileDescriptor_0c91fa209875d58b, []int{29}
 }
 func (m *QueryTasksByProviderResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -861,7 +1571,7 @@ func (m *QueryBidsByJobRequest) Reset()         { *m = QueryBidsByJobRequest{} }
 func (m *QueryBidsByJobRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryBidsByJobRequest) ProtoMessage()    {}
 func (*QueryBidsByJobRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{16}
+	return fileDescriptor_0c91fa209875d58b, []int{30}
 }
 func (m *QueryBidsByJobRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -916,7 +1626,7 @@ func (m *QueryBidsByJobResponse) Reset()         { *m = QueryBidsByJobResponse{}
 func (m *QueryBidsByJobResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryBidsByJobResponse) ProtoMessage()    {}
 func (*QueryBidsByJobResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{17}
+	return fileDescriptor_0c91fa209875d58b, []int{31}
 }
 func (m *QueryBidsByJobResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -969,7 +1679,7 @@ func (m *QueryOpenAuctionsRequest) Reset()         { *m = QueryOpenAuctionsReque
 func (m *QueryOpenAuctionsRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryOpenAuctionsRequest) ProtoMessage()    {}
 func (*QueryOpenAuctionsRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{18}
+	return fileDescriptor_0c91fa209875d58b, []int{32}
 }
 func (m *QueryOpenAuctionsRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1017,7 +1727,7 @@ func (m *QueryOpenAuctionsResponse) Reset()         { *m = QueryOpenAuctionsResp
 func (m *QueryOpenAuctionsResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryOpenAuctionsResponse) ProtoMessage()    {}
 func (*QueryOpenAuctionsResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{19}
+	return fileDescriptor_0c91fa209875d58b, []int{33}
 }
 func (m *QueryOpenAuctionsResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1072,7 +1782,7 @@ func (m *QueryJobHistoryRequest) Reset()         { *m = QueryJobHistoryRequest{}
 func (m *QueryJobHistoryRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryJobHistoryRequest) ProtoMessage()    {}
 func (*QueryJobHistoryRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{20}
+	return fileDescriptor_0c91fa209875d58b, []int{34}
 }
 func (m *QueryJobHistoryRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1127,7 +1837,7 @@ func (m *QueryJobHistoryResponse) Reset()         { *m = QueryJobHistoryResponse
 func (m *QueryJobHistoryResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryJobHistoryResponse) ProtoMessage()    {}
 func (*QueryJobHistoryResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{21}
+	return fileDescriptor_0c91fa209875d58b, []int{35}
 }
 func (m *QueryJobHistoryResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1180,7 +1890,7 @@ func (m *QueryNodeSlotRequest) Reset()         { *m = QueryNodeSlotRequest{} }
 func (m *QueryNodeSlotRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryNodeSlotRequest) ProtoMessage()    {}
 func (*QueryNodeSlotRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{22}
+	return fileDescriptor_0c91fa209875d58b, []int{36}
 }
 func (m *QueryNodeSlotRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1226,7 +1936,7 @@ func (m *QueryNodeSlotResponse) Reset()         { *m = QueryNodeSlotResponse{} }
 func (m *QueryNodeSlotResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryNodeSlotResponse) ProtoMessage()    {}
 func (*QueryNodeSlotResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{23}
+	return fileDescriptor_0c91fa209875d58b, []int{37}
 }
 func (m *QueryNodeSlotResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1274,7 +1984,7 @@ func (m *QueryVerifiedWorkRequest) Reset()         { *m = QueryVerifiedWorkReque
 func (m *QueryVerifiedWorkRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryVerifiedWorkRequest) ProtoMessage()    {}
 func (*QueryVerifiedWorkRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{24}
+	return fileDescriptor_0c91fa209875d58b, []int{38}
 }
 func (m *QueryVerifiedWorkRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1327,7 +2037,7 @@ func (m *QueryVerifiedWorkResponse) Reset()         { *m = QueryVerifiedWorkResp
 func (m *QueryVerifiedWorkResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryVerifiedWorkResponse) ProtoMessage()    {}
 func (*QueryVerifiedWorkResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{25}
+	return fileDescriptor_0c91fa209875d58b, []int{39}
 }
 func (m *QueryVerifiedWorkResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1375,7 +2085,7 @@ func (m *WorkloadWork) Reset()         { *m = WorkloadWork{} }
 func (m *WorkloadWork) String() string { return proto.CompactTextString(m) }
 func (*WorkloadWork) ProtoMessage()    {}
 func (*WorkloadWork) Descriptor() ([]byte, []int) {
-	return fileDescriptor_0c91fa209875d58b, []int{26}
+	return fileDescriptor_0c91fa209875d58b, []int{40}
 }
 func (m *WorkloadWork) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -1419,6 +2129,20 @@ func (m *WorkloadWork) GetRecord() WorkRecord {
 }
 
 func init() {
+	proto.RegisterType((*QueryDisputeRequest)(nil), "flops.market.v1.QueryDisputeRequest")
+	proto.RegisterType((*QueryDisputeResponse)(nil), "flops.market.v1.QueryDisputeResponse")
+	proto.RegisterType((*QueryPoolRequest)(nil), "flops.market.v1.QueryPoolRequest")
+	proto.RegisterType((*QueryPoolResponse)(nil), "flops.market.v1.QueryPoolResponse")
+	proto.RegisterType((*QueryPoolsRequest)(nil), "flops.market.v1.QueryPoolsRequest")
+	proto.RegisterType((*QueryPoolsResponse)(nil), "flops.market.v1.QueryPoolsResponse")
+	proto.RegisterType((*QueryPoolMembersRequest)(nil), "flops.market.v1.QueryPoolMembersRequest")
+	proto.RegisterType((*QueryPoolMembersResponse)(nil), "flops.market.v1.QueryPoolMembersResponse")
+	proto.RegisterType((*QueryOpenUnitsRequest)(nil), "flops.market.v1.QueryOpenUnitsRequest")
+	proto.RegisterType((*QueryOpenUnitsResponse)(nil), "flops.market.v1.QueryOpenUnitsResponse")
+	proto.RegisterType((*QueryUnitRequest)(nil), "flops.market.v1.QueryUnitRequest")
+	proto.RegisterType((*QueryUnitResponse)(nil), "flops.market.v1.QueryUnitResponse")
+	proto.RegisterType((*QueryPoolEarningsRequest)(nil), "flops.market.v1.QueryPoolEarningsRequest")
+	proto.RegisterType((*QueryPoolEarningsResponse)(nil), "flops.market.v1.QueryPoolEarningsResponse")
 	proto.RegisterType((*QueryParamsRequest)(nil), "flops.market.v1.QueryParamsRequest")
 	proto.RegisterType((*QueryParamsResponse)(nil), "flops.market.v1.QueryParamsResponse")
 	proto.RegisterType((*QueryJobRequest)(nil), "flops.market.v1.QueryJobRequest")
@@ -1451,88 +2175,120 @@ func init() {
 func init() { proto.RegisterFile("flops/market/v1/query.proto", fileDescriptor_0c91fa209875d58b) }
 
 var fileDescriptor_0c91fa209875d58b = []byte{
-	// 1294 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xcc, 0x58, 0xcb, 0x6f, 0xdc, 0xd4,
-	0x17, 0xce, 0x6d, 0x67, 0xa6, 0xcd, 0x49, 0xd4, 0xfc, 0x7a, 0x7f, 0x13, 0x92, 0x38, 0x65, 0x9a,
-	0xba, 0xed, 0x64, 0x48, 0x1b, 0x9b, 0xa4, 0x05, 0x21, 0x84, 0x90, 0x3a, 0x52, 0x81, 0x64, 0x41,
-	0x93, 0x09, 0x02, 0xc1, 0x26, 0xb2, 0xe3, 0x9b, 0x89, 0xf3, 0xf0, 0x9d, 0xda, 0x4e, 0xc2, 0x30,
-	0x9a, 0x0d, 0x6c, 0x60, 0x81, 0x78, 0xaa, 0x3c, 0xba, 0x60, 0x05, 0x62, 0x09, 0x12, 0x7f, 0x44,
-	0x97, 0x15, 0x6c, 0x58, 0x21, 0x94, 0x20, 0xf1, 0x6f, 0xa0, 0xfb, 0xf0, 0x8c, 0x3d, 0xb6, 0xc7,
-	0x91, 0x3a, 0xaa, 0xb2, 0x49, 0x72, 0xed, 0xef, 0x9c, 0xef, 0xbb, 0xe7, 0x9c, 0x7b, 0xee, 0x71,
-	0x60, 0x7a, 0x73, 0x97, 0x36, 0x3c, 0x7d, 0xcf, 0x70, 0x77, 0x88, 0xaf, 0x1f, 0x2c, 0xe8, 0xf7,
-	0xf7, 0x89, 0xdb, 0xd4, 0x1a, 0x2e, 0xf5, 0x29, 0x1e, 0xe3, 0x2f, 0x35, 0xf1, 0x52, 0x3b, 0x58,
-	0x50, 0x8a, 0x75, 0x5a, 0xa7, 0xfc, 0x9d, 0xce, 0xfe, 0x12, 0x30, 0xe5, 0xa2, 0xb1, 0x67, 0x3b,
-	0x54, 0xe7, 0x3f, 0xe5, 0xa3, 0xa9, 0x0d, 0xea, 0xed, 0x51, 0x6f, 0x5d, 0x60, 0xc5, 0x42, 0xbe,
-	0xba, 0x54, 0xa7, 0xb4, 0xbe, 0x4b, 0x74, 0xa3, 0x61, 0xeb, 0x86, 0xe3, 0x50, 0xdf, 0xf0, 0x6d,
-	0xea, 0x04, 0x6f, 0xe7, 0x04, 0x56, 0x37, 0x0d, 0x8f, 0x08, 0x2d, 0xfa, 0xc1, 0x82, 0x49, 0x7c,
-	0x63, 0x41, 0x6f, 0x18, 0x75, 0xdb, 0xe1, 0x60, 0x89, 0x8d, 0x69, 0xf7, 0x9b, 0x0d, 0x22, 0x1d,
-	0xa9, 0x45, 0xc0, 0xab, 0xcc, 0x7c, 0xc5, 0x70, 0x8d, 0x3d, 0xaf, 0x46, 0xee, 0xef, 0x13, 0xcf,
-	0x57, 0x57, 0xe1, 0xff, 0x91, 0xa7, 0x5e, 0x83, 0x3a, 0x1e, 0xc1, 0x2f, 0x43, 0xa1, 0xc1, 0x9f,
-	0x4c, 0xa2, 0x19, 0x54, 0x19, 0x59, 0x9c, 0xd0, 0x7a, 0x76, 0xae, 0x09, 0x83, 0xea, 0xf0, 0xa3,
-	0xbf, 0x2e, 0x0f, 0xfd, 0xfc, 0xef, 0x2f, 0x73, 0xa8, 0x26, 0x2d, 0xd4, 0x0a, 0x8c, 0x71, 0x97,
-	0xcb, 0xd4, 0x94, 0x2c, 0x78, 0x1c, 0x0a, 0xdb, 0xd4, 0x5c, 0xb7, 0x2d, 0xee, 0x2e, 0x57, 0xcb,
-	0x6f, 0x53, 0x73, 0xc9, 0x52, 0xef, 0xc2, 0xff, 0xba, 0x48, 0xc9, 0xbc, 0x00, 0x67, 0xb7, 0xa9,
-	0x29, 0x69, 0x8b, 0x31, 0xda, 0x65, 0x6a, 0x86, 0x39, 0x19, 0x56, 0xfd, 0x02, 0xc1, 0x44, 0xe0,
-	0xc7, 0xab, 0x36, 0xef, 0x1d, 0x3a, 0xc4, 0x0d, 0x98, 0x35, 0xc8, 0x53, 0xb6, 0xe6, 0x0e, 0x87,
-	0xab, 0x93, 0xbf, 0xff, 0x36, 0x5f, 0x94, 0xd1, 0xbf, 0x63, 0x59, 0x2e, 0xf1, 0xbc, 0x35, 0xdf,
-	0xb5, 0x9d, 0x7a, 0x4d, 0xc0, 0xf0, 0x6b, 0x00, 0xdd, 0xb0, 0x4e, 0x9e, 0xe1, 0x2a, 0xca, 0x9a,
-	0xb4, 0x60, 0x39, 0xd0, 0x44, 0x3d, 0xc8, 0x1c, 0x68, 0x2b, 0x46, 0x9d, 0x48, 0xae, 0x5a, 0xc8,
-	0x52, 0xfd, 0x16, 0xc1, 0x64, 0x5c, 0x93, 0xdc, 0xe3, 0x2d, 0xc8, 0x6d, 0x53, 0x93, 0xc5, 0xf6,
-	0xec, 0x49, 0x36, 0xc9, 0xc1, 0xf8, 0xf5, 0x04, 0x65, 0xb3, 0x99, 0xca, 0x04, 0x63, 0x44, 0xda,
-	0x83, 0xa8, 0xb4, 0x35, 0xdf, 0xf0, 0xf7, 0x83, 0x7a, 0xc0, 0x8b, 0x50, 0xf0, 0xf8, 0x03, 0x1e,
-	0xb0, 0x0b, 0x8b, 0x4a, 0x92, 0x38, 0x69, 0x22, 0x91, 0x03, 0x8b, 0xd9, 0x77, 0x08, 0xa6, 0x12,
-	0x84, 0x9d, 0x8a, 0xa0, 0xdd, 0x90, 0xa5, 0xfa, 0x96, 0xe1, 0xed, 0x04, 0xb1, 0x9a, 0x80, 0x73,
-	0xbe, 0xe1, 0xed, 0x74, 0xcb, 0xba, 0xc0, 0x96, 0x4b, 0x96, 0xba, 0x04, 0x17, 0x43, 0x60, 0xa9,
-	0xff, 0x36, 0xe4, 0xd8, 0x6b, 0x59, 0xd9, 0xe3, 0x31, 0xfd, 0x0c, 0x1c, 0xd9, 0x00, 0x43, 0xab,
-	0x87, 0xf0, 0x4c, 0xc7, 0x95, 0x57, 0xcd, 0x3e, 0x53, 0x03, 0x4b, 0xc6, 0xf7, 0xc1, 0xa1, 0x0a,
-	0x33, 0xcb, 0xad, 0xbc, 0x08, 0x79, 0x26, 0x2e, 0xc8, 0x45, 0xf6, 0x5e, 0x04, 0x7c, 0x70, 0xd9,
-	0xf8, 0x20, 0xaa, 0xed, 0x4d, 0x6a, 0x91, 0x50, 0x52, 0x1c, 0x6a, 0x91, 0x50, 0x52, 0xd8, 0x72,
-	0x80, 0x81, 0x79, 0x18, 0x1c, 0x9f, 0x08, 0xf9, 0x69, 0x89, 0xcc, 0x43, 0x04, 0xd3, 0x61, 0x75,
-	0x2b, 0x2e, 0x3d, 0xb0, 0xad, 0x6e, 0x3f, 0xbc, 0x0d, 0xe7, 0x1b, 0xf2, 0x51, 0x66, 0x4b, 0xec,
-	0x20, 0x07, 0x16, 0xbb, 0x1f, 0x10, 0x5c, 0x4a, 0x56, 0x77, 0x5a, 0xe2, 0x77, 0x00, 0xe3, 0x5c,
-	0x60, 0xd5, 0xb6, 0x9e, 0xea, 0x71, 0x7b, 0x80, 0xe4, 0x41, 0x0f, 0x11, 0x77, 0x1b, 0x9f, 0x69,
-	0x5b, 0xe9, 0x8d, 0xaf, 0x6a, 0x5b, 0x91, 0xbe, 0xc1, 0xc0, 0x83, 0x0b, 0x88, 0x29, 0xab, 0xfd,
-	0x5e, 0x83, 0x38, 0x77, 0xf6, 0x37, 0xf8, 0x68, 0x12, 0xc4, 0x24, 0xba, 0x79, 0xf4, 0xe4, 0x8d,
-	0x3f, 0x4a, 0x72, 0x2a, 0x1a, 0x7f, 0xd0, 0x80, 0x97, 0xa9, 0xf9, 0x86, 0xed, 0xf9, 0xd4, 0x6d,
-	0x3e, 0xa5, 0x8a, 0xf8, 0x29, 0x34, 0xd5, 0x74, 0x98, 0x65, 0x48, 0xaa, 0x70, 0x8e, 0x38, 0xbe,
-	0x6b, 0x93, 0x20, 0x2a, 0xcf, 0xc6, 0xa2, 0x22, 0x4d, 0xee, 0x3a, 0xbe, 0xdb, 0x0c, 0x87, 0x27,
-	0x30, 0x1c, 0x5c, 0x84, 0x74, 0x28, 0x72, 0x9d, 0xac, 0x11, 0xae, 0xed, 0x52, 0x3f, 0xab, 0x13,
-	0xab, 0xab, 0xf2, 0x8c, 0x75, 0x0d, 0xe4, 0xb6, 0x5e, 0x82, 0x9c, 0xb7, 0x4b, 0x7d, 0x59, 0x49,
-	0x53, 0xb1, 0x3d, 0x05, 0x06, 0x91, 0x74, 0x33, 0x0b, 0x75, 0x53, 0x56, 0xe9, 0xdb, 0xc4, 0xb5,
-	0x37, 0x6d, 0x62, 0xbd, 0x43, 0xdd, 0x9d, 0x27, 0x6b, 0x79, 0x45, 0xc8, 0x93, 0x06, 0xdd, 0xd8,
-	0xe2, 0x91, 0xc9, 0xd5, 0xc4, 0x42, 0x7d, 0x57, 0x16, 0x6a, 0x94, 0x47, 0xca, 0x7f, 0x05, 0x72,
-	0x87, 0xd4, 0xdd, 0x49, 0x4d, 0x09, 0x03, 0xef, 0x52, 0x83, 0x1b, 0x45, 0xb6, 0xc0, 0xac, 0xd4,
-	0x6d, 0x18, 0x0d, 0x03, 0xb0, 0x02, 0xe7, 0x0f, 0xe5, 0x9a, 0xcb, 0xce, 0xd7, 0x3a, 0x6b, 0xfc,
-	0x2a, 0x14, 0x5c, 0xb2, 0x41, 0x5d, 0x4b, 0xe6, 0x6d, 0x3a, 0x91, 0xab, 0xc6, 0x21, 0x91, 0x11,
-	0x5d, 0x58, 0x2d, 0xfe, 0x7a, 0x01, 0xf2, 0x7c, 0x1f, 0xd8, 0x87, 0x82, 0x98, 0xe4, 0xf1, 0xd5,
-	0x98, 0x8f, 0xf8, 0xe7, 0x82, 0x72, 0xad, 0x3f, 0x48, 0x04, 0x42, 0xbd, 0xfc, 0xe1, 0x1f, 0xff,
-	0x7c, 0x75, 0x66, 0x0a, 0x4f, 0xe8, 0xbd, 0x1f, 0x24, 0xe2, 0x13, 0x01, 0xbb, 0x70, 0x76, 0x99,
-	0x9a, 0x78, 0x26, 0xd9, 0x5b, 0xb7, 0xeb, 0x2a, 0x57, 0xfa, 0x20, 0x24, 0x59, 0x99, 0x93, 0xcd,
-	0xe0, 0x52, 0x8c, 0x8c, 0x35, 0x02, 0xbd, 0x25, 0xce, 0x68, 0x1b, 0x7f, 0x89, 0x60, 0x24, 0x34,
-	0x8c, 0xe3, 0x4a, 0xaa, 0xeb, 0x9e, 0x6f, 0x08, 0xe5, 0xb9, 0x13, 0x20, 0xa5, 0x18, 0x8d, 0x8b,
-	0xa9, 0xe0, 0x72, 0xb2, 0x18, 0xb3, 0xb9, 0xce, 0x3f, 0x33, 0xf4, 0x16, 0xff, 0xd5, 0xc6, 0xdf,
-	0x20, 0x18, 0x0d, 0x4f, 0xbb, 0xb8, 0x2f, 0x57, 0x64, 0x54, 0x57, 0xe6, 0x4e, 0x02, 0x95, 0xba,
-	0x9e, 0xe7, 0xba, 0xe6, 0x70, 0x25, 0x55, 0x97, 0x98, 0xe5, 0xf5, 0x96, 0xf8, 0xdd, 0xc6, 0x87,
-	0x90, 0x63, 0x77, 0x2d, 0x4e, 0xc9, 0x40, 0x68, 0x0e, 0x56, 0xd4, 0x7e, 0x10, 0x29, 0xa0, 0xc2,
-	0x05, 0xa8, 0x78, 0x26, 0x26, 0x80, 0x5f, 0xe0, 0x7a, 0x4b, 0x4e, 0xd2, 0x6d, 0xfc, 0x29, 0x02,
-	0xe8, 0xce, 0x9c, 0x78, 0x36, 0xdd, 0x79, 0xe4, 0x82, 0x56, 0x2a, 0xd9, 0x40, 0xa9, 0xe5, 0x26,
-	0xd7, 0x52, 0xc6, 0xd7, 0xfa, 0x57, 0x8c, 0x50, 0x86, 0xbf, 0x46, 0x30, 0x12, 0x1a, 0xf5, 0x70,
-	0x7f, 0x9e, 0xd0, 0x28, 0x9a, 0x56, 0x37, 0x09, 0x73, 0x63, 0x9f, 0xfc, 0x88, 0xf0, 0x98, 0xcd,
-	0x75, 0xd6, 0x3c, 0xf5, 0x96, 0xec, 0xa8, 0x6d, 0xfc, 0x23, 0x82, 0xb1, 0x9e, 0x29, 0x0a, 0xdf,
-	0xec, 0x4b, 0xd8, 0x33, 0x0a, 0x2a, 0xf3, 0x27, 0x44, 0x4b, 0x89, 0x2f, 0x70, 0x89, 0x3a, 0x9e,
-	0x4f, 0x97, 0x18, 0x34, 0x4f, 0xbd, 0x15, 0xfc, 0xd5, 0xc6, 0x9f, 0x20, 0x18, 0xee, 0xcc, 0x34,
-	0xb8, 0x9c, 0xcc, 0xd9, 0x3b, 0x6d, 0x29, 0xb3, 0x99, 0x38, 0xa9, 0xea, 0x06, 0x57, 0x75, 0x1d,
-	0x5f, 0xcd, 0xc8, 0x25, 0x1f, 0x8a, 0x3e, 0x46, 0x30, 0x1a, 0x1e, 0x31, 0xd2, 0x4e, 0x5b, 0xc2,
-	0xac, 0x93, 0x76, 0xda, 0x92, 0x26, 0x16, 0xf5, 0x0a, 0x17, 0x35, 0x8d, 0xa7, 0x62, 0xa2, 0x8c,
-	0x80, 0xf9, 0x33, 0x04, 0xd0, 0xbd, 0xd8, 0xd3, 0xaa, 0x3c, 0x36, 0x74, 0x28, 0x95, 0x6c, 0xe0,
-	0xc9, 0x5a, 0x51, 0x27, 0x32, 0x5b, 0x52, 0xc2, 0x47, 0x08, 0xce, 0x07, 0x17, 0x2c, 0xbe, 0x9e,
-	0x4c, 0xd3, 0x73, 0xc5, 0x2b, 0xe5, 0x2c, 0x58, 0xe6, 0xe9, 0x67, 0xf5, 0xec, 0x85, 0xca, 0x9a,
-	0x35, 0xc4, 0xf0, 0xe5, 0x9a, 0x96, 0xa2, 0x84, 0x8b, 0x3e, 0x2d, 0x45, 0x49, 0x77, 0x75, 0x9f,
-	0x03, 0xc7, 0x2e, 0xd9, 0x50, 0x01, 0xeb, 0x2d, 0x7e, 0xf3, 0xb7, 0xab, 0xd5, 0x47, 0x47, 0x25,
-	0xf4, 0xf8, 0xa8, 0x84, 0xfe, 0x3e, 0x2a, 0xa1, 0xcf, 0x8f, 0x4b, 0x43, 0x8f, 0x8f, 0x4b, 0x43,
-	0x7f, 0x1e, 0x97, 0x86, 0xde, 0xab, 0xd4, 0x6d, 0x7f, 0x6b, 0xdf, 0xd4, 0x36, 0xe8, 0x9e, 0xf0,
-	0xe6, 0x10, 0x5f, 0xba, 0x7d, 0x3f, 0x70, 0xcc, 0xff, 0x13, 0x67, 0x16, 0xf8, 0xbf, 0xe2, 0x6e,
-	0xfd, 0x17, 0x00, 0x00, 0xff, 0xff, 0xb0, 0x41, 0x89, 0xa8, 0x65, 0x14, 0x00, 0x00,
+	// 1793 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xcc, 0x59, 0xdd, 0x6f, 0xd4, 0xc6,
+	0x16, 0x8f, 0x43, 0xb2, 0x49, 0x0e, 0xd1, 0xe5, 0x32, 0x37, 0x21, 0xc9, 0x06, 0x96, 0x60, 0x20,
+	0xec, 0x0d, 0x64, 0x4d, 0x42, 0x2e, 0x42, 0x57, 0xb4, 0x2a, 0x2b, 0x68, 0x9b, 0xa8, 0x2d, 0x21,
+	0x94, 0x56, 0x6d, 0x1f, 0x22, 0x3b, 0x36, 0x1b, 0x27, 0xbb, 0x9e, 0xc5, 0x76, 0x12, 0xd2, 0xd5,
+	0xaa, 0x55, 0x2b, 0xf5, 0xe3, 0xa1, 0x6a, 0xe9, 0x07, 0xfd, 0xe0, 0xa1, 0x0f, 0x15, 0x55, 0x1f,
+	0xfb, 0xc0, 0x1f, 0xc1, 0x23, 0xa2, 0x2f, 0x55, 0x1f, 0x50, 0x05, 0x95, 0xfa, 0x6f, 0x54, 0x33,
+	0x73, 0xbc, 0x3b, 0x5e, 0xdb, 0xeb, 0xa8, 0x5d, 0xa1, 0xbc, 0x24, 0x6b, 0xcf, 0x6f, 0xe6, 0xf7,
+	0x9b, 0x33, 0xe7, 0x9c, 0x39, 0x9e, 0x81, 0xf1, 0xeb, 0x65, 0x5a, 0xf5, 0xb4, 0x8a, 0xee, 0xae,
+	0x5b, 0xbe, 0xb6, 0x39, 0xa3, 0xdd, 0xd8, 0xb0, 0xdc, 0xed, 0x42, 0xd5, 0xa5, 0x3e, 0x25, 0xfb,
+	0x78, 0x63, 0x41, 0x34, 0x16, 0x36, 0x67, 0xb2, 0x43, 0x25, 0x5a, 0xa2, 0xbc, 0x4d, 0x63, 0xbf,
+	0x04, 0x2c, 0xbb, 0x5f, 0xaf, 0xd8, 0x0e, 0xd5, 0xf8, 0x5f, 0x7c, 0x35, 0xb6, 0x42, 0xbd, 0x0a,
+	0xf5, 0x96, 0x05, 0x56, 0x3c, 0x60, 0xd3, 0xc1, 0x12, 0xa5, 0xa5, 0xb2, 0xa5, 0xe9, 0x55, 0x5b,
+	0xd3, 0x1d, 0x87, 0xfa, 0xba, 0x6f, 0x53, 0x27, 0x68, 0x9d, 0x12, 0x58, 0xcd, 0xd0, 0x3d, 0x4b,
+	0x68, 0xd1, 0x36, 0x67, 0x0c, 0xcb, 0xd7, 0x67, 0xb4, 0xaa, 0x5e, 0xb2, 0x1d, 0x0e, 0x46, 0x6c,
+	0x44, 0xbb, 0xbf, 0x5d, 0xb5, 0x70, 0x20, 0x75, 0x0e, 0xfe, 0x73, 0x85, 0x75, 0xbf, 0x68, 0x7b,
+	0xd5, 0x0d, 0xdf, 0x5a, 0xb2, 0x6e, 0x6c, 0x58, 0x9e, 0x4f, 0x0e, 0x01, 0x98, 0xe2, 0xcd, 0xb2,
+	0x6d, 0x8e, 0x2a, 0x13, 0x4a, 0xbe, 0x67, 0x69, 0x00, 0xdf, 0xcc, 0x9b, 0xea, 0x35, 0x18, 0x0a,
+	0xf7, 0xf2, 0xaa, 0xd4, 0xf1, 0x2c, 0xf2, 0x0c, 0xf4, 0x21, 0x88, 0xf7, 0xd9, 0x3b, 0x3b, 0x5a,
+	0x68, 0xb1, 0x4d, 0x01, 0xbb, 0x14, 0x07, 0xee, 0x3f, 0x3a, 0xdc, 0xf5, 0xd3, 0x9f, 0x3f, 0x4f,
+	0x29, 0x4b, 0x41, 0x1f, 0xf5, 0x24, 0xfc, 0x9b, 0x0f, 0xbb, 0x48, 0x69, 0x39, 0x50, 0x32, 0x02,
+	0x7d, 0x55, 0x4a, 0xcb, 0x4d, 0x19, 0x19, 0xf6, 0x38, 0x6f, 0xaa, 0xf3, 0xb0, 0x5f, 0x02, 0xa3,
+	0x80, 0x39, 0xe8, 0x61, 0xcd, 0xc8, 0x3e, 0x1c, 0x61, 0x67, 0x60, 0x99, 0x9a, 0xa3, 0xd5, 0xb7,
+	0xa4, 0xa1, 0xbc, 0x80, 0xf8, 0x79, 0x80, 0xa6, 0x29, 0x71, 0xc0, 0xc9, 0x02, 0xae, 0x11, 0xb3,
+	0x7b, 0x41, 0xf8, 0x00, 0xda, 0xbd, 0xb0, 0xa8, 0x97, 0x02, 0xf3, 0x2d, 0x49, 0x3d, 0xd5, 0xaf,
+	0x14, 0x20, 0xf2, 0xe8, 0xa8, 0xf4, 0x2c, 0xf4, 0x32, 0x6e, 0x6f, 0x54, 0x99, 0xd8, 0xb3, 0x23,
+	0xa9, 0x02, 0x4e, 0x5e, 0x08, 0xc9, 0xea, 0xe6, 0xb2, 0x4e, 0xa4, 0xca, 0x12, 0xa4, 0x21, 0x5d,
+	0x6f, 0xc3, 0x48, 0x43, 0xd6, 0xcb, 0x56, 0xc5, 0xb0, 0x5c, 0x2f, 0xcd, 0xe6, 0x2d, 0x36, 0xe9,
+	0xfe, 0xdb, 0x36, 0xb9, 0xab, 0xc0, 0x68, 0x94, 0x1c, 0x2d, 0xf3, 0x1c, 0xf4, 0x55, 0xc4, 0x2b,
+	0xb4, 0xcd, 0x78, 0xac, 0x6d, 0x44, 0xb7, 0x90, 0x1f, 0x61, 0xb7, 0xce, 0xd9, 0xe8, 0x26, 0x0c,
+	0x73, 0x99, 0x97, 0xab, 0x96, 0x73, 0xcd, 0xb1, 0xfd, 0xa7, 0x67, 0xa1, 0x6f, 0x15, 0x38, 0xd0,
+	0x4a, 0xdd, 0xf4, 0x9c, 0x0d, 0xf6, 0x22, 0xd1, 0x73, 0x18, 0x3c, 0xe4, 0x39, 0x1c, 0xde, 0x39,
+	0xab, 0x5c, 0xc4, 0x30, 0x65, 0x3c, 0xa9, 0x06, 0x19, 0x81, 0x3e, 0x46, 0xcf, 0x1a, 0xba, 0x45,
+	0x03, 0x7b, 0x94, 0xe2, 0x57, 0x8c, 0xd2, 0x8c, 0x5f, 0xd6, 0x9c, 0x18, 0xbf, 0xad, 0x53, 0xe3,
+	0x68, 0xd5, 0x96, 0xbc, 0xe9, 0x92, 0xee, 0x3a, 0xb6, 0x53, 0x4a, 0x5f, 0xa9, 0x39, 0xe8, 0xaf,
+	0xba, 0x74, 0xd3, 0x36, 0x2d, 0x97, 0x2b, 0x1b, 0x28, 0x8e, 0x3e, 0xbc, 0x37, 0x3d, 0x84, 0xf6,
+	0xb8, 0x60, 0x9a, 0xae, 0xe5, 0x79, 0x57, 0x7d, 0xd7, 0x76, 0x4a, 0x4b, 0x0d, 0xa4, 0xfa, 0x0e,
+	0x8c, 0xc5, 0x50, 0xa1, 0xfa, 0x97, 0xa0, 0xdf, 0xc2, 0x77, 0x9c, 0x6c, 0xa0, 0x78, 0x9a, 0x49,
+	0xfd, 0xed, 0xd1, 0xe1, 0x61, 0x31, 0xac, 0x67, 0xae, 0x17, 0x6c, 0xaa, 0x55, 0x74, 0x7f, 0xb5,
+	0x30, 0xef, 0xf8, 0x0f, 0xef, 0x4d, 0x03, 0xf2, 0xcd, 0x3b, 0xbe, 0x98, 0x51, 0x63, 0x04, 0x32,
+	0x14, 0xac, 0xb3, 0xb0, 0x9b, 0x78, 0x50, 0x87, 0x82, 0x6c, 0xa2, 0xbb, 0x7a, 0x25, 0x98, 0xa5,
+	0x7a, 0x05, 0xd3, 0x78, 0xf0, 0x16, 0x05, 0xfd, 0x1f, 0x32, 0x55, 0xfe, 0x06, 0x0d, 0x3a, 0x12,
+	0x8d, 0x24, 0xde, 0x2c, 0x9b, 0x14, 0x7b, 0xa8, 0x79, 0xd8, 0xc7, 0x87, 0x5c, 0xa0, 0x46, 0x60,
+	0xcb, 0x61, 0xc8, 0xac, 0x51, 0xa3, 0x69, 0xca, 0xde, 0x35, 0x6a, 0xcc, 0x9b, 0xea, 0x25, 0xf4,
+	0x07, 0x8e, 0x44, 0xe6, 0x19, 0xd8, 0xb3, 0x46, 0x0d, 0xa4, 0x1d, 0x8a, 0xd0, 0x2e, 0x50, 0x43,
+	0xe6, 0x64, 0x58, 0xf5, 0x96, 0x82, 0x19, 0x69, 0x81, 0x1a, 0x5e, 0x71, 0xfb, 0xf2, 0x96, 0x63,
+	0xb9, 0x01, 0x73, 0x01, 0x7a, 0x29, 0x7b, 0x46, 0xb3, 0x26, 0xaf, 0x94, 0x80, 0x75, 0x2c, 0x0c,
+	0xbf, 0x09, 0x12, 0x55, 0x48, 0x13, 0xce, 0xf1, 0x0c, 0xf4, 0xac, 0x51, 0x23, 0x88, 0xc3, 0xd4,
+	0x49, 0x72, 0x70, 0xe7, 0xa2, 0xf0, 0x76, 0x58, 0xda, 0x55, 0x5f, 0xf7, 0x37, 0x1a, 0x5e, 0x3f,
+	0x0b, 0x19, 0x8f, 0xbf, 0xe0, 0x06, 0xfb, 0xd7, 0x6c, 0x36, 0x4e, 0x1c, 0x76, 0x41, 0x64, 0x27,
+	0x53, 0xd7, 0x58, 0x8c, 0xb0, 0x5d, 0x61, 0xb4, 0xa0, 0xc2, 0x78, 0x55, 0xf7, 0xd6, 0xa5, 0x0c,
+	0xe1, 0xeb, 0xde, 0xba, 0x94, 0x21, 0xd8, 0xa3, 0x94, 0xa1, 0x04, 0xb8, 0x99, 0xa1, 0x58, 0x73,
+	0x62, 0x86, 0x62, 0xe0, 0xd0, 0x04, 0x18, 0x5a, 0xdd, 0xc2, 0x6c, 0xce, 0x5a, 0xbd, 0x62, 0x7a,
+	0x4c, 0x75, 0x6c, 0x31, 0xbe, 0x0b, 0x82, 0x4a, 0x66, 0x6e, 0x6e, 0x24, 0x4c, 0x5c, 0xf2, 0x46,
+	0xd2, 0x3a, 0x17, 0x01, 0xef, 0x7c, 0x09, 0x82, 0xda, 0x5e, 0xa1, 0xa6, 0x25, 0x2d, 0x8a, 0x43,
+	0x4d, 0xa9, 0xfa, 0xcc, 0xb0, 0xc7, 0x0e, 0x1a, 0xe6, 0x4e, 0x10, 0x3e, 0x21, 0xf2, 0xdd, 0x62,
+	0x99, 0x3b, 0x0a, 0x8c, 0xcb, 0xea, 0x16, 0x71, 0xff, 0x09, 0xcc, 0x23, 0x6f, 0x5e, 0xca, 0x4e,
+	0x37, 0xaf, 0x8e, 0xd9, 0xee, 0x7b, 0x05, 0x0e, 0xc6, 0xab, 0xdb, 0x2d, 0xf6, 0xdb, 0xc4, 0xc2,
+	0xad, 0x68, 0x9b, 0x4f, 0x35, 0xdc, 0x6e, 0x07, 0x65, 0x9b, 0x44, 0xdc, 0x4c, 0x7c, 0x86, 0x6d,
+	0x26, 0x27, 0xbe, 0xa2, 0x6d, 0x86, 0xf2, 0x06, 0x03, 0x77, 0xce, 0x20, 0x06, 0x7a, 0x3b, 0x2b,
+	0x27, 0x2f, 0x6c, 0xac, 0xf0, 0x6f, 0xc9, 0x4e, 0x7f, 0xe9, 0x34, 0x12, 0x7f, 0x98, 0x64, 0x57,
+	0x24, 0xfe, 0x20, 0x01, 0x2f, 0x50, 0xe3, 0x45, 0xdb, 0xf3, 0xa9, 0xbb, 0xfd, 0x94, 0x3c, 0xe2,
+	0x47, 0xa9, 0xaa, 0x69, 0x30, 0xa3, 0x49, 0x8a, 0xd0, 0x67, 0x39, 0xbe, 0x6b, 0x5b, 0x81, 0x55,
+	0x0e, 0x45, 0xac, 0x82, 0x5d, 0x2e, 0x39, 0xbe, 0xbb, 0x1d, 0xfa, 0xd6, 0xc1, 0x8e, 0x9d, 0xb3,
+	0x90, 0x86, 0xdf, 0xf4, 0x2c, 0x11, 0x5e, 0x2d, 0x53, 0x3f, 0x2d, 0x13, 0xab, 0x57, 0x30, 0xc6,
+	0x9a, 0x1d, 0x70, 0x5a, 0xe7, 0xa0, 0xc7, 0x2b, 0xd3, 0xa0, 0x88, 0x1f, 0x8b, 0xcc, 0x29, 0xe8,
+	0x10, 0x5a, 0x6e, 0xd6, 0x43, 0xbd, 0x8e, 0x5e, 0xfa, 0x9a, 0xe5, 0xda, 0xd7, 0x6d, 0xcb, 0x7c,
+	0x9d, 0xba, 0xeb, 0xff, 0x2c, 0xe5, 0x0d, 0x41, 0xaf, 0x55, 0xa5, 0x2b, 0xab, 0x41, 0x11, 0xcd,
+	0x1f, 0xd4, 0x37, 0xd0, 0x51, 0xc3, 0x3c, 0x28, 0xff, 0x3c, 0xf4, 0x6c, 0x51, 0x77, 0x3d, 0x71,
+	0x49, 0x18, 0xb8, 0x4c, 0x75, 0xde, 0x29, 0x34, 0x05, 0xd6, 0x4b, 0x5d, 0x83, 0x41, 0x19, 0x40,
+	0xb2, 0xd0, 0xbf, 0x85, 0xcf, 0x5c, 0x76, 0xef, 0x52, 0xe3, 0x99, 0x3c, 0x0b, 0x19, 0xd7, 0x5a,
+	0xa1, 0xae, 0x89, 0xeb, 0x36, 0x1e, 0xcb, 0xb5, 0xc4, 0x21, 0xa1, 0x12, 0x5d, 0xf4, 0x9a, 0x7d,
+	0xf7, 0x00, 0xf4, 0xf2, 0x79, 0x10, 0x1f, 0x32, 0xa2, 0x92, 0x27, 0x47, 0x23, 0x63, 0x44, 0x3f,
+	0x17, 0xb2, 0xc7, 0xda, 0x83, 0x84, 0x21, 0xd4, 0xc3, 0xef, 0xfd, 0xf2, 0xc7, 0x17, 0xdd, 0x63,
+	0x64, 0x44, 0x6b, 0x3d, 0x41, 0x12, 0x9f, 0x08, 0xc4, 0x85, 0x3d, 0x0b, 0xd4, 0x20, 0x13, 0xf1,
+	0xa3, 0x35, 0xb3, 0x6e, 0xf6, 0x48, 0x1b, 0x04, 0x92, 0x4d, 0x72, 0xb2, 0x09, 0x92, 0x8b, 0x90,
+	0xb1, 0x44, 0xa0, 0xd5, 0x44, 0x8c, 0xd6, 0xc9, 0xe7, 0x0a, 0xec, 0x95, 0x8a, 0x71, 0x92, 0x4f,
+	0x1c, 0xba, 0xe5, 0x1b, 0x22, 0xfb, 0xdf, 0x1d, 0x20, 0x51, 0x4c, 0x81, 0x8b, 0xc9, 0x93, 0xc9,
+	0x78, 0x31, 0xc6, 0xf6, 0x32, 0xff, 0xcc, 0xd0, 0x6a, 0xfc, 0x5f, 0x9d, 0x7c, 0xad, 0xc0, 0xa0,
+	0x5c, 0xed, 0x92, 0xb6, 0x5c, 0xa1, 0x52, 0x3d, 0x3b, 0xb5, 0x13, 0x28, 0xea, 0x3a, 0xcd, 0x75,
+	0x4d, 0x91, 0x7c, 0xa2, 0x2e, 0x51, 0xcb, 0x6b, 0x35, 0xf1, 0xbf, 0x4e, 0xb6, 0xa0, 0x87, 0xed,
+	0xb5, 0x24, 0x61, 0x05, 0xa4, 0x3a, 0x38, 0xab, 0xb6, 0x83, 0xa0, 0x80, 0x3c, 0x17, 0xa0, 0x92,
+	0x89, 0x88, 0x00, 0xbe, 0x81, 0x6b, 0x35, 0xac, 0xa4, 0xeb, 0xe4, 0x13, 0x05, 0xa0, 0x59, 0x73,
+	0x92, 0x13, 0xc9, 0x83, 0x87, 0x36, 0xe8, 0x6c, 0x3e, 0x1d, 0x88, 0x5a, 0x4e, 0x71, 0x2d, 0x93,
+	0xe4, 0x58, 0x7b, 0x8f, 0x11, 0xca, 0xc8, 0x97, 0x0a, 0xec, 0x95, 0x4a, 0x3d, 0xd2, 0x9e, 0x47,
+	0x2a, 0x45, 0x93, 0xfc, 0x26, 0xa6, 0x6e, 0x6c, 0xb3, 0x3e, 0xc2, 0x3c, 0xc6, 0xf6, 0x32, 0x4b,
+	0x9e, 0x5a, 0x0d, 0x33, 0x6a, 0x9d, 0xdc, 0x55, 0x60, 0x5f, 0x4b, 0x15, 0x45, 0x4e, 0xb5, 0x25,
+	0x6c, 0x29, 0x05, 0xb3, 0xd3, 0x3b, 0x44, 0xa3, 0xc4, 0xff, 0x71, 0x89, 0x1a, 0x99, 0x4e, 0x96,
+	0x18, 0x24, 0x4f, 0xad, 0x16, 0xfc, 0xaa, 0x93, 0x8f, 0x15, 0x18, 0x68, 0xd4, 0x34, 0x64, 0x32,
+	0x9e, 0xb3, 0xb5, 0xda, 0xca, 0x9e, 0x48, 0xc5, 0xa1, 0xaa, 0x93, 0x5c, 0xd5, 0x71, 0x72, 0x34,
+	0x65, 0x2d, 0x79, 0x51, 0xf4, 0x91, 0x02, 0x83, 0x72, 0x89, 0x91, 0x14, 0x6d, 0x31, 0xb5, 0x4e,
+	0x52, 0xb4, 0xc5, 0x55, 0x2c, 0xea, 0x11, 0x2e, 0x6a, 0x9c, 0x8c, 0x45, 0x44, 0xe9, 0x01, 0xf3,
+	0xa7, 0x0a, 0x40, 0x73, 0x63, 0x4f, 0xf2, 0xf2, 0x48, 0xd1, 0x91, 0xcd, 0xa7, 0x03, 0x77, 0x96,
+	0x8a, 0x1a, 0x96, 0x59, 0x45, 0x09, 0xef, 0x2b, 0xd0, 0x1f, 0x6c, 0xb0, 0xe4, 0x78, 0x3c, 0x4d,
+	0xcb, 0x16, 0x9f, 0x9d, 0x4c, 0x83, 0xa5, 0x46, 0x3f, 0xf3, 0x67, 0x4f, 0x72, 0x6b, 0x96, 0x10,
+	0xe5, 0xcd, 0x35, 0x69, 0x89, 0x62, 0x36, 0xfa, 0xa4, 0x25, 0x8a, 0xdb, 0xab, 0xdb, 0x04, 0x1c,
+	0xdb, 0x64, 0x25, 0x07, 0xd6, 0x6a, 0x7c, 0xe7, 0xaf, 0x93, 0x0f, 0x14, 0xe8, 0xc3, 0x3b, 0x08,
+	0x92, 0xb0, 0x0d, 0x86, 0xef, 0x42, 0xb2, 0xc7, 0x53, 0x50, 0xa9, 0x0b, 0x85, 0xd7, 0x1b, 0x9e,
+	0x56, 0x6b, 0xde, 0xa9, 0xf0, 0xcc, 0xbc, 0x48, 0x69, 0x39, 0x29, 0x33, 0x4b, 0x77, 0x20, 0x49,
+	0x99, 0x59, 0xbe, 0xf9, 0x68, 0xb3, 0x36, 0xfc, 0xde, 0x40, 0xab, 0xe1, 0x29, 0x68, 0x9d, 0x54,
+	0xa1, 0x97, 0x5f, 0x45, 0x90, 0x36, 0xc3, 0x36, 0xe2, 0xe5, 0x68, 0x5b, 0x0c, 0x72, 0xe7, 0x38,
+	0xf7, 0x28, 0x39, 0x10, 0xcf, 0xcd, 0x73, 0xaf, 0x74, 0xd2, 0x9f, 0x94, 0x7b, 0xa3, 0x37, 0x11,
+	0x49, 0xb9, 0x37, 0xe6, 0xda, 0xa0, 0x8d, 0x2b, 0xb4, 0x18, 0x40, 0x0b, 0xae, 0x09, 0x6e, 0x29,
+	0x30, 0xd0, 0x38, 0x5e, 0x4f, 0xca, 0x69, 0xad, 0x47, 0xff, 0x49, 0x39, 0x2d, 0x72, 0x4e, 0xaf,
+	0x9e, 0xe1, 0x82, 0xa6, 0xc9, 0xc9, 0x54, 0x41, 0xb4, 0x6a, 0x39, 0xcb, 0xe2, 0x90, 0xfe, 0x43,
+	0x05, 0x7a, 0xd8, 0x30, 0x49, 0x6e, 0x21, 0x9d, 0xb9, 0x27, 0xb9, 0x85, 0x7c, 0xa0, 0xae, 0x9e,
+	0xe3, 0x22, 0x66, 0xc9, 0xe9, 0x54, 0x11, 0x9c, 0x5f, 0xab, 0xe1, 0x61, 0x7d, 0x9d, 0xfc, 0xa0,
+	0xc0, 0xa0, 0x7c, 0xca, 0x4d, 0xda, 0xac, 0x45, 0xcb, 0xa1, 0x7b, 0x52, 0x08, 0xc7, 0x1d, 0x9a,
+	0xab, 0xe7, 0xb9, 0xc2, 0xb3, 0x64, 0x2e, 0x55, 0x61, 0x70, 0x32, 0x2e, 0x85, 0x75, 0xb1, 0x78,
+	0xff, 0x71, 0x4e, 0x79, 0xf0, 0x38, 0xa7, 0xfc, 0xfe, 0x38, 0xa7, 0x7c, 0xf6, 0x24, 0xd7, 0xf5,
+	0xe0, 0x49, 0xae, 0xeb, 0xd7, 0x27, 0xb9, 0xae, 0x37, 0xf3, 0x25, 0xdb, 0x5f, 0xdd, 0x30, 0x0a,
+	0x2b, 0xb4, 0x22, 0x46, 0x76, 0x2c, 0x1f, 0x29, 0x6e, 0x06, 0x24, 0xfc, 0x26, 0xd4, 0xc8, 0xf0,
+	0xab, 0xd0, 0x33, 0x7f, 0x05, 0x00, 0x00, 0xff, 0xff, 0x2e, 0x62, 0x90, 0x90, 0xe5, 0x1d, 0x00,
+	0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -1573,6 +2329,20 @@ type QueryClient interface {
 	NodeSlot(ctx context.Context, in *QueryNodeSlotRequest, opts ...grpc.CallOption) (*QueryNodeSlotResponse, error)
 	// VerifiedWork returns a provider's verified work in an epoch.
 	VerifiedWork(ctx context.Context, in *QueryVerifiedWorkRequest, opts ...grpc.CallOption) (*QueryVerifiedWorkResponse, error)
+	// Dispute returns a dispute and its committee.
+	Dispute(ctx context.Context, in *QueryDisputeRequest, opts ...grpc.CallOption) (*QueryDisputeResponse, error)
+	// Pool returns a pool.
+	Pool(ctx context.Context, in *QueryPoolRequest, opts ...grpc.CallOption) (*QueryPoolResponse, error)
+	// Pools lists every pool.
+	Pools(ctx context.Context, in *QueryPoolsRequest, opts ...grpc.CallOption) (*QueryPoolsResponse, error)
+	// PoolMembers lists a pool's member nodes.
+	PoolMembers(ctx context.Context, in *QueryPoolMembersRequest, opts ...grpc.CallOption) (*QueryPoolMembersResponse, error)
+	// OpenUnits lists a pool's units waiting for a claim.
+	OpenUnits(ctx context.Context, in *QueryOpenUnitsRequest, opts ...grpc.CallOption) (*QueryOpenUnitsResponse, error)
+	// Unit returns a pool unit.
+	Unit(ctx context.Context, in *QueryUnitRequest, opts ...grpc.CallOption) (*QueryUnitResponse, error)
+	// PoolEarnings returns a provider's unpaid earnings in a pool.
+	PoolEarnings(ctx context.Context, in *QueryPoolEarningsRequest, opts ...grpc.CallOption) (*QueryPoolEarningsResponse, error)
 }
 
 type queryClient struct {
@@ -1700,6 +2470,69 @@ func (c *queryClient) VerifiedWork(ctx context.Context, in *QueryVerifiedWorkReq
 	return out, nil
 }
 
+func (c *queryClient) Dispute(ctx context.Context, in *QueryDisputeRequest, opts ...grpc.CallOption) (*QueryDisputeResponse, error) {
+	out := new(QueryDisputeResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/Dispute", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Pool(ctx context.Context, in *QueryPoolRequest, opts ...grpc.CallOption) (*QueryPoolResponse, error) {
+	out := new(QueryPoolResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/Pool", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Pools(ctx context.Context, in *QueryPoolsRequest, opts ...grpc.CallOption) (*QueryPoolsResponse, error) {
+	out := new(QueryPoolsResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/Pools", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) PoolMembers(ctx context.Context, in *QueryPoolMembersRequest, opts ...grpc.CallOption) (*QueryPoolMembersResponse, error) {
+	out := new(QueryPoolMembersResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/PoolMembers", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) OpenUnits(ctx context.Context, in *QueryOpenUnitsRequest, opts ...grpc.CallOption) (*QueryOpenUnitsResponse, error) {
+	out := new(QueryOpenUnitsResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/OpenUnits", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Unit(ctx context.Context, in *QueryUnitRequest, opts ...grpc.CallOption) (*QueryUnitResponse, error) {
+	out := new(QueryUnitResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/Unit", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) PoolEarnings(ctx context.Context, in *QueryPoolEarningsRequest, opts ...grpc.CallOption) (*QueryPoolEarningsResponse, error) {
+	out := new(QueryPoolEarningsResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Query/PoolEarnings", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueryServer is the server API for Query service.
 type QueryServer interface {
 	// Params returns the module parameters.
@@ -1728,6 +2561,20 @@ type QueryServer interface {
 	NodeSlot(context.Context, *QueryNodeSlotRequest) (*QueryNodeSlotResponse, error)
 	// VerifiedWork returns a provider's verified work in an epoch.
 	VerifiedWork(context.Context, *QueryVerifiedWorkRequest) (*QueryVerifiedWorkResponse, error)
+	// Dispute returns a dispute and its committee.
+	Dispute(context.Context, *QueryDisputeRequest) (*QueryDisputeResponse, error)
+	// Pool returns a pool.
+	Pool(context.Context, *QueryPoolRequest) (*QueryPoolResponse, error)
+	// Pools lists every pool.
+	Pools(context.Context, *QueryPoolsRequest) (*QueryPoolsResponse, error)
+	// PoolMembers lists a pool's member nodes.
+	PoolMembers(context.Context, *QueryPoolMembersRequest) (*QueryPoolMembersResponse, error)
+	// OpenUnits lists a pool's units waiting for a claim.
+	OpenUnits(context.Context, *QueryOpenUnitsRequest) (*QueryOpenUnitsResponse, error)
+	// Unit returns a pool unit.
+	Unit(context.Context, *QueryUnitRequest) (*QueryUnitResponse, error)
+	// PoolEarnings returns a provider's unpaid earnings in a pool.
+	PoolEarnings(context.Context, *QueryPoolEarningsRequest) (*QueryPoolEarningsResponse, error)
 }
 
 // UnimplementedQueryServer can be embedded to have forward compatible implementations.
@@ -1772,6 +2619,27 @@ func (*UnimplementedQueryServer) NodeSlot(ctx context.Context, req *QueryNodeSlo
 }
 func (*UnimplementedQueryServer) VerifiedWork(ctx context.Context, req *QueryVerifiedWorkRequest) (*QueryVerifiedWorkResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method VerifiedWork not implemented")
+}
+func (*UnimplementedQueryServer) Dispute(ctx context.Context, req *QueryDisputeRequest) (*QueryDisputeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Dispute not implemented")
+}
+func (*UnimplementedQueryServer) Pool(ctx context.Context, req *QueryPoolRequest) (*QueryPoolResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Pool not implemented")
+}
+func (*UnimplementedQueryServer) Pools(ctx context.Context, req *QueryPoolsRequest) (*QueryPoolsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Pools not implemented")
+}
+func (*UnimplementedQueryServer) PoolMembers(ctx context.Context, req *QueryPoolMembersRequest) (*QueryPoolMembersResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PoolMembers not implemented")
+}
+func (*UnimplementedQueryServer) OpenUnits(ctx context.Context, req *QueryOpenUnitsRequest) (*QueryOpenUnitsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method OpenUnits not implemented")
+}
+func (*UnimplementedQueryServer) Unit(ctx context.Context, req *QueryUnitRequest) (*QueryUnitResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Unit not implemented")
+}
+func (*UnimplementedQueryServer) PoolEarnings(ctx context.Context, req *QueryPoolEarningsRequest) (*QueryPoolEarningsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PoolEarnings not implemented")
 }
 
 func RegisterQueryServer(s grpc1.Server, srv QueryServer) {
@@ -2012,6 +2880,132 @@ func _Query_VerifiedWork_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Query_Dispute_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryDisputeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Dispute(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/Dispute",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Dispute(ctx, req.(*QueryDisputeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Pool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryPoolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Pool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/Pool",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Pool(ctx, req.(*QueryPoolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Pools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryPoolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Pools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/Pools",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Pools(ctx, req.(*QueryPoolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_PoolMembers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryPoolMembersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).PoolMembers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/PoolMembers",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).PoolMembers(ctx, req.(*QueryPoolMembersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_OpenUnits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryOpenUnitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).OpenUnits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/OpenUnits",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).OpenUnits(ctx, req.(*QueryOpenUnitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Unit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryUnitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Unit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/Unit",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Unit(ctx, req.(*QueryUnitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_PoolEarnings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryPoolEarningsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).PoolEarnings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Query/PoolEarnings",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).PoolEarnings(ctx, req.(*QueryPoolEarningsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Query_serviceDesc = _Query_serviceDesc
 var _Query_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.market.v1.Query",
@@ -2069,9 +3063,560 @@ var _Query_serviceDesc = grpc.ServiceDesc{
 			MethodName: "VerifiedWork",
 			Handler:    _Query_VerifiedWork_Handler,
 		},
+		{
+			MethodName: "Dispute",
+			Handler:    _Query_Dispute_Handler,
+		},
+		{
+			MethodName: "Pool",
+			Handler:    _Query_Pool_Handler,
+		},
+		{
+			MethodName: "Pools",
+			Handler:    _Query_Pools_Handler,
+		},
+		{
+			MethodName: "PoolMembers",
+			Handler:    _Query_PoolMembers_Handler,
+		},
+		{
+			MethodName: "OpenUnits",
+			Handler:    _Query_OpenUnits_Handler,
+		},
+		{
+			MethodName: "Unit",
+			Handler:    _Query_Unit_Handler,
+		},
+		{
+			MethodName: "PoolEarnings",
+			Handler:    _Query_PoolEarnings_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "flops/market/v1/query.proto",
+}
+
+func (m *QueryDisputeRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryDisputeRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryDisputeRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.DisputeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.DisputeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryDisputeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryDisputeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryDisputeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Dispute.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Pool.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Pools) > 0 {
+		for iNdEx := len(m.Pools) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Pools[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolMembersRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolMembersRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolMembersRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolMembersResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolMembersResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolMembersResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Members) > 0 {
+		for iNdEx := len(m.Members) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Members[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryOpenUnitsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryOpenUnitsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryOpenUnitsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryOpenUnitsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryOpenUnitsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryOpenUnitsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Units) > 0 {
+		for iNdEx := len(m.Units) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Units[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryUnitRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryUnitRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryUnitRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.UnitId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.UnitId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryUnitResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryUnitResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryUnitResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Unit.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolEarningsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolEarningsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolEarningsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolEarningsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolEarningsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolEarningsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Units != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Units))
+		i--
+		dAtA[i] = 0x10
+	}
+	{
+		size := m.Earnings.Size()
+		i -= size
+		if _, err := m.Earnings.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
 }
 
 func (m *QueryParamsRequest) Marshal() (dAtA []byte, err error) {
@@ -3145,6 +4690,210 @@ func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	dAtA[offset] = uint8(v)
 	return base
 }
+func (m *QueryDisputeRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.DisputeId != 0 {
+		n += 1 + sovQuery(uint64(m.DisputeId))
+	}
+	return n
+}
+
+func (m *QueryDisputeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Dispute.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryPoolRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		n += 1 + sovQuery(uint64(m.PoolId))
+	}
+	return n
+}
+
+func (m *QueryPoolResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Pool.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryPoolsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryPoolsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Pools) > 0 {
+		for _, e := range m.Pools {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryPoolMembersRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		n += 1 + sovQuery(uint64(m.PoolId))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryPoolMembersResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Members) > 0 {
+		for _, e := range m.Members {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryOpenUnitsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		n += 1 + sovQuery(uint64(m.PoolId))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryOpenUnitsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Units) > 0 {
+		for _, e := range m.Units {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryUnitRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		n += 1 + sovQuery(uint64(m.PoolId))
+	}
+	if m.UnitId != 0 {
+		n += 1 + sovQuery(uint64(m.UnitId))
+	}
+	return n
+}
+
+func (m *QueryUnitResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Unit.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryPoolEarningsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		n += 1 + sovQuery(uint64(m.PoolId))
+	}
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryPoolEarningsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Earnings.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	if m.Units != 0 {
+		n += 1 + sovQuery(uint64(m.Units))
+	}
+	return n
+}
+
 func (m *QueryParamsRequest) Size() (n int) {
 	if m == nil {
 		return 0
@@ -3563,6 +5312,1341 @@ func sovQuery(x uint64) (n int) {
 }
 func sozQuery(x uint64) (n int) {
 	return sovQuery(uint64((x << 1) ^ uint64((int64(x) >> 63))))
+}
+func (m *QueryDisputeRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryDisputeRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryDisputeRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DisputeId", wireType)
+			}
+			m.DisputeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.DisputeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryDisputeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryDisputeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryDisputeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Dispute", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Dispute.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pool", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Pool.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pools", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Pools = append(m.Pools, Pool{})
+			if err := m.Pools[len(m.Pools)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolMembersRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolMembersRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolMembersRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolMembersResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolMembersResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolMembersResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Members", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Members = append(m.Members, PoolMember{})
+			if err := m.Members[len(m.Members)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryOpenUnitsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryOpenUnitsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryOpenUnitsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryOpenUnitsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryOpenUnitsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryOpenUnitsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Units", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Units = append(m.Units, Unit{})
+			if err := m.Units[len(m.Units)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryUnitRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryUnitRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryUnitRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UnitId", wireType)
+			}
+			m.UnitId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.UnitId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryUnitResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryUnitResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryUnitResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Unit", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Unit.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolEarningsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolEarningsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolEarningsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolEarningsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolEarningsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolEarningsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Earnings", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Earnings.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Units", wireType)
+			}
+			m.Units = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Units |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
 }
 func (m *QueryParamsRequest) Unmarshal(dAtA []byte) error {
 	l := len(dAtA)

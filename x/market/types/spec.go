@@ -113,6 +113,14 @@ func (s JobSpec) Validate(p Params, now time.Time) error {
 	if err := validate.Coin("verification_budget", s.VerificationBudget, p.Denom); err != nil {
 		return specErr("%s", err)
 	}
+	// A single-replica EXACT job is secured by audits: its budget must pay an audit and a
+	// committee for every task, or a provider who saw it run dry would cheat unaudited.
+	if s.Verification == VERIFICATION_CLASS_EXACT && s.Replicas == 1 {
+		need := s.MaxPricePerTask.Amount.MulRaw(int64(s.TaskCount)).MulRaw(1 + int64(p.CommitteeSize))
+		if s.VerificationBudget.Amount.LT(need) {
+			return specErr("verification_budget %s: a single-replica EXACT job needs task_count x max_price x (1 + committee_size) = %s for its audits", s.VerificationBudget, need)
+		}
+	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	grpc1 "github.com/cosmos/gogoproto/grpc"
 	proto "github.com/cosmos/gogoproto/proto"
+	types "github.com/flopsnet/flops/x/gfl/types"
 	grpc "google.golang.org/grpc"
 	codes "google.golang.org/grpc/codes"
 	status "google.golang.org/grpc/status"
@@ -943,6 +944,9 @@ type MsgRevealResult struct {
 	OutputUri string `protobuf:"bytes,5,opt,name=output_uri,json=outputUri,proto3" json:"output_uri,omitempty"`
 	// usage measured by the worker.
 	Usage Usage `protobuf:"bytes,6,opt,name=usage,proto3" json:"usage"`
+	// gemm_proofs: for BUILTIN_GEMM verification, the chunks holding the entries sampled
+	// from the block after the commitment, with their Merkle paths (docs/pocp.md).
+	GemmProofs []types.ChunkProof `protobuf:"bytes,7,rep,name=gemm_proofs,json=gemmProofs,proto3" json:"gemm_proofs"`
 }
 
 func (m *MsgRevealResult) Reset()         { *m = MsgRevealResult{} }
@@ -1020,6 +1024,13 @@ func (m *MsgRevealResult) GetUsage() Usage {
 	return Usage{}
 }
 
+func (m *MsgRevealResult) GetGemmProofs() []types.ChunkProof {
+	if m != nil {
+		return m.GemmProofs
+	}
+	return nil
+}
+
 // MsgRevealResultResponse says when the task settles.
 type MsgRevealResultResponse struct {
 	// settle_height: the end of the challenge window.
@@ -1066,6 +1077,973 @@ func (m *MsgRevealResultResponse) GetSettleHeight() int64 {
 	return 0
 }
 
+// MsgChallenge disputes a revealed task result: a committee re-runs the task.
+type MsgChallenge struct {
+	// owner of the job.
+	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// task_id challenged.
+	TaskId uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+}
+
+func (m *MsgChallenge) Reset()         { *m = MsgChallenge{} }
+func (m *MsgChallenge) String() string { return proto.CompactTextString(m) }
+func (*MsgChallenge) ProtoMessage()    {}
+func (*MsgChallenge) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{20}
+}
+func (m *MsgChallenge) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgChallenge) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgChallenge.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgChallenge) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgChallenge.Merge(m, src)
+}
+func (m *MsgChallenge) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgChallenge) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgChallenge.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgChallenge proto.InternalMessageInfo
+
+func (m *MsgChallenge) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *MsgChallenge) GetTaskId() uint64 {
+	if m != nil {
+		return m.TaskId
+	}
+	return 0
+}
+
+// MsgChallengeResponse returns the dispute.
+type MsgChallengeResponse struct {
+	// dispute_id of the new dispute.
+	DisputeId uint64 `protobuf:"varint,1,opt,name=dispute_id,json=disputeId,proto3" json:"dispute_id,omitempty"`
+}
+
+func (m *MsgChallengeResponse) Reset()         { *m = MsgChallengeResponse{} }
+func (m *MsgChallengeResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgChallengeResponse) ProtoMessage()    {}
+func (*MsgChallengeResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{21}
+}
+func (m *MsgChallengeResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgChallengeResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgChallengeResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgChallengeResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgChallengeResponse.Merge(m, src)
+}
+func (m *MsgChallengeResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgChallengeResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgChallengeResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgChallengeResponse proto.InternalMessageInfo
+
+func (m *MsgChallengeResponse) GetDisputeId() uint64 {
+	if m != nil {
+		return m.DisputeId
+	}
+	return 0
+}
+
+// MsgCreatePool opens a pool.
+type MsgCreatePool struct {
+	// owner funds the pool.
+	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// spec of the pool.
+	Spec PoolSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec"`
+}
+
+func (m *MsgCreatePool) Reset()         { *m = MsgCreatePool{} }
+func (m *MsgCreatePool) String() string { return proto.CompactTextString(m) }
+func (*MsgCreatePool) ProtoMessage()    {}
+func (*MsgCreatePool) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{22}
+}
+func (m *MsgCreatePool) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCreatePool) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCreatePool.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCreatePool) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCreatePool.Merge(m, src)
+}
+func (m *MsgCreatePool) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCreatePool) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCreatePool.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCreatePool proto.InternalMessageInfo
+
+func (m *MsgCreatePool) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *MsgCreatePool) GetSpec() PoolSpec {
+	if m != nil {
+		return m.Spec
+	}
+	return PoolSpec{}
+}
+
+// MsgCreatePoolResponse returns the pool.
+type MsgCreatePoolResponse struct {
+	// pool_id of the new pool.
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+}
+
+func (m *MsgCreatePoolResponse) Reset()         { *m = MsgCreatePoolResponse{} }
+func (m *MsgCreatePoolResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgCreatePoolResponse) ProtoMessage()    {}
+func (*MsgCreatePoolResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{23}
+}
+func (m *MsgCreatePoolResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCreatePoolResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCreatePoolResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCreatePoolResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCreatePoolResponse.Merge(m, src)
+}
+func (m *MsgCreatePoolResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCreatePoolResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCreatePoolResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCreatePoolResponse proto.InternalMessageInfo
+
+func (m *MsgCreatePoolResponse) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+// MsgJoinPool adds a node to a pool.
+type MsgJoinPool struct {
+	// provider: the node's operator.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pool_id to join.
+	PoolId uint64 `protobuf:"varint,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// node_id joining.
+	NodeId uint64 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *MsgJoinPool) Reset()         { *m = MsgJoinPool{} }
+func (m *MsgJoinPool) String() string { return proto.CompactTextString(m) }
+func (*MsgJoinPool) ProtoMessage()    {}
+func (*MsgJoinPool) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{24}
+}
+func (m *MsgJoinPool) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgJoinPool) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgJoinPool.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgJoinPool) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgJoinPool.Merge(m, src)
+}
+func (m *MsgJoinPool) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgJoinPool) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgJoinPool.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgJoinPool proto.InternalMessageInfo
+
+func (m *MsgJoinPool) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *MsgJoinPool) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *MsgJoinPool) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// MsgJoinPoolResponse is empty.
+type MsgJoinPoolResponse struct {
+}
+
+func (m *MsgJoinPoolResponse) Reset()         { *m = MsgJoinPoolResponse{} }
+func (m *MsgJoinPoolResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgJoinPoolResponse) ProtoMessage()    {}
+func (*MsgJoinPoolResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{25}
+}
+func (m *MsgJoinPoolResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgJoinPoolResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgJoinPoolResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgJoinPoolResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgJoinPoolResponse.Merge(m, src)
+}
+func (m *MsgJoinPoolResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgJoinPoolResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgJoinPoolResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgJoinPoolResponse proto.InternalMessageInfo
+
+// MsgLeavePool takes a node out of a pool.
+type MsgLeavePool struct {
+	// provider: the node's operator.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pool_id to leave.
+	PoolId uint64 `protobuf:"varint,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// node_id leaving.
+	NodeId uint64 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *MsgLeavePool) Reset()         { *m = MsgLeavePool{} }
+func (m *MsgLeavePool) String() string { return proto.CompactTextString(m) }
+func (*MsgLeavePool) ProtoMessage()    {}
+func (*MsgLeavePool) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{26}
+}
+func (m *MsgLeavePool) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgLeavePool) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgLeavePool.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgLeavePool) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgLeavePool.Merge(m, src)
+}
+func (m *MsgLeavePool) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgLeavePool) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgLeavePool.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgLeavePool proto.InternalMessageInfo
+
+func (m *MsgLeavePool) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *MsgLeavePool) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *MsgLeavePool) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// MsgLeavePoolResponse is empty.
+type MsgLeavePoolResponse struct {
+}
+
+func (m *MsgLeavePoolResponse) Reset()         { *m = MsgLeavePoolResponse{} }
+func (m *MsgLeavePoolResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgLeavePoolResponse) ProtoMessage()    {}
+func (*MsgLeavePoolResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{27}
+}
+func (m *MsgLeavePoolResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgLeavePoolResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgLeavePoolResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgLeavePoolResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgLeavePoolResponse.Merge(m, src)
+}
+func (m *MsgLeavePoolResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgLeavePoolResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgLeavePoolResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgLeavePoolResponse proto.InternalMessageInfo
+
+// MsgSubmitUnits posts unit inputs.
+type MsgSubmitUnits struct {
+	// owner of the pool.
+	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// pool_id to post to.
+	PoolId uint64 `protobuf:"varint,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// units: their inputs, at most max_units_per_msg.
+	Units []Input `protobuf:"bytes,3,rep,name=units,proto3" json:"units"`
+}
+
+func (m *MsgSubmitUnits) Reset()         { *m = MsgSubmitUnits{} }
+func (m *MsgSubmitUnits) String() string { return proto.CompactTextString(m) }
+func (*MsgSubmitUnits) ProtoMessage()    {}
+func (*MsgSubmitUnits) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{28}
+}
+func (m *MsgSubmitUnits) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgSubmitUnits) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgSubmitUnits.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgSubmitUnits) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgSubmitUnits.Merge(m, src)
+}
+func (m *MsgSubmitUnits) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgSubmitUnits) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgSubmitUnits.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgSubmitUnits proto.InternalMessageInfo
+
+func (m *MsgSubmitUnits) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *MsgSubmitUnits) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *MsgSubmitUnits) GetUnits() []Input {
+	if m != nil {
+		return m.Units
+	}
+	return nil
+}
+
+// MsgSubmitUnitsResponse returns the units' ids.
+type MsgSubmitUnitsResponse struct {
+	// first_unit id; the batch has consecutive ids.
+	FirstUnit uint64 `protobuf:"varint,1,opt,name=first_unit,json=firstUnit,proto3" json:"first_unit,omitempty"`
+}
+
+func (m *MsgSubmitUnitsResponse) Reset()         { *m = MsgSubmitUnitsResponse{} }
+func (m *MsgSubmitUnitsResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgSubmitUnitsResponse) ProtoMessage()    {}
+func (*MsgSubmitUnitsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{29}
+}
+func (m *MsgSubmitUnitsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgSubmitUnitsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgSubmitUnitsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgSubmitUnitsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgSubmitUnitsResponse.Merge(m, src)
+}
+func (m *MsgSubmitUnitsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgSubmitUnitsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgSubmitUnitsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgSubmitUnitsResponse proto.InternalMessageInfo
+
+func (m *MsgSubmitUnitsResponse) GetFirstUnit() uint64 {
+	if m != nil {
+		return m.FirstUnit
+	}
+	return 0
+}
+
+// MsgCommitUnit claims a unit.
+type MsgCommitUnit struct {
+	// provider: the member node's operator.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pool_id of the unit.
+	PoolId uint64 `protobuf:"varint,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// unit_id claimed.
+	UnitId uint64 `protobuf:"varint,3,opt,name=unit_id,json=unitId,proto3" json:"unit_id,omitempty"`
+	// node_id: the member node that computed it.
+	NodeId uint64 `protobuf:"varint,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// commitment: sha256(result_root || salt || provider address bytes).
+	Commitment []byte `protobuf:"bytes,5,opt,name=commitment,proto3" json:"commitment,omitempty"`
+}
+
+func (m *MsgCommitUnit) Reset()         { *m = MsgCommitUnit{} }
+func (m *MsgCommitUnit) String() string { return proto.CompactTextString(m) }
+func (*MsgCommitUnit) ProtoMessage()    {}
+func (*MsgCommitUnit) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{30}
+}
+func (m *MsgCommitUnit) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCommitUnit) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCommitUnit.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCommitUnit) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCommitUnit.Merge(m, src)
+}
+func (m *MsgCommitUnit) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCommitUnit) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCommitUnit.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCommitUnit proto.InternalMessageInfo
+
+func (m *MsgCommitUnit) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *MsgCommitUnit) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *MsgCommitUnit) GetUnitId() uint64 {
+	if m != nil {
+		return m.UnitId
+	}
+	return 0
+}
+
+func (m *MsgCommitUnit) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *MsgCommitUnit) GetCommitment() []byte {
+	if m != nil {
+		return m.Commitment
+	}
+	return nil
+}
+
+// MsgCommitUnitResponse says when to reveal by.
+type MsgCommitUnitResponse struct {
+	// reveal_deadline_height of the claim.
+	RevealDeadlineHeight int64 `protobuf:"varint,1,opt,name=reveal_deadline_height,json=revealDeadlineHeight,proto3" json:"reveal_deadline_height,omitempty"`
+}
+
+func (m *MsgCommitUnitResponse) Reset()         { *m = MsgCommitUnitResponse{} }
+func (m *MsgCommitUnitResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgCommitUnitResponse) ProtoMessage()    {}
+func (*MsgCommitUnitResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{31}
+}
+func (m *MsgCommitUnitResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCommitUnitResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCommitUnitResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCommitUnitResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCommitUnitResponse.Merge(m, src)
+}
+func (m *MsgCommitUnitResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCommitUnitResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCommitUnitResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCommitUnitResponse proto.InternalMessageInfo
+
+func (m *MsgCommitUnitResponse) GetRevealDeadlineHeight() int64 {
+	if m != nil {
+		return m.RevealDeadlineHeight
+	}
+	return 0
+}
+
+// MsgRevealUnit opens a unit's result.
+type MsgRevealUnit struct {
+	// provider who claimed it.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pool_id of the unit.
+	PoolId uint64 `protobuf:"varint,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// unit_id revealed.
+	UnitId uint64 `protobuf:"varint,3,opt,name=unit_id,json=unitId,proto3" json:"unit_id,omitempty"`
+	// result_root (32 bytes).
+	ResultRoot []byte `protobuf:"bytes,4,opt,name=result_root,json=resultRoot,proto3" json:"result_root,omitempty"`
+	// salt of the commitment (16 to 64 bytes).
+	Salt []byte `protobuf:"bytes,5,opt,name=salt,proto3" json:"salt,omitempty"`
+	// output_uri of the result.
+	OutputUri string `protobuf:"bytes,6,opt,name=output_uri,json=outputUri,proto3" json:"output_uri,omitempty"`
+	// gemm_proofs for BUILTIN_GEMM pools.
+	GemmProofs []types.ChunkProof `protobuf:"bytes,7,rep,name=gemm_proofs,json=gemmProofs,proto3" json:"gemm_proofs"`
+}
+
+func (m *MsgRevealUnit) Reset()         { *m = MsgRevealUnit{} }
+func (m *MsgRevealUnit) String() string { return proto.CompactTextString(m) }
+func (*MsgRevealUnit) ProtoMessage()    {}
+func (*MsgRevealUnit) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{32}
+}
+func (m *MsgRevealUnit) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgRevealUnit) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgRevealUnit.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgRevealUnit) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgRevealUnit.Merge(m, src)
+}
+func (m *MsgRevealUnit) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgRevealUnit) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgRevealUnit.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgRevealUnit proto.InternalMessageInfo
+
+func (m *MsgRevealUnit) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *MsgRevealUnit) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+func (m *MsgRevealUnit) GetUnitId() uint64 {
+	if m != nil {
+		return m.UnitId
+	}
+	return 0
+}
+
+func (m *MsgRevealUnit) GetResultRoot() []byte {
+	if m != nil {
+		return m.ResultRoot
+	}
+	return nil
+}
+
+func (m *MsgRevealUnit) GetSalt() []byte {
+	if m != nil {
+		return m.Salt
+	}
+	return nil
+}
+
+func (m *MsgRevealUnit) GetOutputUri() string {
+	if m != nil {
+		return m.OutputUri
+	}
+	return ""
+}
+
+func (m *MsgRevealUnit) GetGemmProofs() []types.ChunkProof {
+	if m != nil {
+		return m.GemmProofs
+	}
+	return nil
+}
+
+// MsgRevealUnitResponse is empty.
+type MsgRevealUnitResponse struct {
+}
+
+func (m *MsgRevealUnitResponse) Reset()         { *m = MsgRevealUnitResponse{} }
+func (m *MsgRevealUnitResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgRevealUnitResponse) ProtoMessage()    {}
+func (*MsgRevealUnitResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{33}
+}
+func (m *MsgRevealUnitResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgRevealUnitResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgRevealUnitResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgRevealUnitResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgRevealUnitResponse.Merge(m, src)
+}
+func (m *MsgRevealUnitResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgRevealUnitResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgRevealUnitResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgRevealUnitResponse proto.InternalMessageInfo
+
+// MsgWithdrawPoolEarnings pays out a provider's credited units.
+type MsgWithdrawPoolEarnings struct {
+	// provider to pay.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pool_id to withdraw from.
+	PoolId uint64 `protobuf:"varint,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+}
+
+func (m *MsgWithdrawPoolEarnings) Reset()         { *m = MsgWithdrawPoolEarnings{} }
+func (m *MsgWithdrawPoolEarnings) String() string { return proto.CompactTextString(m) }
+func (*MsgWithdrawPoolEarnings) ProtoMessage()    {}
+func (*MsgWithdrawPoolEarnings) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{34}
+}
+func (m *MsgWithdrawPoolEarnings) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgWithdrawPoolEarnings) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgWithdrawPoolEarnings.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgWithdrawPoolEarnings) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgWithdrawPoolEarnings.Merge(m, src)
+}
+func (m *MsgWithdrawPoolEarnings) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgWithdrawPoolEarnings) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgWithdrawPoolEarnings.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgWithdrawPoolEarnings proto.InternalMessageInfo
+
+func (m *MsgWithdrawPoolEarnings) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *MsgWithdrawPoolEarnings) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+// MsgWithdrawPoolEarningsResponse returns what was paid.
+type MsgWithdrawPoolEarningsResponse struct {
+	// paid to the provider, udps (after the take).
+	Paid cosmossdk_io_math.Int `protobuf:"bytes,1,opt,name=paid,proto3,customtype=cosmossdk.io/math.Int" json:"paid"`
+}
+
+func (m *MsgWithdrawPoolEarningsResponse) Reset()         { *m = MsgWithdrawPoolEarningsResponse{} }
+func (m *MsgWithdrawPoolEarningsResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgWithdrawPoolEarningsResponse) ProtoMessage()    {}
+func (*MsgWithdrawPoolEarningsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{35}
+}
+func (m *MsgWithdrawPoolEarningsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgWithdrawPoolEarningsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgWithdrawPoolEarningsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgWithdrawPoolEarningsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgWithdrawPoolEarningsResponse.Merge(m, src)
+}
+func (m *MsgWithdrawPoolEarningsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgWithdrawPoolEarningsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgWithdrawPoolEarningsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgWithdrawPoolEarningsResponse proto.InternalMessageInfo
+
+// MsgClosePool closes a pool.
+type MsgClosePool struct {
+	// owner of the pool.
+	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// pool_id to close.
+	PoolId uint64 `protobuf:"varint,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+}
+
+func (m *MsgClosePool) Reset()         { *m = MsgClosePool{} }
+func (m *MsgClosePool) String() string { return proto.CompactTextString(m) }
+func (*MsgClosePool) ProtoMessage()    {}
+func (*MsgClosePool) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{36}
+}
+func (m *MsgClosePool) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgClosePool) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgClosePool.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgClosePool) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgClosePool.Merge(m, src)
+}
+func (m *MsgClosePool) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgClosePool) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgClosePool.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgClosePool proto.InternalMessageInfo
+
+func (m *MsgClosePool) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *MsgClosePool) GetPoolId() uint64 {
+	if m != nil {
+		return m.PoolId
+	}
+	return 0
+}
+
+// MsgClosePoolResponse returns what was refunded at once.
+type MsgClosePoolResponse struct {
+	// refunded to the owner now, udps.
+	Refunded cosmossdk_io_math.Int `protobuf:"bytes,1,opt,name=refunded,proto3,customtype=cosmossdk.io/math.Int" json:"refunded"`
+}
+
+func (m *MsgClosePoolResponse) Reset()         { *m = MsgClosePoolResponse{} }
+func (m *MsgClosePoolResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgClosePoolResponse) ProtoMessage()    {}
+func (*MsgClosePoolResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_62c68433f52c545a, []int{37}
+}
+func (m *MsgClosePoolResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgClosePoolResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgClosePoolResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgClosePoolResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgClosePoolResponse.Merge(m, src)
+}
+func (m *MsgClosePoolResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgClosePoolResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgClosePoolResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgClosePoolResponse proto.InternalMessageInfo
+
 func init() {
 	proto.RegisterType((*MsgUpdateParams)(nil), "flops.market.v1.MsgUpdateParams")
 	proto.RegisterType((*MsgUpdateParamsResponse)(nil), "flops.market.v1.MsgUpdateParamsResponse")
@@ -1087,81 +2065,134 @@ func init() {
 	proto.RegisterType((*MsgCommitResultResponse)(nil), "flops.market.v1.MsgCommitResultResponse")
 	proto.RegisterType((*MsgRevealResult)(nil), "flops.market.v1.MsgRevealResult")
 	proto.RegisterType((*MsgRevealResultResponse)(nil), "flops.market.v1.MsgRevealResultResponse")
+	proto.RegisterType((*MsgChallenge)(nil), "flops.market.v1.MsgChallenge")
+	proto.RegisterType((*MsgChallengeResponse)(nil), "flops.market.v1.MsgChallengeResponse")
+	proto.RegisterType((*MsgCreatePool)(nil), "flops.market.v1.MsgCreatePool")
+	proto.RegisterType((*MsgCreatePoolResponse)(nil), "flops.market.v1.MsgCreatePoolResponse")
+	proto.RegisterType((*MsgJoinPool)(nil), "flops.market.v1.MsgJoinPool")
+	proto.RegisterType((*MsgJoinPoolResponse)(nil), "flops.market.v1.MsgJoinPoolResponse")
+	proto.RegisterType((*MsgLeavePool)(nil), "flops.market.v1.MsgLeavePool")
+	proto.RegisterType((*MsgLeavePoolResponse)(nil), "flops.market.v1.MsgLeavePoolResponse")
+	proto.RegisterType((*MsgSubmitUnits)(nil), "flops.market.v1.MsgSubmitUnits")
+	proto.RegisterType((*MsgSubmitUnitsResponse)(nil), "flops.market.v1.MsgSubmitUnitsResponse")
+	proto.RegisterType((*MsgCommitUnit)(nil), "flops.market.v1.MsgCommitUnit")
+	proto.RegisterType((*MsgCommitUnitResponse)(nil), "flops.market.v1.MsgCommitUnitResponse")
+	proto.RegisterType((*MsgRevealUnit)(nil), "flops.market.v1.MsgRevealUnit")
+	proto.RegisterType((*MsgRevealUnitResponse)(nil), "flops.market.v1.MsgRevealUnitResponse")
+	proto.RegisterType((*MsgWithdrawPoolEarnings)(nil), "flops.market.v1.MsgWithdrawPoolEarnings")
+	proto.RegisterType((*MsgWithdrawPoolEarningsResponse)(nil), "flops.market.v1.MsgWithdrawPoolEarningsResponse")
+	proto.RegisterType((*MsgClosePool)(nil), "flops.market.v1.MsgClosePool")
+	proto.RegisterType((*MsgClosePoolResponse)(nil), "flops.market.v1.MsgClosePoolResponse")
 }
 
 func init() { proto.RegisterFile("flops/market/v1/tx.proto", fileDescriptor_62c68433f52c545a) }
 
 var fileDescriptor_62c68433f52c545a = []byte{
-	// 1093 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xbc, 0x57, 0xcf, 0x6f, 0xdc, 0x44,
-	0x14, 0x8e, 0x93, 0xec, 0x26, 0xfb, 0xb2, 0xa1, 0x30, 0x24, 0xd9, 0x8d, 0xd3, 0x6c, 0x22, 0x97,
-	0x1f, 0x51, 0x20, 0xeb, 0x26, 0x40, 0x2b, 0xed, 0x01, 0xa9, 0x5b, 0x09, 0x25, 0x85, 0x45, 0xc5,
-	0x69, 0x54, 0x29, 0x97, 0xc8, 0x6b, 0x4f, 0xbd, 0xee, 0xae, 0x3d, 0xc6, 0x33, 0x4e, 0xda, 0x1b,
-	0x20, 0x21, 0x21, 0xc4, 0x81, 0xff, 0x80, 0x03, 0x07, 0x38, 0x46, 0xa8, 0x87, 0xfe, 0x09, 0x3d,
-	0x56, 0x3d, 0x21, 0x0e, 0x15, 0x4a, 0x84, 0xf2, 0x6f, 0x20, 0xcf, 0x78, 0x67, 0xbd, 0xb1, 0x49,
-	0x42, 0x54, 0xb8, 0xac, 0x3c, 0xef, 0xbd, 0xf9, 0xfc, 0x7d, 0x9f, 0xfd, 0xe6, 0x79, 0xa1, 0xfa,
-	0xa0, 0x47, 0x02, 0xaa, 0x7b, 0x66, 0xd8, 0xc5, 0x4c, 0xdf, 0x5f, 0xd7, 0xd9, 0xa3, 0x7a, 0x10,
-	0x12, 0x46, 0xd0, 0x15, 0x9e, 0xa9, 0x8b, 0x4c, 0x7d, 0x7f, 0x5d, 0x9d, 0x71, 0x88, 0x43, 0x78,
-	0x4e, 0x8f, 0xaf, 0x44, 0x99, 0xfa, 0x86, 0xe9, 0xb9, 0x3e, 0xd1, 0xf9, 0x6f, 0x12, 0xaa, 0x58,
-	0x84, 0x7a, 0x84, 0xea, 0x1e, 0x75, 0x62, 0x44, 0x8f, 0x3a, 0x49, 0x62, 0x5e, 0x24, 0xf6, 0x04,
-	0x88, 0x58, 0x24, 0xa9, 0x85, 0x0c, 0x8f, 0xc7, 0x01, 0x4e, 0x92, 0xda, 0x53, 0x05, 0xae, 0xb4,
-	0xa8, 0xb3, 0x13, 0xd8, 0x26, 0xc3, 0x77, 0xcd, 0xd0, 0xf4, 0x28, 0xba, 0x01, 0x25, 0x33, 0x62,
-	0x1d, 0x12, 0xba, 0xec, 0x71, 0x55, 0x59, 0x56, 0x56, 0x4a, 0xcd, 0xea, 0x8b, 0x27, 0x6b, 0x33,
-	0x09, 0xea, 0x2d, 0xdb, 0x0e, 0x31, 0xa5, 0xdb, 0x2c, 0x74, 0x7d, 0xc7, 0x18, 0x94, 0xa2, 0x06,
-	0x14, 0x03, 0x8e, 0x50, 0x1d, 0x5d, 0x56, 0x56, 0xa6, 0x36, 0x2a, 0xf5, 0x53, 0x3a, 0xeb, 0xe2,
-	0x06, 0xcd, 0xd2, 0xb3, 0x97, 0x4b, 0x23, 0xbf, 0x9e, 0x1c, 0xae, 0x2a, 0x46, 0xb2, 0xa3, 0xb1,
-	0xfe, 0xcd, 0xc9, 0xe1, 0xea, 0x00, 0xeb, 0xfb, 0x93, 0xc3, 0xd5, 0x9a, 0xe0, 0xfd, 0xa8, 0xcf,
-	0xfc, 0x14, 0x4d, 0x6d, 0x1e, 0x2a, 0xa7, 0x42, 0x06, 0xa6, 0x01, 0xf1, 0x29, 0xd6, 0x7e, 0x56,
-	0xa0, 0xdc, 0xa2, 0xce, 0x76, 0xd4, 0xf6, 0x5c, 0x76, 0x87, 0xb4, 0x51, 0x1d, 0x0a, 0xe4, 0xc0,
-	0xc7, 0xe1, 0xb9, 0x72, 0x44, 0x19, 0xba, 0x09, 0xe3, 0x34, 0xc0, 0x56, 0x22, 0xa4, 0x9a, 0x11,
-	0x72, 0x87, 0xb4, 0xb7, 0x03, 0x6c, 0xa5, 0x95, 0xf0, 0x0d, 0x8d, 0xd5, 0x58, 0x87, 0x00, 0x89,
-	0x35, 0x2c, 0x64, 0x35, 0x48, 0x52, 0xda, 0x01, 0xcc, 0xa4, 0xd7, 0x7d, 0xf6, 0x68, 0x16, 0x8a,
-	0x0f, 0x49, 0x7b, 0xcf, 0xb5, 0x39, 0xdb, 0x71, 0xa3, 0xf0, 0x90, 0xb4, 0xb7, 0x6c, 0xb4, 0x09,
-	0x45, 0x4c, 0xad, 0x90, 0x1c, 0x70, 0x56, 0xa5, 0xe6, 0xf5, 0xf8, 0xde, 0x7f, 0xbc, 0x5c, 0x9a,
-	0x15, 0x42, 0xa8, 0xdd, 0xad, 0xbb, 0x44, 0xf7, 0x4c, 0xd6, 0xa9, 0x6f, 0xf9, 0xec, 0xc5, 0x93,
-	0x35, 0x48, 0x14, 0x6e, 0xf9, 0x2c, 0x31, 0x5b, 0xec, 0xd7, 0xbe, 0x16, 0xf6, 0xdc, 0x36, 0x7d,
-	0x0b, 0xf7, 0x2e, 0x63, 0xcf, 0x80, 0xe1, 0x68, 0x8a, 0xe1, 0x05, 0xc4, 0xcb, 0x5b, 0x6a, 0x36,
-	0x17, 0x2f, 0xd7, 0x52, 0xfc, 0x67, 0x30, 0x19, 0xe2, 0x07, 0x91, 0x6f, 0x63, 0x3b, 0x61, 0xf3,
-	0xef, 0x75, 0x4a, 0x04, 0xed, 0xdb, 0x51, 0x98, 0x6a, 0x51, 0xe7, 0x6e, 0xcf, 0xb4, 0x70, 0xd3,
-	0xb5, 0xd1, 0x87, 0x30, 0x19, 0x84, 0x64, 0xdf, 0xb5, 0x2f, 0xa0, 0x55, 0x56, 0xfe, 0x83, 0x5c,
-	0x54, 0x81, 0x09, 0x9f, 0xd8, 0x38, 0x8e, 0x8f, 0xf1, 0x78, 0x31, 0x5e, 0x6e, 0xd9, 0xe8, 0x13,
-	0x28, 0x04, 0xa1, 0x6b, 0xe1, 0xea, 0xf8, 0x25, 0x05, 0x88, 0xed, 0x48, 0x85, 0xc9, 0x2f, 0x23,
-	0xd3, 0x67, 0x71, 0x1f, 0x16, 0x96, 0x95, 0x95, 0x69, 0x43, 0xae, 0x1b, 0xef, 0xc7, 0x5e, 0x4b,
-	0x8a, 0xb1, 0xdd, 0x6a, 0xd6, 0xee, 0xbe, 0x6e, 0x6d, 0x16, 0xde, 0x4c, 0x2d, 0x65, 0x9f, 0xfc,
-	0xa2, 0xc0, 0x6b, 0x2d, 0xea, 0xdc, 0x77, 0x59, 0xc7, 0x0e, 0xcd, 0x83, 0xff, 0xcd, 0xa1, 0x86,
-	0x9e, 0x61, 0xbf, 0x98, 0x65, 0x9f, 0xa2, 0xa5, 0x55, 0x61, 0x6e, 0x38, 0x22, 0x35, 0x7c, 0xa7,
-	0x00, 0xb4, 0xa8, 0x73, 0xcb, 0xea, 0xde, 0x33, 0x69, 0xf7, 0x92, 0xfc, 0x2b, 0x30, 0xc1, 0x4c,
-	0xda, 0x1d, 0x08, 0x28, 0xc6, 0xcb, 0x2d, 0xbb, 0xf1, 0x5e, 0x86, 0xe8, 0x7c, 0x96, 0x68, 0x72,
-	0x6f, 0x6d, 0x06, 0xd0, 0x60, 0x25, 0x09, 0xfe, 0x20, 0xba, 0x6d, 0x13, 0x9b, 0x21, 0x6b, 0x63,
-	0x93, 0x5d, 0x9e, 0x62, 0xdf, 0xcb, 0xd1, 0x21, 0x2f, 0xd7, 0x32, 0x14, 0x73, 0x1a, 0x4f, 0xde,
-	0x5d, 0x9b, 0xe3, 0x8d, 0x27, 0xd7, 0x92, 0xe6, 0x53, 0x05, 0xa6, 0xe3, 0x8e, 0xec, 0x60, 0xab,
-	0x1b, 0x10, 0xd7, 0x67, 0xaf, 0xd8, 0x4a, 0x34, 0x07, 0x45, 0xda, 0x31, 0x37, 0x3e, 0xba, 0xc1,
-	0xdf, 0x85, 0x92, 0x91, 0xac, 0xd0, 0xeb, 0x30, 0x16, 0x85, 0xae, 0xe8, 0x15, 0x23, 0xbe, 0x6c,
-	0xd4, 0x33, 0x8a, 0xae, 0xe6, 0x1c, 0x25, 0x92, 0xa8, 0x56, 0x81, 0xd9, 0xa1, 0x80, 0xd4, 0xf4,
-	0x9b, 0x98, 0x6e, 0xb7, 0x89, 0xe7, 0xb9, 0x71, 0x34, 0xea, 0xbd, 0x72, 0x55, 0x35, 0x00, 0x8b,
-	0xc3, 0x7b, 0xd8, 0x67, 0x5c, 0x59, 0xd9, 0x48, 0x45, 0x1a, 0xd7, 0x33, 0x5a, 0x72, 0xe6, 0x5a,
-	0x9a, 0x60, 0x32, 0xd7, 0xd2, 0x21, 0xa9, 0xe7, 0xa7, 0x51, 0xae, 0xc7, 0xc0, 0xfb, 0xd8, 0xec,
-	0xfd, 0x37, 0x7a, 0x96, 0x60, 0x2a, 0xe4, 0xc0, 0x7b, 0x21, 0x21, 0x52, 0x90, 0x08, 0x19, 0x84,
-	0x30, 0x84, 0x60, 0x9c, 0x9a, 0x3d, 0xc6, 0x9f, 0x57, 0xd9, 0xe0, 0xd7, 0x68, 0x11, 0x80, 0x44,
-	0x2c, 0x88, 0xd8, 0x5e, 0xfc, 0x24, 0x0b, 0xfc, 0x49, 0x96, 0x44, 0x64, 0x27, 0x74, 0xd1, 0x4d,
-	0x28, 0x44, 0xd4, 0x74, 0x70, 0xb5, 0xc8, 0xc7, 0xe9, 0x5c, 0x66, 0x9c, 0xee, 0xc4, 0xd9, 0xf4,
-	0x30, 0x15, 0xf5, 0x17, 0x33, 0x2f, 0xed, 0x86, 0xf6, 0x31, 0x37, 0x2f, 0x1d, 0x92, 0x93, 0xe5,
-	0x1a, 0x4c, 0x53, 0xcc, 0x58, 0x0f, 0xef, 0x75, 0xb0, 0xeb, 0x74, 0x18, 0x77, 0x6b, 0xcc, 0x28,
-	0x8b, 0xe0, 0x26, 0x8f, 0x6d, 0xfc, 0x55, 0x84, 0xb1, 0x16, 0x75, 0xd0, 0x2e, 0x94, 0x87, 0xbe,
-	0x89, 0x96, 0x33, 0x9c, 0x4f, 0x7d, 0x7b, 0xa8, 0x2b, 0xe7, 0x55, 0x48, 0x22, 0x5f, 0x40, 0x69,
-	0xf0, 0x65, 0xb2, 0x98, 0xb7, 0x4d, 0xa6, 0xd5, 0xb7, 0xcf, 0x4c, 0xa7, 0x21, 0x07, 0xd3, 0x3c,
-	0x17, 0x52, 0xa6, 0xf3, 0x21, 0xb3, 0x83, 0xf8, 0x73, 0x98, 0x94, 0x63, 0xf3, 0x6a, 0xde, 0x96,
-	0x7e, 0x56, 0x7d, 0xeb, 0xac, 0xac, 0xc4, 0xbb, 0x0f, 0x53, 0xe9, 0x39, 0xb3, 0x94, 0xb7, 0x29,
-	0x55, 0xa0, 0xbe, 0x7b, 0x4e, 0x81, 0x04, 0xfe, 0x14, 0x26, 0xfa, 0x87, 0xff, 0x42, 0xde, 0x9e,
-	0x24, 0xa9, 0x5e, 0x3b, 0x23, 0x99, 0x36, 0x72, 0x70, 0x50, 0xe7, 0x1a, 0x29, 0xd3, 0xf9, 0x46,
-	0x66, 0x0e, 0x56, 0x74, 0x0f, 0x20, 0x75, 0xa8, 0xd6, 0x72, 0xdd, 0x97, 0x79, 0xf5, 0x9d, 0xb3,
-	0xf3, 0x12, 0x75, 0x17, 0xca, 0x43, 0xc7, 0x5a, 0xee, 0x0b, 0x9a, 0xae, 0xc8, 0x7f, 0x41, 0xf3,
-	0x8e, 0x99, 0x18, 0x7b, 0xe8, 0x88, 0xc9, 0xc5, 0x4e, 0x57, 0xe4, 0x63, 0xe7, 0x75, 0xa1, 0x5a,
-	0xf8, 0x2a, 0x6e, 0xf0, 0x66, 0xf3, 0xd9, 0x51, 0x4d, 0x79, 0x7e, 0x54, 0x53, 0xfe, 0x3c, 0xaa,
-	0x29, 0x3f, 0x1e, 0xd7, 0x46, 0x9e, 0x1f, 0xd7, 0x46, 0x7e, 0x3f, 0xae, 0x8d, 0xec, 0xae, 0x38,
-	0x2e, 0xeb, 0x44, 0xed, 0xba, 0x45, 0x3c, 0x9d, 0x83, 0xfa, 0x98, 0xe9, 0xa7, 0xba, 0x9e, 0xff,
-	0x83, 0x69, 0x17, 0xf9, 0x5f, 0x98, 0x0f, 0xfe, 0x0e, 0x00, 0x00, 0xff, 0xff, 0xba, 0x90, 0x69,
-	0xb8, 0x69, 0x0d, 0x00, 0x00,
+	// 1656 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xbc, 0x59, 0xcd, 0x6f, 0x13, 0x47,
+	0x14, 0x8f, 0x93, 0xd8, 0x89, 0x5f, 0x42, 0x69, 0xb7, 0xf9, 0x70, 0x0c, 0x71, 0xa2, 0xa5, 0xa5,
+	0x51, 0x28, 0x76, 0xa0, 0x7c, 0xc9, 0x87, 0x4a, 0x04, 0x5a, 0x61, 0x4a, 0x10, 0x35, 0x44, 0x48,
+	0x5c, 0xa2, 0xb5, 0x77, 0xb2, 0x5e, 0xbc, 0xde, 0xd9, 0xee, 0x8c, 0x13, 0xb8, 0xf5, 0x43, 0x95,
+	0xaa, 0xaa, 0x87, 0xfe, 0x0d, 0xad, 0xfa, 0x71, 0x44, 0x15, 0x07, 0x8e, 0xed, 0x8d, 0x23, 0xe2,
+	0x54, 0xf5, 0x80, 0x10, 0xa8, 0xe2, 0xaf, 0xa8, 0x54, 0xcd, 0xcc, 0xee, 0xec, 0xda, 0x3b, 0x1b,
+	0x8c, 0x15, 0xb8, 0x44, 0x9e, 0xf7, 0x66, 0xde, 0xfe, 0x7e, 0x6f, 0xe7, 0xcd, 0xef, 0xcd, 0x06,
+	0x0a, 0xdb, 0x0e, 0xf6, 0x48, 0xa5, 0x63, 0xf8, 0x6d, 0x44, 0x2b, 0x3b, 0x27, 0x2a, 0xf4, 0x4e,
+	0xd9, 0xf3, 0x31, 0xc5, 0xda, 0x41, 0xee, 0x29, 0x0b, 0x4f, 0x79, 0xe7, 0x44, 0x71, 0xc6, 0xc2,
+	0x16, 0xe6, 0xbe, 0x0a, 0xfb, 0x25, 0xa6, 0x15, 0xdf, 0x31, 0x3a, 0xb6, 0x8b, 0x2b, 0xfc, 0x6f,
+	0x60, 0x9a, 0x6f, 0x62, 0xd2, 0xc1, 0xa4, 0xd2, 0x21, 0x16, 0x8b, 0xd8, 0x21, 0x56, 0xe0, 0x58,
+	0x10, 0x8e, 0x2d, 0x11, 0x44, 0x0c, 0x02, 0xd7, 0xa1, 0x04, 0x8e, 0xbb, 0x1e, 0x0a, 0x9d, 0x01,
+	0x48, 0x6b, 0xdb, 0xe9, 0xf3, 0xe8, 0x0f, 0x32, 0x70, 0x70, 0x83, 0x58, 0x9b, 0x9e, 0x69, 0x50,
+	0x74, 0xcd, 0xf0, 0x8d, 0x0e, 0xd1, 0xce, 0x40, 0xde, 0xe8, 0xd2, 0x16, 0xf6, 0x6d, 0x7a, 0xb7,
+	0x90, 0x59, 0xce, 0xac, 0xe4, 0xd7, 0x0b, 0x8f, 0xef, 0x1f, 0x9f, 0x09, 0x9e, 0x77, 0xde, 0x34,
+	0x7d, 0x44, 0xc8, 0x75, 0xea, 0xdb, 0xae, 0x55, 0x8f, 0xa6, 0x6a, 0x55, 0xc8, 0x79, 0x3c, 0x42,
+	0x61, 0x74, 0x39, 0xb3, 0x32, 0x75, 0x72, 0xbe, 0xdc, 0x97, 0x81, 0xb2, 0x78, 0xc0, 0x7a, 0xfe,
+	0xe1, 0x93, 0xa5, 0x91, 0xdf, 0x5f, 0xdc, 0x5b, 0xcd, 0xd4, 0x83, 0x15, 0xd5, 0x13, 0x5f, 0xbf,
+	0xb8, 0xb7, 0x1a, 0xc5, 0xfa, 0xfe, 0xc5, 0xbd, 0xd5, 0x92, 0x00, 0x7d, 0x27, 0xe4, 0xd4, 0x07,
+	0x53, 0x5f, 0x80, 0xf9, 0x3e, 0x53, 0x1d, 0x11, 0x0f, 0xbb, 0x04, 0xe9, 0x3f, 0x67, 0x60, 0x7a,
+	0x83, 0x58, 0xd7, 0xbb, 0x8d, 0x8e, 0x4d, 0x2f, 0xe3, 0x86, 0x56, 0x86, 0x2c, 0xde, 0x75, 0x91,
+	0xff, 0x52, 0x3a, 0x62, 0x9a, 0x76, 0x16, 0xc6, 0x89, 0x87, 0x9a, 0x01, 0x91, 0x42, 0x82, 0xc8,
+	0x65, 0xdc, 0xb8, 0xee, 0xa1, 0x66, 0x9c, 0x09, 0x5f, 0x50, 0x5d, 0x65, 0x3c, 0x44, 0x10, 0xc6,
+	0xe1, 0x50, 0x92, 0x83, 0x04, 0xa5, 0xef, 0xc2, 0x4c, 0x7c, 0x1c, 0xa2, 0xd7, 0x66, 0x21, 0x77,
+	0x1b, 0x37, 0xb6, 0x6c, 0x93, 0xa3, 0x1d, 0xaf, 0x67, 0x6f, 0xe3, 0x46, 0xcd, 0xd4, 0x2e, 0x41,
+	0x0e, 0x91, 0xa6, 0x8f, 0x77, 0x39, 0xaa, 0xfc, 0xfa, 0x1a, 0x7b, 0xf6, 0x3f, 0x4f, 0x96, 0x66,
+	0x05, 0x11, 0x62, 0xb6, 0xcb, 0x36, 0xae, 0x74, 0x0c, 0xda, 0x2a, 0xd7, 0x5c, 0xfa, 0xf8, 0xfe,
+	0x71, 0x08, 0x18, 0xd6, 0x5c, 0x1a, 0x24, 0x5b, 0xac, 0xd7, 0xbf, 0x12, 0xe9, 0xb9, 0x60, 0xb8,
+	0x4d, 0xe4, 0x0c, 0x93, 0x9e, 0x08, 0xe1, 0x68, 0x0c, 0xe1, 0x00, 0xe4, 0xe5, 0x23, 0x75, 0x93,
+	0x93, 0x97, 0x63, 0x49, 0xfe, 0x0a, 0x4c, 0xfa, 0x68, 0xbb, 0xeb, 0x9a, 0xc8, 0x0c, 0xd0, 0xbc,
+	0x3a, 0x4f, 0x19, 0x41, 0xff, 0x76, 0x14, 0xa6, 0x36, 0x88, 0x75, 0xcd, 0x31, 0x9a, 0x68, 0xdd,
+	0x36, 0xb5, 0x53, 0x30, 0xe9, 0xf9, 0x78, 0xc7, 0x36, 0x07, 0xe0, 0x2a, 0x67, 0xa6, 0xd0, 0xd5,
+	0xe6, 0x61, 0xc2, 0xc5, 0x26, 0x62, 0xf6, 0x31, 0x6e, 0xcf, 0xb1, 0x61, 0xcd, 0xd4, 0x3e, 0x85,
+	0xac, 0xe7, 0xdb, 0x4d, 0x54, 0x18, 0x1f, 0x92, 0x80, 0x58, 0xae, 0x15, 0x61, 0xf2, 0x8b, 0xae,
+	0xe1, 0x52, 0x56, 0x87, 0xd9, 0xe5, 0xcc, 0xca, 0x81, 0xba, 0x1c, 0x57, 0x3f, 0x64, 0xb9, 0x96,
+	0x10, 0x59, 0xba, 0x8b, 0xc9, 0x74, 0x87, 0xbc, 0xf5, 0x59, 0x78, 0x37, 0x36, 0x94, 0x75, 0xf2,
+	0x5b, 0x06, 0xde, 0xda, 0x20, 0xd6, 0x4d, 0x9b, 0xb6, 0x4c, 0xdf, 0xd8, 0x7d, 0x63, 0x19, 0xaa,
+	0x56, 0x12, 0xe8, 0x17, 0x93, 0xe8, 0x63, 0xb0, 0xf4, 0x02, 0xcc, 0xf5, 0x5a, 0x24, 0x87, 0xef,
+	0x32, 0x00, 0x1b, 0xc4, 0x3a, 0xdf, 0x6c, 0xdf, 0x30, 0x48, 0x7b, 0x48, 0xfc, 0xf3, 0x30, 0x41,
+	0x0d, 0xd2, 0x8e, 0x08, 0xe4, 0xd8, 0xb0, 0x66, 0x56, 0x8f, 0x25, 0x80, 0x2e, 0x24, 0x81, 0x06,
+	0xcf, 0xd6, 0x67, 0x40, 0x8b, 0x46, 0x12, 0xe0, 0x0f, 0xa2, 0xda, 0x2e, 0x21, 0xc3, 0xa7, 0x0d,
+	0x64, 0xd0, 0xe1, 0x21, 0x86, 0xb9, 0x1c, 0xed, 0xc9, 0xe5, 0xf1, 0x04, 0x44, 0x45, 0xe1, 0xc9,
+	0xa7, 0xeb, 0x73, 0xbc, 0xf0, 0xe4, 0x58, 0xc2, 0x7c, 0x90, 0x81, 0x03, 0xac, 0x22, 0x5b, 0xa8,
+	0xd9, 0xf6, 0xb0, 0xed, 0xd2, 0x7d, 0x4e, 0xa5, 0x36, 0x07, 0x39, 0xd2, 0x32, 0x4e, 0x9e, 0x3e,
+	0xc3, 0xf7, 0x42, 0xbe, 0x1e, 0x8c, 0xb4, 0xb7, 0x61, 0xac, 0xeb, 0xdb, 0xa2, 0x56, 0xea, 0xec,
+	0x67, 0xb5, 0x9c, 0x60, 0x74, 0x58, 0x71, 0x94, 0x48, 0xa0, 0xfa, 0x3c, 0xcc, 0xf6, 0x18, 0x24,
+	0xa7, 0x3f, 0x84, 0xba, 0x5d, 0xc0, 0x9d, 0x8e, 0xcd, 0xac, 0x5d, 0x67, 0xdf, 0x59, 0x95, 0x00,
+	0x9a, 0x3c, 0x7c, 0x07, 0xb9, 0x94, 0x33, 0x9b, 0xae, 0xc7, 0x2c, 0xd5, 0xb5, 0x04, 0x17, 0x85,
+	0xae, 0xc5, 0x01, 0x06, 0xba, 0x16, 0x37, 0x49, 0x3e, 0xff, 0x8e, 0x72, 0x3e, 0x75, 0xb4, 0x83,
+	0x0c, 0xe7, 0xf5, 0xf0, 0x59, 0x82, 0x29, 0x9f, 0x07, 0xde, 0xf2, 0x31, 0x96, 0x84, 0x84, 0xa9,
+	0x8e, 0x31, 0xd5, 0x34, 0x18, 0x27, 0x86, 0x43, 0xf9, 0xfb, 0x9a, 0xae, 0xf3, 0xdf, 0xda, 0x22,
+	0x00, 0xee, 0x52, 0xaf, 0x4b, 0xb7, 0xd8, 0x9b, 0xcc, 0xf2, 0x37, 0x99, 0x17, 0x96, 0x4d, 0xdf,
+	0xd6, 0xce, 0x42, 0xb6, 0x4b, 0x0c, 0x0b, 0x15, 0x72, 0x5c, 0x4e, 0xe7, 0x12, 0x72, 0xba, 0xc9,
+	0xbc, 0x71, 0x31, 0x15, 0xf3, 0xb5, 0x8b, 0x30, 0x65, 0xa1, 0x4e, 0x87, 0xf5, 0x3b, 0x78, 0x9b,
+	0x14, 0x26, 0x96, 0xc7, 0x62, 0x6a, 0x6c, 0x6d, 0x3b, 0x6c, 0xed, 0x85, 0x56, 0xd7, 0x6d, 0x5f,
+	0x63, 0x13, 0xe2, 0x01, 0x80, 0xad, 0xe3, 0x56, 0x32, 0xd8, 0x2b, 0x88, 0xe7, 0x54, 0xff, 0x98,
+	0xbf, 0x82, 0xb8, 0x49, 0xea, 0xd3, 0x11, 0x38, 0x40, 0x10, 0xa5, 0x0e, 0xda, 0x6a, 0x21, 0xdb,
+	0x6a, 0x51, 0x9e, 0xf3, 0xb1, 0xfa, 0xb4, 0x30, 0x5e, 0xe2, 0x36, 0xfd, 0x9b, 0x40, 0x60, 0x5b,
+	0x86, 0xe3, 0x20, 0xd7, 0x42, 0xaf, 0x2c, 0xb0, 0xa9, 0xe7, 0xd1, 0x00, 0x12, 0x1b, 0x3e, 0x54,
+	0x3f, 0x2d, 0x24, 0x36, 0x1c, 0x4b, 0x0a, 0x8b, 0x00, 0xa6, 0x4d, 0xbc, 0x2e, 0x45, 0x51, 0x8f,
+	0x91, 0x0f, 0x2c, 0x35, 0x53, 0xff, 0x35, 0x38, 0x08, 0x7c, 0xc4, 0x1a, 0x2b, 0x8c, 0x9d, 0x57,
+	0x46, 0x7f, 0xae, 0xa7, 0x7b, 0x5a, 0x48, 0xb6, 0x81, 0x18, 0x3b, 0xea, 0xf6, 0xe9, 0x58, 0x2f,
+	0x3d, 0x55, 0xd9, 0x4b, 0x58, 0xfa, 0x9a, 0x28, 0x7b, 0x69, 0x90, 0x04, 0xe7, 0x61, 0xc2, 0xc3,
+	0xd8, 0x89, 0xd8, 0xe5, 0xd8, 0xb0, 0x66, 0xb2, 0xbe, 0x90, 0xb5, 0x03, 0x97, 0xb1, 0xed, 0x72,
+	0x62, 0x43, 0xd7, 0x4e, 0x18, 0x7e, 0x34, 0x1e, 0x3e, 0x5d, 0xee, 0x06, 0x12, 0xeb, 0x10, 0x55,
+	0x20, 0xd6, 0xe1, 0x50, 0x16, 0xff, 0x2f, 0x62, 0x53, 0x5d, 0x41, 0xc6, 0x0e, 0x7a, 0xa3, 0xe8,
+	0x07, 0x12, 0x18, 0x09, 0x2b, 0x10, 0x18, 0x39, 0x96, 0xf8, 0xff, 0x14, 0xcd, 0x86, 0xe8, 0x77,
+	0x37, 0x5d, 0x9b, 0x92, 0x61, 0xca, 0x42, 0x8d, 0x9d, 0x9d, 0x30, 0x2c, 0x62, 0x61, 0x8c, 0x1f,
+	0x11, 0xc9, 0x13, 0xa6, 0xe6, 0x7a, 0x5d, 0xda, 0x7b, 0xc2, 0xb0, 0xf9, 0xe2, 0xcd, 0x44, 0x1b,
+	0x6e, 0x31, 0xad, 0x5f, 0xe7, 0x78, 0xf5, 0xb3, 0xbc, 0x0b, 0x89, 0x59, 0xe2, 0x35, 0xb5, 0x6d,
+	0xfb, 0x84, 0x6e, 0xb1, 0xb0, 0x61, 0x4d, 0x71, 0x0b, 0x9b, 0xa7, 0x3f, 0x0d, 0x6a, 0x8a, 0x1f,
+	0xea, 0xcc, 0xf2, 0x1a, 0x5e, 0x1e, 0x7b, 0x72, 0xec, 0xe5, 0xb1, 0x61, 0xef, 0x5b, 0x1d, 0xef,
+	0x69, 0x52, 0x7b, 0x85, 0x2b, 0x9b, 0x10, 0xae, 0xc1, 0x44, 0x58, 0x12, 0xd2, 0x37, 0x44, 0x35,
+	0x4a, 0x83, 0x4c, 0xcd, 0x29, 0x98, 0xf3, 0xf9, 0x49, 0xba, 0x65, 0x22, 0xc3, 0x74, 0x6c, 0xb7,
+	0xef, 0xe8, 0x9c, 0x11, 0xde, 0x8b, 0x81, 0x33, 0x38, 0x42, 0xff, 0x1a, 0xe5, 0x19, 0x13, 0x67,
+	0xf0, 0x1b, 0xcd, 0x58, 0x9f, 0x02, 0x8e, 0xa7, 0x2a, 0x60, 0x36, 0x55, 0x01, 0x73, 0xfd, 0x0a,
+	0xb8, 0x3f, 0x42, 0x36, 0xd0, 0x2b, 0x89, 0x32, 0x16, 0xf4, 0x45, 0x91, 0x41, 0x96, 0xe2, 0x4f,
+	0x19, 0x2e, 0x70, 0x61, 0x3b, 0xcd, 0xca, 0xf4, 0x13, 0xc3, 0x77, 0x6d, 0xd7, 0x22, 0xfb, 0x9c,
+	0xe6, 0xea, 0xb9, 0x04, 0xe6, 0xa3, 0xe9, 0x9d, 0x7e, 0x1c, 0x88, 0x6e, 0xc1, 0x52, 0x8a, 0x4b,
+	0x6e, 0xad, 0x8b, 0x30, 0xee, 0x19, 0xf6, 0xf0, 0x17, 0x45, 0xbe, 0x5a, 0xaa, 0xb5, 0x83, 0xc9,
+	0x70, 0x7a, 0x97, 0x4a, 0x7e, 0x00, 0xb5, 0x0e, 0x1f, 0x1a, 0x5e, 0x88, 0xc3, 0xf1, 0xeb, 0xb9,
+	0x10, 0x9f, 0xfc, 0x6f, 0x1a, 0xc6, 0x36, 0x88, 0xa5, 0xdd, 0x82, 0xe9, 0x9e, 0x6f, 0x3e, 0xcb,
+	0x89, 0x13, 0xb3, 0xef, 0xdb, 0x4a, 0x71, 0xe5, 0x65, 0x33, 0x24, 0xe2, 0xcf, 0x21, 0x1f, 0x7d,
+	0x79, 0x59, 0x54, 0x2d, 0x93, 0xee, 0xe2, 0xfb, 0x7b, 0xba, 0xe3, 0x21, 0xa3, 0xaf, 0x15, 0xca,
+	0x90, 0xd2, 0xad, 0x0e, 0x99, 0xfc, 0xd0, 0x70, 0x15, 0x26, 0xe5, 0x67, 0x81, 0xc3, 0xaa, 0x25,
+	0xa1, 0xb7, 0xf8, 0xde, 0x5e, 0x5e, 0x19, 0xef, 0x26, 0x4c, 0xc5, 0xef, 0xd1, 0x4b, 0xaa, 0x45,
+	0xb1, 0x09, 0xc5, 0x0f, 0x5e, 0x32, 0x41, 0x06, 0xfe, 0x0c, 0x26, 0xc2, 0xcb, 0xed, 0x21, 0xd5,
+	0x9a, 0xc0, 0x59, 0x3c, 0xb2, 0x87, 0x33, 0x9e, 0xc8, 0xe8, 0x22, 0xaa, 0x4c, 0xa4, 0x74, 0xab,
+	0x13, 0x99, 0xb8, 0x38, 0x6a, 0x37, 0x00, 0x62, 0x97, 0xc6, 0x92, 0x32, 0xfb, 0xd2, 0x5f, 0x3c,
+	0xba, 0xb7, 0x5f, 0x46, 0xbd, 0x05, 0xd3, 0x3d, 0xd7, 0x36, 0xe5, 0x06, 0x8d, 0xcf, 0x50, 0x6f,
+	0x50, 0xd5, 0x35, 0x8a, 0xc5, 0xee, 0xb9, 0x42, 0x29, 0x63, 0xc7, 0x67, 0xa8, 0x63, 0x2b, 0xef,
+	0x07, 0x6c, 0xa7, 0xca, 0xb6, 0x5f, 0xbd, 0x53, 0x43, 0x77, 0xca, 0x4e, 0x4d, 0xf4, 0xeb, 0x2c,
+	0xc1, 0x51, 0x33, 0xae, 0x4e, 0xb0, 0xf4, 0xa7, 0x24, 0x38, 0xd9, 0x24, 0x5f, 0x85, 0x49, 0xd9,
+	0x07, 0x2b, 0xf7, 0x7f, 0xe8, 0x55, 0xef, 0xff, 0xfe, 0xf6, 0x94, 0x11, 0x8f, 0x5a, 0x53, 0x25,
+	0x71, 0xe9, 0x56, 0x13, 0x4f, 0x74, 0x8c, 0xac, 0xa4, 0xe2, 0xdd, 0xe2, 0x52, 0xfa, 0x59, 0xc1,
+	0x27, 0xa8, 0x4b, 0x4a, 0xd5, 0xad, 0xb1, 0x8c, 0x46, 0xad, 0x58, 0x29, 0x7d, 0xe3, 0x30, 0x7f,
+	0x4a, 0x46, 0x93, 0x8d, 0xce, 0x0d, 0x80, 0x58, 0xbb, 0x52, 0x4a, 0xdf, 0x32, 0xe9, 0x51, 0x93,
+	0x5a, 0xad, 0xf9, 0x30, 0xa3, 0xd4, 0xe9, 0x95, 0xbd, 0xce, 0x8f, 0xf8, 0xcc, 0xe2, 0xda, 0xa0,
+	0x33, 0x7b, 0x36, 0xb1, 0x54, 0x43, 0xf5, 0x26, 0x0e, 0xdd, 0x29, 0x9b, 0xb8, 0x5f, 0xc6, 0x8a,
+	0xd9, 0x2f, 0x99, 0x12, 0xad, 0xaf, 0x3f, 0x7c, 0x56, 0xca, 0x3c, 0x7a, 0x56, 0xca, 0x3c, 0x7d,
+	0x56, 0xca, 0xfc, 0xf8, 0xbc, 0x34, 0xf2, 0xe8, 0x79, 0x69, 0xe4, 0xef, 0xe7, 0xa5, 0x91, 0x5b,
+	0x2b, 0x96, 0x4d, 0x5b, 0xdd, 0x46, 0xb9, 0x89, 0x3b, 0x15, 0x1e, 0xd1, 0x45, 0xb4, 0xd2, 0x27,
+	0x98, 0xfc, 0x3f, 0x17, 0x8d, 0x1c, 0xff, 0xd7, 0xc5, 0x47, 0xff, 0x07, 0x00, 0x00, 0xff, 0xff,
+	0xe7, 0xa2, 0x91, 0x87, 0x7b, 0x19, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -1196,6 +2227,24 @@ type MsgClient interface {
 	CommitResult(ctx context.Context, in *MsgCommitResult, opts ...grpc.CallOption) (*MsgCommitResultResponse, error)
 	// RevealResult opens a committed result.
 	RevealResult(ctx context.Context, in *MsgRevealResult, opts ...grpc.CallOption) (*MsgRevealResultResponse, error)
+	// Challenge disputes a revealed result within its challenge window (owner only).
+	Challenge(ctx context.Context, in *MsgChallenge, opts ...grpc.CallOption) (*MsgChallengeResponse, error)
+	// CreatePool opens a pool for continuous inference, its budget into escrow.
+	CreatePool(ctx context.Context, in *MsgCreatePool, opts ...grpc.CallOption) (*MsgCreatePoolResponse, error)
+	// JoinPool adds an eligible node to a pool.
+	JoinPool(ctx context.Context, in *MsgJoinPool, opts ...grpc.CallOption) (*MsgJoinPoolResponse, error)
+	// LeavePool takes a node out of a pool.
+	LeavePool(ctx context.Context, in *MsgLeavePool, opts ...grpc.CallOption) (*MsgLeavePoolResponse, error)
+	// SubmitUnits posts a batch of unit inputs to a pool (owner only).
+	SubmitUnits(ctx context.Context, in *MsgSubmitUnits, opts ...grpc.CallOption) (*MsgSubmitUnitsResponse, error)
+	// CommitUnit claims a unit by committing its result: the first commitment wins.
+	CommitUnit(ctx context.Context, in *MsgCommitUnit, opts ...grpc.CallOption) (*MsgCommitUnitResponse, error)
+	// RevealUnit opens a unit's committed result; verified, it is credited to the claimer.
+	RevealUnit(ctx context.Context, in *MsgRevealUnit, opts ...grpc.CallOption) (*MsgRevealUnitResponse, error)
+	// WithdrawPoolEarnings pays a provider's credited units in one transfer.
+	WithdrawPoolEarnings(ctx context.Context, in *MsgWithdrawPoolEarnings, opts ...grpc.CallOption) (*MsgWithdrawPoolEarningsResponse, error)
+	// ClosePool closes a pool and refunds what is not owed (owner only).
+	ClosePool(ctx context.Context, in *MsgClosePool, opts ...grpc.CallOption) (*MsgClosePoolResponse, error)
 }
 
 type msgClient struct {
@@ -1296,6 +2345,87 @@ func (c *msgClient) RevealResult(ctx context.Context, in *MsgRevealResult, opts 
 	return out, nil
 }
 
+func (c *msgClient) Challenge(ctx context.Context, in *MsgChallenge, opts ...grpc.CallOption) (*MsgChallengeResponse, error) {
+	out := new(MsgChallengeResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/Challenge", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) CreatePool(ctx context.Context, in *MsgCreatePool, opts ...grpc.CallOption) (*MsgCreatePoolResponse, error) {
+	out := new(MsgCreatePoolResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/CreatePool", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) JoinPool(ctx context.Context, in *MsgJoinPool, opts ...grpc.CallOption) (*MsgJoinPoolResponse, error) {
+	out := new(MsgJoinPoolResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/JoinPool", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) LeavePool(ctx context.Context, in *MsgLeavePool, opts ...grpc.CallOption) (*MsgLeavePoolResponse, error) {
+	out := new(MsgLeavePoolResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/LeavePool", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) SubmitUnits(ctx context.Context, in *MsgSubmitUnits, opts ...grpc.CallOption) (*MsgSubmitUnitsResponse, error) {
+	out := new(MsgSubmitUnitsResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/SubmitUnits", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) CommitUnit(ctx context.Context, in *MsgCommitUnit, opts ...grpc.CallOption) (*MsgCommitUnitResponse, error) {
+	out := new(MsgCommitUnitResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/CommitUnit", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) RevealUnit(ctx context.Context, in *MsgRevealUnit, opts ...grpc.CallOption) (*MsgRevealUnitResponse, error) {
+	out := new(MsgRevealUnitResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/RevealUnit", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) WithdrawPoolEarnings(ctx context.Context, in *MsgWithdrawPoolEarnings, opts ...grpc.CallOption) (*MsgWithdrawPoolEarningsResponse, error) {
+	out := new(MsgWithdrawPoolEarningsResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/WithdrawPoolEarnings", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) ClosePool(ctx context.Context, in *MsgClosePool, opts ...grpc.CallOption) (*MsgClosePoolResponse, error) {
+	out := new(MsgClosePoolResponse)
+	err := c.cc.Invoke(ctx, "/flops.market.v1.Msg/ClosePool", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MsgServer is the server API for Msg service.
 type MsgServer interface {
 	// UpdateParams replaces the module parameters; only the authority (x/gov) may call it.
@@ -1318,6 +2448,24 @@ type MsgServer interface {
 	CommitResult(context.Context, *MsgCommitResult) (*MsgCommitResultResponse, error)
 	// RevealResult opens a committed result.
 	RevealResult(context.Context, *MsgRevealResult) (*MsgRevealResultResponse, error)
+	// Challenge disputes a revealed result within its challenge window (owner only).
+	Challenge(context.Context, *MsgChallenge) (*MsgChallengeResponse, error)
+	// CreatePool opens a pool for continuous inference, its budget into escrow.
+	CreatePool(context.Context, *MsgCreatePool) (*MsgCreatePoolResponse, error)
+	// JoinPool adds an eligible node to a pool.
+	JoinPool(context.Context, *MsgJoinPool) (*MsgJoinPoolResponse, error)
+	// LeavePool takes a node out of a pool.
+	LeavePool(context.Context, *MsgLeavePool) (*MsgLeavePoolResponse, error)
+	// SubmitUnits posts a batch of unit inputs to a pool (owner only).
+	SubmitUnits(context.Context, *MsgSubmitUnits) (*MsgSubmitUnitsResponse, error)
+	// CommitUnit claims a unit by committing its result: the first commitment wins.
+	CommitUnit(context.Context, *MsgCommitUnit) (*MsgCommitUnitResponse, error)
+	// RevealUnit opens a unit's committed result; verified, it is credited to the claimer.
+	RevealUnit(context.Context, *MsgRevealUnit) (*MsgRevealUnitResponse, error)
+	// WithdrawPoolEarnings pays a provider's credited units in one transfer.
+	WithdrawPoolEarnings(context.Context, *MsgWithdrawPoolEarnings) (*MsgWithdrawPoolEarningsResponse, error)
+	// ClosePool closes a pool and refunds what is not owed (owner only).
+	ClosePool(context.Context, *MsgClosePool) (*MsgClosePoolResponse, error)
 }
 
 // UnimplementedMsgServer can be embedded to have forward compatible implementations.
@@ -1353,6 +2501,33 @@ func (*UnimplementedMsgServer) CommitResult(ctx context.Context, req *MsgCommitR
 }
 func (*UnimplementedMsgServer) RevealResult(ctx context.Context, req *MsgRevealResult) (*MsgRevealResultResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RevealResult not implemented")
+}
+func (*UnimplementedMsgServer) Challenge(ctx context.Context, req *MsgChallenge) (*MsgChallengeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Challenge not implemented")
+}
+func (*UnimplementedMsgServer) CreatePool(ctx context.Context, req *MsgCreatePool) (*MsgCreatePoolResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreatePool not implemented")
+}
+func (*UnimplementedMsgServer) JoinPool(ctx context.Context, req *MsgJoinPool) (*MsgJoinPoolResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method JoinPool not implemented")
+}
+func (*UnimplementedMsgServer) LeavePool(ctx context.Context, req *MsgLeavePool) (*MsgLeavePoolResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method LeavePool not implemented")
+}
+func (*UnimplementedMsgServer) SubmitUnits(ctx context.Context, req *MsgSubmitUnits) (*MsgSubmitUnitsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SubmitUnits not implemented")
+}
+func (*UnimplementedMsgServer) CommitUnit(ctx context.Context, req *MsgCommitUnit) (*MsgCommitUnitResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CommitUnit not implemented")
+}
+func (*UnimplementedMsgServer) RevealUnit(ctx context.Context, req *MsgRevealUnit) (*MsgRevealUnitResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RevealUnit not implemented")
+}
+func (*UnimplementedMsgServer) WithdrawPoolEarnings(ctx context.Context, req *MsgWithdrawPoolEarnings) (*MsgWithdrawPoolEarningsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WithdrawPoolEarnings not implemented")
+}
+func (*UnimplementedMsgServer) ClosePool(ctx context.Context, req *MsgClosePool) (*MsgClosePoolResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ClosePool not implemented")
 }
 
 func RegisterMsgServer(s grpc1.Server, srv MsgServer) {
@@ -1539,6 +2714,168 @@ func _Msg_RevealResult_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Msg_Challenge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgChallenge)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).Challenge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/Challenge",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).Challenge(ctx, req.(*MsgChallenge))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_CreatePool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgCreatePool)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).CreatePool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/CreatePool",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).CreatePool(ctx, req.(*MsgCreatePool))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_JoinPool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgJoinPool)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).JoinPool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/JoinPool",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).JoinPool(ctx, req.(*MsgJoinPool))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_LeavePool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgLeavePool)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).LeavePool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/LeavePool",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).LeavePool(ctx, req.(*MsgLeavePool))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_SubmitUnits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgSubmitUnits)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).SubmitUnits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/SubmitUnits",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).SubmitUnits(ctx, req.(*MsgSubmitUnits))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_CommitUnit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgCommitUnit)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).CommitUnit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/CommitUnit",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).CommitUnit(ctx, req.(*MsgCommitUnit))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_RevealUnit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgRevealUnit)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).RevealUnit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/RevealUnit",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).RevealUnit(ctx, req.(*MsgRevealUnit))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_WithdrawPoolEarnings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgWithdrawPoolEarnings)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).WithdrawPoolEarnings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/WithdrawPoolEarnings",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).WithdrawPoolEarnings(ctx, req.(*MsgWithdrawPoolEarnings))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_ClosePool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgClosePool)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).ClosePool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.market.v1.Msg/ClosePool",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).ClosePool(ctx, req.(*MsgClosePool))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Msg_serviceDesc = _Msg_serviceDesc
 var _Msg_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.market.v1.Msg",
@@ -1583,6 +2920,42 @@ var _Msg_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevealResult",
 			Handler:    _Msg_RevealResult_Handler,
+		},
+		{
+			MethodName: "Challenge",
+			Handler:    _Msg_Challenge_Handler,
+		},
+		{
+			MethodName: "CreatePool",
+			Handler:    _Msg_CreatePool_Handler,
+		},
+		{
+			MethodName: "JoinPool",
+			Handler:    _Msg_JoinPool_Handler,
+		},
+		{
+			MethodName: "LeavePool",
+			Handler:    _Msg_LeavePool_Handler,
+		},
+		{
+			MethodName: "SubmitUnits",
+			Handler:    _Msg_SubmitUnits_Handler,
+		},
+		{
+			MethodName: "CommitUnit",
+			Handler:    _Msg_CommitUnit_Handler,
+		},
+		{
+			MethodName: "RevealUnit",
+			Handler:    _Msg_RevealUnit_Handler,
+		},
+		{
+			MethodName: "WithdrawPoolEarnings",
+			Handler:    _Msg_WithdrawPoolEarnings_Handler,
+		},
+		{
+			MethodName: "ClosePool",
+			Handler:    _Msg_ClosePool_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -2212,6 +3585,20 @@ func (m *MsgRevealResult) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.GemmProofs) > 0 {
+		for iNdEx := len(m.GemmProofs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.GemmProofs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x3a
+		}
+	}
 	{
 		size, err := m.Usage.MarshalToSizedBuffer(dAtA[:i])
 		if err != nil {
@@ -2283,6 +3670,654 @@ func (m *MsgRevealResultResponse) MarshalToSizedBuffer(dAtA []byte) (int, error)
 		i--
 		dAtA[i] = 0x8
 	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgChallenge) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgChallenge) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgChallenge) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.TaskId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.TaskId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgChallengeResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgChallengeResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgChallengeResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.DisputeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.DisputeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCreatePool) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCreatePool) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCreatePool) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Spec.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCreatePoolResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCreatePoolResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCreatePoolResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgJoinPool) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgJoinPool) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgJoinPool) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgJoinPoolResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgJoinPoolResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgJoinPoolResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgLeavePool) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgLeavePool) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgLeavePool) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgLeavePoolResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgLeavePoolResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgLeavePoolResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgSubmitUnits) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgSubmitUnits) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgSubmitUnits) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Units) > 0 {
+		for iNdEx := len(m.Units) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Units[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgSubmitUnitsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgSubmitUnitsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgSubmitUnitsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.FirstUnit != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.FirstUnit))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCommitUnit) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCommitUnit) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCommitUnit) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Commitment) > 0 {
+		i -= len(m.Commitment)
+		copy(dAtA[i:], m.Commitment)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Commitment)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.UnitId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.UnitId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCommitUnitResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCommitUnitResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCommitUnitResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.RevealDeadlineHeight != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.RevealDeadlineHeight))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgRevealUnit) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgRevealUnit) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgRevealUnit) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.GemmProofs) > 0 {
+		for iNdEx := len(m.GemmProofs) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.GemmProofs[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x3a
+		}
+	}
+	if len(m.OutputUri) > 0 {
+		i -= len(m.OutputUri)
+		copy(dAtA[i:], m.OutputUri)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.OutputUri)))
+		i--
+		dAtA[i] = 0x32
+	}
+	if len(m.Salt) > 0 {
+		i -= len(m.Salt)
+		copy(dAtA[i:], m.Salt)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Salt)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if len(m.ResultRoot) > 0 {
+		i -= len(m.ResultRoot)
+		copy(dAtA[i:], m.ResultRoot)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.ResultRoot)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.UnitId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.UnitId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.PoolId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgRevealUnitResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgRevealUnitResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgRevealUnitResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgWithdrawPoolEarnings) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgWithdrawPoolEarnings) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgWithdrawPoolEarnings) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgWithdrawPoolEarningsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgWithdrawPoolEarningsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgWithdrawPoolEarningsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Paid.Size()
+		i -= size
+		if _, err := m.Paid.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgClosePool) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgClosePool) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgClosePool) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.PoolId))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgClosePoolResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgClosePoolResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgClosePoolResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Refunded.Size()
+		i -= size
+		if _, err := m.Refunded.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
 	return len(dAtA) - i, nil
 }
 
@@ -2577,6 +4612,12 @@ func (m *MsgRevealResult) Size() (n int) {
 	}
 	l = m.Usage.Size()
 	n += 1 + l + sovTx(uint64(l))
+	if len(m.GemmProofs) > 0 {
+		for _, e := range m.GemmProofs {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
 	return n
 }
 
@@ -2589,6 +4630,289 @@ func (m *MsgRevealResultResponse) Size() (n int) {
 	if m.SettleHeight != 0 {
 		n += 1 + sovTx(uint64(m.SettleHeight))
 	}
+	return n
+}
+
+func (m *MsgChallenge) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.TaskId != 0 {
+		n += 1 + sovTx(uint64(m.TaskId))
+	}
+	return n
+}
+
+func (m *MsgChallengeResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.DisputeId != 0 {
+		n += 1 + sovTx(uint64(m.DisputeId))
+	}
+	return n
+}
+
+func (m *MsgCreatePool) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = m.Spec.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgCreatePoolResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.PoolId != 0 {
+		n += 1 + sovTx(uint64(m.PoolId))
+	}
+	return n
+}
+
+func (m *MsgJoinPool) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.PoolId != 0 {
+		n += 1 + sovTx(uint64(m.PoolId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTx(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *MsgJoinPoolResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgLeavePool) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.PoolId != 0 {
+		n += 1 + sovTx(uint64(m.PoolId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTx(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *MsgLeavePoolResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgSubmitUnits) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.PoolId != 0 {
+		n += 1 + sovTx(uint64(m.PoolId))
+	}
+	if len(m.Units) > 0 {
+		for _, e := range m.Units {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgSubmitUnitsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.FirstUnit != 0 {
+		n += 1 + sovTx(uint64(m.FirstUnit))
+	}
+	return n
+}
+
+func (m *MsgCommitUnit) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.PoolId != 0 {
+		n += 1 + sovTx(uint64(m.PoolId))
+	}
+	if m.UnitId != 0 {
+		n += 1 + sovTx(uint64(m.UnitId))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovTx(uint64(m.NodeId))
+	}
+	l = len(m.Commitment)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgCommitUnitResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.RevealDeadlineHeight != 0 {
+		n += 1 + sovTx(uint64(m.RevealDeadlineHeight))
+	}
+	return n
+}
+
+func (m *MsgRevealUnit) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.PoolId != 0 {
+		n += 1 + sovTx(uint64(m.PoolId))
+	}
+	if m.UnitId != 0 {
+		n += 1 + sovTx(uint64(m.UnitId))
+	}
+	l = len(m.ResultRoot)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.Salt)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.OutputUri)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if len(m.GemmProofs) > 0 {
+		for _, e := range m.GemmProofs {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgRevealUnitResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgWithdrawPoolEarnings) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.PoolId != 0 {
+		n += 1 + sovTx(uint64(m.PoolId))
+	}
+	return n
+}
+
+func (m *MsgWithdrawPoolEarningsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Paid.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgClosePool) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.PoolId != 0 {
+		n += 1 + sovTx(uint64(m.PoolId))
+	}
+	return n
+}
+
+func (m *MsgClosePoolResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Refunded.Size()
+	n += 1 + l + sovTx(uint64(l))
 	return n
 }
 
@@ -4474,6 +6798,40 @@ func (m *MsgRevealResult) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GemmProofs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GemmProofs = append(m.GemmProofs, types.ChunkProof{})
+			if err := m.GemmProofs[len(m.GemmProofs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipTx(dAtA[iNdEx:])
@@ -4543,6 +6901,1820 @@ func (m *MsgRevealResultResponse) Unmarshal(dAtA []byte) error {
 					break
 				}
 			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgChallenge) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgChallenge: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgChallenge: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TaskId", wireType)
+			}
+			m.TaskId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TaskId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgChallengeResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgChallengeResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgChallengeResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DisputeId", wireType)
+			}
+			m.DisputeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.DisputeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCreatePool) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCreatePool: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCreatePool: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Spec", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Spec.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCreatePoolResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCreatePoolResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCreatePoolResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgJoinPool) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgJoinPool: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgJoinPool: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgJoinPoolResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgJoinPoolResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgJoinPoolResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgLeavePool) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgLeavePool: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgLeavePool: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgLeavePoolResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgLeavePoolResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgLeavePoolResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgSubmitUnits) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgSubmitUnits: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgSubmitUnits: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Units", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Units = append(m.Units, Input{})
+			if err := m.Units[len(m.Units)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgSubmitUnitsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgSubmitUnitsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgSubmitUnitsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FirstUnit", wireType)
+			}
+			m.FirstUnit = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FirstUnit |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCommitUnit) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCommitUnit: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCommitUnit: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UnitId", wireType)
+			}
+			m.UnitId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.UnitId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Commitment", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Commitment = append(m.Commitment[:0], dAtA[iNdEx:postIndex]...)
+			if m.Commitment == nil {
+				m.Commitment = []byte{}
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCommitUnitResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCommitUnitResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCommitUnitResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RevealDeadlineHeight", wireType)
+			}
+			m.RevealDeadlineHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RevealDeadlineHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgRevealUnit) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgRevealUnit: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgRevealUnit: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UnitId", wireType)
+			}
+			m.UnitId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.UnitId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ResultRoot", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ResultRoot = append(m.ResultRoot[:0], dAtA[iNdEx:postIndex]...)
+			if m.ResultRoot == nil {
+				m.ResultRoot = []byte{}
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Salt", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Salt = append(m.Salt[:0], dAtA[iNdEx:postIndex]...)
+			if m.Salt == nil {
+				m.Salt = []byte{}
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OutputUri", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.OutputUri = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GemmProofs", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GemmProofs = append(m.GemmProofs, types.ChunkProof{})
+			if err := m.GemmProofs[len(m.GemmProofs)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgRevealUnitResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgRevealUnitResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgRevealUnitResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgWithdrawPoolEarnings) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgWithdrawPoolEarnings: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgWithdrawPoolEarnings: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgWithdrawPoolEarningsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgWithdrawPoolEarningsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgWithdrawPoolEarningsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Paid", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Paid.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgClosePool) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgClosePool: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgClosePool: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolId", wireType)
+			}
+			m.PoolId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PoolId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgClosePoolResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgClosePoolResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgClosePoolResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Refunded", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Refunded.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipTx(dAtA[iNdEx:])

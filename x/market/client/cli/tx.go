@@ -21,7 +21,7 @@ func TxCmd() *cobra.Command {
 		SuggestionsMinimumDistance: 2,
 		RunE:                       client.ValidateCmd,
 	}
-	cmd.AddCommand(submitJobCmd())
+	cmd.AddCommand(submitJobCmd(), createPoolCmd())
 	return cmd
 }
 
@@ -47,6 +47,34 @@ is not spent is refunded. See examples/job.yaml.`,
 				return err
 			}
 			msg := &types.MsgSubmitJob{Owner: clientCtx.GetFromAddress().String(), Spec: spec}
+			return tx.GenerateOrBroadcastTxCLI(clientCtx, cmd.Flags(), msg)
+		},
+	}
+	flags.AddTxFlagsToCmd(cmd)
+	return cmd
+}
+
+func createPoolCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create-pool <pool.yaml|->",
+		Short: "Open a pool for continuous inference from a pool spec (YAML or JSON); its budget moves into escrow",
+		Long: `Open a pool. The spec gives the workload class, the runtime and its image or command,
+node requirements, the verification class (BUILTIN_GEMM or NONE), the price of one
+verified unit, the budget and the most member nodes. Members race for the units you post
+with submit-units; each verified unit is credited to the first member whose commitment
+claimed it. See examples/pool.yaml.`,
+		Example: "flopsd tx market create-pool examples/pool.yaml --from client",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			clientCtx, err := client.GetClientTxContext(cmd)
+			if err != nil {
+				return err
+			}
+			var spec types.PoolSpec
+			if err := specfile.Read(clientCtx.Codec, args[0], &spec); err != nil {
+				return err
+			}
+			msg := &types.MsgCreatePool{Owner: clientCtx.GetFromAddress().String(), Spec: spec}
 			return tx.GenerateOrBroadcastTxCLI(clientCtx, cmd.Flags(), msg)
 		},
 	}

@@ -1,0 +1,129 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/testutil/apptest"
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// A scripted provider: it acks, commits and reveals its tasks the way flops-worker does,
+// with the result root its behaviour gives (honest: the shard's true root; a cheater:
+// another one), or stays silent.
+type behaviour struct {
+	cheat  bool // commit a wrong root
+	silent bool // never act
+}
+
+// trueRoot is the correct result of a shard; a cheater's is different.
+func trueRoot(job uint64, index uint32) []byte {
+	r := sha256.Sum256([]byte(fmt.Sprintf("job %d shard %d: correct", job, index)))
+	return r[:]
+}
+
+func cheatRoot(job uint64, index uint32) []byte {
+	r := sha256.Sum256([]byte(fmt.Sprintf("job %d shard %d: skipped the work", job, index)))
+	return r[:]
+}
+
+var driverSalt = []byte("worker-salt-0123456789")
+
+// driver plays a set of providers.
+type driver struct {
+	t          *testing.T
+	a          *apptest.App
+	behaviours map[string]behaviour
+}
+
+func newDriver(t *testing.T, a *apptest.App, names ...string) *driver {
+	d := &driver{t: t, a: a, behaviours: map[string]behaviour{}}
+	for _, n := range names {
+		d.behaviours[n] = behaviour{}
+	}
+	return d
+}
+
+// msgs is what one provider sends in the next block for its tasks.
+func (d *driver) msgs(name string) []sdk.Msg {
+	b := d.behaviours[name]
+	if b.silent {
+		return nil
+	}
+	acc := d.a.Account(name)
+	q := marketkeeper.NewQueryServerImpl(d.a.MarketKeeper)
+	res, err := q.TasksByProvider(d.a.Ctx(), &markettypes.QueryTasksByProviderRequest{Provider: acc.String()})
+	require.NoError(d.t, err)
+	var out []sdk.Msg
+	next := d.a.Height() + 1
+	for _, t := range res.Tasks {
+		root := trueRoot(t.JobId, t.Index)
+		if b.cheat {
+			root = cheatRoot(t.JobId, t.Index)
+		}
+		switch t.Status {
+		case markettypes.TASK_STATUS_ASSIGNED:
+			out = append(out, &markettypes.MsgAckTask{Provider: acc.String(), TaskId: t.Id})
+		case markettypes.TASK_STATUS_RUNNING:
+			out = append(out, &markettypes.MsgCommitResult{Provider: acc.String(), TaskId: t.Id,
+				Commitment: marketkeeper.Commitment(root, driverSalt, acc.Address)})
+		case markettypes.TASK_STATUS_COMMITTED:
+			if t.RevealDeadlineHeight != 0 && next > t.CommitHeight {
+				out = append(out, &markettypes.MsgRevealResult{Provider: acc.String(), TaskId: t.Id, ResultRoot: root, Salt: driverSalt,
+					OutputUri: fmt.Sprintf("https://%s.example.com/out/%d", name, t.Id)})
+			}
+		}
+	}
+	return out
+}
+
+// step runs one block with every provider's messages, one tx each, all succeeding.
+func (d *driver) step() {
+	d.t.Helper()
+	var txs [][]byte
+	for _, n := range sortedNames(d.behaviours) {
+		if msgs := d.msgs(n); len(msgs) > 0 {
+			txs = append(txs, d.a.SignTx(n, apptest.DefaultGas, msgs...))
+		}
+	}
+	res := d.a.NextBlock(txs...)
+	for i, r := range res.TxResults {
+		require.Zerof(d.t, r.Code, "tx %d at height %d: %s", i, d.a.Height(), r.Log)
+	}
+}
+
+// until steps blocks until done() or the limit, and fails the test at the limit.
+func (d *driver) until(limit int, what string, done func() bool) {
+	d.t.Helper()
+	for i := 0; i < limit; i++ {
+		if done() {
+			return
+		}
+		d.step()
+	}
+	require.Truef(d.t, done(), "%s: not after %d blocks", what, limit)
+}
+
+func sortedNames(m map[string]behaviour) []string {
+	var out []string
+	for n := range m {
+		out = append(out, n)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// jobDone: every task of the job is final.
+func jobDone(t *testing.T, a *apptest.App, job uint64) func() bool {
+	return func() bool { return getJob(t, a, job).FinishedHeight != 0 }
+}

@@ -1,0 +1,691 @@
+package keeper
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/beacon"
+	"github.com/flopsnet/flops/internal/validate"
+	"github.com/flopsnet/flops/x/gfl/pocp"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	"github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// Verification (DESIGN.md section 4; the security argument is in x/market/README.md).
+//
+// Tasks are verified in groups whose members must all commit before any of them may
+// reveal, so that nobody can copy a result it has seen:
+//   - EXACT jobs: the shard's compared tasks, i.e. its replicas, tie-breaking escalation
+//     replicas and its audit. When every live member has revealed, the group is decided:
+//     with an audit, agreement verifies the task and disagreement opens a dispute; with
+//     replicas, a strict majority of equal result roots is verified and the minority is
+//     slashed for a wrong result (rewarding the majority), and a tie adds one escalation
+//     replica (paid from the verification budget), at most max_tie_escalations times;
+//     an unbreakable tie fails every member without a slash and refunds the owner.
+//   - a dispute's committee: committee_size fresh nodes re-run the shard; a strict
+//     majority of the committee decides.
+//   - BUILTIN_GEMM and NONE jobs: no group; a GEMM reveal must open the entries sampled
+//     from the block after its commitment (x/gfl/pocp), a NONE reveal is accepted.
+//
+// A single-replica EXACT task is audited with its provider's probability (100% for its
+// first audit_warmup_tasks settled tasks, then max(audit_floor, 1 - reputation), and always
+// at or above audit_value_threshold), drawn from the hash of the block after its commitment:
+// randomness that did not exist when it committed. The audit is one more member of its
+// group, so the task's reveal waits for the auditor's commitment.
+//
+// Verified tasks settle at the end of their challenge window, in which the owner may
+// challenge a result with challenge_bond: a committee decides; a lost challenge forfeits the
+// bond to the provider and the committee's majority.
+
+// isCompared: a task whose result root is compared within its shard.
+func isCompared(r types.TaskRole) bool {
+	return r == types.TASK_ROLE_PRIMARY || r == types.TASK_ROLE_ESCALATION || r == types.TASK_ROLE_AUDIT
+}
+
+// shardTasks returns every task of a job's shard, in id order.
+func (k Keeper) shardTasks(ctx context.Context, jobID uint64, index uint32) ([]types.Task, error) {
+	it, err := k.Tasks.Indexes.ByShard.MatchExact(ctx, collections.Join(jobID, index))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = it.Close() }()
+	var out []types.Task
+	for ; it.Valid(); it.Next() {
+		id, err := it.PrimaryKey()
+		if err != nil {
+			return nil, err
+		}
+		t, err := k.Tasks.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// group returns the live members of a task's verification group (itself included), or
+// nil when the task is verified alone (BUILTIN_GEMM, NONE).
+func (k Keeper) group(ctx context.Context, job types.Job, t types.Task) ([]types.Task, error) {
+	if t.Role == types.TASK_ROLE_COMMITTEE {
+		d, err := k.Disputes.Get(ctx, t.DisputeId)
+		if err != nil {
+			return nil, err
+		}
+		var out []types.Task
+		for _, id := range d.Committee {
+			m, err := k.Tasks.Get(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if !isFinal(m.Status) {
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	}
+	if job.Spec.Verification != types.VERIFICATION_CLASS_EXACT {
+		return nil, nil
+	}
+	all, err := k.shardTasks(ctx, job.Id, t.Index)
+	if err != nil {
+		return nil, err
+	}
+	var out []types.Task
+	for _, m := range all {
+		if isCompared(m.Role) && !isFinal(m.Status) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// afterGroupChange opens the group's reveals once nobody in it is still working, and
+// decides it once every live member has revealed. Called whenever a member commits,
+// reveals or leaves the group for good.
+func (k Keeper) afterGroupChange(ctx context.Context, p types.Params, job *types.Job, t types.Task) error {
+	members, err := k.group(ctx, *job, t)
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	working, committed, revealed := 0, 0, 0
+	for _, m := range members {
+		switch {
+		case m.Status == types.TASK_STATUS_COMMITTED && m.Role == types.TASK_ROLE_PRIMARY && job.Spec.Replicas == 1 &&
+			job.Spec.Verification == types.VERIFICATION_CLASS_EXACT && !m.Audited:
+			working++ // its audit is not drawn yet
+		case m.Status == types.TASK_STATUS_COMMITTED:
+			committed++
+		case m.Status == types.TASK_STATUS_REVEALED && (m.DisputeId == 0 || m.Role == types.TASK_ROLE_COMMITTEE):
+			revealed++ // (a committee member's dispute id is the dispute it decides)
+		case m.Status == types.TASK_STATUS_REVEALED, m.Status == types.TASK_STATUS_VERIFIED:
+			// waiting for a dispute, or decided
+		default:
+			working++
+		}
+	}
+	if working > 0 {
+		return nil
+	}
+	if committed > 0 {
+		return k.openReveals(ctx, p, job, members)
+	}
+	if revealed == len(members) {
+		if t.Role == types.TASK_ROLE_COMMITTEE {
+			return k.decideDispute(ctx, p, job, t.DisputeId, members)
+		}
+		return k.decideShard(ctx, p, job, members)
+	}
+	return nil
+}
+
+// openReveals gives every committed member of a group its reveal deadline.
+func (k Keeper) openReveals(ctx context.Context, p types.Params, job *types.Job, members []types.Task) error {
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
+	for _, m := range members {
+		if m.Status != types.TASK_STATUS_COMMITTED || m.RevealDeadlineHeight != 0 {
+			continue
+		}
+		m.RevealDeadlineHeight = h + int64(p.RevealTimeoutBlocks)
+		if err := k.enqueue(ctx, *job, m); err != nil {
+			return err
+		}
+		if err := k.Tasks.Set(ctx, m.Id, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verify accepts a task: VERIFIED, settling at the end of a new challenge window.
+func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *types.Task) error {
+	t.Status = types.TASK_STATUS_VERIFIED
+	t.SettleHeight = sdk.UnwrapSDKContext(ctx).BlockHeight() + int64(p.ChallengeWindowBlocks)
+	if err := k.enqueue(ctx, *job, *t); err != nil {
+		return err
+	}
+	if err := k.Tasks.Set(ctx, t.Id, *t); err != nil {
+		return err
+	}
+	k.hooks().AfterTaskVerified(ctx, t.NodeId, true)
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: t.Id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
+}
+
+// wrongResult fails a task whose result lost verification: slashed for a wrong result, the
+// owner compensated, the given verifiers rewarded, its escrow refunded.
+func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job, t *types.Task, verifiers []sdk.AccAddress, reason string) error {
+	if err := k.detach(ctx, job, t); err != nil {
+		return err
+	}
+	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
+	if _, err := k.collateral.Slash(ctx, sdk.MustAccAddressFromBech32(t.Provider), p.WrongResultSlashPpm, sstypes.SLASH_REASON_WRONG_RESULT,
+		sstypes.Beneficiaries{Compensate: sdk.MustAccAddressFromBech32(job.Owner), Rewarded: verifiers}, ev); err != nil {
+		return err
+	}
+	k.hooks().AfterTaskVerified(ctx, t.NodeId, false)
+	return k.finishTask(ctx, job, t, p, types.TASK_STATUS_FAILED, reason)
+}
+
+// decideShard compares the result roots of a shard's revealed group.
+func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job, members []types.Task) error {
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	var audit *types.Task
+	for i := range members {
+		if members[i].Role == types.TASK_ROLE_AUDIT {
+			audit = &members[i]
+		}
+	}
+	if audit != nil && len(members) == 2 {
+		target := &members[0]
+		if target == audit {
+			target = &members[1]
+		}
+		if bytes.Equal(target.ResultRoot, audit.ResultRoot) {
+			if err := k.verify(ctx, p, job, target); err != nil {
+				return err
+			}
+			return k.verify(ctx, p, job, audit)
+		}
+		_, err := k.openDispute(ctx, p, job, target, audit, nil, sdkmath.ZeroInt())
+		return err
+	}
+
+	// Replicas: a strict majority of equal roots.
+	votes := map[string][]int{}
+	var order []string
+	for i, m := range members {
+		key := string(m.ResultRoot)
+		if _, seen := votes[key]; !seen {
+			order = append(order, key)
+		}
+		votes[key] = append(votes[key], i)
+	}
+	best := order[0]
+	for _, key := range order[1:] {
+		if len(votes[key]) > len(votes[best]) {
+			best = key
+		}
+	}
+	ev := types.EventVerified{JobId: job.Id, Index: members[0].Index}
+	if 2*len(votes[best]) > len(members) {
+		var winners []sdk.AccAddress
+		for _, i := range votes[best] {
+			ev.Majority = append(ev.Majority, members[i].Id)
+			winners = append(winners, sdk.MustAccAddressFromBech32(members[i].Provider))
+		}
+		for i := range members {
+			m := &members[i]
+			if string(m.ResultRoot) == best {
+				if err := k.verify(ctx, p, job, m); err != nil {
+					return err
+				}
+				continue
+			}
+			ev.Minority = append(ev.Minority, m.Id)
+			if err := k.wrongResult(ctx, p, job, m, winners, "result root in the minority of its replicas"); err != nil {
+				return err
+			}
+		}
+		return sdkCtx.EventManager().EmitTypedEvent(&ev)
+	}
+
+	// A tie: one more replica, if the budget and the bound allow.
+	all, err := k.shardTasks(ctx, job.Id, members[0].Index)
+	if err != nil {
+		return err
+	}
+	escalations := uint32(0)
+	for _, m := range all {
+		if m.Role == types.TASK_ROLE_ESCALATION {
+			escalations++
+		}
+	}
+	reserve := job.Spec.Reserved()
+	if escalations < p.MaxTieEscalations && job.VerificationLeft.GTE(reserve) {
+		if _, err := k.newTask(ctx, p, job, members[0].Index, types.TASK_ROLE_ESCALATION, reserve, 0, nil); err != nil {
+			return err
+		}
+		ev.Escalated = true
+		k.addHistory(ctx, job, p, "TieEscalated", 0, 0, fmt.Sprintf("shard %d: %d replicas disagree; one more added", members[0].Index, len(members)))
+		return sdkCtx.EventManager().EmitTypedEvent(&ev)
+	}
+	for i := range members {
+		m := &members[i]
+		if err := k.detach(ctx, job, m); err != nil {
+			return err
+		}
+		if err := k.finishTask(ctx, job, m, p, types.TASK_STATUS_FAILED, "replicas tied and no escalation is left: no result can be trusted"); err != nil {
+			return err
+		}
+	}
+	return sdkCtx.EventManager().EmitTypedEvent(&ev)
+}
+
+// newTask adds a task to a job's shard: an escalation, an audit or a committee member. Its
+// reservation comes out of the job's verification budget.
+func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, index uint32, role types.TaskRole, reserve sdkmath.Int, dispute uint64, exclude []uint64) (types.Task, error) {
+	if job.VerificationLeft.LT(reserve) {
+		return types.Task{}, fmt.Errorf("market: job %d verification budget %s below %s", job.Id, job.VerificationLeft, reserve)
+	}
+	id, err := k.TaskSeq.Next(ctx)
+	if err != nil {
+		return types.Task{}, err
+	}
+	all, err := k.shardTasks(ctx, job.Id, index)
+	if err != nil {
+		return types.Task{}, err
+	}
+	t := types.Task{
+		Id: id, JobId: job.Id, Index: index, Replica: uint32(len(all)), Status: types.TASK_STATUS_PENDING, Role: role,
+		Price: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: reserve, DisputeId: dispute, ExcludedNodes: exclude,
+	}
+	job.VerificationLeft = job.VerificationLeft.Sub(reserve)
+	if err := k.Tasks.Set(ctx, id, t); err != nil {
+		return t, err
+	}
+	if err := k.AssignQueue.Set(ctx, queueKey(*job, id)); err != nil {
+		return t, err
+	}
+	k.addHistory(ctx, job, p, "Task"+roleWord(role), id, 0, fmt.Sprintf("shard %d", index))
+	return t, nil
+}
+
+func roleWord(r types.TaskRole) string {
+	switch r {
+	case types.TASK_ROLE_ESCALATION:
+		return "Escalation"
+	case types.TASK_ROLE_AUDIT:
+		return "Audit"
+	case types.TASK_ROLE_COMMITTEE:
+		return "Committee"
+	}
+	return "Primary"
+}
+
+// AuditProbabilityPPM is the probability that a provider's single-replica EXACT task is
+// audited: 1 during its first warm-up tasks and for tasks priced at or above the value
+// threshold, otherwise max(audit_floor, 1 - reputation score).
+func AuditProbabilityPPM(p types.Params, settledTasks uint64, score sdkmath.LegacyDec, price sdkmath.Int) uint32 {
+	if settledTasks < uint64(p.AuditWarmupTasks) || price.GTE(p.AuditValueThreshold) {
+		return validate.PPMOne
+	}
+	prob := p.AuditFloorPpm
+	if !score.IsNil() && score.LT(sdkmath.LegacyOneDec()) {
+		if byRep := sdkmath.LegacyOneDec().Sub(score).MulInt64(validate.PPMOne).TruncateInt64(); byRep > int64(prob) {
+			prob = uint32(byRep)
+		}
+	}
+	return prob
+}
+
+// drawAudit decides, from the hash of the block after the commitment, whether a committed
+// single-replica EXACT task is audited; then its group may open.
+func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error {
+	t, err := k.Tasks.Get(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if t.Status != types.TASK_STATUS_COMMITTED || t.Audited {
+		return nil
+	}
+	job, err := k.Jobs.Get(ctx, t.JobId)
+	if err != nil {
+		return err
+	}
+	provider := sdk.MustAccAddressFromBech32(t.Provider)
+	settled, err := k.ProviderTasks.Get(ctx, provider)
+	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
+		return err
+	}
+	score, _, err := k.wiring.reputation.Reputation(ctx, t.NodeId)
+	if err != nil {
+		return err
+	}
+	prob := AuditProbabilityPPM(p, settled, score, t.Price)
+	seed, err := k.gfl.Seed(ctx, t.CommitHeight+1, types.DomainAudit, t.Id)
+	if err != nil {
+		return err
+	}
+	ev := types.EventAudit{TaskId: t.Id, ProbabilityPpm: prob, Audited: beacon.Below(seed, validate.PPMOne) < uint64(prob)}
+	t.Audited = true
+	if ev.Audited {
+		reserve := job.Spec.MaxPricePerTask.Amount
+		if job.VerificationLeft.GTE(reserve) {
+			all, err := k.shardTasks(ctx, job.Id, t.Index)
+			if err != nil {
+				return err
+			}
+			var exclude []uint64
+			for _, m := range all {
+				if m.NodeId != 0 {
+					exclude = append(exclude, m.NodeId)
+				}
+			}
+			exclude = append(exclude, t.ExcludedNodes...)
+			a, err := k.newTask(ctx, p, &job, t.Index, types.TASK_ROLE_AUDIT, reserve, 0, exclude)
+			if err != nil {
+				return err
+			}
+			ev.AuditTask = a.Id
+		} else {
+			ev.Audited, ev.Reason = false, "verification budget exhausted"
+		}
+	}
+	if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+		return err
+	}
+	if err := k.afterGroupChange(ctx, p, &job, t); err != nil {
+		return err
+	}
+	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
+		return err
+	}
+	return ctx.EventManager().EmitTypedEvent(&ev)
+}
+
+// openDispute convenes a committee over a target task's result: after a disagreeing audit
+// (auditor set) or the owner's challenge (challenger and bond set). The committee's
+// reservations come out of the verification budget.
+func (k Keeper) openDispute(ctx context.Context, p types.Params, job *types.Job, target, auditor *types.Task, challenger sdk.AccAddress, bond sdkmath.Int) (types.Dispute, error) {
+	id, err := k.DisputeSeq.Next(ctx)
+	if err != nil {
+		return types.Dispute{}, err
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	d := types.Dispute{Id: id, JobId: job.Id, TargetTask: target.Id, Bond: bond, Status: types.DISPUTE_STATUS_OPEN, Height: sdkCtx.BlockHeight()}
+	if auditor != nil {
+		d.Kind, d.AuditorTask = types.DISPUTE_KIND_AUDIT, auditor.Id
+	} else {
+		d.Kind, d.Challenger = types.DISPUTE_KIND_CHALLENGE, challenger.String()
+	}
+	all, err := k.shardTasks(ctx, job.Id, target.Index)
+	if err != nil {
+		return d, err
+	}
+	var exclude []uint64
+	for _, m := range all {
+		if m.NodeId != 0 {
+			exclude = append(exclude, m.NodeId)
+		}
+	}
+	for i := uint32(0); i < p.CommitteeSize; i++ {
+		m, err := k.newTask(ctx, p, job, target.Index, types.TASK_ROLE_COMMITTEE, job.Spec.MaxPricePerTask.Amount, id, exclude)
+		if err != nil {
+			return d, err
+		}
+		d.Committee = append(d.Committee, m.Id)
+	}
+	for _, t := range []*types.Task{target, auditor} {
+		if t == nil {
+			continue
+		}
+		if err := k.dequeue(ctx, *job, *t); err != nil { // a verified target's settlement waits
+			return d, err
+		}
+		t.DisputeId = id
+		t.Status = types.TASK_STATUS_REVEALED
+		t.SettleHeight = 0
+		if err := k.Tasks.Set(ctx, t.Id, *t); err != nil {
+			return d, err
+		}
+	}
+	if err := k.Disputes.Set(ctx, id, d); err != nil {
+		return d, err
+	}
+	k.addHistory(ctx, job, p, "DisputeOpened", target.Id, target.NodeId, fmt.Sprintf("dispute %d (%s): a committee of %d re-runs shard %d", id, d.Kind, p.CommitteeSize, target.Index))
+	return d, sdkCtx.EventManager().EmitTypedEvent(&types.EventDispute{DisputeId: id, Kind: d.Kind, TargetTask: target.Id, Status: d.Status})
+}
+
+// decideDispute applies the committee's strict majority (of committee_size).
+func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Job, disputeID uint64, committee []types.Task) error {
+	d, err := k.Disputes.Get(ctx, disputeID)
+	if err != nil || d.Status != types.DISPUTE_STATUS_OPEN {
+		return err
+	}
+	votes := map[string]int{}
+	var decided []byte
+	for _, m := range committee {
+		votes[string(m.ResultRoot)]++
+		if 2*votes[string(m.ResultRoot)] > int(p.CommitteeSize) {
+			decided = m.ResultRoot
+		}
+	}
+	target, err := k.Tasks.Get(ctx, d.TargetTask)
+	if err != nil {
+		return err
+	}
+	var auditor types.Task
+	if d.Kind == types.DISPUTE_KIND_AUDIT {
+		if auditor, err = k.Tasks.Get(ctx, d.AuditorTask); err != nil {
+			return err
+		}
+	}
+	var majority []sdk.AccAddress
+	for i := range committee {
+		m := &committee[i]
+		if decided == nil || bytes.Equal(m.ResultRoot, decided) {
+			if bytes.Equal(m.ResultRoot, decided) {
+				majority = append(majority, sdk.MustAccAddressFromBech32(m.Provider))
+			}
+			if err := k.verify(ctx, p, job, m); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := k.wrongResult(ctx, p, job, m, nil, fmt.Sprintf("committee member out of the majority of dispute %d", d.Id)); err != nil {
+			return err
+		}
+	}
+	targetRight := decided != nil && bytes.Equal(target.ResultRoot, decided)
+	switch {
+	case decided == nil:
+		d.Status = types.DISPUTE_STATUS_INCONCLUSIVE
+	case targetRight:
+		d.Status = types.DISPUTE_STATUS_UPHELD
+	default:
+		d.Status = types.DISPUTE_STATUS_OVERTURNED
+	}
+	d.DecidedRoot = decided
+	switch d.Kind {
+	case types.DISPUTE_KIND_AUDIT:
+		auditorRight := decided != nil && bytes.Equal(auditor.ResultRoot, decided)
+		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, sdk.MustAccAddressFromBech32(auditor.Provider)), d.Id); err != nil {
+			return err
+		}
+		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id); err != nil {
+			return err
+		}
+	case types.DISPUTE_KIND_CHALLENGE:
+		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id); err != nil {
+			return err
+		}
+		if err := k.settleBond(ctx, p, job, &d, sdk.MustAccAddressFromBech32(target.Provider), majority); err != nil {
+			return err
+		}
+	}
+	if err := k.Disputes.Set(ctx, d.Id, d); err != nil {
+		return err
+	}
+	k.addHistory(ctx, job, p, "Dispute"+disputeWord(d.Status), d.TargetTask, target.NodeId, fmt.Sprintf("dispute %d", d.Id))
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventDispute{DisputeId: d.Id, Kind: d.Kind, TargetTask: d.TargetTask, Status: d.Status})
+}
+
+func disputeWord(s types.DisputeStatus) string {
+	switch s {
+	case types.DISPUTE_STATUS_UPHELD:
+		return "Upheld"
+	case types.DISPUTE_STATUS_OVERTURNED:
+		return "Overturned"
+	}
+	return "Inconclusive"
+}
+
+// settleParty ends a disputed party's wait: verified if right, slashed for a wrong result
+// (rewarding the verifiers) if not.
+func (k Keeper) settleParty(ctx context.Context, p types.Params, job *types.Job, t *types.Task, right bool, verifiers []sdk.AccAddress, dispute uint64) error {
+	if right {
+		return k.verify(ctx, p, job, t)
+	}
+	return k.wrongResult(ctx, p, job, t, verifiers, fmt.Sprintf("overturned by the committee of dispute %d", dispute))
+}
+
+// settleBond ends a challenge's bond: returned unless the challenge lost (the committee
+// upheld the result), in which case half goes to the provider and half, equally, to the
+// committee's majority (the remainder to the provider).
+func (k Keeper) settleBond(ctx context.Context, p types.Params, job *types.Job, d *types.Dispute, provider sdk.AccAddress, majority []sdk.AccAddress) error {
+	send := func(to sdk.AccAddress, amt sdkmath.Int) error {
+		if !amt.IsPositive() {
+			return nil
+		}
+		return k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, to, sdk.NewCoins(sdk.NewCoin(p.Denom, amt)))
+	}
+	bond := d.Bond
+	d.Bond = sdkmath.ZeroInt()
+	if d.Status != types.DISPUTE_STATUS_UPHELD {
+		return send(sdk.MustAccAddressFromBech32(job.Owner), bond)
+	}
+	half := bond.QuoRaw(2)
+	each := sdkmath.ZeroInt()
+	if len(majority) > 0 {
+		each = half.QuoRaw(int64(len(majority)))
+	}
+	for _, m := range majority {
+		if err := send(m, each); err != nil {
+			return err
+		}
+	}
+	return send(provider, bond.Sub(each.MulRaw(int64(len(majority)))))
+}
+
+// Challenge opens a dispute over a verified task within its challenge window: the owner
+// locks challenge_bond and the verification budget funds a committee.
+func (k Keeper) Challenge(ctx context.Context, owner string, taskID uint64) (uint64, error) {
+	ownerAddr, err := k.address("owner", owner)
+	if err != nil {
+		return 0, err
+	}
+	t, err := k.GetTask(ctx, taskID)
+	if err != nil {
+		return 0, err
+	}
+	job, err := k.GetJob(ctx, t.JobId)
+	if err != nil {
+		return 0, err
+	}
+	if job.Owner != owner {
+		return 0, errorsmod.Wrapf(types.ErrNotOwner, "job %d belongs to %s", job.Id, job.Owner)
+	}
+	switch {
+	case job.Spec.Verification == types.VERIFICATION_CLASS_NONE:
+		return 0, errorsmod.Wrapf(types.ErrNotChallengeable, "job %d has verification NONE: liveness only", job.Id)
+	case t.Role != types.TASK_ROLE_PRIMARY && t.Role != types.TASK_ROLE_ESCALATION:
+		return 0, errorsmod.Wrapf(types.ErrNotChallengeable, "task %d is a %s task", t.Id, t.Role)
+	case t.DisputeId != 0:
+		return 0, errorsmod.Wrapf(types.ErrAlreadyDisputed, "task %d: dispute %d", t.Id, t.DisputeId)
+	case t.Status != types.TASK_STATUS_VERIFIED:
+		return 0, errorsmod.Wrapf(types.ErrInvalidTaskStatus, "task %d is %s: only a verified result in its challenge window can be challenged", t.Id, t.Status)
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if cost := job.Spec.MaxPricePerTask.Amount.MulRaw(int64(p.CommitteeSize)); job.VerificationLeft.LT(cost) {
+		return 0, errorsmod.Wrapf(types.ErrInsufficientFunds, "a committee of %d costs up to %s%s; the job's verification budget has %s%s left", p.CommitteeSize, cost, p.Denom, job.VerificationLeft, p.Denom)
+	}
+	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, ownerAddr, types.ModuleName, sdk.NewCoins(p.ChallengeBond)); err != nil {
+		return 0, errorsmod.Wrapf(types.ErrInsufficientFunds, "challenge bond %s: %s", p.ChallengeBond, err)
+	}
+	d, err := k.openDispute(ctx, p, &job, &t, nil, ownerAddr, p.ChallengeBond.Amount)
+	if err != nil {
+		return 0, err
+	}
+	return d.Id, k.Jobs.Set(ctx, job.Id, job)
+}
+
+// gemmChallenge is the GEMM a BUILTIN gemm task computes: the job's seed mixed with the
+// shard index, so that every shard is distinct work (docs/pocp.md, section 8).
+func gemmChallenge(job types.Job, index uint32) pocp.Challenge {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], index)
+	h := sha256.New()
+	h.Write([]byte(types.DomainGemmSeed))
+	h.Write(job.GemmSeed)
+	h.Write(b[:])
+	var c pocp.Challenge
+	copy(c.Seed[:], h.Sum(nil))
+	c.N, c.R = job.Spec.Builtin.GemmN, job.Spec.Builtin.GemmR
+	return c
+}
+
+// GemmChallenge exports the GEMM of a BUILTIN gemm task for the worker.
+func GemmChallenge(job types.Job, index uint32) pocp.Challenge { return gemmChallenge(job, index) }
+
+// verifyGemm checks a BUILTIN_GEMM reveal like a PoCP reveal: the entries sampled from the
+// block after the commitment are recomputed, every Merkle path checked, and gas charged.
+func (k Keeper) verifyGemm(ctx context.Context, c pocp.Challenge, root []byte, commitHeight int64, proofs []gfltypes.ChunkProof, domain string, ids ...uint64) error {
+	gp, err := k.gfl.GetParams(ctx)
+	if err != nil {
+		return err
+	}
+	seed, err := k.gfl.Seed(ctx, commitHeight+1, domain, ids...)
+	if err != nil {
+		return errorsmod.Wrapf(types.ErrRevealNotOpen, "the sampling block %d: %s", commitHeight+1, err)
+	}
+	sdk.UnwrapSDKContext(ctx).GasMeter().ConsumeGas(pocp.VerifyTerms(c, int(gp.ChallengeSamples))*gp.VerifyGasPerKterm/1000, "gemm reveal verification")
+	pp := make([]pocp.ChunkProof, len(proofs))
+	for i, pr := range proofs {
+		pp[i] = pocp.ChunkProof{Index: pr.Index, Chunk: pr.Chunk, Path: make([][32]byte, len(pr.Path))}
+		for j, h := range pr.Path {
+			if len(h) != 32 {
+				return errorsmod.Wrapf(types.ErrInvalidReveal, "gemm_proofs[%d].path[%d] is %d bytes, must be 32", i, j, len(h))
+			}
+			copy(pp[i].Path[j][:], h)
+		}
+	}
+	var r [32]byte
+	copy(r[:], root)
+	positions := pocp.SamplePositions(seed, c.N, int(gp.ChallengeSamples))
+	if err := pocp.VerifyReveal(c, r, positions, pp); err != nil {
+		if errors.Is(err, pocp.ErrWrongEntry) {
+			return errorsmod.Wrapf(types.ErrWrongResult, "gemm: %s", err)
+		}
+		return errorsmod.Wrapf(types.ErrInvalidReveal, "gemm: %s", err)
+	}
+	return nil
+}
+
+// GemmSamplePositions are the entries a BUILTIN_GEMM reveal must open (for the worker).
+func GemmSamplePositions(seed [32]byte, c pocp.Challenge, samples uint32) []pocp.Position {
+	return pocp.SamplePositions(seed, c.N, int(samples))
+}
