@@ -214,7 +214,7 @@ func TestClearAuctionRejects(t *testing.T) {
 		// node ids must be distinct.
 		{"duplicate node", []types.AuctionBid{bid(7, 10, 1, "1"), ok, bid(7, 20, 1, "0.5")}, 1, sdkmath.NewInt(100), types.ErrInvalidBid, "bid 2 (node 7): node already bid in bid 0"},
 		// price/factor must fit LegacyDec (below 2^256) instead of panicking in Quo.
-		{"effective price out of range", []types.AuctionBid{ok, types.AuctionBid{NodeID: 7, Price: huge, Quantity: 1, Factor: dec("0.5")}}, 1, huge, types.ErrInvalidBid, "bid 1 (node 7): effective price"},
+		{"effective price out of range", []types.AuctionBid{ok, {NodeID: 7, Price: huge, Quantity: 1, Factor: dec("0.5")}}, 1, huge, types.ErrInvalidBid, "bid 1 (node 7): effective price"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

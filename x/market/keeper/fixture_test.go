@@ -1,0 +1,576 @@
+package keeper_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/beacon"
+	"github.com/flopsnet/flops/testutil/keepertest"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	"github.com/flopsnet/flops/x/market"
+	"github.com/flopsnet/flops/x/market/keeper"
+	"github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+const udps = "udps"
+
+// gflFake is x/gfl as the market sees it: a map of nodes, the default params (GPU classes
+// and workload weights) and a beacon that derives every height's seed from a fake block
+// hash, so that the scheduler's draws are reproducible.
+type gflFake struct {
+	nodes  map[uint64]gfltypes.Node
+	params gfltypes.Params
+}
+
+func (g *gflFake) GetNode(_ context.Context, id uint64) (gfltypes.Node, error) {
+	n, ok := g.nodes[id]
+	if !ok {
+		return n, errorsmod.Wrapf(gfltypes.ErrNodeNotFound, "node %d", id)
+	}
+	return n, nil
+}
+
+func (g *gflFake) GetParams(context.Context) (gfltypes.Params, error) { return g.params, nil }
+
+func (g *gflFake) Seed(_ context.Context, height int64, domain string, ids ...uint64) ([32]byte, error) {
+	if height < 1 {
+		return [32]byte{}, beacon.ErrUnavailable
+	}
+	return beacon.Derive(blockHash(height), domain, ids...), nil
+}
+
+// collateralFake is x/staking-slash: bonded collateral per provider, jailing, and the
+// exposure it backs (refused when exposure + value > bonded); it records slashes and jails.
+// Its maps are keyed by the address bytes (as the real module's store is), so that the
+// benchmarks do not measure bech32 encoding in the fake.
+type collateralFake struct {
+	bonded   map[string]sdkmath.Int
+	exposure map[string]sdkmath.Int
+	jailed   map[string]bool
+	slashes  []slashCall
+	jails    []jailCall
+}
+
+type slashCall struct {
+	provider string
+	ppm      uint32
+	reason   sstypes.SlashReason
+	evidence sstypes.SlashEvidence
+	owner    string
+}
+
+type jailCall struct {
+	provider string
+	until    time.Time
+}
+
+func newCollateralFake() *collateralFake {
+	return &collateralFake{bonded: map[string]sdkmath.Int{}, exposure: map[string]sdkmath.Int{}, jailed: map[string]bool{}}
+}
+
+// key is the fake's map key of a bech32 address.
+func key(addr string) string { return string(sdk.MustAccAddressFromBech32(addr)) }
+
+// bond sets a provider's bonded collateral.
+func (c *collateralFake) bond(addr string, amount sdkmath.Int) { c.bonded[key(addr)] = amount }
+
+// jail jails a provider.
+func (c *collateralFake) jail(addr string) { c.jailed[key(addr)] = true }
+
+// exp is a provider's exposure.
+func (c *collateralFake) exp(addr string) sdkmath.Int { return c.expOf(key(addr)) }
+
+func (c *collateralFake) expOf(k string) sdkmath.Int {
+	if e, ok := c.exposure[k]; ok {
+		return e
+	}
+	return sdkmath.ZeroInt()
+}
+
+func (c *collateralFake) CanAddExposure(_ context.Context, p sdk.AccAddress, v sdkmath.Int) (bool, error) {
+	b, ok := c.bonded[string(p)]
+	if !ok || c.jailed[string(p)] {
+		return false, nil
+	}
+	return c.expOf(string(p)).Add(v).LTE(b), nil
+}
+
+func (c *collateralFake) AddExposure(ctx context.Context, p sdk.AccAddress, v sdkmath.Int) error {
+	if ok, _ := c.CanAddExposure(ctx, p, v); !ok {
+		return fmt.Errorf("collateral of %s does not cover %s more exposure", p, v)
+	}
+	c.exposure[string(p)] = c.expOf(string(p)).Add(v)
+	return nil
+}
+
+func (c *collateralFake) ReleaseExposure(_ context.Context, p sdk.AccAddress, v sdkmath.Int) error {
+	if v.GT(c.expOf(string(p))) {
+		return fmt.Errorf("release %s > exposure %s of %s", v, c.expOf(string(p)), p)
+	}
+	c.exposure[string(p)] = c.expOf(string(p)).Sub(v)
+	return nil
+}
+
+func (c *collateralFake) Slash(_ context.Context, p sdk.AccAddress, ppm uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, ev sstypes.SlashEvidence) (sstypes.SlashRecord, error) {
+	c.slashes = append(c.slashes, slashCall{provider: p.String(), ppm: ppm, reason: reason, evidence: ev, owner: b.Compensate.String()})
+	return sstypes.SlashRecord{Provider: p.String(), Reason: reason, FractionPpm: ppm}, nil
+}
+
+func (c *collateralFake) Jail(_ context.Context, p sdk.AccAddress, until time.Time, _ sstypes.SlashEvidence) error {
+	c.jails = append(c.jails, jailCall{provider: p.String(), until: until})
+	c.jailed[string(p)] = true
+	return nil
+}
+
+// reputationFake scores nodes 1 and finds them eligible unless a test says otherwise.
+type reputationFake struct {
+	scores     map[uint64]sdkmath.LegacyDec
+	ineligible map[uint64]bool
+}
+
+func (r *reputationFake) Reputation(_ context.Context, id uint64) (sdkmath.LegacyDec, bool, error) {
+	s, ok := r.scores[id]
+	if !ok {
+		s = sdkmath.LegacyOneDec()
+	}
+	return s, !r.ineligible[id], nil
+}
+
+type workEpochFake struct{ epoch uint64 }
+
+func (w workEpochFake) CurrentWorkEpoch(context.Context) (uint64, error) { return w.epoch, nil }
+
+// hooksFake records what the market tells x/reputation.
+type hooksFake struct {
+	acked    []uint64
+	onTime   []bool
+	lapsed   []uint64
+	verified []uint64
+	settled  []uint64
+}
+
+func (h *hooksFake) AfterTaskAcked(_ context.Context, node uint64, onTime bool) {
+	h.acked = append(h.acked, node)
+	h.onTime = append(h.onTime, onTime)
+}
+
+func (h *hooksFake) AfterTaskLapsed(_ context.Context, node uint64, _ string) {
+	h.lapsed = append(h.lapsed, node)
+}
+
+func (h *hooksFake) AfterTaskVerified(_ context.Context, node uint64, _ bool) {
+	h.verified = append(h.verified, node)
+}
+
+func (h *hooksFake) AfterTaskSettled(_ context.Context, node uint64, _ bool) {
+	h.settled = append(h.settled, node)
+}
+
+// fixture is x/market on a real store with fake neighbours, driven block by block.
+type fixture struct {
+	t      testing.TB
+	env    keepertest.Env
+	ctx    sdk.Context
+	k      keeper.Keeper
+	ms     types.MsgServer
+	bank   *keepertest.Bank
+	gfl    *gflFake
+	coll   *collateralFake
+	rep    *reputationFake
+	hooks  *hooksFake
+	client string // a funded job owner
+	nextID uint64 // the last node id handed out
+	// commitEvery commits the store every that many blocks (default 1, as the chain does);
+	// long simulations raise it, as IAVL's commit dominates their run time.
+	commitEvery int64
+}
+
+// clientFunds is what the client holds at the start: 1,000,000 DPS.
+var clientFunds = sdkmath.NewInt(1_000_000_000_000)
+
+// newFixture starts at block 1 with the given params (default if nil).
+func newFixture(t testing.TB, edit func(p *types.Params)) *fixture {
+	t.Helper()
+	env := keepertest.NewEnv(t, types.StoreKey, market.AppModule{})
+	f := &fixture{
+		t: t, env: env, bank: keepertest.NewBank(),
+		gfl:  &gflFake{nodes: map[uint64]gfltypes.Node{}, params: gfltypes.DefaultParams()},
+		coll: newCollateralFake(), rep: &reputationFake{scores: map[uint64]sdkmath.LegacyDec{}, ineligible: map[uint64]bool{}},
+		hooks: &hooksFake{}, client: keepertest.Addr("client"),
+	}
+	f.k = keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.gfl, f.coll, "fee_collector", "dps")
+	f.k.SetReputation(f.rep)
+	f.k.SetWorkEpoch(workEpochFake{epoch: 7})
+	f.k.SetHooks(f.hooks)
+	gs := types.DefaultGenesisState()
+	if edit != nil {
+		edit(&gs.Params)
+	}
+	f.ctx = env.Ctx.WithHeaderHash(blockHash(1)).WithEventManager(sdk.NewEventManager())
+	require.NoError(t, f.k.InitGenesis(f.ctx, gs))
+	f.ms = keeper.NewMsgServerImpl(f.k)
+	f.fund(f.client, clientFunds)
+	return f
+}
+
+func blockHash(h int64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(h))
+	s := sha256.Sum256(append([]byte("market block"), b[:]...))
+	return s[:]
+}
+
+// next ends the current block, commits it and begins the next one dt later.
+func (f *fixture) next(dt time.Duration) {
+	f.t.Helper()
+	require.NoError(f.t, f.k.EndBlocker(f.ctx))
+	if f.commitEvery <= 1 || f.ctx.BlockHeight()%f.commitEvery == 0 {
+		f.commitStore()
+	}
+	h := f.ctx.BlockHeight() + 1
+	f.ctx = f.ctx.WithBlockHeight(h).WithBlockTime(f.ctx.BlockTime().Add(dt)).
+		WithHeaderHash(blockHash(h)).WithEventManager(sdk.NewEventManager())
+}
+
+// commitStore commits the IAVL store as the chain does after every block. Besides
+// realism, this keeps IAVL's set of unsaved writes small: every iterator scans all of them.
+func (f *fixture) commitStore() {
+	if c, ok := f.ctx.MultiStore().(interface{ Commit() storetypes.CommitID }); ok {
+		c.Commit()
+	}
+}
+
+// blocks advances n blocks of 1 s.
+func (f *fixture) blocks(n int) {
+	f.t.Helper()
+	for range n {
+		f.next(time.Second)
+	}
+}
+
+func (f *fixture) params() types.Params {
+	p, err := f.k.Params.Get(f.ctx)
+	require.NoError(f.t, err)
+	return p
+}
+
+func (f *fixture) fund(addr string, amount sdkmath.Int) {
+	f.bank.Fund(sdk.MustAccAddressFromBech32(addr), sdk.NewCoins(sdk.NewCoin(udps, amount)))
+}
+
+func (f *fixture) balance(addr string) sdkmath.Int {
+	return f.bank.Balance(sdk.MustAccAddressFromBech32(addr), udps)
+}
+
+func (f *fixture) escrow() sdkmath.Int { return f.bank.ModuleBalance(types.ModuleName, udps) }
+
+// operator returns a provider address with 1,000,000 DPS of collateral bonded and 1,000
+// DPS in its account (for bid deposits).
+func (f *fixture) operator(name string) string {
+	addr := keepertest.Addr(name)
+	if _, ok := f.coll.bonded[key(addr)]; !ok {
+		f.coll.bond(addr, sdkmath.NewInt(1_000_000_000_000))
+		f.fund(addr, sdkmath.NewInt(1_000_000_000))
+	}
+	return addr
+}
+
+// a100 is an active A100-40GB node of gpus GPUs in eu-west that takes training and batch
+// work at 1 DPS per GPU-hour; edit changes it before it enters the market.
+func a100(id uint64, op string, gpus int, edit func(n *gfltypes.Node)) gfltypes.Node {
+	n := gfltypes.Node{
+		Id: id, Operator: op, GpuClass: "A100-40GB", Region: "eu-west", Endpoint: fmt.Sprintf("https://n%d.example.com", id),
+		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING, gfltypes.WORKLOAD_CLASS_BATCH},
+		AskPerGpuHour: sdk.NewInt64Coin(udps, 1_000_000), Status: gfltypes.NODE_STATUS_ACTIVE, PowerGflops: 100_000,
+	}
+	for i := range gpus {
+		n.Gpus = append(n.Gpus, gfltypes.GpuInfo{
+			Model: "NVIDIA A100-SXM4-40GB", Uuid: fmt.Sprintf("GPU-%d-%d", id, i), MemoryMib: 40960,
+			ComputeCapability: "8.0", TensorCores: true, MigCapable: true, PowerLimitWatts: 400,
+		})
+	}
+	if edit != nil {
+		edit(&n)
+	}
+	return n
+}
+
+// addNode puts a node into x/gfl and tells the market, as x/gfl's hook does.
+func (f *fixture) addNode(op string, gpus int, edit func(n *gfltypes.Node)) uint64 {
+	f.nextID++
+	n := a100(f.nextID, op, gpus, edit)
+	f.gfl.nodes[n.Id] = n
+	f.k.GFLHooks().AfterNodeChanged(f.ctx, n)
+	return n.Id
+}
+
+// updateNode changes a node in x/gfl and tells the market.
+func (f *fixture) updateNode(id uint64, edit func(n *gfltypes.Node)) {
+	n := f.gfl.nodes[id]
+	edit(&n)
+	f.gfl.nodes[id] = n
+	f.k.GFLHooks().AfterNodeChanged(f.ctx, n)
+}
+
+// gemmSpec is a 1-GPU BUILTIN gemm batch job of tasks tasks: at most 5 DPS per task, 10
+// minutes per task, a day to finish, a 0.1 DPS tip, no verification.
+func (f *fixture) gemmSpec(tasks uint32) types.JobSpec {
+	return types.JobSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: types.RUNTIME_BUILTIN, Image: types.BuiltinGemm,
+		Builtin:   types.BuiltinArgs{GemmN: 256, GemmR: 1},
+		TaskCount: tasks, Replicas: 1, Verification: types.VERIFICATION_CLASS_NONE,
+		MaxPricePerTask: sdk.NewInt64Coin(udps, 5_000_000), MaxDuration: 10 * time.Minute,
+		Deadline: f.ctx.BlockTime().Add(24 * time.Hour), PriorityTip: sdk.NewInt64Coin(udps, 100_000),
+		Mode: types.ALLOCATION_MODE_ASSIGN, VerificationBudget: sdk.NewInt64Coin(udps, 0),
+	}
+}
+
+// quote10m is a default node's price for a 1-GPU 10-minute task: 1 DPS/GPU-h x 1/6 h,
+// rounded up.
+var quote10m = sdkmath.NewInt(166_667)
+
+// submit submits a job for the client and returns its id.
+func (f *fixture) submit(spec types.JobSpec) uint64 {
+	f.t.Helper()
+	return f.submitAs(f.client, spec)
+}
+
+func (f *fixture) submitAs(owner string, spec types.JobSpec) uint64 {
+	f.t.Helper()
+	res, err := f.ms.SubmitJob(f.ctx, &types.MsgSubmitJob{Owner: owner, Spec: spec})
+	require.NoError(f.t, err)
+	return res.JobId
+}
+
+func (f *fixture) job(id uint64) types.Job {
+	f.t.Helper()
+	j, err := f.k.GetJob(f.ctx, id)
+	require.NoError(f.t, err)
+	return j
+}
+
+func (f *fixture) task(id uint64) types.Task {
+	f.t.Helper()
+	t, err := f.k.GetTask(f.ctx, id)
+	require.NoError(f.t, err)
+	return t
+}
+
+// tasks returns a job's task replicas by id.
+func (f *fixture) tasks(job uint64) []types.Task {
+	f.t.Helper()
+	it, err := f.k.Tasks.Indexes.ByJob.MatchExact(f.ctx, job)
+	require.NoError(f.t, err)
+	defer func() { _ = it.Close() }()
+	var out []types.Task
+	for ; it.Valid(); it.Next() {
+		id, err := it.PrimaryKey()
+		require.NoError(f.t, err)
+		out = append(out, f.task(id))
+	}
+	return out
+}
+
+func (f *fixture) slot(node uint64) types.NodeSlot {
+	f.t.Helper()
+	s, err := f.k.Slots.Get(f.ctx, node)
+	require.NoError(f.t, err)
+	return s
+}
+
+// queued says whether a task waits in the scheduler's queue.
+func (f *fixture) queued(taskID uint64) bool {
+	f.t.Helper()
+	found := false
+	require.NoError(f.t, f.k.AssignQueue.Walk(f.ctx, nil, func(k collections.Triple[uint64, int64, uint64]) (bool, error) {
+		found = k.K3() == taskID
+		return found, nil
+	}))
+	return found
+}
+
+// ack, commit and reveal play the provider's side of a task in the current block.
+func (f *fixture) ack(task types.Task) {
+	f.t.Helper()
+	_, err := f.ms.AckTask(f.ctx, &types.MsgAckTask{Provider: task.Provider, TaskId: task.Id})
+	require.NoError(f.t, err)
+}
+
+var (
+	testRoot = sha256.Sum256([]byte("result root"))
+	testSalt = []byte("0123456789abcdef")
+)
+
+func (f *fixture) commit(task types.Task) {
+	f.t.Helper()
+	_, err := f.ms.CommitResult(f.ctx, &types.MsgCommitResult{Provider: task.Provider, TaskId: task.Id,
+		Commitment: keeper.Commitment(testRoot[:], testSalt, sdk.MustAccAddressFromBech32(task.Provider))})
+	require.NoError(f.t, err)
+}
+
+func revealMsg(task types.Task) *types.MsgRevealResult {
+	return &types.MsgRevealResult{Provider: task.Provider, TaskId: task.Id, ResultRoot: testRoot[:], Salt: testSalt,
+		OutputUri: "https://out.example.com/" + fmt.Sprint(task.Id), Usage: types.Usage{GpuSeconds: 600, EnergyJoules: 1000}}
+}
+
+func (f *fixture) reveal(task types.Task) {
+	f.t.Helper()
+	_, err := f.ms.RevealResult(f.ctx, revealMsg(task))
+	require.NoError(f.t, err)
+}
+
+// unplaceable is a one-task job that no node can take (it asks for a region nobody is in).
+func (f *fixture) unplaceable() types.JobSpec {
+	s := f.gemmSpec(1)
+	s.Requirements.Region = "nowhere"
+	return s
+}
+
+// assignedTask puts one node of a fresh operator and a one-task job on the market and
+// ends the block, so that the task is ASSIGNED to that node (the node's region is name and
+// the job asks for it, so that tasks made by several calls never share a node).
+func (f *fixture) assignedTask(name string) types.Task {
+	f.t.Helper()
+	f.addNode(f.operator(name), 8, func(n *gfltypes.Node) { n.Region = name })
+	spec := f.gemmSpec(1)
+	spec.Requirements.Region = name
+	job := f.submit(spec)
+	f.blocks(1)
+	task := f.tasks(job)[0]
+	require.Equal(f.t, types.TASK_STATUS_ASSIGNED, task.Status)
+	return task
+}
+
+// runningTask is assignedTask, acked.
+func (f *fixture) runningTask(name string) types.Task {
+	f.t.Helper()
+	task := f.assignedTask(name)
+	f.ack(task)
+	return f.task(task.Id)
+}
+
+// committedTask is runningTask, committed; the block is not ended.
+func (f *fixture) committedTask(name string) types.Task {
+	f.t.Helper()
+	task := f.runningTask(name)
+	f.blocks(1)
+	f.commit(task)
+	return f.task(task.Id)
+}
+
+// hasEvent says whether the current block emitted a typed event of the given proto name
+// (without the package), e.g. "EventJobSubmitted".
+func (f *fixture) hasEvent(name string) bool {
+	for _, e := range f.ctx.EventManager().Events() {
+		if e.Type == "flops.market.v1."+name {
+			return true
+		}
+	}
+	return false
+}
+
+// tx runs fn like a transaction: on a branch of the block state, written only on success.
+func (f *fixture) tx(fn func(ctx sdk.Context) error) error {
+	cacheCtx, write := f.ctx.CacheContext()
+	if err := fn(cacheCtx); err != nil {
+		return err
+	}
+	write()
+	return nil
+}
+
+// state is what a rejected msg must leave unchanged: the module's exported genesis, every
+// udps balance, the providers' exposure, and the slashes and jails.
+type state struct {
+	genesis  string
+	balances map[string]string
+	exposure map[string]string
+	slashes  int
+	jails    int
+}
+
+func (f *fixture) snapshot() state {
+	f.t.Helper()
+	gs, err := f.k.ExportGenesis(f.ctx)
+	require.NoError(f.t, err)
+	bz, err := f.env.Codec.MarshalJSON(gs)
+	require.NoError(f.t, err)
+	s := state{genesis: string(bz), balances: map[string]string{}, exposure: map[string]string{}, slashes: len(f.coll.slashes), jails: len(f.coll.jails)}
+	for _, addr := range f.bank.Holders(udps) {
+		s.balances[addr] = f.balance(addr).String()
+	}
+	for p, e := range f.coll.exposure {
+		s.exposure[sdk.AccAddress(p).String()] = e.String()
+	}
+	return s
+}
+
+func (f *fixture) requireUnchanged(before state) {
+	f.t.Helper()
+	after := f.snapshot()
+	require.Equal(f.t, before.balances, after.balances, "balances changed")
+	require.Equal(f.t, before.exposure, after.exposure, "exposure changed")
+	require.Equal(f.t, before.slashes, after.slashes, "slashed")
+	require.Equal(f.t, before.jails, after.jails, "jailed")
+	require.JSONEq(f.t, before.genesis, after.genesis, "module state changed")
+}
+
+// requireRejected runs a msg like a transaction and checks that it fails with want and
+// changes nothing.
+func (f *fixture) requireRejected(want error, run func(ctx sdk.Context) error) {
+	f.t.Helper()
+	before := f.snapshot()
+	err := f.tx(run)
+	require.ErrorIs(f.t, err, want)
+	f.requireUnchanged(before)
+}
+
+// assertInvariants checks the module's registered accounting invariants and that every
+// provider's exposure in the fake is the sum of its tasks' prices that hold exposure.
+func (f *fixture) assertInvariants() {
+	f.t.Helper()
+	msg, broken := f.k.EscrowInvariant(f.ctx)
+	require.False(f.t, broken, msg)
+	msg, broken = f.k.SlotsInvariant(f.ctx)
+	require.False(f.t, broken, msg)
+	want := map[string]sdkmath.Int{}
+	require.NoError(f.t, f.k.Tasks.Walk(f.ctx, nil, func(_ uint64, t types.Task) (bool, error) {
+		switch t.Status {
+		case types.TASK_STATUS_ASSIGNED, types.TASK_STATUS_RUNNING, types.TASK_STATUS_COMMITTED, types.TASK_STATUS_REVEALED, types.TASK_STATUS_VERIFIED:
+			e, ok := want[t.Provider]
+			if !ok {
+				e = sdkmath.ZeroInt()
+			}
+			want[t.Provider] = e.Add(t.Price)
+		}
+		return false, nil
+	}))
+	providers := make([]string, 0, len(f.coll.exposure))
+	for p := range f.coll.exposure {
+		providers = append(providers, p)
+	}
+	sort.Strings(providers)
+	for _, p := range providers {
+		addr := sdk.AccAddress(p).String()
+		w, ok := want[addr]
+		if !ok {
+			w = sdkmath.ZeroInt()
+		}
+		require.Truef(f.t, w.Equal(f.coll.exposure[p]), "exposure of %s: %s, its tasks hold %s", addr, f.coll.exposure[p], w)
+	}
+}
