@@ -92,6 +92,7 @@ import (
 	ibckeeper "github.com/cosmos/ibc-go/v11/modules/core/keeper"
 	ibctm "github.com/cosmos/ibc-go/v11/modules/light-clients/07-tendermint"
 
+	"github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/dps"
 	dpskeeper "github.com/flopsnet/flops/x/dps/keeper"
@@ -284,14 +285,16 @@ func New(
 	app.IBCKeeper.ClientKeeper.AddRoute(ibctm.ModuleName, &tmLightClient)
 
 	// flops modules
-	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), accCodec, govAuthority, app.AccountKeeper, app.BankKeeper)
-	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), accCodec, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper)
-	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
-	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), accCodec, govAuthority, app.AccountKeeper,
+	// flops' modules decode addresses without the SDK codec's global-config lookup
+	flopsAddr := chain.NewAddressCodec(sdk.GetConfig().GetBech32AccountAddrPrefix())
+	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper)
+	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper)
+	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper)
+	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper,
 		app.BankKeeper, app.GFLKeeper, app.StakingSlashKeeper, authtypes.FeeCollectorName, dpstypes.ModuleName)
 	app.MarketKeeper.SetWorkEpoch(epochCounter{epochs: &app.EpochsKeeper, identifier: EpochIdentifier})
 	app.GFLKeeper.SetHooks(gfltypes.MultiGFLHooks{app.MarketKeeper.GFLHooks()})
-	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), accCodec, govAuthority, app.AccountKeeper)
+	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper)
 
 	app.EpochsKeeper.SetHooks(epochstypes.NewMultiEpochHooks(app.GFLKeeper.EpochHooks()))
 

@@ -19,7 +19,6 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 	moduletestutil "github.com/cosmos/cosmos-sdk/types/module/testutil"
-	authcodec "github.com/cosmos/cosmos-sdk/x/auth/codec"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
 
@@ -51,7 +50,7 @@ func NewEnv(t testing.TB, storeKey string, modules ...module.AppModuleBasic) Env
 		Ctx:          ctx,
 		StoreService: runtime.NewKVStoreService(key),
 		Codec:        enc.Codec,
-		AddressCodec: authcodec.NewBech32Codec(chain.Bech32Prefix),
+		AddressCodec: chain.NewAddressCodec(chain.Bech32Prefix),
 		Authority:    authtypes.NewModuleAddress(govtypes.ModuleName).String(),
 	}
 }

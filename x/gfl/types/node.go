@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
 
 	"github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/internal/validate"
@@ -67,8 +68,8 @@ func (s NodeSpec) Validate(p Params) (string, error) {
 	if err := validate.Coin("ask_per_gpu_hour", s.AskPerGpuHour, chain.BondDenom); err != nil {
 		return "", errorsmod.Wrap(ErrInvalidNodeSpec, err.Error())
 	}
-	if !s.AskPerGpuHour.IsPositive() {
-		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "ask_per_gpu_hour %s: must be positive", s.AskPerGpuHour)
+	if !s.AskPerGpuHour.IsPositive() || s.AskPerGpuHour.Amount.GT(maxAsk) {
+		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "ask_per_gpu_hour %s: must be positive and at most %s", s.AskPerGpuHour, maxAsk)
 	}
 	if s.ClaimedGflops == 0 || s.ClaimedGflops > p.MaxClaimedGflops {
 		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "claimed_gflops %d: must be 1 to %d", s.ClaimedGflops, p.MaxClaimedGflops)
@@ -148,3 +149,7 @@ func (n Node) Accepts(w WorkloadClass) bool {
 
 // Describe names a node for error messages.
 func (n Node) Describe() string { return fmt.Sprintf("node %d (%s, %s)", n.Id, n.GpuClass, n.Status) }
+
+// maxAsk bounds a node's ask (10^30 udps per GPU-hour, far beyond any supply) so that the
+// market's quotes stay well inside an Int.
+var maxAsk = sdkmath.NewIntWithDecimal(1, 30)

@@ -136,10 +136,10 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 	if err := k.detach(ctx, &job, &t); err != nil {
 		return err
 	}
-	provider := sdk.MustAccAddressFromBech32(t.Provider)
+	provider := k.mustAcc(t.Provider)
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
 	if _, err := k.collateral.Slash(ctx, provider, slashPPM, slashReason,
-		sstypes.Beneficiaries{Compensate: sdk.MustAccAddressFromBech32(job.Owner)}, ev); err != nil {
+		sstypes.Beneficiaries{Compensate: k.mustAcc(job.Owner)}, ev); err != nil {
 		return err
 	}
 	if t.BidNode != 0 && t.Status == types.TASK_STATUS_ASSIGNED {
@@ -255,7 +255,7 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err := k.recordWork(ctx, job, t, gross); err != nil {
 		return err
 	}
-	provider := sdk.MustAccAddressFromBech32(t.Provider)
+	provider := k.mustAcc(t.Provider)
 	n, err := k.ProviderTasks.Get(ctx, provider)
 	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
 		return err
@@ -303,7 +303,7 @@ func (k Keeper) recordWork(ctx sdk.Context, job types.Job, t types.Task, gross s
 	gpus := uint64(max(len(node.Gpus), 1))
 	c := sdkmath.NewIntFromUint64(corrected).MulRaw(int64(run / time.Second)).
 		Mul(sdkmath.NewIntFromUint64(uint64(job.Spec.Requirements.GPUs()))).Quo(sdkmath.NewIntFromUint64(gpus))
-	key := collections.Join3(epoch, sdk.MustAccAddressFromBech32(t.Provider), int32(job.Spec.Workload))
+	key := collections.Join3(epoch, k.mustAcc(t.Provider), int32(job.Spec.Workload))
 	rec, err := k.Work.Get(ctx, key)
 	if err != nil {
 		rec = types.WorkRecord{GflopSeconds: sdkmath.ZeroInt(), Fees: sdkmath.ZeroInt()}

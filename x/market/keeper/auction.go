@@ -101,7 +101,7 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 	if !ok {
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d's reputation is below the minimum", s.NodeId)
 	}
-	if ok, err := k.collateral.CanAddExposure(ctx, sdk.MustAccAddressFromBech32(s.Operator), price); err != nil {
+	if ok, err := k.collateral.CanAddExposure(ctx, k.mustAcc(s.Operator), price); err != nil {
 		return err
 	} else if !ok {
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: its operator is jailed or its collateral does not cover %s more", s.NodeId, price)
@@ -151,7 +151,7 @@ func (k Keeper) returnDeposit(ctx context.Context, bid *types.Bid, status types.
 		return err
 	}
 	if bid.Deposit.IsPositive() {
-		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.MustAccAddressFromBech32(bid.Provider),
+		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, k.mustAcc(bid.Provider),
 			sdk.NewCoins(sdk.NewCoin(p.Denom, bid.Deposit))); err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func (k Keeper) settleBidDeposit(ctx context.Context, job *types.Job, nodeID uin
 		return err
 	}
 	if bid.Deposit.IsPositive() {
-		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.MustAccAddressFromBech32(job.Owner),
+		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, k.mustAcc(job.Owner),
 			sdk.NewCoins(sdk.NewCoin(p.Denom, bid.Deposit))); err != nil {
 			return err
 		}
@@ -258,9 +258,9 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 			return err
 		}
 	}
-	job.ClearingPrice = res.ClearingEff.TruncateInt()
-	if res.ClearingEff.IsNil() {
-		job.ClearingPrice = sdkmath.ZeroInt()
+	job.ClearingPrice = sdkmath.ZeroInt()
+	if !res.ClearingEff.IsNil() {
+		job.ClearingPrice = res.ClearingEff.TruncateInt()
 	}
 	filled := uint32(0)
 	won := map[uint64]bool{}
@@ -321,7 +321,7 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if err != nil {
 			return n, err
 		}
-		excluded, err := k.excludedNodes(ctx, *t)
+		excluded, err := k.excludedNodes(ctx, *job, *t)
 		if err != nil {
 			return n, err
 		}
@@ -329,7 +329,7 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if excluded[f.NodeID] || !slot.Active || slot.GpusUsed+need > slot.Gpus {
 			continue
 		}
-		if ok, err := k.collateral.CanAddExposure(ctx, sdk.MustAccAddressFromBech32(slot.Operator), f.Pay); err != nil || !ok {
+		if ok, err := k.collateral.CanAddExposure(ctx, k.mustAcc(slot.Operator), f.Pay); err != nil || !ok {
 			return n, err
 		}
 		if err := k.assign(ctx, p, job, t, slot, f.Pay, bid.NodeId); err != nil {

@@ -5,7 +5,6 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -18,10 +17,9 @@ type Draw struct {
 	Winner         types.NodeSlot
 }
 
-// DrawForTest replays pickNode for a pending task on ctx without writing anything, and
-// returns the draw it makes. It follows pickNode step by step (candidates, seed, the two
-// indices, the comparison); tests check that its winner is the node the scheduler then
-// assigns, so that it cannot drift from pickNode unnoticed.
+// DrawForTest runs the scheduler's draw for a pending task on ctx without writing
+// anything, and returns it; tests check that its winner is the node the scheduler then
+// assigns.
 func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) {
 	p, err := k.Params.Get(ctx)
 	if err != nil {
@@ -39,49 +37,12 @@ func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) 
 	if err != nil {
 		return Draw{}, false, err
 	}
-	excluded, err := k.excludedNodes(ctx, t)
-	if err != nil {
-		return Draw{}, false, err
-	}
-	classes := job.Spec.Requirements.AllowedClasses
-	if len(classes) == 0 {
-		for _, c := range gp.GpuClasses {
-			classes = append(classes, c.Name)
-		}
-	}
-	seed := k.drawSeed(ctx, t.Id, uint64(t.Reassignments))
-	maxID, err := k.maxNodeID(ctx)
-	if err != nil {
-		return Draw{}, false, err
-	}
-	start := beacon.Below(seed, maxID+1)
-	var pool []candidate
-	budget := int(p.SchedulerMaxScan)
-	for _, class := range classes {
-		found, err := k.gather(ctx, p, job, excluded, class, start, int(p.SchedulerCandidates), &budget)
-		if err != nil {
-			return Draw{}, false, err
-		}
-		pool = append(pool, found...)
-		if budget <= 0 {
-			break
-		}
-	}
-	if len(pool) == 0 {
-		return Draw{}, false, nil
-	}
-	n := uint64(len(pool))
-	a := beacon.Below(beacon.Derive(seed[:], "a"), n)
-	b := a
-	if n > 1 {
-		b = (a + 1 + beacon.Below(beacon.Derive(seed[:], "b"), n-1)) % n
-	}
-	best := pool[a]
-	if better(pool[b], best) {
-		best = pool[b]
+	d, found, err := k.draw(ctx, p, gp, job, t)
+	if err != nil || !found {
+		return Draw{}, found, err
 	}
 	return Draw{
-		Candidates: len(pool), A: pool[a].slot, B: pool[b].slot, ScoreA: pool[a].score, ScoreB: pool[b].score, Winner: best.slot,
+		Candidates: len(d.pool), A: d.a.slot, B: d.b.slot, ScoreA: d.a.score, ScoreB: d.b.score, Winner: d.best.slot,
 	}, true, nil
 }
 

@@ -401,7 +401,25 @@ func (f *fixture) queued(taskID uint64) bool {
 		found = k.K3() == taskID
 		return found, nil
 	}))
+	if !found { // parked until a retry height
+		has, err := f.k.AssignRetries.Has(f.ctx, taskID)
+		require.NoError(f.t, err)
+		found = has
+	}
 	return found
+}
+
+// untilAssigned steps blocks until the task is assigned: a task that waited is parked and
+// retried at most assign_retry_max_blocks later (x/market scheduler).
+func (f *fixture) untilAssigned(taskID uint64) types.Task {
+	f.t.Helper()
+	for range f.params().AssignRetryMaxBlocks + 1 {
+		f.blocks(1)
+		if t := f.task(taskID); t.Status != types.TASK_STATUS_PENDING {
+			return t
+		}
+	}
+	return f.task(taskID)
 }
 
 // ack, commit and reveal play the provider's side of a task in the current block.

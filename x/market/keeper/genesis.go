@@ -97,12 +97,12 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, e := range gs.Earnings {
-		if err := k.PoolEarnings.Set(ctx, collections.Join(e.PoolId, sdk.MustAccAddressFromBech32(e.Provider)), e); err != nil {
+		if err := k.PoolEarnings.Set(ctx, collections.Join(e.PoolId, k.mustAcc(e.Provider)), e); err != nil {
 			return err
 		}
 	}
 	for _, c := range gs.ProviderTasks {
-		if err := k.ProviderTasks.Set(ctx, sdk.MustAccAddressFromBech32(c.Provider), c.Tasks); err != nil {
+		if err := k.ProviderTasks.Set(ctx, k.mustAcc(c.Provider), c.Tasks); err != nil {
 			return err
 		}
 	}
@@ -131,7 +131,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, w := range gs.Work {
-		key := collections.Join3(w.Epoch, sdk.MustAccAddressFromBech32(w.Provider), w.Workload)
+		key := collections.Join3(w.Epoch, k.mustAcc(w.Provider), w.Workload)
 		if err := k.Work.Set(ctx, key, w.Record); err != nil {
 			return err
 		}

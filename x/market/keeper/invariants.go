@@ -137,11 +137,37 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 		problems = append(problems, err.Error())
 	}
 	indexed := 0
-	if err := k.SchedIndex.Walk(ctx, nil, func(collections.Triple[string, uint32, uint64]) (bool, error) {
+	type group struct {
+		class string
+		idle  bool
+	}
+	perClass := map[group]uint64{}
+	if err := k.SchedIndex.Walk(ctx, nil, func(key collections.Triple[string, uint32, uint64]) (bool, error) {
 		indexed++
+		perClass[group{key.K1(), key.K2() == 0}]++
 		return false, nil
 	}); err != nil {
 		problems = append(problems, err.Error())
+	}
+	counted := 0
+	if err := k.ClassNodes.Walk(ctx, nil, func(class string, c collections.Pair[uint64, uint64]) (bool, error) {
+		for _, g := range []struct {
+			idle bool
+			n    uint64
+		}{{true, c.K1()}, {false, c.K2()}} {
+			if g.n > 0 {
+				counted++
+			}
+			if perClass[group{class, g.idle}] != g.n {
+				problems = append(problems, fmt.Sprintf("class %q idle=%v: counter %d, index %d", class, g.idle, g.n, perClass[group{class, g.idle}]))
+			}
+		}
+		return false, nil
+	}); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if counted != len(perClass) {
+		problems = append(problems, fmt.Sprintf("%d class counters for %d indexed (class, idle) groups", counted, len(perClass)))
 	}
 	active := 0
 	_ = k.Slots.Walk(ctx, nil, func(_ uint64, s types.NodeSlot) (bool, error) {

@@ -2,9 +2,11 @@ package keeper
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"cosmossdk.io/collections"
+	collcodec "cosmossdk.io/collections/codec"
 	"cosmossdk.io/collections/indexes"
 	"cosmossdk.io/core/address"
 	corestore "cosmossdk.io/core/store"
@@ -78,10 +80,19 @@ type Keeper struct {
 	// eligible nodes of a class in O(log N).
 	Slots      collections.Map[uint64, types.NodeSlot]
 	SchedIndex collections.KeySet[collections.Triple[string, uint32, uint64]]
+	// ClassNodes counts the indexed nodes per GPU class: (idle, loaded). The scheduler reads
+	// one counter instead of opening an iterator on a class with nothing to offer.
+	ClassNodes collections.Map[string, collections.Pair[uint64, uint64]]
+	// MaxSlot is the highest node id with a slot (the range of the scheduler's random start).
+	MaxSlot collections.Item[uint64]
 
 	// AssignQueue: (MaxUint64 - tip, deadline in unix seconds, task id) of pending ASSIGN
 	// tasks: higher tips first, then earlier deadlines, then older tasks.
 	AssignQueue collections.KeySet[collections.Triple[uint64, int64, uint64]]
+	// AssignRetryAt: (height, task id) of pending tasks no node could take, parked out of
+	// AssignQueue until that height; AssignRetries: task id -> (that height, failed tries).
+	AssignRetryAt collections.KeySet[collections.Pair[int64, uint64]]
+	AssignRetries collections.Map[uint64, collections.Pair[int64, uint32]]
 
 	// Work that falls due later, keyed by (height or time, id); only the due range is walked.
 	AckDeadlines    collections.KeySet[collections.Pair[int64, uint64]]
@@ -173,8 +184,14 @@ func NewKeeper(
 		Slots: collections.NewMap(sb, types.SlotsKey, "slots", collections.Uint64Key, codec.CollValue[types.NodeSlot](cdc)),
 		SchedIndex: collections.NewKeySet(sb, types.SchedIndexKey, "sched_index",
 			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key)),
+		ClassNodes: collections.NewMap(sb, types.ClassNodesKey, "class_nodes", collections.StringKey,
+			collcodec.KeyToValueCodec(collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))),
+		MaxSlot: collections.NewItem(sb, types.MaxSlotKey, "max_slot", collections.Uint64Value),
 		AssignQueue: collections.NewKeySet(sb, types.AssignQueueKey, "assign_queue",
 			collections.TripleKeyCodec(collections.Uint64Key, collections.Int64Key, collections.Uint64Key)),
+		AssignRetryAt: collections.NewKeySet(sb, types.AssignRetryAtKey, "assign_retry_at", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		AssignRetries: collections.NewMap(sb, types.AssignRetriesKey, "assign_retries", collections.Uint64Key,
+			collcodec.KeyToValueCodec(collections.PairKeyCodec(collections.Int64Key, collections.Uint32Key))),
 		AckDeadlines:    collections.NewKeySet(sb, types.AckDeadlinesKey, "ack_deadlines", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		RunDeadlines:    collections.NewKeySet(sb, types.RunDeadlinesKey, "run_deadlines", collections.PairKeyCodec(collkeys.TimeKey, collections.Uint64Key)),
 		RevealDeadlines: collections.NewKeySet(sb, types.RevealDeadlinesKey, "reveal_deadlines", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
@@ -263,4 +280,13 @@ func (k Keeper) address(field, s string) (sdk.AccAddress, error) {
 		return nil, errorsmod.Wrapf(types.ErrInvalidAddress, "%s %q: %s", field, s, err)
 	}
 	return bz, nil
+}
+
+// mustAcc decodes an address the module stored itself (validated when it came in).
+func (k Keeper) mustAcc(s string) sdk.AccAddress {
+	bz, err := k.addressCodec.StringToBytes(s)
+	if err != nil {
+		panic(fmt.Errorf("market: stored address %q: %w", s, err))
+	}
+	return bz
 }

@@ -231,7 +231,7 @@ func (k Keeper) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (i
 	if err := types.ValidateURI(msg.OutputUri); err != nil {
 		return 0, errorsmod.Wrapf(types.ErrInvalidReveal, "output_uri: %s", err)
 	}
-	provider := sdk.MustAccAddressFromBech32(msg.Provider)
+	provider := k.mustAcc(msg.Provider)
 	if !bytes.Equal(Commitment(msg.ResultRoot, msg.Salt, provider), t.Commitment) {
 		return 0, errorsmod.Wrapf(types.ErrRevealMismatch, "task %d: sha256(root || salt || provider) differs from the commitment", t.Id)
 	}

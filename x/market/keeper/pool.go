@@ -63,8 +63,8 @@ func validatePoolSpec(p types.Params, s types.PoolSpec) error {
 	if s.MaxProviders == 0 || s.MaxProviders > p.MaxPoolProviders {
 		return errorsmod.Wrapf(types.ErrInvalidPool, "max_providers %d: must be 1 to %d", s.MaxProviders, p.MaxPoolProviders)
 	}
-	if s.Budget.Denom != p.Denom || s.Budget.Amount.LT(s.UnitPrice.Amount) {
-		return errorsmod.Wrapf(types.ErrInvalidPool, "budget %s: must be in %s and pay at least one unit of %s", s.Budget, p.Denom, s.UnitPrice)
+	if s.Budget.Denom != p.Denom || s.Budget.Amount.IsNil() || s.Budget.Amount.LT(s.UnitPrice.Amount) || s.Budget.Amount.GT(types.MaxAmount) {
+		return errorsmod.Wrapf(types.ErrInvalidPool, "budget %s: must be in %s, pay at least one unit of %s and be at most %s", s.Budget, p.Denom, s.UnitPrice, types.MaxAmount)
 	}
 	return nil
 }
@@ -454,7 +454,7 @@ func (k Keeper) WithdrawPoolEarnings(ctx context.Context, providerStr string, po
 // payPoolEarning pays one provider's credits out of a pool's escrow, through the take.
 func (k Keeper) payPoolEarning(ctx context.Context, p types.Params, pool *types.Pool, e types.PoolEarning) (Payment, error) {
 	split := SplitPayment(e.Amount, p.TakeRatePpm, p.TakePoolSharePpm)
-	provider := sdk.MustAccAddressFromBech32(e.Provider)
+	provider := k.mustAcc(e.Provider)
 	coins := func(a sdkmath.Int) sdk.Coins { return sdk.NewCoins(sdk.NewCoin(p.Denom, a)) }
 	if split.Provider.IsPositive() {
 		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, provider, coins(split.Provider)); err != nil {
@@ -522,7 +522,7 @@ func (k Keeper) ClosePool(ctx context.Context, owner string, poolID uint64) (sdk
 		if _, err := k.payPoolEarning(ctx, p, &pool, e); err != nil {
 			return sdkmath.Int{}, err
 		}
-		if err := k.PoolEarnings.Remove(ctx, collections.Join(poolID, sdk.MustAccAddressFromBech32(e.Provider))); err != nil {
+		if err := k.PoolEarnings.Remove(ctx, collections.Join(poolID, k.mustAcc(e.Provider))); err != nil {
 			return sdkmath.Int{}, err
 		}
 	}
@@ -575,12 +575,12 @@ func (k Keeper) lapseUnit(ctx sdk.Context, p types.Params, poolID, unitID uint64
 	if err != nil {
 		return err
 	}
-	provider := sdk.MustAccAddressFromBech32(u.Provider)
+	provider := k.mustAcc(u.Provider)
 	if err := k.collateral.ReleaseExposure(ctx, provider, pool.Spec.UnitPrice.Amount); err != nil {
 		return err
 	}
 	if _, err := k.collateral.Slash(ctx, provider, p.MissedRevealSlashPpm, sstypes.SLASH_REASON_MISSED_REVEAL,
-		sstypes.Beneficiaries{Compensate: sdk.MustAccAddressFromBech32(pool.Owner)}, sstypes.SlashEvidence{NodeId: u.NodeId}); err != nil {
+		sstypes.Beneficiaries{Compensate: k.mustAcc(pool.Owner)}, sstypes.SlashEvidence{NodeId: u.NodeId}); err != nil {
 		return err
 	}
 	k.hooks().AfterTaskLapsed(ctx, u.NodeId, "pool unit claim not revealed")
@@ -598,7 +598,7 @@ func (k Keeper) lapseUnit(ctx sdk.Context, p types.Params, poolID, unitID uint64
 	} else {
 		// a closed pool races nothing: the unit's price goes back to the owner
 		price := pool.Spec.UnitPrice.Amount
-		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.MustAccAddressFromBech32(pool.Owner), sdk.NewCoins(sdk.NewCoin(p.Denom, price))); err != nil {
+		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, k.mustAcc(pool.Owner), sdk.NewCoins(sdk.NewCoin(p.Denom, price))); err != nil {
 			return err
 		}
 		pool.Escrow = pool.Escrow.Sub(price)

@@ -160,8 +160,7 @@ func TestSchedulerNeverAssignsToIneligibleNode(t *testing.T) {
 				goodGPUs = 8
 			}
 			good := f.addNode(f.operator("good"), goodGPUs, tc.good)
-			f.blocks(1)
-			task = f.task(task.Id)
+			task = f.untilAssigned(task.Id)
 			require.Equal(t, types.TASK_STATUS_ASSIGNED, task.Status)
 			require.Equal(t, good, task.NodeId)
 			require.False(t, f.queued(task.Id))
@@ -235,8 +234,7 @@ func TestSchedulerNeverReturnsTaskToNodeThatLostIt(t *testing.T) {
 	require.Equal(t, []uint64{loser}, task.ExcludedNodes)
 	require.Zero(t, f.slot(loser).GpusUsed, "the loser is idle")
 	second := f.addNode(f.operator("p2"), 8, func(n *gfltypes.Node) { n.Region = "p1" })
-	f.blocks(1)
-	task = f.task(task.Id)
+	task = f.untilAssigned(task.Id)
 	require.Equal(t, types.TASK_STATUS_ASSIGNED, task.Status)
 	require.Equal(t, second, task.NodeId)
 	require.Equal(t, uint32(1), task.Reassignments)
@@ -263,12 +261,19 @@ func TestSchedulerReplicasOnDistinctNodes(t *testing.T) {
 	}
 	require.Equal(t, 2, count(types.TASK_STATUS_ASSIGNED), "one replica of each shard")
 	require.Equal(t, uint32(2), f.slot(first).GpusUsed)
+	waitFor := func(n int) {
+		for range f.params().AssignRetryMaxBlocks + 1 {
+			if count(types.TASK_STATUS_ASSIGNED) == n {
+				break
+			}
+			f.blocks(1)
+		}
+		require.Equal(t, n, count(types.TASK_STATUS_ASSIGNED))
+	}
 	f.addNode(f.operator("p2"), 8, nil)
-	f.blocks(1)
-	require.Equal(t, 4, count(types.TASK_STATUS_ASSIGNED))
+	waitFor(4)
 	f.addNode(f.operator("p3"), 8, nil)
-	f.blocks(1)
-	require.Equal(t, 6, count(types.TASK_STATUS_ASSIGNED))
+	waitFor(6)
 	// every shard's replicas are on three distinct nodes
 	byShard := map[uint32]map[uint64]bool{}
 	for _, task := range f.tasks(id) {
@@ -283,8 +288,9 @@ func TestSchedulerReplicasOnDistinctNodes(t *testing.T) {
 	f.assertInvariants()
 }
 
-// A task that cannot be placed before its deadline minus its duration expires at once
-// (not at the job's deadline) and its reservation returns to the owner.
+// A task that cannot be placed before its deadline minus its duration expires at the
+// scheduler's first look after that point (it looks again at most assign_retry_max_blocks
+// after a failed try), not at the job's deadline, and its reservation returns to the owner.
 func TestSchedulerExpiresTaskWhoseDeadlineCannotBeMet(t *testing.T) {
 	f := newFixture(t, nil)
 	spec := f.gemmSpec(1)
@@ -296,8 +302,13 @@ func TestSchedulerExpiresTaskWhoseDeadlineCannotBeMet(t *testing.T) {
 		require.True(t, f.ctx.BlockTime().Before(spec.Deadline), "expired before the job's deadline")
 		f.next(10 * time.Second)
 	}
-	// the first block whose time + 10 minutes is past the deadline is at +40 s
-	require.Equal(t, start.Add(50*time.Second), f.ctx.BlockTime(), "expired at the end of the block at +40 s")
+	// the first block whose time + 10 minutes is past the deadline is at +40 s; the task is
+	// looked at again at most assign_retry_max_blocks blocks (of 10 s) after its last try
+	// (here: tries at +0, +10, +30, then +70)
+	expired := f.ctx.BlockTime().Add(-10 * time.Second)
+	require.False(t, expired.Before(start.Add(40*time.Second)), "not before the deadline can no longer be met")
+	require.False(t, expired.After(start.Add(40*time.Second+time.Duration(f.params().AssignRetryMaxBlocks)*10*time.Second)), "expired at %s", expired)
+	require.Equal(t, start.Add(70*time.Second), expired)
 	task = f.task(task.Id)
 	require.Equal(t, types.TASK_STATUS_EXPIRED, task.Status)
 	require.False(t, f.queued(task.Id))
@@ -368,7 +379,6 @@ func TestSchedulerPriorityOrder(t *testing.T) {
 // Tasks at the head of the queue that no node can take must not hold back the ones behind
 // them: here max_assign_per_block tasks with a higher tip ask for hardware nobody has.
 func TestSchedulerUnplaceableTasksDoNotStarveQueue(t *testing.T) {
-	t.Skip("BUG: assignPending re-examines the same top max_assign_per_block queue entries every block; unplaceable tasks with a higher tip (free to submit: cancel refunds all) block every other ASSIGN task until they expire")
 	f := newFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = 2 })
 	f.addNode(f.operator("p1"), 8, nil)
 	blocker := f.unplaceable()
@@ -494,5 +504,37 @@ func TestSchedulerLoadSpread(t *testing.T) {
 		nodes, blocks, assignments, warmMean/float64(warmSamples), warmWorst, warmSum/float64(warmSamples), worstGap, worstRatio)
 	t.Logf("ties: the two drawn candidates had equal load in %d of %d draws (%.1f%%); equal load and equal reputation in %d",
 		tiesOnLoad, assignments, 100*float64(tiesOnLoad)/float64(assignments), tiesOnBoth)
+	f.assertInvariants()
+}
+
+// A task no node can take is parked with a growing back-off (1, 2, 4, ... blocks, at most
+// assign_retry_max_blocks) instead of being examined every block; when a node appears it
+// is retried and assigned, even while many unplaceable tasks are parked too: the retries
+// get at least a quarter of the block's examinations, in the order they fell due.
+func TestSchedulerParkedTaskRetried(t *testing.T) {
+	f := newFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = 4 })
+	waiting := f.submit(f.gemmSpec(1)) // no node yet
+	task := f.tasks(waiting)[0]
+	f.blocks(1)
+	r, err := f.k.AssignRetries.Get(f.ctx, task.Id)
+	require.NoError(t, err)
+	require.Equal(t, uint32(1), r.K2(), "parked after one failed try")
+	f.blocks(6)
+	r, err = f.k.AssignRetries.Get(f.ctx, task.Id)
+	require.NoError(t, err)
+	require.Equal(t, uint32(3), r.K2(), "tried at +1, +2 and +4 blocks: the back-off doubles")
+
+	blocker := f.unplaceable()
+	blocker.TaskCount = 40
+	blocker.PriorityTip = sdk.NewInt64Coin(udps, 1_000_000)
+	blocker.Deadline = f.ctx.BlockTime().Add(30 * 24 * time.Hour)
+	f.submitAs(f.client, blocker)
+	f.addNode(f.operator("p1"), 8, nil)
+	limit := 2*int(f.params().AssignRetryMaxBlocks) + 40/3 + 2
+	for i := 0; i < limit && f.task(task.Id).Status == types.TASK_STATUS_PENDING; i++ {
+		f.blocks(1)
+	}
+	require.Equal(t, types.TASK_STATUS_ASSIGNED, f.task(task.Id).Status, "assigned within %d blocks", limit)
+	require.False(t, f.queued(task.Id))
 	f.assertInvariants()
 }

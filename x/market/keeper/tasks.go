@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -18,7 +19,8 @@ import (
 // attach takes them, so that every transition keeps the queues, the node slots and the
 // providers' exposure exact:
 //
-//	PENDING    an AssignQueue entry (jobs in the scheduler's hands)
+//	PENDING    an AssignQueue entry, or an AssignRetryAt entry while parked after no node
+//	           could take it (jobs in the scheduler's hands)
 //	ASSIGNED   an AckDeadlines entry, the node's GPUs, one in-flight task, exposure = price
 //	RUNNING    a RunDeadlines entry, the node's GPUs, one in-flight task, exposure
 //	COMMITTED  a RevealDeadlines entry once its group's reveals are open, one in-flight
@@ -86,7 +88,10 @@ func (k Keeper) enqueue(ctx context.Context, job types.Job, t types.Task) error 
 func (k Keeper) dequeue(ctx context.Context, job types.Job, t types.Task) error {
 	switch t.Status {
 	case types.TASK_STATUS_PENDING:
-		return k.AssignQueue.Remove(ctx, queueKey(job, t.Id))
+		if err := k.AssignQueue.Remove(ctx, queueKey(job, t.Id)); err != nil {
+			return err
+		}
+		return k.unpark(ctx, t.Id)
 	case types.TASK_STATUS_ASSIGNED:
 		return k.AckDeadlines.Remove(ctx, collections.Join(t.AckDeadlineHeight, t.Id))
 	case types.TASK_STATUS_RUNNING:
@@ -119,7 +124,7 @@ func (k Keeper) detach(ctx context.Context, job *types.Job, t *types.Task) error
 		return err
 	}
 	if holdsExposure(t.Status) && t.Price.IsPositive() {
-		return k.collateral.ReleaseExposure(ctx, sdk.MustAccAddressFromBech32(t.Provider), t.Price)
+		return k.collateral.ReleaseExposure(ctx, k.mustAcc(t.Provider), t.Price)
 	}
 	return nil
 }
@@ -139,10 +144,14 @@ func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, dGPUs, dTasks int
 	return k.setSlot(ctx, &old, s)
 }
 
-// setSlot stores a slot and moves its scheduling index entry (old may be nil).
+// setSlot stores a slot and moves its scheduling index entry and class counters (old may
+// be nil).
 func (k Keeper) setSlot(ctx context.Context, old *types.NodeSlot, s types.NodeSlot) error {
 	if old != nil && old.Active {
 		if err := k.SchedIndex.Remove(ctx, indexKey(*old)); err != nil {
+			return err
+		}
+		if err := k.countClass(ctx, *old, -1); err != nil {
 			return err
 		}
 	}
@@ -150,8 +159,44 @@ func (k Keeper) setSlot(ctx context.Context, old *types.NodeSlot, s types.NodeSl
 		if err := k.SchedIndex.Set(ctx, indexKey(s)); err != nil {
 			return err
 		}
+		if err := k.countClass(ctx, s, +1); err != nil {
+			return err
+		}
+	}
+	if old == nil {
+		if m, err := k.MaxSlot.Get(ctx); err != nil && !errors.Is(err, collections.ErrNotFound) {
+			return err
+		} else if s.NodeId > m {
+			if err := k.MaxSlot.Set(ctx, s.NodeId); err != nil {
+				return err
+			}
+		}
 	}
 	return k.Slots.Set(ctx, s.NodeId, s)
+}
+
+// countClass moves an indexed slot's class counter (idle or loaded) by d.
+func (k Keeper) countClass(ctx context.Context, s types.NodeSlot, d int64) error {
+	c, err := k.ClassNodes.Get(ctx, s.GpuClass)
+	if err != nil && !errors.Is(err, collections.ErrNotFound) {
+		return err
+	}
+	idle, loaded := c.K1(), c.K2()
+	if err != nil {
+		idle, loaded = 0, 0
+	}
+	n := &loaded
+	if loadPPM(s.GpusUsed, s.Gpus) == 0 {
+		n = &idle
+	}
+	if d < 0 && *n == 0 {
+		return fmt.Errorf("market: class %q counter out of step", s.GpuClass)
+	}
+	*n = uint64(int64(*n) + d)
+	if idle == 0 && loaded == 0 {
+		return k.ClassNodes.Remove(ctx, s.GpuClass)
+	}
+	return k.ClassNodes.Set(ctx, s.GpuClass, collections.Join(idle, loaded))
 }
 
 func indexKey(s types.NodeSlot) collections.Triple[string, uint32, uint64] {
@@ -175,7 +220,7 @@ func (k Keeper) pay(ctx context.Context, job *types.Job, t *types.Task, p types.
 		return nil
 	}
 	split := SplitPayment(gross, p.TakeRatePpm, p.TakePoolSharePpm)
-	provider := sdk.MustAccAddressFromBech32(t.Provider)
+	provider := k.mustAcc(t.Provider)
 	send := func(amount sdkmath.Int, fn func(sdk.Coins) error) error {
 		if !amount.IsPositive() {
 			return nil
@@ -229,7 +274,7 @@ func (k Keeper) refund(ctx context.Context, job *types.Job, amount sdkmath.Int) 
 	if err != nil {
 		return err
 	}
-	if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.MustAccAddressFromBech32(job.Owner), sdk.NewCoins(sdk.NewCoin(p.Denom, amount))); err != nil {
+	if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, k.mustAcc(job.Owner), sdk.NewCoins(sdk.NewCoin(p.Denom, amount))); err != nil {
 		return err
 	}
 	job.Escrow = job.Escrow.Sub(amount)

@@ -189,8 +189,8 @@ func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job,
 		return err
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if _, err := k.collateral.Slash(ctx, sdk.MustAccAddressFromBech32(t.Provider), p.WrongResultSlashPpm, sstypes.SLASH_REASON_WRONG_RESULT,
-		sstypes.Beneficiaries{Compensate: sdk.MustAccAddressFromBech32(job.Owner), Rewarded: verifiers}, ev); err != nil {
+	if _, err := k.collateral.Slash(ctx, k.mustAcc(t.Provider), p.WrongResultSlashPpm, sstypes.SLASH_REASON_WRONG_RESULT,
+		sstypes.Beneficiaries{Compensate: k.mustAcc(job.Owner), Rewarded: verifiers}, ev); err != nil {
 		return err
 	}
 	k.hooks().AfterTaskVerified(ctx, t.NodeId, false)
@@ -242,7 +242,7 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 		var winners []sdk.AccAddress
 		for _, i := range votes[best] {
 			ev.Majority = append(ev.Majority, members[i].Id)
-			winners = append(winners, sdk.MustAccAddressFromBech32(members[i].Provider))
+			winners = append(winners, k.mustAcc(members[i].Provider))
 		}
 		for i := range members {
 			m := &members[i]
@@ -363,7 +363,7 @@ func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error 
 	if err != nil {
 		return err
 	}
-	provider := sdk.MustAccAddressFromBech32(t.Provider)
+	provider := k.mustAcc(t.Provider)
 	settled, err := k.ProviderTasks.Get(ctx, provider)
 	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
 		return err
@@ -496,7 +496,7 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 		m := &committee[i]
 		if decided == nil || bytes.Equal(m.ResultRoot, decided) {
 			if bytes.Equal(m.ResultRoot, decided) {
-				majority = append(majority, sdk.MustAccAddressFromBech32(m.Provider))
+				majority = append(majority, k.mustAcc(m.Provider))
 			}
 			if err := k.verify(ctx, p, job, m); err != nil {
 				return err
@@ -520,7 +520,7 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 	switch d.Kind {
 	case types.DISPUTE_KIND_AUDIT:
 		auditorRight := decided != nil && bytes.Equal(auditor.ResultRoot, decided)
-		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, sdk.MustAccAddressFromBech32(auditor.Provider)), d.Id); err != nil {
+		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, k.mustAcc(auditor.Provider)), d.Id); err != nil {
 			return err
 		}
 		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id); err != nil {
@@ -530,7 +530,7 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id); err != nil {
 			return err
 		}
-		if err := k.settleBond(ctx, p, job, &d, sdk.MustAccAddressFromBech32(target.Provider), majority); err != nil {
+		if err := k.settleBond(ctx, p, job, &d, k.mustAcc(target.Provider), majority); err != nil {
 			return err
 		}
 	}
@@ -573,7 +573,7 @@ func (k Keeper) settleBond(ctx context.Context, p types.Params, job *types.Job, 
 	bond := d.Bond
 	d.Bond = sdkmath.ZeroInt()
 	if d.Status != types.DISPUTE_STATUS_UPHELD {
-		return send(sdk.MustAccAddressFromBech32(job.Owner), bond)
+		return send(k.mustAcc(job.Owner), bond)
 	}
 	half := bond.QuoRaw(2)
 	each := sdkmath.ZeroInt()

@@ -61,4 +61,8 @@ var (
 	PoolMembersKey     = collections.NewPrefix(34)
 	PoolEarningsKey    = collections.NewPrefix(35)
 	UnitDeadlinesKey   = collections.NewPrefix(36)
+	ClassNodesKey      = collections.NewPrefix(37)
+	MaxSlotKey         = collections.NewPrefix(38)
+	AssignRetryAtKey   = collections.NewPrefix(39)
+	AssignRetriesKey   = collections.NewPrefix(40)
 )

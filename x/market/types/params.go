@@ -48,6 +48,8 @@ func DefaultParams() Params {
 		MaxHistoryPerJob:        256,
 		MaxTieEscalations:       2,
 		PoolRevealTimeoutBlocks: 30,
+		AssignRetryMaxBlocks:    8,
+		ResultPenaltyMultiple:   20,
 	}
 }
 
@@ -94,6 +96,8 @@ func (p Params) validate() error {
 		validate.Range("max_history_per_job", p.MaxHistoryPerJob, 0, 100_000),
 		validate.Range("max_tie_escalations", p.MaxTieEscalations, 0, 10),
 		validate.Positive("pool_reveal_timeout_blocks", p.PoolRevealTimeoutBlocks),
+		validate.Range("assign_retry_max_blocks", p.AssignRetryMaxBlocks, 1, 10_000),
+		validate.Range("result_penalty_multiple", p.ResultPenaltyMultiple, 1, 1_000),
 	} {
 		if err != nil {
 			return err

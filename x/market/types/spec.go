@@ -92,8 +92,8 @@ func (s JobSpec) Validate(p Params, now time.Time) error {
 	if err := validate.Coin("max_price_per_task", s.MaxPricePerTask, p.Denom); err != nil {
 		return specErr("%s", err)
 	}
-	if !s.MaxPricePerTask.IsPositive() {
-		return specErr("max_price_per_task %s: must be positive", s.MaxPricePerTask)
+	if !s.MaxPricePerTask.IsPositive() || s.MaxPricePerTask.Amount.GT(MaxAmount) {
+		return specErr("max_price_per_task %s: must be positive and at most %s", s.MaxPricePerTask, MaxAmount)
 	}
 	if s.MaxDuration <= 0 || s.MaxDuration > p.MaxJobDuration {
 		return specErr("max_duration %s: must be positive and at most %s", s.MaxDuration, p.MaxJobDuration)
@@ -104,6 +104,9 @@ func (s JobSpec) Validate(p Params, now time.Time) error {
 	if err := validate.Coin("priority_tip", s.PriorityTip, p.Denom); err != nil {
 		return specErr("%s", err)
 	}
+	if s.PriorityTip.Amount.GT(MaxAmount) {
+		return specErr("priority_tip %s: at most %s", s.PriorityTip, MaxAmount)
+	}
 	if s.Mode != ALLOCATION_MODE_ASSIGN && s.Mode != ALLOCATION_MODE_AUCTION {
 		return specErr("mode %d: must be ASSIGN or AUCTION", s.Mode)
 	}
@@ -112,6 +115,9 @@ func (s JobSpec) Validate(p Params, now time.Time) error {
 	}
 	if err := validate.Coin("verification_budget", s.VerificationBudget, p.Denom); err != nil {
 		return specErr("%s", err)
+	}
+	if s.VerificationBudget.Amount.GT(MaxAmount) {
+		return specErr("verification_budget %s: at most %s", s.VerificationBudget, MaxAmount)
 	}
 	// A single-replica EXACT job is secured by audits: its budget must pay an audit and a
 	// committee for every task, or a provider who saw it run dry would cheat unaudited.
@@ -246,7 +252,12 @@ func (r Requirements) validate() error {
 // GPUs is the number of GPUs one task needs.
 func (r Requirements) GPUs() uint32 { return max(r.GpuCount, 1) }
 
-// ValidateURI accepts https, http and ipfs URIs of at most MaxURILen bytes.
+// MaxAmount bounds every price, tip and budget a spec or a bid names (10^30 udps, far
+// beyond any supply), so that budgets, quotes and their products stay well inside an Int.
+var MaxAmount = sdkmath.NewIntWithDecimal(1, 30)
+
+// ValidateURI accepts https, http and ipfs URIs (with a content identifier) of at most
+// MaxURILen bytes.
 func ValidateURI(uri string) error {
 	if uri == "" || len(uri) > MaxURILen {
 		return fmt.Errorf("%q: must be 1 to %d bytes", uri, MaxURILen)
@@ -261,6 +272,9 @@ func ValidateURI(uri string) error {
 			return fmt.Errorf("%q: no host", uri)
 		}
 	case "ipfs":
+		if cid := strings.Trim(u.Host+u.Opaque, "/"); cid == "" {
+			return fmt.Errorf("%q: no content identifier", uri)
+		}
 	default:
 		return fmt.Errorf("%q: scheme must be https, http or ipfs", uri)
 	}
@@ -293,8 +307,8 @@ func (s JobSpec) Budget() sdkmath.Int {
 // Quote is a node's price for a task from its ask: ask per GPU-hour * GPUs * max duration,
 // rounded up to the udps.
 func Quote(askPerGPUHour sdkmath.Int, gpus uint32, d time.Duration) sdkmath.Int {
-	num := askPerGPUHour.Mul(sdkmath.NewInt(int64(gpus))).Mul(sdkmath.NewInt(int64(d / time.Millisecond)))
-	hour := sdkmath.NewInt(int64(time.Hour / time.Millisecond))
+	num := askPerGPUHour.Mul(sdkmath.NewInt(int64(gpus))).Mul(sdkmath.NewInt(int64(d)))
+	hour := sdkmath.NewInt(int64(time.Hour))
 	q, r := num.Quo(hour), num.Mod(hour)
 	if r.IsPositive() {
 		q = q.AddRaw(1)
