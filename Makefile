@@ -35,8 +35,9 @@ test-unit: ## unit, keeper and app tests only (no networks)
 test-e2e: build ## end-to-end tests only
 	go test -count=1 -timeout 30m ./tests/e2e/...
 
-bench: ## benchmarks (figures in the issues' closing notes)
-	go test -run '^$$' -bench . -benchtime 3x ./x/... 
+bench: ## benchmarks (figures in the issues' closing notes; ~5 min)
+	go test -run '^$$' -bench . -benchtime 3x ./x/...
+	go test -run '^$$' -bench . -benchtime 100x ./tests/integration/
 
 lint: ## gofmt, go vet and golangci-lint (generated code excluded)
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

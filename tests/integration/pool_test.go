@@ -233,10 +233,11 @@ func TestPoolRace(t *testing.T) {
 	for i, tr := range res.TxResults {
 		require.Zerof(t, tr.Code, "tx %d: %s", i, tr.Log)
 	}
-	// the claims weigh on collateral: exposure = one unit price per open claim
+	// the claims weigh on collateral: each reserves unit price x result_penalty_multiple
 	c4, err := a.StakingSlashKeeper.GetCollateral(a.Ctx(), a.Account("p4").Address)
 	require.NoError(t, err)
-	require.Equal(t, sdkmath.NewInt(2*price), c4.Exposure)
+	claim := sdkmath.NewInt(price).MulRaw(int64(mp.ResultPenaltyMultiple)) // 20 DPS
+	require.Equal(t, claim.MulRaw(2), c4.Exposure)
 
 	// Reveals: not in the commit block's successor before its hash is known; the wrong
 	// product fails its samples and changes nothing; the honest ones are credited.
@@ -290,8 +291,11 @@ func TestPoolRace(t *testing.T) {
 		require.Equal(t, markettypes.UNIT_STATUS_OPEN, got.Status, "unit %d", u)
 		require.Equal(t, []uint64{nodes["p4"]}, got.ExcludedNodes)
 	}
-	first := bondStart["p4"].MulRaw(int64(mp.MissedRevealSlashPpm)).QuoRaw(1e6)
-	second := bondStart["p4"].Sub(first).MulRaw(int64(mp.MissedRevealSlashPpm)).QuoRaw(1e6)
+	// each missed reveal costs max(20% of the bond, the claim's exposure): 20 DPS of 100,
+	// then 20 DPS of the 80 left (25%, more than the 20% that would be 16)
+	require.Equal(t, sdkmath.NewInt(100_000_000), bondStart["p4"])
+	first, second := claim, claim
+	require.True(t, second.GT(bondStart["p4"].Sub(first).MulRaw(int64(mp.MissedRevealSlashPpm)).QuoRaw(1e6)))
 	require.Equal(t, bondStart["p4"].Sub(first).Sub(second), bonded(t, a, "p4"))
 	comp := func(x sdkmath.Int) sdkmath.Int { return x.MulRaw(int64(sp.CompensationPpm)).QuoRaw(1e6) }
 	compensation := comp(first).Add(comp(second))
@@ -384,7 +388,9 @@ func TestPoolCloseWithPendingClaims(t *testing.T) {
 	}
 	_, err = a.MarketKeeper.Units.Get(a.Ctx(), collections.Join(uint64(1), uint64(2)))
 	require.Error(t, err, "the lapsed unit of a closed pool is cancelled, not raced")
-	slash := bond2.MulRaw(int64(mp.MissedRevealSlashPpm)).QuoRaw(1e6)
+	// the lapse costs the claim's exposure (2 DPS x 20 = 40 DPS), more than 20% of 100 DPS
+	slash := sdkmath.NewInt(price).MulRaw(int64(mp.ResultPenaltyMultiple))
+	require.True(t, slash.GT(bond2.MulRaw(int64(mp.MissedRevealSlashPpm)).QuoRaw(1e6)))
 	require.Equal(t, bond2.Sub(slash), bonded(t, a, "p2"))
 	comp := slash.MulRaw(int64(sp.CompensationPpm)).QuoRaw(1e6)
 	require.Equal(t, start["client"].Sub(sdkmath.NewInt(price)).Add(comp), a.Balance(a.Account("client").Address, udps),

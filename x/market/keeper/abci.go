@@ -133,10 +133,17 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 		return err
 	}
 	// The queue entry that brought us here was popped; detach the rest.
+	exposure := t.Exposure
 	if err := k.detach(ctx, &job, &t); err != nil {
 		return err
 	}
 	provider := k.mustAcc(t.Provider)
+	if slashReason == sstypes.SLASH_REASON_MISSED_REVEAL {
+		// withholding a committed result must never pay better than revealing a wrong one
+		if slashPPM, err = k.penaltyPPM(ctx, provider, slashPPM, exposure); err != nil {
+			return err
+		}
+	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
 	if _, err := k.collateral.Slash(ctx, provider, slashPPM, slashReason,
 		sstypes.Beneficiaries{Compensate: k.mustAcc(job.Owner)}, ev); err != nil {
@@ -151,7 +158,7 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 	from := t.NodeId
 	t.ExcludedNodes = append(t.ExcludedNodes, from)
 	t.Reassignments++
-	t.NodeId, t.Provider, t.Price, t.BidNode = 0, "", sdkmath.ZeroInt(), 0
+	t.NodeId, t.Provider, t.Price, t.Exposure, t.BidNode = 0, "", sdkmath.ZeroInt(), sdkmath.ZeroInt(), 0
 	t.Commitment, t.CommitHeight, t.RevealDeadlineHeight, t.AckDeadlineHeight = nil, 0, 0, 0
 	if t.Reassignments > p.MaxReassignments {
 		if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_FAILED, fmt.Sprintf("%s; failed after %d reassignments", reason, p.MaxReassignments)); err != nil {

@@ -101,10 +101,11 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 	if !ok {
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d's reputation is below the minimum", s.NodeId)
 	}
-	if ok, err := k.collateral.CanAddExposure(ctx, k.mustAcc(s.Operator), price); err != nil {
+	exposure := exposureOf(p, taskValue(job, types.TASK_ROLE_PRIMARY, price))
+	if ok, err := k.collateral.CanAddExposure(ctx, k.mustAcc(s.Operator), exposure); err != nil {
 		return err
 	} else if !ok {
-		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: its operator is jailed or its collateral does not cover %s more", s.NodeId, price)
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: its operator is jailed or its collateral does not cover %s%s more exposure (value x result_penalty_multiple %d)", s.NodeId, exposure, p.Denom, p.ResultPenaltyMultiple)
 	}
 	return nil
 }
@@ -329,7 +330,7 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if excluded[f.NodeID] || !slot.Active || slot.GpusUsed+need > slot.Gpus {
 			continue
 		}
-		if ok, err := k.collateral.CanAddExposure(ctx, k.mustAcc(slot.Operator), f.Pay); err != nil || !ok {
+		if ok, err := k.collateral.CanAddExposure(ctx, k.mustAcc(slot.Operator), exposureOf(p, taskValue(*job, t.Role, f.Pay))); err != nil || !ok {
 			return n, err
 		}
 		if err := k.assign(ctx, p, job, t, slot, f.Pay, bid.NodeId); err != nil {

@@ -126,6 +126,14 @@ func (c *collateralFake) ReleaseExposure(_ context.Context, p sdk.AccAddress, v 
 	return nil
 }
 
+func (c *collateralFake) GetCollateral(_ context.Context, p sdk.AccAddress) (sstypes.Collateral, error) {
+	b, ok := c.bonded[string(p)]
+	if !ok {
+		b = sdkmath.ZeroInt()
+	}
+	return sstypes.Collateral{Provider: p.String(), Bonded: b, Exposure: c.expOf(string(p))}, nil
+}
+
 func (c *collateralFake) Slash(_ context.Context, p sdk.AccAddress, ppm uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, ev sstypes.SlashEvidence) (sstypes.SlashRecord, error) {
 	c.slashes = append(c.slashes, slashCall{provider: p.String(), ppm: ppm, reason: reason, evidence: ev, owner: b.Compensate.String()})
 	return sstypes.SlashRecord{Provider: p.String(), Reason: reason, FractionPpm: ppm}, nil
@@ -574,7 +582,7 @@ func (f *fixture) assertInvariants() {
 			if !ok {
 				e = sdkmath.ZeroInt()
 			}
-			want[t.Provider] = e.Add(t.Price)
+			want[t.Provider] = e.Add(t.Exposure)
 		}
 		return false, nil
 	}))

@@ -68,7 +68,7 @@ func (k Keeper) SubmitJob(ctx context.Context, owner string, spec types.JobSpec)
 			}
 			t := types.Task{
 				Id: tid, JobId: id, Index: i, Replica: r, Status: types.TASK_STATUS_PENDING, Role: types.TASK_ROLE_PRIMARY,
-				Price: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: spec.Reserved(),
+				Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: spec.Reserved(),
 			}
 			if err := k.Tasks.Set(ctx, tid, t); err != nil {
 				return types.Job{}, err

@@ -535,7 +535,11 @@ func TestAckTask(t *testing.T) {
 	f := newFixture(t, nil)
 	task := f.assignedTask("p1")
 	require.Equal(t, quote10m, task.Price)
-	require.Equal(t, quote10m, f.coll.exp(task.Provider))
+	// the task reserves (price + tip) x result_penalty_multiple of the provider's collateral
+	job := f.job(task.JobId)
+	reserved := quote10m.Add(job.Spec.PriorityTip.Amount).MulRaw(int64(f.params().ResultPenaltyMultiple))
+	require.Equal(t, reserved, task.Exposure)
+	require.Equal(t, reserved, f.coll.exp(task.Provider))
 	_, err := f.ms.AckTask(f.ctx, &types.MsgAckTask{Provider: task.Provider, TaskId: task.Id})
 	require.NoError(t, err)
 	got := f.task(task.Id)

@@ -216,7 +216,7 @@ func (k Keeper) SubmitUnits(ctx context.Context, owner string, poolID uint64, in
 	}
 	first := pool.NextUnit
 	for _, in := range inputs {
-		u := types.Unit{PoolId: poolID, Id: pool.NextUnit, Input: in, Status: types.UNIT_STATUS_OPEN}
+		u := types.Unit{PoolId: poolID, Id: pool.NextUnit, Input: in, Status: types.UNIT_STATUS_OPEN, Exposure: sdkmath.ZeroInt()}
 		if err := k.Units.Set(ctx, collections.Join(poolID, u.Id), u); err != nil {
 			return 0, err
 		}
@@ -274,20 +274,21 @@ func (k Keeper) CommitUnit(ctx context.Context, msg *types.MsgCommitUnit) (int64
 	if len(msg.Commitment) != sha256.Size {
 		return 0, errorsmod.Wrapf(types.ErrInvalidCommitment, "commitment is %d bytes, must be 32", len(msg.Commitment))
 	}
-	if ok, err := k.collateral.CanAddExposure(ctx, provider, pool.Spec.UnitPrice.Amount); err != nil {
-		return 0, err
-	} else if !ok {
-		return 0, errorsmod.Wrapf(types.ErrNodeNotEligible, "%s is jailed or its collateral does not cover %s more", msg.Provider, pool.Spec.UnitPrice)
-	}
-	if err := k.collateral.AddExposure(ctx, provider, pool.Spec.UnitPrice.Amount); err != nil {
-		return 0, err
-	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return 0, err
 	}
+	exposure := exposureOf(p, pool.Spec.UnitPrice.Amount)
+	if ok, err := k.collateral.CanAddExposure(ctx, provider, exposure); err != nil {
+		return 0, err
+	} else if !ok {
+		return 0, errorsmod.Wrapf(types.ErrNodeNotEligible, "%s is jailed or its collateral does not cover %s%s more exposure (unit price x result_penalty_multiple %d)", msg.Provider, exposure, p.Denom, p.ResultPenaltyMultiple)
+	}
+	if err := k.collateral.AddExposure(ctx, provider, exposure); err != nil {
+		return 0, err
+	}
 	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
-	u.Status, u.NodeId, u.Provider, u.Commitment = types.UNIT_STATUS_COMMITTED, msg.NodeId, msg.Provider, msg.Commitment
+	u.Status, u.NodeId, u.Provider, u.Commitment, u.Exposure = types.UNIT_STATUS_COMMITTED, msg.NodeId, msg.Provider, msg.Commitment, exposure
 	u.CommitHeight, u.RevealDeadlineHeight = h, h+int64(p.PoolRevealTimeoutBlocks)
 	if err := k.OpenUnits.Remove(ctx, collections.Join(u.PoolId, u.Id)); err != nil {
 		return 0, err
@@ -360,7 +361,7 @@ func (k Keeper) RevealUnit(ctx context.Context, msg *types.MsgRevealUnit) error 
 			return err
 		}
 	}
-	if err := k.collateral.ReleaseExposure(ctx, provider, pool.Spec.UnitPrice.Amount); err != nil {
+	if err := k.collateral.ReleaseExposure(ctx, provider, u.Exposure); err != nil {
 		return err
 	}
 	if err := k.UnitDeadlines.Remove(ctx, collections.Join3(u.RevealDeadlineHeight, u.PoolId, u.Id)); err != nil {
@@ -576,10 +577,14 @@ func (k Keeper) lapseUnit(ctx sdk.Context, p types.Params, poolID, unitID uint64
 		return err
 	}
 	provider := k.mustAcc(u.Provider)
-	if err := k.collateral.ReleaseExposure(ctx, provider, pool.Spec.UnitPrice.Amount); err != nil {
+	if err := k.collateral.ReleaseExposure(ctx, provider, u.Exposure); err != nil {
 		return err
 	}
-	if _, err := k.collateral.Slash(ctx, provider, p.MissedRevealSlashPpm, sstypes.SLASH_REASON_MISSED_REVEAL,
+	ppm, err := k.penaltyPPM(ctx, provider, p.MissedRevealSlashPpm, u.Exposure)
+	if err != nil {
+		return err
+	}
+	if _, err := k.collateral.Slash(ctx, provider, ppm, sstypes.SLASH_REASON_MISSED_REVEAL,
 		sstypes.Beneficiaries{Compensate: k.mustAcc(pool.Owner)}, sstypes.SlashEvidence{NodeId: u.NodeId}); err != nil {
 		return err
 	}
@@ -588,6 +593,7 @@ func (k Keeper) lapseUnit(ctx sdk.Context, p types.Params, poolID, unitID uint64
 	u.ExcludedNodes = append(u.ExcludedNodes, u.NodeId)
 	node := u.NodeId
 	u.Status, u.NodeId, u.Provider, u.Commitment, u.CommitHeight, u.RevealDeadlineHeight = types.UNIT_STATUS_OPEN, 0, "", nil, 0, 0
+	u.Exposure = sdkmath.ZeroInt()
 	if pool.Status == types.POOL_STATUS_OPEN {
 		if err := k.OpenUnits.Set(ctx, collections.Join(poolID, unitID)); err != nil {
 			return err

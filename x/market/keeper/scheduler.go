@@ -149,7 +149,8 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, gp gfltypes.Params, t
 // assign gives a pending, detached task to a node at a price.
 func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *types.Task, slot types.NodeSlot, price sdkmath.Int, bidNode uint64) error {
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	if err := k.collateral.AddExposure(ctx, k.mustAcc(slot.Operator), price); err != nil {
+	exposure := exposureOf(p, taskValue(*job, t.Role, price))
+	if err := k.collateral.AddExposure(ctx, k.mustAcc(slot.Operator), exposure); err != nil {
 		return err
 	}
 	if err := k.adjustSlot(ctx, slot.NodeId, int64(job.Spec.Requirements.GPUs()), 1); err != nil {
@@ -159,6 +160,7 @@ func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *t
 	t.NodeId = slot.NodeId
 	t.Provider = slot.Operator
 	t.Price = price
+	t.Exposure = exposure
 	t.BidNode = bidNode
 	t.AssignedHeight = sdkCtx.BlockHeight()
 	t.AckDeadlineHeight = sdkCtx.BlockHeight() + int64(p.AckTimeoutBlocks)
@@ -217,7 +219,7 @@ func (k Keeper) draw(ctx context.Context, p types.Params, gp gfltypes.Params, jo
 	var pool []candidate
 	budget := int(p.SchedulerMaxScan)
 	for _, class := range classes {
-		found, err := k.gather(ctx, p, job, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
+		found, err := k.gather(ctx, p, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
 		if err != nil {
 			return drawn{}, false, err
 		}
@@ -263,7 +265,7 @@ func better(x, y candidate) bool {
 // start+1, ...; at most 2 x want reads) and the index is walked only from where that
 // stopped. The probed ids are exactly the first entries of the first idle span, so the
 // candidates are the same as the index walk alone would give.
-func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, excluded map[uint64]bool, class string, start, maxID uint64, want int, budget *int) ([]candidate, error) {
+func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, excluded map[uint64]bool, class string, start, maxID uint64, want int, budget *int) ([]candidate, error) {
 	type span struct {
 		from, to collections.Triple[string, uint32, uint64]
 	}
@@ -286,7 +288,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, exclu
 				continue // not an entry of this span of the index
 			}
 			*budget--
-			c, ok, err := k.eligible(ctx, p, job, slot, excluded)
+			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
 			if err != nil {
 				return nil, err
 			}
@@ -327,7 +329,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, exclu
 				_ = it.Close()
 				return nil, err
 			}
-			c, ok, err := k.eligible(ctx, p, job, slot, excluded)
+			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
 			if err != nil {
 				_ = it.Close()
 				return nil, err
@@ -348,7 +350,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, exclu
 
 // eligible applies every filter of the design to one node for one job, and returns the
 // node's quote and reputation.
-func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, s types.NodeSlot, excluded map[uint64]bool) (candidate, bool, error) {
+func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, s types.NodeSlot, excluded map[uint64]bool) (candidate, bool, error) {
 	req := job.Spec.Requirements
 	need := req.GPUs()
 	switch {
@@ -371,7 +373,7 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, s t
 	if err != nil {
 		return candidate{}, false, err
 	}
-	if ok, err := k.collateral.CanAddExposure(ctx, op, price); err != nil || !ok {
+	if ok, err := k.collateral.CanAddExposure(ctx, op, exposureOf(p, taskValue(job, role, price))); err != nil || !ok {
 		return candidate{}, false, err
 	}
 	return candidate{slot: s, score: score, price: price}, true, nil

@@ -110,8 +110,11 @@ func TestSchedulerNeverAssignsToIneligibleNode(t *testing.T) {
 		{name: "operated by the job's owner", ownerBad: true},
 		{name: "reputation not eligible", setup: func(f *fixture, bad uint64, _ string) { f.rep.ineligible[bad] = true }},
 		{
-			name:  "collateral does not cover the exposure",
-			setup: func(f *fixture, _ uint64, op string) { f.coll.bond(op, quote10m.SubRaw(1)) },
+			// a task reserves (price + tip) x result_penalty_multiple; one udps short
+			name: "collateral does not cover the exposure",
+			setup: func(f *fixture, _ uint64, op string) {
+				f.coll.bond(op, quote10m.AddRaw(100_000).MulRaw(int64(f.params().ResultPenaltyMultiple)).SubRaw(1))
+			},
 		},
 		{
 			name:    "fewer GPUs than the task needs",

@@ -123,8 +123,8 @@ func (k Keeper) detach(ctx context.Context, job *types.Job, t *types.Task) error
 	if err := k.adjustSlot(ctx, t.NodeId, dGPUs, dTasks); err != nil {
 		return err
 	}
-	if holdsExposure(t.Status) && t.Price.IsPositive() {
-		return k.collateral.ReleaseExposure(ctx, k.mustAcc(t.Provider), t.Price)
+	if holdsExposure(t.Status) && !t.Exposure.IsNil() && t.Exposure.IsPositive() {
+		return k.collateral.ReleaseExposure(ctx, k.mustAcc(t.Provider), t.Exposure)
 	}
 	return nil
 }

@@ -185,11 +185,16 @@ func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *t
 // wrongResult fails a task whose result lost verification: slashed for a wrong result, the
 // owner compensated, the given verifiers rewarded, its escrow refunded.
 func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job, t *types.Task, verifiers []sdk.AccAddress, reason string) error {
+	exposure := t.Exposure
 	if err := k.detach(ctx, job, t); err != nil {
 		return err
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if _, err := k.collateral.Slash(ctx, k.mustAcc(t.Provider), p.WrongResultSlashPpm, sstypes.SLASH_REASON_WRONG_RESULT,
+	ppm, err := k.penaltyPPM(ctx, k.mustAcc(t.Provider), p.WrongResultSlashPpm, exposure)
+	if err != nil {
+		return err
+	}
+	if _, err := k.collateral.Slash(ctx, k.mustAcc(t.Provider), ppm, sstypes.SLASH_REASON_WRONG_RESULT,
 		sstypes.Beneficiaries{Compensate: k.mustAcc(job.Owner), Rewarded: verifiers}, ev); err != nil {
 		return err
 	}
@@ -308,7 +313,7 @@ func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, ind
 	}
 	t := types.Task{
 		Id: id, JobId: job.Id, Index: index, Replica: uint32(len(all)), Status: types.TASK_STATUS_PENDING, Role: role,
-		Price: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: reserve, DisputeId: dispute, ExcludedNodes: exclude,
+		Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: reserve, DisputeId: dispute, ExcludedNodes: exclude,
 	}
 	job.VerificationLeft = job.VerificationLeft.Sub(reserve)
 	if err := k.Tasks.Set(ctx, id, t); err != nil {

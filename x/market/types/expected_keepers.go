@@ -40,6 +40,7 @@ type CollateralKeeper interface {
 	CanAddExposure(ctx context.Context, provider sdk.AccAddress, value sdkmath.Int) (bool, error)
 	AddExposure(ctx context.Context, provider sdk.AccAddress, value sdkmath.Int) error
 	ReleaseExposure(ctx context.Context, provider sdk.AccAddress, value sdkmath.Int) error
+	GetCollateral(ctx context.Context, provider sdk.AccAddress) (sstypes.Collateral, error)
 	Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, evidence sstypes.SlashEvidence) (sstypes.SlashRecord, error)
 	Jail(ctx context.Context, provider sdk.AccAddress, until time.Time, evidence sstypes.SlashEvidence) error
 }

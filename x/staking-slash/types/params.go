@@ -15,7 +15,7 @@ func DefaultParams() Params {
 	return Params{
 		CollateralDenom:     "udps",
 		MinCollateralPerGpu: sdkmath.NewInt(100_000_000), // 100 DPS per GPU
-		ExposureFactorPpm:   1_000_000,                   // unfinished task value <= 1x collateral
+		ExposureFactorPpm:   1_000_000,                   // exposure of the tasks in flight (x/market: value x result_penalty_multiple) <= 1x collateral
 		UnbondingTime:       7 * 24 * time.Hour,
 		MaxUnbondingEntries: 7,
 		MaxMaturedPerBlock:  100,
