@@ -10,24 +10,11 @@ import (
 	"github.com/flopsnet/flops/x/market/types"
 )
 
-// WorkEntry is one provider's verified work of one workload class in one reward epoch.
-type WorkEntry struct {
-	Provider sdk.AccAddress
-	Workload int32
-	Record   types.WorkRecord
-}
-
-// WorkKey positions a walk over an epoch's work: the last entry seen.
-type WorkKey struct {
-	Provider sdk.AccAddress
-	Workload int32
-}
-
 // WorkRecords returns up to limit entries of an epoch's verified work after the given key
 // (nil: from the start), in (provider, workload) order, and whether more follow. Only
 // tasks paid by another account are recorded (x/market records nothing for self-paid
 // work).
-func (k Keeper) WorkRecords(ctx context.Context, epoch uint64, after *WorkKey, limit int) ([]WorkEntry, bool, error) {
+func (k Keeper) WorkRecords(ctx context.Context, epoch uint64, after *types.WorkCursor, limit int) ([]types.ProviderWork, bool, error) {
 	rng := collections.NewPrefixedTripleRange[uint64, sdk.AccAddress, int32](epoch)
 	if after != nil {
 		rng = new(collections.Range[collections.Triple[uint64, sdk.AccAddress, int32]]).
@@ -39,13 +26,13 @@ func (k Keeper) WorkRecords(ctx context.Context, epoch uint64, after *WorkKey, l
 		return nil, false, err
 	}
 	defer func() { _ = it.Close() }()
-	var out []WorkEntry
+	var out []types.ProviderWork
 	for ; it.Valid() && len(out) < limit; it.Next() {
 		kv, err := it.KeyValue()
 		if err != nil {
 			return nil, false, err
 		}
-		out = append(out, WorkEntry{Provider: kv.Key.K2(), Workload: kv.Key.K3(), Record: kv.Value})
+		out = append(out, types.ProviderWork{Provider: kv.Key.K2(), Workload: kv.Key.K3(), Record: kv.Value})
 	}
 	return out, it.Valid(), nil
 }

@@ -11,7 +11,6 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/testutil/keepertest"
-	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -34,8 +33,8 @@ func TestWorkRecordsPagesOneEpoch(t *testing.T) {
 			}
 		}
 	}
-	var all []keeper.WorkEntry
-	var after *keeper.WorkKey
+	var all []types.ProviderWork
+	var after *types.WorkCursor
 	for {
 		page, more, err := f.k.WorkRecords(f.ctx, 2, after, 4)
 		require.NoError(t, err)
@@ -44,7 +43,7 @@ func TestWorkRecordsPagesOneEpoch(t *testing.T) {
 			break
 		}
 		last := page[len(page)-1]
-		after = &keeper.WorkKey{Provider: last.Provider, Workload: last.Workload}
+		after = &types.WorkCursor{Provider: last.Provider, Workload: last.Workload}
 	}
 	require.Len(t, all, 6)
 	for _, e := range all {
