@@ -289,14 +289,25 @@ func New(
 	flopsAddr := chain.NewAddressCodec(sdk.GetConfig().GetBech32AccountAddrPrefix())
 	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper)
 	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper)
-	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper)
+	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.GFLKeeper)
 	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper,
 		app.BankKeeper, app.GFLKeeper, app.StakingSlashKeeper, authtypes.FeeCollectorName, dpstypes.ModuleName)
-	app.MarketKeeper.SetWorkEpoch(epochCounter{epochs: &app.EpochsKeeper, identifier: EpochIdentifier})
-	app.GFLKeeper.SetHooks(gfltypes.MultiGFLHooks{app.MarketKeeper.GFLHooks()})
-	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper)
+	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper)
 
-	app.EpochsKeeper.SetHooks(epochstypes.NewMultiEpochHooks(app.GFLKeeper.EpochHooks()))
+	// the modules' views of each other, and the hooks that feed reputation and rewards
+	app.MarketKeeper.SetWorkEpoch(app.DPSKeeper)
+	app.MarketKeeper.SetReputation(app.ReputationKeeper)
+	app.MarketKeeper.SetHooks(app.ReputationKeeper.MarketHooks())
+	app.GFLKeeper.SetHooks(gfltypes.MultiGFLHooks{app.MarketKeeper.GFLHooks(), app.ReputationKeeper.GFLHooks()})
+	app.StakingSlashKeeper.SetHooks(app.ReputationKeeper.StakingSlashHooks())
+	app.DPSKeeper.SetGFL(app.GFLKeeper)
+	app.DPSKeeper.SetMarket(app.MarketKeeper)
+	app.DPSKeeper.SetReputation(app.ReputationKeeper)
+	app.DPSKeeper.SetEpochs(&app.EpochsKeeper)
+	// epoch ends: x/gfl rebalances first, then scores, then x/dps queues the emission
+	// (which waits for the rebalance to finish)
+	app.EpochsKeeper.SetHooks(epochstypes.NewMultiEpochHooks(
+		app.GFLKeeper.EpochHooks(), app.ReputationKeeper.EpochHooks(), app.DPSKeeper.EpochHooks()))
 
 	app.ModuleManager = module.NewManager(
 		genutil.NewAppModule(app.AccountKeeper, app.StakingKeeper, app, txConfig),

@@ -9,7 +9,6 @@ import (
 	"cosmossdk.io/collections"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
-	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
 
 	"github.com/flopsnet/flops/testutil/apptest"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -18,28 +17,8 @@ import (
 
 const epoch = 60 * time.Second // 60 blocks of 1 s
 
-// smallPoCP: n = 256 challenges of about 24 GFLOP every 10 blocks, small enough to solve
-// dozens in a test and large enough to measure in whole GFLOP/s.
-func smallPoCP(e apptest.GenesisEditor) {
-	var g gfltypes.GenesisState
-	e.Edit(gfltypes.ModuleName, &g, func() {
-		g.Params.ChallengeTargetSeconds = 1
-		g.Params.ChallengeMaxN = 256
-		g.Params.ChallengeMaxRn = 1 << 21
-		g.Params.ChallengeSamples = 16
-		g.Params.ChallengeIntervalBlocks = 10
-		g.Params.ChallengeRevealBlocks = 5
-		g.Params.ChallengeCommitTimeout = 30 * time.Second
-	})
-	var ep epochstypes.GenesisState
-	e.Edit(epochstypes.ModuleName, &ep, func() {
-		for i := range ep.Epochs {
-			if ep.Epochs[i].Identifier == "flops" {
-				ep.Epochs[i].Duration = epoch
-			}
-		}
-	})
-}
+// smallPoCP: n = 256 challenges every 10 blocks, epochs of 60 blocks.
+var smallPoCP = apptest.SmallPoCP(epoch)
 
 func a100(tag string, gpus int) gfltypes.NodeSpec {
 	s := gfltypes.NodeSpec{

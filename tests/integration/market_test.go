@@ -19,6 +19,7 @@ import (
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
+	reputationtypes "github.com/flopsnet/flops/x/reputation/types"
 )
 
 const udps = "udps"
@@ -228,7 +229,11 @@ func TestAuctionJobLifeBalances(t *testing.T) {
 		a.NextBlock()
 	}
 	j := getJob(t, a, job)
-	require.Equal(t, sdkmath.NewInt(300_000), j.ClearingPrice, "the first losing bid sets the price")
+	// the clearing price is in effective terms (price / reputation factor): every new node
+	// scores initial_score 0.5, so the first losing bid of 300,000 clears at 600,000, and
+	// each winner is paid it times its own factor, 300,000
+	score := reputationtypes.DefaultParams().InitialScore
+	require.Equal(t, sdkmath.LegacyNewDec(300_000).Quo(score).TruncateInt(), j.ClearingPrice, "the first losing bid sets the price")
 	require.Equal(t, provBefore["p3"], a.Balance(a.Account("p3").Address, udps), "the loser's deposit is back")
 	tasks := jobTasks(t, a, job)
 	won := map[string]bool{}

@@ -11,6 +11,21 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 			Service: "flops.dps.v1.Query",
 			RpcCommandOptions: []*autocliv1.RpcCommandOptions{
 				{RpcMethod: "Params", Use: "params", Short: "Show the x/dps parameters"},
+				{RpcMethod: "Era", Use: "era", Short: "Show the halving era, its rate and when the next halving comes (by time and by GFL)", Example: "flopsd q dps era"},
+				{RpcMethod: "Pool", Use: "pool", Short: "Show the reward pool's balance and what the distribution in progress still owes", Example: "flopsd q dps pool"},
+				{RpcMethod: "LatestEmission", Use: "latest-emission", Short: "Show the latest finished distribution (E, its split, paid, remainder)", Example: "flopsd q dps latest-emission"},
+				{
+					RpcMethod: "Emission", Use: "emission <epoch>", Short: "Show the finished distribution of an epoch",
+					Example:        "flopsd q dps emission 12",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "epoch"}},
+				},
+				{RpcMethod: "Emissions", Use: "emissions", Short: "List the finished distributions by epoch", Example: "flopsd q dps emissions --reverse --limit 10"},
+				{
+					RpcMethod: "ProviderRewards", Use: "rewards <provider>", Short: "List a provider's rewards by epoch (availability and work)",
+					Example:        "flopsd q dps rewards flops1... --reverse",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "provider"}},
+				},
+				{RpcMethod: "Distribution", Use: "distribution", Short: "Show the distribution in progress, if any, and the queued epochs", Example: "flopsd q dps distribution"},
 			},
 		},
 		Tx: &autocliv1.ServiceCommandDescriptor{

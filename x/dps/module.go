@@ -1,6 +1,6 @@
 // Package dps is the x/dps module: the DPS reward pool, the per-epoch emission
 // E = share * total_GFL * R0 / 2^h with its halvings, and the split of E between
-// availability (GFL) and verified work.
+// availability (GFL) and verified work. README.md has the rules.
 package dps
 
 import (
@@ -18,6 +18,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 
+	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/dps/keeper"
 	"github.com/flopsnet/flops/x/dps/types"
 )
@@ -31,6 +32,7 @@ var (
 	_ module.HasServices         = AppModule{}
 	_ module.HasConsensusVersion = AppModule{}
 	_ appmodule.AppModule        = AppModule{}
+	_ appmodule.HasEndBlocker    = AppModule{}
 )
 
 // AppModule is the x/dps module.
@@ -108,3 +110,12 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 	}
 	return cdc.MustMarshalJSON(gs)
 }
+
+// EndBlock advances the distribution in progress, bounded by max_payouts_per_block; it
+// must run after x/gfl's EndBlock (whose rebalance it waits for) and after x/market's.
+func (am AppModule) EndBlock(ctx context.Context) error {
+	return am.keeper.EndBlocker(sdk.UnwrapSDKContext(ctx))
+}
+
+// RegisterInvariants registers the reward pool and distribution invariants.
+func (am AppModule) RegisterInvariants(reg invariant.Registrar) { am.keeper.RegisterInvariants(reg) }

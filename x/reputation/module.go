@@ -1,5 +1,6 @@
-// Package reputation is the x/reputation module: per-node event counters and the epoch score
-// S = alpha*A + beta*R + gamma*S_prev used by scheduling, auctions, audits and rewards.
+// Package reputation is the x/reputation module: per-node event counters fed by the hooks of
+// x/market, x/gfl and x/staking-slash, and the epoch score S = alpha*A + beta*R +
+// gamma*S_prev used by scheduling, auctions, audits and rewards (see README.md).
 package reputation
 
 import (
@@ -17,6 +18,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 
+	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/reputation/keeper"
 	"github.com/flopsnet/flops/x/reputation/types"
 )
@@ -30,6 +32,7 @@ var (
 	_ module.HasServices         = AppModule{}
 	_ module.HasConsensusVersion = AppModule{}
 	_ appmodule.AppModule        = AppModule{}
+	_ appmodule.HasEndBlocker    = AppModule{}
 )
 
 // AppModule is the x/reputation module.
@@ -107,3 +110,11 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 	}
 	return cdc.MustMarshalJSON(gs)
 }
+
+// EndBlock advances the bounded epoch-end scoring.
+func (am AppModule) EndBlock(ctx context.Context) error {
+	return am.keeper.EndBlocker(sdk.UnwrapSDKContext(ctx))
+}
+
+// RegisterInvariants registers the ranking, operator aggregate and counter invariants.
+func (am AppModule) RegisterInvariants(reg invariant.Registrar) { am.keeper.RegisterInvariants(reg) }

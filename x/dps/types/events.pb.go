@@ -4,7 +4,10 @@
 package types
 
 import (
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
+	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	proto "github.com/cosmos/gogoproto/proto"
 	io "io"
@@ -78,28 +81,390 @@ func (m *EventParamsUpdated) GetParams() Params {
 	return Params{}
 }
 
+// EventDistributionQueued: an epoch ended and its distribution waits for its turn.
+type EventDistributionQueued struct {
+	// epoch that ended.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+}
+
+func (m *EventDistributionQueued) Reset()         { *m = EventDistributionQueued{} }
+func (m *EventDistributionQueued) String() string { return proto.CompactTextString(m) }
+func (*EventDistributionQueued) ProtoMessage()    {}
+func (*EventDistributionQueued) Descriptor() ([]byte, []int) {
+	return fileDescriptor_857740a45f01079b, []int{1}
+}
+func (m *EventDistributionQueued) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventDistributionQueued) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventDistributionQueued.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventDistributionQueued) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventDistributionQueued.Merge(m, src)
+}
+func (m *EventDistributionQueued) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventDistributionQueued) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventDistributionQueued.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventDistributionQueued proto.InternalMessageInfo
+
+func (m *EventDistributionQueued) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+// EventHalving: the era advanced.
+type EventHalving struct {
+	// era is the new h.
+	Era uint32 `protobuf:"varint,1,opt,name=era,proto3" json:"era,omitempty"`
+	// cause of the halving.
+	Cause HalvingCause `protobuf:"varint,2,opt,name=cause,proto3,enum=flops.dps.v1.HalvingCause" json:"cause,omitempty"`
+	// epoch whose distribution triggered it.
+	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// cumulative_gfl reached before the counter restarted, ugfl.
+	CumulativeGfl cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=cumulative_gfl,json=cumulativeGfl,proto3,customtype=cosmossdk.io/math.Int" json:"cumulative_gfl"`
+}
+
+func (m *EventHalving) Reset()         { *m = EventHalving{} }
+func (m *EventHalving) String() string { return proto.CompactTextString(m) }
+func (*EventHalving) ProtoMessage()    {}
+func (*EventHalving) Descriptor() ([]byte, []int) {
+	return fileDescriptor_857740a45f01079b, []int{2}
+}
+func (m *EventHalving) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventHalving) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventHalving.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventHalving) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventHalving.Merge(m, src)
+}
+func (m *EventHalving) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventHalving) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventHalving.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventHalving proto.InternalMessageInfo
+
+func (m *EventHalving) GetEra() uint32 {
+	if m != nil {
+		return m.Era
+	}
+	return 0
+}
+
+func (m *EventHalving) GetCause() HalvingCause {
+	if m != nil {
+		return m.Cause
+	}
+	return HALVING_CAUSE_UNSPECIFIED
+}
+
+func (m *EventHalving) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+// EventDistributionStarted: an epoch's emission was computed (progress left out).
+type EventDistributionStarted struct {
+	// distribution as planned.
+	Distribution Distribution `protobuf:"bytes,1,opt,name=distribution,proto3" json:"distribution"`
+}
+
+func (m *EventDistributionStarted) Reset()         { *m = EventDistributionStarted{} }
+func (m *EventDistributionStarted) String() string { return proto.CompactTextString(m) }
+func (*EventDistributionStarted) ProtoMessage()    {}
+func (*EventDistributionStarted) Descriptor() ([]byte, []int) {
+	return fileDescriptor_857740a45f01079b, []int{3}
+}
+func (m *EventDistributionStarted) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventDistributionStarted) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventDistributionStarted.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventDistributionStarted) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventDistributionStarted.Merge(m, src)
+}
+func (m *EventDistributionStarted) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventDistributionStarted) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventDistributionStarted.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventDistributionStarted proto.InternalMessageInfo
+
+func (m *EventDistributionStarted) GetDistribution() Distribution {
+	if m != nil {
+		return m.Distribution
+	}
+	return Distribution{}
+}
+
+// EventRewardPaid: a payout from the reward pool.
+type EventRewardPaid struct {
+	// epoch of the distribution.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// recipient: the node's operator or the provider.
+	Recipient string `protobuf:"bytes,2,opt,name=recipient,proto3" json:"recipient,omitempty"`
+	// node_id for an availability reward, 0 for a work reward.
+	NodeId uint64 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// kind: "availability" or "work".
+	Kind string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	// amount paid, udps.
+	Amount cosmossdk_io_math.Int `protobuf:"bytes,5,opt,name=amount,proto3,customtype=cosmossdk.io/math.Int" json:"amount"`
+}
+
+func (m *EventRewardPaid) Reset()         { *m = EventRewardPaid{} }
+func (m *EventRewardPaid) String() string { return proto.CompactTextString(m) }
+func (*EventRewardPaid) ProtoMessage()    {}
+func (*EventRewardPaid) Descriptor() ([]byte, []int) {
+	return fileDescriptor_857740a45f01079b, []int{4}
+}
+func (m *EventRewardPaid) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventRewardPaid) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventRewardPaid.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventRewardPaid) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventRewardPaid.Merge(m, src)
+}
+func (m *EventRewardPaid) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventRewardPaid) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventRewardPaid.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventRewardPaid proto.InternalMessageInfo
+
+func (m *EventRewardPaid) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *EventRewardPaid) GetRecipient() string {
+	if m != nil {
+		return m.Recipient
+	}
+	return ""
+}
+
+func (m *EventRewardPaid) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventRewardPaid) GetKind() string {
+	if m != nil {
+		return m.Kind
+	}
+	return ""
+}
+
+// EventDistributionFinished: an epoch's distribution is done (progress left out).
+type EventDistributionFinished struct {
+	// distribution as finished.
+	Distribution Distribution `protobuf:"bytes,1,opt,name=distribution,proto3" json:"distribution"`
+}
+
+func (m *EventDistributionFinished) Reset()         { *m = EventDistributionFinished{} }
+func (m *EventDistributionFinished) String() string { return proto.CompactTextString(m) }
+func (*EventDistributionFinished) ProtoMessage()    {}
+func (*EventDistributionFinished) Descriptor() ([]byte, []int) {
+	return fileDescriptor_857740a45f01079b, []int{5}
+}
+func (m *EventDistributionFinished) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventDistributionFinished) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventDistributionFinished.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventDistributionFinished) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventDistributionFinished.Merge(m, src)
+}
+func (m *EventDistributionFinished) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventDistributionFinished) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventDistributionFinished.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventDistributionFinished proto.InternalMessageInfo
+
+func (m *EventDistributionFinished) GetDistribution() Distribution {
+	if m != nil {
+		return m.Distribution
+	}
+	return Distribution{}
+}
+
+// EventDistributionSkipped: an epoch's distribution could not start and was dropped;
+// its emission stays in the pool.
+type EventDistributionSkipped struct {
+	// epoch that was dropped.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// reason it could not start.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+}
+
+func (m *EventDistributionSkipped) Reset()         { *m = EventDistributionSkipped{} }
+func (m *EventDistributionSkipped) String() string { return proto.CompactTextString(m) }
+func (*EventDistributionSkipped) ProtoMessage()    {}
+func (*EventDistributionSkipped) Descriptor() ([]byte, []int) {
+	return fileDescriptor_857740a45f01079b, []int{6}
+}
+func (m *EventDistributionSkipped) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventDistributionSkipped) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventDistributionSkipped.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventDistributionSkipped) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventDistributionSkipped.Merge(m, src)
+}
+func (m *EventDistributionSkipped) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventDistributionSkipped) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventDistributionSkipped.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventDistributionSkipped proto.InternalMessageInfo
+
+func (m *EventDistributionSkipped) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *EventDistributionSkipped) GetReason() string {
+	if m != nil {
+		return m.Reason
+	}
+	return ""
+}
+
 func init() {
 	proto.RegisterType((*EventParamsUpdated)(nil), "flops.dps.v1.EventParamsUpdated")
+	proto.RegisterType((*EventDistributionQueued)(nil), "flops.dps.v1.EventDistributionQueued")
+	proto.RegisterType((*EventHalving)(nil), "flops.dps.v1.EventHalving")
+	proto.RegisterType((*EventDistributionStarted)(nil), "flops.dps.v1.EventDistributionStarted")
+	proto.RegisterType((*EventRewardPaid)(nil), "flops.dps.v1.EventRewardPaid")
+	proto.RegisterType((*EventDistributionFinished)(nil), "flops.dps.v1.EventDistributionFinished")
+	proto.RegisterType((*EventDistributionSkipped)(nil), "flops.dps.v1.EventDistributionSkipped")
 }
 
 func init() { proto.RegisterFile("flops/dps/v1/events.proto", fileDescriptor_857740a45f01079b) }
 
 var fileDescriptor_857740a45f01079b = []byte{
-	// 217 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4c, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x4f, 0x29, 0x28, 0xd6, 0x2f, 0x33, 0xd4, 0x4f, 0x2d, 0x4b, 0xcd, 0x2b, 0x29, 0xd6,
-	0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x01, 0x4b, 0xe9, 0xa5, 0x14, 0x14, 0xeb, 0x95, 0x19,
-	0x4a, 0x89, 0xa4, 0xe7, 0xa7, 0xe7, 0x83, 0x25, 0xf4, 0x41, 0x2c, 0x88, 0x1a, 0x29, 0x09, 0x14,
-	0xed, 0x25, 0x95, 0x05, 0xa9, 0x50, 0xdd, 0x4a, 0x69, 0x5c, 0x42, 0xae, 0x20, 0xd3, 0x02, 0x12,
-	0x8b, 0x12, 0x73, 0x8b, 0x43, 0x0b, 0x52, 0x12, 0x4b, 0x52, 0x53, 0x84, 0x64, 0xb8, 0x38, 0x13,
-	0x4b, 0x4b, 0x32, 0xf2, 0x8b, 0x32, 0x4b, 0x2a, 0x25, 0x18, 0x15, 0x18, 0x35, 0x38, 0x83, 0x10,
-	0x02, 0x42, 0x46, 0x5c, 0x6c, 0x05, 0x60, 0xe5, 0x12, 0x4c, 0x0a, 0x8c, 0x1a, 0xdc, 0x46, 0x22,
-	0x7a, 0xc8, 0x4e, 0xd0, 0x83, 0x18, 0xe5, 0xc4, 0x72, 0xe2, 0x9e, 0x3c, 0x43, 0x10, 0x54, 0xa5,
-	0x93, 0xfd, 0x89, 0x47, 0x72, 0x8c, 0x17, 0x1e, 0xc9, 0x31, 0x3e, 0x78, 0x24, 0xc7, 0x38, 0xe1,
-	0xb1, 0x1c, 0xc3, 0x85, 0xc7, 0x72, 0x0c, 0x37, 0x1e, 0xcb, 0x31, 0x44, 0xa9, 0xa6, 0x67, 0x96,
-	0x64, 0x94, 0x26, 0xe9, 0x25, 0xe7, 0xe7, 0xea, 0x83, 0xcd, 0xc9, 0x4b, 0x2d, 0x81, 0x30, 0xf4,
-	0x2b, 0xc0, 0x2e, 0x06, 0x3b, 0x37, 0x89, 0x0d, 0xec, 0x5e, 0x63, 0x40, 0x00, 0x00, 0x00, 0xff,
-	0xff, 0x88, 0xf3, 0xe7, 0x96, 0x0a, 0x01, 0x00, 0x00,
+	// 553 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x93, 0x41, 0x6b, 0x13, 0x41,
+	0x14, 0xc7, 0xb3, 0x36, 0x89, 0x64, 0x9a, 0x56, 0x1d, 0xa2, 0xdd, 0x04, 0xd9, 0x96, 0x05, 0xa1,
+	0x08, 0xdd, 0x6d, 0x23, 0x78, 0x15, 0x63, 0xd5, 0xe4, 0x56, 0xb7, 0x88, 0xe0, 0x25, 0x4e, 0x76,
+	0x26, 0x9b, 0x21, 0xd9, 0x99, 0x61, 0x66, 0x36, 0xda, 0x6f, 0xe1, 0xc7, 0xf0, 0xe8, 0xa1, 0x5f,
+	0xc0, 0x5b, 0x8f, 0xa5, 0x07, 0x11, 0x0f, 0x45, 0x92, 0x83, 0x5f, 0x43, 0x76, 0x76, 0x20, 0x89,
+	0xb5, 0x17, 0xe9, 0x25, 0xbc, 0x37, 0xef, 0xff, 0xe6, 0xff, 0xde, 0x2f, 0x3b, 0xa0, 0x39, 0x9c,
+	0x70, 0xa1, 0x42, 0x2c, 0x54, 0x38, 0x3d, 0x08, 0xc9, 0x94, 0x30, 0xad, 0x02, 0x21, 0xb9, 0xe6,
+	0xb0, 0x6e, 0x4a, 0x01, 0x16, 0x2a, 0x98, 0x1e, 0xb4, 0x1a, 0x09, 0x4f, 0xb8, 0x29, 0x84, 0x79,
+	0x54, 0x68, 0x5a, 0xf7, 0x50, 0x4a, 0x19, 0x0f, 0xcd, 0xaf, 0x3d, 0x6a, 0xc6, 0x5c, 0xa5, 0x5c,
+	0xf5, 0x0b, 0x6d, 0x91, 0xd8, 0x92, 0xbb, 0x62, 0xa6, 0x4f, 0x04, 0xb1, 0x15, 0x7f, 0x08, 0xe0,
+	0xcb, 0xdc, 0xfb, 0x08, 0x49, 0x94, 0xaa, 0xb7, 0x02, 0x23, 0x4d, 0x30, 0x7c, 0x08, 0x6a, 0x28,
+	0xd3, 0x23, 0x2e, 0xa9, 0x3e, 0x71, 0x9d, 0x1d, 0x67, 0xb7, 0x16, 0x2d, 0x0e, 0x60, 0x1b, 0x54,
+	0x85, 0x91, 0xbb, 0xb7, 0x76, 0x9c, 0xdd, 0xf5, 0x76, 0x23, 0x58, 0x1e, 0x38, 0x28, 0xae, 0xea,
+	0x94, 0xcf, 0x2e, 0xb7, 0x4b, 0x91, 0x55, 0xfa, 0x21, 0xd8, 0x32, 0x3e, 0x87, 0x54, 0x69, 0x49,
+	0x07, 0x99, 0xa6, 0x9c, 0xbd, 0xc9, 0x48, 0x46, 0x30, 0x6c, 0x80, 0x0a, 0x11, 0x3c, 0x1e, 0x19,
+	0xa3, 0x72, 0x54, 0x24, 0xfe, 0x37, 0x07, 0xd4, 0x4d, 0x47, 0x17, 0x4d, 0xa6, 0x94, 0x25, 0xf0,
+	0x2e, 0x58, 0x23, 0x12, 0x19, 0xd1, 0x46, 0x94, 0x87, 0x70, 0x1f, 0x54, 0x62, 0x94, 0x29, 0x62,
+	0xc6, 0xd8, 0x6c, 0xb7, 0x56, 0xc7, 0xb0, 0x7d, 0x2f, 0x72, 0x45, 0x54, 0x08, 0x17, 0x56, 0x6b,
+	0x4b, 0x56, 0xf0, 0x1d, 0xd8, 0x8c, 0xb3, 0x34, 0x9b, 0x20, 0x4d, 0xa7, 0xa4, 0x9f, 0x0c, 0x27,
+	0x6e, 0x39, 0x5f, 0xb9, 0xb3, 0x9f, 0x6f, 0xf0, 0xf3, 0x72, 0xfb, 0x7e, 0xc1, 0x52, 0xe1, 0x71,
+	0x40, 0x79, 0x98, 0x22, 0x3d, 0x0a, 0x7a, 0x4c, 0x5f, 0x9c, 0xee, 0x01, 0x0b, 0xb9, 0xc7, 0xf4,
+	0x97, 0xdf, 0x5f, 0x1f, 0x3b, 0xd1, 0xc6, 0xe2, 0x9e, 0xd7, 0xc3, 0x89, 0xff, 0x01, 0xb8, 0x57,
+	0x96, 0x3e, 0xd6, 0x48, 0xe6, 0x88, 0x0f, 0x41, 0x1d, 0x2f, 0x1d, 0x9b, 0xbd, 0xd6, 0xff, 0xde,
+	0x61, 0xb9, 0xd1, 0x02, 0x5d, 0xe9, 0xf2, 0xbf, 0x3b, 0xe0, 0x8e, 0xb1, 0x88, 0xc8, 0x47, 0x24,
+	0xf1, 0x11, 0xa2, 0xd7, 0xf0, 0x84, 0x4f, 0x41, 0x4d, 0x92, 0x98, 0x0a, 0x4a, 0x98, 0x36, 0xc0,
+	0x6a, 0x1d, 0xf7, 0xe2, 0x74, 0xaf, 0x61, 0x57, 0x78, 0x8e, 0xb1, 0x24, 0x4a, 0x1d, 0x6b, 0x49,
+	0x59, 0x12, 0x2d, 0xa4, 0x70, 0x0b, 0xdc, 0x66, 0x1c, 0x93, 0x3e, 0xc5, 0x16, 0x5a, 0x35, 0x4f,
+	0x7b, 0x18, 0x42, 0x50, 0x1e, 0x53, 0x86, 0x0b, 0x56, 0x91, 0x89, 0x61, 0x17, 0x54, 0x51, 0xca,
+	0x33, 0xa6, 0xdd, 0xca, 0x7f, 0x12, 0xb4, 0xfd, 0x3e, 0x02, 0xcd, 0x2b, 0xe8, 0x5e, 0x51, 0x46,
+	0xd5, 0xe8, 0xc6, 0xd8, 0x75, 0xff, 0xf5, 0xef, 0x8c, 0xa9, 0x10, 0xd7, 0x7d, 0x93, 0xf0, 0x01,
+	0xa8, 0x4a, 0x82, 0x14, 0x67, 0x05, 0xc0, 0xc8, 0x66, 0x9d, 0x67, 0x67, 0x33, 0xcf, 0x39, 0x9f,
+	0x79, 0xce, 0xaf, 0x99, 0xe7, 0x7c, 0x9e, 0x7b, 0xa5, 0xf3, 0xb9, 0x57, 0xfa, 0x31, 0xf7, 0x4a,
+	0xef, 0x1f, 0x25, 0x54, 0x8f, 0xb2, 0x41, 0x10, 0xf3, 0x34, 0x34, 0xd3, 0x31, 0xa2, 0x8b, 0x20,
+	0xfc, 0x64, 0x9e, 0xa3, 0x79, 0x8b, 0x83, 0xaa, 0x79, 0x8c, 0x4f, 0xfe, 0x04, 0x00, 0x00, 0xff,
+	0xff, 0xf3, 0x05, 0xa8, 0xf9, 0x15, 0x04, 0x00, 0x00,
 }
 
 func (m *EventParamsUpdated) Marshal() (dAtA []byte, err error) {
@@ -142,6 +507,240 @@ func (m *EventParamsUpdated) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EventDistributionQueued) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventDistributionQueued) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventDistributionQueued) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventHalving) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventHalving) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventHalving) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.CumulativeGfl.Size()
+		i -= size
+		if _, err := m.CumulativeGfl.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Cause != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Cause))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Era != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Era))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventDistributionStarted) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventDistributionStarted) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventDistributionStarted) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Distribution.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *EventRewardPaid) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventRewardPaid) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventRewardPaid) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Amount.Size()
+		i -= size
+		if _, err := m.Amount.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if len(m.Kind) > 0 {
+		i -= len(m.Kind)
+		copy(dAtA[i:], m.Kind)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Kind)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Recipient) > 0 {
+		i -= len(m.Recipient)
+		copy(dAtA[i:], m.Recipient)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Recipient)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventDistributionFinished) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventDistributionFinished) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventDistributionFinished) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Distribution.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *EventDistributionSkipped) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventDistributionSkipped) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventDistributionSkipped) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintEvents(dAtA []byte, offset int, v uint64) int {
 	offset -= sovEvents(v)
 	base := offset
@@ -165,6 +764,101 @@ func (m *EventParamsUpdated) Size() (n int) {
 	}
 	l = m.Params.Size()
 	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventDistributionQueued) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	return n
+}
+
+func (m *EventHalving) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Era != 0 {
+		n += 1 + sovEvents(uint64(m.Era))
+	}
+	if m.Cause != 0 {
+		n += 1 + sovEvents(uint64(m.Cause))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	l = m.CumulativeGfl.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventDistributionStarted) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Distribution.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventRewardPaid) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	l = len(m.Recipient)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.Kind)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = m.Amount.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventDistributionFinished) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Distribution.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventDistributionSkipped) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	l = len(m.Reason)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
 	return n
 }
 
@@ -267,6 +961,669 @@ func (m *EventParamsUpdated) Unmarshal(dAtA []byte) error {
 			if err := m.Params.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventDistributionQueued) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventDistributionQueued: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventDistributionQueued: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventHalving) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventHalving: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventHalving: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Era", wireType)
+			}
+			m.Era = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Era |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Cause", wireType)
+			}
+			m.Cause = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Cause |= HalvingCause(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CumulativeGfl", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.CumulativeGfl.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventDistributionStarted) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventDistributionStarted: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventDistributionStarted: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Distribution", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Distribution.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventRewardPaid) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventRewardPaid: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventRewardPaid: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Recipient", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Recipient = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Kind", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Kind = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Amount", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Amount.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventDistributionFinished) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventDistributionFinished: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventDistributionFinished: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Distribution", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Distribution.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventDistributionSkipped) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventDistributionSkipped: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventDistributionSkipped: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

@@ -28,6 +28,17 @@ const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 type GenesisState struct {
 	// params are the module parameters.
 	Params Params `protobuf:"bytes,1,opt,name=params,proto3" json:"params"`
+	// era is the halving state. Absent on a new chain: era 0 starts at the genesis time and
+	// the reward pool's genesis balance is the replenishment baseline.
+	Era *EraState `protobuf:"bytes,2,opt,name=era,proto3" json:"era,omitempty"`
+	// pending_epochs are the ended epochs whose distribution has not started, ascending.
+	PendingEpochs []uint64 `protobuf:"varint,3,rep,packed,name=pending_epochs,json=pendingEpochs,proto3" json:"pending_epochs,omitempty"`
+	// in_progress is the distribution being paid, if any.
+	InProgress *Distribution `protobuf:"bytes,4,opt,name=in_progress,json=inProgress,proto3" json:"in_progress,omitempty"`
+	// distributions are the finished ones.
+	Distributions []Distribution `protobuf:"bytes,5,rep,name=distributions,proto3" json:"distributions"`
+	// rewards is every provider's rewards history.
+	Rewards []ProviderReward `protobuf:"bytes,6,rep,name=rewards,proto3" json:"rewards"`
 }
 
 func (m *GenesisState) Reset()         { *m = GenesisState{} }
@@ -70,6 +81,41 @@ func (m *GenesisState) GetParams() Params {
 	return Params{}
 }
 
+func (m *GenesisState) GetEra() *EraState {
+	if m != nil {
+		return m.Era
+	}
+	return nil
+}
+
+func (m *GenesisState) GetPendingEpochs() []uint64 {
+	if m != nil {
+		return m.PendingEpochs
+	}
+	return nil
+}
+
+func (m *GenesisState) GetInProgress() *Distribution {
+	if m != nil {
+		return m.InProgress
+	}
+	return nil
+}
+
+func (m *GenesisState) GetDistributions() []Distribution {
+	if m != nil {
+		return m.Distributions
+	}
+	return nil
+}
+
+func (m *GenesisState) GetRewards() []ProviderReward {
+	if m != nil {
+		return m.Rewards
+	}
+	return nil
+}
+
 func init() {
 	proto.RegisterType((*GenesisState)(nil), "flops.dps.v1.GenesisState")
 }
@@ -77,20 +123,29 @@ func init() {
 func init() { proto.RegisterFile("flops/dps/v1/genesis.proto", fileDescriptor_4b792ce5706a8b6a) }
 
 var fileDescriptor_4b792ce5706a8b6a = []byte{
-	// 207 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4a, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x4f, 0x29, 0x28, 0xd6, 0x2f, 0x33, 0xd4, 0x4f, 0x4f, 0xcd, 0x4b, 0x2d, 0xce, 0x2c,
-	0xd6, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x01, 0xcb, 0xe9, 0xa5, 0x14, 0x14, 0xeb, 0x95,
-	0x19, 0x4a, 0x89, 0xa4, 0xe7, 0xa7, 0xe7, 0x83, 0x25, 0xf4, 0x41, 0x2c, 0x88, 0x1a, 0x29, 0xc1,
-	0xc4, 0xdc, 0xcc, 0xbc, 0x7c, 0x7d, 0x30, 0x09, 0x15, 0x92, 0x40, 0x31, 0xb2, 0xa4, 0xb2, 0x20,
-	0x15, 0x6a, 0xa0, 0x92, 0x3b, 0x17, 0x8f, 0x3b, 0xc4, 0x86, 0xe0, 0x92, 0xc4, 0x92, 0x54, 0x21,
-	0x73, 0x2e, 0xb6, 0x82, 0xc4, 0xa2, 0xc4, 0xdc, 0x62, 0x09, 0x46, 0x05, 0x46, 0x0d, 0x6e, 0x23,
-	0x11, 0x3d, 0x64, 0x1b, 0xf5, 0x02, 0xc0, 0x72, 0x4e, 0x9c, 0x27, 0xee, 0xc9, 0x33, 0xac, 0x78,
-	0xbe, 0x41, 0x8b, 0x31, 0x08, 0xaa, 0xdc, 0xc9, 0xfe, 0xc4, 0x23, 0x39, 0xc6, 0x0b, 0x8f, 0xe4,
-	0x18, 0x1f, 0x3c, 0x92, 0x63, 0x9c, 0xf0, 0x58, 0x8e, 0xe1, 0xc2, 0x63, 0x39, 0x86, 0x1b, 0x8f,
-	0xe5, 0x18, 0xa2, 0x54, 0xd3, 0x33, 0x4b, 0x32, 0x4a, 0x93, 0xf4, 0x92, 0xf3, 0x73, 0xf5, 0xc1,
-	0x86, 0xe5, 0xa5, 0x96, 0x40, 0x18, 0xfa, 0x15, 0x60, 0x27, 0x81, 0xdd, 0x93, 0xc4, 0x06, 0x76,
-	0x90, 0x31, 0x20, 0x00, 0x00, 0xff, 0xff, 0xed, 0x5d, 0x67, 0x7a, 0xff, 0x00, 0x00, 0x00,
+	// 348 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x7c, 0x91, 0x31, 0x4b, 0xc3, 0x40,
+	0x18, 0x86, 0x93, 0xa6, 0x56, 0xbc, 0xb6, 0x82, 0xa1, 0xc8, 0x11, 0x24, 0x16, 0xa1, 0x50, 0x1c,
+	0x72, 0x54, 0x07, 0x07, 0x07, 0xb1, 0x58, 0x1c, 0x5c, 0x4a, 0xdc, 0x5c, 0xca, 0xb5, 0x39, 0xd3,
+	0x03, 0x7b, 0x77, 0xdc, 0x5d, 0xab, 0xfe, 0x0b, 0x7f, 0x86, 0xa3, 0x3f, 0xa3, 0x63, 0x47, 0x27,
+	0x91, 0x16, 0xf1, 0x6f, 0x48, 0xbf, 0x46, 0x48, 0x1c, 0x5c, 0xc2, 0xc7, 0xf7, 0xbe, 0xef, 0xf3,
+	0x91, 0x7b, 0x51, 0x70, 0xff, 0x20, 0x95, 0x21, 0x89, 0x32, 0x64, 0xd6, 0x21, 0x29, 0x13, 0xcc,
+	0x70, 0x13, 0x29, 0x2d, 0xad, 0xf4, 0x6b, 0xa0, 0x45, 0x89, 0x32, 0xd1, 0xac, 0x13, 0x34, 0x52,
+	0x99, 0x4a, 0x10, 0xc8, 0x7a, 0xda, 0x78, 0x82, 0x3d, 0x3a, 0xe1, 0x42, 0x12, 0xf8, 0x66, 0x2b,
+	0x5c, 0x40, 0xda, 0x67, 0xc5, 0x32, 0xe0, 0xd1, 0x57, 0x09, 0xd5, 0xae, 0x37, 0x27, 0x6e, 0x2d,
+	0xb5, 0xcc, 0x3f, 0x43, 0x15, 0x45, 0x35, 0x9d, 0x18, 0xec, 0x36, 0xdd, 0x76, 0xf5, 0xa4, 0x11,
+	0xe5, 0x4f, 0x46, 0x7d, 0xd0, 0xba, 0x3b, 0xf3, 0x8f, 0x43, 0xe7, 0xf5, 0xfb, 0xed, 0xd8, 0x8d,
+	0x33, 0xbb, 0xdf, 0x46, 0x1e, 0xd3, 0x14, 0x97, 0x20, 0xb5, 0x5f, 0x4c, 0xf5, 0x34, 0x05, 0x7a,
+	0xbc, 0xb6, 0xf8, 0x2d, 0xb4, 0xab, 0x98, 0x48, 0xb8, 0x48, 0x07, 0x4c, 0xc9, 0xd1, 0xd8, 0x60,
+	0xaf, 0xe9, 0xb5, 0xcb, 0x71, 0x3d, 0xdb, 0xf6, 0x60, 0xe9, 0x9f, 0xa3, 0x2a, 0x17, 0x03, 0xa5,
+	0x65, 0xaa, 0x99, 0x31, 0xb8, 0x0c, 0xe0, 0xa0, 0x08, 0xbe, 0xe2, 0xc6, 0x6a, 0x3e, 0x9c, 0x5a,
+	0x2e, 0x45, 0x8c, 0xb8, 0xe8, 0x67, 0x6e, 0xff, 0x06, 0xd5, 0x93, 0x9c, 0x66, 0xf0, 0x56, 0xd3,
+	0xfb, 0x3f, 0x9e, 0xff, 0xa7, 0x62, 0xd6, 0xbf, 0x44, 0xdb, 0x9a, 0x3d, 0x52, 0x9d, 0x18, 0x5c,
+	0x01, 0xcc, 0xc1, 0x9f, 0x47, 0xd1, 0x72, 0xc6, 0x13, 0xa6, 0x63, 0x30, 0xe5, 0x41, 0xbf, 0xb9,
+	0xee, 0xc5, 0x7c, 0x19, 0xba, 0x8b, 0x65, 0xe8, 0x7e, 0x2e, 0x43, 0xf7, 0x65, 0x15, 0x3a, 0x8b,
+	0x55, 0xe8, 0xbc, 0xaf, 0x42, 0xe7, 0xae, 0x95, 0x72, 0x3b, 0x9e, 0x0e, 0xa3, 0x91, 0x9c, 0x10,
+	0xa0, 0x0a, 0x66, 0x37, 0x03, 0x79, 0x82, 0xc6, 0xa0, 0xae, 0x61, 0x05, 0xfa, 0x3a, 0xfd, 0x09,
+	0x00, 0x00, 0xff, 0xff, 0x8b, 0xc2, 0x67, 0x0f, 0x1e, 0x02, 0x00, 0x00,
 }
 
 func (m *GenesisState) Marshal() (dAtA []byte, err error) {
@@ -113,6 +168,76 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.Rewards) > 0 {
+		for iNdEx := len(m.Rewards) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Rewards[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
+	if len(m.Distributions) > 0 {
+		for iNdEx := len(m.Distributions) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Distributions[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
+	if m.InProgress != nil {
+		{
+			size, err := m.InProgress.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenesis(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.PendingEpochs) > 0 {
+		dAtA3 := make([]byte, len(m.PendingEpochs)*10)
+		var j2 int
+		for _, num := range m.PendingEpochs {
+			for num >= 1<<7 {
+				dAtA3[j2] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j2++
+			}
+			dAtA3[j2] = uint8(num)
+			j2++
+		}
+		i -= j2
+		copy(dAtA[i:], dAtA3[:j2])
+		i = encodeVarintGenesis(dAtA, i, uint64(j2))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if m.Era != nil {
+		{
+			size, err := m.Era.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenesis(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
 	{
 		size, err := m.Params.MarshalToSizedBuffer(dAtA[:i])
 		if err != nil {
@@ -145,6 +270,33 @@ func (m *GenesisState) Size() (n int) {
 	_ = l
 	l = m.Params.Size()
 	n += 1 + l + sovGenesis(uint64(l))
+	if m.Era != nil {
+		l = m.Era.Size()
+		n += 1 + l + sovGenesis(uint64(l))
+	}
+	if len(m.PendingEpochs) > 0 {
+		l = 0
+		for _, e := range m.PendingEpochs {
+			l += sovGenesis(uint64(e))
+		}
+		n += 1 + sovGenesis(uint64(l)) + l
+	}
+	if m.InProgress != nil {
+		l = m.InProgress.Size()
+		n += 1 + l + sovGenesis(uint64(l))
+	}
+	if len(m.Distributions) > 0 {
+		for _, e := range m.Distributions {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Rewards) > 0 {
+		for _, e := range m.Rewards {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
 	return n
 }
 
@@ -213,6 +365,222 @@ func (m *GenesisState) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if err := m.Params.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Era", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Era == nil {
+				m.Era = &EraState{}
+			}
+			if err := m.Era.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType == 0 {
+				var v uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowGenesis
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.PendingEpochs = append(m.PendingEpochs, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowGenesis
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthGenesis
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthGenesis
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.PendingEpochs) == 0 {
+					m.PendingEpochs = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowGenesis
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.PendingEpochs = append(m.PendingEpochs, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field PendingEpochs", wireType)
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field InProgress", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.InProgress == nil {
+				m.InProgress = &Distribution{}
+			}
+			if err := m.InProgress.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Distributions", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Distributions = append(m.Distributions, Distribution{})
+			if err := m.Distributions[len(m.Distributions)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Rewards", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Rewards = append(m.Rewards, ProviderReward{})
+			if err := m.Rewards[len(m.Rewards)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

@@ -23,12 +23,14 @@ func DefaultParams() Params {
 		EmissionSharePpm:     200_000,
 		DpsPerGfl:            sdkmath.LegacyNewDecWithPrec(1, 2), // 1 DPS per 100 GFL
 		HalvingPeriod:        365 * 24 * time.Hour,
-		HalvingThreshold:     sdkmath.NewInt(10_000_000_000),     // 10,000 GFL-epochs, in ugfl
+		HalvingThreshold:     sdkmath.NewInt(100_000_000_000),    // 100,000 GFL-epochs in ugfl: 4,200 GFL over a year of 15-day epochs
 		MaxSupply:            sdkmath.NewInt(21_000_000_000_000), // 21,000,000 DPS
 		AvailabilitySharePpm: 500_000,
-		WorkRewardCapPpm:     1_000_000,
-		WorkloadWeights:      weights,
-		MaxPayoutsPerBlock:   100,
+		// 0.04x the fees earned from other accounts: below x/market's 5% take, so a
+		// provider paying itself through another account loses (x/dps/README.md).
+		WorkRewardCapPpm:   40_000,
+		WorkloadWeights:    weights,
+		MaxPayoutsPerBlock: 100,
 	}
 }
 
@@ -49,12 +51,15 @@ func (p Params) validate() error {
 		validate.PositiveInt("halving_threshold", p.HalvingThreshold),
 		validate.PositiveInt("max_supply", p.MaxSupply),
 		validate.PPM("availability_share_ppm", p.AvailabilitySharePpm),
-		validate.Range("work_reward_cap_ppm", p.WorkRewardCapPpm, 0, 1000*validate.PPMOne),
+		validate.Range("work_reward_cap_ppm", p.WorkRewardCapPpm, 0, validate.PPMOne),
 		validate.Positive("max_payouts_per_block", p.MaxPayoutsPerBlock),
 	} {
 		if err != nil {
 			return err
 		}
+	}
+	if p.DpsPerGfl.GT(MaxDPSPerGFL) {
+		return fmt.Errorf("dps_per_gfl %s: must be at most %s", p.DpsPerGfl, MaxDPSPerGFL)
 	}
 	if len(p.WorkloadWeights) != len(gfltypes.WorkloadClasses) {
 		return fmt.Errorf("workload_weights: need exactly one entry per workload class (%d), got %d", len(gfltypes.WorkloadClasses), len(p.WorkloadWeights))

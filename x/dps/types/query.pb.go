@@ -5,24 +5,32 @@ package types
 
 import (
 	context "context"
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
+	types "github.com/cosmos/cosmos-sdk/types"
+	query "github.com/cosmos/cosmos-sdk/types/query"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	grpc1 "github.com/cosmos/gogoproto/grpc"
 	proto "github.com/cosmos/gogoproto/proto"
+	github_com_cosmos_gogoproto_types "github.com/cosmos/gogoproto/types"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	grpc "google.golang.org/grpc"
 	codes "google.golang.org/grpc/codes"
 	status "google.golang.org/grpc/status"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
 	io "io"
 	math "math"
 	math_bits "math/bits"
+	time "time"
 )
 
 // Reference imports to suppress errors if they are not otherwise used.
 var _ = proto.Marshal
 var _ = fmt.Errorf
 var _ = math.Inf
+var _ = time.Kitchen
 
 // This is a compile-time assertion to ensure that this generated file
 // is compatible with the proto package it is being compiled against.
@@ -113,33 +121,802 @@ func (m *QueryParamsResponse) GetParams() Params {
 	return Params{}
 }
 
+// QueryEraRequest is empty.
+type QueryEraRequest struct {
+}
+
+func (m *QueryEraRequest) Reset()         { *m = QueryEraRequest{} }
+func (m *QueryEraRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryEraRequest) ProtoMessage()    {}
+func (*QueryEraRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{2}
+}
+func (m *QueryEraRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryEraRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryEraRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryEraRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryEraRequest.Merge(m, src)
+}
+func (m *QueryEraRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryEraRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryEraRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryEraRequest proto.InternalMessageInfo
+
+// QueryEraResponse describes the halving era.
+type QueryEraResponse struct {
+	// era is h, the number of halvings so far.
+	Era uint32 `protobuf:"varint,1,opt,name=era,proto3" json:"era,omitempty"`
+	// rate is R = dps_per_gfl / 2^h, udps per ugfl (= DPS per GFL).
+	Rate cosmossdk_io_math.LegacyDec `protobuf:"bytes,2,opt,name=rate,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"rate"`
+	// last_halving_time is the block time of the last halving (genesis time before any).
+	LastHalvingTime time.Time `protobuf:"bytes,3,opt,name=last_halving_time,json=lastHalvingTime,proto3,stdtime" json:"last_halving_time"`
+	// cumulative_gfl since the last halving, net of replenishment credits, ugfl.
+	CumulativeGfl cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=cumulative_gfl,json=cumulativeGfl,proto3,customtype=cosmossdk.io/math.Int" json:"cumulative_gfl"`
+	// next_halving_time: the first distribution at or after it halves, whatever the GFL.
+	NextHalvingTime time.Time `protobuf:"bytes,5,opt,name=next_halving_time,json=nextHalvingTime,proto3,stdtime" json:"next_halving_time"`
+	// remaining_gfl: the GFL still to add before the threshold halves, ugfl.
+	RemainingGfl cosmossdk_io_math.Int `protobuf:"bytes,6,opt,name=remaining_gfl,json=remainingGfl,proto3,customtype=cosmossdk.io/math.Int" json:"remaining_gfl"`
+	// pool_baseline: the pool balance above it counts as replenishment at the next
+	// distribution, udps.
+	PoolBaseline cosmossdk_io_math.Int `protobuf:"bytes,7,opt,name=pool_baseline,json=poolBaseline,proto3,customtype=cosmossdk.io/math.Int" json:"pool_baseline"`
+}
+
+func (m *QueryEraResponse) Reset()         { *m = QueryEraResponse{} }
+func (m *QueryEraResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryEraResponse) ProtoMessage()    {}
+func (*QueryEraResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{3}
+}
+func (m *QueryEraResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryEraResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryEraResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryEraResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryEraResponse.Merge(m, src)
+}
+func (m *QueryEraResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryEraResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryEraResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryEraResponse proto.InternalMessageInfo
+
+func (m *QueryEraResponse) GetEra() uint32 {
+	if m != nil {
+		return m.Era
+	}
+	return 0
+}
+
+func (m *QueryEraResponse) GetLastHalvingTime() time.Time {
+	if m != nil {
+		return m.LastHalvingTime
+	}
+	return time.Time{}
+}
+
+func (m *QueryEraResponse) GetNextHalvingTime() time.Time {
+	if m != nil {
+		return m.NextHalvingTime
+	}
+	return time.Time{}
+}
+
+// QueryPoolRequest is empty.
+type QueryPoolRequest struct {
+}
+
+func (m *QueryPoolRequest) Reset()         { *m = QueryPoolRequest{} }
+func (m *QueryPoolRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolRequest) ProtoMessage()    {}
+func (*QueryPoolRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{4}
+}
+func (m *QueryPoolRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolRequest.Merge(m, src)
+}
+func (m *QueryPoolRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolRequest proto.InternalMessageInfo
+
+// QueryPoolResponse is the reward pool.
+type QueryPoolResponse struct {
+	// address of the dps module account.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// balance of the pool in udps.
+	Balance types.Coin `protobuf:"bytes,2,opt,name=balance,proto3" json:"balance"`
+	// owed is what the distribution in progress may still pay from it, udps.
+	Owed cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=owed,proto3,customtype=cosmossdk.io/math.Int" json:"owed"`
+}
+
+func (m *QueryPoolResponse) Reset()         { *m = QueryPoolResponse{} }
+func (m *QueryPoolResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryPoolResponse) ProtoMessage()    {}
+func (*QueryPoolResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{5}
+}
+func (m *QueryPoolResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryPoolResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryPoolResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryPoolResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryPoolResponse.Merge(m, src)
+}
+func (m *QueryPoolResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryPoolResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryPoolResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryPoolResponse proto.InternalMessageInfo
+
+func (m *QueryPoolResponse) GetAddress() string {
+	if m != nil {
+		return m.Address
+	}
+	return ""
+}
+
+func (m *QueryPoolResponse) GetBalance() types.Coin {
+	if m != nil {
+		return m.Balance
+	}
+	return types.Coin{}
+}
+
+// QueryLatestEmissionRequest is empty.
+type QueryLatestEmissionRequest struct {
+}
+
+func (m *QueryLatestEmissionRequest) Reset()         { *m = QueryLatestEmissionRequest{} }
+func (m *QueryLatestEmissionRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryLatestEmissionRequest) ProtoMessage()    {}
+func (*QueryLatestEmissionRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{6}
+}
+func (m *QueryLatestEmissionRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryLatestEmissionRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryLatestEmissionRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryLatestEmissionRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryLatestEmissionRequest.Merge(m, src)
+}
+func (m *QueryLatestEmissionRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryLatestEmissionRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryLatestEmissionRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryLatestEmissionRequest proto.InternalMessageInfo
+
+// QueryLatestEmissionResponse is the latest finished distribution.
+type QueryLatestEmissionResponse struct {
+	// found: whether any distribution has finished.
+	Found bool `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	// distribution of the latest epoch paid (empty when none).
+	Distribution Distribution `protobuf:"bytes,2,opt,name=distribution,proto3" json:"distribution"`
+}
+
+func (m *QueryLatestEmissionResponse) Reset()         { *m = QueryLatestEmissionResponse{} }
+func (m *QueryLatestEmissionResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryLatestEmissionResponse) ProtoMessage()    {}
+func (*QueryLatestEmissionResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{7}
+}
+func (m *QueryLatestEmissionResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryLatestEmissionResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryLatestEmissionResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryLatestEmissionResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryLatestEmissionResponse.Merge(m, src)
+}
+func (m *QueryLatestEmissionResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryLatestEmissionResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryLatestEmissionResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryLatestEmissionResponse proto.InternalMessageInfo
+
+func (m *QueryLatestEmissionResponse) GetFound() bool {
+	if m != nil {
+		return m.Found
+	}
+	return false
+}
+
+func (m *QueryLatestEmissionResponse) GetDistribution() Distribution {
+	if m != nil {
+		return m.Distribution
+	}
+	return Distribution{}
+}
+
+// QueryEmissionRequest names an epoch.
+type QueryEmissionRequest struct {
+	// epoch number.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+}
+
+func (m *QueryEmissionRequest) Reset()         { *m = QueryEmissionRequest{} }
+func (m *QueryEmissionRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryEmissionRequest) ProtoMessage()    {}
+func (*QueryEmissionRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{8}
+}
+func (m *QueryEmissionRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryEmissionRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryEmissionRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryEmissionRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryEmissionRequest.Merge(m, src)
+}
+func (m *QueryEmissionRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryEmissionRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryEmissionRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryEmissionRequest proto.InternalMessageInfo
+
+func (m *QueryEmissionRequest) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+// QueryEmissionResponse is one finished distribution.
+type QueryEmissionResponse struct {
+	// distribution of the epoch.
+	Distribution Distribution `protobuf:"bytes,1,opt,name=distribution,proto3" json:"distribution"`
+}
+
+func (m *QueryEmissionResponse) Reset()         { *m = QueryEmissionResponse{} }
+func (m *QueryEmissionResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryEmissionResponse) ProtoMessage()    {}
+func (*QueryEmissionResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{9}
+}
+func (m *QueryEmissionResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryEmissionResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryEmissionResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryEmissionResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryEmissionResponse.Merge(m, src)
+}
+func (m *QueryEmissionResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryEmissionResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryEmissionResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryEmissionResponse proto.InternalMessageInfo
+
+func (m *QueryEmissionResponse) GetDistribution() Distribution {
+	if m != nil {
+		return m.Distribution
+	}
+	return Distribution{}
+}
+
+// QueryEmissionsRequest pages through the finished distributions.
+type QueryEmissionsRequest struct {
+	// pagination (reverse = newest first).
+	Pagination *query.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryEmissionsRequest) Reset()         { *m = QueryEmissionsRequest{} }
+func (m *QueryEmissionsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryEmissionsRequest) ProtoMessage()    {}
+func (*QueryEmissionsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{10}
+}
+func (m *QueryEmissionsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryEmissionsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryEmissionsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryEmissionsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryEmissionsRequest.Merge(m, src)
+}
+func (m *QueryEmissionsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryEmissionsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryEmissionsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryEmissionsRequest proto.InternalMessageInfo
+
+func (m *QueryEmissionsRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryEmissionsResponse is one page of finished distributions.
+type QueryEmissionsResponse struct {
+	// distributions in epoch order.
+	Distributions []Distribution `protobuf:"bytes,1,rep,name=distributions,proto3" json:"distributions"`
+	// pagination of the answer.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryEmissionsResponse) Reset()         { *m = QueryEmissionsResponse{} }
+func (m *QueryEmissionsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryEmissionsResponse) ProtoMessage()    {}
+func (*QueryEmissionsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{11}
+}
+func (m *QueryEmissionsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryEmissionsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryEmissionsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryEmissionsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryEmissionsResponse.Merge(m, src)
+}
+func (m *QueryEmissionsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryEmissionsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryEmissionsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryEmissionsResponse proto.InternalMessageInfo
+
+func (m *QueryEmissionsResponse) GetDistributions() []Distribution {
+	if m != nil {
+		return m.Distributions
+	}
+	return nil
+}
+
+func (m *QueryEmissionsResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryProviderRewardsRequest names a provider.
+type QueryProviderRewardsRequest struct {
+	// provider address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// pagination (reverse = newest first).
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryProviderRewardsRequest) Reset()         { *m = QueryProviderRewardsRequest{} }
+func (m *QueryProviderRewardsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryProviderRewardsRequest) ProtoMessage()    {}
+func (*QueryProviderRewardsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{12}
+}
+func (m *QueryProviderRewardsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryProviderRewardsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryProviderRewardsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryProviderRewardsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryProviderRewardsRequest.Merge(m, src)
+}
+func (m *QueryProviderRewardsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryProviderRewardsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryProviderRewardsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryProviderRewardsRequest proto.InternalMessageInfo
+
+func (m *QueryProviderRewardsRequest) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *QueryProviderRewardsRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryProviderRewardsResponse is one page of a provider's rewards.
+type QueryProviderRewardsResponse struct {
+	// rewards by epoch.
+	Rewards []ProviderReward `protobuf:"bytes,1,rep,name=rewards,proto3" json:"rewards"`
+	// pagination of the answer.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryProviderRewardsResponse) Reset()         { *m = QueryProviderRewardsResponse{} }
+func (m *QueryProviderRewardsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryProviderRewardsResponse) ProtoMessage()    {}
+func (*QueryProviderRewardsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{13}
+}
+func (m *QueryProviderRewardsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryProviderRewardsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryProviderRewardsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryProviderRewardsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryProviderRewardsResponse.Merge(m, src)
+}
+func (m *QueryProviderRewardsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryProviderRewardsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryProviderRewardsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryProviderRewardsResponse proto.InternalMessageInfo
+
+func (m *QueryProviderRewardsResponse) GetRewards() []ProviderReward {
+	if m != nil {
+		return m.Rewards
+	}
+	return nil
+}
+
+func (m *QueryProviderRewardsResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryDistributionRequest is empty.
+type QueryDistributionRequest struct {
+}
+
+func (m *QueryDistributionRequest) Reset()         { *m = QueryDistributionRequest{} }
+func (m *QueryDistributionRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryDistributionRequest) ProtoMessage()    {}
+func (*QueryDistributionRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{14}
+}
+func (m *QueryDistributionRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryDistributionRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryDistributionRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryDistributionRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryDistributionRequest.Merge(m, src)
+}
+func (m *QueryDistributionRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryDistributionRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryDistributionRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryDistributionRequest proto.InternalMessageInfo
+
+// QueryDistributionResponse is the distribution in progress.
+type QueryDistributionResponse struct {
+	// in_progress: whether one is being paid.
+	InProgress bool `protobuf:"varint,1,opt,name=in_progress,json=inProgress,proto3" json:"in_progress,omitempty"`
+	// distribution in progress (empty when none).
+	Distribution Distribution `protobuf:"bytes,2,opt,name=distribution,proto3" json:"distribution"`
+	// pending_epochs: ended epochs waiting for their turn, ascending.
+	PendingEpochs []uint64 `protobuf:"varint,3,rep,packed,name=pending_epochs,json=pendingEpochs,proto3" json:"pending_epochs,omitempty"`
+}
+
+func (m *QueryDistributionResponse) Reset()         { *m = QueryDistributionResponse{} }
+func (m *QueryDistributionResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryDistributionResponse) ProtoMessage()    {}
+func (*QueryDistributionResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_a7425a86eb403853, []int{15}
+}
+func (m *QueryDistributionResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryDistributionResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryDistributionResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryDistributionResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryDistributionResponse.Merge(m, src)
+}
+func (m *QueryDistributionResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryDistributionResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryDistributionResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryDistributionResponse proto.InternalMessageInfo
+
+func (m *QueryDistributionResponse) GetInProgress() bool {
+	if m != nil {
+		return m.InProgress
+	}
+	return false
+}
+
+func (m *QueryDistributionResponse) GetDistribution() Distribution {
+	if m != nil {
+		return m.Distribution
+	}
+	return Distribution{}
+}
+
+func (m *QueryDistributionResponse) GetPendingEpochs() []uint64 {
+	if m != nil {
+		return m.PendingEpochs
+	}
+	return nil
+}
+
 func init() {
 	proto.RegisterType((*QueryParamsRequest)(nil), "flops.dps.v1.QueryParamsRequest")
 	proto.RegisterType((*QueryParamsResponse)(nil), "flops.dps.v1.QueryParamsResponse")
+	proto.RegisterType((*QueryEraRequest)(nil), "flops.dps.v1.QueryEraRequest")
+	proto.RegisterType((*QueryEraResponse)(nil), "flops.dps.v1.QueryEraResponse")
+	proto.RegisterType((*QueryPoolRequest)(nil), "flops.dps.v1.QueryPoolRequest")
+	proto.RegisterType((*QueryPoolResponse)(nil), "flops.dps.v1.QueryPoolResponse")
+	proto.RegisterType((*QueryLatestEmissionRequest)(nil), "flops.dps.v1.QueryLatestEmissionRequest")
+	proto.RegisterType((*QueryLatestEmissionResponse)(nil), "flops.dps.v1.QueryLatestEmissionResponse")
+	proto.RegisterType((*QueryEmissionRequest)(nil), "flops.dps.v1.QueryEmissionRequest")
+	proto.RegisterType((*QueryEmissionResponse)(nil), "flops.dps.v1.QueryEmissionResponse")
+	proto.RegisterType((*QueryEmissionsRequest)(nil), "flops.dps.v1.QueryEmissionsRequest")
+	proto.RegisterType((*QueryEmissionsResponse)(nil), "flops.dps.v1.QueryEmissionsResponse")
+	proto.RegisterType((*QueryProviderRewardsRequest)(nil), "flops.dps.v1.QueryProviderRewardsRequest")
+	proto.RegisterType((*QueryProviderRewardsResponse)(nil), "flops.dps.v1.QueryProviderRewardsResponse")
+	proto.RegisterType((*QueryDistributionRequest)(nil), "flops.dps.v1.QueryDistributionRequest")
+	proto.RegisterType((*QueryDistributionResponse)(nil), "flops.dps.v1.QueryDistributionResponse")
 }
 
 func init() { proto.RegisterFile("flops/dps/v1/query.proto", fileDescriptor_a7425a86eb403853) }
 
 var fileDescriptor_a7425a86eb403853 = []byte{
-	// 285 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x48, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x4f, 0x29, 0x28, 0xd6, 0x2f, 0x33, 0xd4, 0x2f, 0x2c, 0x4d, 0x2d, 0xaa, 0xd4, 0x2b,
-	0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x01, 0xcb, 0xe8, 0xa5, 0x14, 0x14, 0xeb, 0x95, 0x19, 0x4a,
-	0x89, 0xa4, 0xe7, 0xa7, 0xe7, 0x83, 0x25, 0xf4, 0x41, 0x2c, 0x88, 0x1a, 0x29, 0xc1, 0xc4, 0xdc,
-	0xcc, 0xbc, 0x7c, 0x7d, 0x30, 0x09, 0x15, 0x92, 0x49, 0xcf, 0xcf, 0x4f, 0xcf, 0x49, 0xd5, 0x4f,
-	0x2c, 0xc8, 0xd4, 0x4f, 0xcc, 0xcb, 0xcb, 0x2f, 0x49, 0x2c, 0xc9, 0xcc, 0xcf, 0x2b, 0x86, 0xca,
-	0xa2, 0x5a, 0x57, 0x52, 0x59, 0x90, 0x0a, 0x95, 0x51, 0x12, 0xe1, 0x12, 0x0a, 0x04, 0xd9, 0x1e,
-	0x90, 0x58, 0x94, 0x98, 0x5b, 0x1c, 0x94, 0x5a, 0x58, 0x9a, 0x5a, 0x5c, 0xa2, 0xe4, 0xc7, 0x25,
-	0x8c, 0x22, 0x5a, 0x5c, 0x90, 0x9f, 0x57, 0x9c, 0x2a, 0x64, 0xce, 0xc5, 0x56, 0x00, 0x16, 0x91,
-	0x60, 0x54, 0x60, 0xd4, 0xe0, 0x36, 0x12, 0xd1, 0x43, 0x76, 0xac, 0x1e, 0x44, 0xb5, 0x13, 0xe7,
-	0x89, 0x7b, 0xf2, 0x0c, 0x2b, 0x9e, 0x6f, 0xd0, 0x62, 0x0c, 0x82, 0x2a, 0x37, 0x2a, 0xe1, 0x62,
-	0x05, 0x9b, 0x27, 0x94, 0xcd, 0xc5, 0x06, 0x51, 0x25, 0xa4, 0x80, 0xaa, 0x17, 0xd3, 0x11, 0x52,
-	0x8a, 0x78, 0x54, 0x40, 0x1c, 0xa4, 0x24, 0xd3, 0x74, 0xf9, 0xc9, 0x64, 0x26, 0x31, 0x21, 0x11,
-	0x7d, 0x14, 0x0f, 0x42, 0x6c, 0x75, 0xb2, 0x3f, 0xf1, 0x48, 0x8e, 0xf1, 0xc2, 0x23, 0x39, 0xc6,
-	0x07, 0x8f, 0xe4, 0x18, 0x27, 0x3c, 0x96, 0x63, 0xb8, 0xf0, 0x58, 0x8e, 0xe1, 0xc6, 0x63, 0x39,
-	0x86, 0x28, 0xd5, 0xf4, 0xcc, 0x92, 0x8c, 0xd2, 0x24, 0xbd, 0xe4, 0xfc, 0x5c, 0x88, 0xce, 0xbc,
-	0xd4, 0x12, 0xa8, 0x11, 0x15, 0x60, 0x43, 0xc0, 0x41, 0x94, 0xc4, 0x06, 0x0e, 0x23, 0x63, 0x40,
-	0x00, 0x00, 0x00, 0xff, 0xff, 0xb2, 0x7e, 0x09, 0xec, 0xae, 0x01, 0x00, 0x00,
+	// 1159 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x97, 0xcf, 0x6f, 0xdc, 0x44,
+	0x14, 0xc7, 0xe3, 0xec, 0xe6, 0xd7, 0x4b, 0x36, 0x69, 0xa6, 0xdb, 0xb2, 0x71, 0x97, 0xdd, 0xad,
+	0xa1, 0x49, 0x88, 0xa8, 0x4d, 0x02, 0x82, 0x1b, 0xa8, 0x4b, 0x42, 0x09, 0x54, 0x28, 0x2c, 0x54,
+	0x48, 0x5c, 0x56, 0xb3, 0xeb, 0x89, 0x63, 0xd5, 0x3b, 0xe3, 0xda, 0xde, 0x4d, 0xa3, 0x52, 0x0e,
+	0x70, 0x46, 0xaa, 0xe0, 0xc8, 0x19, 0x09, 0x71, 0xa8, 0x38, 0xf4, 0x8f, 0xe8, 0x05, 0xa9, 0x2a,
+	0x17, 0x84, 0x50, 0x41, 0x09, 0x12, 0xff, 0x06, 0x9a, 0x1f, 0xde, 0xd8, 0xae, 0xf3, 0xa3, 0x51,
+	0x2f, 0xd1, 0x7a, 0xde, 0x7b, 0xdf, 0xf7, 0x79, 0x33, 0x6f, 0x9e, 0x1d, 0xa8, 0x6c, 0x7b, 0xcc,
+	0x0f, 0x2d, 0xdb, 0x0f, 0xad, 0xc1, 0xaa, 0x75, 0xbb, 0x4f, 0x82, 0x3d, 0xd3, 0x0f, 0x58, 0xc4,
+	0xd0, 0x8c, 0xb0, 0x98, 0xb6, 0x1f, 0x9a, 0x83, 0x55, 0xbd, 0xec, 0x30, 0x87, 0x09, 0x83, 0xc5,
+	0x7f, 0x49, 0x1f, 0x7d, 0x1e, 0xf7, 0x5c, 0xca, 0x2c, 0xf1, 0x57, 0x2d, 0x2d, 0x74, 0x59, 0xd8,
+	0x63, 0x61, 0x5b, 0xfa, 0xca, 0x07, 0x65, 0xaa, 0x3a, 0x8c, 0x39, 0x1e, 0xb1, 0xb0, 0xef, 0x5a,
+	0x98, 0x52, 0x16, 0xe1, 0xc8, 0x65, 0x34, 0xb6, 0xd6, 0x95, 0x55, 0x3c, 0x75, 0xfa, 0xdb, 0x56,
+	0xe4, 0xf6, 0x48, 0x18, 0xe1, 0x9e, 0xaf, 0x1c, 0x56, 0xa4, 0x98, 0xd5, 0xc1, 0x21, 0x91, 0xa4,
+	0xd6, 0x60, 0xb5, 0x43, 0x22, 0xbc, 0x6a, 0xf9, 0xd8, 0x71, 0xa9, 0x50, 0x53, 0xbe, 0xb5, 0xa4,
+	0x6f, 0xec, 0xd5, 0x65, 0x6e, 0x6c, 0x4f, 0x97, 0x1d, 0xed, 0xf9, 0x44, 0x61, 0x18, 0x65, 0x40,
+	0x9f, 0x72, 0xed, 0x2d, 0x1c, 0xe0, 0x5e, 0xd8, 0x22, 0xb7, 0xfb, 0x24, 0x8c, 0x8c, 0x4f, 0xe0,
+	0x7c, 0x6a, 0x35, 0xf4, 0x19, 0x0d, 0x09, 0x7a, 0x07, 0xc6, 0x7d, 0xb1, 0x52, 0xd1, 0x1a, 0xda,
+	0xf2, 0xf4, 0x5a, 0xd9, 0x4c, 0x6e, 0x9a, 0x29, 0xbd, 0x9b, 0x53, 0x8f, 0x9e, 0xd6, 0x47, 0x7e,
+	0xfe, 0xef, 0xd7, 0x15, 0xad, 0xa5, 0xdc, 0x8d, 0x79, 0x98, 0x13, 0x7a, 0x1b, 0x01, 0x8e, 0x53,
+	0xfc, 0x54, 0x84, 0x73, 0x87, 0x6b, 0x2a, 0xc1, 0x39, 0x28, 0x90, 0x00, 0x0b, 0xf5, 0x52, 0x8b,
+	0xff, 0x44, 0x1f, 0x41, 0x31, 0xc0, 0x11, 0xa9, 0x8c, 0x36, 0xb4, 0xe5, 0xa9, 0xe6, 0xdb, 0x5c,
+	0xfa, 0xcf, 0xa7, 0xf5, 0x4b, 0xb2, 0xde, 0xd0, 0xbe, 0x65, 0xba, 0xcc, 0xea, 0xe1, 0x68, 0xc7,
+	0xbc, 0x41, 0x1c, 0xdc, 0xdd, 0x5b, 0x27, 0xdd, 0x27, 0x0f, 0xaf, 0x82, 0x3a, 0x87, 0x75, 0xd2,
+	0x95, 0x1c, 0x42, 0x03, 0xdd, 0x84, 0x79, 0x0f, 0x87, 0x51, 0x7b, 0x07, 0x7b, 0x03, 0x97, 0x3a,
+	0x6d, 0xbe, 0xe3, 0x95, 0x82, 0xa8, 0x44, 0x37, 0xe5, 0x71, 0x98, 0xf1, 0x71, 0x98, 0x9f, 0xc7,
+	0xc7, 0xd1, 0x2c, 0xf1, 0xa4, 0xf7, 0xff, 0xae, 0x6b, 0x52, 0x6b, 0x8e, 0x6b, 0x7c, 0x28, 0x25,
+	0xb8, 0x13, 0xfa, 0x02, 0x66, 0xbb, 0xfd, 0x5e, 0xdf, 0xc3, 0x91, 0x3b, 0x20, 0x6d, 0x67, 0xdb,
+	0xab, 0x14, 0x05, 0xec, 0x1b, 0x0a, 0xf6, 0xc2, 0xb3, 0xb0, 0x9b, 0x34, 0x4a, 0x60, 0x6e, 0xd2,
+	0x48, 0x4a, 0x97, 0x0e, 0x75, 0xae, 0x6f, 0x7b, 0x9c, 0x97, 0x92, 0x3b, 0x19, 0xde, 0xb1, 0xe7,
+	0xe6, 0xe5, 0x1a, 0x49, 0xde, 0x9b, 0x50, 0x0a, 0x48, 0x0f, 0xbb, 0x94, 0x6b, 0x72, 0xdc, 0xf1,
+	0x33, 0xe2, 0xce, 0x0c, 0x65, 0x24, 0x6d, 0xc9, 0x67, 0xcc, 0x6b, 0xf3, 0x1e, 0xf4, 0x5c, 0x4a,
+	0x2a, 0x13, 0x67, 0x95, 0xe5, 0x32, 0x4d, 0xa5, 0x62, 0x20, 0xd5, 0x26, 0x5b, 0x8c, 0x79, 0x71,
+	0xef, 0xfc, 0xa6, 0xc1, 0x7c, 0x62, 0x51, 0x35, 0xcf, 0x1a, 0x4c, 0x60, 0xdb, 0x0e, 0x48, 0x28,
+	0xdb, 0x73, 0xaa, 0x59, 0x79, 0xf2, 0xf0, 0x6a, 0x59, 0xa9, 0x5f, 0x93, 0x96, 0xcf, 0xa2, 0xc0,
+	0xa5, 0x4e, 0x2b, 0x76, 0x44, 0xef, 0xc2, 0x44, 0x07, 0x7b, 0x98, 0x76, 0x65, 0x87, 0x4d, 0xaf,
+	0x2d, 0x98, 0x2a, 0x80, 0x97, 0x61, 0xaa, 0xab, 0x64, 0xbe, 0xcf, 0x5c, 0x9a, 0xec, 0xeb, 0x38,
+	0x08, 0xad, 0x43, 0x91, 0xed, 0x12, 0x5b, 0x74, 0xd1, 0x59, 0x6a, 0x15, 0xd1, 0x46, 0x15, 0x74,
+	0x51, 0xce, 0x0d, 0x1c, 0x91, 0x30, 0xda, 0xe8, 0xb9, 0x61, 0xe8, 0x32, 0x1a, 0x57, 0xfb, 0x35,
+	0x5c, 0xca, 0xb5, 0xaa, 0xb2, 0xcb, 0x30, 0xb6, 0xcd, 0xfa, 0xd4, 0x16, 0x45, 0x4f, 0xb6, 0xe4,
+	0x03, 0xda, 0x84, 0x19, 0xdb, 0x0d, 0xa3, 0xc0, 0xed, 0xf4, 0xf9, 0x9c, 0x50, 0xd5, 0xe9, 0xe9,
+	0x0b, 0xbb, 0x9e, 0xf0, 0x48, 0x96, 0x97, 0x0a, 0x35, 0x5e, 0x87, 0xb2, 0xbc, 0xa8, 0x69, 0x2e,
+	0x9e, 0x98, 0xf8, 0xac, 0xbb, 0x23, 0x12, 0x17, 0x5b, 0xf2, 0xc1, 0xe8, 0xc0, 0x85, 0x8c, 0xb7,
+	0xe2, 0xcc, 0x12, 0x69, 0x67, 0x27, 0x6a, 0x67, 0x72, 0xc4, 0x73, 0x0b, 0x7d, 0x00, 0x70, 0x38,
+	0x1b, 0x55, 0x86, 0xc5, 0xd4, 0x89, 0xca, 0x91, 0x1f, 0x9f, 0xeb, 0x16, 0x76, 0x88, 0x8a, 0x6d,
+	0x25, 0x22, 0x8d, 0x07, 0x1a, 0x5c, 0xcc, 0x66, 0x50, 0x65, 0x7c, 0x0c, 0xa5, 0x24, 0x0b, 0xef,
+	0xb5, 0xc2, 0xe9, 0xeb, 0x48, 0xc7, 0xa2, 0xeb, 0x29, 0x5e, 0x79, 0x46, 0x4b, 0x27, 0xf2, 0x4a,
+	0x92, 0x14, 0xf0, 0x8f, 0x9a, 0x6a, 0x92, 0xad, 0x80, 0x0d, 0x5c, 0x9b, 0x04, 0x2d, 0xb2, 0x8b,
+	0x03, 0x7b, 0xb8, 0x31, 0x6f, 0xc1, 0xa4, 0xaf, 0x2c, 0x27, 0x5e, 0x8e, 0xa1, 0x67, 0x66, 0x3b,
+	0x47, 0xcf, 0xbc, 0x9d, 0xbf, 0x68, 0x50, 0xcd, 0xa7, 0x53, 0x9b, 0x7a, 0x0d, 0x26, 0x02, 0xb9,
+	0xa4, 0xb6, 0xb3, 0x9a, 0x79, 0xb3, 0xa4, 0xe2, 0x52, 0x37, 0x51, 0xc5, 0xbd, 0xb8, 0xad, 0xd4,
+	0xa1, 0x22, 0x58, 0x93, 0x47, 0x18, 0x5f, 0xc5, 0x07, 0x1a, 0x2c, 0xe4, 0x18, 0x55, 0x15, 0x75,
+	0x98, 0x76, 0x29, 0xff, 0x12, 0x70, 0x86, 0x43, 0x68, 0xb2, 0x05, 0x2e, 0xdd, 0x52, 0x2b, 0x2f,
+	0xf0, 0x52, 0xa2, 0x2b, 0x30, 0xeb, 0x13, 0x6a, 0xf3, 0x11, 0x2e, 0xee, 0x5d, 0x58, 0x29, 0x34,
+	0x0a, 0xcb, 0xc5, 0x56, 0x49, 0xad, 0x6e, 0x88, 0xc5, 0xb5, 0xbf, 0x26, 0x60, 0x4c, 0x00, 0xa3,
+	0x5b, 0x30, 0x2e, 0xdf, 0xcf, 0xa8, 0x91, 0xce, 0xf7, 0xec, 0xeb, 0x5f, 0xbf, 0x7c, 0x8c, 0x87,
+	0xac, 0xd5, 0xa8, 0x7e, 0xf3, 0xfb, 0xbf, 0x3f, 0x8c, 0x5e, 0x44, 0x65, 0x2b, 0xf5, 0x69, 0x21,
+	0xdf, 0xf7, 0xa8, 0x0d, 0x85, 0x8d, 0x00, 0xa3, 0x97, 0x73, 0x74, 0x0e, 0x3f, 0x01, 0xf4, 0xda,
+	0x51, 0x66, 0x95, 0x63, 0x41, 0xe4, 0x38, 0x8f, 0xe6, 0xd3, 0x39, 0xf8, 0x67, 0x41, 0x17, 0x8a,
+	0x7c, 0xf6, 0xa3, 0x3c, 0x89, 0xc4, 0x9b, 0x42, 0xaf, 0x1f, 0x69, 0x57, 0x39, 0x74, 0x91, 0xa3,
+	0x8c, 0x50, 0xa6, 0x0e, 0x2e, 0xfe, 0x9d, 0x06, 0xb3, 0xe9, 0xa1, 0x8b, 0x96, 0x73, 0xf4, 0x72,
+	0xa7, 0xb6, 0xfe, 0xda, 0x29, 0x3c, 0x15, 0xc3, 0xa2, 0x60, 0x68, 0xa0, 0x5a, 0xa6, 0xce, 0x78,
+	0xf6, 0x58, 0x9e, 0x88, 0x43, 0x5f, 0xc1, 0xe4, 0x10, 0xc4, 0xc8, 0xdb, 0xbb, 0x0c, 0xc2, 0x2b,
+	0xc7, 0xfa, 0xa8, 0xe4, 0x4b, 0x22, 0xf9, 0x65, 0x54, 0x3f, 0x2a, 0xf9, 0x5d, 0xd1, 0x5f, 0xf7,
+	0xd0, 0x2e, 0x4c, 0x0d, 0xa7, 0x21, 0x3a, 0x4e, 0x7a, 0xd8, 0x46, 0xaf, 0x1e, 0xef, 0xa4, 0x00,
+	0xea, 0x02, 0x60, 0x01, 0xbd, 0x74, 0x04, 0x00, 0xfa, 0x5e, 0x83, 0xb9, 0xcc, 0xe0, 0x40, 0x79,
+	0xbb, 0x9b, 0x3f, 0xfa, 0xf4, 0x95, 0xd3, 0xb8, 0x2a, 0x96, 0x65, 0xc1, 0x62, 0xa0, 0x46, 0x9a,
+	0x45, 0xcd, 0x18, 0xeb, 0x6e, 0x3c, 0x19, 0xef, 0xa1, 0x6f, 0x35, 0x98, 0x49, 0xde, 0x54, 0xb4,
+	0x98, 0x93, 0x26, 0x67, 0x84, 0xe8, 0x4b, 0x27, 0xfa, 0x29, 0x16, 0x43, 0xb0, 0x54, 0x91, 0x9e,
+	0x66, 0x49, 0x4e, 0x81, 0xe6, 0x7b, 0x8f, 0xf6, 0x6b, 0xda, 0xe3, 0xfd, 0x9a, 0xf6, 0xcf, 0x7e,
+	0x4d, 0xbb, 0x7f, 0x50, 0x1b, 0x79, 0x7c, 0x50, 0x1b, 0xf9, 0xe3, 0xa0, 0x36, 0xf2, 0xe5, 0x15,
+	0xc7, 0x8d, 0x76, 0xfa, 0x1d, 0xb3, 0xcb, 0x7a, 0x32, 0x9e, 0x92, 0x48, 0x09, 0xdd, 0x11, 0x52,
+	0xe2, 0x9f, 0x80, 0xce, 0xb8, 0xf8, 0x7e, 0x7c, 0xf3, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xa0,
+	0xfd, 0x1f, 0xfd, 0x18, 0x0d, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -156,6 +933,20 @@ const _ = grpc.SupportPackageIsVersion4
 type QueryClient interface {
 	// Params returns the module parameters.
 	Params(ctx context.Context, in *QueryParamsRequest, opts ...grpc.CallOption) (*QueryParamsResponse, error)
+	// Era returns the halving era, its rate and when the next halving comes.
+	Era(ctx context.Context, in *QueryEraRequest, opts ...grpc.CallOption) (*QueryEraResponse, error)
+	// Pool returns the reward pool's balance.
+	Pool(ctx context.Context, in *QueryPoolRequest, opts ...grpc.CallOption) (*QueryPoolResponse, error)
+	// LatestEmission returns the latest finished distribution.
+	LatestEmission(ctx context.Context, in *QueryLatestEmissionRequest, opts ...grpc.CallOption) (*QueryLatestEmissionResponse, error)
+	// Emission returns the finished distribution of an epoch.
+	Emission(ctx context.Context, in *QueryEmissionRequest, opts ...grpc.CallOption) (*QueryEmissionResponse, error)
+	// Emissions lists the finished distributions by epoch.
+	Emissions(ctx context.Context, in *QueryEmissionsRequest, opts ...grpc.CallOption) (*QueryEmissionsResponse, error)
+	// ProviderRewards lists a provider's rewards, oldest epoch first.
+	ProviderRewards(ctx context.Context, in *QueryProviderRewardsRequest, opts ...grpc.CallOption) (*QueryProviderRewardsResponse, error)
+	// Distribution returns the distribution in progress, if any, and the queued epochs.
+	Distribution(ctx context.Context, in *QueryDistributionRequest, opts ...grpc.CallOption) (*QueryDistributionResponse, error)
 }
 
 type queryClient struct {
@@ -175,10 +966,87 @@ func (c *queryClient) Params(ctx context.Context, in *QueryParamsRequest, opts .
 	return out, nil
 }
 
+func (c *queryClient) Era(ctx context.Context, in *QueryEraRequest, opts ...grpc.CallOption) (*QueryEraResponse, error) {
+	out := new(QueryEraResponse)
+	err := c.cc.Invoke(ctx, "/flops.dps.v1.Query/Era", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Pool(ctx context.Context, in *QueryPoolRequest, opts ...grpc.CallOption) (*QueryPoolResponse, error) {
+	out := new(QueryPoolResponse)
+	err := c.cc.Invoke(ctx, "/flops.dps.v1.Query/Pool", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) LatestEmission(ctx context.Context, in *QueryLatestEmissionRequest, opts ...grpc.CallOption) (*QueryLatestEmissionResponse, error) {
+	out := new(QueryLatestEmissionResponse)
+	err := c.cc.Invoke(ctx, "/flops.dps.v1.Query/LatestEmission", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Emission(ctx context.Context, in *QueryEmissionRequest, opts ...grpc.CallOption) (*QueryEmissionResponse, error) {
+	out := new(QueryEmissionResponse)
+	err := c.cc.Invoke(ctx, "/flops.dps.v1.Query/Emission", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Emissions(ctx context.Context, in *QueryEmissionsRequest, opts ...grpc.CallOption) (*QueryEmissionsResponse, error) {
+	out := new(QueryEmissionsResponse)
+	err := c.cc.Invoke(ctx, "/flops.dps.v1.Query/Emissions", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) ProviderRewards(ctx context.Context, in *QueryProviderRewardsRequest, opts ...grpc.CallOption) (*QueryProviderRewardsResponse, error) {
+	out := new(QueryProviderRewardsResponse)
+	err := c.cc.Invoke(ctx, "/flops.dps.v1.Query/ProviderRewards", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Distribution(ctx context.Context, in *QueryDistributionRequest, opts ...grpc.CallOption) (*QueryDistributionResponse, error) {
+	out := new(QueryDistributionResponse)
+	err := c.cc.Invoke(ctx, "/flops.dps.v1.Query/Distribution", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueryServer is the server API for Query service.
 type QueryServer interface {
 	// Params returns the module parameters.
 	Params(context.Context, *QueryParamsRequest) (*QueryParamsResponse, error)
+	// Era returns the halving era, its rate and when the next halving comes.
+	Era(context.Context, *QueryEraRequest) (*QueryEraResponse, error)
+	// Pool returns the reward pool's balance.
+	Pool(context.Context, *QueryPoolRequest) (*QueryPoolResponse, error)
+	// LatestEmission returns the latest finished distribution.
+	LatestEmission(context.Context, *QueryLatestEmissionRequest) (*QueryLatestEmissionResponse, error)
+	// Emission returns the finished distribution of an epoch.
+	Emission(context.Context, *QueryEmissionRequest) (*QueryEmissionResponse, error)
+	// Emissions lists the finished distributions by epoch.
+	Emissions(context.Context, *QueryEmissionsRequest) (*QueryEmissionsResponse, error)
+	// ProviderRewards lists a provider's rewards, oldest epoch first.
+	ProviderRewards(context.Context, *QueryProviderRewardsRequest) (*QueryProviderRewardsResponse, error)
+	// Distribution returns the distribution in progress, if any, and the queued epochs.
+	Distribution(context.Context, *QueryDistributionRequest) (*QueryDistributionResponse, error)
 }
 
 // UnimplementedQueryServer can be embedded to have forward compatible implementations.
@@ -187,6 +1055,27 @@ type UnimplementedQueryServer struct {
 
 func (*UnimplementedQueryServer) Params(ctx context.Context, req *QueryParamsRequest) (*QueryParamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Params not implemented")
+}
+func (*UnimplementedQueryServer) Era(ctx context.Context, req *QueryEraRequest) (*QueryEraResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Era not implemented")
+}
+func (*UnimplementedQueryServer) Pool(ctx context.Context, req *QueryPoolRequest) (*QueryPoolResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Pool not implemented")
+}
+func (*UnimplementedQueryServer) LatestEmission(ctx context.Context, req *QueryLatestEmissionRequest) (*QueryLatestEmissionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method LatestEmission not implemented")
+}
+func (*UnimplementedQueryServer) Emission(ctx context.Context, req *QueryEmissionRequest) (*QueryEmissionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Emission not implemented")
+}
+func (*UnimplementedQueryServer) Emissions(ctx context.Context, req *QueryEmissionsRequest) (*QueryEmissionsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Emissions not implemented")
+}
+func (*UnimplementedQueryServer) ProviderRewards(ctx context.Context, req *QueryProviderRewardsRequest) (*QueryProviderRewardsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ProviderRewards not implemented")
+}
+func (*UnimplementedQueryServer) Distribution(ctx context.Context, req *QueryDistributionRequest) (*QueryDistributionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Distribution not implemented")
 }
 
 func RegisterQueryServer(s grpc1.Server, srv QueryServer) {
@@ -211,6 +1100,132 @@ func _Query_Params_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Query_Era_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryEraRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Era(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.dps.v1.Query/Era",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Era(ctx, req.(*QueryEraRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Pool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryPoolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Pool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.dps.v1.Query/Pool",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Pool(ctx, req.(*QueryPoolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_LatestEmission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryLatestEmissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).LatestEmission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.dps.v1.Query/LatestEmission",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).LatestEmission(ctx, req.(*QueryLatestEmissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Emission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryEmissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Emission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.dps.v1.Query/Emission",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Emission(ctx, req.(*QueryEmissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Emissions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryEmissionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Emissions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.dps.v1.Query/Emissions",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Emissions(ctx, req.(*QueryEmissionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_ProviderRewards_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryProviderRewardsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).ProviderRewards(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.dps.v1.Query/ProviderRewards",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).ProviderRewards(ctx, req.(*QueryProviderRewardsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Distribution_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryDistributionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Distribution(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.dps.v1.Query/Distribution",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Distribution(ctx, req.(*QueryDistributionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Query_serviceDesc = _Query_serviceDesc
 var _Query_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.dps.v1.Query",
@@ -219,6 +1234,34 @@ var _Query_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Params",
 			Handler:    _Query_Params_Handler,
+		},
+		{
+			MethodName: "Era",
+			Handler:    _Query_Era_Handler,
+		},
+		{
+			MethodName: "Pool",
+			Handler:    _Query_Pool_Handler,
+		},
+		{
+			MethodName: "LatestEmission",
+			Handler:    _Query_LatestEmission_Handler,
+		},
+		{
+			MethodName: "Emission",
+			Handler:    _Query_Emission_Handler,
+		},
+		{
+			MethodName: "Emissions",
+			Handler:    _Query_Emissions_Handler,
+		},
+		{
+			MethodName: "ProviderRewards",
+			Handler:    _Query_ProviderRewards_Handler,
+		},
+		{
+			MethodName: "Distribution",
+			Handler:    _Query_Distribution_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -281,6 +1324,572 @@ func (m *QueryParamsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *QueryEraRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryEraRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryEraRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryEraResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryEraResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryEraResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.PoolBaseline.Size()
+		i -= size
+		if _, err := m.PoolBaseline.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x3a
+	{
+		size := m.RemainingGfl.Size()
+		i -= size
+		if _, err := m.RemainingGfl.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x32
+	n2, err2 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.NextHalvingTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.NextHalvingTime):])
+	if err2 != nil {
+		return 0, err2
+	}
+	i -= n2
+	i = encodeVarintQuery(dAtA, i, uint64(n2))
+	i--
+	dAtA[i] = 0x2a
+	{
+		size := m.CumulativeGfl.Size()
+		i -= size
+		if _, err := m.CumulativeGfl.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	n3, err3 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.LastHalvingTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.LastHalvingTime):])
+	if err3 != nil {
+		return 0, err3
+	}
+	i -= n3
+	i = encodeVarintQuery(dAtA, i, uint64(n3))
+	i--
+	dAtA[i] = 0x1a
+	{
+		size := m.Rate.Size()
+		i -= size
+		if _, err := m.Rate.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if m.Era != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Era))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryPoolResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryPoolResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryPoolResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Owed.Size()
+		i -= size
+		if _, err := m.Owed.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	{
+		size, err := m.Balance.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Address) > 0 {
+		i -= len(m.Address)
+		copy(dAtA[i:], m.Address)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Address)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryLatestEmissionRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryLatestEmissionRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryLatestEmissionRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryLatestEmissionResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryLatestEmissionResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryLatestEmissionResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Distribution.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if m.Found {
+		i--
+		if m.Found {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryEmissionRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryEmissionRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryEmissionRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryEmissionResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryEmissionResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryEmissionResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Distribution.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryEmissionsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryEmissionsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryEmissionsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryEmissionsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryEmissionsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryEmissionsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Distributions) > 0 {
+		for iNdEx := len(m.Distributions) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Distributions[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryProviderRewardsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryProviderRewardsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryProviderRewardsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryProviderRewardsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryProviderRewardsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryProviderRewardsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Rewards) > 0 {
+		for iNdEx := len(m.Rewards) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Rewards[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryDistributionRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryDistributionRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryDistributionRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryDistributionResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryDistributionResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryDistributionResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.PendingEpochs) > 0 {
+		dAtA12 := make([]byte, len(m.PendingEpochs)*10)
+		var j11 int
+		for _, num := range m.PendingEpochs {
+			for num >= 1<<7 {
+				dAtA12[j11] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j11++
+			}
+			dAtA12[j11] = uint8(num)
+			j11++
+		}
+		i -= j11
+		copy(dAtA[i:], dAtA12[:j11])
+		i = encodeVarintQuery(dAtA, i, uint64(j11))
+		i--
+		dAtA[i] = 0x1a
+	}
+	{
+		size, err := m.Distribution.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if m.InProgress {
+		i--
+		if m.InProgress {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	offset -= sovQuery(v)
 	base := offset
@@ -309,6 +1918,209 @@ func (m *QueryParamsResponse) Size() (n int) {
 	_ = l
 	l = m.Params.Size()
 	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryEraRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *QueryEraResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Era != 0 {
+		n += 1 + sovQuery(uint64(m.Era))
+	}
+	l = m.Rate.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.LastHalvingTime)
+	n += 1 + l + sovQuery(uint64(l))
+	l = m.CumulativeGfl.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.NextHalvingTime)
+	n += 1 + l + sovQuery(uint64(l))
+	l = m.RemainingGfl.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	l = m.PoolBaseline.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryPoolRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *QueryPoolResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Address)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	l = m.Balance.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	l = m.Owed.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryLatestEmissionRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *QueryLatestEmissionResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Found {
+		n += 2
+	}
+	l = m.Distribution.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryEmissionRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovQuery(uint64(m.Epoch))
+	}
+	return n
+}
+
+func (m *QueryEmissionResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Distribution.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryEmissionsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryEmissionsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Distributions) > 0 {
+		for _, e := range m.Distributions {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryProviderRewardsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryProviderRewardsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Rewards) > 0 {
+		for _, e := range m.Rewards {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryDistributionRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *QueryDistributionResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.InProgress {
+		n += 2
+	}
+	l = m.Distribution.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	if len(m.PendingEpochs) > 0 {
+		l = 0
+		for _, e := range m.PendingEpochs {
+			l += sovQuery(uint64(e))
+		}
+		n += 1 + sovQuery(uint64(l)) + l
+	}
 	return n
 }
 
@@ -430,6 +2242,1504 @@ func (m *QueryParamsResponse) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryEraRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryEraRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryEraRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryEraResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryEraResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryEraResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Era", wireType)
+			}
+			m.Era = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Era |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Rate", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Rate.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastHalvingTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.LastHalvingTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CumulativeGfl", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.CumulativeGfl.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NextHalvingTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.NextHalvingTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RemainingGfl", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.RemainingGfl.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolBaseline", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.PoolBaseline.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryPoolResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryPoolResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryPoolResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Address", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Address = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Balance", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Balance.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owed", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Owed.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryLatestEmissionRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryLatestEmissionRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryLatestEmissionRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryLatestEmissionResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryLatestEmissionResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryLatestEmissionResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Found", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Found = bool(v != 0)
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Distribution", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Distribution.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryEmissionRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryEmissionRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryEmissionRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryEmissionResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryEmissionResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryEmissionResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Distribution", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Distribution.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryEmissionsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryEmissionsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryEmissionsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryEmissionsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryEmissionsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryEmissionsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Distributions", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Distributions = append(m.Distributions, Distribution{})
+			if err := m.Distributions[len(m.Distributions)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryProviderRewardsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryProviderRewardsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryProviderRewardsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryProviderRewardsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryProviderRewardsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryProviderRewardsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Rewards", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Rewards = append(m.Rewards, ProviderReward{})
+			if err := m.Rewards[len(m.Rewards)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryDistributionRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryDistributionRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryDistributionRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryDistributionResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryDistributionResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryDistributionResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field InProgress", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.InProgress = bool(v != 0)
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Distribution", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Distribution.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType == 0 {
+				var v uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowQuery
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.PendingEpochs = append(m.PendingEpochs, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowQuery
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthQuery
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthQuery
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.PendingEpochs) == 0 {
+					m.PendingEpochs = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowQuery
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.PendingEpochs = append(m.PendingEpochs, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field PendingEpochs", wireType)
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := skipQuery(dAtA[iNdEx:])

@@ -13,6 +13,7 @@ import (
 	github_com_cosmos_gogoproto_types "github.com/cosmos/gogoproto/types"
 	types "github.com/flopsnet/flops/x/gfl/types"
 	_ "google.golang.org/protobuf/types/known/durationpb"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
 	io "io"
 	math "math"
 	math_bits "math/bits"
@@ -30,6 +31,83 @@ var _ = time.Kitchen
 // A compilation error at this line likely means your copy of the
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
+
+// DistributionPhase is where a distribution is.
+type DistributionPhase int32
+
+const (
+	// DISTRIBUTION_PHASE_UNSPECIFIED is never stored.
+	DISTRIBUTION_PHASE_UNSPECIFIED DistributionPhase = 0
+	// DISTRIBUTION_PHASE_AVAILABILITY pays E_avail to the nodes' operators, node by node.
+	DISTRIBUTION_PHASE_AVAILABILITY DistributionPhase = 1
+	// DISTRIBUTION_PHASE_WORK_SUM sums the weights of the epoch's verified work.
+	DISTRIBUTION_PHASE_WORK_SUM DistributionPhase = 2
+	// DISTRIBUTION_PHASE_WORK_PAY pays E_work to the providers, provider by provider.
+	DISTRIBUTION_PHASE_WORK_PAY DistributionPhase = 3
+	// DISTRIBUTION_PHASE_PRUNE deletes the epoch's work records in x/market.
+	DISTRIBUTION_PHASE_PRUNE DistributionPhase = 4
+	// DISTRIBUTION_PHASE_DONE: finished; paid_availability + paid_work + remainder = emission.
+	DISTRIBUTION_PHASE_DONE DistributionPhase = 5
+)
+
+var DistributionPhase_name = map[int32]string{
+	0: "DISTRIBUTION_PHASE_UNSPECIFIED",
+	1: "DISTRIBUTION_PHASE_AVAILABILITY",
+	2: "DISTRIBUTION_PHASE_WORK_SUM",
+	3: "DISTRIBUTION_PHASE_WORK_PAY",
+	4: "DISTRIBUTION_PHASE_PRUNE",
+	5: "DISTRIBUTION_PHASE_DONE",
+}
+
+var DistributionPhase_value = map[string]int32{
+	"DISTRIBUTION_PHASE_UNSPECIFIED":  0,
+	"DISTRIBUTION_PHASE_AVAILABILITY": 1,
+	"DISTRIBUTION_PHASE_WORK_SUM":     2,
+	"DISTRIBUTION_PHASE_WORK_PAY":     3,
+	"DISTRIBUTION_PHASE_PRUNE":        4,
+	"DISTRIBUTION_PHASE_DONE":         5,
+}
+
+func (x DistributionPhase) String() string {
+	return proto.EnumName(DistributionPhase_name, int32(x))
+}
+
+func (DistributionPhase) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_6b707daab3f81f17, []int{0}
+}
+
+// HalvingCause says whether and why a halving happened.
+type HalvingCause int32
+
+const (
+	// HALVING_CAUSE_UNSPECIFIED: no halving.
+	HALVING_CAUSE_UNSPECIFIED HalvingCause = 0
+	// HALVING_CAUSE_TIME: halving_period passed since the last halving.
+	HALVING_CAUSE_TIME HalvingCause = 1
+	// HALVING_CAUSE_THRESHOLD: the cumulative GFL since the last halving reached
+	// halving_threshold.
+	HALVING_CAUSE_THRESHOLD HalvingCause = 2
+)
+
+var HalvingCause_name = map[int32]string{
+	0: "HALVING_CAUSE_UNSPECIFIED",
+	1: "HALVING_CAUSE_TIME",
+	2: "HALVING_CAUSE_THRESHOLD",
+}
+
+var HalvingCause_value = map[string]int32{
+	"HALVING_CAUSE_UNSPECIFIED": 0,
+	"HALVING_CAUSE_TIME":        1,
+	"HALVING_CAUSE_THRESHOLD":   2,
+}
+
+func (x HalvingCause) String() string {
+	return proto.EnumName(HalvingCause_name, int32(x))
+}
+
+func (HalvingCause) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_6b707daab3f81f17, []int{1}
+}
 
 // WorkloadWeight is the weight W of verified work of one workload class in the work reward.
 type WorkloadWeight struct {
@@ -105,7 +183,9 @@ type Params struct {
 	// availability_share_ppm: share of E paid pro rata to GFL; the rest pays verified work.
 	AvailabilitySharePpm uint32 `protobuf:"varint,7,opt,name=availability_share_ppm,json=availabilitySharePpm,proto3" json:"availability_share_ppm,omitempty"`
 	// work_reward_cap_ppm: a provider's work reward is at most this times the fees it
-	// earned from other accounts in the epoch (1,000,000 = 1x).
+	// earned from other accounts in the epoch (1,000,000 = 1x, the most allowed). Keep it
+	// below x/market's take_rate (default 40,000 against a 5% take) so that paying oneself
+	// through another account always loses (x/dps/README.md).
 	WorkRewardCapPpm uint64 `protobuf:"varint,8,opt,name=work_reward_cap_ppm,json=workRewardCapPpm,proto3" json:"work_reward_cap_ppm,omitempty"`
 	// workload_weights: W per workload class for verified work C_i * W_i.
 	WorkloadWeights []WorkloadWeight `protobuf:"bytes,9,rep,name=workload_weights,json=workloadWeights,proto3" json:"workload_weights"`
@@ -195,55 +275,603 @@ func (m *Params) GetMaxPayoutsPerBlock() uint32 {
 	return 0
 }
 
+// EraState is the halving state (DESIGN.md section 4, x/dps). The rate of the era is
+// R = dps_per_gfl / 2^era udps per ugfl.
+type EraState struct {
+	// era is h, the number of halvings so far.
+	Era uint32 `protobuf:"varint,1,opt,name=era,proto3" json:"era,omitempty"`
+	// last_halving_time is the block time of the last halving (genesis time before the first).
+	LastHalvingTime time.Time `protobuf:"bytes,2,opt,name=last_halving_time,json=lastHalvingTime,proto3,stdtime" json:"last_halving_time"`
+	// cumulative_gfl is the GFL summed over the distributions since the last halving, net of
+	// the replenishment credits, in ugfl (ugfl-epochs); never negative.
+	CumulativeGfl cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=cumulative_gfl,json=cumulativeGfl,proto3,customtype=cosmossdk.io/math.Int" json:"cumulative_gfl"`
+	// pool_baseline is what the reward pool would hold now had nothing replenished it since
+	// the previous distribution started: its balance then minus what that distribution paid,
+	// udps. The next distribution credits balance - pool_baseline as replenishment.
+	PoolBaseline cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=pool_baseline,json=poolBaseline,proto3,customtype=cosmossdk.io/math.Int" json:"pool_baseline"`
+}
+
+func (m *EraState) Reset()         { *m = EraState{} }
+func (m *EraState) String() string { return proto.CompactTextString(m) }
+func (*EraState) ProtoMessage()    {}
+func (*EraState) Descriptor() ([]byte, []int) {
+	return fileDescriptor_6b707daab3f81f17, []int{2}
+}
+func (m *EraState) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EraState) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EraState.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EraState) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EraState.Merge(m, src)
+}
+func (m *EraState) XXX_Size() int {
+	return m.Size()
+}
+func (m *EraState) XXX_DiscardUnknown() {
+	xxx_messageInfo_EraState.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EraState proto.InternalMessageInfo
+
+func (m *EraState) GetEra() uint32 {
+	if m != nil {
+		return m.Era
+	}
+	return 0
+}
+
+func (m *EraState) GetLastHalvingTime() time.Time {
+	if m != nil {
+		return m.LastHalvingTime
+	}
+	return time.Time{}
+}
+
+// Distribution is the emission of one epoch: what was planned when it started and what it
+// paid. Amounts in udps, GFL in ugfl.
+type Distribution struct {
+	// epoch is the x/epochs epoch number whose end queued it; its verified work is paid.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// era is the halving era h the emission was computed in (after this distribution's
+	// halving test).
+	Era uint32 `protobuf:"varint,2,opt,name=era,proto3" json:"era,omitempty"`
+	// halving: a halving happened when this distribution started.
+	Halving HalvingCause `protobuf:"varint,3,opt,name=halving,proto3,enum=flops.dps.v1.HalvingCause" json:"halving,omitempty"`
+	// total_gfl is x/gfl's network power when the distribution started, ugfl.
+	TotalGfl uint64 `protobuf:"varint,4,opt,name=total_gfl,json=totalGfl,proto3" json:"total_gfl,omitempty"`
+	// replenished is the DPS that refilled the pool since the previous distribution started.
+	Replenished cosmossdk_io_math.Int `protobuf:"bytes,5,opt,name=replenished,proto3,customtype=cosmossdk.io/math.Int" json:"replenished"`
+	// gfl_credit is what replenished took off the cumulative GFL counter, ugfl.
+	GflCredit cosmossdk_io_math.Int `protobuf:"bytes,6,opt,name=gfl_credit,json=gflCredit,proto3,customtype=cosmossdk.io/math.Int" json:"gfl_credit"`
+	// uncapped is share * total_GFL * R0 / 2^h before the pool and max-supply caps.
+	Uncapped cosmossdk_io_math.Int `protobuf:"bytes,7,opt,name=uncapped,proto3,customtype=cosmossdk.io/math.Int" json:"uncapped"`
+	// emission is E, the uncapped emission after the caps.
+	Emission cosmossdk_io_math.Int `protobuf:"bytes,8,opt,name=emission,proto3,customtype=cosmossdk.io/math.Int" json:"emission"`
+	// availability is E_avail = floor(E * availability_share).
+	Availability cosmossdk_io_math.Int `protobuf:"bytes,9,opt,name=availability,proto3,customtype=cosmossdk.io/math.Int" json:"availability"`
+	// work is E_work = E - E_avail.
+	Work cosmossdk_io_math.Int `protobuf:"bytes,10,opt,name=work,proto3,customtype=cosmossdk.io/math.Int" json:"work"`
+	// paid_availability is what the nodes' operators received so far.
+	PaidAvailability cosmossdk_io_math.Int `protobuf:"bytes,11,opt,name=paid_availability,json=paidAvailability,proto3,customtype=cosmossdk.io/math.Int" json:"paid_availability"`
+	// paid_work is what the providers received so far for verified work.
+	PaidWork cosmossdk_io_math.Int `protobuf:"bytes,12,opt,name=paid_work,json=paidWork,proto3,customtype=cosmossdk.io/math.Int" json:"paid_work"`
+	// remainder is E - paid_availability - paid_work once done; it stayed in the pool.
+	Remainder cosmossdk_io_math.Int `protobuf:"bytes,13,opt,name=remainder,proto3,customtype=cosmossdk.io/math.Int" json:"remainder"`
+	// nodes_paid and providers_paid count the payouts.
+	NodesPaid uint64 `protobuf:"varint,14,opt,name=nodes_paid,json=nodesPaid,proto3" json:"nodes_paid,omitempty"`
+	// providers_paid counts the work payouts.
+	ProvidersPaid uint64 `protobuf:"varint,15,opt,name=providers_paid,json=providersPaid,proto3" json:"providers_paid,omitempty"`
+	// phase is where the distribution is.
+	Phase DistributionPhase `protobuf:"varint,16,opt,name=phase,proto3,enum=flops.dps.v1.DistributionPhase" json:"phase,omitempty"`
+	// start_height and start_time: the block that started it.
+	StartHeight int64 `protobuf:"varint,17,opt,name=start_height,json=startHeight,proto3" json:"start_height,omitempty"`
+	// start_time is the block time that started it.
+	StartTime time.Time `protobuf:"bytes,18,opt,name=start_time,json=startTime,proto3,stdtime" json:"start_time"`
+	// end_height is the block that finished it (0 while in progress).
+	EndHeight int64 `protobuf:"varint,19,opt,name=end_height,json=endHeight,proto3" json:"end_height,omitempty"`
+	// aborted: it stopped early after repeated failures of its steps; what it did not pay
+	// is in remainder.
+	Aborted bool `protobuf:"varint,20,opt,name=aborted,proto3" json:"aborted,omitempty"`
+	// progress is the walk's state while in progress; absent once done.
+	Progress *DistributionProgress `protobuf:"bytes,21,opt,name=progress,proto3" json:"progress,omitempty"`
+}
+
+func (m *Distribution) Reset()         { *m = Distribution{} }
+func (m *Distribution) String() string { return proto.CompactTextString(m) }
+func (*Distribution) ProtoMessage()    {}
+func (*Distribution) Descriptor() ([]byte, []int) {
+	return fileDescriptor_6b707daab3f81f17, []int{3}
+}
+func (m *Distribution) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Distribution) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Distribution.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Distribution) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Distribution.Merge(m, src)
+}
+func (m *Distribution) XXX_Size() int {
+	return m.Size()
+}
+func (m *Distribution) XXX_DiscardUnknown() {
+	xxx_messageInfo_Distribution.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Distribution proto.InternalMessageInfo
+
+func (m *Distribution) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *Distribution) GetEra() uint32 {
+	if m != nil {
+		return m.Era
+	}
+	return 0
+}
+
+func (m *Distribution) GetHalving() HalvingCause {
+	if m != nil {
+		return m.Halving
+	}
+	return HALVING_CAUSE_UNSPECIFIED
+}
+
+func (m *Distribution) GetTotalGfl() uint64 {
+	if m != nil {
+		return m.TotalGfl
+	}
+	return 0
+}
+
+func (m *Distribution) GetNodesPaid() uint64 {
+	if m != nil {
+		return m.NodesPaid
+	}
+	return 0
+}
+
+func (m *Distribution) GetProvidersPaid() uint64 {
+	if m != nil {
+		return m.ProvidersPaid
+	}
+	return 0
+}
+
+func (m *Distribution) GetPhase() DistributionPhase {
+	if m != nil {
+		return m.Phase
+	}
+	return DISTRIBUTION_PHASE_UNSPECIFIED
+}
+
+func (m *Distribution) GetStartHeight() int64 {
+	if m != nil {
+		return m.StartHeight
+	}
+	return 0
+}
+
+func (m *Distribution) GetStartTime() time.Time {
+	if m != nil {
+		return m.StartTime
+	}
+	return time.Time{}
+}
+
+func (m *Distribution) GetEndHeight() int64 {
+	if m != nil {
+		return m.EndHeight
+	}
+	return 0
+}
+
+func (m *Distribution) GetAborted() bool {
+	if m != nil {
+		return m.Aborted
+	}
+	return false
+}
+
+func (m *Distribution) GetProgress() *DistributionProgress {
+	if m != nil {
+		return m.Progress
+	}
+	return nil
+}
+
+// DistributionProgress is the cursor of a distribution in progress. The work weights and
+// the cap are fixed when it starts so that both passes over the work agree.
+type DistributionProgress struct {
+	// node_cursor is the last node id visited by the availability pass.
+	NodeCursor uint64 `protobuf:"varint,1,opt,name=node_cursor,json=nodeCursor,proto3" json:"node_cursor,omitempty"`
+	// work_cursor is the last work record visited by the current work pass (absent: start).
+	WorkCursor *WorkPosition `protobuf:"bytes,2,opt,name=work_cursor,json=workCursor,proto3" json:"work_cursor,omitempty"`
+	// total_weight is sum of gflop_seconds * weight_ppm over the epoch's work (pass one).
+	TotalWeight cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=total_weight,json=totalWeight,proto3,customtype=cosmossdk.io/math.Int" json:"total_weight"`
+	// pending is the provider whose work records pass two is adding up (absent: none).
+	Pending *ProviderTally `protobuf:"bytes,4,opt,name=pending,proto3" json:"pending,omitempty"`
+	// work_reward_cap_ppm and workload_weights: the params when the distribution started.
+	WorkRewardCapPpm uint64 `protobuf:"varint,5,opt,name=work_reward_cap_ppm,json=workRewardCapPpm,proto3" json:"work_reward_cap_ppm,omitempty"`
+	// workload_weights as they were when the distribution started.
+	WorkloadWeights []WorkloadWeight `protobuf:"bytes,6,rep,name=workload_weights,json=workloadWeights,proto3" json:"workload_weights"`
+	// failures counts consecutive failed steps; at max it is aborted.
+	Failures uint32 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
+}
+
+func (m *DistributionProgress) Reset()         { *m = DistributionProgress{} }
+func (m *DistributionProgress) String() string { return proto.CompactTextString(m) }
+func (*DistributionProgress) ProtoMessage()    {}
+func (*DistributionProgress) Descriptor() ([]byte, []int) {
+	return fileDescriptor_6b707daab3f81f17, []int{4}
+}
+func (m *DistributionProgress) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *DistributionProgress) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_DistributionProgress.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *DistributionProgress) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_DistributionProgress.Merge(m, src)
+}
+func (m *DistributionProgress) XXX_Size() int {
+	return m.Size()
+}
+func (m *DistributionProgress) XXX_DiscardUnknown() {
+	xxx_messageInfo_DistributionProgress.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_DistributionProgress proto.InternalMessageInfo
+
+func (m *DistributionProgress) GetNodeCursor() uint64 {
+	if m != nil {
+		return m.NodeCursor
+	}
+	return 0
+}
+
+func (m *DistributionProgress) GetWorkCursor() *WorkPosition {
+	if m != nil {
+		return m.WorkCursor
+	}
+	return nil
+}
+
+func (m *DistributionProgress) GetPending() *ProviderTally {
+	if m != nil {
+		return m.Pending
+	}
+	return nil
+}
+
+func (m *DistributionProgress) GetWorkRewardCapPpm() uint64 {
+	if m != nil {
+		return m.WorkRewardCapPpm
+	}
+	return 0
+}
+
+func (m *DistributionProgress) GetWorkloadWeights() []WorkloadWeight {
+	if m != nil {
+		return m.WorkloadWeights
+	}
+	return nil
+}
+
+func (m *DistributionProgress) GetFailures() uint32 {
+	if m != nil {
+		return m.Failures
+	}
+	return 0
+}
+
+// WorkPosition is a position in an epoch's work records: (provider, workload class).
+type WorkPosition struct {
+	// provider address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// workload is the class number.
+	Workload int32 `protobuf:"varint,2,opt,name=workload,proto3" json:"workload,omitempty"`
+}
+
+func (m *WorkPosition) Reset()         { *m = WorkPosition{} }
+func (m *WorkPosition) String() string { return proto.CompactTextString(m) }
+func (*WorkPosition) ProtoMessage()    {}
+func (*WorkPosition) Descriptor() ([]byte, []int) {
+	return fileDescriptor_6b707daab3f81f17, []int{5}
+}
+func (m *WorkPosition) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *WorkPosition) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_WorkPosition.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *WorkPosition) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_WorkPosition.Merge(m, src)
+}
+func (m *WorkPosition) XXX_Size() int {
+	return m.Size()
+}
+func (m *WorkPosition) XXX_DiscardUnknown() {
+	xxx_messageInfo_WorkPosition.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_WorkPosition proto.InternalMessageInfo
+
+func (m *WorkPosition) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *WorkPosition) GetWorkload() int32 {
+	if m != nil {
+		return m.Workload
+	}
+	return 0
+}
+
+// ProviderTally is one provider's work summed over its workload classes.
+type ProviderTally struct {
+	// provider address.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// weight: sum of gflop_seconds * weight_ppm.
+	Weight cosmossdk_io_math.Int `protobuf:"bytes,2,opt,name=weight,proto3,customtype=cosmossdk.io/math.Int" json:"weight"`
+	// fees the provider earned from other accounts in the epoch, udps.
+	Fees cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=fees,proto3,customtype=cosmossdk.io/math.Int" json:"fees"`
+}
+
+func (m *ProviderTally) Reset()         { *m = ProviderTally{} }
+func (m *ProviderTally) String() string { return proto.CompactTextString(m) }
+func (*ProviderTally) ProtoMessage()    {}
+func (*ProviderTally) Descriptor() ([]byte, []int) {
+	return fileDescriptor_6b707daab3f81f17, []int{6}
+}
+func (m *ProviderTally) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *ProviderTally) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_ProviderTally.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *ProviderTally) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_ProviderTally.Merge(m, src)
+}
+func (m *ProviderTally) XXX_Size() int {
+	return m.Size()
+}
+func (m *ProviderTally) XXX_DiscardUnknown() {
+	xxx_messageInfo_ProviderTally.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_ProviderTally proto.InternalMessageInfo
+
+func (m *ProviderTally) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+// ProviderReward is what one provider received from one epoch's distribution, udps.
+type ProviderReward struct {
+	// provider address (the operator of the nodes, the provider of the work).
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// epoch of the distribution.
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// availability: the sum over the provider's nodes.
+	Availability cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=availability,proto3,customtype=cosmossdk.io/math.Int" json:"availability"`
+	// work: for verified work.
+	Work cosmossdk_io_math.Int `protobuf:"bytes,4,opt,name=work,proto3,customtype=cosmossdk.io/math.Int" json:"work"`
+}
+
+func (m *ProviderReward) Reset()         { *m = ProviderReward{} }
+func (m *ProviderReward) String() string { return proto.CompactTextString(m) }
+func (*ProviderReward) ProtoMessage()    {}
+func (*ProviderReward) Descriptor() ([]byte, []int) {
+	return fileDescriptor_6b707daab3f81f17, []int{7}
+}
+func (m *ProviderReward) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *ProviderReward) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_ProviderReward.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *ProviderReward) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_ProviderReward.Merge(m, src)
+}
+func (m *ProviderReward) XXX_Size() int {
+	return m.Size()
+}
+func (m *ProviderReward) XXX_DiscardUnknown() {
+	xxx_messageInfo_ProviderReward.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_ProviderReward proto.InternalMessageInfo
+
+func (m *ProviderReward) GetProvider() string {
+	if m != nil {
+		return m.Provider
+	}
+	return ""
+}
+
+func (m *ProviderReward) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
 func init() {
+	proto.RegisterEnum("flops.dps.v1.DistributionPhase", DistributionPhase_name, DistributionPhase_value)
+	proto.RegisterEnum("flops.dps.v1.HalvingCause", HalvingCause_name, HalvingCause_value)
 	proto.RegisterType((*WorkloadWeight)(nil), "flops.dps.v1.WorkloadWeight")
 	proto.RegisterType((*Params)(nil), "flops.dps.v1.Params")
+	proto.RegisterType((*EraState)(nil), "flops.dps.v1.EraState")
+	proto.RegisterType((*Distribution)(nil), "flops.dps.v1.Distribution")
+	proto.RegisterType((*DistributionProgress)(nil), "flops.dps.v1.DistributionProgress")
+	proto.RegisterType((*WorkPosition)(nil), "flops.dps.v1.WorkPosition")
+	proto.RegisterType((*ProviderTally)(nil), "flops.dps.v1.ProviderTally")
+	proto.RegisterType((*ProviderReward)(nil), "flops.dps.v1.ProviderReward")
 }
 
 func init() { proto.RegisterFile("flops/dps/v1/types.proto", fileDescriptor_6b707daab3f81f17) }
 
 var fileDescriptor_6b707daab3f81f17 = []byte{
-	// 640 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x9c, 0x53, 0x4d, 0x6b, 0xdc, 0x3a,
-	0x14, 0x1d, 0xbf, 0x7c, 0xbc, 0x8c, 0xf2, 0x92, 0x4c, 0xf4, 0x92, 0xf7, 0x9c, 0xa4, 0x75, 0x86,
-	0x40, 0x61, 0x1a, 0x1a, 0xb9, 0x93, 0x96, 0x16, 0xba, 0x29, 0x4c, 0x02, 0x25, 0x50, 0x88, 0x71,
-	0x4a, 0x03, 0x85, 0x62, 0x34, 0xb6, 0x6c, 0x8b, 0xc8, 0x96, 0xb0, 0x34, 0x5f, 0x7f, 0xa1, 0xab,
-	0x2e, 0xfb, 0x13, 0xba, 0xcc, 0xa2, 0xfb, 0x6e, 0xb3, 0x0c, 0x5d, 0x95, 0x2e, 0xd2, 0x92, 0x2c,
-	0xf2, 0x37, 0x8a, 0x25, 0x4f, 0x98, 0xb4, 0xbb, 0x6e, 0x86, 0xd1, 0x3d, 0xf7, 0x1e, 0x1d, 0x1f,
-	0x9d, 0x0b, 0xec, 0x98, 0x71, 0x21, 0xdd, 0x48, 0x48, 0xb7, 0xdf, 0x76, 0xd5, 0x48, 0x10, 0x89,
-	0x44, 0xc1, 0x15, 0x87, 0xff, 0x68, 0x04, 0x45, 0x42, 0xa2, 0x7e, 0x7b, 0x7d, 0x25, 0xe1, 0x09,
-	0xd7, 0x80, 0x5b, 0xfe, 0x33, 0x3d, 0xeb, 0xcb, 0x38, 0xa3, 0x39, 0x77, 0xf5, 0x6f, 0x55, 0x5a,
-	0x0b, 0xb9, 0xcc, 0xb8, 0x0c, 0x4c, 0xaf, 0x39, 0x54, 0x90, 0x93, 0x70, 0x9e, 0x30, 0xe2, 0xea,
-	0x53, 0xb7, 0x17, 0xbb, 0x51, 0xaf, 0xc0, 0x8a, 0xf2, 0xbc, 0xc2, 0x2b, 0x2d, 0x49, 0xcc, 0x7e,
-	0xd1, 0xb2, 0x95, 0x82, 0xc5, 0x63, 0x5e, 0x9c, 0x30, 0x8e, 0xa3, 0x63, 0x42, 0x93, 0x54, 0xc1,
-	0xa7, 0x60, 0x6e, 0x50, 0x55, 0x6c, 0xab, 0x69, 0xb5, 0x16, 0x77, 0x37, 0x90, 0x11, 0x9c, 0xc4,
-	0x0c, 0xf5, 0xdb, 0x68, 0xdc, 0xbf, 0xc7, 0xb0, 0x94, 0xfe, 0x4d, 0x33, 0xbc, 0x0b, 0xc0, 0x40,
-	0x53, 0x04, 0x42, 0x64, 0xf6, 0x5f, 0x4d, 0xab, 0xb5, 0xe0, 0xd7, 0x4d, 0xc5, 0x13, 0xd9, 0xd6,
-	0xe7, 0x19, 0x30, 0xeb, 0xe1, 0x02, 0x67, 0x12, 0xde, 0x07, 0x0d, 0x22, 0x78, 0x98, 0x06, 0x34,
-	0x22, 0xb9, 0xa2, 0x31, 0x25, 0x85, 0xbe, 0xaa, 0xee, 0x2f, 0xe9, 0xfa, 0xc1, 0x4d, 0x19, 0x3e,
-	0x00, 0x90, 0x64, 0x54, 0x4a, 0xca, 0xf3, 0x40, 0xa6, 0xb8, 0x20, 0x13, 0xe4, 0x8d, 0x31, 0x72,
-	0x54, 0x02, 0x9e, 0xc8, 0xe0, 0x6b, 0x30, 0x1f, 0x09, 0x19, 0x08, 0x52, 0x04, 0x49, 0xcc, 0xec,
-	0xa9, 0x92, 0xb3, 0xf3, 0xe4, 0xec, 0x62, 0xb3, 0xf6, 0xed, 0x62, 0x73, 0xc3, 0x58, 0x26, 0xa3,
-	0x13, 0x44, 0xb9, 0x9b, 0x61, 0x95, 0xa2, 0x97, 0x24, 0xc1, 0xe1, 0x68, 0x9f, 0x84, 0x5f, 0x3e,
-	0xed, 0x80, 0xca, 0xd1, 0x7d, 0x12, 0x7e, 0xbc, 0x3e, 0xdd, 0xb6, 0xfc, 0x7a, 0x24, 0xa4, 0x47,
-	0x8a, 0x17, 0x31, 0x83, 0x87, 0x60, 0x31, 0xc5, 0xac, 0x4f, 0xf3, 0xa4, 0xe4, 0xa6, 0x3c, 0xb2,
-	0xa7, 0x9b, 0x56, 0x6b, 0x7e, 0x77, 0x0d, 0x19, 0xe3, 0xd1, 0xd8, 0x78, 0xb4, 0x5f, 0x19, 0xdf,
-	0x59, 0x28, 0x6f, 0xfd, 0xf0, 0x7d, 0xd3, 0x32, 0x64, 0x0b, 0xd5, 0xbc, 0xa7, 0xc7, 0xe1, 0x5b,
-	0xb0, 0x3c, 0x26, 0x54, 0x69, 0x41, 0x64, 0xca, 0x59, 0x64, 0xcf, 0x68, 0xb9, 0x0f, 0x2b, 0xb9,
-	0xab, 0xbf, 0xcb, 0x3d, 0xc8, 0xd5, 0x84, 0xd0, 0x83, 0x5c, 0x19, 0xee, 0x46, 0x45, 0xf5, 0x6a,
-	0xcc, 0x04, 0x0f, 0x01, 0xc8, 0xf0, 0x30, 0x90, 0x3d, 0x21, 0xd8, 0xc8, 0x9e, 0xfd, 0x43, 0xde,
-	0x7a, 0x86, 0x87, 0x47, 0x9a, 0x02, 0x3e, 0x06, 0xff, 0xe1, 0x3e, 0xa6, 0x0c, 0x77, 0x29, 0xa3,
-	0x6a, 0x34, 0xf1, 0x14, 0x7f, 0xeb, 0xa7, 0x58, 0x99, 0x44, 0x6f, 0x9e, 0x63, 0x07, 0xfc, 0x5b,
-	0xa6, 0x23, 0x28, 0xc8, 0x00, 0x17, 0x51, 0x10, 0x62, 0xa1, 0x47, 0xe6, 0x9a, 0x56, 0x6b, 0xda,
-	0x6f, 0x94, 0x90, 0xaf, 0x91, 0x3d, 0x2c, 0xca, 0x76, 0x1f, 0x34, 0xc6, 0x61, 0x0a, 0x4c, 0x6e,
-	0xa4, 0x5d, 0x6f, 0x4e, 0xb5, 0xe6, 0x77, 0xef, 0xa0, 0xc9, 0x95, 0x41, 0xb7, 0x13, 0xdb, 0xa9,
-	0x97, 0x5f, 0x66, 0x24, 0x2f, 0x0d, 0x6e, 0x41, 0x12, 0xb6, 0xc1, 0x6a, 0xe9, 0x84, 0xc0, 0x23,
-	0xde, 0x53, 0x26, 0x19, 0x5d, 0xc6, 0xc3, 0x13, 0x1b, 0x68, 0xdd, 0x30, 0xc3, 0x43, 0xcf, 0x60,
-	0x1e, 0x29, 0x3a, 0x25, 0xf2, 0xec, 0xff, 0x77, 0xd7, 0xa7, 0xdb, 0xd0, 0x6c, 0xcc, 0x50, 0xef,
-	0xaf, 0x89, 0x6d, 0xe7, 0xf9, 0xd9, 0xa5, 0x63, 0x9d, 0x5f, 0x3a, 0xd6, 0x8f, 0x4b, 0xc7, 0x7a,
-	0x7f, 0xe5, 0xd4, 0xce, 0xaf, 0x9c, 0xda, 0xd7, 0x2b, 0xa7, 0xf6, 0xe6, 0x5e, 0x42, 0x55, 0xda,
-	0xeb, 0xa2, 0x90, 0x67, 0xae, 0x1e, 0xcc, 0x89, 0x72, 0x27, 0x19, 0xf4, 0xca, 0x75, 0x67, 0x75,
-	0x4c, 0x1e, 0xfd, 0x0c, 0x00, 0x00, 0xff, 0xff, 0x0b, 0xaf, 0x15, 0x42, 0x1b, 0x04, 0x00, 0x00,
+	// 1476 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x57, 0xcd, 0x6f, 0xdb, 0x46,
+	0x16, 0x37, 0x6d, 0xd9, 0x96, 0x9e, 0x3e, 0x2c, 0x4f, 0x9c, 0x84, 0xb1, 0x13, 0xc9, 0xab, 0x45,
+	0x00, 0xaf, 0xb1, 0x91, 0xd6, 0xde, 0x64, 0x17, 0x68, 0x81, 0x16, 0x92, 0xa5, 0x46, 0x42, 0x1d,
+	0x5b, 0xa0, 0xe4, 0x18, 0x29, 0x50, 0xb0, 0x23, 0x71, 0x24, 0x0d, 0x42, 0x72, 0x08, 0x0e, 0xe5,
+	0x8f, 0xff, 0xa0, 0xe8, 0x29, 0xc7, 0xde, 0x7a, 0xc8, 0xa5, 0xc7, 0x1c, 0x72, 0xef, 0xb1, 0x39,
+	0x06, 0x01, 0x0a, 0x14, 0x3d, 0x24, 0x45, 0x72, 0xc8, 0xbf, 0xd0, 0x63, 0x31, 0x43, 0x52, 0xa1,
+	0x6c, 0x37, 0x40, 0x98, 0x5e, 0x0c, 0xf1, 0xbd, 0xdf, 0xfc, 0xde, 0x9b, 0xf7, 0x39, 0x06, 0x75,
+	0x60, 0x32, 0x87, 0x57, 0x0c, 0x87, 0x57, 0x8e, 0xb6, 0x2a, 0xde, 0xa9, 0x43, 0x78, 0xd9, 0x71,
+	0x99, 0xc7, 0x50, 0x46, 0x6a, 0xca, 0x86, 0xc3, 0xcb, 0x47, 0x5b, 0xab, 0x2b, 0x43, 0x36, 0x64,
+	0x52, 0x51, 0x11, 0xbf, 0x7c, 0xcc, 0xea, 0x32, 0xb6, 0xa8, 0xcd, 0x2a, 0xf2, 0x6f, 0x20, 0xba,
+	0xd6, 0x67, 0xdc, 0x62, 0x5c, 0xf7, 0xb1, 0xfe, 0x47, 0xa0, 0x2a, 0x0c, 0x19, 0x1b, 0x9a, 0xa4,
+	0x22, 0xbf, 0x7a, 0xe3, 0x41, 0xc5, 0x18, 0xbb, 0xd8, 0xa3, 0xcc, 0x0e, 0xf4, 0xc5, 0xb3, 0x7a,
+	0x8f, 0x5a, 0x84, 0x7b, 0xd8, 0x72, 0x02, 0x40, 0xe0, 0xec, 0x70, 0x60, 0x9e, 0x71, 0xb6, 0x34,
+	0x82, 0xdc, 0x21, 0x73, 0x1f, 0x9a, 0x0c, 0x1b, 0x87, 0x84, 0x0e, 0x47, 0x1e, 0xfa, 0x3f, 0x24,
+	0x8f, 0x03, 0x89, 0xaa, 0xac, 0x2b, 0x1b, 0xb9, 0xed, 0xb5, 0xb2, 0x7f, 0xa3, 0xe1, 0xc0, 0x2c,
+	0x1f, 0x6d, 0x95, 0x43, 0xfc, 0x8e, 0x89, 0x39, 0xd7, 0x26, 0x60, 0x74, 0x03, 0xe0, 0x58, 0x52,
+	0xe8, 0x8e, 0x63, 0xa9, 0xb3, 0xeb, 0xca, 0x46, 0x56, 0x4b, 0xf9, 0x92, 0xb6, 0x63, 0x95, 0x7e,
+	0x9a, 0x87, 0x85, 0x36, 0x76, 0xb1, 0xc5, 0xd1, 0xbf, 0x20, 0x4f, 0x1c, 0xd6, 0x1f, 0xe9, 0xd4,
+	0x20, 0xb6, 0x47, 0x07, 0x94, 0xb8, 0xd2, 0x54, 0x4a, 0x5b, 0x92, 0xf2, 0xd6, 0x44, 0x8c, 0xfe,
+	0x0d, 0x88, 0x58, 0x94, 0x73, 0xca, 0x6c, 0x9d, 0x8f, 0xb0, 0x4b, 0x22, 0xe4, 0xf9, 0x50, 0xd3,
+	0x11, 0x8a, 0xb6, 0x63, 0xa1, 0xfb, 0x90, 0x36, 0x1c, 0xae, 0x3b, 0xc4, 0xd5, 0x87, 0x03, 0x53,
+	0x9d, 0x13, 0x9c, 0xb5, 0xff, 0x3d, 0x7b, 0x59, 0x9c, 0xf9, 0xed, 0x65, 0x71, 0xcd, 0x8f, 0x29,
+	0x37, 0x1e, 0x96, 0x29, 0xab, 0x58, 0xd8, 0x1b, 0x95, 0x77, 0xc9, 0x10, 0xf7, 0x4f, 0xeb, 0xa4,
+	0xff, 0xe2, 0xe9, 0x2d, 0x08, 0x42, 0x5e, 0x27, 0xfd, 0x1f, 0xdf, 0x3e, 0xd9, 0x54, 0xb4, 0x94,
+	0xe1, 0xf0, 0x36, 0x71, 0xef, 0x0e, 0x4c, 0xb4, 0x0f, 0xb9, 0x11, 0x36, 0x8f, 0xa8, 0x3d, 0x14,
+	0xdc, 0x94, 0x19, 0x6a, 0x62, 0x5d, 0xd9, 0x48, 0x6f, 0x5f, 0x2b, 0xfb, 0x91, 0x2f, 0x87, 0x91,
+	0x2f, 0xd7, 0x83, 0xcc, 0xd4, 0xb2, 0xc2, 0xea, 0xf7, 0xaf, 0x8a, 0x8a, 0x4f, 0x96, 0x0d, 0xce,
+	0xb7, 0xe5, 0x71, 0xf4, 0x35, 0x2c, 0x87, 0x84, 0xde, 0xc8, 0x25, 0x7c, 0xc4, 0x4c, 0x43, 0x9d,
+	0x97, 0xee, 0xfe, 0x27, 0x70, 0xf7, 0xf2, 0x79, 0x77, 0x5b, 0xb6, 0x17, 0x71, 0xb4, 0x65, 0x7b,
+	0x3e, 0x77, 0x3e, 0xa0, 0xea, 0x86, 0x4c, 0x68, 0x1f, 0xc0, 0xc2, 0x27, 0x3a, 0x1f, 0x3b, 0x8e,
+	0x79, 0xaa, 0x2e, 0xc4, 0xe4, 0x4d, 0x59, 0xf8, 0xa4, 0x23, 0x29, 0xd0, 0x6d, 0xb8, 0x82, 0x8f,
+	0x30, 0x35, 0x71, 0x8f, 0x9a, 0xd4, 0x3b, 0x8d, 0xa4, 0x62, 0x51, 0xa6, 0x62, 0x25, 0xaa, 0x9d,
+	0xa4, 0xe3, 0x16, 0x5c, 0x12, 0xd5, 0xa1, 0xbb, 0xe4, 0x18, 0xbb, 0x86, 0xde, 0xc7, 0x8e, 0x3c,
+	0x92, 0x5c, 0x57, 0x36, 0x12, 0x5a, 0x5e, 0xa8, 0x34, 0xa9, 0xd9, 0xc1, 0x8e, 0x80, 0x6b, 0x90,
+	0x0f, 0x8b, 0x49, 0xf7, 0xeb, 0x86, 0xab, 0xa9, 0xf5, 0xb9, 0x8d, 0xf4, 0xf6, 0xf5, 0x72, 0xb4,
+	0xa7, 0xca, 0xd3, 0x15, 0x5b, 0x4b, 0x89, 0x9b, 0xf9, 0x2e, 0x2f, 0x1d, 0x4f, 0xa9, 0x38, 0xda,
+	0x82, 0xcb, 0x22, 0x12, 0x0e, 0x3e, 0x65, 0x63, 0xcf, 0xaf, 0x8c, 0x9e, 0xc9, 0xfa, 0x0f, 0x55,
+	0x90, 0x7e, 0x23, 0x0b, 0x9f, 0xb4, 0x7d, 0x5d, 0x9b, 0xb8, 0x35, 0xa1, 0xf9, 0xe4, 0xea, 0x77,
+	0x6f, 0x9f, 0x6c, 0x22, 0xbf, 0x63, 0x4e, 0x64, 0x83, 0xfb, 0x65, 0x5b, 0x7a, 0x3c, 0x0b, 0xc9,
+	0x86, 0x8b, 0x3b, 0x1e, 0xf6, 0x08, 0xca, 0xc3, 0x1c, 0x71, 0xb1, 0x2c, 0xdb, 0xac, 0x26, 0x7e,
+	0xa2, 0x03, 0x58, 0x36, 0x31, 0xf7, 0xf4, 0x49, 0x62, 0xa9, 0x45, 0x64, 0xa5, 0xa6, 0xb7, 0x57,
+	0xcf, 0xd5, 0x49, 0x37, 0xec, 0x50, 0xbf, 0x50, 0x1e, 0x4d, 0x0a, 0x65, 0x49, 0x70, 0x34, 0x83,
+	0x84, 0x52, 0x8b, 0xa0, 0x43, 0xc8, 0xf5, 0xc7, 0xd6, 0xd8, 0xc4, 0x1e, 0x3d, 0x22, 0x91, 0xb2,
+	0xfe, 0xf0, 0x7c, 0x66, 0xdf, 0xf1, 0x88, 0xa2, 0x3e, 0x80, 0xac, 0xc3, 0x98, 0xa9, 0xf7, 0x30,
+	0x27, 0x26, 0xb5, 0x89, 0xac, 0xe9, 0x38, 0xbc, 0x19, 0x41, 0x53, 0x0b, 0x58, 0x4a, 0x3f, 0xa7,
+	0x20, 0x53, 0xa7, 0xdc, 0x73, 0x69, 0x6f, 0x2c, 0x3a, 0x01, 0xad, 0xc0, 0xbc, 0xec, 0x6a, 0x19,
+	0xab, 0x84, 0xe6, 0x7f, 0x84, 0xf1, 0x9b, 0x7d, 0x17, 0xbf, 0xdb, 0xb0, 0x18, 0x84, 0x4e, 0xde,
+	0x30, 0xb7, 0xbd, 0x3a, 0x9d, 0xf5, 0x20, 0x28, 0x3b, 0x78, 0xcc, 0x89, 0x16, 0x42, 0xd1, 0x1a,
+	0xa4, 0x3c, 0xe6, 0x61, 0x53, 0x46, 0x26, 0x21, 0x2d, 0x24, 0xa5, 0x40, 0x5c, 0x51, 0x83, 0xb4,
+	0x4b, 0x1c, 0x93, 0xd8, 0x94, 0x8f, 0x48, 0xfc, 0x06, 0x8b, 0x92, 0x88, 0xde, 0x1a, 0x0e, 0x4c,
+	0xbd, 0xef, 0x12, 0x83, 0x7a, 0xf1, 0x7b, 0x6b, 0x38, 0x30, 0x77, 0x24, 0x05, 0xda, 0x85, 0xe4,
+	0xd8, 0xee, 0x63, 0xc7, 0x21, 0x86, 0xec, 0xa6, 0x38, 0x74, 0x13, 0x06, 0xc1, 0x16, 0x8e, 0x45,
+	0xd9, 0x68, 0xb1, 0xd8, 0x42, 0x06, 0xd4, 0x85, 0x4c, 0xb4, 0xb3, 0xd5, 0x54, 0xdc, 0x12, 0x89,
+	0xb2, 0xa0, 0x3a, 0x24, 0x44, 0x9f, 0xca, 0x1e, 0x8c, 0xc3, 0x26, 0x4f, 0x8b, 0x19, 0xea, 0x60,
+	0x6a, 0xe8, 0x53, 0x0e, 0xa6, 0xe3, 0xce, 0x50, 0x41, 0x55, 0x8d, 0x3a, 0x79, 0x0f, 0x52, 0x92,
+	0x5e, 0x7a, 0x9a, 0x89, 0x1b, 0x49, 0x41, 0x21, 0xc6, 0x15, 0xda, 0x83, 0x94, 0x4b, 0x2c, 0x4c,
+	0x6d, 0x83, 0xb8, 0x6a, 0x36, 0x6e, 0xd5, 0x4c, 0x28, 0xc4, 0xb6, 0xb5, 0x99, 0x41, 0xb8, 0x2e,
+	0x2c, 0xa8, 0x39, 0x59, 0xf8, 0x29, 0x29, 0x69, 0x63, 0x6a, 0xa0, 0x9b, 0x90, 0x73, 0x5c, 0x76,
+	0x44, 0x0d, 0xe2, 0x06, 0x90, 0x25, 0x09, 0xc9, 0x4e, 0xa4, 0x12, 0x76, 0x07, 0xe6, 0x9d, 0x11,
+	0xe6, 0x44, 0xcd, 0xcb, 0x8e, 0x2b, 0x4e, 0x77, 0x5c, 0xb4, 0x8d, 0xdb, 0x02, 0xa6, 0xf9, 0x68,
+	0xf4, 0x0f, 0xc8, 0x70, 0x0f, 0xbb, 0x9e, 0x3e, 0x92, 0x63, 0x56, 0x5d, 0x5e, 0x57, 0x36, 0xe6,
+	0xb4, 0xb4, 0x94, 0x35, 0xfd, 0x67, 0x44, 0x13, 0xc0, 0x87, 0xc8, 0x31, 0x88, 0x3e, 0x74, 0x0c,
+	0xa6, 0xe4, 0x61, 0x39, 0x00, 0x6f, 0x00, 0x10, 0xdb, 0x08, 0x4d, 0x5d, 0x92, 0xa6, 0x52, 0xc4,
+	0x36, 0x02, 0x43, 0x2a, 0x2c, 0xe2, 0x1e, 0x73, 0x3d, 0x62, 0xa8, 0x2b, 0xeb, 0xca, 0x46, 0x52,
+	0x0b, 0x3f, 0xd1, 0x67, 0x90, 0x74, 0x5c, 0x36, 0x74, 0x09, 0xe7, 0xea, 0x65, 0xe9, 0x40, 0xe9,
+	0x3d, 0xf7, 0x0b, 0x90, 0xda, 0xe4, 0x4c, 0xe9, 0x87, 0x39, 0x58, 0xb9, 0x08, 0x82, 0x8a, 0x90,
+	0x16, 0x91, 0xd6, 0xfb, 0x63, 0x97, 0x33, 0x37, 0x98, 0x6b, 0x32, 0x1d, 0x3b, 0x52, 0x82, 0x3e,
+	0x85, 0xb4, 0x5c, 0x7c, 0x01, 0x20, 0x5c, 0x02, 0xe7, 0x96, 0x58, 0x9b, 0x71, 0x2a, 0x98, 0x35,
+	0x10, 0xf0, 0xe0, 0x70, 0x07, 0x32, 0xfe, 0x44, 0xf3, 0x77, 0x60, 0xec, 0x71, 0x9f, 0x96, 0x2c,
+	0xc1, 0xab, 0xee, 0x0e, 0x2c, 0x3a, 0xc4, 0x36, 0xc4, 0x70, 0xf5, 0x9f, 0x2e, 0x6b, 0xd3, 0xde,
+	0xb4, 0x83, 0xb2, 0xe8, 0x62, 0xd3, 0x3c, 0xd5, 0x42, 0xec, 0x5f, 0x6d, 0xf0, 0xf9, 0x0f, 0xd8,
+	0xe0, 0x0b, 0x1f, 0xb9, 0xc1, 0x57, 0x21, 0x39, 0xc0, 0xd4, 0x1c, 0xbb, 0x84, 0x07, 0x8f, 0x8d,
+	0xc9, 0x77, 0xe9, 0x1b, 0xc8, 0x44, 0xc3, 0x88, 0x6e, 0xcb, 0x8c, 0xcb, 0x8b, 0xf8, 0x0f, 0xca,
+	0x9a, 0xfa, 0xe2, 0xe9, 0xad, 0x95, 0x20, 0x32, 0x55, 0xc3, 0x10, 0xe9, 0xeb, 0x78, 0x2e, 0xb5,
+	0x87, 0xda, 0x04, 0x29, 0x2c, 0x4c, 0x5e, 0xbc, 0x22, 0x55, 0xf3, 0xef, 0x1e, 0xb5, 0xa5, 0x5f,
+	0x14, 0xc8, 0x4e, 0xc5, 0x26, 0xa6, 0x8d, 0x26, 0x2c, 0x04, 0xe9, 0x9c, 0x8d, 0x99, 0xce, 0xe0,
+	0xbc, 0x18, 0x9e, 0x03, 0x42, 0x78, 0xec, 0xb2, 0x90, 0xa7, 0x4b, 0x7f, 0x28, 0x90, 0x0b, 0xef,
+	0xe5, 0xa7, 0x30, 0xe6, 0xc5, 0x26, 0xdb, 0x7d, 0x36, 0xba, 0xdd, 0xcf, 0xee, 0x8d, 0xb9, 0xbf,
+	0x75, 0x6f, 0x24, 0x3e, 0x66, 0x6f, 0x6c, 0xbe, 0x52, 0x60, 0xf9, 0xdc, 0x64, 0x43, 0x25, 0x28,
+	0xd4, 0x5b, 0x9d, 0xae, 0xd6, 0xaa, 0x1d, 0x74, 0x5b, 0xfb, 0x7b, 0x7a, 0xbb, 0x59, 0xed, 0x34,
+	0xf4, 0x83, 0xbd, 0x4e, 0xbb, 0xb1, 0xd3, 0xfa, 0xa2, 0xd5, 0xa8, 0xe7, 0x67, 0xd0, 0x3f, 0xa1,
+	0x78, 0x01, 0xa6, 0x7a, 0xbf, 0xda, 0xda, 0xad, 0xd6, 0x5a, 0xbb, 0xad, 0xee, 0x83, 0xbc, 0x82,
+	0x8a, 0xb0, 0x76, 0x01, 0xe8, 0x70, 0x5f, 0xfb, 0x52, 0xef, 0x1c, 0xdc, 0xcb, 0xcf, 0xbe, 0x0f,
+	0xd0, 0xae, 0x3e, 0xc8, 0xcf, 0xa1, 0xeb, 0xa0, 0x5e, 0x00, 0x68, 0x6b, 0x07, 0x7b, 0x8d, 0x7c,
+	0x02, 0xad, 0xc1, 0xd5, 0x0b, 0xb4, 0xf5, 0xfd, 0xbd, 0x46, 0x7e, 0x7e, 0x35, 0xf1, 0xed, 0xe3,
+	0xc2, 0xcc, 0xe6, 0x08, 0x32, 0xd1, 0xc7, 0x12, 0xba, 0x01, 0xd7, 0x9a, 0xd5, 0xdd, 0xfb, 0xad,
+	0xbd, 0xbb, 0xfa, 0x4e, 0xf5, 0xe0, 0xdc, 0xb5, 0xae, 0x00, 0x9a, 0x56, 0x77, 0x5b, 0xf7, 0x1a,
+	0x79, 0x45, 0x58, 0x3a, 0x23, 0x6f, 0x6a, 0x8d, 0x4e, 0x73, 0x7f, 0xb7, 0x9e, 0x9f, 0xf5, 0x2d,
+	0xd5, 0x3e, 0x7f, 0xf6, 0xba, 0xa0, 0x3c, 0x7f, 0x5d, 0x50, 0x7e, 0x7f, 0x5d, 0x50, 0x1e, 0xbd,
+	0x29, 0xcc, 0x3c, 0x7f, 0x53, 0x98, 0xf9, 0xf5, 0x4d, 0x61, 0xe6, 0xab, 0x9b, 0x43, 0xea, 0x8d,
+	0xc6, 0xbd, 0x72, 0x9f, 0x59, 0x15, 0xd9, 0xfa, 0x36, 0xf1, 0x2a, 0xd1, 0x47, 0xb5, 0xfc, 0x2f,
+	0xb4, 0xb7, 0x20, 0x57, 0xc1, 0x7f, 0xff, 0x0c, 0x00, 0x00, 0xff, 0xff, 0x74, 0x28, 0x83, 0x2a,
+	0x4f, 0x0f, 0x00, 0x00,
 }
 
 func (m *WorkloadWeight) Marshal() (dAtA []byte, err error) {
@@ -381,6 +1009,488 @@ func (m *Params) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EraState) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EraState) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EraState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.PoolBaseline.Size()
+		i -= size
+		if _, err := m.PoolBaseline.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	{
+		size := m.CumulativeGfl.Size()
+		i -= size
+		if _, err := m.CumulativeGfl.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	n2, err2 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.LastHalvingTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.LastHalvingTime):])
+	if err2 != nil {
+		return 0, err2
+	}
+	i -= n2
+	i = encodeVarintTypes(dAtA, i, uint64(n2))
+	i--
+	dAtA[i] = 0x12
+	if m.Era != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Era))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Distribution) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Distribution) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Distribution) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Progress != nil {
+		{
+			size, err := m.Progress.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintTypes(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xaa
+	}
+	if m.Aborted {
+		i--
+		if m.Aborted {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xa0
+	}
+	if m.EndHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.EndHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x98
+	}
+	n4, err4 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.StartTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.StartTime):])
+	if err4 != nil {
+		return 0, err4
+	}
+	i -= n4
+	i = encodeVarintTypes(dAtA, i, uint64(n4))
+	i--
+	dAtA[i] = 0x1
+	i--
+	dAtA[i] = 0x92
+	if m.StartHeight != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.StartHeight))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x88
+	}
+	if m.Phase != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Phase))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x80
+	}
+	if m.ProvidersPaid != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.ProvidersPaid))
+		i--
+		dAtA[i] = 0x78
+	}
+	if m.NodesPaid != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodesPaid))
+		i--
+		dAtA[i] = 0x70
+	}
+	{
+		size := m.Remainder.Size()
+		i -= size
+		if _, err := m.Remainder.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x6a
+	{
+		size := m.PaidWork.Size()
+		i -= size
+		if _, err := m.PaidWork.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x62
+	{
+		size := m.PaidAvailability.Size()
+		i -= size
+		if _, err := m.PaidAvailability.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x5a
+	{
+		size := m.Work.Size()
+		i -= size
+		if _, err := m.Work.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x52
+	{
+		size := m.Availability.Size()
+		i -= size
+		if _, err := m.Availability.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x4a
+	{
+		size := m.Emission.Size()
+		i -= size
+		if _, err := m.Emission.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x42
+	{
+		size := m.Uncapped.Size()
+		i -= size
+		if _, err := m.Uncapped.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x3a
+	{
+		size := m.GflCredit.Size()
+		i -= size
+		if _, err := m.GflCredit.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x32
+	{
+		size := m.Replenished.Size()
+		i -= size
+		if _, err := m.Replenished.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if m.TotalGfl != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TotalGfl))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Halving != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Halving))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Era != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Era))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *DistributionProgress) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *DistributionProgress) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *DistributionProgress) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Failures != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Failures))
+		i--
+		dAtA[i] = 0x38
+	}
+	if len(m.WorkloadWeights) > 0 {
+		for iNdEx := len(m.WorkloadWeights) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.WorkloadWeights[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTypes(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
+	if m.WorkRewardCapPpm != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.WorkRewardCapPpm))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.Pending != nil {
+		{
+			size, err := m.Pending.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintTypes(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x22
+	}
+	{
+		size := m.TotalWeight.Size()
+		i -= size
+		if _, err := m.TotalWeight.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if m.WorkCursor != nil {
+		{
+			size, err := m.WorkCursor.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintTypes(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeCursor != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeCursor))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *WorkPosition) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *WorkPosition) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *WorkPosition) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Workload != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Workload))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *ProviderTally) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *ProviderTally) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *ProviderTally) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Fees.Size()
+		i -= size
+		if _, err := m.Fees.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	{
+		size := m.Weight.Size()
+		i -= size
+		if _, err := m.Weight.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *ProviderReward) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *ProviderReward) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *ProviderReward) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Work.Size()
+		i -= size
+		if _, err := m.Work.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	{
+		size := m.Availability.Size()
+		i -= size
+		if _, err := m.Availability.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if m.Epoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Provider) > 0 {
+		i -= len(m.Provider)
+		copy(dAtA[i:], m.Provider)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Provider)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTypes(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTypes(v)
 	base := offset
@@ -443,6 +1553,174 @@ func (m *Params) Size() (n int) {
 	if m.MaxPayoutsPerBlock != 0 {
 		n += 1 + sovTypes(uint64(m.MaxPayoutsPerBlock))
 	}
+	return n
+}
+
+func (m *EraState) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Era != 0 {
+		n += 1 + sovTypes(uint64(m.Era))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.LastHalvingTime)
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.CumulativeGfl.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.PoolBaseline.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	return n
+}
+
+func (m *Distribution) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovTypes(uint64(m.Epoch))
+	}
+	if m.Era != 0 {
+		n += 1 + sovTypes(uint64(m.Era))
+	}
+	if m.Halving != 0 {
+		n += 1 + sovTypes(uint64(m.Halving))
+	}
+	if m.TotalGfl != 0 {
+		n += 1 + sovTypes(uint64(m.TotalGfl))
+	}
+	l = m.Replenished.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.GflCredit.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Uncapped.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Emission.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Availability.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Work.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.PaidAvailability.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.PaidWork.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Remainder.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.NodesPaid != 0 {
+		n += 1 + sovTypes(uint64(m.NodesPaid))
+	}
+	if m.ProvidersPaid != 0 {
+		n += 1 + sovTypes(uint64(m.ProvidersPaid))
+	}
+	if m.Phase != 0 {
+		n += 2 + sovTypes(uint64(m.Phase))
+	}
+	if m.StartHeight != 0 {
+		n += 2 + sovTypes(uint64(m.StartHeight))
+	}
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.StartTime)
+	n += 2 + l + sovTypes(uint64(l))
+	if m.EndHeight != 0 {
+		n += 2 + sovTypes(uint64(m.EndHeight))
+	}
+	if m.Aborted {
+		n += 3
+	}
+	if m.Progress != nil {
+		l = m.Progress.Size()
+		n += 2 + l + sovTypes(uint64(l))
+	}
+	return n
+}
+
+func (m *DistributionProgress) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeCursor != 0 {
+		n += 1 + sovTypes(uint64(m.NodeCursor))
+	}
+	if m.WorkCursor != nil {
+		l = m.WorkCursor.Size()
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.TotalWeight.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Pending != nil {
+		l = m.Pending.Size()
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.WorkRewardCapPpm != 0 {
+		n += 1 + sovTypes(uint64(m.WorkRewardCapPpm))
+	}
+	if len(m.WorkloadWeights) > 0 {
+		for _, e := range m.WorkloadWeights {
+			l = e.Size()
+			n += 1 + l + sovTypes(uint64(l))
+		}
+	}
+	if m.Failures != 0 {
+		n += 1 + sovTypes(uint64(m.Failures))
+	}
+	return n
+}
+
+func (m *WorkPosition) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.Workload != 0 {
+		n += 1 + sovTypes(uint64(m.Workload))
+	}
+	return n
+}
+
+func (m *ProviderTally) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.Weight.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Fees.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	return n
+}
+
+func (m *ProviderReward) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Provider)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovTypes(uint64(m.Epoch))
+	}
+	l = m.Availability.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Work.Size()
+	n += 1 + l + sovTypes(uint64(l))
 	return n
 }
 
@@ -846,6 +2124,1459 @@ func (m *Params) Unmarshal(dAtA []byte) error {
 					break
 				}
 			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EraState) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EraState: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EraState: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Era", wireType)
+			}
+			m.Era = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Era |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastHalvingTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.LastHalvingTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CumulativeGfl", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.CumulativeGfl.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PoolBaseline", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.PoolBaseline.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Distribution) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Distribution: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Distribution: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Era", wireType)
+			}
+			m.Era = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Era |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Halving", wireType)
+			}
+			m.Halving = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Halving |= HalvingCause(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TotalGfl", wireType)
+			}
+			m.TotalGfl = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TotalGfl |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Replenished", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Replenished.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GflCredit", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.GflCredit.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Uncapped", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Uncapped.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Emission", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Emission.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Availability", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Availability.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Work", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Work.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PaidAvailability", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.PaidAvailability.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PaidWork", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.PaidWork.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 13:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Remainder", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Remainder.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodesPaid", wireType)
+			}
+			m.NodesPaid = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodesPaid |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ProvidersPaid", wireType)
+			}
+			m.ProvidersPaid = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ProvidersPaid |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 16:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Phase", wireType)
+			}
+			m.Phase = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Phase |= DistributionPhase(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 17:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StartHeight", wireType)
+			}
+			m.StartHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.StartHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 18:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StartTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.StartTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 19:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EndHeight", wireType)
+			}
+			m.EndHeight = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.EndHeight |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 20:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Aborted", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Aborted = bool(v != 0)
+		case 21:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Progress", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Progress == nil {
+				m.Progress = &DistributionProgress{}
+			}
+			if err := m.Progress.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *DistributionProgress) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: DistributionProgress: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: DistributionProgress: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeCursor", wireType)
+			}
+			m.NodeCursor = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeCursor |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field WorkCursor", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.WorkCursor == nil {
+				m.WorkCursor = &WorkPosition{}
+			}
+			if err := m.WorkCursor.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TotalWeight", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.TotalWeight.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pending", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pending == nil {
+				m.Pending = &ProviderTally{}
+			}
+			if err := m.Pending.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field WorkRewardCapPpm", wireType)
+			}
+			m.WorkRewardCapPpm = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.WorkRewardCapPpm |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field WorkloadWeights", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.WorkloadWeights = append(m.WorkloadWeights, WorkloadWeight{})
+			if err := m.WorkloadWeights[len(m.WorkloadWeights)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Failures", wireType)
+			}
+			m.Failures = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Failures |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *WorkPosition) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: WorkPosition: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: WorkPosition: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Workload", wireType)
+			}
+			m.Workload = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Workload |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *ProviderTally) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: ProviderTally: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: ProviderTally: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Weight", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Weight.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Fees", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Fees.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *ProviderReward) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: ProviderReward: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: ProviderReward: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Provider", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Provider = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Availability", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Availability.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Work", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Work.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipTypes(dAtA[iNdEx:])

@@ -119,8 +119,19 @@ func (q queryServer) TasksByProvider(ctx context.Context, req *types.QueryTasksB
 	if err != nil {
 		return nil, err
 	}
-	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination, tasksOf[sdk.AccAddress](ctx, q.k),
-		query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](provider))
+	prefix := query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](provider)
+	if req.Active {
+		tasks, page, err := query.CollectionFilteredPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination,
+			func(key collections.Pair[sdk.AccAddress, uint64], _ collections.NoValue) (bool, error) {
+				t, err := q.k.Tasks.Get(ctx, key.K2())
+				return err == nil && holdsExposure(t.Status), err
+			}, tasksOf[sdk.AccAddress](ctx, q.k), prefix)
+		if err != nil {
+			return nil, err
+		}
+		return &types.QueryTasksByProviderResponse{Tasks: tasks, Pagination: page}, nil
+	}
+	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination, tasksOf[sdk.AccAddress](ctx, q.k), prefix)
 	if err != nil {
 		return nil, err
 	}

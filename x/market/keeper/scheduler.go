@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strconv"
-	"strings"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -358,7 +356,7 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, rol
 		return candidate{}, false, nil
 	case s.GpusUsed+need > s.Gpus || loadPPM(s.GpusUsed+need, s.Gpus) > p.LoadThresholdPpm:
 		return candidate{}, false, nil
-	case !meetsRequirements(s, req, job.Spec.Workload):
+	case !types.MeetsRequirements(s, req, job.Spec.Workload):
 		return candidate{}, false, nil
 	}
 	price := types.Quote(s.AskPerGpuHour, need, job.Spec.MaxDuration)
@@ -377,49 +375,6 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, rol
 		return candidate{}, false, err
 	}
 	return candidate{slot: s, score: score, price: price}, true, nil
-}
-
-// meetsRequirements checks the hardware, region and workload a job asks for.
-func meetsRequirements(s types.NodeSlot, r types.Requirements, w gfltypes.WorkloadClass) bool {
-	if r.MinMemoryMib > s.MinMemoryMib || (r.TensorCores && !s.TensorCores) || (r.Region != "" && r.Region != s.Region) {
-		return false
-	}
-	if r.MinComputeCapability != "" && compareCC(s.ComputeCapability, r.MinComputeCapability) < 0 {
-		return false
-	}
-	if len(r.AllowedClasses) > 0 {
-		ok := false
-		for _, c := range r.AllowedClasses {
-			ok = ok || c == s.GpuClass
-		}
-		if !ok {
-			return false
-		}
-	}
-	for _, x := range s.Workloads {
-		if x == w {
-			return true
-		}
-	}
-	return false
-}
-
-// compareCC compares "major.minor" compute capabilities.
-func compareCC(a, b string) int {
-	pa, pb := parseCC(a), parseCC(b)
-	switch {
-	case pa[0] != pb[0]:
-		return pa[0] - pb[0]
-	default:
-		return pa[1] - pb[1]
-	}
-}
-
-func parseCC(s string) [2]int {
-	maj, min, _ := strings.Cut(s, ".")
-	a, _ := strconv.Atoi(maj)
-	b, _ := strconv.Atoi(min)
-	return [2]int{a, b}
 }
 
 // excludedNodes: the nodes that lost this task before and the nodes holding a sibling
@@ -511,7 +466,7 @@ func SlotFromNode(n gfltypes.Node) types.NodeSlot {
 		if i == 0 || g.MemoryMib < s.MinMemoryMib {
 			s.MinMemoryMib = g.MemoryMib
 		}
-		if i == 0 || compareCC(g.ComputeCapability, s.ComputeCapability) < 0 {
+		if i == 0 || types.CompareComputeCapability(g.ComputeCapability, s.ComputeCapability) < 0 {
 			s.ComputeCapability = g.ComputeCapability
 		}
 		s.TensorCores = s.TensorCores && g.TensorCores

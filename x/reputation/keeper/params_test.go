@@ -18,7 +18,7 @@ import (
 func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Params]) {
 	env := keepertest.NewEnv(t, types.StoreKey, reputation.AppModule{})
 	ak := &keepertest.AccountKeeper{}
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak)
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, &fakeGFL{})
 	require.NoError(t, k.InitGenesis(env.Ctx, types.DefaultGenesisState()))
 	// genesis creates the module account
 	require.Contains(t, ak.Created, types.ModuleName)
@@ -39,7 +39,9 @@ func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Pa
 			return res.Params, nil
 		},
 		InitWith: func(ctx context.Context, p types.Params) error {
-			return k.InitGenesis(ctx, &types.GenesisState{Params: p})
+			gs := types.DefaultGenesisState()
+			gs.Params = p
+			return k.InitGenesis(ctx, gs)
 		},
 		ExportGet: func(ctx context.Context) (types.Params, error) {
 			gs, err := k.ExportGenesis(ctx)
@@ -56,7 +58,8 @@ func TestParamsLifecycle(t *testing.T) {
 		Setup: setupParams,
 		Changed: func() types.Params {
 			p := types.DefaultParams()
-			p.MinScore = sdkmath.LegacyNewDecWithPrec(4, 1)
+			p.MinScore = sdkmath.LegacyNewDecWithPrec(35, 2)
+			p.HistoryLength = 10
 			return p
 		},
 		Invalid: func() types.Params {
@@ -73,11 +76,30 @@ func TestParamsLifecycle(t *testing.T) {
 // A genesis with invalid params is refused and stores nothing.
 func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	env := keepertest.NewEnv(t, types.StoreKey, reputation.AppModule{})
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{})
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, &fakeGFL{})
 	gs := types.DefaultGenesisState()
 	gs.Params.Alpha = sdkmath.LegacyNewDec(2)
 	require.ErrorIs(t, k.InitGenesis(env.Ctx, gs), types.ErrInvalidParams)
 	has, err := k.Params.Has(env.Ctx)
 	require.NoError(t, err)
 	require.False(t, has)
+}
+
+// Only the authority changes params: anyone else gets ErrInvalidAuthority naming both
+// addresses, even with valid params, and nothing is stored or announced.
+func TestUpdateParamsRejectsNonAuthority(t *testing.T) {
+	f := newFixture(t)
+	before, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	p := types.DefaultParams()
+	p.MinScore = sdkmath.LegacyNewDecWithPrec(9, 1)
+	for _, signer := range []string{operator("mallory"), "", "not-an-address"} {
+		_, err := f.ms.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: signer, Params: p})
+		require.ErrorIs(t, err, types.ErrInvalidAuthority)
+		require.Contains(t, err.Error(), f.env.Authority)
+	}
+	after, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, before.String(), after.String())
+	require.Empty(t, typedEvents[*types.EventParamsUpdated](t, f.ctx))
 }

@@ -7,4 +7,6 @@ var (
 	ErrInvalidParams    = errorsmod.Register(ModuleName, 2, "invalid params")
 	ErrInvalidAuthority = errorsmod.Register(ModuleName, 3, "invalid authority")
 	ErrInvalidGenesis   = errorsmod.Register(ModuleName, 4, "invalid genesis")
+	ErrInvalidAddress   = errorsmod.Register(ModuleName, 5, "invalid address")
+	ErrInvalidRequest   = errorsmod.Register(ModuleName, 6, "invalid request")
 )

@@ -4,7 +4,10 @@
 package types
 
 import (
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
+	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	proto "github.com/cosmos/gogoproto/proto"
 	io "io"
@@ -78,28 +81,399 @@ func (m *EventParamsUpdated) GetParams() Params {
 	return Params{}
 }
 
+// EventNodeTracked is emitted when a node gets its reputation record (initial_score).
+type EventNodeTracked struct {
+	// node_id is the x/gfl node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator is the node's provider account.
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// score is the initial score.
+	Score cosmossdk_io_math.LegacyDec `protobuf:"bytes,3,opt,name=score,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"score"`
+	// epoch is the reputation epoch the node became known in.
+	Epoch uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+}
+
+func (m *EventNodeTracked) Reset()         { *m = EventNodeTracked{} }
+func (m *EventNodeTracked) String() string { return proto.CompactTextString(m) }
+func (*EventNodeTracked) ProtoMessage()    {}
+func (*EventNodeTracked) Descriptor() ([]byte, []int) {
+	return fileDescriptor_658ab89257dc9958, []int{1}
+}
+func (m *EventNodeTracked) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventNodeTracked) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventNodeTracked.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventNodeTracked) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventNodeTracked.Merge(m, src)
+}
+func (m *EventNodeTracked) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventNodeTracked) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventNodeTracked.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventNodeTracked proto.InternalMessageInfo
+
+func (m *EventNodeTracked) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventNodeTracked) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *EventNodeTracked) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+// EventOperatorChanged is emitted when x/gfl reports a node under another operator than
+// the one on record.
+type EventOperatorChanged struct {
+	// node_id is the x/gfl node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// old_operator on record.
+	OldOperator string `protobuf:"bytes,2,opt,name=old_operator,json=oldOperator,proto3" json:"old_operator,omitempty"`
+	// new_operator reported by x/gfl.
+	NewOperator string `protobuf:"bytes,3,opt,name=new_operator,json=newOperator,proto3" json:"new_operator,omitempty"`
+}
+
+func (m *EventOperatorChanged) Reset()         { *m = EventOperatorChanged{} }
+func (m *EventOperatorChanged) String() string { return proto.CompactTextString(m) }
+func (*EventOperatorChanged) ProtoMessage()    {}
+func (*EventOperatorChanged) Descriptor() ([]byte, []int) {
+	return fileDescriptor_658ab89257dc9958, []int{2}
+}
+func (m *EventOperatorChanged) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventOperatorChanged) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventOperatorChanged.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventOperatorChanged) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventOperatorChanged.Merge(m, src)
+}
+func (m *EventOperatorChanged) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventOperatorChanged) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventOperatorChanged.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventOperatorChanged proto.InternalMessageInfo
+
+func (m *EventOperatorChanged) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventOperatorChanged) GetOldOperator() string {
+	if m != nil {
+		return m.OldOperator
+	}
+	return ""
+}
+
+func (m *EventOperatorChanged) GetNewOperator() string {
+	if m != nil {
+		return m.NewOperator
+	}
+	return ""
+}
+
+// EventEpochQueued is emitted when an epoch ends and is queued for scoring.
+type EventEpochQueued struct {
+	// epoch is the reputation epoch that ended.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// epoch_identifier of the x/epochs epoch that ended.
+	EpochIdentifier string `protobuf:"bytes,2,opt,name=epoch_identifier,json=epochIdentifier,proto3" json:"epoch_identifier,omitempty"`
+	// epoch_number of the x/epochs epoch that ended.
+	EpochNumber int64 `protobuf:"varint,3,opt,name=epoch_number,json=epochNumber,proto3" json:"epoch_number,omitempty"`
+	// pending is the number of ended epochs waiting to be scored, this one included.
+	Pending uint64 `protobuf:"varint,4,opt,name=pending,proto3" json:"pending,omitempty"`
+}
+
+func (m *EventEpochQueued) Reset()         { *m = EventEpochQueued{} }
+func (m *EventEpochQueued) String() string { return proto.CompactTextString(m) }
+func (*EventEpochQueued) ProtoMessage()    {}
+func (*EventEpochQueued) Descriptor() ([]byte, []int) {
+	return fileDescriptor_658ab89257dc9958, []int{3}
+}
+func (m *EventEpochQueued) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventEpochQueued) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventEpochQueued.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventEpochQueued) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventEpochQueued.Merge(m, src)
+}
+func (m *EventEpochQueued) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventEpochQueued) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventEpochQueued.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventEpochQueued proto.InternalMessageInfo
+
+func (m *EventEpochQueued) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *EventEpochQueued) GetEpochIdentifier() string {
+	if m != nil {
+		return m.EpochIdentifier
+	}
+	return ""
+}
+
+func (m *EventEpochQueued) GetEpochNumber() int64 {
+	if m != nil {
+		return m.EpochNumber
+	}
+	return 0
+}
+
+func (m *EventEpochQueued) GetPending() uint64 {
+	if m != nil {
+		return m.Pending
+	}
+	return 0
+}
+
+// EventScoreUpdated is emitted for every node scored at an epoch end.
+type EventScoreUpdated struct {
+	// node_id is the x/gfl node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator is the node's provider account.
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// epoch is the reputation epoch that was scored.
+	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// score S after the update.
+	Score cosmossdk_io_math.LegacyDec `protobuf:"bytes,4,opt,name=score,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"score"`
+	// prev_score S_prev before the update.
+	PrevScore cosmossdk_io_math.LegacyDec `protobuf:"bytes,5,opt,name=prev_score,json=prevScore,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"prev_score"`
+	// accuracy A used.
+	Accuracy cosmossdk_io_math.LegacyDec `protobuf:"bytes,6,opt,name=accuracy,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"accuracy"`
+	// responsiveness R used.
+	Responsiveness cosmossdk_io_math.LegacyDec `protobuf:"bytes,7,opt,name=responsiveness,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"responsiveness"`
+	// outcome: which rule computed the score.
+	Outcome ScoreOutcome `protobuf:"varint,8,opt,name=outcome,proto3,enum=flops.reputation.v1.ScoreOutcome" json:"outcome,omitempty"`
+	// eligible: score >= min_score, the node may get work and rewards.
+	Eligible bool `protobuf:"varint,9,opt,name=eligible,proto3" json:"eligible,omitempty"`
+}
+
+func (m *EventScoreUpdated) Reset()         { *m = EventScoreUpdated{} }
+func (m *EventScoreUpdated) String() string { return proto.CompactTextString(m) }
+func (*EventScoreUpdated) ProtoMessage()    {}
+func (*EventScoreUpdated) Descriptor() ([]byte, []int) {
+	return fileDescriptor_658ab89257dc9958, []int{4}
+}
+func (m *EventScoreUpdated) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventScoreUpdated) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventScoreUpdated.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventScoreUpdated) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventScoreUpdated.Merge(m, src)
+}
+func (m *EventScoreUpdated) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventScoreUpdated) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventScoreUpdated.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventScoreUpdated proto.InternalMessageInfo
+
+func (m *EventScoreUpdated) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EventScoreUpdated) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *EventScoreUpdated) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *EventScoreUpdated) GetOutcome() ScoreOutcome {
+	if m != nil {
+		return m.Outcome
+	}
+	return SCORE_OUTCOME_UNSPECIFIED
+}
+
+func (m *EventScoreUpdated) GetEligible() bool {
+	if m != nil {
+		return m.Eligible
+	}
+	return false
+}
+
+// EventEpochScored is emitted when every node has been scored for an ended epoch.
+type EventEpochScored struct {
+	// epoch is the reputation epoch that was scored.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+}
+
+func (m *EventEpochScored) Reset()         { *m = EventEpochScored{} }
+func (m *EventEpochScored) String() string { return proto.CompactTextString(m) }
+func (*EventEpochScored) ProtoMessage()    {}
+func (*EventEpochScored) Descriptor() ([]byte, []int) {
+	return fileDescriptor_658ab89257dc9958, []int{5}
+}
+func (m *EventEpochScored) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventEpochScored) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventEpochScored.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventEpochScored) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventEpochScored.Merge(m, src)
+}
+func (m *EventEpochScored) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventEpochScored) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventEpochScored.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventEpochScored proto.InternalMessageInfo
+
+func (m *EventEpochScored) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
 func init() {
 	proto.RegisterType((*EventParamsUpdated)(nil), "flops.reputation.v1.EventParamsUpdated")
+	proto.RegisterType((*EventNodeTracked)(nil), "flops.reputation.v1.EventNodeTracked")
+	proto.RegisterType((*EventOperatorChanged)(nil), "flops.reputation.v1.EventOperatorChanged")
+	proto.RegisterType((*EventEpochQueued)(nil), "flops.reputation.v1.EventEpochQueued")
+	proto.RegisterType((*EventScoreUpdated)(nil), "flops.reputation.v1.EventScoreUpdated")
+	proto.RegisterType((*EventEpochScored)(nil), "flops.reputation.v1.EventEpochScored")
 }
 
 func init() { proto.RegisterFile("flops/reputation/v1/events.proto", fileDescriptor_658ab89257dc9958) }
 
 var fileDescriptor_658ab89257dc9958 = []byte{
-	// 223 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x52, 0x48, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x2f, 0x4a, 0x2d, 0x28, 0x2d, 0x49, 0x2c, 0xc9, 0xcc, 0xcf, 0xd3, 0x2f, 0x33, 0xd4,
-	0x4f, 0x2d, 0x4b, 0xcd, 0x2b, 0x29, 0xd6, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0x12, 0x06, 0xab,
-	0xd0, 0x43, 0xa8, 0xd0, 0x2b, 0x33, 0x94, 0x12, 0x49, 0xcf, 0x4f, 0xcf, 0x07, 0xcb, 0xeb, 0x83,
-	0x58, 0x10, 0xa5, 0x52, 0xf2, 0xd8, 0x0c, 0x2b, 0xa9, 0x2c, 0x48, 0x85, 0x9a, 0xa5, 0x94, 0xcb,
-	0x25, 0xe4, 0x0a, 0x32, 0x3b, 0x20, 0xb1, 0x28, 0x31, 0xb7, 0x38, 0xb4, 0x20, 0x25, 0xb1, 0x24,
-	0x35, 0x45, 0x48, 0x86, 0x8b, 0x33, 0xb1, 0xb4, 0x24, 0x23, 0xbf, 0x28, 0xb3, 0xa4, 0x52, 0x82,
-	0x51, 0x81, 0x51, 0x83, 0x33, 0x08, 0x21, 0x20, 0x64, 0xc9, 0xc5, 0x56, 0x00, 0x56, 0x2e, 0xc1,
-	0xa4, 0xc0, 0xa8, 0xc1, 0x6d, 0x24, 0xad, 0x87, 0xc5, 0x41, 0x7a, 0x10, 0x13, 0x9d, 0x58, 0x4e,
-	0xdc, 0x93, 0x67, 0x08, 0x82, 0x6a, 0x70, 0x72, 0x3b, 0xf1, 0x48, 0x8e, 0xf1, 0xc2, 0x23, 0x39,
-	0xc6, 0x07, 0x8f, 0xe4, 0x18, 0x27, 0x3c, 0x96, 0x63, 0xb8, 0xf0, 0x58, 0x8e, 0xe1, 0xc6, 0x63,
-	0x39, 0x86, 0x28, 0x9d, 0xf4, 0xcc, 0x92, 0x8c, 0xd2, 0x24, 0xbd, 0xe4, 0xfc, 0x5c, 0x7d, 0xb0,
-	0x71, 0x79, 0xa9, 0x25, 0x10, 0x86, 0x7e, 0x05, 0xb2, 0xfb, 0xc1, 0x8e, 0x4f, 0x62, 0x03, 0xbb,
-	0xde, 0x18, 0x10, 0x00, 0x00, 0xff, 0xff, 0xd7, 0xf2, 0x36, 0x08, 0x2d, 0x01, 0x00, 0x00,
+	// 639 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x54, 0xcd, 0x4e, 0x14, 0x4d,
+	0x14, 0x9d, 0xfe, 0x66, 0x98, 0x9f, 0x82, 0xf0, 0x41, 0x39, 0x89, 0x2d, 0x98, 0x61, 0x98, 0xd5,
+	0x68, 0xa4, 0x3b, 0xa0, 0x31, 0x31, 0xac, 0x44, 0x30, 0x21, 0x21, 0xa0, 0x8d, 0x6c, 0x5c, 0x38,
+	0xa9, 0xe9, 0xba, 0xf4, 0x54, 0x98, 0xae, 0xea, 0x54, 0x55, 0x0f, 0xce, 0x5b, 0xf0, 0x18, 0xea,
+	0xca, 0x05, 0xaf, 0x60, 0xc2, 0x92, 0xb0, 0x32, 0x2e, 0x88, 0x81, 0x85, 0xaf, 0x61, 0xba, 0xba,
+	0xe7, 0x27, 0x06, 0x7f, 0x92, 0x61, 0xd3, 0xa9, 0x7b, 0xfb, 0x9c, 0x73, 0xcf, 0xa9, 0xdc, 0x14,
+	0xaa, 0x1f, 0x76, 0x45, 0xa4, 0x5c, 0x09, 0x51, 0xac, 0x89, 0x66, 0x82, 0xbb, 0xbd, 0x55, 0x17,
+	0x7a, 0xc0, 0xb5, 0x72, 0x22, 0x29, 0xb4, 0xc0, 0x77, 0x0c, 0xc2, 0x19, 0x21, 0x9c, 0xde, 0xea,
+	0x42, 0x35, 0x10, 0x81, 0x30, 0xff, 0xdd, 0xe4, 0x94, 0x42, 0x17, 0xe6, 0x49, 0xc8, 0xb8, 0x70,
+	0xcd, 0x37, 0x6b, 0xdd, 0xf3, 0x85, 0x0a, 0x85, 0x6a, 0xa5, 0xd8, 0xb4, 0xc8, 0x7e, 0x2d, 0xdd,
+	0x34, 0x5a, 0xf7, 0x23, 0xc8, 0x00, 0x8d, 0x10, 0xe1, 0xad, 0xc4, 0xc9, 0x2b, 0x22, 0x49, 0xa8,
+	0x0e, 0x22, 0x4a, 0x34, 0x50, 0x7c, 0x1f, 0x55, 0x48, 0xac, 0x3b, 0x42, 0x32, 0xdd, 0xb7, 0xad,
+	0xba, 0xd5, 0xac, 0x78, 0xa3, 0x06, 0x7e, 0x86, 0x8a, 0x91, 0x81, 0xdb, 0xff, 0xd5, 0xad, 0xe6,
+	0xf4, 0xda, 0xa2, 0x73, 0x83, 0x7d, 0x27, 0x55, 0xdc, 0x28, 0x9c, 0x5d, 0x2e, 0xe5, 0xbc, 0x8c,
+	0xd0, 0xf8, 0x62, 0xa1, 0x39, 0x33, 0x6f, 0x57, 0x50, 0x78, 0x23, 0x89, 0x7f, 0x04, 0x14, 0xdf,
+	0x45, 0x25, 0x2e, 0x28, 0xb4, 0x18, 0x35, 0xb3, 0x0a, 0x5e, 0x31, 0x29, 0xb7, 0x29, 0x7e, 0x82,
+	0xca, 0x22, 0x02, 0x49, 0xb4, 0x90, 0x66, 0x54, 0x65, 0xc3, 0xbe, 0x38, 0x5d, 0xa9, 0x66, 0x09,
+	0x9f, 0x53, 0x2a, 0x41, 0xa9, 0x7d, 0x2d, 0x19, 0x0f, 0xbc, 0x21, 0x12, 0xef, 0xa0, 0x29, 0xe5,
+	0x0b, 0x09, 0x76, 0xde, 0x50, 0x9e, 0x26, 0x06, 0xbe, 0x5d, 0x2e, 0x2d, 0xa6, 0x34, 0x45, 0x8f,
+	0x1c, 0x26, 0xdc, 0x90, 0xe8, 0x8e, 0xb3, 0x03, 0x01, 0xf1, 0xfb, 0x9b, 0xe0, 0x5f, 0x9c, 0xae,
+	0xa0, 0x4c, 0x75, 0x13, 0xfc, 0x0f, 0x3f, 0x3e, 0x3f, 0xb4, 0xbc, 0x54, 0x04, 0x57, 0xd1, 0x14,
+	0x44, 0xc2, 0xef, 0xd8, 0x05, 0x63, 0x2d, 0x2d, 0x1a, 0x1f, 0x2d, 0x54, 0x35, 0x39, 0xf6, 0xb2,
+	0xa9, 0x2f, 0x3a, 0x84, 0x07, 0x7f, 0xca, 0xb2, 0x8e, 0x66, 0x44, 0x97, 0xb6, 0xfe, 0x39, 0xcf,
+	0xb4, 0xe8, 0xd2, 0x81, 0x78, 0x42, 0xe6, 0x70, 0x3c, 0x22, 0xe7, 0xff, 0x46, 0xe6, 0x70, 0x3c,
+	0x20, 0x37, 0x4e, 0x06, 0x77, 0xbe, 0x95, 0x58, 0x7f, 0x1d, 0x43, 0x0c, 0x74, 0x14, 0xcb, 0x1a,
+	0x8b, 0x85, 0x1f, 0xa0, 0x39, 0x73, 0x68, 0x31, 0x0a, 0x5c, 0xb3, 0x43, 0x06, 0x99, 0x51, 0xef,
+	0x7f, 0xd3, 0xdf, 0x1e, 0xb6, 0xf1, 0x32, 0x9a, 0x49, 0xa1, 0x3c, 0x0e, 0xdb, 0x90, 0x5a, 0xca,
+	0x7b, 0xd3, 0xa6, 0xb7, 0x6b, 0x5a, 0xd8, 0x46, 0xa5, 0x08, 0x38, 0x65, 0x3c, 0xc8, 0x2e, 0x6f,
+	0x50, 0x36, 0x3e, 0x15, 0xd0, 0xbc, 0xb1, 0xb4, 0x9f, 0xdc, 0xf1, 0x60, 0xeb, 0x6e, 0x79, 0x0f,
+	0x86, 0x11, 0xf3, 0xe3, 0x11, 0x87, 0xdb, 0x51, 0xb8, 0x8d, 0xed, 0x38, 0x40, 0x28, 0x92, 0xd0,
+	0x6b, 0xa5, 0x92, 0x53, 0x13, 0x49, 0x56, 0x12, 0x25, 0x73, 0x21, 0xd8, 0x43, 0x65, 0xe2, 0xfb,
+	0xb1, 0x24, 0x7e, 0xdf, 0x2e, 0x4e, 0x24, 0x3a, 0xd4, 0xc1, 0xef, 0xd0, 0xac, 0x04, 0x15, 0x09,
+	0xae, 0x58, 0x0f, 0x38, 0x28, 0x65, 0x97, 0x26, 0x52, 0xfe, 0x45, 0x0d, 0xaf, 0xa3, 0x92, 0x88,
+	0xb5, 0x2f, 0x42, 0xb0, 0xcb, 0x75, 0xab, 0x39, 0xbb, 0xb6, 0x7c, 0xe3, 0xb3, 0x60, 0x02, 0xee,
+	0xa5, 0x40, 0x6f, 0xc0, 0xc0, 0x0b, 0xa8, 0x0c, 0x5d, 0x16, 0xb0, 0x76, 0x17, 0xec, 0x4a, 0xdd,
+	0x6a, 0x96, 0xbd, 0x61, 0xdd, 0x68, 0x8e, 0xaf, 0xaf, 0xa1, 0xff, 0x66, 0x7d, 0x37, 0x5e, 0x9e,
+	0x5d, 0xd5, 0xac, 0xf3, 0xab, 0x9a, 0xf5, 0xfd, 0xaa, 0x66, 0x9d, 0x5c, 0xd7, 0x72, 0xe7, 0xd7,
+	0xb5, 0xdc, 0xd7, 0xeb, 0x5a, 0xee, 0xed, 0xa3, 0x80, 0xe9, 0x4e, 0xdc, 0x76, 0x7c, 0x11, 0xba,
+	0xc6, 0x15, 0x07, 0x9d, 0x1e, 0xdc, 0xf7, 0xe3, 0xaf, 0xa3, 0x79, 0x1a, 0xdb, 0x45, 0xf3, 0x36,
+	0x3e, 0xfe, 0x19, 0x00, 0x00, 0xff, 0xff, 0xec, 0x90, 0xf8, 0xbd, 0xb9, 0x05, 0x00, 0x00,
 }
 
 func (m *EventParamsUpdated) Marshal() (dAtA []byte, err error) {
@@ -142,6 +516,266 @@ func (m *EventParamsUpdated) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EventNodeTracked) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventNodeTracked) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventNodeTracked) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x20
+	}
+	{
+		size := m.Score.Size()
+		i -= size
+		if _, err := m.Score.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventOperatorChanged) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventOperatorChanged) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventOperatorChanged) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.NewOperator) > 0 {
+		i -= len(m.NewOperator)
+		copy(dAtA[i:], m.NewOperator)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.NewOperator)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.OldOperator) > 0 {
+		i -= len(m.OldOperator)
+		copy(dAtA[i:], m.OldOperator)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.OldOperator)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventEpochQueued) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventEpochQueued) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventEpochQueued) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pending != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Pending))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.EpochNumber != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.EpochNumber))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.EpochIdentifier) > 0 {
+		i -= len(m.EpochIdentifier)
+		copy(dAtA[i:], m.EpochIdentifier)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.EpochIdentifier)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventScoreUpdated) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventScoreUpdated) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventScoreUpdated) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Eligible {
+		i--
+		if m.Eligible {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.Outcome != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Outcome))
+		i--
+		dAtA[i] = 0x40
+	}
+	{
+		size := m.Responsiveness.Size()
+		i -= size
+		if _, err := m.Responsiveness.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x3a
+	{
+		size := m.Accuracy.Size()
+		i -= size
+		if _, err := m.Accuracy.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x32
+	{
+		size := m.PrevScore.Size()
+		i -= size
+		if _, err := m.PrevScore.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	{
+		size := m.Score.Size()
+		i -= size
+		if _, err := m.Score.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintEvents(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventEpochScored) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventEpochScored) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventEpochScored) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintEvents(dAtA []byte, offset int, v uint64) int {
 	offset -= sovEvents(v)
 	base := offset
@@ -165,6 +799,114 @@ func (m *EventParamsUpdated) Size() (n int) {
 	}
 	l = m.Params.Size()
 	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventNodeTracked) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = m.Score.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	return n
+}
+
+func (m *EventOperatorChanged) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.OldOperator)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = len(m.NewOperator)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	return n
+}
+
+func (m *EventEpochQueued) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	l = len(m.EpochIdentifier)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.EpochNumber != 0 {
+		n += 1 + sovEvents(uint64(m.EpochNumber))
+	}
+	if m.Pending != 0 {
+		n += 1 + sovEvents(uint64(m.Pending))
+	}
+	return n
+}
+
+func (m *EventScoreUpdated) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovEvents(uint64(m.NodeId))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
+	l = m.Score.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	l = m.PrevScore.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	l = m.Accuracy.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	l = m.Responsiveness.Size()
+	n += 1 + l + sovEvents(uint64(l))
+	if m.Outcome != 0 {
+		n += 1 + sovEvents(uint64(m.Outcome))
+	}
+	if m.Eligible {
+		n += 2
+	}
+	return n
+}
+
+func (m *EventEpochScored) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Epoch != 0 {
+		n += 1 + sovEvents(uint64(m.Epoch))
+	}
 	return n
 }
 
@@ -268,6 +1010,796 @@ func (m *EventParamsUpdated) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventNodeTracked) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventNodeTracked: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventNodeTracked: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Score", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Score.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventOperatorChanged) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventOperatorChanged: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventOperatorChanged: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OldOperator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.OldOperator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NewOperator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.NewOperator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventEpochQueued) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventEpochQueued: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventEpochQueued: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EpochIdentifier", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.EpochIdentifier = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EpochNumber", wireType)
+			}
+			m.EpochNumber = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.EpochNumber |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pending", wireType)
+			}
+			m.Pending = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Pending |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventScoreUpdated) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventScoreUpdated: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventScoreUpdated: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Score", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Score.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PrevScore", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.PrevScore.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Accuracy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Accuracy.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Responsiveness", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Responsiveness.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Outcome", wireType)
+			}
+			m.Outcome = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Outcome |= ScoreOutcome(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Eligible", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Eligible = bool(v != 0)
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventEpochScored) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventEpochScored: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventEpochScored: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := skipEvents(dAtA[iNdEx:])

@@ -12,4 +12,16 @@ const (
 // Store prefixes. Numbers are never reused.
 var (
 	ParamsKey = collections.NewPrefix(0)
+	// ScoringKey holds the ScoringState (current epoch, pending epochs, cursor).
+	ScoringKey = collections.NewPrefix(1)
+	// ScoresKey: node id -> NodeScore.
+	ScoresKey = collections.NewPrefix(2)
+	// ScoresByRankKey: (RankKey(score), node id), the ranking index of ScoresKey.
+	ScoresByRankKey = collections.NewPrefix(3)
+	// CountersKey: (epoch, node id) -> EpochCounters.
+	CountersKey = collections.NewPrefix(4)
+	// HistoryKey: (node id, epoch) -> ScoreRecord.
+	HistoryKey = collections.NewPrefix(5)
+	// OperatorsKey: operator -> OperatorReputation (sum and count of its nodes' scores).
+	OperatorsKey = collections.NewPrefix(6)
 )

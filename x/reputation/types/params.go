@@ -10,13 +10,19 @@ import (
 )
 
 // DefaultParams returns the launch parameters (DESIGN.md section 4, x/reputation).
+//
+// Accuracy weighs three times responsiveness so that a node caught cheating drops below
+// min_score in the first epoch it is caught: failing every verification while answering
+// on time gives at most beta + gamma*S_prev = 0.2 + 0.2*0.5 = 0.3 < 0.4 after one epoch,
+// and beta/(1-gamma) = 0.25 in the limit; an honest node (A = R = 1) rises towards 1
+// (0.9, 0.98, 0.996, ...). See the module README.
 func DefaultParams() Params {
 	return Params{
-		Alpha:              sdkmath.LegacyNewDecWithPrec(5, 1), // accuracy
-		Beta:               sdkmath.LegacyNewDecWithPrec(3, 1), // responsiveness
+		Alpha:              sdkmath.LegacyNewDecWithPrec(6, 1), // accuracy
+		Beta:               sdkmath.LegacyNewDecWithPrec(2, 1), // responsiveness
 		Gamma:              sdkmath.LegacyNewDecWithPrec(2, 1), // memory of the previous score
 		InitialScore:       sdkmath.LegacyNewDecWithPrec(5, 1),
-		MinScore:           sdkmath.LegacyNewDecWithPrec(3, 1),
+		MinScore:           sdkmath.LegacyNewDecWithPrec(4, 1),
 		IdleDecay:          sdkmath.LegacyNewDecWithPrec(1, 1),
 		EpochIdentifier:    "flops",
 		MaxUpdatesPerBlock: 100,

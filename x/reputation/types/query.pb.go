@@ -5,7 +5,10 @@ package types
 
 import (
 	context "context"
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
+	_ "github.com/cosmos/cosmos-proto"
+	query "github.com/cosmos/cosmos-sdk/types/query"
 	_ "github.com/cosmos/cosmos-sdk/types/tx/amino"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	grpc1 "github.com/cosmos/gogoproto/grpc"
@@ -113,34 +116,518 @@ func (m *QueryParamsResponse) GetParams() Params {
 	return Params{}
 }
 
+// QueryScoreRequest names a node.
+type QueryScoreRequest struct {
+	// node_id is the x/gfl node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+}
+
+func (m *QueryScoreRequest) Reset()         { *m = QueryScoreRequest{} }
+func (m *QueryScoreRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryScoreRequest) ProtoMessage()    {}
+func (*QueryScoreRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9cc7f9c65a9a363, []int{2}
+}
+func (m *QueryScoreRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryScoreRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryScoreRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryScoreRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryScoreRequest.Merge(m, src)
+}
+func (m *QueryScoreRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryScoreRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryScoreRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryScoreRequest proto.InternalMessageInfo
+
+func (m *QueryScoreRequest) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+// QueryScoreResponse is a node's reputation.
+type QueryScoreResponse struct {
+	// score record; for a node with no record, initial_score and nothing else.
+	Score NodeScore `protobuf:"bytes,1,opt,name=score,proto3" json:"score"`
+	// known: the node has a record; false means it is scored initial_score.
+	Known bool `protobuf:"varint,2,opt,name=known,proto3" json:"known,omitempty"`
+	// eligible: score >= min_score, the node may get work and rewards.
+	Eligible bool `protobuf:"varint,3,opt,name=eligible,proto3" json:"eligible,omitempty"`
+	// current_epoch is the reputation epoch now counting events.
+	CurrentEpoch uint64 `protobuf:"varint,4,opt,name=current_epoch,json=currentEpoch,proto3" json:"current_epoch,omitempty"`
+	// counters are the node's events in current_epoch so far.
+	Counters EpochCounters `protobuf:"bytes,5,opt,name=counters,proto3" json:"counters"`
+}
+
+func (m *QueryScoreResponse) Reset()         { *m = QueryScoreResponse{} }
+func (m *QueryScoreResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryScoreResponse) ProtoMessage()    {}
+func (*QueryScoreResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9cc7f9c65a9a363, []int{3}
+}
+func (m *QueryScoreResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryScoreResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryScoreResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryScoreResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryScoreResponse.Merge(m, src)
+}
+func (m *QueryScoreResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryScoreResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryScoreResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryScoreResponse proto.InternalMessageInfo
+
+func (m *QueryScoreResponse) GetScore() NodeScore {
+	if m != nil {
+		return m.Score
+	}
+	return NodeScore{}
+}
+
+func (m *QueryScoreResponse) GetKnown() bool {
+	if m != nil {
+		return m.Known
+	}
+	return false
+}
+
+func (m *QueryScoreResponse) GetEligible() bool {
+	if m != nil {
+		return m.Eligible
+	}
+	return false
+}
+
+func (m *QueryScoreResponse) GetCurrentEpoch() uint64 {
+	if m != nil {
+		return m.CurrentEpoch
+	}
+	return 0
+}
+
+func (m *QueryScoreResponse) GetCounters() EpochCounters {
+	if m != nil {
+		return m.Counters
+	}
+	return EpochCounters{}
+}
+
+// QueryHistoryRequest names a node.
+type QueryHistoryRequest struct {
+	// node_id is the x/gfl node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// pagination of the records; newest first, pagination.reverse gives oldest first.
+	Pagination *query.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryHistoryRequest) Reset()         { *m = QueryHistoryRequest{} }
+func (m *QueryHistoryRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryHistoryRequest) ProtoMessage()    {}
+func (*QueryHistoryRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9cc7f9c65a9a363, []int{4}
+}
+func (m *QueryHistoryRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryHistoryRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryHistoryRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryHistoryRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryHistoryRequest.Merge(m, src)
+}
+func (m *QueryHistoryRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryHistoryRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryHistoryRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryHistoryRequest proto.InternalMessageInfo
+
+func (m *QueryHistoryRequest) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *QueryHistoryRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryHistoryResponse lists a node's past updates.
+type QueryHistoryResponse struct {
+	// history of the node, newest first.
+	History []ScoreRecord `protobuf:"bytes,1,rep,name=history,proto3" json:"history"`
+	// pagination of the records.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryHistoryResponse) Reset()         { *m = QueryHistoryResponse{} }
+func (m *QueryHistoryResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryHistoryResponse) ProtoMessage()    {}
+func (*QueryHistoryResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9cc7f9c65a9a363, []int{5}
+}
+func (m *QueryHistoryResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryHistoryResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryHistoryResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryHistoryResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryHistoryResponse.Merge(m, src)
+}
+func (m *QueryHistoryResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryHistoryResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryHistoryResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryHistoryResponse proto.InternalMessageInfo
+
+func (m *QueryHistoryResponse) GetHistory() []ScoreRecord {
+	if m != nil {
+		return m.History
+	}
+	return nil
+}
+
+func (m *QueryHistoryResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryRankedRequest pages through the ranking.
+type QueryRankedRequest struct {
+	// pagination of the ranking; best first, pagination.reverse gives worst first.
+	Pagination *query.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryRankedRequest) Reset()         { *m = QueryRankedRequest{} }
+func (m *QueryRankedRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryRankedRequest) ProtoMessage()    {}
+func (*QueryRankedRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9cc7f9c65a9a363, []int{6}
+}
+func (m *QueryRankedRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryRankedRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryRankedRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryRankedRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryRankedRequest.Merge(m, src)
+}
+func (m *QueryRankedRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryRankedRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryRankedRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryRankedRequest proto.InternalMessageInfo
+
+func (m *QueryRankedRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryRankedResponse is a page of the ranking.
+type QueryRankedResponse struct {
+	// scores of the nodes, best first.
+	Scores []NodeScore `protobuf:"bytes,1,rep,name=scores,proto3" json:"scores"`
+	// pagination of the ranking.
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryRankedResponse) Reset()         { *m = QueryRankedResponse{} }
+func (m *QueryRankedResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryRankedResponse) ProtoMessage()    {}
+func (*QueryRankedResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9cc7f9c65a9a363, []int{7}
+}
+func (m *QueryRankedResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryRankedResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryRankedResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryRankedResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryRankedResponse.Merge(m, src)
+}
+func (m *QueryRankedResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryRankedResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryRankedResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryRankedResponse proto.InternalMessageInfo
+
+func (m *QueryRankedResponse) GetScores() []NodeScore {
+	if m != nil {
+		return m.Scores
+	}
+	return nil
+}
+
+func (m *QueryRankedResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+// QueryProviderRequest names an operator.
+type QueryProviderRequest struct {
+	// operator is the provider account.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+}
+
+func (m *QueryProviderRequest) Reset()         { *m = QueryProviderRequest{} }
+func (m *QueryProviderRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryProviderRequest) ProtoMessage()    {}
+func (*QueryProviderRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9cc7f9c65a9a363, []int{8}
+}
+func (m *QueryProviderRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryProviderRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryProviderRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryProviderRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryProviderRequest.Merge(m, src)
+}
+func (m *QueryProviderRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryProviderRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryProviderRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryProviderRequest proto.InternalMessageInfo
+
+func (m *QueryProviderRequest) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+// QueryProviderResponse is an operator's reputation.
+type QueryProviderResponse struct {
+	// score is the mean of its nodes' scores; initial_score when it has none.
+	Score cosmossdk_io_math.LegacyDec `protobuf:"bytes,1,opt,name=score,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"score"`
+	// eligible: score >= min_score (x/dps pays rewards only then).
+	Eligible bool `protobuf:"varint,2,opt,name=eligible,proto3" json:"eligible,omitempty"`
+	// nodes is the number of its nodes with a score.
+	Nodes uint64 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
+}
+
+func (m *QueryProviderResponse) Reset()         { *m = QueryProviderResponse{} }
+func (m *QueryProviderResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryProviderResponse) ProtoMessage()    {}
+func (*QueryProviderResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_b9cc7f9c65a9a363, []int{9}
+}
+func (m *QueryProviderResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryProviderResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryProviderResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryProviderResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryProviderResponse.Merge(m, src)
+}
+func (m *QueryProviderResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryProviderResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryProviderResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryProviderResponse proto.InternalMessageInfo
+
+func (m *QueryProviderResponse) GetEligible() bool {
+	if m != nil {
+		return m.Eligible
+	}
+	return false
+}
+
+func (m *QueryProviderResponse) GetNodes() uint64 {
+	if m != nil {
+		return m.Nodes
+	}
+	return 0
+}
+
 func init() {
 	proto.RegisterType((*QueryParamsRequest)(nil), "flops.reputation.v1.QueryParamsRequest")
 	proto.RegisterType((*QueryParamsResponse)(nil), "flops.reputation.v1.QueryParamsResponse")
+	proto.RegisterType((*QueryScoreRequest)(nil), "flops.reputation.v1.QueryScoreRequest")
+	proto.RegisterType((*QueryScoreResponse)(nil), "flops.reputation.v1.QueryScoreResponse")
+	proto.RegisterType((*QueryHistoryRequest)(nil), "flops.reputation.v1.QueryHistoryRequest")
+	proto.RegisterType((*QueryHistoryResponse)(nil), "flops.reputation.v1.QueryHistoryResponse")
+	proto.RegisterType((*QueryRankedRequest)(nil), "flops.reputation.v1.QueryRankedRequest")
+	proto.RegisterType((*QueryRankedResponse)(nil), "flops.reputation.v1.QueryRankedResponse")
+	proto.RegisterType((*QueryProviderRequest)(nil), "flops.reputation.v1.QueryProviderRequest")
+	proto.RegisterType((*QueryProviderResponse)(nil), "flops.reputation.v1.QueryProviderResponse")
 }
 
 func init() { proto.RegisterFile("flops/reputation/v1/query.proto", fileDescriptor_b9cc7f9c65a9a363) }
 
 var fileDescriptor_b9cc7f9c65a9a363 = []byte{
-	// 290 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4f, 0xcb, 0xc9, 0x2f,
-	0x28, 0xd6, 0x2f, 0x4a, 0x2d, 0x28, 0x2d, 0x49, 0x2c, 0xc9, 0xcc, 0xcf, 0xd3, 0x2f, 0x33, 0xd4,
-	0x2f, 0x2c, 0x4d, 0x2d, 0xaa, 0xd4, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0x12, 0x06, 0x2b, 0xd0,
-	0x43, 0x28, 0xd0, 0x2b, 0x33, 0x94, 0x12, 0x49, 0xcf, 0x4f, 0xcf, 0x07, 0xcb, 0xeb, 0x83, 0x58,
-	0x10, 0xa5, 0x52, 0x82, 0x89, 0xb9, 0x99, 0x79, 0xf9, 0xfa, 0x60, 0x12, 0x2a, 0x24, 0x93, 0x9e,
-	0x9f, 0x9f, 0x9e, 0x93, 0xaa, 0x9f, 0x58, 0x90, 0xa9, 0x9f, 0x98, 0x97, 0x97, 0x0f, 0x31, 0xa2,
-	0x18, 0x2a, 0x8b, 0xd5, 0xf2, 0x92, 0xca, 0x82, 0x54, 0xa8, 0x02, 0x25, 0x11, 0x2e, 0xa1, 0x40,
-	0x90, 0x5b, 0x02, 0x12, 0x8b, 0x12, 0x73, 0x8b, 0x83, 0x52, 0x0b, 0x4b, 0x53, 0x8b, 0x4b, 0x94,
-	0x42, 0xb9, 0x84, 0x51, 0x44, 0x8b, 0x0b, 0xf2, 0xf3, 0x8a, 0x53, 0x85, 0xec, 0xb8, 0xd8, 0x0a,
-	0xc0, 0x22, 0x12, 0x8c, 0x0a, 0x8c, 0x1a, 0xdc, 0x46, 0xd2, 0x7a, 0x58, 0x9c, 0xae, 0x07, 0xd1,
-	0xe4, 0xc4, 0x79, 0xe2, 0x9e, 0x3c, 0xc3, 0x8a, 0xe7, 0x1b, 0xb4, 0x18, 0x83, 0xa0, 0xba, 0x8c,
-	0xba, 0x18, 0xb9, 0x58, 0xc1, 0xe6, 0x0a, 0x35, 0x30, 0x72, 0xb1, 0x41, 0xd4, 0x09, 0xa9, 0x63,
-	0x35, 0x04, 0xd3, 0x51, 0x52, 0x1a, 0x84, 0x15, 0x42, 0xdc, 0xa9, 0xa4, 0xdc, 0x74, 0xf9, 0xc9,
-	0x64, 0x26, 0x59, 0x21, 0x69, 0x7d, 0x6c, 0xde, 0x87, 0x38, 0xc6, 0xc9, 0xed, 0xc4, 0x23, 0x39,
-	0xc6, 0x0b, 0x8f, 0xe4, 0x18, 0x1f, 0x3c, 0x92, 0x63, 0x9c, 0xf0, 0x58, 0x8e, 0xe1, 0xc2, 0x63,
-	0x39, 0x86, 0x1b, 0x8f, 0xe5, 0x18, 0xa2, 0x74, 0xd2, 0x33, 0x4b, 0x32, 0x4a, 0x93, 0xf4, 0x92,
-	0xf3, 0x73, 0x21, 0x06, 0xe4, 0xa5, 0x96, 0x40, 0x4d, 0xaa, 0x40, 0x36, 0x0b, 0x1c, 0x8e, 0x49,
-	0x6c, 0xe0, 0x80, 0x34, 0x06, 0x04, 0x00, 0x00, 0xff, 0xff, 0xcd, 0x43, 0xf5, 0x92, 0xe8, 0x01,
-	0x00, 0x00,
+	// 840 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x55, 0xc1, 0x4f, 0x33, 0x45,
+	0x14, 0xef, 0x00, 0x2d, 0x65, 0xd0, 0x03, 0x43, 0x8d, 0xb5, 0x68, 0x69, 0x96, 0x48, 0x0b, 0xc2,
+	0x6e, 0x5a, 0x8d, 0x47, 0x0d, 0x15, 0x50, 0x12, 0x62, 0x70, 0x89, 0x17, 0x63, 0x42, 0xb6, 0xbb,
+	0xe3, 0x76, 0x43, 0xbb, 0xb3, 0xcc, 0x6c, 0xab, 0x0d, 0x21, 0x31, 0x5e, 0xbc, 0x19, 0x13, 0x4d,
+	0x3c, 0x7b, 0x31, 0x1e, 0x3d, 0x70, 0xf7, 0xca, 0x91, 0xe0, 0xc5, 0x78, 0x20, 0x06, 0x4c, 0xfc,
+	0x13, 0xbc, 0x9a, 0x9d, 0x79, 0x0b, 0xbb, 0x7c, 0xfb, 0xb5, 0x7c, 0x5f, 0xbe, 0x4b, 0xd3, 0x79,
+	0xf3, 0x7b, 0xef, 0xfd, 0xde, 0xef, 0xbd, 0x37, 0x8b, 0x97, 0xbf, 0xe8, 0xb1, 0x40, 0x18, 0x9c,
+	0x06, 0x83, 0xd0, 0x0a, 0x3d, 0xe6, 0x1b, 0xc3, 0xa6, 0x71, 0x32, 0xa0, 0x7c, 0xa4, 0x07, 0x9c,
+	0x85, 0x8c, 0x2c, 0x4a, 0x80, 0x7e, 0x0f, 0xd0, 0x87, 0xcd, 0x4a, 0xc9, 0x65, 0x2e, 0x93, 0xf7,
+	0x46, 0xf4, 0x4f, 0x41, 0x2b, 0x0b, 0x56, 0xdf, 0xf3, 0x99, 0x21, 0x7f, 0xc1, 0xf4, 0x9a, 0xcd,
+	0x44, 0x9f, 0x89, 0x23, 0x85, 0x55, 0x07, 0xb8, 0x7a, 0xdd, 0x65, 0xcc, 0xed, 0x51, 0xc3, 0x0a,
+	0x3c, 0xc3, 0xf2, 0x7d, 0xa6, 0xa2, 0xc7, 0xb7, 0xeb, 0x0a, 0x6b, 0x74, 0x2c, 0x41, 0x15, 0x1f,
+	0x63, 0xd8, 0xec, 0xd0, 0xd0, 0x6a, 0x1a, 0x81, 0xe5, 0x7a, 0xbe, 0xa2, 0xa2, 0xb0, 0x99, 0x35,
+	0x84, 0xa3, 0x80, 0x42, 0x30, 0xad, 0x84, 0xc9, 0x27, 0x51, 0x88, 0x03, 0x8b, 0x5b, 0x7d, 0x61,
+	0xd2, 0x93, 0x01, 0x15, 0xa1, 0xf6, 0x29, 0x5e, 0x4c, 0x59, 0x45, 0xc0, 0x7c, 0x41, 0xc9, 0x7b,
+	0xb8, 0x10, 0x48, 0x4b, 0x19, 0xd5, 0x50, 0x63, 0xbe, 0xb5, 0xa4, 0x67, 0x28, 0xa0, 0x2b, 0xa7,
+	0xf6, 0xdc, 0xc5, 0xf5, 0x72, 0xee, 0xd7, 0x7f, 0x7f, 0x5b, 0x47, 0x26, 0x78, 0x69, 0x1b, 0x78,
+	0x41, 0x86, 0x3d, 0xb4, 0x19, 0xa7, 0x90, 0x8b, 0xbc, 0x8a, 0x67, 0x7d, 0xe6, 0xd0, 0x23, 0xcf,
+	0x91, 0x51, 0x67, 0xcc, 0x42, 0x74, 0xdc, 0x73, 0xb4, 0xff, 0x10, 0x70, 0x03, 0x38, 0x90, 0x78,
+	0x1f, 0xe7, 0x45, 0x64, 0x00, 0x0e, 0xd5, 0x4c, 0x0e, 0x1f, 0x33, 0x87, 0x4a, 0xb7, 0x24, 0x0d,
+	0xe5, 0x47, 0x4a, 0x38, 0x7f, 0xec, 0xb3, 0x2f, 0xfd, 0xf2, 0x54, 0x0d, 0x35, 0x8a, 0xa6, 0x3a,
+	0x90, 0x0a, 0x2e, 0xd2, 0x9e, 0xe7, 0x7a, 0x9d, 0x1e, 0x2d, 0x4f, 0xcb, 0x8b, 0xbb, 0x33, 0x59,
+	0xc1, 0x2f, 0xdb, 0x03, 0xce, 0xa9, 0x1f, 0x1e, 0xd1, 0x80, 0xd9, 0xdd, 0xf2, 0x8c, 0x24, 0xfa,
+	0x12, 0x18, 0x77, 0x22, 0x1b, 0xd9, 0xc3, 0x45, 0x9b, 0x0d, 0xfc, 0x90, 0x72, 0x51, 0xce, 0x4b,
+	0x6a, 0x5a, 0x26, 0x35, 0x89, 0xfe, 0x00, 0x90, 0x49, 0x7a, 0x77, 0xee, 0xda, 0x10, 0xe4, 0xff,
+	0xc8, 0x13, 0x21, 0xe3, 0xa3, 0x49, 0x4a, 0x91, 0x5d, 0x8c, 0xef, 0x3b, 0x2f, 0xcb, 0x9a, 0x6f,
+	0xad, 0xea, 0x30, 0x52, 0xd1, 0x98, 0xe8, 0x6a, 0x6c, 0x61, 0x4c, 0xf4, 0x03, 0xcb, 0x8d, 0xe5,
+	0x37, 0x13, 0x9e, 0xda, 0x2f, 0x08, 0x97, 0xd2, 0x89, 0x41, 0xf3, 0x1d, 0x3c, 0xdb, 0x55, 0xa6,
+	0x32, 0xaa, 0x4d, 0x37, 0xe6, 0x5b, 0xb5, 0xcc, 0xd2, 0xa0, 0x51, 0x36, 0xe3, 0x4e, 0xb2, 0xb0,
+	0xd8, 0x97, 0x7c, 0x98, 0xc1, 0xb3, 0x3e, 0x91, 0xa7, 0xe2, 0x90, 0x22, 0xfa, 0x39, 0x4c, 0x86,
+	0x69, 0xf9, 0xc7, 0xd4, 0x89, 0xf5, 0x49, 0xcb, 0x80, 0x9e, 0x5b, 0x86, 0x9f, 0x11, 0xe8, 0x1f,
+	0x87, 0x07, 0x15, 0xb6, 0x70, 0x41, 0x4e, 0x90, 0x00, 0x11, 0x9e, 0x61, 0xf4, 0xc0, 0xf1, 0xc5,
+	0x29, 0xb0, 0x0f, 0x9d, 0x3a, 0xe0, 0x6c, 0xe8, 0x39, 0x94, 0xc7, 0x1a, 0xbc, 0x83, 0x8b, 0x2c,
+	0xa0, 0xdc, 0x0a, 0x19, 0x97, 0x0a, 0xcc, 0xb5, 0xcb, 0x57, 0xe7, 0x9b, 0x25, 0xc8, 0xb0, 0xe5,
+	0x38, 0x9c, 0x0a, 0x71, 0x18, 0x72, 0xcf, 0x77, 0xcd, 0x3b, 0xa4, 0xf6, 0x13, 0xc2, 0xaf, 0x3c,
+	0x08, 0x07, 0x35, 0xef, 0x27, 0xb7, 0x6d, 0xae, 0xfd, 0x6e, 0x54, 0xd2, 0x5f, 0xd7, 0xcb, 0x4b,
+	0x2a, 0xa0, 0x70, 0x8e, 0x75, 0x8f, 0x19, 0x7d, 0x2b, 0xec, 0xea, 0xfb, 0xd4, 0xb5, 0xec, 0xd1,
+	0x36, 0xb5, 0xaf, 0xce, 0x37, 0x31, 0xe4, 0xdb, 0xa6, 0x76, 0x6a, 0xf5, 0x92, 0x4b, 0x36, 0xf5,
+	0x60, 0xc9, 0x4a, 0x38, 0x1f, 0x8d, 0xb3, 0x90, 0xdb, 0x37, 0x63, 0xaa, 0x43, 0xeb, 0xf7, 0x3c,
+	0xce, 0x4b, 0x66, 0xe4, 0x6b, 0x84, 0x0b, 0xea, 0x69, 0x21, 0xf5, 0x4c, 0xe1, 0x9f, 0x7c, 0xc7,
+	0x2a, 0x8d, 0xc9, 0x40, 0x55, 0xa7, 0xb6, 0xf2, 0xcd, 0x1f, 0xff, 0xfc, 0x30, 0xf5, 0x06, 0x59,
+	0x32, 0xb2, 0x5e, 0x4c, 0xf5, 0x7e, 0x91, 0x6f, 0x11, 0xce, 0xcb, 0xd6, 0x92, 0xd5, 0xa7, 0x07,
+	0x4e, 0x3e, 0x6e, 0x95, 0xfa, 0x44, 0x1c, 0xe4, 0xdf, 0x94, 0xf9, 0xeb, 0xe4, 0xcd, 0xcc, 0xfc,
+	0x6a, 0x7a, 0x8c, 0x53, 0x58, 0xff, 0x33, 0xf2, 0x1d, 0xc2, 0xb3, 0xb0, 0xa4, 0x64, 0x4c, 0x91,
+	0xe9, 0x07, 0xa4, 0xb2, 0xf6, 0x08, 0x24, 0xf0, 0xd1, 0x25, 0x9f, 0x06, 0x59, 0xcd, 0xe4, 0x03,
+	0x0b, 0x9d, 0x20, 0x14, 0x75, 0x47, 0xad, 0xcb, 0xb8, 0xee, 0xa4, 0xf6, 0x75, 0x5c, 0x77, 0xd2,
+	0x9b, 0x37, 0xa1, 0x3b, 0x5c, 0xe5, 0xfd, 0x11, 0xe1, 0x62, 0x3c, 0xbf, 0x64, 0x4c, 0xa9, 0x0f,
+	0x56, 0xa6, 0xb2, 0xfe, 0x18, 0x28, 0x10, 0x69, 0x4a, 0x22, 0x6f, 0x91, 0xb5, 0xec, 0x31, 0x01,
+	0xb8, 0x30, 0x4e, 0xe3, 0xd5, 0x3a, 0x6b, 0xef, 0x5e, 0xdc, 0x54, 0xd1, 0xe5, 0x4d, 0x15, 0xfd,
+	0x7d, 0x53, 0x45, 0xdf, 0xdf, 0x56, 0x73, 0x97, 0xb7, 0xd5, 0xdc, 0x9f, 0xb7, 0xd5, 0xdc, 0x67,
+	0x1b, 0xae, 0x17, 0x76, 0x07, 0x1d, 0xdd, 0x66, 0x7d, 0x15, 0xce, 0xa7, 0x21, 0xc4, 0xfd, 0x2a,
+	0x19, 0x59, 0x7e, 0xaf, 0x3b, 0x05, 0xf9, 0xc1, 0x7e, 0xfb, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff,
+	0xe9, 0x4a, 0x91, 0x62, 0x97, 0x08, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -157,6 +644,14 @@ const _ = grpc.SupportPackageIsVersion4
 type QueryClient interface {
 	// Params returns the module parameters.
 	Params(ctx context.Context, in *QueryParamsRequest, opts ...grpc.CallOption) (*QueryParamsResponse, error)
+	// Score returns a node's score, its components and the current epoch's counters.
+	Score(ctx context.Context, in *QueryScoreRequest, opts ...grpc.CallOption) (*QueryScoreResponse, error)
+	// History returns a node's past epoch updates, newest first.
+	History(ctx context.Context, in *QueryHistoryRequest, opts ...grpc.CallOption) (*QueryHistoryResponse, error)
+	// Ranked returns the nodes by score, best first (ties: lower node id first).
+	Ranked(ctx context.Context, in *QueryRankedRequest, opts ...grpc.CallOption) (*QueryRankedResponse, error)
+	// Provider returns the mean score of an operator's nodes.
+	Provider(ctx context.Context, in *QueryProviderRequest, opts ...grpc.CallOption) (*QueryProviderResponse, error)
 }
 
 type queryClient struct {
@@ -176,10 +671,54 @@ func (c *queryClient) Params(ctx context.Context, in *QueryParamsRequest, opts .
 	return out, nil
 }
 
+func (c *queryClient) Score(ctx context.Context, in *QueryScoreRequest, opts ...grpc.CallOption) (*QueryScoreResponse, error) {
+	out := new(QueryScoreResponse)
+	err := c.cc.Invoke(ctx, "/flops.reputation.v1.Query/Score", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) History(ctx context.Context, in *QueryHistoryRequest, opts ...grpc.CallOption) (*QueryHistoryResponse, error) {
+	out := new(QueryHistoryResponse)
+	err := c.cc.Invoke(ctx, "/flops.reputation.v1.Query/History", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Ranked(ctx context.Context, in *QueryRankedRequest, opts ...grpc.CallOption) (*QueryRankedResponse, error) {
+	out := new(QueryRankedResponse)
+	err := c.cc.Invoke(ctx, "/flops.reputation.v1.Query/Ranked", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Provider(ctx context.Context, in *QueryProviderRequest, opts ...grpc.CallOption) (*QueryProviderResponse, error) {
+	out := new(QueryProviderResponse)
+	err := c.cc.Invoke(ctx, "/flops.reputation.v1.Query/Provider", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueryServer is the server API for Query service.
 type QueryServer interface {
 	// Params returns the module parameters.
 	Params(context.Context, *QueryParamsRequest) (*QueryParamsResponse, error)
+	// Score returns a node's score, its components and the current epoch's counters.
+	Score(context.Context, *QueryScoreRequest) (*QueryScoreResponse, error)
+	// History returns a node's past epoch updates, newest first.
+	History(context.Context, *QueryHistoryRequest) (*QueryHistoryResponse, error)
+	// Ranked returns the nodes by score, best first (ties: lower node id first).
+	Ranked(context.Context, *QueryRankedRequest) (*QueryRankedResponse, error)
+	// Provider returns the mean score of an operator's nodes.
+	Provider(context.Context, *QueryProviderRequest) (*QueryProviderResponse, error)
 }
 
 // UnimplementedQueryServer can be embedded to have forward compatible implementations.
@@ -188,6 +727,18 @@ type UnimplementedQueryServer struct {
 
 func (*UnimplementedQueryServer) Params(ctx context.Context, req *QueryParamsRequest) (*QueryParamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Params not implemented")
+}
+func (*UnimplementedQueryServer) Score(ctx context.Context, req *QueryScoreRequest) (*QueryScoreResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Score not implemented")
+}
+func (*UnimplementedQueryServer) History(ctx context.Context, req *QueryHistoryRequest) (*QueryHistoryResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method History not implemented")
+}
+func (*UnimplementedQueryServer) Ranked(ctx context.Context, req *QueryRankedRequest) (*QueryRankedResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Ranked not implemented")
+}
+func (*UnimplementedQueryServer) Provider(ctx context.Context, req *QueryProviderRequest) (*QueryProviderResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Provider not implemented")
 }
 
 func RegisterQueryServer(s grpc1.Server, srv QueryServer) {
@@ -212,6 +763,78 @@ func _Query_Params_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Query_Score_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryScoreRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Score(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.reputation.v1.Query/Score",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Score(ctx, req.(*QueryScoreRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_History_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).History(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.reputation.v1.Query/History",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).History(ctx, req.(*QueryHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Ranked_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryRankedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Ranked(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.reputation.v1.Query/Ranked",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Ranked(ctx, req.(*QueryRankedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Provider_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryProviderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Provider(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/flops.reputation.v1.Query/Provider",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Provider(ctx, req.(*QueryProviderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Query_serviceDesc = _Query_serviceDesc
 var _Query_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "flops.reputation.v1.Query",
@@ -220,6 +843,22 @@ var _Query_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Params",
 			Handler:    _Query_Params_Handler,
+		},
+		{
+			MethodName: "Score",
+			Handler:    _Query_Score_Handler,
+		},
+		{
+			MethodName: "History",
+			Handler:    _Query_History_Handler,
+		},
+		{
+			MethodName: "Ranked",
+			Handler:    _Query_Ranked_Handler,
+		},
+		{
+			MethodName: "Provider",
+			Handler:    _Query_Provider_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -282,6 +921,353 @@ func (m *QueryParamsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *QueryScoreRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryScoreRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryScoreRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryScoreResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryScoreResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryScoreResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Counters.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	if m.CurrentEpoch != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.CurrentEpoch))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Eligible {
+		i--
+		if m.Eligible {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Known {
+		i--
+		if m.Known {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
+	}
+	{
+		size, err := m.Score.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryHistoryRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryHistoryRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryHistoryRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryHistoryResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryHistoryResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryHistoryResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.History) > 0 {
+		for iNdEx := len(m.History) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.History[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryRankedRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryRankedRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryRankedRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryRankedResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryRankedResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryRankedResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Scores) > 0 {
+		for iNdEx := len(m.Scores) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Scores[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryProviderRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryProviderRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryProviderRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryProviderResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryProviderResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryProviderResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Nodes != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Nodes))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Eligible {
+		i--
+		if m.Eligible {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
+	}
+	{
+		size := m.Score.Size()
+		i -= size
+		if _, err := m.Score.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	offset -= sovQuery(v)
 	base := offset
@@ -310,6 +1296,137 @@ func (m *QueryParamsResponse) Size() (n int) {
 	_ = l
 	l = m.Params.Size()
 	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryScoreRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovQuery(uint64(m.NodeId))
+	}
+	return n
+}
+
+func (m *QueryScoreResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Score.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	if m.Known {
+		n += 2
+	}
+	if m.Eligible {
+		n += 2
+	}
+	if m.CurrentEpoch != 0 {
+		n += 1 + sovQuery(uint64(m.CurrentEpoch))
+	}
+	l = m.Counters.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryHistoryRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovQuery(uint64(m.NodeId))
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryHistoryResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.History) > 0 {
+		for _, e := range m.History {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryRankedRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryRankedResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Scores) > 0 {
+		for _, e := range m.Scores {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryProviderRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryProviderResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Score.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	if m.Eligible {
+		n += 2
+	}
+	if m.Nodes != 0 {
+		n += 1 + sovQuery(uint64(m.Nodes))
+	}
 	return n
 }
 
@@ -431,6 +1548,886 @@ func (m *QueryParamsResponse) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryScoreRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryScoreRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryScoreRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryScoreResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryScoreResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryScoreResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Score", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Score.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Known", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Known = bool(v != 0)
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Eligible", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Eligible = bool(v != 0)
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CurrentEpoch", wireType)
+			}
+			m.CurrentEpoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CurrentEpoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Counters", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Counters.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryHistoryRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryHistoryRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryHistoryRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryHistoryResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryHistoryResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryHistoryResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field History", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.History = append(m.History, ScoreRecord{})
+			if err := m.History[len(m.History)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryRankedRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryRankedRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryRankedRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryRankedResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryRankedResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryRankedResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Scores", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Scores = append(m.Scores, NodeScore{})
+			if err := m.Scores[len(m.Scores)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryProviderRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryProviderRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryProviderRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryProviderResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryProviderResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryProviderResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Score", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Score.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Eligible", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Eligible = bool(v != 0)
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Nodes", wireType)
+			}
+			m.Nodes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Nodes |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := skipQuery(dAtA[iNdEx:])

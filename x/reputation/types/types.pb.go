@@ -26,6 +26,47 @@ var _ = math.Inf
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 
+// ScoreOutcome says which rule computed a score.
+type ScoreOutcome int32
+
+const (
+	// SCORE_OUTCOME_UNSPECIFIED: never updated.
+	SCORE_OUTCOME_UNSPECIFIED ScoreOutcome = 0
+	// SCORE_OUTCOME_MEASURED: both A and R came from the epoch's events.
+	SCORE_OUTCOME_MEASURED ScoreOutcome = 1
+	// SCORE_OUTCOME_ACCURACY_ONLY: only accuracy events; R was replaced by S_prev.
+	SCORE_OUTCOME_ACCURACY_ONLY ScoreOutcome = 2
+	// SCORE_OUTCOME_RESPONSIVENESS_ONLY: only responsiveness events; A was replaced by
+	// S_prev.
+	SCORE_OUTCOME_RESPONSIVENESS_ONLY ScoreOutcome = 3
+	// SCORE_OUTCOME_IDLE: no scored event; the score decayed towards initial_score.
+	SCORE_OUTCOME_IDLE ScoreOutcome = 4
+)
+
+var ScoreOutcome_name = map[int32]string{
+	0: "SCORE_OUTCOME_UNSPECIFIED",
+	1: "SCORE_OUTCOME_MEASURED",
+	2: "SCORE_OUTCOME_ACCURACY_ONLY",
+	3: "SCORE_OUTCOME_RESPONSIVENESS_ONLY",
+	4: "SCORE_OUTCOME_IDLE",
+}
+
+var ScoreOutcome_value = map[string]int32{
+	"SCORE_OUTCOME_UNSPECIFIED":         0,
+	"SCORE_OUTCOME_MEASURED":            1,
+	"SCORE_OUTCOME_ACCURACY_ONLY":       2,
+	"SCORE_OUTCOME_RESPONSIVENESS_ONLY": 3,
+	"SCORE_OUTCOME_IDLE":                4,
+}
+
+func (x ScoreOutcome) String() string {
+	return proto.EnumName(ScoreOutcome_name, int32(x))
+}
+
+func (ScoreOutcome) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_33d1057b6d938f20, []int{0}
+}
+
 // Params are the x/reputation parameters, set by governance. The score of a node at each
 // epoch end is S = alpha*A + beta*R + gamma*S_prev, every term in [0,1].
 type Params struct {
@@ -104,42 +145,555 @@ func (m *Params) GetHistoryLength() uint32 {
 	return 0
 }
 
+// EpochCounters are a node's events in one reputation epoch, as the hooks of x/market,
+// x/gfl and x/staking-slash reported them. Only the first ten enter the score; slashes and
+// jails are shown but never scored (their cause was already counted by its own module).
+type EpochCounters struct {
+	// node_id is the x/gfl node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// epoch is the reputation epoch the events happened in.
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// tasks_verified_ok: results accepted by verification (x/market). Accuracy, good.
+	TasksVerifiedOk uint64 `protobuf:"varint,3,opt,name=tasks_verified_ok,json=tasksVerifiedOk,proto3" json:"tasks_verified_ok,omitempty"`
+	// tasks_verified_failed: results that lost verification (x/market). Accuracy, bad.
+	TasksVerifiedFailed uint64 `protobuf:"varint,4,opt,name=tasks_verified_failed,json=tasksVerifiedFailed,proto3" json:"tasks_verified_failed,omitempty"`
+	// challenges_passed: PoCP challenges passed (x/gfl). Accuracy, good.
+	ChallengesPassed uint64 `protobuf:"varint,5,opt,name=challenges_passed,json=challengesPassed,proto3" json:"challenges_passed,omitempty"`
+	// challenges_failed: PoCP challenges answered wrongly (x/gfl). Accuracy, bad.
+	ChallengesFailed uint64 `protobuf:"varint,6,opt,name=challenges_failed,json=challengesFailed,proto3" json:"challenges_failed,omitempty"`
+	// challenges_missed: PoCP challenges not answered in time (x/gfl). Accuracy, bad.
+	ChallengesMissed uint64 `protobuf:"varint,7,opt,name=challenges_missed,json=challengesMissed,proto3" json:"challenges_missed,omitempty"`
+	// acks_on_time: tasks acked within the ack timeout (x/market). Responsiveness, good.
+	AcksOnTime uint64 `protobuf:"varint,8,opt,name=acks_on_time,json=acksOnTime,proto3" json:"acks_on_time,omitempty"`
+	// acks_late: tasks acked after the ack timeout (x/market). Responsiveness, bad.
+	AcksLate uint64 `protobuf:"varint,9,opt,name=acks_late,json=acksLate,proto3" json:"acks_late,omitempty"`
+	// lapses: tasks lost to a missed ack, heartbeat, deadline or reveal (x/market).
+	// Responsiveness, bad.
+	Lapses uint64 `protobuf:"varint,10,opt,name=lapses,proto3" json:"lapses,omitempty"`
+	// settled_on_time: tasks paid that were finished before their deadline (x/market).
+	// Responsiveness, good.
+	SettledOnTime uint64 `protobuf:"varint,11,opt,name=settled_on_time,json=settledOnTime,proto3" json:"settled_on_time,omitempty"`
+	// settled_late: tasks paid that were finished after their deadline (x/market).
+	// Responsiveness, bad.
+	SettledLate uint64 `protobuf:"varint,12,opt,name=settled_late,json=settledLate,proto3" json:"settled_late,omitempty"`
+	// slashes of the node's operator that named this node (x/staking-slash); not scored.
+	Slashes uint64 `protobuf:"varint,13,opt,name=slashes,proto3" json:"slashes,omitempty"`
+	// jails of the node's operator that named this node (x/staking-slash); not scored.
+	Jails uint64 `protobuf:"varint,14,opt,name=jails,proto3" json:"jails,omitempty"`
+}
+
+func (m *EpochCounters) Reset()         { *m = EpochCounters{} }
+func (m *EpochCounters) String() string { return proto.CompactTextString(m) }
+func (*EpochCounters) ProtoMessage()    {}
+func (*EpochCounters) Descriptor() ([]byte, []int) {
+	return fileDescriptor_33d1057b6d938f20, []int{1}
+}
+func (m *EpochCounters) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EpochCounters) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EpochCounters.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EpochCounters) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EpochCounters.Merge(m, src)
+}
+func (m *EpochCounters) XXX_Size() int {
+	return m.Size()
+}
+func (m *EpochCounters) XXX_DiscardUnknown() {
+	xxx_messageInfo_EpochCounters.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EpochCounters proto.InternalMessageInfo
+
+func (m *EpochCounters) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetTasksVerifiedOk() uint64 {
+	if m != nil {
+		return m.TasksVerifiedOk
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetTasksVerifiedFailed() uint64 {
+	if m != nil {
+		return m.TasksVerifiedFailed
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetChallengesPassed() uint64 {
+	if m != nil {
+		return m.ChallengesPassed
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetChallengesFailed() uint64 {
+	if m != nil {
+		return m.ChallengesFailed
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetChallengesMissed() uint64 {
+	if m != nil {
+		return m.ChallengesMissed
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetAcksOnTime() uint64 {
+	if m != nil {
+		return m.AcksOnTime
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetAcksLate() uint64 {
+	if m != nil {
+		return m.AcksLate
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetLapses() uint64 {
+	if m != nil {
+		return m.Lapses
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetSettledOnTime() uint64 {
+	if m != nil {
+		return m.SettledOnTime
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetSettledLate() uint64 {
+	if m != nil {
+		return m.SettledLate
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetSlashes() uint64 {
+	if m != nil {
+		return m.Slashes
+	}
+	return 0
+}
+
+func (m *EpochCounters) GetJails() uint64 {
+	if m != nil {
+		return m.Jails
+	}
+	return 0
+}
+
+// NodeScore is a node's reputation: its current score and how the last epoch end computed
+// it.
+type NodeScore struct {
+	// node_id is the x/gfl node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator is the provider account that runs the node (x/gfl).
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// score S in [0, 1]; initial_score until the node's first epoch end.
+	Score cosmossdk_io_math.LegacyDec `protobuf:"bytes,3,opt,name=score,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"score"`
+	// accuracy A used at the last update (S_prev when the epoch had no accuracy event).
+	Accuracy cosmossdk_io_math.LegacyDec `protobuf:"bytes,4,opt,name=accuracy,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"accuracy"`
+	// responsiveness R used at the last update (S_prev when the epoch had no responsiveness
+	// event).
+	Responsiveness cosmossdk_io_math.LegacyDec `protobuf:"bytes,5,opt,name=responsiveness,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"responsiveness"`
+	// prev_score S_prev: the score before the last update.
+	PrevScore cosmossdk_io_math.LegacyDec `protobuf:"bytes,6,opt,name=prev_score,json=prevScore,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"prev_score"`
+	// last_epoch is the reputation epoch of the last update; 0 before the first.
+	LastEpoch uint64 `protobuf:"varint,7,opt,name=last_epoch,json=lastEpoch,proto3" json:"last_epoch,omitempty"`
+	// first_epoch is the reputation epoch in which the node became known; earlier epochs
+	// are not scored for it.
+	FirstEpoch uint64 `protobuf:"varint,8,opt,name=first_epoch,json=firstEpoch,proto3" json:"first_epoch,omitempty"`
+	// outcome of the last update.
+	Outcome ScoreOutcome `protobuf:"varint,9,opt,name=outcome,proto3,enum=flops.reputation.v1.ScoreOutcome" json:"outcome,omitempty"`
+}
+
+func (m *NodeScore) Reset()         { *m = NodeScore{} }
+func (m *NodeScore) String() string { return proto.CompactTextString(m) }
+func (*NodeScore) ProtoMessage()    {}
+func (*NodeScore) Descriptor() ([]byte, []int) {
+	return fileDescriptor_33d1057b6d938f20, []int{2}
+}
+func (m *NodeScore) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *NodeScore) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_NodeScore.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *NodeScore) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_NodeScore.Merge(m, src)
+}
+func (m *NodeScore) XXX_Size() int {
+	return m.Size()
+}
+func (m *NodeScore) XXX_DiscardUnknown() {
+	xxx_messageInfo_NodeScore.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_NodeScore proto.InternalMessageInfo
+
+func (m *NodeScore) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *NodeScore) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *NodeScore) GetLastEpoch() uint64 {
+	if m != nil {
+		return m.LastEpoch
+	}
+	return 0
+}
+
+func (m *NodeScore) GetFirstEpoch() uint64 {
+	if m != nil {
+		return m.FirstEpoch
+	}
+	return 0
+}
+
+func (m *NodeScore) GetOutcome() ScoreOutcome {
+	if m != nil {
+		return m.Outcome
+	}
+	return SCORE_OUTCOME_UNSPECIFIED
+}
+
+// ScoreRecord is one epoch end's update of a node, kept in its history.
+type ScoreRecord struct {
+	// node_id is the x/gfl node.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// epoch is the reputation epoch that was scored.
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// score S after the update.
+	Score cosmossdk_io_math.LegacyDec `protobuf:"bytes,3,opt,name=score,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"score"`
+	// accuracy A used (S_prev when the epoch had no accuracy event).
+	Accuracy cosmossdk_io_math.LegacyDec `protobuf:"bytes,4,opt,name=accuracy,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"accuracy"`
+	// responsiveness R used (S_prev when the epoch had no responsiveness event).
+	Responsiveness cosmossdk_io_math.LegacyDec `protobuf:"bytes,5,opt,name=responsiveness,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"responsiveness"`
+	// prev_score S_prev before the update.
+	PrevScore cosmossdk_io_math.LegacyDec `protobuf:"bytes,6,opt,name=prev_score,json=prevScore,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"prev_score"`
+	// outcome: which rule computed the score.
+	Outcome ScoreOutcome `protobuf:"varint,7,opt,name=outcome,proto3,enum=flops.reputation.v1.ScoreOutcome" json:"outcome,omitempty"`
+	// counters: the epoch's events.
+	Counters EpochCounters `protobuf:"bytes,8,opt,name=counters,proto3" json:"counters"`
+}
+
+func (m *ScoreRecord) Reset()         { *m = ScoreRecord{} }
+func (m *ScoreRecord) String() string { return proto.CompactTextString(m) }
+func (*ScoreRecord) ProtoMessage()    {}
+func (*ScoreRecord) Descriptor() ([]byte, []int) {
+	return fileDescriptor_33d1057b6d938f20, []int{3}
+}
+func (m *ScoreRecord) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *ScoreRecord) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_ScoreRecord.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *ScoreRecord) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_ScoreRecord.Merge(m, src)
+}
+func (m *ScoreRecord) XXX_Size() int {
+	return m.Size()
+}
+func (m *ScoreRecord) XXX_DiscardUnknown() {
+	xxx_messageInfo_ScoreRecord.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_ScoreRecord proto.InternalMessageInfo
+
+func (m *ScoreRecord) GetNodeId() uint64 {
+	if m != nil {
+		return m.NodeId
+	}
+	return 0
+}
+
+func (m *ScoreRecord) GetEpoch() uint64 {
+	if m != nil {
+		return m.Epoch
+	}
+	return 0
+}
+
+func (m *ScoreRecord) GetOutcome() ScoreOutcome {
+	if m != nil {
+		return m.Outcome
+	}
+	return SCORE_OUTCOME_UNSPECIFIED
+}
+
+func (m *ScoreRecord) GetCounters() EpochCounters {
+	if m != nil {
+		return m.Counters
+	}
+	return EpochCounters{}
+}
+
+// ScoringState is where the epoch-end scoring stands.
+type ScoringState struct {
+	// current_epoch is the reputation epoch that hook events count towards; it starts at 1
+	// and increments at each end of the params' x/epochs epoch.
+	CurrentEpoch uint64 `protobuf:"varint,1,opt,name=current_epoch,json=currentEpoch,proto3" json:"current_epoch,omitempty"`
+	// pending are the ended epochs not yet fully scored, oldest first; EndBlock works on
+	// the first one.
+	Pending []uint64 `protobuf:"varint,2,rep,packed,name=pending,proto3" json:"pending,omitempty"`
+	// cursor is the last node id scored for pending[0]; 0 when none yet.
+	Cursor uint64 `protobuf:"varint,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
+}
+
+func (m *ScoringState) Reset()         { *m = ScoringState{} }
+func (m *ScoringState) String() string { return proto.CompactTextString(m) }
+func (*ScoringState) ProtoMessage()    {}
+func (*ScoringState) Descriptor() ([]byte, []int) {
+	return fileDescriptor_33d1057b6d938f20, []int{4}
+}
+func (m *ScoringState) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *ScoringState) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_ScoringState.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *ScoringState) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_ScoringState.Merge(m, src)
+}
+func (m *ScoringState) XXX_Size() int {
+	return m.Size()
+}
+func (m *ScoringState) XXX_DiscardUnknown() {
+	xxx_messageInfo_ScoringState.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_ScoringState proto.InternalMessageInfo
+
+func (m *ScoringState) GetCurrentEpoch() uint64 {
+	if m != nil {
+		return m.CurrentEpoch
+	}
+	return 0
+}
+
+func (m *ScoringState) GetPending() []uint64 {
+	if m != nil {
+		return m.Pending
+	}
+	return nil
+}
+
+func (m *ScoringState) GetCursor() uint64 {
+	if m != nil {
+		return m.Cursor
+	}
+	return 0
+}
+
+// OperatorReputation is the running aggregate of an operator's node scores, kept so that
+// the operator's mean is O(1).
+type OperatorReputation struct {
+	// operator is the provider account.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// score_sum is the sum of its nodes' scores.
+	ScoreSum cosmossdk_io_math.LegacyDec `protobuf:"bytes,2,opt,name=score_sum,json=scoreSum,proto3,customtype=cosmossdk.io/math.LegacyDec" json:"score_sum"`
+	// nodes is the number of its nodes with a score.
+	Nodes uint64 `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
+}
+
+func (m *OperatorReputation) Reset()         { *m = OperatorReputation{} }
+func (m *OperatorReputation) String() string { return proto.CompactTextString(m) }
+func (*OperatorReputation) ProtoMessage()    {}
+func (*OperatorReputation) Descriptor() ([]byte, []int) {
+	return fileDescriptor_33d1057b6d938f20, []int{5}
+}
+func (m *OperatorReputation) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *OperatorReputation) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_OperatorReputation.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *OperatorReputation) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_OperatorReputation.Merge(m, src)
+}
+func (m *OperatorReputation) XXX_Size() int {
+	return m.Size()
+}
+func (m *OperatorReputation) XXX_DiscardUnknown() {
+	xxx_messageInfo_OperatorReputation.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_OperatorReputation proto.InternalMessageInfo
+
+func (m *OperatorReputation) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *OperatorReputation) GetNodes() uint64 {
+	if m != nil {
+		return m.Nodes
+	}
+	return 0
+}
+
 func init() {
+	proto.RegisterEnum("flops.reputation.v1.ScoreOutcome", ScoreOutcome_name, ScoreOutcome_value)
 	proto.RegisterType((*Params)(nil), "flops.reputation.v1.Params")
+	proto.RegisterType((*EpochCounters)(nil), "flops.reputation.v1.EpochCounters")
+	proto.RegisterType((*NodeScore)(nil), "flops.reputation.v1.NodeScore")
+	proto.RegisterType((*ScoreRecord)(nil), "flops.reputation.v1.ScoreRecord")
+	proto.RegisterType((*ScoringState)(nil), "flops.reputation.v1.ScoringState")
+	proto.RegisterType((*OperatorReputation)(nil), "flops.reputation.v1.OperatorReputation")
 }
 
 func init() { proto.RegisterFile("flops/reputation/v1/types.proto", fileDescriptor_33d1057b6d938f20) }
 
 var fileDescriptor_33d1057b6d938f20 = []byte{
-	// 442 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xa4, 0xd3, 0x4f, 0x6b, 0xd4, 0x40,
-	0x18, 0x06, 0xf0, 0x8d, 0x76, 0xd7, 0xee, 0xe0, 0xfa, 0x67, 0x54, 0x48, 0x2b, 0x64, 0x8b, 0x20,
-	0xd4, 0xa2, 0x09, 0x8b, 0xe0, 0xc1, 0xe3, 0xb2, 0x08, 0xca, 0x1e, 0xca, 0x96, 0x5e, 0xf4, 0x10,
-	0xde, 0x9d, 0xbc, 0x4d, 0x86, 0x66, 0x32, 0xc3, 0xcc, 0x6c, 0xd9, 0xfd, 0x0a, 0x9e, 0xfc, 0x04,
-	0x9e, 0x3d, 0xf6, 0xe0, 0x87, 0xe8, 0xb1, 0x78, 0x12, 0x0f, 0x45, 0x76, 0x0f, 0xfd, 0x1a, 0x92,
-	0x99, 0xa0, 0x1e, 0x7a, 0xcb, 0x25, 0x24, 0xcf, 0xfb, 0xe4, 0xc7, 0x1c, 0xde, 0x21, 0xc3, 0x93,
-	0x52, 0x2a, 0x93, 0x68, 0x54, 0x0b, 0x0b, 0x96, 0xcb, 0x2a, 0x39, 0x1b, 0x25, 0x76, 0xa5, 0xd0,
-	0xc4, 0x4a, 0x4b, 0x2b, 0xe9, 0x23, 0x57, 0x88, 0xff, 0x15, 0xe2, 0xb3, 0xd1, 0xee, 0xe3, 0x5c,
-	0xe6, 0xd2, 0xcd, 0x93, 0xfa, 0xcd, 0x57, 0x77, 0x1f, 0x82, 0xe0, 0x95, 0x4c, 0xdc, 0xb3, 0x89,
-	0x76, 0x98, 0x34, 0x42, 0x9a, 0xd4, 0x77, 0xfd, 0x87, 0x1f, 0x3d, 0xfb, 0xda, 0x25, 0xbd, 0x43,
-	0xd0, 0x20, 0x0c, 0x9d, 0x92, 0x2e, 0x94, 0xaa, 0x80, 0x30, 0xd8, 0x0b, 0xf6, 0xfb, 0xe3, 0x37,
-	0x17, 0x57, 0xc3, 0xce, 0xaf, 0xab, 0xe1, 0x53, 0xdf, 0x37, 0xd9, 0x69, 0xcc, 0x65, 0x22, 0xc0,
-	0x16, 0xf1, 0x14, 0x73, 0x60, 0xab, 0x09, 0xb2, 0x1f, 0xdf, 0x5f, 0x91, 0x86, 0x9b, 0x20, 0xfb,
-	0x76, 0x7d, 0x7e, 0x10, 0xcc, 0x3c, 0x42, 0x3f, 0x90, 0xad, 0x39, 0x5a, 0x08, 0x6f, 0xb5, 0xc2,
-	0x9c, 0x51, 0x9f, 0x2c, 0x07, 0x21, 0x20, 0xbc, 0xdd, 0xee, 0x64, 0x0e, 0xa1, 0x9f, 0xc8, 0x80,
-	0x57, 0xdc, 0x72, 0x28, 0x53, 0xc3, 0xa4, 0xc6, 0x70, 0xab, 0x95, 0x7a, 0xb7, 0xc1, 0x8e, 0x6a,
-	0x8b, 0x1e, 0x91, 0xbe, 0xe0, 0x55, 0x03, 0x77, 0x5b, 0xc1, 0xdb, 0x82, 0x57, 0x1e, 0x3d, 0x26,
-	0x84, 0x67, 0x25, 0xa6, 0x19, 0x32, 0x58, 0x85, 0xbd, 0x56, 0x6a, 0xbf, 0x96, 0x26, 0x35, 0x44,
-	0x5f, 0x90, 0x07, 0xa8, 0x24, 0x2b, 0x52, 0x9e, 0x61, 0x65, 0xf9, 0x09, 0x47, 0x1d, 0xde, 0xa9,
-	0xf1, 0xd9, 0x7d, 0x97, 0xbf, 0xff, 0x1b, 0xd3, 0x11, 0x79, 0x22, 0x60, 0x99, 0x2e, 0x54, 0x06,
-	0x16, 0x4d, 0xaa, 0x50, 0xa7, 0xf3, 0x52, 0xb2, 0xd3, 0x70, 0x7b, 0x2f, 0xd8, 0x1f, 0xcc, 0xa8,
-	0x80, 0xe5, 0xb1, 0x9f, 0x1d, 0xa2, 0x1e, 0xd7, 0x13, 0xfa, 0x9c, 0xdc, 0x2b, 0xb8, 0xb1, 0x52,
-	0xaf, 0xd2, 0x12, 0xab, 0xdc, 0x16, 0x61, 0xdf, 0x75, 0x07, 0x4d, 0x3a, 0x75, 0xe1, 0xdb, 0xe8,
-	0xf3, 0xf5, 0xf9, 0xc1, 0x8e, 0xdf, 0xff, 0xe5, 0xff, 0x37, 0xc0, 0x6f, 0xe5, 0xf8, 0xdd, 0xc5,
-	0x3a, 0x0a, 0x2e, 0xd7, 0x51, 0xf0, 0x7b, 0x1d, 0x05, 0x5f, 0x36, 0x51, 0xe7, 0x72, 0x13, 0x75,
-	0x7e, 0x6e, 0xa2, 0xce, 0xc7, 0x97, 0x39, 0xb7, 0xc5, 0x62, 0x1e, 0x33, 0x29, 0x12, 0xf7, 0x7f,
-	0x85, 0x36, 0xb9, 0x01, 0x72, 0xf7, 0x68, 0xde, 0x73, 0xfb, 0xfe, 0xfa, 0x4f, 0x00, 0x00, 0x00,
-	0xff, 0xff, 0x6a, 0xf0, 0xbe, 0xe6, 0x6b, 0x03, 0x00, 0x00,
+	// 1089 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xec, 0x56, 0x4d, 0x6f, 0x1b, 0x45,
+	0x18, 0xb6, 0x9b, 0x8d, 0x3f, 0xde, 0xd8, 0xa9, 0x3b, 0xfd, 0x60, 0x93, 0xa8, 0x4e, 0x62, 0x54,
+	0x54, 0x02, 0xb5, 0x95, 0x80, 0x38, 0xc0, 0x29, 0xb1, 0x1d, 0xc9, 0xc8, 0x89, 0xa3, 0xdd, 0xba,
+	0x52, 0x41, 0x62, 0x35, 0xd9, 0x9d, 0xd8, 0x83, 0x77, 0x77, 0x56, 0x3b, 0xe3, 0x28, 0xf9, 0x07,
+	0x88, 0x13, 0x7f, 0x00, 0x2e, 0x5c, 0xb8, 0x91, 0x43, 0xf9, 0x0f, 0x3d, 0x56, 0x3d, 0x21, 0x0e,
+	0x15, 0x4a, 0x0e, 0xfd, 0x09, 0x5c, 0xd1, 0x7c, 0x38, 0xad, 0xa3, 0x20, 0x51, 0x59, 0xdc, 0xb8,
+	0x44, 0x79, 0x9f, 0xf7, 0xd9, 0x67, 0xc7, 0xf3, 0x3e, 0xf3, 0xec, 0xc0, 0xea, 0x51, 0xc8, 0x12,
+	0xde, 0x48, 0x49, 0x32, 0x16, 0x58, 0x50, 0x16, 0x37, 0x8e, 0x37, 0x1b, 0xe2, 0x34, 0x21, 0xbc,
+	0x9e, 0xa4, 0x4c, 0x30, 0x74, 0x5b, 0x11, 0xea, 0x6f, 0x08, 0xf5, 0xe3, 0xcd, 0xe5, 0x3b, 0x03,
+	0x36, 0x60, 0xaa, 0xdf, 0x90, 0xff, 0x69, 0xea, 0xf2, 0x2d, 0x1c, 0xd1, 0x98, 0x35, 0xd4, 0x5f,
+	0x03, 0x2d, 0xf9, 0x8c, 0x47, 0x8c, 0x7b, 0x9a, 0xab, 0x0b, 0xdd, 0xaa, 0xfd, 0x34, 0x0f, 0xb9,
+	0x03, 0x9c, 0xe2, 0x88, 0xa3, 0x2e, 0xcc, 0xe3, 0x30, 0x19, 0x62, 0x3b, 0xbb, 0x96, 0x7d, 0x58,
+	0xdc, 0xf9, 0xec, 0xf9, 0xab, 0xd5, 0xcc, 0x1f, 0xaf, 0x56, 0x57, 0x34, 0x9f, 0x07, 0xa3, 0x3a,
+	0x65, 0x8d, 0x08, 0x8b, 0x61, 0xbd, 0x4b, 0x06, 0xd8, 0x3f, 0x6d, 0x11, 0xff, 0xe5, 0xb3, 0x47,
+	0x60, 0xe4, 0x5a, 0xc4, 0xff, 0xe5, 0xf5, 0xd9, 0x46, 0xd6, 0xd1, 0x22, 0xe8, 0x4b, 0xb0, 0x0e,
+	0x89, 0xc0, 0xf6, 0x8d, 0x99, 0xc4, 0x94, 0x86, 0x5c, 0xd9, 0x00, 0x47, 0x11, 0xb6, 0xe7, 0x66,
+	0x5b, 0x99, 0x12, 0x41, 0x5f, 0x43, 0x99, 0xc6, 0x54, 0x50, 0x1c, 0x7a, 0xdc, 0x67, 0x29, 0xb1,
+	0xad, 0x99, 0x54, 0x4b, 0x46, 0xcc, 0x95, 0x5a, 0xc8, 0x85, 0x62, 0x44, 0x63, 0x23, 0x3c, 0x3f,
+	0x93, 0x70, 0x21, 0xa2, 0xb1, 0x16, 0xed, 0x03, 0xd0, 0x20, 0x24, 0x5e, 0x40, 0x7c, 0x7c, 0x6a,
+	0xe7, 0x66, 0x52, 0x2d, 0x4a, 0xa5, 0x96, 0x14, 0x42, 0x1f, 0x42, 0x85, 0x24, 0xcc, 0x1f, 0x7a,
+	0x34, 0x20, 0xb1, 0xa0, 0x47, 0x94, 0xa4, 0x76, 0x5e, 0x8a, 0x3b, 0x37, 0x15, 0xde, 0xb9, 0x84,
+	0xd1, 0x26, 0xdc, 0x8d, 0xf0, 0x89, 0x37, 0x4e, 0x02, 0x2c, 0x08, 0xf7, 0x12, 0x92, 0x7a, 0x87,
+	0x21, 0xf3, 0x47, 0x76, 0x61, 0x2d, 0xfb, 0xb0, 0xec, 0xa0, 0x08, 0x9f, 0xf4, 0x75, 0xef, 0x80,
+	0xa4, 0x3b, 0xb2, 0x83, 0x1e, 0xc0, 0xe2, 0x90, 0x72, 0xc1, 0xd2, 0x53, 0x2f, 0x24, 0xf1, 0x40,
+	0x0c, 0xed, 0xa2, 0xe2, 0x96, 0x0d, 0xda, 0x55, 0xe0, 0xe7, 0xd5, 0xef, 0x5f, 0x9f, 0x6d, 0x2c,
+	0x69, 0xff, 0x9f, 0xbc, 0x7d, 0x02, 0xb4, 0x2b, 0x6b, 0x7f, 0xcd, 0x41, 0xb9, 0x2d, 0x57, 0xd3,
+	0x64, 0xe3, 0x58, 0x90, 0x94, 0xa3, 0xf7, 0x20, 0x1f, 0xb3, 0x80, 0x78, 0x34, 0x50, 0x4e, 0xb5,
+	0x9c, 0x9c, 0x2c, 0x3b, 0x01, 0xba, 0x03, 0xf3, 0x6a, 0xdd, 0xca, 0x73, 0x96, 0xa3, 0x0b, 0xb4,
+	0x01, 0xb7, 0x04, 0xe6, 0x23, 0xee, 0x1d, 0x93, 0x54, 0xfe, 0x98, 0xc0, 0x63, 0x23, 0x65, 0x24,
+	0xcb, 0xb9, 0xa9, 0x1a, 0x4f, 0x0c, 0xde, 0x1b, 0xa1, 0x2d, 0xb8, 0x7b, 0x85, 0x7b, 0x84, 0x69,
+	0x48, 0x02, 0x65, 0x11, 0xcb, 0xb9, 0x3d, 0xc5, 0xdf, 0x55, 0x2d, 0xf4, 0x11, 0xdc, 0xf2, 0x87,
+	0x38, 0x94, 0xbf, 0x51, 0xee, 0x0c, 0xe6, 0x9c, 0x04, 0x6a, 0xf2, 0x96, 0x53, 0x79, 0xd3, 0x38,
+	0x50, 0xf8, 0x15, 0xb2, 0x11, 0xcf, 0x5d, 0x25, 0x5f, 0xab, 0x1c, 0x51, 0xa5, 0x9c, 0xbf, 0x4a,
+	0xde, 0x53, 0x38, 0x5a, 0x83, 0x12, 0xf6, 0x47, 0xdc, 0x63, 0xb1, 0x27, 0x68, 0x44, 0xd4, 0x60,
+	0x2c, 0x07, 0x24, 0xd6, 0x8b, 0x1f, 0xd3, 0x88, 0xa0, 0x15, 0x28, 0x2a, 0x46, 0x88, 0x05, 0x51,
+	0xb3, 0xb0, 0x9c, 0x82, 0x04, 0xba, 0x58, 0x10, 0x74, 0x0f, 0x72, 0x21, 0x4e, 0x38, 0xe1, 0x36,
+	0xe8, 0x3d, 0xd5, 0x15, 0xfa, 0x00, 0x6e, 0x72, 0x22, 0x44, 0x28, 0xb7, 0xcd, 0x28, 0x2f, 0x28,
+	0x42, 0xd9, 0xc0, 0x46, 0x7c, 0x1d, 0x4a, 0x13, 0x9e, 0xd2, 0x2f, 0x29, 0xd2, 0x82, 0xc1, 0xd4,
+	0x2b, 0x6c, 0xc8, 0xf3, 0x10, 0xf3, 0x21, 0xe1, 0x76, 0x59, 0x75, 0x27, 0xa5, 0x1c, 0xdc, 0xb7,
+	0x98, 0x86, 0xdc, 0x5e, 0xd4, 0x83, 0x53, 0x45, 0xed, 0xcc, 0x82, 0xe2, 0x3e, 0x0b, 0x88, 0x3e,
+	0x03, 0xff, 0x38, 0xf5, 0x4f, 0xa1, 0xc0, 0x12, 0x92, 0x62, 0xc1, 0x52, 0x13, 0x36, 0xf6, 0xcb,
+	0x67, 0x8f, 0xee, 0x18, 0xdf, 0x6f, 0x07, 0x41, 0x4a, 0x38, 0x77, 0x45, 0x4a, 0xe3, 0x81, 0x73,
+	0xc9, 0x94, 0x91, 0xa2, 0xcf, 0xe8, 0x8c, 0x91, 0xa2, 0x44, 0x90, 0x03, 0x05, 0xec, 0xfb, 0xe3,
+	0x14, 0xfb, 0xa7, 0x33, 0xa6, 0xc9, 0xa5, 0x0e, 0xfa, 0x06, 0x16, 0x53, 0xc2, 0x13, 0x16, 0x73,
+	0x7a, 0x4c, 0x62, 0xc2, 0xf9, 0x8c, 0x71, 0x72, 0x45, 0x4d, 0x86, 0x4a, 0x92, 0x92, 0x63, 0x13,
+	0x55, 0x33, 0x86, 0x8a, 0x54, 0xd2, 0x73, 0xba, 0x0f, 0x10, 0x62, 0x2e, 0x3c, 0x7d, 0x12, 0xb5,
+	0x5b, 0x8b, 0x12, 0x51, 0x87, 0x18, 0xad, 0xc2, 0xc2, 0x11, 0x4d, 0x2f, 0xfb, 0xc6, 0xa5, 0x0a,
+	0xd2, 0x84, 0x2f, 0x20, 0xcf, 0xc6, 0xc2, 0x67, 0x91, 0xf6, 0xe8, 0xe2, 0xd6, 0x7a, 0xfd, 0x9a,
+	0x6f, 0x5f, 0x5d, 0xbd, 0xac, 0xa7, 0x89, 0xce, 0xe4, 0x89, 0xda, 0x8f, 0x16, 0x2c, 0xa8, 0x8e,
+	0x43, 0x7c, 0x96, 0x06, 0xef, 0x1a, 0x15, 0xff, 0x9b, 0xe2, 0x3f, 0x32, 0xc5, 0x5b, 0x43, 0xcd,
+	0xbf, 0xeb, 0x50, 0x51, 0x07, 0x0a, 0xbe, 0xc9, 0x7e, 0xe5, 0x97, 0x85, 0xad, 0xda, 0xb5, 0x4f,
+	0x4f, 0x7d, 0x25, 0x76, 0x8a, 0x72, 0xd5, 0x66, 0xfb, 0x26, 0x8f, 0xd7, 0x08, 0x94, 0xe4, 0x3b,
+	0x68, 0x3c, 0x70, 0x85, 0x8c, 0xa4, 0xf7, 0xa1, 0xec, 0x8f, 0xd3, 0x94, 0xc4, 0x13, 0x3f, 0x6a,
+	0x97, 0x94, 0x0c, 0xa8, 0x1d, 0x69, 0x43, 0x3e, 0x21, 0x71, 0x40, 0xe3, 0x81, 0x7d, 0x63, 0x6d,
+	0x4e, 0xe6, 0x96, 0x29, 0x65, 0x68, 0xfa, 0xe3, 0x94, 0xb3, 0xd4, 0x7c, 0x4f, 0x4c, 0x55, 0xfb,
+	0x2d, 0x0b, 0xa8, 0x67, 0x92, 0xc6, 0xb9, 0x5c, 0xe3, 0x54, 0x52, 0x65, 0xff, 0x75, 0x52, 0xb9,
+	0x50, 0x54, 0xd3, 0xf0, 0xf8, 0x38, 0x9a, 0xf1, 0x36, 0x55, 0x50, 0x42, 0xee, 0x38, 0x92, 0xfe,
+	0x97, 0x27, 0x81, 0x9b, 0x85, 0xeb, 0x62, 0xe3, 0xd7, 0xac, 0xde, 0x9f, 0xc9, 0x0c, 0xd0, 0x7d,
+	0x58, 0x72, 0x9b, 0x3d, 0xa7, 0xed, 0xf5, 0xfa, 0x8f, 0x9b, 0xbd, 0xbd, 0xb6, 0xd7, 0xdf, 0x77,
+	0x0f, 0xda, 0xcd, 0xce, 0x6e, 0xa7, 0xdd, 0xaa, 0x64, 0xd0, 0x32, 0xdc, 0x9b, 0x6e, 0xef, 0xb5,
+	0xb7, 0xdd, 0xbe, 0xd3, 0x6e, 0x55, 0xb2, 0x68, 0x15, 0x56, 0xa6, 0x7b, 0xdb, 0xcd, 0x66, 0xdf,
+	0xd9, 0x6e, 0x3e, 0xf5, 0x7a, 0xfb, 0xdd, 0xa7, 0x95, 0x1b, 0xe8, 0x01, 0xac, 0x4f, 0x13, 0x9c,
+	0xb6, 0x7b, 0xd0, 0xdb, 0x77, 0x3b, 0x4f, 0xda, 0xfb, 0x6d, 0xd7, 0xd5, 0xb4, 0x39, 0x74, 0x0f,
+	0xd0, 0x34, 0xad, 0xd3, 0xea, 0xb6, 0x2b, 0xd6, 0xb2, 0xf5, 0xdd, 0xcf, 0xd5, 0xcc, 0xce, 0xee,
+	0xf3, 0xf3, 0x6a, 0xf6, 0xc5, 0x79, 0x35, 0xfb, 0xe7, 0x79, 0x35, 0xfb, 0xc3, 0x45, 0x35, 0xf3,
+	0xe2, 0xa2, 0x9a, 0xf9, 0xfd, 0xa2, 0x9a, 0xf9, 0xea, 0xe3, 0x01, 0x15, 0xc3, 0xf1, 0x61, 0xdd,
+	0x67, 0x51, 0x43, 0xb9, 0x25, 0x26, 0xa2, 0x71, 0xcd, 0x35, 0x43, 0xdd, 0xb2, 0x0f, 0x73, 0xea,
+	0x36, 0xfc, 0xc9, 0xdf, 0x01, 0x00, 0x00, 0xff, 0xff, 0xb2, 0x77, 0xd5, 0x5c, 0x89, 0x0b, 0x00,
+	0x00,
 }
 
 func (m *Params) Marshal() (dAtA []byte, err error) {
@@ -242,6 +796,373 @@ func (m *Params) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EpochCounters) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EpochCounters) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EpochCounters) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Jails != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Jails))
+		i--
+		dAtA[i] = 0x70
+	}
+	if m.Slashes != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Slashes))
+		i--
+		dAtA[i] = 0x68
+	}
+	if m.SettledLate != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.SettledLate))
+		i--
+		dAtA[i] = 0x60
+	}
+	if m.SettledOnTime != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.SettledOnTime))
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.Lapses != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Lapses))
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.AcksLate != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.AcksLate))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.AcksOnTime != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.AcksOnTime))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.ChallengesMissed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.ChallengesMissed))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.ChallengesFailed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.ChallengesFailed))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.ChallengesPassed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.ChallengesPassed))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.TasksVerifiedFailed != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TasksVerifiedFailed))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.TasksVerifiedOk != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.TasksVerifiedOk))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Epoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *NodeScore) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *NodeScore) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *NodeScore) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Outcome != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Outcome))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.FirstEpoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.FirstEpoch))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.LastEpoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.LastEpoch))
+		i--
+		dAtA[i] = 0x38
+	}
+	{
+		size := m.PrevScore.Size()
+		i -= size
+		if _, err := m.PrevScore.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x32
+	{
+		size := m.Responsiveness.Size()
+		i -= size
+		if _, err := m.Responsiveness.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	{
+		size := m.Accuracy.Size()
+		i -= size
+		if _, err := m.Accuracy.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	{
+		size := m.Score.Size()
+		i -= size
+		if _, err := m.Score.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *ScoreRecord) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *ScoreRecord) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *ScoreRecord) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Counters.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x42
+	if m.Outcome != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Outcome))
+		i--
+		dAtA[i] = 0x38
+	}
+	{
+		size := m.PrevScore.Size()
+		i -= size
+		if _, err := m.PrevScore.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x32
+	{
+		size := m.Responsiveness.Size()
+		i -= size
+		if _, err := m.Responsiveness.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x2a
+	{
+		size := m.Accuracy.Size()
+		i -= size
+		if _, err := m.Accuracy.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x22
+	{
+		size := m.Score.Size()
+		i -= size
+		if _, err := m.Score.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if m.Epoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Epoch))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.NodeId != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.NodeId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *ScoringState) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *ScoringState) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *ScoringState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Cursor != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Cursor))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.Pending) > 0 {
+		dAtA3 := make([]byte, len(m.Pending)*10)
+		var j2 int
+		for _, num := range m.Pending {
+			for num >= 1<<7 {
+				dAtA3[j2] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j2++
+			}
+			dAtA3[j2] = uint8(num)
+			j2++
+		}
+		i -= j2
+		copy(dAtA[i:], dAtA3[:j2])
+		i = encodeVarintTypes(dAtA, i, uint64(j2))
+		i--
+		dAtA[i] = 0x12
+	}
+	if m.CurrentEpoch != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.CurrentEpoch))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *OperatorReputation) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *OperatorReputation) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *OperatorReputation) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Nodes != 0 {
+		i = encodeVarintTypes(dAtA, i, uint64(m.Nodes))
+		i--
+		dAtA[i] = 0x18
+	}
+	{
+		size := m.ScoreSum.Size()
+		i -= size
+		if _, err := m.ScoreSum.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintTypes(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTypes(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTypes(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTypes(v)
 	base := offset
@@ -280,6 +1201,158 @@ func (m *Params) Size() (n int) {
 	}
 	if m.HistoryLength != 0 {
 		n += 1 + sovTypes(uint64(m.HistoryLength))
+	}
+	return n
+}
+
+func (m *EpochCounters) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovTypes(uint64(m.Epoch))
+	}
+	if m.TasksVerifiedOk != 0 {
+		n += 1 + sovTypes(uint64(m.TasksVerifiedOk))
+	}
+	if m.TasksVerifiedFailed != 0 {
+		n += 1 + sovTypes(uint64(m.TasksVerifiedFailed))
+	}
+	if m.ChallengesPassed != 0 {
+		n += 1 + sovTypes(uint64(m.ChallengesPassed))
+	}
+	if m.ChallengesFailed != 0 {
+		n += 1 + sovTypes(uint64(m.ChallengesFailed))
+	}
+	if m.ChallengesMissed != 0 {
+		n += 1 + sovTypes(uint64(m.ChallengesMissed))
+	}
+	if m.AcksOnTime != 0 {
+		n += 1 + sovTypes(uint64(m.AcksOnTime))
+	}
+	if m.AcksLate != 0 {
+		n += 1 + sovTypes(uint64(m.AcksLate))
+	}
+	if m.Lapses != 0 {
+		n += 1 + sovTypes(uint64(m.Lapses))
+	}
+	if m.SettledOnTime != 0 {
+		n += 1 + sovTypes(uint64(m.SettledOnTime))
+	}
+	if m.SettledLate != 0 {
+		n += 1 + sovTypes(uint64(m.SettledLate))
+	}
+	if m.Slashes != 0 {
+		n += 1 + sovTypes(uint64(m.Slashes))
+	}
+	if m.Jails != 0 {
+		n += 1 + sovTypes(uint64(m.Jails))
+	}
+	return n
+}
+
+func (m *NodeScore) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.Score.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Accuracy.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Responsiveness.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.PrevScore.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.LastEpoch != 0 {
+		n += 1 + sovTypes(uint64(m.LastEpoch))
+	}
+	if m.FirstEpoch != 0 {
+		n += 1 + sovTypes(uint64(m.FirstEpoch))
+	}
+	if m.Outcome != 0 {
+		n += 1 + sovTypes(uint64(m.Outcome))
+	}
+	return n
+}
+
+func (m *ScoreRecord) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.NodeId != 0 {
+		n += 1 + sovTypes(uint64(m.NodeId))
+	}
+	if m.Epoch != 0 {
+		n += 1 + sovTypes(uint64(m.Epoch))
+	}
+	l = m.Score.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Accuracy.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.Responsiveness.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	l = m.PrevScore.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Outcome != 0 {
+		n += 1 + sovTypes(uint64(m.Outcome))
+	}
+	l = m.Counters.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	return n
+}
+
+func (m *ScoringState) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.CurrentEpoch != 0 {
+		n += 1 + sovTypes(uint64(m.CurrentEpoch))
+	}
+	if len(m.Pending) > 0 {
+		l = 0
+		for _, e := range m.Pending {
+			l += sovTypes(uint64(e))
+		}
+		n += 1 + sovTypes(uint64(l)) + l
+	}
+	if m.Cursor != 0 {
+		n += 1 + sovTypes(uint64(m.Cursor))
+	}
+	return n
+}
+
+func (m *OperatorReputation) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTypes(uint64(l))
+	}
+	l = m.ScoreSum.Size()
+	n += 1 + l + sovTypes(uint64(l))
+	if m.Nodes != 0 {
+		n += 1 + sovTypes(uint64(m.Nodes))
 	}
 	return n
 }
@@ -589,6 +1662,1191 @@ func (m *Params) Unmarshal(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.HistoryLength |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EpochCounters) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EpochCounters: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EpochCounters: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TasksVerifiedOk", wireType)
+			}
+			m.TasksVerifiedOk = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TasksVerifiedOk |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TasksVerifiedFailed", wireType)
+			}
+			m.TasksVerifiedFailed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TasksVerifiedFailed |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengesPassed", wireType)
+			}
+			m.ChallengesPassed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengesPassed |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengesFailed", wireType)
+			}
+			m.ChallengesFailed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengesFailed |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ChallengesMissed", wireType)
+			}
+			m.ChallengesMissed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ChallengesMissed |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AcksOnTime", wireType)
+			}
+			m.AcksOnTime = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AcksOnTime |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AcksLate", wireType)
+			}
+			m.AcksLate = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.AcksLate |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Lapses", wireType)
+			}
+			m.Lapses = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Lapses |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SettledOnTime", wireType)
+			}
+			m.SettledOnTime = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SettledOnTime |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SettledLate", wireType)
+			}
+			m.SettledLate = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SettledLate |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Slashes", wireType)
+			}
+			m.Slashes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Slashes |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Jails", wireType)
+			}
+			m.Jails = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Jails |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *NodeScore) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: NodeScore: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: NodeScore: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Score", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Score.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Accuracy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Accuracy.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Responsiveness", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Responsiveness.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PrevScore", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.PrevScore.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LastEpoch", wireType)
+			}
+			m.LastEpoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LastEpoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FirstEpoch", wireType)
+			}
+			m.FirstEpoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FirstEpoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Outcome", wireType)
+			}
+			m.Outcome = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Outcome |= ScoreOutcome(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *ScoreRecord) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: ScoreRecord: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: ScoreRecord: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NodeId", wireType)
+			}
+			m.NodeId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NodeId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Epoch", wireType)
+			}
+			m.Epoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Epoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Score", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Score.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Accuracy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Accuracy.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Responsiveness", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Responsiveness.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PrevScore", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.PrevScore.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Outcome", wireType)
+			}
+			m.Outcome = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Outcome |= ScoreOutcome(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Counters", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Counters.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *ScoringState) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: ScoringState: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: ScoringState: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CurrentEpoch", wireType)
+			}
+			m.CurrentEpoch = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CurrentEpoch |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType == 0 {
+				var v uint64
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint64(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Pending = append(m.Pending, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTypes
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthTypes
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthTypes
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.Pending) == 0 {
+					m.Pending = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowTypes
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint64(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Pending = append(m.Pending, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pending", wireType)
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Cursor", wireType)
+			}
+			m.Cursor = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Cursor |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTypes(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *OperatorReputation) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTypes
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: OperatorReputation: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: OperatorReputation: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ScoreSum", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTypes
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTypes
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.ScoreSum.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Nodes", wireType)
+			}
+			m.Nodes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTypes
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Nodes |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -1,0 +1,455 @@
+package keeper_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/flopsnet/flops/x/dps/types"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+)
+
+var (
+	alice = addr("alice")
+	bob   = addr("bob")
+	carol = addr("carol")
+)
+
+// network is the scenario of most tests: 1,000 GFL in four nodes, and verified work in
+// epoch 1 from alice (training and inference) and bob (training).
+//
+//	E      = 0.2 * 1,000 GFL * 0.01 DPS/GFL     = 2,000,000 udps
+//	E_avail = E_work                            = 1,000,000
+//	node 1 alice 100 GFL, reputation 1          -> 100,000
+//	node 2 bob   300 GFL, reputation 0.5        -> 150,000
+//	node 3 alice   0 GFL (inactive)             -> nothing
+//	node 4 carol 600 GFL, 0.3, ineligible       -> nothing (below min score)
+//	alice work: 1,000 GFLOP-s training + 1,000 inference (W 2): weight 3e9, fees 14 DPS
+//	bob   work: 2,000 GFLOP-s training:                         weight 2e9, fees 1 DPS
+//	alice: min(1e6 * 3/5 = 600,000, 4% of 14 DPS = 560,000) * 1   -> 560,000
+//	bob:   min(400,000, 4% of 1 DPS = 40,000) * 0.5              -> 20,000
+//	paid 250,000 + 580,000 = 830,000; remainder 1,170,000 stays in the pool
+func network(f *fixture) {
+	f.node(1, alice, 100)
+	f.node(2, bob, 300)
+	f.gfl.nodes = append(f.gfl.nodes, gfltypes.Node{Id: 3, Operator: alice.String(), Status: gfltypes.NODE_STATUS_INACTIVE})
+	f.node(4, carol, 600)
+	f.rep.nodes[2] = rep{dec("0.5"), true}
+	f.rep.nodes[4] = rep{dec("0.3"), false}
+	f.rep.providers[string(bob)] = rep{dec("0.5"), true}
+	f.market.add(1, alice, training, 1_000, 10*dpsUnit)
+	f.market.add(1, alice, inference, 1_000, 4*dpsUnit)
+	f.market.add(1, bob, training, 2_000, 1*dpsUnit)
+}
+
+// A distribution end to end: queued at the epoch end, paid over several EndBlocks with
+// at most max_payouts_per_block (2) items each, every payout as computed by hand, the
+// remainder in the pool, the history and the record, the work pruned.
+func TestDistributionEndToEnd(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	network(f)
+	poolBefore := f.pool()
+
+	f.endEpoch(1)
+	require.True(t, f.busy(), "queued, nothing paid at the epoch end")
+	require.True(t, f.pool().Equal(poolBefore))
+
+	blocks := f.runUntilIdle(20)
+	require.GreaterOrEqual(t, blocks, 6, "4 nodes, 3 records twice and a prune at 2 items a block")
+	require.LessOrEqual(t, f.gfl.maxLimit, 2)
+	require.LessOrEqual(t, f.market.maxLimit, 2)
+
+	require.Equal(t, ints(100_000+560_000), f.balance(alice))
+	require.Equal(t, ints(150_000+20_000), f.balance(bob))
+	require.True(t, f.balance(carol).IsZero(), "ineligible node: nothing")
+
+	d := f.emission(1)
+	requireAccounting(t, d)
+	require.Equal(t, uint64(1000*gflUnit), d.TotalGfl)
+	require.Equal(t, ints(2_000_000), d.Emission)
+	require.Equal(t, ints(1_000_000), d.Availability)
+	require.Equal(t, ints(1_000_000), d.Work)
+	require.Equal(t, ints(250_000), d.PaidAvailability)
+	require.Equal(t, ints(580_000), d.PaidWork)
+	require.Equal(t, ints(1_170_000), d.Remainder)
+	require.Equal(t, uint64(2), d.NodesPaid)
+	require.Equal(t, uint64(2), d.ProvidersPaid)
+	require.False(t, d.Aborted)
+	require.Nil(t, d.Progress)
+	require.Equal(t, poolBefore.Sub(ints(830_000)), f.pool(), "the pool paid exactly what was paid out")
+
+	require.Equal(t, types.ProviderReward{Provider: alice.String(), Epoch: 1, Availability: ints(100_000), Work: ints(560_000)}, f.reward(alice, 1))
+	require.Equal(t, types.ProviderReward{Provider: bob.String(), Epoch: 1, Availability: ints(150_000), Work: ints(20_000)}, f.reward(bob, 1))
+	require.Empty(t, f.market.work[1], "epoch 1's work is pruned")
+	require.Equal(t, 3, f.market.pruned[1])
+
+	// The era counts this epoch's GFL and the pool baseline is net of what was paid.
+	era, err := f.k.EraState.Get(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, ints(1000*gflUnit), era.CumulativeGfl)
+	require.Equal(t, poolBefore.Sub(ints(830_000)), era.PoolBaseline)
+}
+
+// The events a user sees: queued, started, one per payout, finished.
+func TestDistributionEvents(t *testing.T) {
+	f := newFixture(t, fixtureOpts{params: func(p *types.Params) { p.MaxPayoutsPerBlock = 100 }})
+	network(f)
+	f.endEpoch(1)
+	queued := events[*types.EventDistributionQueued](f)
+	require.Len(t, queued, 1)
+	require.Equal(t, uint64(1), queued[0].Epoch)
+
+	f.resetEvents()
+	f.endBlock() // 100 items: the whole distribution in one block
+	started := events[*types.EventDistributionStarted](f)
+	require.Len(t, started, 1)
+	require.Equal(t, ints(2_000_000), started[0].Distribution.Emission)
+	paid := events[*types.EventRewardPaid](f)
+	require.Len(t, paid, 4)
+	require.Equal(t, types.EventRewardPaid{Epoch: 1, Recipient: alice.String(), NodeId: 1, Kind: types.RewardKindAvailability, Amount: ints(100_000)}, *paid[0])
+	// work payouts come in x/market's (provider) key order
+	require.ElementsMatch(t, []types.EventRewardPaid{
+		{Epoch: 1, Recipient: alice.String(), Kind: types.RewardKindWork, Amount: ints(560_000)},
+		{Epoch: 1, Recipient: bob.String(), Kind: types.RewardKindWork, Amount: ints(20_000)},
+	}, []types.EventRewardPaid{*paid[2], *paid[3]})
+	done := events[*types.EventDistributionFinished](f)
+	require.Len(t, done, 1)
+	require.Equal(t, ints(1_170_000), done[0].Distribution.Remainder)
+	require.False(t, f.busy())
+}
+
+// Nothing starts while x/gfl rebalances, and a distribution in progress pauses while a
+// new rebalance runs (the node powers are moving).
+func TestDistributionWaitsForRebalance(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	network(f)
+	f.gfl.rebalancing = true
+	f.endEpoch(1)
+	for range 3 {
+		f.endBlock()
+	}
+	res, err := f.qs.Distribution(f.ctx, &types.QueryDistributionRequest{})
+	require.NoError(t, err)
+	require.False(t, res.InProgress)
+	require.Equal(t, []uint64{1}, res.PendingEpochs)
+	require.Zero(t, f.gfl.calls)
+
+	f.gfl.rebalancing = false
+	f.endBlock()
+	d, found, err := f.k.GetInProgress(f.ctx)
+	require.NoError(t, err)
+	require.True(t, found)
+	cursor := d.Progress.NodeCursor
+	require.Equal(t, uint64(2), cursor)
+
+	f.gfl.rebalancing = true
+	f.endBlock()
+	d, _, err = f.k.GetInProgress(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, cursor, d.Progress.NodeCursor, "paused")
+
+	f.gfl.rebalancing = false
+	f.runUntilIdle(20)
+	requireAccounting(t, f.emission(1))
+	require.Equal(t, ints(660_000), f.balance(alice))
+}
+
+// The pool caps E: with 0.5 DPS in the pool the distribution plans 0.5 DPS, never more.
+func TestEmissionCappedByPool(t *testing.T) {
+	f := newFixture(t, fixtureOpts{pool: 500_000})
+	network(f)
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	d := f.emission(1)
+	requireAccounting(t, d)
+	require.Equal(t, ints(2_000_000), d.Uncapped)
+	require.Equal(t, ints(500_000), d.Emission)
+	require.Equal(t, ints(250_000), d.Availability)
+	// alice 25,000 (a tenth), bob 37,500 (three tenths, halved); work: alice
+	// min(150,000, 560,000), bob min(100,000, 40,000) * 0.5
+	require.Equal(t, ints(25_000+150_000), f.balance(alice))
+	require.Equal(t, ints(37_500+20_000), f.balance(bob))
+	require.Equal(t, ints(500_000-232_500), f.pool())
+}
+
+// Max supply caps E: the udps outside the pool never exceeds max_supply.
+func TestEmissionCappedByMaxSupply(t *testing.T) {
+	// 1,000,000 DPS outside the pool; max supply leaves room for 0.3 DPS more.
+	f := newFixture(t, fixtureOpts{params: func(p *types.Params) {
+		p.MaxSupply = sdkmath.NewInt(1_000_000*dpsUnit + 300_000)
+	}})
+	network(f)
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	d := f.emission(1)
+	requireAccounting(t, d)
+	require.Equal(t, ints(300_000), d.Emission)
+	outside := f.bank.GetSupply(f.ctx, denom).Amount.Sub(f.pool())
+	require.True(t, outside.LTE(sdkmath.NewInt(1_000_000*dpsUnit+300_000)))
+}
+
+// Once max supply is reached nothing is emitted, and the distribution still ends and
+// prunes the work.
+func TestNothingEmittedAtMaxSupply(t *testing.T) {
+	f := newFixture(t, fixtureOpts{params: func(p *types.Params) { p.MaxSupply = sdkmath.NewInt(1_000_000 * dpsUnit) }})
+	network(f)
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	d := f.emission(1)
+	requireAccounting(t, d)
+	require.True(t, d.Emission.IsZero())
+	require.True(t, f.balance(alice).IsZero())
+	require.Empty(t, f.market.work[1])
+}
+
+// The reputation factor: the score multiplies the reward; below x/reputation's minimum
+// score (not eligible) there is nothing, whatever the score; the difference stays in the
+// pool.
+func TestReputationFactor(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.node(1, alice, 500)
+	f.node(2, bob, 500)
+	f.rep.nodes[1] = rep{dec("0.75"), true}
+	f.rep.nodes[2] = rep{dec("0.9"), false}
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	// E_avail = 0.2 * 1,000 GFL * 0.01 / 2 = 1 DPS; alice 0.5 DPS * 0.75, bob nothing
+	require.Equal(t, ints(375_000), f.balance(alice))
+	require.True(t, f.balance(bob).IsZero())
+	d := f.emission(1)
+	requireAccounting(t, d)
+	require.Equal(t, ints(375_000), d.PaidAvailability)
+	require.Equal(t, ints(2_000_000-375_000), d.Remainder, "no work this epoch: E_work stays too")
+}
+
+// The work reward cap: a provider whose share of E_work is large but whose fees are
+// small earns at most work_reward_cap * fees.
+func TestWorkRewardCap(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.node(1, carol, 1_000)
+	f.rep.nodes[1] = rep{dec("1"), false} // no availability payouts, to isolate the work
+	f.market.add(1, alice, training, 1_000_000, 3*dpsUnit)
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	// alone, alice's share is all of E_work = 1 DPS; capped at 4% of 3 DPS
+	require.Equal(t, ints(120_000), f.balance(alice))
+	requireAccounting(t, f.emission(1))
+}
+
+// The distribution never pays more than E_avail even if node powers grow after it read
+// the total (the guard against powers changing mid-distribution).
+func TestAvailabilityNeverAbovePlan(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.node(1, alice, 100)
+	f.node(2, bob, 100)
+	f.node(3, carol, 100)
+	small := uint64(100 * gflUnit) // the index says 100 GFL while the nodes hold 300
+	f.gfl.totalOverride = &small
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	d := f.emission(1)
+	requireAccounting(t, d)
+	// E = 0.2 DPS, E_avail 0.1 DPS: alice takes it all, nothing is left for the others
+	require.Equal(t, ints(100_000), d.PaidAvailability)
+	require.Equal(t, ints(100_000), f.balance(alice))
+	require.True(t, f.balance(bob).IsZero())
+}
+
+// A payout that fails (a blocked recipient) or panics is skipped: the others are paid,
+// its amount stays in the pool as remainder.
+func TestFailedPayoutIsSkipped(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	network(f)
+	f.bank.blocked[string(bob)] = true
+	f.bank.panicOnSendTo = carol
+	f.rep.nodes[4] = rep{dec("1"), true}
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	d := f.emission(1)
+	requireAccounting(t, d)
+	require.Equal(t, ints(660_000), f.balance(alice))
+	require.True(t, f.balance(bob).IsZero())
+	require.True(t, f.balance(carol).IsZero())
+	require.Equal(t, ints(100_000), d.PaidAvailability)
+	require.Equal(t, ints(560_000), d.PaidWork)
+	require.Equal(t, ints(2_000_000-660_000), d.Remainder)
+	require.Equal(t, types.ProviderReward{Availability: sdkmath.ZeroInt(), Work: sdkmath.ZeroInt()}, f.reward(bob, 1))
+}
+
+// A step that keeps failing (x/gfl cannot page its nodes) is retried, then the
+// distribution is aborted after three failures so that the queue moves on.
+func TestFailingStepAborts(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	network(f)
+	f.gfl.err = errors.New("store corrupted")
+	f.endEpoch(1)
+	f.endEpoch(2)
+	f.endBlock()
+	f.endBlock()
+	d, found, err := f.k.GetInProgress(f.ctx)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, uint32(2), d.Progress.Failures)
+	f.endBlock()
+	d = f.emission(1)
+	requireAccounting(t, d)
+	require.True(t, d.Aborted)
+	require.Equal(t, d.Emission, d.Remainder)
+
+	f.gfl.err = nil
+	f.runUntilIdle(20)
+	requireAccounting(t, f.emission(2))
+	require.False(t, f.emission(2).Aborted)
+}
+
+// A keeper without its dependencies never panics: the distribution waits (and is logged).
+func TestUnsetDependencySkipped(t *testing.T) {
+	f := newFixture(t, fixtureOpts{noWiring: true})
+	f.endEpoch(1)
+	require.NotPanics(t, func() {
+		for range 3 {
+			f.endBlock()
+		}
+	})
+	res, err := f.qs.Distribution(f.ctx, &types.QueryDistributionRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1}, res.PendingEpochs)
+
+	_, err = f.k.CurrentWorkEpoch(f.ctx)
+	require.ErrorIs(t, err, types.ErrNotWired)
+
+	f.k.SetGFL(f.gfl)
+	f.k.SetMarket(f.market)
+	f.k.SetReputation(f.rep)
+	f.node(1, alice, 100)
+	f.runUntilIdle(10)
+	requireAccounting(t, f.emission(1))
+	require.Equal(t, ints(100_000), f.balance(alice))
+}
+
+// Distributions run one at a time in epoch order; an epoch is queued once; epochs of
+// another identifier are ignored.
+func TestQueue(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.node(1, alice, 100)
+	require.NoError(t, f.k.EpochHooks().AfterEpochEnd(f.ctx, "day", 1))
+	f.endEpoch(2)
+	f.endEpoch(1)
+	f.endEpoch(1)
+	res, err := f.qs.Distribution(f.ctx, &types.QueryDistributionRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2}, res.PendingEpochs)
+
+	f.endBlock()
+	d, found, err := f.k.GetInProgress(f.ctx)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, uint64(1), d.Epoch, "the oldest first")
+	f.runUntilIdle(10)
+	require.True(t, f.emission(1).StartHeight <= f.emission(2).StartHeight)
+	require.True(t, f.emission(1).EndHeight <= f.emission(2).StartHeight)
+
+	f.endEpoch(1) // already paid: not queued again
+	require.False(t, f.busy())
+}
+
+// CurrentWorkEpoch is the current number of the epoch named by epoch_identifier.
+func TestCurrentWorkEpoch(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.epochs.current["flops"] = 7
+	n, err := f.k.CurrentWorkEpoch(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(7), n)
+	f.epochs.current["flops"] = -1
+	n, err = f.k.CurrentWorkEpoch(f.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	delete(f.epochs.current, "flops")
+	_, err = f.k.CurrentWorkEpoch(f.ctx)
+	require.Error(t, err)
+}
+
+// Halvings on the chain: by threshold after enough GFL, and a replenished pool (x/market's
+// take) delays a threshold halving; by time whatever the GFL.
+func TestHalvingsInKeeper(t *testing.T) {
+	run := func(f *fixture, epoch int64) types.Distribution {
+		f.endEpoch(epoch)
+		f.runUntilIdle(20)
+		return f.emission(uint64(epoch))
+	}
+	threshold := func(p *types.Params) { p.HalvingThreshold = sdkmath.NewInt(2_500 * gflUnit) }
+
+	t.Run("threshold", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{params: threshold})
+		f.node(1, alice, 1_000)
+		require.Equal(t, types.HALVING_CAUSE_UNSPECIFIED, run(f, 1).Halving) // 1,000
+		require.Equal(t, types.HALVING_CAUSE_UNSPECIFIED, run(f, 2).Halving) // 2,000
+		d := run(f, 3)                                                       // 3,000 >= 2,500
+		require.Equal(t, types.HALVING_CAUSE_THRESHOLD, d.Halving)
+		require.Equal(t, uint32(1), d.Era)
+		require.Equal(t, ints(1_000_000), d.Emission, "the halving epoch pays half")
+		era, err := f.qs.Era(f.ctx, &types.QueryEraRequest{})
+		require.NoError(t, err)
+		require.Equal(t, uint32(1), era.Era)
+		require.Equal(t, "0.005000000000000000", era.Rate.String())
+		require.True(t, era.CumulativeGfl.IsZero())
+		require.Equal(t, ints(2_500*gflUnit), era.RemainingGfl)
+	})
+
+	t.Run("replenishment delays it", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{params: threshold})
+		f.node(1, alice, 1_000)
+		run(f, 1)
+		run(f, 2)
+		// x/market's take brings 6 DPS into the pool: it buys back 600 GFL at R = 0.01
+		f.bank.Move(f.ctx, addr("treasury"), poolAddr, 6*dpsUnit)
+		d := run(f, 3)
+		require.Equal(t, types.HALVING_CAUSE_UNSPECIFIED, d.Halving)
+		require.Equal(t, ints(6*dpsUnit), d.Replenished)
+		require.Equal(t, ints(600*gflUnit), d.GflCredit)
+		era, err := f.qs.Era(f.ctx, &types.QueryEraRequest{})
+		require.NoError(t, err)
+		require.Equal(t, ints(2_400*gflUnit), era.CumulativeGfl) // 2,000 - 600 + 1,000
+		require.Equal(t, types.HALVING_CAUSE_THRESHOLD, run(f, 4).Halving)
+	})
+
+	t.Run("time", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{})
+		f.node(1, alice, 1)
+		require.Equal(t, types.HALVING_CAUSE_UNSPECIFIED, run(f, 1).Halving)
+		f.ctx = f.ctx.WithBlockTime(f.ctx.BlockTime().Add(365 * 24 * time.Hour))
+		d := run(f, 2)
+		require.Equal(t, types.HALVING_CAUSE_TIME, d.Halving)
+		require.Equal(t, uint32(1), d.Era)
+		halvings := events[*types.EventHalving](f)
+		require.Len(t, halvings, 1)
+		require.Equal(t, types.EventHalving{Era: 1, Cause: types.HALVING_CAUSE_TIME, Epoch: 2, CumulativeGfl: ints(2 * gflUnit)}, *halvings[0])
+		era, err := f.qs.Era(f.ctx, &types.QueryEraRequest{})
+		require.NoError(t, err)
+		require.Equal(t, d.StartTime, era.LastHalvingTime)
+		require.Equal(t, d.StartTime.Add(365*24*time.Hour), era.NextHalvingTime)
+	})
+}
+
+// A provider whose records span several blocks (one record per block here) is paid once,
+// on its whole tally: its training work carries the weight, its inference work the fees;
+// paid per part it would get nothing.
+func TestProviderSpanningBlocks(t *testing.T) {
+	f := newFixture(t, fixtureOpts{params: func(p *types.Params) { p.MaxPayoutsPerBlock = 1 }})
+	f.node(1, carol, 1_000)
+	f.rep.nodes[1] = rep{dec("1"), false}
+	f.market.add(1, alice, training, 5_000, 0)
+	f.market.add(1, alice, inference, 0, 2*dpsUnit)
+	f.market.add(1, alice, int32(gfltypes.WORKLOAD_CLASS_RENDERING), 0, 1*dpsUnit)
+	f.endEpoch(1)
+	blocks := f.runUntilIdle(30)
+	require.GreaterOrEqual(t, blocks, 8, "1 node, 3 records twice, 3 pruned")
+	d := f.emission(1)
+	requireAccounting(t, d)
+	require.Equal(t, ints(120_000), f.balance(alice), "4% of 3 DPS of fees")
+	require.Equal(t, uint64(1), d.ProvidersPaid)
+}

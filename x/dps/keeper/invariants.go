@@ -1,0 +1,93 @@
+package keeper
+
+import (
+	"fmt"
+
+	"cosmossdk.io/collections"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/invariant"
+	"github.com/flopsnet/flops/x/dps/types"
+)
+
+// RegisterInvariants registers x/dps's accounting invariants.
+func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
+	reg.Register(types.ModuleName, types.InvariantPool, k.PoolInvariant)
+	reg.Register(types.ModuleName, types.InvariantDistributions, k.DistributionsInvariant)
+}
+
+// PoolInvariant: the reward pool holds at least what the distribution in progress may
+// still pay (E - paid); E was capped by the pool when it started and only x/dps pays out
+// of the pool.
+func (k Keeper) PoolInvariant(ctx sdk.Context) (string, bool) {
+	d, found, err := k.GetInProgress(ctx)
+	if err != nil {
+		return invariant.Format(types.ModuleName, types.InvariantPool, err.Error(), true), true
+	}
+	balance := k.PoolBalance(ctx)
+	owed := sdkmath.ZeroInt()
+	if found {
+		owed = d.Owed()
+	}
+	broken := balance.LT(owed)
+	msg := fmt.Sprintf("pool %s%s, owed by the distribution in progress %s%s", balance, types.Denom, owed, types.Denom)
+	return invariant.Format(types.ModuleName, types.InvariantPool, msg, broken), broken
+}
+
+// DistributionsInvariant: every distribution is consistent (E_avail + E_work = E, paid
+// <= planned, and once finished paid + remainder = E), and the rewards history of each
+// epoch adds up to what its distribution paid.
+func (k Keeper) DistributionsInvariant(ctx sdk.Context) (string, bool) {
+	fail := func(msg string) (string, bool) {
+		return invariant.Format(types.ModuleName, types.InvariantDistributions, msg, true), true
+	}
+	type sums struct{ avail, work sdkmath.Int }
+	history := map[uint64]sums{}
+	if err := k.Rewards.Walk(ctx, nil, func(_ collections.Pair[sdk.AccAddress, uint64], r types.ProviderReward) (bool, error) {
+		s, ok := history[r.Epoch]
+		if !ok {
+			s = sums{sdkmath.ZeroInt(), sdkmath.ZeroInt()}
+		}
+		history[r.Epoch] = sums{s.avail.Add(r.Availability), s.work.Add(r.Work)}
+		return false, nil
+	}); err != nil {
+		return fail(err.Error())
+	}
+	var problems []string
+	check := func(d types.Distribution, done bool) {
+		if err := d.Validate(done); err != nil {
+			problems = append(problems, err.Error())
+		}
+		s, ok := history[d.Epoch]
+		if !ok {
+			s = sums{sdkmath.ZeroInt(), sdkmath.ZeroInt()}
+		}
+		if !s.avail.Equal(d.PaidAvailability) || !s.work.Equal(d.PaidWork) {
+			problems = append(problems, fmt.Sprintf("epoch %d paid %s availability and %s work, its rewards history says %s and %s",
+				d.Epoch, d.PaidAvailability, d.PaidWork, s.avail, s.work))
+		}
+	}
+	count := 0
+	if err := k.Distributions.Walk(ctx, nil, func(_ uint64, d types.Distribution) (bool, error) {
+		count++
+		check(d, true)
+		return false, nil
+	}); err != nil {
+		return fail(err.Error())
+	}
+	d, found, err := k.GetInProgress(ctx)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if found {
+		check(d, false)
+	}
+	msg := fmt.Sprintf("%d finished distributions, one in progress: %t", count, found)
+	for _, p := range problems {
+		msg += "\n" + p
+	}
+	broken := len(problems) > 0
+	return invariant.Format(types.ModuleName, types.InvariantDistributions, msg, broken), broken
+}
