@@ -10,7 +10,8 @@ COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -X github.com/cosmos/cosmos-sdk/version.Name=flops \
             -X github.com/cosmos/cosmos-sdk/version.AppName=flopsd \
             -X github.com/cosmos/cosmos-sdk/version.Version=$(VERSION) \
-            -X github.com/cosmos/cosmos-sdk/version.Commit=$(COMMIT)
+            -X github.com/cosmos/cosmos-sdk/version.Commit=$(COMMIT) \
+            -X github.com/flopsnet/flops/worker/daemon.Version=$(VERSION)
 GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
@@ -20,11 +21,12 @@ GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | gre
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
 
-build: ## build flopsd into build/
+build: ## build flopsd and flops-worker into build/
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flopsd ./cmd/flopsd
+	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flops-worker ./cmd/flops-worker
 
-install: ## install flopsd into GOBIN
-	go install $(GOFLAGS_BUILD) ./cmd/flopsd
+install: ## install flopsd and flops-worker into GOBIN
+	go install $(GOFLAGS_BUILD) ./cmd/flopsd ./cmd/flops-worker
 
 test: build ## every test: unit, keeper, app and end-to-end (about 4 min warm, see README)
 	go test -count=1 -timeout 30m ./...

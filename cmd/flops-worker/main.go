@@ -1,0 +1,413 @@
+// Command flops-worker is a flops provider's daemon: it sells a machine's GPUs on the
+// flops market (DESIGN.md section 6).
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/worker/chain"
+	"github.com/flopsnet/flops/worker/config"
+	"github.com/flopsnet/flops/worker/daemon"
+	"github.com/flopsnet/flops/worker/gpu"
+	"github.com/flopsnet/flops/worker/outputs"
+	wpocp "github.com/flopsnet/flops/worker/pocp"
+	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+func main() {
+	if err := root().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+type globals struct {
+	home, config, logLevel string
+	logJSON                bool
+}
+
+func root() *cobra.Command {
+	g := &globals{}
+	cmd := &cobra.Command{
+		Use:           "flops-worker",
+		Short:         "Sell a machine's GPUs on the flops market",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	home, _ := os.UserHomeDir()
+	cmd.PersistentFlags().StringVar(&g.home, "home", filepath.Join(home, ".flops-worker"), "the worker's directory (config, keyring, state)")
+	cmd.PersistentFlags().StringVar(&g.config, "config", "", "config file (default <home>/worker.yaml)")
+	cmd.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.PersistentFlags().BoolVar(&g.logJSON, "log-json", false, "JSON logs")
+	cmd.AddCommand(initCmd(g), runCmd(g), inventoryCmd(g), statusCmd(g), benchmarkCmd(g), fetchCmd(g), versionCmd())
+	return cmd
+}
+
+func (g *globals) configPath() string {
+	if g.config != "" {
+		return g.config
+	}
+	return filepath.Join(g.home, "worker.yaml")
+}
+
+func (g *globals) logger() *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(g.logLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if g.logJSON {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// load reads the config and applies the flags that were set.
+func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
+	cfg, err := config.Load(g.configPath(), g.home)
+	if errors.Is(err, os.ErrNotExist) {
+		return cfg, fmt.Errorf("no config at %s: run `flops-worker init` first", g.configPath())
+	} else if err != nil {
+		return cfg, err
+	}
+	f := cmd.Flags()
+	str := func(name string, dst *string) {
+		if f.Changed(name) {
+			*dst, _ = f.GetString(name)
+		}
+	}
+	str("grpc", &cfg.Chain.GRPC)
+	str("chain-id", &cfg.Chain.ChainID)
+	str("key", &cfg.Key.Name)
+	str("keyring-backend", &cfg.Key.Backend)
+	str("keyring-dir", &cfg.Key.Dir)
+	str("endpoint", &cfg.Node.Endpoint)
+	str("region", &cfg.Node.Region)
+	str("ask", &cfg.Node.AskPerGPUHour)
+	str("bond", &cfg.Bond.Amount)
+	str("outputs-listen", &cfg.Outputs.Listen)
+	str("telemetry-listen", &cfg.Telemetry.Listen)
+	str("solver", &cfg.PoCP.Solver)
+	str("external-solver", &cfg.PoCP.External)
+	str("checkpoint-upload-url", &cfg.Outputs.CheckpointUploadURL)
+	if f.Changed("mock-gpus") {
+		cfg.Node.MockGPUs, _ = f.GetInt("mock-gpus")
+	}
+	if f.Changed("gas-price") {
+		cfg.Chain.GasPrice, _ = f.GetFloat64("gas-price")
+	}
+	if f.Changed("cheat") {
+		cfg.Cheat, _ = f.GetBool("cheat")
+	}
+	return cfg, cfg.Validate()
+}
+
+func chainFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("grpc", "", "node gRPC address (chain.grpc)")
+	f.String("chain-id", "", "chain id (chain.chain_id)")
+	f.Float64("gas-price", 0, "udps per gas (chain.gas_price)")
+	f.String("key", "", "key name (key.name)")
+	f.String("keyring-backend", "", "test, file or os (key.keyring_backend)")
+	f.String("keyring-dir", "", "keyring directory (key.keyring_dir)")
+}
+
+func initCmd(g *globals) *cobra.Command {
+	var newKey bool
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Write a commented config file (and create the provider key)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := os.MkdirAll(g.home, 0o700); err != nil {
+				return err
+			}
+			path := g.configPath()
+			if _, err := os.Stat(path); err == nil {
+				return fmt.Errorf("%s exists: edit it, or remove it to start over", path)
+			}
+			if err := os.WriteFile(path, []byte(config.Template(g.home)), 0o600); err != nil {
+				return err
+			}
+			fmt.Println("wrote", path)
+			if !newKey {
+				return nil
+			}
+			cfg := config.Default(g.home)
+			enc, err := app.MakeEncoding()
+			if err != nil {
+				return err
+			}
+			kr, err := chain.Keyring(cfg.Key.Backend, cfg.Key.Dir, enc.Codec)
+			if err != nil {
+				return err
+			}
+			if priv, err := chain.LoadKey(kr, cfg.Key.Name); err == nil {
+				fmt.Printf("key %q exists: %s\n", cfg.Key.Name, sdk.AccAddress(priv.PubKey().Address()).String())
+				return nil
+			}
+			priv, mnemonic, err := chain.NewKey(kr, cfg.Key.Name)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("created key %q: %s\nfund it with DPS (udps) before `flops-worker run`.\nmnemonic (write it down, it is shown once):\n%s\n",
+				cfg.Key.Name, sdk.AccAddress(priv.PubKey().Address()).String(), mnemonic)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&newKey, "new-key", true, "create the provider key in the test keyring under --home if it does not exist")
+	return cmd
+}
+
+func runCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Bond, register the node and sell its GPUs until interrupted",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return daemon.Run(ctx, cfg, g.logger(), nil)
+		},
+	}
+	chainFlags(cmd)
+	f := cmd.Flags()
+	f.String("endpoint", "", "public URL of the output server (node.endpoint)")
+	f.String("region", "", "node.region")
+	f.String("ask", "", "udps per GPU-hour (node.ask_per_gpu_hour)")
+	f.String("bond", "", "udps to keep bonded (bond.amount)")
+	f.Int("mock-gpus", 0, "register this many mock A100 GPUs when the machine has none (demos, tests)")
+	f.String("outputs-listen", "", "output server address (outputs.listen)")
+	f.String("telemetry-listen", "", "metrics and health address (telemetry.listen)")
+	f.String("solver", "", "go or external (pocp.solver)")
+	f.String("external-solver", "", "external PoCP solver program (pocp.external)")
+	f.String("checkpoint-upload-url", "", "PUT checkpoints to <url>/<sha256> (outputs.checkpoint_upload_url)")
+	f.Bool("cheat", false, "commit wrong results (tests of the chain's verification only: the node WILL be slashed)")
+	_ = f.MarkHidden("cheat")
+	return cmd
+}
+
+func inventoryCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "inventory",
+		Short: "Print the GPUs NVML sees",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inv, err := gpu.Open(g.logger())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = inv.Close() }()
+			devs, err := inv.Devices(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if len(devs) == 0 {
+				fmt.Printf("no GPU: %s\n", gpu.FallbackReason(inv))
+				return nil
+			}
+			fmt.Printf("backend %s, %d GPUs\n%s", inv.Backend(), len(devs), gpu.Describe(devs))
+			for _, d := range devs {
+				s, err := inv.Sample(cmd.Context(), d.UUID)
+				if err != nil {
+					fmt.Printf("%s: sample: %v\n", d.UUID, err)
+					continue
+				}
+				fmt.Printf("%s: %d%% busy, %d MiB used, %.1f W, %d C, energy counter %d mJ\n",
+					d.UUID, s.UtilizationGPU, s.MemoryUsedMiB, float64(s.PowerMilliwatts)/1000, s.TemperatureC, s.EnergyMillijoules)
+			}
+			return nil
+		},
+	}
+}
+
+func statusCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the provider's node, collateral, tasks and challenges on chain",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			enc, err := app.MakeEncoding()
+			if err != nil {
+				return err
+			}
+			kr, err := chain.Keyring(cfg.Key.Backend, cfg.Key.Dir, enc.Codec)
+			if err != nil {
+				return err
+			}
+			priv, err := chain.LoadKey(kr, cfg.Key.Name)
+			if err != nil {
+				return err
+			}
+			op := sdk.AccAddress(priv.PubKey().Address()).String()
+			c, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, ChainID: cfg.Chain.ChainID}, g.logger())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = c.Close() }()
+			h, bt, err := c.Height(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("chain %s at height %d (%s)\noperator %s\n", c.ChainID(), h, bt.Format(time.RFC3339), op)
+			if coll, err := c.Collateral.Collateral(ctx, &sstypes.QueryCollateralRequest{Provider: op}); err == nil {
+				cl := coll.Collateral
+				fmt.Printf("collateral: %s udps bonded, %s udps reserved by tasks in flight, jailed %v, slashed %s udps in all\n",
+					cl.Bonded, cl.Exposure, cl.Jailed, cl.SlashedTotal)
+			}
+			nodes, err := c.GFL.NodesByOperator(ctx, &gfltypes.QueryNodesByOperatorRequest{Operator: op})
+			if err != nil {
+				return err
+			}
+			for _, n := range nodes.Nodes {
+				fmt.Printf("node %d: %s, %s, %d GPUs, power %d GFLOP/s (median %d, availability %d ppm)\n",
+					n.Id, n.GpuClass, n.Status, len(n.Gpus), n.PowerGflops, n.MedianGflops, n.AvailabilityPpm)
+			}
+			tasks, err := c.Market.TasksByProvider(ctx, &markettypes.QueryTasksByProviderRequest{Provider: op, Active: true})
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%d tasks in flight\n", len(tasks.Tasks))
+			for _, t := range tasks.Tasks {
+				fmt.Printf("  task %d (job %d, shard %d, %s): %s, price %s udps\n", t.Id, t.JobId, t.Index, t.Role, t.Status, t.Price)
+			}
+			chs, err := c.GFL.OpenChallenges(ctx, &gfltypes.QueryOpenChallengesRequest{Operator: op})
+			if err == nil {
+				for _, ch := range chs.Challenges {
+					fmt.Printf("challenge %d (node %d, n %d, r %d): %s\n", ch.Id, ch.NodeId, ch.N, ch.R, ch.Status)
+				}
+			}
+			return nil
+		},
+	}
+	chainFlags(cmd)
+	return cmd
+}
+
+func benchmarkCmd(g *globals) *cobra.Command {
+	var sizes []uint
+	var rounds uint
+	cmd := &cobra.Command{
+		Use:   "benchmark",
+		Short: "Time the PoCP solver on this machine and print GFLOP/s",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(g.configPath(), g.home)
+			if errors.Is(err, os.ErrNotExist) {
+				cfg, err = config.Default(g.home), nil
+			}
+			if err != nil {
+				return err
+			}
+			if f := cmd.Flags(); f.Changed("solver") {
+				cfg.PoCP.Solver, _ = f.GetString("solver")
+				cfg.PoCP.External, _ = f.GetString("external-solver")
+			}
+			solver := daemon.Solver(cfg, g.logger())
+			for _, n := range sizes {
+				gflops, took, err := wpocp.Benchmark(cmd.Context(), solver, uint32(n), uint32(rounds))
+				if err != nil {
+					return err
+				}
+				c := gflpocp.Challenge{N: uint32(n), R: uint32(rounds)}
+				fmt.Printf("%s solver: n=%d r=%d: %.1f GFLOP in %s: %d GFLOP/s\n", solver.Name(), n, rounds, float64(c.FLOPs())/1e9, took.Round(time.Millisecond), gflops)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().UintSliceVar(&sizes, "n", []uint{512, 1024, 2048}, "GEMM sizes (multiples of 256)")
+	cmd.Flags().UintVar(&rounds, "r", 1, "rounds")
+	cmd.Flags().String("solver", "go", "go or external")
+	cmd.Flags().String("external-solver", "", "the external solver program")
+	return cmd
+}
+
+func fetchCmd(g *globals) *cobra.Command {
+	var keyName, keyringDir, backend, grpc, dir string
+	cmd := &cobra.Command{
+		Use:   "fetch <task-id>",
+		Short: "Download a task's outputs as the job's owner and check them against the result root on chain",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var id uint64
+			if _, err := fmt.Sscan(args[0], &id); err != nil {
+				return fmt.Errorf("task id %q: %w", args[0], err)
+			}
+			ctx := cmd.Context()
+			enc, err := app.MakeEncoding()
+			if err != nil {
+				return err
+			}
+			kr, err := chain.Keyring(backend, keyringDir, enc.Codec)
+			if err != nil {
+				return err
+			}
+			priv, err := chain.LoadKey(kr, keyName)
+			if err != nil {
+				return err
+			}
+			c, err := chain.Dial(ctx, chain.Config{GRPC: grpc}, g.logger())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = c.Close() }()
+			t, err := c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: id})
+			if err != nil {
+				return err
+			}
+			if t.Task.OutputUri == "" {
+				return fmt.Errorf("task %d has no revealed output yet (%s)", id, t.Task.Status)
+			}
+			base, _, ok := strings.Cut(t.Task.OutputUri, "/v1/tasks/")
+			if !ok {
+				return fmt.Errorf("task %d: output URI %q is not a flops-worker output server", id, t.Task.OutputUri)
+			}
+			m, err := outputs.FetchManifest(ctx, http.DefaultClient, base, id, priv)
+			if err != nil {
+				return err
+			}
+			if !strings.EqualFold(m.ResultRoot, hex.EncodeToString(t.Task.ResultRoot)) {
+				return fmt.Errorf("task %d: the server's result root %s is not the one revealed on chain %x", id, m.ResultRoot, t.Task.ResultRoot)
+			}
+			if dir == "" {
+				dir = fmt.Sprintf("task-%d", id)
+			}
+			if err := outputs.Fetch(ctx, http.DefaultClient, base, id, priv, dir); err != nil {
+				return err
+			}
+			fmt.Printf("task %d: %d files in %s; result root %s matches the chain\n", id, len(m.Files), dir, hex.EncodeToString(t.Task.ResultRoot))
+			return nil
+		},
+	}
+	home, _ := os.UserHomeDir()
+	cmd.Flags().StringVar(&keyName, "key", "client", "the job owner's key")
+	cmd.Flags().StringVar(&keyringDir, "keyring-dir", filepath.Join(home, ".flopsd"), "keyring directory (flopsd's --home)")
+	cmd.Flags().StringVar(&backend, "keyring-backend", "test", "test, file or os")
+	cmd.Flags().StringVar(&grpc, "grpc", "localhost:9090", "node gRPC address")
+	cmd.Flags().StringVar(&dir, "out", "", "where to put the files (default task-<id>)")
+	return cmd
+}
+
+func versionCmd() *cobra.Command {
+	return &cobra.Command{Use: "version", Short: "Print the version", Run: func(*cobra.Command, []string) { fmt.Println(daemon.Version) }}
+}

@@ -1,0 +1,338 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+
+	"github.com/flopsnet/flops/worker/bidder"
+	"github.com/flopsnet/flops/worker/config"
+	"github.com/flopsnet/flops/worker/executor"
+	"github.com/flopsnet/flops/worker/gpu"
+	wpocp "github.com/flopsnet/flops/worker/pocp"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// Metrics is what the agent reports; *telemetry.Metrics implements it (nil: nothing).
+type Metrics interface {
+	TaskStarted(class string)
+	TaskCompleted(class string, took time.Duration, u markettypes.Usage)
+	TaskFailed(class, reason string, took time.Duration)
+	ObserveDispatch(latency time.Duration)
+	ObservePoCPSolve(solver string, took time.Duration, gflops float64)
+	TxBroadcast(msgTypes ...string)
+	TxFailed(msgTypes ...string)
+	ChainHeight(height int64)
+}
+
+// Publisher makes a finished task's outputs and a running task's checkpoints available
+// and says where (the output server; worker/outputs).
+type Publisher interface {
+	PublishOutputs(ctx context.Context, taskID uint64, owner string, res executor.Result) (uri string, err error)
+	PublishCheckpoint(ctx context.Context, taskID uint64, cp executor.Checkpoint) (uri string, err error)
+}
+
+// Options are the agent's parts; Config, Log, Chain, GPUs, Executor and Solver are
+// required.
+type Options struct {
+	Config    config.Config
+	Log       *slog.Logger
+	Chain     Chain
+	GPUs      gpu.Inventory
+	Executor  *executor.Executor
+	Solver    wpocp.Solver
+	Bidder    bidder.Policy
+	Publisher Publisher
+	Metrics   Metrics
+	HTTP      *http.Client
+	// Now is the clock (tests inject theirs).
+	Now func() time.Time
+}
+
+// Agent is one node's worker.
+type Agent struct {
+	o     Options
+	cfg   config.Config
+	log   *slog.Logger
+	state *store
+
+	market markettypes.QueryClient
+	gfl    gfltypes.QueryClient
+	coll   sstypes.QueryClient
+	bank   banktypes.QueryClient
+
+	node    gfltypes.Node
+	devices []gpu.Device
+	units   []string // schedulable GPU (or MIG) UUIDs
+
+	bg *errgroup.Group
+
+	mu        sync.Mutex
+	height    int64
+	blockTime time.Time
+	runs      map[uint64]*run       // task id -> its execution
+	pinned    map[string]uint64     // GPU UUID -> task id
+	answers   map[uint64]*challenge // challenge id -> its answer
+	checkpts  map[uint64]executor.Checkpoint
+	lastBeat  int64
+	bid       map[uint64]bool
+	joined    map[uint64]bool
+	claims    map[string]*claim
+	params    markettypes.Params
+}
+
+// run is one task's execution on this machine.
+type run struct {
+	task    markettypes.Task
+	job     markettypes.Job
+	cancel  context.CancelFunc
+	started time.Time
+	done    bool
+	err     error
+	res     executor.Result
+	meter   *gpu.Meter
+	usage   markettypes.Usage
+	gpus    []string
+	// committing: the commitment is on its way (never sent twice)
+	committing bool
+	revealing  bool
+}
+
+// challenge is a PoCP challenge being answered.
+type challenge struct {
+	answer    *wpocp.Answer
+	err       error
+	solving   bool
+	committed bool
+	revealing bool
+}
+
+// New checks the options and returns an agent.
+func New(o Options) (*Agent, error) {
+	switch {
+	case o.Chain == nil, o.GPUs == nil, o.Executor == nil, o.Solver == nil:
+		return nil, errors.New("agent: chain, GPUs, executor and solver are required")
+	}
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.HTTP == nil {
+		o.HTTP = http.DefaultClient
+	}
+	if o.Bidder == nil {
+		o.Bidder = bidder.Ask{Default: o.Config.Node.Ask(), LoadMarkupPPM: o.Config.Bidder.LoadMarkupPPM}
+	}
+	st, err := newStore(o.Config.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	conn := o.Chain.Conn()
+	return &Agent{
+		o: o, cfg: o.Config, log: o.Log.With("component", "agent"), state: st,
+		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
+		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
+		runs: map[uint64]*run{}, pinned: map[string]uint64{}, answers: map[uint64]*challenge{},
+		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]bool{}, joined: map[uint64]bool{}, claims: map[string]*claim{},
+	}, nil
+}
+
+// Node is the registered node (after Setup).
+func (a *Agent) Node() gfltypes.Node { return a.node }
+
+// Run sets the node up and follows the chain until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.Setup(ctx); err != nil {
+		return err
+	}
+	return a.Follow(ctx)
+}
+
+// Follow follows the chain block by block until ctx ends; the tasks' executions and the
+// challenge solves run beside the loop.
+func (a *Agent) Follow(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	a.bg = g
+	g.Go(func() error { return a.loop(ctx) })
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (a *Agent) loop(ctx context.Context) error {
+	t := time.NewTicker(a.cfg.Chain.PollInterval.Duration)
+	defer t.Stop()
+	var last int64
+	for {
+		h, bt, err := a.o.Chain.Height(ctx)
+		switch {
+		case err != nil:
+			a.log.Warn("chain height", "err", err)
+		case h > last:
+			last = h
+			if err := a.Tick(ctx, h, bt); err != nil && ctx.Err() == nil {
+				a.log.Warn("tick", "height", h, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Tick does what the block at height asks of the node: the tasks, the heartbeat, the
+// challenges, the auctions and the pools. Each action is its own transaction, sent
+// together; one failing does not hold back the others (the next tick re-reads the chain).
+func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) error {
+	a.mu.Lock()
+	a.height, a.blockTime = height, blockTime
+	a.mu.Unlock()
+	if m := a.o.Metrics; m != nil {
+		m.ChainHeight(height)
+	}
+	if a.node.Id == 0 {
+		return errors.New("no node: Setup has not run")
+	}
+	params, err := a.market.Params(ctx, &markettypes.QueryParamsRequest{})
+	if err != nil {
+		return fmt.Errorf("market params: %w", err)
+	}
+	a.params = params.Params
+	var actions []action
+	tasks, err := a.activeTasks(ctx)
+	if err != nil {
+		return err
+	}
+	actions = append(actions, a.taskActions(ctx, height, tasks)...)
+	actions = append(actions, a.challengeActions(ctx, height)...)
+	if a.cfg.Bidder.Enabled {
+		actions = append(actions, a.bidActions(ctx)...)
+	}
+	actions = append(actions, a.poolActions(ctx, height)...)
+	a.perform(ctx, actions)
+	a.forget(tasks)
+	return nil
+}
+
+// action is one transaction and what to do with its outcome.
+type action struct {
+	what string
+	msgs []sdk.Msg
+	// after is called with the tx's error (nil: it landed).
+	after func(err error)
+}
+
+// perform sends the actions' transactions together and waits for them.
+func (a *Agent) perform(ctx context.Context, actions []action) {
+	var wg sync.WaitGroup
+	for _, act := range actions {
+		wg.Add(1)
+		a.background(ctx, func(ctx context.Context) error {
+			defer wg.Done()
+			err := a.submit(ctx, act.what, act.msgs...)
+			if act.after != nil {
+				act.after(err)
+			}
+			return nil
+		})
+	}
+	wg.Wait()
+}
+
+// submit sends msgs in one tx and reports it.
+func (a *Agent) submit(ctx context.Context, what string, msgs ...sdk.Msg) error {
+	_, err := a.o.Chain.Submit(ctx, msgs...)
+	if m := a.o.Metrics; m != nil {
+		types := make([]string, len(msgs))
+		for i, msg := range msgs {
+			types[i] = sdk.MsgTypeURL(msg)
+		}
+		m.TxBroadcast(types...)
+		if err != nil {
+			m.TxFailed(types...)
+		}
+	}
+	if err != nil {
+		a.log.Warn("tx failed", "what", what, "err", err)
+	} else {
+		a.log.Debug("tx landed", "what", what)
+	}
+	return err
+}
+
+// background runs fn beside the loop; it never fails the agent (errors are logged by fn).
+func (a *Agent) background(ctx context.Context, fn func(ctx context.Context) error) {
+	if a.bg == nil { // outside Run (tests driving Tick block by block): in line
+		if err := fn(ctx); err != nil {
+			a.log.Warn("background", "err", err)
+		}
+		return
+	}
+	a.bg.Go(func() error {
+		if err := fn(ctx); err != nil {
+			a.log.Warn("background", "err", err)
+		}
+		return nil
+	})
+}
+
+// activeTasks lists the tasks in flight for this provider, every page.
+func (a *Agent) activeTasks(ctx context.Context) ([]markettypes.Task, error) {
+	var out []markettypes.Task
+	var key []byte
+	for {
+		res, err := a.market.TasksByProvider(ctx, &markettypes.QueryTasksByProviderRequest{
+			Provider: a.o.Chain.Address().String(), Active: true, Pagination: &query.PageRequest{Key: key, Limit: 200},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tasks: %w", err)
+		}
+		out = append(out, res.Tasks...)
+		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
+			return out, nil
+		}
+		key = res.Pagination.NextKey
+	}
+}
+
+// salt is 32 random bytes for a commitment.
+func salt() ([]byte, error) {
+	b := make([]byte, 32)
+	_, err := rand.Read(b)
+	return b, err
+}
+
+func hexOf(b []byte) string { return hex.EncodeToString(b) }
+
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,222 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/testutil/apptest"
+	"github.com/flopsnet/flops/worker/agent"
+	"github.com/flopsnet/flops/worker/chain"
+	"github.com/flopsnet/flops/worker/config"
+	"github.com/flopsnet/flops/worker/executor"
+	"github.com/flopsnet/flops/worker/gpu"
+	"github.com/flopsnet/flops/worker/outputs"
+	wpocp "github.com/flopsnet/flops/worker/pocp"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// appChain is the agent's Chain on an in-process app: every Submit is a block of its own.
+type appChain struct {
+	mu   *sync.Mutex
+	a    *apptest.App
+	name string
+}
+
+func (c appChain) Address() sdk.AccAddress { return c.a.Account(c.name).Address }
+
+func (c appChain) Height(context.Context) (int64, time.Time, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.a.Height(), c.a.BlockTime(), nil
+}
+
+func (c appChain) BlockHash(_ context.Context, h int64) ([]byte, error) {
+	return apptest.BlockHash(h), nil
+}
+
+func (c appChain) Conn() grpc.ClientConnInterface { return c.a.QueryConn() }
+
+func (c appChain) Submit(_ context.Context, msgs ...sdk.Msg) (*chain.TxResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.a.Deliver(c.name, msgs...)
+	res := &chain.TxResult{Height: c.a.Height(), Code: r.Code, Log: r.Log, GasUsed: r.GasUsed, Events: r.Events}
+	return res, res.Err()
+}
+
+// worker is one provider's agent on the app, with mock GPUs.
+type worker struct {
+	name  string
+	agent *agent.Agent
+	store *outputs.Store
+}
+
+func newWorker(t *testing.T, mu *sync.Mutex, a *apptest.App, name string, edit func(c *config.Config)) *worker {
+	t.Helper()
+	home := t.TempDir()
+	cfg := config.Default(home)
+	cfg.Node.MockGPUs = 2
+	cfg.Node.Region = "eu-west"
+	cfg.Node.Endpoint = "https://" + name + ".example.com"
+	cfg.Node.ClaimedGflops = 10
+	cfg.Bond.Amount = "400000000"
+	cfg.Executor.Workers = 1
+	if edit != nil {
+		edit(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter(t), nil))
+	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log, Workers: 1})
+	require.NoError(t, err)
+	store, err := outputs.Open(home + "/outputs")
+	require.NoError(t, err)
+	ag, err := agent.New(agent.Options{
+		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name}, GPUs: gpu.NewCPUOnly("test"), Executor: exec,
+		Solver: wpocp.NewGoSolver(1), Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
+		Now: a.BlockTime,
+	})
+	require.NoError(t, err)
+	require.NoError(t, ag.Setup(context.Background()))
+	return &worker{name: name, agent: ag, store: store}
+}
+
+// tick runs one block and lets every worker act on it.
+func tick(t *testing.T, a *apptest.App, ws ...*worker) {
+	t.Helper()
+	a.NextBlock()
+	for _, w := range ws {
+		require.NoError(t, w.agent.Tick(context.Background(), a.Height(), a.BlockTime()))
+	}
+}
+
+func until(t *testing.T, a *apptest.App, limit int, what string, done func() bool, ws ...*worker) {
+	t.Helper()
+	for i := 0; i < limit; i++ {
+		if done() {
+			return
+		}
+		tick(t, a, ws...)
+	}
+	require.Truef(t, done(), "%s: not after %d blocks", what, limit)
+}
+
+func appWithProviders(t *testing.T, names ...string) *apptest.App {
+	return apptest.New(t, apptest.WithAccounts(append([]string{"client"}, names...)...),
+		apptest.WithGenesis(apptest.SmallPoCP(60*time.Second)),
+		apptest.WithGenesis(func(e apptest.GenesisEditor) {
+			// every Submit here is a block of its own: windows counted in blocks are wide
+			var g gfltypes.GenesisState
+			e.Edit(gfltypes.ModuleName, &g, func() {
+				g.Params.ChallengeIntervalBlocks = 30
+				g.Params.ChallengeRevealBlocks = 40
+			})
+			var m markettypes.GenesisState
+			e.Edit(markettypes.ModuleName, &m, func() {
+				m.Params.ChallengeWindowBlocks = 3
+				m.Params.AuctionWindowBlocks = 8
+			})
+		}))
+}
+
+func job(t *testing.T, a *apptest.App, spec markettypes.JobSpec) markettypes.Job {
+	t.Helper()
+	a.MustDeliver("client", &markettypes.MsgSubmitJob{Owner: a.Account("client").String(), Spec: spec})
+	res, err := markettypesQuery(a).JobsByOwner(a.Ctx(), &markettypes.QueryJobsByOwnerRequest{Owner: a.Account("client").String()})
+	require.NoError(t, err)
+	return res.Jobs[len(res.Jobs)-1]
+}
+
+func markettypesQuery(a *apptest.App) markettypes.QueryClient {
+	return markettypes.NewQueryClient(a.QueryConn())
+}
+
+func gemmSpec(a *apptest.App, mode markettypes.AllocationMode) markettypes.JobSpec {
+	return markettypes.JobSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, TaskCount: 2, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
+		MaxPricePerTask: sdk.NewInt64Coin("udps", 2_000_000), MaxDuration: 10 * time.Minute, Deadline: a.BlockTime().Add(time.Hour),
+		PriorityTip: sdk.NewInt64Coin("udps", 0), Mode: mode, VerificationBudget: sdk.NewInt64Coin("udps", 0),
+	}
+}
+
+// Two workers on mock GPUs register and bond, answer their PoCP challenges, and run a
+// BUILTIN GEMM job under ASSIGN and another under AUCTION to settlement: the chain
+// verified every product by sampling, the owner paid, the providers were paid.
+func TestWorkersRunJobsToSettlement(t *testing.T) {
+	a := appWithProviders(t, "p1", "p2")
+	var mu sync.Mutex
+	w1, w2 := newWorker(t, &mu, a, "p1", nil), newWorker(t, &mu, a, "p2", nil)
+	require.NotEqual(t, w1.agent.Node().Id, w2.agent.Node().Id)
+	require.Len(t, w1.agent.Node().Gpus, 2)
+	q := markettypesQuery(a)
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	before := map[string]sdkmath.Int{"p1": a.Balance(a.Account("p1").Address, "udps"), "p2": a.Balance(a.Account("p2").Address, "udps")}
+
+	// a PoCP challenge answered by each
+	passed := func(node uint64) bool {
+		res, err := gq.NodeStats(a.Ctx(), &gfltypes.QueryNodeStatsRequest{NodeId: node})
+		require.NoError(t, err)
+		return res.Stats.Passed > 0
+	}
+	until(t, a, 40, "challenges passed", func() bool { return passed(w1.agent.Node().Id) && passed(w2.agent.Node().Id) }, w1, w2)
+
+	done := func(id uint64) func() bool {
+		return func() bool {
+			res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: id})
+			require.NoError(t, err)
+			return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
+		}
+	}
+	assign := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_ASSIGN))
+	until(t, a, 40, "ASSIGN job completed", done(assign.Id), w1, w2)
+	auction := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION))
+	until(t, a, 60, "AUCTION job completed", done(auction.Id), w1, w2)
+
+	won := map[uint64]bool{}
+	at, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: auction.Id})
+	require.NoError(t, err)
+	for _, tk := range at.Tasks {
+		require.NotZero(t, tk.BidNode, "won by a bid")
+		won[tk.NodeId] = true
+	}
+	require.NotEmpty(t, won) // equal asks: the clearing fills the better-ranked bid first
+	for _, id := range []uint64{assign.Id, auction.Id} {
+		tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: id})
+		require.NoError(t, err)
+		for _, tk := range tasks.Tasks {
+			require.Equal(t, markettypes.TASK_STATUS_SETTLED, tk.Status)
+			require.Len(t, tk.ResultRoot, 32)
+			require.Contains(t, tk.OutputUri, fmt.Sprintf("/v1/tasks/%d/outputs", tk.Id))
+			require.NotEmpty(t, hex.EncodeToString(tk.ResultRoot))
+		}
+	}
+	for _, n := range []string{"p1", "p2"} {
+		require.True(t, a.Balance(a.Account(n).Address, "udps").GT(before[n].Sub(sdkmath.NewInt(1))), "%s was paid", n)
+	}
+	a.AssertInvariants()
+}
+
+// testWriter sends logs to t.Log with -v (io.Discard otherwise).
+func testWriter(t *testing.T) io.Writer {
+	if testing.Verbose() {
+		return tw{t}
+	}
+	return io.Discard
+}
+
+type tw struct{ t *testing.T }
+
+func (w tw) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }

@@ -1,0 +1,133 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	wpocp "github.com/flopsnet/flops/worker/pocp"
+	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+)
+
+// challengeActions answers the node's PoCP challenges: an issued one is solved beside the
+// loop and committed the moment it is solved (the measured power is the work over the
+// time from issue to commitment); a committed one is revealed once the block after the
+// commitment, whose hash draws the samples, is committed.
+func (a *Agent) challengeActions(ctx context.Context, height int64) []action {
+	op := a.o.Chain.Address().String()
+	res, err := a.gfl.OpenChallenges(ctx, &gfltypes.QueryOpenChallengesRequest{Operator: op})
+	if err != nil {
+		a.log.Warn("open challenges", "err", err)
+		return nil
+	}
+	var acts []action
+	open := map[uint64]bool{}
+	for _, c := range res.Challenges {
+		if c.NodeId != a.node.Id {
+			continue
+		}
+		open[c.Id] = true
+		switch c.Status {
+		case gfltypes.CHALLENGE_STATUS_ISSUED:
+			a.solve(ctx, c, true)
+		case gfltypes.CHALLENGE_STATUS_COMMITTED:
+			if act, ok := a.revealChallenge(ctx, height, c); ok {
+				acts = append(acts, act)
+			}
+		}
+	}
+	a.mu.Lock()
+	for id := range a.answers {
+		if !open[id] {
+			delete(a.answers, id)
+		}
+	}
+	a.mu.Unlock()
+	return acts
+}
+
+// solve starts solving a challenge unless it is being (or was) solved; commit: send the
+// commitment as soon as the answer is ready.
+func (a *Agent) solve(ctx context.Context, c gfltypes.Challenge, commit bool) {
+	a.mu.Lock()
+	ch, ok := a.answers[c.Id]
+	if ok && (ch.solving || ch.answer != nil) {
+		a.mu.Unlock()
+		return
+	}
+	ch = &challenge{solving: true}
+	a.answers[c.Id] = ch
+	a.mu.Unlock()
+	pc := gflpocp.Challenge{N: c.N, R: c.R}
+	copy(pc.Seed[:], c.Seed)
+	a.background(ctx, func(ctx context.Context) error {
+		ans, err := wpocp.Prepare(ctx, a.o.Solver, pc)
+		a.mu.Lock()
+		ch.solving, ch.answer, ch.err = false, ans, err
+		a.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("challenge %d: %w", c.Id, err)
+		}
+		gflops := wpocp.GFLOPS(c.N, c.R, ans.Elapsed())
+		if m := a.o.Metrics; m != nil {
+			m.ObservePoCPSolve(a.o.Solver.Name(), ans.Elapsed(), float64(gflops))
+		}
+		a.log.Info("challenge solved", "challenge", c.Id, "n", c.N, "r", c.R, "took", ans.Elapsed(), "gflops", gflops)
+		if !commit {
+			return nil
+		}
+		root := ans.Root
+		if a.cfg.Cheat {
+			root[0] ^= 0xff // a wrong answer: the reveal cannot verify
+		}
+		err = a.submit(ctx, fmt.Sprintf("commit challenge %d", c.Id),
+			&gfltypes.MsgCommitChallenge{Operator: a.o.Chain.Address().String(), ChallengeId: c.Id, Root: root[:]})
+		if err == nil {
+			a.mu.Lock()
+			ch.committed = true
+			a.mu.Unlock()
+		}
+		return nil
+	})
+}
+
+// revealChallenge opens the sampled chunks of a committed challenge.
+func (a *Agent) revealChallenge(ctx context.Context, height int64, c gfltypes.Challenge) (action, bool) {
+	if height < c.CommitHeight+1 {
+		return action{}, false
+	}
+	a.mu.Lock()
+	ch, ok := a.answers[c.Id]
+	if !ok || ch.answer == nil {
+		a.mu.Unlock()
+		// restarted after committing: solve again (deterministic), reveal next block
+		a.solve(ctx, c, false)
+		return action{}, false
+	}
+	if ch.revealing {
+		a.mu.Unlock()
+		return action{}, false
+	}
+	ch.revealing = true
+	ans := ch.answer
+	a.mu.Unlock()
+	hash, err := a.o.Chain.BlockHash(ctx, c.CommitHeight+1)
+	if err != nil {
+		a.log.Warn("sample block hash", "challenge", c.Id, "err", err)
+		a.mu.Lock()
+		ch.revealing = false
+		a.mu.Unlock()
+		return action{}, false
+	}
+	positions := gflpocp.SamplePositions(gflpocp.SampleSeed(hash, c.Id), c.N, int(c.Samples))
+	msg := &gfltypes.MsgRevealChallenge{Operator: a.o.Chain.Address().String(), ChallengeId: c.Id, Proofs: ans.Proofs(positions)}
+	return action{what: fmt.Sprintf("reveal challenge %d", c.Id), msgs: msgs(msg), after: func(err error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if err != nil {
+			ch.revealing = false
+			return
+		}
+		a.log.Info("challenge revealed", "challenge", c.Id)
+	}}, true
+}

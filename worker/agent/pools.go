@@ -1,0 +1,325 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cosmos/cosmos-sdk/types/query"
+
+	"github.com/flopsnet/flops/internal/beacon"
+	"github.com/flopsnet/flops/worker/chain"
+	"github.com/flopsnet/flops/worker/executor"
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// claim is a pool unit this node races for.
+type claim struct {
+	pool      markettypes.Pool
+	unit      markettypes.Unit
+	res       executor.Result
+	working   bool // computing or committing
+	committed bool
+	revealing bool
+}
+
+// withdrawAfter: credits are withdrawn once this many units are credited (or the pool
+// closed): one transfer for many units.
+const withdrawAfter = 10
+
+// unitTaskID numbers a pool unit for the executor's directories (apart from task ids).
+func unitTaskID(pool, unit uint64) uint64 { return 1<<63 | pool<<32 | unit&(1<<32-1) }
+
+// poolActions joins the pools the node is eligible for, races for open units (each
+// computed beside the loop and committed the moment it is ready: the first valid
+// commitment claims a unit), reveals its claims, and withdraws its credits in batches.
+func (a *Agent) poolActions(ctx context.Context, height int64) []action {
+	if !a.cfg.Pools.Auto && len(a.cfg.Pools.Join) == 0 {
+		return nil
+	}
+	res, err := a.market.Pools(ctx, &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Limit: 200}})
+	if err != nil {
+		a.log.Warn("pools", "err", err)
+		return nil
+	}
+	wanted := map[uint64]bool{}
+	for _, id := range a.cfg.Pools.Join {
+		wanted[id] = true
+	}
+	op := a.o.Chain.Address().String()
+	slot := marketkeeper.SlotFromNode(a.node)
+	var acts []action
+	for _, pool := range res.Pools {
+		if pool.Owner == op {
+			continue
+		}
+		member, err := a.member(ctx, pool.Id)
+		if err != nil {
+			a.log.Warn("pool members", "pool", pool.Id, "err", err)
+			continue
+		}
+		switch {
+		case !member && pool.Status == markettypes.POOL_STATUS_OPEN && (a.cfg.Pools.Auto || wanted[pool.Id]):
+			if !markettypes.MeetsRequirements(slot, pool.Spec.Requirements, pool.Spec.Workload) {
+				continue
+			}
+			poolID := pool.Id
+			acts = append(acts, action{what: fmt.Sprintf("join pool %d", pool.Id),
+				msgs: msgs(&markettypes.MsgJoinPool{Provider: op, PoolId: pool.Id, NodeId: a.node.Id}),
+				after: func(err error) {
+					if err == nil || strings.Contains(err.Error(), "already a member") {
+						a.mu.Lock()
+						a.joined[poolID] = true
+						a.mu.Unlock()
+					}
+				}})
+		case member:
+			if pool.Status == markettypes.POOL_STATUS_OPEN {
+				a.race(ctx, pool)
+			}
+			acts = append(acts, a.revealUnits(ctx, height, pool)...)
+			if act, ok := a.withdraw(ctx, pool); ok {
+				acts = append(acts, act)
+			}
+		}
+	}
+	return acts
+}
+
+// member says whether the node is in a pool (remembered once known).
+func (a *Agent) member(ctx context.Context, poolID uint64) (bool, error) {
+	a.mu.Lock()
+	known := a.joined[poolID]
+	a.mu.Unlock()
+	if known {
+		return true, nil
+	}
+	var key []byte
+	for {
+		res, err := a.market.PoolMembers(ctx, &markettypes.QueryPoolMembersRequest{PoolId: poolID, Pagination: &query.PageRequest{Key: key}})
+		if err != nil {
+			return false, err
+		}
+		for _, m := range res.Members {
+			if m.NodeId == a.node.Id {
+				a.mu.Lock()
+				a.joined[poolID] = true
+				a.mu.Unlock()
+				return true, nil
+			}
+		}
+		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
+			return false, nil
+		}
+		key = res.Pagination.NextKey
+	}
+}
+
+// race claims open units up to pools.max_claims in flight. Members take units in an
+// order of their own (a hash of node and unit) so that they rarely compute the same one.
+func (a *Agent) race(ctx context.Context, pool markettypes.Pool) {
+	a.mu.Lock()
+	inflight := 0
+	for _, c := range a.claims {
+		if !c.revealing {
+			inflight++
+		}
+	}
+	a.mu.Unlock()
+	free := a.cfg.Pools.MaxClaims - inflight
+	if free <= 0 {
+		return
+	}
+	res, err := a.market.OpenUnits(ctx, &markettypes.QueryOpenUnitsRequest{PoolId: pool.Id, Pagination: &query.PageRequest{Limit: 100}})
+	if err != nil {
+		a.log.Warn("open units", "pool", pool.Id, "err", err)
+		return
+	}
+	units := res.Units
+	sort.Slice(units, func(i, j int) bool { return a.order(units[i].Id) < a.order(units[j].Id) })
+	for _, u := range units {
+		if free == 0 {
+			return
+		}
+		key := unitKey(pool.Id, u.Id)
+		excluded := false
+		for _, n := range u.ExcludedNodes {
+			excluded = excluded || n == a.node.Id
+		}
+		a.mu.Lock()
+		_, taken := a.claims[key]
+		if !taken && !excluded {
+			a.claims[key] = &claim{pool: pool, unit: u, working: true}
+		}
+		c := a.claims[key]
+		a.mu.Unlock()
+		if taken || excluded {
+			continue
+		}
+		free--
+		a.background(ctx, func(ctx context.Context) error { return a.claimUnit(ctx, c) })
+	}
+}
+
+func (a *Agent) order(unit uint64) uint64 {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], a.node.Id)
+	binary.BigEndian.PutUint64(b[8:], unit)
+	h := sha256.Sum256(b[:])
+	return binary.BigEndian.Uint64(h[:8])
+}
+
+// claimUnit computes a unit and commits to its result; a unit someone else claimed first
+// is dropped.
+func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
+	key := unitKey(c.pool.Id, c.unit.Id)
+	drop := func() {
+		a.mu.Lock()
+		delete(a.claims, key)
+		a.mu.Unlock()
+		_ = a.state.del(key)
+	}
+	spec := executor.Spec{
+		TaskID: unitTaskID(c.pool.Id, c.unit.Id), Runtime: c.pool.Spec.Runtime, Image: c.pool.Spec.Image,
+		Command: c.pool.Spec.Command, Env: c.pool.Spec.Env, Inputs: []markettypes.Input{c.unit.Input}, Builtin: c.pool.Spec.Builtin,
+	}
+	if c.pool.Spec.Runtime == markettypes.RUNTIME_BUILTIN && c.pool.Spec.Image == markettypes.BuiltinGemm {
+		g := marketkeeper.PoolGemm(c.pool, c.unit)
+		spec.Gemm = &g
+		spec.Inputs = nil // the unit's input seeds the GEMM; there is nothing to fetch
+	}
+	res, err := a.o.Executor.Run(ctx, spec, executor.Hooks{})
+	if err != nil {
+		drop()
+		return fmt.Errorf("pool %d unit %d: %w", c.pool.Id, c.unit.Id, err)
+	}
+	s, err := salt()
+	if err != nil {
+		drop()
+		return err
+	}
+	root := res.Root[:]
+	if a.cfg.Cheat {
+		bad := sha256.Sum256(append([]byte("skipped the work"), root...))
+		root = bad[:]
+	}
+	uri := a.cfg.Node.Endpoint
+	if a.o.Publisher != nil {
+		if uri, err = a.o.Publisher.PublishOutputs(ctx, spec.TaskID, c.pool.Owner, res); err != nil {
+			drop()
+			return err
+		}
+	}
+	rec := record{Kind: "unit", PoolID: c.pool.Id, UnitID: c.unit.Id, Root: hexOf(root), Salt: hexOf(s), OutputURI: uri, Gemm: res.Gemm != nil}
+	if err := a.state.put(rec); err != nil {
+		drop()
+		return err
+	}
+	a.mu.Lock()
+	c.res = res
+	a.mu.Unlock()
+	msg := &markettypes.MsgCommitUnit{Provider: a.o.Chain.Address().String(), PoolId: c.pool.Id, UnitId: c.unit.Id, NodeId: a.node.Id,
+		Commitment: marketkeeper.Commitment(root, s, a.o.Chain.Address())}
+	err = a.submit(ctx, fmt.Sprintf("claim pool %d unit %d", c.pool.Id, c.unit.Id), msg)
+	var txErr *chain.TxError
+	switch {
+	case err == nil:
+		a.mu.Lock()
+		c.working, c.committed = false, true
+		a.mu.Unlock()
+		a.log.Info("unit claimed", "pool", c.pool.Id, "unit", c.unit.Id)
+	case errors.As(err, &txErr):
+		drop() // claimed by someone else first, or the pool closed: the race is lost
+	default:
+		drop()
+		return err
+	}
+	return nil
+}
+
+// revealUnits opens this node's claims of a pool once the block after the commitment is
+// committed.
+func (a *Agent) revealUnits(ctx context.Context, height int64, pool markettypes.Pool) []action {
+	a.mu.Lock()
+	var mine []*claim
+	for _, c := range a.claims {
+		if c.pool.Id == pool.Id && c.committed && !c.revealing {
+			mine = append(mine, c)
+		}
+	}
+	a.mu.Unlock()
+	sort.Slice(mine, func(i, j int) bool { return mine[i].unit.Id < mine[j].unit.Id })
+	var acts []action
+	for _, c := range mine {
+		res, err := a.market.Unit(ctx, &markettypes.QueryUnitRequest{PoolId: pool.Id, UnitId: c.unit.Id})
+		if err != nil {
+			continue
+		}
+		u := res.Unit
+		if u.Status != markettypes.UNIT_STATUS_COMMITTED || u.NodeId != a.node.Id || height < u.CommitHeight+1 {
+			continue
+		}
+		key := unitKey(pool.Id, u.Id)
+		rec, found, err := a.state.get(key)
+		if err != nil || !found {
+			continue
+		}
+		root, _ := hex.DecodeString(rec.Root)
+		s, _ := hex.DecodeString(rec.Salt)
+		msg := &markettypes.MsgRevealUnit{Provider: a.o.Chain.Address().String(), PoolId: pool.Id, UnitId: u.Id, ResultRoot: root, Salt: s, OutputUri: rec.OutputURI}
+		if rec.Gemm && c.res.Gemm != nil {
+			hash, err := a.o.Chain.BlockHash(ctx, u.CommitHeight+1)
+			if err != nil {
+				continue
+			}
+			samples, err := a.samples(ctx)
+			if err != nil {
+				continue
+			}
+			seed := beacon.Derive(hash, markettypes.DomainPoolSample, pool.Id, u.Id)
+			msg.GemmProofs = c.res.Gemm.Proofs(marketkeeper.GemmSamplePositions(seed, marketkeeper.PoolGemm(pool, u), samples))
+		}
+		a.mu.Lock()
+		c.revealing = true
+		a.mu.Unlock()
+		cc := c
+		acts = append(acts, action{what: fmt.Sprintf("reveal pool %d unit %d", pool.Id, u.Id), msgs: msgs(msg), after: func(err error) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if err != nil {
+				cc.revealing = false
+				return
+			}
+			delete(a.claims, key)
+			_ = a.state.del(key)
+			a.log.Info("unit revealed", "pool", cc.pool.Id, "unit", cc.unit.Id)
+		}})
+	}
+	return acts
+}
+
+// withdraw takes the node's credits out of a pool once there are enough of them, or the
+// pool closed.
+func (a *Agent) withdraw(ctx context.Context, pool markettypes.Pool) (action, bool) {
+	op := a.o.Chain.Address().String()
+	res, err := a.market.PoolEarnings(ctx, &markettypes.QueryPoolEarningsRequest{PoolId: pool.Id, Provider: op})
+	if err != nil || res.Earnings.IsNil() || !res.Earnings.IsPositive() {
+		return action{}, false
+	}
+	if res.Units < withdrawAfter && pool.Status == markettypes.POOL_STATUS_OPEN {
+		return action{}, false
+	}
+	return action{what: fmt.Sprintf("withdraw pool %d", pool.Id),
+		msgs: msgs(&markettypes.MsgWithdrawPoolEarnings{Provider: op, PoolId: pool.Id}),
+		after: func(err error) {
+			if err == nil {
+				a.log.Info("pool credits withdrawn", "pool", pool.Id, "units", res.Units, "udps", res.Earnings)
+			}
+		}}, true
+}

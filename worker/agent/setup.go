@@ -1,0 +1,202 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
+
+	"github.com/flopsnet/flops/worker/gpu"
+	wpocp "github.com/flopsnet/flops/worker/pocp"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// BenchmarkSize is the GEMM the worker times to claim its power at the first start.
+const BenchmarkSize = 1024
+
+// Setup makes the chain know the machine: it bonds up to the configured collateral (and
+// at least the chain's minimum for its GPUs), finds the node registered with this
+// machine's GPUs or registers it, and updates its spec when the config changed.
+func (a *Agent) Setup(ctx context.Context) error {
+	devs, err := a.o.GPUs.Devices(ctx)
+	if err != nil {
+		return fmt.Errorf("GPU inventory: %w", err)
+	}
+	if len(devs) == 0 && a.cfg.Node.MockGPUs > 0 {
+		devs = MockDevices(a.o.Chain.Address(), a.cfg.Node.MockGPUs)
+		a.log.Info("no GPU found: registering mock GPUs", "gpus", len(devs))
+	}
+	if len(devs) == 0 {
+		return fmt.Errorf("no GPU on this machine (%s) and node.mock_gpus is 0: nothing to sell", gpu.FallbackReason(a.o.GPUs))
+	}
+	a.devices, a.units = devs, gpu.SchedulableUUIDs(devs)
+	if err := a.ensureBond(ctx, uint64(len(devs))); err != nil {
+		return err
+	}
+	node, err := a.findNode(ctx, devs)
+	if err != nil {
+		return err
+	}
+	spec, err := a.nodeSpec(ctx, devs, node)
+	if err != nil {
+		return err
+	}
+	op := a.o.Chain.Address().String()
+	switch {
+	case node == nil:
+		if err := a.submit(ctx, "register node", &gfltypes.MsgRegisterNode{Operator: op, Spec: spec}); err != nil {
+			return fmt.Errorf("register node: %w", err)
+		}
+		if node, err = a.findNode(ctx, devs); err != nil {
+			return err
+		}
+		if node == nil {
+			return errors.New("registered, but the chain does not list the node")
+		}
+		a.log.Info("node registered", "node", node.Id, "class", node.GpuClass, "status", node.Status, "gpus", len(node.Gpus), "claimed_gflops", spec.ClaimedGflops)
+	case specChanged(*node, spec):
+		if err := a.submit(ctx, "update node", &gfltypes.MsgUpdateNode{Operator: op, NodeId: node.Id, Spec: spec}); err != nil {
+			return fmt.Errorf("update node %d: %w", node.Id, err)
+		}
+		a.log.Info("node updated", "node", node.Id)
+	default:
+		a.log.Info("node found", "node", node.Id, "class", node.GpuClass, "status", node.Status)
+	}
+	got, err := a.gfl.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: node.Id})
+	if err != nil {
+		return err
+	}
+	a.node = got.Node
+	if kept, err := a.state.keys(); err == nil && len(kept) > 0 {
+		// results committed before a restart: the ticks reveal them (or forget them once
+		// the chain has moved on)
+		a.log.Info("results kept from before a restart", "count", len(kept), "keys", kept)
+	}
+	if a.node.Status == gfltypes.NODE_STATUS_PENDING {
+		a.log.Warn("the node waits for governance approval (GOVERNED admission)", "node", a.node.Id)
+	}
+	return nil
+}
+
+// ensureBond bonds the difference between the target and what is bonded.
+func (a *Agent) ensureBond(ctx context.Context, gpus uint64) error {
+	op := a.o.Chain.Address()
+	params, err := a.coll.Params(ctx, &sstypes.QueryParamsRequest{})
+	if err != nil {
+		return fmt.Errorf("collateral params: %w", err)
+	}
+	target := a.cfg.Bond.BondAmount()
+	if min := params.Params.MinCollateralPerGpu.MulRaw(int64(gpus)); target.LT(min) {
+		a.log.Warn("bond.amount is below the chain's minimum for the GPUs: bonding the minimum", "configured", target, "minimum", min)
+		target = min
+	}
+	bonded := sdkmath.ZeroInt()
+	if c, err := a.coll.Collateral(ctx, &sstypes.QueryCollateralRequest{Provider: op.String()}); err == nil {
+		bonded = c.Collateral.Bonded
+	}
+	if bonded.GTE(target) {
+		return nil
+	}
+	amount := sdk.NewCoin(params.Params.CollateralDenom, target.Sub(bonded))
+	if err := a.submit(ctx, "bond", &sstypes.MsgBond{Provider: op.String(), Amount: amount}); err != nil {
+		return fmt.Errorf("bond %s: %w", amount, err)
+	}
+	a.log.Info("bonded", "amount", amount, "total", target)
+	return nil
+}
+
+// findNode returns the operator's node holding these GPUs (the configured id first).
+func (a *Agent) findNode(ctx context.Context, devs []gpu.Device) (*gfltypes.Node, error) {
+	if id := a.cfg.Node.ID; id != 0 {
+		res, err := a.gfl.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: id})
+		if err != nil {
+			return nil, fmt.Errorf("node %d: %w", id, err)
+		}
+		if res.Node.Operator != a.o.Chain.Address().String() {
+			return nil, fmt.Errorf("node %d is operated by %s, not by this key", id, res.Node.Operator)
+		}
+		return &res.Node, nil
+	}
+	uuids := map[string]bool{}
+	for _, d := range devs {
+		uuids[d.UUID] = true
+	}
+	var key []byte
+	for {
+		res, err := a.gfl.NodesByOperator(ctx, &gfltypes.QueryNodesByOperatorRequest{Operator: a.o.Chain.Address().String(), Pagination: &query.PageRequest{Key: key}})
+		if err != nil {
+			return nil, fmt.Errorf("nodes: %w", err)
+		}
+		for _, n := range res.Nodes {
+			for _, g := range n.Gpus {
+				if uuids[g.Uuid] && n.Status != gfltypes.NODE_STATUS_INACTIVE {
+					return &n, nil
+				}
+			}
+		}
+		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
+			return nil, nil
+		}
+		key = res.Pagination.NextKey
+	}
+}
+
+// nodeSpec is what the node registers: the GPUs, the config, and its claimed power
+// (configured, the registered one, or measured now with the PoCP solver).
+func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.Node) (gfltypes.NodeSpec, error) {
+	workloads, err := a.cfg.Node.WorkloadClasses()
+	if err != nil {
+		return gfltypes.NodeSpec{}, err
+	}
+	claimed := a.cfg.Node.ClaimedGflops
+	if claimed == 0 && node != nil {
+		claimed = node.ClaimedGflops
+	}
+	if claimed == 0 {
+		gflops, took, err := wpocp.Benchmark(ctx, a.o.Solver, BenchmarkSize, 1)
+		if err != nil {
+			return gfltypes.NodeSpec{}, fmt.Errorf("benchmark: %w", err)
+		}
+		claimed = max(gflops, 1)
+		a.log.Info("benchmarked the PoCP solver", "solver", a.o.Solver.Name(), "gflops", claimed, "took", took)
+	}
+	return gfltypes.NodeSpec{
+		Gpus: gpu.ToGpuInfos(devs), Region: a.cfg.Node.Region, Endpoint: a.cfg.Node.Endpoint,
+		Workloads: workloads, AskPerGpuHour: sdk.NewCoin("udps", a.cfg.Node.Ask()), ClaimedGflops: claimed,
+	}, nil
+}
+
+func specChanged(n gfltypes.Node, s gfltypes.NodeSpec) bool {
+	if n.Region != s.Region || n.Endpoint != s.Endpoint || !n.AskPerGpuHour.Equal(s.AskPerGpuHour) || len(n.Workloads) != len(s.Workloads) {
+		return true
+	}
+	for i := range n.Workloads {
+		if n.Workloads[i] != s.Workloads[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// MockDevices are n A100-40GB GPUs with UUIDs derived from the operator's address, for
+// demos and tests on machines without a GPU (node.mock_gpus).
+func MockDevices(op sdk.AccAddress, n int) []gpu.Device {
+	out := make([]gpu.Device, n)
+	tag := fmt.Sprintf("%x", op.Bytes()[:6])
+	for i := range out {
+		out[i] = gpu.Device{
+			Index: i, UUID: fmt.Sprintf("GPU-mock-%s-%d", tag, i), Model: "NVIDIA A100-SXM4-40GB",
+			MemoryMiB: 40960, ComputeCapability: "8.0", TensorCores: true, PowerLimitWatts: 400,
+		}
+	}
+	return out
+}
+
+// since is how long ago a block time was, on the agent's clock.
+func (a *Agent) since(t time.Time) time.Duration { return a.o.Now().Sub(t) }

@@ -1,0 +1,441 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/beacon"
+	"github.com/flopsnet/flops/worker/executor"
+	"github.com/flopsnet/flops/worker/gpu"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// taskActions: ack what was assigned (and start it at once, beside the ack), keep what
+// runs running, commit what finished, reveal what the chain lets us reveal, publish new
+// checkpoints, and heartbeat while anything runs.
+func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettypes.Task) []action {
+	op := a.o.Chain.Address().String()
+	var acts []action
+	busy := false
+	for _, t := range tasks {
+		if t.NodeId != a.node.Id {
+			continue // another machine of the same provider
+		}
+		switch t.Status {
+		case markettypes.TASK_STATUS_ASSIGNED:
+			busy = true
+			a.start(ctx, t)
+			acts = append(acts, action{what: fmt.Sprintf("ack task %d", t.Id), msgs: msgs(&markettypes.MsgAckTask{Provider: op, TaskId: t.Id}),
+				after: func(err error) {
+					if err != nil {
+						a.stop(t.Id, fmt.Errorf("ack refused: %w", err))
+					}
+				}})
+		case markettypes.TASK_STATUS_RUNNING:
+			busy = true
+			a.start(ctx, t)
+			if act, ok := a.commitAction(ctx, t); ok {
+				acts = append(acts, act)
+			}
+			if act, ok := a.checkpointAction(t); ok {
+				acts = append(acts, act)
+			}
+		case markettypes.TASK_STATUS_COMMITTED:
+			if act, ok := a.revealAction(ctx, height, t); ok {
+				acts = append(acts, act)
+			}
+		}
+	}
+	every := max(a.params.HeartbeatTimeoutBlocks/3, 1)
+	a.mu.Lock()
+	beat := busy && height-a.lastBeat >= int64(every)
+	a.mu.Unlock()
+	if beat {
+		acts = append(acts, action{what: "heartbeat", msgs: msgs(&markettypes.MsgHeartbeat{Provider: op, NodeId: a.node.Id}),
+			after: func(err error) {
+				if err == nil {
+					a.mu.Lock()
+					a.lastBeat = height
+					a.mu.Unlock()
+				}
+			}})
+	}
+	return acts
+}
+
+// start runs a task on this machine unless it already runs (or ran) here.
+func (a *Agent) start(ctx context.Context, t markettypes.Task) {
+	a.mu.Lock()
+	if _, ok := a.runs[t.Id]; ok {
+		a.mu.Unlock()
+		return
+	}
+	if rec, ok, _ := a.state.get(taskKey(t.Id)); ok {
+		// finished and recorded before a restart: nothing to run, the commit follows
+		a.runs[t.Id] = &run{task: t, done: true, usage: rec.Usage}
+		a.mu.Unlock()
+		return
+	}
+	r := &run{task: t, started: a.o.Now()}
+	a.runs[t.Id] = r
+	a.mu.Unlock()
+
+	job, err := a.market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.JobId})
+	if err != nil {
+		a.finish(r, executor.Result{}, fmt.Errorf("job %d: %w", t.JobId, err))
+		return
+	}
+	r.job = job.Job
+	r.gpus = a.pin(t.Id, job.Job.Spec.Requirements.GPUs())
+	spec := executor.Spec{
+		TaskID: t.Id, JobID: t.JobId, Index: t.Index, Runtime: job.Job.Spec.Runtime, Image: job.Job.Spec.Image,
+		Command: job.Job.Spec.Command, Env: job.Job.Spec.Env, Inputs: job.Job.Spec.Inputs, Builtin: job.Job.Spec.Builtin,
+		MaxDuration: job.Job.Spec.MaxDuration, GPUs: r.gpus,
+	}
+	if spec.Runtime == markettypes.RUNTIME_BUILTIN && spec.Image == markettypes.BuiltinGemm {
+		c := marketkeeper.GemmChallenge(job.Job, t.Index)
+		spec.Gemm = &c
+	}
+	if t.Checkpoint.Sha256 != "" {
+		spec.Resume = &executor.Checkpoint{SHA256: t.Checkpoint.Sha256, URI: t.Checkpoint.Uri}
+		a.log.Info("resuming from the last checkpoint", "task", t.Id, "sha256", t.Checkpoint.Sha256)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	workload := job.Job.Spec.Workload.String()
+	a.mu.Lock()
+	assignedAt := a.blockTime
+	if t.AssignedHeight != a.height {
+		assignedAt = time.Time{}
+	}
+	a.mu.Unlock()
+	a.background(ctx, func(context.Context) error {
+		defer cancel()
+		if m := a.o.Metrics; m != nil {
+			m.TaskStarted(workload)
+			if !assignedAt.IsZero() {
+				m.ObserveDispatch(a.since(assignedAt))
+			}
+		}
+		a.log.Info("task started", "task", t.Id, "job", t.JobId, "runtime", spec.Runtime, "image", spec.Image, "gpus", r.gpus)
+		r.meter = gpu.StartMeter(a.o.GPUs, r.gpus, gpu.WithClock(a.o.Now))
+		res, err := a.o.Executor.Run(runCtx, spec, executor.Hooks{Checkpoint: func(cp executor.Checkpoint) { a.checkpoint(ctx, t.Id, cp) }})
+		a.finish(r, res, err)
+		if m := a.o.Metrics; m != nil {
+			if err == nil {
+				m.TaskCompleted(workload, a.o.Now().Sub(r.started), r.usage)
+			} else {
+				m.TaskFailed(workload, failReason(err), a.o.Now().Sub(r.started))
+			}
+		}
+		if err == nil {
+			a.commitNow(ctx, r)
+		}
+		return nil
+	})
+}
+
+// failReason is a short cause for the failed-task metric.
+func failReason(err error) string {
+	var exit *executor.ExitError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, executor.ErrMaxDuration):
+		return "timeout"
+	case errors.Is(err, executor.ErrInputFetch), errors.Is(err, executor.ErrInputDigest):
+		return "input"
+	case errors.As(err, &exit):
+		return "exit"
+	}
+	return "error"
+}
+
+// finish records a run's outcome: for a success, the record that lets us reveal.
+func (a *Agent) finish(r *run, res executor.Result, err error) {
+	usage := r.usage
+	if r.meter != nil {
+		usage = r.meter.Stop()
+	}
+	if err == nil {
+		var rec record
+		rec, err = a.recordResult(r, res, usage)
+		if err == nil {
+			err = a.state.put(rec)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r.done, r.err, r.res, r.usage = true, err, res, usage
+	if err != nil {
+		a.log.Warn("task failed here", "task", r.task.Id, "err", err)
+	}
+}
+
+// recordResult publishes the outputs and makes the record to commit and reveal with.
+func (a *Agent) recordResult(r *run, res executor.Result, usage marketUsage) (record, error) {
+	s, err := salt()
+	if err != nil {
+		return record{}, err
+	}
+	root := res.Root[:]
+	if a.cfg.Cheat {
+		// tests of the chain's verification only: a result that skipped the work
+		bad := sha256.Sum256(append([]byte("skipped the work"), res.Root[:]...))
+		root = bad[:]
+	}
+	uri := a.cfg.Node.Endpoint
+	if a.o.Publisher != nil {
+		if uri, err = a.o.Publisher.PublishOutputs(context.Background(), r.task.Id, r.job.Owner, res); err != nil {
+			return record{}, fmt.Errorf("publish outputs: %w", err)
+		}
+	}
+	return record{Kind: "task", TaskID: r.task.Id, Root: hexOf(root), Salt: hexOf(s), OutputURI: uri, Usage: usage, Gemm: res.Gemm != nil}, nil
+}
+
+type marketUsage = markettypes.Usage
+
+// commitNow sends a finished task's commitment right away (the next tick would too, a
+// block later), when the task was already running on chain when it was last seen.
+func (a *Agent) commitNow(ctx context.Context, r *run) {
+	if r.task.Status != markettypes.TASK_STATUS_RUNNING {
+		return // its ack may not have landed: the next tick commits
+	}
+	act, ok := a.commitAction(ctx, r.task)
+	if !ok {
+		return
+	}
+	err := a.submit(ctx, act.what, act.msgs...)
+	act.after(err)
+}
+
+// commitAction is the commitment of a finished run, unless one is on its way.
+func (a *Agent) commitAction(_ context.Context, t markettypes.Task) (action, bool) {
+	a.mu.Lock()
+	r, ok := a.runs[t.Id]
+	if !ok || !r.done || r.err != nil || r.committing {
+		a.mu.Unlock()
+		return action{}, false
+	}
+	r.committing = true
+	a.mu.Unlock()
+	rec, found, err := a.state.get(taskKey(t.Id))
+	if err != nil || !found {
+		a.log.Error("no record of a finished task", "task", t.Id, "err", err)
+		return action{}, false
+	}
+	root, _ := hex.DecodeString(rec.Root)
+	s, _ := hex.DecodeString(rec.Salt)
+	msg := &markettypes.MsgCommitResult{Provider: a.o.Chain.Address().String(), TaskId: t.Id,
+		Commitment: marketkeeper.Commitment(root, s, a.o.Chain.Address())}
+	return action{what: fmt.Sprintf("commit task %d", t.Id), msgs: msgs(msg), after: func(err error) {
+		if err != nil {
+			a.mu.Lock()
+			r.committing = false // try again next block
+			a.mu.Unlock()
+		} else {
+			a.log.Info("task committed", "task", t.Id)
+		}
+	}}, true
+}
+
+// revealAction opens a commitment once the chain lets it (every member of its group
+// committed: RevealDeadlineHeight is set; and, for a GEMM result, the block whose hash
+// draws the samples is committed).
+func (a *Agent) revealAction(ctx context.Context, height int64, t markettypes.Task) (action, bool) {
+	if t.RevealDeadlineHeight == 0 || height < t.CommitHeight+1 {
+		return action{}, false
+	}
+	a.mu.Lock()
+	r, ok := a.runs[t.Id]
+	if ok && r.revealing {
+		a.mu.Unlock()
+		return action{}, false
+	}
+	if !ok {
+		r = &run{task: t, done: true}
+		a.runs[t.Id] = r
+	}
+	r.revealing = true
+	a.mu.Unlock()
+	undo := func() {
+		a.mu.Lock()
+		r.revealing = false
+		a.mu.Unlock()
+	}
+	rec, found, err := a.state.get(taskKey(t.Id))
+	if err != nil || !found {
+		a.log.Error("committed task has no record here: it cannot be revealed and will lapse", "task", t.Id, "err", err)
+		return action{}, false
+	}
+	root, _ := hex.DecodeString(rec.Root)
+	s, _ := hex.DecodeString(rec.Salt)
+	msg := &markettypes.MsgRevealResult{Provider: a.o.Chain.Address().String(), TaskId: t.Id, ResultRoot: root, Salt: s,
+		OutputUri: rec.OutputURI, Usage: rec.Usage}
+	if rec.Gemm {
+		proofs, err := a.gemmProofs(ctx, r, t)
+		if err != nil {
+			a.log.Warn("gemm proofs", "task", t.Id, "err", err)
+			undo()
+			return action{}, false
+		}
+		msg.GemmProofs = proofs
+	}
+	return action{what: fmt.Sprintf("reveal task %d", t.Id), msgs: msgs(msg), after: func(err error) {
+		if err != nil {
+			undo()
+		} else {
+			a.log.Info("task revealed", "task", t.Id, "output", rec.OutputURI)
+		}
+	}}, true
+}
+
+// gemmProofs opens the entries the chain samples from the block after the commitment;
+// after a restart the product is recomputed (it is deterministic).
+func (a *Agent) gemmProofs(ctx context.Context, r *run, t markettypes.Task) ([]gfltypes.ChunkProof, error) {
+	job, err := a.market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.JobId})
+	if err != nil {
+		return nil, err
+	}
+	c := marketkeeper.GemmChallenge(job.Job, t.Index)
+	if r.res.Gemm == nil {
+		res, err := a.o.Executor.Run(ctx, executor.Spec{TaskID: t.Id, JobID: t.JobId, Index: t.Index, Runtime: markettypes.RUNTIME_BUILTIN,
+			Image: markettypes.BuiltinGemm, Gemm: &c, MaxDuration: job.Job.Spec.MaxDuration}, executor.Hooks{})
+		if err != nil {
+			return nil, fmt.Errorf("recompute the product: %w", err)
+		}
+		r.res = res
+	}
+	hash, err := a.o.Chain.BlockHash(ctx, t.CommitHeight+1)
+	if err != nil {
+		return nil, err
+	}
+	samples, err := a.samples(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seed := beacon.Derive(hash, markettypes.DomainGemmSample, t.Id)
+	return r.res.Gemm.Proofs(marketkeeper.GemmSamplePositions(seed, c, samples)), nil
+}
+
+// samples is x/gfl's challenge_samples (the entries a reveal opens).
+func (a *Agent) samples(ctx context.Context) (uint32, error) {
+	p, err := a.gfl.Params(ctx, &gfltypes.QueryParamsRequest{})
+	if err != nil {
+		return 0, err
+	}
+	return p.Params.ChallengeSamples, nil
+}
+
+// checkpoint publishes a running task's checkpoint; the next tick records it on chain.
+func (a *Agent) checkpoint(ctx context.Context, taskID uint64, cp executor.Checkpoint) {
+	if a.o.Publisher == nil {
+		return
+	}
+	uri, err := a.o.Publisher.PublishCheckpoint(ctx, taskID, cp)
+	if err != nil {
+		a.log.Warn("publish checkpoint", "task", taskID, "err", err)
+		return
+	}
+	cp.URI = uri
+	a.mu.Lock()
+	a.checkpts[taskID] = cp
+	a.mu.Unlock()
+	a.log.Info("checkpoint", "task", taskID, "sha256", cp.SHA256)
+}
+
+// checkpointAction records the newest published checkpoint the chain does not have yet.
+func (a *Agent) checkpointAction(t markettypes.Task) (action, bool) {
+	a.mu.Lock()
+	cp, ok := a.checkpts[t.Id]
+	a.mu.Unlock()
+	if !ok || cp.SHA256 == t.Checkpoint.Sha256 {
+		return action{}, false
+	}
+	msg := &markettypes.MsgCheckpoint{Provider: a.o.Chain.Address().String(), TaskId: t.Id, Sha256: cp.SHA256, Uri: cp.URI}
+	return action{what: fmt.Sprintf("checkpoint task %d", t.Id), msgs: msgs(msg)}, true
+}
+
+// stop cancels a task's run (its ack was refused, or it left this node).
+func (a *Agent) stop(taskID uint64, why error) {
+	a.mu.Lock()
+	r, ok := a.runs[taskID]
+	if ok {
+		delete(a.runs, taskID)
+	}
+	a.unpin(taskID)
+	a.mu.Unlock()
+	if ok && r.cancel != nil {
+		r.cancel()
+	}
+	if ok {
+		a.log.Info("task stopped here", "task", taskID, "why", why)
+	}
+}
+
+// forget drops what this machine holds for tasks no longer in flight for it (settled,
+// failed, or reassigned elsewhere): runs, GPU pins, records.
+func (a *Agent) forget(active []markettypes.Task) {
+	live := map[uint64]bool{}
+	for _, t := range active {
+		if t.NodeId == a.node.Id {
+			live[t.Id] = true
+		}
+	}
+	a.mu.Lock()
+	var gone []uint64
+	for _, id := range sortedKeys(a.runs) {
+		if !live[id] {
+			gone = append(gone, id)
+		}
+	}
+	a.mu.Unlock()
+	for _, id := range gone {
+		a.stop(id, errors.New("no longer in flight on this node"))
+		if err := a.state.del(taskKey(id)); err != nil {
+			a.log.Warn("state", "task", id, "err", err)
+		}
+		a.mu.Lock()
+		delete(a.checkpts, id)
+		a.mu.Unlock()
+	}
+}
+
+// pin reserves n GPU (or MIG) UUIDs for a task.
+func (a *Agent) pin(taskID uint64, n uint32) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, u := range a.units {
+		if uint32(len(out)) == n {
+			break
+		}
+		if _, used := a.pinned[u]; !used {
+			a.pinned[u] = taskID
+			out = append(out, u)
+		}
+	}
+	if uint32(len(out)) < n {
+		a.log.Warn("fewer free GPUs than the task needs: it runs on what is free", "task", taskID, "need", n, "free", len(out))
+	}
+	return out
+}
+
+// unpin frees a task's GPUs (a.mu held).
+func (a *Agent) unpin(taskID uint64) {
+	for u, id := range a.pinned {
+		if id == taskID {
+			delete(a.pinned, u)
+		}
+	}
+}
+
+func msgs(m ...sdk.Msg) []sdk.Msg { return m }

@@ -1,0 +1,84 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sdknetwork "github.com/cosmos/cosmos-sdk/testutil/network"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+
+	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/testutil/network"
+	"github.com/flopsnet/flops/worker/chain"
+)
+
+// Against a real in-process node: 12 transactions submitted at once by one signer are all
+// signed with distinct sequences and land; a transaction the chain refuses comes back as a
+// *TxError with the chain's reason; the signer carries on after it.
+func TestSignerAgainstNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process network: skipped with -short")
+	}
+	net, err := sdknetwork.New(t, t.TempDir(), network.DefaultConfig(1))
+	require.NoError(t, err)
+	defer net.Cleanup()
+	_, err = net.WaitForHeightWithTimeout(2, 30*time.Second)
+	require.NoError(t, err)
+	val := net.Validators[0]
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := chain.Dial(ctx, chain.Config{GRPC: val.AppConfig.GRPC.Address}, log)
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	require.Equal(t, network.ChainID, c.ChainID())
+
+	rec, err := val.ClientCtx.Keyring.KeyByAddress(val.Address)
+	require.NoError(t, err)
+	priv, err := chain.LoadKey(val.ClientCtx.Keyring, rec.Name)
+	require.NoError(t, err)
+	s := chain.NewSigner(c, priv, log)
+	require.Equal(t, val.Address, s.Address())
+	go func() { _ = s.Run(ctx) }()
+
+	to := sdk.AccAddress([]byte("recipient-of-the-tests"))
+	send := func(amount int64) sdk.Msg {
+		return banktypes.NewMsgSend(val.Address, to, sdk.NewCoins(sdk.NewInt64Coin(app.BondDenom, amount)))
+	}
+	const n = 12
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Submit(ctx, send(100))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "tx %d", i)
+	}
+	bal, err := c.Bank.Balance(ctx, &banktypes.QueryBalanceRequest{Address: to.String(), Denom: app.BondDenom})
+	require.NoError(t, err)
+	require.Equal(t, int64(n*100), bal.Balance.Amount.Int64())
+
+	// more than the validator has: refused with the chain's reason
+	_, err = s.Submit(ctx, send(1_000_000_000_000_000))
+	var txErr *chain.TxError
+	require.True(t, errors.As(err, &txErr), "%v", err)
+	require.Contains(t, txErr.Log, "insufficient funds")
+	res, err := s.Submit(ctx, send(1))
+	require.NoError(t, err, "the signer carries on")
+	require.NotZero(t, res.Height)
+	require.NotEmpty(t, res.Responses, "the msg responses are decoded")
+}

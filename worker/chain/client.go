@@ -1,0 +1,157 @@
+// Package chain is flops-worker's (and the load tools') connection to a flops node: one
+// gRPC connection for queries and transactions, and a Signer per key that owns the key's
+// account sequence, so that a worker never sends two transactions with one sequence.
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
+	"github.com/cosmos/cosmos-sdk/codec"
+	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+
+	"github.com/flopsnet/flops/app"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+	reputationtypes "github.com/flopsnet/flops/x/reputation/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// Config says where the node is and how transactions are paid.
+type Config struct {
+	// GRPC is the node's gRPC address (host:port).
+	GRPC string
+	// ChainID of the chain; empty: read from the node.
+	ChainID string
+	// GasPrice in udps per gas unit (the node's minimum-gas-prices or more).
+	GasPrice float64
+	// GasAdjustment multiplies the simulated gas (default 1.3).
+	GasAdjustment float64
+	// InclusionTimeout bounds the wait for a broadcast tx to be in a block (default 30 s).
+	InclusionTimeout time.Duration
+	// Denom of fees (default udps).
+	Denom string
+}
+
+func (c *Config) defaults() {
+	if c.GasAdjustment == 0 {
+		c.GasAdjustment = 1.3
+	}
+	if c.InclusionTimeout == 0 {
+		c.InclusionTimeout = 30 * time.Second
+	}
+	if c.Denom == "" {
+		c.Denom = "udps"
+	}
+}
+
+// Client holds the connection, the app's codecs and the query clients.
+type Client struct {
+	cfg  Config
+	log  *slog.Logger
+	conn *grpc.ClientConn
+	enc  app.Encoding
+
+	Market     markettypes.QueryClient
+	GFL        gfltypes.QueryClient
+	Collateral sstypes.QueryClient
+	Reputation reputationtypes.QueryClient
+	DPS        dpstypes.QueryClient
+	Auth       authtypes.QueryClient
+	Bank       banktypes.QueryClient
+	Tx         txtypes.ServiceClient
+	Node       cmtservice.ServiceClient
+}
+
+// Dial connects to a node and reads its chain id when the config has none.
+func Dial(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
+	cfg.defaults()
+	if cfg.GRPC == "" {
+		return nil, errors.New("chain: no gRPC address")
+	}
+	enc, err := app.MakeEncoding()
+	if err != nil {
+		return nil, fmt.Errorf("chain: codecs: %w", err)
+	}
+	conn, err := grpc.NewClient(cfg.GRPC,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec.NewProtoCodec(enc.InterfaceRegistry).GRPCCodec())),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("chain: dial %s: %w", cfg.GRPC, err)
+	}
+	c := &Client{
+		cfg: cfg, log: log, conn: conn, enc: enc,
+		Market: markettypes.NewQueryClient(conn), GFL: gfltypes.NewQueryClient(conn),
+		Collateral: sstypes.NewQueryClient(conn), Reputation: reputationtypes.NewQueryClient(conn),
+		DPS: dpstypes.NewQueryClient(conn), Auth: authtypes.NewQueryClient(conn), Bank: banktypes.NewQueryClient(conn),
+		Tx: txtypes.NewServiceClient(conn), Node: cmtservice.NewServiceClient(conn),
+	}
+	if c.cfg.ChainID == "" {
+		res, err := c.Node.GetLatestBlock(ctx, &cmtservice.GetLatestBlockRequest{})
+		if err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("chain: %s: %w", cfg.GRPC, err)
+		}
+		c.cfg.ChainID = res.SdkBlock.Header.ChainID
+	}
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// ChainID is the chain's id.
+func (c *Client) ChainID() string { return c.cfg.ChainID }
+
+// Encoding returns the app's codecs.
+func (c *Client) Encoding() app.Encoding { return c.enc }
+
+// Conn is the gRPC connection (for other query clients).
+func (c *Client) Conn() *grpc.ClientConn { return c.conn }
+
+// Height returns the latest block height and time.
+func (c *Client) Height(ctx context.Context) (int64, time.Time, error) {
+	res, err := c.Node.GetLatestBlock(ctx, &cmtservice.GetLatestBlockRequest{})
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return res.SdkBlock.Header.Height, res.SdkBlock.Header.Time, nil
+}
+
+// BlockHash returns the header hash of a committed block (the beacon's input: PoCP and
+// GEMM samples are drawn from it).
+func (c *Client) BlockHash(ctx context.Context, height int64) ([]byte, error) {
+	res, err := c.Node.GetBlockByHeight(ctx, &cmtservice.GetBlockByHeightRequest{Height: height})
+	if err != nil {
+		return nil, err
+	}
+	return res.BlockId.Hash, nil
+}
+
+// WaitHeight polls until the chain reaches height (or ctx ends).
+func (c *Client) WaitHeight(ctx context.Context, height int64, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		h, _, err := c.Height(ctx)
+		if err == nil && h >= height {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,360 @@
+package chain
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
+	"github.com/cosmos/cosmos-sdk/types/tx/signing"
+	authsign "github.com/cosmos/cosmos-sdk/x/auth/signing"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+)
+
+// TxResult is a transaction's outcome once it is in a block.
+type TxResult struct {
+	Hash    string
+	Height  int64
+	Code    uint32
+	Log     string
+	GasUsed int64
+	Events  []abci.Event
+	// Responses are the msgs' responses (Any), in order.
+	Responses [][]byte
+}
+
+// Err is nil for a successful tx, else an error carrying its code and log.
+func (r *TxResult) Err() error {
+	if r.Code == 0 {
+		return nil
+	}
+	return &TxError{Code: r.Code, Log: r.Log, Hash: r.Hash}
+}
+
+// TxError is a transaction that failed (in CheckTx or in its block).
+type TxError struct {
+	Code uint32
+	Log  string
+	Hash string
+}
+
+func (e *TxError) Error() string {
+	return fmt.Sprintf("tx %s failed with code %d: %s", e.Hash, e.Code, e.Log)
+}
+
+// Signer signs and sends one key's transactions. Run owns the account's sequence: every
+// Submit goes through it in order, so no two transactions share a sequence; it does not
+// wait for one tx's inclusion before signing the next (CheckTx has accepted it), and a
+// sequence mismatch re-reads the account and retries once.
+type Signer struct {
+	c     *Client
+	log   *slog.Logger
+	priv  cryptotypes.PrivKey
+	addr  sdk.AccAddress
+	reqs  chan *request
+	ready chan struct{}
+	once  sync.Once
+
+	accNum, seq uint64
+	loaded      bool
+}
+
+type request struct {
+	ctx  context.Context
+	msgs []sdk.Msg
+	memo string
+	done chan *outcome
+}
+
+type outcome struct {
+	res *TxResult
+	err error
+}
+
+// NewSigner returns a signer for priv; start it with Run.
+func NewSigner(c *Client, priv cryptotypes.PrivKey, log *slog.Logger) *Signer {
+	return &Signer{c: c, log: log, priv: priv, addr: sdk.AccAddress(priv.PubKey().Address()), reqs: make(chan *request), ready: make(chan struct{})}
+}
+
+// Address is the signer's account.
+func (s *Signer) Address() sdk.AccAddress { return s.addr }
+
+// Run signs and broadcasts the submitted transactions until ctx ends; the waits for
+// inclusion run beside it, so a slow block never holds back the next signature.
+func (s *Signer) Run(ctx context.Context) error {
+	s.once.Do(func() { close(s.ready) })
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		for {
+			select {
+			case <-gctx.Done():
+				return nil
+			case r := <-s.reqs:
+				hash, err := s.send(r)
+				if err != nil {
+					r.done <- &outcome{err: err}
+					continue
+				}
+				g.Go(func() error {
+					res, err := s.c.WaitTx(r.ctx, hash)
+					r.done <- &outcome{res: res, err: err}
+					return nil
+				})
+			}
+		}
+	})
+	return g.Wait()
+}
+
+// Submit sends msgs in one transaction and waits until it is in a block. The error is a
+// *TxError when the chain refused or failed it.
+func (s *Signer) Submit(ctx context.Context, msgs ...sdk.Msg) (*TxResult, error) {
+	return s.SubmitMemo(ctx, "", msgs...)
+}
+
+// SubmitMemo is Submit with a memo.
+func (s *Signer) SubmitMemo(ctx context.Context, memo string, msgs ...sdk.Msg) (*TxResult, error) {
+	r := &request{ctx: ctx, msgs: msgs, memo: memo, done: make(chan *outcome, 1)}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case o := <-r.done:
+		if o.err != nil {
+			return o.res, o.err
+		}
+		return o.res, o.res.Err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// send signs one request once and broadcasts those bytes until CheckTx answers: a
+// transport failure or a full mempool resends the same bytes (retryable, with back-off);
+// a sequence mismatch re-reads the account and signs again, once; any other non-zero
+// code is terminal. It returns the hash once CheckTx accepted the tx.
+func (s *Signer) send(r *request) (string, error) {
+	for attempt := 0; ; attempt++ {
+		if !s.loaded || attempt > 0 {
+			if err := s.refresh(r.ctx); err != nil {
+				return "", err
+			}
+		}
+		gas, err := s.simulate(r)
+		if err != nil {
+			return "", err
+		}
+		bz, err := s.sign(r, s.seq, gas, true)
+		if err != nil {
+			return "", err
+		}
+		hash, code, log, err := s.broadcastBytes(r.ctx, bz)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case code == 0 || code == sdkerrors.ErrTxInMempoolCache.ABCICode():
+			s.seq++
+			return hash, nil
+		case code == sdkerrors.ErrWrongSequence.ABCICode() && attempt == 0:
+			s.log.Warn("sequence mismatch, re-reading the account", "address", s.addr.String(), "log", log)
+			continue
+		default:
+			return "", &TxError{Code: code, Log: log, Hash: hash}
+		}
+	}
+}
+
+// broadcastBytes sends signed bytes, resending them on retryable failures.
+func (s *Signer) broadcastBytes(ctx context.Context, bz []byte) (hash string, code uint32, log string, err error) {
+	wait := 250 * time.Millisecond
+	for try := 0; ; try++ {
+		res, err := s.c.Tx.BroadcastTx(ctx, &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
+		retry := false
+		switch {
+		case err != nil:
+			retry = retryable(err)
+			if !retry {
+				return "", 0, "", fmt.Errorf("broadcast: %w", err)
+			}
+		case res.TxResponse.Code == sdkerrors.ErrMempoolIsFull.ABCICode():
+			retry = true
+		default:
+			return res.TxResponse.TxHash, res.TxResponse.Code, res.TxResponse.RawLog, nil
+		}
+		if try >= 8 {
+			if err == nil {
+				err = errors.New("the mempool is full")
+			}
+			return "", 0, "", fmt.Errorf("broadcast: gave up after %d tries: %w", try+1, err)
+		}
+		s.log.Debug("broadcast retry", "try", try, "err", err)
+		select {
+		case <-ctx.Done():
+			return "", 0, "", ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// retryable: the node could not be reached or was busy; the same bytes may be resent.
+func retryable(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+// refresh reads the account number and sequence from the chain.
+func (s *Signer) refresh(ctx context.Context) error {
+	accNum, seq, err := s.c.Account(ctx, s.addr)
+	if err != nil {
+		return err
+	}
+	s.accNum, s.seq, s.loaded = accNum, seq, true
+	return nil
+}
+
+// simulate estimates the gas of a request. The node simulates on its CheckTx state, which
+// includes this signer's transactions still in the mempool: the next sequence is ours.
+func (s *Signer) simulate(r *request) (uint64, error) {
+	bz, err := s.sign(r, s.seq, 0, false)
+	if err != nil {
+		return 0, err
+	}
+	res, err := s.c.Tx.Simulate(r.ctx, &txtypes.SimulateRequest{TxBytes: bz})
+	if err != nil {
+		// the chain's refusal of the msgs comes back here: keep its message
+		if st, ok := status.FromError(err); ok && st.Code() != codes.Unavailable && st.Code() != codes.DeadlineExceeded && st.Code() != codes.Canceled {
+			return 0, &TxError{Code: 1, Log: "simulation: " + st.Message()}
+		}
+		return 0, fmt.Errorf("simulate: %w", err)
+	}
+	return uint64(math.Ceil(float64(res.GasInfo.GasUsed) * s.c.cfg.GasAdjustment)), nil
+}
+
+// sign builds the tx; with signed false it carries an empty signature (simulation).
+func (s *Signer) sign(r *request, seq, gas uint64, signed bool) ([]byte, error) {
+	txCfg := s.c.enc.TxConfig
+	b := txCfg.NewTxBuilder()
+	if err := b.SetMsgs(r.msgs...); err != nil {
+		return nil, err
+	}
+	b.SetMemo(r.memo)
+	b.SetGasLimit(gas)
+	if gas > 0 && s.c.cfg.GasPrice > 0 {
+		fee := sdkmath.NewInt(int64(math.Ceil(float64(gas) * s.c.cfg.GasPrice)))
+		b.SetFeeAmount(sdk.NewCoins(sdk.NewCoin(s.c.cfg.Denom, fee)))
+	}
+	mode, err := authsign.APISignModeToInternal(txCfg.SignModeHandler().DefaultMode())
+	if err != nil {
+		return nil, err
+	}
+	sig := signing.SignatureV2{PubKey: s.priv.PubKey(), Data: &signing.SingleSignatureData{SignMode: mode}, Sequence: seq}
+	if err := b.SetSignatures(sig); err != nil {
+		return nil, err
+	}
+	if signed {
+		if err := signTx(txCfg, b, s.priv, s.c.cfg.ChainID, s.accNum, seq, mode); err != nil {
+			return nil, err
+		}
+	}
+	return txCfg.TxEncoder()(b.GetTx())
+}
+
+func signTx(txCfg client.TxConfig, b client.TxBuilder, priv cryptotypes.PrivKey, chainID string, accNum, seq uint64, mode signing.SignMode) error {
+	data := authsign.SignerData{Address: sdk.AccAddress(priv.PubKey().Address()).String(), ChainID: chainID, AccountNumber: accNum, Sequence: seq, PubKey: priv.PubKey()}
+	bytes, err := authsign.GetSignBytesAdapter(context.Background(), txCfg.SignModeHandler(), mode, data, b.GetTx())
+	if err != nil {
+		return err
+	}
+	sigBytes, err := priv.Sign(bytes)
+	if err != nil {
+		return err
+	}
+	return b.SetSignatures(signing.SignatureV2{PubKey: priv.PubKey(), Data: &signing.SingleSignatureData{SignMode: mode, Signature: sigBytes}, Sequence: seq})
+}
+
+// Account reads an account's number and sequence; ErrNoAccount for an account the chain
+// has not seen (never funded).
+func (c *Client) Account(ctx context.Context, addr sdk.AccAddress) (uint64, uint64, error) {
+	res, err := c.Auth.Account(ctx, &authtypes.QueryAccountRequest{Address: addr.String()})
+	if err != nil {
+		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
+			return 0, 0, fmt.Errorf("%s: %w", addr, ErrNoAccount)
+		}
+		return 0, 0, fmt.Errorf("account %s: %w", addr, err)
+	}
+	var acc sdk.AccountI
+	if err := c.enc.InterfaceRegistry.UnpackAny(res.Account, &acc); err != nil {
+		return 0, 0, err
+	}
+	return acc.GetAccountNumber(), acc.GetSequence(), nil
+}
+
+// WaitTx polls until a broadcast tx is in a block, or the inclusion timeout.
+func (c *Client) WaitTx(ctx context.Context, hash string) (*TxResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.InclusionTimeout)
+	defer cancel()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		res, err := c.Tx.GetTx(ctx, &txtypes.GetTxRequest{Hash: hash})
+		if err == nil && res.TxResponse != nil {
+			r := res.TxResponse
+			out := &TxResult{Hash: r.TxHash, Height: r.Height, Code: r.Code, Log: r.RawLog, GasUsed: r.GasUsed, Events: r.Events}
+			if r.Code == 0 && r.Data != "" {
+				if data, err := hex.DecodeString(r.Data); err == nil {
+					var msgData sdk.TxMsgData
+					if err := c.enc.Codec.Unmarshal(data, &msgData); err == nil {
+						for _, any := range msgData.MsgResponses {
+							out.Responses = append(out.Responses, any.Value)
+						}
+					}
+				}
+			}
+			return out, nil
+		}
+		if err != nil && !notFound(err) {
+			c.log.Debug("get tx", "hash", hash, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("tx %s not in a block after %s: %w", hash, c.cfg.InclusionTimeout, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func notFound(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.NotFound || strings.Contains(err.Error(), "not found")
+}
+
+// ErrNoAccount is returned when a key's account does not exist on chain (never funded).
+var ErrNoAccount = errors.New("account not found on chain: fund it first")

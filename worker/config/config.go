@@ -1,0 +1,257 @@
+// Package config is flops-worker's configuration: one YAML file (written commented by
+// `flops-worker init`), which command-line flags override.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	sdkmath "cosmossdk.io/math"
+
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+)
+
+// Config is the whole worker configuration.
+type Config struct {
+	Chain     Chain     `json:"chain"`
+	Key       Key       `json:"key"`
+	Node      Node      `json:"node"`
+	Bond      Bond      `json:"bond"`
+	Executor  Executor  `json:"executor"`
+	PoCP      PoCP      `json:"pocp"`
+	Bidder    Bidder    `json:"bidder"`
+	Pools     Pools     `json:"pools"`
+	Outputs   Outputs   `json:"outputs"`
+	Telemetry Telemetry `json:"telemetry"`
+	// Cheat makes the worker commit wrong results: for tests of the chain's verification
+	// only. Never set it on a real provider: it will be slashed.
+	Cheat bool `json:"cheat,omitempty"`
+	// StateDir keeps the worker's own state (task results and salts awaiting reveal) so a
+	// restart can finish what it committed to.
+	StateDir string `json:"state_dir"`
+}
+
+// Chain: the node the worker talks to.
+type Chain struct {
+	GRPC     string  `json:"grpc"`
+	ChainID  string  `json:"chain_id,omitempty"`
+	GasPrice float64 `json:"gas_price"`
+	// PollInterval between looks at the chain's height.
+	PollInterval Duration `json:"poll_interval"`
+}
+
+// Key: the provider's account key.
+type Key struct {
+	Name    string `json:"name"`
+	Backend string `json:"keyring_backend"`
+	Dir     string `json:"keyring_dir"`
+}
+
+// Node: what the worker registers.
+type Node struct {
+	// ID of the node once registered (0: find it by the GPUs' UUIDs, or register one).
+	ID        uint64   `json:"id,omitempty"`
+	Region    string   `json:"region"`
+	Endpoint  string   `json:"endpoint"`
+	Workloads []string `json:"workloads"`
+	// AskPerGPUHour in udps.
+	AskPerGPUHour string `json:"ask_per_gpu_hour"`
+	// ClaimedGflops: 0 runs the benchmark at the first start.
+	ClaimedGflops uint64 `json:"claimed_gflops"`
+	// MockGPUs > 0 registers that many mock A100 GPUs when the machine has none (demos,
+	// tests); 0 uses what NVML sees.
+	MockGPUs int `json:"mock_gpus,omitempty"`
+}
+
+// Bond: collateral management.
+type Bond struct {
+	// Amount (udps) the worker keeps bonded: it bonds the difference at start.
+	Amount string `json:"amount"`
+}
+
+// Executor: running tasks.
+type Executor struct {
+	WorkDir          string `json:"work_dir"`
+	ContainerRuntime string `json:"container_runtime,omitempty"`
+	IPFSGateway      string `json:"ipfs_gateway,omitempty"`
+	Workers          int    `json:"workers"`
+	// MaxTasks running at once (0: one per GPU).
+	MaxTasks int `json:"max_tasks,omitempty"`
+}
+
+// PoCP: the challenge solver.
+type PoCP struct {
+	// Solver is "go" (the CPU solver) or "external".
+	Solver       string   `json:"solver"`
+	External     string   `json:"external,omitempty"`
+	ExternalArgs []string `json:"external_args,omitempty"`
+	Workers      int      `json:"workers"`
+	Timeout      Duration `json:"timeout"`
+}
+
+// Bidder: auctions.
+type Bidder struct {
+	Enabled bool `json:"enabled"`
+	// Script prices offers when set (JSON in, JSON out); else the ask policy.
+	Script        string            `json:"script,omitempty"`
+	PerGPUHour    map[string]string `json:"per_gpu_hour,omitempty"`
+	LoadMarkupPPM uint64            `json:"load_markup_ppm"`
+}
+
+// Pools: POOL mode.
+type Pools struct {
+	// Join lists pool ids to join; Auto joins every open pool the node is eligible for.
+	Join []uint64 `json:"join,omitempty"`
+	Auto bool     `json:"auto"`
+	// MaxClaims in flight at once.
+	MaxClaims int `json:"max_claims"`
+}
+
+// Outputs: the output server.
+type Outputs struct {
+	Listen string `json:"listen"`
+	// PublicURL is how job owners reach it (the node's endpoint by default).
+	PublicURL string `json:"public_url,omitempty"`
+	// CheckpointUploadURL (optional): checkpoints are also PUT to <url>/<sha256>, so the
+	// node that takes a task over can resume it even when this machine is gone.
+	CheckpointUploadURL string `json:"checkpoint_upload_url,omitempty"`
+}
+
+// Telemetry: metrics and health.
+type Telemetry struct {
+	Listen        string   `json:"listen"`
+	SampleEvery   Duration `json:"sample_every"`
+	DisableNVMLUp bool     `json:"-"`
+}
+
+// Duration is a time.Duration written as "1s" in YAML.
+type Duration struct{ time.Duration }
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	v, err := time.ParseDuration(strings.Trim(string(b), `"`))
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// Default is the configuration `init` writes.
+func Default(home string) Config {
+	return Config{
+		Chain:     Chain{GRPC: "localhost:9090", GasPrice: 0, PollInterval: Duration{250 * time.Millisecond}},
+		Key:       Key{Name: "provider", Backend: "test", Dir: home},
+		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, AskPerGPUHour: "1000000"},
+		Bond:      Bond{Amount: "100000000"},
+		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2},
+		PoCP:      PoCP{Solver: "go", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
+		Bidder:    Bidder{Enabled: true, LoadMarkupPPM: 50_000, PerGPUHour: map[string]string{}},
+		Pools:     Pools{Auto: true, MaxClaims: 4, Join: []uint64{}},
+		Outputs:   Outputs{Listen: "127.0.0.1:8470"},
+		Telemetry: Telemetry{Listen: "127.0.0.1:9470", SampleEvery: Duration{time.Second}},
+		StateDir:  filepath.Join(home, "state"),
+	}
+}
+
+// Load reads a YAML config file over the defaults.
+func Load(path, home string) (Config, error) {
+	c := Default(home)
+	bz, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	if err := yaml.UnmarshalStrict(bz, &c); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the configuration, naming the first bad field.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Chain.GRPC == "" {
+		errs = append(errs, errors.New("chain.grpc: required"))
+	}
+	if c.Chain.PollInterval.Duration <= 0 {
+		errs = append(errs, errors.New("chain.poll_interval: must be positive"))
+	}
+	if c.Key.Name == "" {
+		errs = append(errs, errors.New("key.name: required"))
+	}
+	switch c.Key.Backend {
+	case "test", "file", "os":
+	default:
+		errs = append(errs, fmt.Errorf("key.keyring_backend %q: test, file or os", c.Key.Backend))
+	}
+	if u, err := url.Parse(c.Node.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("node.endpoint %q: an http(s) URL", c.Node.Endpoint))
+	}
+	if _, err := c.Node.WorkloadClasses(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := amount("node.ask_per_gpu_hour", c.Node.AskPerGPUHour); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := amount("bond.amount", c.Bond.Amount); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.PoCP.Solver {
+	case "go":
+	case "external":
+		if c.PoCP.External == "" {
+			errs = append(errs, errors.New("pocp.external: required with solver external"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("pocp.solver %q: go or external", c.PoCP.Solver))
+	}
+	for class, v := range c.Bidder.PerGPUHour {
+		if _, err := amount("bidder.per_gpu_hour."+class, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Executor.WorkDir == "" || c.StateDir == "" {
+		errs = append(errs, errors.New("executor.work_dir and state_dir: required"))
+	}
+	return errors.Join(errs...)
+}
+
+// WorkloadClasses parses node.workloads.
+func (n Node) WorkloadClasses() ([]gfltypes.WorkloadClass, error) {
+	var out []gfltypes.WorkloadClass
+	for _, w := range n.Workloads {
+		v, ok := gfltypes.WorkloadClass_value["WORKLOAD_CLASS_"+strings.ToUpper(w)]
+		if !ok {
+			return nil, fmt.Errorf("node.workloads: %q is not TRAINING, INFERENCE, BATCH or RENDERING", w)
+		}
+		out = append(out, gfltypes.WorkloadClass(v))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("node.workloads: at least one")
+	}
+	return out, nil
+}
+
+// Ask is node.ask_per_gpu_hour.
+func (n Node) Ask() sdkmath.Int { a, _ := amount("", n.AskPerGPUHour); return a }
+
+// BondAmount is bond.amount.
+func (b Bond) BondAmount() sdkmath.Int { a, _ := amount("", b.Amount); return a }
+
+func amount(field, s string) (sdkmath.Int, error) {
+	a, ok := sdkmath.NewIntFromString(s)
+	if !ok || a.IsNegative() {
+		return sdkmath.Int{}, fmt.Errorf("%s %q: a non-negative integer of udps", field, s)
+	}
+	return a, nil
+}

@@ -1,0 +1,198 @@
+// Package daemon wires flops-worker's parts together from a configuration: the chain
+// connection and the key's signer, the GPUs, the executor and the output store, the PoCP
+// solver, the bidder, the agent, the output server and the telemetry server. `flops-worker
+// run` and the end-to-end tests start a worker through it.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/worker/agent"
+	"github.com/flopsnet/flops/worker/bidder"
+	"github.com/flopsnet/flops/worker/chain"
+	"github.com/flopsnet/flops/worker/config"
+	"github.com/flopsnet/flops/worker/executor"
+	"github.com/flopsnet/flops/worker/gpu"
+	"github.com/flopsnet/flops/worker/outputs"
+	wpocp "github.com/flopsnet/flops/worker/pocp"
+	"github.com/flopsnet/flops/worker/telemetry"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// Version is stamped at build time (-ldflags -X).
+var Version = "dev"
+
+// Ready is closed when the worker has registered its node and follows the chain.
+type Ready chan struct{}
+
+// Run starts a worker and blocks until ctx ends (then shuts down within 10 s) or a part
+// fails. ready, if not nil, is closed once the node is set up.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	enc, err := app.MakeEncoding()
+	if err != nil {
+		return err
+	}
+	kr, err := chain.Keyring(cfg.Key.Backend, cfg.Key.Dir, enc.Codec)
+	if err != nil {
+		return fmt.Errorf("keyring: %w", err)
+	}
+	priv, err := chain.LoadKey(kr, cfg.Key.Name)
+	if err != nil {
+		return err
+	}
+	client, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice}, log.With("component", "chain"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = client.Close() }()
+	signer := chain.NewSigner(client, priv, log.With("component", "signer"))
+
+	inv, err := gpu.Open(log.With("component", "gpu"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = inv.Close() }()
+	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log.With("component", "executor"),
+		IPFSGateway: cfg.Executor.IPFSGateway, ContainerRuntime: cfg.Executor.ContainerRuntime, Workers: cfg.Executor.Workers})
+	if err != nil {
+		return err
+	}
+	store, err := outputs.Open(filepath.Join(cfg.Executor.WorkDir, "outputs"))
+	if err != nil {
+		return err
+	}
+	solver := Solver(cfg, log)
+	metrics := telemetry.New()
+	metrics.SetInfo(Version, inv.Backend())
+	publicURL := cfg.Outputs.PublicURL
+	if publicURL == "" {
+		publicURL = cfg.Node.Endpoint
+	}
+	ckptDir := filepath.Join(cfg.Executor.WorkDir, "checkpoints")
+	pub := &agent.LocalPublisher{Store: store, BaseURL: publicURL, Dir: ckptDir, UploadURL: cfg.Outputs.CheckpointUploadURL}
+	a, err := agent.New(agent.Options{
+		Config: cfg, Log: log, Chain: agent.Remote{Client: client, Signer: signer}, GPUs: inv, Executor: exec,
+		Solver: solver, Bidder: Bidder(cfg, log), Publisher: pub, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return signer.Run(ctx) })
+	g.Go(func() error {
+		return telemetry.RunSampler(ctx, inv, metrics, cfg.Telemetry.SampleEvery.Duration, log.With("component", "telemetry"))
+	})
+	var isReady atomic.Bool
+	g.Go(func() error {
+		return serve(ctx, cfg.Telemetry.Listen, telemetry.Handler(metrics, func() error {
+			if !isReady.Load() {
+				return errors.New("setting up: bonding and registering the node")
+			}
+			return nil
+		}))
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/v1/tasks/", outputs.Handler(store, ownerOf(client), time.Now))
+	mux.Handle("/v1/checkpoints/", http.StripPrefix("/v1/checkpoints", agent.CheckpointHandler(ckptDir, false)))
+	g.Go(func() error { return serve(ctx, cfg.Outputs.Listen, mux) })
+	g.Go(func() error {
+		if err := a.Setup(ctx); err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+		isReady.Store(true)
+		metrics.SetReady(true)
+		if ready != nil {
+			close(ready)
+		}
+		log.Info("worker ready", "node", a.Node().Id, "operator", signer.Address().String(), "gpu_backend", inv.Backend(),
+			"outputs", publicURL, "telemetry", cfg.Telemetry.Listen)
+		return a.Follow(ctx)
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// serve runs an HTTP server on addr until ctx ends (empty addr: none).
+func serve(ctx context.Context, addr string, h http.Handler) error {
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return telemetry.Serve(ctx, srv, ln)
+}
+
+// Solver is the configured PoCP solver: the CPU solver, or an external one that falls
+// back to it.
+func Solver(cfg config.Config, log *slog.Logger) wpocp.Solver {
+	goSolver := wpocp.NewGoSolver(cfg.PoCP.Workers)
+	if cfg.PoCP.Solver != "external" {
+		return goSolver
+	}
+	ext := wpocp.NewExternalSolver(cfg.PoCP.External, cfg.PoCP.ExternalArgs, cfg.PoCP.Timeout.Duration, log.With("component", "pocp"))
+	return wpocp.Fallback(ext, goSolver)
+}
+
+// Bidder is the configured pricing policy.
+func Bidder(cfg config.Config, log *slog.Logger) bidder.Policy {
+	if cfg.Bidder.Script != "" {
+		return bidder.Script{Path: cfg.Bidder.Script, Log: log}
+	}
+	per := map[string]sdkmath.Int{}
+	for class, v := range cfg.Bidder.PerGPUHour {
+		if a, ok := sdkmath.NewIntFromString(v); ok {
+			per[class] = a
+		}
+	}
+	return bidder.Ask{PerGPUHour: per, Default: cfg.Node.Ask(), LoadMarkupPPM: cfg.Bidder.LoadMarkupPPM}
+}
+
+// ownerOf names the account allowed to fetch a task's outputs: the job's owner, or a pool
+// unit's pool owner.
+func ownerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (string, error) {
+	return func(ctx context.Context, taskID uint64) (string, error) {
+		if taskID&(1<<63) != 0 {
+			res, err := c.Market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: taskID &^ (1 << 63) >> 32})
+			if err != nil {
+				return "", fmt.Errorf("%w: %w", outputs.ErrTaskNotFound, err)
+			}
+			return res.Pool.Owner, nil
+		}
+		t, err := c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: taskID})
+		if err != nil {
+			if strings.Contains(err.Error(), "not found") {
+				return "", fmt.Errorf("%w: task %d", outputs.ErrTaskNotFound, taskID)
+			}
+			return "", err
+		}
+		j, err := c.Market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.Task.JobId})
+		if err != nil {
+			return "", err
+		}
+		return j.Job.Owner, nil
+	}
+}

@@ -1,0 +1,134 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// pinnedImage is an image reference pinned by digest, as x/market accepts it.
+var pinnedImage = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$`)
+
+// containerStopTimeout bounds the "rm -f" of a cancelled task's container.
+const containerStopTimeout = 30 * time.Second
+
+// containerRuntime finds the runtime binary: Options.ContainerRuntime, or docker then
+// podman in PATH.
+func (e *Executor) containerRuntime() (bin, flavor string, err error) {
+	names := []string{"docker", "podman"}
+	if e.opts.ContainerRuntime != "" {
+		names = []string{e.opts.ContainerRuntime}
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, n, nil
+		}
+	}
+	return "", "", fmt.Errorf("a CONTAINER task needs %s in PATH: %w", strings.Join(names, " or "), ErrNoContainerRuntime)
+}
+
+// containerParams are the parts of a container command line.
+type containerParams struct {
+	flavor     string // "docker" or "podman"
+	name       string
+	taskID     uint64
+	jobID      uint64
+	uid, gid   int
+	input      string // host directories
+	output     string
+	checkpoint string
+	env        []string // NAME=VALUE
+	gpus       []string
+	image      string
+	command    []string
+}
+
+// containerArgs is the argument list of "docker run" or "podman run" for a task
+// (docs/workloads.md section 6): removed on exit, no network, no added privileges, the
+// inputs read-only, outputs and checkpoints writable, files owned by the worker's user,
+// the pinned GPUs only.
+func containerArgs(p containerParams) []string {
+	args := []string{
+		"run", "--rm",
+		"--name", p.name,
+		"--label", "flops.task=" + strconv.FormatUint(p.taskID, 10),
+		"--label", "flops.job=" + strconv.FormatUint(p.jobID, 10),
+		"--network", "none",
+		"--init",
+		"--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges",
+	}
+	if p.flavor == "podman" && p.uid != 0 {
+		// Rootless podman: the worker's user is root's mapping; keep-id runs the task
+		// as the worker's own uid, so the host sees its files as the worker's.
+		args = append(args, "--userns", "keep-id")
+	} else {
+		args = append(args, "--user", strconv.Itoa(p.uid)+":"+strconv.Itoa(p.gid))
+	}
+	args = append(args,
+		"--mount", "type=bind,source="+p.input+",target="+ContainerInputDir+",readonly",
+		"--mount", "type=bind,source="+p.output+",target="+ContainerOutputDir,
+		"--mount", "type=bind,source="+p.checkpoint+",target="+ContainerCheckpointDir,
+	)
+	for _, kv := range p.env {
+		args = append(args, "--env", kv)
+	}
+	if len(p.gpus) > 0 {
+		if p.flavor == "podman" {
+			for _, g := range p.gpus {
+				args = append(args, "--device", "nvidia.com/gpu="+g) // CDI device by UUID
+			}
+		} else {
+			// The quotes are part of the value: docker reads --gpus as CSV, and a
+			// device list holds commas.
+			args = append(args, "--gpus", `"device=`+strings.Join(p.gpus, ",")+`"`)
+		}
+	}
+	args = append(args, p.image)
+	return append(args, p.command...)
+}
+
+// containerCommand is a CONTAINER task: the runtime client, run with the worker's own
+// environment (the client needs DOCKER_HOST, XDG_RUNTIME_DIR and the like), and a stop
+// that removes the container, since killing the client does not stop it.
+func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec Spec, d taskDirs) (command, error) {
+	bin, flavor, err := e.containerRuntime()
+	if err != nil {
+		return command{}, err
+	}
+	for _, dir := range []string{d.work, d.output, d.checkpoint} {
+		if strings.ContainsAny(dir, ",=\"\n") {
+			return command{}, fmt.Errorf("work directory %q: a path with ',', '=', '\"' or a newline cannot be bind-mounted", dir)
+		}
+	}
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	name := fmt.Sprintf("flops-task-%d-%s", spec.TaskID, hex.EncodeToString(nonce[:]))
+	base := &envList{}
+	base.set("HOME", "/tmp")
+	env := taskEnv(log, spec, base, ContainerInputDir, ContainerOutputDir, ContainerCheckpointDir)
+	args := containerArgs(containerParams{
+		flavor: flavor, name: name, taskID: spec.TaskID, jobID: spec.JobID,
+		uid: os.Getuid(), gid: os.Getgid(),
+		input: d.work, output: d.output, checkpoint: d.checkpoint,
+		env: env.list(), gpus: spec.GPUs, image: spec.Image, command: spec.Command,
+	})
+	log.Info("container task", "runtime", bin, "container", name)
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerStopTimeout)
+		defer cancel()
+		out, err := exec.CommandContext(sctx, bin, "rm", "-f", name).CombinedOutput()
+		if err != nil {
+			log.Warn("remove task container", "container", name, "err", err, "output", strings.TrimSpace(string(out)))
+		}
+	}
+	return command{argv: append([]string{bin}, args...), dir: d.tmp, env: os.Environ(), stop: stop}, nil
+}

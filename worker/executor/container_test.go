@@ -1,0 +1,217 @@
+package executor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+const testImage = "ghcr.io/flopsnet/train@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// The command line of each runtime, exactly.
+func TestContainerArgs(t *testing.T) {
+	p := containerParams{
+		name: "flops-task-5-aa", taskID: 5, jobID: 2, uid: 1000, gid: 1001,
+		input: "/w/tasks/5/work", output: "/w/tasks/5/output", checkpoint: "/w/tasks/5/checkpoint",
+		env:   []string{"HOME=/tmp", "FLOPS_TASK_ID=5"},
+		gpus:  []string{"GPU-aaa", "MIG-bbb"},
+		image: testImage, command: []string{"python", "train.py", "--epochs", "3"},
+	}
+	common := []string{
+		"run", "--rm", "--name", "flops-task-5-aa", "--label", "flops.task=5", "--label", "flops.job=2",
+		"--network", "none", "--init", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+	}
+	mounts := []string{
+		"--mount", "type=bind,source=/w/tasks/5/work,target=/flops/input,readonly",
+		"--mount", "type=bind,source=/w/tasks/5/output,target=/flops/output",
+		"--mount", "type=bind,source=/w/tasks/5/checkpoint,target=/flops/checkpoint",
+		"--env", "HOME=/tmp", "--env", "FLOPS_TASK_ID=5",
+	}
+	tail := []string{testImage, "python", "train.py", "--epochs", "3"}
+
+	p.flavor = "docker"
+	want := slices.Concat(common, []string{"--user", "1000:1001"}, mounts, []string{"--gpus", `"device=GPU-aaa,MIG-bbb"`}, tail)
+	require.Equal(t, want, containerArgs(p))
+
+	p.flavor = "podman"
+	want = slices.Concat(common, []string{"--userns", "keep-id"}, mounts,
+		[]string{"--device", "nvidia.com/gpu=GPU-aaa", "--device", "nvidia.com/gpu=MIG-bbb"}, tail)
+	require.Equal(t, want, containerArgs(p))
+
+	// Root podman maps the uid directly; no GPU means no GPU flag at all.
+	p.uid, p.gid, p.gpus = 0, 0, nil
+	want = slices.Concat(common, []string{"--user", "0:0"}, mounts, tail)
+	require.Equal(t, want, containerArgs(p))
+}
+
+// fakeRuntime is a docker or podman stand-in that records each invocation's arguments
+// (NUL-separated, in <dir>/<subcommand>.args), and for "run" writes a file into the
+// output mount, prints a line, then sleeps for $FAKE_RUNTIME_SLEEP and exits with
+// $FAKE_RUNTIME_EXIT.
+const fakeRuntime = `#!/bin/sh
+: > "$FAKE_RUNTIME_DIR/$1.args"
+for a in "$@"; do printf '%s\0' "$a" >> "$FAKE_RUNTIME_DIR/$1.args"; done
+case "$1" in
+run)
+  for a in "$@"; do
+    case "$a" in
+      *target=/flops/output) src=${a#type=bind,source=}; src=${src%,target=/flops/output} ;;
+    esac
+  done
+  echo "result of the container" > "$src/result.txt"
+  echo "hello from the fake runtime"
+  [ -n "$FAKE_RUNTIME_SLEEP" ] && sleep "$FAKE_RUNTIME_SLEEP"
+  exit "${FAKE_RUNTIME_EXIT:-0}"
+  ;;
+esac
+exit 0
+`
+
+// installFakeRuntime puts a fake runtime named name first in a PATH that holds no
+// real docker or podman.
+func installFakeRuntime(t *testing.T, name string) string {
+	bin, rec := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte(fakeRuntime), 0o755))
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	t.Setenv("FAKE_RUNTIME_DIR", rec)
+	t.Setenv("FAKE_RUNTIME_SLEEP", "")
+	t.Setenv("FAKE_RUNTIME_EXIT", "")
+	return rec
+}
+
+func recordedArgs(t *testing.T, dir, sub string) []string {
+	b, err := os.ReadFile(filepath.Join(dir, sub+".args"))
+	require.NoError(t, err)
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+}
+
+func containerSpec(taskID uint64) Spec {
+	return Spec{
+		TaskID: taskID, JobID: 4, Index: 0,
+		Runtime: markettypes.RUNTIME_CONTAINER, Image: testImage,
+		Command: []string{"python", "train.py"},
+		Env:     []markettypes.EnvVar{{Name: "EPOCHS", Value: "3"}},
+		GPUs:    []string{"GPU-6f1c5a0e-1111-2222-3333-444455556666"},
+	}
+}
+
+// A CONTAINER task runs the auto-detected runtime with the command line above, captures
+// its output and takes the manifest root of what the container wrote.
+func TestContainerWithFakeRuntime(t *testing.T) {
+	for _, flavor := range []string{"docker", "podman"} {
+		t.Run(flavor, func(t *testing.T) {
+			rec := installFakeRuntime(t, flavor)
+			e := newTestExecutor(t, nil)
+			res, err := e.Run(context.Background(), containerSpec(100), Hooks{})
+			require.NoError(t, err)
+			d := e.dirs(100)
+
+			args := recordedArgs(t, rec, "run")
+			require.Equal(t, "run", args[0])
+			require.Equal(t, []string{testImage, "python", "train.py"}, args[len(args)-3:])
+			require.Subset(t, args, []string{"--network", "none", "--rm",
+				"type=bind,source=" + d.work + ",target=/flops/input,readonly",
+				"FLOPS_TASK_ID=100", "FLOPS_JOB_ID=4", "FLOPS_SHARD_INDEX=0", "EPOCHS=3",
+				"FLOPS_INPUT_DIR=/flops/input", "FLOPS_OUTPUT_DIR=/flops/output", "FLOPS_CHECKPOINT_DIR=/flops/checkpoint",
+				"CUDA_VISIBLE_DEVICES=GPU-6f1c5a0e-1111-2222-3333-444455556666"})
+			if flavor == "docker" {
+				require.Subset(t, args, []string{"--gpus", `"device=GPU-6f1c5a0e-1111-2222-3333-444455556666"`})
+			} else {
+				require.Subset(t, args, []string{"--device", "nvidia.com/gpu=GPU-6f1c5a0e-1111-2222-3333-444455556666"})
+			}
+
+			require.Equal(t, []string{"result.txt"}, []string{res.Files[0].Path})
+			want, err := ManifestRoot([]OutputFile{{Path: "result.txt", Size: 24, SHA256: sha256Hex([]byte("result of the container\n"))}})
+			require.NoError(t, err)
+			require.Equal(t, want, res.Root)
+			stdout, err := os.ReadFile(filepath.Join(res.OutputDir, LogDir, "stdout.log"))
+			require.NoError(t, err)
+			require.Equal(t, "hello from the fake runtime\n", string(stdout))
+		})
+	}
+}
+
+// A cancelled CONTAINER task removes its container (killing the client would leave it
+// running); the runtime's exit status fails the task.
+func TestContainerCancelAndExit(t *testing.T) {
+	rec := installFakeRuntime(t, "docker")
+	e := newTestExecutor(t, nil)
+
+	t.Setenv("FAKE_RUNTIME_SLEEP", "1000")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer cancel()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(e.dirs(101).output, "result.txt")); err == nil {
+				return
+			}
+		}
+	})
+	_, err := e.Run(ctx, containerSpec(101), Hooks{})
+	wg.Wait()
+	require.ErrorIs(t, err, context.Canceled)
+	run := recordedArgs(t, rec, "run")
+	name := run[slices.Index(run, "--name")+1]
+	require.True(t, strings.HasPrefix(name, "flops-task-101-"), name)
+	require.Equal(t, []string{"rm", "-f", name}, recordedArgs(t, rec, "rm"))
+
+	t.Setenv("FAKE_RUNTIME_SLEEP", "")
+	t.Setenv("FAKE_RUNTIME_EXIT", "125")
+	_, err = e.Run(context.Background(), containerSpec(102), Hooks{})
+	var xe *ExitError
+	require.ErrorAs(t, err, &xe)
+	require.Equal(t, 125, xe.Code)
+}
+
+// Without docker or podman a CONTAINER task fails clearly.
+func TestContainerNoRuntime(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()+":/usr/bin:/bin")
+	for _, rt := range []string{"", "docker", "podman"} {
+		e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = rt })
+		_, err := e.Run(context.Background(), containerSpec(103), Hooks{})
+		require.ErrorIs(t, err, ErrNoContainerRuntime, rt)
+	}
+	_, err := New(Options{WorkDir: t.TempDir(), ContainerRuntime: "lxc"})
+	require.Error(t, err)
+}
+
+// TestContainerReal runs a real container when the machine has a working runtime and
+// FLOPS_TEST_IMAGE names a local image pinned by digest that has /bin/sh (no network
+// is needed or used).
+func TestContainerReal(t *testing.T) {
+	image := os.Getenv("FLOPS_TEST_IMAGE")
+	if image == "" {
+		t.Skip("FLOPS_TEST_IMAGE (a local image pinned by digest) is not set")
+	}
+	e := newTestExecutor(t, nil)
+	_, flavor, err := e.containerRuntime()
+	if err != nil {
+		t.Skip("no container runtime in PATH")
+	}
+	if out, err := exec.Command(flavor, "info").CombinedOutput(); err != nil {
+		t.Skipf("%s does not answer: %s", flavor, strings.TrimSpace(string(out)))
+	}
+	spec := Spec{
+		TaskID: 104, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: image,
+		Command: []string{"/bin/sh", "-c", `echo "$FLOPS_TASK_ID" > "$FLOPS_OUTPUT_DIR/id"; touch "$FLOPS_INPUT_DIR/x" 2>/dev/null && echo writable > "$FLOPS_OUTPUT_DIR/bad"; true`},
+	}
+	res, err := e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(res.OutputDir, "id"))
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatUint(spec.TaskID, 10)+"\n", string(b))
+	_, err = os.Stat(filepath.Join(res.OutputDir, "bad"))
+	require.True(t, os.IsNotExist(err), "the input mount must be read-only")
+}

@@ -1,0 +1,347 @@
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// Input downloads: at most fetchAttempts tries, fetchBackoff doubling between them, for
+// the errors that may pass (a network failure, HTTP 5xx or 429). A wrong digest, a 4xx or
+// an oversized body fails at once.
+const (
+	fetchAttempts = 3
+	fetchBackoff  = 500 * time.Millisecond
+)
+
+// inputMode is the mode of cached and placed inputs: read-only, and executable so that
+// a job can ship a program or a script as an input and run it by its path.
+const inputMode = 0o555
+
+// transientError marks a download failure worth another try.
+type transientError struct{ err error }
+
+func (t transientError) Error() string { return t.err.Error() }
+func (t transientError) Unwrap() error { return t.err }
+
+// fetchInputs puts every input at its path in the working directory, fetched (or taken
+// from the cache) and verified against its digest.
+func (e *Executor) fetchInputs(ctx context.Context, log *slog.Logger, inputs []markettypes.Input, work string) error {
+	for i, in := range inputs {
+		cached, err := e.cached(ctx, log, in.Uri, in.Sha256)
+		if err != nil {
+			return fmt.Errorf("input %d (%s, for %s): %w", i, redact(in.Uri), inputPath(inputs, i), err)
+		}
+		dst := filepath.Join(work, filepath.FromSlash(inputPath(inputs, i)))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("input %d: %w", i, err)
+		}
+		// A hard link costs nothing; a task that writes through it damages the cached
+		// copy, which is why a cache hit is hashed again before use.
+		if err := os.Link(cached, dst); err != nil {
+			if err := copyFile(ctx, cached, dst, inputMode); err != nil {
+				return fmt.Errorf("input %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// inputPath is where input i goes in the working directory: its path, or, for an input
+// without one (a pool unit's), "input" when it is the only input and "input-<i>"
+// otherwise.
+func inputPath(inputs []markettypes.Input, i int) string {
+	switch {
+	case inputs[i].Path != "":
+		return inputs[i].Path
+	case len(inputs) == 1:
+		return "input"
+	default:
+		return "input-" + strconv.Itoa(i)
+	}
+}
+
+// cachePath is where content of the given digest is cached.
+func (e *Executor) cachePath(digest string) string {
+	return filepath.Join(e.opts.WorkDir, "cache", "sha256", digest)
+}
+
+// cached returns the cache file holding the content of digest, downloading it from uri
+// when it is not cached or the cached copy no longer matches.
+func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest string) (string, error) {
+	if err := markettypes.ValidateSHA256Hex(digest); err != nil {
+		return "", fmt.Errorf("sha256: %w: %w", err, ErrInvalidSpec)
+	}
+	dst := e.cachePath(digest)
+	if _, err := os.Stat(dst); err == nil {
+		got, err := hashFile(ctx, dst)
+		if err != nil {
+			return "", err
+		}
+		if got == digest {
+			log.Debug("input cached", "sha256", digest)
+			return dst, nil
+		}
+		log.Warn("cached input was modified; fetching it again", "sha256", digest, "now", got)
+		if err := os.Remove(dst); err != nil {
+			return "", fmt.Errorf("input cache: %w", err)
+		}
+	}
+	src, err := e.resolve(uri)
+	if err != nil {
+		return "", err
+	}
+	backoff := fetchBackoff
+	for attempt := 1; ; attempt++ {
+		err := e.download(ctx, src, dst, digest)
+		if err == nil {
+			log.Info("input fetched", "uri", redact(uri), "sha256", digest)
+			return dst, nil
+		}
+		var tr transientError
+		if !errors.As(err, &tr) || attempt == fetchAttempts || ctx.Err() != nil {
+			return "", err
+		}
+		log.Warn("input fetch failed; retrying", "uri", redact(uri), "attempt", attempt, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", err
+		case <-t.C:
+		}
+		backoff *= 2
+	}
+}
+
+// resolve maps an input URI to the URL fetched: http and https as they are, ipfs://CID/p
+// through the gateway.
+func (e *Executor) resolve(uri string) (string, error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "", fmt.Errorf("uri %q: %w: %w", redact(uri), err, ErrInvalidSpec)
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return "", fmt.Errorf("uri %q: no host: %w", redact(uri), ErrInvalidSpec)
+		}
+		return uri, nil
+	case "ipfs":
+		if e.opts.IPFSGateway == "" {
+			return "", fmt.Errorf("uri %q: no IPFS gateway is configured: %w", uri, ErrInputFetch)
+		}
+		cid, rest := u.Host, u.EscapedPath()
+		if cid == "" { // ipfs:CID/p
+			cid, rest, _ = strings.Cut(u.Opaque, "/")
+			if rest != "" {
+				rest = "/" + rest
+			}
+		}
+		if cid == "" || strings.ContainsAny(cid, "/?#") {
+			return "", fmt.Errorf("uri %q: no content identifier: %w", uri, ErrInvalidSpec)
+		}
+		return strings.TrimRight(e.opts.IPFSGateway, "/") + "/ipfs/" + url.PathEscape(cid) + rest, nil
+	default:
+		return "", fmt.Errorf("uri %q: scheme must be https, http or ipfs: %w", redact(uri), ErrInvalidSpec)
+	}
+}
+
+// download fetches src into dst through a temporary file, checking the digest before
+// the file takes its place.
+func (e *Executor) download(ctx context.Context, src, dst, digest string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInputFetch)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		// A *url.Error names the URL, which may carry credentials in its query.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return transientError{fmt.Errorf("GET %s: %w: %w", redact(src), err, ErrInputFetch)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := fmt.Errorf("GET %s: HTTP %s: %w", redact(src), resp.Status, ErrInputFetch)
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			return transientError{err}
+		}
+		return err
+	}
+	max := e.opts.MaxInputBytes
+	if resp.ContentLength > max {
+		return fmt.Errorf("GET %s: %d bytes, more than the limit of %d: %w", redact(src), resp.ContentLength, max, ErrInputFetch)
+	}
+	tmp, err := os.CreateTemp(filepath.Join(e.opts.WorkDir, "cache", "tmp"), "fetch-*")
+	if err != nil {
+		return fmt.Errorf("input cache: %w", err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // a no-op once renamed
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, max+1))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return transientError{fmt.Errorf("GET %s: reading the body after %d bytes: %w: %w", redact(src), n, err, ErrInputFetch)}
+	case n > max:
+		return fmt.Errorf("GET %s: more than the limit of %d bytes: %w", redact(src), max, ErrInputFetch)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != digest {
+		return fmt.Errorf("GET %s: content of %d bytes has sha256 %s, the job names %s: %w", redact(src), n, got, digest, ErrInputDigest)
+	}
+	if err := os.Chmod(tmp.Name(), inputMode); err != nil {
+		return fmt.Errorf("input cache: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return fmt.Errorf("input cache: %w", err)
+	}
+	return nil
+}
+
+// redact is a URI without its user information and query, which may hold credentials
+// (pre-signed URLs), for logs and errors.
+func redact(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "<malformed uri>"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "<redacted>"
+	}
+	u.Fragment = ""
+	return u.String()
+}
+
+// stageCheckpoint puts the checkpoint to resume from into the cache (from its local path
+// when that file still matches, else from its URI) and returns the cache file.
+func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Checkpoint) (string, error) {
+	dst := e.cachePath(cp.SHA256)
+	if cp.Path != "" {
+		if got, err := hashFile(ctx, cp.Path); err == nil && got == cp.SHA256 {
+			if _, err := os.Stat(dst); err == nil {
+				if got, err := hashFile(ctx, dst); err == nil && got == cp.SHA256 {
+					return dst, nil
+				}
+			}
+			tmp := dst + ".stage"
+			if err := copyFile(ctx, cp.Path, tmp, inputMode); err != nil {
+				return "", fmt.Errorf("resume checkpoint: %w", err)
+			}
+			if err := os.Rename(tmp, dst); err != nil {
+				return "", fmt.Errorf("resume checkpoint: %w", err)
+			}
+			return dst, nil
+		} else if err != nil && ctx.Err() != nil {
+			return "", err
+		}
+		log.Info("local checkpoint missing or changed; fetching it", "path", cp.Path, "sha256", cp.SHA256)
+	}
+	if cp.URI == "" {
+		return "", fmt.Errorf("resume checkpoint %s: no file at %q and no URI: %w", cp.SHA256, cp.Path, ErrInputFetch)
+	}
+	p, err := e.cached(ctx, log, cp.URI, cp.SHA256)
+	if err != nil {
+		return "", fmt.Errorf("resume checkpoint (%s): %w", redact(cp.URI), err)
+	}
+	return p, nil
+}
+
+// placeCheckpoint copies a staged checkpoint into the checkpoint directory under the
+// name it had (the base of its path, else the last segment of its URI, else
+// "checkpoint"), writable by the task.
+func placeCheckpoint(ctx context.Context, staged string, cp Checkpoint, dir string) (Checkpoint, error) {
+	name := checkpointName(cp)
+	dst := filepath.Join(dir, name)
+	if err := copyFile(ctx, staged, dst, 0o644); err != nil {
+		return Checkpoint{}, fmt.Errorf("resume checkpoint: %w", err)
+	}
+	return Checkpoint{SHA256: cp.SHA256, URI: cp.URI, Path: dst}, nil
+}
+
+func checkpointName(cp Checkpoint) string {
+	var name string
+	if cp.Path != "" {
+		name = filepath.Base(cp.Path)
+	} else if u, err := url.Parse(cp.URI); err == nil {
+		name = path.Base(u.Path)
+	}
+	if name == "" || name == "." || name == ".." || name == "/" || !localPath(name) || strings.HasPrefix(name, ".") {
+		return "checkpoint"
+	}
+	return name
+}
+
+// hashFile is the hex sha256 of a file, reading it under ctx.
+func hashFile(ctx context.Context, p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
+		return "", fmt.Errorf("hash %s: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// copyFile copies src to dst (replaced if present) with the given mode.
+func copyFile(ctx context.Context, src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	_ = os.Remove(dst)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, ctxReader{ctx, in})
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(dst, mode)
+	}
+	if err != nil {
+		_ = os.Remove(dst)
+		return fmt.Errorf("copy %s: %w", filepath.Base(src), err)
+	}
+	return nil
+}
+
+// ctxReader stops a long read when its context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,181 @@
+package executor
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// inputServer serves fixed contents and counts the requests per path.
+type inputServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	hits  map[string]int
+	flaky int // requests to /flaky that fail with 503 before one succeeds
+}
+
+func newInputServer(t *testing.T, files map[string][]byte) *inputServer {
+	s := &inputServer{hits: map[string]int{}, flaky: 1}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		fail := r.URL.Path == "/flaky" && s.flaky > 0
+		if fail {
+			s.flaky--
+		}
+		s.mu.Unlock()
+		if fail {
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+			return
+		}
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *inputServer) count(p string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[p]
+}
+
+// Inputs are fetched over http and through the IPFS gateway into the working directory
+// at their paths, verified, and cached by digest: a second task fetches nothing.
+func TestInputsFetchedVerifiedAndCached(t *testing.T) {
+	a, b := []byte("alpha\n"), []byte("beta\n")
+	// A script shipped as an input runs by its path.
+	script := []byte("#!/bin/sh\ncat a.txt sub/dir/b.bin > \"$FLOPS_OUTPUT_DIR/joined\"\n")
+	srv := newInputServer(t, map[string][]byte{"/data/a.txt": a, "/ipfs/bafybeigdyrzt5/b.bin": b, "/run.sh": script})
+	e := newTestExecutor(t, func(o *Options) { o.IPFSGateway = srv.URL + "/" })
+	inputs := []markettypes.Input{
+		{Uri: srv.URL + "/data/a.txt?token=secret", Sha256: sha256Hex(a), Path: "a.txt"},
+		{Uri: "ipfs://bafybeigdyrzt5/b.bin", Sha256: sha256Hex(b), Path: "sub/dir/b.bin"},
+	}
+	for task := uint64(50); task < 52; task++ {
+		spec := Spec{TaskID: task, Runtime: markettypes.RUNTIME_PROCESS, Command: []string{"./bin/run.sh", "arg"}}
+		spec.Inputs = append(inputs, markettypes.Input{Uri: srv.URL + "/run.sh", Sha256: sha256Hex(script), Path: "bin/run.sh"})
+		res, err := e.Run(context.Background(), spec, Hooks{})
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(res.OutputDir, "joined"))
+		require.NoError(t, err)
+		require.Equal(t, "alpha\nbeta\n", string(got))
+	}
+	require.Equal(t, 1, srv.count("/data/a.txt"), "the second task reads the cache")
+	require.Equal(t, 1, srv.count("/ipfs/bafybeigdyrzt5/b.bin"))
+
+	// A cached copy that a task damaged is detected and fetched again.
+	cached := e.cachePath(sha256Hex(a))
+	require.NoError(t, os.Chmod(cached, 0o644))
+	require.NoError(t, os.WriteFile(cached, []byte("tampered"), 0o644))
+	spec := shellSpec(52, `cat a.txt > "$FLOPS_OUTPUT_DIR/a"`)
+	spec.Inputs = inputs[:1]
+	res, err := e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(res.OutputDir, "a"))
+	require.NoError(t, err)
+	require.Equal(t, a, got)
+	require.Equal(t, 2, srv.count("/data/a.txt"))
+}
+
+// An input whose content does not match its digest fails the task with a clear error
+// and is not cached; an unreachable input fails it too; a 503 is retried.
+func TestInputFailures(t *testing.T) {
+	srv := newInputServer(t, map[string][]byte{"/data/a.txt": []byte("alpha\n"), "/flaky": []byte("eventually")})
+	e := newTestExecutor(t, nil)
+	wrong := sha256Hex([]byte("not alpha"))
+
+	spec := shellSpec(60, "true")
+	spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/data/a.txt?sig=topsecret", Sha256: wrong, Path: "a.txt"}}
+	_, err := e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrInputDigest)
+	require.ErrorContains(t, err, wrong)
+	require.ErrorContains(t, err, sha256Hex([]byte("alpha\n")))
+	require.NotContains(t, err.Error(), "topsecret", "a URL's query may hold credentials")
+	_, statErr := os.Stat(e.cachePath(wrong))
+	require.True(t, os.IsNotExist(statErr))
+	require.Equal(t, 1, srv.count("/data/a.txt"), "a digest mismatch is not retried")
+
+	spec = shellSpec(61, "true")
+	spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/missing", Sha256: wrong, Path: "m"}}
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrInputFetch)
+	require.ErrorContains(t, err, "404")
+
+	spec = shellSpec(62, `cat flaky > "$FLOPS_OUTPUT_DIR/f"`)
+	spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/flaky", Sha256: sha256Hex([]byte("eventually")), Path: "flaky"}}
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	require.Equal(t, 2, srv.count("/flaky"))
+
+	spec = shellSpec(63, "true")
+	spec.Inputs = []markettypes.Input{{Uri: "ipfs://bafybeigdyrzt5/b.bin", Sha256: wrong, Path: "b"}}
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrInputFetch)
+	require.ErrorContains(t, err, "no IPFS gateway")
+
+	small := newTestExecutor(t, func(o *Options) { o.MaxInputBytes = 3 })
+	spec = shellSpec(64, "true")
+	spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/data/a.txt", Sha256: sha256Hex([]byte("alpha\n")), Path: "a"}}
+	_, err = small.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrInputFetch)
+	require.ErrorContains(t, err, "limit")
+}
+
+// ipfs URIs map onto the gateway; http(s) URIs are fetched as they are.
+func TestResolve(t *testing.T) {
+	e := newTestExecutor(t, func(o *Options) { o.IPFSGateway = "https://gw.example/" })
+	cases := map[string]string{
+		"ipfs://bafyabc":              "https://gw.example/ipfs/bafyabc",
+		"ipfs://bafyabc/dir/file.bin": "https://gw.example/ipfs/bafyabc/dir/file.bin",
+		"ipfs:bafyabc/x":              "https://gw.example/ipfs/bafyabc/x",
+		"https://h.example/a?b=c":     "https://h.example/a?b=c",
+	}
+	for in, want := range cases {
+		got, err := e.resolve(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"ftp://h/x", "ipfs://", "https:///nohost"} {
+		_, err := e.resolve(in)
+		require.Error(t, err, in)
+	}
+	require.Equal(t, "https://h.example/a?<redacted>", redact("https://user:pw@h.example/a?X-Amz-Signature=abc"))
+}
+
+// An input without a path (a pool unit's) is placed at "input", or "input-<i>" among
+// several.
+func TestInputWithoutPath(t *testing.T) {
+	a := []byte("unit payload")
+	srv := newInputServer(t, map[string][]byte{"/u": a})
+	e := newTestExecutor(t, nil)
+	in := markettypes.Input{Uri: srv.URL + "/u", Sha256: sha256Hex(a)}
+	spec := shellSpec(65, `cat input > "$FLOPS_OUTPUT_DIR/got"`)
+	spec.Inputs = []markettypes.Input{in}
+	res, err := e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(res.OutputDir, "got"))
+	require.NoError(t, err)
+	require.Equal(t, a, got)
+
+	spec = shellSpec(66, `cat input-0 input-1 > "$FLOPS_OUTPUT_DIR/got"`)
+	spec.Inputs = []markettypes.Input{in, in}
+	res, err = e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	got, err = os.ReadFile(filepath.Join(res.OutputDir, "got"))
+	require.NoError(t, err)
+	require.Equal(t, append(append([]byte(nil), a...), a...), got)
+}

@@ -1,0 +1,149 @@
+package outputs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cosmos/cosmos-sdk/types/bech32"
+)
+
+// ErrTaskNotFound is what an OwnerOf function wraps for a task the chain does not know;
+// the handler answers 404.
+var ErrTaskNotFound = errors.New("task not found")
+
+// Handler serves the stored outputs of tasks to their jobs' owners:
+//
+//	GET /v1/tasks/{id}/outputs          the manifest (JSON)
+//	GET /v1/tasks/{id}/outputs/{path}   one file or log (ranges supported)
+//
+// Every request must be signed (SignRequest) by the account that ownerOf names for the
+// task; now is the clock the timestamps are checked against. Refusals are JSON
+// {"error": "..."}: 400 a malformed id or path, 401 a missing, stale or bad signature,
+// 403 a signer who is not the owner, 404 an unknown task, no stored outputs or an
+// unlisted path, 503 when the owner cannot be looked up.
+func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (string, error), now func() time.Time) http.Handler {
+	h := &handler{store: store, ownerOf: ownerOf, now: now}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/tasks/{id}/outputs", h.serveManifest)
+	mux.HandleFunc("GET /v1/tasks/{id}/outputs/{path...}", h.serveFile)
+	return mux
+}
+
+type handler struct {
+	store   *Store
+	ownerOf func(ctx context.Context, taskID uint64) (string, error)
+	now     func() time.Time
+}
+
+func writeError(w http.ResponseWriter, status int, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
+}
+
+// authorize answers the request with a refusal and returns false unless it is signed by
+// the owner of the task in its path.
+func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	taskID, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "task id %q: must be a decimal number", r.PathValue("id"))
+		return 0, false
+	}
+	signer, signerText, err := authenticate(r, h.now())
+	if err != nil {
+		var ae *authError
+		if errors.As(err, &ae) {
+			w.Header().Set("WWW-Authenticate", `FlopsSignature realm="outputs"`)
+			writeError(w, ae.status, "%s", ae.msg)
+		} else {
+			writeError(w, http.StatusInternalServerError, "authentication failed")
+		}
+		return 0, false
+	}
+	owner, err := h.ownerOf(r.Context(), taskID)
+	switch {
+	case errors.Is(err, ErrTaskNotFound):
+		writeError(w, http.StatusNotFound, "task %d not found", taskID)
+		return 0, false
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "cannot look up the owner of task %d: %v", taskID, err)
+		return 0, false
+	}
+	_, ownerAddr, err := bech32.DecodeAndConvert(owner)
+	if err != nil || !bytes.Equal(ownerAddr, signer) {
+		writeError(w, http.StatusForbidden, "%s is not the owner of task %d", signerText, taskID)
+		return 0, false
+	}
+	return taskID, true
+}
+
+func (h *handler) serveManifest(w http.ResponseWriter, r *http.Request) {
+	taskID, ok := h.authorize(w, r)
+	if !ok {
+		return
+	}
+	m, err := h.store.Manifest(taskID)
+	if errors.Is(err, ErrNotFound) {
+		writeError(w, http.StatusNotFound, "no outputs are stored for task %d", taskID)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "manifest of task %d: %v", taskID, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(m)
+}
+
+// validOutputPath reports whether p can be a manifest path: clean, relative, with no
+// "." or ".." segment. The handler serves only paths a manifest lists; this refuses
+// traversal attempts before the lookup, with a clearer answer.
+func validOutputPath(p string) bool {
+	if p == "" || strings.ContainsRune(p, 0) || strings.Contains(p, "\\") || path.IsAbs(p) || path.Clean(p) != p {
+		return false
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." || seg == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *handler) serveFile(w http.ResponseWriter, r *http.Request) {
+	taskID, ok := h.authorize(w, r)
+	if !ok {
+		return
+	}
+	p := r.PathValue("path")
+	if !validOutputPath(p) {
+		writeError(w, http.StatusBadRequest, "output path %q: must be a clean relative path", p)
+		return
+	}
+	f, entry, err := h.store.OpenFile(taskID, p)
+	if errors.Is(err, ErrNotFound) {
+		writeError(w, http.StatusNotFound, "task %d has no output %q", taskID, p)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "output %q of task %d: %v", p, taskID, err)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set("ETag", `"sha256:`+entry.SHA256+`"`)
+	w.Header().Set("X-Flops-Sha256", entry.SHA256)
+	http.ServeContent(w, r, "", time.Time{}, f)
+}

@@ -1,0 +1,329 @@
+package outputs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cosmos/cosmos-sdk/crypto/keys/ed25519"
+	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
+	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
+	"github.com/cosmos/cosmos-sdk/types/bech32"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flopsnet/flops/internal/chain"
+	"github.com/flopsnet/flops/worker/executor"
+)
+
+func addrOf(t *testing.T, k cryptotypes.PrivKey) string {
+	a, err := bech32.ConvertAndEncode(chain.Bech32Prefix, k.PubKey().Address())
+	require.NoError(t, err)
+	return a
+}
+
+// fixture is a store holding the outputs of task 7 (owned by owner) behind the
+// handler, with a clock the test sets.
+type fixture struct {
+	store  *Store
+	srv    *httptest.Server
+	owner  *secp256k1.PrivKey
+	other  *secp256k1.PrivKey
+	result executor.Result
+	mu     sync.Mutex
+	now    time.Time
+}
+
+func (f *fixture) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+var outputsOfTask7 = map[string]string{
+	"model.bin":        "\x00\x01weights\xff",
+	"metrics/loss.csv": "epoch,loss\n1,0.5\n",
+	"a b/c%d.txt":      "odd names are escaped",
+}
+
+func newFixture(t *testing.T) *fixture {
+	out := t.TempDir()
+	for p, c := range outputsOfTask7 {
+		full := filepath.Join(out, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(out, executor.LogDir), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(out, executor.LogDir, "stdout.log"), []byte("training...\n"), 0o644))
+	files, logs, err := executor.HashOutputs(context.Background(), out, nil)
+	require.NoError(t, err)
+	root, err := executor.ManifestRoot(files)
+	require.NoError(t, err)
+	res := executor.Result{Root: root, OutputDir: out, Files: files, Logs: logs}
+
+	store, err := Open(t.TempDir())
+	require.NoError(t, err)
+	_, err = store.Put(context.Background(), 7, res)
+	require.NoError(t, err)
+
+	f := &fixture{store: store, owner: secp256k1.GenPrivKey(), other: secp256k1.GenPrivKey(), result: res, now: time.Now()}
+	owners := map[uint64]string{7: addrOf(t, f.owner), 8: addrOf(t, f.owner)}
+	ownerOf := func(_ context.Context, id uint64) (string, error) {
+		if id == 99 {
+			return "", fmt.Errorf("node unreachable")
+		}
+		o, ok := owners[id]
+		if !ok {
+			return "", fmt.Errorf("task %d: %w", id, ErrTaskNotFound)
+		}
+		return o, nil
+	}
+	f.srv = httptest.NewServer(Handler(store, ownerOf, f.clock))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// do sends a GET of path signed by key at time at, after mutate edits the request.
+func (f *fixture) do(t *testing.T, path string, key cryptotypes.PrivKey, at time.Time, mutate func(*http.Request)) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, f.srv.URL+path, nil)
+	require.NoError(t, err)
+	if key != nil {
+		require.NoError(t, SignRequest(req, key, at))
+	}
+	if mutate != nil {
+		mutate(req)
+	}
+	resp, err := f.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// The owner fetches the whole task, every file verified, and the roots match the result.
+func TestOwnerFetches(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	require.NoError(t, Fetch(context.Background(), f.srv.Client(), f.srv.URL, 7, f.owner, dir))
+	for p, c := range outputsOfTask7 {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		require.NoError(t, err, p)
+		require.Equal(t, c, string(b), p)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, executor.LogDir, "stdout.log"))
+	require.NoError(t, err)
+	require.Equal(t, "training...\n", string(b))
+
+	m, err := FetchManifest(context.Background(), f.srv.Client(), f.srv.URL, 7, f.owner)
+	require.NoError(t, err)
+	require.Equal(t, hex.EncodeToString(f.result.Root[:]), m.ResultRoot)
+	require.Equal(t, m.Root, m.ResultRoot)
+	require.Equal(t, f.result.Files, m.Files)
+
+	// A file alone, with its digest in the headers and ranges served.
+	status, body := f.do(t, "/v1/tasks/7/outputs/metrics/loss.csv", f.owner, f.clock(), func(r *http.Request) { r.Header.Set("Range", "bytes=0-4") })
+	require.Equal(t, http.StatusPartialContent, status)
+	require.Equal(t, "epoch", body)
+}
+
+// Refusals, each with its status and a message that says why.
+func TestRefusals(t *testing.T) {
+	f := newFixture(t)
+	now := f.clock()
+	cases := []struct {
+		name   string
+		path   string
+		key    cryptotypes.PrivKey
+		at     time.Time
+		mutate func(*http.Request)
+		status int
+		msg    string
+	}{
+		{"unsigned", "/v1/tasks/7/outputs", nil, now, nil, http.StatusUnauthorized, "needs the headers"},
+		{"another key", "/v1/tasks/7/outputs", f.other, now, nil, http.StatusForbidden, "is not the owner of task 7"},
+		{"another key, a file", "/v1/tasks/7/outputs/model.bin", f.other, now, nil, http.StatusForbidden, "not the owner"},
+		{"stale timestamp", "/v1/tasks/7/outputs", f.owner, now.Add(-MaxClockSkew - time.Second), nil, http.StatusUnauthorized, "from the server's clock"},
+		{"future timestamp", "/v1/tasks/7/outputs", f.owner, now.Add(MaxClockSkew + time.Minute), nil, http.StatusUnauthorized, "from the server's clock"},
+		{"tampered signature", "/v1/tasks/7/outputs", f.owner, now, func(r *http.Request) {
+			sig, _ := base64.StdEncoding.DecodeString(r.Header.Get(HeaderSignature))
+			sig[10] ^= 0x40
+			r.Header.Set(HeaderSignature, base64.StdEncoding.EncodeToString(sig))
+		}, http.StatusUnauthorized, "does not verify"},
+		{"signature for another path", "/v1/tasks/7/outputs/model.bin", f.owner, now, func(r *http.Request) {
+			r.URL.Path = "/v1/tasks/7/outputs/metrics/loss.csv"
+		}, http.StatusUnauthorized, "does not verify"},
+		{"replayed timestamp with a new time header", "/v1/tasks/7/outputs", f.owner, now.Add(-time.Hour), func(r *http.Request) {
+			r.Header.Set(HeaderTimestamp, fmt.Sprint(now.Unix()))
+		}, http.StatusUnauthorized, "does not verify"},
+		{"pubkey of someone else", "/v1/tasks/7/outputs", f.other, now, func(r *http.Request) {
+			r.Header.Set(HeaderAddress, addrOf(t, f.owner))
+		}, http.StatusUnauthorized, "does not belong to"},
+		{"not a flops address", "/v1/tasks/7/outputs", f.owner, now, func(r *http.Request) {
+			a, _ := bech32.ConvertAndEncode("cosmos", f.owner.PubKey().Address())
+			r.Header.Set(HeaderAddress, a)
+		}, http.StatusUnauthorized, "bech32 address"},
+		{"unknown task", "/v1/tasks/12/outputs", f.owner, now, nil, http.StatusNotFound, "task 12 not found"},
+		{"no outputs stored", "/v1/tasks/8/outputs", f.owner, now, nil, http.StatusNotFound, "no outputs are stored for task 8"},
+		{"unlisted file", "/v1/tasks/7/outputs/secret.txt", f.owner, now, nil, http.StatusNotFound, `no output "secret.txt"`},
+		{"owner lookup down", "/v1/tasks/99/outputs", f.owner, now, nil, http.StatusServiceUnavailable, "cannot look up"},
+		{"bad id", "/v1/tasks/seven/outputs", f.owner, now, nil, http.StatusBadRequest, "decimal"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := f.do(t, tc.path, tc.key, tc.at, tc.mutate)
+			require.Equal(t, tc.status, status, body)
+			var e struct{ Error string }
+			require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+			require.Contains(t, e.Error, tc.msg)
+		})
+	}
+	// A client with a key that is not secp256k1 cannot sign at all.
+	req := httptest.NewRequest(http.MethodGet, "/v1/tasks/7/outputs", nil)
+	require.Error(t, SignRequest(req, ed25519.GenPrivKey(), now))
+}
+
+// Path traversal reaches nothing outside the task's manifest, whatever the encoding.
+func TestPathTraversal(t *testing.T) {
+	f := newFixture(t)
+	secret := filepath.Join(f.store.dir, "tasks", "7.json")
+	require.FileExists(t, secret)
+	for p, want := range map[string]int{
+		// The mux cleans the path and redirects; the cleaned path matches no route.
+		"/v1/tasks/7/outputs/../../../etc/passwd": http.StatusNotFound,
+		// Encoded separators and dots reach the handler's own check.
+		"/v1/tasks/7/outputs/..%2f..%2ftasks%2f7.json":                  http.StatusBadRequest,
+		"/v1/tasks/7/outputs/metrics/%2e%2e/%2e%2e/%2e%2e/tasks/7.json": http.StatusBadRequest,
+		"/v1/tasks/7/outputs/%2fetc%2fpasswd":                           http.StatusBadRequest,
+		"/v1/tasks/7/outputs/metrics\\..\\..\\tasks\\7.json":            http.StatusBadRequest,
+	} {
+		status, body := f.do(t, p, f.owner, f.clock(), nil)
+		require.Equal(t, want, status, "%s: %s", p, body)
+		require.NotContains(t, body, "result_root", p)
+	}
+	for _, p := range []string{"../x", "a/../x", "/x", "a//b", "./a", "a/.", "", "a\\..\\b"} {
+		require.False(t, validOutputPath(p), p)
+	}
+	require.True(t, validOutputPath("a b/c%d.txt"))
+
+	// The signed path is what the handler sees: a raw request to the handler with a
+	// traversing path is refused with 400 once authenticated.
+	h := Handler(f.store, func(context.Context, uint64) (string, error) { return addrOf(t, f.owner), nil }, f.clock)
+	req := httptest.NewRequest(http.MethodGet, "/v1/tasks/7/outputs/metrics/..%5C..%5Csecret", nil)
+	require.NoError(t, SignRequest(req, f.owner, f.clock()))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+}
+
+// Fetch refuses a server whose files or manifest do not check out.
+func TestFetchVerifies(t *testing.T) {
+	owner := secp256k1.GenPrivKey()
+	good := executor.OutputFile{Path: "out.txt", Size: 5, SHA256: hex.EncodeToString(sha(t, "hello"))}
+	root, err := executor.ManifestRoot([]executor.OutputFile{good})
+	require.NoError(t, err)
+	manifest := func(files []executor.OutputFile, rootHex string) Manifest {
+		return Manifest{TaskID: 1, Root: rootHex, ResultRoot: rootHex, Files: files, Logs: []executor.OutputFile{}}
+	}
+	cases := []struct {
+		name string
+		m    Manifest
+		body string
+		msg  string
+	}{
+		{"tampered content", manifest([]executor.OutputFile{good}, hex.EncodeToString(root[:])), "HELLO", "sha256"},
+		{"truncated content", manifest([]executor.OutputFile{good}, hex.EncodeToString(root[:])), "hell", "4 bytes"},
+		{"root not of the files", manifest([]executor.OutputFile{good}, strings.Repeat("00", 32)), "hello", "manifest root"},
+		{"traversing path", manifest([]executor.OutputFile{{Path: "../evil", Size: 5, SHA256: good.SHA256}}, hex.EncodeToString(root[:])), "hello", "clean relative path"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/outputs") {
+					_ = json.NewEncoder(w).Encode(tc.m)
+					return
+				}
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			dir := t.TempDir()
+			err := Fetch(context.Background(), srv.Client(), srv.URL, 1, owner, dir)
+			require.ErrorContains(t, err, tc.msg)
+			_, statErr := os.Stat(filepath.Join(dir, "out.txt"))
+			require.True(t, os.IsNotExist(statErr), "a file that does not verify is not kept")
+			_, statErr = os.Stat(filepath.Join(filepath.Dir(dir), "evil"))
+			require.True(t, os.IsNotExist(statErr))
+		})
+	}
+}
+
+func sha(t *testing.T, s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+// The store keeps each content once, refuses outputs that changed since the run, and
+// GC reclaims what no manifest lists.
+func TestStore(t *testing.T) {
+	out := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(out, "a"), []byte("same"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "b"), []byte("same"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "c"), []byte("only in 1"), 0o644))
+	files, _, err := executor.HashOutputs(context.Background(), out, nil)
+	require.NoError(t, err)
+	root, err := executor.ManifestRoot(files)
+	require.NoError(t, err)
+	s, err := Open(t.TempDir())
+	require.NoError(t, err)
+	_, err = s.Put(context.Background(), 1, executor.Result{Root: root, OutputDir: out, Files: files})
+	require.NoError(t, err)
+	_, err = s.Put(context.Background(), 2, executor.Result{Root: root, OutputDir: out, Files: files[:2]})
+	require.NoError(t, err)
+	blobs := func() int {
+		n := 0
+		_ = filepath.WalkDir(filepath.Join(s.dir, "blobs"), func(_ string, de os.DirEntry, _ error) error {
+			if de != nil && !de.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	require.Equal(t, 2, blobs(), "equal contents are stored once")
+
+	fh, entry, err := s.OpenFile(1, "c")
+	require.NoError(t, err)
+	b, err := io.ReadAll(fh)
+	fh.Close()
+	require.NoError(t, err)
+	require.Equal(t, "only in 1", string(b))
+	require.Equal(t, files[2], entry)
+	_, _, err = s.OpenFile(2, "c")
+	require.ErrorIs(t, err, ErrNotFound)
+
+	require.NoError(t, s.Remove(1))
+	_, err = s.Manifest(1)
+	require.ErrorIs(t, err, ErrNotFound)
+	n, err := s.GC(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 1, blobs())
+
+	// An output modified after the run is refused.
+	require.NoError(t, os.WriteFile(filepath.Join(out, "c"), []byte("changed"), 0o644))
+	_, err = s.Put(context.Background(), 3, executor.Result{Root: root, OutputDir: out, Files: files})
+	require.ErrorContains(t, err, "changed since the task ran")
+	_, err = s.Manifest(3)
+	require.ErrorIs(t, err, ErrNotFound)
+}
