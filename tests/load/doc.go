@@ -1,0 +1,14 @@
+// Package load measures what one flops node includes per second against an in-process
+// network with a real CometBFT: bank sends as the yardstick, then POOL claims (commit,
+// reveal, per-batch settlement) and submit-job transactions in the same run, each reported
+// as a ratio to the bank-send rate (DESIGN.md section 8, issue 5's benchmark). The figures
+// are logged, never asserted; the tests assert only that every transaction did what it
+// should (each unit paid once, escrow drained, balances exact).
+//
+// `go test ./tests/load/` runs a small configuration (a few hundred transactions, a few
+// blocks a phase: it proves the measurement works, its rates are mostly inclusion
+// latency); FLOPS_LOAD=1 runs a larger one (thousands of transactions, tens of blocks a
+// phase), and FLOPS_LOAD_TXS, FLOPS_LOAD_UNITS, FLOPS_LOAD_BATCH and FLOPS_LOAD_SENDERS
+// override its sizes. The node and the driver share the machine: on a busy one the rates
+// drift between phases, which is why bank sends run before and after the market phases.
+package load

@@ -1,0 +1,568 @@
+package load
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdknetwork "github.com/cosmos/cosmos-sdk/testutil/network"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+
+	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/testutil/network"
+	"github.com/flopsnet/flops/worker/chain"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+const (
+	udps = app.BondDenom
+	// fund is each load account's genesis balance: 10,000 DPS.
+	fund = 10_000_000_000
+	// sendAmount is each bank send, udps.
+	sendAmount = 1_000
+	// unitPrice of the pool, udps (0.01 DPS a unit: an inference request).
+	unitPrice = 10_000
+	// bond is the provider's collateral: 1,000 DPS, enough for every claim in flight
+	// (unit price x result_penalty_multiple each).
+	bond = 1_000_000_000
+)
+
+// loadConfig sizes a run.
+type loadConfig struct {
+	senders int // accounts sending bank sends and submit-jobs side by side
+	txs     int // bank sends, and submit-jobs, in all
+	units   int // units posted to the pool and claimed
+	batch   int // units per claim tx (commit tx, then reveal + withdraw tx)
+	window  int // claim batches committed and not yet revealed, at most
+}
+
+// smallLoad runs in `make test`; FLOPS_LOAD=1 runs largeLoad.
+var (
+	smallLoad = loadConfig{senders: 4, txs: 200, units: 200, batch: 20, window: 8}
+	largeLoad = loadConfig{senders: 8, txs: 4000, units: 10_000, batch: 100, window: 40}
+)
+
+func configFromEnv(t *testing.T) loadConfig {
+	cfg := smallLoad
+	if os.Getenv("FLOPS_LOAD") == "1" {
+		cfg = largeLoad
+	}
+	for name, field := range map[string]*int{
+		"FLOPS_LOAD_TXS": &cfg.txs, "FLOPS_LOAD_UNITS": &cfg.units, "FLOPS_LOAD_BATCH": &cfg.batch, "FLOPS_LOAD_SENDERS": &cfg.senders,
+	} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err, name)
+			require.Positive(t, n, name)
+			*field = n
+		}
+	}
+	cfg.txs -= cfg.txs % cfg.senders // an equal share per sender
+	require.Positive(t, cfg.txs, "at least one tx per sender")
+	return cfg
+}
+
+// phase is what one kind of load achieved.
+type phase struct {
+	txs, msgs, units int
+	elapsed          time.Duration // first broadcast to the block holding the last tx
+	admitted         time.Duration // first broadcast to the last CheckTx that took a tx (blast only)
+	firstHeight      int64
+	lastHeight       int64
+	gas              int64 // sum of gas used
+}
+
+func (p phase) txRate() float64   { return float64(p.txs) / p.elapsed.Seconds() }
+func (p phase) unitRate() float64 { return float64(p.units) / p.elapsed.Seconds() }
+func (p phase) gasPerTx() float64 { return float64(p.gas) / float64(p.txs) }
+func (p phase) blocks() int64     { return p.lastHeight - p.firstHeight + 1 }
+
+// measure fills a phase from its txs: all must have succeeded.
+func measure(ctx context.Context, t *testing.T, d *driver, start time.Time, hashes []string, msgs, units int) (phase, map[string]*sdk.TxResponse) {
+	t.Helper()
+	last, err := d.w.waitAll(ctx, hashes)
+	require.NoError(t, err)
+	res, err := d.results(ctx, hashes)
+	require.NoError(t, err)
+	p := phase{txs: len(hashes), msgs: msgs, units: units, elapsed: last.Sub(start)}
+	for _, h := range hashes {
+		r := res[h]
+		require.Zero(t, r.Code, "tx %s failed: %s", h, r.RawLog)
+		p.gas += r.GasUsed
+		if p.firstHeight == 0 || r.Height < p.firstHeight {
+			p.firstHeight = r.Height
+		}
+		p.lastHeight = max(p.lastHeight, r.Height)
+	}
+	return p, res
+}
+
+// blast sends perSender txs from each sender side by side, one msg each, and measures them.
+func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []*account, perSender int, msg func(from *account, i int) sdk.Msg) (phase, map[string]*sdk.TxResponse) {
+	t.Helper()
+	require.NoError(t, d.load(ctx, senders...))
+	_, err := d.gasLimit(ctx, kind, senders[0], msg(senders[0], 0)) // simulate before the clock starts
+	require.NoError(t, err)
+	hashes := make([][]string, len(senders))
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	for s, from := range senders {
+		g.Go(func() error {
+			for i := range perSender {
+				h, err := d.send(gctx, kind, from, msg(from, i))
+				if err != nil {
+					return err
+				}
+				hashes[s] = append(hashes[s], h)
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	admitted := time.Since(start)
+	var all []string
+	for _, hs := range hashes {
+		all = append(all, hs...)
+	}
+	p, res := measure(ctx, t, d, start, all, len(all), len(all))
+	p.admitted = admitted
+	return p, res
+}
+
+// genesis funds the load accounts and keeps the chain from doing work that is not the
+// load's: no PoCP challenges during the run, and tasks that nobody acks do not lapse (the
+// scheduler still assigns what it can).
+func genesis(t *testing.T, cfg *sdknetwork.Config, accs []*account) {
+	var auth authtypes.GenesisState
+	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[authtypes.ModuleName], &auth)
+	var bank banktypes.GenesisState
+	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[banktypes.ModuleName], &bank)
+	for _, a := range accs {
+		packed, err := authtypes.PackAccounts(authtypes.GenesisAccounts{authtypes.NewBaseAccount(a.addr, nil, 0, 0)})
+		require.NoError(t, err)
+		auth.Accounts = append(auth.Accounts, packed...)
+		bank.Balances = append(bank.Balances, banktypes.Balance{Address: a.addr.String(), Coins: sdk.NewCoins(sdk.NewInt64Coin(udps, fund))})
+	}
+	cfg.GenesisState[authtypes.ModuleName] = cfg.Codec.MustMarshalJSON(&auth)
+	cfg.GenesisState[banktypes.ModuleName] = cfg.Codec.MustMarshalJSON(&bank)
+
+	var gfl gfltypes.GenesisState
+	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[gfltypes.ModuleName], &gfl)
+	gfl.Params.ChallengeIntervalBlocks = 1_000_000
+	cfg.GenesisState[gfltypes.ModuleName] = cfg.Codec.MustMarshalJSON(&gfl)
+
+	var market markettypes.GenesisState
+	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[markettypes.ModuleName], &market)
+	market.Params.AckTimeoutBlocks = 1_000_000
+	cfg.GenesisState[markettypes.ModuleName] = cfg.Codec.MustMarshalJSON(&market)
+}
+
+// nodeSpec is a one-GPU A100 node that takes inference and batch work.
+func nodeSpec() gfltypes.NodeSpec {
+	return gfltypes.NodeSpec{
+		Region: "eu-west", Endpoint: "https://load-provider.example.com",
+		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_INFERENCE, gfltypes.WORKLOAD_CLASS_BATCH},
+		AskPerGpuHour: sdk.NewInt64Coin(udps, 1_000_000), ClaimedGflops: 24,
+		Gpus: []gfltypes.GpuInfo{{Model: "NVIDIA A100-SXM4-40GB", Uuid: "GPU-load-0", MemoryMib: 40960, ComputeCapability: "8.0"}},
+	}
+}
+
+// poolSpec is an inference pool verified NONE (liveness only: the cheapest class a pool
+// takes; BUILTIN_GEMM adds the on-chain sample checks to every reveal).
+func poolSpec(units int) markettypes.PoolSpec {
+	return markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		UnitPrice: sdk.NewInt64Coin(udps, unitPrice), Budget: sdk.NewInt64Coin(udps, int64(units+10)*unitPrice), MaxProviders: 4,
+	}
+}
+
+// jobSpec is a one-task ASSIGN job verified NONE.
+func jobSpec() markettypes.JobSpec {
+	return markettypes.JobSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin:   markettypes.BuiltinArgs{GemmN: 256, GemmR: 1},
+		TaskCount: 1, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		MaxPricePerTask: sdk.NewInt64Coin(udps, 100_000), MaxDuration: 10 * time.Minute,
+		Deadline: time.Now().Add(24 * time.Hour), PriorityTip: sdk.NewInt64Coin(udps, 1_000), Mode: markettypes.ALLOCATION_MODE_ASSIGN,
+		VerificationBudget: sdk.NewInt64Coin(udps, 0),
+	}
+}
+
+func unitInput(i int) markettypes.Input {
+	h := sha256.Sum256([]byte(fmt.Sprintf("load prompt %d", i)))
+	return markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/in/%d", i), Sha256: fmt.Sprintf("%x", h)}
+}
+
+// unitResult is the provider's result root and salt for a unit.
+func unitResult(unit uint64) (root, salt []byte) {
+	r := sha256.Sum256([]byte(fmt.Sprintf("load result %d", unit)))
+	return r[:], []byte(fmt.Sprintf("load-salt-%016d", unit))
+}
+
+func balance(ctx context.Context, t *testing.T, c *chain.Client, addr sdk.AccAddress) sdkmath.Int {
+	t.Helper()
+	res, err := c.Bank.Balance(ctx, &banktypes.QueryBalanceRequest{Address: addr.String(), Denom: udps})
+	require.NoError(t, err)
+	return res.Balance.Amount
+}
+
+// One validator with a real CometBFT (500 ms timeout_commit, zero gas prices), one run:
+// bank sends from several accounts, then a POOL (the owner posts units, a provider claims
+// them: commit, reveal in a later block, and withdraw its credits in the reveal's tx, one
+// transfer per claim batch), then one-task submit-jobs from the same accounts as the bank
+// sends, then bank sends again. Each rate is logged with its ratio to the mean bank-send
+// rate (inclusion in a block, from the first broadcast); the assertions are on
+// correctness only: every tx succeeded, every unit was paid exactly once, the pool's
+// escrow drained to zero, and every balance moved by exactly what the txs say.
+func TestPoolThroughputVsBankSend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process network: skipped with -short")
+	}
+	lc := configFromEnv(t)
+	began := time.Now()
+
+	senders := make([]*account, lc.senders)
+	recipients := make([]*account, lc.senders)
+	for i := range senders {
+		senders[i] = newAccount(fmt.Sprintf("sender-%d", i))
+		recipients[i] = newAccount(fmt.Sprintf("recipient-%d", i))
+	}
+	owner, provider := newAccount("pool-owner"), newAccount("provider")
+	all := append(append(append([]*account{}, senders...), recipients...), owner, provider)
+
+	cfg := network.DefaultConfig(1)
+	genesis(t, &cfg, all)
+	net, err := sdknetwork.New(t, t.TempDir(), cfg)
+	require.NoError(t, err)
+	defer net.Cleanup()
+	_, err = net.WaitForHeightWithTimeout(2, 60*time.Second)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := chain.Dial(ctx, chain.Config{GRPC: net.Validators[0].AppConfig.GRPC.Address}, quiet)
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }()
+	d, err := newDriver(c)
+	require.NoError(t, err)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go d.w.run(wctx)
+
+	mp, err := c.Market.Params(ctx, &markettypes.QueryParamsRequest{})
+	require.NoError(t, err)
+	params := mp.Params
+	inFlight := sdkmath.NewInt(int64(lc.window * lc.batch * unitPrice)).MulRaw(int64(params.ResultPenaltyMultiple))
+	require.True(t, inFlight.LTE(sdkmath.NewInt(bond)), "the claims in flight reserve %s udps, more than the bond", inFlight)
+	escrowAcc := authtypes.NewModuleAddress(markettypes.ModuleName)
+
+	// Setup through worker/chain's Signer, the way flops-worker and a client do it: the
+	// provider bonds and registers a node, the owner opens the pool, the node joins.
+	escrowStart, ownerStart := balance(ctx, t, c, escrowAcc), balance(ctx, t, c, owner.addr)
+	nodeID, poolID := setup(ctx, t, c, quiet, owner, provider, lc)
+
+	// 1. Bank sends (again after the market phases: the machine's load drifts, so the
+	// reference is the mean of the two and both are logged).
+	perSender := lc.txs / lc.senders
+	bankSends := func() phase {
+		before := map[string]sdkmath.Int{}
+		for _, a := range all {
+			before[a.name] = balance(ctx, t, c, a.addr)
+		}
+		p, _ := blast(ctx, t, d, "bank-send", senders, perSender, func(from *account, _ int) sdk.Msg {
+			to := recipients[indexOf(senders, from)]
+			return banktypes.NewMsgSend(from.addr, to.addr, sdk.NewCoins(sdk.NewInt64Coin(udps, sendAmount)))
+		})
+		moved := sdkmath.NewInt(int64(perSender * sendAmount))
+		for i := range senders {
+			require.Equal(t, before[senders[i].name].Sub(moved).String(), balance(ctx, t, c, senders[i].addr).String(), "sender %d", i)
+			require.Equal(t, before[recipients[i].name].Add(moved).String(), balance(ctx, t, c, recipients[i].addr).String(), "recipient %d", i)
+		}
+		return p
+	}
+	bank := bankSends()
+
+	// 2. POOL: post the units, then claim them.
+	providerBefore := balance(ctx, t, c, provider.addr)
+	post := postUnits(ctx, t, d, owner, poolID, lc.units, int(params.MaxUnitsPerMsg))
+	claim, payouts := claimUnits(ctx, t, d, provider, poolID, nodeID, lc)
+
+	// every unit paid once, in one withdrawal per claim batch
+	pl, err := c.Market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: poolID})
+	require.NoError(t, err)
+	require.Equal(t, uint64(lc.units), pl.Pool.PaidUnits)
+	require.Zero(t, pl.Pool.OpenUnits)
+	require.True(t, pl.Pool.Unpaid.IsZero(), "unpaid credits %s", pl.Pool.Unpaid)
+	for _, u := range []uint64{1, uint64(lc.units)} {
+		_, err := c.Market.Unit(ctx, &markettypes.QueryUnitRequest{PoolId: poolID, UnitId: u})
+		require.Error(t, err, "a paid unit is pruned")
+	}
+	wantPaid := sdkmath.ZeroInt()
+	for _, n := range payouts {
+		wantPaid = wantPaid.Add(marketkeeper.SplitPayment(sdkmath.NewInt(int64(n*unitPrice)), params.TakeRatePpm, params.TakePoolSharePpm).Provider)
+	}
+	require.Equal(t, providerBefore.Add(wantPaid).String(), balance(ctx, t, c, provider.addr).String(), "the provider got its units' price less the take")
+	// closing refunds the unused budget: the escrow is back where it was
+	_, err = d.submit(ctx, "close-pool", owner, &markettypes.MsgClosePool{Owner: owner.addr.String(), PoolId: poolID})
+	require.NoError(t, err)
+	pl, err = c.Market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: poolID})
+	require.NoError(t, err)
+	require.Equal(t, markettypes.POOL_STATUS_CLOSED, pl.Pool.Status)
+	require.True(t, pl.Pool.Escrow.IsZero(), "pool escrow %s after close", pl.Pool.Escrow)
+	require.Equal(t, escrowStart.String(), balance(ctx, t, c, escrowAcc).String(), "the market escrow holds nothing of the pool")
+	require.Equal(t, ownerStart.SubRaw(int64(lc.units*unitPrice)).String(), balance(ctx, t, c, owner.addr).String(), "the owner paid exactly its units")
+
+	// 3. Submit-jobs, one task each, from the bank senders.
+	spec := jobSpec()
+	escrowBefore := balance(ctx, t, c, escrowAcc)
+	before := map[string]sdkmath.Int{}
+	for _, a := range senders {
+		before[a.name] = balance(ctx, t, c, a.addr)
+	}
+	jobs, _ := blast(ctx, t, d, "submit-job", senders, perSender, func(from *account, _ int) sdk.Msg {
+		return &markettypes.MsgSubmitJob{Owner: from.addr.String(), Spec: spec}
+	})
+	budget := spec.Budget()
+	for _, a := range senders {
+		require.Equal(t, before[a.name].Sub(budget.MulRaw(int64(perSender))).String(), balance(ctx, t, c, a.addr).String(), "%s paid its jobs' escrow", a.name)
+		res, err := c.Market.JobsByOwner(ctx, &markettypes.QueryJobsByOwnerRequest{Owner: a.addr.String(), Pagination: &query.PageRequest{Limit: uint64(perSender) + 1}})
+		require.NoError(t, err)
+		require.Len(t, res.Jobs, perSender, "%s's jobs", a.name)
+	}
+	require.Equal(t, escrowBefore.Add(budget.MulRaw(int64(lc.txs))).String(), balance(ctx, t, c, escrowAcc).String(), "the escrow holds every job's budget")
+
+	bank2 := bankSends()
+	report(t, lc, bank, bank2, post, claim, jobs, time.Since(began))
+}
+
+func indexOf(accs []*account, a *account) int {
+	for i, x := range accs {
+		if x == a {
+			return i
+		}
+	}
+	panic("unknown account")
+}
+
+// setup bonds and registers the provider's node, opens the pool and joins it, through
+// worker/chain's Signer; it returns the node and pool ids.
+func setup(ctx context.Context, t *testing.T, c *chain.Client, log *slog.Logger, owner, provider *account, lc loadConfig) (uint64, uint64) {
+	t.Helper()
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ps, ws := chain.NewSigner(c, provider.priv, log), chain.NewSigner(c, owner.priv, log)
+	go func() { _ = ps.Run(sctx) }()
+	go func() { _ = ws.Run(sctx) }()
+
+	op := provider.addr.String()
+	res, err := ps.Submit(ctx, &sstypes.MsgBond{Provider: op, Amount: sdk.NewInt64Coin(udps, bond)}, &gfltypes.MsgRegisterNode{Operator: op, Spec: nodeSpec()})
+	require.NoError(t, err)
+	require.Len(t, res.Responses, 2)
+	var reg gfltypes.MsgRegisterNodeResponse
+	require.NoError(t, reg.Unmarshal(res.Responses[1]))
+	require.Equal(t, gfltypes.NODE_STATUS_ACTIVE, reg.Status)
+
+	res, err = ws.Submit(ctx, &markettypes.MsgCreatePool{Owner: owner.addr.String(), Spec: poolSpec(lc.units)})
+	require.NoError(t, err)
+	var created markettypes.MsgCreatePoolResponse
+	require.NoError(t, created.Unmarshal(res.Responses[0]))
+
+	_, err = ps.Submit(ctx, &markettypes.MsgJoinPool{Provider: op, PoolId: created.PoolId, NodeId: reg.NodeId})
+	require.NoError(t, err)
+	return reg.NodeId, created.PoolId
+}
+
+// postUnits posts n units in MsgSubmitUnits of at most perMsg units, one msg a tx.
+func postUnits(ctx context.Context, t *testing.T, d *driver, owner *account, poolID uint64, n, perMsg int) phase {
+	t.Helper()
+	require.NoError(t, d.load(ctx, owner))
+	msgs := func(from, to int) sdk.Msg {
+		m := &markettypes.MsgSubmitUnits{Owner: owner.addr.String(), PoolId: poolID}
+		for i := from; i < to; i++ {
+			m.Units = append(m.Units, unitInput(i))
+		}
+		return m
+	}
+	_, err := d.gasLimit(ctx, "submit-units", owner, msgs(0, min(perMsg, n)))
+	require.NoError(t, err)
+	var hashes []string
+	start := time.Now()
+	for i := 0; i < n; i += perMsg {
+		h, err := d.send(ctx, "submit-units", owner, msgs(i, min(i+perMsg, n)))
+		require.NoError(t, err)
+		hashes = append(hashes, h)
+	}
+	p, _ := measure(ctx, t, d, start, hashes, len(hashes), n)
+	return p
+}
+
+// claimBatch is one claim tx and its reveal.
+type claimBatch struct {
+	units          []uint64
+	commit, reveal string
+}
+
+// claimUnits plays the provider: it commits batches of units (one MsgCommitUnit per unit,
+// a batch a tx), keeps at most window batches committed and unrevealed, and reveals a batch
+// once its commit's block is committed (a reveal must land in a later block), with a
+// MsgWithdrawPoolEarnings in the same tx: one payment per batch. It returns the phase and
+// the units paid by each withdrawal.
+func claimUnits(ctx context.Context, t *testing.T, d *driver, prov *account, poolID, nodeID uint64, lc loadConfig) (phase, []int) {
+	t.Helper()
+	require.NoError(t, d.load(ctx, prov))
+	var batches []*claimBatch
+	for u := 1; u <= lc.units; u += lc.batch {
+		b := &claimBatch{}
+		for id := u; id < min(u+lc.batch, lc.units+1); id++ {
+			b.units = append(b.units, uint64(id))
+		}
+		batches = append(batches, b)
+	}
+	op := prov.addr.String()
+	commitMsgs := func(b *claimBatch) []sdk.Msg {
+		var out []sdk.Msg
+		for _, u := range b.units {
+			root, salt := unitResult(u)
+			out = append(out, &markettypes.MsgCommitUnit{Provider: op, PoolId: poolID, UnitId: u, NodeId: nodeID, Commitment: marketkeeper.Commitment(root, salt, prov.addr)})
+		}
+		return out
+	}
+	revealMsgs := func(b *claimBatch) []sdk.Msg {
+		var out []sdk.Msg
+		for _, u := range b.units {
+			root, salt := unitResult(u)
+			out = append(out, &markettypes.MsgRevealUnit{Provider: op, PoolId: poolID, UnitId: u, ResultRoot: root, Salt: salt,
+				OutputUri: fmt.Sprintf("https://load-provider.example.com/out/%d", u)})
+		}
+		return append(out, &markettypes.MsgWithdrawPoolEarnings{Provider: op, PoolId: poolID})
+	}
+	_, err := d.gasLimit(ctx, "pool-commit", prov, commitMsgs(batches[0])...)
+	require.NoError(t, err)
+
+	start := time.Now()
+	committed, revealed := 0, 0
+	for revealed < len(batches) {
+		tick := d.w.next()
+		progressed := false
+		for revealed < committed {
+			b := batches[revealed]
+			// A reveal must land in a block after its commit's: a tx the mempool takes once
+			// the commit's block is stored goes into a later block. The first reveal is
+			// simulated for its gas on the app's committed state, which may still be a block
+			// behind the block store, so it waits one block more.
+			s, ok := d.w.included(b.commit)
+			wait := int64(1)
+			if !d.hasGas("pool-reveal") {
+				wait = 2
+			}
+			if !ok || d.w.latest() < s.height+wait {
+				break
+			}
+			b.reveal, err = d.send(ctx, "pool-reveal", prov, revealMsgs(b)...)
+			require.NoError(t, err)
+			revealed++
+			progressed = true
+		}
+		if committed < len(batches) && committed-revealed < lc.window {
+			batches[committed].commit, err = d.send(ctx, "pool-commit", prov, commitMsgs(batches[committed])...)
+			require.NoError(t, err)
+			committed++
+			continue
+		}
+		if !progressed {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("claims: %v", ctx.Err())
+			case <-tick:
+			}
+		}
+	}
+	var hashes []string
+	var reveals []string
+	msgs := 0
+	for _, b := range batches {
+		hashes = append(hashes, b.commit, b.reveal)
+		reveals = append(reveals, b.reveal)
+		msgs += 2*len(b.units) + 1
+	}
+	p, res := measure(ctx, t, d, start, hashes, msgs, lc.units)
+
+	// each unit credited exactly once; each reveal tx pays its batch in one withdrawal
+	paid := map[uint64]int{}
+	var payouts []int
+	for _, h := range reveals {
+		withdrawn := 0
+		for _, e := range res[h].Events {
+			msg, err := sdk.ParseTypedEvent(e)
+			if err != nil {
+				continue
+			}
+			switch ev := msg.(type) {
+			case *markettypes.EventUnit:
+				if ev.Status == markettypes.UNIT_STATUS_PAID {
+					paid[ev.UnitId]++
+				}
+			case *markettypes.EventPool:
+				if ev.Action == "withdrawn" {
+					withdrawn++
+					payouts = append(payouts, int(ev.Count))
+				}
+			}
+		}
+		require.Equal(t, 1, withdrawn, "one withdrawal in reveal tx %s", h)
+	}
+	require.Len(t, paid, lc.units)
+	for u, n := range paid {
+		require.Equal(t, 1, n, "unit %d paid %d times", u, n)
+	}
+	return p, payouts
+}
+
+func report(t *testing.T, lc loadConfig, bank, bank2, post, claim, jobs phase, total time.Duration) {
+	base := (bank.txRate() + bank2.txRate()) / 2
+	gasBase := float64(bank.gas+bank2.gas) / float64(bank.txs+bank2.txs)
+	t.Logf("load: %d senders, %d bank sends (twice) and %d submit-jobs; pool of %d units, %d per claim tx, at most %d claim txs unrevealed; one validator, 500 ms timeout_commit",
+		lc.senders, lc.txs, lc.txs, lc.units, lc.batch, lc.window)
+	t.Logf("%-12s %6s %6s %8s %8s %7s %6s %9s %10s", "phase", "txs", "units", "txs/s", "units/s", "ratio", "blocks", "gas/tx", "CheckTx/s")
+	line := func(name string, p phase, rate float64) {
+		admitted, note := "-", ""
+		if p.admitted > 0 {
+			admitted = fmt.Sprintf("%.1f", float64(p.txs)/p.admitted.Seconds())
+		}
+		if p.blocks() <= 2 {
+			note = " (in <= 2 blocks: inclusion latency, not throughput)"
+		}
+		t.Logf("%-12s %6d %6d %8.1f %8.1f %6.3fx %6d %9.0f %10s%s", name, p.txs, p.units, p.txRate(), p.unitRate(), rate/base, p.blocks(), p.gasPerTx(), admitted, note)
+	}
+	line("bank-send", bank, bank.txRate())
+	line("pool-post", post, post.unitRate())
+	line("pool-claim", claim, claim.unitRate())
+	line("submit-job", jobs, jobs.txRate())
+	line("bank-send", bank2, bank2.txRate())
+	t.Logf("txs/s and units/s: first broadcast to the block that holds the last tx; CheckTx/s: to the last tx the mempool took; ratio: units/s (pool phases) or txs/s over the mean bank-send rate %.1f txs/s", base)
+	t.Logf("pool-claim: %.1f units settled/s = %.3fx bank sends/s; %.2f txs/s = %.3fx; %.1f units/tx (a commit tx and a reveal+withdraw tx per %d units); %.0f gas/unit (commit + reveal + share of the withdrawal) = %.2fx a bank send",
+		claim.unitRate(), claim.unitRate()/base, claim.txRate(), claim.txRate()/base, float64(claim.units)/float64(claim.txs), lc.batch,
+		float64(claim.gas)/float64(claim.units), float64(claim.gas)/float64(claim.units)/gasBase)
+	t.Logf("submit-job: %.1f txs/s = %.3fx bank sends/s (DESIGN.md section 8: >= 0.5x); gas %.0f = %.2fx a bank send (<= 3x)",
+		jobs.txRate(), jobs.txRate()/base, jobs.gasPerTx(), jobs.gasPerTx()/gasBase)
+	t.Logf("run took %s", total.Round(100*time.Millisecond))
+}
