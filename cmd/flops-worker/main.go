@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/daemon"
+	"github.com/flopsnet/flops/worker/executor"
 	"github.com/flopsnet/flops/worker/gpu"
 	"github.com/flopsnet/flops/worker/outputs"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
@@ -108,6 +111,9 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 	str("checkpoint-upload-url", &cfg.Outputs.CheckpointUploadURL)
 	if f.Changed("mock-gpus") {
 		cfg.Node.MockGPUs, _ = f.GetInt("mock-gpus")
+	}
+	if f.Changed("no-nvml") {
+		cfg.Node.NoNVML, _ = f.GetBool("no-nvml")
 	}
 	if f.Changed("gas-price") {
 		cfg.Chain.GasPrice, _ = f.GetFloat64("gas-price")
@@ -195,6 +201,7 @@ func runCmd(g *globals) *cobra.Command {
 	f.String("ask", "", "udps per GPU-hour (node.ask_per_gpu_hour)")
 	f.String("bond", "", "udps to keep bonded (bond.amount)")
 	f.Int("mock-gpus", 0, "register this many mock A100 GPUs when the machine has none (demos, tests)")
+	f.Bool("no-nvml", false, "ignore the machine's GPUs (node.no_nvml; with --mock-gpus, a second worker on one machine)")
 	f.String("outputs-listen", "", "output server address (outputs.listen)")
 	f.String("telemetry-listen", "", "metrics and health address (telemetry.listen)")
 	f.String("solver", "", "go or external (pocp.solver)")
@@ -395,7 +402,15 @@ func fetchCmd(g *globals) *cobra.Command {
 			if err := outputs.Fetch(ctx, http.DefaultClient, base, id, priv, dir); err != nil {
 				return err
 			}
-			fmt.Printf("task %d: %d files in %s; result root %s matches the chain\n", id, len(m.Files), dir, hex.EncodeToString(t.Task.ResultRoot))
+			how := "the files match the server's manifest, whose result root is the chain's"
+			if job, err := c.Market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.Task.JobId}); err == nil &&
+				job.Job.Spec.Runtime == markettypes.RUNTIME_BUILTIN && job.Job.Spec.Image == markettypes.BuiltinGemm {
+				if err := checkProduct(filepath.Join(dir, executor.ProductFile), job.Job.Spec.Builtin.GemmN, t.Task.ResultRoot); err != nil {
+					return fmt.Errorf("task %d: %w", id, err)
+				}
+				how = "the product's Merkle root, rebuilt here, is the one verified on chain"
+			}
+			fmt.Printf("task %d: %d file(s) in %s; result root %s: %s\n", id, len(m.Files), dir, hex.EncodeToString(t.Task.ResultRoot), how)
 			return nil
 		},
 	}
@@ -410,4 +425,22 @@ func fetchCmd(g *globals) *cobra.Command {
 
 func versionCmd() *cobra.Command {
 	return &cobra.Command{Use: "version", Short: "Print the version", Run: func(*cobra.Command, []string) { fmt.Println(daemon.Version) }}
+}
+
+// checkProduct rebuilds the pocp Merkle tree of a downloaded GEMM product and compares
+// its root with the one the chain verified.
+func checkProduct(path string, n uint32, root []byte) error {
+	bz, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	prod, err := executor.ParseProduct(bz, n)
+	if err != nil {
+		return err
+	}
+	got := gflpocp.BuildTree(prod, n, runtime.NumCPU()).Root()
+	if !bytes.Equal(got[:], root) {
+		return fmt.Errorf("the product's Merkle root %x is not the result root on chain %x", got, root)
+	}
+	return nil
 }

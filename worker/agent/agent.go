@@ -115,11 +115,12 @@ type run struct {
 
 // challenge is a PoCP challenge being answered.
 type challenge struct {
-	answer    *wpocp.Answer
-	err       error
-	solving   bool
-	committed bool
-	revealing bool
+	answer     *wpocp.Answer
+	err        error
+	solving    bool
+	committing bool
+	committed  bool
+	revealing  bool
 }
 
 // New checks the options and returns an agent.

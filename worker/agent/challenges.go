@@ -10,8 +10,8 @@ import (
 )
 
 // challengeActions answers the node's PoCP challenges: an issued one is solved beside the
-// loop and committed the moment it is solved (the measured power is the work over the
-// time from issue to commitment); a committed one is revealed once the block after the
+// loop and committed as soon as it is solved and the chain is past its issue block (the
+// measured power is the work over the time from issue to commitment); a committed one is revealed once the block after the
 // commitment, whose hash draws the samples, is committed.
 func (a *Agent) challengeActions(ctx context.Context, height int64) []action {
 	op := a.o.Chain.Address().String()
@@ -30,6 +30,10 @@ func (a *Agent) challengeActions(ctx context.Context, height int64) []action {
 		switch c.Status {
 		case gfltypes.CHALLENGE_STATUS_ISSUED:
 			a.solve(ctx, c, true)
+			a.mu.Lock()
+			ch := a.answers[c.Id]
+			a.mu.Unlock()
+			a.background(ctx, func(ctx context.Context) error { a.commitChallenge(ctx, c, ch); return nil })
 		case gfltypes.CHALLENGE_STATUS_COMMITTED:
 			if act, ok := a.revealChallenge(ctx, height, c); ok {
 				acts = append(acts, act)
@@ -73,27 +77,40 @@ func (a *Agent) solve(ctx context.Context, c gfltypes.Challenge, commit bool) {
 			m.ObservePoCPSolve(a.o.Solver.Name(), ans.Elapsed(), float64(gflops))
 		}
 		a.log.Info("challenge solved", "challenge", c.Id, "n", c.N, "r", c.R, "took", ans.Elapsed(), "gflops", gflops)
-		if !commit {
-			return nil
-		}
-		root := ans.Root
-		if a.cfg.Cheat {
-			root[0] ^= 0xff // a wrong answer: the reveal cannot verify
-		}
-		err = a.submit(ctx, fmt.Sprintf("commit challenge %d", c.Id),
-			&gfltypes.MsgCommitChallenge{Operator: a.o.Chain.Address().String(), ChallengeId: c.Id, Root: root[:]})
-		if err == nil {
-			a.mu.Lock()
-			ch.committed = true
-			a.mu.Unlock()
+		if commit {
+			a.commitChallenge(ctx, c, ch)
 		}
 		return nil
 	})
 }
 
+// commitChallenge sends a solved challenge's commitment, once the chain is past the issue
+// block: a commitment simulated on the issue block's state has no elapsed time and is
+// refused. A refused commitment is sent again at the next tick.
+func (a *Agent) commitChallenge(ctx context.Context, c gfltypes.Challenge, ch *challenge) {
+	a.mu.Lock()
+	if ch == nil || ch.answer == nil || ch.committed || ch.committing || a.height <= c.IssuedHeight {
+		a.mu.Unlock()
+		return
+	}
+	ch.committing = true
+	root := ch.answer.Root
+	a.mu.Unlock()
+	if a.cfg.Cheat {
+		root[0] ^= 0xff // a wrong answer: the reveal cannot verify
+	}
+	err := a.submit(ctx, fmt.Sprintf("commit challenge %d", c.Id),
+		&gfltypes.MsgCommitChallenge{Operator: a.o.Chain.Address().String(), ChallengeId: c.Id, Root: root[:]})
+	a.mu.Lock()
+	ch.committing, ch.committed = false, err == nil
+	a.mu.Unlock()
+}
+
 // revealChallenge opens the sampled chunks of a committed challenge.
 func (a *Agent) revealChallenge(ctx context.Context, height int64, c gfltypes.Challenge) (action, bool) {
-	if height < c.CommitHeight+1 {
+	// The sampling block is CommitHeight+1; the chain takes the reveal in a later block, and
+	// a node simulates the tx at its last committed height, so wait for one more block.
+	if height < c.CommitHeight+2 {
 		return action{}, false
 	}
 	a.mu.Lock()

@@ -262,7 +262,7 @@ func (a *Agent) revealUnits(ctx context.Context, height int64, pool markettypes.
 			continue
 		}
 		u := res.Unit
-		if u.Status != markettypes.UNIT_STATUS_COMMITTED || u.NodeId != a.node.Id || height < u.CommitHeight+1 {
+		if u.Status != markettypes.UNIT_STATUS_COMMITTED || u.NodeId != a.node.Id || height < u.CommitHeight+2 { // see revealAction
 			continue
 		}
 		key := unitKey(pool.Id, u.Id)

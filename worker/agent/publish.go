@@ -40,10 +40,8 @@ var _ Publisher = (*LocalPublisher)(nil)
 
 // PublishOutputs implements Publisher.
 func (p *LocalPublisher) PublishOutputs(ctx context.Context, taskID uint64, _ string, res executor.Result) (string, error) {
-	if res.Gemm != nil && len(res.Files) == 0 {
-		// a GEMM product is verified on chain by sampling; nothing to download
-		return fmt.Sprintf("%s/v1/tasks/%d/outputs", strings.TrimRight(p.BaseURL, "/"), taskID), nil
-	}
+	// A GEMM task's result root is the pocp root of its product (verified on chain by
+	// sampling), not the manifest root of its one file; the manifest carries both.
 	if _, err := p.Store.Put(ctx, taskID, res); err != nil {
 		return "", err
 	}

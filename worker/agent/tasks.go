@@ -175,6 +175,10 @@ func (a *Agent) finish(r *run, res executor.Result, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r.done, r.err, r.res, r.usage = true, err, res, usage
+	// The run no longer uses its GPUs: the chain frees the node's slot at the reveal, while
+	// the task stays in flight until it settles, so a pin held until then would leave the
+	// next task the chain assigns without a GPU.
+	a.unpin(r.task.Id)
 	if err != nil {
 		a.log.Warn("task failed here", "task", r.task.Id, "err", err)
 	}
@@ -250,8 +254,13 @@ func (a *Agent) commitAction(_ context.Context, t markettypes.Task) (action, boo
 // revealAction opens a commitment once the chain lets it (every member of its group
 // committed: RevealDeadlineHeight is set; and, for a GEMM result, the block whose hash
 // draws the samples is committed).
+//
+// The sampling block is CommitHeight+1. A node simulates a tx in the state of its last
+// committed block, whose own hash the beacon does not serve yet, so the worker waits until
+// the block after the sampling block is committed: one block later than the chain would
+// take the reveal, instead of a failed simulation and a retry.
 func (a *Agent) revealAction(ctx context.Context, height int64, t markettypes.Task) (action, bool) {
-	if t.RevealDeadlineHeight == 0 || height < t.CommitHeight+1 {
+	if t.RevealDeadlineHeight == 0 || height < t.CommitHeight+2 {
 		return action{}, false
 	}
 	a.mu.Lock()

@@ -68,6 +68,9 @@ type Node struct {
 	// MockGPUs > 0 registers that many mock A100 GPUs when the machine has none (demos,
 	// tests); 0 uses what NVML sees.
 	MockGPUs int `json:"mock_gpus,omitempty"`
+	// NoNVML ignores the machine's GPUs (a second worker on a GPU machine in a demo: the
+	// chain refuses a GPU UUID registered twice).
+	NoNVML bool `json:"no_nvml,omitempty"`
 }
 
 // Bond: collateral management.

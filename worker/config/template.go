@@ -48,6 +48,8 @@ node:
   claimed_gflops: 0
   # >0: register that many mock A100 GPUs when the machine has none (demos and tests only).
   mock_gpus: 0
+  # true: ignore the machine's GPUs (NVML not opened); with mock_gpus, a second demo worker.
+  no_nvml: false
 
 bond:
   # collateral (udps) the worker keeps bonded; the chain requires a minimum per GPU, and each

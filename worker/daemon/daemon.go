@@ -64,9 +64,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	defer func() { _ = client.Close() }()
 	signer := chain.NewSigner(client, priv, log.With("component", "signer"))
 
-	inv, err := gpu.Open(log.With("component", "gpu"))
-	if err != nil {
-		return err
+	var inv gpu.Inventory = gpu.NewCPUOnly("node.no_nvml is set: the machine's GPUs are ignored")
+	if !cfg.Node.NoNVML {
+		if inv, err = gpu.Open(log.With("component", "gpu")); err != nil {
+			return err
+		}
 	}
 	defer func() { _ = inv.Close() }()
 	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log.With("component", "executor"),

@@ -53,7 +53,16 @@ func TestGemmRootAndProofs(t *testing.T) {
 		require.NotNil(t, res.Gemm)
 		want := pocp.BuildTree(pocp.ReferenceSolve(c), c.N, 1).Root()
 		require.Equal(t, want, res.Root, "n = %d", c.N)
-		require.Empty(t, res.Files)
+		// the product is the output, and its pocp root is the result root
+		require.Len(t, res.Files, 1)
+		require.Equal(t, ProductFile, res.Files[0].Path)
+		bz, err := os.ReadFile(filepath.Join(res.OutputDir, ProductFile))
+		require.NoError(t, err)
+		s, err := ParseProduct(bz, c.N)
+		require.NoError(t, err)
+		require.Equal(t, want, pocp.BuildTree(s, c.N, 1).Root())
+		_, err = ParseProduct(bz[1:], c.N)
+		require.Error(t, err)
 
 		positions := pocp.SamplePositions(sha256.Sum256([]byte("sample")), c.N, 24)
 		proofs := res.Gemm.Proofs(positions)

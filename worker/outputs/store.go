@@ -30,7 +30,7 @@ type Manifest struct {
 	Root string `json:"root"`
 	// ResultRoot is the root the provider committed on chain, 64 hex characters: Root
 	// for every workload but BUILTIN gemm, whose result root is the pocp root of its
-	// product (and which stores no file).
+	// product (the file executor.ProductFile).
 	ResultRoot string `json:"result_root"`
 	// Files are the outputs Root covers, sorted by path.
 	Files []executor.OutputFile `json:"files"`
