@@ -16,14 +16,21 @@ GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
 
-.PHONY: help build install test test-unit test-e2e bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean
+.PHONY: help build demo demo-multi install test test-unit test-e2e bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
 
-build: ## build flopsd and flops-worker into build/
+build: ## build flopsd, flops-worker and flops-demo into build/
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flopsd ./cmd/flopsd
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flops-worker ./cmd/flops-worker
+	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flops-demo ./cmd/flops-demo
+
+demo: build ## the whole market on one machine: a chain, two providers, jobs run and paid (Ctrl-C stops it)
+	$(BUILDDIR)/flops-demo $(DEMO_FLAGS)
+
+demo-multi: build ## the demo on 4 validators
+	$(BUILDDIR)/flops-demo -validators 4 $(DEMO_FLAGS)
 
 install: ## install flopsd and flops-worker into GOBIN
 	go install $(GOFLAGS_BUILD) ./cmd/flopsd ./cmd/flops-worker
@@ -69,4 +76,4 @@ localnet-stop: ## stop a detached localnet
 
 clean: ## remove build outputs and local networks
 	-scripts/localnet.sh stop
-	rm -rf $(BUILDDIR) .localnet third_party
+	rm -rf $(BUILDDIR) .localnet .demo third_party

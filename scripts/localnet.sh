@@ -9,7 +9,10 @@
 #
 # Options: --home DIR (default .localnet), --binary PATH (default build/flopsd),
 #          --epoch DURATION (default 60s), --chain-id ID (default flops-local-1),
-#          --port-offset N (shifts every port by N, default 0)
+#          --port-offset N (shifts every port by N, default 0),
+#          --reward-pool UDPS (the DPS reward pool's genesis balance, default 1,000,000 DPS),
+#          --set MODULE.PARAM=VALUE (a module param in genesis, repeatable; e.g.
+#            --set gfl.challenge_interval_blocks=10)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -21,6 +24,8 @@ EPOCH=60s
 CHAIN_ID=flops-local-1
 PORT_OFFSET=0
 CMD=start
+SETS=()
+POOL=1000000000000
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,9 +35,11 @@ while [ $# -gt 0 ]; do
     --epoch) EPOCH=$2; shift 2 ;;
     --chain-id) CHAIN_ID=$2; shift 2 ;;
     --port-offset) PORT_OFFSET=$2; shift 2 ;;
+    --set) SETS+=("$2"); shift 2 ;;
+    --reward-pool) POOL=$2; shift 2 ;;
     --detach) DETACH=1; shift ;;
     stop) CMD=stop; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "localnet: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -87,9 +94,9 @@ for name in client provider provider2; do
 done
 
 # 3. Dev-chain parameters: short epochs, votes and unbonding; frequent, short challenges.
-python3 - "$H0/config/genesis.json" "$EPOCH" <<'PY'
+python3 - "$H0/config/genesis.json" "$EPOCH" "$POOL" "${SETS[@]}" <<'PY'
 import json, re, sys
-path, epoch = sys.argv[1], sys.argv[2]
+path, epoch, pool_udps, sets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 g = json.load(open(path))
 s = g["app_state"]
 for e in s["epochs"]["epochs"]:
@@ -104,6 +111,43 @@ s["gfl"]["params"]["challenge_target_seconds"] = "5"
 s["gfl"]["params"]["challenge_commit_timeout"] = "60s"
 s["market"]["params"]["auction_window_blocks"] = "5"
 s["market"]["params"]["challenge_window_blocks"] = "5"
+# The DPS reward pool (the dps module account) starts funded, as a chain's genesis would.
+def bech32(hrp, data):
+    CH = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+    def polymod(values):
+        gen, chk = [0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3], 1
+        for v in values:
+            b = chk >> 25
+            chk = (chk & 0x1ffffff) << 5 ^ v
+            for i in range(5):
+                chk ^= gen[i] if ((b >> i) & 1) else 0
+        return chk
+    acc, bits, five = 0, 0, []
+    for b in data:
+        acc, bits = (acc << 8) | b, bits + 8
+        while bits >= 5:
+            bits -= 5
+            five.append((acc >> bits) & 31)
+    if bits:
+        five.append((acc << (5 - bits)) & 31)
+    exp = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
+    pm = polymod(exp + five + [0] * 6) ^ 1
+    return hrp + "1" + "".join(CH[d] for d in five + [(pm >> 5 * (5 - i)) & 31 for i in range(6)])
+import hashlib
+pool_addr = bech32("flops", hashlib.sha256(b"dps").digest()[:20])
+pool_amount = int(pool_udps)
+if pool_amount > 0:
+    s["bank"]["balances"].append({"address": pool_addr, "coins": [{"denom": "udps", "amount": str(pool_amount)}]})
+    for c in s["bank"]["supply"]:
+        if c["denom"] == "udps":
+            c["amount"] = str(int(c["amount"]) + pool_amount)
+for kv in sets:
+    key, _, value = kv.partition("=")
+    module, _, param = key.partition(".")
+    params = s.get(module, {}).get("params")
+    if params is None or param not in params:
+        sys.exit("localnet: --set %s: no param %s in %s's genesis" % (kv, param, module))
+    params[param] = value
 json.dump(g, open(path, "w"), indent=1)
 PY
 

@@ -1,0 +1,42 @@
+//go:build unix
+
+// Command flops-demo runs the whole market on one machine (`make demo`): a local chain,
+// two providers running flops-worker, and a client whose jobs are assigned, auctioned and
+// pooled, executed, verified and paid. See internal/demo.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/flopsnet/flops/internal/demo"
+)
+
+func main() {
+	var o demo.Options
+	root, _ := os.Getwd()
+	flag.StringVar(&o.Root, "root", root, "the repository (scripts/localnet.sh, build/)")
+	flag.StringVar(&o.Home, "home", "", "the demo's directory, wiped at the start (default <root>/.demo)")
+	flag.IntVar(&o.Validators, "validators", 1, "validators in the localnet (4: kill one with -kill-validator)")
+	flag.IntVar(&o.KillValidator, "kill-validator", 0, "kill this validator (1..validators-1) once the jobs are submitted")
+	flag.IntVar(&o.PortOffset, "port-offset", 0, "shift every port by this much")
+	flag.DurationVar(&o.Epoch, "epoch", 20*time.Second, "epoch length")
+	flag.BoolVar(&o.Headless, "headless", false, "stop everything once the scenario is over")
+	flag.Parse()
+	if abs, err := filepath.Abs(o.Root); err == nil {
+		o.Root = abs
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := demo.Run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		stop()
+		os.Exit(1) //nolint:gocritic // deferred stop already ran
+	}
+}
