@@ -29,8 +29,10 @@ import (
 
 // Options of a demo run.
 type Options struct {
-	// Root is the repository: scripts/localnet.sh and the binaries in build/.
+	// Root is the repository: scripts/localnet.sh, and the binaries in Root/build/.
 	Root string
+	// BinDir holds flopsd and flops-worker (default Root/build).
+	BinDir string
 	// Home is the demo's directory, wiped at the start (default Root/.demo).
 	Home string
 	// Validators of the localnet (1 or more).
@@ -68,7 +70,7 @@ type Demo struct {
 const (
 	demoDPSPerGFL = "10000"
 	providers     = 2
-	gpusPerNode = 2
+	gpusPerNode   = 2
 )
 
 // Provider names in the localnet's keyring.
@@ -79,6 +81,9 @@ var providerKeys = [providers]string{"provider", "provider2"}
 func Run(ctx context.Context, o Options) (Summary, error) {
 	if o.Home == "" {
 		o.Home = filepath.Join(o.Root, ".demo")
+	}
+	if o.BinDir == "" {
+		o.BinDir = filepath.Join(o.Root, "build")
 	}
 	if o.Validators < 1 {
 		o.Validators = 1
@@ -255,8 +260,8 @@ func (d *Demo) say(who, format string, args ...any) {
 
 func (d *Demo) name(i int) string { return fmt.Sprintf("provider%d", i+1) }
 
-func (d *Demo) chainHome() string     { return filepath.Join(d.o.Home, "chain") }
-func (d *Demo) bin(name string) string { return filepath.Join(d.o.Root, "build", name) }
+func (d *Demo) chainHome() string      { return filepath.Join(d.o.Home, "chain") }
+func (d *Demo) bin(name string) string { return filepath.Join(d.o.BinDir, name) }
 func (d *Demo) port(base int) int      { return base + d.o.PortOffset }
 func (d *Demo) grpcAddr() string       { return fmt.Sprintf("127.0.0.1:%d", d.port(9090)) }
 func (d *Demo) restURL() string        { return fmt.Sprintf("http://127.0.0.1:%d", d.port(1317)) }
@@ -293,4 +298,3 @@ func (d *Demo) waitFor(ctx context.Context, limit time.Duration, what string, co
 		}
 	}
 }
-

@@ -163,7 +163,7 @@ func (d *Demo) demand(ctx context.Context) error {
 	}
 	deadline := time.Now().UTC().Add(30 * time.Minute).Format(time.RFC3339)
 	files := map[string]string{
-		"assign.yaml":  fmt.Sprintf(jobYAML, "ASSIGN", 1024, 2, deadline),
+		"assign.yaml": fmt.Sprintf(jobYAML, "ASSIGN", 1024, 2, deadline),
 		// one task, two bidders: the cheaper ask wins at the price of the losing one
 		"auction.yaml": strings.Replace(fmt.Sprintf(jobYAML, "AUCTION", 1024, 1, deadline), "task_count: 2", "task_count: 1", 1),
 		"pool.yaml":    poolYAML,

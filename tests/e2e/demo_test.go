@@ -1,0 +1,169 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/flopsnet/flops/internal/demo"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// The demo's scenario, headless, on real flopsd and flops-worker processes: the
+// providers register, bond and pass PoCP, the GFL index comes out, an ASSIGN job, an
+// AUCTION job and a POOL settle, the owner fetches and checks a result, and the epoch's
+// rewards are paid.
+func TestDemoHeadless(t *testing.T) {
+	sum := runDemo(t, demo.Options{Validators: 1, PortOffset: 5000})
+	checkDemo(t, sum)
+}
+
+// The same on 4 validators, one of them killed (SIGKILL) once the jobs are submitted:
+// the other three keep making blocks and the market keeps settling.
+func TestDemoFourValidatorsOneKilled(t *testing.T) {
+	sum := runDemo(t, demo.Options{Validators: 4, KillValidator: 3, PortOffset: 5500})
+	require.Equal(t, 3, sum.Killed)
+	checkDemo(t, sum)
+}
+
+func runDemo(t *testing.T, o demo.Options) demo.Summary {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a localnet and two workers: skipped with -short")
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	o.Root, o.BinDir, o.Home, o.Headless = root, binaries(t, root), t.TempDir(), true
+	var out bytes.Buffer
+	o.Out = &out
+	sum, err := demo.Run(context.Background(), o)
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	return sum
+}
+
+// checkDemo asserts what the demo's summary says happened.
+func checkDemo(t *testing.T, sum demo.Summary) {
+	t.Helper()
+	require.True(t, sum.MockGPUs || len(sum.Nodes) == 2)
+	require.Len(t, sum.Nodes, 2)
+	var power uint64
+	for _, n := range sum.Nodes {
+		require.NotZero(t, n.ID)
+		require.Equal(t, 2, n.GPUs, n.Provider)
+		require.True(t, n.Bonded.IsPositive(), n.Provider)
+		require.NotZero(t, n.Passed, "%s passed a PoCP challenge", n.Provider)
+		require.NotZero(t, n.PowerGflops, "%s has a GFL index", n.Provider)
+		power += n.PowerGflops
+	}
+	require.Equal(t, power, sum.NetworkGflops)
+
+	// the jobs: every task settled, paid its price; the client paid exactly that and the
+	// pool's units (zero gas price on the localnet)
+	require.Len(t, sum.Jobs, 2)
+	spent := sdkmath.ZeroInt()
+	for _, j := range sum.Jobs {
+		require.Equal(t, markettypes.JOB_STATUS_COMPLETED, j.Status, "job %d", j.ID)
+		for _, tk := range j.Tasks {
+			require.Equal(t, markettypes.TASK_STATUS_SETTLED, tk.Status, "task %d", tk.Id)
+			require.Len(t, tk.ResultRoot, 32)
+			require.Equal(t, tk.Price, tk.Paid, "task %d is paid its price", tk.Id)
+			spent = spent.Add(tk.Paid)
+		}
+	}
+	require.Equal(t, markettypes.ALLOCATION_MODE_AUCTION, sum.Jobs[1].Mode)
+	require.NotZero(t, sum.Jobs[1].Tasks[0].BidNode, "the auction's task went to a bid")
+	require.EqualValues(t, sum.Pool.Units, sum.Pool.PaidUnits)
+	require.Equal(t, markettypes.POOL_STATUS_CLOSED, sum.Pool.Status)
+	spent = spent.AddRaw(int64(sum.Pool.PaidUnits) * 200_000)
+	require.Equal(t, spent.String(), sum.Before["client"].Sub(sum.After["client"]).String(), "the client paid the tasks and the units")
+
+	// the result fetched as the owner and checked against the chain
+	require.Equal(t, sum.Jobs[0].Tasks[0].Id, sum.Fetched.TaskID)
+	require.Equal(t, 1, sum.Fetched.Files)
+	require.Contains(t, sum.Fetched.Output, "the one verified on chain")
+
+	// the epoch's rewards: both providers paid for availability; the sum is what the
+	// distribution says it paid
+	e := sum.Emission
+	require.True(t, e.Emission.IsPositive())
+	paid := sdkmath.ZeroInt()
+	for _, name := range []string{"provider1", "provider2"} {
+		r, ok := sum.Rewards[name]
+		require.True(t, ok, "%s rewarded in epoch %d", name, e.Epoch)
+		require.True(t, r.Availability.IsPositive(), name)
+		paid = paid.Add(r.Availability).Add(r.Work)
+	}
+	require.Equal(t, e.PaidAvailability.Add(e.PaidWork).String(), paid.String())
+	require.Equal(t, e.Emission.String(), e.PaidAvailability.Add(e.PaidWork).Add(e.Remainder).String())
+	require.Len(t, sum.Scores, 2)
+	for _, s := range sum.Scores {
+		require.True(t, s.Score.GT(sdkmath.LegacyNewDecWithPrec(5, 1)), "node %d score %s", s.NodeId, s.Score)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// binaries is build/ when `make build` (which `make test` runs first) filled it,
+// otherwise a fresh build in a temporary directory.
+func binaries(t *testing.T, root string) string {
+	t.Helper()
+	dir := filepath.Join(root, "build")
+	if fresh(dir, root) {
+		return dir
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "flops-e2e-bin")
+		if buildErr != nil {
+			return
+		}
+		for _, c := range []string{"flopsd", "flops-worker"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			out, err := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(buildDir, c), "./cmd/"+c).CombinedOutput()
+			cancel()
+			if err != nil {
+				buildErr = err
+				t.Log(string(out))
+				return
+			}
+		}
+	})
+	require.NoError(t, buildErr)
+	return buildDir
+}
+
+// fresh says whether dir has both binaries, built after the last commit.
+func fresh(dir, root string) bool {
+	var oldest time.Time
+	for _, c := range []string{"flopsd", "flops-worker"} {
+		st, err := os.Stat(filepath.Join(dir, c))
+		if err != nil {
+			return false
+		}
+		if oldest.IsZero() || st.ModTime().Before(oldest) {
+			oldest = st.ModTime()
+		}
+	}
+	out, err := exec.Command("git", "-C", root, "log", "-1", "--format=%cI").Output()
+	if err != nil {
+		return true // not a git checkout: trust the build
+	}
+	head, err := time.Parse(time.RFC3339, strings.TrimSpace(string(out)))
+	return err != nil || oldest.After(head)
+}
