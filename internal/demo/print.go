@@ -62,7 +62,12 @@ func (d *Demo) printSummary() {
 		fmt.Fprintf(w, "  job %-3d %-8s %-20s %s; providers paid %s\n", j.ID, strings.TrimPrefix(j.Mode.String(), "ALLOCATION_MODE_"),
 			strings.TrimPrefix(j.Status.String(), "JOB_STATUS_"), strings.Join(nodes, ", "), dps(paid))
 	}
-	fmt.Fprintf(w, "  pool %-2d %d/%d units paid %v, %s\n", s.Pool.ID, s.Pool.PaidUnits, s.Pool.Units, s.Pool.PaidBy, strings.TrimPrefix(s.Pool.Status.String(), "POOL_STATUS_"))
+	var by []string
+	for _, name := range []string{"provider1", "provider2"} {
+		by = append(by, fmt.Sprintf("%s %d", name, s.Pool.PaidBy[name]))
+	}
+	fmt.Fprintf(w, "  pool %-2d %-8s %-20s %d/%d units paid (%s)\n", s.Pool.ID, "POOL", strings.TrimPrefix(s.Pool.Status.String(), "POOL_STATUS_"),
+		s.Pool.PaidUnits, s.Pool.Units, strings.Join(by, ", "))
 	fmt.Fprintf(w, "\nfetched task %d as its owner: %d file(s) in %s, result root checked against the chain\n", s.Fetched.TaskID, s.Fetched.Files, s.Fetched.Dir)
 
 	fmt.Fprintf(w, "\nbalances (udps)                before            after           change\n")
