@@ -234,6 +234,9 @@ func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) err
 		actions = append(actions, a.bidActions(ctx)...)
 	}
 	actions = append(actions, a.poolActions(ctx, height)...)
+	if act, ok := a.unjailAction(ctx, height, blockTime); ok {
+		actions = append(actions, act)
+	}
 	a.perform(ctx, actions)
 	a.forget(tasks)
 	return nil

@@ -27,6 +27,7 @@ import (
 	wpocp "github.com/flopsnet/flops/worker/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // appChain is the agent's Chain on an in-process app: every Submit is a block of its own.
@@ -220,3 +221,38 @@ func testWriter(t *testing.T) io.Writer {
 type tw struct{ t *testing.T }
 
 func (w tw) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// A slashed and jailed provider's worker tops its bond back up and unjails itself once
+// the term is over, and not before.
+func TestWorkerUnjailsAfterItsTerm(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", nil)
+	op := a.Account("p1").Address
+	until := a.BlockTime().Add(40 * time.Second)
+	a.Prepare(func(ctx sdk.Context) {
+		ev := sstypes.SlashEvidence{NodeId: w.agent.Node().Id}
+		_, err := a.StakingSlashKeeper.Slash(ctx, op, 500_000, sstypes.SLASH_REASON_WRONG_RESULT, sstypes.Beneficiaries{}, ev)
+		require.NoError(t, err)
+		require.NoError(t, a.StakingSlashKeeper.Jail(ctx, op, until, ev))
+	})
+	a.NextBlock()
+	col := func() sstypes.Collateral {
+		c, err := a.StakingSlashKeeper.GetCollateral(a.Ctx(), op)
+		require.NoError(t, err)
+		return c
+	}
+	require.True(t, col().Jailed)
+	require.Equal(t, "200000000", col().Bonded.String(), "half of the 400 DPS slashed")
+
+	for a.BlockTime().Before(until) {
+		tick(t, a, w)
+		require.True(t, col().Jailed, "still jailed at %s", a.BlockTime())
+	}
+	until2 := func() bool { return !col().Jailed }
+	for i := 0; i < 2*10 && !until2(); i++ {
+		tick(t, a, w)
+	}
+	require.False(t, col().Jailed, "unjailed after the term")
+	require.Equal(t, "400000000", col().Bonded.String(), "the bond topped back up to bond.amount")
+}
