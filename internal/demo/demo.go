@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -230,14 +231,23 @@ func (d *Demo) startWorkers(ctx context.Context) error {
 			return err
 		}
 		out, tel := d.port(8471+i), d.port(9471+i)
-		args := []string{"run", "--home", home, "--grpc", d.grpcAddr(), "--keyring-dir", filepath.Join(d.chainHome(), "node0"), "--key", key,
-			"--mock-gpus", strconv.Itoa(gpusPerNode), "--outputs-listen", fmt.Sprintf("127.0.0.1:%d", out),
-			"--endpoint", fmt.Sprintf("http://127.0.0.1:%d", out), "--telemetry-listen", fmt.Sprintf("127.0.0.1:%d", tel),
-			// different asks, so the auction has a price to discover
-			"--ask", strconv.Itoa(1_000_000 + 500_000*i)}
-		if i > 0 && !d.mockGPU {
-			args = append(args, "--no-nvml")
+		// the settings go into worker.yaml (not flags), so `flops-worker status --home`
+		// and a restart by hand see them too
+		err := editConfig(filepath.Join(home, "worker.yaml"), map[string]string{
+			`grpc: "localhost:9090"`:            fmt.Sprintf("grpc: %q", d.grpcAddr()),
+			`name: "provider"`:                  fmt.Sprintf("name: %q", key),
+			`keyring_dir: "` + home + `"`:       fmt.Sprintf("keyring_dir: %q", filepath.Join(d.chainHome(), "node0")),
+			`endpoint: "http://127.0.0.1:8470"`: fmt.Sprintf("endpoint: \"http://127.0.0.1:%d\"", out),
+			`listen: "127.0.0.1:8470"`:          fmt.Sprintf("listen: \"127.0.0.1:%d\"", out),
+			`listen: "127.0.0.1:9470"`:          fmt.Sprintf("listen: \"127.0.0.1:%d\"", tel),
+			`mock_gpus: 0`:                      fmt.Sprintf("mock_gpus: %d", gpusPerNode),
+			`no_nvml: false`:                    fmt.Sprintf("no_nvml: %v", i > 0 && !d.mockGPU),
+			`ask_per_gpu_hour: "1000000"`:       fmt.Sprintf("ask_per_gpu_hour: \"%d\"", 1_000_000+500_000*i), // different asks: the auction has a price to discover
+		})
+		if err != nil {
+			return err
 		}
+		args := []string{"run", "--home", home}
 		p, err := d.start(key, home+".log", d.bin("flops-worker"), args...)
 		if err != nil {
 			return err
@@ -297,4 +307,21 @@ func (d *Demo) waitFor(ctx context.Context, limit time.Duration, what string, co
 		case <-tick.C:
 		}
 	}
+}
+
+// editConfig replaces lines of a worker.yaml written by `flops-worker init`; each old
+// line must be there.
+func editConfig(path string, subs map[string]string) error {
+	bz, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	text := string(bz)
+	for old, repl := range subs {
+		if !strings.Contains(text, old) {
+			return fmt.Errorf("%s: no line %q to edit", path, old)
+		}
+		text = strings.Replace(text, old, repl, 1)
+	}
+	return os.WriteFile(path, []byte(text), 0o600)
 }
