@@ -117,7 +117,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	d.printNext()
 	<-ctx.Done()
-	fmt.Fprintln(d.out)
+	pf(d.out, "\n")
 	d.say("demo", "stopping the workers and the chain")
 	return d.sum, nil
 }
@@ -265,7 +265,7 @@ func (d *Demo) logs() string {
 
 // say prints one progress line.
 func (d *Demo) say(who, format string, args ...any) {
-	fmt.Fprintf(d.out, "[%5.1fs] %-10s %s\n", time.Since(d.started).Seconds(), who, fmt.Sprintf(format, args...))
+	pf(d.out, "[%5.1fs] %-10s %s\n", time.Since(d.started).Seconds(), who, fmt.Sprintf(format, args...))
 }
 
 func (d *Demo) name(i int) string { return fmt.Sprintf("provider%d", i+1) }
@@ -295,13 +295,13 @@ func (d *Demo) waitFor(ctx context.Context, limit time.Duration, what string, co
 		}
 		for _, p := range d.workers {
 			if !p.running() {
-				return fmt.Errorf("%s exited (%v) while waiting for %s; its log ends:\n%s", p.name, p.err, what, tail(p.log, 15))
+				return fmt.Errorf("%s exited (%s) while waiting for %s; its log ends:\n%s", p.name, exitStatus(p.err), what, tail(p.log, 15))
 			}
 		}
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
+				return fmt.Errorf("waiting for %s: %w (last error: %w)", what, ctx.Err(), last)
 			}
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-tick.C:
@@ -324,4 +324,12 @@ func editConfig(path string, subs map[string]string) error {
 		text = strings.Replace(text, old, repl, 1)
 	}
 	return os.WriteFile(path, []byte(text), 0o600)
+}
+
+// exitStatus says how a process ended.
+func exitStatus(err error) string {
+	if err == nil {
+		return "status 0"
+	}
+	return err.Error()
 }

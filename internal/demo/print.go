@@ -4,6 +4,7 @@ package demo
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -39,19 +40,19 @@ var balanceRows = []string{"client", "provider1", "provider2", "reward pool", "v
 func (d *Demo) printSummary() {
 	s := d.sum
 	w := d.out
-	fmt.Fprintf(w, "\n==== summary (%.0f s) ====\n", s.Wall.Seconds())
+	pf(w, "\n==== summary (%.0f s) ====\n", s.Wall.Seconds())
 	gpus := "NVML"
 	if s.MockGPUs {
 		gpus = "mock GPUs (no NVIDIA GPU on this machine)"
 	}
-	fmt.Fprintf(w, "GPUs: %s\n\nnodes (GFL index after the first epoch: %d GFLOP/s in all)\n", gpus, s.NetworkGflops)
-	fmt.Fprintf(w, "  %-10s %-5s %-14s %-16s %s\n", "provider", "node", "GPUs", "bonded", "verified GFLOP/s")
+	pf(w, "GPUs: %s\n\nnodes (GFL index after the first epoch: %d GFLOP/s in all)\n", gpus, s.NetworkGflops)
+	pf(w, "  %-10s %-5s %-14s %-16s %s\n", "provider", "node", "GPUs", "bonded", "verified GFLOP/s")
 	for _, n := range s.Nodes {
-		fmt.Fprintf(w, "  %-10s %-5d %-14s %-16s %d\n", n.Provider, n.ID, fmt.Sprintf("%d x %s", n.GPUs, n.Class), dps(n.Bonded), n.PowerGflops)
+		pf(w, "  %-10s %-5d %-14s %-16s %d\n", n.Provider, n.ID, fmt.Sprintf("%d x %s", n.GPUs, n.Class), dps(n.Bonded), n.PowerGflops)
 	}
-	fmt.Fprintf(w, "\njobs\n")
+	pf(w, "\njobs\n")
 	for _, j := range s.Jobs {
-		var paid sdkmath.Int = sdkmath.ZeroInt()
+		paid := sdkmath.ZeroInt()
 		var nodes []string
 		for _, t := range j.Tasks {
 			if !t.Paid.IsNil() {
@@ -59,29 +60,29 @@ func (d *Demo) printSummary() {
 			}
 			nodes = append(nodes, fmt.Sprintf("t%d->node %d", t.Id, t.NodeId))
 		}
-		fmt.Fprintf(w, "  job %-3d %-8s %-20s %s; providers paid %s\n", j.ID, strings.TrimPrefix(j.Mode.String(), "ALLOCATION_MODE_"),
+		pf(w, "  job %-3d %-8s %-20s %s; providers paid %s\n", j.ID, strings.TrimPrefix(j.Mode.String(), "ALLOCATION_MODE_"),
 			strings.TrimPrefix(j.Status.String(), "JOB_STATUS_"), strings.Join(nodes, ", "), dps(paid))
 	}
 	var by []string
 	for _, name := range []string{"provider1", "provider2"} {
 		by = append(by, fmt.Sprintf("%s %d", name, s.Pool.PaidBy[name]))
 	}
-	fmt.Fprintf(w, "  pool %-2d %-8s %-20s %d/%d units paid (%s)\n", s.Pool.ID, "POOL", strings.TrimPrefix(s.Pool.Status.String(), "POOL_STATUS_"),
+	pf(w, "  pool %-2d %-8s %-20s %d/%d units paid (%s)\n", s.Pool.ID, "POOL", strings.TrimPrefix(s.Pool.Status.String(), "POOL_STATUS_"),
 		s.Pool.PaidUnits, s.Pool.Units, strings.Join(by, ", "))
-	fmt.Fprintf(w, "\nfetched task %d as its owner: %d file(s) in %s, result root checked against the chain\n", s.Fetched.TaskID, s.Fetched.Files, s.Fetched.Dir)
+	pf(w, "\nfetched task %d as its owner: %d file(s) in %s, result root checked against the chain\n", s.Fetched.TaskID, s.Fetched.Files, s.Fetched.Dir)
 
-	fmt.Fprintf(w, "\nbalances (udps)                before            after           change\n")
+	pf(w, "\nbalances (udps)                before            after           change\n")
 	for _, k := range balanceRows {
 		b, a := s.Before[k], s.After[k]
 		if b.IsNil() || a.IsNil() {
 			continue
 		}
-		fmt.Fprintf(w, "  %-18s %16s %16s %16s\n", k, b, a, signed(a.Sub(b)))
+		pf(w, "  %-18s %16s %16s %16s\n", k, b, a, signed(a.Sub(b)))
 	}
-	fmt.Fprintf(w, "  (providers: task payments and pool credits minus fees, plus the epoch's DPS rewards; the client: the jobs' cost and fees)\n")
+	pf(w, "  (providers: task payments and pool credits minus fees, plus the epoch's DPS rewards; the client: the jobs' cost and fees)\n")
 
-	fmt.Fprintf(w, "\nreputation (S = 0.6 accuracy + 0.2 responsiveness + 0.2 previous)\n")
-	fmt.Fprintf(w, "  %-5s %-10s %-8s %-8s %-8s\n", "node", "provider", "score", "A", "R")
+	pf(w, "\nreputation (S = 0.6 accuracy + 0.2 responsiveness + 0.2 previous)\n")
+	pf(w, "  %-5s %-10s %-8s %-8s %-8s\n", "node", "provider", "score", "A", "R")
 	for _, sc := range s.Scores {
 		name := sc.Operator
 		for _, n := range s.Nodes {
@@ -89,21 +90,21 @@ func (d *Demo) printSummary() {
 				name = n.Provider
 			}
 		}
-		fmt.Fprintf(w, "  %-5d %-10s %-8s %-8s %-8s\n", sc.NodeId, name, sc.Score.String()[:6], sc.Accuracy.String()[:6], sc.Responsiveness.String()[:6])
+		pf(w, "  %-5d %-10s %-8s %-8s %-8s\n", sc.NodeId, name, sc.Score.String()[:6], sc.Accuracy.String()[:6], sc.Responsiveness.String()[:6])
 	}
 	e := s.Emission
-	fmt.Fprintf(w, "\nepoch %d rewards: emission %s (availability %s, work %s), paid %s, remainder %s kept in the pool\n",
+	pf(w, "\nepoch %d rewards: emission %s (availability %s, work %s), paid %s, remainder %s kept in the pool\n",
 		e.Epoch, dps(e.Emission), dps(e.Availability), dps(e.Work), dps(e.PaidAvailability.Add(e.PaidWork)), dps(e.Remainder))
 	for _, name := range []string{"provider1", "provider2"} {
 		r, ok := s.Rewards[name]
 		if !ok {
-			fmt.Fprintf(w, "  %-10s nothing this epoch\n", name)
+			pf(w, "  %-10s nothing this epoch\n", name)
 			continue
 		}
-		fmt.Fprintf(w, "  %-10s availability %s + work %s\n", name, dps(r.Availability), dps(r.Work))
+		pf(w, "  %-10s availability %s + work %s\n", name, dps(r.Availability), dps(r.Work))
 	}
 	if s.Killed > 0 {
-		fmt.Fprintf(w, "\nvalidator node%d was killed mid-run; the other validators kept settling\n", s.Killed)
+		pf(w, "\nvalidator node%d was killed mid-run; the other validators kept settling\n", s.Killed)
 	}
 }
 
@@ -112,7 +113,7 @@ func (d *Demo) printNext() {
 	w := d.out
 	flopsd := d.bin("flopsd")
 	home := filepath.Join(d.chainHome(), "node0")
-	fmt.Fprintf(w, `
+	pf(w, `
 The chain and both workers keep running. Ctrl-C stops them all.
   logs       %s
   gRPC       %s
@@ -136,3 +137,6 @@ func signed(i sdkmath.Int) string {
 	}
 	return "+" + i.String()
 }
+
+// pf prints to the demo's output; a terminal that went away is not the demo's failure.
+func pf(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }

@@ -201,8 +201,11 @@ func (d *Demo) demand(ctx context.Context) error {
 		return fmt.Errorf("create pool: %w", err)
 	}
 	pools, err := d.c.Market.Pools(ctx, &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Reverse: true, Limit: 1}})
-	if err != nil || len(pools.Pools) == 0 {
-		return fmt.Errorf("the pool is not listed: %v", err)
+	if err != nil {
+		return fmt.Errorf("pools: %w", err)
+	}
+	if len(pools.Pools) == 0 {
+		return fmt.Errorf("the pool created by the client is not listed")
 	}
 	d.sum.Pool = PoolSummary{ID: pools.Pools[0].Id, Units: poolUnits, PaidBy: map[string]int{}}
 	d.say("client", "opened pool %d (continuous inference: GEMM n=%d per unit, %s per verified unit, budget %s)",
