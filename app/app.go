@@ -405,6 +405,7 @@ func New(
 		panic(err)
 	}
 	app.SetAnteHandler(anteHandler)
+	app.SetPostHandler(NewPostHandler(app.MarketKeeper))
 
 	// Every Msg must carry its signer annotation; a missing one is a wiring bug.
 	protoFiles, err := proto.MergedRegistry()

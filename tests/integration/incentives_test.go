@@ -538,12 +538,12 @@ func nodePower(t *testing.T, a *apptest.App, id uint64) uint64 {
 // A provider ("dealer") tries to pay itself for work. From its own account it cannot: the
 // scheduler never gives a job to a node of its owner, so its job waits until it cancels it
 // (refunded in full), and nothing is recorded. Through a second account ("sock") that it
-// funds, the chain sees a client like any other: sock's two tasks run on dealer's node and
-// count as work paid by another account. Even so, with a network so small that dealer's
-// share of E_work is far above its fees, its work reward is capped at work_reward_cap (4%)
-// of those fees times its reputation, while the loop paid x/market's 5% take: the two
-// accounts end the epoch with less than they started with, their availability reward
-// (earned by dealer's GFL whatever it does) aside, by exactly take - work reward.
+// funds by a bank send, it cannot either: the send links sock to dealer (x/market's funding
+// link), so sock's two tasks run on dealer's node and are paid as usual, but x/market
+// records no work for them and dealer's work reward is zero. The loop paid x/market's 5%
+// take for nothing: the two accounts end the epoch with exactly the take less than they
+// started with, their availability reward (earned by dealer's GFL whatever it does) aside.
+// A real client's task on another provider's node still counts as that provider's work.
 func TestSelfDealingLoopLosesMoney(t *testing.T) {
 	const r0 = 100_000 // udps per ugfl: E_work is far above what the loop's fees cap
 	a := incentiveApp(t, 20, r0, "client", "dealer", "other", "sock")
@@ -592,6 +592,13 @@ func TestSelfDealingLoopLosesMoney(t *testing.T) {
 	for _, j := range loop {
 		require.Equal(t, dealerNode, jobTasks(t, a, j)[0].NodeId, "sock's job runs on dealer's node")
 	}
+	// the send linked sock to dealer, not dealer to sock
+	linked, err := a.MarketKeeper.IsFundedBy(a.Ctx(), a.Account("sock").Address, a.Account("dealer").Address)
+	require.NoError(t, err)
+	require.True(t, linked, "sock is funded by dealer")
+	linked, err = a.MarketKeeper.IsFundedBy(a.Ctx(), a.Account("dealer").Address, a.Account("sock").Address)
+	require.NoError(t, err)
+	require.False(t, linked)
 	var work map[string]markettypes.WorkRecord
 	m.until(100, "epoch end", func() bool {
 		if workEpoch(t, a) != n {
@@ -602,25 +609,27 @@ func TestSelfDealingLoopLosesMoney(t *testing.T) {
 	})
 	m.until(20, "distributed", distributed(a, n))
 
-	// x/market recorded sock's two tasks as dealer's work paid by another account, at
-	// dealer's 7 GFLOP/s for 1 s each; the cancelled own job left nothing
+	// x/market recorded no work for sock's two tasks (its payer was funded by dealer) and
+	// other's task for the real client at other's 7 GFLOP/s for 1 s; the cancelled own job
+	// left nothing
 	gross := sdkmath.NewInt(price + 100_000)
-	fees := gross.MulRaw(2) // 533,334
-	require.Equal(t, markettypes.WorkRecord{GflopSeconds: sdkmath.NewInt(14), Fees: fees, Tasks: 2}, work[a.Account("dealer").Address.String()])
+	require.Len(t, work, 1)
+	_, dealerWork := work[a.Account("dealer").Address.String()]
+	require.False(t, dealerWork, "no work record for dealer")
 	require.Equal(t, markettypes.WorkRecord{GflopSeconds: sdkmath.NewInt(7), Fees: gross, Tasks: 1}, work[a.Account("other").Address.String()])
 
 	e := emission(t, a, n)
-	// G = 14: E = 14 x 100,000 / 5 = 280,000, E_work = 140,000; dealer's share of it,
-	// floor(140,000 x 14/21) = 93,333, is far above its cap floor(4% x 533,334) = 21,333
+	// G = 14: E = 14 x 100,000 / 5 = 280,000, E_work = 140,000, all of it other's weight;
+	// other's share is capped at floor(4% x 266,667) = 10,666, times its 0.96: 10,239
 	require.Equal(t, uint64(14), e.TotalGfl)
 	require.Equal(t, sdkmath.NewInt(140_000), e.Work)
 	score := nodeScore(t, a, dealerNode).Score.Score
 	require.Equal(t, "0.960000000000000000", score.String(), "honest: 0.8 after the first epoch, then 0.96")
+	require.Equal(t, score, nodeScore(t, a, otherNode).Score.Score)
+	require.Equal(t, sdkmath.NewInt(10_239), rewardsOf(t, a, "other", n).Work, "the real client's task still earns work")
+	require.Equal(t, sdkmath.NewInt(10_239), e.PaidWork)
 	rw := rewardsOf(t, a, "dealer", n)
-	workCap := fees.MulRaw(40_000).QuoRaw(1_000_000)
-	require.Equal(t, sdkmath.NewInt(21_333), workCap)
-	require.Equal(t, score.MulInt(workCap).TruncateInt(), rw.Work, "the cap times the reputation factor")
-	require.Equal(t, sdkmath.NewInt(20_479), rw.Work)
+	require.True(t, rw.Work.IsZero(), "dealer earns no work reward from sock's jobs: %s", rw.Work)
 	// the availability reward pays dealer's GFL, loop or no loop: floor(140,000 x 7/14) x 0.96
 	require.Equal(t, sdkmath.NewInt(67_200), rw.Availability)
 
@@ -631,8 +640,7 @@ func TestSelfDealingLoopLosesMoney(t *testing.T) {
 	end := balances(a, "dealer", "sock")
 	change := end["dealer"].Add(end["sock"]).Sub(start["dealer"]).Sub(start["sock"])
 	loopProfit := change.Sub(rw.Availability)
-	require.Equal(t, rw.Work.Sub(take), loopProfit)
-	require.Equal(t, sdkmath.NewInt(-6_187), loopProfit, "20,479 - 26,666: the loop loses")
+	require.Equal(t, sdkmath.NewInt(-26_666), loopProfit, "0 - 26,666: the loop loses its whole take")
 	a.AssertInvariants()
 }
 

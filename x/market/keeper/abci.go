@@ -280,10 +280,14 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 // recordWork adds a settled task to its provider's verified work of the current reward
 // epoch: C = the node's GFL index corrected for the job's workload class, times the task's
 // run time, times its share of the node's GPUs (GFLOP-seconds); and the fees paid by
-// another account. Self-paid work (owner = provider) never counts.
+// another account. Self-paid work never counts: not when the owner is the provider, nor
+// when the provider funded the owner (funding.go).
 func (k Keeper) recordWork(ctx sdk.Context, job types.Job, t types.Task, gross sdkmath.Int) error {
-	if job.Owner == t.Provider || k.wiring.workEpoch == nil {
+	if k.wiring.workEpoch == nil {
 		return nil
+	}
+	if ok, err := k.earnsWork(ctx, job.Owner, k.mustAcc(t.Provider)); err != nil || !ok {
+		return err
 	}
 	epoch, err := k.wiring.workEpoch.CurrentWorkEpoch(ctx)
 	if err != nil {

@@ -106,6 +106,11 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	for _, l := range gs.FundingLinks {
+		if err := k.FundedBy.Set(ctx, collections.Join(k.mustAcc(l.Recipient), k.mustAcc(l.Funder))); err != nil {
+			return err
+		}
+	}
 	if err := k.DisputeSeq.Set(ctx, max(gs.NextDisputeId, 1)); err != nil {
 		return err
 	}
@@ -238,6 +243,12 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	}
 	if err := k.ProviderTasks.Walk(ctx, nil, func(p sdk.AccAddress, n uint64) (bool, error) {
 		gs.ProviderTasks = append(gs.ProviderTasks, types.ProviderTaskCount{Provider: p.String(), Tasks: n})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.FundedBy.Walk(ctx, nil, func(key collections.Pair[sdk.AccAddress, sdk.AccAddress]) (bool, error) {
+		gs.FundingLinks = append(gs.FundingLinks, types.FundingLink{Recipient: key.K1().String(), Funder: key.K2().String()})
 		return false, nil
 	}); err != nil {
 		return nil, err

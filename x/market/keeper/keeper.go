@@ -121,6 +121,10 @@ type Keeper struct {
 	AuditDraws collections.KeySet[collections.Pair[int64, uint64]]
 	// ProviderTasks: provider -> its settled tasks, for the audit warm-up.
 	ProviderTasks collections.Map[sdk.AccAddress, uint64]
+	// FundedBy: (recipient, sender) of every successful udps bank transfer signed by the
+	// sender (MsgSend, MsgMultiSend, also inside authz MsgExec). Work paid by an account
+	// its provider funded is not recorded for x/dps (funding.go).
+	FundedBy collections.KeySet[collections.Pair[sdk.AccAddress, sdk.AccAddress]]
 
 	PoolSeq collections.Sequence
 	Pools   collections.Map[uint64, types.Pool]
@@ -209,6 +213,7 @@ func NewKeeper(
 		Disputes:      collections.NewMap(sb, types.DisputesKey, "disputes", collections.Uint64Key, codec.CollValue[types.Dispute](cdc)),
 		AuditDraws:    collections.NewKeySet(sb, types.AuditDrawsKey, "audit_draws", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		ProviderTasks: collections.NewMap(sb, types.ProviderTasksKey, "provider_tasks", sdk.AccAddressKey, collections.Uint64Value),
+		FundedBy:      collections.NewKeySet(sb, types.FundedByKey, "funded_by", collections.PairKeyCodec(sdk.AccAddressKey, sdk.AccAddressKey)),
 		PoolSeq:       collections.NewSequence(sb, types.PoolSeqKey, "pool_seq"),
 		Pools:         collections.NewMap(sb, types.PoolsKey, "pools", collections.Uint64Key, codec.CollValue[types.Pool](cdc)),
 		Units: collections.NewMap(sb, types.UnitsKey, "units", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key),

@@ -396,10 +396,14 @@ func (k Keeper) RevealUnit(ctx context.Context, msg *types.MsgRevealUnit) error 
 }
 
 // recordPoolWork counts a verified GEMM unit as verified work: its exact FLOPs, in
-// GFLOP-seconds of one second of a GFLOP/s node (NONE pools do no verified work).
+// GFLOP-seconds of one second of a GFLOP/s node (NONE pools do no verified work). Like a
+// task's, it counts only when the pool's owner is neither the provider nor funded by it.
 func (k Keeper) recordPoolWork(ctx context.Context, pool types.Pool, provider sdk.AccAddress, fee sdkmath.Int) error {
-	if pool.Owner == provider.String() || k.wiring.workEpoch == nil {
+	if k.wiring.workEpoch == nil {
 		return nil
+	}
+	if ok, err := k.earnsWork(ctx, pool.Owner, provider); err != nil || !ok {
+		return err
 	}
 	epoch, err := k.wiring.workEpoch.CurrentWorkEpoch(ctx)
 	if err != nil {

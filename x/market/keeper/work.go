@@ -12,8 +12,8 @@ import (
 
 // WorkRecords returns up to limit entries of an epoch's verified work after the given key
 // (nil: from the start), in (provider, workload) order, and whether more follow. Only
-// tasks paid by another account are recorded (x/market records nothing for self-paid
-// work).
+// tasks paid by another account that the provider did not fund are recorded (x/market
+// records nothing for self-paid work; funding.go).
 func (k Keeper) WorkRecords(ctx context.Context, epoch uint64, after *types.WorkCursor, limit int) ([]types.ProviderWork, bool, error) {
 	rng := collections.NewPrefixedTripleRange[uint64, sdk.AccAddress, int32](epoch)
 	if after != nil {

@@ -14,7 +14,8 @@ func DefaultGenesisState() *GenesisState {
 }
 
 // Validate checks the params and the records: valid addresses and statuses, unique ids
-// below the sequences, tasks, bids and history referring to existing jobs.
+// below the sequences, tasks, bids and history referring to existing jobs, funding links
+// unique and between two different accounts.
 func (gs GenesisState) Validate() error {
 	if err := gs.Params.Validate(); err != nil {
 		return errorsmod.Wrap(err, "genesis params")
@@ -86,6 +87,22 @@ func (gs GenesisState) validate() error {
 		if _, err := sdk.AccAddressFromBech32(w.Provider); err != nil {
 			return fmt.Errorf("work[%d].provider %q: %w", i, w.Provider, err)
 		}
+	}
+	links := map[[2]string]struct{}{}
+	for i, l := range gs.FundingLinks {
+		if _, err := sdk.AccAddressFromBech32(l.Recipient); err != nil {
+			return fmt.Errorf("funding_links[%d].recipient %q: %w", i, l.Recipient, err)
+		}
+		if _, err := sdk.AccAddressFromBech32(l.Funder); err != nil {
+			return fmt.Errorf("funding_links[%d].funder %q: %w", i, l.Funder, err)
+		}
+		if l.Recipient == l.Funder {
+			return fmt.Errorf("funding_links[%d]: %s cannot fund itself", i, l.Recipient)
+		}
+		if _, dup := links[[2]string{l.Recipient, l.Funder}]; dup {
+			return fmt.Errorf("funding_links[%d] (%s, %s): duplicate", i, l.Recipient, l.Funder)
+		}
+		links[[2]string{l.Recipient, l.Funder}] = struct{}{}
 	}
 	for i, h := range gs.History {
 		if _, ok := jobs[h.JobId]; !ok {

@@ -65,4 +65,5 @@ var (
 	MaxSlotKey         = collections.NewPrefix(38)
 	AssignRetryAtKey   = collections.NewPrefix(39)
 	AssignRetriesKey   = collections.NewPrefix(40)
+	FundedByKey        = collections.NewPrefix(41)
 )
