@@ -37,6 +37,7 @@ import (
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/daemon"
+	"github.com/flopsnet/flops/worker/executor"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -279,6 +280,13 @@ func (w *testWorker) stop(t *testing.T) {
 			}
 		case <-time.After(30 * time.Second):
 			t.Errorf("worker %s did not stop within 30 s", w.name)
+		}
+		// A shutdown leaves the worker's PROCESS tasks running for its next start; this
+		// one never starts again (its machine is gone), and its tasks go with it.
+		if e, err := executor.New(executor.Options{WorkDir: w.cfg.Executor.WorkDir}); err == nil {
+			for _, id := range e.DetachedTasks() {
+				e.Abandon(context.Background(), id)
+			}
 		}
 	})
 }

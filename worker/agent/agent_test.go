@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,7 +73,13 @@ type worker struct {
 
 func newWorker(t *testing.T, mu *sync.Mutex, a *apptest.App, name string, edit func(c *config.Config)) *worker {
 	t.Helper()
-	home := t.TempDir()
+	return newWorkerIn(t, mu, a, name, t.TempDir(), edit)
+}
+
+// newWorkerIn is a worker whose directories (state, work, outputs) are under home: a
+// second one on the same home is the first one restarted.
+func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string, edit func(c *config.Config)) *worker {
+	t.Helper()
 	cfg := config.Default(home)
 	cfg.Node.MockGPUs = 2
 	cfg.Node.Region = "eu-west"
@@ -255,4 +266,68 @@ func TestWorkerUnjailsAfterItsTerm(t *testing.T) {
 	}
 	require.False(t, col().Jailed, "unjailed after the term")
 	require.Equal(t, "400000000", col().Bonded.String(), "the bond topped back up to bond.amount")
+}
+
+// A worker that shuts down while a PROCESS task runs leaves its process running; the
+// worker's next start on the same directories re-attaches to it, and the task completes
+// and settles on this node without a reassignment, run by the process started first.
+func TestWorkerRestartKeepsProcessTask(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	home := t.TempDir()
+	w := newWorkerIn(t, &mu, a, "p1", home, nil)
+	pidLog := filepath.Join(t.TempDir(), "pids")
+	spec := markettypes.JobSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS,
+		Command:   []string{"sh", "-c", `echo "start $$" >> "$PID_LOG"; sleep 3; echo "end $$" >> "$PID_LOG"; echo done > "$FLOPS_OUTPUT_DIR/out"`},
+		Env:       []markettypes.EnvVar{{Name: "PID_LOG", Value: pidLog}},
+		TaskCount: 1, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		MaxPricePerTask: sdk.NewInt64Coin("udps", 2_000_000), MaxDuration: 10 * time.Minute, Deadline: a.BlockTime().Add(time.Hour),
+		PriorityTip: sdk.NewInt64Coin("udps", 0), Mode: markettypes.ALLOCATION_MODE_ASSIGN, VerificationBudget: sdk.NewInt64Coin("udps", 0),
+	}
+	j := job(t, a, spec)
+
+	// The worker shuts down once the task's process has started.
+	ctx, shutdown := context.WithCancelCause(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer shutdown(executor.ErrWorkerShutdown)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(pidLog); err == nil && strings.HasSuffix(string(b), "\n") {
+				return
+			}
+		}
+	})
+	for i := 0; i < 20 && ctx.Err() == nil; i++ {
+		a.NextBlock()
+		_ = w.agent.Tick(ctx, a.Height(), a.BlockTime()) // the task runs in line: Tick returns once detached
+	}
+	wg.Wait()
+	b, err := os.ReadFile(pidLog)
+	require.NoError(t, err)
+	first := strings.TrimSpace(string(b))
+	require.True(t, strings.HasPrefix(first, "start "), "the task started: %q", first)
+	pid, err := strconv.Atoi(strings.TrimPrefix(first, "start "))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	require.NoError(t, syscall.Kill(pid, 0), "the task's process outlives the worker")
+
+	// The next start, on the same directories.
+	w2 := newWorkerIn(t, &mu, a, "p1", home, nil)
+	q := markettypesQuery(a)
+	until(t, a, 40, "job completed", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
+	}, w2)
+	tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
+	require.NoError(t, err)
+	require.Len(t, tasks.Tasks, 1)
+	tk := tasks.Tasks[0]
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, tk.Status)
+	require.Zero(t, tk.Reassignments, "kept on this node")
+	require.Equal(t, w.agent.Node().Id, tk.NodeId)
+	b, err = os.ReadFile(pidLog)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("start %d\nend %d\n", pid, pid), string(b), "one process, started once, ran the task to its end")
 }

@@ -194,7 +194,12 @@ func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
 		spec.Gemm = &g
 		spec.Inputs = nil // the unit's input seeds the GEMM; there is nothing to fetch
 	}
-	res, err := a.o.Executor.Run(ctx, spec, executor.Hooks{})
+	// A pool unit is not adopted after a restart (the race for it starts over): a
+	// shutdown kills its process as a cancel does, rather than leave it detached.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	res, err := a.o.Executor.Run(runCtx, spec, executor.Hooks{})
 	if err != nil {
 		drop()
 		return fmt.Errorf("pool %d unit %d: %w", c.pool.Id, c.unit.Id, err)

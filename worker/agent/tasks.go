@@ -94,7 +94,14 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 		return
 	}
 	r.job = job.Job
-	r.gpus = a.pin(t.Id, job.Job.Spec.Requirements.GPUs())
+	// A run a previous start of this worker left running (executor.ErrDetached) is
+	// adopted, on the GPUs it was pinned to, instead of started again.
+	detached, adopt := a.o.Executor.Detached(t.Id)
+	if adopt {
+		r.gpus = a.pinAll(t.Id, detached.GPUs)
+	} else {
+		r.gpus = a.pin(t.Id, job.Job.Spec.Requirements.GPUs())
+	}
 	spec := executor.Spec{
 		TaskID: t.Id, JobID: t.JobId, Index: t.Index, Runtime: job.Job.Spec.Runtime, Image: job.Job.Spec.Image,
 		Command: job.Job.Spec.Command, Env: job.Job.Spec.Env, Inputs: job.Job.Spec.Inputs, Builtin: job.Job.Spec.Builtin,
@@ -125,9 +132,24 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 				m.ObserveDispatch(a.since(assignedAt))
 			}
 		}
-		a.log.Info("task started", "task", t.Id, "job", t.JobId, "runtime", spec.Runtime, "image", spec.Image, "gpus", r.gpus)
 		r.meter = gpu.StartMeter(a.o.GPUs, r.gpus, gpu.WithClock(a.o.Now))
-		res, err := a.o.Executor.Run(runCtx, spec, executor.Hooks{Checkpoint: func(cp executor.Checkpoint) { a.checkpoint(ctx, t.Id, cp) }})
+		hooks := executor.Hooks{Checkpoint: func(cp executor.Checkpoint) { a.checkpoint(ctx, t.Id, cp) }}
+		var res executor.Result
+		var err error
+		if adopt {
+			a.log.Info("re-attached to the running task process", "task", t.Id, "job", t.JobId, "runtime", spec.Runtime, "gpus", r.gpus)
+			res, err = a.o.Executor.Adopt(runCtx, t.Id, hooks)
+		} else {
+			a.log.Info("task started", "task", t.Id, "job", t.JobId, "runtime", spec.Runtime, "image", spec.Image, "gpus", r.gpus)
+			res, err = a.o.Executor.Run(runCtx, spec, hooks)
+		}
+		if errors.Is(err, executor.ErrWorkerShutdown) {
+			// Not the task's failure: its process, if it had one, runs on (ErrDetached)
+			// for the next start to adopt; otherwise the next start runs it again.
+			r.meter.Stop()
+			a.log.Info("worker shutting down: task left to the next start", "task", t.Id, "detached", errors.Is(err, executor.ErrDetached))
+			return nil
+		}
 		a.finish(r, res, err)
 		if m := a.o.Metrics; m != nil {
 			if err == nil {
@@ -391,7 +413,8 @@ func (a *Agent) stop(taskID uint64, why error) {
 }
 
 // forget drops what this machine holds for tasks no longer in flight for it (settled,
-// failed, or reassigned elsewhere): runs, GPU pins, records.
+// failed, or reassigned elsewhere): runs, GPU pins, records, and the processes a
+// previous start of the worker left running for such tasks.
 func (a *Agent) forget(active []markettypes.Task) {
 	live := map[uint64]bool{}
 	for _, t := range active {
@@ -407,6 +430,15 @@ func (a *Agent) forget(active []markettypes.Task) {
 		}
 	}
 	a.mu.Unlock()
+	for _, id := range a.o.Executor.DetachedTasks() {
+		a.mu.Lock()
+		_, running := a.runs[id]
+		a.mu.Unlock()
+		if !live[id] && !running {
+			// left running by a previous start, and reassigned or ended since
+			a.o.Executor.Abandon(context.Background(), id)
+		}
+	}
 	for _, id := range gone {
 		a.stop(id, errors.New("no longer in flight on this node"))
 		if err := a.state.del(taskKey(id)); err != nil {
@@ -436,6 +468,17 @@ func (a *Agent) pin(taskID uint64, n uint32) []string {
 		a.log.Warn("fewer free GPUs than the task needs: it runs on what is free", "task", taskID, "need", n, "free", len(out))
 	}
 	return out
+}
+
+// pinAll reserves the given GPU (or MIG) UUIDs for a task: those an adopted run was
+// started on.
+func (a *Agent) pinAll(taskID uint64, uuids []string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, u := range uuids {
+		a.pinned[u] = taskID
+	}
+	return uuids
 }
 
 // unpin frees a task's GPUs (a.mu held).

@@ -115,7 +115,18 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	mux.Handle("/v1/tasks/", outputs.Handler(store, ownerOf(client), time.Now))
 	mux.Handle("/v1/checkpoints/", http.StripPrefix("/v1/checkpoints", agent.CheckpointHandler(ckptDir, false)))
 	g.Go(func() error { return serve(ctx, cfg.Outputs.Listen, mux) })
+	// The agent's context ends with the cause executor.ErrWorkerShutdown when the
+	// daemon's does: its running PROCESS and CONTAINER tasks are then left running for
+	// the next start to adopt, not killed as a cancelled task is.
+	agentCtx, stopAgent := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopAgent(nil)
 	g.Go(func() error {
+		<-ctx.Done()
+		stopAgent(executor.ErrWorkerShutdown)
+		return nil
+	})
+	g.Go(func() error {
+		ctx := agentCtx
 		if err := a.Setup(ctx); err != nil {
 			return fmt.Errorf("setup: %w", err)
 		}

@@ -122,7 +122,14 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 		env: env.list(), gpus: spec.GPUs, image: spec.Image, command: spec.Command,
 	})
 	log.Info("container task", "runtime", bin, "container", name)
-	stop := func() {
+	return command{argv: append([]string{bin}, args...), dir: d.tmp, env: os.Environ(), stop: containerStop(ctx, log, bin, name),
+		container: name, runtime: bin}, nil
+}
+
+// containerStop removes a task's container, since killing the runtime client does not
+// stop it.
+func containerStop(ctx context.Context, log *slog.Logger, bin, name string) func() {
+	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerStopTimeout)
 		defer cancel()
 		out, err := exec.CommandContext(sctx, bin, "rm", "-f", name).CombinedOutput()
@@ -130,5 +137,4 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 			log.Warn("remove task container", "container", name, "err", err, "output", strings.TrimSpace(string(out)))
 		}
 	}
-	return command{argv: append([]string{bin}, args...), dir: d.tmp, env: os.Environ(), stop: stop}, nil
 }

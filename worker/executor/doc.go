@@ -11,7 +11,9 @@
 //     (job, shard), so that replicas agree bit for bit.
 //   - PROCESS: a command in the task's working directory, in its own process group, pinned
 //     to its GPUs with CUDA_VISIBLE_DEVICES, killed with its children on cancellation or
-//     when it outlives the job's max duration.
+//     when it outlives the job's max duration. A cancellation whose cause is
+//     ErrWorkerShutdown leaves it running instead (ErrDetached), recorded in the task
+//     directory, for a later Executor on the same WorkDir to Adopt.
 //   - CONTAINER: an image pinned by digest, run by docker or podman without a network.
 //
 // Every workload but gemm is judged by the manifest root of its output directory

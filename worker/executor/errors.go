@@ -21,6 +21,16 @@ var (
 	ErrNoContainerRuntime = errors.New("no container runtime")
 	// ErrTaskRunning: Run was called for a task this executor is already running.
 	ErrTaskRunning = errors.New("task already running")
+	// ErrWorkerShutdown is the cancellation cause (context.WithCancelCause) of a worker
+	// that shuts down: a PROCESS or CONTAINER task then keeps running, detached, for the
+	// next start of the worker to adopt (Adopt), instead of being killed.
+	ErrWorkerShutdown = errors.New("worker shutting down")
+	// ErrDetached: Run or Adopt returned on a worker shutdown and left the task's process
+	// group running; its run record stays in the task directory (Detached).
+	ErrDetached = errors.New("task left running, detached from the worker")
+	// ErrTaskLost: Adopt found the recorded process gone without an exit status (killed
+	// with its wrapper, or the machine rebooted); the task must start again.
+	ErrTaskLost = errors.New("task process gone without an exit status")
 )
 
 // ExitError is a PROCESS or CONTAINER task whose command exited unsuccessfully.

@@ -69,8 +69,9 @@ type Options struct {
 	// MaxInputBytes bounds the size of one input or checkpoint download (0:
 	// DefaultMaxInputBytes).
 	MaxInputBytes int64
-	// MaxLogBytes bounds each captured log, stdout and stderr: its first and last
-	// halves are kept (0: DefaultMaxLogBytes).
+	// MaxLogBytes bounds each captured log, stdout and stderr, once the task ends: its
+	// first and last halves are kept (0: DefaultMaxLogBytes). A running task writes its
+	// logs straight to files, unbounded until then.
 	MaxLogBytes int64
 }
 
@@ -251,7 +252,10 @@ func (e *Executor) Cleanup(taskID uint64) error {
 
 // Run runs one task to completion and returns its result. Cancelling ctx, or running
 // past spec.MaxDuration, stops the task (a process is killed with its whole process
-// group) and returns an error wrapping context.Canceled or ErrMaxDuration. A failed
+// group) and returns an error wrapping context.Cause(ctx) (context.Canceled) or
+// ErrMaxDuration. Cancelling ctx with the cause ErrWorkerShutdown instead leaves a
+// running PROCESS or CONTAINER task's process group running and returns an error
+// wrapping ErrDetached: a later Executor on the same WorkDir adopts it (Adopt). A failed
 // PROCESS or CONTAINER task still returns its OutputDir (the captured logs are in its
 // LogDir) and, when its command exited by itself, its Files and Logs.
 func (e *Executor) Run(ctx context.Context, spec Spec, hooks Hooks) (Result, error) {
@@ -259,18 +263,10 @@ func (e *Executor) Run(ctx context.Context, spec Spec, hooks Hooks) (Result, err
 	if err := checkSpec(spec); err != nil {
 		return Result{}, err
 	}
-	e.mu.Lock()
-	if _, busy := e.running[spec.TaskID]; busy {
-		e.mu.Unlock()
-		return Result{}, fmt.Errorf("task %d: %w", spec.TaskID, ErrTaskRunning)
+	if err := e.claim(spec.TaskID); err != nil {
+		return Result{}, err
 	}
-	e.running[spec.TaskID] = struct{}{}
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.running, spec.TaskID)
-		e.mu.Unlock()
-	}()
+	defer e.release(spec.TaskID)
 
 	if spec.MaxDuration > 0 {
 		var cancel context.CancelFunc
@@ -280,11 +276,37 @@ func (e *Executor) Run(ctx context.Context, spec Spec, hooks Hooks) (Result, err
 	start := time.Now()
 	log.Info("task starting", "runtime", spec.Runtime.String(), "image", spec.Image, "inputs", len(spec.Inputs), "gpus", len(spec.GPUs))
 	res, err := e.run(ctx, log, spec, hooks)
+	return e.outcome(ctx, log, spec.TaskID, start, res, err)
+}
+
+// claim marks a task as running here; release unmarks it.
+func (e *Executor) claim(taskID uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, busy := e.running[taskID]; busy {
+		return fmt.Errorf("task %d: %w", taskID, ErrTaskRunning)
+	}
+	e.running[taskID] = struct{}{}
+	return nil
+}
+
+func (e *Executor) release(taskID uint64) {
+	e.mu.Lock()
+	delete(e.running, taskID)
+	e.mu.Unlock()
+}
+
+// outcome logs how a run (or an adopted run) ended and names a stopped task's cause.
+func (e *Executor) outcome(ctx context.Context, log *slog.Logger, taskID uint64, start time.Time, res Result, err error) (Result, error) {
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
+		if errors.Is(err, ErrDetached) {
+			log.Info("task left running for the next start of the worker", "elapsed", elapsed)
+			return res, fmt.Errorf("task %d: %w", taskID, err)
+		}
 		if ctx.Err() != nil {
 			log.Debug("task stopped", "err", err)
-			err = fmt.Errorf("task %d stopped: %w", spec.TaskID, context.Cause(ctx))
+			err = fmt.Errorf("task %d stopped: %w", taskID, context.Cause(ctx))
 		}
 		log.Warn("task failed", "err", err, "elapsed", elapsed)
 		return res, err
@@ -343,24 +365,30 @@ func (e *Executor) run(ctx context.Context, log *slog.Logger, spec Spec, hooks H
 				return Result{OutputDir: d.output}, err
 			}
 		}
-		runErr := e.execute(ctx, log, c, d, hooks, resumed)
-		res := Result{OutputDir: d.output}
-		if ctx.Err() != nil {
-			return res, runErr
-		}
-		files, logs, err := HashOutputs(ctx, d.output, log)
-		res.Files, res.Logs = files, logs
-		if runErr != nil {
-			return res, runErr
-		}
-		if err != nil {
-			return res, err
-		}
-		if res.Root, err = ManifestRoot(files); err != nil {
-			return res, err
-		}
-		return res, nil
+		runErr := e.execute(ctx, log, spec, c, d, hooks, resumed)
+		return e.collect(ctx, log, d, runErr)
 	}
+}
+
+// collect is the result of a PROCESS or CONTAINER run that ended with runErr: its
+// outputs hashed into the manifest root, its logs beside them.
+func (e *Executor) collect(ctx context.Context, log *slog.Logger, d taskDirs, runErr error) (Result, error) {
+	res := Result{OutputDir: d.output}
+	if ctx.Err() != nil || errors.Is(runErr, ErrTaskLost) {
+		return res, runErr
+	}
+	files, logs, err := HashOutputs(ctx, d.output, log)
+	res.Files, res.Logs = files, logs
+	if runErr != nil {
+		return res, runErr
+	}
+	if err != nil {
+		return res, err
+	}
+	if res.Root, err = ManifestRoot(files); err != nil {
+		return res, err
+	}
+	return res, nil
 }
 
 // checkSpec rejects what no runtime could run; the chain has already validated the

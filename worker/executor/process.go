@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -33,18 +34,22 @@ const (
 // worker's environment (which may hold secrets) reaches a task.
 var passedEnv = []string{"PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "TZ"}
 
-// pipeGrace bounds the wait for a finished task's log pipes, which a process that left
-// the task's process group may still hold.
-const pipeGrace = 2 * time.Second
+// wrapperScript runs a PROCESS or CONTAINER task's argv ("$@") and writes its exit
+// status to the file named by $0, so that a worker that is not the process's parent
+// (Adopt) learns how it ended. The wrapper leads the task's process group.
+const wrapperScript = `"$@"; echo $? > "$0"`
 
 // command is what execute starts: argv in dir with exactly env, and stop, called once
 // when the task is cancelled before its process group is signalled (a container
-// runtime's "rm -f").
+// runtime's "rm -f"). container and runtime name a CONTAINER task's container and the
+// runtime client, recorded so that a later start of the worker can stop it too.
 type command struct {
-	argv []string
-	dir  string
-	env  []string
-	stop func()
+	argv      []string
+	dir       string
+	env       []string
+	stop      func()
+	container string
+	runtime   string
 }
 
 // envList is an ordered environment in which a later set replaces an earlier one.
@@ -112,134 +117,169 @@ func (e *Executor) processCommand(spec Spec, d taskDirs) command {
 	return command{argv: slices.Clone(spec.Command), dir: d.work, env: env.list()}
 }
 
-// execute runs c in its own process group with stdout and stderr captured into
-// LogDir of the output directory, watches the checkpoint directory, and on ctx's end
-// sends SIGTERM to the group, then SIGKILL after KillGrace. Whatever the command leaves
-// running in its group when it exits is killed. It returns nil on exit status 0, an
-// *ExitError otherwise, or context.Cause(ctx) when the task was stopped.
-func (e *Executor) execute(ctx context.Context, log *slog.Logger, c command, d taskDirs, hooks Hooks, resumed *Checkpoint) error {
+// execute runs c through the wrapper (wrapperScript) in its own process group, with
+// stdout and stderr written straight to files in LogDir of the output directory (no
+// pipe to the worker: the process outlives a worker that shuts down), records the run
+// in the task directory (runRecord) and supervises it (supervise).
+func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c command, d taskDirs, hooks Hooks, resumed *Checkpoint) error {
+	if err := lookCommand(c); err != nil {
+		return err
+	}
 	logDir := filepath.Join(d.output, LogDir)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("log directory: %w", err)
 	}
-	stdout, err := newLogCapture(filepath.Join(logDir, "stdout.log"), e.opts.MaxLogBytes)
+	stdout, err := os.OpenFile(filepath.Join(logDir, "stdout.log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("task log: %w", err)
 	}
-	stderr, err := newLogCapture(filepath.Join(logDir, "stderr.log"), e.opts.MaxLogBytes)
+	defer stdout.Close()
+	stderr, err := os.OpenFile(filepath.Join(logDir, "stderr.log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		stdout.Close()
-		return err
+		return fmt.Errorf("task log: %w", err)
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		stdout.Close()
-		stderr.Close()
-		return err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		stdout.Close()
-		stderr.Close()
-		return err
+	defer stderr.Close()
+	exitPath := filepath.Join(d.root, exitFile)
+	if err := os.Remove(exitPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("exit status file: %w", err)
 	}
 
-	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd := exec.Command("/bin/sh", append([]string{"-c", wrapperScript, exitPath}, c.argv...)...)
 	cmd.Dir, cmd.Env = c.dir, c.env
-	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	startErr := cmd.Start()
-	outW.Close()
-	errW.Close()
-	if startErr != nil {
-		outR.Close()
-		errR.Close()
-		stdout.Close()
-		stderr.Close()
-		return fmt.Errorf("start %q: %w", c.argv[0], startErr)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %q: %w", c.argv[0], err)
 	}
-	pgid := cmd.Process.Pid
-	log.Debug("task process started", "pid", pgid)
+	defer func() { _ = cmd.Process.Release() }() // reaped by supervise (wait4), or left running
+	p := &taskProcess{pid: cmd.Process.Pid, child: true}
+	log.Debug("task process started", "pid", p.pid)
+	rec := runRecord{
+		TaskID: spec.TaskID, JobID: spec.JobID, Index: spec.Index, Runtime: spec.Runtime, Image: spec.Image,
+		Command: spec.Command, GPUs: spec.GPUs, PID: p.pid, Started: time.Now().UTC(), Resumed: resumed,
+		ContainerRuntime: c.runtime, Container: c.container,
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		rec.Deadline = dl.UTC()
+	}
+	if _, rec.StartTicks, err = procStat(p.pid); err != nil {
+		log.Warn("process start time unknown: pid reuse is not guarded against", "pid", p.pid, "err", err)
+	}
+	if err := writeRunRecord(d.root, rec); err != nil {
+		log.Warn("run record not written: the task will not survive a restart of the worker", "err", err)
+	}
+	return e.supervise(ctx, log, p, c.stop, d, hooks, resumed)
+}
 
-	var copiers sync.WaitGroup
-	copiers.Go(func() { _, _ = io.Copy(stdout, outR) })
-	copiers.Go(func() { _, _ = io.Copy(stderr, errR) })
+// lookCommand fails early, as exec would, on a command that cannot be found: the
+// wrapper would only report it as exit status 127.
+func lookCommand(c command) error {
+	name := c.argv[0]
+	var err error
+	if !strings.Contains(name, "/") {
+		_, err = exec.LookPath(name)
+	} else {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(c.dir, name)
+		}
+		_, err = os.Stat(name)
+	}
+	if err != nil {
+		return fmt.Errorf("start %q: %w", c.argv[0], err)
+	}
+	return nil
+}
 
+// supervise waits for a task's process and watches the checkpoint directory. When ctx
+// ends with ErrWorkerShutdown as its cause it returns at once, an error wrapping
+// ErrDetached and ErrWorkerShutdown, and leaves the process group running with its run
+// record in place. On any other end of ctx it calls stop, then sends SIGTERM to the
+// group, then SIGKILL after KillGrace. Whatever the command leaves running in its group
+// when it exits is killed. The captured logs are then bounded to MaxLogBytes each
+// (boundLog) and the run record removed. It returns nil on exit status 0, an *ExitError
+// otherwise, or context.Cause(ctx) when the task was stopped.
+func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProcess, stop func(), d taskDirs, hooks Hooks, resumed *Checkpoint) error {
 	watcher := newCheckpointWatcher(d.checkpoint, hooks.Checkpoint, log, resumed)
 	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
 	var watching sync.WaitGroup
 	if hooks.Checkpoint != nil {
 		watching.Go(func() { watcher.poll(watchCtx, e.opts.CheckpointPoll) })
 	}
-
-	waited := make(chan error, 1)
-	var waiting sync.WaitGroup
-	waiting.Go(func() { waited <- cmd.Wait() })
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-ctx.Done():
-		log.Info("stopping task process group", "pgid", pgid, "cause", context.Cause(ctx))
-		if c.stop != nil {
-			c.stop()
+	if !p.await(ctx, 0) {
+		if errors.Is(context.Cause(ctx), ErrWorkerShutdown) {
+			stopWatch()
+			watching.Wait()
+			log.Info("worker shutting down: task process group left running", "pgid", p.pid)
+			return fmt.Errorf("%w: process group %d: %w", ErrDetached, p.pid, ErrWorkerShutdown)
 		}
-		signalGroup(log, pgid, syscall.SIGTERM)
-		grace := time.NewTimer(e.opts.KillGrace)
-		select {
-		case waitErr = <-waited:
-			grace.Stop()
-		case <-grace.C:
-			log.Warn("task process group outlived SIGTERM; killing it", "pgid", pgid, "grace", e.opts.KillGrace)
-			signalGroup(log, pgid, syscall.SIGKILL)
-			waitErr = <-waited
+		log.Info("stopping task process group", "pgid", p.pid, "cause", context.Cause(ctx))
+		if stop != nil {
+			stop()
 		}
+		e.kill(log, p)
 	}
-	waiting.Wait()
-	signalGroup(log, pgid, syscall.SIGKILL) // what the command left running
+	signalGroup(log, p.pid, syscall.SIGKILL) // what the command left running
 	stopWatch()
 	watching.Wait()
+	removeRunRecord(d.root)
 
-	copied := make(chan struct{})
-	var closing sync.WaitGroup
-	closing.Go(func() {
-		copiers.Wait()
-		close(copied)
-	})
-	grace := time.NewTimer(pipeGrace)
-	select {
-	case <-copied:
-		grace.Stop()
-	case <-grace.C:
-		log.Warn("a process outside the task's group holds its output pipes; closing them")
-		outR.Close()
-		errR.Close()
+	logDir := filepath.Join(d.output, LogDir)
+	if _, err := boundLog(filepath.Join(logDir, "stdout.log"), e.opts.MaxLogBytes); err != nil {
+		log.Warn("bound task log", "err", err)
 	}
-	closing.Wait()
-	outR.Close()
-	errR.Close()
-	stdout.Close()
-	stderr.Close()
-
+	stderrTail, err := boundLog(filepath.Join(logDir, "stderr.log"), e.opts.MaxLogBytes)
+	if err != nil {
+		log.Warn("bound task log", "err", err)
+	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
 	if hooks.Checkpoint != nil {
 		watcher.scan(ctx, true)
 	}
-	if waitErr != nil {
-		var ee *exec.ExitError
-		if !errors.As(waitErr, &ee) {
-			return fmt.Errorf("task process: %w", waitErr)
-		}
-		xe := &ExitError{Code: ee.ExitCode(), Stderr: stderr.Tail()}
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			xe.Code, xe.Signal = -1, ws.Signal().String()
-		}
-		return xe
+	return p.status(filepath.Join(d.root, exitFile), stderrTail)
+}
+
+// boundLog keeps a finished task's log within limit bytes, its first and last halves
+// with a line in between that says how much was left out (logCapture), and returns
+// its last KiB (limit: MaxLogBytes). A task's logs are files it writes directly, so they are bounded once it
+// ends, not while it runs: until then they take disk space like its outputs.
+func boundLog(p string, limit int64) (string, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	} else if err != nil {
+		return "", err
 	}
-	return nil
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if st.Size() <= limit {
+		off := max(0, st.Size()-tailMax)
+		buf := make([]byte, st.Size()-off)
+		if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		return strings.TrimSpace(string(buf)), nil
+	}
+	tmp := p + ".bounded"
+	lc, err := newLogCapture(tmp, limit)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(lc, f)
+	lc.Close()
+	if err == nil {
+		err = lc.err
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return lc.Tail(), os.Rename(tmp, p)
 }
 
 // signalGroup signals every process of a process group; a group that no longer exists
@@ -254,8 +294,8 @@ func signalGroup(log *slog.Logger, pgid int, sig syscall.Signal) {
 }
 
 // logCapture keeps the first and the last max/2 bytes of a stream in a file, with a
-// line in between that says how much was left out. Write never fails, so that the
-// task's pipe is always drained.
+// line in between that says how much was left out. Write never fails, so that a
+// whole log is always read through.
 type logCapture struct {
 	f       *os.File
 	headMax int64

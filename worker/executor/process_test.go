@@ -156,7 +156,7 @@ func TestProcessStrayChildrenKilledAtExit(t *testing.T) {
 	start := time.Now()
 	res, err := e.Run(context.Background(), shellSpec(31, `sleep 1000 & echo $! > "$FLOPS_OUTPUT_DIR/child.pid"; echo done`), Hooks{})
 	require.NoError(t, err)
-	require.Less(t, time.Since(start), pipeGrace)
+	require.Less(t, time.Since(start), 2*time.Second, "a stray child holding stdout does not hold the task open")
 	child := readPID(t, filepath.Join(res.OutputDir, "child.pid"))
 	killOnCleanup(t, child)
 	require.Eventually(t, func() bool { return processGone(child) }, 3*time.Second, 20*time.Millisecond)

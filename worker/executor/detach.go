@@ -1,0 +1,322 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// Files of a PROCESS or CONTAINER run in the task's root directory, beside work/ and
+// output/: prepare keeps them, Cleanup removes them.
+const (
+	// runFile is the run record (runRecord, JSON), written once the process started and
+	// removed once the executor has seen it end. Its presence is what Detached reports.
+	runFile = "run.json"
+	// exitFile holds the command's exit status, written by the wrapper (wrapperScript).
+	exitFile = "exit-status"
+)
+
+// exitPoll is how often a running task's process is checked for its exit: the latency
+// a task's end adds, at the cost of one wait4 (or one /proc read) per poll.
+const exitPoll = 50 * time.Millisecond
+
+// runRecord is what a later start of the worker needs to adopt a running task: the
+// process to wait for, guarded against pid reuse by its start time, and the spec
+// essentials and deadline of the run.
+type runRecord struct {
+	TaskID  uint64              `json:"task_id"`
+	JobID   uint64              `json:"job_id"`
+	Index   uint32              `json:"index"`
+	Runtime markettypes.Runtime `json:"runtime"`
+	Image   string              `json:"image,omitempty"`
+	Command []string            `json:"command,omitempty"`
+	GPUs    []string            `json:"gpus,omitempty"`
+	// PID is the wrapper's pid, which is also the process group id of the task.
+	PID int `json:"pid"`
+	// StartTicks is field 22 of /proc/<pid>/stat: the process start time in clock ticks
+	// since boot (0: unknown, the pid alone is trusted).
+	StartTicks uint64    `json:"start_ticks"`
+	Started    time.Time `json:"started"`
+	// Deadline is the end of the run's max duration (zero: none).
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Resumed is the checkpoint the run resumed from, not reported again.
+	Resumed *Checkpoint `json:"resumed,omitempty"`
+	// ContainerRuntime and Container name a CONTAINER task's runtime client and
+	// container, removed when an adopted task is stopped.
+	ContainerRuntime string `json:"container_runtime,omitempty"`
+	Container        string `json:"container,omitempty"`
+}
+
+func writeRunRecord(root string, r runRecord) error {
+	bz, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(root, runFile+".tmp")
+	if err := os.WriteFile(tmp, bz, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(root, runFile))
+}
+
+func readRunRecord(root string) (runRecord, error) {
+	var r runRecord
+	bz, err := os.ReadFile(filepath.Join(root, runFile))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(bz, &r); err != nil {
+		return r, fmt.Errorf("run record: %w", err)
+	}
+	if r.PID <= 1 {
+		return r, fmt.Errorf("run record: pid %d", r.PID)
+	}
+	return r, nil
+}
+
+func removeRunRecord(root string) {
+	_ = os.Remove(filepath.Join(root, runFile))
+}
+
+// Detached reports whether a task has a run record: a PROCESS or CONTAINER run that a
+// previous start of the worker left running (or that ended while no worker watched it),
+// to be adopted (Adopt) or abandoned (Abandon). The Spec holds what the record keeps:
+// ids, runtime, image, command and GPUs.
+func (e *Executor) Detached(taskID uint64) (Spec, bool) {
+	r, err := readRunRecord(e.TaskDir(taskID))
+	if err != nil {
+		return Spec{}, false
+	}
+	return Spec{TaskID: r.TaskID, JobID: r.JobID, Index: r.Index, Runtime: r.Runtime, Image: r.Image, Command: r.Command, GPUs: r.GPUs}, true
+}
+
+// DetachedTasks lists the tasks with a run record, in no order.
+func (e *Executor) DetachedTasks() []uint64 {
+	entries, err := os.ReadDir(filepath.Join(e.opts.WorkDir, "tasks"))
+	if err != nil {
+		return nil
+	}
+	var out []uint64
+	for _, de := range entries {
+		id, err := strconv.ParseUint(de.Name(), 10, 64)
+		if err != nil || !de.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(e.TaskDir(id), runFile)); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Adopt waits for a task that a previous start of the worker left running (Detached),
+// as Run would have: it watches the checkpoint directory again, kills the process group
+// when the run's recorded deadline passes (ErrMaxDuration) or ctx is cancelled, detaches
+// again on ErrWorkerShutdown, and once the process ends hashes the outputs and returns
+// the same Result, or *ExitError, that Run returns. A task that ended while no worker
+// watched is collected at once. A recorded process that is gone without an exit status
+// (the machine rebooted, or its group was killed) fails with ErrTaskLost and its record
+// is removed.
+func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Result, error) {
+	d := e.dirs(taskID)
+	rec, err := readRunRecord(d.root)
+	if err != nil {
+		return Result{}, fmt.Errorf("adopt task %d: %w", taskID, err)
+	}
+	log := e.log.With("task", taskID, "job", rec.JobID, "shard", rec.Index)
+	if err := e.claim(taskID); err != nil {
+		return Result{}, err
+	}
+	defer e.release(taskID)
+	p := &taskProcess{pid: rec.PID, startTicks: rec.StartTicks}
+	deadline := rec.Deadline
+	if !processAlive(p.pid, p.startTicks) {
+		st, err := os.Stat(filepath.Join(d.root, exitFile))
+		if err != nil {
+			removeRunRecord(d.root)
+			err := fmt.Errorf("task %d: process %d: %w", taskID, rec.PID, ErrTaskLost)
+			log.Warn("task failed", "err", err)
+			return Result{OutputDir: d.output}, err
+		}
+		if !deadline.IsZero() && !st.ModTime().After(deadline) {
+			deadline = time.Time{} // it ended in time, while no worker watched
+		}
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, fmt.Errorf("%w (deadline %s)", ErrMaxDuration, deadline.Format(time.RFC3339)))
+		defer cancel()
+	}
+	log.Info("task adopted", "pid", rec.PID, "runtime", rec.Runtime.String(), "started", rec.Started)
+	var stop func()
+	if rec.Container != "" {
+		stop = containerStop(ctx, log, rec.ContainerRuntime, rec.Container)
+	}
+	start := time.Now()
+	runErr := e.supervise(ctx, log, p, stop, d, hooks, rec.Resumed)
+	res, err := e.collect(ctx, log, d, runErr)
+	return e.outcome(ctx, log, taskID, start, res, err)
+}
+
+// Abandon stops a detached task that is no longer this machine's (it was reassigned or
+// its job ended while the worker was down): its process group is killed as a cancelled
+// task's is, and its record removed. A task without a record is left alone.
+func (e *Executor) Abandon(ctx context.Context, taskID uint64) {
+	d := e.dirs(taskID)
+	rec, err := readRunRecord(d.root)
+	if err != nil {
+		return
+	}
+	if e.claim(taskID) != nil {
+		return // running here: its run stops it
+	}
+	defer e.release(taskID)
+	log := e.log.With("task", taskID, "job", rec.JobID)
+	p := &taskProcess{pid: rec.PID, startTicks: rec.StartTicks}
+	if processAlive(p.pid, p.startTicks) {
+		log.Info("stopping a detached task that is no longer ours", "pgid", p.pid)
+		if rec.Container != "" {
+			containerStop(ctx, log, rec.ContainerRuntime, rec.Container)()
+		}
+		e.kill(log, p)
+	}
+	removeRunRecord(d.root)
+}
+
+// taskProcess is a task's wrapper process: the worker's child (reaped with wait4) or
+// one a previous start of the worker left (watched through /proc).
+type taskProcess struct {
+	pid        int // and pgid
+	startTicks uint64
+	child      bool
+	gone       bool
+	reaped     bool
+	ws         syscall.WaitStatus
+}
+
+// exited reports whether the process has ended (a zombie counts).
+func (p *taskProcess) exited() bool {
+	if p.gone {
+		return true
+	}
+	if p.child {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+		switch {
+		case pid == p.pid:
+			p.gone, p.reaped, p.ws = true, true, ws
+		case errors.Is(err, syscall.ECHILD):
+			p.gone = true
+		}
+		return p.gone
+	}
+	p.gone = !processAlive(p.pid, p.startTicks)
+	return p.gone
+}
+
+// await polls for the process's end until ctx ends or limit (0: none) passes, and
+// reports whether it ended.
+func (p *taskProcess) await(ctx context.Context, limit time.Duration) bool {
+	tick := time.NewTicker(exitPoll)
+	defer tick.Stop()
+	var expired <-chan time.Time
+	if limit > 0 {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		expired = t.C
+	}
+	for {
+		if p.exited() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-expired:
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+// kill stops a process group: SIGTERM, then SIGKILL after KillGrace, and waits for the
+// group's leader.
+func (e *Executor) kill(log *slog.Logger, p *taskProcess) {
+	signalGroup(log, p.pid, syscall.SIGTERM)
+	if !p.await(context.Background(), e.opts.KillGrace) {
+		log.Warn("task process group outlived SIGTERM; killing it", "pgid", p.pid, "grace", e.opts.KillGrace)
+		signalGroup(log, p.pid, syscall.SIGKILL)
+		p.await(context.Background(), 0)
+	}
+	signalGroup(log, p.pid, syscall.SIGKILL) // what the command left running
+}
+
+// status is the command's outcome: the exit status the wrapper wrote, or the wrapper's
+// own wait status when it was killed before writing one. Following POSIX shells, a
+// status of 128+n (n a signal number, 1 to 64) is a command ended by signal n.
+func (p *taskProcess) status(exitPath, stderrTail string) error {
+	if b, err := os.ReadFile(exitPath); err == nil {
+		if code, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			switch {
+			case code == 0:
+				return nil
+			case code > 128 && code <= 128+64:
+				return &ExitError{Code: -1, Signal: syscall.Signal(code - 128).String(), Stderr: stderrTail}
+			default:
+				return &ExitError{Code: code, Stderr: stderrTail}
+			}
+		}
+	}
+	if p.reaped {
+		switch {
+		case p.ws.Signaled():
+			return &ExitError{Code: -1, Signal: p.ws.Signal().String(), Stderr: stderrTail}
+		case p.ws.ExitStatus() != 0:
+			return &ExitError{Code: p.ws.ExitStatus(), Stderr: stderrTail}
+		}
+	}
+	return fmt.Errorf("process %d: %w", p.pid, ErrTaskLost)
+}
+
+// processAlive reports whether pid runs, is not a zombie and, when startTicks is not 0,
+// started at startTicks (so is not a later process that reused the pid).
+func processAlive(pid int, startTicks uint64) bool {
+	state, ticks, err := procStat(pid)
+	if err != nil || state == 'Z' || state == 'X' {
+		return false
+	}
+	return startTicks == 0 || ticks == startTicks
+}
+
+// procStat reads a process's state (field 3) and start time (field 22, clock ticks
+// since boot) from /proc/<pid>/stat.
+func procStat(pid int) (state byte, startTicks uint64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	s := string(b)
+	x := strings.LastIndexByte(s, ')') // the command name may hold spaces and parentheses
+	if x < 0 || x+2 >= len(s) {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	fields := strings.Fields(s[x+2:]) // fields[0] is field 3
+	if len(fields) < 20 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	startTicks, err = strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return fields[0][0], startTicks, nil
+}
