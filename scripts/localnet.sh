@@ -93,10 +93,14 @@ for name in client provider provider2; do
   "$BIN" genesis add-genesis-account "$(addr "$name")" 100000000000udps --home "$H0" >/dev/null
 done
 
+# The dps module account's address: the first 20 bytes of sha256("dps"), in bech32.
+POOL_ADDR=$("$BIN" debug addr "$(printf dps | sha256sum | cut -c1-40)" | awk '/^Bech32 Acc:/ {print $3}')
+[ -n "$POOL_ADDR" ] || { echo "localnet: could not derive the dps module address" >&2; exit 1; }
+
 # 3. Dev-chain parameters: short epochs, votes and unbonding; frequent, short challenges.
-python3 - "$H0/config/genesis.json" "$EPOCH" "$POOL" "${SETS[@]}" <<'PY'
+python3 - "$H0/config/genesis.json" "$EPOCH" "$POOL" "$POOL_ADDR" "${SETS[@]}" <<'PY'
 import json, re, sys
-path, epoch, pool_udps, sets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+path, epoch, pool_udps, pool_addr, sets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 g = json.load(open(path))
 s = g["app_state"]
 for e in s["epochs"]["epochs"]:
@@ -112,29 +116,6 @@ s["gfl"]["params"]["challenge_commit_timeout"] = "60s"
 s["market"]["params"]["auction_window_blocks"] = "5"
 s["market"]["params"]["challenge_window_blocks"] = "5"
 # The DPS reward pool (the dps module account) starts funded, as a chain's genesis would.
-def bech32(hrp, data):
-    CH = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-    def polymod(values):
-        gen, chk = [0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3], 1
-        for v in values:
-            b = chk >> 25
-            chk = (chk & 0x1ffffff) << 5 ^ v
-            for i in range(5):
-                chk ^= gen[i] if ((b >> i) & 1) else 0
-        return chk
-    acc, bits, five = 0, 0, []
-    for b in data:
-        acc, bits = (acc << 8) | b, bits + 8
-        while bits >= 5:
-            bits -= 5
-            five.append((acc >> bits) & 31)
-    if bits:
-        five.append((acc << (5 - bits)) & 31)
-    exp = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
-    pm = polymod(exp + five + [0] * 6) ^ 1
-    return hrp + "1" + "".join(CH[d] for d in five + [(pm >> 5 * (5 - i)) & 31 for i in range(6)])
-import hashlib
-pool_addr = bech32("flops", hashlib.sha256(b"dps").digest()[:20])
 pool_amount = int(pool_udps)
 if pool_amount > 0:
     s["bank"]["balances"].append({"address": pool_addr, "coins": [{"denom": "udps", "amount": str(pool_amount)}]})

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/flopsnet/flops/app"
 	"github.com/flopsnet/flops/worker/chain"
+	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/gpu"
 )
 
@@ -227,24 +227,21 @@ func (d *Demo) startWorkers(ctx context.Context) error {
 	d.sum.MockGPUs = d.mockGPU
 	for i, key := range providerKeys {
 		home := filepath.Join(d.o.Home, fmt.Sprintf("provider%d", i+1))
-		if err := runCmd(ctx, d.bin("flops-worker"), "init", "--home", home, "--new-key=false"); err != nil {
-			return err
-		}
 		out, tel := d.port(8471+i), d.port(9471+i)
 		// the settings go into worker.yaml (not flags), so `flops-worker status --home`
 		// and a restart by hand see them too
-		err := editConfig(filepath.Join(home, "worker.yaml"), map[string]string{
-			`grpc: "localhost:9090"`:            fmt.Sprintf("grpc: %q", d.grpcAddr()),
-			`name: "provider"`:                  fmt.Sprintf("name: %q", key),
-			`keyring_dir: "` + home + `"`:       fmt.Sprintf("keyring_dir: %q", filepath.Join(d.chainHome(), "node0")),
-			`endpoint: "http://127.0.0.1:8470"`: fmt.Sprintf("endpoint: \"http://127.0.0.1:%d\"", out),
-			`listen: "127.0.0.1:8470"`:          fmt.Sprintf("listen: \"127.0.0.1:%d\"", out),
-			`listen: "127.0.0.1:9470"`:          fmt.Sprintf("listen: \"127.0.0.1:%d\"", tel),
-			`mock_gpus: 0`:                      fmt.Sprintf("mock_gpus: %d", gpusPerNode),
-			`no_nvml: false`:                    fmt.Sprintf("no_nvml: %v", i > 0 && !d.mockGPU),
-			`ask_per_gpu_hour: "1000000"`:       fmt.Sprintf("ask_per_gpu_hour: \"%d\"", 1_000_000+500_000*i), // different asks: the auction has a price to discover
-		})
-		if err != nil {
+		cfg := config.Default(home)
+		cfg.Chain.GRPC = d.grpcAddr()
+		cfg.Key.Name, cfg.Key.Dir = key, filepath.Join(d.chainHome(), "node0")
+		cfg.Node.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", out)
+		cfg.Node.MockGPUs, cfg.Node.NoNVML = gpusPerNode, i > 0 && !d.mockGPU
+		cfg.Node.AskPerGPUHour = strconv.Itoa(1_000_000 + 500_000*i) // different asks: the auction has a price to discover
+		cfg.Outputs.Listen = fmt.Sprintf("127.0.0.1:%d", out)
+		cfg.Telemetry.Listen = fmt.Sprintf("127.0.0.1:%d", tel)
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(home, "worker.yaml"), []byte(config.Render(cfg)), 0o600); err != nil {
 			return err
 		}
 		args := []string{"run", "--home", home}
@@ -307,23 +304,6 @@ func (d *Demo) waitFor(ctx context.Context, limit time.Duration, what string, co
 		case <-tick.C:
 		}
 	}
-}
-
-// editConfig replaces lines of a worker.yaml written by `flops-worker init`; each old
-// line must be there.
-func editConfig(path string, subs map[string]string) error {
-	bz, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	text := string(bz)
-	for old, repl := range subs {
-		if !strings.Contains(text, old) {
-			return fmt.Errorf("%s: no line %q to edit", path, old)
-		}
-		text = strings.Replace(text, old, repl, 1)
-	}
-	return os.WriteFile(path, []byte(text), 0o600)
 }
 
 // exitStatus says how a process ended.

@@ -81,7 +81,8 @@ func (d *Demo) printSummary() {
 	}
 	pf(w, "  (providers: task payments and pool credits minus fees, plus the epoch's DPS rewards; the client: the jobs' cost and fees)\n")
 
-	pf(w, "\nreputation (S = 0.6 accuracy + 0.2 responsiveness + 0.2 previous)\n")
+	sp := s.ScoreParams
+	pf(w, "\nreputation (S = %s accuracy + %s responsiveness + %s previous)\n", short(sp.Alpha), short(sp.Beta), short(sp.Gamma))
 	pf(w, "  %-5s %-10s %-8s %-8s %-8s\n", "node", "provider", "score", "A", "R")
 	for _, sc := range s.Scores {
 		name := sc.Operator
@@ -140,3 +141,11 @@ func signed(i sdkmath.Int) string {
 
 // pf prints to the demo's output; a terminal that went away is not the demo's failure.
 func pf(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
+
+// short is a LegacyDec without its trailing zeros.
+func short(d sdkmath.LegacyDec) string {
+	if d.IsNil() {
+		return "?"
+	}
+	return strings.TrimRight(strings.TrimRight(d.String(), "0"), ".")
+}

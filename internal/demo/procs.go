@@ -128,12 +128,3 @@ func command(ctx context.Context, bin string, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput() //nolint:gosec // our binaries
 	return string(out), err
 }
-
-// runCmd runs a short command; its error carries the output.
-func runCmd(ctx context.Context, bin string, args ...string) error {
-	out, err := command(ctx, bin, args...)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
-	}
-	return nil
-}

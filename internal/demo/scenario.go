@@ -42,6 +42,7 @@ type Summary struct {
 	Emission      dpstypes.Distribution
 	Rewards       map[string]dpstypes.ProviderReward
 	Scores        []reputationtypes.NodeScore
+	ScoreParams   reputationtypes.Params
 	Killed        int
 	Wall          time.Duration
 }
@@ -426,6 +427,11 @@ func (d *Demo) rewards(ctx context.Context) error {
 		return err
 	}
 	d.sum.Scores = ranked.Scores
+	rp, err := d.c.Reputation.Params(ctx, &reputationtypes.QueryParamsRequest{})
+	if err != nil {
+		return err
+	}
+	d.sum.ScoreParams = rp.Params
 	d.sum.After = d.balances(ctx)
 	return nil
 }

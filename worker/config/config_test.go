@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +19,31 @@ func TestTemplateLoadsToDefaults(t *testing.T) {
 	got, err := config.Load(path, home)
 	require.NoError(t, err)
 	require.Equal(t, config.Default(home), got)
+}
+
+// Render writes every field: a config with no default value left loads back exactly.
+func TestRenderLoadsBack(t *testing.T) {
+	home := t.TempDir()
+	c := config.Default(home)
+	c.Chain = config.Chain{GRPC: "node.example:9090", ChainID: "flops-1", GasPrice: 0.025, PollInterval: config.Duration{Duration: 400 * time.Millisecond}}
+	c.Key = config.Key{Name: "p \"2\"", Backend: "file", Dir: filepath.Join(home, "keys")}
+	c.Node = config.Node{ID: 7, Region: "eu-west", Endpoint: "https://gpu.example:8470", Workloads: []string{"TRAINING"},
+		AskPerGPUHour: "2500000", ClaimedGflops: 900, MockGPUs: 2, NoNVML: true}
+	c.Bond.Amount = "500000000"
+	c.Executor = config.Executor{WorkDir: filepath.Join(home, "w"), ContainerRuntime: "podman", IPFSGateway: "https://ipfs.io", Workers: 8, MaxTasks: 3}
+	c.PoCP = config.PoCP{Solver: "external", External: "/usr/bin/flops-gpu-solver", ExternalArgs: []string{"--device", "0"}, Workers: 4,
+		Timeout: config.Duration{Duration: time.Minute}}
+	c.Bidder = config.Bidder{Enabled: false, Script: "/bin/price", PerGPUHour: map[string]string{"A100-40GB": "1200000", "H100-80GB": "2000000"}, LoadMarkupPPM: 1}
+	c.Pools = config.Pools{Join: []uint64{3, 5}, Auto: false, MaxClaims: 9}
+	c.Outputs = config.Outputs{Listen: "0.0.0.0:8470", PublicURL: "https://gpu.example", CheckpointUploadURL: "https://store.example/ckpt"}
+	c.Telemetry.Listen, c.Telemetry.SampleEvery = "0.0.0.0:9470", config.Duration{Duration: 5 * time.Second}
+	c.StateDir = filepath.Join(home, "s")
+	c.Cheat = true
+	path := filepath.Join(home, "worker.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(config.Render(c)), 0o600))
+	got, err := config.Load(path, home)
+	require.NoError(t, err)
+	require.Equal(t, c, got)
 }
 
 // A bad value is refused with the field's name; an unknown field is an error.

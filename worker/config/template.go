@@ -2,109 +2,136 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
 	"text/template"
 )
 
 // Template is the commented configuration `flops-worker init` writes; every value is the
 // default.
-func Template(home string) string {
+func Template(home string) string { return Render(Default(home)) }
+
+// Render is the commented configuration file holding c: every field is written, so the
+// file loads back to exactly c.
+func Render(c Config) string {
 	var b bytes.Buffer
-	if err := tmpl.Execute(&b, Default(home)); err != nil {
-		panic(err) // the template and Default are both ours
+	if err := tmpl.Execute(&b, c); err != nil {
+		panic(err) // the template and Config are both ours
 	}
 	return b.String()
 }
 
-var tmpl = template.Must(template.New("config").Parse(`# flops-worker configuration. Flags given to "flops-worker run" override these values.
+// yamlValue writes v as JSON, which YAML reads as is: strings quoted and escaped, lists
+// and maps in flow style (empty, not null, when nil), durations as their strings.
+func yamlValue(v any) (string, error) {
+	if s, ok := v.(fmt.Stringer); ok {
+		v = s.String()
+	}
+	if rv := reflect.ValueOf(v); (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Map) && rv.Len() == 0 {
+		if rv.Kind() == reflect.Slice {
+			return "[]", nil
+		}
+		return "{}", nil
+	}
+	bz, err := json.Marshal(v)
+	return string(bz), err
+}
+
+var tmpl = template.Must(template.New("config").Funcs(template.FuncMap{"y": yamlValue}).Parse(`# flops-worker configuration. Flags given to "flops-worker run" override these values.
 
 chain:
   # gRPC endpoint of a flops node (flopsd's app.toml [grpc] address).
-  grpc: "{{.Chain.GRPC}}"
+  grpc: {{y .Chain.GRPC}}
   # chain id; empty: read it from the node.
-  chain_id: ""
+  chain_id: {{y .Chain.ChainID}}
   # fee per unit of gas, in udps (at least the node's minimum-gas-prices).
-  gas_price: {{.Chain.GasPrice}}
+  gas_price: {{y .Chain.GasPrice}}
   # how often the worker looks for a new block.
-  poll_interval: "{{.Chain.PollInterval}}"
+  poll_interval: {{y .Chain.PollInterval}}
 
 key:
   # the provider's account key: it bonds, registers the node and signs every tx.
   # create it with "flopsd keys add provider --keyring-backend test --home <keyring_dir>"
-  name: "{{.Key.Name}}"
-  keyring_backend: "{{.Key.Backend}}"
-  keyring_dir: "{{.Key.Dir}}"
+  name: {{y .Key.Name}}
+  keyring_backend: {{y .Key.Backend}}
+  keyring_dir: {{y .Key.Dir}}
 
 node:
   # id of the registered node; 0: found by its GPUs' UUIDs, or registered at the first start.
-  id: 0
-  region: "{{.Node.Region}}"
+  id: {{y .Node.ID}}
+  region: {{y .Node.Region}}
   # public URL of this machine's output server (job owners fetch results there).
-  endpoint: "{{.Node.Endpoint}}"
+  endpoint: {{y .Node.Endpoint}}
   # workload classes the node accepts: TRAINING, INFERENCE, BATCH, RENDERING.
-  workloads: [{{range $i, $w := .Node.Workloads}}{{if $i}}, {{end}}{{$w}}{{end}}]
+  workloads: {{y .Node.Workloads}}
   # price per GPU-hour in udps (1 DPS = 1,000,000 udps); the scheduler pays ask x GPUs x hours.
-  ask_per_gpu_hour: "{{.Node.AskPerGPUHour}}"
+  ask_per_gpu_hour: {{y .Node.AskPerGPUHour}}
   # claimed power in GFLOP/s; 0: measured with the PoCP solver at the first start.
-  claimed_gflops: 0
+  claimed_gflops: {{y .Node.ClaimedGflops}}
   # >0: register that many mock A100 GPUs when the machine has none (demos and tests only).
-  mock_gpus: 0
+  mock_gpus: {{y .Node.MockGPUs}}
   # true: ignore the machine's GPUs (NVML not opened); with mock_gpus, a second demo worker.
-  no_nvml: false
+  no_nvml: {{y .Node.NoNVML}}
 
 bond:
   # collateral (udps) the worker keeps bonded; the chain requires a minimum per GPU, and each
   # task in flight reserves 20x its value of it (x/market result_penalty_multiple).
-  amount: "{{.Bond.Amount}}"
+  amount: {{y .Bond.Amount}}
 
 executor:
   # each task runs in work_dir/tasks/<id> (inputs, outputs, checkpoints).
-  work_dir: "{{.Executor.WorkDir}}"
+  work_dir: {{y .Executor.WorkDir}}
   # docker or podman for CONTAINER jobs; empty: whichever is installed.
-  container_runtime: ""
+  container_runtime: {{y .Executor.ContainerRuntime}}
   # gateway for ipfs:// inputs, e.g. https://ipfs.io
-  ipfs_gateway: ""
+  ipfs_gateway: {{y .Executor.IPFSGateway}}
   # CPU threads for BUILTIN workloads.
-  workers: {{.Executor.Workers}}
+  workers: {{y .Executor.Workers}}
   # tasks at once; 0: one per GPU.
-  max_tasks: 0
+  max_tasks: {{y .Executor.MaxTasks}}
 
 pocp:
   # "go" (the CPU solver) or "external" (a GPU solver speaking docs/pocp.md section 9).
-  solver: "{{.PoCP.Solver}}"
-  external: ""
-  external_args: []
-  workers: {{.PoCP.Workers}}
-  timeout: "{{.PoCP.Timeout}}"
+  solver: {{y .PoCP.Solver}}
+  external: {{y .PoCP.External}}
+  external_args: {{y .PoCP.ExternalArgs}}
+  workers: {{y .PoCP.Workers}}
+  timeout: {{y .PoCP.Timeout}}
 
 bidder:
   # bid in AUCTION jobs the node can run.
-  enabled: {{.Bidder.Enabled}}
+  enabled: {{y .Bidder.Enabled}}
   # an executable that prices offers (the offer as JSON on stdin, {"price":"..","quantity":N} on stdout);
   # empty: ask per GPU-hour (per_gpu_hour by GPU class, else node.ask_per_gpu_hour) x GPUs x hours.
-  script: ""
-  per_gpu_hour: {}
+  script: {{y .Bidder.Script}}
+  per_gpu_hour: {{y .Bidder.PerGPUHour}}
   # +5% per tenth of the node's GPUs already in use.
-  load_markup_ppm: {{.Bidder.LoadMarkupPPM}}
+  load_markup_ppm: {{y .Bidder.LoadMarkupPPM}}
 
 pools:
   # pool ids to join; auto joins every open pool the node is eligible for.
-  join: []
-  auto: {{.Pools.Auto}}
+  join: {{y .Pools.Join}}
+  auto: {{y .Pools.Auto}}
   # units claimed and not yet revealed at once.
-  max_claims: {{.Pools.MaxClaims}}
+  max_claims: {{y .Pools.MaxClaims}}
 
 outputs:
   # where the output server listens (served to each job's owner only, requests signed by its key).
-  listen: "{{.Outputs.Listen}}"
-  public_url: ""
+  listen: {{y .Outputs.Listen}}
+  public_url: {{y .Outputs.PublicURL}}
   # also PUT checkpoints to <url>/<sha256> (a store that outlives this machine); empty: served here only.
-  checkpoint_upload_url: ""
+  checkpoint_upload_url: {{y .Outputs.CheckpointUploadURL}}
 
 telemetry:
   # Prometheus /metrics, /healthz and /readyz.
-  listen: "{{.Telemetry.Listen}}"
-  sample_every: "{{.Telemetry.SampleEvery}}"
+  listen: {{y .Telemetry.Listen}}
+  sample_every: {{y .Telemetry.SampleEvery}}
 
 # the worker's own state (results awaiting reveal), kept across restarts.
-state_dir: "{{.StateDir}}"
+state_dir: {{y .StateDir}}
+{{- if .Cheat}}
+# commit wrong results: tests of the chain's verification only, the node WILL be slashed.
+cheat: true
+{{- end}}
 `))
