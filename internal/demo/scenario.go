@@ -190,9 +190,8 @@ func (d *Demo) demand(ctx context.Context) error {
 			return err
 		}
 		d.sum.Jobs = append(d.sum.Jobs, JobSummary{ID: id, Mode: spec.Mode})
-		escrow := spec.MaxPricePerTask.Amount.Add(spec.PriorityTip.Amount).MulRaw(int64(spec.TaskCount * spec.Replicas)).Add(spec.VerificationBudget.Amount)
 		d.say("client", "submitted job %d (%s, %d x BUILTIN GEMM n=%d, verified by on-chain sampling) from %s in block %d: %s escrowed",
-			id, strings.TrimPrefix(spec.Mode.String(), "ALLOCATION_MODE_"), spec.TaskCount, spec.Builtin.GemmN, path, res.Height, dps(escrow))
+			id, strings.TrimPrefix(spec.Mode.String(), "ALLOCATION_MODE_"), spec.TaskCount, spec.Builtin.GemmN, path, res.Height, dps(spec.Budget()))
 	}
 	var pspec markettypes.PoolSpec
 	if err := specfile.Read(enc.Codec, filepath.Join(dir, "pool.yaml"), &pspec); err != nil {
