@@ -26,7 +26,6 @@ import (
 	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
 	nodeservice "github.com/cosmos/cosmos-sdk/client/grpc/node"
 	"github.com/cosmos/cosmos-sdk/codec"
-	"github.com/cosmos/cosmos-sdk/codec/address"
 	"github.com/cosmos/cosmos-sdk/codec/types"
 	"github.com/cosmos/cosmos-sdk/runtime"
 	runtimeservices "github.com/cosmos/cosmos-sdk/runtime/services"
@@ -34,7 +33,6 @@ import (
 	"github.com/cosmos/cosmos-sdk/server/api"
 	"github.com/cosmos/cosmos-sdk/server/config"
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
-	"github.com/cosmos/cosmos-sdk/std"
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
@@ -76,7 +74,6 @@ import (
 	"github.com/cosmos/cosmos-sdk/x/staking"
 	stakingkeeper "github.com/cosmos/cosmos-sdk/x/staking/keeper"
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
-	"github.com/cosmos/cosmos-sdk/x/tx/signing"
 	"github.com/cosmos/cosmos-sdk/x/upgrade"
 	upgradekeeper "github.com/cosmos/cosmos-sdk/x/upgrade/keeper"
 	upgradetypes "github.com/cosmos/cosmos-sdk/x/upgrade/types"
@@ -92,6 +89,7 @@ import (
 	ibckeeper "github.com/cosmos/ibc-go/v11/modules/core/keeper"
 	ibctm "github.com/cosmos/ibc-go/v11/modules/light-clients/07-tendermint"
 
+	"github.com/flopsnet/flops/app/encoding"
 	"github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/dps"
@@ -186,22 +184,10 @@ func New(
 	appOpts servertypes.AppOptions,
 	baseAppOptions ...func(*baseapp.BaseApp),
 ) *App {
-	interfaceRegistry, err := types.NewInterfaceRegistryWithOptions(types.InterfaceRegistryOptions{
-		ProtoFiles: proto.HybridResolver,
-		SigningOptions: signing.Options{
-			AddressCodec:          address.Bech32Codec{Bech32Prefix: sdk.GetConfig().GetBech32AccountAddrPrefix()},
-			ValidatorAddressCodec: address.Bech32Codec{Bech32Prefix: sdk.GetConfig().GetBech32ValidatorAddrPrefix()},
-		},
-	})
-	if err != nil {
-		panic(err)
-	}
-	appCodec := codec.NewProtoCodec(interfaceRegistry)
-	legacyAmino := codec.NewLegacyAmino()
-	txConfig := authtx.NewTxConfig(appCodec, authtx.DefaultSignModes)
-
-	std.RegisterLegacyAminoCodec(legacyAmino)
-	std.RegisterInterfaces(interfaceRegistry)
+	// The codecs every module registers into, built where the worker and the CLI build
+	// theirs (app/encoding), so that a client never disagrees with the chain.
+	enc := encoding.MustMake()
+	interfaceRegistry, appCodec, legacyAmino, txConfig := enc.InterfaceRegistry, enc.Codec, enc.Amino, enc.TxConfig
 
 	bApp := baseapp.NewBaseApp(Name, logger, db, txConfig.TxDecoder(), baseAppOptions...)
 	bApp.SetVersion(version.Version)
@@ -292,18 +278,15 @@ func New(
 	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.GFLKeeper)
 	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper,
 		app.BankKeeper, app.GFLKeeper, app.StakingSlashKeeper, authtypes.FeeCollectorName, dpstypes.ModuleName)
-	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper)
+	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper,
+		app.GFLKeeper, app.ReputationKeeper)
 
-	// the modules' views of each other, and the hooks that feed reputation and rewards
-	app.MarketKeeper.SetWorkEpoch(app.DPSKeeper)
+	// the modules' views of each other, and the hooks that feed reputation and rewards:
+	// x/market reports providers' behaviour to x/reputation and verified work to x/dps
 	app.MarketKeeper.SetReputation(app.ReputationKeeper)
-	app.MarketKeeper.SetHooks(app.ReputationKeeper.MarketHooks())
+	app.MarketKeeper.SetHooks(markettypes.MultiMarketHooks{app.ReputationKeeper.MarketHooks(), app.DPSKeeper.MarketHooks()})
 	app.GFLKeeper.SetHooks(gfltypes.MultiGFLHooks{app.MarketKeeper.GFLHooks(), app.ReputationKeeper.GFLHooks()})
 	app.StakingSlashKeeper.SetHooks(app.ReputationKeeper.StakingSlashHooks())
-	app.DPSKeeper.SetGFL(app.GFLKeeper)
-	app.DPSKeeper.SetMarket(app.MarketKeeper)
-	app.DPSKeeper.SetReputation(app.ReputationKeeper)
-	app.DPSKeeper.SetEpochs(&app.EpochsKeeper)
 	// epoch ends: x/gfl rebalances first, then scores, then x/dps queues the emission
 	// (which waits for the rebalance to finish)
 	app.EpochsKeeper.SetHooks(epochstypes.NewMultiEpochHooks(
@@ -339,8 +322,8 @@ func New(
 		banktypes.ModuleName:    bankBasic{app.ModuleManager.Modules[banktypes.ModuleName].(bank.AppModule)},
 		epochstypes.ModuleName:  epochsBasic{app.ModuleManager.Modules[epochstypes.ModuleName].(epochs.AppModule)},
 	})
-	app.BasicModuleManager.RegisterLegacyAminoCodec(legacyAmino)
-	app.BasicModuleManager.RegisterInterfaces(interfaceRegistry)
+	// (interfaces and amino names are registered by app/encoding; encoding_test.go checks
+	// that they are exactly what the module manager registers)
 
 	app.ModuleManager.SetOrderPreBlockers(upgradetypes.ModuleName, authtypes.ModuleName)
 	app.ModuleManager.SetOrderBeginBlockers(
@@ -405,7 +388,7 @@ func New(
 		panic(err)
 	}
 	app.SetAnteHandler(anteHandler)
-	app.SetPostHandler(NewPostHandler(app.MarketKeeper))
+	app.SetPostHandler(NewPostHandler(app.DPSKeeper))
 
 	// Every Msg must carry its signer annotation; a missing one is a wiring bug.
 	protoFiles, err := proto.MergedRegistry()

@@ -3,17 +3,17 @@ package app
 import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
+	dpskeeper "github.com/flopsnet/flops/x/dps/keeper"
 )
 
 // NewPostHandler runs after a tx's msgs, in their state branch: it is committed with them
 // and reverted with them.
-func NewPostHandler(market marketkeeper.Keeper) sdk.PostHandler {
-	return sdk.ChainPostDecorators(FundingDecorator{market: market})
+func NewPostHandler(dps dpskeeper.Keeper) sdk.PostHandler {
+	return sdk.ChainPostDecorators(FundingDecorator{dps: dps})
 }
 
 // FundingDecorator records, for a tx whose msgs all succeeded, who sent udps to whom by a
-// bank transfer (x/market's funding link: work paid by an account its provider funded
+// bank transfer (x/dps's funding link: work paid by an account its provider funded
 // earns no work reward). It runs after the msgs rather than before them, so a send that
 // fails, or an authz MsgExec without a grant, links nobody: only the sender or a grantee
 // it authorised can make a recipient count as funded by it.
@@ -24,13 +24,13 @@ func NewPostHandler(market marketkeeper.Keeper) sdk.PostHandler {
 // gas on the tx's meter. In CheckTx and simulation the writes land in a branch that is
 // never committed.
 type FundingDecorator struct {
-	market marketkeeper.Keeper
+	dps dpskeeper.Keeper
 }
 
 // PostHandle implements sdk.PostDecorator.
 func (d FundingDecorator) PostHandle(ctx sdk.Context, tx sdk.Tx, simulate, success bool, next sdk.PostHandler) (sdk.Context, error) {
 	if success {
-		if err := d.market.RecordTxFunding(ctx, tx.GetMsgs(), fundingMsgBound(ctx)); err != nil {
+		if err := d.dps.RecordTxFunding(ctx, tx.GetMsgs(), fundingMsgBound(ctx)); err != nil {
 			return ctx, err
 		}
 	}

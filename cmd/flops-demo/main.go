@@ -2,7 +2,7 @@
 
 // Command flops-demo runs the whole market on one machine (`make demo`): a local chain,
 // two providers running flops-worker, and a client whose jobs are assigned, auctioned and
-// pooled, executed, verified and paid. See internal/demo.
+// pooled, executed, verified and paid. See cmd/flops-demo/demo.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flopsnet/flops/internal/demo"
+	"github.com/flopsnet/flops/cmd/flops-demo/demo"
 )
 
 func main() {

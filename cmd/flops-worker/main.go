@@ -21,7 +21,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/app/encoding"
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/daemon"
@@ -155,7 +155,7 @@ func initCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			cfg := config.Default(g.home)
-			enc, err := app.MakeEncoding()
+			enc, err := encoding.Make()
 			if err != nil {
 				return err
 			}
@@ -255,7 +255,7 @@ func statusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			enc, err := app.MakeEncoding()
+			enc, err := encoding.Make()
 			if err != nil {
 				return err
 			}
@@ -361,7 +361,7 @@ func fetchCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("task id %q: %w", args[0], err)
 			}
 			ctx := cmd.Context()
-			enc, err := app.MakeEncoding()
+			enc, err := encoding.Make()
 			if err != nil {
 				return err
 			}

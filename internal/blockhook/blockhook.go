@@ -7,16 +7,22 @@ package blockhook
 import (
 	"fmt"
 
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
 // Apply runs fn on a branch of ctx and writes the branch back only if fn returns nil.
 // A failure (error or panic) is logged with what and returned; the caller decides whether
-// to drop or retry the item.
+// to drop or retry the item. Running out of gas is not the item's failure but the
+// meter's: it panics on, to the Budget unit (or the transaction) that owns the meter.
 func Apply(ctx sdk.Context, what string, fn func(ctx sdk.Context) error) (err error) {
 	cacheCtx, write := ctx.CacheContext()
 	defer func() {
 		if r := recover(); r != nil {
+			switch r.(type) {
+			case storetypes.ErrorOutOfGas, storetypes.ErrorGasOverflow:
+				panic(r)
+			}
 			err = fmt.Errorf("%s: panic: %v", what, r)
 		}
 		if err != nil {

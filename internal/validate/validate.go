@@ -112,3 +112,13 @@ func Identifier(name, s string) error {
 	}
 	return nil
 }
+
+// The bounds of a block-hook work budget (a module's *_gas_per_block or end_block_gas
+// param): enough for a block's ordinary work, and far below what would stall a block.
+const (
+	MinBlockGas = 10_000_000
+	MaxBlockGas = 2_000_000_000
+)
+
+// BlockGas checks a block-hook work budget.
+func BlockGas(name string, v uint64) error { return Range(name, v, MinBlockGas, MaxBlockGas) }

@@ -30,7 +30,6 @@ import (
 	sdkmath "cosmossdk.io/math"
 
 	"github.com/flopsnet/flops/x/dps/types"
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -96,7 +95,7 @@ func simulate(p types.Params, mp markettypes.Params, a assumptions, sc scenario)
 		fees := sdkmath.ZeroInt()
 		if sc.market {
 			fees = sdkmath.NewInt(int64(gflNow * a.feesPerGFL * float64(a.epochDays) * udpsPerDPS))
-			pool = pool.Add(marketkeeper.SplitPayment(fees, mp.TakeRatePpm, mp.TakePoolSharePpm).Pool)
+			pool = pool.Add(markettypes.SplitPayment(fees, mp.TakeRatePpm, mp.TakePoolSharePpm).Pool)
 		}
 
 		plan := types.PlanDistribution(p, era, types.DistributionInputs{

@@ -17,7 +17,7 @@ import (
 
 	sdkmath "cosmossdk.io/math"
 
-	"github.com/flopsnet/flops/internal/demo"
+	"github.com/flopsnet/flops/cmd/flops-demo/demo"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 

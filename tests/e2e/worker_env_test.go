@@ -32,6 +32,7 @@ import (
 	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
 
 	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/app/encoding"
 	"github.com/flopsnet/flops/testutil/network"
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/chain"
@@ -69,7 +70,7 @@ type workerChain struct {
 	client  *chain.Client
 	owner   *chain.Signer
 	ckpt    *httptest.Server
-	enc     app.Encoding
+	enc     encoding.Config
 	workers map[string]*testWorker
 	daemons errgroup.Group
 }
@@ -78,7 +79,7 @@ type workerChain struct {
 // modules' params, and starts the network, the client's signer and the checkpoint store.
 func startWorkerChain(t *testing.T, names ...string) *workerChain {
 	t.Helper()
-	enc, err := app.MakeEncoding()
+	enc, err := encoding.Make()
 	require.NoError(t, err)
 	keyDir := t.TempDir()
 	kr, err := chain.Keyring("test", keyDir, enc.Codec)

@@ -72,7 +72,7 @@ func (d *driver) msgs(name string) []sdk.Msg {
 			out = append(out, &markettypes.MsgAckTask{Provider: acc.String(), TaskId: t.Id})
 		case markettypes.TASK_STATUS_RUNNING:
 			out = append(out, &markettypes.MsgCommitResult{Provider: acc.String(), TaskId: t.Id,
-				Commitment: marketkeeper.Commitment(root, driverSalt, acc.Address)})
+				Commitment: markettypes.Commitment(root, driverSalt, acc.Address)})
 		case markettypes.TASK_STATUS_COMMITTED:
 			if t.RevealDeadlineHeight != 0 && next > t.CommitHeight {
 				out = append(out, &markettypes.MsgRevealResult{Provider: acc.String(), TaskId: t.Id, ResultRoot: root, Salt: driverSalt,

@@ -13,6 +13,7 @@ import (
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	"github.com/flopsnet/flops/testutil/apptest"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -20,7 +21,7 @@ import (
 // fundedBy: x/market has seen funder send udps to recipient.
 func fundedBy(t *testing.T, a *apptest.App, recipient, funder string) bool {
 	t.Helper()
-	ok, err := a.MarketKeeper.IsFundedBy(a.Ctx(), a.Account(recipient).Address, a.Account(funder).Address)
+	ok, err := a.DPSKeeper.IsFundedBy(a.Ctx(), a.Account(recipient).Address, a.Account(funder).Address)
 	require.NoError(t, err)
 	return ok
 }
@@ -72,17 +73,17 @@ func TestBankTransfersLinkFunding(t *testing.T) {
 	require.True(t, fundedBy(t, a, "s", "x"))
 	require.True(t, fundedBy(t, a, "o2", "x"))
 
-	// Exactly these links, in x/market's genesis.
-	gs, err := a.MarketKeeper.ExportGenesis(a.Ctx())
+	// Exactly these links, in x/dps's genesis.
+	gs, err := a.DPSKeeper.ExportGenesis(a.Ctx())
 	require.NoError(t, err)
-	got := map[markettypes.FundingLink]bool{}
+	got := map[dpstypes.FundingLink]bool{}
 	for _, l := range gs.FundingLinks {
 		got[l] = true
 	}
-	link := func(r, f string) markettypes.FundingLink {
-		return markettypes.FundingLink{Recipient: a.Account(r).String(), Funder: a.Account(f).String()}
+	link := func(r, f string) dpstypes.FundingLink {
+		return dpstypes.FundingLink{Recipient: a.Account(r).String(), Funder: a.Account(f).String()}
 	}
-	require.Equal(t, map[markettypes.FundingLink]bool{
+	require.Equal(t, map[dpstypes.FundingLink]bool{
 		link("s", "p"): true, link("o1", "x"): true, link("o2", "p"): true, link("s", "x"): true, link("o2", "x"): true,
 	}, got)
 }
@@ -122,7 +123,7 @@ func TestPoolWorkOfAFundedOwner(t *testing.T) {
 		require.Equal(t, sdkmath.NewInt(price), e.Amount, "%s is paid its unit", n)
 	}
 	require.Empty(t, workOf(t, a, "p1"), "p1 funded the owner: no work")
-	require.Equal(t, []markettypes.WorkRecord{{
+	require.Equal(t, []dpstypes.WorkRecord{{
 		GflopSeconds: sdkmath.NewIntFromUint64((pocp.Challenge{N: 256, R: 1}).FLOPs() / 1e9), Fees: sdkmath.NewInt(price), Tasks: 1,
 	}}, workOf(t, a, "p2"))
 	a.AssertInvariants()

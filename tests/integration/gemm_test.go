@@ -10,7 +10,6 @@ import (
 	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/testutil/apptest"
 	"github.com/flopsnet/flops/x/gfl/pocp"
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -41,7 +40,7 @@ func TestGemmJobReveal(t *testing.T) {
 	salt := []byte("gemm-job-salt-0123456")
 	products := map[uint32]solved{}
 	for _, tk := range tasks {
-		products[tk.Index] = solveGemm(t, marketkeeper.GemmChallenge(j, tk.Index))
+		products[tk.Index] = solveGemm(t, j.GemmChallenge(tk.Index))
 	}
 	require.NotEqual(t, products[0].root(), products[1].root(), "every shard is distinct work")
 	wrong := solveGemm(t, pocp.Challenge{Seed: sha256.Sum256([]byte("not the job's matrix")), N: 256, R: 1})
@@ -51,7 +50,7 @@ func TestGemmJobReveal(t *testing.T) {
 	}
 	commit := func(name string, id uint64, root []byte) {
 		a.MustDeliver(name, &markettypes.MsgCommitResult{Provider: a.Account(name).String(), TaskId: id,
-			Commitment: marketkeeper.Commitment(root, salt, a.Account(name).Address)})
+			Commitment: markettypes.Commitment(root, salt, a.Account(name).Address)})
 	}
 	reveal := func(name string, id uint64, g solved) *markettypes.MsgRevealResult {
 		tk := task(t, a, id)

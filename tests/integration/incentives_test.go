@@ -276,11 +276,11 @@ func ranked(t *testing.T, a *apptest.App) []uint64 {
 }
 
 // workRecords returns epoch n's verified work per provider account (before x/dps prunes it).
-func workRecords(t *testing.T, a *apptest.App, n uint64) map[string]markettypes.WorkRecord {
+func workRecords(t *testing.T, a *apptest.App, n uint64) map[string]dpstypes.WorkRecord {
 	t.Helper()
-	out := map[string]markettypes.WorkRecord{}
+	out := map[string]dpstypes.WorkRecord{}
 	rng := collections.NewPrefixedTripleRange[uint64, sdk.AccAddress, int32](n)
-	require.NoError(t, a.MarketKeeper.Work.Walk(a.Ctx(), rng, func(k collections.Triple[uint64, sdk.AccAddress, int32], w markettypes.WorkRecord) (bool, error) {
+	require.NoError(t, a.DPSKeeper.Work.Walk(a.Ctx(), rng, func(k collections.Triple[uint64, sdk.AccAddress, int32], w dpstypes.WorkRecord) (bool, error) {
 		out[k.K2().String()] = w
 		return false, nil
 	}))
@@ -396,7 +396,7 @@ func TestIncentivesMultiEpoch(t *testing.T) {
 			m.submit("client", regionJob(a, 1, "us-east"))
 			m.submit("client", regionJob(a, 1, "ap-south"))
 		}
-		var work map[string]markettypes.WorkRecord
+		var work map[string]dpstypes.WorkRecord
 		m.until(100, "epoch end", func() bool {
 			if workEpoch(t, a) != n {
 				return true
@@ -415,9 +415,9 @@ func TestIncentivesMultiEpoch(t *testing.T) {
 		// the work of the epoch: big's two tasks and mid's one, 1 s each at the node's
 		// power (H200: corrected power = GFL index); flaky's lapsed task is no work
 		if n > first {
-			require.Equal(t, markettypes.WorkRecord{GflopSeconds: sdkmath.NewIntFromUint64(settledPower[big1] + settledPower[big2]),
+			require.Equal(t, dpstypes.WorkRecord{GflopSeconds: sdkmath.NewIntFromUint64(settledPower[big1] + settledPower[big2]),
 				Fees: gross.MulRaw(2), Tasks: 2}, work[a.Account("big").Address.String()])
-			require.Equal(t, markettypes.WorkRecord{GflopSeconds: sdkmath.NewIntFromUint64(settledPower[mid]),
+			require.Equal(t, dpstypes.WorkRecord{GflopSeconds: sdkmath.NewIntFromUint64(settledPower[mid]),
 				Fees: gross, Tasks: 1}, work[a.Account("mid").Address.String()])
 			require.Len(t, work, 2)
 		} else {
@@ -593,13 +593,13 @@ func TestSelfDealingLoopLosesMoney(t *testing.T) {
 		require.Equal(t, dealerNode, jobTasks(t, a, j)[0].NodeId, "sock's job runs on dealer's node")
 	}
 	// the send linked sock to dealer, not dealer to sock
-	linked, err := a.MarketKeeper.IsFundedBy(a.Ctx(), a.Account("sock").Address, a.Account("dealer").Address)
+	linked, err := a.DPSKeeper.IsFundedBy(a.Ctx(), a.Account("sock").Address, a.Account("dealer").Address)
 	require.NoError(t, err)
 	require.True(t, linked, "sock is funded by dealer")
-	linked, err = a.MarketKeeper.IsFundedBy(a.Ctx(), a.Account("dealer").Address, a.Account("sock").Address)
+	linked, err = a.DPSKeeper.IsFundedBy(a.Ctx(), a.Account("dealer").Address, a.Account("sock").Address)
 	require.NoError(t, err)
 	require.False(t, linked)
-	var work map[string]markettypes.WorkRecord
+	var work map[string]dpstypes.WorkRecord
 	m.until(100, "epoch end", func() bool {
 		if workEpoch(t, a) != n {
 			return true
@@ -616,7 +616,7 @@ func TestSelfDealingLoopLosesMoney(t *testing.T) {
 	require.Len(t, work, 1)
 	_, dealerWork := work[a.Account("dealer").Address.String()]
 	require.False(t, dealerWork, "no work record for dealer")
-	require.Equal(t, markettypes.WorkRecord{GflopSeconds: sdkmath.NewInt(7), Fees: gross, Tasks: 1}, work[a.Account("other").Address.String()])
+	require.Equal(t, dpstypes.WorkRecord{GflopSeconds: sdkmath.NewInt(7), Fees: gross, Tasks: 1}, work[a.Account("other").Address.String()])
 
 	e := emission(t, a, n)
 	// G = 14: E = 14 x 100,000 / 5 = 280,000, E_work = 140,000, all of it other's weight;

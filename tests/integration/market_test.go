@@ -121,7 +121,7 @@ func run(t testing.TB, a *apptest.App, nodes map[string]uint64, task markettypes
 	a.MustDeliver(name, &markettypes.MsgAckTask{Provider: addr.String(), TaskId: task.Id})
 	root := sha256.Sum256([]byte("result of task"))
 	salt := []byte("0123456789abcdef")
-	a.MustDeliver(name, &markettypes.MsgCommitResult{Provider: addr.String(), TaskId: task.Id, Commitment: marketkeeper.Commitment(root[:], salt, addr.Address)})
+	a.MustDeliver(name, &markettypes.MsgCommitResult{Provider: addr.String(), TaskId: task.Id, Commitment: markettypes.Commitment(root[:], salt, addr.Address)})
 	a.MustDeliver(name, &markettypes.MsgRevealResult{Provider: addr.String(), TaskId: task.Id, ResultRoot: root[:], Salt: salt,
 		OutputUri: "https://" + name + ".example.com/out/" + string(rune('a'+task.Index)), Usage: markettypes.Usage{GpuSeconds: 3}})
 }
@@ -351,7 +351,7 @@ func TestCancelJob(t *testing.T) {
 	cn := providerOf(nodes, committed.NodeId)
 	root := sha256.Sum256([]byte("r"))
 	salt := []byte("salt-salt-salt-salt")
-	a.MustDeliver(cn, &markettypes.MsgCommitResult{Provider: a.Account(cn).String(), TaskId: committed.Id, Commitment: marketkeeper.Commitment(root[:], salt, a.Account(cn).Address)})
+	a.MustDeliver(cn, &markettypes.MsgCommitResult{Provider: a.Account(cn).String(), TaskId: committed.Id, Commitment: markettypes.Commitment(root[:], salt, a.Account(cn).Address)})
 	running, _ = a.MarketKeeper.GetTask(a.Ctx(), running.Id)
 
 	// only the owner cancels

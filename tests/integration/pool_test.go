@@ -17,6 +17,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/testutil/apptest"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
@@ -43,7 +44,7 @@ func (g solved) root() []byte { r := g.tree.Root(); return r[:] }
 
 // proofs opens the chunks holding the sampled entries, as MsgReveal* carry them.
 func (g solved) proofs(seed [32]byte, samples uint32) []gfltypes.ChunkProof {
-	positions := marketkeeper.GemmSamplePositions(seed, g.c, samples)
+	positions := markettypes.GemmSamplePositions(seed, g.c, samples)
 	var out []gfltypes.ChunkProof
 	for _, idx := range pocp.ChunksFor(g.c.N, positions) {
 		pr := g.tree.Prove(g.s, idx)
@@ -79,10 +80,10 @@ func getUnit(t testing.TB, a *apptest.App, pool, unit uint64) markettypes.Unit {
 }
 
 // workOf lists the verified work records of a named provider, every epoch and class.
-func workOf(t testing.TB, a *apptest.App, name string) []markettypes.WorkRecord {
+func workOf(t testing.TB, a *apptest.App, name string) []dpstypes.WorkRecord {
 	t.Helper()
-	var out []markettypes.WorkRecord
-	require.NoError(t, a.MarketKeeper.Work.Walk(a.Ctx(), nil, func(k collections.Triple[uint64, sdk.AccAddress, int32], w markettypes.WorkRecord) (bool, error) {
+	var out []dpstypes.WorkRecord
+	require.NoError(t, a.DPSKeeper.Work.Walk(a.Ctx(), nil, func(k collections.Triple[uint64, sdk.AccAddress, int32], w dpstypes.WorkRecord) (bool, error) {
 		if k.K2().Equals(a.Account(name).Address) {
 			out = append(out, w)
 		}
@@ -129,7 +130,7 @@ func newPoolPlayer(t testing.TB, a *apptest.App, nodes map[string]uint64, poolID
 func (pp *poolPlayer) commit(name string, unit uint64, root []byte) sdk.Msg {
 	acc := pp.a.Account(name)
 	return &markettypes.MsgCommitUnit{Provider: acc.String(), PoolId: pp.pool.Id, UnitId: unit, NodeId: pp.nodes[name],
-		Commitment: marketkeeper.Commitment(root, pp.salt, acc.Address)}
+		Commitment: markettypes.Commitment(root, pp.salt, acc.Address)}
 }
 
 // solve computes (once) the true product of a unit.
@@ -137,7 +138,7 @@ func (pp *poolPlayer) solve(unit uint64) solved {
 	if g, ok := pp.work[unit]; ok {
 		return g
 	}
-	g := solveGemm(pp.t, marketkeeper.PoolGemm(pp.pool, getUnit(pp.t, pp.a, pp.pool.Id, unit)))
+	g := solveGemm(pp.t, pp.pool.UnitGemm(getUnit(pp.t, pp.a, pp.pool.Id, unit)))
 	pp.work[unit] = g
 	return g
 }

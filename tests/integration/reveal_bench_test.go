@@ -12,7 +12,6 @@ import (
 
 	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/testutil/apptest"
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -107,11 +106,11 @@ func benchReveals(b *testing.B, a *apptest.App, spec func() markettypes.JobSpec)
 		block(func(tk markettypes.Task, name string) sdk.Msg {
 			root := trueRoot(job, tk.Index)
 			if s.Verification == markettypes.VERIFICATION_CLASS_BUILTIN_GEMM {
-				g := solveGemm(b, marketkeeper.GemmChallenge(j, tk.Index))
+				g := solveGemm(b, j.GemmChallenge(tk.Index))
 				roots[tk.Id] = g
 				root = g.root()
 			}
-			return &markettypes.MsgCommitResult{Provider: tk.Provider, TaskId: tk.Id, Commitment: marketkeeper.Commitment(root, salt, sdk.MustAccAddressFromBech32(tk.Provider))}
+			return &markettypes.MsgCommitResult{Provider: tk.Provider, TaskId: tk.Id, Commitment: markettypes.Commitment(root, salt, sdk.MustAccAddressFromBech32(tk.Provider))}
 		})
 		for {
 			a.NextBlock()

@@ -200,7 +200,7 @@ func TestCommitRevealRules(t *testing.T) {
 		a.MustDeliver(x.name, &markettypes.MsgAckTask{Provider: a.Account(x.name).String(), TaskId: x.id})
 	}
 	root := trueRoot(job, 0)
-	c0 := marketkeeper.Commitment(root, driverSalt, a0.Address)
+	c0 := markettypes.Commitment(root, driverSalt, a0.Address)
 	a.MustDeliver(n0, &markettypes.MsgCommitResult{Provider: a0.String(), TaskId: tasks[0].Id, Commitment: c0})
 	a.NextBlock()
 	r := a.Deliver(n0, &markettypes.MsgRevealResult{Provider: a0.String(), TaskId: tasks[0].Id, ResultRoot: root, Salt: driverSalt, OutputUri: "https://x.example.com/o"})

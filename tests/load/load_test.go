@@ -26,7 +26,6 @@ import (
 	"github.com/flopsnet/flops/testutil/network"
 	"github.com/flopsnet/flops/worker/chain"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -318,7 +317,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	}
 	wantPaid := sdkmath.ZeroInt()
 	for _, n := range payouts {
-		wantPaid = wantPaid.Add(marketkeeper.SplitPayment(sdkmath.NewInt(int64(n*unitPrice)), params.TakeRatePpm, params.TakePoolSharePpm).Provider)
+		wantPaid = wantPaid.Add(markettypes.SplitPayment(sdkmath.NewInt(int64(n*unitPrice)), params.TakeRatePpm, params.TakePoolSharePpm).Provider)
 	}
 	require.Equal(t, providerBefore.Add(wantPaid).String(), balance(ctx, t, c, provider.addr).String(), "the provider got its units' price less the take")
 	// closing refunds the unused budget: the escrow is back where it was
@@ -442,7 +441,7 @@ func claimUnits(ctx context.Context, t *testing.T, d *driver, prov *account, poo
 		var out []sdk.Msg
 		for _, u := range b.units {
 			root, salt := unitResult(u)
-			out = append(out, &markettypes.MsgCommitUnit{Provider: op, PoolId: poolID, UnitId: u, NodeId: nodeID, Commitment: marketkeeper.Commitment(root, salt, prov.addr)})
+			out = append(out, &markettypes.MsgCommitUnit{Provider: op, PoolId: poolID, UnitId: u, NodeId: nodeID, Commitment: markettypes.Commitment(root, salt, prov.addr)})
 		}
 		return out
 	}

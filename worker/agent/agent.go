@@ -102,25 +102,19 @@ type run struct {
 	job     markettypes.Job
 	cancel  context.CancelFunc
 	started time.Time
-	done    bool
-	err     error
+	phase   runPhase
+	err     error // why the run failed (phaseFailed)
 	res     executor.Result
 	meter   *gpu.Meter
 	usage   markettypes.Usage
 	gpus    []string
-	// committing: the commitment is on its way (never sent twice)
-	committing bool
-	revealing  bool
 }
 
 // challenge is a PoCP challenge being answered.
 type challenge struct {
-	answer     *wpocp.Answer
-	err        error
-	solving    bool
-	committing bool
-	committed  bool
-	revealing  bool
+	phase  challengePhase
+	answer *wpocp.Answer
+	err    error // why solving failed (challengeFailed)
 }
 
 // New checks the options and returns an agent.

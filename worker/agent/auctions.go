@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/flopsnet/flops/worker/bidder"
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -19,7 +18,7 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		return nil
 	}
 	op := a.o.Chain.Address().String()
-	slot := marketkeeper.SlotFromNode(a.node)
+	slot := markettypes.SlotFromNode(a.node)
 	var acts []action
 	for _, job := range res.Jobs {
 		a.mu.Lock()

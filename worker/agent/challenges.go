@@ -55,11 +55,11 @@ func (a *Agent) challengeActions(ctx context.Context, height int64) []action {
 func (a *Agent) solve(ctx context.Context, c gfltypes.Challenge, commit bool) {
 	a.mu.Lock()
 	ch, ok := a.answers[c.Id]
-	if ok && (ch.solving || ch.answer != nil) {
+	if ok && ch.phase != challengeFailed {
 		a.mu.Unlock()
 		return
 	}
-	ch = &challenge{solving: true}
+	ch = &challenge{phase: challengeSolving}
 	a.answers[c.Id] = ch
 	a.mu.Unlock()
 	pc := gflpocp.Challenge{N: c.N, R: c.R}
@@ -67,7 +67,10 @@ func (a *Agent) solve(ctx context.Context, c gfltypes.Challenge, commit bool) {
 	a.background(ctx, func(ctx context.Context) error {
 		ans, err := wpocp.Prepare(ctx, a.o.Solver, pc)
 		a.mu.Lock()
-		ch.solving, ch.answer, ch.err = false, ans, err
+		ch.phase, ch.answer, ch.err = challengeSolved, ans, err
+		if err != nil {
+			ch.phase = challengeFailed
+		}
 		a.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("challenge %d: %w", c.Id, err)
@@ -89,11 +92,11 @@ func (a *Agent) solve(ctx context.Context, c gfltypes.Challenge, commit bool) {
 // refused. A refused commitment is sent again at the next tick.
 func (a *Agent) commitChallenge(ctx context.Context, c gfltypes.Challenge, ch *challenge) {
 	a.mu.Lock()
-	if ch == nil || ch.answer == nil || ch.committed || ch.committing || a.height <= c.IssuedHeight {
+	if ch == nil || ch.phase != challengeSolved || a.height <= c.IssuedHeight {
 		a.mu.Unlock()
 		return
 	}
-	ch.committing = true
+	ch.phase = challengeCommitting
 	root := ch.answer.Root
 	a.mu.Unlock()
 	if a.cfg.Cheat {
@@ -102,7 +105,10 @@ func (a *Agent) commitChallenge(ctx context.Context, c gfltypes.Challenge, ch *c
 	err := a.submit(ctx, fmt.Sprintf("commit challenge %d", c.Id),
 		&gfltypes.MsgCommitChallenge{Operator: a.o.Chain.Address().String(), ChallengeId: c.Id, Root: root[:]})
 	a.mu.Lock()
-	ch.committing, ch.committed = false, err == nil
+	ch.phase = challengeCommitted
+	if err != nil {
+		ch.phase = challengeSolved // sent again at the next tick
+	}
 	a.mu.Unlock()
 }
 
@@ -121,28 +127,31 @@ func (a *Agent) revealChallenge(ctx context.Context, height int64, c gfltypes.Ch
 		a.solve(ctx, c, false)
 		return action{}, false
 	}
-	if ch.revealing {
+	switch ch.phase {
+	case challengeRevealing, challengeSolving, challengeFailed:
 		a.mu.Unlock()
 		return action{}, false
 	}
-	ch.revealing = true
+	// the chain shows the commitment: committed, whatever this machine remembers
+	ch.phase = challengeRevealing
 	ans := ch.answer
 	a.mu.Unlock()
+	back := func() {
+		a.mu.Lock()
+		ch.phase = challengeCommitted // try again next block
+		a.mu.Unlock()
+	}
 	hash, err := a.o.Chain.BlockHash(ctx, c.CommitHeight+1)
 	if err != nil {
 		a.log.Warn("sample block hash", "challenge", c.Id, "err", err)
-		a.mu.Lock()
-		ch.revealing = false
-		a.mu.Unlock()
+		back()
 		return action{}, false
 	}
 	positions := gflpocp.SamplePositions(gflpocp.SampleSeed(hash, c.Id), c.N, int(c.Samples))
 	msg := &gfltypes.MsgRevealChallenge{Operator: a.o.Chain.Address().String(), ChallengeId: c.Id, Proofs: ans.Proofs(positions)}
 	return action{what: fmt.Sprintf("reveal challenge %d", c.Id), msgs: msgs(msg), after: func(err error) {
-		a.mu.Lock()
-		defer a.mu.Unlock()
 		if err != nil {
-			ch.revealing = false
+			back()
 			return
 		}
 		a.log.Info("challenge revealed", "challenge", c.Id)

@@ -15,18 +15,15 @@ import (
 	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/executor"
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // claim is a pool unit this node races for.
 type claim struct {
-	pool      markettypes.Pool
-	unit      markettypes.Unit
-	res       executor.Result
-	working   bool // computing or committing
-	committed bool
-	revealing bool
+	pool  markettypes.Pool
+	unit  markettypes.Unit
+	res   executor.Result
+	phase claimPhase
 }
 
 // withdrawAfter: credits are withdrawn once this many units are credited (or the pool
@@ -53,7 +50,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 		wanted[id] = true
 	}
 	op := a.o.Chain.Address().String()
-	slot := marketkeeper.SlotFromNode(a.node)
+	slot := markettypes.SlotFromNode(a.node)
 	var acts []action
 	for _, pool := range res.Pools {
 		if pool.Owner == op {
@@ -127,7 +124,7 @@ func (a *Agent) race(ctx context.Context, pool markettypes.Pool) {
 	a.mu.Lock()
 	inflight := 0
 	for _, c := range a.claims {
-		if !c.revealing {
+		if c.phase != claimRevealing {
 			inflight++
 		}
 	}
@@ -155,7 +152,7 @@ func (a *Agent) race(ctx context.Context, pool markettypes.Pool) {
 		a.mu.Lock()
 		_, taken := a.claims[key]
 		if !taken && !excluded {
-			a.claims[key] = &claim{pool: pool, unit: u, working: true}
+			a.claims[key] = &claim{pool: pool, unit: u, phase: claimComputing}
 		}
 		c := a.claims[key]
 		a.mu.Unlock()
@@ -190,7 +187,7 @@ func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
 		Command: c.pool.Spec.Command, Env: c.pool.Spec.Env, Inputs: []markettypes.Input{c.unit.Input}, Builtin: c.pool.Spec.Builtin,
 	}
 	if c.pool.Spec.Runtime == markettypes.RUNTIME_BUILTIN && c.pool.Spec.Image == markettypes.BuiltinGemm {
-		g := marketkeeper.PoolGemm(c.pool, c.unit)
+		g := c.pool.UnitGemm(c.unit)
 		spec.Gemm = &g
 		spec.Inputs = nil // the unit's input seeds the GEMM; there is nothing to fetch
 	}
@@ -227,16 +224,16 @@ func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
 		return err
 	}
 	a.mu.Lock()
-	c.res = res
+	c.res, c.phase = res, claimCommitting
 	a.mu.Unlock()
 	msg := &markettypes.MsgCommitUnit{Provider: a.o.Chain.Address().String(), PoolId: c.pool.Id, UnitId: c.unit.Id, NodeId: a.node.Id,
-		Commitment: marketkeeper.Commitment(root, s, a.o.Chain.Address())}
+		Commitment: markettypes.Commitment(root, s, a.o.Chain.Address())}
 	err = a.submit(ctx, fmt.Sprintf("claim pool %d unit %d", c.pool.Id, c.unit.Id), msg)
 	var txErr *chain.TxError
 	switch {
 	case err == nil:
 		a.mu.Lock()
-		c.working, c.committed = false, true
+		c.phase = claimCommitted
 		a.mu.Unlock()
 		a.log.Info("unit claimed", "pool", c.pool.Id, "unit", c.unit.Id)
 	case errors.As(err, &txErr):
@@ -254,7 +251,7 @@ func (a *Agent) revealUnits(ctx context.Context, height int64, pool markettypes.
 	a.mu.Lock()
 	var mine []*claim
 	for _, c := range a.claims {
-		if c.pool.Id == pool.Id && c.committed && !c.revealing {
+		if c.pool.Id == pool.Id && c.phase == claimCommitted {
 			mine = append(mine, c)
 		}
 	}
@@ -288,17 +285,17 @@ func (a *Agent) revealUnits(ctx context.Context, height int64, pool markettypes.
 				continue
 			}
 			seed := beacon.Derive(hash, markettypes.DomainPoolSample, pool.Id, u.Id)
-			msg.GemmProofs = c.res.Gemm.Proofs(marketkeeper.GemmSamplePositions(seed, marketkeeper.PoolGemm(pool, u), samples))
+			msg.GemmProofs = c.res.Gemm.Proofs(markettypes.GemmSamplePositions(seed, pool.UnitGemm(u), samples))
 		}
 		a.mu.Lock()
-		c.revealing = true
+		c.phase = claimRevealing
 		a.mu.Unlock()
 		cc := c
 		acts = append(acts, action{what: fmt.Sprintf("reveal pool %d unit %d", pool.Id, u.Id), msgs: msgs(msg), after: func(err error) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			if err != nil {
-				cc.revealing = false
+				cc.phase = claimCommitted // try again next block
 				return
 			}
 			delete(a.claims, key)

@@ -14,7 +14,6 @@ import (
 	"github.com/flopsnet/flops/worker/executor"
 	"github.com/flopsnet/flops/worker/gpu"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -80,7 +79,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 	}
 	if rec, ok, _ := a.state.get(taskKey(t.Id)); ok {
 		// finished and recorded before a restart: nothing to run, the commit follows
-		a.runs[t.Id] = &run{task: t, done: true, usage: rec.Usage}
+		a.runs[t.Id] = &run{task: t, phase: phaseFinished, usage: rec.Usage}
 		a.mu.Unlock()
 		return
 	}
@@ -108,7 +107,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 		MaxDuration: job.Job.Spec.MaxDuration, GPUs: r.gpus,
 	}
 	if spec.Runtime == markettypes.RUNTIME_BUILTIN && spec.Image == markettypes.BuiltinGemm {
-		c := marketkeeper.GemmChallenge(job.Job, t.Index)
+		c := job.Job.GemmChallenge(t.Index)
 		spec.Gemm = &c
 	}
 	if t.Checkpoint.Sha256 != "" {
@@ -196,7 +195,10 @@ func (a *Agent) finish(r *run, res executor.Result, err error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r.done, r.err, r.res, r.usage = true, err, res, usage
+	r.phase, r.err, r.res, r.usage = phaseFinished, err, res, usage
+	if err != nil {
+		r.phase = phaseFailed
+	}
 	// The run no longer uses its GPUs: the chain frees the node's slot at the reveal, while
 	// the task stays in flight until it settles, so a pin held until then would leave the
 	// next task the chain assigns without a GPU.
@@ -247,29 +249,36 @@ func (a *Agent) commitNow(ctx context.Context, r *run) {
 func (a *Agent) commitAction(_ context.Context, t markettypes.Task) (action, bool) {
 	a.mu.Lock()
 	r, ok := a.runs[t.Id]
-	if !ok || !r.done || r.err != nil || r.committing {
+	if !ok || r.phase != phaseFinished {
 		a.mu.Unlock()
 		return action{}, false
 	}
-	r.committing = true
+	r.phase = phaseCommitting
 	a.mu.Unlock()
+	back := func() {
+		a.mu.Lock()
+		r.phase = phaseFinished // try again next block
+		a.mu.Unlock()
+	}
 	rec, found, err := a.state.get(taskKey(t.Id))
 	if err != nil || !found {
-		a.log.Error("no record of a finished task", "task", t.Id, "err", err)
+		a.log.Error("no readable record of a finished task; the commit is retried", "task", t.Id, "err", err)
+		back()
 		return action{}, false
 	}
 	root, _ := hex.DecodeString(rec.Root)
 	s, _ := hex.DecodeString(rec.Salt)
 	msg := &markettypes.MsgCommitResult{Provider: a.o.Chain.Address().String(), TaskId: t.Id,
-		Commitment: marketkeeper.Commitment(root, s, a.o.Chain.Address())}
+		Commitment: markettypes.Commitment(root, s, a.o.Chain.Address())}
 	return action{what: fmt.Sprintf("commit task %d", t.Id), msgs: msgs(msg), after: func(err error) {
 		if err != nil {
-			a.mu.Lock()
-			r.committing = false // try again next block
-			a.mu.Unlock()
-		} else {
-			a.log.Info("task committed", "task", t.Id)
+			back()
+			return
 		}
+		a.mu.Lock()
+		r.phase = phaseCommitted
+		a.mu.Unlock()
+		a.log.Info("task committed", "task", t.Id)
 	}}, true
 }
 
@@ -287,24 +296,26 @@ func (a *Agent) revealAction(ctx context.Context, height int64, t markettypes.Ta
 	}
 	a.mu.Lock()
 	r, ok := a.runs[t.Id]
-	if ok && r.revealing {
+	if !ok {
+		// committed before a restart: nothing runs here, the record opens it
+		r = &run{task: t, phase: phaseCommitted}
+		a.runs[t.Id] = r
+	}
+	if !r.phase.revealable() {
 		a.mu.Unlock()
 		return action{}, false
 	}
-	if !ok {
-		r = &run{task: t, done: true}
-		a.runs[t.Id] = r
-	}
-	r.revealing = true
+	r.phase = phaseRevealing
 	a.mu.Unlock()
 	undo := func() {
 		a.mu.Lock()
-		r.revealing = false
+		r.phase = phaseCommitted // try again next block
 		a.mu.Unlock()
 	}
 	rec, found, err := a.state.get(taskKey(t.Id))
 	if err != nil || !found {
-		a.log.Error("committed task has no record here: it cannot be revealed and will lapse", "task", t.Id, "err", err)
+		a.log.Error("no readable record of a committed task; the reveal is retried (it lapses if none comes)", "task", t.Id, "err", err)
+		undo()
 		return action{}, false
 	}
 	root, _ := hex.DecodeString(rec.Root)
@@ -323,9 +334,12 @@ func (a *Agent) revealAction(ctx context.Context, height int64, t markettypes.Ta
 	return action{what: fmt.Sprintf("reveal task %d", t.Id), msgs: msgs(msg), after: func(err error) {
 		if err != nil {
 			undo()
-		} else {
-			a.log.Info("task revealed", "task", t.Id, "output", rec.OutputURI)
+			return
 		}
+		a.mu.Lock()
+		r.phase = phaseRevealed
+		a.mu.Unlock()
+		a.log.Info("task revealed", "task", t.Id, "output", rec.OutputURI)
 	}}, true
 }
 
@@ -336,7 +350,7 @@ func (a *Agent) gemmProofs(ctx context.Context, r *run, t markettypes.Task) ([]g
 	if err != nil {
 		return nil, err
 	}
-	c := marketkeeper.GemmChallenge(job.Job, t.Index)
+	c := job.Job.GemmChallenge(t.Index)
 	if r.res.Gemm == nil {
 		res, err := a.o.Executor.Run(ctx, executor.Spec{TaskID: t.Id, JobID: t.JobId, Index: t.Index, Runtime: markettypes.RUNTIME_BUILTIN,
 			Image: markettypes.BuiltinGemm, Gemm: &c, MaxDuration: job.Job.Spec.MaxDuration}, executor.Hooks{})
@@ -354,7 +368,7 @@ func (a *Agent) gemmProofs(ctx context.Context, r *run, t markettypes.Task) ([]g
 		return nil, err
 	}
 	seed := beacon.Derive(hash, markettypes.DomainGemmSample, t.Id)
-	return r.res.Gemm.Proofs(marketkeeper.GemmSamplePositions(seed, c, samples)), nil
+	return r.res.Gemm.Proofs(markettypes.GemmSamplePositions(seed, c, samples)), nil
 }
 
 // samples is x/gfl's challenge_samples (the entries a reveal opens).

@@ -15,7 +15,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
-	"github.com/flopsnet/flops/app"
+	flopschain "github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/testutil/network"
 	"github.com/flopsnet/flops/worker/chain"
 )
@@ -52,7 +52,7 @@ func TestSignerAgainstNode(t *testing.T) {
 
 	to := sdk.AccAddress([]byte("recipient-of-the-tests"))
 	send := func(amount int64) sdk.Msg {
-		return banktypes.NewMsgSend(val.Address, to, sdk.NewCoins(sdk.NewInt64Coin(app.BondDenom, amount)))
+		return banktypes.NewMsgSend(val.Address, to, sdk.NewCoins(sdk.NewInt64Coin(flopschain.BondDenom, amount)))
 	}
 	const n = 12
 	var wg sync.WaitGroup
@@ -68,7 +68,7 @@ func TestSignerAgainstNode(t *testing.T) {
 	for i, err := range errs {
 		require.NoError(t, err, "tx %d", i)
 	}
-	bal, err := c.Bank.Balance(ctx, &banktypes.QueryBalanceRequest{Address: to.String(), Denom: app.BondDenom})
+	bal, err := c.Bank.Balance(ctx, &banktypes.QueryBalanceRequest{Address: to.String(), Denom: flopschain.BondDenom})
 	require.NoError(t, err)
 	require.Equal(t, int64(n*100), bal.Balance.Amount.Int64())
 

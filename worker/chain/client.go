@@ -19,7 +19,7 @@ import (
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
-	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/app/encoding"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -60,7 +60,7 @@ type Client struct {
 	cfg  Config
 	log  *slog.Logger
 	conn *grpc.ClientConn
-	enc  app.Encoding
+	enc  encoding.Config
 
 	Market     markettypes.QueryClient
 	GFL        gfltypes.QueryClient
@@ -79,7 +79,7 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	if cfg.GRPC == "" {
 		return nil, errors.New("chain: no gRPC address")
 	}
-	enc, err := app.MakeEncoding()
+	enc, err := encoding.Make()
 	if err != nil {
 		return nil, fmt.Errorf("chain: codecs: %w", err)
 	}
@@ -115,7 +115,7 @@ func (c *Client) Close() error { return c.conn.Close() }
 func (c *Client) ChainID() string { return c.cfg.ChainID }
 
 // Encoding returns the app's codecs.
-func (c *Client) Encoding() app.Encoding { return c.enc }
+func (c *Client) Encoding() encoding.Config { return c.enc }
 
 // Conn is the gRPC connection (for other query clients).
 func (c *Client) Conn() *grpc.ClientConn { return c.conn }

@@ -20,7 +20,7 @@ import (
 
 	sdkmath "cosmossdk.io/math"
 
-	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/app/encoding"
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/bidder"
 	"github.com/flopsnet/flops/worker/chain"
@@ -45,7 +45,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	enc, err := app.MakeEncoding()
+	enc, err := encoding.Make()
 	if err != nil {
 		return err
 	}

@@ -88,8 +88,8 @@ type Spec struct {
 	Env     []markettypes.EnvVar
 	Inputs  []markettypes.Input
 	Builtin markettypes.BuiltinArgs
-	// Gemm is the challenge of a BUILTIN gemm task: keeper.GemmChallenge(job, index) for
-	// a job's shard, or keeper.PoolGemm(pool, unit) for a pool unit.
+	// Gemm is the challenge of a BUILTIN gemm task: job.GemmChallenge(index) for
+	// a job's shard, or pool.UnitGemm(unit) for a pool unit.
 	Gemm *pocp.Challenge
 	// MaxDuration bounds the run, input fetching included (0: no bound).
 	MaxDuration time.Duration

@@ -26,6 +26,11 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "provider"}},
 				},
 				{RpcMethod: "Distribution", Use: "distribution", Short: "Show the distribution in progress, if any, and the queued epochs", Example: "flopsd q dps distribution"},
+				{
+					RpcMethod: "VerifiedWork", Use: "work <provider> <epoch>", Short: "Show a provider's verified work in a reward epoch, per workload class",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "provider"}, {ProtoField: "epoch"}},
+					Example:        "flopsd q dps work flops1... 3",
+				},
 			},
 		},
 		Tx: &autocliv1.ServiceCommandDescriptor{

@@ -114,7 +114,7 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 // EndBlock advances the distribution in progress, bounded by max_payouts_per_block; it
 // must run after x/gfl's EndBlock (whose rebalance it waits for) and after x/market's.
 func (am AppModule) EndBlock(ctx context.Context) error {
-	return am.keeper.EndBlocker(sdk.UnwrapSDKContext(ctx))
+	return am.keeper.EndBlocker(ctx)
 }
 
 // RegisterInvariants registers the reward pool and distribution invariants.

@@ -113,12 +113,12 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 
 // BeginBlock records the block hash for the beacon.
 func (am AppModule) BeginBlock(ctx context.Context) error {
-	return am.keeper.BeginBlocker(sdk.UnwrapSDKContext(ctx))
+	return am.keeper.BeginBlocker(ctx)
 }
 
 // EndBlock runs the bounded challenge and rebalance work.
 func (am AppModule) EndBlock(ctx context.Context) error {
-	return am.keeper.EndBlocker(sdk.UnwrapSDKContext(ctx))
+	return am.keeper.EndBlocker(ctx)
 }
 
 // RegisterInvariants registers the ugfl supply invariant.

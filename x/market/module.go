@@ -114,7 +114,7 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 // EndBlock runs the market's bounded block work: auctions, timeouts, settlement, expiry,
 // pruning and the scheduler.
 func (am AppModule) EndBlock(ctx context.Context) error {
-	return am.keeper.EndBlocker(sdk.UnwrapSDKContext(ctx))
+	return am.keeper.EndBlocker(ctx)
 }
 
 // RegisterInvariants registers the escrow and slots invariants.

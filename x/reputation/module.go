@@ -113,7 +113,7 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 
 // EndBlock advances the bounded epoch-end scoring.
 func (am AppModule) EndBlock(ctx context.Context) error {
-	return am.keeper.EndBlocker(sdk.UnwrapSDKContext(ctx))
+	return am.keeper.EndBlocker(ctx)
 }
 
 // RegisterInvariants registers the ranking, operator aggregate and counter invariants.

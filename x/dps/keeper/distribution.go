@@ -1,6 +1,8 @@
 package keeper
 
 import (
+	"context"
+
 	"errors"
 	"fmt"
 
@@ -13,95 +15,160 @@ import (
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
-	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // The distribution of an ended epoch (x/dps/README.md). AfterEpochEnd only queues the
-// epoch. Each EndBlock, once x/gfl has no rebalance pending, the oldest queued epoch
-// starts (types.PlanDistribution: era update, emission, split) and the distribution in
-// progress advances by at most max_payouts_per_block items, where an item is a node, a
-// work record or a pruned work record:
+// epoch. Each EndBlock, within end_block_gas (internal/blockhook) and at most
+// max_payouts_per_block items, the retries run first; then, once x/gfl has no rebalance
+// pending, the oldest queued epoch starts (types.PlanDistribution: era update, emission,
+// split) and the distribution in progress advances page by page, where an item is a node,
+// a work record or a pruned work record:
 //
 //	AVAILABILITY  nodes in id order (x/gfl NodesAfter), one payout per node with power
 //	WORK_SUM      the epoch's work records, summing the weights
 //	WORK_PAY      the same records again, one payout per provider (its records are
 //	              consecutive; a provider split across blocks is carried in progress.pending)
-//	PRUNE         x/market PruneWork of the epoch
+//	PRUNE         the epoch's work records deleted (PruneWork)
 //	DONE          remainder = E - paid, recorded; the pool baseline drops by what was paid
+//	              and what is deferred
 //
-// Every payout runs in its own cache context (internal/blockhook): a failed payout is
-// logged and skipped and its amount stays in the pool. A failed step is rolled back and
-// retried next block; after maxStepFailures consecutive failures the distribution ends
-// where it is (aborted), so one broken input never blocks the queue.
+// Every page is an atomic unit of the budget. Items that fail are retried 1, 2, 4 and 8
+// blocks later and resolved after their fifth failure:
+//
+//	start         a distribution that cannot start waits (nothing later starts before
+//	              it); resolved by dropping the epoch (EventDistributionSkipped), its
+//	              emission left in the pool
+//	step          a page that fails is rolled back and the distribution waits; resolved
+//	              by ending it where it is (aborted, the unpaid part in remainder)
+//	availability, a payout the bank refuses (or that panics) is deferred: its amount is
+//	work          owed (DeferredPayout, the distribution's deferred_*) and reserved in
+//	              the pool while it waits; resolved by leaving it in the pool
+//
+// A reward that cannot be computed (its node's operator or reputation unreadable) is
+// resolved at once with its failure recorded: retrying a computation on unchanged state
+// gives the same error.
 
-// maxStepFailures is the number of consecutive failed steps that abort a distribution.
-const maxStepFailures = 3
+// Item kinds of the distribution's block work.
+const (
+	kindStart        = types.ItemStart
+	kindStep         = types.ItemStep
+	kindAvailability = types.ItemAvailability
+	kindWork         = types.ItemWork
+)
+
+// stepPage is the most items one unit of a distribution takes: small enough that a page
+// is a small fraction of a block's budget.
+const stepPage = 16
 
 // EndBlocker advances the distributions. It never returns an error: failures are logged
 // and the chain goes on.
-func (k Keeper) EndBlocker(ctx sdk.Context) error {
+func (k Keeper) EndBlocker(goCtx context.Context) error {
+	ctx := sdk.UnwrapSDKContext(goCtx)
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		k.logger(ctx).Error("dps: no params; distributions skipped", "err", err)
 		return nil
 	}
-	k.runDistributions(ctx, p)
-	return nil
-}
-
-func (k Keeper) runDistributions(ctx sdk.Context, p types.Params) {
 	if missing := k.missingDeps(); missing != "" {
 		if busy, err := k.hasQueuedWork(ctx); err != nil || busy {
 			k.logger(ctx).Error("dps: distribution skipped: keeper dependency not set", "missing", missing, "err", err)
 		}
-		return
+		return nil
 	}
-	rebalancing, err := k.wiring.gfl.RebalancePending(ctx)
-	if err != nil {
-		k.logger(ctx).Error("dps: cannot read the gfl rebalance state; distribution waits", "err", err)
-		return
+	r := blockhook.NewRunner(types.ModuleName, blockhook.NewBudget(p.EndBlockGas), k.Retries, k.kinds(p)...)
+	if err := k.blockWork(ctx, p, r); err != nil && !errors.Is(err, blockhook.ErrBudgetSpent) {
+		k.logger(ctx).Error("dps: block work stopped", "err", err)
 	}
-	if rebalancing {
-		return // node powers are moving; the index is read once they settle
+	return nil
+}
+
+func (k Keeper) kinds(p types.Params) []blockhook.Kind {
+	return []blockhook.Kind{
+		{Name: kindStart, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
+			return true, k.startDistribution(ctx, p, it.ID)
+		}, Resolve: func(ctx sdk.Context, it blockhook.Item) (string, error) {
+			return "the epoch is dropped; its emission stays in the pool", k.dropEpoch(ctx, it.ID, "its distribution failed to start 5 times")
+		}},
+		{Name: kindStep, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
+			d, found, err := k.GetInProgress(ctx)
+			if err != nil || !found || d.Epoch != it.ID {
+				return true, err // moved on
+			}
+			_, err = k.step(ctx, stepPage)
+			return true, err
+		}, Resolve: func(ctx sdk.Context, it blockhook.Item) (string, error) {
+			d, found, err := k.GetInProgress(ctx)
+			if err != nil || !found || d.Epoch != it.ID {
+				return "the distribution moved on", err
+			}
+			return "the distribution ends where it is (aborted); what it did not pay stays in the pool", k.finish(ctx, d, true)
+		}},
+		{Name: kindAvailability, Do: k.payDeferred, Resolve: k.dropDeferred},
+		{Name: kindWork, Do: k.payDeferred, Resolve: k.dropDeferred},
 	}
-	budget := int(p.MaxPayoutsPerBlock)
+}
+
+// blockWork runs the retries, then starts and advances distributions while the budget
+// and max_payouts_per_block last.
+func (k Keeper) blockWork(ctx sdk.Context, p types.Params, r *blockhook.Runner) error {
+	left := int(p.MaxPayoutsPerBlock)
+	if err := r.Retry(ctx, left); err != nil {
+		return err
+	}
+	rebalancing, err := k.gfl.RebalancePending(ctx)
+	if err != nil || rebalancing {
+		return err // node powers are moving; the index is read once they settle
+	}
+	noop := func(sdk.Context) error { return nil }
 	started := false
-	for budget > 0 {
+	for left > 0 {
 		d, found, err := k.GetInProgress(ctx)
 		if err != nil {
-			k.logger(ctx).Error("dps: cannot read the distribution in progress", "err", err)
-			return
+			return err
 		}
 		if !found {
 			if started {
-				return
+				return nil
 			}
 			epoch, ok, err := k.nextPending(ctx)
 			if err != nil || !ok {
-				if err != nil {
-					k.logger(ctx).Error("dps: cannot read the queue", "err", err)
-				}
-				return
+				return err
+			}
+			it := blockhook.Item{Kind: kindStart, ID: epoch}
+			if waiting, err := k.waiting(ctx, it); err != nil || waiting {
+				return err
 			}
 			started = true
-			if err := blockhook.Apply(ctx, fmt.Sprintf("dps: start distribution of epoch %d", epoch), func(ctx sdk.Context) error {
-				return k.startDistribution(ctx, p, epoch)
-			}); err != nil {
-				k.dropEpoch(ctx, epoch, err)
+			if err := r.Do(ctx, kindStart, it, nil, noop); err != nil {
+				return err
 			}
 			continue
 		}
-		used := 0
-		if err := blockhook.Apply(ctx, fmt.Sprintf("dps: distribution of epoch %d", d.Epoch), func(ctx sdk.Context) error {
-			var err error
-			used, err = k.step(ctx, budget)
+		it := blockhook.Item{Kind: kindStep, ID: d.Epoch}
+		if waiting, err := k.waiting(ctx, it); err != nil || waiting {
 			return err
-		}); err != nil {
-			k.stepFailed(ctx, err)
-			return
 		}
-		budget -= max(used, 1)
+		used := 0
+		err = r.Budget.Run(ctx, "dps: distribution step", func(c sdk.Context) error {
+			var err error
+			used, err = k.step(c, min(left, stepPage))
+			return err
+		})
+		switch {
+		case errors.Is(err, blockhook.ErrBudgetSpent):
+			return err
+		case err != nil:
+			return r.Fail(ctx, it, err, noop) // the distribution waits for its retry
+		}
+		left -= max(used, 1)
 	}
+	return nil
+}
+
+// waiting says whether an item is in the retries (the distribution waits for it).
+func (k Keeper) waiting(ctx sdk.Context, it blockhook.Item) (bool, error) {
+	n, err := k.Retries.Attempt(ctx, it)
+	return n > 0, err
 }
 
 // hasQueuedWork says whether a distribution waits or runs.
@@ -129,23 +196,26 @@ func (k Keeper) nextPending(ctx sdk.Context) (uint64, bool, error) {
 
 // dropEpoch removes an epoch whose distribution could not start: its emission stays in
 // the pool.
-func (k Keeper) dropEpoch(ctx sdk.Context, epoch uint64, cause error) {
-	_ = blockhook.Apply(ctx, fmt.Sprintf("dps: drop epoch %d", epoch), func(ctx sdk.Context) error {
-		if err := k.PendingEpochs.Remove(ctx, epoch); err != nil {
-			return err
-		}
-		return ctx.EventManager().EmitTypedEvent(&types.EventDistributionSkipped{Epoch: epoch, Reason: cause.Error()})
-	})
+func (k Keeper) dropEpoch(ctx sdk.Context, epoch uint64, reason string) error {
+	if err := k.PendingEpochs.Remove(ctx, epoch); err != nil {
+		return err
+	}
+	return ctx.EventManager().EmitTypedEvent(&types.EventDistributionSkipped{Epoch: epoch, Reason: reason})
 }
 
 // startDistribution plans the emission of an epoch and makes it the distribution in
 // progress. Constant work: the era update, four reads and three writes.
 func (k Keeper) startDistribution(ctx sdk.Context, p types.Params, epoch uint64) error {
-	np, err := k.wiring.gfl.GetNetworkPower(ctx)
+	np, err := k.gfl.GetNetworkPower(ctx)
 	if err != nil {
 		return err
 	}
-	pool := k.PoolBalance(ctx)
+	// the deferred payouts are owed: reserved, not emitted again
+	reserved, err := k.deferredTotal(ctx)
+	if err != nil {
+		return err
+	}
+	pool := sdkmath.MaxInt(k.PoolBalance(ctx).Sub(reserved), sdkmath.ZeroInt())
 	era, err := k.EraState.Get(ctx)
 	if errors.Is(err, collections.ErrNotFound) {
 		// a chain without an era (genesis always sets one): era 0 starts now
@@ -214,7 +284,7 @@ func (k Keeper) step(ctx sdk.Context, budget int) (int, error) {
 		used, err = k.workPayStep(ctx, &d, budget)
 	case types.DISTRIBUTION_PHASE_PRUNE:
 		var done bool
-		done, err = k.wiring.market.PruneWork(ctx, d.Epoch, budget)
+		done, err = k.PruneWork(ctx, d.Epoch, budget)
 		used = budget
 		if err == nil && done {
 			d.Phase = types.DISTRIBUTION_PHASE_DONE
@@ -228,30 +298,13 @@ func (k Keeper) step(ctx sdk.Context, budget int) (int, error) {
 	if d.Phase == types.DISTRIBUTION_PHASE_DONE {
 		return used, k.finish(ctx, d, false)
 	}
-	d.Progress.Failures = 0
 	return used, k.InProgress.Set(ctx, d)
-}
-
-// stepFailed counts a failed step and aborts the distribution after maxStepFailures.
-func (k Keeper) stepFailed(ctx sdk.Context, cause error) {
-	_ = blockhook.Apply(ctx, "dps: count a failed distribution step", func(ctx sdk.Context) error {
-		d, err := k.InProgress.Get(ctx)
-		if err != nil {
-			return err
-		}
-		d.Progress.Failures++
-		if d.Progress.Failures < maxStepFailures {
-			return k.InProgress.Set(ctx, d)
-		}
-		k.logger(ctx).Error("dps: distribution aborted after repeated failures", "epoch", d.Epoch, "err", cause)
-		return k.finish(ctx, d, true)
-	})
 }
 
 // availabilityStep pays E_avail pro rata to the nodes' power, times the node's
 // reputation factor, to each node's operator.
 func (k Keeper) availabilityStep(ctx sdk.Context, d *types.Distribution, budget int) (int, error) {
-	nodes, more, err := k.wiring.gfl.NodesAfter(ctx, d.Progress.NodeCursor, budget)
+	nodes, more, err := k.gfl.NodesAfter(ctx, d.Progress.NodeCursor, budget)
 	if err != nil {
 		return 0, err
 	}
@@ -260,15 +313,17 @@ func (k Keeper) availabilityStep(ctx sdk.Context, d *types.Distribution, budget 
 		if n.PowerGflops == 0 {
 			continue
 		}
-		paid := sdkmath.ZeroInt()
-		_ = blockhook.Apply(ctx, fmt.Sprintf("dps: availability reward of node %d", n.Id), func(ctx sdk.Context) error {
-			var err error
-			paid, err = k.payNode(ctx, *d, n)
-			return err
-		})
-		if paid.IsPositive() {
-			d.PaidAvailability = d.PaidAvailability.Add(paid)
-			d.NodesPaid++
+		it := blockhook.Item{Kind: kindAvailability, ID: d.Epoch, Sub: n.Id}
+		operator, amt, err := k.nodeReward(ctx, *d, n)
+		if err != nil {
+			if err := k.uncomputable(ctx, it, err); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		it.Addr = operator
+		if err := k.payout(ctx, d, it, amt); err != nil {
+			return 0, err
 		}
 	}
 	if !more {
@@ -281,25 +336,19 @@ func (k Keeper) availabilityStep(ctx sdk.Context, d *types.Distribution, budget 
 	return len(nodes), nil
 }
 
-// payNode pays one node's availability reward and returns it.
-func (k Keeper) payNode(ctx sdk.Context, d types.Distribution, n gfltypes.Node) (sdkmath.Int, error) {
-	score, eligible, err := k.wiring.reputation.Reputation(ctx, n.Id)
+// nodeReward computes one node's availability reward (clipped so that the epoch's paid
+// and deferred rewards never exceed E_avail) and its operator.
+func (k Keeper) nodeReward(ctx sdk.Context, d types.Distribution, n gfltypes.Node) (sdk.AccAddress, sdkmath.Int, error) {
+	score, eligible, err := k.reputation.Reputation(ctx, n.Id)
 	if err != nil {
-		return sdkmath.ZeroInt(), err
-	}
-	amt := types.AvailabilityReward(d.Availability, n.PowerGflops, d.TotalGfl, types.ReputationFactor(score, eligible))
-	amt = types.Clip(amt, d.Availability, d.PaidAvailability)
-	if !amt.IsPositive() {
-		return sdkmath.ZeroInt(), nil
+		return nil, sdkmath.ZeroInt(), err
 	}
 	operator, err := k.addressCodec.StringToBytes(n.Operator)
 	if err != nil {
-		return sdkmath.ZeroInt(), errorsmod.Wrapf(err, "node %d operator %q", n.Id, n.Operator)
+		return nil, sdkmath.ZeroInt(), errorsmod.Wrapf(err, "node %d operator %q", n.Id, n.Operator)
 	}
-	if err := k.pay(ctx, d.Epoch, operator, n.Id, types.RewardKindAvailability, amt); err != nil {
-		return sdkmath.ZeroInt(), err
-	}
-	return amt, nil
+	amt := types.AvailabilityReward(d.Availability, n.PowerGflops, d.TotalGfl, types.ReputationFactor(score, eligible))
+	return operator, types.Clip(amt, d.Availability, d.PaidAvailability.Add(d.DeferredAvailability)), nil
 }
 
 // workSumStep is the first pass over the epoch's work: total_weight.
@@ -339,7 +388,9 @@ func (k Keeper) workPayStep(ctx sdk.Context, d *types.Distribution, budget int) 
 			return 0, err
 		}
 		if pr.Pending != nil && pr.Pending.Provider != pos.Provider {
-			k.payPending(ctx, d)
+			if err := k.payPending(ctx, d); err != nil {
+				return 0, err
+			}
 		}
 		if pr.Pending == nil {
 			pr.Pending = &types.ProviderTally{Provider: pos.Provider, Weight: sdkmath.ZeroInt(), Fees: sdkmath.ZeroInt()}
@@ -352,7 +403,9 @@ func (k Keeper) workPayStep(ctx sdk.Context, d *types.Distribution, budget int) 
 	}
 	if !more {
 		if pr.Pending != nil {
-			k.payPending(ctx, d)
+			if err := k.payPending(ctx, d); err != nil {
+				return 0, err
+			}
 		}
 		pr.WorkCursor = nil
 		d.Phase = types.DISTRIBUTION_PHASE_PRUNE
@@ -361,41 +414,199 @@ func (k Keeper) workPayStep(ctx sdk.Context, d *types.Distribution, budget int) 
 }
 
 // payPending pays the provider whose records pass two has finished adding up.
-func (k Keeper) payPending(ctx sdk.Context, d *types.Distribution) {
+func (k Keeper) payPending(ctx sdk.Context, d *types.Distribution) error {
 	t := *d.Progress.Pending
 	d.Progress.Pending = nil
-	paid := sdkmath.ZeroInt()
-	_ = blockhook.Apply(ctx, "dps: work reward of "+t.Provider, func(ctx sdk.Context) error {
-		var err error
-		paid, err = k.payProvider(ctx, *d, t)
-		return err
-	})
-	if paid.IsPositive() {
-		d.PaidWork = d.PaidWork.Add(paid)
-		d.ProvidersPaid++
+	it := blockhook.Item{Kind: kindWork, ID: d.Epoch}
+	provider, amt, err := k.providerReward(ctx, *d, t)
+	if err != nil {
+		return k.uncomputable(ctx, it, err)
 	}
+	it.Addr = provider
+	return k.payout(ctx, d, it, amt)
 }
 
-// payProvider pays one provider's work reward and returns it.
-func (k Keeper) payProvider(ctx sdk.Context, d types.Distribution, t types.ProviderTally) (sdkmath.Int, error) {
+// providerReward computes one provider's work reward, clipped so that the epoch's paid
+// and deferred rewards never exceed E_work.
+func (k Keeper) providerReward(ctx sdk.Context, d types.Distribution, t types.ProviderTally) (sdk.AccAddress, sdkmath.Int, error) {
 	provider, err := k.addressCodec.StringToBytes(t.Provider)
 	if err != nil {
-		return sdkmath.ZeroInt(), err
+		return nil, sdkmath.ZeroInt(), err
 	}
-	score, eligible, err := k.wiring.reputation.ProviderReputation(ctx, provider)
+	score, eligible, err := k.reputation.ProviderReputation(ctx, provider)
 	if err != nil {
-		return sdkmath.ZeroInt(), err
+		return nil, sdkmath.ZeroInt(), err
 	}
 	pr := d.Progress
 	amt := types.WorkReward(d.Work, t.Weight, pr.TotalWeight, t.Fees, pr.WorkRewardCapPpm, types.ReputationFactor(score, eligible))
-	amt = types.Clip(amt, d.Work, d.PaidWork)
+	return provider, types.Clip(amt, d.Work, d.PaidWork.Add(d.DeferredWork)), nil
+}
+
+// payout pays a computed reward in a cache context of its own. If the payment fails (the
+// bank refuses it, or it panics; an out-of-gas is not caught: the budget's unit ends) the
+// reward is deferred: owed as a DeferredPayout, counted in the distribution's deferred_*
+// and in the reserved total, and queued in the retries.
+func (k Keeper) payout(ctx sdk.Context, d *types.Distribution, it blockhook.Item, amt sdkmath.Int) error {
 	if !amt.IsPositive() {
+		return nil
+	}
+	cause := blockhook.Apply(ctx, "dps: "+it.Kind+" reward", func(c sdk.Context) error {
+		return k.pay(c, d.Epoch, it.Addr, it.Sub, it.Kind, amt)
+	})
+	if cause == nil {
+		addPaid(d, it.Kind, amt)
+		return nil
+	}
+	recipient, err := k.addressCodec.BytesToString(it.Addr)
+	if err != nil {
+		return err
+	}
+	if err := k.Deferred.Set(ctx, deferredKey(it), types.DeferredPayout{
+		Epoch: d.Epoch, Kind: it.Kind, NodeId: it.Sub, Recipient: recipient, Amount: amt,
+	}); err != nil {
+		return err
+	}
+	if err := k.addDeferredTotal(ctx, amt); err != nil {
+		return err
+	}
+	addDeferred(d, it.Kind, amt)
+	_, err = k.Retries.Failed(ctx, it, cause)
+	return err
+}
+
+// uncomputable records a reward that cannot be computed as failed and resolved at once:
+// nothing is owed and the amount stays in the pool.
+func (k Keeper) uncomputable(ctx sdk.Context, it blockhook.Item, cause error) error {
+	k.logger(ctx).Error("dps: reward cannot be computed; it stays in the pool", "kind", it.Kind, "epoch", it.ID, "node", it.Sub, "err", cause)
+	if _, err := k.Retries.Record(ctx, it, 0, cause); err != nil {
+		return err
+	}
+	return k.Retries.Resolved(ctx, it, "the reward cannot be computed; it stays in the pool", cause)
+}
+
+// payDeferred retries a deferred payout: paid, it leaves the deferred amounts for the
+// paid ones of its distribution (and, once that is finished, its remainder).
+func (k Keeper) payDeferred(ctx sdk.Context, it blockhook.Item) (bool, error) {
+	dp, err := k.Deferred.Get(ctx, deferredKey(it))
+	if errors.Is(err, collections.ErrNotFound) {
+		return true, nil // moved on
+	} else if err != nil {
+		return false, err
+	}
+	if err := k.pay(ctx, dp.Epoch, it.Addr, dp.NodeId, dp.Kind, dp.Amount); err != nil {
+		return false, err
+	}
+	return true, k.settleDeferred(ctx, it, dp, true)
+}
+
+// dropDeferred resolves a payout that kept failing: nothing is owed any more and the
+// amount stays in the pool (in its distribution's remainder).
+func (k Keeper) dropDeferred(ctx sdk.Context, it blockhook.Item) (string, error) {
+	dp, err := k.Deferred.Get(ctx, deferredKey(it))
+	if errors.Is(err, collections.ErrNotFound) {
+		return "the payout moved on", nil
+	} else if err != nil {
+		return "", err
+	}
+	return "the reward stays in the pool", k.settleDeferred(ctx, it, dp, false)
+}
+
+// settleDeferred ends a deferred payout, paid or dropped: it leaves the reserved total
+// and its distribution's deferred amount; paid, it joins the distribution's paid amount
+// (and leaves the remainder of a finished one); dropped from a finished distribution, it
+// returns to the pool's baseline, which dropped by it when the distribution finished.
+func (k Keeper) settleDeferred(ctx sdk.Context, it blockhook.Item, dp types.DeferredPayout, paid bool) error {
+	if err := k.Deferred.Remove(ctx, deferredKey(it)); err != nil {
+		return err
+	}
+	if err := k.addDeferredTotal(ctx, dp.Amount.Neg()); err != nil {
+		return err
+	}
+	apply := func(d *types.Distribution) {
+		addDeferred(d, dp.Kind, dp.Amount.Neg())
+		if paid {
+			addPaid(d, dp.Kind, dp.Amount)
+		}
+	}
+	d, found, err := k.GetInProgress(ctx)
+	if err != nil {
+		return err
+	}
+	if found && d.Epoch == dp.Epoch {
+		apply(&d)
+		return k.InProgress.Set(ctx, d)
+	}
+	d, err = k.Distributions.Get(ctx, dp.Epoch)
+	switch {
+	case errors.Is(err, collections.ErrNotFound):
+		// the distribution record is gone (it is kept while it owes anything)
+	case err != nil:
+		return err
+	default:
+		apply(&d)
+		if paid {
+			d.Remainder = d.Remainder.Sub(dp.Amount)
+		}
+		if err := k.Distributions.Set(ctx, d.Epoch, d); err != nil {
+			return err
+		}
+	}
+	if paid {
+		return nil
+	}
+	era, err := k.EraState.Get(ctx)
+	if err != nil {
+		return err
+	}
+	era.PoolBaseline = era.PoolBaseline.Add(dp.Amount)
+	return k.EraState.Set(ctx, era)
+}
+
+func addPaid(d *types.Distribution, kind string, amt sdkmath.Int) {
+	if kind == types.RewardKindWork {
+		d.PaidWork = d.PaidWork.Add(amt)
+		d.ProvidersPaid++
+	} else {
+		d.PaidAvailability = d.PaidAvailability.Add(amt)
+		d.NodesPaid++
+	}
+}
+
+func addDeferred(d *types.Distribution, kind string, amt sdkmath.Int) {
+	if kind == types.RewardKindWork {
+		d.DeferredWork = orZero(d.DeferredWork).Add(amt)
+	} else {
+		d.DeferredAvailability = orZero(d.DeferredAvailability).Add(amt)
+	}
+}
+
+func orZero(i sdkmath.Int) sdkmath.Int {
+	if i.IsNil() {
+		return sdkmath.ZeroInt()
+	}
+	return i
+}
+
+// deferredKey is a deferred payout's key: its item's kind and ids.
+func deferredKey(it blockhook.Item) collections.Pair[string, []byte] {
+	return collections.Join(it.Kind, it.Ref())
+}
+
+// deferredTotal is what the deferred payouts owe, reserved in the pool.
+func (k Keeper) deferredTotal(ctx sdk.Context) (sdkmath.Int, error) {
+	t, err := k.DeferredTotal.Get(ctx)
+	if errors.Is(err, collections.ErrNotFound) {
 		return sdkmath.ZeroInt(), nil
 	}
-	if err := k.pay(ctx, d.Epoch, provider, 0, types.RewardKindWork, amt); err != nil {
-		return sdkmath.ZeroInt(), err
+	return t, err
+}
+
+func (k Keeper) addDeferredTotal(ctx sdk.Context, amt sdkmath.Int) error {
+	t, err := k.deferredTotal(ctx)
+	if err != nil {
+		return err
 	}
-	return amt, nil
+	return k.DeferredTotal.Set(ctx, t.Add(amt))
 }
 
 // pay sends amt udps from the pool, records it in the recipient's history and emits the
@@ -430,9 +641,11 @@ func (k Keeper) pay(ctx sdk.Context, epoch uint64, to sdk.AccAddress, nodeID uin
 }
 
 // finish records a distribution as done: what it did not pay is its remainder, which
-// stays in the pool, and the pool baseline drops by what it paid.
+// stays in the pool, and the pool baseline drops by what it paid and what it still owes
+// (its deferred payouts, reserved in the pool).
 func (k Keeper) finish(ctx sdk.Context, d types.Distribution, aborted bool) error {
 	paid := d.PaidAvailability.Add(d.PaidWork)
+	owed := orZero(d.DeferredAvailability).Add(orZero(d.DeferredWork))
 	d.Remainder = d.Emission.Sub(paid)
 	d.Phase = types.DISTRIBUTION_PHASE_DONE
 	d.EndHeight = ctx.BlockHeight()
@@ -448,14 +661,14 @@ func (k Keeper) finish(ctx sdk.Context, d types.Distribution, aborted bool) erro
 	if err != nil {
 		return err
 	}
-	if err := k.EraState.Set(ctx, era.AfterPayouts(paid)); err != nil {
+	if err := k.EraState.Set(ctx, era.AfterPayouts(paid.Add(owed))); err != nil {
 		return err
 	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventDistributionFinished{Distribution: d})
 }
 
-// cursor converts a stored position to x/market's cursor (nil: from the start).
-func (k Keeper) cursor(p *types.WorkPosition) (*markettypes.WorkCursor, error) {
+// cursor converts a stored position to a ledger cursor (nil: from the start).
+func (k Keeper) cursor(p *types.WorkPosition) (*types.WorkCursor, error) {
 	if p == nil {
 		return nil, nil
 	}
@@ -463,20 +676,20 @@ func (k Keeper) cursor(p *types.WorkPosition) (*markettypes.WorkCursor, error) {
 	if err != nil {
 		return nil, errorsmod.Wrapf(err, "work cursor provider %q", p.Provider)
 	}
-	return &markettypes.WorkCursor{Provider: addr, Workload: p.Workload}, nil
+	return &types.WorkCursor{Provider: addr, Workload: p.Workload}, nil
 }
 
 // workPage reads the next page of the epoch's work after the stored cursor.
-func (k Keeper) workPage(ctx sdk.Context, d *types.Distribution, limit int) ([]markettypes.ProviderWork, bool, error) {
+func (k Keeper) workPage(ctx sdk.Context, d *types.Distribution, limit int) ([]types.ProviderWork, bool, error) {
 	after, err := k.cursor(d.Progress.WorkCursor)
 	if err != nil {
 		return nil, false, err
 	}
-	return k.wiring.market.WorkRecords(ctx, d.Epoch, after, limit)
+	return k.WorkRecords(ctx, d.Epoch, after, limit)
 }
 
 // position is the stored form of a work record's key.
-func (k Keeper) position(r markettypes.ProviderWork) (*types.WorkPosition, error) {
+func (k Keeper) position(r types.ProviderWork) (*types.WorkPosition, error) {
 	s, err := k.addressCodec.BytesToString(r.Provider)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package keeper_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,8 +10,10 @@ import (
 
 	sdkmath "cosmossdk.io/math"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 var (
@@ -41,9 +44,9 @@ func network(f *fixture) {
 	f.rep.nodes[2] = rep{dec("0.5"), true}
 	f.rep.nodes[4] = rep{dec("0.3"), false}
 	f.rep.providers[string(bob)] = rep{dec("0.5"), true}
-	f.market.add(1, alice, training, 1_000, 10*dpsUnit)
-	f.market.add(1, alice, inference, 1_000, 4*dpsUnit)
-	f.market.add(1, bob, training, 2_000, 1*dpsUnit)
+	f.addWork(1, alice, training, 1_000, 10*dpsUnit)
+	f.addWork(1, alice, inference, 1_000, 4*dpsUnit)
+	f.addWork(1, bob, training, 2_000, 1*dpsUnit)
 }
 
 // A distribution end to end: queued at the epoch end, paid over several EndBlocks with
@@ -61,7 +64,6 @@ func TestDistributionEndToEnd(t *testing.T) {
 	blocks := f.runUntilIdle(20)
 	require.GreaterOrEqual(t, blocks, 6, "4 nodes, 3 records twice and a prune at 2 items a block")
 	require.LessOrEqual(t, f.gfl.maxLimit, 2)
-	require.LessOrEqual(t, f.market.maxLimit, 2)
 
 	require.Equal(t, ints(100_000+560_000), f.balance(alice))
 	require.Equal(t, ints(150_000+20_000), f.balance(bob))
@@ -84,8 +86,7 @@ func TestDistributionEndToEnd(t *testing.T) {
 
 	require.Equal(t, types.ProviderReward{Provider: alice.String(), Epoch: 1, Availability: ints(100_000), Work: ints(560_000)}, f.reward(alice, 1))
 	require.Equal(t, types.ProviderReward{Provider: bob.String(), Epoch: 1, Availability: ints(150_000), Work: ints(20_000)}, f.reward(bob, 1))
-	require.Empty(t, f.market.work[1], "epoch 1's work is pruned")
-	require.Equal(t, 3, f.market.pruned[1])
+	require.Zero(t, f.workLeft(1), "epoch 1's work is pruned")
 
 	// The era counts this epoch's GFL and the pool baseline is net of what was paid.
 	era, err := f.k.EraState.Get(f.ctx)
@@ -203,7 +204,7 @@ func TestNothingEmittedAtMaxSupply(t *testing.T) {
 	requireAccounting(t, d)
 	require.True(t, d.Emission.IsZero())
 	require.True(t, f.balance(alice).IsZero())
-	require.Empty(t, f.market.work[1])
+	require.Zero(t, f.workLeft(1))
 }
 
 // The reputation factor: the score multiplies the reward; below x/reputation's minimum
@@ -232,7 +233,7 @@ func TestWorkRewardCap(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.node(1, carol, 1_000)
 	f.rep.nodes[1] = rep{dec("1"), false} // no availability payouts, to isolate the work
-	f.market.add(1, alice, training, 1_000_000, 3*dpsUnit)
+	f.addWork(1, alice, training, 1_000_000, 3*dpsUnit)
 	f.endEpoch(1)
 	f.runUntilIdle(20)
 	// alone, alice's share is all of E_work = 1 DPS; capped at 4% of 3 DPS
@@ -259,14 +260,29 @@ func TestAvailabilityNeverAbovePlan(t *testing.T) {
 	require.True(t, f.balance(bob).IsZero())
 }
 
-// A payout that fails (a blocked recipient) or panics is skipped: the others are paid,
-// its amount stays in the pool as remainder.
-func TestFailedPayoutIsSkipped(t *testing.T) {
+// A payout that fails (a blocked recipient) or panics is deferred, not lost: the others
+// are paid, the distribution finishes with the amount owed (deferred_*, reserved in the
+// pool and out of the next emission), each payout is retried 1, 2, 4 and 8 blocks later
+// with an EventItemFailed naming its recipient each time, paid by a retry once the bank
+// takes it, and after its fifth failure resolved with an EventItemResolved: the amount
+// stays in the pool. Every invariant is checked after every block.
+func TestFailedPayoutIsRetriedThenResolved(t *testing.T) {
+	// what bob and carol earn when nothing fails
+	clean := newFixture(t, fixtureOpts{})
+	network(clean)
+	clean.rep.nodes[4] = rep{dec("1"), true}
+	clean.endEpoch(1)
+	clean.runUntilIdle(20)
+	wantBob, wantCarol := clean.balance(bob), clean.balance(carol)
+	require.True(t, wantBob.IsPositive())
+	require.True(t, wantCarol.IsPositive())
+
 	f := newFixture(t, fixtureOpts{})
 	network(f)
 	f.bank.blocked[string(bob)] = true
 	f.bank.panicOnSendTo = carol
 	f.rep.nodes[4] = rep{dec("1"), true}
+	f.resetEvents()
 	f.endEpoch(1)
 	f.runUntilIdle(20)
 	d := f.emission(1)
@@ -277,25 +293,94 @@ func TestFailedPayoutIsSkipped(t *testing.T) {
 	require.Equal(t, ints(100_000), d.PaidAvailability)
 	require.Equal(t, ints(560_000), d.PaidWork)
 	require.Equal(t, ints(2_000_000-660_000), d.Remainder)
-	require.Equal(t, types.ProviderReward{Availability: sdkmath.ZeroInt(), Work: sdkmath.ZeroInt()}, f.reward(bob, 1))
+	require.Equal(t, wantBob.Add(wantCarol), d.DeferredAvailability.Add(d.DeferredWork), "owed, not lost")
+	reserved, err := f.k.DeferredTotal.Get(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, wantBob.Add(wantCarol), reserved)
+	for _, ev := range events[*blockhook.EventItemFailed](f) {
+		require.Contains(t, []string{bob.String(), carol.String()}, ev.Account, "only the failing recipients")
+		require.Less(t, ev.Attempt, uint32(blockhook.MaxAttempts), "none resolved yet")
+	}
+	require.Empty(t, events[*blockhook.EventItemResolved](f))
+
+	// carol's bank is fixed: her next retry pays her
+	f.bank.panicOnSendTo = nil
+	for range 10 {
+		if f.balance(carol).IsPositive() {
+			break
+		}
+		f.endBlock()
+	}
+	require.Equal(t, wantCarol, f.balance(carol))
+	d = f.emission(1)
+	require.Equal(t, wantBob, d.DeferredAvailability.Add(d.DeferredWork))
+	require.Equal(t, ints(2_000_000-660_000).Sub(wantCarol), d.Remainder)
+	require.Equal(t, wantCarol, f.reward(carol, 1).Availability.Add(f.reward(carol, 1).Work))
+
+	// bob stays blocked: each of his payouts (availability and work) fails five times,
+	// then is resolved
+	era, err := f.k.EraState.Get(f.ctx)
+	require.NoError(t, err)
+	for range 40 {
+		f.endBlock()
+	}
+	bobFailures := map[string]int{}
+	for _, ev := range events[*blockhook.EventItemFailed](f) {
+		if ev.Account == bob.String() {
+			bobFailures[ev.Kind]++
+		}
+	}
+	require.Equal(t, map[string]int{"availability": blockhook.MaxAttempts, "work": blockhook.MaxAttempts}, bobFailures)
+	resolved := events[*blockhook.EventItemResolved](f)
+	require.Len(t, resolved, 2)
+	for _, ev := range resolved {
+		require.Equal(t, "the reward stays in the pool", ev.Rule)
+		require.Equal(t, bob.String(), ev.Account)
+	}
+	require.True(t, f.balance(bob).IsZero())
+	d = f.emission(1)
+	require.True(t, d.DeferredAvailability.Add(d.DeferredWork).IsZero(), "nothing owed any more")
+	require.Equal(t, ints(2_000_000-660_000).Sub(wantCarol), d.Remainder, "bob's reward is part of the remainder")
+	reserved, err = f.k.DeferredTotal.Get(f.ctx)
+	require.NoError(t, err)
+	require.True(t, reserved.IsZero())
+	after, err := f.k.EraState.Get(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, era.PoolBaseline.Add(wantBob), after.PoolBaseline, "back in the pool, not counted as a replenishment")
+	it, err := f.k.Deferred.Iterate(f.ctx, nil)
+	require.NoError(t, err)
+	require.False(t, it.Valid(), "no deferred payout left")
+	require.NoError(t, it.Close())
 }
 
-// A step that keeps failing (x/gfl cannot page its nodes) is retried, then the
-// distribution is aborted after three failures so that the queue moves on.
-func TestFailingStepAborts(t *testing.T) {
+// A step that keeps failing (x/gfl cannot page its nodes) is retried with back-off while
+// the distribution waits, then, after its fifth failure, resolved by ending the
+// distribution where it is (aborted) so that the queue moves on.
+func TestFailingStepIsRetriedThenAborts(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	network(f)
 	f.gfl.err = errors.New("store corrupted")
+	f.resetEvents()
 	f.endEpoch(1)
 	f.endEpoch(2)
-	f.endBlock()
-	f.endBlock()
-	d, found, err := f.k.GetInProgress(f.ctx)
-	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, uint32(2), d.Progress.Failures)
-	f.endBlock()
-	d = f.emission(1)
+	for range 17 {
+		f.endBlock()
+	}
+	var failed []*blockhook.EventItemFailed
+	for _, ev := range events[*blockhook.EventItemFailed](f) {
+		if ev.Id == 1 {
+			failed = append(failed, ev)
+		}
+	}
+	require.Len(t, failed, blockhook.MaxAttempts)
+	for i, ev := range failed {
+		require.Equal(t, "step", ev.Kind)
+		require.Equal(t, uint32(i+1), ev.Attempt)
+	}
+	resolved := events[*blockhook.EventItemResolved](f)
+	require.Len(t, resolved, 1)
+	require.Equal(t, uint64(1), resolved[0].Id)
+	d := f.emission(1)
 	requireAccounting(t, d)
 	require.True(t, d.Aborted)
 	require.Equal(t, d.Emission, d.Remainder)
@@ -304,6 +389,21 @@ func TestFailingStepAborts(t *testing.T) {
 	f.runUntilIdle(20)
 	requireAccounting(t, f.emission(2))
 	require.False(t, f.emission(2).Aborted)
+}
+
+// A step that fails once is retried a block later and the distribution goes on.
+func TestFailingStepRecovers(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	network(f)
+	f.gfl.err = errors.New("transient")
+	f.endEpoch(1)
+	f.endBlock()
+	f.gfl.err = nil
+	f.runUntilIdle(20)
+	d := f.emission(1)
+	requireAccounting(t, d)
+	require.False(t, d.Aborted)
+	require.Equal(t, ints(660_000), f.balance(alice))
 }
 
 // A keeper without its dependencies never panics: the distribution waits (and is logged).
@@ -319,12 +419,7 @@ func TestUnsetDependencySkipped(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uint64{1}, res.PendingEpochs)
 
-	_, err = f.k.CurrentWorkEpoch(f.ctx)
-	require.ErrorIs(t, err, types.ErrNotWired)
-
-	f.k.SetGFL(f.gfl)
-	f.k.SetMarket(f.market)
-	f.k.SetReputation(f.rep)
+	f.wire(f.gfl, f.rep)
 	f.node(1, alice, 100)
 	f.runUntilIdle(10)
 	requireAccounting(t, f.emission(1))
@@ -357,20 +452,55 @@ func TestQueue(t *testing.T) {
 	require.False(t, f.busy())
 }
 
-// CurrentWorkEpoch is the current number of the epoch named by epoch_identifier.
+// x/dps numbers its own reward epochs: the current one is the last epoch of
+// params.epoch_identifier that started (x/epochs' BeforeEpochStart), 0 before the first;
+// another identifier's epochs and non-positive numbers change nothing. Verified work is
+// recorded under it.
 func TestCurrentWorkEpoch(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
-	f.epochs.current["flops"] = 7
 	n, err := f.k.CurrentWorkEpoch(f.ctx)
 	require.NoError(t, err)
-	require.Equal(t, uint64(7), n)
-	f.epochs.current["flops"] = -1
+	require.Zero(t, n, "before the first epoch")
+	h := f.k.EpochHooks()
+	require.NoError(t, h.BeforeEpochStart(f.ctx, "flops", 7))
+	require.NoError(t, h.BeforeEpochStart(f.ctx, "day", 9))
+	require.NoError(t, h.BeforeEpochStart(f.ctx, "flops", -1))
 	n, err = f.k.CurrentWorkEpoch(f.ctx)
 	require.NoError(t, err)
-	require.Zero(t, n)
-	delete(f.epochs.current, "flops")
-	_, err = f.k.CurrentWorkEpoch(f.ctx)
-	require.Error(t, err)
+	require.Equal(t, uint64(7), n)
+	f.endEpoch(7)
+	n, err = f.k.CurrentWorkEpoch(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(8), n, "the epoch after the one that ended")
+	require.NoError(t, f.k.RecordWork(f.ctx, markettypes.VerifiedWork{
+		Payer: addr("client"), Provider: alice, Workload: training, GflopSeconds: ints(5), Fees: ints(9),
+	}))
+	require.Equal(t, 1, f.workLeft(8))
+	require.Zero(t, f.workLeft(7))
+}
+
+// The distribution reads and prunes the ledger in pages of at most max_payouts_per_block
+// records: every block deletes at most that many.
+func TestWorkPagesAreBounded(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.node(1, carol, 1_000)
+	f.rep.nodes[1] = rep{dec("1"), false}
+	for i := range 7 {
+		f.addWork(1, addr(fmt.Sprintf("p%d", i)), training, 1_000, dpsUnit)
+	}
+	f.endEpoch(1)
+	left := f.workLeft(1)
+	for range 30 {
+		f.endBlock()
+		now := f.workLeft(1)
+		require.LessOrEqual(t, left-now, 2, "max_payouts_per_block")
+		left = now
+		if !f.busy() {
+			break
+		}
+	}
+	require.Zero(t, left)
+	requireAccounting(t, f.emission(1))
 }
 
 // Halvings on the chain: by threshold after enough GFL, and a replenished pool (x/market's
@@ -442,9 +572,9 @@ func TestProviderSpanningBlocks(t *testing.T) {
 	f := newFixture(t, fixtureOpts{params: func(p *types.Params) { p.MaxPayoutsPerBlock = 1 }})
 	f.node(1, carol, 1_000)
 	f.rep.nodes[1] = rep{dec("1"), false}
-	f.market.add(1, alice, training, 5_000, 0)
-	f.market.add(1, alice, inference, 0, 2*dpsUnit)
-	f.market.add(1, alice, int32(gfltypes.WORKLOAD_CLASS_RENDERING), 0, 1*dpsUnit)
+	f.addWork(1, alice, training, 5_000, 0)
+	f.addWork(1, alice, inference, 0, 2*dpsUnit)
+	f.addWork(1, alice, int32(gfltypes.WORKLOAD_CLASS_RENDERING), 0, 1*dpsUnit)
 	f.endEpoch(1)
 	blocks := f.runUntilIdle(30)
 	require.GreaterOrEqual(t, blocks, 8, "1 node, 3 records twice, 3 pruned")

@@ -5,34 +5,23 @@ import (
 	"errors"
 
 	"cosmossdk.io/collections"
-	errorsmod "cosmossdk.io/errors"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
 
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/dps/types"
-	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
-var _ markettypes.WorkEpochKeeper = Keeper{}
-
-// CurrentWorkEpoch is the number of the current x/epochs epoch named by
-// params.epoch_identifier: x/market records verified work under it, and x/dps pays that
-// work when the epoch ends. 0 before the epoch's counting starts.
+// CurrentWorkEpoch is the reward epoch verified work is recorded under: the number of the
+// last epoch of params.epoch_identifier that started (BeforeEpochStart sets it), 0
+// before the first one. x/dps pays that work when the epoch ends.
 func (k Keeper) CurrentWorkEpoch(ctx context.Context) (uint64, error) {
-	if k.wiring.epochs == nil {
-		return 0, errorsmod.Wrap(types.ErrNotWired, "epochs keeper")
+	n, err := k.CurrentEpoch.Get(ctx)
+	if errors.Is(err, collections.ErrNotFound) {
+		return 0, nil
 	}
-	p, err := k.Params.Get(ctx)
-	if err != nil {
-		return 0, err
-	}
-	info, err := k.wiring.epochs.GetEpochInfo(sdk.UnwrapSDKContext(ctx), p.EpochIdentifier)
-	if err != nil {
-		return 0, err
-	}
-	return uint64(max(info.CurrentEpoch, 0)), nil
+	return n, err
 }
 
 // EpochHooks returns the x/epochs hooks of the module.
@@ -50,8 +39,16 @@ func (h epochHooks) AfterEpochEnd(ctx context.Context, identifier string, epochN
 	return nil
 }
 
-// BeforeEpochStart implements epochstypes.EpochHooks.
-func (h epochHooks) BeforeEpochStart(context.Context, string, int64) error { return nil }
+// BeforeEpochStart makes a starting epoch of params.epoch_identifier the current reward
+// epoch: x/dps numbers its reward epochs as x/epochs numbers that identifier's, and keeps
+// the number itself.
+func (h epochHooks) BeforeEpochStart(ctx context.Context, identifier string, epochNumber int64) error {
+	p, err := h.k.Params.Get(ctx)
+	if err != nil || identifier != p.EpochIdentifier || epochNumber <= 0 {
+		return err
+	}
+	return h.k.CurrentEpoch.Set(ctx, uint64(epochNumber))
+}
 
 // queueEpoch adds an ended epoch of params.epoch_identifier to the queue, once.
 func (k Keeper) queueEpoch(ctx sdk.Context, identifier string, epochNumber int64) error {

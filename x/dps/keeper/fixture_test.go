@@ -1,7 +1,6 @@
 package keeper_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +20,6 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
-	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
 
 	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/testutil/keepertest"
@@ -29,7 +27,6 @@ import (
 	"github.com/flopsnet/flops/x/dps/keeper"
 	"github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
-	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 const (
@@ -187,61 +184,6 @@ func (g *fakeGFL) NodesAfter(_ context.Context, after uint64, limit int) ([]gflt
 
 func (g *fakeGFL) RebalancePending(context.Context) (bool, error) { return g.rebalancing, nil }
 
-// fakeMarket holds work records per epoch in x/market's key order (provider by its
-// length-prefixed bytes, then workload).
-type fakeMarket struct {
-	work     map[uint64][]markettypes.ProviderWork
-	maxLimit int
-	pruned   map[uint64]int
-}
-
-func newFakeMarket() *fakeMarket {
-	return &fakeMarket{work: map[uint64][]markettypes.ProviderWork{}, pruned: map[uint64]int{}}
-}
-
-func workLess(a sdk.AccAddress, aw int32, b sdk.AccAddress, bw int32) bool {
-	if len(a) != len(b) {
-		return len(a) < len(b)
-	}
-	if c := bytes.Compare(a, b); c != 0 {
-		return c < 0
-	}
-	return aw < bw
-}
-
-// add records work: gflop-seconds and fees paid by other accounts.
-func (m *fakeMarket) add(epoch uint64, provider sdk.AccAddress, workload int32, gflopSeconds, fees int64) {
-	recs := append(m.work[epoch], markettypes.ProviderWork{Provider: provider, Workload: workload, Record: markettypes.WorkRecord{
-		GflopSeconds: sdkmath.NewInt(gflopSeconds), Fees: sdkmath.NewInt(fees), Tasks: 1,
-	}})
-	sort.Slice(recs, func(i, j int) bool {
-		return workLess(recs[i].Provider, recs[i].Workload, recs[j].Provider, recs[j].Workload)
-	})
-	m.work[epoch] = recs
-}
-
-func (m *fakeMarket) WorkRecords(_ context.Context, epoch uint64, after *markettypes.WorkCursor, limit int) ([]markettypes.ProviderWork, bool, error) {
-	m.maxLimit = max(m.maxLimit, limit)
-	recs := m.work[epoch]
-	start := 0
-	if after != nil {
-		for start < len(recs) && !workLess(after.Provider, after.Workload, recs[start].Provider, recs[start].Workload) {
-			start++
-		}
-	}
-	end := min(start+limit, len(recs))
-	return append([]markettypes.ProviderWork(nil), recs[start:end]...), end < len(recs), nil
-}
-
-func (m *fakeMarket) PruneWork(_ context.Context, epoch uint64, limit int) (bool, error) {
-	m.maxLimit = max(m.maxLimit, limit)
-	recs := m.work[epoch]
-	n := min(limit, len(recs))
-	m.work[epoch] = recs[n:]
-	m.pruned[epoch] += n
-	return len(m.work[epoch]) == 0, nil
-}
-
 // fakeReputation scores nodes and providers; anything not set scores 1 and is eligible.
 type fakeReputation struct {
 	nodes     map[uint64]rep
@@ -267,31 +209,18 @@ func (r *fakeReputation) ProviderReputation(_ context.Context, op sdk.AccAddress
 	return sdkmath.LegacyOneDec(), true, nil
 }
 
-// fakeEpochs is x/epochs' GetEpochInfo.
-type fakeEpochs struct{ current map[string]int64 }
-
-func (e *fakeEpochs) GetEpochInfo(_ sdk.Context, id string) (epochstypes.EpochInfo, error) {
-	n, ok := e.current[id]
-	if !ok {
-		return epochstypes.EpochInfo{}, collections.ErrNotFound
-	}
-	return epochstypes.EpochInfo{Identifier: id, CurrentEpoch: n}, nil
-}
-
 // fixture is the keeper on a fresh store with every dependency faked.
 type fixture struct {
-	t      *testing.T
-	ctx    sdk.Context
-	env    keepertest.Env
-	k      keeper.Keeper
-	ms     types.MsgServer
-	qs     types.QueryServer
-	bank   *fakeBank
-	gfl    *fakeGFL
-	market *fakeMarket
-	rep    *fakeReputation
-	epochs *fakeEpochs
-	inv    *invariant.Set
+	t    *testing.T
+	ctx  sdk.Context
+	env  keepertest.Env
+	k    keeper.Keeper
+	ms   types.MsgServer
+	qs   types.QueryServer
+	bank *fakeBank
+	gfl  *fakeGFL
+	rep  *fakeReputation
+	inv  *invariant.Set
 }
 
 // fixtureOpts adjusts the fixture before genesis.
@@ -301,7 +230,7 @@ type fixtureOpts struct {
 	pool int64
 	// others is udps held outside the pool (default 1,000,000 DPS).
 	others int64
-	// noWiring leaves the setters uncalled.
+	// noWiring builds the keeper without x/gfl and x/reputation (wire adds them).
 	noWiring bool
 }
 
@@ -309,21 +238,18 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	t.Helper()
 	env := keepertest.NewEnv(t, types.StoreKey, dps.AppModule{})
 	bank := newFakeBank(env.StoreService)
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, bank)
 	f := &fixture{
-		t: t, env: env, k: k, bank: bank,
-		ms: keeper.NewMsgServerImpl(k), qs: keeper.NewQueryServerImpl(k),
-		gfl: &fakeGFL{}, market: newFakeMarket(),
-		rep:    &fakeReputation{nodes: map[uint64]rep{}, providers: map[string]rep{}},
-		epochs: &fakeEpochs{current: map[string]int64{"flops": 1}},
-		inv:    &invariant.Set{},
+		t: t, env: env, bank: bank,
+		gfl: &fakeGFL{},
+		rep: &fakeReputation{nodes: map[uint64]rep{}, providers: map[string]rep{}},
+		inv: &invariant.Set{},
 	}
-	if !o.noWiring {
-		k.SetGFL(f.gfl)
-		k.SetMarket(f.market)
-		k.SetReputation(f.rep)
-		k.SetEpochs(f.epochs)
+	if o.noWiring {
+		f.setKeeper(nil, nil)
+	} else {
+		f.setKeeper(f.gfl, f.rep)
 	}
+	k := f.k
 	if o.pool == 0 {
 		o.pool = 1_000 * dpsUnit
 	}
@@ -362,11 +288,47 @@ func (f *fixture) balance(a sdk.AccAddress) sdkmath.Int {
 
 func (f *fixture) pool() sdkmath.Int { return f.balance(poolAddr) }
 
-// endEpoch runs x/dps's AfterEpochEnd hook for epoch n of the "flops" epoch.
+// setKeeper (re)builds the keeper on the fixture's store with the given x/gfl and
+// x/reputation (nil: none).
+func (f *fixture) setKeeper(gfl types.GFLKeeper, rep types.ReputationKeeper) {
+	f.k = keeper.NewKeeper(f.env.Codec, f.env.StoreService, f.env.AddressCodec, f.env.Authority, &keepertest.AccountKeeper{}, f.bank, gfl, rep)
+	f.ms, f.qs = keeper.NewMsgServerImpl(f.k), keeper.NewQueryServerImpl(f.k)
+}
+
+// wire rebuilds the keeper of a noWiring fixture with its fakes (or others').
+func (f *fixture) wire(gfl *fakeGFL, rep *fakeReputation) {
+	f.gfl, f.rep = gfl, rep
+	f.setKeeper(gfl, rep)
+}
+
+// endEpoch ends epoch n of the "flops" epoch and starts n+1, as x/epochs does:
+// AfterEpochEnd(n), then BeforeEpochStart(n+1).
 func (f *fixture) endEpoch(n int64) {
 	f.t.Helper()
 	require.NoError(f.t, f.k.EpochHooks().AfterEpochEnd(f.ctx, "flops", n))
-	f.epochs.current["flops"] = n + 1
+	require.NoError(f.t, f.k.EpochHooks().BeforeEpochStart(f.ctx, "flops", n+1))
+}
+
+// addWork writes verified work into the ledger under an epoch, as the AfterWorkVerified
+// hook records it (the hook's own rules are tested with RecordWork).
+func (f *fixture) addWork(epoch uint64, provider sdk.AccAddress, workload int32, gflopSeconds, fees int64) {
+	f.t.Helper()
+	key := collections.Join3(epoch, provider, workload)
+	rec, err := f.k.Work.Get(f.ctx, key)
+	if errors.Is(err, collections.ErrNotFound) {
+		rec, err = types.WorkRecord{GflopSeconds: sdkmath.ZeroInt(), Fees: sdkmath.ZeroInt()}, nil
+	}
+	require.NoError(f.t, err)
+	rec.GflopSeconds, rec.Fees, rec.Tasks = rec.GflopSeconds.AddRaw(gflopSeconds), rec.Fees.AddRaw(fees), rec.Tasks+1
+	require.NoError(f.t, f.k.Work.Set(f.ctx, key, rec))
+}
+
+// workLeft counts an epoch's records in the ledger.
+func (f *fixture) workLeft(epoch uint64) int {
+	f.t.Helper()
+	recs, _, err := f.k.WorkRecords(f.ctx, epoch, nil, 1<<20)
+	require.NoError(f.t, err)
+	return len(recs)
 }
 
 // resetEvents forgets the events emitted so far.

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/dps/types"
 )
 
@@ -59,7 +60,47 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
-	return nil
+	if err := k.CurrentEpoch.Set(ctx, gs.CurrentEpoch); err != nil {
+		return err
+	}
+	for _, w := range gs.Work {
+		provider, err := k.addressCodec.StringToBytes(w.Provider)
+		if err != nil {
+			return err
+		}
+		if err := k.Work.Set(ctx, collections.Join3(w.Epoch, sdk.AccAddress(provider), w.Workload), w.Record); err != nil {
+			return err
+		}
+	}
+	for _, l := range gs.FundingLinks {
+		recipient, err := k.addressCodec.StringToBytes(l.Recipient)
+		if err != nil {
+			return err
+		}
+		funder, err := k.addressCodec.StringToBytes(l.Funder)
+		if err != nil {
+			return err
+		}
+		if err := k.FundedBy.Set(ctx, collections.Join(sdk.AccAddress(recipient), sdk.AccAddress(funder))); err != nil {
+			return err
+		}
+	}
+	total := sdkmath.ZeroInt()
+	for _, dp := range gs.DeferredPayouts {
+		recipient, err := k.addressCodec.StringToBytes(dp.Recipient)
+		if err != nil {
+			return err
+		}
+		it := blockhook.Item{Kind: dp.Kind, ID: dp.Epoch, Sub: dp.NodeId, Addr: recipient}
+		if err := k.Deferred.Set(ctx, deferredKey(it), dp); err != nil {
+			return err
+		}
+		total = total.Add(dp.Amount)
+	}
+	if err := k.DeferredTotal.Set(ctx, total); err != nil {
+		return err
+	}
+	return k.Retries.Import(ctx, gs.Retries)
 }
 
 // ExportGenesis returns the whole module state.
@@ -97,6 +138,42 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 		gs.Rewards = append(gs.Rewards, r)
 		return false, nil
 	}); err != nil {
+		return nil, err
+	}
+	if gs.CurrentEpoch, err = k.CurrentWorkEpoch(ctx); err != nil {
+		return nil, err
+	}
+	if err := k.Work.Walk(ctx, nil, func(key collections.Triple[uint64, sdk.AccAddress, int32], r types.WorkRecord) (bool, error) {
+		provider, err := k.addressCodec.BytesToString(key.K2())
+		if err != nil {
+			return true, err
+		}
+		gs.Work = append(gs.Work, types.WorkEntry{Epoch: key.K1(), Provider: provider, Workload: key.K3(), Record: r})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.FundedBy.Walk(ctx, nil, func(key collections.Pair[sdk.AccAddress, sdk.AccAddress]) (bool, error) {
+		recipient, err := k.addressCodec.BytesToString(key.K1())
+		if err != nil {
+			return true, err
+		}
+		funder, err := k.addressCodec.BytesToString(key.K2())
+		if err != nil {
+			return true, err
+		}
+		gs.FundingLinks = append(gs.FundingLinks, types.FundingLink{Recipient: recipient, Funder: funder})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.Deferred.Walk(ctx, nil, func(_ collections.Pair[string, []byte], dp types.DeferredPayout) (bool, error) {
+		gs.DeferredPayouts = append(gs.DeferredPayouts, dp)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if gs.Retries, err = k.Retries.Export(ctx); err != nil {
 		return nil, err
 	}
 	return gs, nil

@@ -18,7 +18,7 @@ func TestGenesisRoundTripMidDistribution(t *testing.T) {
 	network(ref)
 	ref.endEpoch(1)
 	ref.runUntilIdle(20)
-	ref.market.add(2, alice, training, 1_000, 10*dpsUnit)
+	ref.addWork(2, alice, training, 1_000, 10*dpsUnit)
 	ref.endEpoch(2)
 	ref.endEpoch(3)
 	ref.runUntilIdle(30)
@@ -29,7 +29,7 @@ func TestGenesisRoundTripMidDistribution(t *testing.T) {
 	network(f)
 	f.endEpoch(1)
 	f.runUntilIdle(20)
-	f.market.add(2, alice, training, 1_000, 10*dpsUnit)
+	f.addWork(2, alice, training, 1_000, 10*dpsUnit)
 	f.endEpoch(2)
 	f.endEpoch(3)
 	for range 3 {
@@ -47,10 +47,7 @@ func TestGenesisRoundTripMidDistribution(t *testing.T) {
 	// A fresh chain: the bank holds what f's did, the other modules are f's.
 	g := newFixture(t, fixtureOpts{noWiring: true, pool: f.pool().Int64(),
 		others: f.bank.GetSupply(f.ctx, denom).Amount.Sub(f.pool()).Int64()})
-	g.k.SetGFL(f.gfl)
-	g.k.SetMarket(f.market)
-	g.k.SetReputation(f.rep)
-	g.gfl, g.market, g.rep = f.gfl, f.market, f.rep
+	g.wire(f.gfl, f.rep)
 	require.NoError(t, g.k.InitGenesis(g.ctx, gs))
 	again, err := g.k.ExportGenesis(g.ctx)
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"fmt"
+	"slices"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -19,20 +20,26 @@ func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 }
 
 // PoolInvariant: the reward pool holds at least what the distribution in progress may
-// still pay (E - paid); E was capped by the pool when it started and only x/dps pays out
-// of the pool.
+// still pay (E - paid - deferred) plus what the deferred payouts owe; E was capped by
+// the pool less the deferred payouts when it started and only x/dps pays out of the
+// pool.
 func (k Keeper) PoolInvariant(ctx sdk.Context) (string, bool) {
 	d, found, err := k.GetInProgress(ctx)
 	if err != nil {
 		return invariant.Format(types.ModuleName, types.InvariantPool, err.Error(), true), true
 	}
+	reserved, err := k.deferredTotal(ctx)
+	if err != nil {
+		return invariant.Format(types.ModuleName, types.InvariantPool, err.Error(), true), true
+	}
 	balance := k.PoolBalance(ctx)
-	owed := sdkmath.ZeroInt()
+	owed := reserved
 	if found {
-		owed = d.Owed()
+		owed = owed.Add(d.Owed()).Sub(orZero(d.DeferredAvailability)).Sub(orZero(d.DeferredWork))
 	}
 	broken := balance.LT(owed)
-	msg := fmt.Sprintf("pool %s%s, owed by the distribution in progress %s%s", balance, types.Denom, owed, types.Denom)
+	msg := fmt.Sprintf("pool %s%s, owed by the distribution in progress and the deferred payouts %s%s (deferred %s%s)",
+		balance, types.Denom, owed, types.Denom, reserved, types.Denom)
 	return invariant.Format(types.ModuleName, types.InvariantPool, msg, broken), broken
 }
 
@@ -55,10 +62,43 @@ func (k Keeper) DistributionsInvariant(ctx sdk.Context) (string, bool) {
 	}); err != nil {
 		return fail(err.Error())
 	}
+	// what the deferred payouts owe, per epoch and kind, and in all
+	owedBy := map[uint64]sums{}
+	total := sdkmath.ZeroInt()
+	if err := k.Deferred.Walk(ctx, nil, func(_ collections.Pair[string, []byte], dp types.DeferredPayout) (bool, error) {
+		s, ok := owedBy[dp.Epoch]
+		if !ok {
+			s = sums{sdkmath.ZeroInt(), sdkmath.ZeroInt()}
+		}
+		if dp.Kind == types.RewardKindWork {
+			s.work = s.work.Add(dp.Amount)
+		} else {
+			s.avail = s.avail.Add(dp.Amount)
+		}
+		owedBy[dp.Epoch] = s
+		total = total.Add(dp.Amount)
+		return false, nil
+	}); err != nil {
+		return fail(err.Error())
+	}
 	var problems []string
+	if reserved, err := k.deferredTotal(ctx); err != nil {
+		return fail(err.Error())
+	} else if !reserved.Equal(total) {
+		problems = append(problems, fmt.Sprintf("deferred total %s, the deferred payouts owe %s", reserved, total))
+	}
 	check := func(d types.Distribution, done bool) {
 		if err := d.Validate(done); err != nil {
 			problems = append(problems, err.Error())
+		}
+		o, ok := owedBy[d.Epoch]
+		delete(owedBy, d.Epoch)
+		if !ok {
+			o = sums{sdkmath.ZeroInt(), sdkmath.ZeroInt()}
+		}
+		if !o.avail.Equal(orZero(d.DeferredAvailability)) || !o.work.Equal(orZero(d.DeferredWork)) {
+			problems = append(problems, fmt.Sprintf("epoch %d defers %s availability and %s work, its deferred payouts owe %s and %s",
+				d.Epoch, orZero(d.DeferredAvailability), orZero(d.DeferredWork), o.avail, o.work))
 		}
 		s, ok := history[d.Epoch]
 		if !ok {
@@ -84,10 +124,22 @@ func (k Keeper) DistributionsInvariant(ctx sdk.Context) (string, bool) {
 	if found {
 		check(d, false)
 	}
+	for _, e := range sortedKeys(owedBy) {
+		problems = append(problems, fmt.Sprintf("deferred payouts of epoch %d, which has no distribution", e))
+	}
 	msg := fmt.Sprintf("%d finished distributions, one in progress: %t", count, found)
 	for _, p := range problems {
 		msg += "\n" + p
 	}
 	broken := len(problems) > 0
 	return invariant.Format(types.ModuleName, types.InvariantDistributions, msg, broken), broken
+}
+
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	keys := make([]uint64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

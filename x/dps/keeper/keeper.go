@@ -14,30 +14,25 @@ import (
 	"github.com/cosmos/cosmos-sdk/codec"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/dps/types"
 )
 
-// wiring holds the keepers set after construction (the app builds x/dps before some of
-// them); a pointer, so that every copy of the value-type Keeper sees them.
-type wiring struct {
-	gfl        types.GFLKeeper
-	market     types.MarketKeeper
-	reputation types.ReputationKeeper
-	epochs     types.EpochsKeeper
-}
-
 // Keeper owns x/dps's state: the halving era, the queue of ended epochs, the distribution
-// in progress, the finished distributions and every provider's rewards history. The
-// reward pool itself is the module account's udps balance in x/bank.
+// in progress, the finished distributions, every provider's rewards history, and the
+// verified-work ledger the work reward is paid from, with the funding links that keep
+// self-paid work out of it. The reward pool itself is the module account's udps balance
+// in x/bank.
 type Keeper struct {
 	cdc           codec.BinaryCodec
 	storeService  corestore.KVStoreService
 	addressCodec  address.Codec
 	accountKeeper types.AccountKeeper
 	bankKeeper    types.BankKeeper
+	gfl           types.GFLKeeper
+	reputation    types.ReputationKeeper
 	// authority may update params (x/gov's module account).
 	authority string
-	wiring    *wiring
 
 	Schema collections.Schema
 	Params collections.Item[types.Params]
@@ -51,12 +46,31 @@ type Keeper struct {
 	Distributions collections.Map[uint64, types.Distribution]
 	// Rewards: (provider, epoch) -> what the provider received from that epoch.
 	Rewards collections.Map[collections.Pair[sdk.AccAddress, uint64], types.ProviderReward]
+	// CurrentEpoch is the reward epoch verified work is recorded under: the number of
+	// the last epoch of params.epoch_identifier that started (epochs.go).
+	CurrentEpoch collections.Item[uint64]
+	// Work: (epoch, provider, workload class) -> verified work (work.go); an epoch's
+	// records are pruned by its distribution once paid.
+	Work collections.Map[collections.Triple[uint64, sdk.AccAddress, int32], types.WorkRecord]
+	// FundedBy: (recipient, sender) of every successful udps bank transfer signed by the
+	// sender (funding.go).
+	FundedBy collections.KeySet[collections.Pair[sdk.AccAddress, sdk.AccAddress]]
+	// Deferred: the payouts that failed and wait for their retry, keyed by their item
+	// (distribution.go); DeferredTotal is the sum of their amounts, reserved in the pool.
+	Deferred      collections.Map[collections.Pair[string, []byte], types.DeferredPayout]
+	DeferredTotal collections.Item[sdkmath.Int]
+	// Retries: the distribution's failed items, due again with back-off
+	// (internal/blockhook).
+	Retries blockhook.Retries
 }
 
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
-// happens while wiring the app. x/gfl, x/market, x/reputation and x/epochs come later
-// through SetGFL, SetMarket, SetReputation and SetEpochs.
-func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string, ak types.AccountKeeper, bk types.BankKeeper) Keeper {
+// happens while wiring the app. gfl (network power, nodes, rebalance state) and
+// reputation (reward multipliers) are read by the distribution; nil leaves distributions
+// waiting (a keeper test of the rest of the module).
+func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string,
+	ak types.AccountKeeper, bk types.BankKeeper, gfl types.GFLKeeper, reputation types.ReputationKeeper,
+) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "dps: invalid authority %q", authority))
 	}
@@ -67,8 +81,9 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 		addressCodec:  addressCodec,
 		accountKeeper: ak,
 		bankKeeper:    bk,
+		gfl:           gfl,
+		reputation:    reputation,
 		authority:     authority,
-		wiring:        &wiring{},
 		Params:        collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		EraState:      collections.NewItem(sb, types.EraKey, "era", codec.CollValue[types.EraState](cdc)),
 		PendingEpochs: collections.NewKeySet(sb, types.PendingEpochsKey, "pending_epochs", collections.Uint64Key),
@@ -76,6 +91,14 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 		Distributions: collections.NewMap(sb, types.DistributionsKey, "distributions", collections.Uint64Key, codec.CollValue[types.Distribution](cdc)),
 		Rewards: collections.NewMap(sb, types.RewardsKey, "rewards",
 			collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key), codec.CollValue[types.ProviderReward](cdc)),
+		CurrentEpoch: collections.NewItem(sb, types.CurrentEpochKey, "current_epoch", collections.Uint64Value),
+		Work: collections.NewMap(sb, types.WorkKey, "work",
+			collections.TripleKeyCodec(collections.Uint64Key, sdk.AccAddressKey, collections.Int32Key), codec.CollValue[types.WorkRecord](cdc)),
+		FundedBy: collections.NewKeySet(sb, types.FundedByKey, "funded_by", collections.PairKeyCodec(sdk.AccAddressKey, sdk.AccAddressKey)),
+		Deferred: collections.NewMap(sb, types.DeferredKey, "deferred",
+			collections.PairKeyCodec(collections.StringKey, collections.BytesKey), codec.CollValue[types.DeferredPayout](cdc)),
+		DeferredTotal: collections.NewItem(sb, types.DeferredTotalKey, "deferred_total", sdk.IntValue),
+		Retries:       blockhook.NewRetries(sb, types.ModuleName, types.RetryAttemptsKey, types.RetryDueKey),
 	}
 	schema, err := sb.Build()
 	if err != nil {
@@ -85,26 +108,12 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 	return k
 }
 
-// SetGFL sets x/gfl (network power, nodes, rebalance state).
-func (k Keeper) SetGFL(g types.GFLKeeper) { k.wiring.gfl = g }
-
-// SetMarket sets x/market (verified work records).
-func (k Keeper) SetMarket(m types.MarketKeeper) { k.wiring.market = m }
-
-// SetReputation sets x/reputation (reward multipliers).
-func (k Keeper) SetReputation(r types.ReputationKeeper) { k.wiring.reputation = r }
-
-// SetEpochs sets x/epochs (the current epoch number for CurrentWorkEpoch).
-func (k Keeper) SetEpochs(e types.EpochsKeeper) { k.wiring.epochs = e }
-
 // missingDeps names the first dependency of a distribution that is not set, or "".
 func (k Keeper) missingDeps() string {
 	switch {
-	case k.wiring.gfl == nil:
+	case k.gfl == nil:
 		return "gfl"
-	case k.wiring.market == nil:
-		return "market"
-	case k.wiring.reputation == nil:
+	case k.reputation == nil:
 		return "reputation"
 	}
 	return ""

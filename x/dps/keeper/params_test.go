@@ -17,7 +17,7 @@ import (
 func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Params]) {
 	env := keepertest.NewEnv(t, types.StoreKey, dps.AppModule{})
 	ak := &keepertest.AccountKeeper{}
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, newFakeBank(env.StoreService))
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, newFakeBank(env.StoreService), nil, nil)
 	require.NoError(t, k.InitGenesis(env.Ctx, types.DefaultGenesisState()))
 	// genesis creates the module account
 	require.Contains(t, ak.Created, types.ModuleName)
@@ -72,7 +72,7 @@ func TestParamsLifecycle(t *testing.T) {
 // A genesis with invalid params is refused and stores nothing.
 func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	env := keepertest.NewEnv(t, types.StoreKey, dps.AppModule{})
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, newFakeBank(env.StoreService))
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, newFakeBank(env.StoreService), nil, nil)
 	gs := types.DefaultGenesisState()
 	gs.Params.EmissionSharePpm = 2_000_000
 	require.ErrorIs(t, k.InitGenesis(env.Ctx, gs), types.ErrInvalidParams)

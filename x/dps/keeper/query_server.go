@@ -165,3 +165,28 @@ func (q queryServer) Distribution(ctx context.Context, _ *types.QueryDistributio
 	}
 	return res, nil
 }
+
+// VerifiedWork returns a provider's verified work in a reward epoch, per workload class
+// (at most one record per class: a handful).
+func (q queryServer) VerifiedWork(ctx context.Context, req *types.QueryVerifiedWorkRequest) (*types.QueryVerifiedWorkResponse, error) {
+	if req == nil {
+		return nil, status.Error(codes.InvalidArgument, "empty request")
+	}
+	provider, err := q.k.addressCodec.StringToBytes(req.Provider)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "provider %q: %s", req.Provider, err)
+	}
+	if len(provider) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "provider: empty address")
+	}
+	var out []types.WorkloadWork
+	rng := collections.NewSuperPrefixedTripleRange[uint64, sdk.AccAddress, int32](req.Epoch, provider)
+	err = q.k.Work.Walk(ctx, rng, func(key collections.Triple[uint64, sdk.AccAddress, int32], r types.WorkRecord) (bool, error) {
+		out = append(out, types.WorkloadWork{Workload: key.K3(), Record: r})
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryVerifiedWorkResponse{Work: out}, nil
+}

@@ -42,7 +42,7 @@ func TestQueries(t *testing.T) {
 	require.Equal(t, testParams().HalvingThreshold, era.RemainingGfl)
 
 	for e := int64(1); e <= 5; e++ {
-		f.market.add(uint64(e), alice, training, 1_000, e*dpsUnit)
+		f.addWork(uint64(e), alice, training, 1_000, e*dpsUnit)
 		f.endEpoch(e)
 		f.endBlock()
 		if e == 5 {

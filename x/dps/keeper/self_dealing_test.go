@@ -10,7 +10,6 @@ import (
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 
 	"github.com/flopsnet/flops/x/dps/types"
-	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -40,11 +39,11 @@ func TestSelfDealingLoopLoses(t *testing.T) {
 
 		// The loop, as x/market settles it: sock's escrow pays mallory minus the take, the
 		// take goes half to the reward pool, half to the fee collector.
-		split := marketkeeper.SplitPayment(sdkmath.NewInt(fees), mp.TakeRatePpm, mp.TakePoolSharePpm)
+		split := markettypes.SplitPayment(sdkmath.NewInt(fees), mp.TakeRatePpm, mp.TakePoolSharePpm)
 		f.bank.Move(f.ctx, sock, mallory, split.Provider.Int64())
 		f.bank.Move(f.ctx, sock, poolAddr, split.Pool.Int64())
 		f.bank.Move(f.ctx, sock, authtypes.NewModuleAddress(authtypes.FeeCollectorName), split.FeeCollector.Int64())
-		f.market.add(1, mallory, training, 1_000_000_000, fees)
+		f.addWork(1, mallory, training, 1_000_000_000, fees)
 		before := sdkmath.NewInt(fees) // what mallory and sock held together
 
 		f.endEpoch(1)

@@ -196,6 +196,7 @@ func PlanDistribution(p Params, era EraState, in DistributionInputs) Plan {
 			Replenished: step.Replenished, GflCredit: step.Credit,
 			Uncapped: uncapped, Emission: e, Availability: avail, Work: work,
 			PaidAvailability: zero, PaidWork: zero, Remainder: zero,
+			DeferredAvailability: zero, DeferredWork: zero,
 			StartTime: in.Now,
 		},
 	}

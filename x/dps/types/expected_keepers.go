@@ -6,10 +6,8 @@ import (
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
-	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
 
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
-	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // AccountKeeper is the part of x/auth this module uses.
@@ -34,22 +32,9 @@ type GFLKeeper interface {
 	RebalancePending(ctx context.Context) (bool, error)
 }
 
-// MarketKeeper is the part of x/market this module reads: an epoch's verified work, in
-// (provider, workload) order, and its pruning once paid.
-type MarketKeeper interface {
-	WorkRecords(ctx context.Context, epoch uint64, after *markettypes.WorkCursor, limit int) ([]markettypes.ProviderWork, bool, error)
-	PruneWork(ctx context.Context, epoch uint64, limit int) (bool, error)
-}
-
 // ReputationKeeper scores nodes and providers: the score in [0, 1] and whether it is at
 // least x/reputation's min_score (eligible).
 type ReputationKeeper interface {
 	Reputation(ctx context.Context, nodeID uint64) (sdkmath.LegacyDec, bool, error)
 	ProviderReputation(ctx context.Context, operator sdk.AccAddress) (sdkmath.LegacyDec, bool, error)
-}
-
-// EpochsKeeper reads an x/epochs epoch. The SDK's *epochskeeper.Keeper implements it as
-// it is (its GetEpochInfo takes an sdk.Context).
-type EpochsKeeper interface {
-	GetEpochInfo(ctx sdk.Context, identifier string) (epochstypes.EpochInfo, error)
 }

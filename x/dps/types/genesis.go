@@ -119,6 +119,144 @@ func (gs GenesisState) validate() error {
 				d.Epoch, d.PaidAvailability, d.PaidWork, a, w)
 		}
 	}
+	if err := gs.validateDeferred(); err != nil {
+		return err
+	}
+	if err := gs.Retries.Validate(ItemKinds...); err != nil {
+		return err
+	}
+	return gs.validateLedger()
+}
+
+// validateDeferred checks the deferred payouts: each of a started distribution, of a
+// known kind, to a valid recipient, positive and unique, and adding up, per epoch and
+// kind, to what its distribution defers.
+func (gs GenesisState) validateDeferred() error {
+	type key struct {
+		epoch     uint64
+		kind      string
+		node      uint64
+		recipient string
+	}
+	seen := map[key]struct{}{}
+	owedA, owedW := map[uint64]sdkmath.Int{}, map[uint64]sdkmath.Int{}
+	for i, dp := range gs.DeferredPayouts {
+		where := fmt.Sprintf("deferred_payouts[%d]", i)
+		switch dp.Kind {
+		case RewardKindAvailability:
+			if dp.NodeId == 0 {
+				return fmt.Errorf("%s: an availability reward needs its node_id", where)
+			}
+		case RewardKindWork:
+			if dp.NodeId != 0 {
+				return fmt.Errorf("%s: a work reward has no node_id", where)
+			}
+		default:
+			return fmt.Errorf("%s: unknown kind %q", where, dp.Kind)
+		}
+		if _, err := sdk.AccAddressFromBech32(dp.Recipient); err != nil {
+			return fmt.Errorf("%s.recipient %q: %w", where, dp.Recipient, err)
+		}
+		if dp.Amount.IsNil() || !dp.Amount.IsPositive() {
+			return fmt.Errorf("%s.amount %s: must be positive", where, dp.Amount)
+		}
+		k := key{dp.Epoch, dp.Kind, dp.NodeId, dp.Recipient}
+		if _, dup := seen[k]; dup {
+			return fmt.Errorf("%s: duplicate", where)
+		}
+		seen[k] = struct{}{}
+		owed := owedA
+		if dp.Kind == RewardKindWork {
+			owed = owedW
+		}
+		if _, ok := owed[dp.Epoch]; !ok {
+			owed[dp.Epoch] = sdkmath.ZeroInt()
+		}
+		owed[dp.Epoch] = owed[dp.Epoch].Add(dp.Amount)
+	}
+	ds := gs.Distributions
+	if gs.InProgress != nil {
+		ds = append(append([]Distribution(nil), ds...), *gs.InProgress)
+	}
+	for _, d := range ds {
+		a, w := sdkmath.ZeroInt(), sdkmath.ZeroInt()
+		if v, ok := owedA[d.Epoch]; ok {
+			a = v
+		}
+		if v, ok := owedW[d.Epoch]; ok {
+			w = v
+		}
+		delete(owedA, d.Epoch)
+		delete(owedW, d.Epoch)
+		if !a.Equal(orZero(d.DeferredAvailability)) || !w.Equal(orZero(d.DeferredWork)) {
+			return fmt.Errorf("distribution of epoch %d defers %s availability and %s work, its deferred payouts owe %s and %s",
+				d.Epoch, orZero(d.DeferredAvailability), orZero(d.DeferredWork), a, w)
+		}
+	}
+	for _, dp := range gs.DeferredPayouts {
+		if _, ok := owedA[dp.Epoch]; ok {
+			return fmt.Errorf("deferred payout of epoch %d, which has no distribution", dp.Epoch)
+		}
+		if _, ok := owedW[dp.Epoch]; ok {
+			return fmt.Errorf("deferred payout of epoch %d, which has no distribution", dp.Epoch)
+		}
+	}
+	return nil
+}
+
+// validateLedger checks the verified-work ledger (every record of an epoch not after the
+// current one, not of a finished distribution, unique, with amounts >= 0) and the funding
+// links (addresses, no self-funding, unique).
+func (gs GenesisState) validateLedger() error {
+	finished := map[uint64]struct{}{}
+	for _, d := range gs.Distributions {
+		finished[d.Epoch] = struct{}{}
+	}
+	type workKey struct {
+		epoch    uint64
+		provider string
+		workload int32
+	}
+	work := map[workKey]struct{}{}
+	for i, w := range gs.Work {
+		where := fmt.Sprintf("work[%d]", i)
+		if _, err := sdk.AccAddressFromBech32(w.Provider); err != nil {
+			return fmt.Errorf("%s.provider %q: %w", where, w.Provider, err)
+		}
+		if w.Epoch > gs.CurrentEpoch {
+			return fmt.Errorf("%s.epoch %d: after the current epoch %d", where, w.Epoch, gs.CurrentEpoch)
+		}
+		if _, done := finished[w.Epoch]; done {
+			return fmt.Errorf("%s.epoch %d: its distribution finished and pruned it", where, w.Epoch)
+		}
+		k := workKey{w.Epoch, w.Provider, w.Workload}
+		if _, dup := work[k]; dup {
+			return fmt.Errorf("%s: duplicate (epoch %d, %s, workload %d)", where, w.Epoch, w.Provider, w.Workload)
+		}
+		work[k] = struct{}{}
+		if err := validate.NonNegativeInt(where+".record.gflop_seconds", w.Record.GflopSeconds); err != nil {
+			return err
+		}
+		if err := validate.NonNegativeInt(where+".record.fees", w.Record.Fees); err != nil {
+			return err
+		}
+	}
+	links := map[[2]string]struct{}{}
+	for i, l := range gs.FundingLinks {
+		if _, err := sdk.AccAddressFromBech32(l.Recipient); err != nil {
+			return fmt.Errorf("funding_links[%d].recipient %q: %w", i, l.Recipient, err)
+		}
+		if _, err := sdk.AccAddressFromBech32(l.Funder); err != nil {
+			return fmt.Errorf("funding_links[%d].funder %q: %w", i, l.Funder, err)
+		}
+		if l.Recipient == l.Funder {
+			return fmt.Errorf("funding_links[%d]: %s cannot fund itself", i, l.Recipient)
+		}
+		if _, dup := links[[2]string{l.Recipient, l.Funder}]; dup {
+			return fmt.Errorf("funding_links[%d] (%s, %s): duplicate", i, l.Recipient, l.Funder)
+		}
+		links[[2]string{l.Recipient, l.Funder}] = struct{}{}
+	}
 	return nil
 }
 
@@ -141,6 +279,7 @@ func (d Distribution) Validate(done bool) error {
 		{"replenished", d.Replenished}, {"gfl_credit", d.GflCredit}, {"uncapped", d.Uncapped},
 		{"emission", d.Emission}, {"availability", d.Availability}, {"work", d.Work},
 		{"paid_availability", d.PaidAvailability}, {"paid_work", d.PaidWork}, {"remainder", d.Remainder},
+		{"deferred_availability", orZero(d.DeferredAvailability)}, {"deferred_work", orZero(d.DeferredWork)},
 	} {
 		if err := validate.NonNegativeInt(fmt.Sprintf("epoch %d %s", d.Epoch, f.name), f.v); err != nil {
 			return err
@@ -152,9 +291,9 @@ func (d Distribution) Validate(done bool) error {
 	if !d.Availability.Add(d.Work).Equal(d.Emission) {
 		return fmt.Errorf("epoch %d: availability %s + work %s != emission %s", d.Epoch, d.Availability, d.Work, d.Emission)
 	}
-	if d.PaidAvailability.GT(d.Availability) || d.PaidWork.GT(d.Work) {
-		return fmt.Errorf("epoch %d: paid %s availability and %s work, more than planned %s and %s",
-			d.Epoch, d.PaidAvailability, d.PaidWork, d.Availability, d.Work)
+	if d.PaidAvailability.Add(orZero(d.DeferredAvailability)).GT(d.Availability) || d.PaidWork.Add(orZero(d.DeferredWork)).GT(d.Work) {
+		return fmt.Errorf("epoch %d: paid %s availability and %s work, deferred %s and %s, more than planned %s and %s",
+			d.Epoch, d.PaidAvailability, d.PaidWork, orZero(d.DeferredAvailability), orZero(d.DeferredWork), d.Availability, d.Work)
 	}
 	if _, ok := HalvingCause_name[int32(d.Halving)]; !ok {
 		return fmt.Errorf("epoch %d: unknown halving cause %d", d.Epoch, d.Halving)
@@ -202,4 +341,11 @@ func (d Distribution) Validate(done bool) error {
 		}
 	}
 	return nil
+}
+
+func orZero(i sdkmath.Int) sdkmath.Int {
+	if i.IsNil() {
+		return sdkmath.ZeroInt()
+	}
+	return i
 }

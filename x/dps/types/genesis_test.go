@@ -45,6 +45,13 @@ func validGenesis() types.GenesisState {
 			{Provider: a, Epoch: 2, Availability: i(30), Work: i(50)},
 			{Provider: a, Epoch: 3, Availability: i(10), Work: i(0)},
 		},
+		CurrentEpoch: 6,
+		Work: []types.WorkEntry{
+			{Epoch: 3, Provider: a, Workload: 1, Record: types.WorkRecord{GflopSeconds: i(7), Fees: i(3), Tasks: 1}},
+			{Epoch: 6, Provider: a, Workload: 1, Record: types.WorkRecord{GflopSeconds: i(9), Fees: i(4), Tasks: 2}},
+			{Epoch: 6, Provider: b, Workload: 2, Record: types.WorkRecord{GflopSeconds: i(0), Fees: i(1), Tasks: 1}},
+		},
+		FundingLinks: []types.FundingLink{{Recipient: a, Funder: b}, {Recipient: b, Funder: a}},
 	}
 }
 
@@ -83,6 +90,15 @@ func TestGenesisValidate(t *testing.T) {
 		{"bad provider", func(gs *types.GenesisState) { gs.Rewards[0].Provider = "flops1xyz" }, "provider"},
 		{"negative reward", func(gs *types.GenesisState) { gs.Rewards[3].Work = i(-1) }, "work"},
 		{"history does not add up", func(gs *types.GenesisState) { gs.Rewards[2].Work = i(49) }, "rewards history says"},
+		{"work after the current epoch", func(gs *types.GenesisState) { gs.Work[1].Epoch = 7 }, "after the current epoch 6"},
+		{"work of a finished distribution", func(gs *types.GenesisState) { gs.Work[0].Epoch = 2 }, "finished and pruned"},
+		{"duplicate work", func(gs *types.GenesisState) { gs.Work[2].Provider, gs.Work[2].Workload = gs.Work[1].Provider, 1 }, "duplicate"},
+		{"work of a bad provider", func(gs *types.GenesisState) { gs.Work[0].Provider = "nope" }, "work[0].provider"},
+		{"negative work", func(gs *types.GenesisState) { gs.Work[0].Record.GflopSeconds = i(-1) }, "gflop_seconds"},
+		{"unset fees", func(gs *types.GenesisState) { gs.Work[0].Record.Fees = sdkmath.Int{} }, "fees"},
+		{"self funding", func(gs *types.GenesisState) { gs.FundingLinks[0].Funder = gs.FundingLinks[0].Recipient }, "cannot fund itself"},
+		{"duplicate link", func(gs *types.GenesisState) { gs.FundingLinks[1] = gs.FundingLinks[0] }, "duplicate"},
+		{"bad funder", func(gs *types.GenesisState) { gs.FundingLinks[0].Funder = "nope" }, "funder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gs := validGenesis()

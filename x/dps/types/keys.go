@@ -19,7 +19,31 @@ var (
 	InProgressKey    = collections.NewPrefix(3)
 	DistributionsKey = collections.NewPrefix(4)
 	RewardsKey       = collections.NewPrefix(5)
+	CurrentEpochKey  = collections.NewPrefix(6)
+	WorkKey          = collections.NewPrefix(7)
+	FundedByKey      = collections.NewPrefix(8)
+	// DeferredKey: (item kind, item ref) -> DeferredPayout, the payouts waiting for a
+	// retry; DeferredTotalKey holds the sum of their amounts (reserved in the pool).
+	DeferredKey      = collections.NewPrefix(9)
+	DeferredTotalKey = collections.NewPrefix(10)
+	// RetryAttemptsKey and RetryDueKey hold the block hook's failed items
+	// (internal/blockhook.Retries).
+	RetryAttemptsKey = collections.NewPrefix(11)
+	RetryDueKey      = collections.NewPrefix(12)
 )
+
+// Kinds of the distribution's block-hook items (internal/blockhook). A start or step
+// item's id is the epoch; a payout's id is the epoch, its sub the node (availability)
+// and its address the recipient.
+const (
+	ItemStart        = "start"
+	ItemStep         = "step"
+	ItemAvailability = RewardKindAvailability
+	ItemWork         = RewardKindWork
+)
+
+// ItemKinds lists the kinds of the module's block-hook items.
+var ItemKinds = []string{ItemStart, ItemStep, ItemAvailability, ItemWork}
 
 // Invariant routes.
 const (

@@ -19,6 +19,7 @@ func DefaultParams() Params {
 		weights = append(weights, WorkloadWeight{Workload: c, WeightPpm: validate.PPMOne})
 	}
 	return Params{
+		EndBlockGas:          100_000_000,
 		EpochIdentifier:      "flops",
 		EmissionSharePpm:     200_000,
 		DpsPerGfl:            sdkmath.LegacyNewDecWithPrec(1, 2), // 1 DPS per 100 GFL
@@ -52,7 +53,8 @@ func (p Params) validate() error {
 		validate.PositiveInt("max_supply", p.MaxSupply),
 		validate.PPM("availability_share_ppm", p.AvailabilitySharePpm),
 		validate.Range("work_reward_cap_ppm", p.WorkRewardCapPpm, 0, validate.PPMOne),
-		validate.Positive("max_payouts_per_block", p.MaxPayoutsPerBlock),
+		validate.Range("max_payouts_per_block", p.MaxPayoutsPerBlock, 1, 10_000),
+		validate.BlockGas("end_block_gas", p.EndBlockGas),
 	} {
 		if err != nil {
 			return err

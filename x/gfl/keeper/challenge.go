@@ -5,15 +5,12 @@ import (
 	"errors"
 	"math"
 	"math/bits"
-	"time"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/internal/blockhook"
-	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	"github.com/flopsnet/flops/x/gfl/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -36,26 +33,6 @@ func (k Keeper) GetChallenge(ctx context.Context, id uint64) (types.Challenge, e
 		return c, errorsmod.Wrapf(types.ErrChallengeNotFound, "challenge %d is not open (unknown or finished)", id)
 	}
 	return c, err
-}
-
-// issueDueChallenges issues the challenges due at or before this height, at most
-// max_challenges_per_block; the rest stay queued for the next blocks.
-func (k Keeper) issueDueChallenges(ctx sdk.Context, p types.Params) error {
-	rng := new(collections.Range[collections.Pair[int64, uint64]]).
-		EndInclusive(collections.Join(ctx.BlockHeight(), uint64(math.MaxUint64)))
-	due, err := collkeys.CollectKeys(ctx, k.ChallengeQueue, rng, int(p.MaxChallengesPerBlock))
-	if err != nil {
-		return err
-	}
-	for _, key := range due {
-		if err := k.ChallengeQueue.Remove(ctx, key); err != nil {
-			return err
-		}
-		_ = blockhook.Apply(ctx, "gfl: issue challenge", func(ctx sdk.Context) error {
-			return k.issueChallenge(ctx, p, key.K2(), key.K1())
-		})
-	}
-	return nil
 }
 
 func (k Keeper) issueChallenge(ctx sdk.Context, p types.Params, nodeID uint64, due int64) error {
@@ -111,7 +88,7 @@ func (k Keeper) issueChallenge(ctx sdk.Context, p types.Params, nodeID uint64, d
 
 // CommitChallenge records the Merkle root of the node's answer. Elapsed time for the power
 // sample runs from the issue block to this block.
-func (k Keeper) CommitChallenge(ctx context.Context, operator string, id uint64, root []byte) (sampleHeight, revealDeadline int64, err error) {
+func (k Keeper) CommitChallenge(ctx context.Context, operator sdk.AccAddress, id uint64, root []byte) (sampleHeight, revealDeadline int64, err error) {
 	c, err := k.openChallengeOf(ctx, operator, id)
 	if err != nil {
 		return 0, 0, err
@@ -157,7 +134,7 @@ func (k Keeper) CommitChallenge(ctx context.Context, operator string, id uint64,
 // RevealChallenge opens the sampled chunks: the chain draws the k positions from the hash
 // of the block after the commitment, charges gas for the recomputation, and checks every
 // Merkle path and every sampled entry. It returns the power sample, in GFLOP/s.
-func (k Keeper) RevealChallenge(ctx context.Context, operator string, id uint64, proofs []types.ChunkProof) (uint64, error) {
+func (k Keeper) RevealChallenge(ctx context.Context, operator sdk.AccAddress, id uint64, proofs []types.ChunkProof) (uint64, error) {
 	c, err := k.openChallengeOf(ctx, operator, id)
 	if err != nil {
 		return 0, err
@@ -222,8 +199,9 @@ func verifyGas(terms, gasPerKterm uint64) uint64 {
 	return q
 }
 
-func (k Keeper) openChallengeOf(ctx context.Context, operator string, id uint64) (types.Challenge, error) {
-	if _, err := k.operatorAddr("operator", operator); err != nil {
+func (k Keeper) openChallengeOf(ctx context.Context, op sdk.AccAddress, id uint64) (types.Challenge, error) {
+	operator, err := k.addressString("operator", op)
+	if err != nil {
 		return types.Challenge{}, err
 	}
 	c, err := k.GetChallenge(ctx, id)
@@ -311,52 +289,5 @@ func (k Keeper) concludeChallenge(ctx context.Context, c types.Challenge, status
 			return err
 		}
 	}
-	k.gflHooks().AfterChallengeFinished(ctx, node, c.Id, status)
-	return nil
-}
-
-// expireChallenges concludes the challenges whose deadlines passed: ISSUED ones past their
-// commit deadline are MISSED, COMMITTED ones past their reveal deadline FAILED. At most
-// max_challenges_per_block of each per block.
-func (k Keeper) expireChallenges(ctx sdk.Context, p types.Params) error {
-	limit := int(p.MaxChallengesPerBlock)
-	commits, err := collkeys.CollectKeys(ctx, k.CommitDeadlines,
-		new(collections.Range[collections.Pair[time.Time, uint64]]).EndInclusive(collections.Join(ctx.BlockTime(), uint64(math.MaxUint64))), limit)
-	if err != nil {
-		return err
-	}
-	for _, key := range commits {
-		if err := k.CommitDeadlines.Remove(ctx, key); err != nil {
-			return err
-		}
-		_ = blockhook.Apply(ctx, "gfl: expire commitment", func(ctx sdk.Context) error {
-			c, err := k.Challenges.Get(ctx, key.K2())
-			if errorsmod.IsOf(err, collections.ErrNotFound) || (err == nil && c.Status != types.CHALLENGE_STATUS_ISSUED) {
-				return nil // concluded already
-			} else if err != nil {
-				return err
-			}
-			return k.concludeChallenge(ctx, c, types.CHALLENGE_STATUS_MISSED, 0, "no commitment by the deadline")
-		})
-	}
-	reveals, err := collkeys.CollectKeys(ctx, k.RevealDeadlines,
-		new(collections.Range[collections.Pair[int64, uint64]]).EndInclusive(collections.Join(ctx.BlockHeight(), uint64(math.MaxUint64))), limit)
-	if err != nil {
-		return err
-	}
-	for _, key := range reveals {
-		if err := k.RevealDeadlines.Remove(ctx, key); err != nil {
-			return err
-		}
-		_ = blockhook.Apply(ctx, "gfl: expire reveal", func(ctx sdk.Context) error {
-			c, err := k.Challenges.Get(ctx, key.K2())
-			if errorsmod.IsOf(err, collections.ErrNotFound) || (err == nil && c.Status != types.CHALLENGE_STATUS_COMMITTED) {
-				return nil // concluded already
-			} else if err != nil {
-				return err
-			}
-			return k.concludeChallenge(ctx, c, types.CHALLENGE_STATUS_FAILED, 0, "commitment not opened correctly by the reveal deadline")
-		})
-	}
-	return nil
+	return k.gflHooks().AfterChallengeFinished(ctx, node, c.Id, status)
 }

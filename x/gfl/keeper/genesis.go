@@ -81,7 +81,10 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
-	return k.Rebalance.Set(ctx, gs.Rebalance)
+	if err := k.Rebalance.Set(ctx, gs.Rebalance); err != nil {
+		return err
+	}
+	return k.Retries.Import(ctx, gs.Retries)
 }
 
 // ExportGenesis returns the whole module state (derived state is rebuilt on import).
@@ -122,6 +125,9 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 		gs.BlockHashes = append(gs.BlockHashes, types.BlockHash{Height: h, Hash: hash})
 		return false, nil
 	}); err != nil {
+		return nil, err
+	}
+	if gs.Retries, err = k.Retries.Export(ctx); err != nil {
 		return nil, err
 	}
 	return gs, nil

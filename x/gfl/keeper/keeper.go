@@ -13,6 +13,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/codec"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
@@ -84,6 +85,9 @@ type Keeper struct {
 
 	// BlockHashes: recent block header hashes, the beacon's source (internal/beacon).
 	BlockHashes collections.Map[int64, []byte]
+	// Retries: the block hook's items that failed, due again with back-off
+	// (internal/blockhook; blockwork.go).
+	Retries blockhook.Retries
 }
 
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
@@ -126,6 +130,7 @@ func NewKeeper(
 		NetworkPower: collections.NewItem(sb, types.NetworkPowerKey, "network_power", codec.CollValue[types.NetworkPower](cdc)),
 		ClassPower:   collections.NewMap(sb, types.ClassPowerKey, "class_power", collections.StringKey, collections.Uint64Value),
 		BlockHashes:  collections.NewMap(sb, types.BlockHashesKey, "block_hashes", collections.Int64Key, collections.BytesValue),
+		Retries:      blockhook.NewRetries(sb, types.ModuleName, types.RetryAttemptsKey, types.RetryDueKey),
 	}
 	schema, err := sb.Build()
 	if err != nil {
@@ -172,6 +177,19 @@ func (k Keeper) GetNode(ctx context.Context, id uint64) (types.Node, error) {
 }
 
 // operatorAddr decodes a bech32 operator or signer address.
+// addressString is the canonical bech32 form of an address (what the module stores and
+// compares), or ErrInvalidAddress for an empty one.
+func (k Keeper) addressString(field string, addr sdk.AccAddress) (string, error) {
+	if len(addr) == 0 {
+		return "", errorsmod.Wrapf(types.ErrInvalidAddress, "%s is empty", field)
+	}
+	s, err := k.addressCodec.BytesToString(addr)
+	if err != nil {
+		return "", errorsmod.Wrapf(types.ErrInvalidAddress, "%s: %s", field, err)
+	}
+	return s, nil
+}
+
 func (k Keeper) operatorAddr(field, addr string) (sdk.AccAddress, error) {
 	bz, err := k.addressCodec.StringToBytes(addr)
 	if err != nil {

@@ -14,8 +14,9 @@ type msgServer struct{ Keeper }
 
 var _ types.MsgServer = msgServer{}
 
-// NewMsgServerImpl returns the module's Msg service. Each handler calls one keeper method;
-// the keeper checks the signer and emits the events.
+// NewMsgServerImpl returns the module's Msg service. Each handler decodes the signer once
+// (a malformed address is ErrInvalidAddress) and calls one keeper method, which checks that
+// the signer may act and emits the events.
 func NewMsgServerImpl(k Keeper) types.MsgServer { return msgServer{Keeper: k} }
 
 // UpdateParams checks the authority, validates and stores the new params.
@@ -39,7 +40,11 @@ func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams)
 
 // RegisterNode registers a node.
 func (m msgServer) RegisterNode(ctx context.Context, msg *types.MsgRegisterNode) (*types.MsgRegisterNodeResponse, error) {
-	n, err := m.Keeper.RegisterNode(ctx, msg.Operator, msg.Spec)
+	op, err := m.operatorAddr("operator", msg.Operator)
+	if err != nil {
+		return nil, err
+	}
+	n, err := m.Keeper.RegisterNode(ctx, op, msg.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +53,11 @@ func (m msgServer) RegisterNode(ctx context.Context, msg *types.MsgRegisterNode)
 
 // UpdateNode replaces a node's spec.
 func (m msgServer) UpdateNode(ctx context.Context, msg *types.MsgUpdateNode) (*types.MsgUpdateNodeResponse, error) {
-	n, err := m.Keeper.UpdateNode(ctx, msg.Operator, msg.NodeId, msg.Spec)
+	op, err := m.operatorAddr("operator", msg.Operator)
+	if err != nil {
+		return nil, err
+	}
+	n, err := m.Keeper.UpdateNode(ctx, op, msg.NodeId, msg.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +66,11 @@ func (m msgServer) UpdateNode(ctx context.Context, msg *types.MsgUpdateNode) (*t
 
 // DeactivateNode takes a node off the market.
 func (m msgServer) DeactivateNode(ctx context.Context, msg *types.MsgDeactivateNode) (*types.MsgDeactivateNodeResponse, error) {
-	if err := m.Keeper.DeactivateNode(ctx, msg.Operator, msg.NodeId); err != nil {
+	op, err := m.operatorAddr("operator", msg.Operator)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Keeper.DeactivateNode(ctx, op, msg.NodeId); err != nil {
 		return nil, err
 	}
 	return &types.MsgDeactivateNodeResponse{}, nil
@@ -65,7 +78,11 @@ func (m msgServer) DeactivateNode(ctx context.Context, msg *types.MsgDeactivateN
 
 // ReactivateNode puts an inactive node back.
 func (m msgServer) ReactivateNode(ctx context.Context, msg *types.MsgReactivateNode) (*types.MsgReactivateNodeResponse, error) {
-	status, err := m.Keeper.ReactivateNode(ctx, msg.Operator, msg.NodeId)
+	op, err := m.operatorAddr("operator", msg.Operator)
+	if err != nil {
+		return nil, err
+	}
+	status, err := m.Keeper.ReactivateNode(ctx, op, msg.NodeId)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +91,10 @@ func (m msgServer) ReactivateNode(ctx context.Context, msg *types.MsgReactivateN
 
 // ApproveNode admits a pending node.
 func (m msgServer) ApproveNode(ctx context.Context, msg *types.MsgApproveNode) (*types.MsgApproveNodeResponse, error) {
-	if err := m.Keeper.ApproveNode(ctx, msg.Authority, msg.NodeId); err != nil {
+	if msg.Authority != m.authority {
+		return nil, errorsmod.Wrapf(types.ErrInvalidAuthority, "expected %s, got %s", m.authority, msg.Authority)
+	}
+	if err := m.Keeper.ApproveNode(ctx, msg.NodeId); err != nil {
 		return nil, err
 	}
 	return &types.MsgApproveNodeResponse{}, nil
@@ -82,7 +102,11 @@ func (m msgServer) ApproveNode(ctx context.Context, msg *types.MsgApproveNode) (
 
 // CommitChallenge commits a PoCP answer.
 func (m msgServer) CommitChallenge(ctx context.Context, msg *types.MsgCommitChallenge) (*types.MsgCommitChallengeResponse, error) {
-	sample, deadline, err := m.Keeper.CommitChallenge(ctx, msg.Operator, msg.ChallengeId, msg.Root)
+	op, err := m.operatorAddr("operator", msg.Operator)
+	if err != nil {
+		return nil, err
+	}
+	sample, deadline, err := m.Keeper.CommitChallenge(ctx, op, msg.ChallengeId, msg.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +115,11 @@ func (m msgServer) CommitChallenge(ctx context.Context, msg *types.MsgCommitChal
 
 // RevealChallenge opens a committed PoCP answer.
 func (m msgServer) RevealChallenge(ctx context.Context, msg *types.MsgRevealChallenge) (*types.MsgRevealChallengeResponse, error) {
-	power, err := m.Keeper.RevealChallenge(ctx, msg.Operator, msg.ChallengeId, msg.Proofs)
+	op, err := m.operatorAddr("operator", msg.Operator)
+	if err != nil {
+		return nil, err
+	}
+	power, err := m.Keeper.RevealChallenge(ctx, op, msg.ChallengeId, msg.Proofs)
 	if err != nil {
 		return nil, err
 	}

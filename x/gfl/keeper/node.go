@@ -17,8 +17,8 @@ import (
 // RegisterNode validates the spec, locks the operator's collateral for the node's GPUs and
 // stores the node: ACTIVE under OPEN admission (first challenge at this block's end), PENDING
 // under GOVERNED admission.
-func (k Keeper) RegisterNode(ctx context.Context, operator string, spec types.NodeSpec) (types.Node, error) {
-	op, err := k.operatorAddr("operator", operator)
+func (k Keeper) RegisterNode(ctx context.Context, op sdk.AccAddress, spec types.NodeSpec) (types.Node, error) {
+	operator, err := k.addressString("operator", op)
 	if err != nil {
 		return types.Node{}, err
 	}
@@ -69,7 +69,9 @@ func (k Keeper) RegisterNode(ctx context.Context, operator string, spec types.No
 	}); err != nil {
 		return types.Node{}, err
 	}
-	k.gflHooks().AfterNodeChanged(ctx, node)
+	if err := k.gflHooks().AfterNodeChanged(ctx, node); err != nil {
+		return types.Node{}, err
+	}
 	return node, nil
 }
 
@@ -83,8 +85,9 @@ func applySpec(n *types.Node, s types.NodeSpec) {
 }
 
 // ownedNode returns a node after checking that signer is its operator.
-func (k Keeper) ownedNode(ctx context.Context, signer string, id uint64) (types.Node, error) {
-	if _, err := k.operatorAddr("operator", signer); err != nil {
+func (k Keeper) ownedNode(ctx context.Context, op sdk.AccAddress, id uint64) (types.Node, error) {
+	signer, err := k.addressString("operator", op)
+	if err != nil {
 		return types.Node{}, err
 	}
 	node, err := k.GetNode(ctx, id)
@@ -105,8 +108,8 @@ func holdsCollateralLock(s types.NodeStatus) bool {
 // UpdateNode replaces a node's spec. A change of inventory (GPUs or class) is refused
 // while the node has work in flight, re-locks collateral for the new GPU count and moves
 // the node's power to its new class.
-func (k Keeper) UpdateNode(ctx context.Context, operator string, id uint64, spec types.NodeSpec) (types.Node, error) {
-	node, err := k.ownedNode(ctx, operator, id)
+func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, spec types.NodeSpec) (types.Node, error) {
+	node, err := k.ownedNode(ctx, op, id)
 	if err != nil {
 		return node, err
 	}
@@ -133,7 +136,6 @@ func (k Keeper) UpdateNode(ctx context.Context, operator string, id uint64, spec
 		}
 		if holdsCollateralLock(node.Status) {
 			// Lock or unlock only the difference: one call, nothing to undo on failure.
-			op := sdk.MustAccAddressFromBech32(operator)
 			newGPUs, oldGPUs := uint64(len(spec.Gpus)), node.GPUCount()
 			if newGPUs > oldGPUs {
 				if err := k.collateral.LockForNode(ctx, op, newGPUs-oldGPUs); err != nil {
@@ -174,7 +176,9 @@ func (k Keeper) UpdateNode(ctx context.Context, operator string, id uint64, spec
 	}); err != nil {
 		return node, err
 	}
-	k.gflHooks().AfterNodeChanged(ctx, node)
+	if err := k.gflHooks().AfterNodeChanged(ctx, node); err != nil {
+		return types.Node{}, err
+	}
 	return node, nil
 }
 
@@ -194,8 +198,8 @@ func sameGPUs(a, b []types.GpuInfo) bool {
 // collateral unlocked. Refused while it has work in flight or a committed challenge
 // awaiting its reveal (deactivating must not dodge a wrong-answer slash); an issued but
 // uncommitted challenge counts as missed.
-func (k Keeper) DeactivateNode(ctx context.Context, operator string, id uint64) error {
-	node, err := k.ownedNode(ctx, operator, id)
+func (k Keeper) DeactivateNode(ctx context.Context, op sdk.AccAddress, id uint64) error {
+	node, err := k.ownedNode(ctx, op, id)
 	if err != nil {
 		return err
 	}
@@ -223,7 +227,7 @@ func (k Keeper) DeactivateNode(ctx context.Context, operator string, id uint64) 
 	if err := k.setNodePower(ctx, &node, 0); err != nil {
 		return err
 	}
-	if err := k.collateral.UnlockForNode(ctx, sdk.MustAccAddressFromBech32(operator), node.GPUCount()); err != nil {
+	if err := k.collateral.UnlockForNode(ctx, op, node.GPUCount()); err != nil {
 		return err
 	}
 	if err := k.ChallengeQueue.Remove(ctx, collections.Join(node.NextChallengeHeight, id)); err != nil {
@@ -235,15 +239,15 @@ func (k Keeper) DeactivateNode(ctx context.Context, operator string, id uint64) 
 
 // ReactivateNode locks collateral again and puts an inactive node back: ACTIVE if it was
 // ever approved, PENDING otherwise.
-func (k Keeper) ReactivateNode(ctx context.Context, operator string, id uint64) (types.NodeStatus, error) {
-	node, err := k.ownedNode(ctx, operator, id)
+func (k Keeper) ReactivateNode(ctx context.Context, op sdk.AccAddress, id uint64) (types.NodeStatus, error) {
+	node, err := k.ownedNode(ctx, op, id)
 	if err != nil {
 		return 0, err
 	}
 	if node.Status != types.NODE_STATUS_INACTIVE {
 		return 0, errorsmod.Wrapf(types.ErrInvalidNodeStatus, "node %d is %s, not inactive", id, node.Status)
 	}
-	if err := k.collateral.LockForNode(ctx, sdk.MustAccAddressFromBech32(operator), node.GPUCount()); err != nil {
+	if err := k.collateral.LockForNode(ctx, op, node.GPUCount()); err != nil {
 		return 0, errorsmod.Wrapf(types.ErrInsufficientCollateral, "%d GPUs: %s", len(node.Gpus), err)
 	}
 	to := types.NODE_STATUS_PENDING
@@ -256,11 +260,9 @@ func (k Keeper) ReactivateNode(ctx context.Context, operator string, id uint64) 
 	return to, k.setStatus(ctx, node, to)
 }
 
-// ApproveNode admits a pending node (GOVERNED admission); authority only.
-func (k Keeper) ApproveNode(ctx context.Context, authority string, id uint64) error {
-	if authority != k.authority {
-		return errorsmod.Wrapf(types.ErrInvalidAuthority, "expected %s, got %s", k.authority, authority)
-	}
+// ApproveNode admits a pending node (GOVERNED admission); the msg server lets only the
+// authority call it.
+func (k Keeper) ApproveNode(ctx context.Context, id uint64) error {
 	node, err := k.GetNode(ctx, id)
 	if err != nil {
 		return err
@@ -286,8 +288,7 @@ func (k Keeper) setStatus(ctx context.Context, node types.Node, to types.NodeSta
 	}); err != nil {
 		return err
 	}
-	k.gflHooks().AfterNodeChanged(ctx, node)
-	return nil
+	return k.gflHooks().AfterNodeChanged(ctx, node)
 }
 
 // scheduleChallenge sets the node's next challenge height and queues it. The caller saves

@@ -272,3 +272,23 @@ func (f *fixture) setPower(id uint64, power uint64) {
 }
 
 var _ = keepertest.Addr
+
+// A hook that fails after a node changed (x/market could not index its slot, x/reputation
+// could not record it) fails the registration: nothing is stored, nothing locked.
+func TestFailingHookFailsRegistration(t *testing.T) {
+	f := newFixture(t, nil)
+	op := f.operator("hooked", 8)
+	f.hooks.fail = errors.New("market is broken")
+	before := f.snapshot()
+	err := f.tx(func(ctx sdk.Context) error {
+		_, err := f.ms.RegisterNode(ctx, &types.MsgRegisterNode{Operator: op, Spec: spec("x", 1)})
+		return err
+	})
+	require.ErrorIs(t, err, f.hooks.fail)
+	// the fake collateral keeper's lock is not in the store (the real one's is, and the
+	// failed tx drops it): compare the module's state and the ugfl supply
+	before.locked = f.snapshot().locked
+	f.requireUnchanged(before)
+	f.hooks.fail = nil
+	f.register(op, spec("x", 1))
+}

@@ -50,52 +50,6 @@ func (h epochHooks) AfterEpochEnd(ctx context.Context, identifier string, _ int6
 // BeforeEpochStart implements epochstypes.EpochHooks.
 func (h epochHooks) BeforeEpochStart(context.Context, string, int64) error { return nil }
 
-// rebalanceStep advances the oldest pending rebalance by at most max_rebalance_per_block
-// nodes.
-func (k Keeper) rebalanceStep(ctx sdk.Context, p types.Params) error {
-	st, err := k.Rebalance.Get(ctx)
-	if err != nil || len(st.Pending) == 0 {
-		return err
-	}
-	epoch := st.Pending[0]
-	it, err := k.Nodes.Iterate(ctx, new(collections.Range[uint64]).StartExclusive(st.Cursor))
-	if err != nil {
-		return err
-	}
-	var ids []uint64
-	for ; it.Valid() && len(ids) < int(p.MaxRebalancePerBlock); it.Next() {
-		id, err := it.Key()
-		if err != nil {
-			_ = it.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	finished := !it.Valid()
-	if err := it.Close(); err != nil {
-		return err
-	}
-
-	for _, id := range ids {
-		_ = blockhook.Apply(ctx, "gfl: rebalance node", func(ctx sdk.Context) error {
-			return k.rebalanceNode(ctx, id, epoch)
-		})
-		st.Cursor = id
-	}
-	if finished {
-		st.Pending = st.Pending[1:]
-		st.Cursor = 0
-		np, err := k.NetworkPower.Get(ctx)
-		if err != nil {
-			return err
-		}
-		if err := ctx.EventManager().EmitTypedEvent(&types.EventRebalanceFinished{Epoch: epoch, TotalGflops: np.TotalGflops}); err != nil {
-			return err
-		}
-	}
-	return k.Rebalance.Set(ctx, st)
-}
-
 func (k Keeper) rebalanceNode(ctx sdk.Context, id, epoch uint64) error {
 	node, err := k.Nodes.Get(ctx, id)
 	if err != nil {

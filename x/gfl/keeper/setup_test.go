@@ -73,16 +73,25 @@ func (c *collateral) Jail(_ context.Context, p sdk.AccAddress, until time.Time, 
 // hooks records x/gfl's hook calls and can veto node changes.
 type hooks struct {
 	veto     error
+	fail     error // returned by the After hooks (which then record nothing)
 	changed  []uint64
 	finished []types.ChallengeStatus
 }
 
 func (h *hooks) BeforeNodeChange(context.Context, types.Node) error { return h.veto }
-func (h *hooks) AfterNodeChanged(_ context.Context, n types.Node) {
+func (h *hooks) AfterNodeChanged(_ context.Context, n types.Node) error {
+	if h.fail != nil {
+		return h.fail
+	}
 	h.changed = append(h.changed, n.Id)
+	return nil
 }
-func (h *hooks) AfterChallengeFinished(_ context.Context, _ types.Node, _ uint64, s types.ChallengeStatus) {
+func (h *hooks) AfterChallengeFinished(_ context.Context, _ types.Node, _ uint64, s types.ChallengeStatus) error {
+	if h.fail != nil {
+		return h.fail
+	}
 	h.finished = append(h.finished, s)
+	return nil
 }
 
 // fixture is x/gfl on a real store with fake neighbours, driven block by block.

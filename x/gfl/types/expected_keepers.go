@@ -41,10 +41,12 @@ type GFLHooks interface {
 	// BeforeNodeChange is called before a node is deactivated or its inventory changes;
 	// an error vetoes the change.
 	BeforeNodeChange(ctx context.Context, node Node) error
-	// AfterNodeChanged is called after a node's status, spec or class changed.
-	AfterNodeChanged(ctx context.Context, node Node)
-	// AfterChallengeFinished is called when a challenge passed, failed or was missed.
-	AfterChallengeFinished(ctx context.Context, node Node, challengeID uint64, status ChallengeStatus)
+	// AfterNodeChanged is called after a node's status, spec or class changed; an error
+	// (the hook wrote nothing) fails the change.
+	AfterNodeChanged(ctx context.Context, node Node) error
+	// AfterChallengeFinished is called when a challenge passed, failed or was missed; an
+	// error (the hook wrote nothing) fails the challenge's conclusion.
+	AfterChallengeFinished(ctx context.Context, node Node, challengeID uint64, status ChallengeStatus) error
 }
 
 // MultiGFLHooks calls several hooks in order; the first veto wins.
@@ -63,15 +65,21 @@ func (m MultiGFLHooks) BeforeNodeChange(ctx context.Context, node Node) error {
 }
 
 // AfterNodeChanged implements GFLHooks.
-func (m MultiGFLHooks) AfterNodeChanged(ctx context.Context, node Node) {
+func (m MultiGFLHooks) AfterNodeChanged(ctx context.Context, node Node) error {
 	for _, h := range m {
-		h.AfterNodeChanged(ctx, node)
+		if err := h.AfterNodeChanged(ctx, node); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // AfterChallengeFinished implements GFLHooks.
-func (m MultiGFLHooks) AfterChallengeFinished(ctx context.Context, node Node, challengeID uint64, status ChallengeStatus) {
+func (m MultiGFLHooks) AfterChallengeFinished(ctx context.Context, node Node, challengeID uint64, status ChallengeStatus) error {
 	for _, h := range m {
-		h.AfterChallengeFinished(ctx, node, challengeID, status)
+		if err := h.AfterChallengeFinished(ctx, node, challengeID, status); err != nil {
+			return err
+		}
 	}
+	return nil
 }

@@ -36,4 +36,17 @@ var (
 	NetworkPowerKey         = collections.NewPrefix(15)
 	ClassPowerKey           = collections.NewPrefix(16)
 	BlockHashesKey          = collections.NewPrefix(17)
+	RetryAttemptsKey        = collections.NewPrefix(18)
+	RetryDueKey             = collections.NewPrefix(19)
 )
+
+// Item kinds of the module's block work (internal/blockhook items; challenge issue, miss and failure, epoch rebalance).
+const (
+	ItemIssue     = "issue"
+	ItemMiss      = "miss"
+	ItemFail      = "fail"
+	ItemRebalance = "rebalance"
+)
+
+// ItemKinds lists the kinds of the module's block-hook items.
+var ItemKinds = []string{ItemIssue, ItemMiss, ItemFail, ItemRebalance}

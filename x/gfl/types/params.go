@@ -63,6 +63,7 @@ func DefaultWorkloadWeights() []WorkloadWeights {
 // DefaultParams returns the launch parameters (DESIGN.md section 4, x/gfl).
 func DefaultParams() Params {
 	return Params{
+		EndBlockGas:             100_000_000,
 		Admission:               ADMISSION_OPEN,
 		GpuClasses:              DefaultGpuClasses(),
 		WorkloadWeights:         DefaultWorkloadWeights(),
@@ -117,8 +118,9 @@ func (p Params) validate() error {
 		validate.Range("challenge_min_n", p.ChallengeMinN, challengeNMin, challengeNMax),
 		validate.Range("challenge_max_n", p.ChallengeMaxN, challengeNMin, challengeNMax),
 		validate.Range("challenge_max_rn", p.ChallengeMaxRn, uint64(p.ChallengeMinN), challengeRNLimit),
-		validate.Positive("max_challenges_per_block", p.MaxChallengesPerBlock),
-		validate.Positive("max_rebalance_per_block", p.MaxRebalancePerBlock),
+		validate.Range("max_challenges_per_block", p.MaxChallengesPerBlock, 1, 10_000),
+		validate.BlockGas("end_block_gas", p.EndBlockGas),
+		validate.Range("max_rebalance_per_block", p.MaxRebalancePerBlock, 1, 10_000),
 		validate.PPM("wrong_answer_slash_ppm", p.WrongAnswerSlashPpm),
 		validate.Positive("max_samples_per_epoch", p.MaxSamplesPerEpoch),
 		validate.Range("max_claimed_gflops", p.MaxClaimedGflops, 1, 1<<40),

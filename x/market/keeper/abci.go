@@ -2,8 +2,6 @@ package keeper
 
 import (
 	"fmt"
-	"math"
-	"time"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -11,106 +9,10 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
-	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
-
-// EndBlocker runs the market's due work in this order, each item in its own cache context
-// (internal/blockhook), every kind bounded: auctions close, lapsed tasks are reassigned,
-// revealed tasks settle after their challenge window, past-deadline tasks expire, finished
-// jobs are pruned (all within max_timeouts_per_block), then the scheduler assigns
-// (max_assign_per_block).
-func (k Keeper) EndBlocker(ctx sdk.Context) error {
-	p, err := k.Params.Get(ctx)
-	if err != nil {
-		return err
-	}
-	budget := int(p.MaxTimeoutsPerBlock)
-	h := ctx.BlockHeight()
-	byHeight := collections.Join(h, uint64(math.MaxUint64))
-	heightRange := new(collections.Range[collections.Pair[int64, uint64]]).EndInclusive(byHeight)
-	timeRange := new(collections.Range[collections.Pair[time.Time, uint64]]).EndInclusive(collections.Join(ctx.BlockTime(), uint64(math.MaxUint64)))
-
-	steps := []struct {
-		name string
-		keys func(limit int) ([]uint64, error)
-		run  func(ctx sdk.Context, id uint64) error
-	}{
-		{"close auction", heightKeys(ctx, k.AuctionClose, heightRange), func(c sdk.Context, id uint64) error { return k.closeAuction(c, p, id) }},
-		{"ack timeout", heightKeys(ctx, k.AckDeadlines, heightRange), func(c sdk.Context, id uint64) error {
-			return k.lapseIf(c, p, id, types.TASK_STATUS_ASSIGNED, fmt.Sprintf("not acked within %d blocks", p.AckTimeoutBlocks), p.AbandonSlashPpm, sstypes.SLASH_REASON_ABANDONED_TASK)
-		}},
-		{"heartbeat lapse", heightKeys(ctx, k.HeartbeatDue, heightRange), func(c sdk.Context, node uint64) error { return k.heartbeatLapsed(c, p, node) }},
-		{"run deadline", timeKeys(ctx, k.RunDeadlines, timeRange), func(c sdk.Context, id uint64) error {
-			return k.lapseIf(c, p, id, types.TASK_STATUS_RUNNING, "no result by the run deadline", p.AbandonSlashPpm, sstypes.SLASH_REASON_ABANDONED_TASK)
-		}},
-		{"reveal deadline", heightKeys(ctx, k.RevealDeadlines, heightRange), func(c sdk.Context, id uint64) error {
-			return k.lapseIf(c, p, id, types.TASK_STATUS_COMMITTED, "commitment never revealed", p.MissedRevealSlashPpm, sstypes.SLASH_REASON_MISSED_REVEAL)
-		}},
-		{"draw audit", heightKeys(ctx, k.AuditDraws, heightRange), func(c sdk.Context, id uint64) error { return k.drawAudit(c, p, id) }},
-		{"settle", heightKeys(ctx, k.SettleQueue, heightRange), func(c sdk.Context, id uint64) error { return k.settle(c, p, id) }},
-		{"job deadline", timeKeys(ctx, k.JobDeadlines, timeRange), func(c sdk.Context, id uint64) error { return k.expireJob(c, p, id) }},
-		{"prune", heightKeys(ctx, k.PruneQueue, heightRange), func(c sdk.Context, id uint64) error { return k.prune(c, p, id) }},
-	}
-	n, err := k.expireUnits(ctx, p, budget)
-	if err != nil {
-		return err
-	}
-	budget -= n
-	for _, s := range steps {
-		if budget <= 0 {
-			break
-		}
-		ids, err := s.keys(budget)
-		if err != nil {
-			return err
-		}
-		budget -= len(ids)
-		for _, id := range ids {
-			_ = blockhook.Apply(ctx, "market: "+s.name, func(c sdk.Context) error { return s.run(c, id) })
-		}
-	}
-	return k.assignPending(ctx, p)
-}
-
-// heightKeys returns a function that pops up to limit due (height, id) entries.
-func heightKeys(ctx sdk.Context, ks collections.KeySet[collections.Pair[int64, uint64]], rng collections.Ranger[collections.Pair[int64, uint64]]) func(int) ([]uint64, error) {
-	return func(limit int) ([]uint64, error) {
-		keys, err := collkeys.CollectKeys(ctx, ks, rng, limit)
-		if err != nil {
-			return nil, err
-		}
-		ids := make([]uint64, len(keys))
-		for i, key := range keys {
-			if err := ks.Remove(ctx, key); err != nil {
-				return nil, err
-			}
-			ids[i] = key.K2()
-		}
-		return ids, nil
-	}
-}
-
-// timeKeys is heightKeys for (time, id) queues.
-func timeKeys(ctx sdk.Context, ks collections.KeySet[collections.Pair[time.Time, uint64]], rng collections.Ranger[collections.Pair[time.Time, uint64]]) func(int) ([]uint64, error) {
-	return func(limit int) ([]uint64, error) {
-		keys, err := collkeys.CollectKeys(ctx, ks, rng, limit)
-		if err != nil {
-			return nil, err
-		}
-		ids := make([]uint64, len(keys))
-		for i, key := range keys {
-			if err := ks.Remove(ctx, key); err != nil {
-				return nil, err
-			}
-			ids[i] = key.K2()
-		}
-		return ids, nil
-	}
-}
 
 // lapseIf takes a task that is still in status want away from its node: a small slash
 // (compensating the owner), a reputation event, and back to the queue with its last
@@ -128,25 +30,18 @@ func (k Keeper) lapseIf(ctx sdk.Context, p types.Params, id uint64, want types.T
 }
 
 func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason string, slashPPM uint32, slashReason sstypes.SlashReason) error {
-	job, err := k.Jobs.Get(ctx, t.JobId)
+	job, err := k.loadJob(ctx, t.JobId)
 	if err != nil {
 		return err
 	}
-	// The queue entry that brought us here was popped; detach the rest.
-	exposure := t.Exposure
-	if err := k.detach(ctx, &job, &t); err != nil {
-		return err
-	}
-	provider := k.mustAcc(t.Provider)
+	// withholding a committed result must never pay better than revealing a wrong one: a
+	// missed reveal's slash covers the task's exposure
+	atRisk := sdkmath.ZeroInt()
 	if slashReason == sstypes.SLASH_REASON_MISSED_REVEAL {
-		// withholding a committed result must never pay better than revealing a wrong one
-		if slashPPM, err = k.penaltyPPM(ctx, provider, slashPPM, exposure); err != nil {
-			return err
-		}
+		atRisk = t.Exposure
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if _, err := k.collateral.Slash(ctx, provider, slashPPM, slashReason,
-		sstypes.Beneficiaries{Compensate: k.mustAcc(job.Owner)}, ev); err != nil {
+	if err := k.slash(ctx, t.Provider, slashPPM, atRisk, slashReason, job.Owner, nil, ev); err != nil {
 		return err
 	}
 	if t.BidNode != 0 && t.Status == types.TASK_STATUS_ASSIGNED {
@@ -154,32 +49,31 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 			return err
 		}
 	}
-	k.hooks().AfterTaskLapsed(ctx, t.NodeId, reason)
-	from := t.NodeId
-	t.ExcludedNodes = append(t.ExcludedNodes, from)
-	t.Reassignments++
-	t.NodeId, t.Provider, t.Price, t.Exposure, t.BidNode = 0, "", sdkmath.ZeroInt(), sdkmath.ZeroInt(), 0
-	t.Commitment, t.CommitHeight, t.RevealDeadlineHeight, t.AckDeadlineHeight = nil, 0, 0, 0
-	if t.Reassignments > p.MaxReassignments {
-		if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_FAILED, fmt.Sprintf("%s; failed after %d reassignments", reason, p.MaxReassignments)); err != nil {
-			return err
-		}
-		if err := k.memberGone(ctx, p, &job, t); err != nil {
-			return err
-		}
-		return k.Jobs.Set(ctx, job.Id, job)
-	}
-	t.Status = types.TASK_STATUS_PENDING
-	if job.Status != types.JOB_STATUS_CANCELLED {
-		if err := k.AssignQueue.Set(ctx, queueKey(job, t.Id)); err != nil {
-			return err
-		}
-	}
-	if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+	if err := k.hooks().AfterTaskLapsed(ctx, t.NodeId, reason); err != nil {
 		return err
 	}
-	k.addHistory(ctx, &job, p, "TaskReassigned", t.Id, from, reason)
-	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
+	from := t.NodeId
+	unassign := func(t *types.Task) {
+		t.ExcludedNodes = append(t.ExcludedNodes, from)
+		t.Reassignments++
+		t.NodeId, t.Provider, t.Price, t.Exposure, t.BidNode = 0, "", sdkmath.ZeroInt(), sdkmath.ZeroInt(), 0
+		t.Commitment, t.CommitHeight, t.RevealDeadlineHeight, t.AckDeadlineHeight = nil, 0, 0, 0
+	}
+	end, status := "", types.TASK_STATUS_FAILED
+	switch {
+	case job.Status == types.JOB_STATUS_CANCELLED && t.Role == types.TASK_ROLE_PRIMARY:
+		// nobody places a cancelled job's work again: its reservation returns now
+		end, status = reason+"; the job was cancelled", types.TASK_STATUS_CANCELLED
+	case t.Reassignments >= p.MaxReassignments:
+		end = fmt.Sprintf("%s; failed after %d reassignments", reason, p.MaxReassignments)
+	}
+	if end != "" {
+		if err := k.finishTask(ctx, p, &job, &t, status, 0, end, unassign); err != nil {
+			return err
+		}
+		return k.afterMemberLeft(ctx, p, &job, t)
+	}
+	if err := k.transition(ctx, p, &job, &t, types.TASK_STATUS_PENDING, step{history: "TaskReassigned", node: from, detail: reason}, unassign); err != nil {
 		return err
 	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventTaskReassigned{
@@ -187,49 +81,38 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 	})
 }
 
-// heartbeatLapsed takes every running task away from a node whose heartbeat lapsed.
-func (k Keeper) heartbeatLapsed(ctx sdk.Context, p types.Params, node uint64) error {
+// heartbeatLapsed takes the running tasks away from a node whose heartbeat lapsed, at
+// most lapseChunk a part (done: none left); a node that beat since is left alone.
+func (k Keeper) heartbeatLapsed(ctx sdk.Context, p types.Params, node uint64) (bool, error) {
 	due, err := k.Heartbeats.Get(ctx, node)
-	if errorsmod.IsOf(err, collections.ErrNotFound) {
-		return nil // no record
-	} else if err != nil {
-		return err
+	switch {
+	case err == nil && due > ctx.BlockHeight():
+		return true, nil // beat since the entry was queued
+	case err == nil:
+		if err := k.Heartbeats.Remove(ctx, node); err != nil {
+			return false, err
+		}
+	case !errorsmod.IsOf(err, collections.ErrNotFound):
+		return false, err
 	}
-	if due > ctx.BlockHeight() {
-		return nil // beat since the entry was queued
-	}
-	if err := k.Heartbeats.Remove(ctx, node); err != nil {
-		return err
-	}
-	it, err := k.Tasks.Indexes.ByNode.MatchExact(ctx, node)
+	// no record: lapsed (now or in an earlier part); its running tasks go, a part at a time
+	keys, err := collkeys.CollectKeys(ctx, k.NodeRunning, collections.NewPrefixedPairRange[uint64, uint64](node), lapseChunk+1)
 	if err != nil {
-		return err
+		return false, err
 	}
-	var running []types.Task
-	for ; it.Valid(); it.Next() {
-		id, err := it.PrimaryKey()
+	for i, key := range keys {
+		if i == lapseChunk {
+			return false, nil
+		}
+		t, err := k.Tasks.Get(ctx, key.K2())
 		if err != nil {
-			_ = it.Close()
-			return err
+			return false, err
 		}
-		t, err := k.Tasks.Get(ctx, id)
-		if err != nil {
-			_ = it.Close()
-			return err
-		}
-		if t.Status == types.TASK_STATUS_RUNNING {
-			running = append(running, t)
-		}
-	}
-	if err := it.Close(); err != nil {
-		return err
-	}
-	for _, t := range running {
 		if err := k.lapse(ctx, p, t, fmt.Sprintf("heartbeat lapsed for %d blocks", p.HeartbeatTimeoutBlocks), p.AbandonSlashPpm, sstypes.SLASH_REASON_ABANDONED_TASK); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // settle pays a revealed task at the end of its challenge window: price + tip from the
@@ -243,11 +126,8 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if t.Status != types.TASK_STATUS_VERIFIED {
 		return nil
 	}
-	job, err := k.Jobs.Get(ctx, t.JobId)
+	job, err := k.loadJob(ctx, t.JobId)
 	if err != nil {
-		return err
-	}
-	if err := k.detach(ctx, &job, &t); err != nil {
 		return err
 	}
 	// A primary is paid its price and tip from its reservation; the other roles their
@@ -262,7 +142,10 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err := k.recordWork(ctx, job, t, gross); err != nil {
 		return err
 	}
-	provider := k.mustAcc(t.Provider)
+	provider, err := k.acc(t.Provider)
+	if err != nil {
+		return err
+	}
 	n, err := k.ProviderTasks.Get(ctx, provider)
 	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
 		return err
@@ -270,126 +153,127 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err := k.ProviderTasks.Set(ctx, provider, n+1); err != nil {
 		return err
 	}
-	k.hooks().AfterTaskSettled(ctx, t.NodeId, !t.CommitTime.After(job.Spec.Deadline))
-	if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_SETTLED, ""); err != nil {
+	if err := k.hooks().AfterTaskSettled(ctx, t.NodeId, !t.CommitTime.After(job.Spec.Deadline)); err != nil {
 		return err
 	}
-	return k.Jobs.Set(ctx, job.Id, job)
+	return k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_SETTLED, t.NodeId, "")
 }
 
-// recordWork adds a settled task to its provider's verified work of the current reward
-// epoch: C = the node's GFL index corrected for the job's workload class, times the task's
-// run time, times its share of the node's GPUs (GFLOP-seconds); and the fees paid by
-// another account. Self-paid work never counts: not when the owner is the provider, nor
-// when the provider funded the owner (funding.go).
-func (k Keeper) recordWork(ctx sdk.Context, job types.Job, t types.Task, gross sdkmath.Int) error {
-	if k.wiring.workEpoch == nil {
-		return nil
+// expireJobPart expires, at the job's deadline, the tasks that never started (pending,
+// and assigned but not acked) and refunds them, sweepChunk tasks a part from a cursor
+// (done: the sweep is over); running ones lapse at their run deadline.
+func (k Keeper) expireJobPart(ctx sdk.Context, p types.Params, id uint64) (bool, error) {
+	job, err := k.loadJob(ctx, id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return true, nil
+	} else if err != nil {
+		return false, err
 	}
-	if ok, err := k.earnsWork(ctx, job.Owner, k.mustAcc(t.Provider)); err != nil || !ok {
-		return err
+	if job.FinishedHeight != 0 {
+		return true, k.SweepCursors.Remove(ctx, collections.Join(sweepExpire, id))
 	}
-	epoch, err := k.wiring.workEpoch.CurrentWorkEpoch(ctx)
-	if err != nil {
-		return err
-	}
-	node, err := k.gfl.GetNode(ctx, t.NodeId)
-	if err != nil {
-		return err
-	}
-	gp, err := k.gfl.GetParams(ctx)
-	if err != nil {
-		return err
-	}
-	var corrected uint64
-	if f, ok := gp.ClassFactors(node.GpuClass); ok {
-		for _, w := range gp.WorkloadWeights {
-			if w.Workload == job.Spec.Workload {
-				corrected = gfltypes.Corrected(node.PowerGflops, w, f)
-			}
-		}
-	}
-	run := t.CommitTime.Sub(t.StartedTime)
-	run = min(max(run, 0), job.Spec.MaxDuration)
-	gpus := uint64(max(len(node.Gpus), 1))
-	c := sdkmath.NewIntFromUint64(corrected).MulRaw(int64(run / time.Second)).
-		Mul(sdkmath.NewIntFromUint64(uint64(job.Spec.Requirements.GPUs()))).Quo(sdkmath.NewIntFromUint64(gpus))
-	key := collections.Join3(epoch, k.mustAcc(t.Provider), int32(job.Spec.Workload))
-	rec, err := k.Work.Get(ctx, key)
-	if err != nil {
-		rec = types.WorkRecord{GflopSeconds: sdkmath.ZeroInt(), Fees: sdkmath.ZeroInt()}
-	}
-	rec.GflopSeconds = rec.GflopSeconds.Add(c)
-	rec.Fees = rec.Fees.Add(gross)
-	rec.Tasks++
-	return k.Work.Set(ctx, key, rec)
-}
-
-// expireJob expires the tasks of a job that never started before its deadline (pending and
-// assigned but not acked) and refunds them; running ones lapse at their run deadline.
-func (k Keeper) expireJob(ctx sdk.Context, p types.Params, id uint64) error {
-	job, err := k.Jobs.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	tasks, err := k.jobTasks(ctx, id)
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
+	return k.sweep(ctx, &job, sweepExpire, sweepChunk, func(t types.Task) error {
 		if t.Status != types.TASK_STATUS_PENDING && t.Status != types.TASK_STATUS_ASSIGNED {
-			continue
+			return nil
 		}
-		if err := k.detach(ctx, &job, &t); err != nil {
+		if err := k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_EXPIRED, t.NodeId, "the job's deadline passed before it started"); err != nil {
 			return err
 		}
-		if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_EXPIRED, "the job's deadline passed before it started"); err != nil {
-			return err
-		}
-		if err := k.memberGone(ctx, p, &job, t); err != nil {
-			return err
-		}
-	}
-	return k.Jobs.Set(ctx, id, job)
+		return k.afterMemberLeft(ctx, p, &job, t)
+	})
 }
 
-// prune deletes a finished job after job_retention_blocks: its tasks (at most
-// max_timeouts_per_block per block; the job is re-queued until they are gone), bids and
-// history.
-func (k Keeper) prune(ctx sdk.Context, p types.Params, id uint64) error {
-	job, err := k.Jobs.Get(ctx, id)
+// sweep applies fn to up to limit of a job's tasks after its sweep cursor of the given
+// kind, in id order, and moves the cursor; done when it saw the last task (the cursor is
+// then forgotten).
+func (k Keeper) sweep(ctx sdk.Context, job *types.Job, kind uint32, limit int, fn func(t types.Task) error) (bool, error) {
+	key := collections.Join(kind, job.Id)
+	after, err := k.SweepCursors.Get(ctx, key)
+	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
+		return false, err
+	}
+	rng := collections.NewPrefixedPairRange[uint64, uint64](job.Id)
+	if after != 0 {
+		rng = rng.StartExclusive(after)
+	}
+	it, err := k.Tasks.Indexes.ByJob.Iterate(ctx, rng)
 	if err != nil {
-		return err
+		return false, err
+	}
+	var ids []uint64
+	for ; it.Valid() && len(ids) <= limit; it.Next() {
+		id, err := it.PrimaryKey()
+		if err != nil {
+			_ = it.Close()
+			return false, err
+		}
+		ids = append(ids, id)
+	}
+	if err := it.Close(); err != nil {
+		return false, err
+	}
+	for i, id := range ids {
+		if i == limit {
+			return false, k.SweepCursors.Set(ctx, key, ids[i-1])
+		}
+		t, err := k.Tasks.Get(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if err := fn(t); err != nil {
+			return false, err
+		}
+	}
+	return true, k.SweepCursors.Remove(ctx, key)
+}
+
+// prunePart deletes a finished job after job_retention_blocks: its tasks and their
+// disputes, pruneChunk tasks a part (done: the job is gone), then its bids and history.
+func (k Keeper) prunePart(ctx sdk.Context, id uint64) (bool, error) {
+	if has, err := k.Jobs.Has(ctx, id); err != nil || !has {
+		return true, err
 	}
 	it, err := k.Tasks.Indexes.ByJob.MatchExact(ctx, id)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var ids []uint64
-	for ; it.Valid() && len(ids) < int(p.MaxTimeoutsPerBlock); it.Next() {
+	for ; it.Valid() && len(ids) < pruneChunk; it.Next() {
 		tid, err := it.PrimaryKey()
 		if err != nil {
 			_ = it.Close()
-			return err
+			return false, err
 		}
 		ids = append(ids, tid)
 	}
 	if err := it.Close(); err != nil {
-		return err
+		return false, err
 	}
 	for _, tid := range ids {
+		t, err := k.Tasks.Get(ctx, tid)
+		if err != nil {
+			return false, err
+		}
+		if t.DisputeId != 0 {
+			if err := k.Disputes.Remove(ctx, t.DisputeId); err != nil {
+				return false, err
+			}
+		}
 		if err := k.Tasks.Remove(ctx, tid); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if len(ids) == int(p.MaxTimeoutsPerBlock) {
-		return k.PruneQueue.Set(ctx, collections.Join(ctx.BlockHeight()+1, id))
+	if len(ids) == pruneChunk {
+		return false, nil
 	}
 	if err := k.Bids.Clear(ctx, collections.NewPrefixedPairRange[uint64, uint64](id)); err != nil {
-		return err
+		return false, err
 	}
 	if err := k.History.Clear(ctx, collections.NewPrefixedPairRange[uint64, uint32](id)); err != nil {
-		return err
+		return false, err
 	}
-	return k.Jobs.Remove(ctx, job.Id)
+	if err := k.JobSpecs.Remove(ctx, id); err != nil {
+		return false, err
+	}
+	return true, k.Jobs.Remove(ctx, id)
 }

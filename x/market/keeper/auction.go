@@ -22,44 +22,55 @@ import (
 // winner's deposit returns at its first ack, or goes to the job's owner if it never acks.
 
 // PlaceBid records a bid and locks its deposit.
-func (k Keeper) PlaceBid(ctx context.Context, msg *types.MsgPlaceBid) error {
-	provider, err := k.address("provider", msg.Provider)
+func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, nodeID uint64, price sdkmath.Int, quantity uint32) error {
+	signer, err := k.addressString("provider", provider)
 	if err != nil {
 		return err
 	}
-	job, err := k.GetJob(ctx, msg.JobId)
+	job, err := k.GetJob(ctx, jobID)
 	if err != nil {
 		return err
 	}
 	if job.Status != types.JOB_STATUS_BIDDING {
 		return errorsmod.Wrapf(types.ErrNotAuction, "job %d is %s", job.Id, job.Status)
 	}
-	qty := max(msg.Quantity, 1)
+	qty := max(quantity, 1)
 	if total := job.Spec.TotalTasks(); uint64(qty) > total {
 		return errorsmod.Wrapf(types.ErrInvalidBid, "quantity %d: the job has %d tasks", qty, total)
 	}
-	if msg.Price.IsNil() || !msg.Price.IsPositive() || msg.Price.GT(job.Spec.MaxPricePerTask.Amount) {
-		return errorsmod.Wrapf(types.ErrInvalidBid, "price %s: must be positive and at most the max price %s", msg.Price, job.Spec.MaxPricePerTask.Amount)
+	if price.IsNil() || !price.IsPositive() || price.GT(job.Spec.MaxPricePerTask.Amount) {
+		return errorsmod.Wrapf(types.ErrInvalidBid, "price %s: must be positive and at most the max price %s", price, job.Spec.MaxPricePerTask.Amount)
 	}
-	slot, err := k.Slots.Get(ctx, msg.NodeId)
+	slot, err := k.Slots.Get(ctx, nodeID)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
-		return errorsmod.Wrapf(types.ErrNodeUnknown, "node %d", msg.NodeId)
+		return errorsmod.Wrapf(types.ErrNodeUnknown, "node %d", nodeID)
 	} else if err != nil {
 		return err
 	}
-	if slot.Operator != msg.Provider {
-		return errorsmod.Wrapf(types.ErrNotProvider, "node %d is operated by %s, not %s", msg.NodeId, slot.Operator, msg.Provider)
+	if slot.Operator != signer {
+		return errorsmod.Wrapf(types.ErrNotProvider, "node %d is operated by %s, not %s", nodeID, slot.Operator, signer)
 	}
-	if has, err := k.Bids.Has(ctx, collections.Join(job.Id, msg.NodeId)); err != nil {
+	if has, err := k.Bids.Has(ctx, collections.Join(job.Id, nodeID)); err != nil {
 		return err
 	} else if has {
-		return errorsmod.Wrapf(types.ErrDuplicateBid, "node %d on job %d", msg.NodeId, job.Id)
+		return errorsmod.Wrapf(types.ErrDuplicateBid, "node %d on job %d", nodeID, job.Id)
 	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
 	}
-	if err := k.bidEligible(ctx, p, job, slot, msg.Price); err != nil {
+	// an auction's close clears all its bids in one step: their number is bounded
+	n := 0
+	if err := k.Bids.Walk(ctx, collections.NewPrefixedPairRange[uint64, uint64](job.Id), func(collections.Pair[uint64, uint64], types.Bid) (bool, error) {
+		n++
+		return n >= int(p.MaxBidsPerJob), nil
+	}); err != nil {
+		return err
+	}
+	if n >= int(p.MaxBidsPerJob) {
+		return errorsmod.Wrapf(types.ErrInvalidBid, "job %d has %d bids, at most max_bids_per_job %d", job.Id, n, p.MaxBidsPerJob)
+	}
+	if err := k.bidEligible(ctx, p, job, slot, price); err != nil {
 		return err
 	}
 	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, provider, types.ModuleName, sdk.NewCoins(p.BidDeposit)); err != nil {
@@ -67,17 +78,17 @@ func (k Keeper) PlaceBid(ctx context.Context, msg *types.MsgPlaceBid) error {
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	bid := types.Bid{
-		JobId: job.Id, NodeId: msg.NodeId, Provider: msg.Provider, Price: msg.Price, Quantity: qty,
+		JobId: job.Id, NodeId: nodeID, Provider: signer, Price: price, Quantity: qty,
 		Deposit: p.BidDeposit.Amount, Status: types.BID_STATUS_OPEN, Height: sdkCtx.BlockHeight(),
 	}
-	if err := k.Bids.Set(ctx, collections.Join(job.Id, msg.NodeId), bid); err != nil {
+	if err := k.Bids.Set(ctx, collections.Join(job.Id, nodeID), bid); err != nil {
 		return err
 	}
-	k.addHistory(ctx, &job, p, "BidPlaced", 0, msg.NodeId, fmt.Sprintf("%d tasks at %s%s", qty, msg.Price, p.Denom))
-	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
+	k.addHistory(ctx, &job, p, "BidPlaced", 0, nodeID, fmt.Sprintf("%d tasks at %s%s", qty, price, p.Denom))
+	if err := k.saveJob(ctx, job); err != nil {
 		return err
 	}
-	return sdkCtx.EventManager().EmitTypedEvent(&types.EventBid{JobId: job.Id, NodeId: msg.NodeId, Status: bid.Status, Price: bid.Price})
+	return sdkCtx.EventManager().EmitTypedEvent(&types.EventBid{JobId: job.Id, NodeId: nodeID, Status: bid.Status, Price: bid.Price})
 }
 
 // bidEligible applies the scheduler's filters (but the node's current load: a bid is an
@@ -102,7 +113,7 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d's reputation is below the minimum", s.NodeId)
 	}
 	exposure := exposureOf(p, taskValue(job, types.TASK_ROLE_PRIMARY, price))
-	if ok, err := k.collateral.CanAddExposure(ctx, k.mustAcc(s.Operator), exposure); err != nil {
+	if ok, err := k.canAddExposure(ctx, s.Operator, exposure); err != nil {
 		return err
 	} else if !ok {
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: its operator is jailed or its collateral does not cover %s%s more exposure (value x result_penalty_multiple %d)", s.NodeId, exposure, p.Denom, p.ResultPenaltyMultiple)
@@ -111,8 +122,9 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 }
 
 // WithdrawBid withdraws an open bid and returns its deposit.
-func (k Keeper) WithdrawBid(ctx context.Context, provider string, jobID, nodeID uint64) error {
-	if _, err := k.address("provider", provider); err != nil {
+func (k Keeper) WithdrawBid(ctx context.Context, providerAddr sdk.AccAddress, jobID, nodeID uint64) error {
+	provider, err := k.addressString("provider", providerAddr)
+	if err != nil {
 		return err
 	}
 	bid, err := k.Bids.Get(ctx, collections.Join(jobID, nodeID))
@@ -139,7 +151,7 @@ func (k Keeper) WithdrawBid(ctx context.Context, provider string, jobID, nodeID 
 		return err
 	}
 	k.addHistory(ctx, &job, p, "BidWithdrawn", 0, nodeID, "")
-	if err := k.Jobs.Set(ctx, jobID, job); err != nil {
+	if err := k.saveJob(ctx, job); err != nil {
 		return err
 	}
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventBid{JobId: jobID, NodeId: nodeID, Status: bid.Status, Price: bid.Price})
@@ -152,8 +164,7 @@ func (k Keeper) returnDeposit(ctx context.Context, bid *types.Bid, status types.
 		return err
 	}
 	if bid.Deposit.IsPositive() {
-		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, k.mustAcc(bid.Provider),
-			sdk.NewCoins(sdk.NewCoin(p.Denom, bid.Deposit))); err != nil {
+		if err := k.payOut(ctx, bid.Provider, p.Denom, bid.Deposit); err != nil {
 			return err
 		}
 	}
@@ -196,8 +207,7 @@ func (k Keeper) settleBidDeposit(ctx context.Context, job *types.Job, nodeID uin
 		return err
 	}
 	if bid.Deposit.IsPositive() {
-		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, k.mustAcc(job.Owner),
-			sdk.NewCoins(sdk.NewCoin(p.Denom, bid.Deposit))); err != nil {
+		if err := k.payOut(ctx, job.Owner, p.Denom, bid.Deposit); err != nil {
 			return err
 		}
 	}
@@ -217,7 +227,7 @@ func (k Keeper) jobBids(ctx context.Context, jobID uint64) ([]types.Bid, error) 
 
 // closeAuction clears a job's auction at its close height.
 func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) error {
-	job, err := k.Jobs.Get(ctx, jobID)
+	job, err := k.loadJob(ctx, jobID)
 	if err != nil {
 		return err
 	}
@@ -288,16 +298,16 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 			}
 		}
 	}
-	// Tasks nobody won go to the scheduler, at the job's max price.
-	for _, t := range pending {
-		if t.Status == types.TASK_STATUS_PENDING {
-			if err := k.enqueue(ctx, job, t); err != nil {
+	// Tasks nobody won go to the scheduler, at the job's max price (the job is ACTIVE now).
+	for i := range pending {
+		if t := &pending[i]; t.Status == types.TASK_STATUS_PENDING {
+			if err := k.transition(ctx, p, &job, t, types.TASK_STATUS_PENDING, step{}, nil); err != nil {
 				return err
 			}
 		}
 	}
 	k.addHistory(ctx, &job, p, "AuctionCleared", 0, 0, fmt.Sprintf("%d tasks filled at %s%s, %d to the scheduler", filled, job.ClearingPrice, p.Denom, uint32(len(pending))-filled))
-	if err := k.Jobs.Set(ctx, jobID, job); err != nil {
+	if err := k.saveJob(ctx, job); err != nil {
 		return err
 	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventAuctionCleared{
@@ -310,6 +320,7 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 // collateral (a winner that cannot take a task leaves it to the scheduler).
 func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending *[]types.Task, bid types.Bid, f types.AuctionFill) (uint32, error) {
 	var n uint32
+	need := job.Spec.Requirements.GPUs()
 	for i := range *pending {
 		if n == f.Tasks {
 			break
@@ -322,15 +333,17 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if err != nil {
 			return n, err
 		}
+		if !slot.Active || slot.GpusUsed+need > slot.Gpus {
+			break // the node has no room left: the rest of its fill goes to the scheduler
+		}
 		excluded, err := k.excludedNodes(ctx, *job, *t)
 		if err != nil {
 			return n, err
 		}
-		need := job.Spec.Requirements.GPUs()
-		if excluded[f.NodeID] || !slot.Active || slot.GpusUsed+need > slot.Gpus {
+		if excluded[f.NodeID] {
 			continue
 		}
-		if ok, err := k.collateral.CanAddExposure(ctx, k.mustAcc(slot.Operator), exposureOf(p, taskValue(*job, t.Role, f.Pay))); err != nil || !ok {
+		if ok, err := k.canAddExposure(ctx, slot.Operator, exposureOf(p, taskValue(*job, t.Role, f.Pay))); err != nil || !ok {
 			return n, err
 		}
 		if err := k.assign(ctx, p, job, t, slot, f.Pay, bid.NodeId); err != nil {

@@ -33,11 +33,16 @@ func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) 
 	if err != nil {
 		return Draw{}, false, err
 	}
-	job, err := k.Jobs.Get(ctx, t.JobId)
+	job, err := k.loadJob(ctx, t.JobId)
 	if err != nil {
 		return Draw{}, false, err
 	}
-	d, found, err := k.draw(ctx, p, gp, job, t)
+	sb := &sched{gp: gp, jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}}
+	classes, err := sb.classesOf(ctx, k, job)
+	if err != nil {
+		return Draw{}, false, err
+	}
+	d, found, err := k.draw(ctx, p, classes, job, t)
 	if err != nil || !found {
 		return Draw{}, found, err
 	}
@@ -48,3 +53,23 @@ func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) 
 
 // LoadPPM exposes loadPPM.
 func LoadPPM(used, total uint32) uint32 { return loadPPM(used, total) }
+
+// CanMove exposes the lifecycle core's table of task moves.
+func CanMove(from, to types.TaskStatus) bool { return canMove(from, to) }
+
+// TransitionForTest runs the lifecycle core's transition of a stored task.
+func (k Keeper) TransitionForTest(ctx sdk.Context, taskID uint64, to types.TaskStatus) error {
+	t, err := k.Tasks.Get(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	job, err := k.loadJob(ctx, t.JobId)
+	if err != nil {
+		return err
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	return k.transition(ctx, p, &job, &t, to, step{}, nil)
+}

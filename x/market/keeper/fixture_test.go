@@ -159,34 +159,56 @@ func (r *reputationFake) Reputation(_ context.Context, id uint64) (sdkmath.Legac
 	return s, !r.ineligible[id], nil
 }
 
-type workEpochFake struct{ epoch uint64 }
-
-func (w workEpochFake) CurrentWorkEpoch(context.Context) (uint64, error) { return w.epoch, nil }
-
-// hooksFake records what the market tells x/reputation.
+// hooksFake records what the market tells x/reputation and x/dps.
 type hooksFake struct {
+	fail     error // returned by every hook (which then records nothing)
 	acked    []uint64
 	onTime   []bool
 	lapsed   []uint64
 	verified []uint64
 	settled  []uint64
+	work     []types.VerifiedWork
 }
 
-func (h *hooksFake) AfterTaskAcked(_ context.Context, node uint64, onTime bool) {
+func (h *hooksFake) AfterWorkVerified(_ context.Context, w types.VerifiedWork) error {
+	if h.fail != nil {
+		return h.fail
+	}
+	h.work = append(h.work, w)
+	return nil
+}
+
+func (h *hooksFake) AfterTaskAcked(_ context.Context, node uint64, onTime bool) error {
+	if h.fail != nil {
+		return h.fail
+	}
 	h.acked = append(h.acked, node)
 	h.onTime = append(h.onTime, onTime)
+	return nil
 }
 
-func (h *hooksFake) AfterTaskLapsed(_ context.Context, node uint64, _ string) {
+func (h *hooksFake) AfterTaskLapsed(_ context.Context, node uint64, _ string) error {
+	if h.fail != nil {
+		return h.fail
+	}
 	h.lapsed = append(h.lapsed, node)
+	return nil
 }
 
-func (h *hooksFake) AfterTaskVerified(_ context.Context, node uint64, _ bool) {
+func (h *hooksFake) AfterTaskVerified(_ context.Context, node uint64, _ bool) error {
+	if h.fail != nil {
+		return h.fail
+	}
 	h.verified = append(h.verified, node)
+	return nil
 }
 
-func (h *hooksFake) AfterTaskSettled(_ context.Context, node uint64, _ bool) {
+func (h *hooksFake) AfterTaskSettled(_ context.Context, node uint64, _ bool) error {
+	if h.fail != nil {
+		return h.fail
+	}
 	h.settled = append(h.settled, node)
+	return nil
 }
 
 // fixture is x/market on a real store with fake neighbours, driven block by block.
@@ -223,7 +245,6 @@ func newFixture(t testing.TB, edit func(p *types.Params)) *fixture {
 	}
 	f.k = keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.gfl, f.coll, "fee_collector", "dps")
 	f.k.SetReputation(f.rep)
-	f.k.SetWorkEpoch(workEpochFake{epoch: 7})
 	f.k.SetHooks(f.hooks)
 	gs := types.DefaultGenesisState()
 	if edit != nil {
@@ -323,7 +344,7 @@ func (f *fixture) addNode(op string, gpus int, edit func(n *gfltypes.Node)) uint
 	f.nextID++
 	n := a100(f.nextID, op, gpus, edit)
 	f.gfl.nodes[n.Id] = n
-	f.k.GFLHooks().AfterNodeChanged(f.ctx, n)
+	require.NoError(f.t, f.k.GFLHooks().AfterNodeChanged(f.ctx, n))
 	return n.Id
 }
 
@@ -332,7 +353,7 @@ func (f *fixture) updateNode(id uint64, edit func(n *gfltypes.Node)) {
 	n := f.gfl.nodes[id]
 	edit(&n)
 	f.gfl.nodes[id] = n
-	f.k.GFLHooks().AfterNodeChanged(f.ctx, n)
+	require.NoError(f.t, f.k.GFLHooks().AfterNodeChanged(f.ctx, n))
 }
 
 // gemmSpec is a 1-GPU BUILTIN gemm batch job of tasks tasks: at most 5 DPS per task, 10
@@ -445,7 +466,7 @@ var (
 func (f *fixture) commit(task types.Task) {
 	f.t.Helper()
 	_, err := f.ms.CommitResult(f.ctx, &types.MsgCommitResult{Provider: task.Provider, TaskId: task.Id,
-		Commitment: keeper.Commitment(testRoot[:], testSalt, sdk.MustAccAddressFromBech32(task.Provider))})
+		Commitment: types.Commitment(testRoot[:], testSalt, sdk.MustAccAddressFromBech32(task.Provider))})
 	require.NoError(f.t, err)
 }
 
@@ -573,6 +594,8 @@ func (f *fixture) assertInvariants() {
 	msg, broken := f.k.EscrowInvariant(f.ctx)
 	require.False(f.t, broken, msg)
 	msg, broken = f.k.SlotsInvariant(f.ctx)
+	require.False(f.t, broken, msg)
+	msg, broken = f.k.DueWorkInvariant(f.ctx)
 	require.False(f.t, broken, msg)
 	want := map[string]sdkmath.Int{}
 	require.NoError(f.t, f.k.Tasks.Walk(f.ctx, nil, func(_ uint64, t types.Task) (bool, error) {

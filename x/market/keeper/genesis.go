@@ -33,7 +33,10 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	jobs := map[uint64]types.Job{}
 	for _, j := range gs.Jobs {
 		jobs[j.Id] = j
-		if err := k.Jobs.Set(ctx, j.Id, j); err != nil {
+		if err := k.JobSpecs.Set(ctx, j.Id, j.Spec); err != nil {
+			return err
+		}
+		if err := k.saveJob(ctx, j); err != nil {
 			return err
 		}
 		var err error
@@ -49,20 +52,14 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
-	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
 	for _, t := range gs.Tasks {
 		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
 			return err
 		}
-		if err := k.enqueue(ctx, jobs[t.JobId], t); err != nil {
+		// its due-work entry, as the lifecycle core keeps it (an entry due before the
+		// import height is taken at the first block)
+		if err := k.attachEntry(ctx, jobs[t.JobId], t); err != nil {
 			return err
-		}
-		j := jobs[t.JobId]
-		if t.Status == types.TASK_STATUS_COMMITTED && t.Role == types.TASK_ROLE_PRIMARY && !t.Audited &&
-			j.Spec.Verification == types.VERIFICATION_CLASS_EXACT && j.Spec.Replicas == 1 {
-			if err := k.AuditDraws.Set(ctx, collections.Join(max(t.CommitHeight+2, h+1), t.Id)); err != nil {
-				return err
-			}
 		}
 	}
 	for _, d := range gs.Disputes {
@@ -97,17 +94,20 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, e := range gs.Earnings {
-		if err := k.PoolEarnings.Set(ctx, collections.Join(e.PoolId, k.mustAcc(e.Provider)), e); err != nil {
+		provider, err := k.acc(e.Provider)
+		if err != nil {
+			return err
+		}
+		if err := k.PoolEarnings.Set(ctx, collections.Join(e.PoolId, provider), e); err != nil {
 			return err
 		}
 	}
 	for _, c := range gs.ProviderTasks {
-		if err := k.ProviderTasks.Set(ctx, k.mustAcc(c.Provider), c.Tasks); err != nil {
+		provider, err := k.acc(c.Provider)
+		if err != nil {
 			return err
 		}
-	}
-	for _, l := range gs.FundingLinks {
-		if err := k.FundedBy.Set(ctx, collections.Join(k.mustAcc(l.Recipient), k.mustAcc(l.Funder))); err != nil {
+		if err := k.ProviderTasks.Set(ctx, provider, c.Tasks); err != nil {
 			return err
 		}
 	}
@@ -135,12 +135,6 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
-	for _, w := range gs.Work {
-		key := collections.Join3(w.Epoch, k.mustAcc(w.Provider), w.Workload)
-		if err := k.Work.Set(ctx, key, w.Record); err != nil {
-			return err
-		}
-	}
 	for _, h := range gs.History {
 		if err := k.History.Set(ctx, collections.Join(h.JobId, h.Seq), h.Entry); err != nil {
 			return err
@@ -148,6 +142,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	}
 	held, err := k.heldEscrow(ctx)
 	if err != nil {
+		return err
+	}
+	if err := k.Retries.Import(ctx, gs.Retries); err != nil {
 		return err
 	}
 	if bal := k.bankKeeper.GetBalance(ctx, k.accountKeeper.GetModuleAddress(types.ModuleName), p.Denom).Amount; !bal.Equal(held) {
@@ -169,7 +166,12 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	if gs.NextTaskId, err = k.TaskSeq.Peek(ctx); err != nil {
 		return nil, err
 	}
-	if err := k.Jobs.Walk(ctx, nil, func(_ uint64, j types.Job) (bool, error) {
+	if err := k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {
+		spec, err := k.JobSpecs.Get(ctx, id)
+		if err != nil {
+			return true, err
+		}
+		j.Spec = spec
 		gs.Jobs = append(gs.Jobs, j)
 		return false, nil
 	}); err != nil {
@@ -195,12 +197,6 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	}
 	if err := k.Heartbeats.Walk(ctx, nil, func(node uint64, h int64) (bool, error) {
 		gs.Heartbeats = append(gs.Heartbeats, types.NodeHeartbeat{NodeId: node, Height: h})
-		return false, nil
-	}); err != nil {
-		return nil, err
-	}
-	if err := k.Work.Walk(ctx, nil, func(key collections.Triple[uint64, sdk.AccAddress, int32], r types.WorkRecord) (bool, error) {
-		gs.Work = append(gs.Work, types.WorkEntry{Epoch: key.K1(), Provider: key.K2().String(), Workload: key.K3(), Record: r})
 		return false, nil
 	}); err != nil {
 		return nil, err
@@ -247,16 +243,13 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	}); err != nil {
 		return nil, err
 	}
-	if err := k.FundedBy.Walk(ctx, nil, func(key collections.Pair[sdk.AccAddress, sdk.AccAddress]) (bool, error) {
-		gs.FundingLinks = append(gs.FundingLinks, types.FundingLink{Recipient: key.K1().String(), Funder: key.K2().String()})
-		return false, nil
-	}); err != nil {
-		return nil, err
-	}
 	if gs.NextDisputeId, err = k.DisputeSeq.Peek(ctx); err != nil {
 		return nil, err
 	}
 	if gs.NextPoolId, err = k.PoolSeq.Peek(ctx); err != nil {
+		return nil, err
+	}
+	if gs.Retries, err = k.Retries.Export(ctx); err != nil {
 		return nil, err
 	}
 	return gs, nil

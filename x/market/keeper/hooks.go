@@ -32,21 +32,26 @@ func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node) error {
 	return nil
 }
 
-// AfterNodeChanged refreshes the node's slot, keeping its usage counters.
-func (h gflHooks) AfterNodeChanged(ctx context.Context, n gfltypes.Node) {
-	s := SlotFromNode(n)
+// AfterNodeChanged refreshes the node's slot, keeping its usage counters; a failure fails
+// the node's change (x/gfl returns it).
+func (h gflHooks) AfterNodeChanged(ctx context.Context, n gfltypes.Node) error {
+	s := types.SlotFromNode(n)
 	old, err := h.k.Slots.Get(ctx, n.Id)
 	var oldp *types.NodeSlot
-	if err == nil {
+	switch {
+	case err == nil:
 		s.GpusUsed, s.Tasks = old.GpusUsed, old.Tasks
 		oldp = &old
+	case !errorsmod.IsOf(err, collections.ErrNotFound):
+		return err
 	}
 	if err := h.k.setSlot(ctx, oldp, s); err != nil {
-		// The hook cannot fail the caller; a slot out of step is caught by the invariant.
-		panic(fmt.Errorf("market: slot of node %d: %w", n.Id, err))
+		return fmt.Errorf("market: slot of node %d: %w", n.Id, err)
 	}
+	return nil
 }
 
 // AfterChallengeFinished implements gfltypes.GFLHooks.
-func (gflHooks) AfterChallengeFinished(context.Context, gfltypes.Node, uint64, gfltypes.ChallengeStatus) {
+func (gflHooks) AfterChallengeFinished(context.Context, gfltypes.Node, uint64, gfltypes.ChallengeStatus) error {
+	return nil
 }

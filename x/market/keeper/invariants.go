@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -16,6 +17,7 @@ import (
 func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 	reg.Register(types.ModuleName, "escrow", k.EscrowInvariant)
 	reg.Register(types.ModuleName, "slots", k.SlotsInvariant)
+	reg.Register(types.ModuleName, "due-work", k.DueWorkInvariant)
 }
 
 // EscrowInvariant: the escrow account holds exactly the jobs' escrows, the deposits and
@@ -48,10 +50,15 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 			return true, err
 		}
 		want := j.VerificationLeft
+		open := uint32(0)
 		for _, t := range tasks {
 			if !isFinal(t.Status) {
 				want = want.Add(t.Reserved.Sub(t.Paid))
+				open++
 			}
+		}
+		if open != j.OpenTasks {
+			problems = append(problems, fmt.Sprintf("job %d counts %d open tasks, it has %d", id, j.OpenTasks, open))
 		}
 		if !j.Escrow.Equal(want) {
 			problems = append(problems, fmt.Sprintf("job %d escrow %s != verification budget left + open reservations = %s", id, j.Escrow, want))
@@ -108,7 +115,7 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 				_ = it.Close()
 				return true, err
 			}
-			job, err := k.Jobs.Get(ctx, t.JobId)
+			job, err := k.loadJob(ctx, t.JobId)
 			if err != nil {
 				_ = it.Close()
 				return true, err
@@ -180,6 +187,157 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 		problems = append(problems, fmt.Sprintf("%d index entries for %d active nodes", indexed, active))
 	}
 	return report("slots", fmt.Sprintf("%d active nodes", active), problems)
+}
+
+// DueWorkInvariant: every task holds exactly the due-work entry its status calls for (the
+// lifecycle core's table, transition.go) and no queue holds an entry for a task in
+// another status: an item a block hook dropped, or a stale entry it would trip over,
+// shows here.
+func (k Keeper) DueWorkInvariant(ctx sdk.Context) (string, bool) {
+	var problems []string
+	expected, running := 0, 0
+	jobs := map[uint64]types.Job{}
+	err := k.Tasks.Walk(ctx, nil, func(id uint64, t types.Task) (bool, error) {
+		job, ok := jobs[t.JobId]
+		if !ok {
+			j, err := k.loadJob(ctx, t.JobId)
+			if err != nil {
+				return true, err
+			}
+			job, jobs[t.JobId] = j, j
+		}
+		has, where, err := k.hasEntry(ctx, job, t)
+		if err != nil {
+			return true, err
+		}
+		if !has {
+			// an item that failed waits in the retries instead of its queue
+			if kind := retryKind(job, t); kind != "" {
+				n, err := k.Retries.Attempt(ctx, blockhook.Item{Kind: kind, ID: id})
+				if err != nil {
+					return true, err
+				}
+				has, where = n > 0, ""
+			}
+		}
+		if where != "" {
+			expected++
+		}
+		if !has {
+			problems = append(problems, fmt.Sprintf("task %d (%s, job %s) has no %s entry", id, t.Status, job.Status, where))
+		}
+		if t.Status == types.TASK_STATUS_RUNNING {
+			running++
+			if ok, err := k.NodeRunning.Has(ctx, collections.Join(t.NodeId, id)); err != nil {
+				return true, err
+			} else if !ok {
+				problems = append(problems, fmt.Sprintf("running task %d is not indexed under its node %d", id, t.NodeId))
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	// every entry belongs to a task in that status: count them all
+	entries := 0
+	count := func(n int, err error) {
+		entries += n
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	count(countKeys(ctx, k.AssignQueue))
+	count(countKeys(ctx, k.AssignRetryAt))
+	count(countKeys(ctx, k.AckDeadlines))
+	count(countKeys(ctx, k.RunDeadlines))
+	count(countKeys(ctx, k.RevealDeadlines))
+	count(countKeys(ctx, k.SettleQueue))
+	count(countKeys(ctx, k.AuditDraws))
+	retries := 0
+	if err := k.AssignRetries.Walk(ctx, nil, func(uint64, collections.Pair[int64, uint32]) (bool, error) {
+		retries++
+		return false, nil
+	}); err != nil {
+		problems = append(problems, err.Error())
+	} else if parked, err := countKeys(ctx, k.AssignRetryAt); err == nil && retries != parked {
+		problems = append(problems, fmt.Sprintf("%d retry records for %d parked entries", retries, parked))
+	}
+	if entries != expected {
+		problems = append(problems, fmt.Sprintf("%d due-work entries for %d tasks that hold one", entries, expected))
+	}
+	if n, err := countKeys(ctx, k.NodeRunning); err != nil {
+		problems = append(problems, err.Error())
+	} else if n != running {
+		problems = append(problems, fmt.Sprintf("%d node-running entries for %d running tasks", n, running))
+	}
+	return report("due-work", fmt.Sprintf("%d due-work entries", entries), problems)
+}
+
+// retryKind is the block-work kind that handles a task's due entry of its status ("" for
+// none).
+func retryKind(job types.Job, t types.Task) string {
+	switch t.Status {
+	case types.TASK_STATUS_PENDING:
+		return kindAssign
+	case types.TASK_STATUS_ASSIGNED:
+		return kindAck
+	case types.TASK_STATUS_RUNNING:
+		return kindRun
+	case types.TASK_STATUS_COMMITTED:
+		if awaitsAuditDraw(job, t) {
+			return kindAudit
+		}
+		return kindReveal
+	case types.TASK_STATUS_VERIFIED:
+		return kindSettle
+	}
+	return ""
+}
+
+// hasEntry says whether the task holds the entry its status calls for, and names it
+// ("" when the status holds none).
+func (k Keeper) hasEntry(ctx sdk.Context, job types.Job, t types.Task) (bool, string, error) {
+	switch t.Status {
+	case types.TASK_STATUS_PENDING:
+		if !queued(job, t) {
+			return true, "", nil
+		}
+		if r, err := k.AssignRetries.Get(ctx, t.Id); err == nil {
+			has, err := k.AssignRetryAt.Has(ctx, collections.Join(r.K1(), t.Id))
+			return has, "parked AssignRetryAt", err
+		}
+		has, err := k.AssignQueue.Has(ctx, queueKey(job, t.Id))
+		return has, "AssignQueue", err
+	case types.TASK_STATUS_ASSIGNED:
+		has, err := k.AckDeadlines.Has(ctx, collections.Join(t.AckDeadlineHeight, t.Id))
+		return has, "AckDeadlines", err
+	case types.TASK_STATUS_RUNNING:
+		has, err := k.RunDeadlines.Has(ctx, collections.Join(t.RunDeadline, t.Id))
+		return has, "RunDeadlines", err
+	case types.TASK_STATUS_COMMITTED:
+		if awaitsAuditDraw(job, t) {
+			has, err := k.AuditDraws.Has(ctx, collections.Join(auditDrawHeight(t), t.Id))
+			return has, "AuditDraws", err
+		}
+		if t.RevealDeadlineHeight != 0 {
+			has, err := k.RevealDeadlines.Has(ctx, collections.Join(t.RevealDeadlineHeight, t.Id))
+			return has, "RevealDeadlines", err
+		}
+	case types.TASK_STATUS_VERIFIED:
+		has, err := k.SettleQueue.Has(ctx, collections.Join(t.SettleHeight, t.Id))
+		return has, "SettleQueue", err
+	}
+	return true, "", nil
+}
+
+func countKeys[K any](ctx sdk.Context, ks collections.KeySet[K]) (int, error) {
+	n := 0
+	err := ks.Walk(ctx, nil, func(K) (bool, error) {
+		n++
+		return false, nil
+	})
+	return n, err
 }
 
 func report(route, summary string, problems []string) (string, bool) {

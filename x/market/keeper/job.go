@@ -20,8 +20,8 @@ import (
 // plus the verification budget) from the owner into escrow, and creates the job's task
 // replicas: queued for the scheduler (ASSIGN) or waiting for the auction to close
 // (AUCTION).
-func (k Keeper) SubmitJob(ctx context.Context, owner string, spec types.JobSpec) (types.Job, error) {
-	ownerAddr, err := k.address("owner", owner)
+func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec types.JobSpec) (types.Job, error) {
+	owner, err := k.addressString("owner", ownerAddr)
 	if err != nil {
 		return types.Job{}, err
 	}
@@ -32,6 +32,9 @@ func (k Keeper) SubmitJob(ctx context.Context, owner string, spec types.JobSpec)
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	if err := spec.Validate(p, sdkCtx.BlockTime()); err != nil {
 		return types.Job{}, err
+	}
+	if spec.Mode == types.ALLOCATION_MODE_AUCTION && spec.TotalTasks() > uint64(p.MaxAuctionTasks) {
+		return types.Job{}, errorsmod.Wrapf(types.ErrInvalidJobSpec, "an AUCTION job has task_count x replicas = %d tasks, at most max_auction_tasks %d", spec.TotalTasks(), p.MaxAuctionTasks)
 	}
 	budget := spec.Budget()
 	if have := k.bankKeeper.SpendableCoins(ctx, ownerAddr).AmountOf(p.Denom); have.LT(budget) {
@@ -70,13 +73,8 @@ func (k Keeper) SubmitJob(ctx context.Context, owner string, spec types.JobSpec)
 				Id: tid, JobId: id, Index: i, Replica: r, Status: types.TASK_STATUS_PENDING, Role: types.TASK_ROLE_PRIMARY,
 				Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: spec.Reserved(),
 			}
-			if err := k.Tasks.Set(ctx, tid, t); err != nil {
+			if err := k.insertTask(ctx, &job, t); err != nil {
 				return types.Job{}, err
-			}
-			if spec.Mode == types.ALLOCATION_MODE_ASSIGN {
-				if err := k.AssignQueue.Set(ctx, queueKey(job, tid)); err != nil {
-					return types.Job{}, err
-				}
 			}
 		}
 	}
@@ -84,7 +82,10 @@ func (k Keeper) SubmitJob(ctx context.Context, owner string, spec types.JobSpec)
 		return types.Job{}, err
 	}
 	k.addHistory(ctx, &job, p, "JobSubmitted", 0, 0, fmt.Sprintf("%d tasks x %d replicas, %s, escrow %s%s", spec.TaskCount, spec.Replicas, spec.Mode, budget, p.Denom))
-	if err := k.Jobs.Set(ctx, id, job); err != nil {
+	if err := k.JobSpecs.Set(ctx, id, spec); err != nil {
+		return types.Job{}, err
+	}
+	if err := k.saveJob(ctx, job); err != nil {
 		return types.Job{}, err
 	}
 	return job, sdkCtx.EventManager().EmitTypedEvent(&types.EventJobSubmitted{
@@ -124,8 +125,9 @@ func queueKey(job types.Job, taskID uint64) collections.Triple[uint64, int64, ui
 //   - open bids are returned.
 //
 // It returns what was refunded at once; the rest comes back as the remaining tasks end.
-func (k Keeper) CancelJob(ctx context.Context, owner string, jobID uint64) (sdkmath.Int, error) {
-	if _, err := k.address("owner", owner); err != nil {
+func (k Keeper) CancelJob(ctx context.Context, ownerAddr sdk.AccAddress, jobID uint64) (sdkmath.Int, error) {
+	owner, err := k.addressString("owner", ownerAddr)
+	if err != nil {
 		return sdkmath.Int{}, err
 	}
 	job, err := k.GetJob(ctx, jobID)
@@ -152,50 +154,72 @@ func (k Keeper) CancelJob(ctx context.Context, owner string, jobID uint64) (sdkm
 		}
 	}
 	job.Status = types.JOB_STATUS_CANCELLED
-	tasks, err := k.jobTasks(ctx, jobID)
+	k.addHistory(ctx, &job, p, "JobCancelled", 0, 0, "cancelled by the owner")
+	done, err := k.cancelPart(ctx, p, &job, cancelInline)
 	if err != nil {
 		return sdkmath.Int{}, err
 	}
+	if !done {
+		// a big job: its other tasks are cancelled by the block work, a part a block
+		if err := k.CancelSweeps.Set(ctx, collections.Join(sdk.UnwrapSDKContext(ctx).BlockHeight(), jobID)); err != nil {
+			return sdkmath.Int{}, err
+		}
+	}
+	if err := k.maybeFinishJob(ctx, &job, p); err != nil {
+		return sdkmath.Int{}, err
+	}
+	if err := k.saveJob(ctx, job); err != nil {
+		return sdkmath.Int{}, err
+	}
+	return before.Sub(job.Escrow), nil
+}
+
+// cancelJobPart continues the cancellation of a big job (the block work's "cancel"
+// items): up to limit more of its tasks.
+func (k Keeper) cancelJobPart(ctx sdk.Context, p types.Params, jobID uint64, limit int) (bool, error) {
+	job, err := k.loadJob(ctx, jobID)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	if job.FinishedHeight != 0 {
+		return true, k.SweepCursors.Remove(ctx, collections.Join(sweepCancel, jobID))
+	}
+	done, err := k.cancelPart(ctx, p, &job, limit)
+	if err != nil {
+		return false, err
+	}
+	return done, k.saveJob(ctx, job)
+}
+
+// cancelPart cancels up to limit of a cancelled job's tasks after its cursor: pending and
+// assigned ones at once (their escrow refunded), running ones with their provider paid
+// for the time they ran, pro rata of max_duration; committed and revealed ones are
+// finished work and settle normally.
+func (k Keeper) cancelPart(ctx context.Context, p types.Params, job *types.Job, limit int) (bool, error) {
 	now := sdk.UnwrapSDKContext(ctx).BlockTime()
-	for _, t := range tasks {
+	return k.sweep(sdk.UnwrapSDKContext(ctx), job, sweepCancel, limit, func(t types.Task) error {
 		switch t.Status {
 		case types.TASK_STATUS_PENDING, types.TASK_STATUS_ASSIGNED:
-			if err := k.detach(ctx, &job, &t); err != nil {
-				return sdkmath.Int{}, err
-			}
-			if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_CANCELLED, "cancelled by the owner"); err != nil {
-				return sdkmath.Int{}, err
+			if err := k.finishTask(ctx, p, job, &t, types.TASK_STATUS_CANCELLED, t.NodeId, "cancelled by the owner"); err != nil {
+				return err
 			}
 		case types.TASK_STATUS_RUNNING:
 			elapsed := max(now.Sub(t.StartedTime), 0)
 			gross := t.Price.Add(job.Spec.PriorityTip.Amount)
 			owed := gross.Mul(sdkmath.NewInt(int64(min(elapsed, job.Spec.MaxDuration)))).Quo(sdkmath.NewInt(int64(job.Spec.MaxDuration)))
-			if err := k.detach(ctx, &job, &t); err != nil {
-				return sdkmath.Int{}, err
+			if err := k.pay(ctx, job, &t, p, owed); err != nil {
+				return err
 			}
-			if err := k.pay(ctx, &job, &t, p, owed); err != nil {
-				return sdkmath.Int{}, err
+			if err := k.finishTask(ctx, p, job, &t, types.TASK_STATUS_CANCELLED, t.NodeId, fmt.Sprintf("cancelled by the owner after %s; provider paid %s%s", elapsed, owed, p.Denom)); err != nil {
+				return err
 			}
-			if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_CANCELLED, fmt.Sprintf("cancelled by the owner after %s; provider paid %s%s", elapsed, owed, p.Denom)); err != nil {
-				return sdkmath.Int{}, err
-			}
+		default:
+			return nil
 		}
-	}
-	for _, t := range tasks {
-		if t.Status == types.TASK_STATUS_PENDING || t.Status == types.TASK_STATUS_ASSIGNED || t.Status == types.TASK_STATUS_RUNNING {
-			if err := k.memberGone(ctx, p, &job, t); err != nil {
-				return sdkmath.Int{}, err
-			}
-		}
-	}
-	k.addHistory(ctx, &job, p, "JobCancelled", 0, 0, "cancelled by the owner")
-	if err := k.maybeFinishJob(ctx, &job, p); err != nil {
-		return sdkmath.Int{}, err
-	}
-	if err := k.Jobs.Set(ctx, jobID, job); err != nil {
-		return sdkmath.Int{}, err
-	}
-	return before.Sub(job.Escrow), nil
+		return k.afterMemberLeft(ctx, p, job, t)
+	})
 }
 
 func (k Keeper) jobTasks(ctx context.Context, jobID uint64) ([]types.Task, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/codec"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -47,7 +48,6 @@ func (i TaskIndexes) IndexesList() []collections.Index[uint64, types.Task] {
 // was copied into the module and other keepers reach all of them.
 type wiring struct {
 	reputation types.ReputationKeeper
-	workEpoch  types.WorkEpochKeeper
 	hooks      types.MarketHooks
 }
 
@@ -68,10 +68,14 @@ type Keeper struct {
 	Schema collections.Schema
 	Params collections.Item[types.Params]
 
-	JobSeq  collections.Sequence
-	Jobs    *collections.IndexedMap[uint64, types.Job, JobIndexes]
-	TaskSeq collections.Sequence
-	Tasks   *collections.IndexedMap[uint64, types.Task, TaskIndexes]
+	JobSeq collections.Sequence
+	// Jobs holds each job without its spec, which never changes and is kept apart in
+	// JobSpecs: the record a task's every step rewrites stays small whatever the size of
+	// the spec (loadJob and saveJob join and split them).
+	Jobs     *collections.IndexedMap[uint64, types.Job, JobIndexes]
+	JobSpecs collections.Map[uint64, types.JobSpec]
+	TaskSeq  collections.Sequence
+	Tasks    *collections.IndexedMap[uint64, types.Task, TaskIndexes]
 	// Bids: (job id, node id) -> bid.
 	Bids collections.Map[collections.Pair[uint64, uint64], types.Bid]
 
@@ -111,9 +115,6 @@ type Keeper struct {
 	// History: (job, seq) -> entry, at most max_history_per_job per job.
 	History collections.Map[collections.Pair[uint64, uint32], types.HistoryEntry]
 
-	// Work: (epoch, provider, workload class) -> verified work, for x/dps.
-	Work collections.Map[collections.Triple[uint64, sdk.AccAddress, int32], types.WorkRecord]
-
 	DisputeSeq collections.Sequence
 	Disputes   collections.Map[uint64, types.Dispute]
 	// AuditDraws: (height the draw is due, task id): single-replica EXACT tasks whose audit
@@ -121,10 +122,6 @@ type Keeper struct {
 	AuditDraws collections.KeySet[collections.Pair[int64, uint64]]
 	// ProviderTasks: provider -> its settled tasks, for the audit warm-up.
 	ProviderTasks collections.Map[sdk.AccAddress, uint64]
-	// FundedBy: (recipient, sender) of every successful udps bank transfer signed by the
-	// sender (MsgSend, MsgMultiSend, also inside authz MsgExec). Work paid by an account
-	// its provider funded is not recorded for x/dps (funding.go).
-	FundedBy collections.KeySet[collections.Pair[sdk.AccAddress, sdk.AccAddress]]
 
 	PoolSeq collections.Sequence
 	Pools   collections.Map[uint64, types.Pool]
@@ -137,6 +134,18 @@ type Keeper struct {
 	PoolEarnings collections.Map[collections.Pair[uint64, sdk.AccAddress], types.PoolEarning]
 	// UnitDeadlines: (reveal deadline height, pool, unit) of claimed units.
 	UnitDeadlines collections.KeySet[collections.Triple[int64, uint64, uint64]]
+
+	// Retries: the block hook's items that failed, due again with back-off
+	// (internal/blockhook; blockwork.go).
+	Retries blockhook.Retries
+	// NodeRunning: (node, task) of every RUNNING task, so that a lapsed heartbeat walks a
+	// node's running tasks only.
+	NodeRunning collections.KeySet[collections.Pair[uint64, uint64]]
+	// SweepCursors: (sweep kind, job) -> the last task id a job sweep handled (an
+	// expiry or a cancellation walks a job's tasks in parts across blocks).
+	SweepCursors collections.Map[collections.Pair[uint32, uint64], uint64]
+	// CancelSweeps: (height, job) of cancelled jobs with tasks left to cancel.
+	CancelSweeps collections.KeySet[collections.Pair[int64, uint64]]
 }
 
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
@@ -165,7 +174,8 @@ func NewKeeper(
 			ByStatus: indexes.NewMulti(sb, types.JobsByStatusKey, "jobs_by_status", collections.Int32Key, collections.Uint64Key,
 				func(_ uint64, j types.Job) (int32, error) { return int32(j.Status), nil }),
 		}),
-		TaskSeq: collections.NewSequence(sb, types.TaskSeqKey, "task_seq"),
+		JobSpecs: collections.NewMap(sb, types.JobSpecsKey, "job_specs", collections.Uint64Key, codec.CollValue[types.JobSpec](cdc)),
+		TaskSeq:  collections.NewSequence(sb, types.TaskSeqKey, "task_seq"),
 		Tasks: collections.NewIndexedMap(sb, types.TasksKey, "tasks", collections.Uint64Key, codec.CollValue[types.Task](cdc), TaskIndexes{
 			ByJob: indexes.NewMulti(sb, types.TasksByJobKey, "tasks_by_job", collections.Uint64Key, collections.Uint64Key,
 				func(_ uint64, t types.Task) (uint64, error) { return t.JobId, nil }),
@@ -207,13 +217,10 @@ func NewKeeper(
 		HeartbeatDue:    collections.NewKeySet(sb, types.HeartbeatDueKey, "heartbeat_due", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		History: collections.NewMap(sb, types.HistoryKey, "history", collections.PairKeyCodec(collections.Uint64Key, collections.Uint32Key),
 			codec.CollValue[types.HistoryEntry](cdc)),
-		Work: collections.NewMap(sb, types.WorkKey, "work",
-			collections.TripleKeyCodec(collections.Uint64Key, sdk.AccAddressKey, collections.Int32Key), codec.CollValue[types.WorkRecord](cdc)),
 		DisputeSeq:    collections.NewSequence(sb, types.DisputeSeqKey, "dispute_seq"),
 		Disputes:      collections.NewMap(sb, types.DisputesKey, "disputes", collections.Uint64Key, codec.CollValue[types.Dispute](cdc)),
 		AuditDraws:    collections.NewKeySet(sb, types.AuditDrawsKey, "audit_draws", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		ProviderTasks: collections.NewMap(sb, types.ProviderTasksKey, "provider_tasks", sdk.AccAddressKey, collections.Uint64Value),
-		FundedBy:      collections.NewKeySet(sb, types.FundedByKey, "funded_by", collections.PairKeyCodec(sdk.AccAddressKey, sdk.AccAddressKey)),
 		PoolSeq:       collections.NewSequence(sb, types.PoolSeqKey, "pool_seq"),
 		Pools:         collections.NewMap(sb, types.PoolsKey, "pools", collections.Uint64Key, codec.CollValue[types.Pool](cdc)),
 		Units: collections.NewMap(sb, types.UnitsKey, "units", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key),
@@ -225,6 +232,11 @@ func NewKeeper(
 			codec.CollValue[types.PoolEarning](cdc)),
 		UnitDeadlines: collections.NewKeySet(sb, types.UnitDeadlinesKey, "unit_deadlines",
 			collections.TripleKeyCodec(collections.Int64Key, collections.Uint64Key, collections.Uint64Key)),
+		Retries:     blockhook.NewRetries(sb, types.ModuleName, types.RetryAttemptsKey, types.RetryDueKey),
+		NodeRunning: collections.NewKeySet(sb, types.NodeRunningKey, "node_running", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key)),
+		SweepCursors: collections.NewMap(sb, types.SweepCursorsKey, "sweep_cursors",
+			collections.PairKeyCodec(collections.Uint32Key, collections.Uint64Key), collections.Uint64Value),
+		CancelSweeps: collections.NewKeySet(sb, types.CancelSweepsKey, "cancel_sweeps", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 	}
 	schema, err := sb.Build()
 	if err != nil {
@@ -237,10 +249,7 @@ func NewKeeper(
 // SetReputation replaces the neutral reputation with x/reputation's scores.
 func (k Keeper) SetReputation(r types.ReputationKeeper) { k.wiring.reputation = r }
 
-// SetWorkEpoch sets the keeper that numbers reward epochs (x/dps).
-func (k Keeper) SetWorkEpoch(w types.WorkEpochKeeper) { k.wiring.workEpoch = w }
-
-// SetHooks sets the market hooks (x/reputation); twice is a wiring error.
+// SetHooks sets the market hooks (x/reputation's and x/dps's); twice is a wiring error.
 func (k Keeper) SetHooks(h types.MarketHooks) {
 	if k.wiring.hooks != nil {
 		panic("market: hooks already set")
@@ -261,9 +270,28 @@ func (k Keeper) Authority() string { return k.authority }
 // GetParams returns the stored params.
 func (k Keeper) GetParams(ctx context.Context) (types.Params, error) { return k.Params.Get(ctx) }
 
+// loadJob reads a job with its spec.
+func (k Keeper) loadJob(ctx context.Context, id uint64) (types.Job, error) {
+	j, err := k.Jobs.Get(ctx, id)
+	if err != nil {
+		return j, err
+	}
+	if j.Spec, err = k.JobSpecs.Get(ctx, id); err != nil {
+		return j, fmt.Errorf("market: spec of job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// saveJob stores a job's record without its spec (written once, at submission, in
+// JobSpecs).
+func (k Keeper) saveJob(ctx context.Context, j types.Job) error {
+	j.Spec = types.JobSpec{}
+	return k.Jobs.Set(ctx, j.Id, j)
+}
+
 // GetJob returns a job, or ErrJobNotFound.
 func (k Keeper) GetJob(ctx context.Context, id uint64) (types.Job, error) {
-	j, err := k.Jobs.Get(ctx, id)
+	j, err := k.loadJob(ctx, id)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
 		return j, errorsmod.Wrapf(types.ErrJobNotFound, "job %d", id)
 	}
@@ -287,11 +315,25 @@ func (k Keeper) address(field, s string) (sdk.AccAddress, error) {
 	return bz, nil
 }
 
-// mustAcc decodes an address the module stored itself (validated when it came in).
-func (k Keeper) mustAcc(s string) sdk.AccAddress {
+// addressString is the canonical bech32 form of an address: what the module stores and
+// compares, so that two spellings of one account (upper and lower case) are one account.
+func (k Keeper) addressString(field string, addr sdk.AccAddress) (string, error) {
+	if len(addr) == 0 {
+		return "", errorsmod.Wrapf(types.ErrInvalidAddress, "%s is empty", field)
+	}
+	s, err := k.addressCodec.BytesToString(addr)
+	if err != nil {
+		return "", errorsmod.Wrapf(types.ErrInvalidAddress, "%s: %s", field, err)
+	}
+	return s, nil
+}
+
+// acc decodes an address the module stored itself (validated and made canonical when it
+// came in): a failure is a broken invariant, returned as an error, never a panic.
+func (k Keeper) acc(s string) (sdk.AccAddress, error) {
 	bz, err := k.addressCodec.StringToBytes(s)
 	if err != nil {
-		panic(fmt.Errorf("market: stored address %q: %w", s, err))
+		return nil, fmt.Errorf("market: stored address %q: %w", s, err)
 	}
-	return bz
+	return bz, nil
 }

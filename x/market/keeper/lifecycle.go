@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -19,8 +20,9 @@ import (
 
 // providerTask returns a task after checking that signer is its provider and that it is
 // in status want.
-func (k Keeper) providerTask(ctx context.Context, signer string, id uint64, want types.TaskStatus) (types.Task, types.Job, error) {
-	if _, err := k.address("provider", signer); err != nil {
+func (k Keeper) providerTask(ctx context.Context, provider sdk.AccAddress, id uint64, want types.TaskStatus) (types.Task, types.Job, error) {
+	signer, err := k.addressString("provider", provider)
+	if err != nil {
 		return types.Task{}, types.Job{}, err
 	}
 	t, err := k.GetTask(ctx, id)
@@ -39,7 +41,7 @@ func (k Keeper) providerTask(ctx context.Context, signer string, id uint64, want
 
 // AckTask starts an assigned task: its run deadline is ack + max_duration (at most the
 // job's deadline), its node's heartbeat starts, and an auction winner's deposit returns.
-func (k Keeper) AckTask(ctx context.Context, provider string, id uint64) error {
+func (k Keeper) AckTask(ctx context.Context, provider sdk.AccAddress, id uint64) error {
 	t, job, err := k.providerTask(ctx, provider, id, types.TASK_STATUS_ASSIGNED)
 	if err != nil {
 		return err
@@ -49,19 +51,6 @@ func (k Keeper) AckTask(ctx context.Context, provider string, id uint64) error {
 		return err
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	if err := k.dequeue(ctx, job, t); err != nil {
-		return err
-	}
-	now := sdkCtx.BlockTime()
-	t.Status = types.TASK_STATUS_RUNNING
-	t.StartedTime = now
-	t.RunDeadline = now.Add(job.Spec.MaxDuration)
-	if job.Spec.Deadline.Before(t.RunDeadline) {
-		t.RunDeadline = job.Spec.Deadline
-	}
-	if err := k.enqueue(ctx, job, t); err != nil {
-		return err
-	}
 	if err := k.touch(ctx, p, t.NodeId); err != nil {
 		return err
 	}
@@ -70,20 +59,26 @@ func (k Keeper) AckTask(ctx context.Context, provider string, id uint64) error {
 			return err
 		}
 	}
-	if err := k.Tasks.Set(ctx, id, t); err != nil {
+	now := sdkCtx.BlockTime()
+	if err := k.transition(ctx, p, &job, &t, types.TASK_STATUS_RUNNING, step{history: "TaskRunning", node: t.NodeId, detail: "acked"}, func(t *types.Task) {
+		t.StartedTime = now
+		t.RunDeadline = now.Add(job.Spec.MaxDuration)
+		if job.Spec.Deadline.Before(t.RunDeadline) {
+			t.RunDeadline = job.Spec.Deadline
+		}
+	}); err != nil {
 		return err
 	}
-	k.addHistory(ctx, &job, p, "TaskRunning", id, t.NodeId, "acked")
-	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
+	if err := k.hooks().AfterTaskAcked(ctx, t.NodeId, sdkCtx.BlockHeight() <= t.AckDeadlineHeight); err != nil {
 		return err
 	}
-	k.hooks().AfterTaskAcked(ctx, t.NodeId, sdkCtx.BlockHeight() <= t.AckDeadlineHeight)
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
 }
 
 // Heartbeat keeps every running task of a node alive for heartbeat_timeout_blocks.
-func (k Keeper) Heartbeat(ctx context.Context, provider string, nodeID uint64) error {
-	if _, err := k.address("provider", provider); err != nil {
+func (k Keeper) Heartbeat(ctx context.Context, providerAddr sdk.AccAddress, nodeID uint64) error {
+	provider, err := k.addressString("provider", providerAddr)
+	if err != nil {
 		return err
 	}
 	s, err := k.Slots.Get(ctx, nodeID)
@@ -120,7 +115,7 @@ func (k Keeper) touch(ctx context.Context, p types.Params, nodeID uint64) error 
 }
 
 // Checkpoint records a running task's saved state; a reassignment hands it to the next node.
-func (k Keeper) Checkpoint(ctx context.Context, provider string, id uint64, sum, uri string) error {
+func (k Keeper) Checkpoint(ctx context.Context, provider sdk.AccAddress, id uint64, sum, uri string) error {
 	t, _, err := k.providerTask(ctx, provider, id, types.TASK_STATUS_RUNNING)
 	if err != nil {
 		return err
@@ -142,7 +137,7 @@ func (k Keeper) Checkpoint(ctx context.Context, provider string, id uint64, sum,
 // CommitResult records sha256(result_root || salt || provider address) before the run
 // deadline. The node's GPUs are free again; the reveal must follow within
 // reveal_timeout_blocks.
-func (k Keeper) CommitResult(ctx context.Context, provider string, id uint64, commitment []byte) error {
+func (k Keeper) CommitResult(ctx context.Context, provider sdk.AccAddress, id uint64, commitment []byte) error {
 	t, job, err := k.providerTask(ctx, provider, id, types.TASK_STATUS_RUNNING)
 	if err != nil {
 		return err
@@ -158,61 +153,41 @@ func (k Keeper) CommitResult(ctx context.Context, provider string, id uint64, co
 	if err != nil {
 		return err
 	}
-	if err := k.dequeue(ctx, job, t); err != nil {
-		return err
-	}
-	if err := k.adjustSlot(ctx, t.NodeId, -int64(job.Spec.Requirements.GPUs()), 0); err != nil {
-		return err
-	}
-	t.Status = types.TASK_STATUS_COMMITTED
-	t.Commitment = commitment
-	t.CommitHeight = sdkCtx.BlockHeight()
-	t.CommitTime = sdkCtx.BlockTime()
-	t.RevealDeadlineHeight = 0
-	switch {
-	case job.Spec.Verification == types.VERIFICATION_CLASS_EXACT && t.Role == types.TASK_ROLE_PRIMARY && job.Spec.Replicas == 1 && !t.Audited:
-		// its audit is drawn from the next block's hash, available two blocks from now
-		if err := k.AuditDraws.Set(ctx, collections.Join(t.CommitHeight+2, t.Id)); err != nil {
-			return err
+	h := sdkCtx.BlockHeight()
+	if err := k.transition(ctx, p, &job, &t, types.TASK_STATUS_COMMITTED, step{history: "TaskCommitted", node: t.NodeId}, func(t *types.Task) {
+		t.Commitment = commitment
+		t.CommitHeight = h
+		t.CommitTime = sdkCtx.BlockTime()
+		t.RevealDeadlineHeight = 0
+		// A single-replica EXACT primary's audit is drawn first (awaitsAuditDraw), and an
+		// EXACT or committee group's reveals open once every member has committed
+		// (afterGroupChange); other results may be revealed from the next block.
+		if job.Spec.Verification != types.VERIFICATION_CLASS_EXACT && t.Role != types.TASK_ROLE_COMMITTEE {
+			t.RevealDeadlineHeight = h + int64(p.RevealTimeoutBlocks)
 		}
-	case job.Spec.Verification == types.VERIFICATION_CLASS_EXACT || t.Role == types.TASK_ROLE_COMMITTEE:
-		// its group's reveals open once every member has committed
-	default:
-		t.RevealDeadlineHeight = t.CommitHeight + int64(p.RevealTimeoutBlocks)
-		if err := k.enqueue(ctx, job, t); err != nil {
-			return err
-		}
-	}
-	if err := k.Tasks.Set(ctx, id, t); err != nil {
+	}); err != nil {
 		return err
 	}
 	if err := k.afterGroupChange(ctx, p, &job, t); err != nil {
 		return err
 	}
-	k.addHistory(ctx, &job, p, "TaskCommitted", id, t.NodeId, "")
-	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
-		return err
-	}
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
 }
 
-// Commitment is what a provider commits: sha256(result_root || salt || provider address
-// bytes). Binding the provider's address means a copied commitment cannot be revealed by
-// anyone else.
-func Commitment(root, salt []byte, provider sdk.AccAddress) []byte {
-	h := sha256.New()
-	h.Write(root)
-	h.Write(salt)
-	h.Write(provider)
-	return h.Sum(nil)
+// Reveal opens a commitment: the result root and the salt, where the owner fetches the
+// output, the usage measured (tasks only), and for BUILTIN_GEMM the sampled chunks with
+// their Merkle paths.
+type Reveal struct {
+	ResultRoot, Salt []byte
+	OutputURI        string
+	Usage            types.Usage
+	GemmProofs       []gfltypes.ChunkProof
 }
 
-// RevealResult opens a commitment once its group's reveals are open: the result root, the
-// salt, where the owner fetches the output, the usage measured, and for BUILTIN_GEMM the
-// sampled chunks with their Merkle paths. A GEMM or NONE result is verified at once; an
-// EXACT result waits for its group's decision.
-func (k Keeper) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (int64, error) {
-	t, job, err := k.providerTask(ctx, msg.Provider, msg.TaskId, types.TASK_STATUS_COMMITTED)
+// RevealResult opens a commitment once its group's reveals are open. A GEMM or NONE
+// result is verified at once; an EXACT result waits for its group's decision.
+func (k Keeper) RevealResult(ctx context.Context, provider sdk.AccAddress, taskID uint64, msg Reveal) (int64, error) {
+	t, job, err := k.providerTask(ctx, provider, taskID, types.TASK_STATUS_COMMITTED)
 	if err != nil {
 		return 0, err
 	}
@@ -228,15 +203,14 @@ func (k Keeper) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (i
 	case len(msg.Usage.GpuUuids) > 64:
 		return 0, errorsmod.Wrapf(types.ErrInvalidReveal, "usage.gpu_uuids: %d, at most 64", len(msg.Usage.GpuUuids))
 	}
-	if err := types.ValidateURI(msg.OutputUri); err != nil {
+	if err := types.ValidateURI(msg.OutputURI); err != nil {
 		return 0, errorsmod.Wrapf(types.ErrInvalidReveal, "output_uri: %s", err)
 	}
-	provider := k.mustAcc(msg.Provider)
-	if !bytes.Equal(Commitment(msg.ResultRoot, msg.Salt, provider), t.Commitment) {
+	if !bytes.Equal(types.Commitment(msg.ResultRoot, msg.Salt, provider), t.Commitment) {
 		return 0, errorsmod.Wrapf(types.ErrRevealMismatch, "task %d: sha256(root || salt || provider) differs from the commitment", t.Id)
 	}
 	if job.Spec.Verification == types.VERIFICATION_CLASS_BUILTIN_GEMM {
-		if err := k.verifyGemm(ctx, gemmChallenge(job, t.Index), msg.ResultRoot, t.CommitHeight, msg.GemmProofs, types.DomainGemmSample, t.Id); err != nil {
+		if err := k.verifyGemm(ctx, job.GemmChallenge(t.Index), msg.ResultRoot, t.CommitHeight, msg.GemmProofs, types.DomainGemmSample, t.Id); err != nil {
 			return 0, err
 		}
 	}
@@ -244,22 +218,16 @@ func (k Keeper) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (i
 	if err != nil {
 		return 0, err
 	}
-	if err := k.dequeue(ctx, job, t); err != nil {
+	if err := k.transition(ctx, p, &job, &t, types.TASK_STATUS_REVEALED, step{history: "TaskRevealed", node: t.NodeId, detail: "output " + msg.OutputURI}, func(t *types.Task) {
+		t.ResultRoot = msg.ResultRoot
+		t.OutputUri = msg.OutputURI
+		t.Usage = msg.Usage
+		t.RevealHeight = sdkCtx.BlockHeight()
+	}); err != nil {
 		return 0, err
 	}
-	if err := k.adjustSlot(ctx, t.NodeId, 0, -1); err != nil {
-		return 0, err
-	}
-	t.Status = types.TASK_STATUS_REVEALED
-	t.ResultRoot = msg.ResultRoot
-	t.OutputUri = msg.OutputUri
-	t.Usage = msg.Usage
-	t.RevealHeight = sdkCtx.BlockHeight()
-	k.addHistory(ctx, &job, p, "TaskRevealed", t.Id, t.NodeId, "output "+msg.OutputUri)
 	if job.Spec.Verification == types.VERIFICATION_CLASS_EXACT || t.Role == types.TASK_ROLE_COMMITTEE {
-		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
-			return 0, err
-		}
+		// decided with its group (it may be decided by this very reveal)
 		if err := k.afterGroupChange(ctx, p, &job, t); err != nil {
 			return 0, err
 		}
@@ -267,9 +235,6 @@ func (k Keeper) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (i
 			return 0, err
 		}
 	} else if err := k.verify(ctx, p, &job, &t); err != nil {
-		return 0, err
-	}
-	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
 		return 0, err
 	}
 	return t.SettleHeight, sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: t.Id, JobId: t.JobId, NodeId: t.NodeId, Status: types.TASK_STATUS_REVEALED})

@@ -14,8 +14,9 @@ type msgServer struct{ k Keeper }
 
 var _ types.MsgServer = msgServer{}
 
-// NewMsgServerImpl returns the module's Msg service. Each handler calls one keeper method;
-// the keeper checks the signer's right to act and emits the events.
+// NewMsgServerImpl returns the module's Msg service. Each handler decodes the signer once
+// (ErrInvalidAddress when it is not an address of this chain) and calls one keeper
+// method, which checks the signer's right to act and emits the events.
 func NewMsgServerImpl(k Keeper) types.MsgServer { return msgServer{k: k} }
 
 // UpdateParams checks the authority, validates and stores the new params.
@@ -39,7 +40,11 @@ func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams)
 
 // SubmitJob submits a job.
 func (m msgServer) SubmitJob(ctx context.Context, msg *types.MsgSubmitJob) (*types.MsgSubmitJobResponse, error) {
-	job, err := m.k.SubmitJob(ctx, msg.Owner, msg.Spec)
+	signer, err := m.k.address("owner", msg.Owner)
+	if err != nil {
+		return nil, err
+	}
+	job, err := m.k.SubmitJob(ctx, signer, msg.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +53,11 @@ func (m msgServer) SubmitJob(ctx context.Context, msg *types.MsgSubmitJob) (*typ
 
 // CancelJob cancels a job.
 func (m msgServer) CancelJob(ctx context.Context, msg *types.MsgCancelJob) (*types.MsgCancelJobResponse, error) {
-	refunded, err := m.k.CancelJob(ctx, msg.Owner, msg.JobId)
+	signer, err := m.k.address("owner", msg.Owner)
+	if err != nil {
+		return nil, err
+	}
+	refunded, err := m.k.CancelJob(ctx, signer, msg.JobId)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +66,11 @@ func (m msgServer) CancelJob(ctx context.Context, msg *types.MsgCancelJob) (*typ
 
 // PlaceBid bids a node.
 func (m msgServer) PlaceBid(ctx context.Context, msg *types.MsgPlaceBid) (*types.MsgPlaceBidResponse, error) {
-	if err := m.k.PlaceBid(ctx, msg); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.PlaceBid(ctx, signer, msg.JobId, msg.NodeId, msg.Price, msg.Quantity); err != nil {
 		return nil, err
 	}
 	return &types.MsgPlaceBidResponse{}, nil
@@ -65,7 +78,11 @@ func (m msgServer) PlaceBid(ctx context.Context, msg *types.MsgPlaceBid) (*types
 
 // WithdrawBid withdraws a bid.
 func (m msgServer) WithdrawBid(ctx context.Context, msg *types.MsgWithdrawBid) (*types.MsgWithdrawBidResponse, error) {
-	if err := m.k.WithdrawBid(ctx, msg.Provider, msg.JobId, msg.NodeId); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.WithdrawBid(ctx, signer, msg.JobId, msg.NodeId); err != nil {
 		return nil, err
 	}
 	return &types.MsgWithdrawBidResponse{}, nil
@@ -73,7 +90,11 @@ func (m msgServer) WithdrawBid(ctx context.Context, msg *types.MsgWithdrawBid) (
 
 // AckTask starts a task.
 func (m msgServer) AckTask(ctx context.Context, msg *types.MsgAckTask) (*types.MsgAckTaskResponse, error) {
-	if err := m.k.AckTask(ctx, msg.Provider, msg.TaskId); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.AckTask(ctx, signer, msg.TaskId); err != nil {
 		return nil, err
 	}
 	return &types.MsgAckTaskResponse{}, nil
@@ -81,7 +102,11 @@ func (m msgServer) AckTask(ctx context.Context, msg *types.MsgAckTask) (*types.M
 
 // Heartbeat keeps a node's running tasks alive.
 func (m msgServer) Heartbeat(ctx context.Context, msg *types.MsgHeartbeat) (*types.MsgHeartbeatResponse, error) {
-	if err := m.k.Heartbeat(ctx, msg.Provider, msg.NodeId); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.Heartbeat(ctx, signer, msg.NodeId); err != nil {
 		return nil, err
 	}
 	return &types.MsgHeartbeatResponse{}, nil
@@ -89,7 +114,11 @@ func (m msgServer) Heartbeat(ctx context.Context, msg *types.MsgHeartbeat) (*typ
 
 // Checkpoint records a task's saved state.
 func (m msgServer) Checkpoint(ctx context.Context, msg *types.MsgCheckpoint) (*types.MsgCheckpointResponse, error) {
-	if err := m.k.Checkpoint(ctx, msg.Provider, msg.TaskId, msg.Sha256, msg.Uri); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.Checkpoint(ctx, signer, msg.TaskId, msg.Sha256, msg.Uri); err != nil {
 		return nil, err
 	}
 	return &types.MsgCheckpointResponse{}, nil
@@ -97,7 +126,11 @@ func (m msgServer) Checkpoint(ctx context.Context, msg *types.MsgCheckpoint) (*t
 
 // CommitResult commits a task's result.
 func (m msgServer) CommitResult(ctx context.Context, msg *types.MsgCommitResult) (*types.MsgCommitResultResponse, error) {
-	if err := m.k.CommitResult(ctx, msg.Provider, msg.TaskId, msg.Commitment); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.CommitResult(ctx, signer, msg.TaskId, msg.Commitment); err != nil {
 		return nil, err
 	}
 	return &types.MsgCommitResultResponse{}, nil
@@ -105,7 +138,13 @@ func (m msgServer) CommitResult(ctx context.Context, msg *types.MsgCommitResult)
 
 // RevealResult opens a committed result.
 func (m msgServer) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (*types.MsgRevealResultResponse, error) {
-	settle, err := m.k.RevealResult(ctx, msg)
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	settle, err := m.k.RevealResult(ctx, signer, msg.TaskId, Reveal{
+		ResultRoot: msg.ResultRoot, Salt: msg.Salt, OutputURI: msg.OutputUri, Usage: msg.Usage, GemmProofs: msg.GemmProofs,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +153,11 @@ func (m msgServer) RevealResult(ctx context.Context, msg *types.MsgRevealResult)
 
 // Challenge disputes a verified result.
 func (m msgServer) Challenge(ctx context.Context, msg *types.MsgChallenge) (*types.MsgChallengeResponse, error) {
-	id, err := m.k.Challenge(ctx, msg.Owner, msg.TaskId)
+	signer, err := m.k.address("owner", msg.Owner)
+	if err != nil {
+		return nil, err
+	}
+	id, err := m.k.Challenge(ctx, signer, msg.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +166,11 @@ func (m msgServer) Challenge(ctx context.Context, msg *types.MsgChallenge) (*typ
 
 // CreatePool opens a pool.
 func (m msgServer) CreatePool(ctx context.Context, msg *types.MsgCreatePool) (*types.MsgCreatePoolResponse, error) {
-	id, err := m.k.CreatePool(ctx, msg.Owner, msg.Spec)
+	signer, err := m.k.address("owner", msg.Owner)
+	if err != nil {
+		return nil, err
+	}
+	id, err := m.k.CreatePool(ctx, signer, msg.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +179,11 @@ func (m msgServer) CreatePool(ctx context.Context, msg *types.MsgCreatePool) (*t
 
 // JoinPool adds a node to a pool.
 func (m msgServer) JoinPool(ctx context.Context, msg *types.MsgJoinPool) (*types.MsgJoinPoolResponse, error) {
-	if err := m.k.JoinPool(ctx, msg.Provider, msg.PoolId, msg.NodeId); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.JoinPool(ctx, signer, msg.PoolId, msg.NodeId); err != nil {
 		return nil, err
 	}
 	return &types.MsgJoinPoolResponse{}, nil
@@ -140,7 +191,11 @@ func (m msgServer) JoinPool(ctx context.Context, msg *types.MsgJoinPool) (*types
 
 // LeavePool takes a node out of a pool.
 func (m msgServer) LeavePool(ctx context.Context, msg *types.MsgLeavePool) (*types.MsgLeavePoolResponse, error) {
-	if err := m.k.LeavePool(ctx, msg.Provider, msg.PoolId, msg.NodeId); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.LeavePool(ctx, signer, msg.PoolId, msg.NodeId); err != nil {
 		return nil, err
 	}
 	return &types.MsgLeavePoolResponse{}, nil
@@ -148,7 +203,11 @@ func (m msgServer) LeavePool(ctx context.Context, msg *types.MsgLeavePool) (*typ
 
 // SubmitUnits posts units to a pool.
 func (m msgServer) SubmitUnits(ctx context.Context, msg *types.MsgSubmitUnits) (*types.MsgSubmitUnitsResponse, error) {
-	first, err := m.k.SubmitUnits(ctx, msg.Owner, msg.PoolId, msg.Units)
+	signer, err := m.k.address("owner", msg.Owner)
+	if err != nil {
+		return nil, err
+	}
+	first, err := m.k.SubmitUnits(ctx, signer, msg.PoolId, msg.Units)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +216,11 @@ func (m msgServer) SubmitUnits(ctx context.Context, msg *types.MsgSubmitUnits) (
 
 // CommitUnit claims a unit.
 func (m msgServer) CommitUnit(ctx context.Context, msg *types.MsgCommitUnit) (*types.MsgCommitUnitResponse, error) {
-	deadline, err := m.k.CommitUnit(ctx, msg)
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	deadline, err := m.k.CommitUnit(ctx, signer, msg.PoolId, msg.UnitId, msg.NodeId, msg.Commitment)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +229,13 @@ func (m msgServer) CommitUnit(ctx context.Context, msg *types.MsgCommitUnit) (*t
 
 // RevealUnit opens a claimed unit.
 func (m msgServer) RevealUnit(ctx context.Context, msg *types.MsgRevealUnit) (*types.MsgRevealUnitResponse, error) {
-	if err := m.k.RevealUnit(ctx, msg); err != nil {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.RevealUnit(ctx, signer, msg.PoolId, msg.UnitId, Reveal{
+		ResultRoot: msg.ResultRoot, Salt: msg.Salt, OutputURI: msg.OutputUri, GemmProofs: msg.GemmProofs,
+	}); err != nil {
 		return nil, err
 	}
 	return &types.MsgRevealUnitResponse{}, nil
@@ -174,7 +243,11 @@ func (m msgServer) RevealUnit(ctx context.Context, msg *types.MsgRevealUnit) (*t
 
 // WithdrawPoolEarnings pays a provider's credits.
 func (m msgServer) WithdrawPoolEarnings(ctx context.Context, msg *types.MsgWithdrawPoolEarnings) (*types.MsgWithdrawPoolEarningsResponse, error) {
-	paid, err := m.k.WithdrawPoolEarnings(ctx, msg.Provider, msg.PoolId)
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	paid, err := m.k.WithdrawPoolEarnings(ctx, signer, msg.PoolId)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +256,11 @@ func (m msgServer) WithdrawPoolEarnings(ctx context.Context, msg *types.MsgWithd
 
 // ClosePool closes a pool.
 func (m msgServer) ClosePool(ctx context.Context, msg *types.MsgClosePool) (*types.MsgClosePoolResponse, error) {
-	refunded, err := m.k.ClosePool(ctx, msg.Owner, msg.PoolId)
+	signer, err := m.k.address("owner", msg.Owner)
+	if err != nil {
+		return nil, err
+	}
+	refunded, err := m.k.ClosePool(ctx, signer, msg.PoolId)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/flopsnet/flops/testutil/keepertest"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
-	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -768,7 +767,7 @@ func TestCommitResult(t *testing.T) {
 	task := f.runningTask("p1")
 	require.Equal(t, uint32(1), f.slot(task.NodeId).GpusUsed)
 	f.blocks(1)
-	c := keeper.Commitment(testRoot[:], testSalt, sdk.MustAccAddressFromBech32(task.Provider))
+	c := types.Commitment(testRoot[:], testSalt, sdk.MustAccAddressFromBech32(task.Provider))
 	_, err := f.ms.CommitResult(f.ctx, &types.MsgCommitResult{Provider: task.Provider, TaskId: task.Id, Commitment: c})
 	require.NoError(t, err)
 	got := f.task(task.Id)
@@ -817,7 +816,7 @@ func TestCommitResultRejects(t *testing.T) {
 	committed := f.committedTask("p3")
 	late := f.runningTask("p4")
 	good := func(provider string) []byte {
-		return keeper.Commitment(testRoot[:], testSalt, sdk.MustAccAddressFromBech32(provider))
+		return types.Commitment(testRoot[:], testSalt, sdk.MustAccAddressFromBech32(provider))
 	}
 	commit := func(provider string, id uint64, c []byte) *types.MsgCommitResult {
 		return &types.MsgCommitResult{Provider: provider, TaskId: id, Commitment: c}
@@ -897,7 +896,7 @@ func TestRevealResult(t *testing.T) {
 		f.blocks(1)
 	}
 	require.Equal(t, types.TASK_STATUS_SETTLED, f.task(task.Id).Status, "settled at the end of the settle height")
-	split := keeper.SplitPayment(quote10m.AddRaw(100_000), f.params().TakeRatePpm, f.params().TakePoolSharePpm)
+	split := types.SplitPayment(quote10m.AddRaw(100_000), f.params().TakeRatePpm, f.params().TakePoolSharePpm)
 	require.Equal(t, provBefore.Add(split.Provider), f.balance(task.Provider))
 	require.Equal(t, []uint64{task.NodeId}, f.hooks.settled)
 	require.True(t, f.escrow().IsZero())
@@ -979,7 +978,7 @@ func TestRevealResultRejects(t *testing.T) {
 		task := f.runningTask(fmt.Sprint("salt", n))
 		salt := make([]byte, n)
 		_, err := f.ms.CommitResult(f.ctx, &types.MsgCommitResult{Provider: task.Provider, TaskId: task.Id,
-			Commitment: keeper.Commitment(testRoot[:], salt, sdk.MustAccAddressFromBech32(task.Provider))})
+			Commitment: types.Commitment(testRoot[:], salt, sdk.MustAccAddressFromBech32(task.Provider))})
 		require.NoError(t, err)
 		f.blocks(1)
 		m := revealMsg(task)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -14,9 +13,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
-	"github.com/flopsnet/flops/x/gfl/pocp"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -36,6 +33,75 @@ import (
 //
 // Pools take BUILTIN_GEMM and NONE: an EXACT unit raced by one claimer has no second run to
 // compare with; deterministic work that needs replicas or audits belongs in a job.
+
+// A unit's lifecycle (moveUnit keeps what each status holds):
+//
+//	status     entry                                          exposure   record
+//	OPEN       OpenUnits (raced by the members)               -          kept
+//	COMMITTED  UnitDeadlines (its reveal deadline height)     yes        kept
+//	PAID       -                                              -          removed (events keep it)
+//	CANCELLED  -                                              -          removed
+//
+// Moves: OPEN -> COMMITTED (claimed), COMMITTED -> PAID (revealed and verified),
+// COMMITTED -> OPEN (the claim lapsed: raced again), OPEN or COMMITTED -> CANCELLED (the
+// pool closed).
+
+func canMoveUnit(from, to types.UnitStatus) bool {
+	switch from {
+	case types.UNIT_STATUS_OPEN:
+		return to == types.UNIT_STATUS_COMMITTED || to == types.UNIT_STATUS_CANCELLED
+	case types.UNIT_STATUS_COMMITTED:
+		return to == types.UNIT_STATUS_PAID || to == types.UNIT_STATUS_OPEN || to == types.UNIT_STATUS_CANCELLED
+	}
+	return false
+}
+
+// moveUnit moves a unit to status to: it releases what the old status holds, applies set,
+// takes what the new status holds, saves (or, once final, removes) the unit and saves the
+// pool, whose counters the caller has updated.
+func (k Keeper) moveUnit(ctx context.Context, pool types.Pool, u *types.Unit, to types.UnitStatus, set func(*types.Unit)) error {
+	from := *u
+	if !canMoveUnit(from.Status, to) {
+		return fmt.Errorf("market: unit %d of pool %d: %s -> %s is not a unit transition", u.Id, u.PoolId, from.Status, to)
+	}
+	key := collections.Join(u.PoolId, u.Id)
+	switch from.Status {
+	case types.UNIT_STATUS_OPEN:
+		if err := k.OpenUnits.Remove(ctx, key); err != nil {
+			return err
+		}
+	case types.UNIT_STATUS_COMMITTED:
+		if err := k.UnitDeadlines.Remove(ctx, collections.Join3(from.RevealDeadlineHeight, u.PoolId, u.Id)); err != nil {
+			return err
+		}
+		if err := k.releaseExposure(ctx, from.Provider, from.Exposure); err != nil {
+			return err
+		}
+	}
+	if set != nil {
+		set(u)
+	}
+	u.Status = to
+	var err error
+	switch to {
+	case types.UNIT_STATUS_OPEN:
+		if err = k.OpenUnits.Set(ctx, key); err == nil {
+			err = k.Units.Set(ctx, key, *u)
+		}
+	case types.UNIT_STATUS_COMMITTED:
+		if err = k.addExposure(ctx, u.Provider, u.Exposure); err == nil {
+			if err = k.UnitDeadlines.Set(ctx, collections.Join3(u.RevealDeadlineHeight, u.PoolId, u.Id)); err == nil {
+				err = k.Units.Set(ctx, key, *u)
+			}
+		}
+	default:
+		err = k.Units.Remove(ctx, key)
+	}
+	if err != nil {
+		return err
+	}
+	return k.Pools.Set(ctx, pool.Id, pool)
+}
 
 func (k Keeper) getPool(ctx context.Context, id uint64) (types.Pool, error) {
 	pl, err := k.Pools.Get(ctx, id)
@@ -70,8 +136,8 @@ func validatePoolSpec(p types.Params, s types.PoolSpec) error {
 }
 
 // CreatePool opens a pool and moves its budget into escrow.
-func (k Keeper) CreatePool(ctx context.Context, owner string, spec types.PoolSpec) (uint64, error) {
-	ownerAddr, err := k.address("owner", owner)
+func (k Keeper) CreatePool(ctx context.Context, ownerAddr sdk.AccAddress, spec types.PoolSpec) (uint64, error) {
+	owner, err := k.addressString("owner", ownerAddr)
 	if err != nil {
 		return 0, err
 	}
@@ -101,8 +167,9 @@ func (k Keeper) poolEvent(ctx context.Context, id uint64, action string, node, c
 }
 
 // JoinPool adds an eligible node of the signer to an open pool.
-func (k Keeper) JoinPool(ctx context.Context, provider string, poolID, nodeID uint64) error {
-	if _, err := k.address("provider", provider); err != nil {
+func (k Keeper) JoinPool(ctx context.Context, providerAddr sdk.AccAddress, poolID, nodeID uint64) error {
+	provider, err := k.addressString("provider", providerAddr)
+	if err != nil {
 		return err
 	}
 	pool, err := k.getPool(ctx, poolID)
@@ -148,8 +215,9 @@ func (k Keeper) JoinPool(ctx context.Context, provider string, poolID, nodeID ui
 }
 
 // LeavePool takes a node out of a pool (its claimed units stay its to reveal).
-func (k Keeper) LeavePool(ctx context.Context, provider string, poolID, nodeID uint64) error {
-	if _, err := k.address("provider", provider); err != nil {
+func (k Keeper) LeavePool(ctx context.Context, providerAddr sdk.AccAddress, poolID, nodeID uint64) error {
+	provider, err := k.addressString("provider", providerAddr)
+	if err != nil {
 		return err
 	}
 	pool, err := k.getPool(ctx, poolID)
@@ -181,8 +249,9 @@ func freeBudget(pool types.Pool) sdkmath.Int {
 }
 
 // SubmitUnits posts a batch of unit inputs; each needs unit_price of free budget.
-func (k Keeper) SubmitUnits(ctx context.Context, owner string, poolID uint64, inputs []types.Input) (uint64, error) {
-	if _, err := k.address("owner", owner); err != nil {
+func (k Keeper) SubmitUnits(ctx context.Context, ownerAddr sdk.AccAddress, poolID uint64, inputs []types.Input) (uint64, error) {
+	owner, err := k.addressString("owner", ownerAddr)
+	if err != nil {
 		return 0, err
 	}
 	pool, err := k.getPool(ctx, poolID)
@@ -216,6 +285,7 @@ func (k Keeper) SubmitUnits(ctx context.Context, owner string, poolID uint64, in
 	}
 	first := pool.NextUnit
 	for _, in := range inputs {
+		// a new unit is OPEN: its record and its race entry
 		u := types.Unit{PoolId: poolID, Id: pool.NextUnit, Input: in, Status: types.UNIT_STATUS_OPEN, Exposure: sdkmath.ZeroInt()}
 		if err := k.Units.Set(ctx, collections.Join(poolID, u.Id), u); err != nil {
 			return 0, err
@@ -241,25 +311,25 @@ func (k Keeper) getUnit(ctx context.Context, poolID, unitID uint64) (types.Unit,
 }
 
 // CommitUnit claims an open unit for a member node: the first commitment wins the race.
-func (k Keeper) CommitUnit(ctx context.Context, msg *types.MsgCommitUnit) (int64, error) {
-	provider, err := k.address("provider", msg.Provider)
+func (k Keeper) CommitUnit(ctx context.Context, provider sdk.AccAddress, poolID, unitID, nodeID uint64, commitment []byte) (int64, error) {
+	signer, err := k.addressString("provider", provider)
 	if err != nil {
 		return 0, err
 	}
-	pool, err := k.getPool(ctx, msg.PoolId)
+	pool, err := k.getPool(ctx, poolID)
 	if err != nil {
 		return 0, err
 	}
-	m, err := k.PoolMembers.Get(ctx, collections.Join(msg.PoolId, msg.NodeId))
+	m, err := k.PoolMembers.Get(ctx, collections.Join(poolID, nodeID))
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
-		return 0, errorsmod.Wrapf(types.ErrNotMember, "node %d in pool %d", msg.NodeId, msg.PoolId)
+		return 0, errorsmod.Wrapf(types.ErrNotMember, "node %d in pool %d", nodeID, poolID)
 	} else if err != nil {
 		return 0, err
 	}
-	if m.Provider != msg.Provider {
-		return 0, errorsmod.Wrapf(types.ErrNotProvider, "node %d is operated by %s, not %s", msg.NodeId, m.Provider, msg.Provider)
+	if m.Provider != signer {
+		return 0, errorsmod.Wrapf(types.ErrNotProvider, "node %d is operated by %s, not %s", nodeID, m.Provider, signer)
 	}
-	u, err := k.getUnit(ctx, msg.PoolId, msg.UnitId)
+	u, err := k.getUnit(ctx, poolID, unitID)
 	if err != nil {
 		return 0, err
 	}
@@ -267,12 +337,12 @@ func (k Keeper) CommitUnit(ctx context.Context, msg *types.MsgCommitUnit) (int64
 		return 0, errorsmod.Wrapf(types.ErrUnitClaimed, "unit %d of pool %d is %s", u.Id, u.PoolId, u.Status)
 	}
 	for _, n := range u.ExcludedNodes {
-		if n == msg.NodeId {
+		if n == nodeID {
 			return 0, errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d lapsed on unit %d before", n, u.Id)
 		}
 	}
-	if len(msg.Commitment) != sha256.Size {
-		return 0, errorsmod.Wrapf(types.ErrInvalidCommitment, "commitment is %d bytes, must be 32", len(msg.Commitment))
+	if len(commitment) != sha256.Size {
+		return 0, errorsmod.Wrapf(types.ErrInvalidCommitment, "commitment is %d bytes, must be 32", len(commitment))
 	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
@@ -282,21 +352,13 @@ func (k Keeper) CommitUnit(ctx context.Context, msg *types.MsgCommitUnit) (int64
 	if ok, err := k.collateral.CanAddExposure(ctx, provider, exposure); err != nil {
 		return 0, err
 	} else if !ok {
-		return 0, errorsmod.Wrapf(types.ErrNodeNotEligible, "%s is jailed or its collateral does not cover %s%s more exposure (unit price x result_penalty_multiple %d)", msg.Provider, exposure, p.Denom, p.ResultPenaltyMultiple)
-	}
-	if err := k.collateral.AddExposure(ctx, provider, exposure); err != nil {
-		return 0, err
+		return 0, errorsmod.Wrapf(types.ErrNodeNotEligible, "%s is jailed or its collateral does not cover %s%s more exposure (unit price x result_penalty_multiple %d)", signer, exposure, p.Denom, p.ResultPenaltyMultiple)
 	}
 	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
-	u.Status, u.NodeId, u.Provider, u.Commitment, u.Exposure = types.UNIT_STATUS_COMMITTED, msg.NodeId, msg.Provider, msg.Commitment, exposure
-	u.CommitHeight, u.RevealDeadlineHeight = h, h+int64(p.PoolRevealTimeoutBlocks)
-	if err := k.OpenUnits.Remove(ctx, collections.Join(u.PoolId, u.Id)); err != nil {
-		return 0, err
-	}
-	if err := k.UnitDeadlines.Set(ctx, collections.Join3(u.RevealDeadlineHeight, u.PoolId, u.Id)); err != nil {
-		return 0, err
-	}
-	if err := k.Units.Set(ctx, collections.Join(u.PoolId, u.Id), u); err != nil {
+	if err := k.moveUnit(ctx, pool, &u, types.UNIT_STATUS_COMMITTED, func(u *types.Unit) {
+		u.NodeId, u.Provider, u.Commitment, u.Exposure = nodeID, signer, commitment, exposure
+		u.CommitHeight, u.RevealDeadlineHeight = h, h+int64(p.PoolRevealTimeoutBlocks)
+	}); err != nil {
 		return 0, err
 	}
 	return u.RevealDeadlineHeight, sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventUnit{
@@ -304,43 +366,22 @@ func (k Keeper) CommitUnit(ctx context.Context, msg *types.MsgCommitUnit) (int64
 	})
 }
 
-// poolGemm is the GEMM of a BUILTIN gemm pool unit (docs/pocp.md, section 8): seeded by
-// the pool, the unit and its input, so that every unit is distinct work:
-//
-//	seed = sha256(DomainPoolGemm || pool id BE64 || unit id BE64 || input sha256 hex)
-func poolGemm(pool types.Pool, u types.Unit) pocp.Challenge {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], pool.Id)
-	binary.BigEndian.PutUint64(b[8:], u.Id)
-	h := sha256.New()
-	h.Write([]byte(types.DomainPoolGemm))
-	h.Write(b[:])
-	h.Write([]byte(u.Input.Sha256))
-	var c pocp.Challenge
-	copy(c.Seed[:], h.Sum(nil))
-	c.N, c.R = pool.Spec.Builtin.GemmN, pool.Spec.Builtin.GemmR
-	return c
-}
-
-// PoolGemm exports a pool unit's GEMM for the worker.
-func PoolGemm(pool types.Pool, u types.Unit) pocp.Challenge { return poolGemm(pool, u) }
-
 // RevealUnit opens a claimed unit in a later block; verified, it is credited to the
 // claimer and its verified work recorded.
-func (k Keeper) RevealUnit(ctx context.Context, msg *types.MsgRevealUnit) error {
-	provider, err := k.address("provider", msg.Provider)
+func (k Keeper) RevealUnit(ctx context.Context, provider sdk.AccAddress, poolID, unitID uint64, msg Reveal) error {
+	signer, err := k.addressString("provider", provider)
 	if err != nil {
 		return err
 	}
-	pool, err := k.getPool(ctx, msg.PoolId)
+	pool, err := k.getPool(ctx, poolID)
 	if err != nil {
 		return err
 	}
-	u, err := k.getUnit(ctx, msg.PoolId, msg.UnitId)
+	u, err := k.getUnit(ctx, poolID, unitID)
 	if err != nil {
 		return err
 	}
-	if u.Status != types.UNIT_STATUS_COMMITTED || u.Provider != msg.Provider {
+	if u.Status != types.UNIT_STATUS_COMMITTED || u.Provider != signer {
 		return errorsmod.Wrapf(types.ErrNotProvider, "unit %d of pool %d is %s, claimed by %q", u.Id, u.PoolId, u.Status, u.Provider)
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
@@ -350,28 +391,22 @@ func (k Keeper) RevealUnit(ctx context.Context, msg *types.MsgRevealUnit) error 
 	if len(msg.ResultRoot) != sha256.Size || len(msg.Salt) < 16 || len(msg.Salt) > 64 {
 		return errorsmod.Wrapf(types.ErrInvalidReveal, "result_root must be 32 bytes and salt 16 to 64 bytes")
 	}
-	if err := types.ValidateURI(msg.OutputUri); err != nil {
+	if err := types.ValidateURI(msg.OutputURI); err != nil {
 		return errorsmod.Wrapf(types.ErrInvalidReveal, "output_uri: %s", err)
 	}
-	if !bytes.Equal(Commitment(msg.ResultRoot, msg.Salt, provider), u.Commitment) {
+	if !bytes.Equal(types.Commitment(msg.ResultRoot, msg.Salt, provider), u.Commitment) {
 		return errorsmod.Wrapf(types.ErrRevealMismatch, "unit %d: sha256(root || salt || provider) differs from the commitment", u.Id)
 	}
 	if pool.Spec.Verification == types.VERIFICATION_CLASS_BUILTIN_GEMM {
-		if err := k.verifyGemm(ctx, poolGemm(pool, u), msg.ResultRoot, u.CommitHeight, msg.GemmProofs, types.DomainPoolSample, u.PoolId, u.Id); err != nil {
+		if err := k.verifyGemm(ctx, pool.UnitGemm(u), msg.ResultRoot, u.CommitHeight, msg.GemmProofs, types.DomainPoolSample, u.PoolId, u.Id); err != nil {
 			return err
 		}
-	}
-	if err := k.collateral.ReleaseExposure(ctx, provider, u.Exposure); err != nil {
-		return err
-	}
-	if err := k.UnitDeadlines.Remove(ctx, collections.Join3(u.RevealDeadlineHeight, u.PoolId, u.Id)); err != nil {
-		return err
 	}
 	price := pool.Spec.UnitPrice.Amount
 	key := collections.Join(pool.Id, provider)
 	e, err := k.PoolEarnings.Get(ctx, key)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
-		e = types.PoolEarning{PoolId: pool.Id, Provider: msg.Provider, Amount: sdkmath.ZeroInt()}
+		e = types.PoolEarning{PoolId: pool.Id, Provider: signer, Amount: sdkmath.ZeroInt()}
 	} else if err != nil {
 		return err
 	}
@@ -382,50 +417,18 @@ func (k Keeper) RevealUnit(ctx context.Context, msg *types.MsgRevealUnit) error 
 	pool.Unpaid = pool.Unpaid.Add(price)
 	pool.OpenUnits--
 	pool.PaidUnits++
-	if err := k.Pools.Set(ctx, pool.Id, pool); err != nil {
+	if err := k.moveUnit(ctx, pool, &u, types.UNIT_STATUS_PAID, nil); err != nil {
 		return err
 	}
 	if err := k.recordPoolWork(ctx, pool, provider, price); err != nil {
 		return err
 	}
-	// The unit is done: its record goes (the events keep it).
-	if err := k.Units.Remove(ctx, collections.Join(u.PoolId, u.Id)); err != nil {
-		return err
-	}
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventUnit{PoolId: u.PoolId, UnitId: u.Id, Status: types.UNIT_STATUS_PAID, NodeId: u.NodeId})
 }
 
-// recordPoolWork counts a verified GEMM unit as verified work: its exact FLOPs, in
-// GFLOP-seconds of one second of a GFLOP/s node (NONE pools do no verified work). Like a
-// task's, it counts only when the pool's owner is neither the provider nor funded by it.
-func (k Keeper) recordPoolWork(ctx context.Context, pool types.Pool, provider sdk.AccAddress, fee sdkmath.Int) error {
-	if k.wiring.workEpoch == nil {
-		return nil
-	}
-	if ok, err := k.earnsWork(ctx, pool.Owner, provider); err != nil || !ok {
-		return err
-	}
-	epoch, err := k.wiring.workEpoch.CurrentWorkEpoch(ctx)
-	if err != nil {
-		return err
-	}
-	work := sdkmath.ZeroInt()
-	if pool.Spec.Verification == types.VERIFICATION_CLASS_BUILTIN_GEMM {
-		c := pocp.Challenge{N: pool.Spec.Builtin.GemmN, R: pool.Spec.Builtin.GemmR}
-		work = sdkmath.NewIntFromUint64(c.FLOPs() / 1e9)
-	}
-	key := collections.Join3(epoch, provider, int32(pool.Spec.Workload))
-	rec, err := k.Work.Get(ctx, key)
-	if err != nil {
-		rec = types.WorkRecord{GflopSeconds: sdkmath.ZeroInt(), Fees: sdkmath.ZeroInt()}
-	}
-	rec.GflopSeconds, rec.Fees, rec.Tasks = rec.GflopSeconds.Add(work), rec.Fees.Add(fee), rec.Tasks+1
-	return k.Work.Set(ctx, key, rec)
-}
-
 // WithdrawPoolEarnings pays a provider's credited units in one payment (minus the take).
-func (k Keeper) WithdrawPoolEarnings(ctx context.Context, providerStr string, poolID uint64) (sdkmath.Int, error) {
-	provider, err := k.address("provider", providerStr)
+func (k Keeper) WithdrawPoolEarnings(ctx context.Context, provider sdk.AccAddress, poolID uint64) (sdkmath.Int, error) {
+	providerStr, err := k.addressString("provider", provider)
 	if err != nil {
 		return sdkmath.Int{}, err
 	}
@@ -457,9 +460,12 @@ func (k Keeper) WithdrawPoolEarnings(ctx context.Context, providerStr string, po
 }
 
 // payPoolEarning pays one provider's credits out of a pool's escrow, through the take.
-func (k Keeper) payPoolEarning(ctx context.Context, p types.Params, pool *types.Pool, e types.PoolEarning) (Payment, error) {
-	split := SplitPayment(e.Amount, p.TakeRatePpm, p.TakePoolSharePpm)
-	provider := k.mustAcc(e.Provider)
+func (k Keeper) payPoolEarning(ctx context.Context, p types.Params, pool *types.Pool, e types.PoolEarning) (types.Payment, error) {
+	split := types.SplitPayment(e.Amount, p.TakeRatePpm, p.TakePoolSharePpm)
+	provider, err := k.acc(e.Provider)
+	if err != nil {
+		return split, err
+	}
 	coins := func(a sdkmath.Int) sdk.Coins { return sdk.NewCoins(sdk.NewCoin(p.Denom, a)) }
 	if split.Provider.IsPositive() {
 		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, provider, coins(split.Provider)); err != nil {
@@ -484,8 +490,8 @@ func (k Keeper) payPoolEarning(ctx context.Context, p types.Params, pool *types.
 // ClosePool closes a pool for its owner: open units are cancelled, every credit is paid
 // out, and the budget not needed by units already claimed is refunded; a claimed unit's
 // price is paid if it is revealed in time, refunded if not.
-func (k Keeper) ClosePool(ctx context.Context, owner string, poolID uint64) (sdkmath.Int, error) {
-	ownerAddr, err := k.address("owner", owner)
+func (k Keeper) ClosePool(ctx context.Context, ownerAddr sdk.AccAddress, poolID uint64) (sdkmath.Int, error) {
+	owner, err := k.addressString("owner", ownerAddr)
 	if err != nil {
 		return sdkmath.Int{}, err
 	}
@@ -508,13 +514,14 @@ func (k Keeper) ClosePool(ctx context.Context, owner string, poolID uint64) (sdk
 		return sdkmath.Int{}, err
 	}
 	for _, key := range open {
-		if err := k.OpenUnits.Remove(ctx, key); err != nil {
-			return sdkmath.Int{}, err
-		}
-		if err := k.Units.Remove(ctx, key); err != nil {
+		u, err := k.Units.Get(ctx, key)
+		if err != nil {
 			return sdkmath.Int{}, err
 		}
 		pool.OpenUnits--
+		if err := k.moveUnit(ctx, pool, &u, types.UNIT_STATUS_CANCELLED, nil); err != nil {
+			return sdkmath.Int{}, err
+		}
 	}
 	var earnings []types.PoolEarning
 	if err := k.PoolEarnings.Walk(ctx, collections.NewPrefixedPairRange[uint64, sdk.AccAddress](poolID), func(_ collections.Pair[uint64, sdk.AccAddress], e types.PoolEarning) (bool, error) {
@@ -527,7 +534,11 @@ func (k Keeper) ClosePool(ctx context.Context, owner string, poolID uint64) (sdk
 		if _, err := k.payPoolEarning(ctx, p, &pool, e); err != nil {
 			return sdkmath.Int{}, err
 		}
-		if err := k.PoolEarnings.Remove(ctx, collections.Join(poolID, k.mustAcc(e.Provider))); err != nil {
+		provider, err := k.acc(e.Provider)
+		if err != nil {
+			return sdkmath.Int{}, err
+		}
+		if err := k.PoolEarnings.Remove(ctx, collections.Join(poolID, provider)); err != nil {
 			return sdkmath.Int{}, err
 		}
 	}
@@ -545,27 +556,6 @@ func (k Keeper) ClosePool(ctx context.Context, owner string, poolID uint64) (sdk
 	return refund, k.poolEvent(ctx, poolID, "closed", 0, uint64(len(open)), refund)
 }
 
-// expireUnits handles the claims whose reveal deadline passed: the claimer is slashed for
-// a missed reveal (compensating the pool's owner) and the unit is raced again without it,
-// or, in a closed pool, refunded.
-func (k Keeper) expireUnits(ctx sdk.Context, p types.Params, limit int) (int, error) {
-	rng := new(collections.Range[collections.Triple[int64, uint64, uint64]]).
-		EndInclusive(collections.Join3(ctx.BlockHeight(), uint64(math.MaxUint64), uint64(math.MaxUint64)))
-	keys, err := collkeys.CollectKeys(ctx, k.UnitDeadlines, rng, limit)
-	if err != nil {
-		return 0, err
-	}
-	for _, key := range keys {
-		if err := k.UnitDeadlines.Remove(ctx, key); err != nil {
-			return 0, err
-		}
-		_ = blockhook.Apply(ctx, "market: unit reveal deadline", func(ctx sdk.Context) error {
-			return k.lapseUnit(ctx, p, key.K2(), key.K3())
-		})
-	}
-	return len(keys), nil
-}
-
 func (k Keeper) lapseUnit(ctx sdk.Context, p types.Params, poolID, unitID uint64) error {
 	u, err := k.Units.Get(ctx, collections.Join(poolID, unitID))
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
@@ -580,46 +570,33 @@ func (k Keeper) lapseUnit(ctx sdk.Context, p types.Params, poolID, unitID uint64
 	if err != nil {
 		return err
 	}
-	provider := k.mustAcc(u.Provider)
-	if err := k.collateral.ReleaseExposure(ctx, provider, u.Exposure); err != nil {
+	if err := k.slash(ctx, u.Provider, p.MissedRevealSlashPpm, u.Exposure, sstypes.SLASH_REASON_MISSED_REVEAL,
+		pool.Owner, nil, sstypes.SlashEvidence{NodeId: u.NodeId}); err != nil {
 		return err
 	}
-	ppm, err := k.penaltyPPM(ctx, provider, p.MissedRevealSlashPpm, u.Exposure)
-	if err != nil {
+	if err := k.hooks().AfterTaskLapsed(ctx, u.NodeId, "pool unit claim not revealed"); err != nil {
 		return err
 	}
-	if _, err := k.collateral.Slash(ctx, provider, ppm, sstypes.SLASH_REASON_MISSED_REVEAL,
-		sstypes.Beneficiaries{Compensate: k.mustAcc(pool.Owner)}, sstypes.SlashEvidence{NodeId: u.NodeId}); err != nil {
-		return err
-	}
-	k.hooks().AfterTaskLapsed(ctx, u.NodeId, "pool unit claim not revealed")
 	reason := fmt.Sprintf("claim of node %d not revealed by height %d", u.NodeId, u.RevealDeadlineHeight)
-	u.ExcludedNodes = append(u.ExcludedNodes, u.NodeId)
 	node := u.NodeId
-	u.Status, u.NodeId, u.Provider, u.Commitment, u.CommitHeight, u.RevealDeadlineHeight = types.UNIT_STATUS_OPEN, 0, "", nil, 0, 0
-	u.Exposure = sdkmath.ZeroInt()
-	if pool.Status == types.POOL_STATUS_OPEN {
-		if err := k.OpenUnits.Set(ctx, collections.Join(poolID, unitID)); err != nil {
-			return err
-		}
-		if err := k.Units.Set(ctx, collections.Join(poolID, unitID), u); err != nil {
-			return err
-		}
-	} else {
+	unclaim := func(u *types.Unit) {
+		u.ExcludedNodes = append(u.ExcludedNodes, u.NodeId)
+		u.NodeId, u.Provider, u.Commitment, u.CommitHeight, u.RevealDeadlineHeight = 0, "", nil, 0, 0
+		u.Exposure = sdkmath.ZeroInt()
+	}
+	to := types.UNIT_STATUS_OPEN
+	if pool.Status != types.POOL_STATUS_OPEN {
 		// a closed pool races nothing: the unit's price goes back to the owner
 		price := pool.Spec.UnitPrice.Amount
-		if err := k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, k.mustAcc(pool.Owner), sdk.NewCoins(sdk.NewCoin(p.Denom, price))); err != nil {
+		if err := k.payOut(ctx, pool.Owner, p.Denom, price); err != nil {
 			return err
 		}
 		pool.Escrow = pool.Escrow.Sub(price)
 		pool.OpenUnits--
-		if err := k.Units.Remove(ctx, collections.Join(poolID, unitID)); err != nil {
-			return err
-		}
-		if err := k.Pools.Set(ctx, poolID, pool); err != nil {
-			return err
-		}
-		u.Status = types.UNIT_STATUS_CANCELLED
+		to = types.UNIT_STATUS_CANCELLED
+	}
+	if err := k.moveUnit(ctx, pool, &u, to, unclaim); err != nil {
+		return err
 	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventUnit{PoolId: poolID, UnitId: unitID, Status: u.Status, NodeId: node, Reason: reason})
 }

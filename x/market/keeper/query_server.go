@@ -40,7 +40,7 @@ func (q queryServer) Job(ctx context.Context, req *types.QueryJobRequest) (*type
 
 func jobsOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint64], collections.NoValue) (types.Job, error) {
 	return func(key collections.Pair[R, uint64], _ collections.NoValue) (types.Job, error) {
-		return k.Jobs.Get(ctx, key.K2())
+		return k.loadJob(ctx, key.K2())
 	}
 }
 
@@ -174,21 +174,6 @@ func (q queryServer) NodeSlot(ctx context.Context, req *types.QueryNodeSlotReque
 		return nil, err
 	}
 	return &types.QueryNodeSlotResponse{Slot: s}, nil
-}
-
-// VerifiedWork returns a provider's verified work in an epoch, per workload class.
-func (q queryServer) VerifiedWork(ctx context.Context, req *types.QueryVerifiedWorkRequest) (*types.QueryVerifiedWorkResponse, error) {
-	provider, err := q.k.address("provider", req.Provider)
-	if err != nil {
-		return nil, err
-	}
-	var out []types.WorkloadWork
-	rng := collections.NewSuperPrefixedTripleRange[uint64, sdk.AccAddress, int32](req.Epoch, provider)
-	err = q.k.Work.Walk(ctx, rng, func(key collections.Triple[uint64, sdk.AccAddress, int32], r types.WorkRecord) (bool, error) {
-		out = append(out, types.WorkloadWork{Workload: key.K3(), Record: r})
-		return false, nil
-	})
-	return &types.QueryVerifiedWorkResponse{Work: out}, err
 }
 
 // Dispute returns a dispute.

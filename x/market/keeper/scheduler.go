@@ -32,24 +32,41 @@ import (
 // collateral covers the exposure, quote <= max price, operator != owner, reputation
 // eligible, not a node that lost the task before, not a node running a sibling replica.
 
-// assignPending runs the scheduler for one block. It examines at most
-// max_assign_per_block tasks: first the AssignQueue in priority order, then the parked
-// tasks whose retry height has come (in height order), which are always left at least a
-// quarter of the block's examinations. A task no node can take is parked for 1, 2, 4, ...
-// up to assign_retry_max_blocks blocks, out of the queue's head: tasks nobody can place
-// (requirements nobody meets, free to submit since a cancel refunds) cannot hold back
-// the ones behind them; a retried task re-enters in the order it was parked.
-func (k Keeper) assignPending(ctx sdk.Context, p types.Params) error {
+// assignPending runs the scheduler for one block within its budget
+// (assign_gas_per_block; max_assign_per_block caps the tasks examined). It takes first the
+// AssignQueue in priority order, then the parked tasks whose retry height has come (in
+// height order), which are always left at least a quarter of the examinations. A task no
+// node can take is parked for 1, 2, 4, ... up to assign_retry_max_blocks blocks, out of
+// the queue's head: tasks nobody can place (requirements nobody meets, free to submit
+// since a cancel refunds) cannot hold back the ones behind them; a retried task re-enters
+// in the order it was parked. A task whose assignment fails (not: finds no node) goes to
+// the retries (blockwork.go).
+//
+// Each job is read at most once per block (sched): its spec never changes, its record is
+// kept as the last assignment wrote it; the GPU classes a job may use are narrowed once
+// per block to those with nodes, so the cost of examining a task does not depend on the
+// length of the job's lists.
+func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runner) error {
 	limit := int(p.MaxAssignPerBlock)
 	retryShare := max(limit/4, 1)
-	fresh, err := collkeys.CollectKeys(ctx, k.AssignQueue, nil, limit)
-	if err != nil {
+	var fresh []collections.Triple[uint64, int64, uint64]
+	var due []collections.Pair[int64, uint64]
+	sb := &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}}
+	if err := r.Budget.Run(ctx, "market: assign due", func(c sdk.Context) error {
+		var err error
+		if fresh, err = collkeys.CollectKeys(c, k.AssignQueue, nil, limit); err != nil {
+			return err
+		}
+		retryRange := new(collections.Range[collections.Pair[int64, uint64]]).
+			EndInclusive(collections.Join(c.BlockHeight(), uint64(math.MaxUint64)))
+		if due, err = collkeys.CollectKeys(c, k.AssignRetryAt, retryRange, limit); err != nil {
+			return err
+		}
+		if len(fresh) > 0 || len(due) > 0 {
+			sb.gp, err = k.gfl.GetParams(c)
+		}
 		return err
-	}
-	retryRange := new(collections.Range[collections.Pair[int64, uint64]]).
-		EndInclusive(collections.Join(ctx.BlockHeight(), uint64(math.MaxUint64)))
-	due, err := collkeys.CollectKeys(ctx, k.AssignRetryAt, retryRange, limit)
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	if len(fresh) == 0 && len(due) == 0 {
@@ -58,10 +75,6 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params) error {
 	// fresh tasks first, leaving the retries their share (or more, if fresh ones are few)
 	nFresh := min(len(fresh), max(limit-min(len(due), retryShare), 0))
 	nDue := min(len(due), limit-nFresh)
-	gp, err := k.gfl.GetParams(ctx)
-	if err != nil {
-		return err
-	}
 	ids := make([]uint64, 0, nFresh+nDue)
 	for _, key := range fresh[:nFresh] {
 		ids = append(ids, key.K3())
@@ -70,105 +83,166 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params) error {
 		ids = append(ids, key.K2())
 	}
 	for _, id := range ids {
-		_ = blockhook.Apply(ctx, "market: assign", func(ctx sdk.Context) error {
-			return k.tryAssign(ctx, p, gp, id)
+		var job *types.Job
+		err := r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
+			var err error
+			job, err = k.tryAssign(c, p, sb, id)
+			return err
 		})
+		switch {
+		case errors.Is(err, blockhook.ErrBudgetSpent):
+			return err
+		case err != nil:
+			// the job's record as cached may be ahead of the store now: read it again
+			clear(sb.jobs)
+			if err := r.Fail(ctx, blockhook.Item{Kind: kindAssign, ID: id}, err, func(c sdk.Context) error { return k.dropFromQueue(c, id) }); err != nil {
+				return err
+			}
+		case job != nil:
+			sb.jobs[job.Id] = *job
+		}
 	}
 	return nil
 }
 
-// park takes a pending task no node could take out of the queue's head until a later
-// block: 1, 2, 4, ... blocks after each failed try, at most assign_retry_max_blocks.
-func (k Keeper) park(ctx sdk.Context, p types.Params, job types.Job, t types.Task) error {
+// dropFromQueue takes a pending task out of the scheduler's queue and parking (its
+// assignment failed; the retries own it now).
+func (k Keeper) dropFromQueue(ctx sdk.Context, taskID uint64) error {
+	t, err := k.Tasks.Get(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	spec, err := k.JobSpecs.Get(ctx, t.JobId)
+	if err != nil {
+		return err
+	}
+	if err := k.AssignQueue.Remove(ctx, queueKey(types.Job{Spec: spec}, taskID)); err != nil {
+		return err
+	}
+	return k.unpark(ctx, taskID)
+}
+
+// sched is what the scheduler keeps for one block: the jobs as last written by this
+// block's assignments and, per job, its allowed GPU classes that have nodes.
+type sched struct {
+	gp      gfltypes.Params
+	jobs    map[uint64]types.Job
+	classes map[uint64][]string
+}
+
+// parkUnplaced takes a pending task no node could take out of the queue's head until a
+// later block: 1, 2, 4, ... blocks after each failed try, at most assign_retry_max_blocks.
+func (k Keeper) parkUnplaced(ctx sdk.Context, p types.Params, job types.Job, t types.Task) error {
 	tries := uint32(0)
 	if r, err := k.AssignRetries.Get(ctx, t.Id); err == nil {
 		tries = r.K2()
 	} else if !errors.Is(err, collections.ErrNotFound) {
 		return err
 	}
-	if err := k.dequeue(ctx, job, t); err != nil {
-		return err
-	}
 	wait := int64(p.AssignRetryMaxBlocks)
 	if tries < 32 {
 		wait = min(wait, int64(1)<<tries)
 	}
-	at := ctx.BlockHeight() + wait
-	if err := k.AssignRetries.Set(ctx, t.Id, collections.Join(at, tries+1)); err != nil {
-		return err
-	}
-	return k.AssignRetryAt.Set(ctx, collections.Join(at, t.Id))
+	return k.park(ctx, job, t, ctx.BlockHeight()+wait, tries+1)
 }
 
-func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, gp gfltypes.Params, taskID uint64) error {
+// tryAssign examines one pending task: expired if its deadline can no longer be met,
+// assigned to the node drawn, or parked. It returns the job as it wrote it (nil when it
+// wrote none). sb is the block's scheduler cache (nil: none, a retried task).
+func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uint64) (*types.Job, error) {
 	t, err := k.Tasks.Get(ctx, taskID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	job, err := k.Jobs.Get(ctx, t.JobId)
-	if err != nil {
-		return err
+	if sb == nil {
+		sb = &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}}
+		if sb.gp, err = k.gfl.GetParams(ctx); err != nil {
+			return nil, err
+		}
+	}
+	job, cached := sb.jobs[t.JobId]
+	if !cached {
+		if job, err = k.loadJob(ctx, t.JobId); err != nil {
+			return nil, err
+		}
+		sb.jobs[t.JobId] = job
 	}
 	if t.Status != types.TASK_STATUS_PENDING {
-		// a stale entry: drop it, wherever it is
+		// a stale entry (never left by the core; kept as a guard): drop it, wherever it is
 		if err := k.AssignQueue.Remove(ctx, queueKey(job, taskID)); err != nil {
-			return err
+			return nil, err
 		}
-		return k.unpark(ctx, taskID)
+		return nil, k.unpark(ctx, taskID)
 	}
 	if ctx.BlockTime().Add(job.Spec.MaxDuration).After(job.Spec.Deadline) {
-		if err := k.detach(ctx, &job, &t); err != nil {
-			return err
+		if err := k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_EXPIRED, t.NodeId, "the deadline can no longer be met"); err != nil {
+			return nil, err
 		}
-		if err := k.finishTask(ctx, &job, &t, p, types.TASK_STATUS_EXPIRED, "the deadline can no longer be met"); err != nil {
-			return err
+		if err := k.afterMemberLeft(ctx, p, &job, t); err != nil {
+			return nil, err
 		}
-		if err := k.memberGone(ctx, p, &job, t); err != nil {
-			return err
-		}
-		return k.Jobs.Set(ctx, job.Id, job)
+		return &job, nil
 	}
-	slot, price, found, err := k.pickNode(ctx, p, gp, job, t)
+	classes, err := sb.classesOf(ctx, k, job)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	slot, price, found, err := k.pickNode(ctx, p, classes, job, t)
+	if err != nil {
+		return nil, err
 	}
 	if !found {
-		return k.park(ctx, p, job, t)
-	}
-	if err := k.detach(ctx, &job, &t); err != nil {
-		return err
+		return nil, k.parkUnplaced(ctx, p, job, t)
 	}
 	if err := k.assign(ctx, p, &job, &t, slot, price, 0); err != nil {
-		return err
+		return nil, err
 	}
-	return k.Jobs.Set(ctx, job.Id, job)
+	return &job, nil
 }
 
-// assign gives a pending, detached task to a node at a price.
+// classesOf is, once per block per job, the job's allowed GPU classes (every class of the
+// table when it names none) that have nodes indexed.
+func (s *sched) classesOf(ctx context.Context, k Keeper, job types.Job) ([]string, error) {
+	if c, ok := s.classes[job.Id]; ok {
+		return c, nil
+	}
+	allowed := job.Spec.Requirements.AllowedClasses
+	if len(allowed) == 0 {
+		for _, c := range s.gp.GpuClasses {
+			allowed = append(allowed, c.Name)
+		}
+	}
+	var out []string
+	for _, class := range allowed {
+		idle, loaded, err := k.classCount(ctx, class)
+		if err != nil {
+			return nil, err
+		}
+		if idle+loaded > 0 {
+			out = append(out, class)
+		}
+	}
+	s.classes[job.Id] = out
+	return out, nil
+}
+
+// assign gives a pending task to a node at a price: the node's GPUs and the provider's
+// exposure (exposure_factor x the task's value) are taken by the transition.
 func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *types.Task, slot types.NodeSlot, price sdkmath.Int, bidNode uint64) error {
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	exposure := exposureOf(p, taskValue(*job, t.Role, price))
-	if err := k.collateral.AddExposure(ctx, k.mustAcc(slot.Operator), exposure); err != nil {
+	h := sdkCtx.BlockHeight()
+	if err := k.transition(ctx, p, job, t, types.TASK_STATUS_ASSIGNED, step{history: "TaskAssigned", node: slot.NodeId, detail: "price " + price.String() + p.Denom}, func(t *types.Task) {
+		t.NodeId = slot.NodeId
+		t.Provider = slot.Operator
+		t.Price = price
+		t.Exposure = exposure
+		t.BidNode = bidNode
+		t.AssignedHeight = h
+		t.AckDeadlineHeight = h + int64(p.AckTimeoutBlocks)
+	}); err != nil {
 		return err
 	}
-	if err := k.adjustSlot(ctx, slot.NodeId, int64(job.Spec.Requirements.GPUs()), 1); err != nil {
-		return err
-	}
-	t.Status = types.TASK_STATUS_ASSIGNED
-	t.NodeId = slot.NodeId
-	t.Provider = slot.Operator
-	t.Price = price
-	t.Exposure = exposure
-	t.BidNode = bidNode
-	t.AssignedHeight = sdkCtx.BlockHeight()
-	t.AckDeadlineHeight = sdkCtx.BlockHeight() + int64(p.AckTimeoutBlocks)
-	if err := k.enqueue(ctx, *job, *t); err != nil {
-		return err
-	}
-	if err := k.Tasks.Set(ctx, t.Id, *t); err != nil {
-		return err
-	}
-	k.addHistory(ctx, job, p, "TaskAssigned", t.Id, slot.NodeId, "price "+price.String()+p.Denom)
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskAssigned{
 		TaskId: t.Id, JobId: t.JobId, NodeId: slot.NodeId, Provider: slot.Operator, Price: price, Reassignment: t.Reassignments > 0,
 	})
@@ -181,8 +255,8 @@ type candidate struct {
 }
 
 // pickNode finds the node for a task: power of two choices among the eligible candidates.
-func (k Keeper) pickNode(ctx context.Context, p types.Params, gp gfltypes.Params, job types.Job, t types.Task) (types.NodeSlot, sdkmath.Int, bool, error) {
-	d, found, err := k.draw(ctx, p, gp, job, t)
+func (k Keeper) pickNode(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task) (types.NodeSlot, sdkmath.Int, bool, error) {
+	d, found, err := k.draw(ctx, p, classes, job, t)
 	if err != nil || !found {
 		return types.NodeSlot{}, sdkmath.Int{}, false, err
 	}
@@ -195,18 +269,12 @@ type drawn struct {
 	a, b, best candidate
 }
 
-// draw gathers a task's candidates from the index (a random start, the beacon), draws two
-// of them and keeps the better.
-func (k Keeper) draw(ctx context.Context, p types.Params, gp gfltypes.Params, job types.Job, t types.Task) (drawn, bool, error) {
+// draw gathers a task's candidates from the index (a random start, the beacon) in the
+// given classes, draws two of them and keeps the better.
+func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task) (drawn, bool, error) {
 	excluded, err := k.excludedNodes(ctx, job, t)
 	if err != nil {
 		return drawn{}, false, err
-	}
-	classes := job.Spec.Requirements.AllowedClasses
-	if len(classes) == 0 {
-		for _, c := range gp.GpuClasses {
-			classes = append(classes, c.Name)
-		}
 	}
 	seed := k.drawSeed(ctx, t.Id, uint64(t.Reassignments))
 	maxID, err := k.MaxSlot.Get(ctx)
@@ -439,38 +507,4 @@ func (k Keeper) classCount(ctx context.Context, class string) (idle, loaded uint
 		return 0, 0, err
 	}
 	return c.K1(), c.K2(), nil
-}
-
-// unpark drops a task's retry entry, if it has one.
-func (k Keeper) unpark(ctx context.Context, taskID uint64) error {
-	r, err := k.AssignRetries.Get(ctx, taskID)
-	if errors.Is(err, collections.ErrNotFound) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if err := k.AssignRetryAt.Remove(ctx, collections.Join(r.K1(), taskID)); err != nil {
-		return err
-	}
-	return k.AssignRetries.Remove(ctx, taskID)
-}
-
-// SlotFromNode is the market's view of an x/gfl node; usage counters are the caller's.
-func SlotFromNode(n gfltypes.Node) types.NodeSlot {
-	s := types.NodeSlot{
-		NodeId: n.Id, Operator: n.Operator, GpuClass: n.GpuClass, Region: n.Region, Gpus: uint32(len(n.Gpus)),
-		Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour.Amount, Active: n.Schedulable(), PowerGflops: n.PowerGflops,
-		TensorCores: len(n.Gpus) > 0, MigCapable: len(n.Gpus) > 0,
-	}
-	for i, g := range n.Gpus {
-		if i == 0 || g.MemoryMib < s.MinMemoryMib {
-			s.MinMemoryMib = g.MemoryMib
-		}
-		if i == 0 || types.CompareComputeCapability(g.ComputeCapability, s.ComputeCapability) < 0 {
-			s.ComputeCapability = g.ComputeCapability
-		}
-		s.TensorCores = s.TensorCores && g.TensorCores
-		s.MigCapable = s.MigCapable && g.MigCapable
-	}
-	return s
 }

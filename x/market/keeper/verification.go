@@ -3,8 +3,6 @@ package keeper
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -113,8 +111,15 @@ func (k Keeper) group(ctx context.Context, job types.Job, t types.Task) ([]types
 
 // afterGroupChange opens the group's reveals once nobody in it is still working, and
 // decides it once every live member has revealed. Called whenever a member commits,
-// reveals or leaves the group for good.
+// reveals or leaves the group for good. The job is saved.
 func (k Keeper) afterGroupChange(ctx context.Context, p types.Params, job *types.Job, t types.Task) error {
+	if err := k.groupChanged(ctx, p, job, t); err != nil {
+		return err
+	}
+	return k.saveJob(ctx, *job)
+}
+
+func (k Keeper) groupChanged(ctx context.Context, p types.Params, job *types.Job, t types.Task) error {
 	members, err := k.group(ctx, *job, t)
 	if err != nil || len(members) == 0 {
 		return err
@@ -122,8 +127,7 @@ func (k Keeper) afterGroupChange(ctx context.Context, p types.Params, job *types
 	working, committed, revealed := 0, 0, 0
 	for _, m := range members {
 		switch {
-		case m.Status == types.TASK_STATUS_COMMITTED && m.Role == types.TASK_ROLE_PRIMARY && job.Spec.Replicas == 1 &&
-			job.Spec.Verification == types.VERIFICATION_CLASS_EXACT && !m.Audited:
+		case awaitsAuditDraw(*job, m):
 			working++ // its audit is not drawn yet
 		case m.Status == types.TASK_STATUS_COMMITTED:
 			committed++
@@ -157,11 +161,9 @@ func (k Keeper) openReveals(ctx context.Context, p types.Params, job *types.Job,
 		if m.Status != types.TASK_STATUS_COMMITTED || m.RevealDeadlineHeight != 0 {
 			continue
 		}
-		m.RevealDeadlineHeight = h + int64(p.RevealTimeoutBlocks)
-		if err := k.enqueue(ctx, *job, m); err != nil {
-			return err
-		}
-		if err := k.Tasks.Set(ctx, m.Id, m); err != nil {
+		if err := k.transition(ctx, p, job, &m, types.TASK_STATUS_COMMITTED, step{}, func(m *types.Task) {
+			m.RevealDeadlineHeight = h + int64(p.RevealTimeoutBlocks)
+		}); err != nil {
 			return err
 		}
 	}
@@ -170,36 +172,27 @@ func (k Keeper) openReveals(ctx context.Context, p types.Params, job *types.Job,
 
 // verify accepts a task: VERIFIED, settling at the end of a new challenge window.
 func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *types.Task) error {
-	t.Status = types.TASK_STATUS_VERIFIED
-	t.SettleHeight = sdk.UnwrapSDKContext(ctx).BlockHeight() + int64(p.ChallengeWindowBlocks)
-	if err := k.enqueue(ctx, *job, *t); err != nil {
+	settle := sdk.UnwrapSDKContext(ctx).BlockHeight() + int64(p.ChallengeWindowBlocks)
+	if err := k.transition(ctx, p, job, t, types.TASK_STATUS_VERIFIED, step{}, func(t *types.Task) { t.SettleHeight = settle }); err != nil {
 		return err
 	}
-	if err := k.Tasks.Set(ctx, t.Id, *t); err != nil {
+	if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, true); err != nil {
 		return err
 	}
-	k.hooks().AfterTaskVerified(ctx, t.NodeId, true)
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: t.Id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
 }
 
 // wrongResult fails a task whose result lost verification: slashed for a wrong result, the
 // owner compensated, the given verifiers rewarded, its escrow refunded.
 func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job, t *types.Task, verifiers []sdk.AccAddress, reason string) error {
-	exposure := t.Exposure
-	if err := k.detach(ctx, job, t); err != nil {
-		return err
-	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	ppm, err := k.penaltyPPM(ctx, k.mustAcc(t.Provider), p.WrongResultSlashPpm, exposure)
-	if err != nil {
+	if err := k.slash(ctx, t.Provider, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, verifiers, ev); err != nil {
 		return err
 	}
-	if _, err := k.collateral.Slash(ctx, k.mustAcc(t.Provider), ppm, sstypes.SLASH_REASON_WRONG_RESULT,
-		sstypes.Beneficiaries{Compensate: k.mustAcc(job.Owner), Rewarded: verifiers}, ev); err != nil {
+	if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, false); err != nil {
 		return err
 	}
-	k.hooks().AfterTaskVerified(ctx, t.NodeId, false)
-	return k.finishTask(ctx, job, t, p, types.TASK_STATUS_FAILED, reason)
+	return k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId, reason)
 }
 
 // decideShard compares the result roots of a shard's revealed group.
@@ -244,10 +237,14 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 	}
 	ev := types.EventVerified{JobId: job.Id, Index: members[0].Index}
 	if 2*len(votes[best]) > len(members) {
-		var winners []sdk.AccAddress
+		var winnerAddrs []string
 		for _, i := range votes[best] {
 			ev.Majority = append(ev.Majority, members[i].Id)
-			winners = append(winners, k.mustAcc(members[i].Provider))
+			winnerAddrs = append(winnerAddrs, members[i].Provider)
+		}
+		winners, err := k.accs(winnerAddrs...)
+		if err != nil {
+			return err
 		}
 		for i := range members {
 			m := &members[i]
@@ -287,14 +284,30 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 	}
 	for i := range members {
 		m := &members[i]
-		if err := k.detach(ctx, job, m); err != nil {
-			return err
-		}
-		if err := k.finishTask(ctx, job, m, p, types.TASK_STATUS_FAILED, "replicas tied and no escalation is left: no result can be trusted"); err != nil {
+		if err := k.finishTask(ctx, p, job, m, types.TASK_STATUS_FAILED, m.NodeId, "replicas tied and no escalation is left: no result can be trusted"); err != nil {
 			return err
 		}
 	}
 	return sdkCtx.EventManager().EmitTypedEvent(&ev)
+}
+
+// afterMemberLeft re-examines a task's verification group after the task became final
+// outside a decision (failed after its reassignments, expired, cancelled): the others may
+// now reveal or be decided. The job is saved.
+func (k Keeper) afterMemberLeft(ctx context.Context, p types.Params, job *types.Job, t types.Task) error {
+	if !isCompared(t.Role) && t.Role != types.TASK_ROLE_COMMITTEE {
+		return nil
+	}
+	all, err := k.shardTasks(ctx, job.Id, t.Index)
+	if err != nil {
+		return err
+	}
+	for _, m := range all {
+		if !isFinal(m.Status) && (m.Role == t.Role || (isCompared(m.Role) && isCompared(t.Role))) {
+			return k.afterGroupChange(ctx, p, job, m)
+		}
+	}
+	return nil
 }
 
 // newTask adds a task to a job's shard: an escalation, an audit or a committee member. Its
@@ -316,10 +329,7 @@ func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, ind
 		Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: reserve, DisputeId: dispute, ExcludedNodes: exclude,
 	}
 	job.VerificationLeft = job.VerificationLeft.Sub(reserve)
-	if err := k.Tasks.Set(ctx, id, t); err != nil {
-		return t, err
-	}
-	if err := k.AssignQueue.Set(ctx, queueKey(*job, id)); err != nil {
+	if err := k.insertTask(ctx, job, t); err != nil {
 		return t, err
 	}
 	k.addHistory(ctx, job, p, "Task"+roleWord(role), id, 0, fmt.Sprintf("shard %d", index))
@@ -364,11 +374,14 @@ func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error 
 	if t.Status != types.TASK_STATUS_COMMITTED || t.Audited {
 		return nil
 	}
-	job, err := k.Jobs.Get(ctx, t.JobId)
+	job, err := k.loadJob(ctx, t.JobId)
 	if err != nil {
 		return err
 	}
-	provider := k.mustAcc(t.Provider)
+	provider, err := k.acc(t.Provider)
+	if err != nil {
+		return err
+	}
 	settled, err := k.ProviderTasks.Get(ctx, provider)
 	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
 		return err
@@ -383,7 +396,6 @@ func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error 
 		return err
 	}
 	ev := types.EventAudit{TaskId: t.Id, ProbabilityPpm: prob, Audited: beacon.Below(seed, validate.PPMOne) < uint64(prob)}
-	t.Audited = true
 	if ev.Audited {
 		reserve := job.Spec.MaxPricePerTask.Amount
 		if job.VerificationLeft.GTE(reserve) {
@@ -407,13 +419,10 @@ func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error 
 			ev.Audited, ev.Reason = false, "verification budget exhausted"
 		}
 	}
-	if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+	if err := k.transition(ctx, p, &job, &t, types.TASK_STATUS_COMMITTED, step{}, func(t *types.Task) { t.Audited = true }); err != nil {
 		return err
 	}
 	if err := k.afterGroupChange(ctx, p, &job, t); err != nil {
-		return err
-	}
-	if err := k.Jobs.Set(ctx, job.Id, job); err != nil {
 		return err
 	}
 	return ctx.EventManager().EmitTypedEvent(&ev)
@@ -455,13 +464,11 @@ func (k Keeper) openDispute(ctx context.Context, p types.Params, job *types.Job,
 		if t == nil {
 			continue
 		}
-		if err := k.dequeue(ctx, *job, *t); err != nil { // a verified target's settlement waits
-			return d, err
-		}
-		t.DisputeId = id
-		t.Status = types.TASK_STATUS_REVEALED
-		t.SettleHeight = 0
-		if err := k.Tasks.Set(ctx, t.Id, *t); err != nil {
+		// a verified target's settlement waits for the dispute
+		if err := k.transition(ctx, p, job, t, types.TASK_STATUS_REVEALED, step{}, func(t *types.Task) {
+			t.DisputeId = id
+			t.SettleHeight = 0
+		}); err != nil {
 			return d, err
 		}
 	}
@@ -501,7 +508,11 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 		m := &committee[i]
 		if decided == nil || bytes.Equal(m.ResultRoot, decided) {
 			if bytes.Equal(m.ResultRoot, decided) {
-				majority = append(majority, k.mustAcc(m.Provider))
+				a, err := k.acc(m.Provider)
+				if err != nil {
+					return err
+				}
+				majority = append(majority, a)
 			}
 			if err := k.verify(ctx, p, job, m); err != nil {
 				return err
@@ -525,7 +536,11 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 	switch d.Kind {
 	case types.DISPUTE_KIND_AUDIT:
 		auditorRight := decided != nil && bytes.Equal(auditor.ResultRoot, decided)
-		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, k.mustAcc(auditor.Provider)), d.Id); err != nil {
+		auditorAddr, err := k.acc(auditor.Provider)
+		if err != nil {
+			return err
+		}
+		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, auditorAddr), d.Id); err != nil {
 			return err
 		}
 		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id); err != nil {
@@ -535,7 +550,11 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id); err != nil {
 			return err
 		}
-		if err := k.settleBond(ctx, p, job, &d, k.mustAcc(target.Provider), majority); err != nil {
+		provider, err := k.acc(target.Provider)
+		if err != nil {
+			return err
+		}
+		if err := k.settleBond(ctx, p, job, &d, provider, majority); err != nil {
 			return err
 		}
 	}
@@ -578,7 +597,7 @@ func (k Keeper) settleBond(ctx context.Context, p types.Params, job *types.Job, 
 	bond := d.Bond
 	d.Bond = sdkmath.ZeroInt()
 	if d.Status != types.DISPUTE_STATUS_UPHELD {
-		return send(k.mustAcc(job.Owner), bond)
+		return k.payOut(ctx, job.Owner, p.Denom, bond)
 	}
 	half := bond.QuoRaw(2)
 	each := sdkmath.ZeroInt()
@@ -595,8 +614,8 @@ func (k Keeper) settleBond(ctx context.Context, p types.Params, job *types.Job, 
 
 // Challenge opens a dispute over a verified task within its challenge window: the owner
 // locks challenge_bond and the verification budget funds a committee.
-func (k Keeper) Challenge(ctx context.Context, owner string, taskID uint64) (uint64, error) {
-	ownerAddr, err := k.address("owner", owner)
+func (k Keeper) Challenge(ctx context.Context, ownerAddr sdk.AccAddress, taskID uint64) (uint64, error) {
+	owner, err := k.addressString("owner", ownerAddr)
 	if err != nil {
 		return 0, err
 	}
@@ -635,26 +654,8 @@ func (k Keeper) Challenge(ctx context.Context, owner string, taskID uint64) (uin
 	if err != nil {
 		return 0, err
 	}
-	return d.Id, k.Jobs.Set(ctx, job.Id, job)
+	return d.Id, k.saveJob(ctx, job)
 }
-
-// gemmChallenge is the GEMM a BUILTIN gemm task computes: the job's seed mixed with the
-// shard index, so that every shard is distinct work (docs/pocp.md, section 8).
-func gemmChallenge(job types.Job, index uint32) pocp.Challenge {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], index)
-	h := sha256.New()
-	h.Write([]byte(types.DomainGemmSeed))
-	h.Write(job.GemmSeed)
-	h.Write(b[:])
-	var c pocp.Challenge
-	copy(c.Seed[:], h.Sum(nil))
-	c.N, c.R = job.Spec.Builtin.GemmN, job.Spec.Builtin.GemmR
-	return c
-}
-
-// GemmChallenge exports the GEMM of a BUILTIN gemm task for the worker.
-func GemmChallenge(job types.Job, index uint32) pocp.Challenge { return gemmChallenge(job, index) }
 
 // verifyGemm checks a BUILTIN_GEMM reveal like a PoCP reveal: the entries sampled from the
 // block after the commitment are recomputed, every Merkle path checked, and gas charged.
@@ -688,9 +689,4 @@ func (k Keeper) verifyGemm(ctx context.Context, c pocp.Challenge, root []byte, c
 		return errorsmod.Wrapf(types.ErrInvalidReveal, "gemm: %s", err)
 	}
 	return nil
-}
-
-// GemmSamplePositions are the entries a BUILTIN_GEMM reveal must open (for the worker).
-func GemmSamplePositions(seed [32]byte, c pocp.Challenge, samples uint32) []pocp.Position {
-	return pocp.SamplePositions(seed, c.N, int(samples))
 }

@@ -2,52 +2,74 @@ package keeper
 
 import (
 	"context"
+	"time"
 
-	"cosmossdk.io/collections"
+	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/x/gfl/pocp"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
-// WorkRecords returns up to limit entries of an epoch's verified work after the given key
-// (nil: from the start), in (provider, workload) order, and whether more follow. Only
-// tasks paid by another account that the provider did not fund are recorded (x/market
-// records nothing for self-paid work; funding.go).
-func (k Keeper) WorkRecords(ctx context.Context, epoch uint64, after *types.WorkCursor, limit int) ([]types.ProviderWork, bool, error) {
-	rng := collections.NewPrefixedTripleRange[uint64, sdk.AccAddress, int32](epoch)
-	if after != nil {
-		rng = new(collections.Range[collections.Triple[uint64, sdk.AccAddress, int32]]).
-			StartExclusive(collections.Join3(epoch, after.Provider, after.Workload)).
-			EndExclusive(collections.TriplePrefix[uint64, sdk.AccAddress, int32](epoch + 1))
-	}
-	it, err := k.Work.Iterate(ctx, rng)
+// Verified work. x/market reports every settled task and every paid pool unit through
+// the AfterWorkVerified hook and keeps nothing of it: x/dps owns the work ledger, the
+// funding links and the rule of what counts (x/dps/keeper/work.go).
+
+// recordWork reports a settled task as verified work: C = the node's GFL index corrected
+// for the job's workload class, times the task's run time (commit - ack, at most
+// max_duration, whole seconds), times its share of the node's GPUs (GFLOP-seconds); the
+// fees are the gross payment. A hook error is returned: the settlement fails whole.
+func (k Keeper) recordWork(ctx context.Context, job types.Job, t types.Task, gross sdkmath.Int) error {
+	payer, err := k.acc(job.Owner)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	defer func() { _ = it.Close() }()
-	var out []types.ProviderWork
-	for ; it.Valid() && len(out) < limit; it.Next() {
-		kv, err := it.KeyValue()
-		if err != nil {
-			return nil, false, err
+	provider, err := k.acc(t.Provider)
+	if err != nil {
+		return err
+	}
+	node, err := k.gfl.GetNode(ctx, t.NodeId)
+	if err != nil {
+		return err
+	}
+	gp, err := k.gfl.GetParams(ctx)
+	if err != nil {
+		return err
+	}
+	var corrected uint64
+	if f, ok := gp.ClassFactors(node.GpuClass); ok {
+		for _, w := range gp.WorkloadWeights {
+			if w.Workload == job.Spec.Workload {
+				corrected = gfltypes.Corrected(node.PowerGflops, w, f)
+			}
 		}
-		out = append(out, types.ProviderWork{Provider: kv.Key.K2(), Workload: kv.Key.K3(), Record: kv.Value})
 	}
-	return out, it.Valid(), nil
+	run := t.CommitTime.Sub(t.StartedTime)
+	run = min(max(run, 0), job.Spec.MaxDuration)
+	gpus := uint64(max(len(node.Gpus), 1))
+	c := sdkmath.NewIntFromUint64(corrected).MulRaw(int64(run / time.Second)).
+		Mul(sdkmath.NewIntFromUint64(uint64(job.Spec.Requirements.GPUs()))).Quo(sdkmath.NewIntFromUint64(gpus))
+	return k.hooks().AfterWorkVerified(ctx, types.VerifiedWork{
+		Payer: payer, Provider: provider, Workload: int32(job.Spec.Workload), GflopSeconds: c, Fees: gross,
+	})
 }
 
-// PruneWork deletes up to limit work records of an epoch (once it has been paid) and
-// reports whether the epoch has none left.
-func (k Keeper) PruneWork(ctx context.Context, epoch uint64, limit int) (bool, error) {
-	entries, more, err := k.WorkRecords(ctx, epoch, nil, limit)
+// recordPoolWork reports a paid pool unit as verified work: a GEMM unit's exact FLOPs, in
+// GFLOP-seconds of one second of a GFLOP/s node (NONE pools do no verified work); the fee
+// is the unit's price.
+func (k Keeper) recordPoolWork(ctx context.Context, pool types.Pool, provider sdk.AccAddress, fee sdkmath.Int) error {
+	payer, err := k.acc(pool.Owner)
 	if err != nil {
-		return false, err
+		return err
 	}
-	for _, e := range entries {
-		if err := k.Work.Remove(ctx, collections.Join3(epoch, e.Provider, e.Workload)); err != nil {
-			return false, err
-		}
+	work := sdkmath.ZeroInt()
+	if pool.Spec.Verification == types.VERIFICATION_CLASS_BUILTIN_GEMM {
+		c := pocp.Challenge{N: pool.Spec.Builtin.GemmN, R: pool.Spec.Builtin.GemmR}
+		work = sdkmath.NewIntFromUint64(c.FLOPs() / 1e9)
 	}
-	return !more, nil
+	return k.hooks().AfterWorkVerified(ctx, types.VerifiedWork{
+		Payer: payer, Provider: provider, Workload: int32(pool.Spec.Workload), GflopSeconds: work, Fees: fee,
+	})
 }

@@ -1,67 +1,83 @@
 package keeper_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/testutil/keepertest"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
-// WorkRecords pages through one epoch's work only, in key order, from any position;
-// PruneWork deletes one epoch's records in bounded steps and leaves the others.
-func TestWorkRecordsPagesOneEpoch(t *testing.T) {
+// settleFor runs a one-task job owned by owner on a node of the provider name up to its
+// settlement block and returns the task (SETTLED unless the settlement failed).
+func (f *fixture) settleFor(name, owner string) types.Task {
+	f.t.Helper()
+	f.addNode(f.operator(name), 8, func(n *gfltypes.Node) { n.Region = name })
+	spec := f.gemmSpec(1)
+	spec.Requirements.Region = name
+	job := f.submitAs(owner, spec)
+	f.blocks(1)
+	task := f.tasks(job)[0]
+	require.Equal(f.t, types.TASK_STATUS_ASSIGNED, task.Status)
+	f.ack(task)
+	f.blocks(1)
+	f.commit(task)
+	f.blocks(1)
+	f.reveal(task)
+	for range f.params().ChallengeWindowBlocks + 2 {
+		f.blocks(1)
+	}
+	return f.task(task.Id)
+}
+
+// A settled task is reported to x/dps as verified work: who paid (the job's owner), who
+// was paid, the workload class, the gross payment as fees and the GFLOP-seconds; x/market
+// keeps no ledger of its own.
+func TestSettlementReportsVerifiedWork(t *testing.T) {
 	f := newFixture(t, nil)
-	provs := []sdk.AccAddress{
-		sdk.MustAccAddressFromBech32(keepertest.Addr("a")),
-		sdk.MustAccAddressFromBech32(keepertest.Addr("b")),
-		sdk.MustAccAddressFromBech32(keepertest.Addr("c")),
+	owner := keepertest.Addr("client2")
+	f.fund(owner, sdkmath.NewInt(1_000_000_000))
+	task := f.settleFor("prov", owner)
+	require.Equal(t, types.TASK_STATUS_SETTLED, task.Status)
+	require.Len(t, f.hooks.work, 1)
+	w := f.hooks.work[0]
+	require.Equal(t, sdk.MustAccAddressFromBech32(owner), w.Payer)
+	require.Equal(t, sdk.MustAccAddressFromBech32(task.Provider), w.Provider)
+	require.Equal(t, int32(gfltypes.WORKLOAD_CLASS_BATCH), w.Workload)
+	require.Equal(t, quote10m.AddRaw(100_000).String(), w.Fees.String(), "price + tip, before the take")
+	require.True(t, w.GflopSeconds.IsNil() == false && !w.GflopSeconds.IsNegative())
+	f.assertInvariants()
+}
+
+// A settlement whose work report fails does not settle without it: the step fails whole
+// and the task stays verified. (That its payment is rolled back with it is asserted on
+// the wired app, whose bank is transactional; this fixture's bank is a map.)
+func TestFailedWorkReportFailsTheSettlement(t *testing.T) {
+	f := newFixture(t, nil)
+	owner := keepertest.Addr("client3")
+	f.fund(owner, sdkmath.NewInt(1_000_000_000))
+	f.addNode(f.operator("prov"), 8, func(n *gfltypes.Node) { n.Region = "prov" })
+	spec := f.gemmSpec(1)
+	spec.Requirements.Region = "prov"
+	job := f.submitAs(owner, spec)
+	f.blocks(1)
+	task := f.tasks(job)[0]
+	f.ack(task)
+	f.blocks(1)
+	f.commit(task)
+	f.blocks(1)
+	f.reveal(task)
+	f.hooks.fail = errors.New("dps is broken")
+	for range f.params().ChallengeWindowBlocks + 2 {
+		f.blocks(1)
 	}
-	rec := func(n int64) types.WorkRecord {
-		return types.WorkRecord{GflopSeconds: sdkmath.NewInt(n), Fees: sdkmath.NewInt(n), Tasks: uint64(n)}
-	}
-	for epoch := uint64(1); epoch <= 3; epoch++ {
-		for i, p := range provs {
-			for w := int32(1); w <= 2; w++ {
-				require.NoError(t, f.k.Work.Set(f.ctx, collections.Join3(epoch, p, w), rec(int64(epoch*100)+int64(i*10)+int64(w))))
-			}
-		}
-	}
-	var all []types.ProviderWork
-	var after *types.WorkCursor
-	for {
-		page, more, err := f.k.WorkRecords(f.ctx, 2, after, 4)
-		require.NoError(t, err)
-		all = append(all, page...)
-		if !more {
-			break
-		}
-		last := page[len(page)-1]
-		after = &types.WorkCursor{Provider: last.Provider, Workload: last.Workload}
-	}
-	require.Len(t, all, 6)
-	for _, e := range all {
-		require.Equal(t, uint64(2), e.Record.Tasks/100, "epoch 2 only")
-	}
-	for {
-		done, err := f.k.PruneWork(f.ctx, 2, 4)
-		require.NoError(t, err)
-		if done {
-			break
-		}
-	}
-	left, _, err := f.k.WorkRecords(f.ctx, 2, nil, 100)
-	require.NoError(t, err)
-	require.Empty(t, left)
-	for _, e := range []uint64{1, 3} {
-		page, _, err := f.k.WorkRecords(f.ctx, e, nil, 100)
-		require.NoError(t, err)
-		require.Len(t, page, 6, "epoch %d untouched", e)
-	}
+	require.Equal(t, types.TASK_STATUS_VERIFIED, f.task(task.Id).Status)
+	require.Empty(t, f.hooks.work)
 }

@@ -60,52 +60,85 @@ func (NeutralReputation) Reputation(context.Context, uint64) (sdkmath.LegacyDec,
 	return sdkmath.LegacyOneDec(), true, nil
 }
 
-// WorkEpochKeeper says which reward epoch verified work counts in (x/dps).
-type WorkEpochKeeper interface {
-	CurrentWorkEpoch(ctx context.Context) (uint64, error)
-}
-
-// MarketHooks tell other modules (x/reputation) about providers' behaviour.
+// MarketHooks tell other modules (x/reputation) about providers' behaviour. A hook that
+// fails returns its error having written nothing; x/market then fails the step that
+// called it (the tx, or the block item), so that no provider's record is ever skipped.
 type MarketHooks interface {
 	// AfterTaskAcked: a node acked a task (onTime: within the ack timeout).
-	AfterTaskAcked(ctx context.Context, nodeID uint64, onTime bool)
+	AfterTaskAcked(ctx context.Context, nodeID uint64, onTime bool) error
 	// AfterTaskLapsed: a node lost a task (no ack, lapsed heartbeat, missed deadline or reveal).
-	AfterTaskLapsed(ctx context.Context, nodeID uint64, reason string)
+	AfterTaskLapsed(ctx context.Context, nodeID uint64, reason string) error
 	// AfterTaskVerified: a node's result was accepted (ok) or lost verification.
-	AfterTaskVerified(ctx context.Context, nodeID uint64, ok bool)
+	AfterTaskVerified(ctx context.Context, nodeID uint64, ok bool) error
 	// AfterTaskSettled: a node was paid for a task finished before its deadline or not.
-	AfterTaskSettled(ctx context.Context, nodeID uint64, beforeDeadline bool)
+	AfterTaskSettled(ctx context.Context, nodeID uint64, beforeDeadline bool) error
+	// AfterWorkVerified: a settled task or a paid pool unit, reported as verified work
+	// (x/dps keeps the work ledger and decides what counts).
+	AfterWorkVerified(ctx context.Context, w VerifiedWork) error
 }
 
-// MultiMarketHooks calls several hooks in order.
+// VerifiedWork is what a settled task or a paid pool unit reports: who paid whom for
+// which class of work, how much of it (GFLOP-seconds: the node's power corrected for the
+// class, times the run time, times the task's share of the node's GPUs; a GEMM unit's exact
+// FLOPs) and the fees (the gross payment, before the take, udps).
+type VerifiedWork struct {
+	Payer, Provider sdk.AccAddress
+	Workload        int32
+	GflopSeconds    sdkmath.Int
+	Fees            sdkmath.Int
+}
+
+// MultiMarketHooks calls several hooks in order; the first error stops it.
 type MultiMarketHooks []MarketHooks
 
 var _ MarketHooks = MultiMarketHooks{}
 
 // AfterTaskAcked implements MarketHooks.
-func (m MultiMarketHooks) AfterTaskAcked(ctx context.Context, nodeID uint64, onTime bool) {
+func (m MultiMarketHooks) AfterTaskAcked(ctx context.Context, nodeID uint64, onTime bool) error {
 	for _, h := range m {
-		h.AfterTaskAcked(ctx, nodeID, onTime)
+		if err := h.AfterTaskAcked(ctx, nodeID, onTime); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // AfterTaskLapsed implements MarketHooks.
-func (m MultiMarketHooks) AfterTaskLapsed(ctx context.Context, nodeID uint64, reason string) {
+func (m MultiMarketHooks) AfterTaskLapsed(ctx context.Context, nodeID uint64, reason string) error {
 	for _, h := range m {
-		h.AfterTaskLapsed(ctx, nodeID, reason)
+		if err := h.AfterTaskLapsed(ctx, nodeID, reason); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // AfterTaskVerified implements MarketHooks.
-func (m MultiMarketHooks) AfterTaskVerified(ctx context.Context, nodeID uint64, ok bool) {
+func (m MultiMarketHooks) AfterTaskVerified(ctx context.Context, nodeID uint64, ok bool) error {
 	for _, h := range m {
-		h.AfterTaskVerified(ctx, nodeID, ok)
+		if err := h.AfterTaskVerified(ctx, nodeID, ok); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// AfterWorkVerified implements MarketHooks.
+func (m MultiMarketHooks) AfterWorkVerified(ctx context.Context, w VerifiedWork) error {
+	for _, h := range m {
+		if err := h.AfterWorkVerified(ctx, w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AfterTaskSettled implements MarketHooks.
-func (m MultiMarketHooks) AfterTaskSettled(ctx context.Context, nodeID uint64, beforeDeadline bool) {
+func (m MultiMarketHooks) AfterTaskSettled(ctx context.Context, nodeID uint64, beforeDeadline bool) error {
 	for _, h := range m {
-		h.AfterTaskSettled(ctx, nodeID, beforeDeadline)
+		if err := h.AfterTaskSettled(ctx, nodeID, beforeDeadline); err != nil {
+			return err
+		}
 	}
+	return nil
 }

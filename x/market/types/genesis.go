@@ -23,6 +23,9 @@ func (gs GenesisState) Validate() error {
 	if err := gs.validate(); err != nil {
 		return errorsmod.Wrap(ErrInvalidGenesis, err.Error())
 	}
+	if err := gs.Retries.Validate(ItemKinds...); err != nil {
+		return errorsmod.Wrap(ErrInvalidGenesis, err.Error())
+	}
 	return nil
 }
 
@@ -48,6 +51,7 @@ func (gs GenesisState) validate() error {
 		jobs[j.Id] = j
 	}
 	tasks := map[uint64]struct{}{}
+	open := map[uint64]uint32{}
 	for i, t := range gs.Tasks {
 		if t.Id == 0 || t.Id >= nextTask {
 			return fmt.Errorf("tasks[%d].id %d: must be in [1, next_task_id %d)", i, t.Id, nextTask)
@@ -67,6 +71,15 @@ func (gs GenesisState) validate() error {
 				return fmt.Errorf("tasks[%d].provider %q: %w", i, t.Provider, err)
 			}
 		}
+		if !taskFinal(t.Status) {
+			open[t.JobId]++
+		}
+	}
+	// each job counts its open tasks (in the order of the jobs, not of the map)
+	for i, j := range gs.Jobs {
+		if j.OpenTasks != open[j.Id] {
+			return fmt.Errorf("jobs[%d].open_tasks %d: the job has %d tasks not final", i, j.OpenTasks, open[j.Id])
+		}
 	}
 	for i, b := range gs.Bids {
 		if _, ok := jobs[b.JobId]; !ok {
@@ -83,31 +96,19 @@ func (gs GenesisState) validate() error {
 		}
 		slots[s.NodeId] = struct{}{}
 	}
-	for i, w := range gs.Work {
-		if _, err := sdk.AccAddressFromBech32(w.Provider); err != nil {
-			return fmt.Errorf("work[%d].provider %q: %w", i, w.Provider, err)
-		}
-	}
-	links := map[[2]string]struct{}{}
-	for i, l := range gs.FundingLinks {
-		if _, err := sdk.AccAddressFromBech32(l.Recipient); err != nil {
-			return fmt.Errorf("funding_links[%d].recipient %q: %w", i, l.Recipient, err)
-		}
-		if _, err := sdk.AccAddressFromBech32(l.Funder); err != nil {
-			return fmt.Errorf("funding_links[%d].funder %q: %w", i, l.Funder, err)
-		}
-		if l.Recipient == l.Funder {
-			return fmt.Errorf("funding_links[%d]: %s cannot fund itself", i, l.Recipient)
-		}
-		if _, dup := links[[2]string{l.Recipient, l.Funder}]; dup {
-			return fmt.Errorf("funding_links[%d] (%s, %s): duplicate", i, l.Recipient, l.Funder)
-		}
-		links[[2]string{l.Recipient, l.Funder}] = struct{}{}
-	}
 	for i, h := range gs.History {
 		if _, ok := jobs[h.JobId]; !ok {
 			return fmt.Errorf("history[%d].job_id %d: no such job", i, h.JobId)
 		}
 	}
 	return nil
+}
+
+// taskFinal: nothing more happens to a task in this status.
+func taskFinal(s TaskStatus) bool {
+	switch s {
+	case TASK_STATUS_SETTLED, TASK_STATUS_FAILED, TASK_STATUS_EXPIRED, TASK_STATUS_CANCELLED:
+		return true
+	}
+	return false
 }

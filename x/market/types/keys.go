@@ -48,22 +48,47 @@ var (
 	HeartbeatDueKey    = collections.NewPrefix(21)
 	PruneQueueKey      = collections.NewPrefix(22)
 	HistoryKey         = collections.NewPrefix(23)
-	WorkKey            = collections.NewPrefix(24)
-	TasksByShardKey    = collections.NewPrefix(25)
-	DisputeSeqKey      = collections.NewPrefix(26)
-	DisputesKey        = collections.NewPrefix(27)
-	AuditDrawsKey      = collections.NewPrefix(28)
-	ProviderTasksKey   = collections.NewPrefix(29)
-	PoolSeqKey         = collections.NewPrefix(30)
-	PoolsKey           = collections.NewPrefix(31)
-	UnitsKey           = collections.NewPrefix(32)
-	OpenUnitsKey       = collections.NewPrefix(33)
-	PoolMembersKey     = collections.NewPrefix(34)
-	PoolEarningsKey    = collections.NewPrefix(35)
-	UnitDeadlinesKey   = collections.NewPrefix(36)
-	ClassNodesKey      = collections.NewPrefix(37)
-	MaxSlotKey         = collections.NewPrefix(38)
-	AssignRetryAtKey   = collections.NewPrefix(39)
-	AssignRetriesKey   = collections.NewPrefix(40)
-	FundedByKey        = collections.NewPrefix(41)
+	// 24 (the verified-work ledger) is retired: x/dps keeps it.
+	TasksByShardKey  = collections.NewPrefix(25)
+	DisputeSeqKey    = collections.NewPrefix(26)
+	DisputesKey      = collections.NewPrefix(27)
+	AuditDrawsKey    = collections.NewPrefix(28)
+	ProviderTasksKey = collections.NewPrefix(29)
+	PoolSeqKey       = collections.NewPrefix(30)
+	PoolsKey         = collections.NewPrefix(31)
+	UnitsKey         = collections.NewPrefix(32)
+	OpenUnitsKey     = collections.NewPrefix(33)
+	PoolMembersKey   = collections.NewPrefix(34)
+	PoolEarningsKey  = collections.NewPrefix(35)
+	UnitDeadlinesKey = collections.NewPrefix(36)
+	ClassNodesKey    = collections.NewPrefix(37)
+	MaxSlotKey       = collections.NewPrefix(38)
+	AssignRetryAtKey = collections.NewPrefix(39)
+	AssignRetriesKey = collections.NewPrefix(40)
+	// 41 (the funding links) is retired: x/dps keeps them.
+	RetryAttemptsKey = collections.NewPrefix(42)
+	RetryDueKey      = collections.NewPrefix(43)
+	NodeRunningKey   = collections.NewPrefix(44)
+	SweepCursorsKey  = collections.NewPrefix(45)
+	CancelSweepsKey  = collections.NewPrefix(46)
+	JobSpecsKey      = collections.NewPrefix(47)
 )
+
+// Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).
+const (
+	ItemAuction   = "auction"
+	ItemAck       = "ack"
+	ItemHeartbeat = "heartbeat"
+	ItemRun       = "run"
+	ItemReveal    = "reveal"
+	ItemAudit     = "audit"
+	ItemSettle    = "settle"
+	ItemDeadline  = "deadline"
+	ItemCancel    = "cancel"
+	ItemPrune     = "prune"
+	ItemUnit      = "unit"
+	ItemAssign    = "assign"
+)
+
+// ItemKinds lists the kinds of the module's block-hook items.
+var ItemKinds = []string{ItemAuction, ItemAck, ItemHeartbeat, ItemRun, ItemReveal, ItemAudit, ItemSettle, ItemDeadline, ItemCancel, ItemPrune, ItemUnit, ItemAssign}

@@ -50,8 +50,19 @@ func DefaultParams() Params {
 		PoolRevealTimeoutBlocks: 30,
 		AssignRetryMaxBlocks:    8,
 		ResultPenaltyMultiple:   20,
+		QueueGasPerBlock:        DefaultQueueGasPerBlock,
+		AssignGasPerBlock:       DefaultAssignGasPerBlock,
+		MaxBidsPerJob:           100,
+		MaxAuctionTasks:         100,
 	}
 }
+
+// The market's block budgets (gas as the SDK charges store work; x/market/README.md says
+// what they buy); governance sets them within validate.MinBlockGas and MaxBlockGas.
+const (
+	DefaultQueueGasPerBlock  = 100_000_000
+	DefaultAssignGasPerBlock = 200_000_000
+)
 
 // Validate rejects every out-of-range value, naming it.
 func (p Params) Validate() error {
@@ -64,7 +75,7 @@ func (p Params) Validate() error {
 func (p Params) validate() error {
 	for _, err := range []error{
 		validate.Denom("denom", p.Denom),
-		validate.Positive("max_assign_per_block", p.MaxAssignPerBlock),
+		validate.Range("max_assign_per_block", p.MaxAssignPerBlock, 1, 10_000),
 		validate.Range("load_threshold_ppm", p.LoadThresholdPpm, 1, validate.PPMOne),
 		validate.PPM("take_rate_ppm", p.TakeRatePpm),
 		validate.PPM("take_pool_share_ppm", p.TakePoolSharePpm),
@@ -89,7 +100,11 @@ func (p Params) validate() error {
 		validate.PositiveDuration("max_job_duration", p.MaxJobDuration),
 		validate.Range("max_units_per_msg", p.MaxUnitsPerMsg, 1, 10_000),
 		validate.Range("max_pool_providers", p.MaxPoolProviders, 1, 10_000),
-		validate.Positive("max_timeouts_per_block", p.MaxTimeoutsPerBlock),
+		validate.Range("max_timeouts_per_block", p.MaxTimeoutsPerBlock, 1, 10_000),
+		validate.BlockGas("queue_gas_per_block", p.QueueGasPerBlock),
+		validate.BlockGas("assign_gas_per_block", p.AssignGasPerBlock),
+		validate.Range("max_bids_per_job", p.MaxBidsPerJob, 1, 1_000),
+		validate.Range("max_auction_tasks", p.MaxAuctionTasks, 1, 1_000),
 		validate.Range("scheduler_candidates", p.SchedulerCandidates, 1, 256),
 		validate.Range("scheduler_max_scan", p.SchedulerMaxScan, 1, 100_000),
 		validate.Range("job_retention_blocks", p.JobRetentionBlocks, 1, 100_000_000),

@@ -37,7 +37,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
-	return nil
+	return k.Retries.Import(ctx, gs.Retries)
 }
 
 // ExportGenesis returns the whole module state (the ranking index and operator
@@ -67,6 +67,9 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 		gs.History = append(gs.History, h)
 		return false, nil
 	}); err != nil {
+		return nil, err
+	}
+	if gs.Retries, err = k.Retries.Export(ctx); err != nil {
 		return nil, err
 	}
 	return gs, nil

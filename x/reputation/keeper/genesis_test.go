@@ -18,15 +18,15 @@ func TestGenesisRoundTrip(t *testing.T) {
 	m := f.k.MarketHooks()
 	for id := uint64(1); id <= 5; id++ {
 		f.addNode(id, []string{"alice", "bob"}[id%2])
-		m.AfterTaskVerified(f.ctx, id, id%3 != 0)
+		require.NoError(t, m.AfterTaskVerified(f.ctx, id, id%3 != 0))
 	}
 	f.scoreAll()
 	for id := uint64(1); id <= 5; id++ {
-		m.AfterTaskAcked(f.ctx, id, id != 2)
+		require.NoError(t, m.AfterTaskAcked(f.ctx, id, id != 2))
 	}
 	f.endEpoch()
 	f.endBlock() // nodes 1 and 2 of epoch 2
-	m.AfterTaskLapsed(f.ctx, 4, "heartbeat")
+	require.NoError(t, m.AfterTaskLapsed(f.ctx, 4, "heartbeat"))
 
 	gs, err := f.k.ExportGenesis(f.ctx)
 	require.NoError(t, err)

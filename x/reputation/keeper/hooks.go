@@ -2,16 +2,16 @@ package keeper
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
+
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
-	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/internal/blockhook"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	"github.com/flopsnet/flops/x/reputation/types"
@@ -19,45 +19,47 @@ import (
 )
 
 // The hooks other modules call. Each adds one event to a node's counters of the current
-// reputation epoch and never fails or panics its caller: the work runs in a cache context
-// (internal/blockhook) and a failure is logged and dropped. The one exception is running
-// out of gas: the tx's gas meter panics, and that panic is re-raised after the branch is
-// dropped, so that the caller's tx fails as the SDK intends instead of going on with its
-// reputation event silently lost (a provider could otherwise tune its gas limit to
-// escape a failed verification).
+// reputation epoch, atomically: the work runs in a cache context and is written only when
+// it succeeds; a failure writes nothing and returns its error, and the caller decides
+// (x/market, x/gfl and x/staking-slash fail the step that called the hook, so that no
+// provider's record is ever skipped). Running out of gas panics as the SDK intends, so
+// the caller's tx fails instead of going on with its reputation event lost (a provider
+// could otherwise tune its gas limit to escape a failed verification). Called outside a
+// block or a tx (no SDK context), a hook records nothing.
 
-// hookItem runs fn as one hook item.
-func (k Keeper) hookItem(ctx context.Context, what string, fn func(ctx sdk.Context) error) {
+// hookItem runs fn as one atomic hook item.
+func (k Keeper) hookItem(ctx context.Context, what string, fn func(ctx sdk.Context) error) error {
 	sdkCtx, ok := ctx.(sdk.Context)
 	if !ok {
 		if sdkCtx, ok = ctx.Value(sdk.SdkContextKey).(sdk.Context); !ok {
-			return // not called from a block or a tx: nothing to record into
+			return nil // not called from a block or a tx: nothing to record into
 		}
 	}
-	var outOfGas any
-	_ = blockhook.Apply(sdkCtx, what, func(ctx sdk.Context) (err error) {
+	cacheCtx, write := sdkCtx.CacheContext()
+	err := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				switch r.(type) {
 				case storetypes.ErrorOutOfGas, storetypes.ErrorGasOverflow:
-					outOfGas = r
-					err = errors.New("out of gas")
+					panic(r) // the caller's tx is out of gas: the SDK fails it
 				default:
-					panic(r) // blockhook.Apply recovers and logs it
+					err = fmt.Errorf("panic: %v", r) // a broken neighbour: an error, not a crash
 				}
 			}
 		}()
-		return fn(ctx)
-	})
-	if outOfGas != nil {
-		panic(outOfGas)
+		return fn(cacheCtx)
+	}()
+	if err != nil {
+		return errorsmod.Wrap(err, what)
 	}
+	write()
+	return nil
 }
 
 // count adds one event to the node's counters of the current epoch, creating the node's
 // record if needed (operator "" asks x/gfl for it).
-func (k Keeper) count(ctx context.Context, what string, nodeID uint64, operator string, add func(c *types.EpochCounters)) {
-	k.hookItem(ctx, what, func(ctx sdk.Context) error {
+func (k Keeper) count(ctx context.Context, what string, nodeID uint64, operator string, add func(c *types.EpochCounters)) error {
+	return k.hookItem(ctx, what, func(ctx sdk.Context) error {
 		p, err := k.Params.Get(ctx)
 		if err != nil {
 			return err
@@ -91,8 +93,8 @@ type marketHooks struct{ k Keeper }
 var _ markettypes.MarketHooks = marketHooks{}
 
 // AfterTaskAcked counts an ack on time or late (responsiveness).
-func (h marketHooks) AfterTaskAcked(ctx context.Context, nodeID uint64, onTime bool) {
-	h.k.count(ctx, "reputation: task acked", nodeID, "", func(c *types.EpochCounters) {
+func (h marketHooks) AfterTaskAcked(ctx context.Context, nodeID uint64, onTime bool) error {
+	return h.k.count(ctx, "reputation: task acked", nodeID, "", func(c *types.EpochCounters) {
 		if onTime {
 			c.AcksOnTime++
 		} else {
@@ -103,13 +105,13 @@ func (h marketHooks) AfterTaskAcked(ctx context.Context, nodeID uint64, onTime b
 
 // AfterTaskLapsed counts a lost task: missed ack, heartbeat, deadline or reveal
 // (responsiveness). The reason is not kept; x/market's own event carries it.
-func (h marketHooks) AfterTaskLapsed(ctx context.Context, nodeID uint64, _ string) {
-	h.k.count(ctx, "reputation: task lapsed", nodeID, "", func(c *types.EpochCounters) { c.Lapses++ })
+func (h marketHooks) AfterTaskLapsed(ctx context.Context, nodeID uint64, _ string) error {
+	return h.k.count(ctx, "reputation: task lapsed", nodeID, "", func(c *types.EpochCounters) { c.Lapses++ })
 }
 
 // AfterTaskVerified counts a result accepted or rejected by verification (accuracy).
-func (h marketHooks) AfterTaskVerified(ctx context.Context, nodeID uint64, ok bool) {
-	h.k.count(ctx, "reputation: task verified", nodeID, "", func(c *types.EpochCounters) {
+func (h marketHooks) AfterTaskVerified(ctx context.Context, nodeID uint64, ok bool) error {
+	return h.k.count(ctx, "reputation: task verified", nodeID, "", func(c *types.EpochCounters) {
 		if ok {
 			c.TasksVerifiedOk++
 		} else {
@@ -120,8 +122,8 @@ func (h marketHooks) AfterTaskVerified(ctx context.Context, nodeID uint64, ok bo
 
 // AfterTaskSettled counts a paid task finished before its deadline or not
 // (responsiveness).
-func (h marketHooks) AfterTaskSettled(ctx context.Context, nodeID uint64, beforeDeadline bool) {
-	h.k.count(ctx, "reputation: task settled", nodeID, "", func(c *types.EpochCounters) {
+func (h marketHooks) AfterTaskSettled(ctx context.Context, nodeID uint64, beforeDeadline bool) error {
+	return h.k.count(ctx, "reputation: task settled", nodeID, "", func(c *types.EpochCounters) {
 		if beforeDeadline {
 			c.SettledOnTime++
 		} else {
@@ -129,6 +131,9 @@ func (h marketHooks) AfterTaskSettled(ctx context.Context, nodeID uint64, before
 		}
 	})
 }
+
+// AfterWorkVerified implements markettypes.MarketHooks: verified work is x/dps's.
+func (marketHooks) AfterWorkVerified(context.Context, markettypes.VerifiedWork) error { return nil }
 
 // GFLHooks returns the x/gfl hooks: node changes (a record for every node, its operator
 // kept current) and PoCP challenge outcomes.
@@ -143,8 +148,8 @@ func (gflHooks) BeforeNodeChange(context.Context, gfltypes.Node) error { return 
 
 // AfterNodeChanged makes sure the node has a score record (initial_score for a new one)
 // and that its operator is the one x/gfl has.
-func (h gflHooks) AfterNodeChanged(ctx context.Context, node gfltypes.Node) {
-	h.k.hookItem(ctx, "reputation: node changed", func(ctx sdk.Context) error {
+func (h gflHooks) AfterNodeChanged(ctx context.Context, node gfltypes.Node) error {
+	return h.k.hookItem(ctx, "reputation: node changed", func(ctx sdk.Context) error {
 		p, err := h.k.Params.Get(ctx)
 		if err != nil {
 			return err
@@ -163,7 +168,7 @@ func (h gflHooks) AfterNodeChanged(ctx context.Context, node gfltypes.Node) {
 
 // AfterChallengeFinished counts a PoCP challenge passed, failed or missed (accuracy);
 // any other status is not an outcome and is ignored.
-func (h gflHooks) AfterChallengeFinished(ctx context.Context, node gfltypes.Node, _ uint64, status gfltypes.ChallengeStatus) {
+func (h gflHooks) AfterChallengeFinished(ctx context.Context, node gfltypes.Node, _ uint64, status gfltypes.ChallengeStatus) error {
 	var add func(c *types.EpochCounters)
 	switch status {
 	case gfltypes.CHALLENGE_STATUS_PASSED:
@@ -173,9 +178,9 @@ func (h gflHooks) AfterChallengeFinished(ctx context.Context, node gfltypes.Node
 	case gfltypes.CHALLENGE_STATUS_MISSED:
 		add = func(c *types.EpochCounters) { c.ChallengesMissed++ }
 	default:
-		return
+		return nil
 	}
-	h.k.count(ctx, "reputation: challenge finished", node.Id, node.Operator, add)
+	return h.k.count(ctx, "reputation: challenge finished", node.Id, node.Operator, add)
 }
 
 // StakingSlashHooks returns the x/staking-slash hooks. Slashes and jails that name a node
@@ -191,17 +196,17 @@ type slashHooks struct{ k Keeper }
 var _ sstypes.StakingSlashHooks = slashHooks{}
 
 // AfterSlashed counts a slash against evidence.node_id, when set.
-func (h slashHooks) AfterSlashed(ctx context.Context, rec sstypes.SlashRecord) {
+func (h slashHooks) AfterSlashed(ctx context.Context, rec sstypes.SlashRecord) error {
 	if rec.Evidence.NodeId == 0 {
-		return
+		return nil
 	}
-	h.k.count(ctx, "reputation: slashed", rec.Evidence.NodeId, "", func(c *types.EpochCounters) { c.Slashes++ })
+	return h.k.count(ctx, "reputation: slashed", rec.Evidence.NodeId, "", func(c *types.EpochCounters) { c.Slashes++ })
 }
 
 // AfterJailed counts a jailing against evidence.node_id, when set.
-func (h slashHooks) AfterJailed(ctx context.Context, _ sdk.AccAddress, _ time.Time, evidence sstypes.SlashEvidence) {
+func (h slashHooks) AfterJailed(ctx context.Context, _ sdk.AccAddress, _ time.Time, evidence sstypes.SlashEvidence) error {
 	if evidence.NodeId == 0 {
-		return
+		return nil
 	}
-	h.k.count(ctx, "reputation: jailed", evidence.NodeId, "", func(c *types.EpochCounters) { c.Jails++ })
+	return h.k.count(ctx, "reputation: jailed", evidence.NodeId, "", func(c *types.EpochCounters) { c.Jails++ })
 }

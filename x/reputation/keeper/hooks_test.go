@@ -21,23 +21,23 @@ func TestHooksFeedCounters(t *testing.T) {
 	node := f.gfl.nodes[1]
 	m, g, s := f.k.MarketHooks(), f.k.GFLHooks(), f.k.StakingSlashHooks()
 
-	m.AfterTaskAcked(f.ctx, 1, true)
-	m.AfterTaskAcked(f.ctx, 1, true)
-	m.AfterTaskAcked(f.ctx, 1, false)
-	m.AfterTaskLapsed(f.ctx, 1, "heartbeat")
-	m.AfterTaskLapsed(f.ctx, 1, "reveal")
-	m.AfterTaskVerified(f.ctx, 1, true)
-	m.AfterTaskVerified(f.ctx, 1, false)
-	m.AfterTaskSettled(f.ctx, 1, true)
-	m.AfterTaskSettled(f.ctx, 1, false)
-	g.AfterChallengeFinished(f.ctx, node, 10, gfltypes.CHALLENGE_STATUS_PASSED)
-	g.AfterChallengeFinished(f.ctx, node, 11, gfltypes.CHALLENGE_STATUS_FAILED)
-	g.AfterChallengeFinished(f.ctx, node, 12, gfltypes.CHALLENGE_STATUS_MISSED)
-	g.AfterChallengeFinished(f.ctx, node, 13, gfltypes.CHALLENGE_STATUS_COMMITTED) // not an outcome
-	s.AfterSlashed(f.ctx, sstypes.SlashRecord{Provider: node.Operator, Evidence: sstypes.SlashEvidence{NodeId: 1}})
-	s.AfterSlashed(f.ctx, sstypes.SlashRecord{Provider: node.Operator}) // names no node
-	s.AfterJailed(f.ctx, accAddr("alice"), time.Time{}, sstypes.SlashEvidence{NodeId: 1, TaskId: 4})
-	s.AfterJailed(f.ctx, accAddr("alice"), time.Time{}, sstypes.SlashEvidence{})
+	require.NoError(t, m.AfterTaskAcked(f.ctx, 1, true))
+	require.NoError(t, m.AfterTaskAcked(f.ctx, 1, true))
+	require.NoError(t, m.AfterTaskAcked(f.ctx, 1, false))
+	require.NoError(t, m.AfterTaskLapsed(f.ctx, 1, "heartbeat"))
+	require.NoError(t, m.AfterTaskLapsed(f.ctx, 1, "reveal"))
+	require.NoError(t, m.AfterTaskVerified(f.ctx, 1, true))
+	require.NoError(t, m.AfterTaskVerified(f.ctx, 1, false))
+	require.NoError(t, m.AfterTaskSettled(f.ctx, 1, true))
+	require.NoError(t, m.AfterTaskSettled(f.ctx, 1, false))
+	require.NoError(t, g.AfterChallengeFinished(f.ctx, node, 10, gfltypes.CHALLENGE_STATUS_PASSED))
+	require.NoError(t, g.AfterChallengeFinished(f.ctx, node, 11, gfltypes.CHALLENGE_STATUS_FAILED))
+	require.NoError(t, g.AfterChallengeFinished(f.ctx, node, 12, gfltypes.CHALLENGE_STATUS_MISSED))
+	require.NoError(t, g.AfterChallengeFinished(f.ctx, node, 13, gfltypes.CHALLENGE_STATUS_COMMITTED)) // not an outcome
+	require.NoError(t, s.AfterSlashed(f.ctx, sstypes.SlashRecord{Provider: node.Operator, Evidence: sstypes.SlashEvidence{NodeId: 1}}))
+	require.NoError(t, s.AfterSlashed(f.ctx, sstypes.SlashRecord{Provider: node.Operator})) // names no node
+	require.NoError(t, s.AfterJailed(f.ctx, accAddr("alice"), time.Time{}, sstypes.SlashEvidence{NodeId: 1, TaskId: 4}))
+	require.NoError(t, s.AfterJailed(f.ctx, accAddr("alice"), time.Time{}, sstypes.SlashEvidence{}))
 
 	require.Equal(t, types.EpochCounters{
 		NodeId: 1, Epoch: 1,
@@ -58,14 +58,14 @@ func TestSlashesAndJailsDoNotEnterTheScore(t *testing.T) {
 	}
 	m, s := f.k.MarketHooks(), f.k.StakingSlashHooks()
 	for _, id := range []uint64{1, 2} {
-		m.AfterTaskAcked(f.ctx, id, true)
-		m.AfterTaskVerified(f.ctx, id, false)
+		require.NoError(t, m.AfterTaskAcked(f.ctx, id, true))
+		require.NoError(t, m.AfterTaskVerified(f.ctx, id, false))
 	}
 	ev := func(id uint64) sstypes.SlashEvidence { return sstypes.SlashEvidence{NodeId: id} }
-	s.AfterSlashed(f.ctx, sstypes.SlashRecord{Evidence: ev(2)})
-	s.AfterJailed(f.ctx, accAddr("alice"), time.Time{}, ev(2))
-	s.AfterSlashed(f.ctx, sstypes.SlashRecord{Evidence: ev(3)})
-	s.AfterJailed(f.ctx, accAddr("alice"), time.Time{}, ev(3))
+	require.NoError(t, s.AfterSlashed(f.ctx, sstypes.SlashRecord{Evidence: ev(2)}))
+	require.NoError(t, s.AfterJailed(f.ctx, accAddr("alice"), time.Time{}, ev(2)))
+	require.NoError(t, s.AfterSlashed(f.ctx, sstypes.SlashRecord{Evidence: ev(3)}))
+	require.NoError(t, s.AfterJailed(f.ctx, accAddr("alice"), time.Time{}, ev(3)))
 
 	f.scoreAll()
 	require.Equal(t, "0.300000000000000000", f.score(1).Score.String())
@@ -87,7 +87,7 @@ func TestSlashesAndJailsDoNotEnterTheScore(t *testing.T) {
 func TestNodesBecomeKnown(t *testing.T) {
 	f := newFixture(t)
 	f.gflOnly(7, "bob")
-	f.k.MarketHooks().AfterTaskAcked(f.ctx, 7, true)
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 7, true))
 	s := f.score(7)
 	require.Equal(t, operator("bob"), s.Operator)
 	require.Equal(t, "0.500000000000000000", s.Score.String())
@@ -97,11 +97,11 @@ func TestNodesBecomeKnown(t *testing.T) {
 	f.addNode(8, "carol")
 	require.Equal(t, operator("carol"), f.score(8).Operator)
 	// Announcing it again changes nothing.
-	f.k.GFLHooks().AfterNodeChanged(f.ctx, f.gfl.nodes[8])
+	require.NoError(t, f.k.GFLHooks().AfterNodeChanged(f.ctx, f.gfl.nodes[8]))
 	require.Len(t, typedEvents[*types.EventNodeTracked](t, f.ctx), 2)
 
 	moved := gfltypes.Node{Id: 8, Operator: operator("bob")}
-	f.k.GFLHooks().AfterNodeChanged(f.ctx, moved)
+	require.NoError(t, f.k.GFLHooks().AfterNodeChanged(f.ctx, moved))
 	require.Equal(t, operator("bob"), f.score(8).Operator)
 	require.Len(t, typedEvents[*types.EventOperatorChanged](t, f.ctx), 1)
 	res, err := f.qs.Provider(f.ctx, &types.QueryProviderRequest{Operator: operator("bob")})
@@ -114,23 +114,29 @@ func TestNodesBecomeKnown(t *testing.T) {
 	f.requireInvariants()
 }
 
-// A hook never fails or panics its caller: an event for a node x/gfl does not know, a
-// broken x/gfl, or a context that is not an SDK context is dropped and changes nothing.
-func TestHooksNeverFailTheCaller(t *testing.T) {
+// A hook that cannot record its event returns an error, never panics, and writes
+// nothing: an event for a node x/gfl does not know, a broken (panicking) x/gfl, an
+// operator that is not an address. Its caller decides what the failure does (x/market,
+// x/gfl and x/staking-slash fail the step). Outside a block or a tx there is nothing to
+// record into: no error.
+func TestHooksFailAtomically(t *testing.T) {
 	f := newFixture(t)
 	m := f.k.MarketHooks()
-	require.NotPanics(t, func() { m.AfterTaskVerified(f.ctx, 99, false) })
+	require.Error(t, m.AfterTaskVerified(f.ctx, 99, false), "a node x/gfl does not know")
 	f.gfl.panics = true
 	f.gflOnly(5, "dave")
-	require.NotPanics(t, func() { m.AfterTaskAcked(f.ctx, 5, true) })
+	var err error
+	require.NotPanics(t, func() { err = m.AfterTaskAcked(f.ctx, 5, true) })
+	require.ErrorContains(t, err, "panic: gfl is broken")
 	require.NotPanics(t, func() {
-		m.AfterTaskAcked(context.Background(), 5, true)
-		_ = f.k.EpochHooks().AfterEpochEnd(context.Background(), epochID, 1)
-		f.k.StakingSlashHooks().AfterSlashed(context.Background(), sstypes.SlashRecord{Evidence: sstypes.SlashEvidence{NodeId: 5}})
+		require.NoError(t, m.AfterTaskAcked(context.Background(), 5, true))
+		require.NoError(t, f.k.EpochHooks().AfterEpochEnd(context.Background(), epochID, 1))
+		require.NoError(t, f.k.StakingSlashHooks().AfterSlashed(context.Background(), sstypes.SlashRecord{Evidence: sstypes.SlashEvidence{NodeId: 5}}))
 	})
 	require.NotPanics(t, func() {
-		f.k.GFLHooks().AfterNodeChanged(f.ctx, gfltypes.Node{Id: 6, Operator: "not-an-address"})
+		err = f.k.GFLHooks().AfterNodeChanged(f.ctx, gfltypes.Node{Id: 6, Operator: "not-an-address"})
 	})
+	require.Error(t, err, "an operator that is not an address")
 	for _, id := range []uint64{5, 6, 99} {
 		has, err := f.k.Scores.Has(f.ctx, id)
 		require.NoError(t, err)
@@ -153,7 +159,7 @@ func TestHookOutOfGasFailsTheTx(t *testing.T) {
 	var recovered any
 	func() {
 		defer func() { recovered = recover() }()
-		f.k.MarketHooks().AfterTaskVerified(ctx, 1, false)
+		require.NoError(t, f.k.MarketHooks().AfterTaskVerified(ctx, 1, false))
 	}()
 	require.IsType(t, storetypes.ErrorOutOfGas{}, recovered)
 	require.Equal(t, types.EpochCounters{NodeId: 1, Epoch: 1}, f.counters(1))

@@ -17,9 +17,9 @@ func TestInvariantsCatchCorruption(t *testing.T) {
 		f.addNode(1, "alice")
 		f.addNode(2, "alice")
 		f.addNode(3, "bob")
-		f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, true)
+		require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, true))
 		f.scoreAll()
-		f.k.MarketHooks().AfterTaskAcked(f.ctx, 2, true)
+		require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 2, true))
 		f.requireInvariants()
 		return f
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/codec"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/reputation/types"
 )
 
@@ -52,6 +53,8 @@ type Keeper struct {
 	// Operators: operator -> the sum and count of its nodes' scores (derived from Scores,
 	// rebuilt on genesis import).
 	Operators collections.Map[sdk.AccAddress, types.OperatorReputation]
+	// Retries: the scoring's failed nodes, due again with back-off (internal/blockhook).
+	Retries blockhook.Retries
 }
 
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
@@ -81,6 +84,7 @@ func NewKeeper(
 		Counters:  collections.NewMap(sb, types.CountersKey, "counters", pairKey, codec.CollValue[types.EpochCounters](cdc)),
 		History:   collections.NewMap(sb, types.HistoryKey, "history", pairKey, codec.CollValue[types.ScoreRecord](cdc)),
 		Operators: collections.NewMap(sb, types.OperatorsKey, "operators", sdk.AccAddressKey, codec.CollValue[types.OperatorReputation](cdc)),
+		Retries:   blockhook.NewRetries(sb, types.ModuleName, types.RetryAttemptsKey, types.RetryDueKey),
 	}
 	schema, err := sb.Build()
 	if err != nil {

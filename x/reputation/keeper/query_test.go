@@ -20,10 +20,10 @@ func (f *fixture) rankScenario() {
 	for id, c := range map[uint64][2]int{1: {0, 1}, 2: {1, 0}, 3: {1, 1}, 4: {1, 0}, 5: {0, 0}} {
 		f.addNode(id, "alice")
 		for range c[0] {
-			m.AfterTaskVerified(f.ctx, id, true)
+			require.NoError(f.t, m.AfterTaskVerified(f.ctx, id, true))
 		}
 		for range c[1] {
-			m.AfterTaskVerified(f.ctx, id, false)
+			require.NoError(f.t, m.AfterTaskVerified(f.ctx, id, false))
 		}
 	}
 	f.scoreAll()
@@ -69,8 +69,8 @@ func TestRankedQuery(t *testing.T) {
 	require.Equal(t, []uint64{1, 5}, rankedIDs(t, worst))
 
 	// A new score moves the node in the ranking.
-	f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, true)
-	f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true)
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, true))
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true))
 	f.scoreAll() // node 1: 0.6 + 0.2 + 0.2*0.2 = 0.84; nodes 2 and 4 decay to 0.77
 	res, err = f.qs.Ranked(f.ctx, nil)
 	require.NoError(t, err)
@@ -115,10 +115,10 @@ func TestHistoryQueryPages(t *testing.T) {
 func TestScoreQuery(t *testing.T) {
 	f := newFixture(t)
 	f.addNode(1, "alice")
-	f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, false)
-	f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true)
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, false))
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true))
 	f.scoreAll()
-	f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, false)
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, false))
 
 	res, err := f.qs.Score(f.ctx, &types.QueryScoreRequest{NodeId: 1})
 	require.NoError(t, err)
@@ -152,10 +152,10 @@ func TestReputationAndProviderReputation(t *testing.T) {
 	f := newFixture(t)
 	f.rankScenario() // alice: nodes 1..5 scoring 0.2, 0.8, 0.5, 0.8, 0.5
 	f.addNode(6, "bob")
-	f.k.MarketHooks().AfterTaskVerified(f.ctx, 6, false)
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 6, false))
 	f.addNode(7, "bob")
-	f.k.MarketHooks().AfterTaskVerified(f.ctx, 7, false)
-	f.k.MarketHooks().AfterTaskAcked(f.ctx, 7, true)
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 7, false))
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 7, true))
 	f.scoreAll() // alice's nodes are idle in this epoch and decay towards 0.5
 
 	cases := []struct {

@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"errors"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -33,10 +34,10 @@ type epochHooks struct{ k Keeper }
 var _ epochstypes.EpochHooks = epochHooks{}
 
 // AfterEpochEnd queues the current reputation epoch for scoring when the params' epoch
-// ended. Constant work; a failure is logged, never returned to x/epochs (which would halt
-// the chain).
+// ended. Constant work, atomic; a failure is returned to x/epochs, which logs it and goes
+// on (it never halts the chain for a hook).
 func (h epochHooks) AfterEpochEnd(ctx context.Context, identifier string, number int64) error {
-	h.k.hookItem(ctx, "reputation: queue epoch", func(ctx sdk.Context) error {
+	return h.k.hookItem(ctx, "reputation: queue epoch", func(ctx sdk.Context) error {
 		p, err := h.k.Params.Get(ctx)
 		if err != nil || identifier != p.EpochIdentifier {
 			return err
@@ -55,77 +56,119 @@ func (h epochHooks) AfterEpochEnd(ctx context.Context, identifier string, number
 			Epoch: ended, EpochIdentifier: identifier, EpochNumber: number, Pending: uint64(len(st.Pending)),
 		})
 	})
-	return nil
 }
 
 // BeforeEpochStart implements epochstypes.EpochHooks.
 func (epochHooks) BeforeEpochStart(context.Context, string, int64) error { return nil }
 
-// scoreBatch scores at most max_updates_per_block nodes of the pending epochs, oldest
-// epoch first, and stores where it stopped.
-func (k Keeper) scoreBatch(ctx sdk.Context) error {
+// Kinds of the scoring's block-hook items.
+const kindScore = types.ItemScore
+
+// EndBlocker advances the scoring of ended epochs within end_block_gas
+// (internal/blockhook), at most max_updates_per_block nodes a block: retries of failed
+// nodes first, then the oldest pending epoch from its cursor, each node an atomic unit.
+// A node that fails waits in the retries (1, 2, 4, 8 blocks) while the epoch goes on
+// without it; after five failures it is resolved by dropping its counters of that epoch
+// (it keeps its score: the epoch is not applied to it). The app runs it after x/market's
+// EndBlock.
+func (k Keeper) EndBlocker(goCtx context.Context) error {
+	ctx := sdk.UnwrapSDKContext(goCtx)
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
 	}
-	st, err := k.Scoring.Get(ctx)
-	if err != nil {
-		return err
+	r := blockhook.NewRunner(types.ModuleName, blockhook.NewBudget(p.EndBlockGas), k.Retries, blockhook.Kind{
+		Name: kindScore,
+		Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
+			return true, k.scoreNode(ctx, p, it.ID, it.Sub)
+		},
+		Resolve: func(ctx sdk.Context, it blockhook.Item) (string, error) {
+			return "the node keeps its score; its counters of the epoch are dropped", k.Counters.Remove(ctx, collections.Join(it.Sub, it.ID))
+		},
+	})
+	if err := r.Retry(ctx, int(p.MaxUpdatesPerBlock)); err != nil {
+		return ignoreSpent(err)
 	}
-	budget := int(p.MaxUpdatesPerBlock)
-	// Each turn either spends budget or finishes an epoch, so the loop ends.
-	for budget > 0 && len(st.Pending) > 0 {
-		used, err := k.scoreEpochStep(ctx, p, &st, budget)
+	left := int(p.MaxUpdatesPerBlock)
+	// each turn scores nodes or finishes an epoch, so the loop ends
+	for left > 0 {
+		n, more, err := k.scoreEpochStep(ctx, p, r, left)
+		if err != nil || !more {
+			return ignoreSpent(err)
+		}
+		left -= n
+	}
+	return nil
+}
+
+func ignoreSpent(err error) error {
+	if errors.Is(err, blockhook.ErrBudgetSpent) {
+		return nil
+	}
+	return err
+}
+
+// scoreEpochStep scores up to limit nodes of the oldest pending epoch after its cursor,
+// each an item of its own that moves the cursor with it, and returns how many it took;
+// when no node is left the epoch leaves the queue. more is false when no epoch is
+// pending.
+func (k Keeper) scoreEpochStep(ctx sdk.Context, p types.Params, r *blockhook.Runner, limit int) (n int, more bool, err error) {
+	var ids []uint64
+	var epoch uint64
+	finished := false
+	if err := r.Budget.Run(ctx, "reputation: nodes due", func(c sdk.Context) error {
+		st, err := k.Scoring.Get(c)
+		if err != nil || len(st.Pending) == 0 {
+			return err
+		}
+		more, epoch = true, st.Pending[0]
+		it, err := k.Scores.Iterate(c, new(collections.Range[uint64]).StartExclusive(st.Cursor))
 		if err != nil {
 			return err
 		}
-		budget -= used
-	}
-	return k.Scoring.Set(ctx, st)
-}
-
-// scoreEpochStep scores up to budget nodes of st.Pending[0] after st.Cursor and returns
-// how many it took; when no node is left the epoch leaves the queue.
-func (k Keeper) scoreEpochStep(ctx sdk.Context, p types.Params, st *types.ScoringState, budget int) (int, error) {
-	epoch := st.Pending[0]
-	it, err := k.Scores.Iterate(ctx, new(collections.Range[uint64]).StartExclusive(st.Cursor))
-	if err != nil {
-		return 0, err
-	}
-	var ids []uint64
-	for ; it.Valid() && len(ids) < budget; it.Next() {
-		id, err := it.Key()
-		if err != nil {
-			_ = it.Close()
-			return 0, err
+		defer func() { _ = it.Close() }()
+		for ; it.Valid() && len(ids) < limit; it.Next() {
+			id, err := it.Key()
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
 		}
-		ids = append(ids, id)
+		finished = !it.Valid()
+		return nil
+	}); err != nil || !more {
+		return 0, false, err
 	}
-	finished := !it.Valid()
-	if err := it.Close(); err != nil {
-		return 0, err
+	advance := func(id uint64) func(sdk.Context) error {
+		return func(c sdk.Context) error {
+			st, err := k.Scoring.Get(c)
+			if err != nil {
+				return err
+			}
+			st.Cursor = id
+			return k.Scoring.Set(c, st)
+		}
 	}
-
 	for _, id := range ids {
-		if err := blockhook.Apply(ctx, "reputation: score node", func(ctx sdk.Context) error {
-			return k.scoreNode(ctx, p, id, epoch)
-		}); err != nil {
-			// The node keeps its score for this epoch; its counters go, so that nothing
-			// is left for an epoch that is no longer pending.
-			_ = blockhook.Apply(ctx, "reputation: drop counters", func(ctx sdk.Context) error {
-				return k.Counters.Remove(ctx, collections.Join(epoch, id))
-			})
+		if err := r.Do(ctx, kindScore, blockhook.Item{Kind: kindScore, ID: id, Sub: epoch}, advance(id), advance(id)); err != nil {
+			return 0, false, err
 		}
-		st.Cursor = id
 	}
-	if finished {
+	if !finished {
+		return len(ids), true, nil
+	}
+	return len(ids), true, r.Budget.Run(ctx, "reputation: epoch scored", func(c sdk.Context) error {
+		st, err := k.Scoring.Get(c)
+		if err != nil {
+			return err
+		}
 		st.Pending = st.Pending[1:]
 		st.Cursor = 0
-		if err := ctx.EventManager().EmitTypedEvent(&types.EventEpochScored{Epoch: epoch}); err != nil {
-			return len(ids), err
+		if err := k.Scoring.Set(c, st); err != nil {
+			return err
 		}
-	}
-	return len(ids), nil
+		return c.EventManager().EmitTypedEvent(&types.EventEpochScored{Epoch: epoch})
+	})
 }
 
 // scoreNode applies the epoch's counters to one node: new score, history record, operator
@@ -136,10 +179,12 @@ func (k Keeper) scoreNode(ctx sdk.Context, p types.Params, id, epoch uint64) err
 	if err != nil {
 		return err
 	}
-	if epoch < old.FirstEpoch || epoch <= old.LastEpoch {
-		return nil
-	}
 	key := collections.Join(epoch, id)
+	if epoch < old.FirstEpoch || epoch <= old.LastEpoch {
+		// not the node's epoch, or one it has moved past (a retried node whose next
+		// epoch was scored first): nothing to apply, and its counters go
+		return k.Counters.Remove(ctx, key)
+	}
 	c, err := k.Counters.Get(ctx, key)
 	found := err == nil
 	switch {

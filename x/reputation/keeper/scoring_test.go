@@ -7,6 +7,7 @@ import (
 
 	"cosmossdk.io/collections"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/reputation/types"
 )
 
@@ -18,8 +19,8 @@ func TestEpochScoredInBatches(t *testing.T) {
 	for id := uint64(1); id <= 5; id++ {
 		f.addNode(id, "alice")
 	}
-	f.k.MarketHooks().AfterTaskVerified(f.ctx, 4, true)
-	f.k.MarketHooks().AfterTaskAcked(f.ctx, 4, true)
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 4, true))
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 4, true))
 	require.Empty(t, f.endBlock(), "nothing to score before an epoch ends")
 
 	f.endEpoch()
@@ -49,8 +50,8 @@ func TestEpochScoredInBatches(t *testing.T) {
 func TestScoreUpdatedEvent(t *testing.T) {
 	f := newFixture(t)
 	f.addNode(1, "alice")
-	f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, false)
-	f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true)
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, false))
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true))
 	f.endEpoch()
 	f.endBlock()
 	evs := typedEvents[*types.EventScoreUpdated](t, f.ctx)
@@ -79,20 +80,20 @@ func TestSecondEpochEndIsQueued(t *testing.T) {
 	}
 	m := f.k.MarketHooks()
 	// Epoch 1: node 1 honest.
-	m.AfterTaskVerified(f.ctx, 1, true)
-	m.AfterTaskAcked(f.ctx, 1, true)
+	require.NoError(t, m.AfterTaskVerified(f.ctx, 1, true))
+	require.NoError(t, m.AfterTaskAcked(f.ctx, 1, true))
 	f.endEpoch()
 	require.Equal(t, []uint64{1, 2}, f.endBlock())
 
 	// Epoch 2: node 1 fails a verification; node 6 appears.
-	m.AfterTaskVerified(f.ctx, 1, false)
-	m.AfterTaskAcked(f.ctx, 1, true)
+	require.NoError(t, m.AfterTaskVerified(f.ctx, 1, false))
+	require.NoError(t, m.AfterTaskAcked(f.ctx, 1, true))
 	f.addNode(6, "alice")
 	require.Equal(t, uint64(2), f.score(6).FirstEpoch)
 	f.endEpoch()
 	require.Equal(t, types.ScoringState{CurrentEpoch: 3, Pending: []uint64{1, 2}, Cursor: 2}, f.scoring())
 	// Epoch 3 has started counting.
-	m.AfterTaskLapsed(f.ctx, 1, "deadline")
+	require.NoError(t, m.AfterTaskLapsed(f.ctx, 1, "deadline"))
 
 	require.Equal(t, []uint64{3, 4}, f.endBlock())
 	// Node 5 and 6 finish epoch 1 (6 was not known in it: skipped, but it takes a slot),
@@ -136,25 +137,67 @@ func TestBudgetCarriesOverToTheNextEpoch(t *testing.T) {
 	require.Equal(t, types.ScoringState{CurrentEpoch: 3}, f.scoring())
 }
 
-// A node whose update fails is logged and skipped without stopping the batch; its
-// counters for the epoch are dropped so nothing is left for a finished epoch.
-func TestFailedNodeIsSkipped(t *testing.T) {
+// A node whose update fails is taken out of the batch without stopping it: the epoch goes
+// on and finishes without it, the node is retried 1, 2, 4 and 8 blocks later with its
+// counters kept, and after its fifth failure it is resolved by dropping its counters of
+// the epoch (it keeps its score), with an EventItemResolved.
+func TestFailedNodeIsRetriedThenResolved(t *testing.T) {
 	f := newFixture(t)
 	f.addNode(1, "alice")
 	f.addNode(2, "alice")
-	f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true)
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true))
 	// Corrupt node 1: its operator cannot be decoded, so its aggregate cannot move.
 	bad := f.score(1)
 	bad.Operator = "corrupt"
 	require.NoError(t, f.k.Scores.Set(f.ctx, 1, bad))
+	countersKept := func() bool {
+		has, err := f.k.Counters.Has(f.ctx, collections.Join(uint64(1), uint64(1)))
+		require.NoError(t, err)
+		return has
+	}
 
 	f.endEpoch()
 	require.Equal(t, []uint64{2}, f.endBlock())
-	require.Equal(t, types.ScoringState{CurrentEpoch: 2}, f.scoring())
-	require.Equal(t, uint64(0), f.score(1).LastEpoch)
+	require.Equal(t, types.ScoringState{CurrentEpoch: 2}, f.scoring(), "the epoch finished without the failed node")
+	require.Len(t, typedEvents[*blockhook.EventItemFailed](t, f.ctx), 1)
+	require.True(t, countersKept(), "kept for the retries")
+	failures, resolved := 1, 0
+	for range 20 {
+		require.Empty(t, f.endBlock())
+		failures += len(typedEvents[*blockhook.EventItemFailed](t, f.ctx))
+		for _, ev := range typedEvents[*blockhook.EventItemResolved](t, f.ctx) {
+			resolved++
+			require.Equal(t, uint64(1), ev.Id)
+			require.Equal(t, "score", ev.Kind)
+		}
+	}
+	require.Equal(t, blockhook.MaxAttempts, failures)
+	require.Equal(t, 1, resolved)
+	require.Equal(t, uint64(0), f.score(1).LastEpoch, "the node keeps its score")
+	require.False(t, countersKept(), "nothing is left for the finished epoch")
+	n, err := f.k.Retries.Attempt(f.ctx, blockhook.Item{Kind: "score", ID: 1, Sub: 1})
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+// A node that fails once and is fixed is scored for its epoch by the retry.
+func TestFailedNodeIsScoredByItsRetry(t *testing.T) {
+	f := newFixture(t)
+	f.addNode(1, "alice")
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true))
+	good := f.score(1)
+	bad := good
+	bad.Operator = "corrupt"
+	require.NoError(t, f.k.Scores.Set(f.ctx, 1, bad))
+	f.endEpoch()
+	require.Empty(t, f.endBlock())
+	require.NoError(t, f.k.Scores.Set(f.ctx, 1, good))
+	require.Equal(t, []uint64{1}, f.endBlock(), "retried one block later")
+	require.Equal(t, uint64(1), f.score(1).LastEpoch)
 	has, err := f.k.Counters.Has(f.ctx, collections.Join(uint64(1), uint64(1)))
 	require.NoError(t, err)
 	require.False(t, has)
+	f.requireInvariants()
 }
 
 // Over several epochs the cheater falls below min_score at the first epoch end and stays
@@ -168,11 +211,11 @@ func TestCheaterHonestAndIdleOverEpochs(t *testing.T) {
 	wantCheater := []string{"0.3", "0.26", "0.252"}
 	wantHonest := []string{"0.9", "0.98", "0.996"}
 	for i := range wantCheater {
-		m.AfterTaskAcked(f.ctx, 1, true)
-		m.AfterTaskVerified(f.ctx, 1, false)
-		m.AfterTaskAcked(f.ctx, 2, true)
-		m.AfterTaskVerified(f.ctx, 2, true)
-		m.AfterTaskSettled(f.ctx, 2, true)
+		require.NoError(t, m.AfterTaskAcked(f.ctx, 1, true))
+		require.NoError(t, m.AfterTaskVerified(f.ctx, 1, false))
+		require.NoError(t, m.AfterTaskAcked(f.ctx, 2, true))
+		require.NoError(t, m.AfterTaskVerified(f.ctx, 2, true))
+		require.NoError(t, m.AfterTaskSettled(f.ctx, 2, true))
 		f.scoreAll()
 		for id, want := range map[uint64]string{1: wantCheater[i], 2: wantHonest[i], 3: "0.5"} {
 			got, eligible, err := f.k.Reputation(f.ctx, id)
@@ -190,7 +233,7 @@ func TestHistoryTrimmed(t *testing.T) {
 	f := newFixture(t)
 	f.addNode(1, "alice")
 	for range 5 {
-		f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true)
+		require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true))
 		f.scoreAll()
 	}
 	epochs := func() []uint64 {

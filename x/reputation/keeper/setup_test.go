@@ -93,7 +93,7 @@ func (f *fixture) addNode(id uint64, op string) {
 	f.t.Helper()
 	n := gfltypes.Node{Id: id, Operator: operator(op)}
 	f.gfl.nodes[id] = n
-	f.k.GFLHooks().AfterNodeChanged(f.ctx, n)
+	require.NoError(f.t, f.k.GFLHooks().AfterNodeChanged(f.ctx, n))
 }
 
 // gflOnly registers a node with x/gfl without telling x/reputation.

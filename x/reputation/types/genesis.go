@@ -29,6 +29,9 @@ func (gs GenesisState) Validate() error {
 	if err := gs.validate(); err != nil {
 		return errorsmod.Wrap(ErrInvalidGenesis, err.Error())
 	}
+	if err := gs.Retries.Validate(ItemKinds...); err != nil {
+		return errorsmod.Wrap(ErrInvalidGenesis, err.Error())
+	}
 	return nil
 }
 

@@ -24,4 +24,15 @@ var (
 	HistoryKey = collections.NewPrefix(5)
 	// OperatorsKey: operator -> OperatorReputation (sum and count of its nodes' scores).
 	OperatorsKey = collections.NewPrefix(6)
+	// RetryAttemptsKey and RetryDueKey hold the block hook's failed items
+	// (internal/blockhook.Retries).
+	RetryAttemptsKey = collections.NewPrefix(7)
+	RetryDueKey      = collections.NewPrefix(8)
 )
+
+// ItemScore is the kind of the scoring's block-hook items (internal/blockhook): a node's
+// score for an epoch (id: the node, sub: the epoch).
+const ItemScore = "score"
+
+// ItemKinds lists the kinds of the module's block-hook items.
+var ItemKinds = []string{ItemScore}

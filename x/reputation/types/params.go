@@ -18,6 +18,7 @@ import (
 // (0.9, 0.98, 0.996, ...). See the module README.
 func DefaultParams() Params {
 	return Params{
+		EndBlockGas:        100_000_000,
 		Alpha:              sdkmath.LegacyNewDecWithPrec(6, 1), // accuracy
 		Beta:               sdkmath.LegacyNewDecWithPrec(2, 1), // responsiveness
 		Gamma:              sdkmath.LegacyNewDecWithPrec(2, 1), // memory of the previous score
@@ -47,7 +48,8 @@ func (p Params) validate() error {
 		validate.UnitDec("min_score", p.MinScore),
 		validate.UnitDec("idle_decay", p.IdleDecay),
 		validate.Identifier("epoch_identifier", p.EpochIdentifier),
-		validate.Positive("max_updates_per_block", p.MaxUpdatesPerBlock),
+		validate.Range("max_updates_per_block", p.MaxUpdatesPerBlock, 1, 10_000),
+		validate.BlockGas("end_block_gas", p.EndBlockGas),
 		validate.Range("history_length", p.HistoryLength, 1, 1000),
 	} {
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/staking-slash/types"
 )
 
@@ -125,9 +126,9 @@ func TestEndBlockLeavesFutureEntries(t *testing.T) {
 	f.requireInvariants()
 }
 
-// A payout that fails (the bank refuses) or panics is logged and skipped: that entry stays
-// queued untouched, the others are paid, and the failed one is paid in a later block once
-// the cause is gone.
+// A payout that fails (the bank refuses) or panics is logged and re-queued a minute later
+// with an EventItemFailed: that entry keeps its amount, the others are paid, and the
+// failed one is paid in a later block once the cause is gone.
 func TestEndBlockIsolatesFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -165,17 +166,79 @@ func TestEndBlockIsolatesFailures(t *testing.T) {
 			e, err := f.k.Unbondings.Get(f.ctx, joinKey(bad, badEntry.UnbondingId))
 			require.NoError(t, err, "the failed entry stays queued")
 			require.Equal(t, int64(300), e.Amount.Int64())
+			require.Equal(t, f.ctx.BlockTime().Add(time.Minute), e.CompletionTime, "retried after a minute")
 			require.True(t, f.balance(bad).IsZero())
 			require.Equal(t, int64(400), f.balance(good).Int64())
 			f.requireInvariants()
 
-			tc.fixBank(f, bad)
 			f.at(f.ctx.BlockTime().Add(time.Second))
 			f.endBlock()
+			require.True(t, f.balance(bad).IsZero(), "not due again before its back-off")
+
+			tc.fixBank(f, bad)
+			f.at(e.CompletionTime)
+			f.endBlock()
 			require.Equal(t, int64(300), f.balance(bad).Int64())
+			n, err := f.k.Retries.Attempt(f.ctx, blockhook.Item{Kind: "mature", ID: badEntry.UnbondingId, Addr: bad})
+			require.NoError(t, err)
+			require.Zero(t, n, "a payout that went through forgets its failures")
 			f.requireInvariants()
 		})
 	}
+}
+
+// A payout that keeps failing is not retried for ever: after its fifth failure (back-offs
+// of 1, 2, 4 and 8 minutes) the amount goes back to the provider's bonded collateral, with
+// an EventItemResolved; nothing stays unbonding and the accounting holds throughout.
+func TestEndBlockResolvesPayoutThatKeepsFailing(t *testing.T) {
+	f := newFixture(t)
+	bad := addr("bad")
+	f.bond(bad, 1_000)
+	res := f.unbond(bad, 300)
+	f.bank.blocked[string(bad)] = true
+	it := blockhook.Item{Kind: "mature", ID: res.UnbondingId, Addr: bad}
+
+	f.at(res.CompletionTime)
+	f.takeEvents()
+	for attempt := uint32(1); attempt <= blockhook.MaxAttempts; attempt++ {
+		f.endBlock()
+		evs := f.takeEvents()
+		failed := typedEvents[*blockhook.EventItemFailed](t, evs)
+		require.Len(t, failed, 1, "attempt %d", attempt)
+		require.Equal(t, attempt, failed[0].Attempt)
+		require.Equal(t, "stakingslash", failed[0].Module)
+		f.requireInvariants()
+		if attempt < blockhook.MaxAttempts {
+			e, err := f.k.Unbondings.Get(f.ctx, joinKey(bad, res.UnbondingId))
+			require.NoError(t, err)
+			require.Equal(t, f.ctx.BlockTime().Add(time.Duration(blockhook.Backoff(attempt))*time.Minute), e.CompletionTime)
+			require.Empty(t, typedEvents[*blockhook.EventItemResolved](t, evs))
+			f.at(e.CompletionTime)
+			continue
+		}
+		resolved := typedEvents[*blockhook.EventItemResolved](t, evs)
+		require.Len(t, resolved, 1)
+		require.Contains(t, resolved[0].Rule, "bonded collateral")
+	}
+	has, err := f.k.Unbondings.Has(f.ctx, joinKey(bad, res.UnbondingId))
+	require.NoError(t, err)
+	require.False(t, has, "the entry is gone")
+	require.Equal(t, int64(1_000), f.collateral(bad).Bonded.Int64(), "the amount is bonded again")
+	bonded, unbonding := f.totals()
+	require.Equal(t, int64(1_000), bonded.Int64())
+	require.True(t, unbonding.IsZero())
+	n, err := f.k.Retries.Attempt(f.ctx, it)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	f.requireInvariants()
+
+	// the provider can unbond it again once the bank takes it
+	delete(f.bank.blocked, string(bad))
+	again := f.unbond(bad, 300)
+	f.at(again.CompletionTime)
+	f.endBlock()
+	require.Equal(t, int64(300), f.balance(bad).Int64())
+	f.requireInvariants()
 }
 
 // A slash during unbonding lowers what the entry pays out.

@@ -239,7 +239,7 @@ func (k Keeper) Jail(ctx context.Context, provider sdk.AccAddress, until time.Ti
 		return err
 	}
 	if h := k.hooks.hooks; h != nil {
-		h.AfterJailed(ctx, provider, c.JailedUntil, evidence)
+		return h.AfterJailed(ctx, provider, c.JailedUntil, evidence)
 	}
 	return nil
 }

@@ -76,6 +76,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	}
 
 	want := bonded.Add(unbonding)
+	if err := k.Retries.Import(ctx, gs.Retries); err != nil {
+		return err
+	}
 	have := k.bankKeeper.GetBalance(ctx, k.ModuleAddress(), gs.Params.CollateralDenom)
 	if !have.Amount.Equal(want) {
 		return errorsmod.Wrapf(types.ErrInvalidGenesis,
@@ -122,6 +125,9 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 		return nil, err
 	}
 	if gs.NextSlashId, err = k.SlashSeq.Peek(ctx); err != nil {
+		return nil, err
+	}
+	if gs.Retries, err = k.Retries.Export(ctx); err != nil {
 		return nil, err
 	}
 	return gs, nil

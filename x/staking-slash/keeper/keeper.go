@@ -15,6 +15,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/codec"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -75,6 +76,8 @@ type Keeper struct {
 	// open UnbondingEntry.Amount, udps; both kept exact on every change.
 	TotalBonded    collections.Item[sdkmath.Int]
 	TotalUnbonding collections.Item[sdkmath.Int]
+	// Retries counts the failed attempts of each unbonding payout (EndBlock).
+	Retries blockhook.Retries
 }
 
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
@@ -104,6 +107,7 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 		SlashSeq:       collections.NewSequence(sb, types.SlashSeqKey, "slash_seq"),
 		TotalBonded:    collections.NewItem(sb, types.TotalBondedKey, "total_bonded", sdk.IntValue),
 		TotalUnbonding: collections.NewItem(sb, types.TotalUnbondingKey, "total_unbonding", sdk.IntValue),
+		Retries:        blockhook.NewRetries(sb, types.ModuleName, types.RetryAttemptsKey, types.RetryDueKey),
 	}
 	schema, err := sb.Build()
 	if err != nil {

@@ -194,6 +194,7 @@ func (f *fixture) endBlock() {
 
 // recordingHooks records every hook call.
 type recordingHooks struct {
+	fail    error // returned by every hook (which then records nothing)
 	slashed []types.SlashRecord
 	jailed  []jailCall
 }
@@ -204,12 +205,20 @@ type jailCall struct {
 	evidence types.SlashEvidence
 }
 
-func (h *recordingHooks) AfterSlashed(_ context.Context, rec types.SlashRecord) {
+func (h *recordingHooks) AfterSlashed(_ context.Context, rec types.SlashRecord) error {
+	if h.fail != nil {
+		return h.fail
+	}
 	h.slashed = append(h.slashed, rec)
+	return nil
 }
 
-func (h *recordingHooks) AfterJailed(_ context.Context, provider sdk.AccAddress, until time.Time, evidence types.SlashEvidence) {
+func (h *recordingHooks) AfterJailed(_ context.Context, provider sdk.AccAddress, until time.Time, evidence types.SlashEvidence) error {
+	if h.fail != nil {
+		return h.fail
+	}
 	h.jailed = append(h.jailed, jailCall{provider, until, evidence})
+	return nil
 }
 
 var keepertestGenesisTime = keepertest.GenesisTime

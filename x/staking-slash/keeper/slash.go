@@ -24,7 +24,8 @@ import (
 // account's balance falls by exactly total. A provider with nothing bonded or unbonding
 // gets a zero record, not an error. The record is kept in the slash history, EventSlash is
 // emitted and the AfterSlashed hook called. Everything before the hook runs in a cache
-// context: a failure changes nothing.
+// context: a failure changes nothing; a failing hook's error is returned (the caller's tx
+// or block item then fails whole).
 func (k Keeper) Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, reason types.SlashReason, b types.Beneficiaries, evidence types.SlashEvidence) (types.SlashRecord, error) {
 	if err := checkAddress("provider", provider); err != nil {
 		return types.SlashRecord{}, err
@@ -55,7 +56,9 @@ func (k Keeper) Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM 
 	}
 	write()
 	if h := k.hooks.hooks; h != nil {
-		h.AfterSlashed(ctx, rec)
+		if err := h.AfterSlashed(ctx, rec); err != nil {
+			return rec, err
+		}
 	}
 	return rec, nil
 }

@@ -1,8 +1,10 @@
 package keeper_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -257,4 +259,16 @@ func TestSlashHistoryIDs(t *testing.T) {
 	require.Equal(t, uint64(2), res.Slashes[1].Id)
 	requireInt(t, sdkmath.NewInt(10+9), f.collateral(a).SlashedTotal) // 1% of 1000, then 1% of 990
 	f.requireInvariants()
+}
+
+// A hook that fails (x/reputation could not record the slash) makes Slash return its
+// error: the caller's tx or block item then fails whole instead of losing the record.
+func TestSlashReturnsAFailingHooksError(t *testing.T) {
+	f := newFixture(t)
+	p := addr("hooked")
+	f.bond(p, 1_000_000)
+	f.hooks.fail = errors.New("reputation is broken")
+	_, err := f.k.Slash(f.ctx, p, 10_000, types.SLASH_REASON_ABANDONED_TASK, types.Beneficiaries{}, types.SlashEvidence{NodeId: 1})
+	require.ErrorIs(t, err, f.hooks.fail)
+	require.ErrorIs(t, f.k.Jail(f.ctx, p, f.ctx.BlockTime().Add(time.Hour), types.SlashEvidence{NodeId: 1}), f.hooks.fail)
 }

@@ -27,6 +27,9 @@ func (gs GenesisState) Validate() error {
 	if err := gs.validateRecords(); err != nil {
 		return errorsmod.Wrap(ErrInvalidGenesis, err.Error())
 	}
+	if err := gs.Retries.Validate(ItemKinds...); err != nil {
+		return errorsmod.Wrap(ErrInvalidGenesis, err.Error())
+	}
 	return nil
 }
 

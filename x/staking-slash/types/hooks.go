@@ -8,12 +8,13 @@ import (
 )
 
 // StakingSlashHooks tell other modules (x/reputation) about slashes and jailings. They are
-// called after the state change is written and cannot fail it.
+// called after the state change; a hook that fails writes nothing and returns its error,
+// which Slash and Jail return to their caller (whose tx or block item then fails whole).
 type StakingSlashHooks interface {
 	// AfterSlashed is called after every slash, a zero one included.
-	AfterSlashed(ctx context.Context, rec SlashRecord)
+	AfterSlashed(ctx context.Context, rec SlashRecord) error
 	// AfterJailed is called after every jailing; until is the jail end now in force.
-	AfterJailed(ctx context.Context, provider sdk.AccAddress, until time.Time, evidence SlashEvidence)
+	AfterJailed(ctx context.Context, provider sdk.AccAddress, until time.Time, evidence SlashEvidence) error
 }
 
 // Beneficiaries of a slash. A share without a beneficiary is burned.

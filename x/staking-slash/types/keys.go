@@ -31,4 +31,15 @@ var (
 	// provider's bonded collateral and of every open unbonding entry.
 	TotalBondedKey    = collections.NewPrefix(7)
 	TotalUnbondingKey = collections.NewPrefix(8)
+	// RetryAttemptsKey and RetryDueKey hold the block hook's failed items
+	// (internal/blockhook.Retries): the attempts of each payout that failed.
+	RetryAttemptsKey = collections.NewPrefix(9)
+	RetryDueKey      = collections.NewPrefix(10)
 )
+
+// ItemMature is the kind of the module's block-hook item: an unbonding entry paid out
+// at its completion time.
+const ItemMature = "mature"
+
+// ItemKinds lists the kinds of the module's block-hook items.
+var ItemKinds = []string{ItemMature}

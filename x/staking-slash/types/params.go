@@ -13,6 +13,7 @@ import (
 // DefaultParams returns the launch parameters (DESIGN.md section 4, x/staking-slash).
 func DefaultParams() Params {
 	return Params{
+		EndBlockGas:         100_000_000,
 		CollateralDenom:     "udps",
 		MinCollateralPerGpu: sdkmath.NewInt(100_000_000), // 100 DPS per GPU
 		ExposureFactorPpm:   1_000_000,                   // exposure of the tasks in flight (x/market: value x result_penalty_multiple) <= 1x collateral
@@ -39,7 +40,8 @@ func (p Params) validate() error {
 		validate.Range("exposure_factor_ppm", p.ExposureFactorPpm, 1, 100*validate.PPMOne),
 		validate.PositiveDuration("unbonding_time", p.UnbondingTime),
 		validate.Range("max_unbonding_entries", p.MaxUnbondingEntries, 1, 100),
-		validate.Positive("max_matured_per_block", p.MaxMaturedPerBlock),
+		validate.Range("max_matured_per_block", p.MaxMaturedPerBlock, 1, 10_000),
+		validate.BlockGas("end_block_gas", p.EndBlockGas),
 		validate.PPM("compensation_ppm", p.CompensationPpm),
 		validate.PPM("reward_ppm", p.RewardPpm),
 	} {

@@ -22,7 +22,7 @@ import (
 
 	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
 
-	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/app/encoding"
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/gpu"
@@ -178,7 +178,7 @@ func (d *Demo) startChain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	enc, err := app.MakeEncoding()
+	enc, err := encoding.Make()
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 	distrtypes "github.com/cosmos/cosmos-sdk/x/distribution/types"
 	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
 
-	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/internal/specfile"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -437,13 +437,13 @@ func (d *Demo) rewards(ctx context.Context) error {
 
 // balances of the accounts the summary shows, in udps.
 func (d *Demo) balances(ctx context.Context) map[string]sdkmath.Int {
-	out := map[string]sdkmath.Int{"client": d.balance(ctx, addrOf(d.keys["client"]), app.BondDenom)}
+	out := map[string]sdkmath.Int{"client": d.balance(ctx, addrOf(d.keys["client"]), chain.BondDenom)}
 	for i, key := range providerKeys {
-		out[d.name(i)] = d.balance(ctx, addrOf(d.keys[key]), app.BondDenom)
+		out[d.name(i)] = d.balance(ctx, addrOf(d.keys[key]), chain.BondDenom)
 	}
-	out["reward pool"] = d.balance(ctx, moduleAddr(dpstypes.ModuleName), app.BondDenom)
+	out["reward pool"] = d.balance(ctx, moduleAddr(dpstypes.ModuleName), chain.BondDenom)
 	// the fee collector is emptied into x/distribution every block: that is where fees are
-	out["validators (fees)"] = d.balance(ctx, moduleAddr(distrtypes.ModuleName), app.BondDenom)
+	out["validators (fees)"] = d.balance(ctx, moduleAddr(distrtypes.ModuleName), chain.BondDenom)
 	return out
 }
 

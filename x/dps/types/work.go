@@ -3,7 +3,7 @@ package types
 import sdk "github.com/cosmos/cosmos-sdk/types"
 
 // ProviderWork is one provider's verified work of one workload class in one reward epoch,
-// as x/dps reads it.
+// as the distribution reads it from the ledger.
 type ProviderWork struct {
 	Provider sdk.AccAddress
 	Workload int32

@@ -15,9 +15,9 @@ import (
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	"github.com/flopsnet/flops/testutil/keepertest"
+	"github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
-	"github.com/flopsnet/flops/x/market/keeper"
-	"github.com/flopsnet/flops/x/market/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 func acc(name string) sdk.AccAddress { return sdk.MustAccAddressFromBech32(keepertest.Addr(name)) }
@@ -42,7 +42,7 @@ func fundingLinks(t *testing.T, f *fixture, names ...string) []string {
 // MsgSend and MsgMultiSend, at the top or inside authz MsgExec, and nothing else.
 func TestRecordTxFunding(t *testing.T) {
 	names := []string{"p", "s", "x", "g", "o1", "o2", "o3"}
-	udpsCoins := func(n int64) sdk.Coins { return sdk.NewCoins(sdk.NewInt64Coin(udps, n)) }
+	udpsCoins := func(n int64) sdk.Coins { return sdk.NewCoins(sdk.NewInt64Coin(denom, n)) }
 	send := func(from, to string, coins sdk.Coins) *banktypes.MsgSend {
 		return banktypes.NewMsgSend(acc(from), acc(to), coins)
 	}
@@ -69,9 +69,9 @@ func TestRecordTxFunding(t *testing.T) {
 		{"send P to S", []sdk.Msg{send("p", "s", udpsCoins(1))}, 100, []string{"s<-p"}},
 		// A third party's transfer to S does not make S funded by P.
 		{"send X to S", []sdk.Msg{send("x", "s", udpsCoins(5))}, 100, []string{"s<-x"}},
-		// Only the market denom counts; a send of udps with another coin does.
+		// Only udps counts; a send of udps with another coin does.
 		{"other denom", []sdk.Msg{send("p", "s", sdk.NewCoins(sdk.NewInt64Coin("uatom", 9)))}, 100, nil},
-		{"udps among others", []sdk.Msg{send("p", "s", sdk.NewCoins(sdk.NewInt64Coin("uatom", 9), sdk.NewInt64Coin(udps, 1)))}, 100, []string{"s<-p"}},
+		{"udps among others", []sdk.Msg{send("p", "s", sdk.NewCoins(sdk.NewInt64Coin("uatom", 9), sdk.NewInt64Coin(denom, 1)))}, 100, []string{"s<-p"}},
 		// Sending to oneself links nobody.
 		{"to oneself", []sdk.Msg{send("p", "p", udpsCoins(1))}, 100, nil},
 		// A grantee's MsgExec of P's send is P's funding (the grantee links nobody).
@@ -88,7 +88,7 @@ func TestRecordTxFunding(t *testing.T) {
 		{"bounded", []sdk.Msg{exec(send("p", "s", udpsCoins(1)), send("p", "o1", udpsCoins(1))), send("p", "o2", udpsCoins(1))}, 2, []string{"s<-p"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil)
+			f := newFixture(t, fixtureOpts{})
 			require.NoError(t, f.k.RecordTxFunding(f.ctx, tc.msgs, tc.max))
 			require.Equal(t, tc.want, fundingLinks(t, f, names...))
 			funded, err := f.k.IsFundedBy(f.ctx, acc("s"), acc("p"))
@@ -98,70 +98,47 @@ func TestRecordTxFunding(t *testing.T) {
 	}
 }
 
-// settleFor runs a one-task job owned by owner on a node of the provider name to
-// settlement and returns the task.
-func (f *fixture) settleFor(name, owner string) types.Task {
-	f.t.Helper()
-	f.addNode(f.operator(name), 8, func(n *gfltypes.Node) { n.Region = name })
-	spec := f.gemmSpec(1)
-	spec.Requirements.Region = name
-	job := f.submitAs(owner, spec)
-	f.blocks(1)
-	task := f.tasks(job)[0]
-	require.Equal(f.t, types.TASK_STATUS_ASSIGNED, task.Status)
-	f.ack(task)
-	f.blocks(1)
-	f.commit(task)
-	f.blocks(1)
-	f.reveal(task)
-	for range f.params().ChallengeWindowBlocks + 2 {
-		f.blocks(1)
-	}
-	task = f.task(task.Id)
-	require.Equal(f.t, types.TASK_STATUS_SETTLED, task.Status)
-	return task
-}
-
-// Work is recorded for x/dps only when the job's owner is neither the provider nor an
-// account the provider funded; the provider is paid the same either way.
-func TestWorkOfFundedPayerIsNotRecorded(t *testing.T) {
-	gross := quote10m.AddRaw(100_000) // price + tip
+// Work counts only when its payer is neither the provider nor an account the provider
+// funded: RecordWork leaves the ledger untouched otherwise (x/market pays the provider
+// the same either way).
+func TestWorkOfFundedPayerIsNotCounted(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// link: (recipient, funder) recorded before the job.
-		link   [2]string
-		record bool
+		// link: (recipient, funder) recorded before the work.
+		link  [2]string
+		payer string
+		count bool
 	}{
 		// A client nobody linked: its task is the provider's work.
-		{"unfunded client", [2]string{}, true},
+		{"unfunded client", [2]string{}, "sock", true},
+		// The provider pays itself: no work.
+		{"self-paid", [2]string{}, "prov", false},
 		// The provider funded the owner: a sock; no work.
-		{"owner funded by the provider", [2]string{"sock", "prov"}, false},
+		{"owner funded by the provider", [2]string{"sock", "prov"}, "sock", false},
 		// A third party funded the owner: a normal client, work.
-		{"owner funded by a third party", [2]string{"sock", "bank"}, true},
+		{"owner funded by a third party", [2]string{"sock", "bank"}, "sock", true},
 		// The owner funded the provider (paid it directly once): still work.
-		{"provider funded by the owner", [2]string{"prov", "sock"}, true},
+		{"provider funded by the owner", [2]string{"prov", "sock"}, "sock", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil)
-			owner := keepertest.Addr("sock")
-			f.fund(owner, sdkmath.NewInt(1_000_000_000))
+			f := newFixture(t, fixtureOpts{})
+			f.endEpoch(6) // the current reward epoch is 7
 			if tc.link != [2]string{} {
 				require.NoError(t, f.k.RecordFunding(f.ctx, acc(tc.link[0]), acc(tc.link[1])))
 			}
-			provBefore := f.balance(keepertest.Addr("prov"))
-			task := f.settleFor("prov", owner)
-			split := keeper.SplitPayment(gross, f.params().TakeRatePpm, f.params().TakePoolSharePpm)
-			// f.operator funded prov with 1,000 DPS when its node was added
-			require.Equal(t, provBefore.Add(sdkmath.NewInt(1_000_000_000)).Add(split.Provider), f.balance(task.Provider), "paid either way")
+			w := markettypes.VerifiedWork{Payer: acc(tc.payer), Provider: acc("prov"), Workload: int32(gfltypes.WORKLOAD_CLASS_BATCH),
+				GflopSeconds: sdkmath.NewInt(600), Fees: sdkmath.NewInt(266_667)}
+			require.NoError(t, f.k.MarketHooks().AfterWorkVerified(f.ctx, w))
+			require.NoError(t, f.k.MarketHooks().AfterWorkVerified(f.ctx, w))
 			rec, err := f.k.Work.Get(f.ctx, collections.Join3(uint64(7), acc("prov"), int32(gfltypes.WORKLOAD_CLASS_BATCH)))
-			if !tc.record {
+			if !tc.count {
 				require.ErrorIs(t, err, collections.ErrNotFound, "no work record")
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, uint64(1), rec.Tasks)
-			require.Equal(t, gross, rec.Fees)
-			require.True(t, rec.GflopSeconds.IsPositive())
+			require.Equal(t, uint64(2), rec.Tasks)
+			require.Equal(t, "533334", rec.Fees.String())
+			require.Equal(t, "1200", rec.GflopSeconds.String())
 		})
 	}
 }
@@ -169,7 +146,7 @@ func TestWorkOfFundedPayerIsNotRecorded(t *testing.T) {
 // The funding links travel through genesis: export then import gives the same links, and
 // a link to oneself, a duplicate or a bad address is refused.
 func TestFundingLinksGenesis(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, fixtureOpts{})
 	require.NoError(t, f.k.RecordFunding(f.ctx, acc("s"), acc("p")))
 	require.NoError(t, f.k.RecordFunding(f.ctx, acc("o1"), acc("p")))
 	require.NoError(t, f.k.RecordFunding(f.ctx, acc("p"), acc("p")), "a self-link is ignored")
@@ -177,7 +154,7 @@ func TestFundingLinksGenesis(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, gs.FundingLinks, 2)
 
-	g := newFixture(t, nil)
+	g := newFixture(t, fixtureOpts{})
 	// the fresh fixture's escrow is empty, like the exported one's
 	require.NoError(t, g.k.InitGenesis(g.ctx, gs))
 	require.Equal(t, []string{"o1<-p", "s<-p"}, fundingLinks(t, g, "p", "s", "o1"))

@@ -8,14 +8,16 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/x/authz"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+
+	"github.com/flopsnet/flops/x/dps/types"
 )
 
 // The funding link. A provider that pays itself through a second account it funded earns
-// no work reward from it: x/market remembers, for every successful bank transfer of the
-// market denom (udps) that a tx carries, that the sender funded the recipient
-// (FundedBy: (recipient, sender)), and records no verified work for x/dps when the payer
-// of a task or pool unit is its provider or an account the provider funded. Payments and
-// the take are unchanged.
+// no work reward from it: x/dps remembers, for every successful bank transfer of udps
+// that a tx carries, that the sender funded the recipient (FundedBy: (recipient,
+// sender)), and counts no verified work (work.go) when the payer of a task or pool unit is
+// its provider or an account the provider funded. x/market's payments and take are
+// unchanged.
 //
 // What counts as a transfer: bank MsgSend and MsgMultiSend, at the top of a tx or inside
 // authz MsgExec (nested too), with a positive udps amount. The app's post handler calls
@@ -54,7 +56,6 @@ func (k Keeper) RecordTxFunding(ctx context.Context, msgs []sdk.Msg, maxMsgs int
 type fundingWalk struct {
 	k      Keeper
 	budget int
-	denom  string
 }
 
 func (w *fundingWalk) spend() bool {
@@ -63,18 +64,6 @@ func (w *fundingWalk) spend() bool {
 	}
 	w.budget--
 	return true
-}
-
-// marketDenom reads the market denom once per tx, and only for a tx with a transfer.
-func (w *fundingWalk) marketDenom(ctx context.Context) (string, error) {
-	if w.denom == "" {
-		p, err := w.k.Params.Get(ctx)
-		if err != nil {
-			return "", err
-		}
-		w.denom = p.Denom
-	}
-	return w.denom, nil
 }
 
 func (w *fundingWalk) walk(ctx context.Context, msgs []sdk.Msg) error {
@@ -102,9 +91,8 @@ func (w *fundingWalk) walk(ctx context.Context, msgs []sdk.Msg) error {
 }
 
 func (w *fundingWalk) send(ctx context.Context, m *banktypes.MsgSend) error {
-	denom, err := w.marketDenom(ctx)
-	if err != nil || !m.Amount.AmountOf(denom).IsPositive() {
-		return err
+	if !m.Amount.AmountOf(types.Denom).IsPositive() {
+		return nil
 	}
 	from, err := w.k.addressCodec.StringToBytes(m.FromAddress)
 	if err != nil {
@@ -120,13 +108,9 @@ func (w *fundingWalk) send(ctx context.Context, m *banktypes.MsgSend) error {
 // multiSend links every output that receives udps to every input that sends udps (the
 // bank module allows one input).
 func (w *fundingWalk) multiSend(ctx context.Context, m *banktypes.MsgMultiSend) error {
-	denom, err := w.marketDenom(ctx)
-	if err != nil {
-		return err
-	}
 	var senders []sdk.AccAddress
 	for _, in := range m.Inputs {
-		if !in.Coins.AmountOf(denom).IsPositive() {
+		if !in.Coins.AmountOf(types.Denom).IsPositive() {
 			continue
 		}
 		from, err := w.k.addressCodec.StringToBytes(in.Address)
@@ -142,7 +126,7 @@ func (w *fundingWalk) multiSend(ctx context.Context, m *banktypes.MsgMultiSend) 
 		if !w.spend() {
 			return nil
 		}
-		if !out.Coins.AmountOf(denom).IsPositive() {
+		if !out.Coins.AmountOf(types.Denom).IsPositive() {
 			continue
 		}
 		to, err := w.k.addressCodec.StringToBytes(out.Address)
@@ -158,16 +142,12 @@ func (w *fundingWalk) multiSend(ctx context.Context, m *banktypes.MsgMultiSend) 
 	return nil
 }
 
-// earnsWork reports whether work its provider did for payer is recorded for x/dps: not
-// when the payer is the provider, nor when the provider funded the payer.
-func (k Keeper) earnsWork(ctx context.Context, payer string, provider sdk.AccAddress) (bool, error) {
-	p, err := k.addressCodec.StringToBytes(payer)
-	if err != nil {
-		return false, err
-	}
-	if provider.Equals(sdk.AccAddress(p)) {
+// earnsWork reports whether work its provider did for payer counts: not when the payer
+// is the provider, nor when the provider funded the payer.
+func (k Keeper) earnsWork(ctx context.Context, payer, provider sdk.AccAddress) (bool, error) {
+	if provider.Equals(payer) {
 		return false, nil
 	}
-	funded, err := k.IsFundedBy(ctx, p, provider)
+	funded, err := k.IsFundedBy(ctx, payer, provider)
 	return !funded, err
 }

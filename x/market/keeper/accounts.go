@@ -1,0 +1,85 @@
+package keeper
+
+import (
+	"context"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// The market stores accounts as canonical bech32 strings (owners, providers, operators).
+// These helpers decode a stored account where x/bank or x/staking-slash need its bytes;
+// a stored address that does not decode is a broken invariant, returned as an error.
+
+// payOut sends amount of the market denom from the escrow account to a stored account.
+func (k Keeper) payOut(ctx context.Context, to string, denom string, amount sdkmath.Int) error {
+	if !amount.IsPositive() {
+		return nil
+	}
+	addr, err := k.acc(to)
+	if err != nil {
+		return err
+	}
+	return k.bankKeeper.SendCoinsFromModuleToAccount(ctx, types.ModuleName, addr, sdk.NewCoins(sdk.NewCoin(denom, amount)))
+}
+
+// addExposure, releaseExposure and canAddExposure are x/staking-slash's, for a stored
+// provider.
+func (k Keeper) addExposure(ctx context.Context, provider string, v sdkmath.Int) error {
+	addr, err := k.acc(provider)
+	if err != nil {
+		return err
+	}
+	return k.collateral.AddExposure(ctx, addr, v)
+}
+
+func (k Keeper) releaseExposure(ctx context.Context, provider string, v sdkmath.Int) error {
+	addr, err := k.acc(provider)
+	if err != nil {
+		return err
+	}
+	return k.collateral.ReleaseExposure(ctx, addr, v)
+}
+
+func (k Keeper) canAddExposure(ctx context.Context, provider string, v sdkmath.Int) (bool, error) {
+	addr, err := k.acc(provider)
+	if err != nil {
+		return false, err
+	}
+	return k.collateral.CanAddExposure(ctx, addr, v)
+}
+
+// slash slashes a stored provider for a result, compensating a stored owner and rewarding
+// the verifiers; ppm is first raised by penaltyPPM so that the slash covers exposure.
+func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure sdkmath.Int, reason sstypes.SlashReason, owner string, verifiers []sdk.AccAddress, ev sstypes.SlashEvidence) error {
+	addr, err := k.acc(provider)
+	if err != nil {
+		return err
+	}
+	compensate, err := k.acc(owner)
+	if err != nil {
+		return err
+	}
+	if ppm, err = k.penaltyPPM(ctx, addr, ppm, exposure); err != nil {
+		return err
+	}
+	_, err = k.collateral.Slash(ctx, addr, ppm, reason, sstypes.Beneficiaries{Compensate: compensate, Rewarded: verifiers}, ev)
+	return err
+}
+
+// accs decodes stored accounts.
+func (k Keeper) accs(addrs ...string) ([]sdk.AccAddress, error) {
+	out := make([]sdk.AccAddress, 0, len(addrs))
+	for _, s := range addrs {
+		a, err := k.acc(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}

@@ -1,0 +1,409 @@
+package keeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"cosmossdk.io/collections"
+	sdkmath "cosmossdk.io/math"
+	"github.com/cosmos/gogoproto/proto"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// The task lifecycle core. Every change of a task's status goes through transition, which
+// releases what the old status holds, applies the new status's fields, takes what the new
+// status holds, and saves the task and its job. A task replica holds, in each status,
+// exactly these things, so that the queues, the node slots and the providers' exposure
+// stay exact whatever path moved it:
+//
+//	status     due-work entry                                   node GPUs  in flight  exposure
+//	PENDING    AssignQueue, or AssignRetryAt + AssignRetries       -          -          -
+//	           while parked; only when the job is ACTIVE, or
+//	           the task serves verification of a CANCELLED job
+//	ASSIGNED   AckDeadlines (ack deadline height)                  yes        yes        yes
+//	RUNNING    RunDeadlines (run deadline time) and NodeRunning    yes        yes        yes
+//	COMMITTED  AuditDraws while its audit is not drawn, then       -          yes        yes
+//	           RevealDeadlines once its group's reveals are open
+//	REVEALED   -                                                   -          -          yes
+//	VERIFIED   SettleQueue (the end of its challenge window)       -          -          yes
+//	final      -                                                   -          -          -
+//
+// The moves (canMove): PENDING -> ASSIGNED (scheduler, auction); ASSIGNED -> RUNNING (ack);
+// RUNNING -> COMMITTED (commit); COMMITTED -> REVEALED (reveal); REVEALED -> VERIFIED
+// (decided right); VERIFIED -> REVEALED (challenged: waits for its dispute); VERIFIED ->
+// SETTLED (paid); ASSIGNED, RUNNING, COMMITTED -> PENDING (lapsed, reassigned); to FAILED
+// from ASSIGNED to VERIFIED's predecessors (lapsed too often, wrong result, a tie); to
+// EXPIRED from PENDING and ASSIGNED (the job's deadline); to CANCELLED from PENDING,
+// ASSIGNED, RUNNING (the owner cancelled) and COMMITTED (a cancelled job's lapse). A move to the same
+// status re-keys the task's entries after a change of its fields (reveals opened, audit
+// drawn, dispute opened, the job's status changed).
+//
+// The core never calls up into the scheduler or verification: a caller that finishes a
+// member of a verification group tells its group (afterMemberLeft, verification.go).
+//
+// Escrow: each task reserves part of the job's escrow: a primary replica its max price
+// plus tip, an escalation, audit or committee task its share of the verification budget.
+// When the task becomes final, what its provider was not paid returns: a primary's to the
+// owner, the others' to the verification budget (refunded with the job's end).
+
+// holdsNode: the task occupies its node's GPUs.
+func holdsNode(s types.TaskStatus) bool {
+	return s == types.TASK_STATUS_ASSIGNED || s == types.TASK_STATUS_RUNNING
+}
+
+// inFlight: the task's work is not revealed yet; its node may not be deactivated.
+func inFlight(s types.TaskStatus) bool {
+	return s == types.TASK_STATUS_ASSIGNED || s == types.TASK_STATUS_RUNNING || s == types.TASK_STATUS_COMMITTED
+}
+
+// holdsExposure: the provider's collateral backs the task until it is paid or taken away.
+func holdsExposure(s types.TaskStatus) bool {
+	switch s {
+	case types.TASK_STATUS_ASSIGNED, types.TASK_STATUS_RUNNING, types.TASK_STATUS_COMMITTED,
+		types.TASK_STATUS_REVEALED, types.TASK_STATUS_VERIFIED:
+		return true
+	}
+	return false
+}
+
+// isFinal: nothing more happens to the task.
+func isFinal(s types.TaskStatus) bool {
+	switch s {
+	case types.TASK_STATUS_SETTLED, types.TASK_STATUS_FAILED, types.TASK_STATUS_EXPIRED, types.TASK_STATUS_CANCELLED:
+		return true
+	}
+	return false
+}
+
+// awaitsAuditDraw: a committed single-replica EXACT primary whose audit is drawn from the
+// hash of the block after its commitment; its reveal waits for the draw.
+func awaitsAuditDraw(job types.Job, t types.Task) bool {
+	return t.Status == types.TASK_STATUS_COMMITTED && t.Role == types.TASK_ROLE_PRIMARY && !t.Audited &&
+		job.Spec.Verification == types.VERIFICATION_CLASS_EXACT && job.Spec.Replicas == 1
+}
+
+// queued: a pending task the scheduler may take. A BIDDING job's primaries wait for the
+// auction; a CANCELLED job's primaries are never placed, but the verification of its
+// finished work (audits, escalations, committees) still runs.
+func queued(job types.Job, t types.Task) bool {
+	if t.Status != types.TASK_STATUS_PENDING {
+		return false
+	}
+	return job.Status == types.JOB_STATUS_ACTIVE || (job.Status == types.JOB_STATUS_CANCELLED && t.Role != types.TASK_ROLE_PRIMARY)
+}
+
+// canMove is the table of allowed moves above.
+func canMove(from, to types.TaskStatus) bool {
+	switch from {
+	case types.TASK_STATUS_PENDING:
+		return to == types.TASK_STATUS_PENDING || to == types.TASK_STATUS_ASSIGNED ||
+			to == types.TASK_STATUS_EXPIRED || to == types.TASK_STATUS_CANCELLED
+	case types.TASK_STATUS_ASSIGNED:
+		return to == types.TASK_STATUS_RUNNING || to == types.TASK_STATUS_PENDING || to == types.TASK_STATUS_FAILED ||
+			to == types.TASK_STATUS_EXPIRED || to == types.TASK_STATUS_CANCELLED
+	case types.TASK_STATUS_RUNNING:
+		return to == types.TASK_STATUS_COMMITTED || to == types.TASK_STATUS_PENDING || to == types.TASK_STATUS_FAILED ||
+			to == types.TASK_STATUS_CANCELLED
+	case types.TASK_STATUS_COMMITTED:
+		return to == types.TASK_STATUS_COMMITTED || to == types.TASK_STATUS_REVEALED || to == types.TASK_STATUS_PENDING ||
+			to == types.TASK_STATUS_FAILED || to == types.TASK_STATUS_CANCELLED
+	case types.TASK_STATUS_REVEALED:
+		return to == types.TASK_STATUS_REVEALED || to == types.TASK_STATUS_VERIFIED || to == types.TASK_STATUS_FAILED
+	case types.TASK_STATUS_VERIFIED:
+		return to == types.TASK_STATUS_REVEALED || to == types.TASK_STATUS_SETTLED
+	}
+	return false
+}
+
+// step is what a transition records besides the task: the job history entry (none when
+// history is empty) and a typed event emitted once the task is saved, before the job may
+// finish (so that a task's last event precedes its job's).
+type step struct {
+	history string
+	node    uint64
+	detail  string
+	event   proto.Message
+}
+
+// transition moves t to status to: it releases the due-work entry of t's current status,
+// applies set (the new status's fields; nil for none), moves the node usage and the
+// exposure by the difference between what the two statuses hold, adds the new due-work
+// entry, saves the task, records the step, lets the job finish when the task is final,
+// and saves the job. t and job are updated in place.
+func (k Keeper) transition(ctx context.Context, p types.Params, job *types.Job, t *types.Task, to types.TaskStatus, s step, set func(*types.Task)) error {
+	from := *t
+	if !canMove(from.Status, to) {
+		return fmt.Errorf("market: task %d: %s -> %s is not a task transition", t.Id, from.Status, to)
+	}
+	if err := k.releaseEntry(ctx, *job, from); err != nil {
+		return err
+	}
+	if set != nil {
+		set(t)
+	}
+	t.Status = to
+	if err := k.moveHoldings(ctx, *job, from, *t); err != nil {
+		return err
+	}
+	if err := k.attachEntry(ctx, *job, *t); err != nil {
+		return err
+	}
+	if err := k.Tasks.Set(ctx, t.Id, *t); err != nil {
+		return err
+	}
+	if s.history != "" {
+		k.addHistory(ctx, job, p, s.history, t.Id, s.node, s.detail)
+	}
+	if s.event != nil {
+		if err := sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(s.event); err != nil {
+			return err
+		}
+	}
+	if isFinal(to) && !isFinal(from.Status) {
+		if job.OpenTasks == 0 {
+			return fmt.Errorf("market: job %d open task count out of step", job.Id)
+		}
+		job.OpenTasks--
+		if err := k.maybeFinishJob(ctx, job, p); err != nil {
+			return err
+		}
+	}
+	return k.saveJob(ctx, *job)
+}
+
+// insertTask stores a new PENDING task of the job with its due-work entry and counts it
+// open (the caller saves the job).
+func (k Keeper) insertTask(ctx context.Context, job *types.Job, t types.Task) error {
+	if t.Status != types.TASK_STATUS_PENDING {
+		return fmt.Errorf("market: new task %d is %s, not pending", t.Id, t.Status)
+	}
+	if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+		return err
+	}
+	job.OpenTasks++
+	return k.attachEntry(ctx, *job, t)
+}
+
+// attachEntry adds the due-work entry of the task's status (the table above). Genesis
+// restores the entries with it; the node slots and exposures come with their own state.
+func (k Keeper) attachEntry(ctx context.Context, job types.Job, t types.Task) error {
+	switch t.Status {
+	case types.TASK_STATUS_PENDING:
+		if queued(job, t) {
+			return k.AssignQueue.Set(ctx, queueKey(job, t.Id))
+		}
+	case types.TASK_STATUS_ASSIGNED:
+		return k.AckDeadlines.Set(ctx, collections.Join(t.AckDeadlineHeight, t.Id))
+	case types.TASK_STATUS_RUNNING:
+		if err := k.NodeRunning.Set(ctx, collections.Join(t.NodeId, t.Id)); err != nil {
+			return err
+		}
+		return k.RunDeadlines.Set(ctx, collections.Join(t.RunDeadline, t.Id))
+	case types.TASK_STATUS_COMMITTED:
+		if awaitsAuditDraw(job, t) {
+			return k.AuditDraws.Set(ctx, collections.Join(auditDrawHeight(t), t.Id))
+		}
+		if t.RevealDeadlineHeight != 0 {
+			return k.RevealDeadlines.Set(ctx, collections.Join(t.RevealDeadlineHeight, t.Id))
+		}
+	case types.TASK_STATUS_VERIFIED:
+		return k.SettleQueue.Set(ctx, collections.Join(t.SettleHeight, t.Id))
+	}
+	return nil
+}
+
+// releaseEntry removes the due-work entry of the task's status, wherever it is (an entry
+// an EndBlock step popped is already gone; removing it again is harmless).
+func (k Keeper) releaseEntry(ctx context.Context, job types.Job, t types.Task) error {
+	switch t.Status {
+	case types.TASK_STATUS_PENDING:
+		if err := k.AssignQueue.Remove(ctx, queueKey(job, t.Id)); err != nil {
+			return err
+		}
+		return k.unpark(ctx, t.Id)
+	case types.TASK_STATUS_ASSIGNED:
+		return k.AckDeadlines.Remove(ctx, collections.Join(t.AckDeadlineHeight, t.Id))
+	case types.TASK_STATUS_RUNNING:
+		if err := k.NodeRunning.Remove(ctx, collections.Join(t.NodeId, t.Id)); err != nil {
+			return err
+		}
+		return k.RunDeadlines.Remove(ctx, collections.Join(t.RunDeadline, t.Id))
+	case types.TASK_STATUS_COMMITTED:
+		if awaitsAuditDraw(job, t) {
+			return k.AuditDraws.Remove(ctx, collections.Join(auditDrawHeight(t), t.Id))
+		}
+		return k.RevealDeadlines.Remove(ctx, collections.Join(t.RevealDeadlineHeight, t.Id))
+	case types.TASK_STATUS_VERIFIED:
+		return k.SettleQueue.Remove(ctx, collections.Join(t.SettleHeight, t.Id))
+	}
+	return nil
+}
+
+// auditDrawHeight: the audit of a commitment is drawn from the hash of the block after
+// it, which the beacon serves from the block after that.
+func auditDrawHeight(t types.Task) int64 { return t.CommitHeight + 2 }
+
+// hold is what a task holds of its node and its provider's collateral.
+type hold struct {
+	node        uint64
+	gpus, tasks int64
+	provider    string
+	exposure    sdkmath.Int
+}
+
+func holdOf(job types.Job, t types.Task) hold {
+	if t.NodeId == 0 {
+		return hold{}
+	}
+	h := hold{node: t.NodeId, provider: t.Provider}
+	if holdsNode(t.Status) {
+		h.gpus = int64(job.Spec.Requirements.GPUs())
+	}
+	if inFlight(t.Status) {
+		h.tasks = 1
+	}
+	if holdsExposure(t.Status) && !t.Exposure.IsNil() && t.Exposure.IsPositive() {
+		h.exposure = t.Exposure
+	}
+	return h
+}
+
+// moveHoldings moves the node usage and the exposure from what old holds to what new
+// holds: the difference on the same node and provider, a release and a take otherwise.
+func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.Task) error {
+	a, b := holdOf(job, old), holdOf(job, new)
+	if a.node == b.node {
+		if dg, dt := b.gpus-a.gpus, b.tasks-a.tasks; a.node != 0 && (dg != 0 || dt != 0) {
+			if err := k.adjustSlot(ctx, a.node, dg, dt); err != nil {
+				return err
+			}
+		}
+	} else {
+		if a.node != 0 && (a.gpus != 0 || a.tasks != 0) {
+			if err := k.adjustSlot(ctx, a.node, -a.gpus, -a.tasks); err != nil {
+				return err
+			}
+		}
+		if b.node != 0 && (b.gpus != 0 || b.tasks != 0) {
+			if err := k.adjustSlot(ctx, b.node, b.gpus, b.tasks); err != nil {
+				return err
+			}
+		}
+	}
+	same := a.provider == b.provider && a.exposure.IsNil() == b.exposure.IsNil() && (a.exposure.IsNil() || a.exposure.Equal(b.exposure))
+	if same {
+		return nil
+	}
+	if !a.exposure.IsNil() {
+		if err := k.releaseExposure(ctx, a.provider, a.exposure); err != nil {
+			return err
+		}
+	}
+	if !b.exposure.IsNil() {
+		return k.addExposure(ctx, b.provider, b.exposure)
+	}
+	return nil
+}
+
+// park takes a pending task no node could take out of the AssignQueue until height at
+// (the tries-th failed try); it stays PENDING.
+func (k Keeper) park(ctx context.Context, job types.Job, t types.Task, at int64, tries uint32) error {
+	if t.Status != types.TASK_STATUS_PENDING {
+		return fmt.Errorf("market: park task %d: it is %s", t.Id, t.Status)
+	}
+	if err := k.AssignQueue.Remove(ctx, queueKey(job, t.Id)); err != nil {
+		return err
+	}
+	if err := k.unpark(ctx, t.Id); err != nil {
+		return err
+	}
+	if err := k.AssignRetries.Set(ctx, t.Id, collections.Join(at, tries)); err != nil {
+		return err
+	}
+	return k.AssignRetryAt.Set(ctx, collections.Join(at, t.Id))
+}
+
+// unpark drops a task's retry entry, if it has one.
+func (k Keeper) unpark(ctx context.Context, taskID uint64) error {
+	r, err := k.AssignRetries.Get(ctx, taskID)
+	if errors.Is(err, collections.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if err := k.AssignRetryAt.Remove(ctx, collections.Join(r.K1(), taskID)); err != nil {
+		return err
+	}
+	return k.AssignRetries.Remove(ctx, taskID)
+}
+
+// finishTask puts a task in a final status: what the provider was not paid of the task's
+// reservation returns (a primary's to the owner, another role's to the verification
+// budget), the job's counters move, and the job may finish. A caller that finishes a
+// member of a verification group outside its group's decision then calls afterMemberLeft.
+// set, if any, changes more of the task's fields in the same transition.
+func (k Keeper) finishTask(ctx context.Context, p types.Params, job *types.Job, t *types.Task, status types.TaskStatus, node uint64, reason string, set ...func(*types.Task)) error {
+	if !isFinal(status) {
+		return fmt.Errorf("market: finish task %d as %s: not a final status", t.Id, status)
+	}
+	// The job's counters count its primary replicas; the other roles serve them.
+	switch {
+	case t.Role != types.TASK_ROLE_PRIMARY:
+	case status == types.TASK_STATUS_SETTLED:
+		job.TasksSettled++
+	default:
+		job.TasksFailed++
+	}
+	if rest := t.Reserved.Sub(t.Paid); rest.IsPositive() {
+		if t.Role == types.TASK_ROLE_PRIMARY {
+			if err := k.refund(ctx, job, rest); err != nil {
+				return err
+			}
+		} else {
+			job.VerificationLeft = job.VerificationLeft.Add(rest)
+		}
+	}
+	return k.transition(ctx, p, job, t, status, step{
+		history: "Task" + statusWord(status), node: node, detail: reason,
+		event: &types.EventTaskStatus{TaskId: t.Id, JobId: t.JobId, NodeId: node, Status: status, Reason: reason},
+	}, func(t *types.Task) {
+		for _, f := range set {
+			f(t)
+		}
+		t.Reason = reason
+	})
+}
+
+// maybeFinishJob ends a job whose tasks are all final: the rest of its escrow (unspent
+// verification budget) returns to the owner and it is scheduled for pruning.
+func (k Keeper) maybeFinishJob(ctx context.Context, job *types.Job, p types.Params) error {
+	if job.FinishedHeight != 0 || uint64(job.TasksSettled)+uint64(job.TasksFailed) < job.Spec.TotalTasks() || job.OpenTasks > 0 {
+		return nil // primaries, or escalations, audits or committees, still open
+	}
+	switch {
+	case job.Status == types.JOB_STATUS_CANCELLED:
+	case job.TasksFailed == 0:
+		job.Status = types.JOB_STATUS_COMPLETED
+	default:
+		job.Status = types.JOB_STATUS_FAILED
+	}
+	refunded := job.Escrow
+	if err := k.refund(ctx, job, job.Escrow); err != nil {
+		return err
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	job.FinishedHeight = sdkCtx.BlockHeight()
+	if err := k.JobDeadlines.Remove(ctx, collections.Join(job.Spec.Deadline, job.Id)); err != nil {
+		return err
+	}
+	if err := k.PruneQueue.Set(ctx, collections.Join(job.FinishedHeight+int64(p.JobRetentionBlocks), job.Id)); err != nil {
+		return err
+	}
+	k.addHistory(ctx, job, p, "Job"+strings.TrimPrefix(job.Status.String(), "JOB_STATUS_"), 0, 0, fmt.Sprintf("%d settled, %d failed; %s%s refunded", job.TasksSettled, job.TasksFailed, refunded, p.Denom))
+	return sdkCtx.EventManager().EmitTypedEvent(&types.EventJobFinished{JobId: job.Id, Status: job.Status, Refunded: refunded})
+}

@@ -1,0 +1,106 @@
+package types
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/validate"
+	"github.com/flopsnet/flops/x/gfl/pocp"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+)
+
+// The market's pure rules: what the chain and a worker must compute the same way. No
+// keeper, no store; x/market's keeper and flops-worker both call these.
+
+// Commitment is what a provider commits: sha256(result_root || salt || provider address
+// bytes). Binding the provider's address means a copied commitment cannot be revealed by
+// anyone else.
+func Commitment(root, salt []byte, provider sdk.AccAddress) []byte {
+	h := sha256.New()
+	h.Write(root)
+	h.Write(salt)
+	h.Write(provider)
+	return h.Sum(nil)
+}
+
+// GemmChallenge is the GEMM a BUILTIN gemm task of the job computes: the job's seed mixed
+// with the shard index, so that every shard is distinct work (docs/pocp.md, section 8):
+//
+//	seed = sha256(DomainGemmSeed || job gemm_seed || index BE32)
+func (j Job) GemmChallenge(index uint32) pocp.Challenge {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], index)
+	h := sha256.New()
+	h.Write([]byte(DomainGemmSeed))
+	h.Write(j.GemmSeed)
+	h.Write(b[:])
+	var c pocp.Challenge
+	copy(c.Seed[:], h.Sum(nil))
+	c.N, c.R = j.Spec.Builtin.GemmN, j.Spec.Builtin.GemmR
+	return c
+}
+
+// UnitGemm is the GEMM of a BUILTIN gemm pool unit (docs/pocp.md, section 8): seeded by
+// the pool, the unit and its input, so that every unit is distinct work:
+//
+//	seed = sha256(DomainPoolGemm || pool id BE64 || unit id BE64 || input sha256 hex)
+func (p Pool) UnitGemm(u Unit) pocp.Challenge {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], p.Id)
+	binary.BigEndian.PutUint64(b[8:], u.Id)
+	h := sha256.New()
+	h.Write([]byte(DomainPoolGemm))
+	h.Write(b[:])
+	h.Write([]byte(u.Input.Sha256))
+	var c pocp.Challenge
+	copy(c.Seed[:], h.Sum(nil))
+	c.N, c.R = p.Spec.Builtin.GemmN, p.Spec.Builtin.GemmR
+	return c
+}
+
+// GemmSamplePositions are the entries a BUILTIN_GEMM reveal must open: samples positions
+// of the n x n product drawn from seed (the beacon's draw for the block after the
+// commitment).
+func GemmSamplePositions(seed [32]byte, c pocp.Challenge, samples uint32) []pocp.Position {
+	return pocp.SamplePositions(seed, c.N, int(samples))
+}
+
+// Payment is how a gross payment is shared out.
+type Payment struct {
+	Provider, Pool, FeeCollector sdkmath.Int
+}
+
+// SplitPayment: take = floor(gross * take_rate), pool = floor(take * pool_share),
+// fee collector = take - pool, provider = gross - take. Nothing is created or lost: the
+// three parts add up to gross.
+func SplitPayment(gross sdkmath.Int, takeRatePPM, poolSharePPM uint32) Payment {
+	take := gross.MulRaw(int64(takeRatePPM)).QuoRaw(validate.PPMOne)
+	pool := take.MulRaw(int64(poolSharePPM)).QuoRaw(validate.PPMOne)
+	return Payment{Provider: gross.Sub(take), Pool: pool, FeeCollector: take.Sub(pool)}
+}
+
+// SlotFromNode is the market's view of an x/gfl node: its class, region, GPUs, the
+// weakest GPU's memory and compute capability, and tensor cores and MIG only when every
+// GPU has them. Usage counters (GPUs in use, tasks) are the caller's.
+func SlotFromNode(n gfltypes.Node) NodeSlot {
+	s := NodeSlot{
+		NodeId: n.Id, Operator: n.Operator, GpuClass: n.GpuClass, Region: n.Region, Gpus: uint32(len(n.Gpus)),
+		Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour.Amount, Active: n.Schedulable(), PowerGflops: n.PowerGflops,
+		TensorCores: len(n.Gpus) > 0, MigCapable: len(n.Gpus) > 0,
+	}
+	for i, g := range n.Gpus {
+		if i == 0 || g.MemoryMib < s.MinMemoryMib {
+			s.MinMemoryMib = g.MemoryMib
+		}
+		if i == 0 || CompareComputeCapability(g.ComputeCapability, s.ComputeCapability) < 0 {
+			s.ComputeCapability = g.ComputeCapability
+		}
+		s.TensorCores = s.TensorCores && g.TensorCores
+		s.MigCapable = s.MigCapable && g.MigCapable
+	}
+	return s
+}
