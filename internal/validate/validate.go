@@ -101,7 +101,7 @@ func Coin(name string, c sdk.Coin, denom string) error {
 // Identifier checks a short identifier: 1..64 characters of [A-Za-z0-9._-].
 func Identifier(name, s string) error {
 	if len(s) == 0 || len(s) > 64 {
-		return fmt.Errorf("%s %q: must be 1 to 64 characters", name, s)
+		return fmt.Errorf("%s %s: must be 1 to 64 characters", name, Quote(s))
 	}
 	for _, r := range s {
 		ok := r == '-' || r == '_' || r == '.' ||

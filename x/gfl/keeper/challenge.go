@@ -135,6 +135,9 @@ func (k Keeper) CommitChallenge(ctx context.Context, operator sdk.AccAddress, id
 // of the block after the commitment, charges gas for the recomputation, and checks every
 // Merkle path and every sampled entry. It returns the power sample, in GFLOP/s.
 func (k Keeper) RevealChallenge(ctx context.Context, operator sdk.AccAddress, id uint64, proofs []types.ChunkProof) (uint64, error) {
+	if err := types.ValidateProofSizes("proofs", proofs); err != nil {
+		return 0, err
+	}
 	c, err := k.openChallengeOf(ctx, operator, id)
 	if err != nil {
 		return 0, err

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/testutil/keepertest"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
@@ -58,7 +59,7 @@ func TestRegisterNodeRejections(t *testing.T) {
 		// collateral covers 1 GPU, the node has 2
 		{"too little collateral", poor, spec("x", 2), types.ErrInsufficientCollateral},
 		{"no gpus", op, mod(func(s *types.NodeSpec) { s.Gpus = nil }), types.ErrInvalidNodeSpec},
-		{"too many gpus", op, spec("x", 17), types.ErrInvalidNodeSpec},
+		{"too many gpus", op, spec("x", 17), validate.ErrTooMany},
 		{"empty uuid", op, mod(func(s *types.NodeSpec) { s.Gpus[0].Uuid = "" }), types.ErrInvalidNodeSpec},
 		{"empty model", op, mod(func(s *types.NodeSpec) { s.Gpus[0].Model = "" }), types.ErrInvalidNodeSpec},
 		{"zero memory", op, mod(func(s *types.NodeSpec) { s.Gpus[1].MemoryMib = 0 }), types.ErrInvalidNodeSpec},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/internal/validate"
+	"github.com/flopsnet/flops/x/gfl/pocp"
 )
 
 const (
@@ -24,6 +25,9 @@ var computeCapability = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,2}$`)
 // Validate checks a node spec against the params and returns the node's GPU class. Every
 // failure is a registered error naming the offending field and value.
 func (s NodeSpec) Validate(p Params) (string, error) {
+	if err := s.validateSizes(p); err != nil {
+		return "", err
+	}
 	if n := len(s.Gpus); n == 0 || uint32(n) > p.MaxGpusPerNode {
 		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus: %d GPUs, must be 1 to %d", n, p.MaxGpusPerNode)
 	}
@@ -75,6 +79,32 @@ func (s NodeSpec) Validate(p Params) (string, error) {
 		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "claimed_gflops %d: must be 1 to %d", s.ClaimedGflops, p.MaxClaimedGflops)
 	}
 	return class, nil
+}
+
+// validateSizes checks every list and string of a node spec against its bound before its
+// contents are looked at: ErrTooMany or ErrTooLarge naming the field.
+func (s NodeSpec) validateSizes(p Params) error {
+	if err := validate.Count("gpus", len(s.Gpus), int(p.MaxGpusPerNode)); err != nil {
+		return err
+	}
+	for i, g := range s.Gpus {
+		if err := validate.Size(fmt.Sprintf("gpus[%d].model", i), len(g.Model), maxModelLen); err != nil {
+			return err
+		}
+		if err := validate.Size(fmt.Sprintf("gpus[%d].uuid", i), len(g.Uuid), maxUUIDLen); err != nil {
+			return err
+		}
+		if err := validate.Size(fmt.Sprintf("gpus[%d].compute_capability", i), len(g.ComputeCapability), 5); err != nil {
+			return err
+		}
+	}
+	if err := validate.Size("region", len(s.Region), 64); err != nil {
+		return err
+	}
+	if err := validate.Size("endpoint", len(s.Endpoint), maxEndpointLen); err != nil {
+		return err
+	}
+	return validate.Count("workloads", len(s.Workloads), len(WorkloadClasses))
 }
 
 func (g GpuInfo) validate(i int) error {
@@ -153,3 +183,27 @@ func (n Node) Describe() string { return fmt.Sprintf("node %d (%s, %s)", n.Id, n
 // maxAsk bounds a node's ask (10^30 udps per GPU-hour, far beyond any supply) so that the
 // market's quotes stay well inside an Int.
 var maxAsk = sdkmath.NewIntWithDecimal(1, 30)
+
+// ValidateProofSizes checks revealed chunk proofs before any is read: at most MaxSamples
+// proofs (one per sampled entry at most; the exact number is checked when they are
+// verified), chunks of at most pocp.ChunkBytes, Merkle paths of at most
+// validate.MaxMerklePath hashes of validate.MaxHashLen bytes.
+func ValidateProofSizes(field string, proofs []ChunkProof) error {
+	if err := validate.Count(field, len(proofs), MaxSamples); err != nil {
+		return err
+	}
+	for i, p := range proofs {
+		if err := validate.Size(fmt.Sprintf("%s[%d].chunk", field, i), len(p.Chunk), pocp.ChunkBytes); err != nil {
+			return err
+		}
+		if err := validate.Count(fmt.Sprintf("%s[%d].path", field, i), len(p.Path), validate.MaxMerklePath); err != nil {
+			return err
+		}
+		for j, h := range p.Path {
+			if err := validate.Size(fmt.Sprintf("%s[%d].path[%d]", field, i, j), len(h), validate.MaxHashLen); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

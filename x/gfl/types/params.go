@@ -16,8 +16,12 @@ const (
 	challengeNMin    = 256
 	challengeNMax    = 65536
 	challengeRNLimit = 1<<22 - 1
-	maxSamples       = 256
-	maxGPUsPerNode   = 1024
+	MaxSamples       = 256
+	// MaxGpuClasses bounds the GPU class table and MaxModelSubstrings a class's model
+	// substrings: every registration and every scheduling pass reads them.
+	MaxGpuClasses      = 64
+	MaxModelSubstrings = 16
+	maxGPUsPerNode     = 1024
 )
 
 // WorkloadClasses lists the workload classes in enum order.
@@ -114,7 +118,7 @@ func (p Params) validate() error {
 		validate.Positive("challenge_target_seconds", p.ChallengeTargetSeconds),
 		validate.PositiveDuration("challenge_commit_timeout", p.ChallengeCommitTimeout),
 		validate.Positive("challenge_reveal_blocks", p.ChallengeRevealBlocks),
-		validate.Range("challenge_samples", p.ChallengeSamples, 1, maxSamples),
+		validate.Range("challenge_samples", p.ChallengeSamples, 1, MaxSamples),
 		validate.Range("challenge_min_n", p.ChallengeMinN, challengeNMin, challengeNMax),
 		validate.Range("challenge_max_n", p.ChallengeMaxN, challengeNMin, challengeNMax),
 		validate.Range("challenge_max_rn", p.ChallengeMaxRn, uint64(p.ChallengeMinN), challengeRNLimit),
@@ -151,6 +155,9 @@ func (p Params) validate() error {
 // ValidateGpuClasses checks a GPU class table: at least one class, unique names, at least
 // one non-empty model substring each, a coherent memory range and factors of at most 1.
 func ValidateGpuClasses(classes []GpuClass) error {
+	if err := validate.Count("gpu_classes", len(classes), MaxGpuClasses); err != nil {
+		return err
+	}
 	if len(classes) == 0 {
 		return fmt.Errorf("gpu_classes: at least one class is required")
 	}
@@ -163,6 +170,9 @@ func ValidateGpuClasses(classes []GpuClass) error {
 			return fmt.Errorf("gpu_classes[%d].name %q: duplicate class", i, c.Name)
 		}
 		seen[c.Name] = struct{}{}
+		if err := validate.Count(fmt.Sprintf("gpu_classes[%d].model_substrings", i), len(c.ModelSubstrings), MaxModelSubstrings); err != nil {
+			return err
+		}
 		if len(c.ModelSubstrings) == 0 {
 			return fmt.Errorf("gpu_classes[%d] %q: at least one model substring is required", i, c.Name)
 		}

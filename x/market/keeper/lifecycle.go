@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/validate"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -116,6 +117,12 @@ func (k Keeper) touch(ctx context.Context, p types.Params, nodeID uint64) error 
 
 // Checkpoint records a running task's saved state; a reassignment hands it to the next node.
 func (k Keeper) Checkpoint(ctx context.Context, provider sdk.AccAddress, id uint64, sum, uri string) error {
+	if err := validate.Size("sha256", len(sum), 64); err != nil {
+		return err
+	}
+	if err := validate.Size("uri", len(uri), types.MaxURILen); err != nil {
+		return err
+	}
 	t, _, err := k.providerTask(ctx, provider, id, types.TASK_STATUS_RUNNING)
 	if err != nil {
 		return err
@@ -184,9 +191,31 @@ type Reveal struct {
 	GemmProofs       []gfltypes.ChunkProof
 }
 
+// validateSizes checks every field of a reveal against its bound before anything is read
+// (the proofs against the most samples a challenge may draw; the exact number is checked
+// when they are verified).
+func (r Reveal) validateSizes() error {
+	if err := validate.Size("result_root", len(r.ResultRoot), sha256.Size); err != nil {
+		return err
+	}
+	if err := validate.Size("salt", len(r.Salt), types.MaxSaltLen); err != nil {
+		return err
+	}
+	if err := validate.Size("output_uri", len(r.OutputURI), types.MaxURILen); err != nil {
+		return err
+	}
+	if err := types.ValidateUsageSizes(r.Usage); err != nil {
+		return err
+	}
+	return gfltypes.ValidateProofSizes("gemm_proofs", r.GemmProofs)
+}
+
 // RevealResult opens a commitment once its group's reveals are open. A GEMM or NONE
 // result is verified at once; an EXACT result waits for its group's decision.
 func (k Keeper) RevealResult(ctx context.Context, provider sdk.AccAddress, taskID uint64, msg Reveal) (int64, error) {
+	if err := msg.validateSizes(); err != nil {
+		return 0, err
+	}
 	t, job, err := k.providerTask(ctx, provider, taskID, types.TASK_STATUS_COMMITTED)
 	if err != nil {
 		return 0, err
@@ -200,8 +229,6 @@ func (k Keeper) RevealResult(ctx context.Context, provider sdk.AccAddress, taskI
 		return 0, errorsmod.Wrapf(types.ErrInvalidReveal, "result_root is %d bytes, must be 32", len(msg.ResultRoot))
 	case len(msg.Salt) < 16 || len(msg.Salt) > 64:
 		return 0, errorsmod.Wrapf(types.ErrInvalidReveal, "salt is %d bytes, must be 16 to 64", len(msg.Salt))
-	case len(msg.Usage.GpuUuids) > 64:
-		return 0, errorsmod.Wrapf(types.ErrInvalidReveal, "usage.gpu_uuids: %d, at most 64", len(msg.Usage.GpuUuids))
 	}
 	if err := types.ValidateURI(msg.OutputURI); err != nil {
 		return 0, errorsmod.Wrapf(types.ErrInvalidReveal, "output_uri: %s", err)

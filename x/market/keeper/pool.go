@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math"
 
@@ -14,6 +15,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -124,6 +126,9 @@ func validatePoolSpec(p types.Params, s types.PoolSpec) error {
 	}
 	// Validate against a far deadline: a pool has none of its own.
 	if err := js.Validate(p, js.Deadline.Add(-js.MaxDuration)); err != nil {
+		if errors.Is(err, validate.ErrTooMany) || errors.Is(err, validate.ErrTooLarge) {
+			return err // a bound's own error, naming the field
+		}
 		return errorsmod.Wrap(types.ErrInvalidPool, err.Error())
 	}
 	if s.MaxProviders == 0 || s.MaxProviders > p.MaxPoolProviders {
@@ -268,10 +273,16 @@ func (k Keeper) SubmitUnits(ctx context.Context, ownerAddr sdk.AccAddress, poolI
 	if err != nil {
 		return 0, err
 	}
-	if n := len(inputs); n == 0 || uint32(n) > p.MaxUnitsPerMsg {
-		return 0, errorsmod.Wrapf(types.ErrInvalidPool, "units: %d, must be 1 to %d per message", n, p.MaxUnitsPerMsg)
+	if err := validate.Count("units", len(inputs), int(p.MaxUnitsPerMsg)); err != nil {
+		return 0, err
+	}
+	if len(inputs) == 0 {
+		return 0, errorsmod.Wrapf(types.ErrInvalidPool, "units: none given")
 	}
 	for i, in := range inputs {
+		if err := types.ValidateInputSizes(fmt.Sprintf("units[%d]", i), in); err != nil {
+			return 0, err
+		}
 		if err := types.ValidateURI(in.Uri); err != nil {
 			return 0, errorsmod.Wrapf(types.ErrInvalidPool, "units[%d].uri: %s", i, err)
 		}
@@ -369,6 +380,9 @@ func (k Keeper) CommitUnit(ctx context.Context, provider sdk.AccAddress, poolID,
 // RevealUnit opens a claimed unit in a later block; verified, it is credited to the
 // claimer and its verified work recorded.
 func (k Keeper) RevealUnit(ctx context.Context, provider sdk.AccAddress, poolID, unitID uint64, msg Reveal) error {
+	if err := msg.validateSizes(); err != nil {
+		return err
+	}
 	signer, err := k.addressString("provider", provider)
 	if err != nil {
 		return err

@@ -26,6 +26,16 @@ const (
 	MaxPathLen     = 256
 	MaxImageLen    = 256
 	MaxGPUsPerTask = 16
+	// MaxAllowedClasses bounds requirements.allowed_classes: more classes than the GPU
+	// class table could hold buy nothing and cost the scheduler a read each.
+	MaxAllowedClasses = 32
+	// MaxTaskArgsBytes bounds the bytes of all of a job's task_args together.
+	MaxTaskArgsBytes = 256 << 10
+	// MaxUsageGPUs bounds a reveal's usage.gpu_uuids, MaxGPUUUIDLen each UUID.
+	MaxUsageGPUs  = 64
+	MaxGPUUUIDLen = 128
+	// MaxSaltLen bounds a reveal's salt.
+	MaxSaltLen = 64
 
 	BuiltinGemm     = "gemm"
 	BuiltinChecksum = "checksum"
@@ -50,11 +60,14 @@ func (s JobSpec) Validate(p Params, now time.Time) error {
 	if err := s.validateRuntime(); err != nil {
 		return err
 	}
-	if len(s.Env) > MaxEnv {
-		return specErr("env: %d variables, at most %d", len(s.Env), MaxEnv)
+	if err := validate.Count("env", len(s.Env), MaxEnv); err != nil {
+		return err
 	}
 	names := map[string]struct{}{}
 	for i, e := range s.Env {
+		if err := validate.Size(fmt.Sprintf("env[%d].name", i), len(e.Name), 128); err != nil {
+			return err
+		}
 		if !envName.MatchString(e.Name) {
 			return specErr("env[%d].name %q: must match %s", i, e.Name, envName)
 		}
@@ -62,8 +75,8 @@ func (s JobSpec) Validate(p Params, now time.Time) error {
 			return specErr("env[%d].name %q: duplicate", i, e.Name)
 		}
 		names[e.Name] = struct{}{}
-		if len(e.Value) > MaxEnvValueLen {
-			return specErr("env[%d].value: %d bytes, at most %d", i, len(e.Value), MaxEnvValueLen)
+		if err := validate.Size(fmt.Sprintf("env[%d].value", i), len(e.Value), MaxEnvValueLen); err != nil {
+			return err
 		}
 	}
 	if err := validateInputs(s.Inputs, p.MaxInputsPerJob); err != nil {
@@ -75,13 +88,23 @@ func (s JobSpec) Validate(p Params, now time.Time) error {
 	if s.TaskCount == 0 || s.TaskCount > p.MaxTasksPerJob {
 		return specErr("task_count %d: must be 1 to %d", s.TaskCount, p.MaxTasksPerJob)
 	}
+	if err := validate.Count("task_args", len(s.TaskArgs), int(s.TaskCount)); err != nil {
+		return err
+	}
 	if len(s.TaskArgs) != 0 && len(s.TaskArgs) != int(s.TaskCount) {
 		return specErr("task_args: %d entries, must be 0 or task_count %d", len(s.TaskArgs), s.TaskCount)
 	}
+	argBytes := 0
 	for i, ta := range s.TaskArgs {
 		if err := validateArgs(fmt.Sprintf("task_args[%d].args", i), ta.Args); err != nil {
 			return err
 		}
+		for _, a := range ta.Args {
+			argBytes += len(a)
+		}
+	}
+	if err := validate.Size("task_args", argBytes, MaxTaskArgsBytes); err != nil {
+		return err
 	}
 	if s.Replicas == 0 || s.Replicas > p.MaxReplicas {
 		return specErr("replicas %d: must be 1 to %d", s.Replicas, p.MaxReplicas)
@@ -163,7 +186,10 @@ func (s JobSpec) validateRuntime() error {
 			return err
 		}
 	case RUNTIME_CONTAINER:
-		if len(s.Image) > MaxImageLen || !pinnedDigest.MatchString(s.Image) {
+		if err := validate.Size("image", len(s.Image), MaxImageLen); err != nil {
+			return err
+		}
+		if !pinnedDigest.MatchString(s.Image) {
 			return specErr("image %q: must be a reference pinned by digest, repo@sha256:<64 hex>", s.Image)
 		}
 		if err := validateArgs("command", s.Command); err != nil {
@@ -189,23 +215,29 @@ func (s JobSpec) validateVerification() error {
 }
 
 func validateArgs(field string, args []string) error {
-	if len(args) > MaxArgs {
-		return specErr("%s: %d arguments, at most %d", field, len(args), MaxArgs)
+	if err := validate.Count(field, len(args), MaxArgs); err != nil {
+		return err
 	}
 	for i, a := range args {
-		if len(a) > MaxArgLen || strings.ContainsRune(a, 0) {
-			return specErr("%s[%d]: at most %d bytes, no NUL", field, i, MaxArgLen)
+		if err := validate.Size(fmt.Sprintf("%s[%d]", field, i), len(a), MaxArgLen); err != nil {
+			return err
+		}
+		if strings.ContainsRune(a, 0) {
+			return specErr("%s[%d]: contains NUL", field, i)
 		}
 	}
 	return nil
 }
 
 func validateInputs(inputs []Input, max uint32) error {
-	if uint32(len(inputs)) > max {
-		return specErr("inputs: %d, at most %d", len(inputs), max)
+	if err := validate.Count("inputs", len(inputs), int(max)); err != nil {
+		return err
 	}
 	paths := map[string]struct{}{}
 	for i, in := range inputs {
+		if err := ValidateInputSizes(fmt.Sprintf("inputs[%d]", i), in); err != nil {
+			return err
+		}
 		if err := ValidateURI(in.Uri); err != nil {
 			return specErr("inputs[%d].uri: %s", i, err)
 		}
@@ -230,6 +262,9 @@ func (r Requirements) validate() error {
 	}
 	if r.MinComputeCapability != "" && !ccPattern.MatchString(r.MinComputeCapability) {
 		return specErr("requirements.min_compute_capability %q: must be major.minor", r.MinComputeCapability)
+	}
+	if err := validate.Count("requirements.allowed_classes", len(r.AllowedClasses), MaxAllowedClasses); err != nil {
+		return err
 	}
 	seen := map[string]struct{}{}
 	for i, c := range r.AllowedClasses {
@@ -256,11 +291,37 @@ func (r Requirements) GPUs() uint32 { return max(r.GpuCount, 1) }
 // beyond any supply), so that budgets, quotes and their products stay well inside an Int.
 var MaxAmount = sdkmath.NewIntWithDecimal(1, 30)
 
+// ValidateInputSizes checks the sizes of an input's fields (uri, sha256, path) before
+// their contents are looked at: ErrTooLarge naming the field.
+func ValidateInputSizes(field string, in Input) error {
+	if err := validate.Size(field+".uri", len(in.Uri), MaxURILen); err != nil {
+		return err
+	}
+	if err := validate.Size(field+".sha256", len(in.Sha256), 64); err != nil {
+		return err
+	}
+	return validate.Size(field+".path", len(in.Path), MaxPathLen)
+}
+
+// ValidateUsageSizes checks a reveal's usage report: at most MaxUsageGPUs GPU UUIDs of at
+// most MaxGPUUUIDLen bytes each.
+func ValidateUsageSizes(u Usage) error {
+	if err := validate.Count("usage.gpu_uuids", len(u.GpuUuids), MaxUsageGPUs); err != nil {
+		return err
+	}
+	for i, id := range u.GpuUuids {
+		if err := validate.Size(fmt.Sprintf("usage.gpu_uuids[%d]", i), len(id), MaxGPUUUIDLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ValidateURI accepts https, http and ipfs URIs (with a content identifier) of at most
 // MaxURILen bytes.
 func ValidateURI(uri string) error {
 	if uri == "" || len(uri) > MaxURILen {
-		return fmt.Errorf("%q: must be 1 to %d bytes", uri, MaxURILen)
+		return fmt.Errorf("%s: must be 1 to %d bytes", validate.Quote(uri), MaxURILen)
 	}
 	u, err := url.Parse(uri)
 	if err != nil {
@@ -284,7 +345,7 @@ func ValidateURI(uri string) error {
 // ValidateSHA256Hex accepts 64 lowercase hex characters.
 func ValidateSHA256Hex(s string) error {
 	if len(s) != 64 || strings.ToLower(s) != s {
-		return fmt.Errorf("%q: must be 64 lowercase hex characters", s)
+		return fmt.Errorf("%s: must be 64 lowercase hex characters", validate.Quote(s))
 	}
 	if _, err := hex.DecodeString(s); err != nil {
 		return fmt.Errorf("%q: %w", s, err)
