@@ -244,7 +244,10 @@ func (k Keeper) resolveTask(ctx sdk.Context, p types.Params, id uint64, want typ
 
 // resolveSettle pays a verified task whose settlement keeps failing without the work
 // report and the reputation event (which may be what fails): the provider is paid, the
-// rest refunded, the exposure released.
+// rest refunded, the exposure released. If the provider cannot be paid either (the bank
+// refuses its account), the task ends FAILED without a slash: its reservation goes back
+// to the owner (or the verification budget) and its exposure is released, so that no
+// escrow stays locked behind an account that cannot receive.
 func (k Keeper) resolveSettle(ctx sdk.Context, p types.Params, id uint64) (string, error) {
 	t, err := k.Tasks.Get(ctx, id)
 	if errors.Is(err, collections.ErrNotFound) {
@@ -255,21 +258,35 @@ func (k Keeper) resolveSettle(ctx sdk.Context, p types.Params, id uint64) (strin
 	if t.Status != types.TASK_STATUS_VERIFIED {
 		return "the task moved on", nil
 	}
+	paid := blockhook.Apply(ctx, "market: settle without reports", func(ctx sdk.Context) error {
+		job, err := k.loadJob(ctx, t.JobId)
+		if err != nil {
+			return err
+		}
+		t := t
+		gross := t.Price
+		if t.Role == types.TASK_ROLE_PRIMARY {
+			gross = gross.Add(job.Spec.PriorityTip.Amount)
+		}
+		if err := k.pay(ctx, &job, &t, p, gross); err != nil {
+			return err
+		}
+		return k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_SETTLED, t.NodeId, "settled without its work report and reputation event")
+	})
+	if paid == nil {
+		return "paid without its work report and reputation event", nil
+	}
 	job, err := k.loadJob(ctx, t.JobId)
 	if err != nil {
 		return "", err
 	}
-	gross := t.Price
-	if t.Role == types.TASK_ROLE_PRIMARY {
-		gross = gross.Add(job.Spec.PriorityTip.Amount)
-	}
-	if err := k.pay(ctx, &job, &t, p, gross); err != nil {
+	if err := k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_FAILED, t.NodeId, "its provider could not be paid: "+paid.Error()); err != nil {
 		return "", err
 	}
-	if err := k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_SETTLED, t.NodeId, "settled without its work report and reputation event"); err != nil {
+	if err := k.afterMemberLeft(ctx, p, &job, t); err != nil {
 		return "", err
 	}
-	return "paid without its work report and reputation event", nil
+	return "the provider could not be paid: the reservation refunded, the exposure released", nil
 }
 
 // resolveAudit lets a committed task whose audit draw keeps failing go on unaudited: its

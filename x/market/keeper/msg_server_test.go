@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/testutil/keepertest"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
@@ -730,14 +731,14 @@ func TestCheckpointRejects(t *testing.T) {
 		{"committed", cp(committed.Provider, committed.Id, goodSum, uri), types.ErrInvalidTaskStatus},
 		{"sha256 empty", cp(p, running.Id, "", uri), types.ErrInvalidCheckpoint},
 		{"sha256 63 characters", cp(p, running.Id, goodSum[:63], uri), types.ErrInvalidCheckpoint},
-		{"sha256 65 characters", cp(p, running.Id, goodSum+"0", uri), types.ErrInvalidCheckpoint},
+		{"sha256 65 characters", cp(p, running.Id, goodSum+"0", uri), validate.ErrTooLarge},
 		{"sha256 upper case", cp(p, running.Id, strings.ToUpper(goodSum), uri), types.ErrInvalidCheckpoint},
 		{"sha256 not hex", cp(p, running.Id, "g"+goodSum[1:], uri), types.ErrInvalidCheckpoint},
 		{"uri empty", cp(p, running.Id, goodSum, ""), types.ErrInvalidCheckpoint},
 		{"uri scheme ftp", cp(p, running.Id, goodSum, "ftp://p1.example.com/x"), types.ErrInvalidCheckpoint},
 		{"uri without scheme", cp(p, running.Id, goodSum, "p1.example.com/x"), types.ErrInvalidCheckpoint},
 		{"uri https without host", cp(p, running.Id, goodSum, "https:///x"), types.ErrInvalidCheckpoint},
-		{"uri too long", cp(p, running.Id, goodSum, "https://p1.example.com/"+strings.Repeat("a", types.MaxURILen)), types.ErrInvalidCheckpoint},
+		{"uri too long", cp(p, running.Id, goodSum, "https://p1.example.com/"+strings.Repeat("a", types.MaxURILen)), validate.ErrTooLarge},
 		{"uri unparsable", cp(p, running.Id, goodSum, "https://p1.example.com/%zz"), types.ErrInvalidCheckpoint},
 	}
 	for _, bad := range badAddresses {
@@ -943,15 +944,15 @@ func TestRevealResultRejects(t *testing.T) {
 		// sha256(root || salt || p1) committed by p3 opens for p1 only
 		{"commitment copied from another provider", reveal(copier, nil), types.ErrRevealMismatch},
 		{"root 31 bytes", reveal(committed, func(m *types.MsgRevealResult) { m.ResultRoot = testRoot[:31] }), types.ErrInvalidReveal},
-		{"root 33 bytes", reveal(committed, func(m *types.MsgRevealResult) { m.ResultRoot = append(append([]byte{}, testRoot[:]...), 0) }), types.ErrInvalidReveal},
+		{"root 33 bytes", reveal(committed, func(m *types.MsgRevealResult) { m.ResultRoot = append(append([]byte{}, testRoot[:]...), 0) }), validate.ErrTooLarge},
 		{"salt 15 bytes", reveal(committed, func(m *types.MsgRevealResult) { m.Salt = testSalt[:15] }), types.ErrInvalidReveal},
-		{"salt 65 bytes", reveal(committed, func(m *types.MsgRevealResult) { m.Salt = make([]byte, 65) }), types.ErrInvalidReveal},
+		{"salt 65 bytes", reveal(committed, func(m *types.MsgRevealResult) { m.Salt = make([]byte, 65) }), validate.ErrTooLarge},
 		{"output uri empty", reveal(committed, func(m *types.MsgRevealResult) { m.OutputUri = "" }), types.ErrInvalidReveal},
 		{"output uri scheme", reveal(committed, func(m *types.MsgRevealResult) { m.OutputUri = "file:///etc/passwd" }), types.ErrInvalidReveal},
 		{"output uri too long", reveal(committed, func(m *types.MsgRevealResult) {
 			m.OutputUri = "https://x.example.com/" + strings.Repeat("a", types.MaxURILen)
-		}), types.ErrInvalidReveal},
-		{"65 GPU uuids", reveal(committed, func(m *types.MsgRevealResult) { m.Usage.GpuUuids = uuids }), types.ErrInvalidReveal},
+		}), validate.ErrTooLarge},
+		{"65 GPU uuids", reveal(committed, func(m *types.MsgRevealResult) { m.Usage.GpuUuids = uuids }), validate.ErrTooMany},
 	}
 	for _, bad := range badAddresses {
 		name, addr := bad.name, bad.addr

@@ -37,7 +37,8 @@ import (
 // RUNNING -> COMMITTED (commit); COMMITTED -> REVEALED (reveal); REVEALED -> VERIFIED
 // (decided right); VERIFIED -> REVEALED (challenged: waits for its dispute); VERIFIED ->
 // SETTLED (paid); ASSIGNED, RUNNING, COMMITTED -> PENDING (lapsed, reassigned); to FAILED
-// from ASSIGNED to VERIFIED's predecessors (lapsed too often, wrong result, a tie); to
+// from ASSIGNED to VERIFIED's predecessors (lapsed too often, wrong result, a tie) and
+// from VERIFIED (its settlement failed five times and its provider cannot be paid); to
 // EXPIRED from PENDING and ASSIGNED (the job's deadline); to CANCELLED from PENDING,
 // ASSIGNED, RUNNING (the owner cancelled) and COMMITTED (a cancelled job's lapse). A move to the same
 // status re-keys the task's entries after a change of its fields (reveals opened, audit
@@ -115,7 +116,7 @@ func canMove(from, to types.TaskStatus) bool {
 	case types.TASK_STATUS_REVEALED:
 		return to == types.TASK_STATUS_REVEALED || to == types.TASK_STATUS_VERIFIED || to == types.TASK_STATUS_FAILED
 	case types.TASK_STATUS_VERIFIED:
-		return to == types.TASK_STATUS_REVEALED || to == types.TASK_STATUS_SETTLED
+		return to == types.TASK_STATUS_REVEALED || to == types.TASK_STATUS_SETTLED || to == types.TASK_STATUS_FAILED
 	}
 	return false
 }

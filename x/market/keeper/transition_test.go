@@ -35,7 +35,7 @@ func TestCanMoveIsTheDocumentedTable(t *testing.T) {
 		R: {C, P, X, Q},
 		C: {C, V, P, X, Q},
 		V: {V, F, X},
-		F: {V, S},
+		F: {V, S, X}, // X: a settlement resolved after its provider could not be paid
 	}
 	all := []types.TaskStatus{P, A, R, C, V, F, S, X, E, Q}
 	for _, from := range all {
