@@ -27,6 +27,15 @@ func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams)
 	if err := msg.Params.Validate(); err != nil {
 		return nil, err
 	}
+	old, err := m.k.Params.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if old.Denom != msg.Params.Denom {
+		// escrows, bids' bonds, dispute deposits, pool budgets and prices are all in the
+		// one denom: a change would strand what the escrow account holds
+		return nil, errorsmod.Wrapf(types.ErrInvalidParams, "denom %s -> %s: the market denom cannot be changed by a params update", old.Denom, msg.Params.Denom)
+	}
 	if err := m.k.Params.Set(ctx, msg.Params); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package keeper_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,4 +81,22 @@ func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	has, err := k.Params.Has(env.Ctx)
 	require.NoError(t, err)
 	require.False(t, has)
+}
+
+// Governance cannot strand the escrow by changing the market denom: a params update that
+// names another denom is refused and changes nothing, escrow held or not.
+func TestGovernanceCannotStrandEscrowByChangingDenom(t *testing.T) {
+	env, pk := setupParams(t)
+	// every coin of the params in the new denom, so that only the change itself is wrong
+	raw, err := json.Marshal(types.DefaultParams())
+	require.NoError(t, err)
+	var p types.Params
+	require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(string(raw), `"udps"`, `"uatom"`)), &p))
+	require.NoError(t, p.Validate())
+	err = pk.Update(env.Ctx, env.Authority, p)
+	require.ErrorIs(t, err, types.ErrInvalidParams)
+	require.Contains(t, err.Error(), "denom udps -> uatom")
+	got, err := pk.Get(env.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, types.DefaultParams().Denom, got.Denom)
 }

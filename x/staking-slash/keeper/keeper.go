@@ -149,18 +149,11 @@ func (k Keeper) SetParams(ctx context.Context, p types.Params) error {
 		return err
 	}
 	if err == nil && old.CollateralDenom != p.CollateralDenom {
-		bonded, err := getTotal(ctx, k.TotalBonded)
-		if err != nil {
-			return err
-		}
-		unbonding, err := getTotal(ctx, k.TotalUnbonding)
-		if err != nil {
-			return err
-		}
-		if held := bonded.Add(unbonding); !held.IsZero() {
-			return errorsmod.Wrapf(types.ErrInvalidParams, "collateral_denom %s -> %s: %s%s is still bonded or unbonding",
-				old.CollateralDenom, p.CollateralDenom, held, old.CollateralDenom)
-		}
+		// collateral, unbonding entries, node locks and slashes are all kept in the one
+		// denom: a change would orphan what the module account holds, and a proposal
+		// cannot know what will be bonded by the time it executes
+		return errorsmod.Wrapf(types.ErrInvalidParams, "collateral_denom %s -> %s: the collateral denom cannot be changed by a params update",
+			old.CollateralDenom, p.CollateralDenom)
 	}
 	return k.Params.Set(ctx, p)
 }

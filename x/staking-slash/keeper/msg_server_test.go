@@ -337,17 +337,18 @@ func (f *fixture) jail(a sdk.AccAddress, until time.Time) {
 	require.NoError(f.t, f.k.Jail(f.ctx, a, until, types.SlashEvidence{NodeId: 1}))
 }
 
-// Governance cannot change collateral_denom while collateral is held in the old one: the
-// module account's coins would no longer be accounted for. Other params change freely.
-func TestUpdateParamsKeepsDenomWhileHeld(t *testing.T) {
+// Governance cannot change collateral_denom, held or not: the module account's coins would
+// no longer be accounted for, and a proposal cannot know what will be bonded when it
+// executes. Other params change freely.
+func TestUpdateParamsNeverChangesDenom(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		bonded  int64
 		denom   string
 		wantErr error
 	}{
-		// nothing held: the denom may change
-		{"denom change with nothing held", 0, "ustake", nil},
+		// nothing held: refused all the same
+		{"denom change with nothing held", 0, "ustake", types.ErrInvalidParams},
 		// collateral held: refused
 		{"denom change with collateral held", 1_000, "ustake", types.ErrInvalidParams},
 		// collateral held, same denom: other params may change
