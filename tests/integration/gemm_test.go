@@ -31,10 +31,17 @@ func TestGemmJobReveal(t *testing.T) {
 	job := submit(t, a, spec)
 	j := getJob(t, a, job)
 	require.Len(t, j.GemmSeed, 32)
+	// the gas a reveal costs is fixed at submission and priced into every quote
+	require.Equal(t, markettypes.GemmRevealGas(spec.Builtin, gp), j.RevealGas)
+	require.Equal(t, markettypes.RevealCost(j.RevealGas, mp.RevealGasPrice), j.RevealCost)
+	require.Positive(t, j.RevealCost)
 
 	tasks := jobTasks(t, a, job)
 	require.Len(t, tasks, 2)
 	honest, cheat := tasks[0], tasks[1]
+	node, err := a.GFLKeeper.GetNode(a.Ctx(), honest.NodeId)
+	require.NoError(t, err)
+	require.Equal(t, markettypes.Quote(node.AskPerGpuHour.Amount, 1, spec.MaxDuration).AddRaw(int64(j.RevealCost)), honest.Price)
 	hName, cName := providerOf(nodes, honest.NodeId), providerOf(nodes, cheat.NodeId)
 	cheatBond := bonded(t, a, cName)
 	salt := []byte("gemm-job-salt-0123456")
@@ -75,8 +82,10 @@ func TestGemmJobReveal(t *testing.T) {
 	r = a.Deliver(cName, forged)
 	require.Equal(t, markettypes.ErrInvalidReveal.ABCICode(), r.Code, r.Log)
 	// the honest reveal is verified at once
-	a.MustDeliver(hName, reveal(hName, honest.Id, products[honest.Index]))
+	res := a.MustDeliver(hName, reveal(hName, honest.Id, products[honest.Index]))
 	require.Equal(t, markettypes.TASK_STATUS_VERIFIED, task(t, a, honest.Id).Status)
+	t.Logf("GEMM reveal: gas used %d, priced at submission %d (+ a reveal's fixed cost)", res.GasUsed, j.RevealGas)
+	require.Less(t, uint64(res.GasUsed), j.RevealGas+300_000, "the priced gas covers the reveal's proofs and verification")
 	a.AssertInvariants()
 
 	// the cheater's reveal deadline passes: slashed, and the task goes to another node

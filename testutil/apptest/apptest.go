@@ -144,7 +144,7 @@ func New(t testing.TB, opts ...Option) *App {
 		ChainId:         ChainID,
 		Time:            GenesisTime,
 		Validators:      []abci.ValidatorUpdate{},
-		ConsensusParams: simtestutil.DefaultConsensusParams,
+		ConsensusParams: app.DefaultConsensusParams(),
 		AppStateBytes:   stateBytes,
 		InitialHeight:   1,
 	})
@@ -384,4 +384,11 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// ConsensusParamsMaxGas is the block max_gas the app runs with.
+func (a *App) ConsensusParamsMaxGas() int64 {
+	cp, err := a.ConsensusParamsKeeper.ParamsStore.Get(a.Ctx())
+	require.NoError(a.t, err)
+	return cp.Block.MaxGas
 }

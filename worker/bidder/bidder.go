@@ -73,6 +73,8 @@ func (a Ask) Price(_ context.Context, o Offer) (Bid, error) {
 		tenths := uint64(o.GPUsUsed) * 10 / uint64(o.GPUs)
 		price = price.Mul(sdkmath.NewIntFromUint64(1_000_000 + tenths*a.LoadMarkupPPM)).QuoRaw(1_000_000)
 	}
+	// the gas the reveal will cost us, as the chain prices it into the job
+	price = price.Add(sdkmath.NewIntFromUint64(o.Job.RevealCost))
 	if price.GT(o.Job.Spec.MaxPricePerTask.Amount) {
 		return Bid{Reason: fmt.Sprintf("our price %s is above the job's max %s", price, o.Job.Spec.MaxPricePerTask.Amount)}, nil
 	}

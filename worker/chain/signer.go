@@ -242,7 +242,29 @@ func (s *Signer) refresh(ctx context.Context) error {
 
 // simulate estimates the gas of a request. The node simulates on its CheckTx state, which
 // includes this signer's transactions still in the mempool: the next sequence is ours.
+// Right after a block is committed that state is the committed one until the mempool has
+// been rechecked, so a simulation may briefly see an older sequence: it is retried
+// (up to simulateTries times, 250 ms apart) before the mismatch is reported.
 func (s *Signer) simulate(r *request) (uint64, error) {
+	for try := 1; ; try++ {
+		gas, err := s.simulateOnce(r)
+		var txErr *TxError
+		if err == nil || try >= simulateTries || !errors.As(err, &txErr) || !strings.Contains(txErr.Log, "incorrect account sequence") {
+			return gas, err
+		}
+		s.log.Debug("simulation saw an older sequence; retrying", "try", try, "sequence", s.seq)
+		select {
+		case <-r.ctx.Done():
+			return 0, r.ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// simulateTries bounds the retries of a simulation that saw an older sequence.
+const simulateTries = 20
+
+func (s *Signer) simulateOnce(r *request) (uint64, error) {
 	bz, err := s.sign(r, s.seq, 0, false)
 	if err != nil {
 		return 0, err

@@ -28,9 +28,11 @@ import (
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
 	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/module"
 	authcli "github.com/cosmos/cosmos-sdk/x/auth/client/cli"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	genutilcli "github.com/cosmos/cosmos-sdk/x/genutil/client/cli"
+	genutiltypes "github.com/cosmos/cosmos-sdk/x/genutil/types"
 
 	"github.com/flopsnet/flops/app"
 )
@@ -113,7 +115,7 @@ func initRootCmd(rootCmd *cobra.Command, tempApp *app.App) {
 
 	basics := tempApp.BasicModuleManager
 	rootCmd.AddCommand(
-		genutilcli.InitCmd(basics, app.DefaultNodeHome),
+		initCmd(basics),
 		debug.Cmd(),
 		pruning.Cmd(newApp, app.DefaultNodeHome),
 		snapshot.Cmd(newApp),
@@ -192,4 +194,23 @@ func appExport(
 		}
 	}
 	return a.ExportAppStateAndValidators(forZeroHeight, jailAllowedAddrs, modulesToExport)
+}
+
+// initCmd is the SDK's init with a finite block gas limit in the genesis it writes
+// (app.DefaultBlockMaxGas; CometBFT's default is unlimited).
+func initCmd(basics module.BasicManager) *cobra.Command {
+	cmd := genutilcli.InitCmd(basics, app.DefaultNodeHome)
+	cmd.PostRunE = func(cmd *cobra.Command, _ []string) error {
+		path := server.GetServerContextFromCmd(cmd).Config.GenesisFile()
+		gen, err := genutiltypes.AppGenesisFromFile(path)
+		if err != nil {
+			return err
+		}
+		if gen.Consensus == nil || gen.Consensus.Params == nil || gen.Consensus.Params.Block.MaxGas > 0 {
+			return nil
+		}
+		gen.Consensus.Params.Block.MaxGas = app.DefaultBlockMaxGas
+		return gen.SaveAs(path)
+	}
+	return cmd
 }

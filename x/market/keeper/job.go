@@ -36,6 +36,15 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 	if spec.Mode == types.ALLOCATION_MODE_AUCTION && spec.TotalTasks() > uint64(p.MaxAuctionTasks) {
 		return types.Job{}, errorsmod.Wrapf(types.ErrInvalidJobSpec, "an AUCTION job has task_count x replicas = %d tasks, at most max_auction_tasks %d", spec.TotalTasks(), p.MaxAuctionTasks)
 	}
+	revealGas, revealCost, err := k.revealPrice(ctx, p, spec.Verification, spec.Builtin)
+	if err != nil {
+		return types.Job{}, err
+	}
+	if spec.MaxPricePerTask.Amount.LTE(sdkmath.NewIntFromUint64(revealCost)) {
+		return types.Job{}, errorsmod.Wrapf(types.ErrInvalidJobSpec,
+			"max_price_per_task %s: must exceed the reveal cost %dudps (reveal_gas %d x reveal_gas_price %s), which every quote includes",
+			spec.MaxPricePerTask, revealCost, revealGas, p.RevealGasPrice)
+	}
 	budget := spec.Budget()
 	if have := k.bankKeeper.SpendableCoins(ctx, ownerAddr).AmountOf(p.Denom); have.LT(budget) {
 		return types.Job{}, errorsmod.Wrapf(types.ErrInsufficientFunds, "the job's budget is %s%s, %s has %s%s", budget, p.Denom, owner, have, p.Denom)
@@ -50,7 +59,7 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 	job := types.Job{
 		Id: id, Owner: owner, Spec: spec, Status: types.JOB_STATUS_ACTIVE, Escrow: budget,
 		SubmittedHeight: sdkCtx.BlockHeight(), SubmittedTime: sdkCtx.BlockTime(), ClearingPrice: sdkmath.ZeroInt(),
-		VerificationLeft: spec.VerificationBudget.Amount,
+		VerificationLeft: spec.VerificationBudget.Amount, RevealGas: revealGas, RevealCost: revealCost,
 	}
 	if spec.Runtime == types.RUNTIME_BUILTIN && spec.Image == types.BuiltinGemm {
 		seed := k.gemmSeed(ctx, id)
@@ -241,4 +250,19 @@ func (k Keeper) jobTasks(ctx context.Context, jobID uint64) ([]types.Task, error
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// revealPrice is the gas a provider pays to reveal one BUILTIN_GEMM task or unit of these
+// arguments, and that gas at reveal_gas_price (udps, rounded up); 0, 0 for other
+// verification classes, whose reveals carry no proofs.
+func (k Keeper) revealPrice(ctx context.Context, p types.Params, v types.VerificationClass, b types.BuiltinArgs) (uint64, uint64, error) {
+	if v != types.VERIFICATION_CLASS_BUILTIN_GEMM {
+		return 0, 0, nil
+	}
+	gp, err := k.gfl.GetParams(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	gas := types.GemmRevealGas(b, gp)
+	return gas, types.RevealCost(gas, p.RevealGasPrice), nil
 }

@@ -153,6 +153,12 @@ func (k Keeper) CreatePool(ctx context.Context, ownerAddr sdk.AccAddress, spec t
 	if err := validatePoolSpec(p, spec); err != nil {
 		return 0, err
 	}
+	if gas, cost, err := k.revealPrice(ctx, p, spec.Verification, spec.Builtin); err != nil {
+		return 0, err
+	} else if spec.UnitPrice.Amount.LTE(sdkmath.NewIntFromUint64(cost)) {
+		return 0, errorsmod.Wrapf(types.ErrInvalidPool, "unit_price %s: must exceed the reveal cost %dudps (reveal_gas %d x reveal_gas_price %s) a member pays per unit",
+			spec.UnitPrice, cost, gas, p.RevealGasPrice)
+	}
 	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, ownerAddr, types.ModuleName, sdk.NewCoins(spec.Budget)); err != nil {
 		return 0, errorsmod.Wrapf(types.ErrInsufficientFunds, "pool budget %s: %s", spec.Budget, err)
 	}

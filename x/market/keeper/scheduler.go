@@ -427,7 +427,8 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, rol
 	case !types.MeetsRequirements(s, req, job.Spec.Workload):
 		return candidate{}, false, nil
 	}
-	price := types.Quote(s.AskPerGpuHour, need, job.Spec.MaxDuration)
+	// the node's ask for the run, plus what revealing will cost its provider in gas
+	price := types.Quote(s.AskPerGpuHour, need, job.Spec.MaxDuration).Add(sdkmath.NewIntFromUint64(job.RevealCost))
 	if price.GT(job.Spec.MaxPricePerTask.Amount) || !price.IsPositive() {
 		return candidate{}, false, nil
 	}

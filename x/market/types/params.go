@@ -54,8 +54,14 @@ func DefaultParams() Params {
 		AssignGasPerBlock:       DefaultAssignGasPerBlock,
 		MaxBidsPerJob:           100,
 		MaxAuctionTasks:         100,
+		GemmMaxRn:               1 << 21,
+		RevealGasPrice:          sdkmath.LegacyNewDecWithPrec(1, 2), // 0.01 udps per gas
 	}
 }
+
+// GemmRnLimit bounds gemm_max_rn: gemm_n x gemm_r below 2^22 keeps every entry of a
+// GEMM product exact (pocp: 4 n r < 2^24).
+const GemmRnLimit = 1<<22 - 1
 
 // The market's block budgets (gas as the SDK charges store work; x/market/README.md says
 // what they buy); governance sets them within validate.MinBlockGas and MaxBlockGas.
@@ -113,6 +119,8 @@ func (p Params) validate() error {
 		validate.Positive("pool_reveal_timeout_blocks", p.PoolRevealTimeoutBlocks),
 		validate.Range("assign_retry_max_blocks", p.AssignRetryMaxBlocks, 1, 10_000),
 		validate.Range("result_penalty_multiple", p.ResultPenaltyMultiple, 1, 1_000),
+		validate.Range("gemm_max_rn", p.GemmMaxRn, 256, GemmRnLimit),
+		validateGasPrice("reveal_gas_price", p.RevealGasPrice),
 	} {
 		if err != nil {
 			return err
@@ -126,6 +134,14 @@ func (p Params) validate() error {
 	}
 	if p.CommitteeSize%2 == 0 {
 		return fmt.Errorf("committee_size %d: must be odd so that a majority exists", p.CommitteeSize)
+	}
+	return nil
+}
+
+// validateGasPrice accepts a price per gas in [0, 1000] udps.
+func validateGasPrice(name string, d sdkmath.LegacyDec) error {
+	if d.IsNil() || d.IsNegative() || d.GT(sdkmath.LegacyNewDec(1000)) {
+		return fmt.Errorf("%s %s: must be 0 to 1000 udps per gas", name, d)
 	}
 	return nil
 }

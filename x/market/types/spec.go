@@ -3,6 +3,7 @@ package types
 import (
 	"encoding/hex"
 	"fmt"
+	"math/bits"
 	"net/url"
 	"path"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	sdkmath "cosmossdk.io/math"
 
 	"github.com/flopsnet/flops/internal/validate"
+	"github.com/flopsnet/flops/x/gfl/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -59,6 +61,11 @@ func (s JobSpec) Validate(p Params, now time.Time) error {
 	}
 	if err := s.validateRuntime(); err != nil {
 		return err
+	}
+	if s.Runtime == RUNTIME_BUILTIN && s.Image == BuiltinGemm {
+		if rn := uint64(s.Builtin.GemmN) * uint64(s.Builtin.GemmR); rn > p.GemmMaxRn {
+			return specErr("builtin.gemm_n x gemm_r = %d: at most gemm_max_rn %d", rn, p.GemmMaxRn)
+		}
 	}
 	if err := validate.Count("env", len(s.Env), MaxEnv); err != nil {
 		return err
@@ -375,4 +382,26 @@ func Quote(askPerGPUHour sdkmath.Int, gpus uint32, d time.Duration) sdkmath.Int 
 		q = q.AddRaw(1)
 	}
 	return q
+}
+
+// RevealGasPerByte is the gas charged per byte of a transaction (x/auth's
+// tx_size_cost_per_byte default), at which a reveal's proof bytes are counted.
+const RevealGasPerByte = 10
+
+// GemmRevealGas is the gas a provider pays to reveal a BUILTIN gemm task or unit of these
+// arguments under x/gfl's params: the verification of the sampled entries (charged by
+// the reveal as a PoCP reveal is) and the bytes of the sampled chunks with their Merkle
+// paths. It depends only on the arguments and the params, so it is known at submission.
+func GemmRevealGas(b BuiltinArgs, gp gfltypes.Params) uint64 {
+	samples := uint64(gp.ChallengeSamples)
+	verify := pocp.VerifyTerms(pocp.Challenge{N: b.GemmN, R: b.GemmR}, int(samples)) * gp.VerifyGasPerKterm / 1000
+	leaves := uint64(b.GemmN) * uint64(b.GemmN) / pocp.ChunkEntries
+	depth := uint64(bits.Len64(leaves))
+	proofBytes := samples * (pocp.ChunkBytes + 32*depth + 16)
+	return verify + proofBytes*RevealGasPerByte
+}
+
+// RevealCost is gas x price, rounded up, in udps.
+func RevealCost(gas uint64, price sdkmath.LegacyDec) uint64 {
+	return price.MulInt(sdkmath.NewIntFromUint64(gas)).Ceil().TruncateInt().Uint64()
 }
