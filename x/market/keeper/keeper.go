@@ -49,7 +49,20 @@ func (i TaskIndexes) IndexesList() []collections.Index[uint64, types.Task] {
 type wiring struct {
 	reputation types.ReputationKeeper
 	hooks      types.MarketHooks
+	// lastWork is what the last EndBlock spent of its budgets: an observation for
+	// operators and tests, never read by the state machine.
+	lastWork BlockWork
 }
+
+// BlockWork is the gas an EndBlock spent of its two budgets.
+type BlockWork struct {
+	Height                 int64
+	QueueGas, QueueLimit   uint64
+	AssignGas, AssignLimit uint64
+}
+
+// LastBlockWork is what the last EndBlock run by this keeper spent of its budgets.
+func (k Keeper) LastBlockWork() BlockWork { return k.wiring.lastWork }
 
 // Keeper owns x/market's state.
 type Keeper struct {
