@@ -51,7 +51,7 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runn
 	retryShare := max(limit/4, 1)
 	var fresh []collections.Triple[uint64, int64, uint64]
 	var due []collections.Pair[int64, uint64]
-	sb := &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}}
+	sb := newSched()
 	if err := r.Budget.Run(ctx, "market: assign due", func(c sdk.Context) error {
 		var err error
 		if fresh, err = collkeys.CollectKeys(c, k.AssignQueue, nil, limit); err != nil {
@@ -128,6 +128,22 @@ type sched struct {
 	gp      gfltypes.Params
 	jobs    map[uint64]types.Job
 	classes map[uint64][]string
+	// unplaced: the jobs and roles of which a task that excluded no node found no node in
+	// this block. Within the pass nodes are only taken, never freed, and another task's
+	// exclusions can only be more, so another task of the same job and role is parked
+	// without a search (it is tried again from its parking like any other):
+	// a job of thousands of tasks that no node can take costs a block one search, not one
+	// per task.
+	unplaced map[jobRole]bool
+}
+
+type jobRole struct {
+	job  uint64
+	role types.TaskRole
+}
+
+func newSched() *sched {
+	return &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}, unplaced: map[jobRole]bool{}}
 }
 
 // parkUnplaced takes a pending task no node could take out of the queue's head until a
@@ -155,7 +171,7 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 		return nil, err
 	}
 	if sb == nil {
-		sb = &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}}
+		sb = newSched()
 		if sb.gp, err = k.gfl.GetParams(ctx); err != nil {
 			return nil, err
 		}
@@ -183,6 +199,9 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 		}
 		return &job, nil
 	}
+	if sb.unplaced[jobRole{job.Id, t.Role}] {
+		return nil, k.parkUnplaced(ctx, p, job, t)
+	}
 	classes, err := sb.classesOf(ctx, k, job)
 	if err != nil {
 		return nil, err
@@ -192,6 +211,15 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 		return nil, err
 	}
 	if !found {
+		// a task that excluded no node found none: neither will another of the job's
+		// tasks of its role, whose exclusions can only be more
+		ex, err := k.excludedNodes(ctx, job, t)
+		if err != nil {
+			return nil, err
+		}
+		if len(ex) == 0 {
+			sb.unplaced[jobRole{job.Id, t.Role}] = true
+		}
 		return nil, k.parkUnplaced(ctx, p, job, t)
 	}
 	if err := k.assign(ctx, p, &job, &t, slot, price, 0); err != nil {
