@@ -1,15 +1,21 @@
 package integration
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	sdkmath "cosmossdk.io/math"
+
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/testutil/apptest"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // Adversaries against the market's block work, on the wired app. Each builds the largest
@@ -40,40 +46,53 @@ func (w *budgetWatch) check(t *testing.T, a *apptest.App) {
 }
 
 // normalJob is a client's ordinary job running alongside an attack: submitted, assigned,
-// run by its provider and settled.
+// run by its provider (one message per block, in the blocks the test checks) and settled.
 type normalJob struct {
 	id   uint64
-	task markettypes.Task
 	ran  bool
+	salt []byte
+	root [32]byte
 }
 
 func startNormal(t *testing.T, a *apptest.App) *normalJob {
 	t.Helper()
 	spec := gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN)
 	spec.Requirements.Region = "" // any node
-	return &normalJob{id: submit(t, a, spec)}
+	return &normalJob{id: submit(t, a, spec), salt: []byte("0123456789abcdef"), root: sha256.Sum256([]byte("normal result"))}
 }
 
-// submittedJob reads the job id from a MsgSubmitJob tx's result data.
-func submittedJob(t *testing.T, data []byte) uint64 {
+// txs is what the provider sends in the next block given its task's status.
+func (n *normalJob) txs(t *testing.T, a *apptest.App, nodes map[string]uint64) [][]byte {
 	t.Helper()
-	var md sdk.TxMsgData
-	require.NoError(t, md.Unmarshal(data))
-	require.Len(t, md.MsgResponses, 1)
-	var r markettypes.MsgSubmitJobResponse
-	require.NoError(t, r.Unmarshal(md.MsgResponses[0].Value))
-	return r.JobId
-}
-
-// step runs the provider's side once its task is assigned; done once settled.
-func (n *normalJob) step(t *testing.T, a *apptest.App, nodes map[string]uint64) bool {
-	t.Helper()
-	tk := jobTasks(t, a, n.id)[0]
-	if !n.ran && tk.Status == markettypes.TASK_STATUS_ASSIGNED {
-		run(t, a, nodes, tk)
-		n.ran = true
+	if n == nil {
+		return nil
 	}
-	return tk.Status == markettypes.TASK_STATUS_SETTLED
+	tk := jobTasks(t, a, n.id)[0]
+	name := providerOf(nodes, tk.NodeId)
+	if name == "" {
+		return nil
+	}
+	addr := a.Account(name)
+	var msg sdk.Msg
+	switch {
+	case tk.Status == markettypes.TASK_STATUS_ASSIGNED:
+		msg = &markettypes.MsgAckTask{Provider: addr.String(), TaskId: tk.Id}
+	case tk.Status == markettypes.TASK_STATUS_RUNNING:
+		msg = &markettypes.MsgCommitResult{Provider: addr.String(), TaskId: tk.Id, Commitment: markettypes.Commitment(n.root[:], n.salt, addr.Address)}
+	case tk.Status == markettypes.TASK_STATUS_COMMITTED && a.Height() > tk.CommitHeight:
+		msg = &markettypes.MsgRevealResult{Provider: addr.String(), TaskId: tk.Id, ResultRoot: n.root[:], Salt: n.salt,
+			OutputUri: "https://" + name + ".example.com/out/normal", Usage: markettypes.Usage{GpuSeconds: 3}}
+		n.ran = true
+	default:
+		return nil
+	}
+	return [][]byte{a.SignTx(name, apptest.DefaultGas, msg)}
+}
+
+// settled: the normal job's task was paid.
+func (n *normalJob) settled(t *testing.T, a *apptest.App) bool {
+	t.Helper()
+	return n != nil && jobTasks(t, a, n.id)[0].Status == markettypes.TASK_STATUS_SETTLED
 }
 
 // unplaceableJob asks for a region no node is in: its tasks stay pending until the
@@ -110,13 +129,14 @@ func TestAdversaryThousandsOfTasksExpireAtOnce(t *testing.T) {
 	for i := 0; i < 400; i++ {
 		if normal == nil && !a.BlockTime().Before(deadline.Add(-5*time.Second)) {
 			normal = startNormal(t, a)
+			w.check(t, a)
 		}
-		a.NextBlock()
+		a.NextBlock(normal.txs(t, a, nodes)...)
 		w.check(t, a)
 		if expiredAt == 0 && getJob(t, a, big).Status != markettypes.JOB_STATUS_ACTIVE {
 			expiredAt = a.Height()
 		}
-		settled := normal != nil && normal.step(t, a, nodes)
+		settled := normal.settled(t, a)
 		if expiredAt != 0 && settled {
 			break
 		}
@@ -160,15 +180,12 @@ func TestAdversaryThousandJobsShareADeadline(t *testing.T) {
 	for i := 0; i < 400 && !done; i++ {
 		if normal == nil && !a.BlockTime().Before(deadline.Add(-5*time.Second)) {
 			normal = startNormal(t, a)
+			w.check(t, a)
 		}
-		a.NextBlock()
+		a.NextBlock(normal.txs(t, a, nodes)...)
 		w.check(t, a)
-		settled := normal != nil && normal.step(t, a, nodes)
+		settled := normal.settled(t, a)
 		done = settled && !a.BlockTime().Before(deadline) && allExpired()
-	}
-	if !done && normal != nil {
-		tk := jobTasks(t, a, normal.id)[0]
-		t.Logf("normal task: %s node %d reason %q; height %d", tk.Status, tk.NodeId, tk.Reason, a.Height())
 	}
 	require.True(t, done, "the thousand jobs expired (%v) and the normal job settled", allExpired())
 	require.True(t, readLedger(a).escrow.IsZero(), "every escrow refunded")
@@ -186,12 +203,134 @@ func TestAdversaryMaximalLegalJobPresent(t *testing.T) {
 	require.Zero(t, res.TxResults[0].Code, res.TxResults[0].Log)
 	var w budgetWatch
 	normal := startNormal(t, a)
+	w.check(t, a)
 	settled := false
 	for i := 0; i < 60 && !settled; i++ {
-		a.NextBlock()
+		a.NextBlock(normal.txs(t, a, nodes)...)
 		w.check(t, a)
-		settled = normal.step(t, a, nodes)
+		settled = normal.settled(t, a)
 	}
 	require.True(t, settled, "the normal job was assigned and settled")
 	t.Logf("maximal job present: %d blocks, peak queue gas %d, peak assign gas %d", w.blocks, w.peakQueue, w.peakAssign)
+}
+
+// An auction with the most bids the params allow (max_bids_per_job from as many nodes)
+// for the most tasks an AUCTION job may have: the close clears it within the budget,
+// every task is assigned, the losers' deposits are refunded, and a normal job is served.
+func TestAdversaryAuctionWithMaximumBids(t *testing.T) {
+	const providers = 100
+	a, nodes := marketAppN(t, providers, nil)
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	require.Equal(t, uint32(providers), p.MaxBidsPerJob)
+	spec := gemmJob(a, p.MaxAuctionTasks, markettypes.ALLOCATION_MODE_AUCTION)
+	spec.Requirements.Region = ""
+	job := submit(t, a, spec)
+	var txs [][]byte
+	for i := 1; i <= providers; i++ {
+		name := fmt.Sprintf("p%d", i)
+		txs = append(txs, a.SignTx(name, apptest.DefaultGas, &markettypes.MsgPlaceBid{
+			Provider: a.Account(name).String(), JobId: job, NodeId: nodes[name], Price: sdkmath.NewInt(100_000 + int64(i)), Quantity: 1,
+		}))
+	}
+	res := a.NextBlock(txs...)
+	for i, r := range res.TxResults {
+		require.Zero(t, r.Code, "bid %d: %s", i, r.Log)
+	}
+	require.Len(t, getJob(t, a, job).Spec.Requirements.AllowedClasses, 0)
+
+	var w budgetWatch
+	normal := startNormal(t, a)
+	w.check(t, a)
+	settled := false
+	for i := 0; i < 60 && !(settled && getJob(t, a, job).Status != markettypes.JOB_STATUS_BIDDING); i++ {
+		a.NextBlock(normal.txs(t, a, nodes)...)
+		w.check(t, a)
+		settled = normal.settled(t, a)
+	}
+	require.True(t, settled, "the normal job was served")
+	require.Equal(t, markettypes.JOB_STATUS_ACTIVE, getJob(t, a, job).Status, "the auction closed")
+	assigned := 0
+	for _, tk := range jobTasks(t, a, job) {
+		if tk.Status == markettypes.TASK_STATUS_ASSIGNED {
+			assigned++
+		}
+	}
+	require.Equal(t, int(p.MaxAuctionTasks), assigned, "every task went to a bidder")
+	t.Logf("auction of %d tasks with %d bids: %d blocks, peak queue gas %d, peak assign gas %d",
+		p.MaxAuctionTasks, providers, w.blocks, w.peakQueue, w.peakAssign)
+}
+
+// The node holding the most tasks a node can (max_gpus_per_node 1-GPU tasks, all running)
+// stops its heartbeats: its lapse is processed in parts within the budget, every task is
+// lapsed (reassigned or failed) with its exposure released, and a normal job is served.
+func TestAdversaryNodeWithMostTasksLapses(t *testing.T) {
+	a, nodes := marketApp(t, func(p *markettypes.Params) { p.HeartbeatTimeoutBlocks = 4; p.MaxReassignments = 0 })
+	gp, err := a.GFLKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	gpus := int(gp.MaxGpusPerNode)
+	// p3 registers a second, big node in a region of its own
+	big := "p3"
+	op := a.Account(big).String()
+	spec := a100(big+"-big", gpus)
+	spec.Region = "big-region"
+	a.MustDeliver(big,
+		&sstypes.MsgBond{Provider: op, Amount: sdk.NewInt64Coin(udps, int64(gpus)*100_000_000)},
+		&gfltypes.MsgRegisterNode{Operator: op, Spec: spec},
+	)
+	bigNode := nodesOfOperator(t, a, big)
+	js := gemmJob(a, uint32(gpus), markettypes.ALLOCATION_MODE_ASSIGN)
+	js.Requirements.Region = "big-region"
+	job := submit(t, a, js)
+	var acks []sdk.Msg
+	for _, tk := range jobTasks(t, a, job) {
+		require.Equal(t, bigNode, tk.NodeId)
+		acks = append(acks, &markettypes.MsgAckTask{Provider: op, TaskId: tk.Id})
+	}
+	a.MustDeliver(big, acks...)
+	for _, tk := range jobTasks(t, a, job) {
+		require.Equal(t, markettypes.TASK_STATUS_RUNNING, tk.Status)
+	}
+
+	var w budgetWatch
+	normal := startNormal(t, a)
+	w.check(t, a)
+	settled, lapsed := false, false
+	for i := 0; i < 60 && !(settled && lapsed); i++ {
+		a.NextBlock(normal.txs(t, a, nodes)...)
+		w.check(t, a)
+		settled = normal.settled(t, a)
+		lapsed = true
+		for _, tk := range jobTasks(t, a, job) {
+			lapsed = lapsed && tk.Status != markettypes.TASK_STATUS_RUNNING
+		}
+	}
+	require.True(t, lapsed, "every task of the silent node lapsed")
+	require.True(t, settled, "the normal job was served")
+	c, err := a.StakingSlashKeeper.GetCollateral(a.Ctx(), a.Account(big).Address)
+	require.NoError(t, err)
+	slot, err := a.MarketKeeper.Slots.Get(a.Ctx(), bigNode)
+	require.NoError(t, err)
+	require.Zero(t, slot.GpusUsed, "the node's GPUs are free")
+	require.True(t, c.SlashedTotal.IsPositive(), "the abandon is slashed")
+	t.Logf("a node with %d running tasks lapsed: %d blocks, peak queue gas %d, peak assign gas %d", gpus, w.blocks, w.peakQueue, w.peakAssign)
+}
+
+// nodesOfOperator is the operator's only node.
+func nodesOfOperator(t *testing.T, a *apptest.App, name string) uint64 {
+	t.Helper()
+	ids := nodesOf(t, a, name)
+	require.NotEmpty(t, ids)
+	return ids[len(ids)-1]
+}
+
+// submittedJob reads the job id from a MsgSubmitJob tx's result data.
+func submittedJob(t *testing.T, data []byte) uint64 {
+	t.Helper()
+	var md sdk.TxMsgData
+	require.NoError(t, md.Unmarshal(data))
+	require.Len(t, md.MsgResponses, 1)
+	var r markettypes.MsgSubmitJobResponse
+	require.NoError(t, r.Unmarshal(md.MsgResponses[0].Value))
+	return r.JobId
 }
