@@ -243,7 +243,7 @@ func TestAdversaryAuctionWithMaximumBids(t *testing.T) {
 	normal := startNormal(t, a)
 	w.check(t, a)
 	settled := false
-	for i := 0; i < 60 && !(settled && getJob(t, a, job).Status != markettypes.JOB_STATUS_BIDDING); i++ {
+	for i := 0; i < 60 && (!settled || getJob(t, a, job).Status == markettypes.JOB_STATUS_BIDDING); i++ {
 		a.NextBlock(normal.txs(t, a, nodes)...)
 		w.check(t, a)
 		settled = normal.settled(t, a)
@@ -296,7 +296,7 @@ func TestAdversaryNodeWithMostTasksLapses(t *testing.T) {
 	normal := startNormal(t, a)
 	w.check(t, a)
 	settled, lapsed := false, false
-	for i := 0; i < 60 && !(settled && lapsed); i++ {
+	for i := 0; i < 60 && (!settled || !lapsed); i++ {
 		a.NextBlock(normal.txs(t, a, nodes)...)
 		w.check(t, a)
 		settled = normal.settled(t, a)

@@ -7,12 +7,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/hashicorp/go-metrics"
-
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
 
-	"github.com/cosmos/cosmos-sdk/telemetry"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/blockhook"
@@ -80,8 +77,6 @@ func (k Keeper) EndBlocker(goCtx context.Context) error {
 	qb, ab := blockhook.NewBudget(p.QueueGasPerBlock), blockhook.NewBudget(p.AssignGasPerBlock)
 	defer func() {
 		k.wiring.lastWork = BlockWork{Height: ctx.BlockHeight(), QueueGas: qb.Used(), QueueLimit: qb.Limit(), AssignGas: ab.Used(), AssignLimit: ab.Limit()}
-		telemetry.SetGaugeWithLabels([]string{"flops", "block_work_gas"}, float32(qb.Used()+ab.Used()), //nolint:staticcheck // the SDK's telemetry is what flopsd serves
-			[]metrics.Label{{Name: "module", Value: types.ModuleName}})
 	}()
 	queue := blockhook.NewRunner(types.ModuleName, qb, k.Retries, k.kinds(p)...)
 	if err := k.runDueWork(ctx, p, queue); err != nil && !errors.Is(err, blockhook.ErrBudgetSpent) {
