@@ -664,7 +664,34 @@ func (k Keeper) finish(ctx sdk.Context, d types.Distribution, aborted bool) erro
 	if err := k.EraState.Set(ctx, era.AfterPayouts(paid.Add(owed))); err != nil {
 		return err
 	}
+	if err := k.pruneDistribution(ctx, d.Epoch); err != nil {
+		return err
+	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventDistributionFinished{Distribution: d})
+}
+
+// pruneDistribution deletes the record of the distribution distribution_retention_epochs
+// before epoch, unless it still owes deferred payouts (those read it until they are paid
+// or resolved). One record per finished distribution: constant work.
+func (k Keeper) pruneDistribution(ctx sdk.Context, epoch uint64) error {
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	keep := uint64(p.DistributionRetentionEpochs)
+	if keep == 0 || epoch <= keep {
+		return nil
+	}
+	old, err := k.Distributions.Get(ctx, epoch-keep)
+	if errors.Is(err, collections.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if orZero(old.DeferredAvailability).Add(orZero(old.DeferredWork)).IsPositive() {
+		return nil
+	}
+	return k.Distributions.Remove(ctx, old.Epoch)
 }
 
 // cursor converts a stored position to a ledger cursor (nil: from the start).

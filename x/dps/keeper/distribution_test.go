@@ -583,3 +583,56 @@ func TestProviderSpanningBlocks(t *testing.T) {
 	require.Equal(t, ints(120_000), f.balance(alice), "4% of 3 DPS of fees")
 	require.Equal(t, uint64(1), d.ProvidersPaid)
 }
+
+// Distribution records do not accumulate: when epoch n's distribution finishes, that of
+// n - distribution_retention_epochs is deleted, unless it still owes deferred payouts.
+func TestOldDistributionsArePruned(t *testing.T) {
+	f := newFixture(t, fixtureOpts{params: func(p *types.Params) { p.DistributionRetentionEpochs = 2 }})
+	network(f)
+	f.bank.blocked[string(bob)] = true // epoch 1 owes bob until his payouts resolve
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	f.bank.blocked[string(bob)] = false
+	has := func(n uint64) bool {
+		ok, err := f.k.Distributions.Has(f.ctx, n)
+		require.NoError(t, err)
+		return ok
+	}
+	d1 := f.emission(1)
+	require.True(t, d1.DeferredAvailability.Add(d1.DeferredWork).IsPositive())
+	// epoch 2 finishes before bob's retries: 1 is within retention anyway
+	f.endEpoch(2)
+	f.runUntilIdle(20)
+	require.True(t, has(1))
+	// epoch 3 finishes: epoch 1 is past retention; it is deleted once it owes nothing
+	for range 40 {
+		f.endBlock() // bob's retries pay him
+	}
+	d1 = f.emission(1)
+	require.True(t, d1.DeferredAvailability.Add(d1.DeferredWork).IsZero())
+	f.endEpoch(3)
+	f.runUntilIdle(20)
+	require.False(t, has(1), "epoch 1 pruned")
+	require.True(t, has(2))
+	require.True(t, has(3))
+	f.endEpoch(4)
+	f.runUntilIdle(20)
+	require.False(t, has(2), "epoch 2 pruned")
+	require.True(t, has(4))
+}
+
+// A distribution past retention that still owes deferred payouts is kept.
+func TestOwingDistributionIsNotPruned(t *testing.T) {
+	f := newFixture(t, fixtureOpts{params: func(p *types.Params) { p.DistributionRetentionEpochs = 1 }})
+	network(f)
+	f.bank.blocked[string(bob)] = true
+	f.endEpoch(1)
+	f.runUntilIdle(20)
+	f.endEpoch(2)
+	f.runUntilIdle(20)
+	d1 := f.emission(1)
+	require.True(t, d1.DeferredAvailability.Add(d1.DeferredWork).IsPositive(), "bob's retries are still pending")
+	ok, err := f.k.Distributions.Has(f.ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "kept while it owes")
+}

@@ -19,14 +19,15 @@ func DefaultParams() Params {
 		weights = append(weights, WorkloadWeight{Workload: c, WeightPpm: validate.PPMOne})
 	}
 	return Params{
-		EndBlockGas:          100_000_000,
-		EpochIdentifier:      "flops",
-		EmissionSharePpm:     200_000,
-		DpsPerGfl:            sdkmath.LegacyNewDecWithPrec(1, 2), // 1 DPS per 100 GFL
-		HalvingPeriod:        365 * 24 * time.Hour,
-		HalvingThreshold:     sdkmath.NewInt(100_000_000_000),    // 100,000 GFL-epochs in ugfl: 4,200 GFL over a year of 15-day epochs
-		MaxSupply:            sdkmath.NewInt(21_000_000_000_000), // 21,000,000 DPS
-		AvailabilitySharePpm: 500_000,
+		EndBlockGas:                 100_000_000,
+		DistributionRetentionEpochs: 365,
+		EpochIdentifier:             "flops",
+		EmissionSharePpm:            200_000,
+		DpsPerGfl:                   sdkmath.LegacyNewDecWithPrec(1, 2), // 1 DPS per 100 GFL
+		HalvingPeriod:               365 * 24 * time.Hour,
+		HalvingThreshold:            sdkmath.NewInt(100_000_000_000),    // 100,000 GFL-epochs in ugfl: 4,200 GFL over a year of 15-day epochs
+		MaxSupply:                   sdkmath.NewInt(21_000_000_000_000), // 21,000,000 DPS
+		AvailabilitySharePpm:        500_000,
 		// 0.04x the fees earned from other accounts: below x/market's 5% take, so a
 		// provider paying itself through another account loses (x/dps/README.md).
 		WorkRewardCapPpm:   40_000,
@@ -55,6 +56,7 @@ func (p Params) validate() error {
 		validate.Range("work_reward_cap_ppm", p.WorkRewardCapPpm, 0, validate.PPMOne),
 		validate.Range("max_payouts_per_block", p.MaxPayoutsPerBlock, 1, 10_000),
 		validate.BlockGas("end_block_gas", p.EndBlockGas),
+		validate.Range("distribution_retention_epochs", p.DistributionRetentionEpochs, 1, 100_000),
 	} {
 		if err != nil {
 			return err
