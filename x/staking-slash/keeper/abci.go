@@ -11,6 +11,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/blockhook"
+	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/staking-slash/types"
 )
 
@@ -59,6 +60,31 @@ func (k Keeper) EndBlock(goCtx context.Context) error {
 			}); err != nil {
 				return k.blockWorkStopped(ctx, err)
 			}
+		}
+	}
+	if err := b.Run(ctx, "stakingslash: expired slash records", func(c sdk.Context) error {
+		return k.pruneSlashes(c, slashPruneChunk)
+	}); err != nil {
+		return k.blockWorkStopped(ctx, err)
+	}
+	return nil
+}
+
+// slashPruneChunk bounds the slash records deleted per block (the rest wait).
+const slashPruneChunk = 64
+
+// pruneSlashes deletes up to limit slash records whose retention ended by this block.
+func (k Keeper) pruneSlashes(ctx sdk.Context, limit int) error {
+	keys, err := collkeys.CollectKeys(ctx, k.SlashExpiry, collections.NewPrefixUntilTripleRange[int64, sdk.AccAddress, uint64](ctx.BlockHeight()), limit)
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		if err := k.Slashes.Remove(ctx, collections.Join(key.K2(), key.K3())); err != nil {
+			return err
+		}
+		if err := k.SlashExpiry.Remove(ctx, key); err != nil {
+			return err
 		}
 	}
 	return nil

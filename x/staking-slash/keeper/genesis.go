@@ -61,6 +61,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.Slashes.Set(ctx, collections.Join(addr, s.Id), s); err != nil {
 			return err
 		}
+		if err := k.SlashExpiry.Set(ctx, collections.Join3(s.Height+int64(gs.Params.SlashRetentionBlocks), sdk.AccAddress(addr), s.Id)); err != nil {
+			return err
+		}
 	}
 	if err := k.UnbondingSeq.Set(ctx, gs.NextUnbondingId); err != nil {
 		return err

@@ -69,6 +69,9 @@ type Keeper struct {
 	Collaterals collections.Map[sdk.AccAddress, types.Collateral]
 	Unbondings  *collections.IndexedMap[UnbondingKey, types.UnbondingEntry, UnbondingIndexes]
 	Slashes     collections.Map[collections.Pair[sdk.AccAddress, uint64], types.SlashRecord]
+	// SlashExpiry: (height, provider, id) of each slash record, deleted at that height
+	// (slash_retention_blocks after the slash).
+	SlashExpiry collections.KeySet[collections.Triple[int64, sdk.AccAddress, uint64]]
 	// UnbondingSeq and SlashSeq give the next unbonding entry and slash record ids.
 	UnbondingSeq collections.Sequence
 	SlashSeq     collections.Sequence
@@ -103,6 +106,8 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 			codec.CollValue[types.UnbondingEntry](cdc), newUnbondingIndexes(sb)),
 		Slashes: collections.NewMap(sb, types.SlashesKey, "slashes",
 			collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key), codec.CollValue[types.SlashRecord](cdc)),
+		SlashExpiry: collections.NewKeySet(sb, types.SlashExpiryKey, "slash_expiry",
+			collections.TripleKeyCodec(collections.Int64Key, sdk.AccAddressKey, collections.Uint64Key)),
 		UnbondingSeq:   collections.NewSequence(sb, types.UnbondingSeqKey, "unbonding_seq"),
 		SlashSeq:       collections.NewSequence(sb, types.SlashSeqKey, "slash_seq"),
 		TotalBonded:    collections.NewItem(sb, types.TotalBondedKey, "total_bonded", sdk.IntValue),

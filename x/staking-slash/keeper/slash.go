@@ -167,6 +167,9 @@ func (k Keeper) slash(ctx sdk.Context, provider sdk.AccAddress, f uint32, reason
 	if err := k.Slashes.Set(ctx, collections.Join(provider, rec.Id), rec); err != nil {
 		return types.SlashRecord{}, err
 	}
+	if err := k.SlashExpiry.Set(ctx, collections.Join3(rec.Height+int64(p.SlashRetentionBlocks), provider, rec.Id)); err != nil {
+		return types.SlashRecord{}, err
+	}
 	if err := ctx.EventManager().EmitTypedEvent(&types.EventSlash{Record: rec}); err != nil {
 		return types.SlashRecord{}, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -271,4 +272,30 @@ func TestSlashReturnsAFailingHooksError(t *testing.T) {
 	_, err := f.k.Slash(f.ctx, p, 10_000, types.SLASH_REASON_ABANDONED_TASK, types.Beneficiaries{}, types.SlashEvidence{NodeId: 1})
 	require.ErrorIs(t, err, f.hooks.fail)
 	require.ErrorIs(t, f.k.Jail(f.ctx, p, f.ctx.BlockTime().Add(time.Hour), types.SlashEvidence{NodeId: 1}), f.hooks.fail)
+}
+
+// Slash records do not accumulate: each is deleted slash_retention_blocks after its slash
+// by the EndBlock, at most a chunk per block; the collateral keeps slashed_total.
+func TestSlashRecordsArePrunedAfterRetention(t *testing.T) {
+	f := newFixture(t, func(p *types.Params) { p.SlashRetentionBlocks = 10 })
+	prov := addr("provider")
+	f.bond(prov, 10_000)
+	h := f.ctx.BlockHeight()
+	rec, err := f.k.Slash(f.ctx, prov, 100_000, types.SLASH_REASON_WRONG_RESULT, types.Beneficiaries{}, types.SlashEvidence{NodeId: 1})
+	require.NoError(t, err)
+	has := func() bool {
+		ok, err := f.k.Slashes.Has(f.ctx, collections.Join(prov, rec.Id))
+		require.NoError(t, err)
+		return ok
+	}
+	for f.ctx.BlockHeight() < h+9 {
+		f.at(f.ctx.BlockTime().Add(time.Second))
+		f.endBlock()
+		require.True(t, has(), "kept until its retention ends (height %d)", f.ctx.BlockHeight())
+	}
+	f.at(f.ctx.BlockTime().Add(time.Second))
+	f.endBlock()
+	require.False(t, has(), "deleted at slash height + retention")
+	require.True(t, f.collateral(prov).SlashedTotal.IsPositive(), "the sum stays on the collateral")
+	f.requireInvariants()
 }

@@ -35,6 +35,8 @@ var (
 	// (internal/blockhook.Retries): the attempts of each payout that failed.
 	RetryAttemptsKey = collections.NewPrefix(9)
 	RetryDueKey      = collections.NewPrefix(10)
+	// SlashExpiryKey: (expiry height, provider, slash id), the slash records to delete.
+	SlashExpiryKey = collections.NewPrefix(11)
 )
 
 // ItemMature is the kind of the module's block-hook item: an unbonding entry paid out

@@ -13,15 +13,16 @@ import (
 // DefaultParams returns the launch parameters (DESIGN.md section 4, x/staking-slash).
 func DefaultParams() Params {
 	return Params{
-		EndBlockGas:         100_000_000,
-		CollateralDenom:     "udps",
-		MinCollateralPerGpu: sdkmath.NewInt(100_000_000), // 100 DPS per GPU
-		ExposureFactorPpm:   1_000_000,                   // exposure of the tasks in flight (x/market: value x result_penalty_multiple) <= 1x collateral
-		UnbondingTime:       7 * 24 * time.Hour,
-		MaxUnbondingEntries: 7,
-		MaxMaturedPerBlock:  100,
-		CompensationPpm:     500_000,
-		RewardPpm:           250_000,
+		EndBlockGas:          100_000_000,
+		SlashRetentionBlocks: 1_000_000, // about 69 days of 6 s blocks
+		CollateralDenom:      "udps",
+		MinCollateralPerGpu:  sdkmath.NewInt(100_000_000), // 100 DPS per GPU
+		ExposureFactorPpm:    1_000_000,                   // exposure of the tasks in flight (x/market: value x result_penalty_multiple) <= 1x collateral
+		UnbondingTime:        7 * 24 * time.Hour,
+		MaxUnbondingEntries:  7,
+		MaxMaturedPerBlock:   100,
+		CompensationPpm:      500_000,
+		RewardPpm:            250_000,
 	}
 }
 
@@ -42,6 +43,7 @@ func (p Params) validate() error {
 		validate.Range("max_unbonding_entries", p.MaxUnbondingEntries, 1, 100),
 		validate.Range("max_matured_per_block", p.MaxMaturedPerBlock, 1, 10_000),
 		validate.BlockGas("end_block_gas", p.EndBlockGas),
+		validate.Range("slash_retention_blocks", p.SlashRetentionBlocks, 1, 1_000_000_000),
 		validate.PPM("compensation_ppm", p.CompensationPpm),
 		validate.PPM("reward_ppm", p.RewardPpm),
 	} {
