@@ -35,7 +35,7 @@ demo-multi: build ## the demo on 4 validators
 install: ## install flopsd and flops-worker into GOBIN
 	go install $(GOFLAGS_BUILD) ./cmd/flopsd ./cmd/flops-worker
 
-test: build ## every test: unit, keeper, app and end-to-end (about 4 min warm, see README)
+test: build ## every test: unit, keeper, app and end-to-end (about 9 to 10 min warm, see README)
 	go test -count=1 -timeout 30m ./...
 
 test-unit: ## unit, keeper and app tests only (no networks)
