@@ -84,12 +84,7 @@ func gemmJob(a *apptest.App, tasks uint32, mode markettypes.AllocationMode) mark
 func submit(t testing.TB, a *apptest.App, spec markettypes.JobSpec) uint64 {
 	t.Helper()
 	res := a.MustDeliver("client", &markettypes.MsgSubmitJob{Owner: a.Account("client").String(), Spec: spec})
-	var md sdk.TxMsgData
-	require.NoError(t, md.Unmarshal(res.Data))
-	require.Len(t, md.MsgResponses, 1)
-	var r markettypes.MsgSubmitJobResponse
-	require.NoError(t, r.Unmarshal(md.MsgResponses[0].Value))
-	return r.JobId
+	return submittedJob(t, res.Data)
 }
 
 func jobTasks(t testing.TB, a *apptest.App, job uint64) []markettypes.Task {

@@ -115,6 +115,15 @@ func (k Keeper) heartbeatLapsed(ctx sdk.Context, p types.Params, node uint64) (b
 	return true, nil
 }
 
+// settlementGross is what a settled task is paid: a primary its price and tip from its
+// reservation, the other roles their price from the verification budget.
+func settlementGross(job types.Job, t types.Task) sdkmath.Int {
+	if t.Role == types.TASK_ROLE_PRIMARY {
+		return t.Price.Add(job.Spec.PriorityTip.Amount)
+	}
+	return t.Price
+}
+
 // settle pays a revealed task at the end of its challenge window: price + tip from the
 // escrow (minus the take), the rest of its reservation refunded, exposure released, the
 // verified work recorded for x/dps.
@@ -130,12 +139,7 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err != nil {
 		return err
 	}
-	// A primary is paid its price and tip from its reservation; the other roles their
-	// price from the verification budget.
-	gross := t.Price
-	if t.Role == types.TASK_ROLE_PRIMARY {
-		gross = gross.Add(job.Spec.PriorityTip.Amount)
-	}
+	gross := settlementGross(job, t)
 	if err := k.pay(ctx, &job, &t, p, gross); err != nil {
 		return err
 	}

@@ -268,11 +268,7 @@ func (k Keeper) resolveSettle(ctx sdk.Context, p types.Params, id uint64) (strin
 			return err
 		}
 		t := t
-		gross := t.Price
-		if t.Role == types.TASK_ROLE_PRIMARY {
-			gross = gross.Add(job.Spec.PriorityTip.Amount)
-		}
-		if err := k.pay(ctx, &job, &t, p, gross); err != nil {
+		if err := k.pay(ctx, &job, &t, p, settlementGross(job, t)); err != nil {
 			return err
 		}
 		return k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_SETTLED, t.NodeId, "settled without its work report and reputation event")

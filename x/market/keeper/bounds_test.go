@@ -225,3 +225,18 @@ func TestEveryOversizeFieldIsRejected(t *testing.T) {
 		})
 	}
 }
+
+// The attack of issue 13: a MsgSubmitJob listing 20,000 GPU classes in
+// requirements.allowed_classes (about 440 KB, and a class-counter read per class for
+// every task the scheduler examined) is refused before anything is read or written.
+func TestJobWithTwentyThousandAllowedClassesIsRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.gemmSpec(1)
+	s.Requirements.AllowedClasses = repeatN("class-", 20_000)
+	escrow, balance := f.escrow(), f.balance(f.client)
+	_, err := f.ms.SubmitJob(f.ctx, &types.MsgSubmitJob{Owner: f.client, Spec: s})
+	require.ErrorIs(t, err, validate.ErrTooMany)
+	require.Contains(t, err.Error(), "requirements.allowed_classes: 20000 entries, at most 32")
+	require.Equal(t, escrow, f.escrow())
+	require.Equal(t, balance, f.balance(f.client))
+}
