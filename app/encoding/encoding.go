@@ -8,6 +8,14 @@ package encoding
 
 import (
 	"github.com/cosmos/gogoproto/proto"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	// The protoreflect cosmos/consensus/v1 files, which the app links through its
+	// consensus module: without them the merge pairs x/consensus's gogoproto tx.proto
+	// (which names tendermint.types.AuthorityParams) with cosmossdk.io/api's older
+	// tendermint/types/params.proto (which lacks it) and fails in binaries that link
+	// only this package, such as flops-worker.
+	_ "cosmossdk.io/api/cosmos/consensus/v1"
 
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/codec"
@@ -53,8 +61,12 @@ type Config struct {
 
 // Make registers every module's interfaces and amino names and returns the encoding.
 func Make() (Config, error) {
+	files, err := ProtoFiles()
+	if err != nil {
+		return Config{}, err
+	}
 	reg, err := types.NewInterfaceRegistryWithOptions(types.InterfaceRegistryOptions{
-		ProtoFiles: proto.HybridResolver,
+		ProtoFiles: files,
 		SigningOptions: signing.Options{
 			AddressCodec:          address.Bech32Codec{Bech32Prefix: chain.Bech32Prefix},
 			ValidatorAddressCodec: address.Bech32Codec{Bech32Prefix: chain.Bech32Prefix + sdk.PrefixValidator + sdk.PrefixOperator},
@@ -67,6 +79,18 @@ func Make() (Config, error) {
 	Register(reg, amino)
 	cdc := codec.NewProtoCodec(reg)
 	return Config{InterfaceRegistry: reg, Codec: cdc, TxConfig: authtx.NewTxConfig(cdc, authtx.DefaultSignModes), Amino: amino}, nil
+}
+
+// ProtoFiles is every proto file the binary links, gogoproto's and protoreflect's,
+// rebuilt into one registry in which every reference is resolved. The signing context
+// must be given these: gogoproto registers each file's descriptor at init, file by file
+// in name order, so in its own registry a field of tx.proto whose message lives in
+// types.proto holds a placeholder with no fields, and the amino-JSON sign bytes of every
+// Msg with a nested message held `{}` in its place (a relay could rewrite a signed job;
+// app/amino_sign_test.go). Where a file is registered both ways the protoreflect one
+// wins, as in the SDK's merge.
+func ProtoFiles() (*protoregistry.Files, error) {
+	return proto.MergedRegistry()
 }
 
 // MustMake is Make for wiring code (the app, commands), which cannot go on without it.

@@ -282,10 +282,24 @@ func (a *App) SignTx(from string, gas uint64, msgs ...sdk.Msg) []byte {
 	return a.signTx(acc, authAcc.GetAccountNumber(), authAcc.GetSequence(), gas, msgs...)
 }
 
+// SignTxMode is SignTx in a given sign mode (SIGN_MODE_LEGACY_AMINO_JSON is what a
+// Ledger and the CLI's --sign-mode amino-json sign).
+func (a *App) SignTxMode(from string, mode signing.SignMode, gas uint64, msgs ...sdk.Msg) []byte {
+	a.t.Helper()
+	acc := a.Account(from)
+	authAcc := a.AccountKeeper.GetAccount(a.Ctx(), acc.Address)
+	require.NotNil(a.t, authAcc, "account %s not on chain", from)
+	return a.signTxMode(acc, mode, authAcc.GetAccountNumber(), authAcc.GetSequence(), gas, msgs...)
+}
+
 func (a *App) signTx(acc *Account, accNum, seq, gas uint64, msgs ...sdk.Msg) []byte {
-	txCfg := a.TxConfig()
-	signMode, err := authsign.APISignModeToInternal(txCfg.SignModeHandler().DefaultMode())
+	signMode, err := authsign.APISignModeToInternal(a.TxConfig().SignModeHandler().DefaultMode())
 	require.NoError(a.t, err)
+	return a.signTxMode(acc, signMode, accNum, seq, gas, msgs...)
+}
+
+func (a *App) signTxMode(acc *Account, signMode signing.SignMode, accNum, seq, gas uint64, msgs ...sdk.Msg) []byte {
+	txCfg := a.TxConfig()
 	b := txCfg.NewTxBuilder()
 	require.NoError(a.t, b.SetMsgs(msgs...))
 	b.SetGasLimit(gas)
