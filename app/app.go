@@ -229,6 +229,8 @@ func New(
 		maccPerms, accCodec, sdk.GetConfig().GetBech32AccountAddrPrefix(), govAuthority)
 	app.BankKeeper = bankkeeper.NewBaseKeeper(appCodec, store(banktypes.StoreKey), app.AccountKeeper,
 		BlockedAddresses(), govAuthority, logger)
+	// ugfl stays with its operator on every x/bank path (fees, community pool, IBC, ...).
+	app.BankKeeper.AppendSendRestriction(gfltypes.SendRestriction)
 	app.StakingKeeper = stakingkeeper.NewKeeper(appCodec, store(stakingtypes.StoreKey), app.AccountKeeper,
 		app.BankKeeper, govAuthority, valCodec, consCodec)
 	app.DistrKeeper = distrkeeper.NewKeeper(appCodec, store(distrtypes.StoreKey), app.AccountKeeper,

@@ -289,20 +289,32 @@ func (a *App) SignTxMode(from string, mode signing.SignMode, gas uint64, msgs ..
 	acc := a.Account(from)
 	authAcc := a.AccountKeeper.GetAccount(a.Ctx(), acc.Address)
 	require.NotNil(a.t, authAcc, "account %s not on chain", from)
-	return a.signTxMode(acc, mode, authAcc.GetAccountNumber(), authAcc.GetSequence(), gas, msgs...)
+	return a.signTxMode(acc, mode, authAcc.GetAccountNumber(), authAcc.GetSequence(), gas, nil, nil, msgs...)
+}
+
+// SignTxFee is SignTx with a fee, paid by granter through a fee grant when granter is
+// not nil.
+func (a *App) SignTxFee(from string, gas uint64, fee sdk.Coins, granter sdk.AccAddress, msgs ...sdk.Msg) []byte {
+	a.t.Helper()
+	acc := a.Account(from)
+	authAcc := a.AccountKeeper.GetAccount(a.Ctx(), acc.Address)
+	require.NotNil(a.t, authAcc, "account %s not on chain", from)
+	return a.signTxMode(acc, signing.SignMode_SIGN_MODE_DIRECT, authAcc.GetAccountNumber(), authAcc.GetSequence(), gas, fee, granter, msgs...)
 }
 
 func (a *App) signTx(acc *Account, accNum, seq, gas uint64, msgs ...sdk.Msg) []byte {
 	signMode, err := authsign.APISignModeToInternal(a.TxConfig().SignModeHandler().DefaultMode())
 	require.NoError(a.t, err)
-	return a.signTxMode(acc, signMode, accNum, seq, gas, msgs...)
+	return a.signTxMode(acc, signMode, accNum, seq, gas, nil, nil, msgs...)
 }
 
-func (a *App) signTxMode(acc *Account, signMode signing.SignMode, accNum, seq, gas uint64, msgs ...sdk.Msg) []byte {
+func (a *App) signTxMode(acc *Account, signMode signing.SignMode, accNum, seq, gas uint64, fee sdk.Coins, granter sdk.AccAddress, msgs ...sdk.Msg) []byte {
 	txCfg := a.TxConfig()
 	b := txCfg.NewTxBuilder()
 	require.NoError(a.t, b.SetMsgs(msgs...))
 	b.SetGasLimit(gas)
+	b.SetFeeAmount(fee)
+	b.SetFeeGranter(granter)
 	sig := signing.SignatureV2{PubKey: acc.Priv.PubKey(), Data: &signing.SingleSignatureData{SignMode: signMode}, Sequence: seq}
 	require.NoError(a.t, b.SetSignatures(sig))
 	signBytes, err := authsign.GetSignBytesAdapter(context.Background(), txCfg.SignModeHandler(), signMode,

@@ -2,6 +2,8 @@ package keeper
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	sdkmath "cosmossdk.io/math"
 
@@ -14,6 +16,40 @@ import (
 // RegisterInvariants registers x/gfl's accounting invariants.
 func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 	reg.Register(types.ModuleName, "ugfl-supply", k.SupplyInvariant)
+	reg.Register(types.ModuleName, "ugfl-holders", k.HoldersInvariant)
+}
+
+// HoldersInvariant: each operator's ugfl balance = the sum of its nodes' power. With
+// the supply invariant (supply = the sum of all nodes' power) it also says that nobody
+// but an operator holds ugfl: not the community pool, the fee collector, an IBC escrow
+// or a friend.
+func (k Keeper) HoldersInvariant(ctx sdk.Context) (string, bool) {
+	power := map[string]uint64{}
+	err := k.Nodes.Walk(ctx, nil, func(_ uint64, n types.Node) (bool, error) {
+		power[n.Operator] += n.PowerGflops
+		return false, nil
+	})
+	if err != nil {
+		return invariant.Format(types.ModuleName, "ugfl-holders", err.Error(), true), true
+	}
+	operators := slices.Sorted(maps.Keys(power))
+	var problems []string
+	for _, op := range operators {
+		addr, err := k.addressCodec.StringToBytes(op)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("operator %s: %v", op, err))
+			continue
+		}
+		if bal := k.bankKeeper.GetBalance(ctx, addr, types.Denom).Amount; !bal.Equal(sdkmath.NewIntFromUint64(power[op])) {
+			problems = append(problems, fmt.Sprintf("operator %s holds %s%s, its nodes' power is %d", op, bal, types.Denom, power[op]))
+		}
+	}
+	msg := fmt.Sprintf("%d operators checked", len(operators))
+	for _, p := range problems {
+		msg += "\n" + p
+	}
+	broken := len(problems) > 0
+	return invariant.Format(types.ModuleName, "ugfl-holders", msg, broken), broken
 }
 
 // SupplyInvariant: ugfl supply = NetworkPower.total_gflops = the sum of the nodes' power

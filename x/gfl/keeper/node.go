@@ -314,6 +314,8 @@ func (k Keeper) setNodePower(ctx context.Context, node *types.Node, power uint64
 	if err != nil {
 		return err
 	}
+	// The only moves of ugfl x/bank lets through (types.SendRestriction).
+	ctx = types.WithLedgerMove(ctx)
 	if power > old {
 		delta := sdk.NewCoins(sdk.NewCoin(types.Denom, sdkmath.NewIntFromUint64(power-old)))
 		if err := k.bankKeeper.MintCoins(ctx, types.ModuleName, delta); err != nil {

@@ -27,4 +27,5 @@ var (
 	ErrWrongEntry             = errorsmod.Register(ModuleName, 22, "wrong entry")
 	ErrBeaconUnavailable      = errorsmod.Register(ModuleName, 23, "beacon block hash unavailable")
 	ErrInvalidRoot            = errorsmod.Register(ModuleName, 24, "invalid Merkle root")
+	ErrNotTransferable        = errorsmod.Register(ModuleName, 25, "ugfl is not transferable")
 )
