@@ -13,7 +13,8 @@ import (
 // AddressCodec is the SDK's bech32 account address codec without its per-call lookup of
 // the global config (sdk.GetConfig, which reads the executable's path on every call in
 // this SDK version and dominated the scheduler's profile). The checks are the SDK's: the
-// prefix, and 1 to address.MaxAddrLen bytes; flops sets no custom address verifier.
+// prefix, and 1 to address.MaxAddrLen bytes; flops sets no custom address verifier. It
+// refuses the upper-case spelling bech32 allows, so one account has one string.
 //
 // NewAddressCodec adds a bounded memo of decoded addresses: the state machine decodes the
 // same stored operator and provider addresses many times a block. Decoding is a pure
@@ -64,6 +65,13 @@ func (c AddressCodec) StringToBytes(text string) ([]byte, error) {
 func (c AddressCodec) decode(text string) ([]byte, error) {
 	if len(strings.TrimSpace(text)) == 0 {
 		return []byte{}, errors.New("empty address string is not allowed")
+	}
+	if strings.ToLower(text) != text {
+		// bech32 also allows all upper case, but flops stores and compares the canonical
+		// lower-case string: a second spelling of an account would be a second account
+		// to every check that compares strings (the owner of a job vs the operator of
+		// the node that runs it).
+		return nil, fmt.Errorf("address %q is not in canonical (lower-case) bech32 form", text)
 	}
 	hrp, bz, err := bech32.DecodeAndConvert(text)
 	if err != nil {

@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,20 @@ func checkAgainstSDK(t *testing.T, fast AddressCodec) {
 	again, err := fast.StringToBytes(s)
 	require.NoError(t, err)
 	require.Equal(t, make([]byte, 20), again)
+}
+
+// The upper-case spelling bech32 allows is refused (the SDK's codec accepts it): one
+// account, one string, so comparing stored strings compares accounts.
+func TestAddressCodecRefusesUpperCase(t *testing.T) {
+	for _, c := range []AddressCodec{{Prefix: Bech32Prefix}, NewAddressCodec(Bech32Prefix)} {
+		s, err := c.BytesToString(make([]byte, 20))
+		require.NoError(t, err)
+		upper := strings.ToUpper(s)
+		_, err = authcodec.NewBech32Codec(Bech32Prefix).StringToBytes(upper)
+		require.NoError(t, err, "the SDK accepts the upper-case spelling")
+		_, err = c.StringToBytes(upper)
+		require.ErrorContains(t, err, "canonical")
+		_, err = c.StringToBytes(s[:6] + strings.ToUpper(s[6:]))
+		require.Error(t, err, "mixed case")
+	}
 }
