@@ -105,9 +105,9 @@ func TestLapsedPrimaryOfACancelledJobEndsAtOnce(t *testing.T) {
 }
 
 // An owner that signs with the all-uppercase spelling of its provider account (bech32
-// allows it) is still that account: the job is stored under the canonical address and its
-// own node is never scheduled for it (the "operator is not the owner" rule used to compare
-// the two spellings as strings).
+// allows it, and so does the ante handler's signer check) is refused with nothing
+// changed: one account has one spelling, so "the operator is not the owner", which
+// compares stored strings, cannot be dodged. Its canonical job never goes to its own node.
 func TestUppercaseOwnerStillCannotHireItself(t *testing.T) {
 	f := newFixture(t, nil)
 	op := f.operator("self")
@@ -117,8 +117,11 @@ func TestUppercaseOwnerStillCannotHireItself(t *testing.T) {
 	spec.Requirements.Region = "self"
 	upper := strings.ToUpper(op)
 	require.NotEqual(t, op, upper)
-	id := f.submitAs(upper, spec)
-	require.Equal(t, op, f.job(id).Owner, "stored under the canonical spelling")
+	f.requireRejected(types.ErrInvalidAddress, func(ctx sdk.Context) error {
+		_, err := f.ms.SubmitJob(ctx, &types.MsgSubmitJob{Owner: upper, Spec: spec})
+		return err
+	})
+	id := f.submitAs(op, spec)
 	f.blocks(int(f.params().AssignRetryMaxBlocks) + 2)
 	task := f.tasks(id)[0]
 	require.Equal(t, types.TASK_STATUS_PENDING, task.Status, "its own node must not take it")
