@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +21,10 @@ import (
 type behaviour struct {
 	cheat  bool // commit a wrong root
 	silent bool // never act
+	// late: hold a running task (with heartbeats) and commit only once the job's deadline
+	// is less than its max_duration away, when a verification task bound by the job's
+	// deadline could no longer run
+	late bool
 }
 
 // trueRoot is the correct result of a shard; a cheater's is different.
@@ -71,6 +76,15 @@ func (d *driver) msgs(name string) []sdk.Msg {
 		case markettypes.TASK_STATUS_ASSIGNED:
 			out = append(out, &markettypes.MsgAckTask{Provider: acc.String(), TaskId: t.Id})
 		case markettypes.TASK_STATUS_RUNNING:
+			if b.late {
+				job := getJob(d.t, d.a, t.JobId)
+				if !d.a.BlockTime().Add(time.Second).Add(job.Spec.MaxDuration).After(job.Spec.Deadline) {
+					if (d.a.Height()+1)%10 == 0 {
+						out = append(out, &markettypes.MsgHeartbeat{Provider: acc.String(), NodeId: t.NodeId})
+					}
+					continue
+				}
+			}
 			out = append(out, &markettypes.MsgCommitResult{Provider: acc.String(), TaskId: t.Id,
 				Commitment: markettypes.Commitment(root, driverSalt, acc.Address)})
 		case markettypes.TASK_STATUS_COMMITTED:

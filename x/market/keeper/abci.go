@@ -157,7 +157,7 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err := k.ProviderTasks.Set(ctx, provider, n+1); err != nil {
 		return err
 	}
-	if err := k.hooks().AfterTaskSettled(ctx, t.NodeId, !t.CommitTime.After(job.Spec.Deadline)); err != nil {
+	if err := k.hooks().AfterTaskSettled(ctx, t.NodeId, !t.CommitTime.After(taskDeadline(job, t))); err != nil {
 		return err
 	}
 	return k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_SETTLED, t.NodeId, "")
@@ -179,6 +179,9 @@ func (k Keeper) expireJobPart(ctx sdk.Context, p types.Params, id uint64) (bool,
 	return k.sweep(ctx, &job, sweepExpire, sweepChunk, func(t types.Task) error {
 		if t.Status != types.TASK_STATUS_PENDING && t.Status != types.TASK_STATUS_ASSIGNED {
 			return nil
+		}
+		if !t.Deadline.IsZero() {
+			return nil // a verification task: its own deadline ends it, not the job's
 		}
 		if err := k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_EXPIRED, t.NodeId, "the job's deadline passed before it started"); err != nil {
 			return err

@@ -64,8 +64,8 @@ func (k Keeper) AckTask(ctx context.Context, provider sdk.AccAddress, id uint64)
 	if err := k.transition(ctx, p, &job, &t, types.TASK_STATUS_RUNNING, step{history: "TaskRunning", node: t.NodeId, detail: "acked"}, func(t *types.Task) {
 		t.StartedTime = now
 		t.RunDeadline = now.Add(job.Spec.MaxDuration)
-		if job.Spec.Deadline.Before(t.RunDeadline) {
-			t.RunDeadline = job.Spec.Deadline
+		if d := taskDeadline(job, *t); d.Before(t.RunDeadline) {
+			t.RunDeadline = d
 		}
 	}); err != nil {
 		return err

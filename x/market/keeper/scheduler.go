@@ -190,7 +190,7 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 		}
 		return nil, k.unpark(ctx, taskID)
 	}
-	if ctx.BlockTime().Add(job.Spec.MaxDuration).After(job.Spec.Deadline) {
+	if ctx.BlockTime().Add(job.Spec.MaxDuration).After(taskDeadline(job, t)) {
 		if err := k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_EXPIRED, t.NodeId, "the deadline can no longer be met"); err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -204,6 +205,26 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 			audit = &members[i]
 		}
 	}
+	if audit == nil && job.Spec.Replicas == 1 {
+		// a single-replica shard whose audit was drawn but ended without a result (never
+		// placed by its own deadline, or failed): the result cannot be verified, so it is
+		// not paid, and nobody is slashed
+		all, err := k.shardTasks(ctx, job.Id, members[0].Index)
+		if err != nil {
+			return err
+		}
+		for _, m := range all {
+			if m.Role == types.TASK_ROLE_AUDIT && isFinal(m.Status) && m.Status != types.TASK_STATUS_SETTLED && m.DisputeId == 0 {
+				for i := range members {
+					if err := k.finishTask(ctx, p, job, &members[i], types.TASK_STATUS_FAILED, members[i].NodeId,
+						fmt.Sprintf("its audit (task %d) could not run: an unverified result is not paid, and nobody is slashed", m.Id)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		}
+	}
 	if audit != nil && len(members) == 2 {
 		target := &members[0]
 		if target == audit {
@@ -304,10 +325,73 @@ func (k Keeper) afterMemberLeft(ctx context.Context, p types.Params, job *types.
 	}
 	for _, m := range all {
 		if !isFinal(m.Status) && (m.Role == t.Role || (isCompared(m.Role) && isCompared(t.Role))) {
+			if m.Role == types.TASK_ROLE_COMMITTEE && m.DisputeId != t.DisputeId {
+				continue // another dispute's committee
+			}
 			return k.afterGroupChange(ctx, p, job, m)
 		}
 	}
+	if t.Role == types.TASK_ROLE_COMMITTEE {
+		// the last member left undecided: nobody is left to decide the dispute
+		if err := k.expireDispute(ctx, p, job, t.DisputeId); err != nil {
+			return err
+		}
+		return k.saveJob(ctx, *job)
+	}
 	return nil
+}
+
+// expireDispute ends a dispute whose committee could not form or finish by its deadline
+// (every member left undecided: never placed by its deadline, or failed, expired or timed
+// out), by the documented rule (x/market/README.md, "When verification cannot run"):
+// nobody is slashed; the two disputed results of an audit are not paid (both tasks fail,
+// their prices return to the owner, their exposure is released); a challenged result keeps
+// the verification it had before the challenge and settles, and the challenger's bond
+// returns to it.
+func (k Keeper) expireDispute(ctx context.Context, p types.Params, job *types.Job, id uint64) error {
+	d, err := k.Disputes.Get(ctx, id)
+	if err != nil || d.Status != types.DISPUTE_STATUS_OPEN {
+		return err
+	}
+	d.Status = types.DISPUTE_STATUS_EXPIRED
+	target, err := k.Tasks.Get(ctx, d.TargetTask)
+	if err != nil {
+		return err
+	}
+	const reason = "its dispute expired without a committee decision: an unverified result is not paid, and nobody is slashed"
+	switch d.Kind {
+	case types.DISPUTE_KIND_AUDIT:
+		auditor, err := k.Tasks.Get(ctx, d.AuditorTask)
+		if err != nil {
+			return err
+		}
+		for _, t := range []*types.Task{&target, &auditor} {
+			if isFinal(t.Status) {
+				continue
+			}
+			if err := k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId, reason); err != nil {
+				return err
+			}
+		}
+	case types.DISPUTE_KIND_CHALLENGE:
+		if !isFinal(target.Status) {
+			if err := k.verify(ctx, p, job, &target); err != nil {
+				return err
+			}
+		}
+		provider, err := k.acc(target.Provider)
+		if err != nil {
+			return err
+		}
+		if err := k.settleBond(ctx, p, job, &d, provider, nil); err != nil {
+			return err
+		}
+	}
+	if err := k.Disputes.Set(ctx, d.Id, d); err != nil {
+		return err
+	}
+	k.addHistory(ctx, job, p, "DisputeExpired", d.TargetTask, target.NodeId, fmt.Sprintf("dispute %d: no committee decision by %s", d.Id, d.Deadline.UTC().Format(time.RFC3339)))
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventDispute{DisputeId: d.Id, Kind: d.Kind, TargetTask: d.TargetTask, Status: d.Status})
 }
 
 // newTask adds a task to a job's shard: an escalation, an audit or a committee member. Its
@@ -327,6 +411,7 @@ func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, ind
 	t := types.Task{
 		Id: id, JobId: job.Id, Index: index, Replica: uint32(len(all)), Status: types.TASK_STATUS_PENDING, Role: role,
 		Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: reserve, DisputeId: dispute, ExcludedNodes: exclude,
+		Deadline: verificationDeadline(ctx, p, *job),
 	}
 	job.VerificationLeft = job.VerificationLeft.Sub(reserve)
 	if err := k.insertTask(ctx, job, t); err != nil {
@@ -334,6 +419,21 @@ func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, ind
 	}
 	k.addHistory(ctx, job, p, "Task"+roleWord(role), id, 0, fmt.Sprintf("shard %d", index))
 	return t, nil
+}
+
+// verificationDeadline is the deadline of a verification task created now: its own, not
+// the job's, so that the timing of the provider it verifies cannot run it out.
+func verificationDeadline(ctx context.Context, p types.Params, job types.Job) time.Time {
+	return sdk.UnwrapSDKContext(ctx).BlockTime().Add(job.Spec.MaxDuration + p.VerificationTimeout)
+}
+
+// taskDeadline is when a task must be done by: a verification task's own deadline, else
+// the job's.
+func taskDeadline(job types.Job, t types.Task) time.Time {
+	if !t.Deadline.IsZero() {
+		return t.Deadline
+	}
+	return job.Spec.Deadline
 }
 
 func roleWord(r types.TaskRole) string {
@@ -437,7 +537,10 @@ func (k Keeper) openDispute(ctx context.Context, p types.Params, job *types.Job,
 		return types.Dispute{}, err
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	d := types.Dispute{Id: id, JobId: job.Id, TargetTask: target.Id, Bond: bond, Status: types.DISPUTE_STATUS_OPEN, Height: sdkCtx.BlockHeight()}
+	d := types.Dispute{
+		Id: id, JobId: job.Id, TargetTask: target.Id, Bond: bond, Status: types.DISPUTE_STATUS_OPEN, Height: sdkCtx.BlockHeight(),
+		Deadline: verificationDeadline(ctx, p, *job),
+	}
 	if auditor != nil {
 		d.Kind, d.AuditorTask = types.DISPUTE_KIND_AUDIT, auditor.Id
 	} else {

@@ -56,6 +56,7 @@ func DefaultParams() Params {
 		MaxAuctionTasks:         100,
 		GemmMaxRn:               1 << 21,
 		RevealGasPrice:          sdkmath.LegacyNewDecWithPrec(1, 2), // 0.01 udps per gas
+		VerificationTimeout:     6 * time.Hour,
 	}
 }
 
@@ -104,6 +105,7 @@ func (p Params) validate() error {
 		validate.Range("max_tasks_per_job", p.MaxTasksPerJob, 1, 100_000),
 		validate.Range("max_inputs_per_job", p.MaxInputsPerJob, 0, 10_000),
 		validate.PositiveDuration("max_job_duration", p.MaxJobDuration),
+		validate.PositiveDuration("verification_timeout", p.VerificationTimeout),
 		validate.Range("max_units_per_msg", p.MaxUnitsPerMsg, 1, 10_000),
 		validate.Range("max_pool_providers", p.MaxPoolProviders, 1, 10_000),
 		validate.Range("max_timeouts_per_block", p.MaxTimeoutsPerBlock, 1, 10_000),
@@ -131,6 +133,9 @@ func (p Params) validate() error {
 	}
 	if p.SchedulerMaxScan < p.SchedulerCandidates {
 		return fmt.Errorf("scheduler_max_scan %d: must be at least scheduler_candidates %d", p.SchedulerMaxScan, p.SchedulerCandidates)
+	}
+	if p.VerificationTimeout > p.MaxJobDuration {
+		return fmt.Errorf("verification_timeout %s: must be at most max_job_duration %s", p.VerificationTimeout, p.MaxJobDuration)
 	}
 	if p.CommitteeSize%2 == 0 {
 		return fmt.Errorf("committee_size %d: must be odd so that a majority exists", p.CommitteeSize)
