@@ -340,7 +340,7 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if err != nil {
 			return n, err
 		}
-		if excluded[f.NodeID] {
+		if excluded.excludes(slot) {
 			continue
 		}
 		if ok, err := k.canAddExposure(ctx, slot.Operator, exposureOf(p, taskValue(*job, t.Role, f.Pay))); err != nil || !ok {

@@ -186,6 +186,31 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 	if indexed != active {
 		problems = append(problems, fmt.Sprintf("%d index entries for %d active nodes", indexed, active))
 	}
+	// the draw's dense numbering: every active node at one position of its class,
+	// positions 0..size-1, and the reverse map agrees
+	members := 0
+	if err := k.ClassMembers.Walk(ctx, nil, func(key collections.Pair[string, uint64], node uint64) (bool, error) {
+		members++
+		s, err := k.Slots.Get(ctx, node)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("member %d of class %q: %v", key.K2(), key.K1(), err))
+		case !s.Active || s.GpuClass != key.K1():
+			problems = append(problems, fmt.Sprintf("node %d at position %d of class %q is not an active node of it", node, key.K2(), key.K1()))
+		}
+		if pos, err := k.MemberPos.Get(ctx, node); err != nil || pos != key.K2() {
+			problems = append(problems, fmt.Sprintf("node %d at position %d of class %q: reverse position %d (%v)", node, key.K2(), key.K1(), pos, err))
+		}
+		if size, _ := k.ClassSize.Get(ctx, key.K1()); key.K2() >= size {
+			problems = append(problems, fmt.Sprintf("node %d at position %d of class %q of size %d", node, key.K2(), key.K1(), size))
+		}
+		return false, nil
+	}); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if members != active {
+		problems = append(problems, fmt.Sprintf("%d class members for %d active nodes", members, active))
+	}
 	return report("slots", fmt.Sprintf("%d active nodes", active), problems)
 }
 

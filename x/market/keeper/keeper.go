@@ -102,6 +102,14 @@ type Keeper struct {
 	ClassNodes collections.Map[string, collections.Pair[uint64, uint64]]
 	// MaxSlot is the highest node id with a slot (the range of the scheduler's random start).
 	MaxSlot collections.Item[uint64]
+	// ClassMembers numbers the schedulable nodes of each GPU class densely,
+	// (class, position) -> node id with positions 0..ClassSize-1, and MemberPos is the
+	// reverse: the scheduler draws nodes uniformly by position, so that the history of
+	// node ids (gaps left by deactivated nodes) cannot weigh a draw. A node that leaves
+	// gives its position to the class's last node.
+	ClassMembers collections.Map[collections.Pair[string, uint64], uint64]
+	MemberPos    collections.Map[uint64, uint64]
+	ClassSize    collections.Map[string, uint64]
 
 	// AssignQueue: (MaxUint64 - tip, deadline in unix seconds, task id) of pending ASSIGN
 	// tasks: higher tips first, then earlier deadlines, then older tasks.
@@ -214,6 +222,10 @@ func NewKeeper(
 		ClassNodes: collections.NewMap(sb, types.ClassNodesKey, "class_nodes", collections.StringKey,
 			collcodec.KeyToValueCodec(collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))),
 		MaxSlot: collections.NewItem(sb, types.MaxSlotKey, "max_slot", collections.Uint64Value),
+		ClassMembers: collections.NewMap(sb, types.ClassMembersKey, "class_members",
+			collections.PairKeyCodec(collections.StringKey, collections.Uint64Key), collections.Uint64Value),
+		MemberPos: collections.NewMap(sb, types.MemberPosKey, "member_pos", collections.Uint64Key, collections.Uint64Value),
+		ClassSize: collections.NewMap(sb, types.ClassSizeKey, "class_size", collections.StringKey, collections.Uint64Value),
 		AssignQueue: collections.NewKeySet(sb, types.AssignQueueKey, "assign_queue",
 			collections.TripleKeyCodec(collections.Uint64Key, collections.Int64Key, collections.Uint64Key)),
 		AssignRetryAt: collections.NewKeySet(sb, types.AssignRetryAtKey, "assign_retry_at", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),

@@ -217,7 +217,7 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 		if err != nil {
 			return nil, err
 		}
-		if len(ex) == 0 {
+		if ex.none() {
 			sb.unplaced[jobRole{job.Id, t.Role}] = true
 		}
 		return nil, k.parkUnplaced(ctx, p, job, t)
@@ -297,29 +297,44 @@ type drawn struct {
 	a, b, best candidate
 }
 
-// draw gathers a task's candidates from the index (a random start, the beacon) in the
-// given classes, draws two of them and keeps the better.
+// draw gathers a task's candidates, draws two of them and keeps the better.
+//
+// Candidates are drawn uniformly from the schedulable members of the task's classes by
+// position (ClassMembers), from the beacon: every eligible node is equally likely to be
+// drawn, whatever the history of node ids (an operator that registered and deactivated
+// thousands of nodes in front of its own gains nothing), and the two drawn are compared by
+// load, then reputation; a tie keeps the first drawn, itself random. When the members fit
+// in scheduler_max_scan every one is examined; otherwise up to that many are sampled
+// (with replacement) until scheduler_candidates eligible ones are found. Only when
+// sampling finds none (eligible nodes are rarer than one in scheduler_max_scan) does the
+// scheduler fall back to walking the load-ordered index from a random node id, which finds
+// a rare eligible node but favours nodes after gaps in the ids.
 func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task) (drawn, bool, error) {
 	excluded, err := k.excludedNodes(ctx, job, t)
 	if err != nil {
 		return drawn{}, false, err
 	}
 	seed := k.drawSeed(ctx, t.Id, uint64(t.Reassignments))
-	maxID, err := k.MaxSlot.Get(ctx)
-	if err != nil && !errors.Is(err, collections.ErrNotFound) {
+	budget := int(p.SchedulerMaxScan)
+	pool, err := k.sample(ctx, p, classes, job, t.Role, excluded, seed, int(p.SchedulerCandidates), &budget)
+	if err != nil {
 		return drawn{}, false, err
 	}
-	start := beacon.Below(seed, maxID+1)
-	var pool []candidate
-	budget := int(p.SchedulerMaxScan)
-	for _, class := range classes {
-		found, err := k.gather(ctx, p, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
-		if err != nil {
+	if len(pool) == 0 && budget > 0 {
+		maxID, err := k.MaxSlot.Get(ctx)
+		if err != nil && !errors.Is(err, collections.ErrNotFound) {
 			return drawn{}, false, err
 		}
-		pool = append(pool, found...)
-		if budget <= 0 {
-			break
+		start := beacon.Below(seed, maxID+1)
+		for _, class := range classes {
+			found, err := k.gather(ctx, p, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
+			if err != nil {
+				return drawn{}, false, err
+			}
+			pool = append(pool, found...)
+			if budget <= 0 {
+				break
+			}
 		}
 	}
 	if len(pool) == 0 {
@@ -338,16 +353,72 @@ func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job 
 	return d, true, nil
 }
 
-// better: lower load, then higher reputation, then lower id.
+// sample draws eligible candidates uniformly from the members of classes (see draw).
+// budget counts the members examined.
+func (k Keeper) sample(ctx context.Context, p types.Params, classes []string, job types.Job, role types.TaskRole, excluded exclusion, seed [32]byte, want int, budget *int) ([]candidate, error) {
+	sizes := make([]uint64, len(classes))
+	var total uint64
+	for i, c := range classes {
+		n, err := k.ClassSize.Get(ctx, c)
+		if err != nil && !errors.Is(err, collections.ErrNotFound) {
+			return nil, err
+		}
+		sizes[i] = n
+		total += n
+	}
+	var out []candidate
+	seen := map[uint64]bool{}
+	look := func(r uint64) error {
+		for i, n := range sizes {
+			if r >= n {
+				r -= n
+				continue
+			}
+			node, err := k.ClassMembers.Get(ctx, collections.Join(classes[i], r))
+			if err != nil || seen[node] {
+				return err // (a member drawn before is not looked at again)
+			}
+			seen[node] = true
+			slot, err := k.Slots.Get(ctx, node)
+			if err != nil {
+				return err
+			}
+			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
+			if err != nil || !ok {
+				return err
+			}
+			out = append(out, c)
+			return nil
+		}
+		return nil
+	}
+	if total <= uint64(*budget) {
+		// every member: all the eligible ones make the pool, so that the draw from it is
+		// uniform (stopping at want would favour the first positions)
+		for r := range total {
+			*budget--
+			if err := look(r); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	for i := uint64(0); *budget > 0 && len(out) < want; i++ {
+		*budget--
+		if err := look(beacon.Below(beacon.Derive(seed[:], "member", i), total)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// better: lower load, then higher reputation (a tie keeps the first drawn).
 func better(x, y candidate) bool {
 	lx, ly := loadPPM(x.slot.GpusUsed, x.slot.Gpus), loadPPM(y.slot.GpusUsed, y.slot.Gpus)
 	if lx != ly {
 		return lx < ly
 	}
-	if !x.score.Equal(y.score) {
-		return x.score.GT(y.score)
-	}
-	return x.slot.NodeId < y.slot.NodeId
+	return x.score.GT(y.score)
 }
 
 // gather collects up to want eligible nodes of a class: idle nodes from the id start,
@@ -359,7 +430,7 @@ func better(x, y candidate) bool {
 // start+1, ...; at most 2 x want reads) and the index is walked only from where that
 // stopped. The probed ids are exactly the first entries of the first idle span, so the
 // candidates are the same as the index walk alone would give.
-func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, excluded map[uint64]bool, class string, start, maxID uint64, want int, budget *int) ([]candidate, error) {
+func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, excluded exclusion, class string, start, maxID uint64, want int, budget *int) ([]candidate, error) {
 	type span struct {
 		from, to collections.Triple[string, uint32, uint64]
 	}
@@ -444,11 +515,11 @@ func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role 
 
 // eligible applies every filter of the design to one node for one job, and returns the
 // node's quote and reputation.
-func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, s types.NodeSlot, excluded map[uint64]bool) (candidate, bool, error) {
+func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, s types.NodeSlot, excluded exclusion) (candidate, bool, error) {
 	req := job.Spec.Requirements
 	need := req.GPUs()
 	switch {
-	case !s.Active, excluded[s.NodeId], s.Operator == job.Owner:
+	case !s.Active, excluded.excludes(s), s.Operator == job.Owner:
 		return candidate{}, false, nil
 	case s.GpusUsed+need > s.Gpus || loadPPM(s.GpusUsed+need, s.Gpus) > p.LoadThresholdPpm:
 		return candidate{}, false, nil
@@ -474,12 +545,29 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, rol
 	return candidate{slot: s, score: score, price: price}, true, nil
 }
 
-// excludedNodes: the nodes that lost this task before and the nodes holding a sibling
-// replica of its shard (replicas must run on different nodes).
-func (k Keeper) excludedNodes(ctx context.Context, job types.Job, t types.Task) (map[uint64]bool, error) {
-	ex := make(map[uint64]bool, len(t.ExcludedNodes)+2)
+// exclusion is what a task may not run on: nodes that lost it before, and the nodes and
+// operators of its shard's other tasks. Replicas, audits, escalations and committee
+// members are kept apart by operator, not only by node: one operator's nodes are one
+// party, and a party that audits itself, or sits on the committee of its own dispute,
+// verifies nothing.
+type exclusion struct {
+	nodes     map[uint64]bool
+	operators map[string]bool
+}
+
+// excludes: the slot may not take the task.
+func (e exclusion) excludes(s types.NodeSlot) bool { return e.nodes[s.NodeId] || e.operators[s.Operator] }
+
+// none: nothing is excluded (every task of the job's role sees the same nodes).
+func (e exclusion) none() bool { return len(e.nodes) == 0 && len(e.operators) == 0 }
+
+// excludedNodes: the nodes that lost this task before, and the nodes and operators
+// holding a sibling task of its shard (replicas must run on different nodes of different
+// operators).
+func (k Keeper) excludedNodes(ctx context.Context, job types.Job, t types.Task) (exclusion, error) {
+	ex := exclusion{nodes: make(map[uint64]bool, len(t.ExcludedNodes)+2), operators: map[string]bool{}}
 	for _, n := range t.ExcludedNodes {
-		ex[n] = true
+		ex.nodes[n] = true
 	}
 	// A single-replica primary that never lapsed has no sibling yet (an audit is drawn
 	// only after its commitment; escalations and committees only after reveals).
@@ -488,15 +576,18 @@ func (k Keeper) excludedNodes(ctx context.Context, job types.Job, t types.Task) 
 	}
 	siblings, err := k.siblings(ctx, t)
 	if err != nil {
-		return nil, err
+		return exclusion{}, err
 	}
 	for _, s := range siblings {
 		if s.NodeId != 0 {
-			ex[s.NodeId] = true
+			ex.nodes[s.NodeId] = true
+		}
+		if s.Provider != "" {
+			ex.operators[s.Provider] = true
 		}
 		for _, n := range s.ExcludedNodes {
 			// a node that lost one of the shard's tasks stays away from the rest
-			ex[n] = ex[n] || s.Role == t.Role
+			ex.nodes[n] = ex.nodes[n] || s.Role == t.Role
 		}
 	}
 	return ex, nil

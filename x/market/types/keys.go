@@ -72,6 +72,9 @@ var (
 	SweepCursorsKey  = collections.NewPrefix(45)
 	CancelSweepsKey  = collections.NewPrefix(46)
 	JobSpecsKey      = collections.NewPrefix(47)
+	ClassMembersKey  = collections.NewPrefix(48)
+	MemberPosKey     = collections.NewPrefix(49)
+	ClassSizeKey     = collections.NewPrefix(50)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).
