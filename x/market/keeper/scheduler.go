@@ -556,7 +556,9 @@ type exclusion struct {
 }
 
 // excludes: the slot may not take the task.
-func (e exclusion) excludes(s types.NodeSlot) bool { return e.nodes[s.NodeId] || e.operators[s.Operator] }
+func (e exclusion) excludes(s types.NodeSlot) bool {
+	return e.nodes[s.NodeId] || e.operators[s.Operator]
+}
 
 // none: nothing is excluded (every task of the job's role sees the same nodes).
 func (e exclusion) none() bool { return len(e.nodes) == 0 && len(e.operators) == 0 }
