@@ -286,6 +286,7 @@ func New(
 	// the modules' views of each other, and the hooks that feed reputation and rewards:
 	// x/market reports providers' behaviour to x/reputation and verified work to x/dps
 	app.MarketKeeper.SetReputation(app.ReputationKeeper)
+	app.MarketKeeper.SetWorkRules(app.DPSKeeper)
 	app.MarketKeeper.SetHooks(markettypes.MultiMarketHooks{app.ReputationKeeper.MarketHooks(), app.DPSKeeper.MarketHooks()})
 	app.GFLKeeper.SetHooks(gfltypes.MultiGFLHooks{app.MarketKeeper.GFLHooks(), app.ReputationKeeper.GFLHooks()})
 	app.StakingSlashKeeper.SetHooks(app.ReputationKeeper.StakingSlashHooks())

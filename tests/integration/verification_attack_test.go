@@ -9,6 +9,7 @@ import (
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -171,4 +172,53 @@ func TestAuditThatCannotRunPaysNothingAndSlashesNobody(t *testing.T) {
 	require.Equal(t, bondedStart, bonded(t, a, "p1"), "not slashed")
 	require.Equal(t, clientStart, a.Balance(client, udps), "the owner gets everything back")
 	require.True(t, a.ModuleBalance(markettypes.ModuleName, udps).IsZero())
+}
+
+// TestAttackWashFarmsWarmup: a provider funds a second account and has it pay for ten
+// single-replica EXACT tasks the provider runs, to get through its audit warm-up (its
+// first audit_warmup_tasks settled tasks are audited with certainty) and to build
+// reputation cheaply. Wash work is paid but earns no record: after it the provider's
+// settled-task count and reputation are unchanged, and a stranger's task is still audited
+// with certainty.
+func TestAttackWashFarmsWarmup(t *testing.T) {
+	a, nodes := marketAppLate(t, 3, 0, nil) // p1 provider, p2 auditor, p3 the provider's second account
+	nodes["p1"] = bondAndRegister(t, a, "p1", 16)
+	p, _ := a.MarketKeeper.GetParams(a.Ctx())
+	p1 := a.Account("p1").Address
+	a.MustDeliver("p1", &banktypes.MsgSend{FromAddress: p1.String(), ToAddress: a.Account("p3").String(),
+		Amount: sdk.NewCoins(sdk.NewInt64Coin(udps, 1_000_000))})
+	repBefore, _, err := a.ReputationKeeper.Reputation(a.Ctx(), nodes["p1"])
+	require.NoError(t, err)
+
+	d := newDriver(t, a, "p1", "p2")
+	spec := exactJob(a, 1, 0)
+	spec.TaskCount = p.AuditWarmupTasks
+	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(int64(p.AuditWarmupTasks)*(1+int64(p.CommitteeSize))))
+	wash := submittedJob(t, a.MustDeliver("p3", &markettypes.MsgSubmitJob{Owner: a.Account("p3").String(), Spec: spec}).Data)
+	registerLate(t, a, nodes, "p2")
+	d.until(200, "wash job finished", jobDone(t, a, wash))
+	settled := 0
+	for _, tk := range jobTasks(t, a, wash) {
+		if tk.Role == markettypes.TASK_ROLE_PRIMARY && tk.Status == markettypes.TASK_STATUS_SETTLED {
+			settled++
+			require.Equal(t, nodes["p1"], tk.NodeId)
+		}
+	}
+	require.Equal(t, int(p.AuditWarmupTasks), settled, "the wash work is done and paid")
+
+	n, err := a.MarketKeeper.ProviderTasks.Get(a.Ctx(), p1)
+	if err == nil {
+		require.Zero(t, n, "wash tasks count toward the warm-up")
+	}
+	repAfter, _, err := a.ReputationKeeper.Reputation(a.Ctx(), nodes["p1"])
+	require.NoError(t, err)
+	require.Equal(t, repBefore.String(), repAfter.String(), "wash tasks raised the reputation")
+
+	// a stranger's task: still in the warm-up, audited with certainty
+	stranger := exactJob(a, 1, 0)
+	stranger.VerificationBudget = sdk.NewCoin(udps, stranger.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	job := submit(t, a, stranger)
+	d.until(100, "job finished", jobDone(t, a, job))
+	require.Len(t, role(t, a, job, markettypes.TASK_ROLE_AUDIT), 1, "the stranger's task is audited")
+	a.AssertInvariants()
 }

@@ -142,8 +142,14 @@ func (w *fundingWalk) multiSend(ctx context.Context, m *banktypes.MsgMultiSend) 
 	return nil
 }
 
-// earnsWork reports whether work its provider did for payer counts: not when the payer
-// is the provider, nor when the provider funded the payer.
+// EarnsWork reports whether work its provider did for payer counts: not when the payer
+// is the provider, nor when the provider funded the payer. x/market asks it too, so that
+// wash work earns no reputation and no step through the audit warm-up.
+func (k Keeper) EarnsWork(ctx context.Context, payer, provider sdk.AccAddress) (bool, error) {
+	return k.earnsWork(ctx, payer, provider)
+}
+
+// earnsWork is EarnsWork.
 func (k Keeper) earnsWork(ctx context.Context, payer, provider sdk.AccAddress) (bool, error) {
 	if provider.Equals(payer) {
 		return false, nil

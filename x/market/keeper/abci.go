@@ -146,19 +146,27 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err := k.recordWork(ctx, job, t, gross); err != nil {
 		return err
 	}
-	provider, err := k.acc(t.Provider)
+	// wash work (a payer the provider funded) is paid but earns no record: neither a
+	// step through the audit warm-up nor reputation
+	counts, err := k.counts(ctx, job, t)
 	if err != nil {
 		return err
 	}
-	n, err := k.ProviderTasks.Get(ctx, provider)
-	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
-		return err
-	}
-	if err := k.ProviderTasks.Set(ctx, provider, n+1); err != nil {
-		return err
-	}
-	if err := k.hooks().AfterTaskSettled(ctx, t.NodeId, !t.CommitTime.After(taskDeadline(job, t))); err != nil {
-		return err
+	if counts {
+		provider, err := k.acc(t.Provider)
+		if err != nil {
+			return err
+		}
+		n, err := k.ProviderTasks.Get(ctx, provider)
+		if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
+			return err
+		}
+		if err := k.ProviderTasks.Set(ctx, provider, n+1); err != nil {
+			return err
+		}
+		if err := k.hooks().AfterTaskSettled(ctx, t.NodeId, !t.CommitTime.After(taskDeadline(job, t))); err != nil {
+			return err
+		}
 	}
 	return k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_SETTLED, t.NodeId, "")
 }

@@ -48,6 +48,7 @@ func (i TaskIndexes) IndexesList() []collections.Index[uint64, types.Task] {
 // was copied into the module and other keepers reach all of them.
 type wiring struct {
 	reputation types.ReputationKeeper
+	workRules  types.WorkRules
 	hooks      types.MarketHooks
 	// lastWork is what the last EndBlock spent of its budgets: an observation for
 	// operators and tests, never read by the state machine.
@@ -185,7 +186,7 @@ func NewKeeper(
 	k := Keeper{
 		cdc: cdc, storeService: storeService, addressCodec: addressCodec, authority: authority,
 		accountKeeper: ak, bankKeeper: bk, gfl: gk, collateral: ck, feeCollector: feeCollector, rewardPool: rewardPool,
-		wiring: &wiring{reputation: types.NeutralReputation{}},
+		wiring: &wiring{reputation: types.NeutralReputation{}, workRules: types.AllWorkCounts{}},
 
 		Params: collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		JobSeq: collections.NewSequence(sb, types.JobSeqKey, "job_seq"),
@@ -273,6 +274,23 @@ func NewKeeper(
 
 // SetReputation replaces the neutral reputation with x/reputation's scores.
 func (k Keeper) SetReputation(r types.ReputationKeeper) { k.wiring.reputation = r }
+
+// SetWorkRules gives the market x/dps's rule of whose work counts: wash work (for a payer
+// its provider funded) earns neither reputation nor progress through the audit warm-up.
+func (k Keeper) SetWorkRules(r types.WorkRules) { k.wiring.workRules = r }
+
+// counts: the task's work counts for its provider's record (see SetWorkRules).
+func (k Keeper) counts(ctx context.Context, job types.Job, t types.Task) (bool, error) {
+	payer, err := k.acc(job.Owner)
+	if err != nil {
+		return false, err
+	}
+	provider, err := k.acc(t.Provider)
+	if err != nil {
+		return false, err
+	}
+	return k.wiring.workRules.EarnsWork(ctx, payer, provider)
+}
 
 // SetHooks sets the market hooks (x/reputation's and x/dps's); twice is a wiring error.
 func (k Keeper) SetHooks(h types.MarketHooks) {

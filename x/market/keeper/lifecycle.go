@@ -70,8 +70,15 @@ func (k Keeper) AckTask(ctx context.Context, provider sdk.AccAddress, id uint64)
 	}); err != nil {
 		return err
 	}
-	if err := k.hooks().AfterTaskAcked(ctx, t.NodeId, sdkCtx.BlockHeight() <= t.AckDeadlineHeight); err != nil {
+	onTime := sdkCtx.BlockHeight() <= t.AckDeadlineHeight
+	counts, err := k.counts(ctx, job, t)
+	if err != nil {
 		return err
+	}
+	if counts || !onTime { // a late ack always counts against its provider
+		if err := k.hooks().AfterTaskAcked(ctx, t.NodeId, onTime); err != nil {
+			return err
+		}
 	}
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
 }

@@ -177,8 +177,12 @@ func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *t
 	if err := k.transition(ctx, p, job, t, types.TASK_STATUS_VERIFIED, step{}, func(t *types.Task) { t.SettleHeight = settle }); err != nil {
 		return err
 	}
-	if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, true); err != nil {
+	if counts, err := k.counts(ctx, *job, *t); err != nil {
 		return err
+	} else if counts {
+		if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, true); err != nil {
+			return err
+		}
 	}
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: t.Id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
 }

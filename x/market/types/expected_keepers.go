@@ -60,6 +60,21 @@ func (NeutralReputation) Reputation(context.Context, uint64) (sdkmath.LegacyDec,
 	return sdkmath.LegacyOneDec(), true, nil
 }
 
+// WorkRules says whose work counts (x/dps decides, for its work rewards too).
+type WorkRules interface {
+	// EarnsWork: work provider did for payer counts, i.e. they are not the same account
+	// and the provider never funded the payer (wash work does not count).
+	EarnsWork(ctx context.Context, payer, provider sdk.AccAddress) (bool, error)
+}
+
+// AllWorkCounts is the WorkRules of a market without x/dps (keeper unit tests).
+type AllWorkCounts struct{}
+
+// EarnsWork implements WorkRules: only self-dealing does not count.
+func (AllWorkCounts) EarnsWork(_ context.Context, payer, provider sdk.AccAddress) (bool, error) {
+	return !payer.Equals(provider), nil
+}
+
 // MarketHooks tell other modules (x/reputation) about providers' behaviour. A hook that
 // fails returns its error having written nothing; x/market then fails the step that
 // called it (the tx, or the block item), so that no provider's record is ever skipped.
