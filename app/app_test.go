@@ -46,11 +46,12 @@ func TestUGFLIsNotTransferable(t *testing.T) {
 	a := apptest.New(t, apptest.WithAccounts("alice", "bob"))
 	alice, bob := a.Account("alice"), a.Account("bob")
 
-	// x/gfl is the only source of ugfl: mint some to alice as a rebalance would.
+	// x/gfl is the only source of ugfl: mint some to alice as a rebalance would (only
+	// x/gfl's own marked moves pass the send restriction).
 	a.Prepare(func(ctx sdk.Context) {
 		coins := sdk.NewCoins(sdk.NewInt64Coin(app.GFLDenom, 500))
 		require.NoError(t, a.BankKeeper.MintCoins(ctx, gfltypes.ModuleName, coins))
-		require.NoError(t, a.BankKeeper.SendCoinsFromModuleToAccount(ctx, gfltypes.ModuleName, alice.Address, coins))
+		require.NoError(t, a.BankKeeper.SendCoinsFromModuleToAccount(gfltypes.WithLedgerMove(ctx), gfltypes.ModuleName, alice.Address, coins))
 	})
 	a.NextBlock()
 	require.Equal(t, sdkmath.NewInt(500), a.Balance(alice.Address, app.GFLDenom))

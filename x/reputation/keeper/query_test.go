@@ -218,3 +218,31 @@ func TestReputationAndProviderReputation(t *testing.T) {
 	require.True(t, eligible)
 	f.requireInvariants()
 }
+
+// TestAttackFreshNodeEscapesLowScore: an operator whose node scored 0.3 registers a new
+// node hoping for a clean initial_score of 0.5. A new node starts from its operator's
+// standing (the mean of its scored nodes when below initial_score), both before it is
+// tracked (what the scheduler reads) and once tracked; an operator without nodes, or a
+// good one, starts at 0.5.
+func TestAttackFreshNodeEscapesLowScore(t *testing.T) {
+	f := newFixture(t)
+	f.addNode(1, "alice")
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, false))
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true))
+	f.scoreAll()
+	require.Equal(t, "0.300000000000000000", f.score(1).Score.String())
+
+	f.gflOnly(2, "alice") // registered in x/gfl, no record here yet
+	score, eligible, err := f.k.Reputation(f.ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, "0.300000000000000000", score.String(), "the new node inherits its operator's standing")
+	require.False(t, eligible)
+	f.addNode(2, "alice")
+	require.Equal(t, "0.300000000000000000", f.score(2).Score.String())
+
+	f.gflOnly(3, "carol") // an operator with no record
+	score, _, err = f.k.Reputation(f.ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, "0.500000000000000000", score.String())
+	f.requireInvariants()
+}

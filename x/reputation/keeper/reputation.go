@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	"github.com/flopsnet/flops/x/reputation/types"
 )
@@ -26,11 +27,40 @@ func (k Keeper) Reputation(ctx context.Context, nodeID uint64) (sdkmath.LegacyDe
 	s, err := k.Scores.Get(ctx, nodeID)
 	switch {
 	case errorsmod.IsOf(err, collections.ErrNotFound):
-		return p.InitialScore, p.Eligible(p.InitialScore), nil
+		node, err := k.gfl.GetNode(ctx, nodeID)
+		if errorsmod.IsOf(err, gfltypes.ErrNodeNotFound) {
+			return p.InitialScore, p.Eligible(p.InitialScore), nil // no node, no operator
+		} else if err != nil {
+			return sdkmath.LegacyDec{}, false, errorsmod.Wrapf(err, "operator of node %d", nodeID)
+		}
+		start, err := k.startScore(ctx, p, node.Operator)
+		if err != nil {
+			return sdkmath.LegacyDec{}, false, err
+		}
+		return start, p.Eligible(start), nil
 	case err != nil:
 		return sdkmath.LegacyDec{}, false, err
 	}
 	return s.Score, p.Eligible(s.Score), nil
+}
+
+// startScore is the score a new node of operator starts from: initial_score, or the mean
+// of the operator's scored nodes when that is lower. A node is its operator's, so a node
+// with a low score cannot be replaced by a fresh one with a clean 0.5 (and adding nodes
+// can never raise the operator's mean).
+func (k Keeper) startScore(ctx context.Context, p types.Params, operator string) (sdkmath.LegacyDec, error) {
+	addr, err := k.operatorAddr("operator", operator)
+	if err != nil {
+		return sdkmath.LegacyDec{}, err
+	}
+	mean, n, err := k.providerMean(ctx, p, addr)
+	if err != nil {
+		return sdkmath.LegacyDec{}, err
+	}
+	if n > 0 && mean.LT(p.InitialScore) {
+		return mean, nil
+	}
+	return p.InitialScore, nil
 }
 
 // ProviderReputation returns the mean score of the operator's nodes (truncated to 18
@@ -125,9 +155,13 @@ func (k Keeper) ensureNode(ctx sdk.Context, p types.Params, nodeID uint64, opera
 		}
 		operator = node.Operator
 	}
+	start, err := k.startScore(ctx, p, operator)
+	if err != nil {
+		return s, err
+	}
 	zero := sdkmath.LegacyZeroDec()
 	s = types.NodeScore{
-		NodeId: nodeID, Operator: operator, Score: p.InitialScore,
+		NodeId: nodeID, Operator: operator, Score: start,
 		Accuracy: zero, Responsiveness: zero, PrevScore: zero, FirstEpoch: epoch,
 	}
 	if err := k.setScore(ctx, nil, s); err != nil {
