@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
 
-.PHONY: help build demo demo-multi install test test-unit test-e2e bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean
+.PHONY: help build demo demo-multi install test test-long test-unit test-e2e bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -35,8 +35,11 @@ demo-multi: build ## the demo on 4 validators
 install: ## install flopsd and flops-worker into GOBIN
 	go install $(GOFLAGS_BUILD) ./cmd/flopsd ./cmd/flops-worker
 
-test: build ## every test: unit, keeper, app and end-to-end (about 9 to 10 min warm, see README)
+test: build ## every test but the long runs: unit, keeper, app and end-to-end (about 8 min warm, see README)
 	go test -count=1 -timeout 30m ./...
+
+test-long: build ## the long runs: the demo on 4 validators with one killed (about 2 min)
+	FLOPS_LONG_TESTS=1 go test -count=1 -timeout 30m -run 'TestDemoFourValidatorsOneKilled' ./tests/e2e/
 
 test-unit: ## unit, keeper and app tests only (no networks)
 	go test -count=1 -short ./...

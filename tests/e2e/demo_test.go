@@ -31,8 +31,12 @@ func TestDemoHeadless(t *testing.T) {
 }
 
 // The same on 4 validators, one of them killed (SIGKILL) once the jobs are submitted:
-// the other three keep making blocks and the market keeps settling.
+// the other three keep making blocks and the market keeps settling. A long run: `make
+// test-long` (and .ci/run) runs it, `make test` skips it.
 func TestDemoFourValidatorsOneKilled(t *testing.T) {
+	if os.Getenv("FLOPS_LONG_TESTS") == "" {
+		t.Skip("a long run (about 2 min): make test-long")
+	}
 	sum := runDemo(t, demo.Options{Validators: 4, KillValidator: 3, PortOffset: 5500})
 	require.Equal(t, 3, sum.Killed)
 	checkDemo(t, sum)
