@@ -283,8 +283,13 @@ func (k Keeper) step(ctx sdk.Context, budget int) (int, error) {
 	case types.DISTRIBUTION_PHASE_WORK_PAY:
 		used, err = k.workPayStep(ctx, &d, budget)
 	case types.DISTRIBUTION_PHASE_PRUNE:
+		// this epoch's work records, then the rewards of the epoch that falls out of
+		// distribution_retention_epochs
 		var done bool
 		done, err = k.PruneWork(ctx, d.Epoch, budget)
+		if err == nil && done {
+			done, err = k.pruneRewards(ctx, d.Epoch, budget)
+		}
 		used = budget
 		if err == nil && done {
 			d.Phase = types.DISTRIBUTION_PHASE_DONE
@@ -632,7 +637,7 @@ func (k Keeper) pay(ctx sdk.Context, epoch uint64, to sdk.AccAddress, nodeID uin
 	} else {
 		r.Availability = r.Availability.Add(amt)
 	}
-	if err := k.Rewards.Set(ctx, key, r); err != nil {
+	if err := k.setReward(ctx, to, r); err != nil {
 		return err
 	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventRewardPaid{
@@ -668,6 +673,66 @@ func (k Keeper) finish(ctx sdk.Context, d types.Distribution, aborted bool) erro
 		return err
 	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventDistributionFinished{Distribution: d})
+}
+
+// setReward stores a provider's reward record of an epoch and its epoch index entry.
+func (k Keeper) setReward(ctx context.Context, provider sdk.AccAddress, r types.ProviderReward) error {
+	if err := k.Rewards.Set(ctx, collections.Join(provider, r.Epoch), r); err != nil {
+		return err
+	}
+	return k.RewardsByEpoch.Set(ctx, collections.Join(r.Epoch, provider))
+}
+
+// pruneRewards deletes up to limit reward records of the epoch distribution_retention_epochs
+// before epoch; done when none is left.
+func (k Keeper) pruneRewards(ctx sdk.Context, epoch uint64, limit int) (bool, error) {
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return false, err
+	}
+	keep := uint64(p.DistributionRetentionEpochs)
+	if keep == 0 || epoch <= keep {
+		return true, nil
+	}
+	old := epoch - keep
+	// the distribution's record goes first (its rewards history then no longer has to
+	// add up while it is deleted page by page); one that still owes deferred payouts is
+	// kept, and so are its rewards, which those payouts still add to
+	if err := k.pruneDistribution(ctx, epoch); err != nil {
+		return false, err
+	}
+	if kept, err := k.Distributions.Has(ctx, old); err != nil || kept {
+		return kept, err
+	}
+	it, err := k.RewardsByEpoch.Iterate(ctx, collections.NewPrefixedPairRange[uint64, sdk.AccAddress](old))
+	if err != nil {
+		return false, err
+	}
+	var keys []collections.Pair[uint64, sdk.AccAddress]
+	for ; it.Valid() && len(keys) <= limit; it.Next() {
+		key, err := it.Key()
+		if err != nil {
+			_ = it.Close()
+			return false, err
+		}
+		keys = append(keys, key)
+	}
+	if err := it.Close(); err != nil {
+		return false, err
+	}
+	done := len(keys) <= limit
+	if !done {
+		keys = keys[:limit]
+	}
+	for _, key := range keys {
+		if err := k.Rewards.Remove(ctx, collections.Join(key.K2(), old)); err != nil {
+			return false, err
+		}
+		if err := k.RewardsByEpoch.Remove(ctx, key); err != nil {
+			return false, err
+		}
+	}
+	return done, nil
 }
 
 // pruneDistribution deletes the record of the distribution distribution_retention_epochs

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"cosmossdk.io/collections"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
 	"github.com/stretchr/testify/require"
 
 	sdkmath "cosmossdk.io/math"
@@ -585,7 +588,8 @@ func TestProviderSpanningBlocks(t *testing.T) {
 }
 
 // Distribution records do not accumulate: when epoch n's distribution finishes, that of
-// n - distribution_retention_epochs is deleted, unless it still owes deferred payouts.
+// n - distribution_retention_epochs is deleted, unless it still owes deferred payouts, and
+// so are that epoch's reward records (paged in the PRUNE phase, by their epoch index).
 func TestOldDistributionsArePruned(t *testing.T) {
 	f := newFixture(t, fixtureOpts{params: func(p *types.Params) { p.DistributionRetentionEpochs = 2 }})
 	network(f)
@@ -610,9 +614,30 @@ func TestOldDistributionsArePruned(t *testing.T) {
 	}
 	d1 = f.emission(1)
 	require.True(t, d1.DeferredAvailability.Add(d1.DeferredWork).IsZero())
+	rewards := func(n uint64) (records, indexed int) {
+		require.NoError(t, f.k.Rewards.Walk(f.ctx, nil, func(k collections.Pair[sdk.AccAddress, uint64], _ types.ProviderReward) (bool, error) {
+			if k.K2() == n {
+				records++
+			}
+			return false, nil
+		}))
+		require.NoError(t, f.k.RewardsByEpoch.Walk(f.ctx, collections.NewPrefixedPairRange[uint64, sdk.AccAddress](n), func(collections.Pair[uint64, sdk.AccAddress]) (bool, error) {
+			indexed++
+			return false, nil
+		}))
+		return records, indexed
+	}
+	r1, i1 := rewards(1)
+	require.Positive(t, r1)
+	require.Equal(t, r1, i1, "every reward record is indexed by its epoch")
 	f.endEpoch(3)
 	f.runUntilIdle(20)
 	require.False(t, has(1), "epoch 1 pruned")
+	r1, i1 = rewards(1)
+	require.Zero(t, r1+i1, "epoch 1's rewards pruned with it")
+	r2, i2 := rewards(2)
+	require.Positive(t, r2)
+	require.Equal(t, r2, i2)
 	require.True(t, has(2))
 	require.True(t, has(3))
 	f.endEpoch(4)

@@ -56,7 +56,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err != nil {
 			return err
 		}
-		if err := k.Rewards.Set(ctx, collections.Join(sdk.AccAddress(provider), r.Epoch), r); err != nil {
+		if err := k.setReward(ctx, provider, r); err != nil {
 			return err
 		}
 	}

@@ -52,7 +52,19 @@ func (k Keeper) DistributionsInvariant(ctx sdk.Context) (string, bool) {
 	}
 	type sums struct{ avail, work sdkmath.Int }
 	history := map[uint64]sums{}
-	if err := k.Rewards.Walk(ctx, nil, func(_ collections.Pair[sdk.AccAddress, uint64], r types.ProviderReward) (bool, error) {
+	var unindexed []string
+	records, indexed := 0, 0
+	if err := k.RewardsByEpoch.Walk(ctx, nil, func(collections.Pair[uint64, sdk.AccAddress]) (bool, error) {
+		indexed++
+		return false, nil
+	}); err != nil {
+		return fail(err.Error())
+	}
+	if err := k.Rewards.Walk(ctx, nil, func(key collections.Pair[sdk.AccAddress, uint64], r types.ProviderReward) (bool, error) {
+		records++
+		if ok, err := k.RewardsByEpoch.Has(ctx, collections.Join(key.K2(), key.K1())); err != nil || !ok {
+			unindexed = append(unindexed, fmt.Sprintf("the reward of %s for epoch %d is not indexed by its epoch", r.Provider, r.Epoch))
+		}
 		s, ok := history[r.Epoch]
 		if !ok {
 			s = sums{sdkmath.ZeroInt(), sdkmath.ZeroInt()}
@@ -81,7 +93,10 @@ func (k Keeper) DistributionsInvariant(ctx sdk.Context) (string, bool) {
 	}); err != nil {
 		return fail(err.Error())
 	}
-	var problems []string
+	problems := unindexed
+	if records != indexed {
+		problems = append(problems, fmt.Sprintf("%d reward records, %d epoch index entries", records, indexed))
+	}
 	if reserved, err := k.deferredTotal(ctx); err != nil {
 		return fail(err.Error())
 	} else if !reserved.Equal(total) {

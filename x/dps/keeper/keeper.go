@@ -46,6 +46,9 @@ type Keeper struct {
 	Distributions collections.Map[uint64, types.Distribution]
 	// Rewards: (provider, epoch) -> what the provider received from that epoch.
 	Rewards collections.Map[collections.Pair[sdk.AccAddress, uint64], types.ProviderReward]
+	// RewardsByEpoch indexes Rewards by epoch (setReward keeps it in step), so that an
+	// epoch's rewards are pruned page by page distribution_retention_epochs later.
+	RewardsByEpoch collections.KeySet[collections.Pair[uint64, sdk.AccAddress]]
 	// CurrentEpoch is the reward epoch verified work is recorded under: the number of
 	// the last epoch of params.epoch_identifier that started (epochs.go).
 	CurrentEpoch collections.Item[uint64]
@@ -91,6 +94,8 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 		Distributions: collections.NewMap(sb, types.DistributionsKey, "distributions", collections.Uint64Key, codec.CollValue[types.Distribution](cdc)),
 		Rewards: collections.NewMap(sb, types.RewardsKey, "rewards",
 			collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key), codec.CollValue[types.ProviderReward](cdc)),
+		RewardsByEpoch: collections.NewKeySet(sb, types.RewardsByEpochKey, "rewards_by_epoch",
+			collections.PairKeyCodec(collections.Uint64Key, sdk.AccAddressKey)),
 		CurrentEpoch: collections.NewItem(sb, types.CurrentEpochKey, "current_epoch", collections.Uint64Value),
 		Work: collections.NewMap(sb, types.WorkKey, "work",
 			collections.TripleKeyCodec(collections.Uint64Key, sdk.AccAddressKey, collections.Int32Key), codec.CollValue[types.WorkRecord](cdc)),

@@ -30,6 +30,9 @@ var (
 	// (internal/blockhook.Retries).
 	RetryAttemptsKey = collections.NewPrefix(11)
 	RetryDueKey      = collections.NewPrefix(12)
+	// RewardsByEpochKey: (epoch, provider), the index by which an epoch's rewards are
+	// pruned distribution_retention_epochs later.
+	RewardsByEpochKey = collections.NewPrefix(13)
 )
 
 // Kinds of the distribution's block-hook items (internal/blockhook). A start or step
