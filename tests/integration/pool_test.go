@@ -400,3 +400,47 @@ func TestPoolCloseWithPendingClaims(t *testing.T) {
 	require.True(t, a.ModuleBalance(markettypes.ModuleName, udps).IsZero(), "the escrow ends empty")
 	a.AssertInvariants()
 }
+
+// A closed pool does not stay for ever: job_retention_blocks after its close, once it
+// holds nothing, its record and its members are deleted by the block work (and the
+// escrow account never held more than the pool's budget).
+func TestClosedPoolIsPruned(t *testing.T) {
+	a, nodes := marketApp(t, func(p *markettypes.Params) { p.JobRetentionBlocks = 20 })
+	owner := a.Account("client").String()
+	poolID := submittedPool(t, a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: gemmPoolSpec(100_000, 1_000_000)}).Data)
+	for _, n := range []string{"p1", "p2"} {
+		a.MustDeliver(n, &markettypes.MsgJoinPool{Provider: a.Account(n).String(), PoolId: poolID, NodeId: nodes[n]})
+	}
+	members := func() int {
+		n := 0
+		require.NoError(t, a.MarketKeeper.PoolMembers.Walk(a.Ctx(), collections.NewPrefixedPairRange[uint64, uint64](poolID),
+			func(collections.Pair[uint64, uint64], markettypes.PoolMember) (bool, error) { n++; return false, nil }))
+		return n
+	}
+	require.Equal(t, 2, members())
+	a.MustDeliver("client", &markettypes.MsgClosePool{Owner: owner, PoolId: poolID})
+	closed := a.Height()
+	require.True(t, a.ModuleBalance(markettypes.ModuleName, udps).IsZero(), "the budget is refunded at the close")
+	for a.Height() < closed+20 {
+		ok, err := a.MarketKeeper.Pools.Has(a.Ctx(), poolID)
+		require.NoError(t, err)
+		require.True(t, ok, "pruned before its retention, at height %d", a.Height())
+		a.NextBlock()
+	}
+	a.NextBlock()
+	ok, err := a.MarketKeeper.Pools.Has(a.Ctx(), poolID)
+	require.NoError(t, err)
+	require.False(t, ok, "the closed pool is still stored a retention after its close")
+	require.Zero(t, members())
+	a.AssertInvariants()
+}
+
+func submittedPool(t testing.TB, data []byte) uint64 {
+	t.Helper()
+	var md sdk.TxMsgData
+	require.NoError(t, md.Unmarshal(data))
+	require.Len(t, md.MsgResponses, 1)
+	var r markettypes.MsgCreatePoolResponse
+	require.NoError(t, r.Unmarshal(md.MsgResponses[0].Value))
+	return r.PoolId
+}

@@ -48,6 +48,7 @@ const (
 	kindPrune     = types.ItemPrune
 	kindUnit      = types.ItemUnit
 	kindAssign    = types.ItemAssign
+	kindPoolPrune = types.ItemPoolPrune
 )
 
 // The sizes of the parts of big items: small enough that a part is a small fraction of a
@@ -146,6 +147,9 @@ func (k Keeper) runDueWork(ctx sdk.Context, p types.Params, r *blockhook.Runner)
 		func(n int) (int, error) {
 			return blockhook.Queue(ctx, r, kindPrune, k.PruneQueue, byHeight, byID(kindPrune), n)
 		},
+		func(n int) (int, error) {
+			return blockhook.Queue(ctx, r, kindPoolPrune, k.PoolPruneQueue, byHeight, byID(kindPoolPrune), n)
+		},
 	}
 	for _, step := range steps {
 		if left <= 0 {
@@ -200,6 +204,10 @@ func (k Keeper) kinds(p types.Params) []blockhook.Kind {
 		{Name: kindPrune, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) { return k.prunePart(ctx, it.ID) },
 			Resolve: func(sdk.Context, blockhook.Item) (string, error) {
 				return "the finished job's records are kept (storage only: nothing is held)", nil
+			}},
+		{Name: kindPoolPrune, Do: once(func(ctx sdk.Context, id uint64) error { return k.prunePool(ctx, p, id) }),
+			Resolve: func(sdk.Context, blockhook.Item) (string, error) {
+				return "the closed pool's records are kept (storage only: nothing is held)", nil
 			}},
 		{Name: kindUnit, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
 			return true, k.lapseUnit(ctx, p, it.ID, it.Sub)

@@ -71,6 +71,12 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.Pools.Set(ctx, pl.Id, pl); err != nil {
 			return err
 		}
+		if pl.Status == types.POOL_STATUS_CLOSED {
+			// a retention from the import (when it closed is not recorded)
+			if err := k.schedulePoolPrune(ctx, p, pl.Id); err != nil {
+				return err
+			}
+		}
 	}
 	for _, u := range gs.Units {
 		key := collections.Join(u.PoolId, u.Id)

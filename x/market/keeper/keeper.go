@@ -128,6 +128,9 @@ type Keeper struct {
 	AuctionClose    collections.KeySet[collections.Pair[int64, uint64]]
 	JobDeadlines    collections.KeySet[collections.Pair[time.Time, uint64]]
 	PruneQueue      collections.KeySet[collections.Pair[int64, uint64]]
+	// PoolPruneQueue: (height, pool id) of closed pools, deleted job_retention_blocks
+	// after their close once they hold nothing (pool.go, prunePool).
+	PoolPruneQueue collections.KeySet[collections.Pair[int64, uint64]]
 
 	// Heartbeats: node -> height of its last heartbeat; HeartbeatDue: (height its tasks
 	// lapse, node).
@@ -239,6 +242,7 @@ func NewKeeper(
 		AuctionClose:    collections.NewKeySet(sb, types.AuctionCloseKey, "auction_close", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		JobDeadlines:    collections.NewKeySet(sb, types.JobDeadlinesKey, "job_deadlines", collections.PairKeyCodec(collkeys.TimeKey, collections.Uint64Key)),
 		PruneQueue:      collections.NewKeySet(sb, types.PruneQueueKey, "prune_queue", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		PoolPruneQueue:  collections.NewKeySet(sb, types.PoolPruneKey, "pool_prune_queue", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		Heartbeats:      collections.NewMap(sb, types.HeartbeatsKey, "heartbeats", collections.Uint64Key, collections.Int64Value),
 		HeartbeatDue:    collections.NewKeySet(sb, types.HeartbeatDueKey, "heartbeat_due", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		History: collections.NewMap(sb, types.HistoryKey, "history", collections.PairKeyCodec(collections.Uint64Key, collections.Uint32Key),

@@ -573,7 +573,73 @@ func (k Keeper) ClosePool(ctx context.Context, ownerAddr sdk.AccAddress, poolID 
 	if err := k.Pools.Set(ctx, poolID, pool); err != nil {
 		return sdkmath.Int{}, err
 	}
+	if err := k.schedulePoolPrune(ctx, p, poolID); err != nil {
+		return sdkmath.Int{}, err
+	}
 	return refund, k.poolEvent(ctx, poolID, "closed", 0, uint64(len(open)), refund)
+}
+
+// schedulePoolPrune queues a closed pool's deletion job_retention_blocks from now.
+func (k Keeper) schedulePoolPrune(ctx context.Context, p types.Params, poolID uint64) error {
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight() + int64(p.JobRetentionBlocks)
+	return k.PoolPruneQueue.Set(ctx, collections.Join(h, poolID))
+}
+
+// prunePool deletes a closed pool that holds nothing (no escrow, no unit, no unpaid
+// credit) with its members, at most max_pool_providers records plus one. A pool that
+// still holds something (a unit claimed before the close, waiting for its reveal or its
+// lapse, both far shorter than the retention) is looked at again a retention later.
+func (k Keeper) prunePool(ctx sdk.Context, p types.Params, poolID uint64) error {
+	pool, err := k.Pools.Get(ctx, poolID)
+	if errors.Is(err, collections.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if pool.Status != types.POOL_STATUS_CLOSED {
+		return fmt.Errorf("market: pool %d queued for pruning is %s", poolID, pool.Status)
+	}
+	ui, err := k.Units.Iterate(ctx, collections.NewPrefixedPairRange[uint64, uint64](poolID))
+	if err != nil {
+		return err
+	}
+	hasUnits := ui.Valid()
+	if err := ui.Close(); err != nil {
+		return err
+	}
+	if !pool.Escrow.IsZero() || hasUnits {
+		return k.schedulePoolPrune(ctx, p, poolID)
+	}
+	mi, err := k.PoolMembers.Iterate(ctx, collections.NewPrefixedPairRange[uint64, uint64](poolID))
+	if err != nil {
+		return err
+	}
+	members, err := mi.Keys() // at most max_pool_providers
+	if err != nil {
+		return err
+	}
+	for _, key := range members {
+		if err := k.PoolMembers.Remove(ctx, key); err != nil {
+			return err
+		}
+	}
+	ei, err := k.PoolEarnings.Iterate(ctx, collections.NewPrefixedPairRange[uint64, sdk.AccAddress](poolID))
+	if err != nil {
+		return err
+	}
+	earnings, err := ei.Keys() // none once the escrow is empty; at most one per member
+	if err != nil {
+		return err
+	}
+	for _, key := range earnings {
+		if err := k.PoolEarnings.Remove(ctx, key); err != nil {
+			return err
+		}
+	}
+	if err := k.Pools.Remove(ctx, poolID); err != nil {
+		return err
+	}
+	return k.poolEvent(ctx, poolID, "pruned", 0, 0, sdkmath.ZeroInt())
 }
 
 func (k Keeper) lapseUnit(ctx sdk.Context, p types.Params, poolID, unitID uint64) error {

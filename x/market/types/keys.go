@@ -75,6 +75,7 @@ var (
 	ClassMembersKey  = collections.NewPrefix(48)
 	MemberPosKey     = collections.NewPrefix(49)
 	ClassSizeKey     = collections.NewPrefix(50)
+	PoolPruneKey     = collections.NewPrefix(51)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).
@@ -91,7 +92,8 @@ const (
 	ItemPrune     = "prune"
 	ItemUnit      = "unit"
 	ItemAssign    = "assign"
+	ItemPoolPrune = "pool-prune"
 )
 
 // ItemKinds lists the kinds of the module's block-hook items.
-var ItemKinds = []string{ItemAuction, ItemAck, ItemHeartbeat, ItemRun, ItemReveal, ItemAudit, ItemSettle, ItemDeadline, ItemCancel, ItemPrune, ItemUnit, ItemAssign}
+var ItemKinds = []string{ItemAuction, ItemAck, ItemHeartbeat, ItemRun, ItemReveal, ItemAudit, ItemSettle, ItemDeadline, ItemCancel, ItemPrune, ItemUnit, ItemAssign, ItemPoolPrune}
