@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -443,4 +444,55 @@ func submittedPool(t testing.TB, data []byte) uint64 {
 	var r markettypes.MsgCreatePoolResponse
 	require.NoError(t, r.Unmarshal(md.MsgResponses[0].Value))
 	return r.PoolId
+}
+
+// TestAttackLazyClaimerWinsNonePool: in a NONE pool (a reveal is not checked) units were
+// raced, so a member that commits a made-up root the moment a unit appears took every
+// unit from one that runs them. A NONE pool's units are now drawn among its members:
+// over 40 units the lazy member, committing at once, claims only the units drawn for it
+// (and those the honest member leaves past their reservation: none here), the honest one,
+// committing three blocks later, every unit drawn for it; each share is within the
+// binomial bound of half.
+func TestAttackLazyClaimerWinsNonePool(t *testing.T) {
+	const units = 40
+	// a long reveal timeout (and so reservation): nothing lapses while the test plays
+	// one claim per block
+	a, nodes := marketAppN(t, 2, func(p *markettypes.Params) { p.PoolRevealTimeoutBlocks = 1000 })
+	owner := a.Account("client").String()
+	spec := gemmPoolSpec(10_000, units*10_000) // small units: 40 claims fit either member's collateral
+	spec.Verification = markettypes.VERIFICATION_CLASS_NONE
+	poolID := submittedPool(t, a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec}).Data)
+	for _, n := range []string{"p1", "p2"} {
+		a.MustDeliver(n, &markettypes.MsgJoinPool{Provider: a.Account(n).String(), PoolId: poolID, NodeId: nodes[n]})
+	}
+	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: poolID, Units: unitInputs(units)})
+	pp := newPoolPlayer(t, a, nodes, poolID)
+	lazyRoot := sha256.Sum256([]byte("made up"))
+	// the lazy member (p1) tries every unit at once; what it cannot claim is refused
+	for u := uint64(1); u <= units; u++ {
+		if getUnit(t, a, poolID, u).Status != markettypes.UNIT_STATUS_OPEN {
+			continue
+		}
+		r := a.Deliver("p1", pp.commit("p1", u, lazyRoot[:]))
+		if r.Code != 0 {
+			require.Equal(t, markettypes.ErrUnitReserved.ABCICode(), r.Code, r.Log)
+		}
+	}
+	a.NextBlocks(3) // the honest member computes
+	for u := uint64(1); u <= units; u++ {
+		if getUnit(t, a, poolID, u).Status == markettypes.UNIT_STATUS_OPEN {
+			a.MustDeliver("p2", pp.commit("p2", u, pp.solve(u).root()))
+		}
+	}
+	won := map[uint64]int{}
+	for u := uint64(1); u <= units; u++ {
+		unit := getUnit(t, a, poolID, u)
+		require.Equal(t, markettypes.UNIT_STATUS_COMMITTED, unit.Status)
+		require.Equal(t, unit.DesignatedNode, unit.NodeId, "unit %d claimed by a member it was not drawn for", u)
+		won[unit.NodeId]++
+	}
+	sd := math.Sqrt(units * 0.25)
+	t.Logf("lazy member %d units, honest member %d (fair %d ± %.1f)", won[nodes["p1"]], won[nodes["p2"]], units/2, sd)
+	require.InDelta(t, units/2, won[nodes["p1"]], 4*sd)
+	a.AssertInvariants()
 }

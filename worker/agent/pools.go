@@ -78,7 +78,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 				}})
 		case member:
 			if pool.Status == markettypes.POOL_STATUS_OPEN {
-				a.race(ctx, pool)
+				a.race(ctx, height, pool)
 			}
 			acts = append(acts, a.revealUnits(ctx, height, pool)...)
 			if act, ok := a.withdraw(ctx, pool); ok {
@@ -119,8 +119,9 @@ func (a *Agent) member(ctx context.Context, poolID uint64) (bool, error) {
 }
 
 // race claims open units up to pools.max_claims in flight. Members take units in an
-// order of their own (a hash of node and unit) so that they rarely compute the same one.
-func (a *Agent) race(ctx context.Context, pool markettypes.Pool) {
+// order of their own (a hash of node and unit) so that they rarely compute the same one,
+// and leave a NONE pool's units drawn for another member alone while they are reserved.
+func (a *Agent) race(ctx context.Context, height int64, pool markettypes.Pool) {
 	a.mu.Lock()
 	inflight := 0
 	for _, c := range a.claims {
@@ -145,7 +146,8 @@ func (a *Agent) race(ctx context.Context, pool markettypes.Pool) {
 			return
 		}
 		key := unitKey(pool.Id, u.Id)
-		excluded := false
+		// a NONE pool's unit drawn for another member is its until its reservation ends
+		excluded := u.DesignatedNode != 0 && u.DesignatedNode != a.node.Id && height < u.ReservedUntilHeight
 		for _, n := range u.ExcludedNodes {
 			excluded = excluded || n == a.node.Id
 		}

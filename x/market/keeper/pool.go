@@ -15,6 +15,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -301,9 +302,31 @@ func (k Keeper) SubmitUnits(ctx context.Context, ownerAddr sdk.AccAddress, poolI
 		return 0, errorsmod.Wrapf(types.ErrInsufficientFunds, "pool %d has %s%s free, %d units need %s%s", poolID, free, p.Denom, len(inputs), need, p.Denom)
 	}
 	first := pool.NextUnit
+	// a NONE pool's units are drawn among its members rather than raced (see
+	// Unit.designated_node)
+	var members []uint64
+	if pool.Spec.Verification == types.VERIFICATION_CLASS_NONE {
+		it, err := k.PoolMembers.Iterate(ctx, collections.NewPrefixedPairRange[uint64, uint64](poolID))
+		if err != nil {
+			return 0, err
+		}
+		keys, err := it.Keys() // at most max_pool_providers, in node id order
+		if err != nil {
+			return 0, err
+		}
+		for _, key := range keys {
+			members = append(members, key.K2())
+		}
+	}
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
 	for _, in := range inputs {
 		// a new unit is OPEN: its record and its race entry
 		u := types.Unit{PoolId: poolID, Id: pool.NextUnit, Input: in, Status: types.UNIT_STATUS_OPEN, Exposure: sdkmath.ZeroInt()}
+		if len(members) > 0 {
+			seed := k.seedOf(ctx, types.DomainPoolUnit, poolID, u.Id)
+			u.DesignatedNode = members[beacon.Below(seed, uint64(len(members)))]
+			u.ReservedUntilHeight = h + int64(p.PoolRevealTimeoutBlocks)
+		}
 		if err := k.Units.Set(ctx, collections.Join(poolID, u.Id), u); err != nil {
 			return 0, err
 		}
@@ -353,10 +376,15 @@ func (k Keeper) CommitUnit(ctx context.Context, provider sdk.AccAddress, poolID,
 	if u.Status != types.UNIT_STATUS_OPEN {
 		return 0, errorsmod.Wrapf(types.ErrUnitClaimed, "unit %d of pool %d is %s", u.Id, u.PoolId, u.Status)
 	}
+	reserved := u.DesignatedNode != 0 && sdk.UnwrapSDKContext(ctx).BlockHeight() <= u.ReservedUntilHeight
 	for _, n := range u.ExcludedNodes {
 		if n == nodeID {
 			return 0, errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d lapsed on unit %d before", n, u.Id)
 		}
+		reserved = reserved && n != u.DesignatedNode // a designee that lapsed lost its reservation
+	}
+	if reserved && nodeID != u.DesignatedNode {
+		return 0, errorsmod.Wrapf(types.ErrUnitReserved, "unit %d of pool %d is drawn for node %d until height %d", u.Id, u.PoolId, u.DesignatedNode, u.ReservedUntilHeight)
 	}
 	if len(commitment) != sha256.Size {
 		return 0, errorsmod.Wrapf(types.ErrInvalidCommitment, "commitment is %d bytes, must be 32", len(commitment))

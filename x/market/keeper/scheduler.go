@@ -613,11 +613,17 @@ func (k Keeper) siblings(ctx context.Context, t types.Task) ([]types.Task, error
 
 // drawSeed draws the scheduler's randomness for a task from the previous block.
 func (k Keeper) drawSeed(ctx context.Context, taskID, attempt uint64) [32]byte {
+	return k.seedOf(ctx, types.DomainAssign, taskID, attempt)
+}
+
+// seedOf is the beacon of the last committed block for domain and ids (the current
+// header's hash before the first block has a predecessor).
+func (k Keeper) seedOf(ctx context.Context, domain string, ids ...uint64) [32]byte {
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	if seed, err := k.gfl.Seed(ctx, sdkCtx.BlockHeight()-1, types.DomainAssign, taskID, attempt); err == nil {
+	if seed, err := k.gfl.Seed(ctx, sdkCtx.BlockHeight()-1, domain, ids...); err == nil {
 		return seed
 	}
-	return beacon.Derive(sdkCtx.HeaderHash(), types.DomainAssign, taskID, attempt)
+	return beacon.Derive(sdkCtx.HeaderHash(), domain, ids...)
 }
 
 // classCount is the number of indexed nodes of a class that are idle and loaded.

@@ -38,4 +38,5 @@ var (
 	ErrUnitClaimed       = errorsmod.Register(ModuleName, 33, "unit already claimed")
 	ErrNotMember         = errorsmod.Register(ModuleName, 34, "node is not a member of the pool")
 	ErrDisputeNotFound   = errorsmod.Register(ModuleName, 35, "dispute not found")
+	ErrUnitReserved      = errorsmod.Register(ModuleName, 36, "unit reserved for another member")
 )

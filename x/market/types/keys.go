@@ -12,6 +12,8 @@ const (
 	DomainAssign = "flops/market/assign"
 	// DomainGemmSeed is the beacon domain of BUILTIN gemm job seeds.
 	DomainGemmSeed = "flops/market/gemm"
+	// DomainPoolUnit is the beacon domain of a NONE pool's unit designations.
+	DomainPoolUnit = "flops/market/pool-unit"
 	// DomainAudit is the beacon domain of audit draws.
 	DomainAudit = "flops/market/audit"
 	// DomainGemmSample is the domain of BUILTIN gemm reveal samples.
