@@ -14,8 +14,8 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/internal/beacon"
+	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
