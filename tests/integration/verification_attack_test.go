@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -221,4 +222,44 @@ func TestAttackWashFarmsWarmup(t *testing.T) {
 	d.until(100, "job finished", jobDone(t, a, job))
 	require.Len(t, role(t, a, job, markettypes.TASK_ROLE_AUDIT), 1, "the stranger's task is audited")
 	a.AssertInvariants()
+}
+
+// TestAttackPlantedCheckpointSlashesSuccessor: a provider records a checkpoint of its
+// task (here: a poisoned one), then abandons the task. The task is reassigned with the
+// checkpoint; the successor resumes from it, and its result, wrong because of the
+// checkpoint, loses its audit's dispute. The checkpoint's author is slashed for the
+// wrong result (on top of its abandonment); the successor is not slashed and not paid.
+func TestAttackPlantedCheckpointSlashesSuccessor(t *testing.T) {
+	a, nodes := marketAppLate(t, 6, 1, nil) // p1 plants; p2 resumes; p3 audits; p4..p6 judge
+	p, _ := a.MarketKeeper.GetParams(a.Ctx())
+	d := newDriver(t, a, "p1", "p2", "p3", "p4", "p5", "p6")
+	spec := exactJob(a, 1, 0)
+	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	job := submit(t, a, spec)
+	target := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p1"], target.NodeId)
+	a.MustDeliver("p1", &markettypes.MsgAckTask{Provider: a.Account("p1").String(), TaskId: target.Id})
+	a.MustDeliver("p1", &markettypes.MsgCheckpoint{Provider: a.Account("p1").String(), TaskId: target.Id,
+		Sha256: "aa" + strings.Repeat("00", 31), Uri: "https://p1.example.com/ckpt/poisoned"})
+	d.behaviours["p1"] = behaviour{silent: true}
+	registerLate(t, a, nodes, "p2")
+	d.behaviours["p2"] = behaviour{cheat: true} // the poisoned state gives it a wrong result
+	d.until(100, "reassigned to p2", func() bool { return task(t, a, target.Id).NodeId == nodes["p2"] })
+	require.Equal(t, a.Account("p1").String(), task(t, a, target.Id).Checkpoint.Author)
+	bondedP1AfterLapse := bonded(t, a, "p1")
+	d.until(20, "audit drawn", func() bool { return len(role(t, a, job, markettypes.TASK_ROLE_AUDIT)) == 1 })
+	registerLate(t, a, nodes, "p3")
+	d.until(20, "dispute opened", func() bool { return task(t, a, target.Id).DisputeId != 0 })
+	registerLate(t, a, nodes, "p4", "p5", "p6")
+	p2Start, bondedP2 := a.Balance(a.Account("p2").Address, udps), bonded(t, a, "p2")
+	d.until(100, "job finished", jobDone(t, a, job))
+	a.AssertInvariants()
+
+	tk := task(t, a, target.Id)
+	require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dispute(t, a, tk.DisputeId).Status)
+	require.Equal(t, markettypes.TASK_STATUS_FAILED, tk.Status)
+	require.Contains(t, tk.Reason, "slashed instead")
+	require.Equal(t, bondedP2, bonded(t, a, "p2"), "the successor is not slashed")
+	require.Equal(t, p2Start, a.Balance(a.Account("p2").Address, udps), "nor paid")
+	require.True(t, bonded(t, a, "p1").LT(bondedP1AfterLapse), "the checkpoint's author is slashed for the wrong result")
 }

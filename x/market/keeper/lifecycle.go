@@ -141,7 +141,7 @@ func (k Keeper) Checkpoint(ctx context.Context, provider sdk.AccAddress, id uint
 		return errorsmod.Wrapf(types.ErrInvalidCheckpoint, "uri: %s", err)
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	t.Checkpoint = types.Checkpoint{Sha256: sum, Uri: uri, Height: sdkCtx.BlockHeight()}
+	t.Checkpoint = types.Checkpoint{Sha256: sum, Uri: uri, Height: sdkCtx.BlockHeight(), Author: t.Provider}
 	if err := k.Tasks.Set(ctx, id, t); err != nil {
 		return err
 	}

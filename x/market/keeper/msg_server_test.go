@@ -706,7 +706,7 @@ func TestCheckpoint(t *testing.T) {
 	_, err = f.ms.Checkpoint(f.ctx, &types.MsgCheckpoint{Provider: task.Provider, TaskId: task.Id, Sha256: goodSum, Uri: "https://p1.example.com/ckpt/2"})
 	require.NoError(t, err)
 	got := f.task(task.Id)
-	require.Equal(t, types.Checkpoint{Sha256: goodSum, Uri: "https://p1.example.com/ckpt/2", Height: f.ctx.BlockHeight()}, got.Checkpoint)
+	require.Equal(t, types.Checkpoint{Sha256: goodSum, Uri: "https://p1.example.com/ckpt/2", Height: f.ctx.BlockHeight(), Author: task.Provider}, got.Checkpoint)
 	require.Equal(t, types.TASK_STATUS_RUNNING, got.Status)
 }
 

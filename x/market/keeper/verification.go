@@ -189,7 +189,20 @@ func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *t
 
 // wrongResult fails a task whose result lost verification: slashed for a wrong result, the
 // owner compensated, the given verifiers rewarded, its escrow refunded.
+//
+// A task resumed from another provider's checkpoint (a reassignment hands the last one
+// over) is the exception: the checkpoint's author is slashed instead, and the provider
+// that resumed from it is neither paid nor slashed nor marked down: a planted checkpoint
+// cannot get an honest successor slashed.
 func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job, t *types.Task, verifiers []sdk.AccAddress, reason string) error {
+	if a := t.Checkpoint.Author; a != "" && a != t.Provider {
+		ev := sstypes.SlashEvidence{JobId: t.JobId, TaskId: t.Id}
+		if err := k.slash(ctx, a, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, verifiers, ev); err != nil {
+			return err
+		}
+		return k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId,
+			reason+fmt.Sprintf("; resumed from the checkpoint of %s (height %d), which is slashed instead", a, t.Checkpoint.Height))
+	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
 	if err := k.slash(ctx, t.Provider, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, verifiers, ev); err != nil {
 		return err
