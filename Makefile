@@ -35,7 +35,7 @@ demo-multi: build ## the demo on 4 validators
 install: ## install flopsd and flops-worker into GOBIN
 	go install $(GOFLAGS_BUILD) ./cmd/flopsd ./cmd/flops-worker
 
-test: build ## every test but the long runs: unit, keeper, app and end-to-end (about 8 min warm, see README)
+test: build ## every test but the long runs: unit, keeper, app and end-to-end (about 6 min warm, see README)
 	go test -count=1 -timeout 30m ./...
 
 test-long: build ## the long runs: the demo on 4 validators with one killed (about 2 min)
