@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -262,4 +263,51 @@ func TestAttackPlantedCheckpointSlashesSuccessor(t *testing.T) {
 	require.Equal(t, bondedP2, bonded(t, a, "p2"), "the successor is not slashed")
 	require.Equal(t, p2Start, a.Balance(a.Account("p2").Address, udps), "nor paid")
 	require.True(t, bonded(t, a, "p1").LT(bondedP1AfterLapse), "the checkpoint's author is slashed for the wrong result")
+}
+
+// TestAttackLateCommitPastWarmup: past the warm-up (audit floor 50% here), a cheater that
+// commits late is audited as often as one that commits at once: 16 tasks each, the same
+// audit probability, and the two audit counts within four standard deviations of the
+// binomial of each other; every audit that ran caught the cheater.
+func TestAttackLateCommitPastWarmup(t *testing.T) {
+	const tasks = 16 // a node's most GPUs: every task runs at once
+	audited := map[bool]int{}
+	for _, late := range []bool{false, true} {
+		a, nodes := marketAppLate(t, 6, 0, func(p *markettypes.Params) {
+			p.AuditWarmupTasks, p.AuditFloorPpm = 0, 500_000
+		})
+		nodes["p1"] = bondAndRegister(t, a, "p1", tasks)
+		p, _ := a.MarketKeeper.GetParams(a.Ctx())
+		d := newDriver(t, a, "p1", "p2", "p3", "p4", "p5", "p6")
+		d.behaviours["p1"] = behaviour{cheat: true, late: late}
+		spec := exactJob(a, 1, 0)
+		spec.TaskCount = tasks
+		spec.MaxDuration = 2 * time.Minute
+		spec.Deadline = a.BlockTime().Add(3 * time.Minute)
+		spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(tasks*(1+int64(p.CommitteeSize))))
+		job := submit(t, a, spec)
+		for _, n := range []string{"p2", "p3", "p4", "p5", "p6"} {
+			nodes[n] = bondAndRegister(t, a, n, tasks)
+		}
+		d.until(600, "job finished", jobDone(t, a, job))
+		a.AssertInvariants()
+		auditedShard := map[uint32]bool{}
+		for _, au := range role(t, a, job, markettypes.TASK_ROLE_AUDIT) {
+			auditedShard[au.Index] = true
+		}
+		audited[late] = len(auditedShard)
+		for _, tk := range jobTasks(t, a, job) {
+			if tk.Role != markettypes.TASK_ROLE_PRIMARY || !auditedShard[tk.Index] {
+				continue
+			}
+			// every audit ran and caught the cheat: disputed, overturned, not paid
+			require.NotZerof(t, tk.DisputeId, "late=%v: audited task %d was never disputed (%s)", late, tk.Id, tk.Status)
+			require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dispute(t, a, tk.DisputeId).Status)
+			require.Equal(t, markettypes.TASK_STATUS_FAILED, tk.Status, "a caught cheat is not paid")
+		}
+	}
+	sd := math.Sqrt(2 * tasks * 0.25) // the difference of two binomials(20, >= 0.5)
+	t.Logf("audited: prompt %d of %d, late %d of %d", audited[false], tasks, audited[true], tasks)
+	require.Positive(t, audited[true])
+	require.InDelta(t, audited[false], audited[true], 4*sd)
 }
