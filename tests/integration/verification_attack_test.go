@@ -69,8 +69,10 @@ func TestAttackLateCommitDodgesAudit(t *testing.T) {
 	require.True(t, bonded(t, a, "p1").LT(bondedStart), "the late cheater is slashed")
 }
 
-// disputeWithoutCommittee runs a one-task EXACT job on p1 audited by p2 where no third
-// node exists, so a dispute's committee can never form.
+// TestAttackDisputeWithoutCommitteeEndsByTimeout: a one-task EXACT job on p1 audited by
+// p2 where no third node exists, so a dispute's committee (after a disagreeing audit, or
+// after the owner's challenge) can never form: the dispute expires by its deadline with
+// nobody slashed and nothing left in escrow.
 func TestAttackDisputeWithoutCommitteeEndsByTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name      string

@@ -275,31 +275,33 @@ func (a *App) NextBlocks(n int) {
 // SignTx signs msgs as the named account with its current account number and sequence.
 func (a *App) SignTx(from string, gas uint64, msgs ...sdk.Msg) []byte {
 	a.t.Helper()
-	acc := a.Account(from)
-	ctx := a.Ctx()
-	authAcc := a.AccountKeeper.GetAccount(ctx, acc.Address)
-	require.NotNil(a.t, authAcc, "account %s not on chain", from)
-	return a.signTx(acc, authAcc.GetAccountNumber(), authAcc.GetSequence(), gas, msgs...)
+	acc, num, seq := a.onChain(from)
+	return a.signTx(acc, num, seq, gas, msgs...)
 }
 
 // SignTxMode is SignTx in a given sign mode (SIGN_MODE_LEGACY_AMINO_JSON is what a
 // Ledger and the CLI's --sign-mode amino-json sign).
 func (a *App) SignTxMode(from string, mode signing.SignMode, gas uint64, msgs ...sdk.Msg) []byte {
 	a.t.Helper()
-	acc := a.Account(from)
-	authAcc := a.AccountKeeper.GetAccount(a.Ctx(), acc.Address)
-	require.NotNil(a.t, authAcc, "account %s not on chain", from)
-	return a.signTxMode(acc, mode, authAcc.GetAccountNumber(), authAcc.GetSequence(), gas, nil, nil, msgs...)
+	acc, num, seq := a.onChain(from)
+	return a.signTxMode(acc, mode, num, seq, gas, nil, nil, msgs...)
 }
 
 // SignTxFee is SignTx with a fee, paid by granter through a fee grant when granter is
 // not nil.
 func (a *App) SignTxFee(from string, gas uint64, fee sdk.Coins, granter sdk.AccAddress, msgs ...sdk.Msg) []byte {
 	a.t.Helper()
+	acc, num, seq := a.onChain(from)
+	return a.signTxMode(acc, signing.SignMode_SIGN_MODE_DIRECT, num, seq, gas, fee, granter, msgs...)
+}
+
+// onChain is the named account with its current account number and sequence.
+func (a *App) onChain(from string) (*Account, uint64, uint64) {
+	a.t.Helper()
 	acc := a.Account(from)
 	authAcc := a.AccountKeeper.GetAccount(a.Ctx(), acc.Address)
 	require.NotNil(a.t, authAcc, "account %s not on chain", from)
-	return a.signTxMode(acc, signing.SignMode_SIGN_MODE_DIRECT, authAcc.GetAccountNumber(), authAcc.GetSequence(), gas, fee, granter, msgs...)
+	return acc, authAcc.GetAccountNumber(), authAcc.GetSequence()
 }
 
 func (a *App) signTx(acc *Account, accNum, seq, gas uint64, msgs ...sdk.Msg) []byte {

@@ -15,16 +15,17 @@ import (
 	gogoproto "github.com/cosmos/gogoproto/proto"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	msgv1 "cosmossdk.io/api/cosmos/msg/v1"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/app/encoding"
 )
 
-// mergedFiles is the merged registry of every gogoproto and protoreflect file, built once.
-var mergedFiles = sync.OnceValues(func() (*protoregistry.Files, error) { return gogoproto.MergedRegistry() })
+// mergedFiles is the registry the app signs with (encoding.ProtoFiles), built once.
+var mergedFiles = sync.OnceValues(encoding.ProtoFiles)
 
 // FlopsMsgs lists the request type of every rpc of every flops Msg service, sorted by
 // full name.
