@@ -348,3 +348,43 @@ func submittedJob(t testing.TB, data []byte) uint64 {
 	require.NoError(t, r.Unmarshal(md.MsgResponses[0].Value))
 	return r.JobId
 }
+
+// A job nobody can take parks as one group, whatever its size: once the scheduler has
+// met it, the maximal legal job (5,000 task replicas) is examined once per
+// assign_retry_max_blocks, and in every other block the scheduler spends what it spends
+// in a quiet block. Parked task by task, it cost 100 examinations and their writes every
+// block (about 6x a quiet block's FinalizeBlock).
+func TestAttackHugeUnplaceableJobCostsOneExamination(t *testing.T) {
+	const watched = 32
+	perBlock := func(spec func(a *apptest.App) *markettypes.JobSpec) []uint64 {
+		a, _ := marketApp(t, nil)
+		if s := spec(a); s != nil {
+			res := a.NextBlock(a.SignTx("client", uint64(a.ConsensusParamsMaxGas()), &markettypes.MsgSubmitJob{Owner: a.Account("client").String(), Spec: *s}))
+			require.Zero(t, res.TxResults[0].Code, res.TxResults[0].Log)
+		}
+		a.NextBlocks(10) // the scheduler meets it and its back-off reaches its cap
+		var w budgetWatch
+		var gas []uint64
+		for range watched {
+			a.NextBlock()
+			w.check(t, a)
+			gas = append(gas, a.MarketKeeper.LastBlockWork().AssignGas)
+		}
+		return gas
+	}
+	quiet := perBlock(func(*apptest.App) *markettypes.JobSpec { return nil })
+	quietMax := uint64(0)
+	for _, g := range quiet {
+		quietMax = max(quietMax, g)
+	}
+	huge := perBlock(func(a *apptest.App) *markettypes.JobSpec { s := maximalJob(t, a); return &s })
+	p := markettypes.DefaultParams()
+	busy := 0
+	for _, g := range huge {
+		if g > quietMax {
+			busy++
+		}
+	}
+	t.Logf("scheduler gas per block: quiet at most %d; with the maximal job %v", quietMax, huge)
+	require.LessOrEqual(t, busy, watched/int(p.AssignRetryMaxBlocks)+1, "the maximal job is examined once per back-off period")
+}

@@ -214,7 +214,7 @@ func (k Keeper) kinds(p types.Params) []blockhook.Kind {
 		},
 			Resolve: func(ctx sdk.Context, it blockhook.Item) (string, error) { return k.resolveUnit(ctx, p, it.ID, it.Sub) }},
 		{Name: kindAssign, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
-			_, err := k.tryAssign(ctx, p, nil, it.ID)
+			_, _, err := k.tryAssign(ctx, p, nil, it.ID, true)
 			return true, err
 		},
 			Resolve: func(ctx sdk.Context, it blockhook.Item) (string, error) {

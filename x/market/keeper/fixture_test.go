@@ -422,14 +422,13 @@ func (f *fixture) slot(node uint64) types.NodeSlot {
 	return s
 }
 
-// queued says whether a task waits in the scheduler's queue.
+// queued says whether a task waits in the scheduler's queue: in its group, or parked on
+// its own.
 func (f *fixture) queued(taskID uint64) bool {
 	f.t.Helper()
-	found := false
-	require.NoError(f.t, f.k.AssignQueue.Walk(f.ctx, nil, func(k collections.Triple[uint64, int64, uint64]) (bool, error) {
-		found = k.K3() == taskID
-		return found, nil
-	}))
+	t := f.task(taskID)
+	found, err := f.k.Waiting.Has(f.ctx, collections.Join3(t.JobId, int32(t.Role), t.Id))
+	require.NoError(f.t, err)
 	if !found { // parked until a retry height
 		has, err := f.k.AssignRetries.Has(f.ctx, taskID)
 		require.NoError(f.t, err)

@@ -272,7 +272,7 @@ func (k Keeper) DueWorkInvariant(ctx sdk.Context) (string, bool) {
 			problems = append(problems, err.Error())
 		}
 	}
-	count(countKeys(ctx, k.AssignQueue))
+	count(countKeys(ctx, k.Waiting))
 	count(countKeys(ctx, k.AssignRetryAt))
 	count(countKeys(ctx, k.AckDeadlines))
 	count(countKeys(ctx, k.RunDeadlines))
@@ -291,6 +291,7 @@ func (k Keeper) DueWorkInvariant(ctx sdk.Context) (string, bool) {
 	if entries != expected {
 		problems = append(problems, fmt.Sprintf("%d due-work entries for %d tasks that hold one", entries, expected))
 	}
+	problems = append(problems, k.groupProblems(ctx)...)
 	if n, err := countKeys(ctx, k.NodeRunning); err != nil {
 		problems = append(problems, err.Error())
 	} else if n != running {
@@ -332,8 +333,8 @@ func (k Keeper) hasEntry(ctx sdk.Context, job types.Job, t types.Task) (bool, st
 			has, err := k.AssignRetryAt.Has(ctx, collections.Join(r.K1(), t.Id))
 			return has, "parked AssignRetryAt", err
 		}
-		has, err := k.AssignQueue.Has(ctx, queueKey(job, t.Id))
-		return has, "AssignQueue", err
+		has, err := k.Waiting.Has(ctx, waitingKey(t))
+		return has, "Waiting", err
 	case types.TASK_STATUS_ASSIGNED:
 		has, err := k.AckDeadlines.Has(ctx, collections.Join(t.AckDeadlineHeight, t.Id))
 		return has, "AckDeadlines", err
@@ -354,6 +355,85 @@ func (k Keeper) hasEntry(ctx sdk.Context, job types.Job, t types.Task) (bool, st
 		return has, "SettleQueue", err
 	}
 	return true, "", nil
+}
+
+// groupProblems checks the scheduler's groups (queue.go): every group with waiting tasks
+// has a record that counts them and knows its lowest one (or says it does not), and is
+// either queued at its job's priority or parked with its retry entry, never both; no
+// group is queued, parked or recorded without a waiting task.
+func (k Keeper) groupProblems(ctx sdk.Context) []string {
+	var problems []string
+	type tally struct {
+		g      group
+		n      uint64
+		lowest uint64
+	}
+	var groups []tally
+	if err := k.Waiting.Walk(ctx, nil, func(key collections.Triple[uint64, int32, uint64]) (bool, error) {
+		if last := len(groups) - 1; last >= 0 && groups[last].g.K1() == key.K1() && groups[last].g.K2() == key.K2() {
+			groups[last].n++
+			return false, nil
+		}
+		groups = append(groups, tally{g: collections.Join(key.K1(), key.K2()), n: 1, lowest: key.K3()})
+		return false, nil
+	}); err != nil {
+		return []string{err.Error()}
+	}
+	queued := 0
+	for _, t := range groups {
+		name := fmt.Sprintf("group (job %d, %s)", t.g.K1(), types.TaskRole(t.g.K2()))
+		s, found, err := k.getGroup(ctx, t.g)
+		if err != nil {
+			return append(problems, err.Error())
+		}
+		if !found {
+			problems = append(problems, name+" has waiting tasks and no record")
+			continue
+		}
+		if s.size != t.n || (s.first != 0 && s.first != t.lowest) {
+			problems = append(problems, fmt.Sprintf("%s: record says %d waiting from task %d, the waiting set %d from task %d", name, s.size, s.first, t.n, t.lowest))
+		}
+		spec, err := k.JobSpecs.Get(ctx, t.g.K1())
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		inQueue, err := k.AssignQueue.Has(ctx, groupKey(types.Job{Id: t.g.K1(), Spec: spec}, types.TaskRole(t.g.K2())))
+		if err != nil {
+			return append(problems, err.Error())
+		}
+		if inQueue {
+			queued++
+		}
+		switch {
+		case s.parked == 0 && !inQueue:
+			problems = append(problems, name+" is neither queued nor parked")
+		case s.parked != 0 && inQueue:
+			problems = append(problems, fmt.Sprintf("%s is queued and parked until %d", name, s.parked))
+		case s.parked != 0:
+			if has, err := k.GroupRetryAt.Has(ctx, collections.Join3(s.parked, t.g.K1(), t.g.K2())); err != nil || !has {
+				problems = append(problems, fmt.Sprintf("%s parked until %d has no retry entry (%v)", name, s.parked, err))
+			}
+		}
+	}
+	count := func(what string, n int, err error, want int) {
+		if err != nil {
+			problems = append(problems, err.Error())
+		} else if n != want {
+			problems = append(problems, fmt.Sprintf("%d %s for %d groups", n, what, want))
+		}
+	}
+	records := 0
+	err := k.Groups.Walk(ctx, nil, func(group, collections.Quad[uint64, uint64, int64, uint32]) (bool, error) {
+		records++
+		return false, nil
+	})
+	count("group records", records, err, len(groups))
+	n, err := countKeys(ctx, k.AssignQueue)
+	count("queued groups", n, err, queued)
+	n, err = countKeys(ctx, k.GroupRetryAt)
+	count("group retry entries", n, err, len(groups)-queued)
+	return problems
 }
 
 func countKeys[K any](ctx sdk.Context, ks collections.KeySet[K]) (int, error) {

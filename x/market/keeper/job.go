@@ -72,20 +72,21 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 			return types.Job{}, err
 		}
 	}
+	tasks := make([]types.Task, 0, int(spec.TaskCount)*int(spec.Replicas))
 	for i := uint32(0); i < spec.TaskCount; i++ {
 		for r := uint32(0); r < spec.Replicas; r++ {
 			tid, err := k.TaskSeq.Next(ctx)
 			if err != nil {
 				return types.Job{}, err
 			}
-			t := types.Task{
+			tasks = append(tasks, types.Task{
 				Id: tid, JobId: id, Index: i, Replica: r, Status: types.TASK_STATUS_PENDING, Role: types.TASK_ROLE_PRIMARY,
 				Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: spec.Reserved(),
-			}
-			if err := k.insertTask(ctx, &job, t); err != nil {
-				return types.Job{}, err
-			}
+			})
 		}
+	}
+	if err := k.insertPrimaries(ctx, &job, tasks); err != nil {
+		return types.Job{}, err
 	}
 	if err := k.JobDeadlines.Set(ctx, collections.Join(spec.Deadline, id)); err != nil {
 		return types.Job{}, err
@@ -114,14 +115,15 @@ func (k Keeper) gemmSeed(ctx context.Context, jobID uint64) [32]byte {
 	return sha256.Sum256(append([]byte(types.DomainGemmSeed), b[:]...))
 }
 
-// queueKey orders pending tasks: higher tip first, then earlier deadline, then older task.
-func queueKey(job types.Job, taskID uint64) collections.Triple[uint64, int64, uint64] {
+// groupKey orders the scheduler's groups: higher tip first, then earlier deadline, then
+// older job; a job's roles in their enum order.
+func groupKey(job types.Job, role types.TaskRole) collections.Quad[uint64, int64, uint64, int32] {
 	tip := job.Spec.PriorityTip.Amount
 	inv := uint64(0)
 	if tip.IsUint64() {
 		inv = math.MaxUint64 - tip.Uint64()
 	}
-	return collections.Join3(inv, job.Spec.Deadline.Unix(), taskID)
+	return collections.Join4(inv, job.Spec.Deadline.Unix(), job.Id, int32(role))
 }
 
 // CancelJob cancels a job for its owner. Cancelling is immediate for work not started and

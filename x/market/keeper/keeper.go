@@ -112,11 +112,25 @@ type Keeper struct {
 	MemberPos    collections.Map[uint64, uint64]
 	ClassSize    collections.Map[string, uint64]
 
-	// AssignQueue: (MaxUint64 - tip, deadline in unix seconds, task id) of pending ASSIGN
-	// tasks: higher tips first, then earlier deadlines, then older tasks.
-	AssignQueue collections.KeySet[collections.Triple[uint64, int64, uint64]]
-	// AssignRetryAt: (height, task id) of pending tasks no node could take, parked out of
-	// AssignQueue until that height; AssignRetries: task id -> (that height, failed tries).
+	// The scheduler's queue holds groups, not tasks: a group is the pending tasks of one
+	// job and role, which need the same hardware at the same price, so that a group no
+	// node can take is parked as one entry whatever its size (scheduler.go).
+	//
+	// AssignQueue: (MaxUint64 - tip, deadline in unix seconds, job id, role) of the groups
+	// that have waiting tasks and are not parked: higher tips first, then earlier
+	// deadlines, then older jobs.
+	AssignQueue collections.KeySet[collections.Quad[uint64, int64, uint64, int32]]
+	// Waiting: (job id, role, task id) of the pending tasks the scheduler may take, in
+	// their group.
+	Waiting collections.KeySet[collections.Triple[uint64, int32, uint64]]
+	// Groups: (job id, role) -> (waiting tasks, the lowest waiting task id or 0 when not
+	// known, parked until this height or 0 when queued, failed tries) of the groups that
+	// have waiting tasks; GroupRetryAt: (height, job id, role) of the parked ones.
+	Groups       collections.Map[collections.Pair[uint64, int32], collections.Quad[uint64, uint64, int64, uint32]]
+	GroupRetryAt collections.KeySet[collections.Triple[int64, uint64, int32]]
+	// AssignRetryAt: (height, task id) of pending tasks that no node could take for a
+	// reason of their own (the nodes they exclude), parked out of their group until that
+	// height; AssignRetries: task id -> (that height, failed tries).
 	AssignRetryAt collections.KeySet[collections.Pair[int64, uint64]]
 	AssignRetries collections.Map[uint64, collections.Pair[int64, uint32]]
 
@@ -231,7 +245,13 @@ func NewKeeper(
 		MemberPos: collections.NewMap(sb, types.MemberPosKey, "member_pos", collections.Uint64Key, collections.Uint64Value),
 		ClassSize: collections.NewMap(sb, types.ClassSizeKey, "class_size", collections.StringKey, collections.Uint64Value),
 		AssignQueue: collections.NewKeySet(sb, types.AssignQueueKey, "assign_queue",
-			collections.TripleKeyCodec(collections.Uint64Key, collections.Int64Key, collections.Uint64Key)),
+			collections.QuadKeyCodec(collections.Uint64Key, collections.Int64Key, collections.Uint64Key, collections.Int32Key)),
+		Waiting: collections.NewKeySet(sb, types.WaitingKey, "assign_waiting",
+			collections.TripleKeyCodec(collections.Uint64Key, collections.Int32Key, collections.Uint64Key)),
+		Groups: collections.NewMap(sb, types.GroupsKey, "assign_groups", collections.PairKeyCodec(collections.Uint64Key, collections.Int32Key),
+			collcodec.KeyToValueCodec(collections.QuadKeyCodec(collections.Uint64Key, collections.Uint64Key, collections.Int64Key, collections.Uint32Key))),
+		GroupRetryAt: collections.NewKeySet(sb, types.GroupRetryAtKey, "assign_group_retry_at",
+			collections.TripleKeyCodec(collections.Int64Key, collections.Uint64Key, collections.Int32Key)),
 		AssignRetryAt: collections.NewKeySet(sb, types.AssignRetryAtKey, "assign_retry_at", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		AssignRetries: collections.NewMap(sb, types.AssignRetriesKey, "assign_retries", collections.Uint64Key,
 			collcodec.KeyToValueCodec(collections.PairKeyCodec(collections.Int64Key, collections.Uint32Key))),

@@ -33,14 +33,21 @@ import (
 // eligible, not a node that lost the task before, not a node running a sibling replica.
 
 // assignPending runs the scheduler for one block within its budget
-// (assign_gas_per_block; max_assign_per_block caps the tasks examined). It takes first the
-// AssignQueue in priority order, then the parked tasks whose retry height has come (in
-// height order), which are always left at least a quarter of the examinations. A task no
-// node can take is parked for 1, 2, 4, ... up to assign_retry_max_blocks blocks, out of
-// the queue's head: tasks nobody can place (requirements nobody meets, free to submit
-// since a cancel refunds) cannot hold back the ones behind them; a retried task re-enters
-// in the order it was parked. A task whose assignment fails (not: finds no node) goes to
-// the retries (blockwork.go).
+// (assign_gas_per_block; max_assign_per_block caps the tasks examined). The queue holds
+// groups (a job's pending tasks of one role, queue.go): the groups whose parking has ended
+// come back to the queue first; then the queued groups are taken in priority order and
+// their waiting tasks examined oldest first; the tasks parked alone whose retry height has
+// come are always left at least a quarter of the examinations.
+//
+// A task that excluded no node and found none parks its whole group for 1, 2, 4, ... up
+// to assign_retry_max_blocks blocks, out of the queue's head: every task of the group
+// needs the same hardware at the same price and can only exclude more nodes, so none of
+// them could be placed either. A group of any size nobody can take (requirements nobody
+// meets, free to submit since a cancel refunds) thus costs one examination per retry and
+// cannot hold back the groups behind it. A task that found no node because of the nodes
+// it excludes (those that lost it, its siblings' nodes, its audited provider's) is parked
+// alone the same way, and its group goes on. A task whose assignment fails (not: finds no
+// node) goes to the retries (blockwork.go).
 //
 // Each job is read at most once per block (sched): its spec never changes, its record is
 // kept as the last assignment wrote it; the GPU classes a job may use are narrowed once
@@ -49,60 +56,161 @@ import (
 func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runner) error {
 	limit := int(p.MaxAssignPerBlock)
 	retryShare := max(limit/4, 1)
-	var fresh []collections.Triple[uint64, int64, uint64]
 	var due []collections.Pair[int64, uint64]
 	sb := newSched()
 	if err := r.Budget.Run(ctx, "market: assign due", func(c sdk.Context) error {
-		var err error
-		if fresh, err = collkeys.CollectKeys(c, k.AssignQueue, nil, limit); err != nil {
+		groupRange := new(collections.Range[collections.Triple[int64, uint64, int32]]).
+			EndInclusive(collections.Join3(c.BlockHeight(), uint64(math.MaxUint64), int32(math.MaxInt32)))
+		back, err := collkeys.CollectKeys(c, k.GroupRetryAt, groupRange, limit)
+		if err != nil {
 			return err
+		}
+		for _, key := range back {
+			if err := k.requeueGroup(c, collections.Join(key.K2(), key.K3())); err != nil {
+				return err
+			}
 		}
 		retryRange := new(collections.Range[collections.Pair[int64, uint64]]).
 			EndInclusive(collections.Join(c.BlockHeight(), uint64(math.MaxUint64)))
-		if due, err = collkeys.CollectKeys(c, k.AssignRetryAt, retryRange, limit); err != nil {
-			return err
-		}
-		if len(fresh) > 0 || len(due) > 0 {
-			sb.gp, err = k.gfl.GetParams(c)
-		}
+		due, err = collkeys.CollectKeys(c, k.AssignRetryAt, retryRange, limit)
 		return err
 	}); err != nil {
 		return err
 	}
-	if len(fresh) == 0 && len(due) == 0 {
-		return nil
-	}
-	// fresh tasks first, leaving the retries their share (or more, if fresh ones are few)
-	nFresh := min(len(fresh), max(limit-min(len(due), retryShare), 0))
-	nDue := min(len(due), limit-nFresh)
-	ids := make([]uint64, 0, nFresh+nDue)
-	for _, key := range fresh[:nFresh] {
-		ids = append(ids, key.K3())
-	}
-	for _, key := range due[:nDue] {
-		ids = append(ids, key.K2())
-	}
-	for _, id := range ids {
-		var job *types.Job
-		err := r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
+	// the queued groups first, leaving the tasks parked alone their share (or more, if the
+	// groups' tasks are few)
+	budget := max(limit-min(len(due), retryShare), 0)
+	used := 0
+	var after *collections.Quad[uint64, int64, uint64, int32]
+	for used < budget {
+		// the next groups and their waiting tasks, read before this round writes anything
+		var work []groupWork
+		if err := r.Budget.Run(ctx, "market: assign groups", func(c sdk.Context) error {
 			var err error
-			job, err = k.tryAssign(c, p, sb, id)
+			work, err = k.nextGroups(c, after, budget-used)
 			return err
-		})
-		switch {
-		case errors.Is(err, blockhook.ErrBudgetSpent):
+		}); err != nil {
 			return err
-		case err != nil:
-			// the job's record as cached may be ahead of the store now: read it again
-			clear(sb.jobs)
-			if err := r.Fail(ctx, blockhook.Item{Kind: kindAssign, ID: id}, err, func(c sdk.Context) error { return k.dropFromQueue(c, id) }); err != nil {
-				return err
+		}
+		if len(work) == 0 {
+			break
+		}
+		for _, w := range work {
+			if used >= budget {
+				break
 			}
-		case job != nil:
-			sb.jobs[job.Id] = *job
+			after = &w.key
+			if len(w.ids) == 0 {
+				used++
+				continue
+			}
+			placed := false
+			for _, id := range w.ids {
+				used++
+				res, err := k.examine(ctx, p, r, sb, id, false)
+				if err != nil {
+					return err
+				}
+				placed = placed || res == assigned
+				if res == groupParked || used >= budget {
+					break
+				}
+			}
+			if placed && w.tries != 0 {
+				if err := r.Budget.Run(ctx, "market: assign group", func(c sdk.Context) error {
+					return k.resetTries(c, collections.Join(w.key.K3(), w.key.K4()))
+				}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, key := range due[:min(len(due), limit-used)] {
+		if _, err := k.examine(ctx, p, r, sb, key.K2(), true); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// groupWork is a queued group and the waiting tasks the scheduler will examine of it.
+type groupWork struct {
+	key   collections.Quad[uint64, int64, uint64, int32]
+	tries uint32
+	ids   []uint64
+}
+
+// nextGroups reads the queued groups after the given one (from the head: nil) and their
+// oldest waiting tasks, n tasks in all.
+func (k Keeper) nextGroups(ctx sdk.Context, after *collections.Quad[uint64, int64, uint64, int32], n int) ([]groupWork, error) {
+	var rng collections.Ranger[collections.Quad[uint64, int64, uint64, int32]]
+	if after != nil {
+		rng = new(collections.Range[collections.Quad[uint64, int64, uint64, int32]]).StartExclusive(*after)
+	}
+	groups, err := collkeys.CollectKeys(ctx, k.AssignQueue, rng, n)
+	if err != nil {
+		return nil, err
+	}
+	var out []groupWork
+	for _, key := range groups {
+		if n <= 0 {
+			break
+		}
+		s, found, err := k.getGroup(ctx, collections.Join(key.K3(), key.K4()))
+		if err != nil {
+			return nil, err
+		}
+		var ids []uint64
+		if found {
+			if ids, err = k.waitingOf(ctx, key.K3(), types.TaskRole(key.K4()), s, n); err != nil {
+				return nil, err
+			}
+		}
+		if len(ids) == 0 {
+			// a queued group has a waiting task (the due-work invariant); one that has
+			// none is taken out rather than examined every block
+			if err := k.AssignQueue.Remove(ctx, key); err != nil {
+				return nil, err
+			}
+		}
+		n -= max(len(ids), 1)
+		out = append(out, groupWork{key: key, tries: s.tries, ids: ids})
+	}
+	return out, nil
+}
+
+// examined is what examining a task did.
+type examined int
+
+const (
+	untouched   examined = iota // failed (handed to the retries) or stale
+	assigned                    // given to a node
+	expired                     // its deadline can no longer be met
+	parkedAlone                 // parked on its own
+	groupParked                 // parked with its group
+)
+
+// examine runs tryAssign on one task within the block's budget; a task whose examination
+// fails is handed to the retries.
+func (k Keeper) examine(ctx sdk.Context, p types.Params, r *blockhook.Runner, sb *sched, id uint64, alone bool) (examined, error) {
+	var res examined
+	var job *types.Job
+	err := r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
+		var err error
+		job, res, err = k.tryAssign(c, p, sb, id, alone)
+		return err
+	})
+	switch {
+	case errors.Is(err, blockhook.ErrBudgetSpent):
+		return untouched, err
+	case err != nil:
+		// the job's record as cached may be ahead of the store now: read it again
+		clear(sb.jobs)
+		return untouched, r.Fail(ctx, blockhook.Item{Kind: kindAssign, ID: id}, err, func(c sdk.Context) error { return k.dropFromQueue(c, id) })
+	case job != nil:
+		sb.jobs[job.Id] = *job
+	}
+	return res, nil
 }
 
 // dropFromQueue takes a pending task out of the scheduler's queue and parking (its
@@ -116,38 +224,23 @@ func (k Keeper) dropFromQueue(ctx sdk.Context, taskID uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := k.AssignQueue.Remove(ctx, queueKey(types.Job{Spec: spec}, taskID)); err != nil {
-		return err
-	}
-	return k.unpark(ctx, taskID)
+	return k.dequeue(ctx, types.Job{Id: t.JobId, Spec: spec}, t)
 }
 
 // sched is what the scheduler keeps for one block: the jobs as last written by this
 // block's assignments and, per job, its allowed GPU classes that have nodes.
 type sched struct {
-	gp      gfltypes.Params
+	gp      *gfltypes.Params // read when first needed
 	jobs    map[uint64]types.Job
 	classes map[uint64][]string
-	// unplaced: the jobs and roles of which a task that excluded no node found no node in
-	// this block. Within the pass nodes are only taken, never freed, and another task's
-	// exclusions can only be more, so another task of the same job and role is parked
-	// without a search (it is tried again from its parking like any other):
-	// a job of thousands of tasks that no node can take costs a block one search, not one
-	// per task.
-	unplaced map[jobRole]bool
-}
-
-type jobRole struct {
-	job  uint64
-	role types.TaskRole
 }
 
 func newSched() *sched {
-	return &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}, unplaced: map[jobRole]bool{}}
+	return &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}}
 }
 
-// parkUnplaced takes a pending task no node could take out of the queue's head until a
-// later block: 1, 2, 4, ... blocks after each failed try, at most assign_retry_max_blocks.
+// parkUnplaced parks a pending task no node could take on its own: 1, 2, 4, ... blocks
+// after each failed try, at most assign_retry_max_blocks.
 func (k Keeper) parkUnplaced(ctx sdk.Context, p types.Params, job types.Job, t types.Task) error {
 	tries := uint32(0)
 	if r, err := k.AssignRetries.Get(ctx, t.Id); err == nil {
@@ -155,77 +248,69 @@ func (k Keeper) parkUnplaced(ctx sdk.Context, p types.Params, job types.Job, t t
 	} else if !errors.Is(err, collections.ErrNotFound) {
 		return err
 	}
-	wait := int64(p.AssignRetryMaxBlocks)
-	if tries < 32 {
-		wait = min(wait, int64(1)<<tries)
-	}
-	return k.park(ctx, job, t, ctx.BlockHeight()+wait, tries+1)
+	return k.park(ctx, job, t, ctx.BlockHeight()+backoff(p, tries), tries+1)
 }
 
 // tryAssign examines one pending task: expired if its deadline can no longer be met,
-// assigned to the node drawn, or parked. It returns the job as it wrote it (nil when it
-// wrote none). sb is the block's scheduler cache (nil: none, a retried task).
-func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uint64) (*types.Job, error) {
+// assigned to the node drawn, or parked (with its group when it excluded no node and is
+// examined in its group; alone otherwise). It returns the job as it wrote it (nil when it
+// wrote none). sb is the block's scheduler cache (nil: none, a retried task, examined
+// alone).
+func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uint64, alone bool) (*types.Job, examined, error) {
 	t, err := k.Tasks.Get(ctx, taskID)
 	if err != nil {
-		return nil, err
+		return nil, untouched, err
 	}
 	if sb == nil {
+		alone = true
 		sb = newSched()
-		if sb.gp, err = k.gfl.GetParams(ctx); err != nil {
-			return nil, err
-		}
 	}
 	job, cached := sb.jobs[t.JobId]
 	if !cached {
 		if job, err = k.loadJob(ctx, t.JobId); err != nil {
-			return nil, err
+			return nil, untouched, err
 		}
 		sb.jobs[t.JobId] = job
 	}
 	if t.Status != types.TASK_STATUS_PENDING {
 		// a stale entry (never left by the core; kept as a guard): drop it, wherever it is
-		if err := k.AssignQueue.Remove(ctx, queueKey(job, taskID)); err != nil {
-			return nil, err
-		}
-		return nil, k.unpark(ctx, taskID)
+		return nil, untouched, k.dequeue(ctx, job, t)
 	}
 	if ctx.BlockTime().Add(job.Spec.MaxDuration).After(taskDeadline(job, t)) {
 		if err := k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_EXPIRED, t.NodeId, "the deadline can no longer be met"); err != nil {
-			return nil, err
+			return nil, untouched, err
 		}
 		if err := k.afterMemberLeft(ctx, p, &job, t); err != nil {
-			return nil, err
+			return nil, untouched, err
 		}
-		return &job, nil
-	}
-	if sb.unplaced[jobRole{job.Id, t.Role}] {
-		return nil, k.parkUnplaced(ctx, p, job, t)
+		return &job, expired, nil
 	}
 	classes, err := sb.classesOf(ctx, k, job)
 	if err != nil {
-		return nil, err
+		return nil, untouched, err
 	}
 	slot, price, found, err := k.pickNode(ctx, p, classes, job, t)
 	if err != nil {
-		return nil, err
+		return nil, untouched, err
 	}
 	if !found {
-		// a task that excluded no node found none: neither will another of the job's
-		// tasks of its role, whose exclusions can only be more
-		ex, err := k.excludedNodes(ctx, job, t)
-		if err != nil {
-			return nil, err
+		if !alone {
+			// a task that excluded no node found none: neither would another of its
+			// group, whose exclusions can only be more
+			ex, err := k.excludedNodes(ctx, job, t)
+			if err != nil {
+				return nil, untouched, err
+			}
+			if ex.none() {
+				return nil, groupParked, k.parkGroup(ctx, p, job, t.Role)
+			}
 		}
-		if ex.none() {
-			sb.unplaced[jobRole{job.Id, t.Role}] = true
-		}
-		return nil, k.parkUnplaced(ctx, p, job, t)
+		return nil, parkedAlone, k.parkUnplaced(ctx, p, job, t)
 	}
 	if err := k.assign(ctx, p, &job, &t, slot, price, 0); err != nil {
-		return nil, err
+		return nil, untouched, err
 	}
-	return &job, nil
+	return &job, assigned, nil
 }
 
 // classesOf is, once per block per job, the job's allowed GPU classes (every class of the
@@ -236,6 +321,13 @@ func (s *sched) classesOf(ctx context.Context, k Keeper, job types.Job) ([]strin
 	}
 	allowed := job.Spec.Requirements.AllowedClasses
 	if len(allowed) == 0 {
+		if s.gp == nil {
+			gp, err := k.gfl.GetParams(ctx)
+			if err != nil {
+				return nil, err
+			}
+			s.gp = &gp
+		}
 		for _, c := range s.gp.GpuClasses {
 			allowed = append(allowed, c.Name)
 		}

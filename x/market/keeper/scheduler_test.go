@@ -1,6 +1,8 @@
 package keeper_test
 
 import (
+	"cosmossdk.io/collections"
+
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -510,22 +512,25 @@ func TestSchedulerLoadSpread(t *testing.T) {
 	f.assertInvariants()
 }
 
-// A task no node can take is parked with a growing back-off (1, 2, 4, ... blocks, at most
-// assign_retry_max_blocks) instead of being examined every block; when a node appears it
-// is retried and assigned, even while many unplaceable tasks are parked too: the retries
-// get at least a quarter of the block's examinations, in the order they fell due.
+// A task no node can take parks its group (the job's tasks of its role) with a growing
+// back-off (1, 2, 4, ... blocks, at most assign_retry_max_blocks) instead of being
+// examined every block; when a node appears it is retried and assigned, even while a
+// bigger unplaceable job with a higher tip is parked too.
 func TestSchedulerParkedTaskRetried(t *testing.T) {
 	f := newFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = 4 })
 	waiting := f.submit(f.gemmSpec(1)) // no node yet
 	task := f.tasks(waiting)[0]
 	f.blocks(1)
-	r, err := f.k.AssignRetries.Get(f.ctx, task.Id)
+	g := collections.Join(waiting, int32(types.TASK_ROLE_PRIMARY))
+	r, err := f.k.Groups.Get(f.ctx, g)
 	require.NoError(t, err)
-	require.Equal(t, uint32(1), r.K2(), "parked after one failed try")
+	require.NotZero(t, r.K3(), "parked")
+	require.Equal(t, uint32(1), r.K4(), "parked after one failed try")
 	f.blocks(6)
-	r, err = f.k.AssignRetries.Get(f.ctx, task.Id)
+	r, err = f.k.Groups.Get(f.ctx, g)
 	require.NoError(t, err)
-	require.Equal(t, uint32(3), r.K2(), "tried at +1, +2 and +4 blocks: the back-off doubles")
+	require.Equal(t, uint32(3), r.K4(), "tried at +1, +2 and +4 blocks: the back-off doubles")
+	require.True(t, f.queued(task.Id), "the task waits in its parked group")
 
 	blocker := f.unplaceable()
 	blocker.TaskCount = 40

@@ -22,9 +22,10 @@ import (
 // stay exact whatever path moved it:
 //
 //	status     due-work entry                                   node GPUs  in flight  exposure
-//	PENDING    AssignQueue, or AssignRetryAt + AssignRetries       -          -          -
-//	           while parked; only when the job is ACTIVE, or
-//	           the task serves verification of a CANCELLED job
+//	PENDING    Waiting (its group in AssignQueue or parked), or    -          -          -
+//	           AssignRetryAt + AssignRetries while parked alone;
+//	           only when the job is ACTIVE, or the task serves
+//	           verification of a CANCELLED job
 //	ASSIGNED   AckDeadlines (ack deadline height)                  yes        yes        yes
 //	RUNNING    RunDeadlines (run deadline time) and NodeRunning    yes        yes        yes
 //	COMMITTED  AuditDraws while its audit is not drawn, then       -          yes        yes
@@ -190,13 +191,49 @@ func (k Keeper) insertTask(ctx context.Context, job *types.Job, t types.Task) er
 	return k.attachEntry(ctx, *job, t)
 }
 
+// insertPrimaries stores a new job's PENDING primaries as insertTask does, with their
+// group's record and queue entry written once rather than once per task.
+func (k Keeper) insertPrimaries(ctx context.Context, job *types.Job, tasks []types.Task) error {
+	var first types.Task
+	waiting := uint64(0)
+	for _, t := range tasks {
+		if t.Status != types.TASK_STATUS_PENDING || t.Role != types.TASK_ROLE_PRIMARY || t.JobId != job.Id {
+			return fmt.Errorf("market: new task %d is a %s %s of job %d, not a pending primary of job %d", t.Id, t.Status, t.Role, t.JobId, job.Id)
+		}
+		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+			return err
+		}
+		job.OpenTasks++
+		if !queued(*job, t) {
+			continue
+		}
+		if err := k.Waiting.Set(ctx, waitingKey(t)); err != nil {
+			return err
+		}
+		if waiting == 0 {
+			first = t
+		}
+		waiting++
+	}
+	if waiting == 0 {
+		return nil
+	}
+	if _, found, err := k.getGroup(ctx, groupOf(first)); err != nil || found {
+		return errors.Join(err, fmt.Errorf("market: job %d has primaries waiting already", job.Id))
+	}
+	if err := k.setGroup(ctx, groupOf(first), groupState{size: waiting, first: first.Id}); err != nil {
+		return err
+	}
+	return k.AssignQueue.Set(ctx, groupKey(*job, types.TASK_ROLE_PRIMARY))
+}
+
 // attachEntry adds the due-work entry of the task's status (the table above). Genesis
 // restores the entries with it; the node slots and exposures come with their own state.
 func (k Keeper) attachEntry(ctx context.Context, job types.Job, t types.Task) error {
 	switch t.Status {
 	case types.TASK_STATUS_PENDING:
 		if queued(job, t) {
-			return k.AssignQueue.Set(ctx, queueKey(job, t.Id))
+			return k.enqueue(ctx, job, t)
 		}
 	case types.TASK_STATUS_ASSIGNED:
 		return k.AckDeadlines.Set(ctx, collections.Join(t.AckDeadlineHeight, t.Id))
@@ -223,10 +260,7 @@ func (k Keeper) attachEntry(ctx context.Context, job types.Job, t types.Task) er
 func (k Keeper) releaseEntry(ctx context.Context, job types.Job, t types.Task) error {
 	switch t.Status {
 	case types.TASK_STATUS_PENDING:
-		if err := k.AssignQueue.Remove(ctx, queueKey(job, t.Id)); err != nil {
-			return err
-		}
-		return k.unpark(ctx, t.Id)
+		return k.dequeue(ctx, job, t)
 	case types.TASK_STATUS_ASSIGNED:
 		return k.AckDeadlines.Remove(ctx, collections.Join(t.AckDeadlineHeight, t.Id))
 	case types.TASK_STATUS_RUNNING:
@@ -309,38 +343,6 @@ func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.
 		return k.addExposure(ctx, b.provider, b.exposure)
 	}
 	return nil
-}
-
-// park takes a pending task no node could take out of the AssignQueue until height at
-// (the tries-th failed try); it stays PENDING.
-func (k Keeper) park(ctx context.Context, job types.Job, t types.Task, at int64, tries uint32) error {
-	if t.Status != types.TASK_STATUS_PENDING {
-		return fmt.Errorf("market: park task %d: it is %s", t.Id, t.Status)
-	}
-	if err := k.AssignQueue.Remove(ctx, queueKey(job, t.Id)); err != nil {
-		return err
-	}
-	if err := k.unpark(ctx, t.Id); err != nil {
-		return err
-	}
-	if err := k.AssignRetries.Set(ctx, t.Id, collections.Join(at, tries)); err != nil {
-		return err
-	}
-	return k.AssignRetryAt.Set(ctx, collections.Join(at, t.Id))
-}
-
-// unpark drops a task's retry entry, if it has one.
-func (k Keeper) unpark(ctx context.Context, taskID uint64) error {
-	r, err := k.AssignRetries.Get(ctx, taskID)
-	if errors.Is(err, collections.ErrNotFound) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if err := k.AssignRetryAt.Remove(ctx, collections.Join(r.K1(), taskID)); err != nil {
-		return err
-	}
-	return k.AssignRetries.Remove(ctx, taskID)
 }
 
 // finishTask puts a task in a final status: what the provider was not paid of the task's

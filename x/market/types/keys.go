@@ -78,6 +78,9 @@ var (
 	MemberPosKey     = collections.NewPrefix(49)
 	ClassSizeKey     = collections.NewPrefix(50)
 	PoolPruneKey     = collections.NewPrefix(51)
+	WaitingKey       = collections.NewPrefix(52)
+	GroupsKey        = collections.NewPrefix(53)
+	GroupRetryAtKey  = collections.NewPrefix(54)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).
