@@ -27,12 +27,14 @@ import (
 //	           node is free to be challenged again (nothing is held by a challenge)
 //	rebalance  the node keeps its power of the previous epoch (ugfl unchanged), its
 //	           statistics of the epoch are dropped
+//	retire     the node's deletion is put off one node_retention_blocks
 
 const (
 	kindIssue     = types.ItemIssue
 	kindMiss      = types.ItemMiss
 	kindFail      = types.ItemFail
 	kindRebalance = types.ItemRebalance
+	kindRetire    = types.ItemRetire
 )
 
 // EndBlocker runs x/gfl's block work within its budget.
@@ -75,6 +77,12 @@ func (k Keeper) blockWork(ctx sdk.Context, p types.Params, r *blockhook.Runner) 
 	}, limit); err != nil {
 		return err
 	}
+	// a retire entry's height is its key; the item carries it as Sub
+	if _, err := blockhook.Queue(ctx, r, kindRetire, k.NodeRetireAt, byHeight, func(key collections.Pair[int64, uint64]) blockhook.Item {
+		return blockhook.Item{Kind: kindRetire, ID: key.K2(), Sub: uint64(key.K1())}
+	}, limit); err != nil {
+		return err
+	}
 	return k.rebalanceStep(ctx, p, r)
 }
 
@@ -112,6 +120,23 @@ func (k Keeper) kinds(p types.Params) []blockhook.Kind {
 				return "", err
 			}
 			return "the node's challenge is rescheduled one interval later", k.Nodes.Set(ctx, node.Id, node)
+		}},
+		{Name: kindRetire, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
+			return true, k.retireNode(ctx, p, it.ID, int64(it.Sub))
+		}, Resolve: func(ctx sdk.Context, it blockhook.Item) (string, error) {
+			node, err := k.Nodes.Get(ctx, it.ID)
+			if errorsmod.IsOf(err, collections.ErrNotFound) {
+				return "the node is gone", nil
+			} else if err != nil {
+				return "", err
+			}
+			if node.Status != types.NODE_STATUS_INACTIVE || node.RetireHeight != int64(it.Sub) {
+				return "the node moved on", nil
+			}
+			if err := k.scheduleRetire(ctx, &node, ctx.BlockHeight()+int64(p.NodeRetentionBlocks)); err != nil {
+				return "", err
+			}
+			return "the node's deletion is put off one retention", k.Nodes.Set(ctx, node.Id, node)
 		}},
 		{Name: kindRebalance, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
 			return true, k.rebalanceNode(ctx, it.ID, it.Sub)

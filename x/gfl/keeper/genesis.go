@@ -50,6 +50,11 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 				return err
 			}
 		}
+		if n.Status == types.NODE_STATUS_INACTIVE && n.RetireHeight != 0 {
+			if err := k.NodeRetireAt.Set(ctx, collections.Join(n.RetireHeight, n.Id)); err != nil {
+				return err
+			}
+		}
 	}
 	if err := k.NetworkPower.Set(ctx, np); err != nil {
 		return err

@@ -64,6 +64,9 @@ type Keeper struct {
 	Nodes   *collections.IndexedMap[uint64, types.Node, NodeIndexes]
 	// GpuOwners maps every registered GPU UUID to its node: a GPU sells once.
 	GpuOwners collections.Map[string, uint64]
+	// NodeRetireAt: (height, node id) of the inactive nodes, deleted at that height
+	// (deactivation + node_retention_blocks) once their work is settled.
+	NodeRetireAt collections.KeySet[collections.Pair[int64, uint64]]
 
 	ChallengeSeq collections.Sequence
 	// Challenges holds open challenges only; finished ones live on in events and stats.
@@ -116,6 +119,7 @@ func NewKeeper(
 				func(_ uint64, n types.Node) (int32, error) { return int32(n.Status), nil }),
 		}),
 		GpuOwners:    collections.NewMap(sb, types.GpuOwnersKey, "gpu_owners", collections.StringKey, collections.Uint64Value),
+		NodeRetireAt: collections.NewKeySet(sb, types.NodeRetireAtKey, "node_retire_at", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		ChallengeSeq: collections.NewSequence(sb, types.ChallengeSeqKey, "challenge_seq"),
 		Challenges: collections.NewIndexedMap(sb, types.ChallengesKey, "challenges", collections.Uint64Key, codec.CollValue[types.Challenge](cdc), ChallengeIndexes{
 			ByOperator: indexes.NewMulti(sb, types.ChallengesByOperatorKey, "challenges_by_operator", sdk.AccAddressKey, collections.Uint64Key,

@@ -234,6 +234,13 @@ func (k Keeper) DeactivateNode(ctx context.Context, op sdk.AccAddress, id uint64
 		return err
 	}
 	node.NextChallengeHeight = 0
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := k.scheduleRetire(ctx, &node, sdk.UnwrapSDKContext(ctx).BlockHeight()+int64(p.NodeRetentionBlocks)); err != nil {
+		return err
+	}
 	return k.setStatus(ctx, node, types.NODE_STATUS_INACTIVE)
 }
 
@@ -249,6 +256,9 @@ func (k Keeper) ReactivateNode(ctx context.Context, op sdk.AccAddress, id uint64
 	}
 	if err := k.collateral.LockForNode(ctx, op, node.GPUCount()); err != nil {
 		return 0, errorsmod.Wrapf(types.ErrInsufficientCollateral, "%d GPUs: %s", len(node.Gpus), err)
+	}
+	if err := k.unscheduleRetire(ctx, &node); err != nil {
+		return 0, err
 	}
 	to := types.NODE_STATUS_PENDING
 	if node.Approved {

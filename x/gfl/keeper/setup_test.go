@@ -76,9 +76,20 @@ type hooks struct {
 	fail     error // returned by the After hooks (which then record nothing)
 	changed  []uint64
 	finished []types.ChallengeStatus
+	// deleteVeto is returned by BeforeNodeDelete; deleted records AfterNodeDeleted.
+	deleteVeto error
+	deleted    []uint64
 }
 
 func (h *hooks) BeforeNodeChange(context.Context, types.Node) error { return h.veto }
+func (h *hooks) BeforeNodeDelete(context.Context, types.Node) error { return h.deleteVeto }
+func (h *hooks) AfterNodeDeleted(_ context.Context, n types.Node) error {
+	if h.fail != nil {
+		return h.fail
+	}
+	h.deleted = append(h.deleted, n.Id)
+	return nil
+}
 func (h *hooks) AfterNodeChanged(_ context.Context, n types.Node) error {
 	if h.fail != nil {
 		return h.fail

@@ -47,6 +47,12 @@ type GFLHooks interface {
 	// AfterChallengeFinished is called when a challenge passed, failed or was missed; an
 	// error (the hook wrote nothing) fails the challenge's conclusion.
 	AfterChallengeFinished(ctx context.Context, node Node, challengeID uint64, status ChallengeStatus) error
+	// BeforeNodeDelete is called before a node inactive for node_retention_blocks is
+	// deleted; an error puts the deletion off (x/market: the node has unsettled tasks).
+	BeforeNodeDelete(ctx context.Context, node Node) error
+	// AfterNodeDeleted is called once a node is deleted: the modules drop what they keep
+	// about it; an error (the hook wrote nothing) fails the deletion.
+	AfterNodeDeleted(ctx context.Context, node Node) error
 }
 
 // MultiGFLHooks calls several hooks in order; the first veto wins.
@@ -68,6 +74,26 @@ func (m MultiGFLHooks) BeforeNodeChange(ctx context.Context, node Node) error {
 func (m MultiGFLHooks) AfterNodeChanged(ctx context.Context, node Node) error {
 	for _, h := range m {
 		if err := h.AfterNodeChanged(ctx, node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BeforeNodeDelete implements GFLHooks.
+func (m MultiGFLHooks) BeforeNodeDelete(ctx context.Context, node Node) error {
+	for _, h := range m {
+		if err := h.BeforeNodeDelete(ctx, node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AfterNodeDeleted implements GFLHooks.
+func (m MultiGFLHooks) AfterNodeDeleted(ctx context.Context, node Node) error {
+	for _, h := range m {
+		if err := h.AfterNodeDeleted(ctx, node); err != nil {
 			return err
 		}
 	}

@@ -38,6 +38,7 @@ var (
 	BlockHashesKey          = collections.NewPrefix(17)
 	RetryAttemptsKey        = collections.NewPrefix(18)
 	RetryDueKey             = collections.NewPrefix(19)
+	NodeRetireAtKey         = collections.NewPrefix(20)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; challenge issue, miss and failure, epoch rebalance).
@@ -46,7 +47,8 @@ const (
 	ItemMiss      = "miss"
 	ItemFail      = "fail"
 	ItemRebalance = "rebalance"
+	ItemRetire    = "retire"
 )
 
 // ItemKinds lists the kinds of the module's block-hook items.
-var ItemKinds = []string{ItemIssue, ItemMiss, ItemFail, ItemRebalance}
+var ItemKinds = []string{ItemIssue, ItemMiss, ItemFail, ItemRebalance, ItemRetire}

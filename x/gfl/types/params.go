@@ -88,6 +88,7 @@ func DefaultParams() Params {
 		WrongAnswerJail:         24 * time.Hour,
 		MaxSamplesPerEpoch:      1000,
 		MaxClaimedGflops:        100_000_000, // 100 PFLOP/s per node
+		NodeRetentionBlocks:     100_000,
 	}
 }
 
@@ -128,6 +129,7 @@ func (p Params) validate() error {
 		validate.PPM("wrong_answer_slash_ppm", p.WrongAnswerSlashPpm),
 		validate.Positive("max_samples_per_epoch", p.MaxSamplesPerEpoch),
 		validate.Range("max_claimed_gflops", p.MaxClaimedGflops, 1, 1<<40),
+		validate.Range("node_retention_blocks", p.NodeRetentionBlocks, 100, 100_000_000),
 	}
 	for _, err := range checks {
 		if err != nil {

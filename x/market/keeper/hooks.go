@@ -40,7 +40,7 @@ func (h gflHooks) AfterNodeChanged(ctx context.Context, n gfltypes.Node) error {
 	var oldp *types.NodeSlot
 	switch {
 	case err == nil:
-		s.GpusUsed, s.Tasks = old.GpusUsed, old.Tasks
+		s.GpusUsed, s.Tasks, s.OpenTasks = old.GpusUsed, old.Tasks, old.OpenTasks
 		oldp = &old
 	case !errorsmod.IsOf(err, collections.ErrNotFound):
 		return err
@@ -49,6 +49,35 @@ func (h gflHooks) AfterNodeChanged(ctx context.Context, n gfltypes.Node) error {
 		return fmt.Errorf("market: slot of node %d: %w", n.Id, err)
 	}
 	return nil
+}
+
+// BeforeNodeDelete puts off the deletion of a node with tasks that are not final: their
+// verification and settlement read the node.
+func (h gflHooks) BeforeNodeDelete(ctx context.Context, n gfltypes.Node) error {
+	s, err := h.k.Slots.Get(ctx, n.Id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if s.OpenTasks > 0 || s.Tasks > 0 {
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks not settled", n.Id, max(s.OpenTasks, s.Tasks))
+	}
+	return nil
+}
+
+// AfterNodeDeleted drops the node's slot (an inactive node is in no scheduling index).
+func (h gflHooks) AfterNodeDeleted(ctx context.Context, n gfltypes.Node) error {
+	s, err := h.k.Slots.Get(ctx, n.Id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if s.Active || s.OpenTasks > 0 || s.Tasks > 0 {
+		return fmt.Errorf("market: delete slot of node %d: active %v, %d open tasks", n.Id, s.Active, s.OpenTasks)
+	}
+	return h.k.Slots.Remove(ctx, n.Id)
 }
 
 // AfterChallengeFinished implements gfltypes.GFLHooks.

@@ -94,12 +94,13 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 	return report("escrow", fmt.Sprintf("escrow account %s%s", bal, p.Denom), problems)
 }
 
-// SlotsInvariant: each node's GPUs in use and in-flight tasks match its tasks, and the
+// SlotsInvariant: each node's GPUs in use, in-flight tasks and open (unsettled) tasks match
+// its tasks, and the
 // scheduling index holds exactly the active nodes at their current load.
 func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 	var problems []string
 	err := k.Slots.Walk(ctx, nil, func(id uint64, s types.NodeSlot) (bool, error) {
-		var gpus, tasks uint32
+		var gpus, tasks, open uint32
 		it, err := k.Tasks.Indexes.ByNode.MatchExact(ctx, id)
 		if err != nil {
 			return true, err
@@ -126,10 +127,13 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 			if inFlight(t.Status) {
 				tasks++
 			}
+			if holdsExposure(t.Status) && t.NodeId == id {
+				open++
+			}
 		}
 		_ = it.Close()
-		if gpus != s.GpusUsed || tasks != s.Tasks {
-			problems = append(problems, fmt.Sprintf("node %d: slot says %d GPUs / %d tasks, its tasks %d / %d", id, s.GpusUsed, s.Tasks, gpus, tasks))
+		if gpus != s.GpusUsed || tasks != s.Tasks || open != s.OpenTasks {
+			problems = append(problems, fmt.Sprintf("node %d: slot says %d GPUs / %d tasks / %d open, its tasks %d / %d / %d", id, s.GpusUsed, s.Tasks, s.OpenTasks, gpus, tasks, open))
 		}
 		has, err := k.SchedIndex.Has(ctx, indexKey(s))
 		if err != nil {

@@ -19,17 +19,17 @@ import (
 // core that moves it is transition.go.
 
 // adjustSlot changes a node's GPUs in use and in-flight tasks and re-indexes it.
-func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, dGPUs, dTasks int64) error {
+func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, dGPUs, dTasks, dOpen int64) error {
 	s, err := k.Slots.Get(ctx, nodeID)
 	if err != nil {
 		return fmt.Errorf("market: slot of node %d: %w", nodeID, err)
 	}
 	old := s
-	used, tasks := int64(s.GpusUsed)+dGPUs, int64(s.Tasks)+dTasks
-	if used < 0 || tasks < 0 {
-		return fmt.Errorf("market: node %d slot out of step: gpus used %d, tasks %d", nodeID, used, tasks)
+	used, tasks, open := int64(s.GpusUsed)+dGPUs, int64(s.Tasks)+dTasks, int64(s.OpenTasks)+dOpen
+	if used < 0 || tasks < 0 || open < 0 {
+		return fmt.Errorf("market: node %d slot out of step: gpus used %d, tasks %d, open tasks %d", nodeID, used, tasks, open)
 	}
-	s.GpusUsed, s.Tasks = uint32(used), uint32(tasks)
+	s.GpusUsed, s.Tasks, s.OpenTasks = uint32(used), uint32(tasks), uint32(open)
 	return k.setSlot(ctx, &old, s)
 }
 

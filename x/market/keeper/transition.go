@@ -285,10 +285,10 @@ func auditDrawHeight(t types.Task) int64 { return t.CommitHeight + 2 }
 
 // hold is what a task holds of its node and its provider's collateral.
 type hold struct {
-	node        uint64
-	gpus, tasks int64
-	provider    string
-	exposure    sdkmath.Int
+	node              uint64
+	gpus, tasks, open int64
+	provider          string
+	exposure          sdkmath.Int
 }
 
 func holdOf(job types.Job, t types.Task) hold {
@@ -302,6 +302,9 @@ func holdOf(job types.Job, t types.Task) hold {
 	if inFlight(t.Status) {
 		h.tasks = 1
 	}
+	if holdsExposure(t.Status) {
+		h.open = 1
+	}
 	if holdsExposure(t.Status) && !t.Exposure.IsNil() && t.Exposure.IsPositive() {
 		h.exposure = t.Exposure
 	}
@@ -313,19 +316,19 @@ func holdOf(job types.Job, t types.Task) hold {
 func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.Task) error {
 	a, b := holdOf(job, old), holdOf(job, new)
 	if a.node == b.node {
-		if dg, dt := b.gpus-a.gpus, b.tasks-a.tasks; a.node != 0 && (dg != 0 || dt != 0) {
-			if err := k.adjustSlot(ctx, a.node, dg, dt); err != nil {
+		if dg, dt, do := b.gpus-a.gpus, b.tasks-a.tasks, b.open-a.open; a.node != 0 && (dg != 0 || dt != 0 || do != 0) {
+			if err := k.adjustSlot(ctx, a.node, dg, dt, do); err != nil {
 				return err
 			}
 		}
 	} else {
-		if a.node != 0 && (a.gpus != 0 || a.tasks != 0) {
-			if err := k.adjustSlot(ctx, a.node, -a.gpus, -a.tasks); err != nil {
+		if a.node != 0 && (a.gpus != 0 || a.tasks != 0 || a.open != 0) {
+			if err := k.adjustSlot(ctx, a.node, -a.gpus, -a.tasks, -a.open); err != nil {
 				return err
 			}
 		}
-		if b.node != 0 && (b.gpus != 0 || b.tasks != 0) {
-			if err := k.adjustSlot(ctx, b.node, b.gpus, b.tasks); err != nil {
+		if b.node != 0 && (b.gpus != 0 || b.tasks != 0 || b.open != 0) {
+			if err := k.adjustSlot(ctx, b.node, b.gpus, b.tasks, b.open); err != nil {
 				return err
 			}
 		}

@@ -146,6 +146,20 @@ var _ gfltypes.GFLHooks = gflHooks{}
 // BeforeNodeChange never vetoes.
 func (gflHooks) BeforeNodeChange(context.Context, gfltypes.Node) error { return nil }
 
+// BeforeNodeDelete never vetoes.
+func (gflHooks) BeforeNodeDelete(context.Context, gfltypes.Node) error { return nil }
+
+// AfterNodeDeleted drops what the module keeps about a node gone for good: its history
+// and, when its score is at least initial_score, its score record and counters. A lower
+// score stays, scored like any idle node's: it is its operator's standing, which a new
+// node of the operator starts from (the operator's mean), so that deleting a node cannot
+// launder a record it earned by failing.
+func (h gflHooks) AfterNodeDeleted(ctx context.Context, node gfltypes.Node) error {
+	return h.k.hookItem(ctx, "reputation: node deleted", func(ctx sdk.Context) error {
+		return h.k.forgetNode(ctx, node.Id)
+	})
+}
+
 // AfterNodeChanged makes sure the node has a score record (initial_score for a new one)
 // and that its operator is the one x/gfl has.
 func (h gflHooks) AfterNodeChanged(ctx context.Context, node gfltypes.Node) error {

@@ -3,6 +3,8 @@ package keeper_test
 import (
 	"testing"
 
+	"cosmossdk.io/collections"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/cosmos/cosmos-sdk/types/query"
@@ -244,5 +246,46 @@ func TestAttackFreshNodeEscapesLowScore(t *testing.T) {
 	score, _, err = f.k.Reputation(f.ctx, 3)
 	require.NoError(t, err)
 	require.Equal(t, "0.500000000000000000", score.String())
+	f.requireInvariants()
+}
+
+// A provider whose node earned a low score deletes it (deactivated, gone for good) and
+// registers a new one: the low record stays as its operator's standing, so the new node
+// starts low. A node with a good record is forgotten whole (score, history, counters).
+func TestAttackDeletedNodeLaundersLowScore(t *testing.T) {
+	f := newFixture(t)
+	f.addNode(1, "alice")
+	f.addNode(2, "bob")
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 1, false))
+	require.NoError(t, f.k.MarketHooks().AfterTaskAcked(f.ctx, 1, true))
+	require.NoError(t, f.k.MarketHooks().AfterTaskVerified(f.ctx, 2, true))
+	f.scoreAll()
+	low := f.score(1).Score
+	p, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	require.True(t, low.LT(p.InitialScore))
+
+	for _, id := range []uint64{1, 2} {
+		node, err := f.gfl.GetNode(f.ctx, id)
+		require.NoError(t, err)
+		require.NoError(t, f.k.GFLHooks().AfterNodeDeleted(f.ctx, node))
+		delete(f.gfl.nodes, id)
+	}
+	require.Equal(t, low.String(), f.score(1).Score.String(), "the low score stays")
+	f.gflOnly(3, "alice")
+	score, eligible, err := f.k.Reputation(f.ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, low.String(), score.String(), "a new node starts from the deleted node's standing")
+	require.False(t, eligible)
+
+	_, err = f.k.Scores.Get(f.ctx, 2)
+	require.ErrorIs(t, err, collections.ErrNotFound, "a good record is forgotten")
+	for _, id := range []uint64{1, 2} {
+		it, err := f.k.History.Iterate(f.ctx, collections.NewPrefixedPairRange[uint64, uint64](id))
+		require.NoError(t, err)
+		keys, err := it.Keys()
+		require.NoError(t, err)
+		require.Empty(t, keys, "node %d's history is dropped", id)
+	}
 	f.requireInvariants()
 }

@@ -187,3 +187,47 @@ func (k Keeper) setOperator(ctx sdk.Context, s types.NodeScore, operator string)
 		NodeId: s.NodeId, OldOperator: old.Operator, NewOperator: operator,
 	})
 }
+
+// forgetNode drops a deleted node's history, and its score record and counters unless
+// its score is below initial_score (x/reputation's hook AfterNodeDeleted).
+func (k Keeper) forgetNode(ctx sdk.Context, id uint64) error {
+	hist, err := k.History.Iterate(ctx, collections.NewPrefixedPairRange[uint64, uint64](id))
+	if err != nil {
+		return err
+	}
+	keys, err := hist.Keys() // at most history_length (<= 1000) records
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		if err := k.History.Remove(ctx, key); err != nil {
+			return err
+		}
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := k.Scores.Get(ctx, id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if s.Score.LT(p.InitialScore) {
+		return nil // its operator's standing
+	}
+	st, err := k.Scoring.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for _, epoch := range append([]uint64{st.CurrentEpoch}, st.Pending...) {
+		if err := k.Counters.Remove(ctx, collections.Join(epoch, id)); err != nil {
+			return err
+		}
+	}
+	if err := k.addToOperator(ctx, s.Operator, s.Score.Neg(), -1); err != nil {
+		return err
+	}
+	return k.Scores.Remove(ctx, id)
+}
