@@ -47,6 +47,14 @@ func PositiveDuration(name string, d time.Duration) error {
 	return nil
 }
 
+// DurationRange checks lo <= d <= hi.
+func DurationRange(name string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return fmt.Errorf("%s %s: must be in [%s, %s]", name, d, lo, hi)
+	}
+	return nil
+}
+
 // Denom checks a coin denomination.
 func Denom(name, denom string) error {
 	if err := sdk.ValidateDenom(denom); err != nil {

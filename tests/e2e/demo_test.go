@@ -73,8 +73,9 @@ func checkDemo(t *testing.T, sum demo.Summary) {
 	}
 	require.Equal(t, power, sum.NetworkGflops)
 
-	// the jobs: every task settled, paid its price; the client paid exactly that and the
-	// pool's units (zero gas price on the localnet)
+	// the jobs: every task settled, paid for the time it ran (ack to commit, by the
+	// minute) and its tip, never more than its price and tip; the client paid exactly that
+	// and the pool's units (zero gas price on the localnet)
 	require.Len(t, sum.Jobs, 2)
 	spent := sdkmath.ZeroInt()
 	for _, j := range sum.Jobs {
@@ -82,7 +83,10 @@ func checkDemo(t *testing.T, sum demo.Summary) {
 		for _, tk := range j.Tasks {
 			require.Equal(t, markettypes.TASK_STATUS_SETTLED, tk.Status, "task %d", tk.Id)
 			require.Len(t, tk.ResultRoot, 32)
-			require.Equal(t, tk.Price, tk.Paid, "task %d is paid its price", tk.Id)
+			ran := tk.CommitTime.Sub(tk.StartedTime)
+			want := markettypes.TimePrice(tk.Price, ran, j.MaxDuration, markettypes.DefaultParams().BillingGranularity).Add(j.Tip)
+			require.Equal(t, want.String(), tk.Paid.String(), "task %d is paid for the %s it ran of %s", tk.Id, ran, j.MaxDuration)
+			require.True(t, tk.Paid.LTE(tk.Price.Add(j.Tip)))
 			spent = spent.Add(tk.Paid)
 		}
 	}
@@ -138,7 +142,9 @@ func binaries(t *testing.T, root string) string {
 		}
 		for _, c := range []string{"flopsd", "flops-worker"} {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			out, err := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(buildDir, c), "./cmd/"+c).CombinedOutput()
+			build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(buildDir, c), "./cmd/"+c)
+			build.Dir = root
+			out, err := build.CombinedOutput()
 			cancel()
 			if err != nil {
 				buildErr = err

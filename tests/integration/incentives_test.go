@@ -53,6 +53,7 @@ func incentiveApp(t *testing.T, challengeInterval uint64, dpsPerGFL int64, accou
 				m.Params.ChallengeWindowBlocks = 5
 				m.Params.AckTimeoutBlocks = 5
 				m.Params.MaxReassignments = 0
+				m.Params.BillingGranularity = 10 * time.Minute // a task is paid its price + tip (market_test.go)
 			})
 			var d dpstypes.GenesisState
 			e.Edit(dpstypes.ModuleName, &d, func() { d.Params.DpsPerGfl = sdkmath.LegacyNewDec(dpsPerGFL) })

@@ -49,6 +49,10 @@ func marketAppLate(t testing.TB, n, registered int, edit func(p *markettypes.Par
 		e.Edit(markettypes.ModuleName, &m, func() {
 			m.Params.ChallengeWindowBlocks = 5
 			m.Params.AuctionWindowBlocks = 6
+			// these tests' tasks (10 minutes) are billed in one 10-minute unit, so that a
+			// settled task is paid its price + tip; TestWiredTaskPaidForTimeUsed bills by
+			// the minute
+			m.Params.BillingGranularity = 10 * time.Minute
 			if edit != nil {
 				edit(&m.Params)
 			}
@@ -379,5 +383,43 @@ func TestCancelJob(t *testing.T) {
 	require.True(t, a.ModuleBalance(markettypes.ModuleName, udps).IsZero())
 	paid := owed.Add(ct.Price.Add(spec.PriorityTip.Amount))
 	require.Equal(t, clientStart.Add(spec.Budget()).Sub(paid), a.Balance(a.Account("client").Address, udps), "the owner pays exactly the work done")
+	a.AssertInvariants()
+}
+
+// On the wired app, billed by the minute: a 10-minute task acked, then committed 2.5
+// minutes later, costs its owner 3 minutes of its price (166,667 x 3/10 = 50,000 udps)
+// plus its tip, exactly; the provider gets that less the take; the escrow ends empty and
+// the invariants hold.
+func TestWiredTaskPaidForTimeUsed(t *testing.T) {
+	a, nodes := marketApp(t, func(p *markettypes.Params) { p.BillingGranularity = time.Minute })
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	before := readLedger(a)
+	spec := gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN)
+	job := submit(t, a, spec)
+	task := jobTasks(t, a, job)[0]
+	require.Equal(t, sdkmath.NewInt(166_667), task.Price)
+	name := providerOf(nodes, task.NodeId)
+	addr := a.Account(name)
+	provBefore := a.Balance(addr.Address, udps)
+
+	a.MustDeliver(name, &markettypes.MsgAckTask{Provider: addr.String(), TaskId: task.Id})
+	a.BlockInterval = 150 * time.Second
+	root, salt := sha256.Sum256([]byte("result of task")), []byte("0123456789abcdef")
+	a.MustDeliver(name, &markettypes.MsgCommitResult{Provider: addr.String(), TaskId: task.Id, Commitment: markettypes.Commitment(root[:], salt, addr.Address)})
+	a.BlockInterval = time.Second
+	a.MustDeliver(name, &markettypes.MsgRevealResult{Provider: addr.String(), TaskId: task.Id, ResultRoot: root[:], Salt: salt,
+		OutputUri: "https://" + name + ".example.com/out/a", Usage: markettypes.Usage{GpuSeconds: 150}})
+	ran := jobTasks(t, a, job)[0]
+	require.Equal(t, 150*time.Second, ran.CommitTime.Sub(ran.StartedTime))
+	a.NextBlocks(int(p.ChallengeWindowBlocks) + 1)
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, jobTasks(t, a, job)[0].Status)
+
+	gross := sdkmath.NewInt(50_000).Add(spec.PriorityTip.Amount)
+	take := gross.MulRaw(int64(p.TakeRatePpm)).QuoRaw(1e6)
+	after := readLedger(a)
+	require.Equal(t, before.client.Sub(gross).String(), after.client.String(), "the owner pays 3 minutes of 10 and the tip")
+	require.Equal(t, provBefore.Add(gross).Sub(take).String(), a.Balance(addr.Address, udps).String())
+	require.True(t, after.escrow.IsZero())
 	a.AssertInvariants()
 }

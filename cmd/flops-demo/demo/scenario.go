@@ -61,10 +61,12 @@ type NodeSummary struct {
 
 // JobSummary is a job at the end.
 type JobSummary struct {
-	ID     uint64
-	Mode   markettypes.AllocationMode
-	Status markettypes.JobStatus
-	Tasks  []markettypes.Task
+	ID          uint64
+	Mode        markettypes.AllocationMode
+	Status      markettypes.JobStatus
+	Tasks       []markettypes.Task
+	MaxDuration time.Duration
+	Tip         sdkmath.Int
 }
 
 // PoolSummary is the pool at the end.
@@ -189,7 +191,7 @@ func (d *Demo) demand(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.sum.Jobs = append(d.sum.Jobs, JobSummary{ID: id, Mode: spec.Mode})
+		d.sum.Jobs = append(d.sum.Jobs, JobSummary{ID: id, Mode: spec.Mode, MaxDuration: spec.MaxDuration, Tip: spec.PriorityTip.Amount})
 		d.say("client", "submitted job %d (%s, %d x BUILTIN GEMM n=%d, verified by on-chain sampling) from %s in block %d: %s escrowed",
 			id, strings.TrimPrefix(spec.Mode.String(), "ALLOCATION_MODE_"), spec.TaskCount, spec.Builtin.GemmN, path, res.Height, dps(spec.Budget()))
 	}

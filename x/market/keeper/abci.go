@@ -115,11 +115,12 @@ func (k Keeper) heartbeatLapsed(ctx sdk.Context, p types.Params, node uint64) (b
 	return true, nil
 }
 
-// settlementGross is what a settled task is paid: a primary its price and tip from its
-// reservation, the other roles their price from the verification budget.
-func settlementGross(job types.Job, t types.Task) sdkmath.Int {
+// settlementGross is what a settled task is paid: a primary the part of its price for the
+// time it ran (types.TimePrice) and its tip from its reservation, the other roles their
+// price from the verification budget.
+func settlementGross(p types.Params, job types.Job, t types.Task) sdkmath.Int {
 	if t.Role == types.TASK_ROLE_PRIMARY {
-		return t.Price.Add(job.Spec.PriorityTip.Amount)
+		return types.TimePrice(t.Price, t.CommitTime.Sub(t.StartedTime), job.Spec.MaxDuration, p.BillingGranularity).Add(job.Spec.PriorityTip.Amount)
 	}
 	return t.Price
 }
@@ -139,7 +140,7 @@ func (k Keeper) settle(ctx sdk.Context, p types.Params, id uint64) error {
 	if err != nil {
 		return err
 	}
-	gross := settlementGross(job, t)
+	gross := settlementGross(p, job, t)
 	if err := k.pay(ctx, &job, &t, p, gross); err != nil {
 		return err
 	}

@@ -276,7 +276,7 @@ func (k Keeper) resolveSettle(ctx sdk.Context, p types.Params, id uint64) (strin
 			return err
 		}
 		t := t
-		if err := k.pay(ctx, &job, &t, p, settlementGross(job, t)); err != nil {
+		if err := k.pay(ctx, &job, &t, p, settlementGross(p, job, t)); err != nil {
 			return err
 		}
 		return k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_SETTLED, t.NodeId, "settled without its work report and reputation event")

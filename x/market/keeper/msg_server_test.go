@@ -897,7 +897,8 @@ func TestRevealResult(t *testing.T) {
 		f.blocks(1)
 	}
 	require.Equal(t, types.TASK_STATUS_SETTLED, f.task(task.Id).Status, "settled at the end of the settle height")
-	split := types.SplitPayment(quote10m.AddRaw(100_000), f.params().TakeRatePpm, f.params().TakePoolSharePpm)
+	// acked and committed within a minute of the job's ten: a tenth of the quote, and the tip
+	split := types.SplitPayment(quote10m.QuoRaw(10).AddRaw(100_000), f.params().TakeRatePpm, f.params().TakePoolSharePpm)
 	require.Equal(t, provBefore.Add(split.Provider), f.balance(task.Provider))
 	require.Equal(t, []uint64{task.NodeId}, f.hooks.settled)
 	require.True(t, f.escrow().IsZero())

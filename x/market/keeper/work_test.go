@@ -51,7 +51,7 @@ func TestSettlementReportsVerifiedWork(t *testing.T) {
 	require.Equal(t, sdk.MustAccAddressFromBech32(owner), w.Payer)
 	require.Equal(t, sdk.MustAccAddressFromBech32(task.Provider), w.Provider)
 	require.Equal(t, int32(gfltypes.WORKLOAD_CLASS_BATCH), w.Workload)
-	require.Equal(t, quote10m.AddRaw(100_000).String(), w.Fees.String(), "price + tip, before the take")
+	require.Equal(t, quote10m.QuoRaw(10).AddRaw(100_000).String(), w.Fees.String(), "a minute of the ten-minute price (billing granularity), + tip, before the take")
 	require.True(t, w.GflopSeconds.IsNil() == false && !w.GflopSeconds.IsNegative())
 	f.assertInvariants()
 }

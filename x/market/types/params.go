@@ -57,6 +57,7 @@ func DefaultParams() Params {
 		GemmMaxRn:               1 << 21,
 		RevealGasPrice:          sdkmath.LegacyNewDecWithPrec(1, 2), // 0.01 udps per gas
 		VerificationTimeout:     6 * time.Hour,
+		BillingGranularity:      time.Minute,
 	}
 }
 
@@ -106,6 +107,7 @@ func (p Params) validate() error {
 		validate.Range("max_inputs_per_job", p.MaxInputsPerJob, 0, 10_000),
 		validate.PositiveDuration("max_job_duration", p.MaxJobDuration),
 		validate.PositiveDuration("verification_timeout", p.VerificationTimeout),
+		validate.DurationRange("billing_granularity", p.BillingGranularity, time.Second, time.Hour),
 		validate.Range("max_units_per_msg", p.MaxUnitsPerMsg, 1, 10_000),
 		validate.Range("max_pool_providers", p.MaxPoolProviders, 1, 10_000),
 		validate.Range("max_timeouts_per_block", p.MaxTimeoutsPerBlock, 1, 10_000),

@@ -1,6 +1,8 @@
 package types
 
 import (
+	"time"
+
 	"crypto/sha256"
 	"encoding/binary"
 
@@ -103,4 +105,24 @@ func SlotFromNode(n gfltypes.Node) NodeSlot {
 		s.MigCapable = s.MigCapable && g.MigCapable
 	}
 	return s
+}
+
+// TimePrice is the part of a task's price (agreed for max_duration) that pays for run, the
+// time from its ack to its commitment, rounded up to a multiple of granularity (at least
+// one): price x
+// billed / max_duration, truncated to the udps, never more than price. A provider that
+// stalls is bounded by the price; one that finishes early charges what it used.
+func TimePrice(price sdkmath.Int, run, maxDuration, granularity time.Duration) sdkmath.Int {
+	if maxDuration <= 0 || granularity <= 0 {
+		return price
+	}
+	run = max(run, 0)
+	if run >= maxDuration {
+		return price
+	}
+	billed := max((run+granularity-1)/granularity, 1) * granularity
+	if billed >= maxDuration {
+		return price
+	}
+	return price.Mul(sdkmath.NewInt(int64(billed))).Quo(sdkmath.NewInt(int64(maxDuration)))
 }
