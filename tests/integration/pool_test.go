@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -62,7 +63,7 @@ func gemmPoolSpec(unitPrice, budget int64) markettypes.PoolSpec {
 	return markettypes.PoolSpec{
 		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
 		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
-		UnitPrice: sdk.NewInt64Coin(udps, unitPrice), Budget: sdk.NewInt64Coin(udps, budget), MaxProviders: 4,
+		UnitPrice: sdk.NewInt64Coin(udps, unitPrice), Budget: sdk.NewInt64Coin(udps, budget), MaxProviders: 4, UnitMaxDuration: time.Minute,
 	}
 }
 

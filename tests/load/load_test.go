@@ -189,7 +189,7 @@ func poolSpec(units int) markettypes.PoolSpec {
 	return markettypes.PoolSpec{
 		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
 		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_NONE,
-		UnitPrice: sdk.NewInt64Coin(udps, unitPrice), Budget: sdk.NewInt64Coin(udps, int64(units+10)*unitPrice), MaxProviders: 4,
+		UnitPrice: sdk.NewInt64Coin(udps, unitPrice), Budget: sdk.NewInt64Coin(udps, int64(units+10)*unitPrice), MaxProviders: 4, UnitMaxDuration: time.Minute,
 	}
 }
 

@@ -2,12 +2,16 @@ package agent_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,4 +334,68 @@ func TestWorkerRestartKeepsProcessTask(t *testing.T) {
 	b, err = os.ReadFile(pidLog)
 	require.NoError(t, err)
 	require.Equal(t, fmt.Sprintf("start %d\nend %d\n", pid, pid), string(b), "one process, started once, ran the task to its end")
+}
+
+// Every field of a job does what it says: a 2-shard PROCESS job with task_args runs each
+// shard with its own arguments after the job's command (the job's issue: both shards ran
+// with none).
+func TestWorkerShardsGetTheirArgs(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	w := newWorkerIn(t, &mu, a, "p1", t.TempDir(), nil)
+	argLog := filepath.Join(t.TempDir(), "args")
+	spec := markettypes.JobSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS,
+		Command:   []string{"sh", "-c", `echo "$FLOPS_SHARD_INDEX $*" >> "$ARG_LOG"; echo ok > "$FLOPS_OUTPUT_DIR/out"`, "shard"},
+		Env:       []markettypes.EnvVar{{Name: "ARG_LOG", Value: argLog}},
+		TaskCount: 2, TaskArgs: []markettypes.TaskArgs{{Args: []string{"--shard-a", "x y"}}, {Args: []string{"--shard-b"}}},
+		Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		MaxPricePerTask: sdk.NewInt64Coin("udps", 2_000_000), MaxDuration: 10 * time.Minute, Deadline: a.BlockTime().Add(time.Hour),
+		PriorityTip: sdk.NewInt64Coin("udps", 0), Mode: markettypes.ALLOCATION_MODE_ASSIGN, VerificationBudget: sdk.NewInt64Coin("udps", 0),
+	}
+	j := job(t, a, spec)
+	q := markettypesQuery(a)
+	until(t, a, 40, "job completed", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
+	}, w)
+	b, err := os.ReadFile(argLog)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	sort.Strings(lines)
+	require.Equal(t, []string{"0 --shard-a x y", "1 --shard-b"}, lines)
+}
+
+// A pool unit runs like a task on the GPUs pinned for it (its command sees them in
+// CUDA_VISIBLE_DEVICES; the job's issue: empty) and within the pool's unit_max_duration.
+func TestWorkerPoolUnitSeesItsGPU(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", func(c *config.Config) { c.Pools.Auto = true; c.Pools.MaxClaims = 1 })
+	content := []byte("unit input")
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write(content) }))
+	defer srv.Close()
+	seen := filepath.Join(t.TempDir(), "seen")
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_PROCESS,
+		Command:      []string{"sh", "-c", `echo "gpus=$CUDA_VISIBLE_DEVICES" >> "$SEEN"; echo ok > "$FLOPS_OUTPUT_DIR/out"`},
+		Env:          []markettypes.EnvVar{{Name: "SEEN", Value: seen}},
+		Requirements: markettypes.Requirements{GpuCount: 1}, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
+		UnitMaxDuration: time.Minute,
+	}
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: a.Account("client").String(), Spec: spec})
+	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: a.Account("client").String(), PoolId: 1, Units: []markettypes.Input{
+		{Uri: srv.URL + "/unit", Sha256: fmt.Sprintf("%x", sha256.Sum256(content)), Path: "in/unit"},
+	}})
+	q := markettypesQuery(a)
+	until(t, a, 40, "unit paid", func() bool {
+		res, err := q.Pool(a.Ctx(), &markettypes.QueryPoolRequest{PoolId: 1})
+		require.NoError(t, err)
+		return res.Pool.PaidUnits == 1
+	}, w)
+	b, err := os.ReadFile(seen)
+	require.NoError(t, err)
+	require.Regexp(t, `^gpus=\S+\n$`, string(b), "the unit ran once, on a pinned GPU")
 }

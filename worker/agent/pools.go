@@ -184,9 +184,19 @@ func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
 		a.mu.Unlock()
 		_ = a.state.del(key)
 	}
+	// a unit runs on GPUs of its own, pinned as a task's are, and within the pool's
+	// unit_max_duration
+	id := unitTaskID(c.pool.Id, c.unit.Id)
+	gpus := a.pin(id, c.pool.Spec.Requirements.GPUs())
+	defer func() {
+		a.mu.Lock()
+		a.unpin(id)
+		a.mu.Unlock()
+	}()
 	spec := executor.Spec{
-		TaskID: unitTaskID(c.pool.Id, c.unit.Id), Runtime: c.pool.Spec.Runtime, Image: c.pool.Spec.Image,
+		TaskID: id, Runtime: c.pool.Spec.Runtime, Image: c.pool.Spec.Image,
 		Command: c.pool.Spec.Command, Env: c.pool.Spec.Env, Inputs: []markettypes.Input{c.unit.Input}, Builtin: c.pool.Spec.Builtin,
+		GPUs: gpus, MaxDuration: c.pool.Spec.UnitMaxDuration,
 	}
 	if c.pool.Spec.Runtime == markettypes.RUNTIME_BUILTIN && c.pool.Spec.Image == markettypes.BuiltinGemm {
 		g := c.pool.UnitGemm(c.unit)

@@ -41,6 +41,8 @@ type runRecord struct {
 	Image   string              `json:"image,omitempty"`
 	Command []string            `json:"command,omitempty"`
 	GPUs    []string            `json:"gpus,omitempty"`
+	// CheckpointInterval is the job's checkpoint_interval (0: checkpoints not watched).
+	CheckpointInterval time.Duration `json:"checkpoint_interval,omitempty"`
 	// PID is the wrapper's pid, which is also the process group id of the task.
 	PID int `json:"pid"`
 	// StartTicks is field 22 of /proc/<pid>/stat: the process start time in clock ticks
@@ -97,7 +99,7 @@ func (e *Executor) Detached(taskID uint64) (Spec, bool) {
 	if err != nil {
 		return Spec{}, false
 	}
-	return Spec{TaskID: r.TaskID, JobID: r.JobID, Index: r.Index, Runtime: r.Runtime, Image: r.Image, Command: r.Command, GPUs: r.GPUs}, true
+	return Spec{TaskID: r.TaskID, JobID: r.JobID, Index: r.Index, Runtime: r.Runtime, Image: r.Image, Command: r.Command, GPUs: r.GPUs, CheckpointInterval: r.CheckpointInterval}, true
 }
 
 // DetachedTasks lists the tasks with a run record, in no order.
@@ -163,7 +165,7 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 		stop = containerStop(ctx, log, rec.ContainerRuntime, rec.Container)
 	}
 	start := time.Now()
-	runErr := e.supervise(ctx, log, p, stop, d, hooks, rec.Resumed)
+	runErr := e.supervise(ctx, log, p, stop, d, hooks, rec.Resumed, rec.CheckpointInterval)
 	res, err := e.collect(ctx, log, d, runErr)
 	return e.outcome(ctx, log, taskID, start, res, err)
 }

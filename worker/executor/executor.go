@@ -98,6 +98,10 @@ type Spec struct {
 	// Resume is the checkpoint to resume from, placed in the checkpoint directory before
 	// the command starts; nil: a fresh start.
 	Resume *Checkpoint
+	// CheckpointInterval is the job's checkpoint_interval: the task gets it as
+	// FLOPS_CHECKPOINT_INTERVAL (seconds) and its checkpoints are reported at most once
+	// per interval (the newest one); 0: checkpoints are not watched.
+	CheckpointInterval time.Duration
 }
 
 // Checkpoint is a file a task saved in its checkpoint directory.

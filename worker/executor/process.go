@@ -21,12 +21,15 @@ import (
 // Environment variables every PROCESS and CONTAINER task gets (docs/workloads.md
 // section 5). A job's own env cannot override them.
 const (
-	EnvTaskID             = "FLOPS_TASK_ID"
-	EnvJobID              = "FLOPS_JOB_ID"
-	EnvShardIndex         = "FLOPS_SHARD_INDEX"
-	EnvInputDir           = "FLOPS_INPUT_DIR"
-	EnvOutputDir          = "FLOPS_OUTPUT_DIR"
-	EnvCheckpointDir      = "FLOPS_CHECKPOINT_DIR"
+	EnvTaskID        = "FLOPS_TASK_ID"
+	EnvJobID         = "FLOPS_JOB_ID"
+	EnvShardIndex    = "FLOPS_SHARD_INDEX"
+	EnvInputDir      = "FLOPS_INPUT_DIR"
+	EnvOutputDir     = "FLOPS_OUTPUT_DIR"
+	EnvCheckpointDir = "FLOPS_CHECKPOINT_DIR"
+	// EnvCheckpointInterval is the job's checkpoint_interval in whole seconds (at least
+	// 1), set only when the job asks for checkpoints.
+	EnvCheckpointInterval = "FLOPS_CHECKPOINT_INTERVAL"
 	EnvCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
 )
 
@@ -98,6 +101,9 @@ func taskEnv(log *slog.Logger, spec Spec, base *envList, input, output, checkpoi
 	env.set(EnvInputDir, input)
 	env.set(EnvOutputDir, output)
 	env.set(EnvCheckpointDir, checkpoint)
+	if spec.CheckpointInterval > 0 {
+		env.set(EnvCheckpointInterval, strconv.FormatInt(int64(max(spec.CheckpointInterval/time.Second, 1)), 10))
+	}
 	env.set(EnvCUDAVisibleDevices, strings.Join(spec.GPUs, ","))
 	return env
 }
@@ -157,7 +163,7 @@ func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c c
 	rec := runRecord{
 		TaskID: spec.TaskID, JobID: spec.JobID, Index: spec.Index, Runtime: spec.Runtime, Image: spec.Image,
 		Command: spec.Command, GPUs: spec.GPUs, PID: p.pid, Started: time.Now().UTC(), Resumed: resumed,
-		ContainerRuntime: c.runtime, Container: c.container,
+		ContainerRuntime: c.runtime, Container: c.container, CheckpointInterval: spec.CheckpointInterval,
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		rec.Deadline = dl.UTC()
@@ -168,7 +174,7 @@ func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c c
 	if err := writeRunRecord(d.root, rec); err != nil {
 		log.Warn("run record not written: the task will not survive a restart of the worker", "err", err)
 	}
-	return e.supervise(ctx, log, p, c.stop, d, hooks, resumed)
+	return e.supervise(ctx, log, p, c.stop, d, hooks, resumed, spec.CheckpointInterval)
 }
 
 // lookCommand fails early, as exec would, on a command that cannot be found: the
@@ -198,13 +204,14 @@ func lookCommand(c command) error {
 // when it exits is killed. The captured logs are then bounded to MaxLogBytes each
 // (boundLog) and the run record removed. It returns nil on exit status 0, an *ExitError
 // otherwise, or context.Cause(ctx) when the task was stopped.
-func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProcess, stop func(), d taskDirs, hooks Hooks, resumed *Checkpoint) error {
+func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProcess, stop func(), d taskDirs, hooks Hooks, resumed *Checkpoint, interval time.Duration) error {
 	watcher := newCheckpointWatcher(d.checkpoint, hooks.Checkpoint, log, resumed)
+	watcher.interval = interval
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	var watching sync.WaitGroup
-	if hooks.Checkpoint != nil {
-		watching.Go(func() { watcher.poll(watchCtx, e.opts.CheckpointPoll) })
+	if hooks.Checkpoint != nil && interval > 0 {
+		watching.Go(func() { watcher.poll(watchCtx, min(e.opts.CheckpointPoll, interval)) })
 	}
 	if !p.await(ctx, 0) {
 		if errors.Is(context.Cause(ctx), ErrWorkerShutdown) {
@@ -235,7 +242,7 @@ func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProce
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	if hooks.Checkpoint != nil {
+	if hooks.Checkpoint != nil && interval > 0 {
 		watcher.scan(ctx, true)
 	}
 	return p.status(filepath.Join(d.root, exitFile), stderrTail)
@@ -396,6 +403,10 @@ type checkpointWatcher struct {
 	seen     map[string]fileStamp // at the previous scan
 	reported map[string]fileStamp
 	lastSHA  string
+	// interval: at most one report per interval (the final scan excepted); lastReport
+	// is the time of the last one.
+	interval   time.Duration
+	lastReport time.Time
 }
 
 type fileStamp struct {
@@ -421,17 +432,22 @@ func (w *checkpointWatcher) poll(ctx context.Context, every time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			w.scan(ctx, false)
+		case now := <-t.C:
+			if w.interval > 0 && !w.lastReport.IsZero() && now.Sub(w.lastReport) < w.interval {
+				continue // the files stay unreported until the interval has passed
+			}
+			if w.scan(ctx, false) {
+				w.lastReport = now
+			}
 		}
 	}
 }
 
-func (w *checkpointWatcher) scan(ctx context.Context, final bool) {
+func (w *checkpointWatcher) scan(ctx context.Context, final bool) bool {
 	entries, err := os.ReadDir(w.dir)
 	if err != nil {
 		w.log.Warn("checkpoint scan", "err", err)
-		return
+		return false
 	}
 	seen := make(map[string]fileStamp, len(entries))
 	var best string
@@ -459,18 +475,19 @@ func (w *checkpointWatcher) scan(ctx context.Context, final bool) {
 	}
 	w.seen = seen
 	if best == "" {
-		return
+		return false
 	}
 	p := filepath.Join(w.dir, best)
 	sha, err := hashFile(ctx, p)
 	if err != nil {
 		w.log.Warn("checkpoint hash", "file", best, "err", err)
-		return
+		return false
 	}
 	if sha == w.lastSHA {
-		return
+		return false
 	}
 	w.lastSHA = sha
 	w.log.Info("checkpoint", "file", best, "sha256", sha, "bytes", bestStamp.size)
 	w.hook(Checkpoint{SHA256: sha, Path: p})
+	return true
 }

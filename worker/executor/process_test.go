@@ -212,7 +212,9 @@ func TestProcessCheckpointAndResume(t *testing.T) {
 	e := newTestExecutor(t, nil)
 	var rec checkpointRecorder
 	script := writeCheckpoint + `ckpt one; sleep 0.5; ckpt one; sleep 0.3; ckpt two`
-	_, err := e.Run(context.Background(), shellSpec(40, script), Hooks{Checkpoint: rec.hook})
+	spec := shellSpec(40, script)
+	spec.CheckpointInterval = 40 * time.Millisecond // every scan
+	_, err := e.Run(context.Background(), spec, Hooks{Checkpoint: rec.hook})
 	require.NoError(t, err)
 	require.Equal(t, []string{sha256Hex([]byte("one")), sha256Hex([]byte("two"))}, rec.digests())
 	last := rec.got[1]
@@ -234,6 +236,7 @@ func TestProcessCheckpointAndResume(t *testing.T) {
 			var rec2 checkpointRecorder
 			spec := shellSpec(tc.taskID, `cp "$FLOPS_CHECKPOINT_DIR/state.ckpt" "$FLOPS_OUTPUT_DIR/resumed"; sleep 0.2`)
 			spec.Resume = &Checkpoint{SHA256: last.SHA256, Path: last.Path}
+			spec.CheckpointInterval = 40 * time.Millisecond
 			res, err := e.Run(context.Background(), spec, Hooks{Checkpoint: rec2.hook})
 			require.NoError(t, err)
 			b, err := os.ReadFile(filepath.Join(res.OutputDir, "resumed"))
@@ -314,4 +317,38 @@ func TestCheckSpec(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidSpec, "case %d", x)
 	}
 	require.True(t, errors.Is(checkSpec(shellSpec(1, "true")), nil))
+}
+
+// checkpoint_interval: the task gets it as FLOPS_CHECKPOINT_INTERVAL, and a task that
+// writes a new checkpoint every 0.3 s for 2.4 s with an interval of 1 s (the directory
+// scanned every 40 ms) has one reported per second (the first once complete, then one
+// an interval later, ...) and the last at its exit, not all eight; with an interval of 0
+// none is watched.
+func TestProcessCheckpointInterval(t *testing.T) {
+	e := newTestExecutor(t, nil)
+	script := writeCheckpoint + `echo "$FLOPS_CHECKPOINT_INTERVAL" > "$FLOPS_OUTPUT_DIR/interval"
+for i in $(seq 1 8); do ckpt "state $i"; sleep 0.3; done`
+	var rec checkpointRecorder
+	spec := shellSpec(50, script)
+	spec.CheckpointInterval = time.Second
+	res, err := e.Run(context.Background(), spec, Hooks{Checkpoint: rec.hook})
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(res.OutputDir, "interval"))
+	require.NoError(t, err)
+	require.Equal(t, "1\n", string(b))
+	got := len(rec.digests())
+	require.GreaterOrEqual(t, got, 3, "one at the start, one a second later, the last at the exit")
+	require.LessOrEqual(t, got, 4, "at most one per interval, and the last at the exit")
+	require.Equal(t, sha256Hex([]byte("state 8")), rec.digests()[got-1], "the last one is reported at the exit")
+
+	var none checkpointRecorder
+	spec = shellSpec(51, script)
+	res, err = e.Run(context.Background(), spec, Hooks{Checkpoint: none.hook})
+	require.NoError(t, err)
+	require.Empty(t, none.digests(), "checkpoint_interval 0: not watched")
+	_, err = os.Stat(filepath.Join(res.OutputDir, "interval"))
+	require.NoError(t, err)
+	b, err = os.ReadFile(filepath.Join(res.OutputDir, "interval"))
+	require.NoError(t, err)
+	require.Equal(t, "\n", string(b), "no interval given")
 }

@@ -498,4 +498,5 @@ verification: VERIFICATION_CLASS_BUILTIN_GEMM
 unit_price: {denom: udps, amount: "200000"}
 budget: {denom: udps, amount: "1000000"}
 max_providers: 4
+unit_max_duration: 60s
 `

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,7 +55,7 @@ func TestEveryOversizeFieldIsRejected(t *testing.T) {
 			s := types.PoolSpec{
 				Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: types.RUNTIME_PROCESS, Command: []string{"serve"},
 				Verification: types.VERIFICATION_CLASS_NONE, UnitPrice: sdk.NewInt64Coin(udps, 1_000),
-				Budget: sdk.NewInt64Coin(udps, 10_000), MaxProviders: 2,
+				Budget: sdk.NewInt64Coin(udps, 10_000), MaxProviders: 2, UnitMaxDuration: time.Minute,
 			}
 			edit(&s)
 			_, err := f.ms.CreatePool(ctx, &types.MsgCreatePool{Owner: f.client, Spec: s})
@@ -64,7 +65,7 @@ func TestEveryOversizeFieldIsRejected(t *testing.T) {
 	res, err := f.ms.CreatePool(f.ctx, &types.MsgCreatePool{Owner: f.client, Spec: types.PoolSpec{
 		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: types.RUNTIME_PROCESS, Command: []string{"serve"},
 		Verification: types.VERIFICATION_CLASS_NONE, UnitPrice: sdk.NewInt64Coin(udps, 1_000),
-		Budget: sdk.NewInt64Coin(udps, 10_000_000), MaxProviders: 2,
+		Budget: sdk.NewInt64Coin(udps, 10_000_000), MaxProviders: 2, UnitMaxDuration: time.Minute,
 	}})
 	require.NoError(t, err)
 	poolID := res.PoolId

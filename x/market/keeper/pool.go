@@ -119,7 +119,7 @@ func validatePoolSpec(p types.Params, s types.PoolSpec) error {
 	js := types.JobSpec{
 		Workload: s.Workload, Runtime: s.Runtime, Image: s.Image, Command: s.Command, Env: s.Env,
 		Requirements: s.Requirements, TaskCount: 1, Replicas: 1, Verification: s.Verification,
-		MaxPricePerTask: s.UnitPrice, MaxDuration: 1, Mode: types.ALLOCATION_MODE_ASSIGN,
+		MaxPricePerTask: s.UnitPrice, MaxDuration: s.UnitMaxDuration, Mode: types.ALLOCATION_MODE_ASSIGN,
 		PriorityTip: sdk.NewInt64Coin(p.Denom, 0), VerificationBudget: sdk.NewInt64Coin(p.Denom, 0), Builtin: s.Builtin,
 	}
 	if s.Verification != types.VERIFICATION_CLASS_BUILTIN_GEMM && s.Verification != types.VERIFICATION_CLASS_NONE {

@@ -405,3 +405,13 @@ func GemmRevealGas(b BuiltinArgs, gp gfltypes.Params) uint64 {
 func RevealCost(gas uint64, price sdkmath.LegacyDec) uint64 {
 	return price.MulInt(sdkmath.NewIntFromUint64(gas)).Ceil().TruncateInt().Uint64()
 }
+
+// ShardCommand is the command a shard runs: the job's command followed by the shard's
+// task_args, when the job has them.
+func (s JobSpec) ShardCommand(index uint32) []string {
+	out := append([]string(nil), s.Command...)
+	if int(index) < len(s.TaskArgs) {
+		out = append(out, s.TaskArgs[index].Args...)
+	}
+	return out
+}
