@@ -115,6 +115,9 @@ s["gfl"]["params"]["challenge_target_seconds"] = "5"
 s["gfl"]["params"]["challenge_commit_timeout"] = "60s"
 s["market"]["params"]["auction_window_blocks"] = "5"
 s["market"]["params"]["challenge_window_blocks"] = "5"
+# A CPU's or mock GPU's few GFLOP/s are a millionth of a GPU's: the dev chain pays 1 DPS
+# per 100 ugfl-epochs (mainnet: 1 DPS per 100 GFL), so that the epochs' emission shows.
+s["dps"]["params"]["dps_per_gfl"] = "10000"
 # The DPS reward pool (the dps module account) starts funded, as a chain's genesis would.
 pool_amount = int(pool_udps)
 if pool_amount > 0:

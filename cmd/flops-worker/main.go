@@ -85,7 +85,8 @@ func (g *globals) logger() *slog.Logger {
 func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 	cfg, err := config.Load(g.configPath(), g.home)
 	if errors.Is(err, os.ErrNotExist) {
-		return cfg, fmt.Errorf("no config at %s: run `flops-worker init` first", g.configPath())
+		// the defaults and the flags: enough to point a worker at a local chain
+		fmt.Fprintf(os.Stderr, "no config at %s: using the defaults and the flags (`flops-worker init` writes a commented one)\n", g.configPath())
 	} else if err != nil {
 		return cfg, err
 	}
@@ -416,7 +417,7 @@ func fetchCmd(g *globals) *cobra.Command {
 	}
 	home, _ := os.UserHomeDir()
 	cmd.Flags().StringVar(&keyName, "key", "client", "the job owner's key")
-	cmd.Flags().StringVar(&keyringDir, "keyring-dir", filepath.Join(home, ".flopsd"), "keyring directory (flopsd's --home)")
+	cmd.Flags().StringVar(&keyringDir, "keyring-dir", filepath.Join(home, ".flops"), "keyring directory (flopsd's --home)")
 	cmd.Flags().StringVar(&backend, "keyring-backend", "test", "test, file or os")
 	cmd.Flags().StringVar(&grpc, "grpc", "localhost:9090", "node gRPC address")
 	cmd.Flags().StringVar(&dir, "out", "", "where to put the files (default task-<id>)")

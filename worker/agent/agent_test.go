@@ -26,6 +26,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/specfile"
 	"github.com/flopsnet/flops/testutil/apptest"
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/chain"
@@ -398,4 +399,36 @@ func TestWorkerPoolUnitSeesItsGPU(t *testing.T) {
 	b, err := os.ReadFile(seen)
 	require.NoError(t, err)
 	require.Regexp(t, `^gpus=\S+\n$`, string(b), "the unit ran once, on a pinned GPU")
+}
+
+// examples/process-job.yaml runs as it is: decoded with the app's codec, submitted, run by
+// a worker, each shard writes the arguments it was given.
+func TestExampleProcessJobRuns(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", nil)
+	bz, err := os.ReadFile("../../examples/process-job.yaml")
+	require.NoError(t, err)
+	var spec markettypes.JobSpec
+	require.NoError(t, specfile.Decode(a.AppCodec(), bz, &spec))
+	j := job(t, a, spec)
+	q := markettypesQuery(a)
+	until(t, a, 40, "job completed", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
+	}, w)
+	tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
+	require.NoError(t, err)
+	require.Len(t, tasks.Tasks, 2)
+	for _, tk := range tasks.Tasks {
+		f, _, err := w.store.OpenFile(tk.Id, "result.txt")
+		require.NoError(t, err)
+		b, err := io.ReadAll(f)
+		require.NoError(t, f.Close())
+		require.NoError(t, err)
+		want := map[uint32]string{0: "--shard-a", 1: "--shard-b --verbose"}[tk.Index]
+		require.Equal(t, fmt.Sprintf("shard %d of job %d, args: %s\n", tk.Index, j.Id, want), string(b))
+		require.True(t, tk.Paid.LT(tk.Price), "task %d paid %s of its %s: the time it ran", tk.Id, tk.Paid, tk.Price)
+	}
 }

@@ -64,7 +64,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "CreatePool", Skip: true}, // client/cli: reads a spec file
 				{RpcMethod: "JoinPool", Use: "join-pool <pool-id> <node-id>", Short: "Add an eligible node to a pool", PositionalArgs: args("pool_id", "node_id")},
 				{RpcMethod: "LeavePool", Use: "leave-pool <pool-id> <node-id>", Short: "Take a node out of a pool", PositionalArgs: args("pool_id", "node_id")},
-				{RpcMethod: "SubmitUnits", Use: "submit-units <pool-id>", Short: "Post unit inputs to a pool, as JSON in --units '[{\"uri\":...,\"sha256\":...}]'", PositionalArgs: args("pool_id")},
+				{RpcMethod: "SubmitUnits", Use: "submit-units <pool-id>", Short: "Post unit inputs to a pool: one --units '{\"uri\":...,\"sha256\":...,\"path\":...}' per unit", PositionalArgs: args("pool_id")},
 				{RpcMethod: "CommitUnit", Use: "commit-unit <pool-id> <unit-id> <node-id> <commitment-hex>", Short: "Claim a unit with a result's commitment (flops-worker does this)", PositionalArgs: args("pool_id", "unit_id", "node_id", "commitment")},
 				{RpcMethod: "RevealUnit", Use: "reveal-unit <pool-id> <unit-id> <result-root-hex> <salt-hex> <output-uri>", Short: "Reveal a claimed unit (flops-worker does this)", PositionalArgs: args("pool_id", "unit_id", "result_root", "salt", "output_uri")},
 				{RpcMethod: "WithdrawPoolEarnings", Use: "withdraw-pool-earnings <pool-id>", Short: "Be paid for your verified units of a pool, in one transfer", PositionalArgs: args("pool_id")},

@@ -25,7 +25,7 @@ func DefaultParams() Params {
 		EmissionSharePpm:            200_000,
 		DpsPerGfl:                   sdkmath.LegacyNewDecWithPrec(1, 2), // 1 DPS per 100 GFL
 		HalvingPeriod:               365 * 24 * time.Hour,
-		HalvingThreshold:            sdkmath.NewInt(100_000_000_000),    // 100,000 GFL-epochs in ugfl: 4,200 GFL over a year of 15-day epochs
+		HalvingThreshold:            sdkmath.NewInt(100_000_000_000),    // 100,000 GFL-epochs in ugfl: about 4,100 GFL held through a year of 15-day epochs
 		MaxSupply:                   sdkmath.NewInt(21_000_000_000_000), // 21,000,000 DPS
 		AvailabilitySharePpm:        500_000,
 		// 0.04x the fees earned from other accounts: below x/market's 5% take, so a

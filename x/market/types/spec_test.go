@@ -311,6 +311,20 @@ func TestExampleJobSpec(t *testing.T) {
 	require.Error(t, specfile.Decode(appCodec(), append(bz, []byte("\nmax_price: 1\n")...), &spec))
 }
 
+// The PROCESS example decodes, validates and costs what its comment says: 2 x 1 x (1 + 0)
+// + 0 = 2 DPS; each shard has its arguments and the job a checkpoint interval.
+func TestExampleProcessJobSpec(t *testing.T) {
+	bz, err := os.ReadFile("../../../examples/process-job.yaml")
+	require.NoError(t, err)
+	var spec types.JobSpec
+	require.NoError(t, specfile.Decode(appCodec(), bz, &spec))
+	require.NoError(t, spec.Validate(types.DefaultParams(), specNow))
+	require.Equal(t, types.RUNTIME_PROCESS, spec.Runtime)
+	require.Equal(t, sdkmath.NewInt(2_000_000), spec.Budget())
+	require.Equal(t, []string{"sh", "-c", spec.Command[2], "job", "--shard-b", "--verbose"}, spec.ShardCommand(1))
+	require.Equal(t, time.Minute, spec.CheckpointInterval)
+}
+
 // Budget = replicas x tasks x (max price + tip) + verification budget; Quote = ask per
 // GPU-hour x GPUs x duration, rounded up to the udps.
 func TestBudgetAndQuote(t *testing.T) {
