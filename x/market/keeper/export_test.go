@@ -73,3 +73,17 @@ func (k Keeper) TransitionForTest(ctx sdk.Context, taskID uint64, to types.TaskS
 	}
 	return k.transition(ctx, p, &job, &t, to, step{}, nil)
 }
+
+// ParkGroupForTest parks a job's queued primaries as the scheduler does when no node can
+// take them (tests that need many groups due in one block).
+func (k Keeper) ParkGroupForTest(ctx sdk.Context, jobID uint64) error {
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	job, err := k.loadJob(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	return k.parkGroup(ctx, p, job, types.TASK_ROLE_PRIMARY)
+}

@@ -57,18 +57,14 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runn
 	limit := int(p.MaxAssignPerBlock)
 	retryShare := max(limit/4, 1)
 	var due []collections.Pair[int64, uint64]
+	var back []collections.Triple[int64, uint64, int32]
 	sb := newSched()
 	if err := r.Budget.Run(ctx, "market: assign due", func(c sdk.Context) error {
 		groupRange := new(collections.Range[collections.Triple[int64, uint64, int32]]).
 			EndInclusive(collections.Join3(c.BlockHeight(), uint64(math.MaxUint64), int32(math.MaxInt32)))
-		back, err := collkeys.CollectKeys(c, k.GroupRetryAt, groupRange, limit)
-		if err != nil {
+		var err error
+		if back, err = collkeys.CollectKeys(c, k.GroupRetryAt, groupRange, limit); err != nil {
 			return err
-		}
-		for _, key := range back {
-			if err := k.requeueGroup(c, collections.Join(key.K2(), key.K3())); err != nil {
-				return err
-			}
 		}
 		retryRange := new(collections.Range[collections.Pair[int64, uint64]]).
 			EndInclusive(collections.Join(c.BlockHeight(), uint64(math.MaxUint64)))
@@ -76,6 +72,16 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runn
 		return err
 	}); err != nil {
 		return err
+	}
+	// the parked groups whose retry has come rejoin the queue, one budgeted item each (a
+	// requeue reads the job's spec for its priority: its cost grows with the spec); those
+	// the budget leaves stay due for the next block
+	for _, key := range back {
+		if err := r.Budget.Run(ctx, "market: requeue group", func(c sdk.Context) error {
+			return k.requeueGroup(c, collections.Join(key.K2(), key.K3()))
+		}); err != nil {
+			return err
+		}
 	}
 	// the queued groups first, leaving the tasks parked alone their share (or more, if the
 	// groups' tasks are few)

@@ -1,6 +1,8 @@
 package keeper_test
 
 import (
+	"strings"
+
 	"cosmossdk.io/collections"
 
 	"fmt"
@@ -544,5 +546,43 @@ func TestSchedulerParkedTaskRetried(t *testing.T) {
 	}
 	require.Equal(t, types.TASK_STATUS_ASSIGNED, f.task(task.Id).Status, "assigned within %d blocks", limit)
 	require.False(t, f.queued(task.Id))
+	f.assertInvariants()
+}
+
+// Parked groups whose retry falls due in one block come back to the queue one budgeted
+// item each: sixteen unplaceable jobs with 256 KB of task_args (each spec read ~0.8M gas)
+// parked in the same block, so due together, under the smallest assign budget (10M gas),
+// used to be requeued in a single item that ran out of gas with the whole budget to
+// itself, which failed EndBlock (a chain halt). Now as many are requeued and examined as
+// the budget allows, the rest in the next blocks.
+func TestAttackParkedBigJobsStallScheduler(t *testing.T) {
+	f := newFixture(t, func(p *types.Params) { p.AssignGasPerBlock = 10_000_000 })
+	big := func() types.JobSpec {
+		s := f.unplaceable()
+		s.Runtime, s.Image, s.Builtin, s.Command = types.RUNTIME_PROCESS, "", types.BuiltinArgs{}, []string{"run"}
+		s.TaskCount = 4
+		for range s.TaskCount {
+			var ta types.TaskArgs
+			for range types.MaxArgs {
+				ta.Args = append(ta.Args, strings.Repeat("a", 1000))
+			}
+			s.TaskArgs = append(s.TaskArgs, ta)
+		}
+		return s
+	}
+	var ids []uint64
+	for range 16 {
+		id := f.submit(big())
+		require.NoError(t, f.k.ParkGroupForTest(f.ctx, id)) // all due at the next height
+		ids = append(ids, id)
+	}
+	for range 3 * int(f.params().AssignRetryMaxBlocks) {
+		f.blocks(1) // EndBlock must not fail
+	}
+	for _, id := range ids {
+		g, err := f.k.Groups.Get(f.ctx, collections.Join(id, int32(types.TASK_ROLE_PRIMARY)))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, g.K4(), uint32(2), "job %d's group was examined again after its park", id)
+	}
 	f.assertInvariants()
 }
