@@ -24,22 +24,3 @@ func CollectKeys[K any](ctx context.Context, ks collections.KeySet[K], rng colle
 	}
 	return out, nil
 }
-
-// CollectEntries reads up to limit entries of a map in a range, as CollectKeys does for a
-// key set.
-func CollectEntries[K, V any](ctx context.Context, m collections.Map[K, V], rng collections.Ranger[K], limit int) ([]collections.KeyValue[K, V], error) {
-	it, err := m.Iterate(ctx, rng)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = it.Close() }()
-	var out []collections.KeyValue[K, V]
-	for ; it.Valid() && len(out) < limit; it.Next() {
-		kv, err := it.KeyValue()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, kv)
-	}
-	return out, nil
-}

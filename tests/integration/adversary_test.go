@@ -356,8 +356,12 @@ func submittedJob(t testing.TB, data []byte) uint64 {
 // block (about 6x a quiet block's FinalizeBlock).
 func TestAttackHugeUnplaceableJobCostsOneExamination(t *testing.T) {
 	const watched = 32
+	var retryMax uint32
 	perBlock := func(spec func(a *apptest.App) *markettypes.JobSpec) []uint64 {
 		a, _ := marketApp(t, nil)
+		p, err := a.MarketKeeper.GetParams(a.Ctx())
+		require.NoError(t, err)
+		retryMax = p.AssignRetryMaxBlocks
 		if s := spec(a); s != nil {
 			res := a.NextBlock(a.SignTx("client", uint64(a.ConsensusParamsMaxGas()), &markettypes.MsgSubmitJob{Owner: a.Account("client").String(), Spec: *s}))
 			require.Zero(t, res.TxResults[0].Code, res.TxResults[0].Log)
@@ -378,7 +382,6 @@ func TestAttackHugeUnplaceableJobCostsOneExamination(t *testing.T) {
 		quietMax = max(quietMax, g)
 	}
 	huge := perBlock(func(a *apptest.App) *markettypes.JobSpec { s := maximalJob(t, a); return &s })
-	p := markettypes.DefaultParams()
 	busy := 0
 	for _, g := range huge {
 		if g > quietMax {
@@ -386,5 +389,5 @@ func TestAttackHugeUnplaceableJobCostsOneExamination(t *testing.T) {
 		}
 	}
 	t.Logf("scheduler gas per block: quiet at most %d; with the maximal job %v", quietMax, huge)
-	require.LessOrEqual(t, busy, watched/int(p.AssignRetryMaxBlocks)+1, "the maximal job is examined once per back-off period")
+	require.LessOrEqual(t, busy, watched/int(retryMax)+1, "the maximal job is examined once per back-off period")
 }

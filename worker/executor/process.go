@@ -205,8 +205,7 @@ func lookCommand(c command) error {
 // (boundLog) and the run record removed. It returns nil on exit status 0, an *ExitError
 // otherwise, or context.Cause(ctx) when the task was stopped.
 func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProcess, stop func(), d taskDirs, hooks Hooks, resumed *Checkpoint, interval time.Duration) error {
-	watcher := newCheckpointWatcher(d.checkpoint, hooks.Checkpoint, log, resumed)
-	watcher.interval = interval
+	watcher := newCheckpointWatcher(d.checkpoint, hooks.Checkpoint, log, resumed, interval)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	var watching sync.WaitGroup
@@ -414,8 +413,8 @@ type fileStamp struct {
 	mod  time.Time
 }
 
-func newCheckpointWatcher(dir string, hook func(Checkpoint), log *slog.Logger, resumed *Checkpoint) *checkpointWatcher {
-	w := &checkpointWatcher{dir: dir, hook: hook, log: log, seen: map[string]fileStamp{}, reported: map[string]fileStamp{}}
+func newCheckpointWatcher(dir string, hook func(Checkpoint), log *slog.Logger, resumed *Checkpoint, interval time.Duration) *checkpointWatcher {
+	w := &checkpointWatcher{dir: dir, hook: hook, log: log, seen: map[string]fileStamp{}, reported: map[string]fileStamp{}, interval: interval}
 	if resumed != nil {
 		if st, err := os.Lstat(resumed.Path); err == nil {
 			w.reported[filepath.Base(resumed.Path)] = fileStamp{st.Size(), st.ModTime()}

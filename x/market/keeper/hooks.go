@@ -60,8 +60,8 @@ func (h gflHooks) BeforeNodeDelete(ctx context.Context, n gfltypes.Node) error {
 	} else if err != nil {
 		return err
 	}
-	if s.OpenTasks > 0 || s.Tasks > 0 {
-		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks not settled", n.Id, max(s.OpenTasks, s.Tasks))
+	if s.OpenTasks > 0 { // in-flight tasks (s.Tasks) are open too
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks not settled", n.Id, s.OpenTasks)
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func (h gflHooks) AfterNodeDeleted(ctx context.Context, n gfltypes.Node) error {
 	} else if err != nil {
 		return err
 	}
-	if s.Active || s.OpenTasks > 0 || s.Tasks > 0 {
+	if s.Active || s.OpenTasks > 0 {
 		return fmt.Errorf("market: delete slot of node %d: active %v, %d open tasks", n.Id, s.Active, s.OpenTasks)
 	}
 	return h.k.Slots.Remove(ctx, n.Id)

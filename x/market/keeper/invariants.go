@@ -127,7 +127,7 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 			if inFlight(t.Status) {
 				tasks++
 			}
-			if holdsExposure(t.Status) && t.NodeId == id {
+			if holdsExposure(t.Status) {
 				open++
 			}
 		}
