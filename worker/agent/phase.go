@@ -8,6 +8,8 @@ package agent
 // runPhase is where a task's execution on this machine stands.
 //
 //	running    -> finished (result recorded) | failed (the run failed here)
+//	failed     -> reporting (the job's fault: its failure report is on its way)
+//	reporting  -> reported (accepted: the chain runs the task elsewhere) | failed (refused)
 //	finished   -> committing (the commitment is on its way)
 //	committing -> committed (accepted) | finished (refused, or the record unreadable)
 //	committed  -> revealing (its reveal is open on chain and on its way)
@@ -26,6 +28,8 @@ const (
 	phaseCommitted
 	phaseRevealing
 	phaseRevealed
+	phaseReporting
+	phaseReported
 )
 
 func (p runPhase) String() string {
@@ -44,6 +48,10 @@ func (p runPhase) String() string {
 		return "revealing"
 	case phaseRevealed:
 		return "revealed"
+	case phaseReporting:
+		return "reporting"
+	case phaseReported:
+		return "reported"
 	}
 	return "unknown"
 }

@@ -44,6 +44,9 @@ func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettyp
 			if act, ok := a.commitAction(ctx, t); ok {
 				acts = append(acts, act)
 			}
+			if act, ok := a.failureAction(ctx, t); ok {
+				acts = append(acts, act)
+			}
 			if act, ok := a.checkpointAction(t); ok {
 				acts = append(acts, act)
 			}
@@ -104,7 +107,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 	spec := executor.Spec{
 		TaskID: t.Id, JobID: t.JobId, Index: t.Index, Runtime: job.Job.Spec.Runtime, Image: job.Job.Spec.Image,
 		Command: job.Job.Spec.ShardCommand(t.Index), Env: job.Job.Spec.Env, Inputs: job.Job.Spec.Inputs, Builtin: job.Job.Spec.Builtin,
-		MaxDuration: job.Job.Spec.MaxDuration, GPUs: r.gpus, CheckpointInterval: job.Job.Spec.CheckpointInterval,
+		MaxDuration: runLimit(job.Job.Spec.MaxDuration), GPUs: r.gpus, CheckpointInterval: job.Job.Spec.CheckpointInterval,
 	}
 	if spec.Runtime == markettypes.RUNTIME_BUILTIN && spec.Image == markettypes.BuiltinGemm {
 		c := job.Job.GemmChallenge(t.Index)
@@ -162,6 +165,13 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 		}
 		return nil
 	})
+}
+
+// runLimit is how long a task may run here: its max_duration less a margin in which a
+// timed-out run's failure report reaches the chain before the run deadline (the chain
+// counts from the ack, which lands a block or more after the run starts here).
+func runLimit(max time.Duration) time.Duration {
+	return max - min(max/10, 30*time.Second)
 }
 
 // failReason is a short cause for the failed-task metric.

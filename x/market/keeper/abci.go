@@ -15,7 +15,7 @@ import (
 )
 
 // lapseIf takes a task that is still in status want away from its node: a small slash
-// (compensating the owner), a reputation event, and back to the queue with its last
+// (burned; a missed reveal's compensates the owner), a reputation event, and back to the queue with its last
 // checkpoint, or FAILED after max_reassignments. A won auction task never acked forfeits
 // the bid's deposit to the owner.
 func (k Keeper) lapseIf(ctx sdk.Context, p types.Params, id uint64, want types.TaskStatus, reason string, slashPPM uint32, slashReason sstypes.SlashReason) error {
@@ -35,13 +35,16 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 		return err
 	}
 	// withholding a committed result must never pay better than revealing a wrong one: a
-	// missed reveal's slash covers the task's exposure
-	atRisk := sdkmath.ZeroInt()
+	// missed reveal's slash covers the task's exposure and compensates the owner as a wrong
+	// result. An abandoned task's slash is burned, not paid to the owner: a job can make
+	// its provider abandon it (a command that takes the machine down), and no owner may
+	// profit from a job that fails (x/market/README.md, "Failure is a result").
+	atRisk, compensated := sdkmath.ZeroInt(), ""
 	if slashReason == sstypes.SLASH_REASON_MISSED_REVEAL {
-		atRisk = t.Exposure
+		atRisk, compensated = t.Exposure, job.Owner
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if err := k.slash(ctx, t.Provider, slashPPM, atRisk, slashReason, job.Owner, nil, ev); err != nil {
+	if err := k.slash(ctx, t.Provider, slashPPM, atRisk, slashReason, compensated, nil, ev); err != nil {
 		return err
 	}
 	if t.BidNode != 0 && t.Status == types.TASK_STATUS_ASSIGNED {

@@ -53,16 +53,19 @@ func (k Keeper) canAddExposure(ctx context.Context, provider string, v sdkmath.I
 	return k.collateral.CanAddExposure(ctx, addr, v)
 }
 
-// slash slashes a stored provider for a result, compensating a stored owner and rewarding
-// the verifiers; ppm is first raised by penaltyPPM so that the slash covers exposure.
+// slash slashes a stored provider for a result, compensating a stored owner ("": nobody)
+// and rewarding the verifiers; ppm is first raised by penaltyPPM so that the slash covers
+// exposure. What no beneficiary takes is burned.
 func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure sdkmath.Int, reason sstypes.SlashReason, owner string, verifiers []sdk.AccAddress, ev sstypes.SlashEvidence) error {
 	addr, err := k.acc(provider)
 	if err != nil {
 		return err
 	}
-	compensate, err := k.acc(owner)
-	if err != nil {
-		return err
+	var compensate sdk.AccAddress
+	if owner != "" {
+		if compensate, err = k.acc(owner); err != nil {
+			return err
+		}
 	}
 	if ppm, err = k.penaltyPPM(ctx, addr, ppm, exposure); err != nil {
 		return err

@@ -606,6 +606,15 @@ func (f *fixture) assertInvariants() {
 			}
 			want[t.Provider] = e.Add(t.Exposure)
 		}
+		for _, r := range t.Failures {
+			if r.Status == types.FAILURE_STATUS_PENDING {
+				e, ok := want[r.Provider]
+				if !ok {
+					e = sdkmath.ZeroInt()
+				}
+				want[r.Provider] = e.Add(r.Exposure)
+			}
+		}
 		return false, nil
 	}))
 	providers := make([]string, 0, len(f.coll.exposure))

@@ -145,6 +145,19 @@ func (m msgServer) CommitResult(ctx context.Context, msg *types.MsgCommitResult)
 	return &types.MsgCommitResultResponse{}, nil
 }
 
+// ReportFailure reports a running task's failure for the job's sake.
+func (m msgServer) ReportFailure(ctx context.Context, msg *types.MsgReportFailure) (*types.MsgReportFailureResponse, error) {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	status, err := m.k.ReportFailure(ctx, signer, msg.TaskId, Failure{Reason: msg.Reason, ExitCode: msg.ExitCode, LogRoot: msg.LogRoot, Detail: msg.Detail})
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgReportFailureResponse{Status: status}, nil
+}
+
 // RevealResult opens a committed result.
 func (m msgServer) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (*types.MsgRevealResultResponse, error) {
 	signer, err := m.k.address("provider", msg.Provider)

@@ -669,6 +669,10 @@ func (k Keeper) excludedNodes(ctx context.Context, job types.Job, t types.Task) 
 	for _, n := range t.ExcludedNodes {
 		ex.nodes[n] = true
 	}
+	// a failure report is confirmed or refuted by another operator only
+	for _, f := range t.Failures {
+		ex.operators[f.Provider] = true
+	}
 	// A single-replica primary that never lapsed has no sibling yet (an audit is drawn
 	// only after its commitment; escalations and committees only after reveals).
 	if job.Spec.Replicas == 1 && t.Role == types.TASK_ROLE_PRIMARY && t.Reassignments == 0 {

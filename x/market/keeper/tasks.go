@@ -167,11 +167,16 @@ func loadPPM(used, total uint32) uint32 {
 // collector, the provider gets the rest. Integer maths, truncated: the provider's share
 // is what the take leaves, so nothing is created or lost.
 func (k Keeper) pay(ctx context.Context, job *types.Job, t *types.Task, p types.Params, gross sdkmath.Int) error {
+	return k.payTo(ctx, job, t, p, t.Provider, gross)
+}
+
+// payTo is pay to a given provider of the task (a failure report's, whose run ended).
+func (k Keeper) payTo(ctx context.Context, job *types.Job, t *types.Task, p types.Params, to string, gross sdkmath.Int) error {
 	if !gross.IsPositive() {
 		return nil
 	}
 	split := types.SplitPayment(gross, p.TakeRatePpm, p.TakePoolSharePpm)
-	provider, err := k.acc(t.Provider)
+	provider, err := k.acc(to)
 	if err != nil {
 		return err
 	}
@@ -199,7 +204,7 @@ func (k Keeper) pay(ctx context.Context, job *types.Job, t *types.Task, p types.
 	job.Escrow = job.Escrow.Sub(gross)
 	t.Paid = t.Paid.Add(gross)
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTaskSettled{
-		TaskId: t.Id, JobId: t.JobId, Provider: t.Provider, Paid: split.Provider, ToPool: split.Pool, ToFeeCollector: split.FeeCollector,
+		TaskId: t.Id, JobId: t.JobId, Provider: to, Paid: split.Provider, ToPool: split.Pool, ToFeeCollector: split.FeeCollector,
 	})
 }
 

@@ -39,4 +39,5 @@ var (
 	ErrNotMember         = errorsmod.Register(ModuleName, 34, "node is not a member of the pool")
 	ErrDisputeNotFound   = errorsmod.Register(ModuleName, 35, "dispute not found")
 	ErrUnitReserved      = errorsmod.Register(ModuleName, 36, "unit reserved for another member")
+	ErrInvalidFailure    = errorsmod.Register(ModuleName, 37, "invalid failure report")
 )

@@ -58,6 +58,7 @@ func DefaultParams() Params {
 		RevealGasPrice:          sdkmath.LegacyNewDecWithPrec(1, 2), // 0.01 udps per gas
 		VerificationTimeout:     6 * time.Hour,
 		BillingGranularity:      time.Minute,
+		FailurePenaltyMultiple:  2,
 	}
 }
 
@@ -123,6 +124,7 @@ func (p Params) validate() error {
 		validate.Positive("pool_reveal_timeout_blocks", p.PoolRevealTimeoutBlocks),
 		validate.Range("assign_retry_max_blocks", p.AssignRetryMaxBlocks, 1, 10_000),
 		validate.Range("result_penalty_multiple", p.ResultPenaltyMultiple, 1, 1_000),
+		validate.Range("failure_penalty_multiple", p.FailurePenaltyMultiple, 1, 1_000),
 		validate.Range("gemm_max_rn", p.GemmMaxRn, 256, GemmRnLimit),
 		validateGasPrice("reveal_gas_price", p.RevealGasPrice),
 	} {
@@ -138,6 +140,9 @@ func (p Params) validate() error {
 	}
 	if p.VerificationTimeout > p.MaxJobDuration {
 		return fmt.Errorf("verification_timeout %s: must be at most max_job_duration %s", p.VerificationTimeout, p.MaxJobDuration)
+	}
+	if p.FailurePenaltyMultiple > p.ResultPenaltyMultiple {
+		return fmt.Errorf("failure_penalty_multiple %d: must be at most result_penalty_multiple %d (a failure report's reservation replaces its run's)", p.FailurePenaltyMultiple, p.ResultPenaltyMultiple)
 	}
 	if p.CommitteeSize%2 == 0 {
 		return fmt.Errorf("committee_size %d: must be odd so that a majority exists", p.CommitteeSize)

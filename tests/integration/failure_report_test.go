@@ -1,0 +1,150 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/testutil/apptest"
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+	sskeeper "github.com/flopsnet/flops/x/staking-slash/keeper"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// failureApp is marketApp billed by the minute, with a one-task gemm job submitted and
+// assigned.
+func failureApp(t *testing.T) (*apptest.App, map[string]uint64, markettypes.Params, uint64, markettypes.Task) {
+	a, nodes := marketApp(t, func(p *markettypes.Params) { p.BillingGranularity = time.Minute })
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	job := submit(t, a, gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN))
+	task := jobTasks(t, a, job)[0]
+	require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, task.Status)
+	return a, nodes, p, job, task
+}
+
+// reportAfter acks the task, lets ran pass, and reports it failed with exit code 2.
+func reportAfter(t *testing.T, a *apptest.App, nodes map[string]uint64, task markettypes.Task, ran time.Duration) *markettypes.MsgReportFailureResponse {
+	t.Helper()
+	name := providerOf(nodes, task.NodeId)
+	addr := a.Account(name)
+	a.MustDeliver(name, &markettypes.MsgAckTask{Provider: addr.String(), TaskId: task.Id})
+	a.BlockInterval = ran
+	logs := sha256.Sum256([]byte("stderr: exit status 2"))
+	res := a.MustDeliver(name, &markettypes.MsgReportFailure{Provider: addr.String(), TaskId: task.Id, Reason: markettypes.FAILURE_REASON_EXIT,
+		ExitCode: 2, LogRoot: logs[:], Detail: "exit status 2"})
+	a.BlockInterval = time.Second
+	var md sdk.TxMsgData
+	require.NoError(t, md.Unmarshal(res.Data))
+	require.Len(t, md.MsgResponses, 1)
+	var out markettypes.MsgReportFailureResponse
+	require.NoError(t, out.Unmarshal(md.MsgResponses[0].Value))
+	return &out
+}
+
+// nextAssignment steps blocks until the task is assigned again.
+func nextAssignment(t *testing.T, a *apptest.App, id uint64) markettypes.Task {
+	t.Helper()
+	for range 20 {
+		a.NextBlock()
+		if got := task(t, a, id); got.Status == markettypes.TASK_STATUS_ASSIGNED {
+			return got
+		}
+	}
+	t.Fatalf("task %d was not assigned again", id)
+	return markettypes.Task{}
+}
+
+func bonds(t *testing.T, a *apptest.App, names ...string) map[string]sdkmath.Int {
+	out := map[string]sdkmath.Int{}
+	for _, n := range names {
+		out[n] = bonded(t, a, n)
+	}
+	return out
+}
+
+// A job whose command exits non-zero on every node: the first provider reports it, the
+// task runs on another operator's node, which reports it too. The job ends FAILED with
+// the reason in its history, the owner pays exactly the confirmed time (the shorter run,
+// 1 minute, at each provider's price), no provider is slashed and no slash reaches the
+// owner.
+func TestWiredJobFailingEverywhereEndsFailed(t *testing.T) {
+	a, nodes, p, job, first := failureApp(t)
+	before := readLedger(a)
+	bondsBefore := bonds(t, a, "p1", "p2", "p3")
+	res := reportAfter(t, a, nodes, first, 2*time.Minute)
+	require.Equal(t, markettypes.FAILURE_STATUS_PENDING, res.Status)
+
+	second := nextAssignment(t, a, first.Id)
+	require.NotEqual(t, providerOf(nodes, first.NodeId), providerOf(nodes, second.NodeId))
+	res = reportAfter(t, a, nodes, second, time.Minute)
+	require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, res.Status)
+
+	require.Equal(t, markettypes.JOB_STATUS_FAILED, getJob(t, a, job).Status)
+	got := task(t, a, first.Id)
+	require.Equal(t, markettypes.TASK_STATUS_FAILED, got.Status)
+	charge := markettypes.TimePrice(first.Price, time.Minute, 10*time.Minute, p.BillingGranularity).
+		Add(markettypes.TimePrice(second.Price, time.Minute, 10*time.Minute, p.BillingGranularity))
+	after := readLedger(a)
+	require.Equal(t, before.client.Add(got.Reserved).Sub(charge).String(), after.client.String(), "the owner pays exactly the confirmed time (its reservation came back less that)")
+	require.True(t, after.escrow.IsZero())
+	require.Equal(t, bondsBefore, bonds(t, a, "p1", "p2", "p3"), "no provider is slashed for the job's fault")
+	hist, err := marketkeeper.NewQueryServerImpl(a.MarketKeeper).JobHistory(a.Ctx(), &markettypes.QueryJobHistoryRequest{JobId: job})
+	require.NoError(t, err)
+	var words []string
+	for _, e := range hist.Entries {
+		words = append(words, e.Event+": "+e.Detail)
+	}
+	require.Contains(t, strings.Join(words, "\n"), "exit code 2")
+	require.Contains(t, strings.Join(words, "\n"), "JobFailed")
+	a.AssertInvariants()
+}
+
+// A job that fails on one node only (a broken node, or a provider that would rather not
+// run it and reports a failure): the task is reassigned and succeeds on another operator's
+// node. The report is refuted: its provider is slashed, the slash is burned (the owner
+// gains nothing from it, so a client cannot farm slashes with a job that fails on some
+// nodes), the owner is not charged for the failed run, and the refuting provider is paid
+// its run.
+func TestWiredAttackFalseFailureReportIsRefuted(t *testing.T) {
+	a, nodes, p, job, first := failureApp(t)
+	spec := getJob(t, a, job).Spec
+	liar := providerOf(nodes, first.NodeId)
+	before := readLedger(a)
+	liarBond := bonded(t, a, liar)
+	supply := a.BankKeeper.GetSupply(a.Ctx(), udps).Amount
+	reportAfter(t, a, nodes, first, time.Second)
+
+	second := nextAssignment(t, a, first.Id)
+	honest := providerOf(nodes, second.NodeId)
+	require.NotEqual(t, liar, honest)
+	run(t, a, nodes, second)
+	a.NextBlocks(int(p.ChallengeWindowBlocks) + 1)
+
+	got := task(t, a, first.Id)
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, got.Status)
+	require.Equal(t, markettypes.JOB_STATUS_COMPLETED, getJob(t, a, job).Status)
+	require.Equal(t, markettypes.FAILURE_STATUS_REFUTED, got.Failures[0].Status)
+	slash := liarBond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6)
+	require.Equal(t, liarBond.Sub(slash).String(), bonded(t, a, liar).String(), "slashed max(abandon_slash_ppm, 2x the task's value)")
+	gross := markettypes.TimePrice(second.Price, got.CommitTime.Sub(got.StartedTime), spec.MaxDuration, p.BillingGranularity).Add(spec.PriorityTip.Amount)
+	after := readLedger(a)
+	require.Equal(t, before.client.Add(got.Reserved).Sub(gross).String(), after.client.String(), "the owner pays the run that produced the result, and no more")
+	require.Equal(t, supply.Sub(slash).String(), a.BankKeeper.GetSupply(a.Ctx(), udps).Amount.String(), "the slash is burned")
+	var reasons []sstypes.SlashReason
+	res, err := sskeeper.NewQueryServerImpl(a.StakingSlashKeeper).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account(liar).String()})
+	require.NoError(t, err)
+	for _, r := range res.Slashes {
+		reasons = append(reasons, r.Reason)
+	}
+	require.Equal(t, []sstypes.SlashReason{sstypes.SLASH_REASON_FALSE_FAILURE}, reasons)
+	a.AssertInvariants()
+}

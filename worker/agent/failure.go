@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/flopsnet/flops/worker/executor"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// Failure is a result (x/market/README.md, "Failure is a result"): a run that failed on
+// the job's side of the contract is reported to the chain with its reason, exit code and
+// the root of its captured logs, which are published like outputs so that the owner can
+// read them. The chain runs the task again on another operator's node: a second failure
+// confirms the report (both are paid the confirmed time), a result elsewhere refutes it
+// (this provider is slashed). A failure on this machine's side (no container runtime, a
+// spec this worker cannot run, its own errors) is not reported: the task lapses.
+
+// jobFault says whether a run's error is the job's fault, and how to report it.
+func jobFault(runtime markettypes.Runtime, err error) (markettypes.FailureReason, int32, bool) {
+	var exit *executor.ExitError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, executor.ErrWorkerShutdown),
+		errors.Is(err, executor.ErrNoContainerRuntime), errors.Is(err, executor.ErrInvalidSpec), errors.Is(err, executor.ErrTaskLost):
+		return 0, 0, false
+	case errors.Is(err, executor.ErrMaxDuration):
+		return markettypes.FAILURE_REASON_TIMEOUT, 0, true
+	case errors.Is(err, executor.ErrInputDigest), errors.Is(err, executor.ErrInputFetch):
+		return markettypes.FAILURE_REASON_INPUT, 0, true
+	case errors.As(err, &exit):
+		switch {
+		case exit.Signal == "killed" || (runtime == markettypes.RUNTIME_CONTAINER && exit.Code == 137):
+			// SIGKILL that the worker did not send: the kernel's OOM killer (or the
+			// container engine's memory limit)
+			return markettypes.FAILURE_REASON_OUT_OF_MEMORY, 137, true
+		case exit.Signal != "":
+			return markettypes.FAILURE_REASON_EXIT, -1, true
+		case runtime == markettypes.RUNTIME_CONTAINER && exit.Code == 125:
+			// docker and podman exit 125 when the engine cannot pull or create the image's
+			// container
+			return markettypes.FAILURE_REASON_IMAGE, 125, true
+		}
+		return markettypes.FAILURE_REASON_EXIT, int32(exit.Code), true
+	}
+	return 0, 0, false
+}
+
+// failureAction reports a run that failed for the job's sake, once, while the chain shows
+// the task running here.
+func (a *Agent) failureAction(ctx context.Context, t markettypes.Task) (action, bool) {
+	a.mu.Lock()
+	r, ok := a.runs[t.Id]
+	if !ok || r.phase != phaseFailed {
+		a.mu.Unlock()
+		return action{}, false
+	}
+	reason, code, fault := jobFault(r.job.Spec.Runtime, r.err)
+	if !fault {
+		a.mu.Unlock()
+		return action{}, false
+	}
+	r.phase = phaseReporting
+	res, runErr := r.res, r.err
+	a.mu.Unlock()
+	back := func() {
+		a.mu.Lock()
+		r.phase = phaseFailed // try again next block
+		a.mu.Unlock()
+	}
+	logRoot, err := executor.ManifestRoot(res.Logs)
+	if err != nil {
+		a.log.Error("task logs unreadable; the failure is not reported and the task lapses", "task", t.Id, "err", err)
+		return action{}, false
+	}
+	if a.o.Publisher != nil && res.OutputDir != "" {
+		// the owner reads the logs (and whatever the job wrote) as it reads outputs
+		if files, err := executor.ManifestRoot(res.Files); err == nil {
+			res.Root = files
+			if _, err := a.o.Publisher.PublishOutputs(ctx, t.Id, r.job.Owner, res); err != nil {
+				a.log.Warn("publish the failed task's logs", "task", t.Id, "err", err)
+			}
+		}
+	}
+	msg := &markettypes.MsgReportFailure{Provider: a.o.Chain.Address().String(), TaskId: t.Id, Reason: reason, ExitCode: code,
+		LogRoot: logRoot[:], Detail: failureDetail(runErr)}
+	return action{what: fmt.Sprintf("report task %d failed", t.Id), msgs: msgs(msg), after: func(err error) {
+		if err != nil {
+			back()
+			return
+		}
+		a.mu.Lock()
+		r.phase = phaseReported
+		a.mu.Unlock()
+		a.log.Info("task failure reported: it runs again elsewhere to confirm it", "task", t.Id, "reason", reason, "exit_code", code)
+	}}, true
+}
+
+// failureDetail says a failure in words for the chain, which everyone reads: never the
+// job's own output (its stderr stays in the logs, for the owner).
+func failureDetail(err error) string {
+	var exit *executor.ExitError
+	d := err.Error()
+	if errors.As(err, &exit) {
+		d = fmt.Sprintf("command exited with code %d", exit.Code)
+		if exit.Signal != "" {
+			d = "command killed by signal " + exit.Signal
+		}
+	}
+	d = strings.Map(func(c rune) rune {
+		if c < 0x20 || c == 0x7f {
+			return ' '
+		}
+		return c
+	}, strings.ToValidUTF8(d, "?"))
+	for len(d) > 256 {
+		_, size := utf8.DecodeLastRuneInString(d)
+		d = d[:len(d)-size]
+	}
+	return d
+}

@@ -1,0 +1,111 @@
+package agent_test
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+func processSpec(a interface{ BlockTime() time.Time }, script string, env ...markettypes.EnvVar) markettypes.JobSpec {
+	return markettypes.JobSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS,
+		Command: []string{"sh", "-c", script}, Env: env, TaskCount: 1, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		MaxPricePerTask: sdk.NewInt64Coin("udps", 2_000_000), MaxDuration: 10 * time.Minute, Deadline: a.BlockTime().Add(time.Hour),
+		PriorityTip: sdk.NewInt64Coin("udps", 0), Mode: markettypes.ALLOCATION_MODE_ASSIGN, VerificationBudget: sdk.NewInt64Coin("udps", 0),
+	}
+}
+
+func slashCount(t *testing.T, a interface {
+	Ctx() sdk.Context
+}, q sstypes.QueryClient, addr sdk.AccAddress) int {
+	res, err := q.SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: addr.String()})
+	require.NoError(t, err)
+	return len(res.Slashes)
+}
+
+// A PROCESS job whose command exits 2 on every machine: each worker reports the failure
+// with the root of its captured logs; the second report, from the other operator,
+// confirms the first. The job ends FAILED, both providers are paid the confirmed time and
+// neither is slashed; the owner can read the logs the root names.
+func TestWorkersReportAFailingJob(t *testing.T) {
+	a := appWithProviders(t, "p1", "p2")
+	var mu sync.Mutex
+	w1, w2 := newWorker(t, &mu, a, "p1", nil), newWorker(t, &mu, a, "p2", nil)
+	j := job(t, a, processSpec(a, `echo "starting"; echo "boom" >&2; exit 2`))
+	q := markettypesQuery(a)
+	until(t, a, 60, "job failed", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_FAILED
+	}, w1, w2)
+	task, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: 1})
+	require.NoError(t, err)
+	fs := task.Task.Failures
+	require.Len(t, fs, 2)
+	require.NotEqual(t, fs[0].Provider, fs[1].Provider)
+	for _, f := range fs {
+		require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, f.Status)
+		require.Equal(t, markettypes.FAILURE_REASON_EXIT, f.Reason)
+		require.Equal(t, int32(2), f.ExitCode)
+		require.Equal(t, "command exited with code 2", f.Detail)
+		require.True(t, f.Paid.IsPositive(), "paid the confirmed time")
+	}
+	require.Equal(t, fs[0].LogRoot, fs[1].LogRoot, "the same job writes the same logs everywhere")
+	ss := sstypes.NewQueryClient(a.QueryConn())
+	require.Zero(t, slashCount(t, a, ss, a.Account("p1").Address))
+	require.Zero(t, slashCount(t, a, ss, a.Account("p2").Address))
+	// the owner reads the logs the root names, from the machine that reported first
+	w := w1
+	if fs[0].Provider == a.Account("p2").String() {
+		w = w2
+	}
+	f, _, err := w.store.OpenFile(1, ".flops/stderr.log")
+	require.NoError(t, err)
+	defer f.Close()
+	b := make([]byte, 64)
+	n, _ := f.Read(b)
+	require.Equal(t, "boom\n", string(b[:n]))
+}
+
+// A job that fails on the first machine only (a broken node; here the first run leaves a
+// mark and fails, every later run succeeds): the first worker reports the failure, the
+// task is reassigned and succeeds on the other operator's machine, and the report is
+// refuted: its provider is slashed, the owner pays only the run that succeeded.
+func TestWorkersFailureOnOneNodeOnlyIsRefuted(t *testing.T) {
+	a := appWithProviders(t, "p1", "p2")
+	var mu sync.Mutex
+	w1, w2 := newWorker(t, &mu, a, "p1", nil), newWorker(t, &mu, a, "p2", nil)
+	mark := filepath.Join(t.TempDir(), "broken-once")
+	j := job(t, a, processSpec(a, `if [ ! -e "$MARK" ]; then touch "$MARK"; exit 3; fi; echo ok > "$FLOPS_OUTPUT_DIR/out"`,
+		markettypes.EnvVar{Name: "MARK", Value: mark}))
+	q := markettypesQuery(a)
+	until(t, a, 80, "job completed", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
+	}, w1, w2)
+	task, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: 1})
+	require.NoError(t, err)
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, task.Task.Status)
+	fs := task.Task.Failures
+	require.Len(t, fs, 1)
+	require.Equal(t, markettypes.FAILURE_STATUS_REFUTED, fs[0].Status)
+	require.Equal(t, int32(3), fs[0].ExitCode)
+	require.NotEqual(t, fs[0].Provider, task.Task.Provider)
+	ss := sstypes.NewQueryClient(a.QueryConn())
+	liar := sdk.MustAccAddressFromBech32(fs[0].Provider)
+	res, err := ss.SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: liar.String()})
+	require.NoError(t, err)
+	require.Len(t, res.Slashes, 1)
+	require.Equal(t, sstypes.SLASH_REASON_FALSE_FAILURE, res.Slashes[0].Reason)
+	require.True(t, task.Task.Paid.IsPositive())
+}

@@ -1,0 +1,303 @@
+package keeper
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/validate"
+	"github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// Failure is a result (x/market/README.md, "Failure is a result"). A provider whose run
+// of a primary task failed on the job's side of the contract (the command exited
+// non-zero, an input did not match, the image could not be pulled, out of memory, past
+// max_duration) reports it with the reason, the exit code and the root of the captured
+// logs. The chain does not take the provider's word for it: the task goes back to the
+// queue, away from every node of the reporting operator, and its next run decides.
+//
+//   - Another operator's node reports failure too: CONFIRMED. The task fails (the job's
+//     fault); both providers are paid the confirmed time, the shorter of their two
+//     times, at their agreed prices, together never more than the replica's
+//     reservation; nobody is slashed.
+//   - The task settles (another node produced a verified result): the report is REFUTED.
+//     Its provider is slashed max(abandon_slash_ppm, failure_penalty_multiple x the
+//     task's value), burned (neither the owner nor the refuting provider gains: a job
+//     that fails on some nodes only could otherwise farm slashes), and is not paid.
+//   - The task ends otherwise (expired, out of reassignments, a wrong result): the report
+//     is UNCONFIRMED and treated as an abandoned task (abandon_slash_ppm, burned).
+//   - The owner cancels first: CANCELLED; the provider is paid its time, as a cancelled
+//     running task is.
+//
+// A pending report reserves failure_penalty_multiple x the task's value of its
+// provider's collateral, and gives the task its own deadline (the later of the job's and
+// the report + max_duration + verification_timeout), so that the job's deadline cannot
+// leave an honest report unconfirmed.
+
+// MaxFailureDetailLen bounds a failure report's detail.
+const MaxFailureDetailLen = 256
+
+// Failure is what a provider says about a failed run.
+type Failure struct {
+	Reason   types.FailureReason
+	ExitCode int32
+	LogRoot  []byte
+	Detail   string
+}
+
+func (f Failure) validate() error {
+	if err := validate.Size("log_root", len(f.LogRoot), sha256.Size); err != nil {
+		return err
+	}
+	if err := validate.Size("detail", len(f.Detail), MaxFailureDetailLen); err != nil {
+		return err
+	}
+	if _, ok := types.FailureReason_name[int32(f.Reason)]; !ok || f.Reason == types.FAILURE_REASON_UNSPECIFIED {
+		return errorsmod.Wrapf(types.ErrInvalidFailure, "reason %s: must be one of exit, input, image, out-of-memory, timeout", f.Reason)
+	}
+	if len(f.LogRoot) != sha256.Size {
+		return errorsmod.Wrapf(types.ErrInvalidFailure, "log_root is %d bytes, must be 32", len(f.LogRoot))
+	}
+	for _, r := range f.Detail {
+		if r < 0x20 || r == 0x7f {
+			return errorsmod.Wrapf(types.ErrInvalidFailure, "detail holds the control character %U", r)
+		}
+	}
+	return nil
+}
+
+// pendingFailure is the index of the task's report waiting for confirmation, or -1.
+func pendingFailure(t types.Task) int {
+	for i, f := range t.Failures {
+		if f.Status == types.FAILURE_STATUS_PENDING {
+			return i
+		}
+	}
+	return -1
+}
+
+// ReportFailure records a running primary's failure report: it confirms another
+// operator's pending report of the task (the task fails, both are paid the confirmed
+// time), or it waits for the task's next run elsewhere (the task is queued again).
+func (k Keeper) ReportFailure(ctx context.Context, provider sdk.AccAddress, id uint64, f Failure) (types.FailureStatus, error) {
+	if err := f.validate(); err != nil {
+		return 0, err
+	}
+	t, job, err := k.providerTask(ctx, provider, id, types.TASK_STATUS_RUNNING)
+	if err != nil {
+		return 0, err
+	}
+	if t.Role != types.TASK_ROLE_PRIMARY {
+		return 0, errorsmod.Wrapf(types.ErrInvalidFailure, "task %d is a %s: only a job's replicas report failure; a verification task reruns work that already produced a result", id, t.Role)
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	now := sdkCtx.BlockTime()
+	if now.After(t.RunDeadline) {
+		return 0, errorsmod.Wrapf(types.ErrDeadlinePassed, "task %d: run deadline %s", id, t.RunDeadline)
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	prev := pendingFailure(t)
+	if prev >= 0 && t.Failures[prev].Provider == t.Provider {
+		// never assigned so (the scheduler keeps a report's operator away): a guard
+		return 0, errorsmod.Wrapf(types.ErrInvalidFailure, "task %d: %s cannot confirm its own report", id, t.Provider)
+	}
+	report := types.FailureReport{
+		Provider: t.Provider, NodeId: t.NodeId, Reason: f.Reason, ExitCode: f.ExitCode, LogRoot: f.LogRoot, Detail: f.Detail,
+		Height: sdkCtx.BlockHeight(), TimeUsed: max(now.Sub(t.StartedTime), 0), Price: t.Price,
+		Exposure: exposureOfFailure(p, taskValue(job, t.Role, t.Price)), Status: types.FAILURE_STATUS_PENDING, Paid: sdkmath.ZeroInt(),
+	}
+	if prev >= 0 {
+		return types.FAILURE_STATUS_CONFIRMED, k.confirmFailure(ctx, p, &job, &t, prev, report)
+	}
+	from := t.NodeId
+	deadline := now.Add(job.Spec.MaxDuration + p.VerificationTimeout)
+	if d := taskDeadline(job, t); d.After(deadline) {
+		deadline = d
+	}
+	if err := k.transition(ctx, p, &job, &t, types.TASK_STATUS_PENDING, step{history: "TaskFailureReported", node: from, detail: failureWords(report) + "; the task runs again on another operator's node to confirm it"}, func(t *types.Task) {
+		t.ExcludedNodes = append(t.ExcludedNodes, from)
+		t.Failures = append(t.Failures, report)
+		t.Deadline = deadline
+		t.NodeId, t.Provider, t.Price, t.Exposure, t.BidNode = 0, "", sdkmath.ZeroInt(), sdkmath.ZeroInt(), 0
+		t.Commitment, t.CommitHeight, t.RevealDeadlineHeight, t.AckDeadlineHeight = nil, 0, 0, 0
+	}); err != nil {
+		return 0, err
+	}
+	return types.FAILURE_STATUS_PENDING, k.emitFailure(ctx, t, report)
+}
+
+// confirmFailure ends a task two operators reported failed: each is paid the confirmed
+// time (the shorter of the two), the first report first, together at most what the
+// replica reserved; the task fails without a slash.
+func (k Keeper) confirmFailure(ctx context.Context, p types.Params, job *types.Job, t *types.Task, prev int, report types.FailureReport) error {
+	confirmed := min(t.Failures[prev].TimeUsed, report.TimeUsed)
+	t.Failures = append(t.Failures, report)
+	var paid []string
+	for _, i := range []int{prev, len(t.Failures) - 1} {
+		r := &t.Failures[i]
+		owed := types.TimePrice(r.Price, confirmed, job.Spec.MaxDuration, p.BillingGranularity)
+		if left := t.Reserved.Sub(t.Paid); owed.GT(left) {
+			owed = left
+		}
+		if err := k.payTo(ctx, job, t, p, r.Provider, owed); err != nil {
+			return err
+		}
+		r.Paid = owed
+		if i == prev {
+			if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_CONFIRMED); err != nil {
+				return err
+			}
+		} else {
+			r.Status = types.FAILURE_STATUS_CONFIRMED // it never held exposure: the task's run did
+		}
+		paid = append(paid, fmt.Sprintf("%s%s to node %d", owed, p.Denom, r.NodeId))
+		if err := k.emitFailure(ctx, *t, *r); err != nil {
+			return err
+		}
+	}
+	first := t.Failures[prev]
+	reason := fmt.Sprintf("failed on two operators' nodes (%d, %d): %s; %s of confirmed time paid (%s)",
+		first.NodeId, report.NodeId, failureWords(report), confirmed.Round(time.Second), strings.Join(paid, ", "))
+	if err := k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId, reason); err != nil {
+		return err
+	}
+	return k.afterMemberLeft(ctx, p, job, *t)
+}
+
+// settleFailures decides the pending failure report of a task that becomes final with
+// the given status (finishTask calls it before the task's reservation is refunded):
+// SETTLED refutes it, CANCELLED pays its time, any other end leaves it unconfirmed.
+func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.Job, t *types.Task, status types.TaskStatus) error {
+	i := pendingFailure(*t)
+	if i < 0 {
+		return nil
+	}
+	r := &t.Failures[i]
+	ev := sstypes.SlashEvidence{NodeId: r.NodeId, JobId: t.JobId, TaskId: t.Id}
+	switch status {
+	case types.TASK_STATUS_SETTLED:
+		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_REFUTED); err != nil {
+			return err
+		}
+		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, r.Exposure, sstypes.SLASH_REASON_FALSE_FAILURE, "", nil, ev); err != nil {
+			return err
+		}
+		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskVerified(ctx, r.NodeId, false) }); err != nil {
+			return err
+		}
+		k.addHistory(ctx, job, p, "FailureRefuted", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: the task settled on node %d; its provider is slashed", r.NodeId, t.NodeId))
+	case types.TASK_STATUS_CANCELLED:
+		owed := types.TimePrice(r.Price, r.TimeUsed, job.Spec.MaxDuration, p.BillingGranularity)
+		if left := t.Reserved.Sub(t.Paid); owed.GT(left) {
+			owed = left
+		}
+		if err := k.payTo(ctx, job, t, p, r.Provider, owed); err != nil {
+			return err
+		}
+		r.Paid = owed
+		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_CANCELLED); err != nil {
+			return err
+		}
+	default:
+		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_UNCONFIRMED); err != nil {
+			return err
+		}
+		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, sdkmath.ZeroInt(), sstypes.SLASH_REASON_ABANDONED_TASK, "", nil, ev); err != nil {
+			return err
+		}
+		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskLapsed(ctx, r.NodeId, "failure report unconfirmed") }); err != nil {
+			return err
+		}
+		k.addHistory(ctx, job, p, "FailureUnconfirmed", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: no other run decided it; treated as an abandoned task", r.NodeId))
+	}
+	return k.emitFailure(ctx, *t, *r)
+}
+
+// decideFailure gives a report its final status; a pending one's exposure is released
+// here (the task's transition that follows no longer sees it pending).
+func (k Keeper) decideFailure(ctx context.Context, r *types.FailureReport, status types.FailureStatus) error {
+	if r.Status == types.FAILURE_STATUS_PENDING && !r.Exposure.IsNil() && r.Exposure.IsPositive() {
+		if err := k.releaseExposure(ctx, r.Provider, r.Exposure); err != nil {
+			return err
+		}
+	}
+	r.Status = status
+	return nil
+}
+
+// nodeHook calls a reputation hook for a reporting node unless the node was deleted
+// since its report (a record for it would then outlive it).
+func (k Keeper) nodeHook(ctx context.Context, node uint64, fn func() error) error {
+	if has, err := k.Slots.Has(ctx, node); err != nil || !has {
+		return err
+	}
+	return fn()
+}
+
+// exposureOfFailure is the collateral a pending failure report of the given task value
+// reserves: what a refuted report is slashed at least.
+func exposureOfFailure(p types.Params, value sdkmath.Int) sdkmath.Int {
+	return value.MulRaw(int64(p.FailurePenaltyMultiple))
+}
+
+// failureHold is the exposure a task's pending failure report holds.
+func failureHold(t types.Task) (string, sdkmath.Int) {
+	if i := pendingFailure(t); i >= 0 && !t.Failures[i].Exposure.IsNil() && t.Failures[i].Exposure.IsPositive() {
+		return t.Failures[i].Provider, t.Failures[i].Exposure
+	}
+	return "", sdkmath.Int{}
+}
+
+// moveFailureHold moves the exposure of a pending failure report from old to new.
+func (k Keeper) moveFailureHold(ctx context.Context, old, new types.Task) error {
+	pa, ea := failureHold(old)
+	pb, eb := failureHold(new)
+	if pa == pb && ea.IsNil() == eb.IsNil() && (ea.IsNil() || ea.Equal(eb)) {
+		return nil
+	}
+	if !ea.IsNil() {
+		if err := k.releaseExposure(ctx, pa, ea); err != nil {
+			return err
+		}
+	}
+	if !eb.IsNil() {
+		return k.addExposure(ctx, pb, eb)
+	}
+	return nil
+}
+
+func (k Keeper) emitFailure(ctx context.Context, t types.Task, r types.FailureReport) error {
+	paid := ""
+	if !r.Paid.IsNil() && r.Paid.IsPositive() {
+		paid = r.Paid.String()
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventFailureReport{
+		TaskId: t.Id, JobId: t.JobId, NodeId: r.NodeId, Provider: r.Provider, Reason: r.Reason, ExitCode: r.ExitCode,
+		LogRoot: r.LogRoot, Status: r.Status, Paid: paid,
+	})
+}
+
+// failureWords says a report in words for the job's history.
+func failureWords(r types.FailureReport) string {
+	w := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(r.Reason.String(), "FAILURE_REASON_"), "_", " "))
+	if r.Reason == types.FAILURE_REASON_EXIT {
+		w = fmt.Sprintf("exit code %d", r.ExitCode)
+	}
+	s := fmt.Sprintf("%s on node %d after %s (logs %s)", w, r.NodeId, r.TimeUsed.Round(time.Second), hex.EncodeToString(r.LogRoot))
+	if r.Detail != "" {
+		s += ": " + r.Detail
+	}
+	return s
+}

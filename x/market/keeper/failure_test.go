@@ -1,0 +1,286 @@
+package keeper_test
+
+import (
+	"crypto/sha256"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/validate"
+	"github.com/flopsnet/flops/x/market/keeper"
+	"github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+var testLogRoot = sha256.Sum256([]byte("logs"))
+
+func failureMsg(task types.Task, code int32) *types.MsgReportFailure {
+	return &types.MsgReportFailure{Provider: task.Provider, TaskId: task.Id, Reason: types.FAILURE_REASON_EXIT, ExitCode: code,
+		LogRoot: testLogRoot[:], Detail: "exit status " + string(rune('0'+code))}
+}
+
+// reportFailure reports the running task failed with an exit code, in the current block.
+func (f *fixture) reportFailure(task types.Task, code int32) types.FailureStatus {
+	f.t.Helper()
+	res, err := f.ms.ReportFailure(f.ctx, failureMsg(task, code))
+	require.NoError(f.t, err)
+	return res.Status
+}
+
+// failingSetup is two operators with one node each and a one-task job assigned to one of
+// them, acked.
+func failingSetup(t *testing.T, edit func(p *types.Params)) (*fixture, uint64, types.Task) {
+	f := newFixture(t, edit)
+	f.addNode(f.operator("p1"), 8, nil)
+	f.addNode(f.operator("p2"), 8, nil)
+	job := f.submit(f.gemmSpec(1))
+	f.blocks(1)
+	task := f.tasks(job)[0]
+	require.Equal(t, types.TASK_STATUS_ASSIGNED, task.Status)
+	f.ack(task)
+	return f, job, f.task(task.Id)
+}
+
+// The worker of a job whose command exits 2 reports it; the chain does not take its word:
+// the task runs again on the other operator's node, which fails too. The job ends FAILED
+// with the reason in its history, each provider is paid the confirmed time (the shorter of
+// the two runs) at its price, the owner gets the rest back, and nobody is slashed.
+func TestFailureConfirmedByAnotherOperatorFailsTheJob(t *testing.T) {
+	f, job, task := failingSetup(t, nil)
+	clientBefore := f.balance(f.client)
+	first := task.Provider
+	f.next(3 * time.Minute)
+	require.Equal(t, types.FAILURE_STATUS_PENDING, f.reportFailure(task, 2))
+	require.True(t, f.hasEvent("EventFailureReport"))
+
+	got := f.task(task.Id)
+	require.Equal(t, types.TASK_STATUS_PENDING, got.Status, "the task runs again elsewhere")
+	require.Contains(t, got.ExcludedNodes, task.NodeId)
+	require.Zero(t, got.Reassignments, "a failure report is not a lapse")
+	require.Len(t, got.Failures, 1)
+	require.Equal(t, types.FAILURE_STATUS_PENDING, got.Failures[0].Status)
+	require.Equal(t, 3*time.Minute, got.Failures[0].TimeUsed)
+	value := quote10m.Add(f.job(job).Spec.PriorityTip.Amount)
+	require.Equal(t, value.MulRaw(2).String(), f.coll.exp(first).String(), "the report reserves 2x the task's value until it is decided")
+	f.assertInvariants()
+
+	second := f.untilAssigned(task.Id)
+	require.Equal(t, types.TASK_STATUS_ASSIGNED, second.Status)
+	require.NotEqual(t, first, second.Provider, "confirmed by another operator")
+	f.ack(second)
+	f.next(2 * time.Minute)
+	require.Equal(t, types.FAILURE_STATUS_CONFIRMED, f.reportFailure(f.task(task.Id), 2))
+
+	got = f.task(task.Id)
+	require.Equal(t, types.TASK_STATUS_FAILED, got.Status)
+	require.Contains(t, got.Reason, "exit code 2")
+	require.Equal(t, types.JOB_STATUS_FAILED, f.job(job).Status)
+	each := types.TimePrice(quote10m, 2*time.Minute, 10*time.Minute, f.params().BillingGranularity) // 33,333
+	require.Equal(t, int64(33_333), each.Int64())
+	for _, r := range got.Failures {
+		require.Equal(t, types.FAILURE_STATUS_CONFIRMED, r.Status)
+		require.Equal(t, each.String(), r.Paid.String(), "paid the confirmed time, not its own 3 minutes")
+	}
+	require.Equal(t, each.MulRaw(2).String(), got.Paid.String())
+	require.Equal(t, clientBefore.Add(got.Reserved).Sub(got.Paid).String(), f.balance(f.client).String(), "the owner pays exactly the confirmed time")
+	require.Empty(t, f.coll.slashes, "nobody is slashed for the job's fault")
+	require.True(t, f.coll.exp(first).IsZero())
+	require.True(t, f.escrow().IsZero())
+	history := f.history(job)
+	require.Contains(t, history, "TaskFailureReported")
+	require.Contains(t, history, "failed on two operators' nodes")
+	f.assertInvariants()
+}
+
+// history is the job's stored history in one string.
+func (f *fixture) history(job uint64) string {
+	f.t.Helper()
+	res, err := keeper.NewQueryServerImpl(f.k).JobHistory(f.ctx, &types.QueryJobHistoryRequest{JobId: job})
+	require.NoError(f.t, err)
+	var b strings.Builder
+	for _, e := range res.Entries {
+		b.WriteString(e.Event + " " + e.Detail + "\n")
+	}
+	return b.String()
+}
+
+// A provider that does not want to run a task reports it failed a second after its ack.
+// The task runs on another operator's node and settles: the report is refuted, its
+// provider slashed (burned: no compensation and no reward, so that neither an owner with
+// a job that fails on some nodes only nor the refuting provider gains from it) and never
+// paid; the owner pays only the run that produced the result.
+func TestAttackFalseFailureReportIsRefuted(t *testing.T) {
+	f, job, task := failingSetup(t, nil)
+	clientBefore := f.balance(f.client)
+	liar := task.Provider
+	f.next(time.Second)
+	require.Equal(t, types.FAILURE_STATUS_PENDING, f.reportFailure(task, 1))
+
+	honest := f.untilAssigned(task.Id)
+	f.ack(honest)
+	f.next(3 * time.Minute)
+	f.commit(honest)
+	f.blocks(1)
+	f.reveal(honest)
+	for range f.params().ChallengeWindowBlocks + 2 {
+		f.blocks(1)
+	}
+	got := f.task(task.Id)
+	require.Equal(t, types.TASK_STATUS_SETTLED, got.Status)
+	require.Equal(t, types.JOB_STATUS_COMPLETED, f.job(job).Status)
+	require.Equal(t, types.FAILURE_STATUS_REFUTED, got.Failures[0].Status)
+	require.True(t, got.Failures[0].Paid.IsZero(), "a refuted report is not paid")
+	require.Len(t, f.coll.slashes, 1)
+	s := f.coll.slashes[0]
+	require.Equal(t, liar, s.provider)
+	require.Equal(t, sstypes.SLASH_REASON_FALSE_FAILURE, s.reason)
+	require.Empty(t, s.owner, "the owner is not compensated from a refuted report")
+	require.Equal(t, f.params().AbandonSlashPpm, s.ppm, "at least what abandoning costs (the 2x value is below 1%% of this bond)")
+	tip := f.job(job).Spec.PriorityTip.Amount
+	want := types.TimePrice(quote10m, 3*time.Minute, 10*time.Minute, time.Minute).Add(tip)
+	require.Equal(t, want.String(), got.Paid.String(), "the owner pays only the run that produced the result")
+	require.Equal(t, clientBefore.Add(got.Reserved).Sub(want).String(), f.balance(f.client).String())
+	require.True(t, f.coll.exp(liar).IsZero())
+	require.Contains(t, f.history(job), "FailureRefuted")
+	f.assertInvariants()
+}
+
+// A refuted report of a big task is slashed failure_penalty_multiple x its value when that
+// is more than abandon_slash_ppm of the provider's bond.
+func TestFalseFailureSlashCoversTwiceTheValue(t *testing.T) {
+	f := newFixture(t, nil)
+	small := f.operator("small")
+	f.coll.bond(small, sdkmath.NewInt(30_000_000)) // 30 DPS bonded: backs the run's 20x exposure
+	f.addNode(small, 8, nil)
+	spec := f.gemmSpec(1)
+	spec.PriorityTip = sdk.NewInt64Coin(udps, 1_000_000) // value 1.166667 DPS: 2x is 7.8% of the bond
+	job := f.submit(spec)
+	f.blocks(1)
+	task := f.tasks(job)[0]
+	require.Equal(t, small, task.Provider, "the only node")
+	f.addNode(f.operator("p2"), 8, nil) // the one that will refute it
+	f.ack(task)
+	f.blocks(1)
+	f.reportFailure(f.task(task.Id), 1)
+	honest := f.untilAssigned(task.Id)
+	f.ack(honest)
+	f.blocks(1)
+	f.commit(honest)
+	f.blocks(1)
+	f.reveal(honest)
+	for range f.params().ChallengeWindowBlocks + 2 {
+		f.blocks(1)
+	}
+	require.Len(t, f.coll.slashes, 1)
+	// ceil(2 x 1,166,667 x 1e6 / 30,000,000) ppm
+	require.Equal(t, uint32(77_778), f.coll.slashes[0].ppm)
+	f.assertInvariants()
+}
+
+// A report that no other run decides (here: the only other node never acks, and the task
+// runs out of reassignments) is treated as an abandoned task: abandon_slash_ppm, burned.
+func TestFailureUnconfirmedIsTreatedAsAbandoning(t *testing.T) {
+	f, _, task := failingSetup(t, func(p *types.Params) { p.MaxReassignments = 0 })
+	reporter := task.Provider
+	f.next(time.Minute)
+	f.reportFailure(task, 3)
+	other := f.untilAssigned(task.Id)
+	require.Equal(t, types.TASK_STATUS_ASSIGNED, other.Status)
+	for range f.params().AckTimeoutBlocks + 1 {
+		f.blocks(1)
+	}
+	got := f.task(task.Id)
+	require.Equal(t, types.TASK_STATUS_FAILED, got.Status)
+	require.Equal(t, types.FAILURE_STATUS_UNCONFIRMED, got.Failures[0].Status)
+	var mine []slashCall
+	for _, s := range f.coll.slashes {
+		if s.provider == reporter {
+			mine = append(mine, s)
+		}
+	}
+	require.Len(t, mine, 1)
+	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, mine[0].reason)
+	require.Equal(t, f.params().AbandonSlashPpm, mine[0].ppm)
+	require.Empty(t, mine[0].owner)
+	require.True(t, f.coll.exp(reporter).IsZero())
+	f.assertInvariants()
+}
+
+// A report made just before the job's deadline still gets its confirmation: the task
+// takes its own deadline (report + max_duration + verification_timeout).
+func TestFailureReportNearTheDeadlineIsStillConfirmed(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addNode(f.operator("p1"), 8, nil)
+	f.addNode(f.operator("p2"), 8, nil)
+	spec := f.gemmSpec(1)
+	spec.Deadline = f.ctx.BlockTime().Add(11 * time.Minute)
+	job := f.submit(spec)
+	f.blocks(1)
+	task := f.tasks(job)[0]
+	f.ack(task)
+	f.next(9 * time.Minute)
+	f.reportFailure(f.task(task.Id), 2)
+	require.True(t, f.task(task.Id).Deadline.After(spec.Deadline))
+	second := f.untilAssigned(task.Id)
+	require.Equal(t, types.TASK_STATUS_ASSIGNED, second.Status, "placed although the job's own deadline can no longer be met")
+	f.ack(second)
+	f.next(time.Minute)
+	require.Equal(t, types.FAILURE_STATUS_CONFIRMED, f.reportFailure(f.task(task.Id), 2))
+	require.Empty(t, f.coll.slashes)
+	f.assertInvariants()
+}
+
+// The owner cancels while a report waits for its confirmation: the reporter is paid its
+// time, as a cancelled running task is.
+func TestFailureReportThenCancelPaysItsTime(t *testing.T) {
+	f, job, task := failingSetup(t, nil)
+	f.next(4 * time.Minute)
+	f.reportFailure(task, 2)
+	_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: job})
+	require.NoError(t, err)
+	got := f.task(task.Id)
+	require.Equal(t, types.TASK_STATUS_CANCELLED, got.Status)
+	require.Equal(t, types.FAILURE_STATUS_CANCELLED, got.Failures[0].Status)
+	require.Equal(t, int64(166_667*4/10), got.Failures[0].Paid.Int64())
+	require.Empty(t, f.coll.slashes)
+	f.assertInvariants()
+}
+
+// Bad reports are refused with a registered error and change nothing.
+func TestReportFailureRules(t *testing.T) {
+	f, _, task := failingSetup(t, nil)
+	report := func(edit func(m *types.MsgReportFailure)) func(ctx sdk.Context) error {
+		return func(ctx sdk.Context) error {
+			m := failureMsg(task, 2)
+			edit(m)
+			_, err := f.ms.ReportFailure(ctx, m)
+			return err
+		}
+	}
+	f.requireRejected(types.ErrNotProvider, report(func(m *types.MsgReportFailure) { m.Provider = f.client }))
+	f.requireRejected(types.ErrInvalidFailure, report(func(m *types.MsgReportFailure) { m.Reason = types.FAILURE_REASON_UNSPECIFIED }))
+	f.requireRejected(types.ErrInvalidFailure, report(func(m *types.MsgReportFailure) { m.Reason = 99 }))
+	f.requireRejected(types.ErrInvalidFailure, report(func(m *types.MsgReportFailure) { m.LogRoot = m.LogRoot[:31] }))
+	f.requireRejected(validate.ErrTooLarge, report(func(m *types.MsgReportFailure) { m.LogRoot = append(m.LogRoot, 0) }))
+	f.requireRejected(validate.ErrTooLarge, report(func(m *types.MsgReportFailure) { m.Detail = strings.Repeat("x", 257) }))
+	f.requireRejected(types.ErrInvalidFailure, report(func(m *types.MsgReportFailure) { m.Detail = "line\nbreak" }))
+	f.requireRejected(types.ErrTaskNotFound, report(func(m *types.MsgReportFailure) { m.TaskId = 999 }))
+	f.next(11 * time.Minute)
+	f.requireRejected(types.ErrDeadlinePassed, report(func(*types.MsgReportFailure) {}))
+}
+
+// A task that is assigned but not acked cannot report failure: nothing ran.
+func TestReportFailureNeedsARunningTask(t *testing.T) {
+	f := newFixture(t, nil)
+	task := f.assignedTask("p1")
+	f.requireRejected(types.ErrInvalidTaskStatus, func(ctx sdk.Context) error {
+		_, err := f.ms.ReportFailure(ctx, failureMsg(task, 2))
+		return err
+	})
+}
