@@ -60,7 +60,7 @@ func root() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&g.config, "config", "", "config file (default <home>/worker.yaml)")
 	cmd.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.PersistentFlags().BoolVar(&g.logJSON, "log-json", false, "JSON logs")
-	cmd.AddCommand(initCmd(g), runCmd(g), inventoryCmd(g), statusCmd(g), benchmarkCmd(g), fetchCmd(g), versionCmd())
+	cmd.AddCommand(initCmd(g), runCmd(g), inventoryCmd(g), statusCmd(g), benchmarkCmd(g), fetchCmd(g), logsCmd(g), versionCmd())
 	return cmd
 }
 
@@ -421,6 +421,73 @@ func fetchCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&backend, "keyring-backend", "test", "test, file or os")
 	cmd.Flags().StringVar(&grpc, "grpc", "localhost:9090", "node gRPC address")
 	cmd.Flags().StringVar(&dir, "out", "", "where to put the files (default task-<id>)")
+	return cmd
+}
+
+func logsCmd(g *globals) *cobra.Command {
+	var keyName, keyringDir, backend, grpc, stream string
+	var follow bool
+	var poll time.Duration
+	cmd := &cobra.Command{
+		Use:   "logs <task-id>",
+		Short: "Print a task's stdout or stderr as the job's owner, live while it runs (--follow)",
+		Long: "Reads the task's captured log from the machine that runs it (or, for a task that " +
+			"failed and waits to run again, the machine that reported the failure), with a request " +
+			"signed by the owner's key: nobody else is served.",
+		Example: "flops-worker logs 12 --follow --key client",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var id uint64
+			if _, err := fmt.Sscan(args[0], &id); err != nil {
+				return fmt.Errorf("task id %q: %w", args[0], err)
+			}
+			if stream != "stdout" && stream != "stderr" {
+				return fmt.Errorf("--stream %q: must be stdout or stderr", stream)
+			}
+			ctx := cmd.Context()
+			enc, err := encoding.Make()
+			if err != nil {
+				return err
+			}
+			kr, err := chain.Keyring(backend, keyringDir, enc.Codec)
+			if err != nil {
+				return err
+			}
+			priv, err := chain.LoadKey(kr, keyName)
+			if err != nil {
+				return err
+			}
+			c, err := chain.Dial(ctx, chain.Config{GRPC: grpc}, g.logger())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = c.Close() }()
+			t, err := c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: id})
+			if err != nil {
+				return err
+			}
+			node := t.Task.NodeId
+			if fs := t.Task.Failures; node == 0 && len(fs) > 0 {
+				node = fs[len(fs)-1].NodeId
+			}
+			if node == 0 {
+				return fmt.Errorf("task %d has not run anywhere yet (%s)", id, t.Task.Status)
+			}
+			n, err := c.GFL.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: node})
+			if err != nil {
+				return fmt.Errorf("task %d: node %d: %w", id, node, err)
+			}
+			return outputs.CopyLog(ctx, http.DefaultClient, n.Node.Endpoint, id, stream, priv, follow, poll, cmd.OutOrStdout())
+		},
+	}
+	home, _ := os.UserHomeDir()
+	cmd.Flags().StringVar(&keyName, "key", "client", "the job owner's key")
+	cmd.Flags().StringVar(&keyringDir, "keyring-dir", filepath.Join(home, ".flops"), "keyring directory (flopsd's --home)")
+	cmd.Flags().StringVar(&backend, "keyring-backend", "test", "test, file or os")
+	cmd.Flags().StringVar(&grpc, "grpc", "localhost:9090", "node gRPC address")
+	cmd.Flags().StringVar(&stream, "stream", "stdout", "stdout or stderr")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing while the task runs")
+	cmd.Flags().DurationVar(&poll, "poll", 2*time.Second, "how often --follow asks for more")
 	return cmd
 }
 

@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 		}))
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/v1/tasks/", outputs.Handler(store, ownerOf(client), time.Now))
+	mux.Handle("/v1/tasks/", outputs.Handler(store, ownerOf(client), time.Now, outputs.WithLiveLogs(exec.TaskLogs)))
 	mux.Handle("/v1/checkpoints/", http.StripPrefix("/v1/checkpoints", agent.CheckpointHandler(ckptDir, false)))
 	g.Go(func() error { return serve(ctx, cfg.Outputs.Listen, mux) })
 	// The agent's context ends with the cause executor.ErrWorkerShutdown when the

@@ -242,6 +242,20 @@ func (e *Executor) dirs(taskID uint64) taskDirs {
 	}
 }
 
+// TaskLogs is the directory of a task's captured logs (stdout.log, stderr.log) on this
+// machine: running says this executor runs the task now (more may come); ok is false when
+// no run of the task left a directory here (or it was cleaned up).
+func (e *Executor) TaskLogs(taskID uint64) (dir string, running, ok bool) {
+	e.mu.Lock()
+	_, running = e.running[taskID]
+	e.mu.Unlock()
+	dir = filepath.Join(e.dirs(taskID).output, LogDir)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", running, running
+	}
+	return dir, running, true
+}
+
 // Cleanup removes a task's directory (its inputs, outputs and checkpoints). Call it once
 // the outputs are stored; the input cache is kept.
 func (e *Executor) Cleanup(taskID uint64) error {

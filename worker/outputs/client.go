@@ -148,3 +148,45 @@ func fetchFile(ctx context.Context, client *http.Client, baseURL string, taskID 
 	}
 	return os.Rename(tmp.Name(), dst)
 }
+
+// logURL is the log route of Handler.
+func logURL(baseURL string, taskID uint64, stream string, offset int64) string {
+	return strings.TrimRight(baseURL, "/") + "/v1/tasks/" + strconv.FormatUint(taskID, 10) + "/logs/" + url.PathEscape(stream) +
+		"?offset=" + strconv.FormatInt(offset, 10)
+}
+
+// CopyLog writes a task's log stream ("stdout" or "stderr") to w from its start, signed
+// by the owner's key. With follow, it keeps polling every poll while the server says the
+// task runs on its machine, and returns once it has written the end of the log of a task
+// that no longer runs there (or ctx ends).
+func CopyLog(ctx context.Context, client *http.Client, baseURL string, taskID uint64, stream string, priv cryptotypes.PrivKey, follow bool, poll time.Duration, w io.Writer) error {
+	var offset int64
+	for {
+		resp, err := get(ctx, client, logURL(baseURL, taskID, stream, offset), priv)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(w, io.LimitReader(resp.Body, MaxLogChunk))
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		next, perr := strconv.ParseInt(resp.Header.Get(HeaderLogOffset), 10, 64)
+		if perr != nil || next < offset {
+			next = offset + n
+		}
+		offset = next
+		running := resp.Header.Get(HeaderTaskRunning) == "true"
+		switch {
+		case n == MaxLogChunk:
+			continue // more is there now
+		case !follow || !running:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

@@ -6,13 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/types/bech32"
+
+	"github.com/flopsnet/flops/worker/executor"
 )
 
 // ErrTaskNotFound is what an OwnerOf function wraps for a task the chain does not know;
@@ -23,25 +28,129 @@ var ErrTaskNotFound = errors.New("task not found")
 //
 //	GET /v1/tasks/{id}/outputs          the manifest (JSON)
 //	GET /v1/tasks/{id}/outputs/{path}   one file or log (ranges supported)
+//	GET /v1/tasks/{id}/logs/{stream}    stdout or stderr from ?offset=N, live while the
+//	                                    task runs here (WithLiveLogs), else as stored
 //
 // Every request must be signed (SignRequest) by the account that ownerOf names for the
 // task; now is the clock the timestamps are checked against. Refusals are JSON
 // {"error": "..."}: 400 a malformed id or path, 401 a missing, stale or bad signature,
 // 403 a signer who is not the owner, 404 an unknown task, no stored outputs or an
 // unlisted path, 503 when the owner cannot be looked up.
-func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (string, error), now func() time.Time) http.Handler {
+func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (string, error), now func() time.Time, opts ...Option) http.Handler {
 	h := &handler{store: store, ownerOf: ownerOf, now: now}
+	for _, o := range opts {
+		o(h)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/tasks/{id}/outputs", h.serveManifest)
 	mux.HandleFunc("GET /v1/tasks/{id}/outputs/{path...}", h.serveFile)
+	mux.HandleFunc("GET /v1/tasks/{id}/logs/{stream}", h.serveLog)
 	return mux
+}
+
+// Option configures a Handler.
+type Option func(*handler)
+
+// WithLiveLogs lets the log route read a task's logs where its run writes them: live
+// returns the directory of its stdout.log and stderr.log, whether the task runs now, and
+// ok false when no run of it left logs on this machine (its stored logs are served then).
+func WithLiveLogs(live func(taskID uint64) (dir string, running, ok bool)) Option {
+	return func(h *handler) { h.live = live }
 }
 
 type handler struct {
 	store   *Store
 	ownerOf func(ctx context.Context, taskID uint64) (string, error)
 	now     func() time.Time
+	live    func(taskID uint64) (string, bool, bool)
 }
+
+// The log route's headers and bounds.
+const (
+	// HeaderLogOffset is the offset after the bytes served: the next request's offset.
+	HeaderLogOffset = "X-Flops-Log-Offset"
+	// HeaderTaskRunning is "true" while the task runs on this machine (more may come).
+	HeaderTaskRunning = "X-Flops-Task-Running"
+	// MaxLogChunk bounds the bytes of one log response.
+	MaxLogChunk = 1 << 20
+)
+
+// serveLog serves a task's stdout or stderr from an offset, at most MaxLogChunk bytes:
+// live while the task runs here, else the stored log (the bounded copy kept with the
+// outputs; a log cut down at the end of the task reads from its cut copy).
+func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
+	taskID, ok := h.authorize(w, r)
+	if !ok {
+		return
+	}
+	stream := r.PathValue("stream")
+	if stream != "stdout" && stream != "stderr" {
+		writeError(w, http.StatusBadRequest, "log stream %q: must be stdout or stderr", stream)
+		return
+	}
+	var offset int64
+	if o := r.URL.Query().Get("offset"); o != "" {
+		v, err := strconv.ParseInt(o, 10, 64)
+		if err != nil || v < 0 {
+			writeError(w, http.StatusBadRequest, "offset %q: must be a byte offset, 0 or more", o)
+			return
+		}
+		offset = v
+	}
+	var f *os.File
+	running := false
+	if h.live != nil {
+		if dir, run, ok := h.live(taskID); ok {
+			running = run
+			lf, err := os.Open(filepath.Join(dir, stream+".log"))
+			switch {
+			case err == nil:
+				f = lf
+			case errors.Is(err, os.ErrNotExist) && running:
+				// started, its logs not created yet
+			case errors.Is(err, os.ErrNotExist):
+			default:
+				writeError(w, http.StatusInternalServerError, "log of task %d: %v", taskID, err)
+				return
+			}
+		}
+	}
+	if f == nil && !running {
+		sf, _, err := h.store.OpenFile(taskID, LogPath(stream))
+		if errors.Is(err, ErrNotFound) {
+			writeError(w, http.StatusNotFound, "task %d has no %s log here (it does not run on this machine and left none)", taskID, stream)
+			return
+		}
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "log of task %d: %v", taskID, err)
+			return
+		}
+		f = sf
+	}
+	var chunk []byte
+	if f != nil {
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && offset > st.Size() {
+			offset = st.Size()
+		}
+		buf := make([]byte, MaxLogChunk)
+		n, err := f.ReadAt(buf, offset)
+		if err != nil && !errors.Is(err, io.EOF) {
+			writeError(w, http.StatusInternalServerError, "log of task %d: %v", taskID, err)
+			return
+		}
+		chunk = buf[:n]
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set(HeaderLogOffset, strconv.FormatInt(offset+int64(len(chunk)), 10))
+	w.Header().Set(HeaderTaskRunning, strconv.FormatBool(running))
+	_, _ = w.Write(chunk)
+}
+
+// LogPath is the output path of a task's captured log stream.
+func LogPath(stream string) string { return executor.LogDir + "/" + stream + ".log" }
 
 func writeError(w http.ResponseWriter, status int, format string, args ...any) {
 	w.Header().Set("Content-Type", "application/json")

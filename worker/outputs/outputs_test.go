@@ -327,3 +327,101 @@ func TestStore(t *testing.T) {
 	_, err = s.Manifest(3)
 	require.ErrorIs(t, err, ErrNotFound)
 }
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The owner follows a running task's stdout: lines appear as the task writes them, and
+// the copy ends once the task no longer runs, with every byte written. Nobody else is
+// served, and a task that runs no more is read from its stored logs.
+func TestLogsFollowARunningTask(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "stdout.log")
+	require.NoError(t, os.WriteFile(logFile, []byte("line 1\n"), 0o644))
+	var mu sync.Mutex
+	running := true
+	live := func(id uint64) (string, bool, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if id != 8 {
+			return "", false, false
+		}
+		return dir, running, true
+	}
+	owners := func(_ context.Context, id uint64) (string, error) {
+		if id == 7 || id == 8 {
+			return addrOf(t, f.owner), nil
+		}
+		return "", ErrTaskNotFound
+	}
+	srv := httptest.NewServer(Handler(f.store, owners, f.clock, WithLiveLogs(live)))
+	t.Cleanup(srv.Close)
+
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- CopyLog(context.Background(), srv.Client(), srv.URL, 8, "stdout", f.owner, true, 10*time.Millisecond, &out)
+	}()
+	require.Eventually(t, func() bool { return out.String() == "line 1\n" }, 5*time.Second, 5*time.Millisecond)
+	lf, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = lf.WriteString("line 2\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return out.String() == "line 1\nline 2\n" }, 5*time.Second, 5*time.Millisecond, "shown while it runs")
+	_, err = lf.WriteString("last line\n")
+	require.NoError(t, err)
+	require.NoError(t, lf.Close())
+	mu.Lock()
+	running = false
+	mu.Unlock()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("--follow did not end after the task")
+	}
+	require.Equal(t, "line 1\nline 2\nlast line\n", out.String())
+
+	// refused to anyone but the owner
+	for _, key := range []cryptotypes.PrivKey{f.other, nil} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/tasks/8/logs/stdout", nil)
+		require.NoError(t, err)
+		if key != nil {
+			require.NoError(t, SignRequest(req, key, f.clock()))
+		}
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Contains(t, []int{http.StatusForbidden, http.StatusUnauthorized}, resp.StatusCode)
+	}
+	err = CopyLog(context.Background(), srv.Client(), srv.URL, 8, "stdout", f.other, false, time.Millisecond, io.Discard)
+	require.ErrorContains(t, err, "403")
+
+	// a task that does not run here: its stored log, from an offset
+	var stored strings.Builder
+	require.NoError(t, CopyLog(context.Background(), srv.Client(), srv.URL, 7, "stdout", f.owner, true, time.Millisecond, &stored))
+	require.Equal(t, "training...\n", stored.String())
+	status, body := f.do(t, "/v1/tasks/7/logs/stdout?offset=9", f.owner, f.clock(), nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "..\n", body)
+	status, _ = f.do(t, "/v1/tasks/7/logs/secrets", f.owner, f.clock(), nil)
+	require.Equal(t, http.StatusBadRequest, status)
+	status, _ = f.do(t, "/v1/tasks/7/logs/stdout?offset=-1", f.owner, f.clock(), nil)
+	require.Equal(t, http.StatusBadRequest, status)
+}
