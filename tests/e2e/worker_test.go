@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,6 +127,56 @@ func TestWorkerEndToEnd(t *testing.T) {
 	for _, w := range []*testWorker{p1, p2} {
 		require.Empty(t, w.logs.startedWithoutGPU(), "%s started tasks with no GPU pinned", w.name)
 	}
+
+	// e) a job whose command exits 2 on every machine: reported by one worker, confirmed by
+	// the other; FAILED, both paid the confirmed time, neither slashed; the owner reads the
+	// logs, live while a task runs (flops-worker logs --follow), and nobody else does
+	slashesBefore := len(wc.slashes(t, p1.addr)) + len(wc.slashes(t, p2.addr))
+	failing := wc.submitJob(t, processJob(`echo "starting"; echo "boom" >&2; exit 2`))
+	eventually(t, 2*time.Minute, "the failing job ends FAILED", func() (bool, string) {
+		res, err := q.Job(ctx, &markettypes.QueryJobRequest{JobId: failing})
+		if err != nil {
+			return false, err.Error()
+		}
+		return res.Job.Status == markettypes.JOB_STATUS_FAILED, res.Job.Status.String()
+	})
+	failed := wc.tasksOf(t, failing)[0]
+	require.Len(t, failed.Failures, 2)
+	for _, f := range failed.Failures {
+		require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, f.Status)
+		require.Equal(t, int32(2), f.ExitCode)
+		require.True(t, f.Paid.IsPositive())
+	}
+	require.NotEqual(t, failed.Failures[0].Provider, failed.Failures[1].Provider)
+	require.Equal(t, slashesBefore, len(wc.slashes(t, p1.addr))+len(wc.slashes(t, p2.addr)), "nobody is slashed for the job's fault")
+	reporter := wc.byAddress(failed.Failures[0].Provider)
+	var stderr strings.Builder
+	require.NoError(t, outputs.CopyLog(ctx, http.DefaultClient, wc.endpoint(t, reporter.nodeID), failed.Id, "stderr", wc.keys["client"], true, 100*time.Millisecond, &stderr))
+	require.Equal(t, "boom\n", stderr.String(), "the owner reads the failed run's logs")
+	t.Logf("e) failing job %d: FAILED, reports confirmed, logs read, after %s", failing, time.Since(began).Round(time.Second))
+
+	chatty := wc.submitJob(t, processJob(`for i in 1 2 3 4 5 6; do echo "line $i"; sleep 1; done; echo done > "$FLOPS_OUTPUT_DIR/out"`))
+	var runner *testWorker
+	var chattyTask markettypes.Task
+	eventually(t, time.Minute, "the chatty task runs", func() (bool, string) {
+		chattyTask = wc.tasksOf(t, chatty)[0]
+		runner = wc.byAddress(chattyTask.Provider)
+		return chattyTask.Status == markettypes.TASK_STATUS_RUNNING, chattyTask.Status.String()
+	})
+	var live syncBuffer
+	followed := make(chan error, 1)
+	go func() {
+		followed <- outputs.CopyLog(ctx, http.DefaultClient, wc.endpoint(t, runner.nodeID), chattyTask.Id, "stdout", wc.keys["client"], true, 200*time.Millisecond, &live)
+	}()
+	eventually(t, 30*time.Second, "a line shown while the task runs", func() (bool, string) {
+		return strings.Contains(live.String(), "line 1"), live.String()
+	})
+	require.NotContains(t, live.String(), "line 6", "shown before the task ended")
+	require.NoError(t, <-followed)
+	require.Equal(t, "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n", live.String())
+	err := outputs.CopyLog(ctx, http.DefaultClient, wc.endpoint(t, runner.nodeID), chattyTask.Id, "stdout", wc.keys["p1"], false, time.Second, io.Discard)
+	require.ErrorContains(t, err, "403", "nobody but the owner reads the logs")
+	t.Logf("e) task %d's stdout followed live after %s", chattyTask.Id, time.Since(began).Round(time.Second))
 
 	// c) a worker killed mid-task; the other resumes from the checkpoint
 	long := wc.submitJob(t, resumableJob())
@@ -269,6 +321,44 @@ echo fresh > "$FLOPS_OUTPUT_DIR/result.txt"
 `
 
 // resumableJob is a PROCESS job long enough to be killed mid-run, with checkpoints.
+// processJob is a one-task PROCESS job running script, for the honest workers.
+func processJob(script string) markettypes.JobSpec {
+	return markettypes.JobSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS, Command: []string{"sh", "-c", script},
+		TaskCount: 1, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		Requirements:    markettypes.Requirements{Region: honestRegion},
+		MaxPricePerTask: sdk.NewInt64Coin(app.BondDenom, 2_000_000), MaxDuration: 10 * time.Minute, Deadline: time.Now().Add(time.Hour),
+		PriorityTip: sdk.NewInt64Coin(app.BondDenom, 0), Mode: markettypes.ALLOCATION_MODE_ASSIGN,
+		VerificationBudget: sdk.NewInt64Coin(app.BondDenom, 0),
+	}
+}
+
+// endpoint is a node's output server on chain.
+func (wc *workerChain) endpoint(t *testing.T, node uint64) string {
+	t.Helper()
+	n, err := wc.client.GFL.Node(context.Background(), &gfltypes.QueryNodeRequest{NodeId: node})
+	require.NoError(t, err)
+	return n.Node.Endpoint
+}
+
+// syncBuffer is a strings.Builder for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func resumableJob() markettypes.JobSpec {
 	return markettypes.JobSpec{
 		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS, Command: []string{"sh", "-c", resumeScript},

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/testutil/apptest"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -108,4 +109,36 @@ func TestWorkersFailureOnOneNodeOnlyIsRefuted(t *testing.T) {
 	require.Len(t, res.Slashes, 1)
 	require.Equal(t, sstypes.SLASH_REASON_FALSE_FAILURE, res.Slashes[0].Reason)
 	require.True(t, task.Task.Paid.IsPositive())
+}
+
+// A running task writes its progress to FLOPS_PROGRESS_FILE; the worker carries it to
+// the chain in its heartbeat, and the task shows it (q market tasks).
+func TestWorkerCarriesProgressToTheChain(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("client", "p1"), apptest.WithGenesis(apptest.SmallPoCP(60*time.Second)),
+		apptest.WithGenesis(func(e apptest.GenesisEditor) {
+			var g gfltypes.GenesisState
+			e.Edit(gfltypes.ModuleName, &g, func() {
+				g.Params.ChallengeIntervalBlocks = 30
+				g.Params.ChallengeRevealBlocks = 40
+			})
+			var m markettypes.GenesisState
+			e.Edit(markettypes.ModuleName, &m, func() {
+				m.Params.ChallengeWindowBlocks = 3
+				// a heartbeat every block: the run ends inside the tick that starts it here
+				m.Params.HeartbeatTimeoutBlocks = 3
+			})
+		}))
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", nil)
+	j := job(t, a, processSpec(a, `echo "step 1/10" > "$FLOPS_PROGRESS_FILE"; echo "step 7/10" >> "$FLOPS_PROGRESS_FILE"; echo ok > "$FLOPS_OUTPUT_DIR/out"`))
+	q := markettypesQuery(a)
+	until(t, a, 60, "job completed", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
+	}, w)
+	res, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
+	require.NoError(t, err)
+	require.Equal(t, "step 7/10", res.Tasks[0].Progress, "the last line, carried by a heartbeat while the task ran")
+	require.Positive(t, res.Tasks[0].ProgressHeight)
 }

@@ -18,11 +18,13 @@ import (
 )
 
 // taskActions: ack what was assigned (and start it at once, beside the ack), keep what
-// runs running, commit what finished, reveal what the chain lets us reveal, publish new
-// checkpoints, and heartbeat while anything runs.
+// runs running, commit what finished, report what failed for the job's sake, reveal what
+// the chain lets us reveal, publish new checkpoints, and heartbeat while anything runs,
+// with the progress the running tasks wrote.
 func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettypes.Task) []action {
 	op := a.o.Chain.Address().String()
 	var acts []action
+	var progress []markettypes.TaskProgress
 	busy := false
 	for _, t := range tasks {
 		if t.NodeId != a.node.Id {
@@ -41,6 +43,9 @@ func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettyp
 		case markettypes.TASK_STATUS_RUNNING:
 			busy = true
 			a.start(ctx, t)
+			if pr := a.o.Executor.Progress(t.Id); pr != "" && pr != t.Progress && len(progress) < 64 && a.uncommitted(t.Id) {
+				progress = append(progress, markettypes.TaskProgress{TaskId: t.Id, Progress: pr})
+			}
 			if act, ok := a.commitAction(ctx, t); ok {
 				acts = append(acts, act)
 			}
@@ -61,16 +66,27 @@ func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettyp
 	beat := busy && height-a.lastBeat >= int64(every)
 	a.mu.Unlock()
 	if beat {
-		acts = append(acts, action{what: "heartbeat", msgs: msgs(&markettypes.MsgHeartbeat{Provider: op, NodeId: a.node.Id}),
+		// the progress the running tasks wrote since the chain last heard it rides along;
+		// the heartbeat goes first, before a commitment ends one of those tasks' run
+		acts = append([]action{{what: "heartbeat", msgs: msgs(&markettypes.MsgHeartbeat{Provider: op, NodeId: a.node.Id, Progress: progress}),
 			after: func(err error) {
 				if err == nil {
 					a.mu.Lock()
 					a.lastBeat = height
 					a.mu.Unlock()
 				}
-			}})
+			}}}, acts...)
 	}
 	return acts
+}
+
+// uncommitted: the task's commitment is not on its way from this machine (its run may
+// have finished): its progress can still be reported with the chain's status RUNNING.
+func (a *Agent) uncommitted(taskID uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.runs[taskID]
+	return ok && (r.phase == phaseRunning || r.phase == phaseFinished || r.phase == phaseFailed)
 }
 
 // start runs a task on this machine unless it already runs (or ran) here.

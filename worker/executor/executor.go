@@ -17,7 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -514,4 +516,47 @@ func removeAll(dir string) error {
 		return fmt.Errorf("remove %s: %w", dir, err)
 	}
 	return nil
+}
+
+// progressFile is the name of a task's progress file in LogDir (EnvProgressFile).
+const progressFile = "progress"
+
+// ProgressLen bounds the progress a task reports (the chain's bound).
+const ProgressLen = 128
+
+// Progress is the last non-empty line of a task's progress file, made printable and cut
+// to ProgressLen bytes; "" when the task reported none.
+func (e *Executor) Progress(taskID uint64) string {
+	// The job owns the file: a link it made to one of the worker's files (its key) must
+	// not put that file's last line on chain. Symbolic links are not followed, and a
+	// file with another name elsewhere (a hard link) is not read.
+	f, err := os.OpenFile(filepath.Join(e.dirs(taskID).output, LogDir, progressFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Nlink != 1 {
+		return ""
+	}
+	const tail = 4096
+	off := max(st.Size()-tail, 0)
+	buf := make([]byte, min(st.Size(), tail))
+	n, _ := f.ReadAt(buf, off)
+	lines := strings.Split(strings.TrimRight(string(buf[:n]), "\r\n \t"), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	last = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(last, "?"))
+	for len(last) > ProgressLen {
+		_, size := utf8.DecodeLastRuneInString(last)
+		last = last[:len(last)-size]
+	}
+	return last
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,6 +31,10 @@ const (
 	// EnvCheckpointInterval is the job's checkpoint_interval in whole seconds (at least
 	// 1), set only when the job asks for checkpoints.
 	EnvCheckpointInterval = "FLOPS_CHECKPOINT_INTERVAL"
+	// EnvProgressFile names a file (in LogDir of the output directory) whose last line
+	// the task may rewrite or append to say how far it is; the worker carries it to the
+	// chain in its heartbeats (at most ProgressLen bytes).
+	EnvProgressFile       = "FLOPS_PROGRESS_FILE"
 	EnvCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
 )
 
@@ -101,6 +106,7 @@ func taskEnv(log *slog.Logger, spec Spec, base *envList, input, output, checkpoi
 	env.set(EnvInputDir, input)
 	env.set(EnvOutputDir, output)
 	env.set(EnvCheckpointDir, checkpoint)
+	env.set(EnvProgressFile, path.Join(filepath.ToSlash(output), LogDir, progressFile))
 	if spec.CheckpointInterval > 0 {
 		env.set(EnvCheckpointInterval, strconv.FormatInt(int64(max(spec.CheckpointInterval/time.Second, 1)), 10))
 	}

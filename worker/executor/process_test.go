@@ -352,3 +352,63 @@ for i in $(seq 1 8); do ckpt "state $i"; sleep 0.3; done`
 	require.NoError(t, err)
 	require.Equal(t, "\n", string(b), "no interval given")
 }
+
+// A running task's logs are readable where it writes them, line by line, while it runs
+// (the output server's live log route reads them through TaskLogs); after the run they
+// stay there, no longer running, until the task is cleaned up.
+func TestTaskLogsWhileRunning(t *testing.T) {
+	e := newTestExecutor(t, nil)
+	_, _, ok := e.TaskLogs(33)
+	require.False(t, ok, "no run, no logs")
+	goOn := filepath.Join(t.TempDir(), "go-on")
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(context.Background(), shellSpec(33, `echo first; while [ ! -e "`+goOn+`" ]; do sleep 0.02; done; echo second`), Hooks{})
+		done <- err
+	}()
+	var dir string
+	require.Eventually(t, func() bool {
+		d, running, ok := e.TaskLogs(33)
+		if !ok || !running {
+			return false
+		}
+		b, _ := os.ReadFile(filepath.Join(d, "stdout.log"))
+		dir = d
+		return string(b) == "first\n"
+	}, 5*time.Second, 10*time.Millisecond, "the first line is readable while the task runs")
+	require.NoError(t, os.WriteFile(goOn, nil, 0o644))
+	require.NoError(t, <-done)
+	d, running, ok := e.TaskLogs(33)
+	require.True(t, ok)
+	require.False(t, running)
+	require.Equal(t, dir, d)
+	b, err := os.ReadFile(filepath.Join(d, "stdout.log"))
+	require.NoError(t, err)
+	require.Equal(t, "first\nsecond\n", string(b))
+	require.NoError(t, e.Cleanup(33))
+	_, _, ok = e.TaskLogs(33)
+	require.False(t, ok)
+}
+
+// A task's progress is the last line of the file FLOPS_PROGRESS_FILE names, made
+// printable and bounded; a link the job makes to another file is not read.
+func TestTaskProgress(t *testing.T) {
+	e := newTestExecutor(t, nil)
+	require.Empty(t, e.Progress(34))
+	_, err := e.Run(context.Background(), shellSpec(34, `printf 'epoch 1\nepoch 2\007 of 3\n\n' > "$FLOPS_PROGRESS_FILE"`), Hooks{})
+	require.NoError(t, err)
+	require.Equal(t, "epoch 2  of 3", e.Progress(34))
+	_, err = e.Run(context.Background(), shellSpec(35, `head -c 300 /dev/zero | tr '\0' x > "$FLOPS_PROGRESS_FILE"`), Hooks{})
+	require.NoError(t, err)
+	require.Len(t, e.Progress(35), ProgressLen)
+
+	secret := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(secret, []byte("-----BEGIN KEY-----\nsecret material\n"), 0o600))
+	_, err = e.Run(context.Background(), shellSpec(36, `ln -s "`+secret+`" "$FLOPS_PROGRESS_FILE"`), Hooks{})
+	require.NoError(t, err)
+	require.Empty(t, e.Progress(36), "a symbolic link is not followed")
+	_, err = e.Run(context.Background(), shellSpec(37, `ln "`+secret+`" "$FLOPS_PROGRESS_FILE"`), Hooks{})
+	if err == nil { // a hard link needs the same file system
+		require.Empty(t, e.Progress(37), "a hard link is not read")
+	}
+}

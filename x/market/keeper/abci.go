@@ -61,6 +61,7 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 		t.Reassignments++
 		t.NodeId, t.Provider, t.Price, t.Exposure, t.BidNode = 0, "", sdkmath.ZeroInt(), sdkmath.ZeroInt(), 0
 		t.Commitment, t.CommitHeight, t.RevealDeadlineHeight, t.AckDeadlineHeight = nil, 0, 0, 0
+		t.Progress, t.ProgressHeight = "", 0
 	}
 	end, status := "", types.TASK_STATUS_FAILED
 	switch {

@@ -132,6 +132,7 @@ func (k Keeper) ReportFailure(ctx context.Context, provider sdk.AccAddress, id u
 		t.Deadline = deadline
 		t.NodeId, t.Provider, t.Price, t.Exposure, t.BidNode = 0, "", sdkmath.ZeroInt(), sdkmath.ZeroInt(), 0
 		t.Commitment, t.CommitHeight, t.RevealDeadlineHeight, t.AckDeadlineHeight = nil, 0, 0, 0
+		t.Progress, t.ProgressHeight = "", 0
 	}); err != nil {
 		return 0, err
 	}

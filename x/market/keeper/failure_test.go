@@ -284,3 +284,31 @@ func TestReportFailureNeedsARunningTask(t *testing.T) {
 		return err
 	})
 }
+
+// A heartbeat carries its node's running tasks' progress, which the task then shows;
+// progress for a task that does not run on the node, twice for one task, too long or on
+// two lines is refused and changes nothing. A reassignment forgets it.
+func TestHeartbeatCarriesProgress(t *testing.T) {
+	f, _, task := failingSetup(t, nil)
+	beat := func(node uint64, pr ...types.TaskProgress) func(ctx sdk.Context) error {
+		return func(ctx sdk.Context) error {
+			_, err := f.ms.Heartbeat(ctx, &types.MsgHeartbeat{Provider: task.Provider, NodeId: node, Progress: pr})
+			return err
+		}
+	}
+	require.NoError(t, beat(task.NodeId, types.TaskProgress{TaskId: task.Id, Progress: "epoch 3/10 loss=0.41"})(f.ctx))
+	got := f.task(task.Id)
+	require.Equal(t, "epoch 3/10 loss=0.41", got.Progress)
+	require.Equal(t, f.ctx.BlockHeight(), got.ProgressHeight)
+	otherNode := f.addNode(task.Provider, 8, nil) // the same operator's other machine
+	f.requireRejected(types.ErrInvalidProgress, beat(otherNode, types.TaskProgress{TaskId: task.Id, Progress: "x"}))
+	f.requireRejected(types.ErrInvalidProgress, beat(task.NodeId, types.TaskProgress{TaskId: task.Id, Progress: "a"}, types.TaskProgress{TaskId: task.Id, Progress: "b"}))
+	f.requireRejected(types.ErrInvalidProgress, beat(task.NodeId, types.TaskProgress{TaskId: task.Id, Progress: "two\nlines"}))
+	f.requireRejected(validate.ErrTooLarge, beat(task.NodeId, types.TaskProgress{TaskId: task.Id, Progress: strings.Repeat("x", 129)}))
+	f.requireRejected(types.ErrTaskNotFound, beat(task.NodeId, types.TaskProgress{TaskId: 999, Progress: "x"}))
+	many := make([]types.TaskProgress, 65)
+	f.requireRejected(validate.ErrTooMany, beat(task.NodeId, many...))
+	f.next(time.Minute)
+	f.reportFailure(f.task(task.Id), 2)
+	require.Empty(t, f.task(task.Id).Progress, "the next node starts without the last one's progress")
+}

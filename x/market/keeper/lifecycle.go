@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"strings"
+	"unicode/utf8"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -83,8 +85,26 @@ func (k Keeper) AckTask(ctx context.Context, provider sdk.AccAddress, id uint64)
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
 }
 
-// Heartbeat keeps every running task of a node alive for heartbeat_timeout_blocks.
-func (k Keeper) Heartbeat(ctx context.Context, providerAddr sdk.AccAddress, nodeID uint64) error {
+// The bounds of a heartbeat's progress reports.
+const (
+	MaxProgressPerHeartbeat = 64
+	MaxProgressLen          = 128
+)
+
+// Heartbeat keeps every running task of a node alive for heartbeat_timeout_blocks, and
+// records the progress its running tasks report (each must run on the node).
+func (k Keeper) Heartbeat(ctx context.Context, providerAddr sdk.AccAddress, nodeID uint64, progress ...types.TaskProgress) error {
+	if err := validate.Count("progress", len(progress), MaxProgressPerHeartbeat); err != nil {
+		return err
+	}
+	for _, pr := range progress {
+		if err := validate.Size("progress", len(pr.Progress), MaxProgressLen); err != nil {
+			return err
+		}
+		if !utf8.ValidString(pr.Progress) || strings.IndexFunc(pr.Progress, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return errorsmod.Wrapf(types.ErrInvalidProgress, "task %d: progress must be printable UTF-8 on one line", pr.TaskId)
+		}
+	}
 	provider, err := k.addressString("provider", providerAddr)
 	if err != nil {
 		return err
@@ -101,6 +121,25 @@ func (k Keeper) Heartbeat(ctx context.Context, providerAddr sdk.AccAddress, node
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
+	}
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
+	for i, pr := range progress {
+		for _, seen := range progress[:i] {
+			if seen.TaskId == pr.TaskId {
+				return errorsmod.Wrapf(types.ErrInvalidProgress, "task %d: reported twice", pr.TaskId)
+			}
+		}
+		t, err := k.GetTask(ctx, pr.TaskId)
+		if err != nil {
+			return err
+		}
+		if t.NodeId != nodeID || t.Status != types.TASK_STATUS_RUNNING {
+			return errorsmod.Wrapf(types.ErrInvalidProgress, "task %d is %s on node %d, not running on node %d", pr.TaskId, t.Status, t.NodeId, nodeID)
+		}
+		t.Progress, t.ProgressHeight = pr.Progress, h
+		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+			return err
+		}
 	}
 	return k.touch(ctx, p, nodeID)
 }

@@ -115,7 +115,7 @@ func (m msgServer) Heartbeat(ctx context.Context, msg *types.MsgHeartbeat) (*typ
 	if err != nil {
 		return nil, err
 	}
-	if err := m.k.Heartbeat(ctx, signer, msg.NodeId); err != nil {
+	if err := m.k.Heartbeat(ctx, signer, msg.NodeId, msg.Progress...); err != nil {
 		return nil, err
 	}
 	return &types.MsgHeartbeatResponse{}, nil

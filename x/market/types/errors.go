@@ -40,4 +40,5 @@ var (
 	ErrDisputeNotFound   = errorsmod.Register(ModuleName, 35, "dispute not found")
 	ErrUnitReserved      = errorsmod.Register(ModuleName, 36, "unit reserved for another member")
 	ErrInvalidFailure    = errorsmod.Register(ModuleName, 37, "invalid failure report")
+	ErrInvalidProgress   = errorsmod.Register(ModuleName, 38, "invalid task progress")
 )
