@@ -368,6 +368,7 @@ func New(
 	reflectionv1.RegisterReflectionServiceServer(app.GRPCQueryRouter(), reflectionSvc)
 
 	app.registerInvariants()
+	app.registerCrossInvariants()
 	app.setUpgradeHandlers()
 
 	app.MountKVStores(keys)

@@ -148,3 +148,18 @@ func TestWiredAttackFalseFailureReportIsRefuted(t *testing.T) {
 	require.Equal(t, []sstypes.SlashReason{sstypes.SLASH_REASON_FALSE_FAILURE}, reasons)
 	a.AssertInvariants()
 }
+
+// The exposure invariant reads both modules: a provider's exposure in x/staking-slash is
+// what x/market holds for it. Exposure that nobody holds (it would lock collateral for
+// good), or a held exposure released early (it would let a slash be dodged), breaks it.
+func TestExposureInvariantMatchesTheMarket(t *testing.T) {
+	a, nodes, _, _, first := failureApp(t)
+	name := providerOf(nodes, first.NodeId)
+	reportAfter(t, a, nodes, first, time.Minute) // a pending report holds 2x the value
+	a.AssertInvariants()
+	ctx := a.Ctx()
+	require.NoError(t, a.StakingSlashKeeper.AddExposure(ctx, a.Account(name).Address, sdkmath.NewInt(1)))
+	err := a.Invariants.AssertAll(ctx)
+	require.ErrorContains(t, err, "exposure")
+	require.ErrorContains(t, err, a.Account(name).String())
+}

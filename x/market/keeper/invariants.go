@@ -456,3 +456,42 @@ func report(route, summary string, problems []string) (string, bool) {
 	}
 	return invariant.Format(types.ModuleName, route, msg, len(problems) > 0), len(problems) > 0
 }
+
+// HeldExposure is the collateral exposure the market holds for each provider (by its
+// canonical address string): the exposure of every task that holds some, of every
+// failure report waiting for its confirmation and of every pool claim waiting for its
+// reveal. x/staking-slash's exposure of each provider must equal it (the app registers
+// that invariant, which reads both modules).
+func (k Keeper) HeldExposure(ctx sdk.Context) (map[string]sdkmath.Int, error) {
+	held := map[string]sdkmath.Int{}
+	add := func(provider string, v sdkmath.Int) {
+		if provider == "" || v.IsNil() || v.IsZero() {
+			return
+		}
+		if cur, ok := held[provider]; ok {
+			v = cur.Add(v)
+		}
+		held[provider] = v
+	}
+	err := k.Tasks.Walk(ctx, nil, func(_ uint64, t types.Task) (bool, error) {
+		if holdsExposure(t.Status) {
+			add(t.Provider, t.Exposure)
+		}
+		for _, f := range t.Failures {
+			if f.Status == types.FAILURE_STATUS_PENDING {
+				add(f.Provider, f.Exposure)
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.Units.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], u types.Unit) (bool, error) {
+		if u.Status == types.UNIT_STATUS_COMMITTED {
+			add(u.Provider, u.Exposure)
+		}
+		return false, nil
+	})
+	return held, err
+}
