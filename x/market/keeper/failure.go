@@ -25,7 +25,8 @@ import (
 // logs. The chain does not take the provider's word for it: the task goes back to the
 // queue, away from every node of the reporting operator, and its next run decides.
 //
-//   - Another operator's node reports failure too: CONFIRMED. The task fails (the job's
+//   - Another operator's node reports failure too (the task's next run, or another replica
+//     of the same shard whose own report waits to be confirmed): CONFIRMED. The task fails (the job's
 //     fault); both providers are paid the confirmed time, the shorter of their two
 //     times, at their agreed prices, together never more than the replica's
 //     reservation; nobody is slashed.
@@ -121,6 +122,13 @@ func (k Keeper) ReportFailure(ctx context.Context, provider sdk.AccAddress, id u
 	if prev >= 0 {
 		return types.FAILURE_STATUS_CONFIRMED, k.confirmFailure(ctx, p, &job, &t, prev, report)
 	}
+	// a replica of the same shard waiting for its own confirmation, reported by another
+	// operator and not yet placed again: the two reports confirm each other
+	if sib, i, found, err := k.pendingSibling(ctx, t); err != nil {
+		return 0, err
+	} else if found {
+		return types.FAILURE_STATUS_CONFIRMED, k.confirmSiblings(ctx, p, &job, &sib, i, &t, report)
+	}
 	from := t.NodeId
 	deadline := now.Add(job.Spec.MaxDuration + p.VerificationTimeout)
 	if d := taskDeadline(job, t); d.After(deadline) {
@@ -172,6 +180,70 @@ func (k Keeper) confirmFailure(ctx context.Context, p types.Params, job *types.J
 	reason := fmt.Sprintf("failed on two operators' nodes (%d, %d): %s; %s of confirmed time paid (%s)",
 		first.NodeId, report.NodeId, failureWords(report), confirmed.Round(time.Second), strings.Join(paid, ", "))
 	if err := k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId, reason); err != nil {
+		return err
+	}
+	return k.afterMemberLeft(ctx, p, job, *t)
+}
+
+// pendingSibling finds another primary replica of the task's shard whose failure report,
+// from another operator, waits for its confirmation before the replica is placed again.
+func (k Keeper) pendingSibling(ctx context.Context, t types.Task) (types.Task, int, bool, error) {
+	siblings, err := k.siblings(ctx, t)
+	if err != nil {
+		return types.Task{}, 0, false, err
+	}
+	for _, s := range siblings {
+		if s.Role != types.TASK_ROLE_PRIMARY || s.Status != types.TASK_STATUS_PENDING {
+			continue
+		}
+		if i := pendingFailure(s); i >= 0 && s.Failures[i].Provider != t.Provider {
+			return s, i, true, nil
+		}
+	}
+	return types.Task{}, 0, false, nil
+}
+
+// confirmSiblings ends two replicas of one shard that two operators reported failed:
+// each report is paid the confirmed time (the shorter of the two) from its own replica's
+// reservation, and both replicas fail without a slash.
+func (k Keeper) confirmSiblings(ctx context.Context, p types.Params, job *types.Job, sib *types.Task, i int, t *types.Task, report types.FailureReport) error {
+	confirmed := min(sib.Failures[i].TimeUsed, report.TimeUsed)
+	owed := func(task *types.Task, r types.FailureReport) sdkmath.Int {
+		v := types.TimePrice(r.Price, confirmed, job.Spec.MaxDuration, p.BillingGranularity)
+		if left := task.Reserved.Sub(task.Paid); v.GT(left) {
+			v = left
+		}
+		return v
+	}
+	first := &sib.Failures[i]
+	pay := owed(sib, *first)
+	if err := k.payTo(ctx, job, sib, p, first.Provider, pay); err != nil {
+		return err
+	}
+	first.Paid = pay
+	if err := k.decideFailure(ctx, first, types.FAILURE_STATUS_CONFIRMED); err != nil {
+		return err
+	}
+	if err := k.emitFailure(ctx, *sib, *first); err != nil {
+		return err
+	}
+	report.Paid, report.Status = owed(t, report), types.FAILURE_STATUS_CONFIRMED
+	if err := k.payTo(ctx, job, t, p, report.Provider, report.Paid); err != nil {
+		return err
+	}
+	t.Failures = append(t.Failures, report)
+	if err := k.emitFailure(ctx, *t, report); err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("failed on two operators' nodes (%d, %d; replicas %d and %d): %s; %s of confirmed time paid to each",
+		first.NodeId, report.NodeId, sib.Id, t.Id, failureWords(report), confirmed.Round(time.Second))
+	if err := k.finishTask(ctx, p, job, sib, types.TASK_STATUS_FAILED, 0, reason); err != nil {
+		return err
+	}
+	if err := k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId, reason); err != nil {
+		return err
+	}
+	if err := k.afterMemberLeft(ctx, p, job, *sib); err != nil {
 		return err
 	}
 	return k.afterMemberLeft(ctx, p, job, *t)

@@ -312,3 +312,44 @@ func TestHeartbeatCarriesProgress(t *testing.T) {
 	f.reportFailure(f.task(task.Id), 2)
 	require.Empty(t, f.task(task.Id).Progress, "the next node starts without the last one's progress")
 }
+
+// Two replicas of one shard fail on two operators' nodes: the second report confirms the
+// first (which waits to run again) instead of running each replica a second time. Both
+// replicas fail, each report is paid the confirmed time from its own replica's
+// reservation, nobody is slashed.
+func TestReplicaReportsConfirmEachOther(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addNode(f.operator("p1"), 8, nil)
+	f.addNode(f.operator("p2"), 8, nil)
+	spec := f.gemmSpec(1)
+	spec.Replicas = 2
+	job := f.submit(spec)
+	clientBefore := f.balance(f.client)
+	f.blocks(1)
+	tasks := f.tasks(job)
+	require.Len(t, tasks, 2)
+	for _, tk := range tasks {
+		require.Equal(t, types.TASK_STATUS_ASSIGNED, tk.Status)
+		f.ack(tk)
+	}
+	f.next(4 * time.Minute)
+	require.Equal(t, types.FAILURE_STATUS_PENDING, f.reportFailure(f.task(tasks[0].Id), 2))
+	f.next(time.Minute) // the first replica has nowhere to go: both operators are excluded
+	require.Equal(t, types.TASK_STATUS_PENDING, f.task(tasks[0].Id).Status)
+	require.Equal(t, types.FAILURE_STATUS_CONFIRMED, f.reportFailure(f.task(tasks[1].Id), 2))
+
+	each := types.TimePrice(quote10m, 4*time.Minute, 10*time.Minute, time.Minute) // the shorter run
+	paid := sdkmath.ZeroInt()
+	for _, tk := range f.tasks(job) {
+		require.Equal(t, types.TASK_STATUS_FAILED, tk.Status)
+		require.Len(t, tk.Failures, 1)
+		require.Equal(t, types.FAILURE_STATUS_CONFIRMED, tk.Failures[0].Status)
+		require.Equal(t, each.String(), tk.Failures[0].Paid.String())
+		paid = paid.Add(tk.Paid)
+	}
+	require.Equal(t, types.JOB_STATUS_FAILED, f.job(job).Status)
+	require.Equal(t, clientBefore.Add(tasks[0].Reserved.MulRaw(2)).Sub(paid).String(), f.balance(f.client).String())
+	require.Empty(t, f.coll.slashes)
+	require.True(t, f.escrow().IsZero())
+	f.assertInvariants()
+}

@@ -41,7 +41,9 @@ import (
 // from ASSIGNED to VERIFIED's predecessors (lapsed too often, wrong result, a tie) and
 // from VERIFIED (its settlement failed five times and its provider cannot be paid); to
 // EXPIRED from PENDING and ASSIGNED (the job's deadline); to CANCELLED from PENDING,
-// ASSIGNED, RUNNING (the owner cancelled) and COMMITTED (a cancelled job's lapse). A move to the same
+// ASSIGNED, RUNNING (the owner cancelled) and COMMITTED (a cancelled job's lapse); PENDING
+// -> FAILED (a replica whose failure report another replica's report confirmed, failure.go);
+// RUNNING -> PENDING also when its failure is reported (it runs again to confirm it). A move to the same
 // status re-keys the task's entries after a change of its fields (reveals opened, audit
 // drawn, dispute opened, the job's status changed).
 //
@@ -104,7 +106,7 @@ func canMove(from, to types.TaskStatus) bool {
 	switch from {
 	case types.TASK_STATUS_PENDING:
 		return to == types.TASK_STATUS_PENDING || to == types.TASK_STATUS_ASSIGNED ||
-			to == types.TASK_STATUS_EXPIRED || to == types.TASK_STATUS_CANCELLED
+			to == types.TASK_STATUS_EXPIRED || to == types.TASK_STATUS_CANCELLED || to == types.TASK_STATUS_FAILED
 	case types.TASK_STATUS_ASSIGNED:
 		return to == types.TASK_STATUS_RUNNING || to == types.TASK_STATUS_PENDING || to == types.TASK_STATUS_FAILED ||
 			to == types.TASK_STATUS_EXPIRED || to == types.TASK_STATUS_CANCELLED
