@@ -30,7 +30,7 @@ func TestCanMoveIsTheDocumentedTable(t *testing.T) {
 		Q = types.TASK_STATUS_CANCELLED
 	)
 	allowed := map[types.TaskStatus][]types.TaskStatus{
-		P: {P, A, E, Q},
+		P: {P, A, E, Q, X}, // X: a replica whose failure report another replica confirmed
 		A: {R, P, X, E, Q},
 		R: {C, P, X, Q},
 		C: {C, V, P, X, Q},
