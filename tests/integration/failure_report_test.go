@@ -163,3 +163,23 @@ func TestExposureInvariantMatchesTheMarket(t *testing.T) {
 	require.ErrorContains(t, err, "exposure")
 	require.ErrorContains(t, err, a.Account(name).String())
 }
+
+// A client whose job makes its providers abandon it (a command that takes the machine
+// down, or hangs its worker) gains nothing from their slashes: an abandoned task's slash
+// is burned, not paid to the job's owner. Before, half of it went to the owner, so such a
+// job farmed the collateral of every provider it was assigned to.
+func TestAttackJobThatMakesProvidersAbandonPaysItsOwnerNothing(t *testing.T) {
+	a, nodes, p, _, first := failureApp(t)
+	before := readLedger(a)
+	supply := a.BankKeeper.GetSupply(a.Ctx(), udps).Amount
+	victim := providerOf(nodes, first.NodeId)
+	bond := bonded(t, a, victim)
+	a.NextBlocks(int(p.AckTimeoutBlocks) + 1) // the provider never acks: its machine is gone
+	got := task(t, a, first.Id)
+	require.NotEqual(t, first.NodeId, got.NodeId, "the task left the abandoning node")
+	slash := bond.Sub(bonded(t, a, victim))
+	require.True(t, slash.IsPositive(), "the abandoning provider is slashed")
+	require.Equal(t, before.client.String(), readLedger(a).client.String(), "the owner gets none of the slash")
+	require.Equal(t, supply.Sub(slash).String(), a.BankKeeper.GetSupply(a.Ctx(), udps).Amount.String(), "the slash is burned")
+	a.AssertInvariants()
+}
