@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/app/encoding"
@@ -351,7 +353,8 @@ func benchmarkCmd(g *globals) *cobra.Command {
 }
 
 func fetchCmd(g *globals) *cobra.Command {
-	var keyName, keyringDir, backend, grpc, dir string
+	var owner ownerFlags
+	var dir string
 	cmd := &cobra.Command{
 		Use:   "fetch <task-id>",
 		Short: "Download a task's outputs as the job's owner and check them against the result root on chain",
@@ -362,19 +365,7 @@ func fetchCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("task id %q: %w", args[0], err)
 			}
 			ctx := cmd.Context()
-			enc, err := encoding.Make()
-			if err != nil {
-				return err
-			}
-			kr, err := chain.Keyring(backend, keyringDir, enc.Codec)
-			if err != nil {
-				return err
-			}
-			priv, err := chain.LoadKey(kr, keyName)
-			if err != nil {
-				return err
-			}
-			c, err := chain.Dial(ctx, chain.Config{GRPC: grpc}, g.logger())
+			priv, c, err := owner.open(ctx, g)
 			if err != nil {
 				return err
 			}
@@ -415,17 +406,43 @@ func fetchCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	home, _ := os.UserHomeDir()
-	cmd.Flags().StringVar(&keyName, "key", "client", "the job owner's key")
-	cmd.Flags().StringVar(&keyringDir, "keyring-dir", filepath.Join(home, ".flops"), "keyring directory (flopsd's --home)")
-	cmd.Flags().StringVar(&backend, "keyring-backend", "test", "test, file or os")
-	cmd.Flags().StringVar(&grpc, "grpc", "localhost:9090", "node gRPC address")
+	owner.add(cmd)
 	cmd.Flags().StringVar(&dir, "out", "", "where to put the files (default task-<id>)")
 	return cmd
 }
 
+// ownerFlags are a job owner's key and node, for the commands that sign as the owner.
+type ownerFlags struct{ key, keyringDir, backend, grpc string }
+
+func (o *ownerFlags) add(cmd *cobra.Command) {
+	home, _ := os.UserHomeDir()
+	cmd.Flags().StringVar(&o.key, "key", "client", "the job owner's key")
+	cmd.Flags().StringVar(&o.keyringDir, "keyring-dir", filepath.Join(home, ".flops"), "keyring directory (flopsd's --home)")
+	cmd.Flags().StringVar(&o.backend, "keyring-backend", "test", "test, file or os")
+	cmd.Flags().StringVar(&o.grpc, "grpc", "localhost:9090", "node gRPC address")
+}
+
+// open loads the owner's key and dials the node.
+func (o *ownerFlags) open(ctx context.Context, g *globals) (cryptotypes.PrivKey, *chain.Client, error) {
+	enc, err := encoding.Make()
+	if err != nil {
+		return nil, nil, err
+	}
+	kr, err := chain.Keyring(o.backend, o.keyringDir, enc.Codec)
+	if err != nil {
+		return nil, nil, err
+	}
+	priv, err := chain.LoadKey(kr, o.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := chain.Dial(ctx, chain.Config{GRPC: o.grpc}, g.logger())
+	return priv, c, err
+}
+
 func logsCmd(g *globals) *cobra.Command {
-	var keyName, keyringDir, backend, grpc, stream string
+	var owner ownerFlags
+	var stream string
 	var follow bool
 	var poll time.Duration
 	cmd := &cobra.Command{
@@ -445,19 +462,7 @@ func logsCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("--stream %q: must be stdout or stderr", stream)
 			}
 			ctx := cmd.Context()
-			enc, err := encoding.Make()
-			if err != nil {
-				return err
-			}
-			kr, err := chain.Keyring(backend, keyringDir, enc.Codec)
-			if err != nil {
-				return err
-			}
-			priv, err := chain.LoadKey(kr, keyName)
-			if err != nil {
-				return err
-			}
-			c, err := chain.Dial(ctx, chain.Config{GRPC: grpc}, g.logger())
+			priv, c, err := owner.open(ctx, g)
 			if err != nil {
 				return err
 			}
@@ -480,11 +485,7 @@ func logsCmd(g *globals) *cobra.Command {
 			return outputs.CopyLog(ctx, http.DefaultClient, n.Node.Endpoint, id, stream, priv, follow, poll, cmd.OutOrStdout())
 		},
 	}
-	home, _ := os.UserHomeDir()
-	cmd.Flags().StringVar(&keyName, "key", "client", "the job owner's key")
-	cmd.Flags().StringVar(&keyringDir, "keyring-dir", filepath.Join(home, ".flops"), "keyring directory (flopsd's --home)")
-	cmd.Flags().StringVar(&backend, "keyring-backend", "test", "test, file or os")
-	cmd.Flags().StringVar(&grpc, "grpc", "localhost:9090", "node gRPC address")
+	owner.add(cmd)
 	cmd.Flags().StringVar(&stream, "stream", "stdout", "stdout or stderr")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing while the task runs")
 	cmd.Flags().DurationVar(&poll, "poll", 2*time.Second, "how often --follow asks for more")

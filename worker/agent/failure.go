@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/flopsnet/flops/worker/executor"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -109,15 +107,5 @@ func failureDetail(err error) string {
 			d = "command killed by signal " + exit.Signal
 		}
 	}
-	d = strings.Map(func(c rune) rune {
-		if c < 0x20 || c == 0x7f {
-			return ' '
-		}
-		return c
-	}, strings.ToValidUTF8(d, "?"))
-	for len(d) > 256 {
-		_, size := utf8.DecodeLastRuneInString(d)
-		d = d[:len(d)-size]
-	}
-	return d
+	return executor.PrintableLine(d, markettypes.MaxFailureDetailLen)
 }

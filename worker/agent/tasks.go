@@ -43,7 +43,7 @@ func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettyp
 		case markettypes.TASK_STATUS_RUNNING:
 			busy = true
 			a.start(ctx, t)
-			if pr := a.o.Executor.Progress(t.Id); pr != "" && pr != t.Progress && len(progress) < 64 && a.uncommitted(t.Id) {
+			if pr := a.o.Executor.Progress(t.Id); pr != "" && pr != t.Progress && len(progress) < markettypes.MaxProgressPerHeartbeat && a.uncommitted(t.Id) {
 				progress = append(progress, markettypes.TaskProgress{TaskId: t.Id, Progress: pr})
 			}
 			if act, ok := a.commitAction(ctx, t); ok {

@@ -521,25 +521,16 @@ func removeAll(dir string) error {
 // progressFile is the name of a task's progress file in LogDir (EnvProgressFile).
 const progressFile = "progress"
 
-// ProgressLen bounds the progress a task reports (the chain's bound).
-const ProgressLen = 128
-
 // Progress is the last non-empty line of a task's progress file, made printable and cut
-// to ProgressLen bytes; "" when the task reported none.
+// to markettypes.MaxProgressLen bytes; "" when the task reported none.
 func (e *Executor) Progress(taskID uint64) string {
-	// The job owns the file: a link it made to one of the worker's files (its key) must
-	// not put that file's last line on chain. Symbolic links are not followed, and a
-	// file with another name elsewhere (a hard link) is not read.
-	f, err := os.OpenFile(filepath.Join(e.dirs(taskID).output, LogDir, progressFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := OpenTaskFile(filepath.Join(e.dirs(taskID).output, LogDir, progressFile))
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return ""
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Nlink != 1 {
+	if err != nil {
 		return ""
 	}
 	const tail = 4096
@@ -547,16 +538,53 @@ func (e *Executor) Progress(taskID uint64) string {
 	buf := make([]byte, min(st.Size(), tail))
 	n, _ := f.ReadAt(buf, off)
 	lines := strings.Split(strings.TrimRight(string(buf[:n]), "\r\n \t"), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	last = strings.Map(func(r rune) rune {
+	return PrintableLine(strings.TrimSpace(lines[len(lines)-1]), markettypes.MaxProgressLen)
+}
+
+// OpenTaskFile opens for reading a file that a task can write (its logs, its progress)
+// without letting the task point it elsewhere: a link it made to one of the worker's
+// files (its key) must not be read for it. Neither the file nor its directory may be a
+// symbolic link, and the file must be a regular file with no other name (a hard link).
+func OpenTaskFile(p string) (*os.File, error) {
+	if st, err := os.Lstat(filepath.Dir(p)); err != nil {
+		return nil, err
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", filepath.Dir(p))
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		switch {
+		case !st.Mode().IsRegular():
+			err = fmt.Errorf("%s: not a regular file", p)
+		case !ok || sys.Nlink != 1:
+			err = fmt.Errorf("%s: has another name (a hard link)", p)
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// PrintableLine makes s fit the chain's rule for words it stores (a progress line, a
+// failure's detail): valid UTF-8 ("?" for what is not), control characters as spaces,
+// cut on a character boundary to at most limit bytes.
+func PrintableLine(s string, limit int) string {
+	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '
 		}
 		return r
-	}, strings.ToValidUTF8(last, "?"))
-	for len(last) > ProgressLen {
-		_, size := utf8.DecodeLastRuneInString(last)
-		last = last[:len(last)-size]
+	}, strings.ToValidUTF8(s, "?"))
+	for len(s) > limit {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
 	}
-	return last
+	return s
 }

@@ -33,7 +33,7 @@ const (
 	EnvCheckpointInterval = "FLOPS_CHECKPOINT_INTERVAL"
 	// EnvProgressFile names a file (in LogDir of the output directory) whose last line
 	// the task may rewrite or append to say how far it is; the worker carries it to the
-	// chain in its heartbeats (at most ProgressLen bytes).
+	// chain in its heartbeats (at most markettypes.MaxProgressLen bytes).
 	EnvProgressFile       = "FLOPS_PROGRESS_FILE"
 	EnvCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
 )

@@ -400,7 +400,7 @@ func TestTaskProgress(t *testing.T) {
 	require.Equal(t, "epoch 2  of 3", e.Progress(34))
 	_, err = e.Run(context.Background(), shellSpec(35, `head -c 300 /dev/zero | tr '\0' x > "$FLOPS_PROGRESS_FILE"`), Hooks{})
 	require.NoError(t, err)
-	require.Len(t, e.Progress(35), ProgressLen)
+	require.Len(t, e.Progress(35), markettypes.MaxProgressLen)
 
 	secret := filepath.Join(t.TempDir(), "key")
 	require.NoError(t, os.WriteFile(secret, []byte("-----BEGIN KEY-----\nsecret material\n"), 0o600))

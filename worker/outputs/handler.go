@@ -102,15 +102,15 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 	if h.live != nil {
 		if dir, run, ok := h.live(taskID); ok {
 			running = run
-			lf, err := os.Open(filepath.Join(dir, stream+".log"))
+			// the task can write here: never follow a link it made (OpenTaskFile)
+			lf, err := executor.OpenTaskFile(filepath.Join(dir, stream+".log"))
 			switch {
 			case err == nil:
 				f = lf
-			case errors.Is(err, os.ErrNotExist) && running:
-				// started, its logs not created yet
 			case errors.Is(err, os.ErrNotExist):
+				// not created yet (running), or the run left none: the stored log, if any
 			default:
-				writeError(w, http.StatusInternalServerError, "log of task %d: %v", taskID, err)
+				writeError(w, http.StatusForbidden, "log of task %d: not served: %v", taskID, err)
 				return
 			}
 		}

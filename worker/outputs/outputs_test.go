@@ -425,3 +425,37 @@ func TestLogsFollowARunningTask(t *testing.T) {
 	status, _ = f.do(t, "/v1/tasks/7/logs/stdout?offset=-1", f.owner, f.clock(), nil)
 	require.Equal(t, http.StatusBadRequest, status)
 }
+
+// A job that replaces its log with a link to one of the worker's files (its key) is not
+// served that file: neither a symbolic link (of the log or of its directory) nor a hard
+// link is followed.
+func TestAttackJobLinksItsLogToTheWorkerKey(t *testing.T) {
+	f := newFixture(t)
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "key")
+	require.NoError(t, os.WriteFile(secret, []byte("-----BEGIN KEY-----\nworker secret\n"), 0o600))
+	work := t.TempDir()
+	symlinked := filepath.Join(work, "symlink")
+	hardlinked := filepath.Join(work, "hardlink")
+	require.NoError(t, os.MkdirAll(symlinked, 0o755))
+	require.NoError(t, os.MkdirAll(hardlinked, 0o755))
+	require.NoError(t, os.Symlink(secret, filepath.Join(symlinked, "stdout.log")))
+	hard := os.Link(secret, filepath.Join(hardlinked, "stdout.log")) == nil
+	require.NoError(t, os.WriteFile(filepath.Join(secretDir, "stdout.log"), []byte("worker secret\n"), 0o600))
+	dirLink := filepath.Join(work, "dirlink")
+	require.NoError(t, os.Symlink(secretDir, dirLink))
+	dirs := map[uint64]string{10: symlinked, 11: hardlinked, 12: dirLink}
+	live := func(id uint64) (string, bool, bool) { d, ok := dirs[id]; return d, true, ok }
+	owners := func(context.Context, uint64) (string, error) { return addrOf(t, f.owner), nil }
+	srv := httptest.NewServer(Handler(f.store, owners, f.clock, WithLiveLogs(live)))
+	t.Cleanup(srv.Close)
+	for id := range dirs {
+		if id == 11 && !hard {
+			continue // a hard link needs one file system
+		}
+		var out strings.Builder
+		err := CopyLog(context.Background(), srv.Client(), srv.URL, id, "stdout", f.owner, false, time.Millisecond, &out)
+		require.Error(t, err, "task %d", id)
+		require.NotContains(t, out.String()+err.Error(), "worker secret", "task %d", id)
+	}
+}

@@ -44,9 +44,6 @@ import (
 // the report + max_duration + verification_timeout), so that the job's deadline cannot
 // leave an honest report unconfirmed.
 
-// MaxFailureDetailLen bounds a failure report's detail.
-const MaxFailureDetailLen = 256
-
 // Failure is what a provider says about a failed run.
 type Failure struct {
 	Reason   types.FailureReason
@@ -59,7 +56,7 @@ func (f Failure) validate() error {
 	if err := validate.Size("log_root", len(f.LogRoot), sha256.Size); err != nil {
 		return err
 	}
-	if err := validate.Size("detail", len(f.Detail), MaxFailureDetailLen); err != nil {
+	if err := validate.Size("detail", len(f.Detail), types.MaxFailureDetailLen); err != nil {
 		return err
 	}
 	if _, ok := types.FailureReason_name[int32(f.Reason)]; !ok || f.Reason == types.FAILURE_REASON_UNSPECIFIED {
@@ -68,10 +65,8 @@ func (f Failure) validate() error {
 	if len(f.LogRoot) != sha256.Size {
 		return errorsmod.Wrapf(types.ErrInvalidFailure, "log_root is %d bytes, must be 32", len(f.LogRoot))
 	}
-	for _, r := range f.Detail {
-		if r < 0x20 || r == 0x7f {
-			return errorsmod.Wrapf(types.ErrInvalidFailure, "detail holds the control character %U", r)
-		}
+	if !types.PrintableLine(f.Detail) {
+		return errorsmod.Wrapf(types.ErrInvalidFailure, "detail must be printable UTF-8 on one line")
 	}
 	return nil
 }
@@ -117,7 +112,7 @@ func (k Keeper) ReportFailure(ctx context.Context, provider sdk.AccAddress, id u
 	report := types.FailureReport{
 		Provider: t.Provider, NodeId: t.NodeId, Reason: f.Reason, ExitCode: f.ExitCode, LogRoot: f.LogRoot, Detail: f.Detail,
 		Height: sdkCtx.BlockHeight(), TimeUsed: max(now.Sub(t.StartedTime), 0), Price: t.Price,
-		Exposure: exposureOfFailure(p, taskValue(job, t.Role, t.Price)), Status: types.FAILURE_STATUS_PENDING, Paid: sdkmath.ZeroInt(),
+		Exposure: sdkmath.ZeroInt(), Status: types.FAILURE_STATUS_PENDING, Paid: sdkmath.ZeroInt(),
 	}
 	if prev >= 0 {
 		return types.FAILURE_STATUS_CONFIRMED, k.confirmFailure(ctx, p, &job, &t, prev, report)
@@ -129,6 +124,8 @@ func (k Keeper) ReportFailure(ctx context.Context, provider sdk.AccAddress, id u
 	} else if found {
 		return types.FAILURE_STATUS_CONFIRMED, k.confirmSiblings(ctx, p, &job, &sib, i, &t, report)
 	}
+	// waiting for its confirmation, the report holds collateral in place of the run's
+	report.Exposure = exposureOfFailure(p, taskValue(job, t.Role, t.Price))
 	from := t.NodeId
 	deadline := now.Add(job.Spec.MaxDuration + p.VerificationTimeout)
 	if d := taskDeadline(job, t); d.After(deadline) {
@@ -156,25 +153,10 @@ func (k Keeper) confirmFailure(ctx context.Context, p types.Params, job *types.J
 	var paid []string
 	for _, i := range []int{prev, len(t.Failures) - 1} {
 		r := &t.Failures[i]
-		owed := types.TimePrice(r.Price, confirmed, job.Spec.MaxDuration, p.BillingGranularity)
-		if left := t.Reserved.Sub(t.Paid); owed.GT(left) {
-			owed = left
-		}
-		if err := k.payTo(ctx, job, t, p, r.Provider, owed); err != nil {
+		if err := k.payReport(ctx, p, job, t, r, confirmed, types.FAILURE_STATUS_CONFIRMED); err != nil {
 			return err
 		}
-		r.Paid = owed
-		if i == prev {
-			if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_CONFIRMED); err != nil {
-				return err
-			}
-		} else {
-			r.Status = types.FAILURE_STATUS_CONFIRMED // it never held exposure: the task's run did
-		}
-		paid = append(paid, fmt.Sprintf("%s%s to node %d", owed, p.Denom, r.NodeId))
-		if err := k.emitFailure(ctx, *t, *r); err != nil {
-			return err
-		}
+		paid = append(paid, fmt.Sprintf("%s%s to node %d", r.Paid, p.Denom, r.NodeId))
 	}
 	first := t.Failures[prev]
 	reason := fmt.Sprintf("failed on two operators' nodes (%d, %d): %s; %s of confirmed time paid (%s)",
@@ -183,6 +165,23 @@ func (k Keeper) confirmFailure(ctx context.Context, p types.Params, job *types.J
 		return err
 	}
 	return k.afterMemberLeft(ctx, p, job, *t)
+}
+
+// payReport pays a report's provider its price for ran (types.TimePrice), at most what
+// is left of the replica's reservation, decides the report with status and emits it.
+func (k Keeper) payReport(ctx context.Context, p types.Params, job *types.Job, t *types.Task, r *types.FailureReport, ran time.Duration, status types.FailureStatus) error {
+	owed := types.TimePrice(r.Price, ran, job.Spec.MaxDuration, p.BillingGranularity)
+	if left := t.Reserved.Sub(t.Paid); owed.GT(left) {
+		owed = left
+	}
+	if err := k.payTo(ctx, job, t, p, r.Provider, owed); err != nil {
+		return err
+	}
+	r.Paid = owed
+	if err := k.decideFailure(ctx, r, status); err != nil {
+		return err
+	}
+	return k.emitFailure(ctx, *t, *r)
 }
 
 // pendingSibling finds another primary replica of the task's shard whose failure report,
@@ -208,31 +207,12 @@ func (k Keeper) pendingSibling(ctx context.Context, t types.Task) (types.Task, i
 // reservation, and both replicas fail without a slash.
 func (k Keeper) confirmSiblings(ctx context.Context, p types.Params, job *types.Job, sib *types.Task, i int, t *types.Task, report types.FailureReport) error {
 	confirmed := min(sib.Failures[i].TimeUsed, report.TimeUsed)
-	owed := func(task *types.Task, r types.FailureReport) sdkmath.Int {
-		v := types.TimePrice(r.Price, confirmed, job.Spec.MaxDuration, p.BillingGranularity)
-		if left := task.Reserved.Sub(task.Paid); v.GT(left) {
-			v = left
-		}
-		return v
-	}
 	first := &sib.Failures[i]
-	pay := owed(sib, *first)
-	if err := k.payTo(ctx, job, sib, p, first.Provider, pay); err != nil {
-		return err
-	}
-	first.Paid = pay
-	if err := k.decideFailure(ctx, first, types.FAILURE_STATUS_CONFIRMED); err != nil {
-		return err
-	}
-	if err := k.emitFailure(ctx, *sib, *first); err != nil {
-		return err
-	}
-	report.Paid, report.Status = owed(t, report), types.FAILURE_STATUS_CONFIRMED
-	if err := k.payTo(ctx, job, t, p, report.Provider, report.Paid); err != nil {
+	if err := k.payReport(ctx, p, job, sib, first, confirmed, types.FAILURE_STATUS_CONFIRMED); err != nil {
 		return err
 	}
 	t.Failures = append(t.Failures, report)
-	if err := k.emitFailure(ctx, *t, report); err != nil {
+	if err := k.payReport(ctx, p, job, t, &t.Failures[len(t.Failures)-1], confirmed, types.FAILURE_STATUS_CONFIRMED); err != nil {
 		return err
 	}
 	reason := fmt.Sprintf("failed on two operators' nodes (%d, %d; replicas %d and %d): %s; %s of confirmed time paid to each",
@@ -272,17 +252,7 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		}
 		k.addHistory(ctx, job, p, "FailureRefuted", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: the task settled on node %d; its provider is slashed", r.NodeId, t.NodeId))
 	case types.TASK_STATUS_CANCELLED:
-		owed := types.TimePrice(r.Price, r.TimeUsed, job.Spec.MaxDuration, p.BillingGranularity)
-		if left := t.Reserved.Sub(t.Paid); owed.GT(left) {
-			owed = left
-		}
-		if err := k.payTo(ctx, job, t, p, r.Provider, owed); err != nil {
-			return err
-		}
-		r.Paid = owed
-		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_CANCELLED); err != nil {
-			return err
-		}
+		return k.payReport(ctx, p, job, t, r, r.TimeUsed, types.FAILURE_STATUS_CANCELLED)
 	default:
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_UNCONFIRMED); err != nil {
 			return err
@@ -298,8 +268,9 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 	return k.emitFailure(ctx, *t, *r)
 }
 
-// decideFailure gives a report its final status; a pending one's exposure is released
-// here (the task's transition that follows no longer sees it pending).
+// decideFailure gives a report its final status; the exposure a pending one holds is
+// released here (the task's transition that follows no longer sees it pending). A report
+// that confirms another never held any: the task's run did.
 func (k Keeper) decideFailure(ctx context.Context, r *types.FailureReport, status types.FailureStatus) error {
 	if r.Status == types.FAILURE_STATUS_PENDING && !r.Exposure.IsNil() && r.Exposure.IsPositive() {
 		if err := k.releaseExposure(ctx, r.Provider, r.Exposure); err != nil {

@@ -587,7 +587,7 @@ func (f *fixture) requireRejected(want error, run func(ctx sdk.Context) error) {
 }
 
 // assertInvariants checks the module's registered accounting invariants and that every
-// provider's exposure in the fake is the sum of its tasks' prices that hold exposure.
+// provider's exposure in the fake is what the market holds for it (HeldExposure).
 func (f *fixture) assertInvariants() {
 	f.t.Helper()
 	msg, broken := f.k.EscrowInvariant(f.ctx)
@@ -596,27 +596,8 @@ func (f *fixture) assertInvariants() {
 	require.False(f.t, broken, msg)
 	msg, broken = f.k.DueWorkInvariant(f.ctx)
 	require.False(f.t, broken, msg)
-	want := map[string]sdkmath.Int{}
-	require.NoError(f.t, f.k.Tasks.Walk(f.ctx, nil, func(_ uint64, t types.Task) (bool, error) {
-		switch t.Status {
-		case types.TASK_STATUS_ASSIGNED, types.TASK_STATUS_RUNNING, types.TASK_STATUS_COMMITTED, types.TASK_STATUS_REVEALED, types.TASK_STATUS_VERIFIED:
-			e, ok := want[t.Provider]
-			if !ok {
-				e = sdkmath.ZeroInt()
-			}
-			want[t.Provider] = e.Add(t.Exposure)
-		}
-		for _, r := range t.Failures {
-			if r.Status == types.FAILURE_STATUS_PENDING {
-				e, ok := want[r.Provider]
-				if !ok {
-					e = sdkmath.ZeroInt()
-				}
-				want[r.Provider] = e.Add(r.Exposure)
-			}
-		}
-		return false, nil
-	}))
+	want, err := f.k.HeldExposure(f.ctx) // tasks in flight, pending failure reports, pool claims
+	require.NoError(f.t, err)
 	providers := make([]string, 0, len(f.coll.exposure))
 	for p := range f.coll.exposure {
 		providers = append(providers, p)
@@ -628,6 +609,6 @@ func (f *fixture) assertInvariants() {
 		if !ok {
 			w = sdkmath.ZeroInt()
 		}
-		require.Truef(f.t, w.Equal(f.coll.exposure[p]), "exposure of %s: %s, its tasks hold %s", addr, f.coll.exposure[p], w)
+		require.Truef(f.t, w.Equal(f.coll.exposure[p]), "exposure of %s: %s, the market holds %s", addr, f.coll.exposure[p], w)
 	}
 }

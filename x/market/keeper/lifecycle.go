@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"strings"
-	"unicode/utf8"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -85,23 +83,17 @@ func (k Keeper) AckTask(ctx context.Context, provider sdk.AccAddress, id uint64)
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
 }
 
-// The bounds of a heartbeat's progress reports.
-const (
-	MaxProgressPerHeartbeat = 64
-	MaxProgressLen          = 128
-)
-
 // Heartbeat keeps every running task of a node alive for heartbeat_timeout_blocks, and
 // records the progress its running tasks report (each must run on the node).
 func (k Keeper) Heartbeat(ctx context.Context, providerAddr sdk.AccAddress, nodeID uint64, progress ...types.TaskProgress) error {
-	if err := validate.Count("progress", len(progress), MaxProgressPerHeartbeat); err != nil {
+	if err := validate.Count("progress", len(progress), types.MaxProgressPerHeartbeat); err != nil {
 		return err
 	}
 	for _, pr := range progress {
-		if err := validate.Size("progress", len(pr.Progress), MaxProgressLen); err != nil {
+		if err := validate.Size("progress", len(pr.Progress), types.MaxProgressLen); err != nil {
 			return err
 		}
-		if !utf8.ValidString(pr.Progress) || strings.IndexFunc(pr.Progress, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		if !types.PrintableLine(pr.Progress) {
 			return errorsmod.Wrapf(types.ErrInvalidProgress, "task %d: progress must be printable UTF-8 on one line", pr.TaskId)
 		}
 	}

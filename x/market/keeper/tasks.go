@@ -227,8 +227,11 @@ func (k Keeper) refund(ctx context.Context, job *types.Job, amount sdkmath.Int) 
 	return nil
 }
 
-func statusWord(s types.TaskStatus) string {
-	w := strings.ToLower(strings.TrimPrefix(s.String(), "TASK_STATUS_"))
+func statusWord(s types.TaskStatus) string { return enumWord(s.String(), "TASK_STATUS_") }
+
+// enumWord is an enum value's name without its prefix, capitalised: "Settled", "Failed".
+func enumWord(name, prefix string) string {
+	w := strings.ToLower(strings.TrimPrefix(name, prefix))
 	return strings.ToUpper(w[:1]) + w[1:]
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -362,11 +361,11 @@ func (k Keeper) finishTask(ctx context.Context, p types.Params, job *types.Job, 
 	if !isFinal(status) {
 		return fmt.Errorf("market: finish task %d as %s: not a final status", t.Id, status)
 	}
-	// The job's counters count its primary replicas; the other roles serve them.
 	// a pending failure report is decided first: its pay comes out of the reservation
 	if err := k.settleFailures(ctx, p, job, t, status); err != nil {
 		return err
 	}
+	// The job's counters count its primary replicas; the other roles serve them.
 	switch {
 	case t.Role != types.TASK_ROLE_PRIMARY:
 	case status == types.TASK_STATUS_SETTLED:
@@ -419,7 +418,6 @@ func (k Keeper) maybeFinishJob(ctx context.Context, job *types.Job, p types.Para
 	if err := k.PruneQueue.Set(ctx, collections.Join(job.FinishedHeight+int64(p.JobRetentionBlocks), job.Id)); err != nil {
 		return err
 	}
-	word := strings.ToLower(strings.TrimPrefix(job.Status.String(), "JOB_STATUS_"))
-	k.addHistory(ctx, job, p, "Job"+strings.ToUpper(word[:1])+word[1:], 0, 0, fmt.Sprintf("%d settled, %d failed; %s%s refunded", job.TasksSettled, job.TasksFailed, refunded, p.Denom))
+	k.addHistory(ctx, job, p, "Job"+enumWord(job.Status.String(), "JOB_STATUS_"), 0, 0, fmt.Sprintf("%d settled, %d failed; %s%s refunded", job.TasksSettled, job.TasksFailed, refunded, p.Denom))
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventJobFinished{JobId: job.Id, Status: job.Status, Refunded: refunded})
 }

@@ -1,10 +1,11 @@
 package types
 
 import (
-	"time"
-
 	"crypto/sha256"
 	"encoding/binary"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	sdkmath "cosmossdk.io/math"
 
@@ -125,4 +126,10 @@ func TimePrice(price sdkmath.Int, run, maxDuration, granularity time.Duration) s
 		return price
 	}
 	return price.Mul(sdkmath.NewInt(int64(billed))).Quo(sdkmath.NewInt(int64(maxDuration)))
+}
+
+// PrintableLine: s is valid UTF-8 on one line, with no control character (a failure
+// report's detail, a task's progress: words that every client prints).
+func PrintableLine(s string) bool {
+	return utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0
 }

@@ -38,6 +38,12 @@ const (
 	MaxGPUUUIDLen = 128
 	// MaxSaltLen bounds a reveal's salt.
 	MaxSaltLen = 64
+	// MaxFailureDetailLen bounds a failure report's detail.
+	MaxFailureDetailLen = 256
+	// MaxProgressPerHeartbeat bounds the progress reports of one heartbeat, MaxProgressLen
+	// each report.
+	MaxProgressPerHeartbeat = 64
+	MaxProgressLen          = 128
 
 	BuiltinGemm     = "gemm"
 	BuiltinChecksum = "checksum"
