@@ -435,16 +435,16 @@ func TestAttackJobLinksItsLogToTheWorkerKey(t *testing.T) {
 	secret := filepath.Join(secretDir, "key")
 	require.NoError(t, os.WriteFile(secret, []byte("-----BEGIN KEY-----\nworker secret\n"), 0o600))
 	work := t.TempDir()
-	symlinked := filepath.Join(work, "symlink")
-	hardlinked := filepath.Join(work, "hardlink")
-	require.NoError(t, os.MkdirAll(symlinked, 0o755))
-	require.NoError(t, os.MkdirAll(hardlinked, 0o755))
-	require.NoError(t, os.Symlink(secret, filepath.Join(symlinked, "stdout.log")))
-	hard := os.Link(secret, filepath.Join(hardlinked, "stdout.log")) == nil
+	symLinkDir := filepath.Join(work, "symlink")
+	hardLinkDir := filepath.Join(work, "hardlink")
+	require.NoError(t, os.MkdirAll(symLinkDir, 0o755))
+	require.NoError(t, os.MkdirAll(hardLinkDir, 0o755))
+	require.NoError(t, os.Symlink(secret, filepath.Join(symLinkDir, "stdout.log")))
+	hard := os.Link(secret, filepath.Join(hardLinkDir, "stdout.log")) == nil
 	require.NoError(t, os.WriteFile(filepath.Join(secretDir, "stdout.log"), []byte("worker secret\n"), 0o600))
 	dirLink := filepath.Join(work, "dirlink")
 	require.NoError(t, os.Symlink(secretDir, dirLink))
-	dirs := map[uint64]string{10: symlinked, 11: hardlinked, 12: dirLink}
+	dirs := map[uint64]string{10: symLinkDir, 11: hardLinkDir, 12: dirLink}
 	live := func(id uint64) (string, bool, bool) { d, ok := dirs[id]; return d, true, ok }
 	owners := func(context.Context, uint64) (string, error) { return addrOf(t, f.owner), nil }
 	srv := httptest.NewServer(Handler(f.store, owners, f.clock, WithLiveLogs(live)))
