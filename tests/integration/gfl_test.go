@@ -24,6 +24,7 @@ func a100(tag string, gpus int) gfltypes.NodeSpec {
 	s := gfltypes.NodeSpec{
 		Region: "eu-west", Endpoint: "https://" + tag + ".example.com",
 		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING, gfltypes.WORKLOAD_CLASS_INFERENCE, gfltypes.WORKLOAD_CLASS_BATCH},
+		Runtimes:      []gfltypes.Runtime{gfltypes.RUNTIME_BUILTIN, gfltypes.RUNTIME_PROCESS, gfltypes.RUNTIME_CONTAINER},
 		AskPerGpuHour: sdk.NewInt64Coin("udps", 1_000_000), ClaimedGflops: 24,
 	}
 	for i := range gpus {

@@ -73,6 +73,7 @@ func h200Spec(tag, region string, gpus int, claimed uint64) gfltypes.NodeSpec {
 	s := gfltypes.NodeSpec{
 		Region: region, Endpoint: "https://" + tag + ".example.com",
 		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING, gfltypes.WORKLOAD_CLASS_INFERENCE, gfltypes.WORKLOAD_CLASS_BATCH},
+		Runtimes:      []gfltypes.Runtime{gfltypes.RUNTIME_BUILTIN, gfltypes.RUNTIME_PROCESS, gfltypes.RUNTIME_CONTAINER},
 		AskPerGpuHour: sdk.NewInt64Coin(udps, 1_000_000), ClaimedGflops: claimed,
 	}
 	for i := range gpus {

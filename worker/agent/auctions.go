@@ -25,7 +25,7 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		done := a.bid[job.Id]
 		used := uint32(len(a.pinned))
 		a.mu.Unlock()
-		if done || job.Owner == op || !markettypes.MeetsRequirements(slot, job.Spec.Requirements, job.Spec.Workload) {
+		if done || job.Owner == op || !markettypes.MeetsRequirements(slot, job.Spec) {
 			continue
 		}
 		b, err := a.o.Bidder.Price(ctx, bidder.Offer{Job: job, GpuClass: a.node.GpuClass, GPUs: uint32(len(a.node.Gpus)), GPUsUsed: used})

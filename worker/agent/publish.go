@@ -53,7 +53,14 @@ func (p *LocalPublisher) PublishCheckpoint(ctx context.Context, _ uint64, cp exe
 	if !digest.MatchString(cp.SHA256) {
 		return "", fmt.Errorf("checkpoint digest %q", cp.SHA256)
 	}
-	bz, err := os.ReadFile(cp.Path)
+	// The task wrote the file and may have swapped it for a link to one of the worker's
+	// files since it was hashed: it is opened as a task's file, and checked again.
+	f, err := executor.OpenTaskFile(cp.Path)
+	if err != nil {
+		return "", err
+	}
+	bz, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	sdkmath "cosmossdk.io/math"
@@ -154,6 +155,10 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 	if err != nil {
 		return gfltypes.NodeSpec{}, err
 	}
+	runtimes, err := a.cfg.Node.RuntimeList()
+	if err != nil {
+		return gfltypes.NodeSpec{}, err
+	}
 	claimed := a.cfg.Node.ClaimedGflops
 	if claimed == 0 && node != nil {
 		claimed = node.ClaimedGflops
@@ -168,12 +173,15 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 	}
 	return gfltypes.NodeSpec{
 		Gpus: gpu.ToGpuInfos(devs), Region: a.cfg.Node.Region, Endpoint: a.cfg.Node.Endpoint,
-		Workloads: workloads, AskPerGpuHour: sdk.NewCoin("udps", a.cfg.Node.Ask()), ClaimedGflops: claimed,
+		Workloads: workloads, Runtimes: runtimes, AskPerGpuHour: sdk.NewCoin("udps", a.cfg.Node.Ask()), ClaimedGflops: claimed,
 	}, nil
 }
 
 func specChanged(n gfltypes.Node, s gfltypes.NodeSpec) bool {
 	if n.Region != s.Region || n.Endpoint != s.Endpoint || !n.AskPerGpuHour.Equal(s.AskPerGpuHour) || len(n.Workloads) != len(s.Workloads) {
+		return true
+	}
+	if !slices.Equal(n.Runtimes, gfltypes.NodeRuntimes(s)) {
 		return true
 	}
 	for i := range n.Workloads {
@@ -192,7 +200,7 @@ func MockDevices(op sdk.AccAddress, n int) []gpu.Device {
 	for i := range out {
 		out[i] = gpu.Device{
 			Index: i, UUID: fmt.Sprintf("GPU-mock-%s-%d", tag, i), Model: "NVIDIA A100-SXM4-40GB",
-			MemoryMiB: 40960, ComputeCapability: "8.0", TensorCores: true, PowerLimitWatts: 400,
+			MemoryMiB: 40960, ComputeCapability: "8.0", TensorCores: true, PowerLimitWatts: 400, Minor: -1,
 		}
 	}
 	return out

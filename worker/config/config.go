@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,9 @@ type Node struct {
 	Region    string   `json:"region"`
 	Endpoint  string   `json:"endpoint"`
 	Workloads []string `json:"workloads"`
+	// Runtimes the node accepts: BUILTIN, CONTAINER, PROCESS. PROCESS runs a job's own
+	// command on this machine (in the executor's sandbox): list it only to opt in.
+	Runtimes []string `json:"runtimes"`
 	// AskPerGPUHour in udps.
 	AskPerGPUHour string `json:"ask_per_gpu_hour"`
 	// ClaimedGflops: 0 runs the benchmark at the first start.
@@ -155,7 +159,7 @@ func Default(home string) Config {
 	return Config{
 		Chain:     Chain{GRPC: "localhost:9090", GasPrice: 0, PollInterval: Duration{250 * time.Millisecond}},
 		Key:       Key{Name: "provider", Backend: "test", Dir: home},
-		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, AskPerGPUHour: "1000000"},
+		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, Runtimes: []string{"BUILTIN", "CONTAINER"}, AskPerGPUHour: "1000000"},
 		Bond:      Bond{Amount: "100000000"},
 		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2},
 		PoCP:      PoCP{Solver: "go", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
@@ -203,6 +207,9 @@ func (c Config) Validate() error {
 	if _, err := c.Node.WorkloadClasses(); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := c.Node.RuntimeList(); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := amount("node.ask_per_gpu_hour", c.Node.AskPerGPUHour); err != nil {
 		errs = append(errs, err)
 	}
@@ -242,6 +249,26 @@ func (n Node) WorkloadClasses() ([]gfltypes.WorkloadClass, error) {
 	if len(out) == 0 {
 		return nil, errors.New("node.workloads: at least one")
 	}
+	return out, nil
+}
+
+// RuntimeList parses node.runtimes, sorted as the chain stores them.
+func (n Node) RuntimeList() ([]gfltypes.Runtime, error) {
+	var out []gfltypes.Runtime
+	for _, r := range n.Runtimes {
+		v, ok := gfltypes.Runtime_value["RUNTIME_"+strings.ToUpper(r)]
+		if !ok || v == int32(gfltypes.RUNTIME_UNSPECIFIED) {
+			return nil, fmt.Errorf("node.runtimes: %q is not BUILTIN, CONTAINER or PROCESS", r)
+		}
+		if slices.Contains(out, gfltypes.Runtime(v)) {
+			return nil, fmt.Errorf("node.runtimes: %q is listed twice", r)
+		}
+		out = append(out, gfltypes.Runtime(v))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("node.runtimes: at least one (BUILTIN, CONTAINER, PROCESS)")
+	}
+	slices.Sort(out)
 	return out, nil
 }
 

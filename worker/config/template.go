@@ -65,6 +65,10 @@ node:
   endpoint: {{y .Node.Endpoint}}
   # workload classes the node accepts: TRAINING, INFERENCE, BATCH, RENDERING.
   workloads: {{y .Node.Workloads}}
+  # runtimes the node accepts: BUILTIN (flops' own workloads), CONTAINER (an image pinned by
+  # digest, run by podman or docker without a network), PROCESS (the job's own command, run
+  # in a bubblewrap sandbox on this machine: add it only if you accept that).
+  runtimes: {{y .Node.Runtimes}}
   # price per GPU-hour in udps (1 DPS = 1,000,000 udps); the scheduler pays ask x GPUs x hours.
   ask_per_gpu_hour: {{y .Node.AskPerGPUHour}}
   # claimed power in GFLOP/s; 0: measured with the PoCP solver at the first start.

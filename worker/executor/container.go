@@ -42,6 +42,7 @@ type containerParams struct {
 	taskID     uint64
 	jobID      uint64
 	uid, gid   int
+	rootless   bool   // the worker is not root: its runtime is rootless
 	input      string // host directories
 	output     string
 	checkpoint string
@@ -49,24 +50,46 @@ type containerParams struct {
 	gpus       []string
 	image      string
 	command    []string
+	// limits (0: none) and the network
+	memory    uint64 // bytes
+	processes uint64
+	cpus      uint64
+	network   bool
 }
 
 // containerArgs is the argument list of "docker run" or "podman run" for a task
-// (docs/workloads.md section 6): removed on exit, no network, no added privileges, the
-// inputs read-only, outputs and checkpoints writable, files owned by the worker's user,
-// the pinned GPUs only.
+// (docs/workloads.md section 6): removed on exit, no network (unless the provider allows
+// it), no added privileges, a read-only root filesystem with a writable /tmp, memory,
+// process and CPU limits, the inputs read-only, outputs and checkpoints writable, run as
+// the worker's user (as the sandbox's user when the worker is root), the pinned GPUs only.
 func containerArgs(p containerParams) []string {
 	args := []string{
 		"run", "--rm",
 		"--name", p.name,
 		"--label", "flops.task=" + strconv.FormatUint(p.taskID, 10),
 		"--label", "flops.job=" + strconv.FormatUint(p.jobID, 10),
-		"--network", "none",
+	}
+	if !p.network {
+		args = append(args, "--network", "none")
+	}
+	args = append(args,
 		"--init",
 		"--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges",
+		"--read-only",
+		"--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777",
+	)
+	if p.memory > 0 {
+		m := strconv.FormatUint(p.memory, 10)
+		args = append(args, "--memory", m, "--memory-swap", m) // no swap beyond the memory
 	}
-	if p.flavor == "podman" && p.uid != 0 {
+	if p.processes > 0 {
+		args = append(args, "--pids-limit", strconv.FormatUint(p.processes, 10))
+	}
+	if p.cpus > 0 {
+		args = append(args, "--cpus", strconv.FormatUint(p.cpus, 10))
+	}
+	if p.flavor == "podman" && p.rootless {
 		// Rootless podman: the worker's user is root's mapping; keep-id runs the task
 		// as the worker's own uid, so the host sees its files as the worker's.
 		args = append(args, "--userns", "keep-id")
@@ -115,15 +138,22 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 	base := &envList{}
 	base.set("HOME", "/tmp")
 	env := taskEnv(log, spec, base, ContainerInputDir, ContainerOutputDir, ContainerCheckpointDir)
+	sb := e.opts.Sandbox
+	gpus := uint64(max(len(spec.GPUs), 1))
+	uid, gid, owned := os.Getuid(), os.Getgid(), false
+	if uid == 0 {
+		uid, gid, owned = sb.UID, sb.GID, true // never root in the container
+	}
 	args := containerArgs(containerParams{
 		flavor: flavor, name: name, taskID: spec.TaskID, jobID: spec.JobID,
-		uid: os.Getuid(), gid: os.Getgid(),
+		uid: uid, gid: gid, rootless: os.Getuid() != 0,
 		input: d.work, output: d.output, checkpoint: d.checkpoint,
 		env: env.list(), gpus: spec.GPUs, image: spec.Image, command: spec.Command,
+		memory: sb.MemoryPerGPU * gpus, processes: sb.Processes, cpus: sb.CPUsPerGPU * gpus, network: sb.Network,
 	})
 	log.Info("container task", "runtime", bin, "container", name)
 	return command{argv: append([]string{bin}, args...), dir: d.tmp, env: os.Environ(), stop: containerStop(ctx, log, bin, name),
-		container: name, runtime: bin}, nil
+		container: name, runtime: bin, owned: owned}, nil
 }
 
 // containerStop removes a task's container, since killing the runtime client does not

@@ -27,10 +27,12 @@ func TestContainerArgs(t *testing.T) {
 		env:   []string{"HOME=/tmp", "FLOPS_TASK_ID=5"},
 		gpus:  []string{"GPU-aaa", "MIG-bbb"},
 		image: testImage, command: []string{"python", "train.py", "--epochs", "3"},
+		rootless: true,
 	}
 	common := []string{
 		"run", "--rm", "--name", "flops-task-5-aa", "--label", "flops.task=5", "--label", "flops.job=2",
 		"--network", "none", "--init", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777",
 	}
 	mounts := []string{
 		"--mount", "type=bind,source=/w/tasks/5/work,target=/flops/input,readonly",
@@ -49,9 +51,17 @@ func TestContainerArgs(t *testing.T) {
 		[]string{"--device", "nvidia.com/gpu=GPU-aaa", "--device", "nvidia.com/gpu=MIG-bbb"}, tail)
 	require.Equal(t, want, containerArgs(p))
 
-	// Root podman maps the uid directly; no GPU means no GPU flag at all.
-	p.uid, p.gid, p.gpus = 0, 0, nil
-	want = slices.Concat(common, []string{"--user", "0:0"}, mounts, tail)
+	// Root podman maps the uid directly (the sandbox's user); no GPU means no GPU flag at
+	// all.
+	p.uid, p.gid, p.gpus, p.rootless = 65534, 65534, nil, false
+	want = slices.Concat(common, []string{"--user", "65534:65534"}, mounts, tail)
+	require.Equal(t, want, containerArgs(p))
+
+	// Limits, and a network when the provider allows it.
+	p.memory, p.processes, p.cpus, p.network = 1<<30, 512, 4, true
+	limited := slices.Concat(slices.Delete(slices.Clone(common), 8, 10),
+		[]string{"--memory", "1073741824", "--memory-swap", "1073741824", "--pids-limit", "512", "--cpus", "4"})
+	want = slices.Concat(limited, []string{"--user", "65534:65534"}, mounts, tail)
 	require.Equal(t, want, containerArgs(p))
 }
 
@@ -177,7 +187,7 @@ func TestContainerCancelAndExit(t *testing.T) {
 
 // Without docker or podman a CONTAINER task fails clearly.
 func TestContainerNoRuntime(t *testing.T) {
-	t.Setenv("PATH", t.TempDir()+":/usr/bin:/bin")
+	t.Setenv("PATH", t.TempDir())
 	for _, rt := range []string{"", "docker", "podman"} {
 		e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = rt })
 		_, err := e.Run(context.Background(), containerSpec(103), Hooks{})

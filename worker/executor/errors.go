@@ -19,6 +19,10 @@ var (
 	// ErrNoContainerRuntime: a CONTAINER task on a machine with neither docker nor
 	// podman (or without the one Options.ContainerRuntime names).
 	ErrNoContainerRuntime = errors.New("no container runtime")
+	// ErrNoSandbox: the sandbox PROCESS tasks run in cannot be set up (bubblewrap or
+	// util-linux missing, a private path in the tasks' view, a GPU without its device
+	// node).
+	ErrNoSandbox = errors.New("no sandbox")
 	// ErrTaskRunning: Run was called for a task this executor is already running.
 	ErrTaskRunning = errors.New("task already running")
 	// ErrWorkerShutdown is the cancellation cause (context.WithCancelCause) of a worker

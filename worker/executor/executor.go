@@ -71,6 +71,9 @@ type Options struct {
 	// MaxInputBytes bounds the size of one input or checkpoint download (0:
 	// DefaultMaxInputBytes).
 	MaxInputBytes int64
+	// Sandbox confines PROCESS tasks and limits CONTAINER ones (sandbox.go). Its zero
+	// value is the default sandbox; New fails when it cannot be set up.
+	Sandbox Sandbox
 	// MaxLogBytes bounds each captured log, stdout and stderr, once the task ends: its
 	// first and last halves are kept (0: DefaultMaxLogBytes). A running task writes its
 	// logs straight to files, unbounded until then.
@@ -154,9 +157,10 @@ type Result struct {
 
 // Executor runs tasks. It is safe for concurrent use by tasks with distinct ids.
 type Executor struct {
-	opts   Options
-	log    *slog.Logger
-	client *http.Client
+	opts    Options
+	log     *slog.Logger
+	client  *http.Client
+	sandbox sandboxTools
 
 	mu      sync.Mutex
 	running map[uint64]struct{}
@@ -211,10 +215,16 @@ func New(o Options) (*Executor, error) {
 			return nil, fmt.Errorf("executor: %w", err)
 		}
 	}
+	tools, err := setupSandbox(&o.Sandbox, abs)
+	if err != nil && o.Sandbox.Required {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	tools.err = err
 	return &Executor{
 		opts:    o,
 		log:     o.Log.With("component", "executor"),
 		client:  o.HTTPClient,
+		sandbox: tools,
 		running: map[uint64]struct{}{},
 	}, nil
 }
@@ -378,7 +388,10 @@ func (e *Executor) run(ctx context.Context, log *slog.Logger, spec Spec, hooks H
 		}
 		var c command
 		if spec.Runtime == markettypes.RUNTIME_PROCESS {
-			c = e.processCommand(spec, d)
+			var err error
+			if c, err = e.processCommand(spec, d); err != nil {
+				return Result{OutputDir: d.output}, err
+			}
 		} else {
 			var err error
 			if c, err = e.containerCommand(ctx, log, spec, d); err != nil {

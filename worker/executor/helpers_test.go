@@ -27,7 +27,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// newTestExecutor is an executor in a fresh directory with fast polls and kills.
+// newTestExecutor is an executor in a fresh directory with fast polls and kills, its
+// PROCESS tasks unsandboxed (the tests of process supervision talk to them through host
+// paths); sandbox_test.go tests the sandbox.
 func newTestExecutor(t *testing.T, mod func(*Options)) *Executor {
 	t.Helper()
 	o := Options{
@@ -36,6 +38,7 @@ func newTestExecutor(t *testing.T, mod func(*Options)) *Executor {
 		Workers:        2,
 		CheckpointPoll: 40 * time.Millisecond,
 		KillGrace:      300 * time.Millisecond,
+		Sandbox:        Sandbox{Off: true},
 	}
 	if mod != nil {
 		mod(&o)

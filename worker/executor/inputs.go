@@ -299,6 +299,19 @@ func hashFile(ctx context.Context, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return hashOpen(ctx, p, f)
+}
+
+// hashTaskFile is hashFile of a file the task wrote, opened with OpenTaskFile.
+func hashTaskFile(ctx context.Context, p string) (string, error) {
+	f, err := OpenTaskFile(p)
+	if err != nil {
+		return "", err
+	}
+	return hashOpen(ctx, p, f)
+}
+
+func hashOpen(ctx context.Context, p string, f *os.File) (string, error) {
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {

@@ -52,7 +52,14 @@ const wrapperScript = `"$@"; echo $? > "$0"`
 // runtime's "rm -f"). container and runtime name a CONTAINER task's container and the
 // runtime client, recorded so that a later start of the worker can stop it too.
 type command struct {
-	argv      []string
+	argv []string
+	// look is the task's own command when argv wraps it (the sandbox): it is looked up
+	// before the start, as exec would (lookCommand).
+	look string
+	// owned: the task runs as the sandbox's user, who must own its writable directories.
+	owned bool
+	// files are inherited by the command from fd 3 on; execute closes them.
+	files     []*os.File
 	dir       string
 	env       []string
 	stop      func()
@@ -114,19 +121,31 @@ func taskEnv(log *slog.Logger, spec Spec, base *envList, input, output, checkpoi
 	return env
 }
 
-// processCommand is a PROCESS task: its command in the working directory, with HOME and
-// TMPDIR in the task's tmp directory.
-func (e *Executor) processCommand(spec Spec, d taskDirs) command {
+// processCommand is a PROCESS task: its command in the sandbox (Sandbox), with the task's
+// directories at the container's paths and HOME and TMPDIR its own /tmp; or, with the
+// sandbox off, in the working directory with HOME and TMPDIR in the task's tmp
+// directory.
+func (e *Executor) processCommand(spec Spec, d taskDirs) (command, error) {
 	base := &envList{}
 	for _, n := range passedEnv {
 		if v, ok := os.LookupEnv(n); ok {
 			base.set(n, v)
 		}
 	}
-	base.set("HOME", d.tmp)
-	base.set("TMPDIR", d.tmp)
-	env := taskEnv(e.log, spec, base, d.work, d.output, d.checkpoint)
-	return command{argv: slices.Clone(spec.Command), dir: d.work, env: env.list()}
+	if e.opts.Sandbox.Off {
+		base.set("HOME", d.tmp)
+		base.set("TMPDIR", d.tmp)
+		env := taskEnv(e.log, spec, base, d.work, d.output, d.checkpoint)
+		return command{argv: slices.Clone(spec.Command), dir: d.work, env: env.list()}, nil
+	}
+	base.set("HOME", SandboxTmpDir)
+	base.set("TMPDIR", SandboxTmpDir)
+	env := taskEnv(e.log, spec, base, ContainerInputDir, ContainerOutputDir, ContainerCheckpointDir)
+	argv, files, err := e.sandboxed(spec, d, spec.Command)
+	if err != nil {
+		return command{}, err
+	}
+	return command{argv: argv, files: files, look: spec.Command[0], dir: d.work, env: env.list(), owned: true}, nil
 }
 
 // execute runs c through the wrapper (wrapperScript) in its own process group, with
@@ -134,12 +153,18 @@ func (e *Executor) processCommand(spec Spec, d taskDirs) command {
 // pipe to the worker: the process outlives a worker that shuts down), records the run
 // in the task directory (runRecord) and supervises it (supervise).
 func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c command, d taskDirs, hooks Hooks, resumed *Checkpoint) error {
+	defer closeAll(c.files)
 	if err := lookCommand(c); err != nil {
 		return err
 	}
 	logDir := filepath.Join(d.output, LogDir)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("log directory: %w", err)
+	}
+	if c.owned {
+		if err := e.giveToTask(d.output, d.checkpoint, d.tmp); err != nil {
+			return err
+		}
 	}
 	stdout, err := os.OpenFile(filepath.Join(logDir, "stdout.log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -159,6 +184,7 @@ func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c c
 	cmd := exec.Command("/bin/sh", append([]string{"-c", wrapperScript, exitPath}, c.argv...)...)
 	cmd.Dir, cmd.Env = c.dir, c.env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = c.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %q: %w", c.argv[0], err)
@@ -187,6 +213,12 @@ func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c c
 // wrapper would only report it as exit status 127.
 func lookCommand(c command) error {
 	name := c.argv[0]
+	if c.look != "" {
+		name = c.look
+		if rel, err := filepath.Rel(ContainerInputDir, name); err == nil && filepath.IsLocal(rel) {
+			name = filepath.Join(c.dir, rel) // the sandbox's working directory is c.dir
+		}
+	}
 	var err error
 	if !strings.Contains(name, "/") {
 		_, err = exec.LookPath(name)
@@ -197,7 +229,7 @@ func lookCommand(c command) error {
 		_, err = os.Stat(name)
 	}
 	if err != nil {
-		return fmt.Errorf("start %q: %w", c.argv[0], err)
+		return fmt.Errorf("start %q: %w", name, err)
 	}
 	return nil
 }
@@ -258,7 +290,7 @@ func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProce
 // its last KiB (limit: MaxLogBytes). A task's logs are files it writes directly, so they are bounded once it
 // ends, not while it runs: until then they take disk space like its outputs.
 func boundLog(p string, limit int64) (string, error) {
-	f, err := os.Open(p)
+	f, err := OpenTaskFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	} else if err != nil {
@@ -326,7 +358,12 @@ type logCapture struct {
 const tailMax = 1024
 
 func newLogCapture(p string, max int64) (*logCapture, error) {
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	// p is in a directory the task could write: whatever it left there (a link to one of
+	// the worker's files) is removed, never written through.
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("task log: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("task log: %w", err)
 	}
@@ -483,7 +520,7 @@ func (w *checkpointWatcher) scan(ctx context.Context, final bool) bool {
 		return false
 	}
 	p := filepath.Join(w.dir, best)
-	sha, err := hashFile(ctx, p)
+	sha, err := hashTaskFile(ctx, p)
 	if err != nil {
 		w.log.Warn("checkpoint hash", "file", best, "err", err)
 		return false

@@ -3,6 +3,8 @@ package gpu
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +30,9 @@ type Device struct {
 	Index int
 	// UUID is NVML's GPU UUID, "GPU-...".
 	UUID string
+	// Minor is the GPU's device minor number: its device node is /dev/nvidia<Minor>;
+	// -1 when NVML does not know it (then a sandboxed task cannot be given the GPU).
+	Minor int
 	// Model is NVML's product name, e.g. "NVIDIA A100-SXM4-40GB".
 	Model string
 	// MemoryMiB is the total framebuffer memory in MiB.
@@ -145,4 +150,49 @@ func SchedulableUUIDs(devs []Device) []string {
 		}
 	}
 	return out
+}
+
+// SharedDeviceNodes are the NVIDIA control device nodes a process using any GPU needs;
+// those that exist are given to a sandboxed task that is pinned to a GPU.
+var SharedDeviceNodes = []string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}
+
+// DeviceNodes are the device nodes of the GPUs (or MIG devices) named by uuids among
+// devs: /dev/nvidia<minor> of each GPU, of a MIG device's parent GPU and then the
+// /dev/nvidia-caps directory (whose capabilities CUDA checks to open a MIG device), and,
+// when there is any, SharedDeviceNodes.
+// A UUID that is not among devs is an error; a GPU whose minor number NVML did not give
+// (a mock GPU) has no node.
+func DeviceNodes(devs []Device, uuids []string) ([]string, error) {
+	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	node := func(d Device) {
+		if d.Minor >= 0 {
+			add(fmt.Sprintf("/dev/nvidia%d", d.Minor))
+		}
+	}
+next:
+	for _, u := range uuids {
+		for _, d := range devs {
+			if d.UUID == u {
+				node(d)
+				continue next
+			}
+			for _, m := range d.MIG {
+				if m.UUID == u {
+					node(d)
+					add("/dev/nvidia-caps")
+					continue next
+				}
+			}
+		}
+		return nil, fmt.Errorf("GPU %s is not on this machine", u)
+	}
+	if len(out) > 0 {
+		out = append(out, SharedDeviceNodes...)
+	}
+	return out, nil
 }

@@ -160,6 +160,10 @@ func (n *NVML) device(index int, h nvml.Device, mig map[string]nvml.Device) (Dev
 	}
 	d.ComputeCapability = ComputeCapability(major, minor)
 	d.TensorCores = HasTensorCores(d.ComputeCapability)
+	d.Minor = -1
+	if m, ret := h.GetMinorNumber(); ok(ret) {
+		d.Minor = m
+	}
 
 	limit, ret := h.GetEnforcedPowerLimit()
 	switch {

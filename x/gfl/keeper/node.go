@@ -80,6 +80,7 @@ func applySpec(n *types.Node, s types.NodeSpec) {
 	n.Region = s.Region
 	n.Endpoint = s.Endpoint
 	n.Workloads = slices.Clone(s.Workloads)
+	n.Runtimes = types.NodeRuntimes(s)
 	n.AskPerGpuHour = s.AskPerGpuHour
 	n.ClaimedGflops = s.ClaimedGflops
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	errorsmod "cosmossdk.io/errors"
@@ -69,6 +70,16 @@ func (s NodeSpec) Validate(p Params) (string, error) {
 		}
 		wl[w] = struct{}{}
 	}
+	rt := make(map[Runtime]struct{}, len(s.Runtimes))
+	for i, r := range s.Runtimes {
+		if r == RUNTIME_UNSPECIFIED || Runtime_name[int32(r)] == "" {
+			return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "runtimes[%d] %d: unknown runtime", i, r)
+		}
+		if _, dup := rt[r]; dup {
+			return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "runtimes[%d] %s: duplicate", i, r)
+		}
+		rt[r] = struct{}{}
+	}
 	if err := validate.Coin("ask_per_gpu_hour", s.AskPerGpuHour, chain.BondDenom); err != nil {
 		return "", errorsmod.Wrap(ErrInvalidNodeSpec, err.Error())
 	}
@@ -104,7 +115,10 @@ func (s NodeSpec) validateSizes(p Params) error {
 	if err := validate.Size("endpoint", len(s.Endpoint), maxEndpointLen); err != nil {
 		return err
 	}
-	return validate.Count("workloads", len(s.Workloads), len(WorkloadClasses))
+	if err := validate.Count("workloads", len(s.Workloads), len(WorkloadClasses)); err != nil {
+		return err
+	}
+	return validate.Count("runtimes", len(s.Runtimes), len(Runtime_name)-1)
 }
 
 func (g GpuInfo) validate(i int) error {
@@ -176,6 +190,25 @@ func (n Node) Accepts(w WorkloadClass) bool {
 	}
 	return false
 }
+
+// DefaultRuntimes are what a node accepts when its spec lists none: the built-in
+// workloads and containers. PROCESS, which runs a job's command on the provider's machine
+// (in a sandbox), is only ever accepted by a provider that lists it.
+var DefaultRuntimes = []Runtime{RUNTIME_BUILTIN, RUNTIME_CONTAINER}
+
+// NodeRuntimes is the runtimes a spec declares, DefaultRuntimes when it lists none,
+// sorted.
+func NodeRuntimes(s NodeSpec) []Runtime {
+	if len(s.Runtimes) == 0 {
+		return slices.Clone(DefaultRuntimes)
+	}
+	out := slices.Clone(s.Runtimes)
+	slices.Sort(out)
+	return out
+}
+
+// AcceptsRuntime says whether the node accepts a runtime.
+func (n Node) AcceptsRuntime(r Runtime) bool { return slices.Contains(n.Runtimes, r) }
 
 // Describe names a node for error messages.
 func (n Node) Describe() string { return fmt.Sprintf("node %d (%s, %s)", n.Id, n.GpuClass, n.Status) }

@@ -102,7 +102,7 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d is operated by the job's owner", s.NodeId)
 	case need > s.Gpus:
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d has %d GPUs, a task needs %d", s.NodeId, s.Gpus, need)
-	case !types.MeetsRequirements(s, job.Spec.Requirements, job.Spec.Workload):
+	case !types.MeetsRequirements(s, job.Spec):
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d does not meet the job's requirements or workload", s.NodeId)
 	}
 	_, ok, err := k.wiring.reputation.Reputation(ctx, s.NodeId)

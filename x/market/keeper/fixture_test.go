@@ -325,6 +325,7 @@ func a100(id uint64, op string, gpus int, edit func(n *gfltypes.Node)) gfltypes.
 	n := gfltypes.Node{
 		Id: id, Operator: op, GpuClass: "A100-40GB", Region: "eu-west", Endpoint: fmt.Sprintf("https://n%d.example.com", id),
 		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING, gfltypes.WORKLOAD_CLASS_BATCH},
+		Runtimes:      []gfltypes.Runtime{gfltypes.RUNTIME_BUILTIN, gfltypes.RUNTIME_PROCESS, gfltypes.RUNTIME_CONTAINER},
 		AskPerGpuHour: sdk.NewInt64Coin(udps, 1_000_000), Status: gfltypes.NODE_STATUS_ACTIVE, PowerGflops: 100_000,
 	}
 	for i := range gpus {

@@ -212,7 +212,7 @@ func (k Keeper) JoinPool(ctx context.Context, providerAddr sdk.AccAddress, poolI
 	if err != nil {
 		return err
 	}
-	fake := types.Job{Owner: pool.Owner, Spec: types.JobSpec{Workload: pool.Spec.Workload, Requirements: pool.Spec.Requirements}}
+	fake := types.Job{Owner: pool.Owner, Spec: types.JobSpec{Workload: pool.Spec.Workload, Runtime: pool.Spec.Runtime, Requirements: pool.Spec.Requirements}}
 	if err := k.bidEligible(ctx, p, fake, slot, pool.Spec.UnitPrice.Amount); err != nil {
 		return err
 	}

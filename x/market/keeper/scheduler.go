@@ -621,7 +621,7 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, rol
 		return candidate{}, false, nil
 	case s.GpusUsed+need > s.Gpus || loadPPM(s.GpusUsed+need, s.Gpus) > p.LoadThresholdPpm:
 		return candidate{}, false, nil
-	case !types.MeetsRequirements(s, req, job.Spec.Workload):
+	case !types.MeetsRequirements(s, job.Spec):
 		return candidate{}, false, nil
 	}
 	// the node's ask for the run, plus what revealing will cost its provider in gas

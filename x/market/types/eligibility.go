@@ -1,14 +1,19 @@
 package types
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
-// MeetsRequirements checks the hardware, region and workload a job asks for.
-func MeetsRequirements(s NodeSlot, r Requirements, w gfltypes.WorkloadClass) bool {
+// MeetsRequirements checks the hardware, region, runtime and workload a job asks for.
+func MeetsRequirements(s NodeSlot, spec JobSpec) bool {
+	r, w := spec.Requirements, spec.Workload
+	if !slices.Contains(s.Runtimes, spec.Runtime) {
+		return false
+	}
 	if r.MinMemoryMib > s.MinMemoryMib || (r.TensorCores && !s.TensorCores) || (r.Region != "" && r.Region != s.Region) {
 		return false
 	}
@@ -49,3 +54,15 @@ func parseCC(s string) [2]int {
 	b, _ := strconv.Atoi(min)
 	return [2]int{a, b}
 }
+
+// Runtime is x/gfl's: a node declares the runtimes its provider accepts, a job names the
+// one its tasks need.
+type Runtime = gfltypes.Runtime
+
+// The runtimes, as x/gfl defines them.
+const (
+	RUNTIME_UNSPECIFIED = gfltypes.RUNTIME_UNSPECIFIED
+	RUNTIME_BUILTIN     = gfltypes.RUNTIME_BUILTIN
+	RUNTIME_PROCESS     = gfltypes.RUNTIME_PROCESS
+	RUNTIME_CONTAINER   = gfltypes.RUNTIME_CONTAINER
+)

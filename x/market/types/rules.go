@@ -92,7 +92,7 @@ func SplitPayment(gross sdkmath.Int, takeRatePPM, poolSharePPM uint32) Payment {
 func SlotFromNode(n gfltypes.Node) NodeSlot {
 	s := NodeSlot{
 		NodeId: n.Id, Operator: n.Operator, GpuClass: n.GpuClass, Region: n.Region, Gpus: uint32(len(n.Gpus)),
-		Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour.Amount, Active: n.Schedulable(), PowerGflops: n.PowerGflops,
+		Workloads: n.Workloads, Runtimes: n.Runtimes, AskPerGpuHour: n.AskPerGpuHour.Amount, Active: n.Schedulable(), PowerGflops: n.PowerGflops,
 		TensorCores: len(n.Gpus) > 0, MigCapable: len(n.Gpus) > 0,
 	}
 	for i, g := range n.Gpus {
