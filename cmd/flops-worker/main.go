@@ -121,7 +121,7 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 	if f.Changed("gas-price") {
 		cfg.Chain.GasPrice, _ = f.GetFloat64("gas-price")
 	}
-	if f.Changed("cheat") {
+	if f.Lookup("cheat") != nil && f.Changed("cheat") {
 		cfg.Cheat, _ = f.GetBool("cheat")
 	}
 	return cfg, cfg.Validate()
@@ -210,8 +210,10 @@ func runCmd(g *globals) *cobra.Command {
 	f.String("solver", "", "go or external (pocp.solver)")
 	f.String("external-solver", "", "external PoCP solver program (pocp.external)")
 	f.String("checkpoint-upload-url", "", "PUT checkpoints to <url>/<sha256> (outputs.checkpoint_upload_url)")
-	f.Bool("cheat", false, "commit wrong results (tests of the chain's verification only: the node WILL be slashed)")
-	_ = f.MarkHidden("cheat")
+	if config.CheatBuild { // only a test build (-tags flopscheat) has it
+		f.Bool("cheat", false, "commit wrong results (tests of the chain's verification only: the node WILL be slashed)")
+		_ = f.MarkHidden("cheat")
+	}
 	return cmd
 }
 

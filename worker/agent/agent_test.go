@@ -86,6 +86,7 @@ func newWorker(t *testing.T, mu *sync.Mutex, a *apptest.App, name string, edit f
 func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string, edit func(c *config.Config)) *worker {
 	t.Helper()
 	cfg := config.Default(home)
+	cfg.Node.Runtimes = []string{"BUILTIN", "CONTAINER", "PROCESS"}
 	cfg.Node.MockGPUs = 2
 	cfg.Node.Region = "eu-west"
 	cfg.Node.Endpoint = "https://" + name + ".example.com"
@@ -96,7 +97,9 @@ func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 		edit(&cfg)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter(t), nil))
-	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log, Workers: 1})
+	// Unsandboxed: these tests follow the agent, and their PROCESS jobs talk to the test
+	// through host paths; the executor's and the end-to-end tests run the sandbox.
+	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log, Workers: 1, Sandbox: executor.Sandbox{Off: true}})
 	require.NoError(t, err)
 	store, err := outputs.Open(home + "/outputs")
 	require.NoError(t, err)

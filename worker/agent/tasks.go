@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flopsnet/flops/worker/config"
+
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/beacon"
@@ -241,7 +243,7 @@ func (a *Agent) recordResult(r *run, res executor.Result, usage marketUsage) (re
 		return record{}, err
 	}
 	root := res.Root[:]
-	if a.cfg.Cheat {
+	if a.cfg.Cheat && config.CheatBuild {
 		// tests of the chain's verification only: a result that skipped the work
 		bad := sha256.Sum256(append([]byte("skipped the work"), res.Root[:]...))
 		root = bad[:]

@@ -32,7 +32,7 @@ type Config struct {
 	Outputs   Outputs   `json:"outputs"`
 	Telemetry Telemetry `json:"telemetry"`
 	// Cheat makes the worker commit wrong results: for tests of the chain's verification
-	// only. Never set it on a real provider: it will be slashed.
+	// only, and only in a test build (CheatBuild); Validate refuses it otherwise.
 	Cheat bool `json:"cheat,omitempty"`
 	// StateDir keeps the worker's own state (task results and salts awaiting reveal) so a
 	// restart can finish what it committed to.
@@ -91,6 +91,26 @@ type Executor struct {
 	Workers          int    `json:"workers"`
 	// MaxTasks running at once (0: one per GPU).
 	MaxTasks int `json:"max_tasks,omitempty"`
+	// Sandbox confines PROCESS tasks and limits CONTAINER ones.
+	Sandbox Sandbox `json:"sandbox"`
+	// PrivateInputs lets jobs fetch inputs from loopback, private and link-local
+	// addresses (a provider's own network): off by default.
+	PrivateInputs bool `json:"private_inputs"`
+}
+
+// Sandbox: limits of a task (executor.Sandbox).
+type Sandbox struct {
+	// Network gives tasks the machine's network (default: none).
+	Network bool `json:"network"`
+	// MemoryMiBPerGPU bounds a task's memory per GPU (0: the machine's memory / GPUs).
+	MemoryMiBPerGPU uint64 `json:"memory_mib_per_gpu"`
+	// CPUsPerGPU bounds a CONTAINER task's CPUs per GPU (0: the machine's CPUs / GPUs).
+	CPUsPerGPU uint64 `json:"cpus_per_gpu"`
+	// Processes bounds a task's processes and threads (0: 4096).
+	Processes uint64 `json:"processes"`
+	// ReadOnly are the system directories a PROCESS task sees (empty: /usr, /bin, /sbin,
+	// /lib, /lib32, /lib64, /etc, /opt).
+	ReadOnly []string `json:"read_only"`
 }
 
 // PoCP: the challenge solver.
@@ -161,7 +181,7 @@ func Default(home string) Config {
 		Key:       Key{Name: "provider", Backend: "test", Dir: home},
 		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, Runtimes: []string{"BUILTIN", "CONTAINER"}, AskPerGPUHour: "1000000"},
 		Bond:      Bond{Amount: "100000000"},
-		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2},
+		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}},
 		PoCP:      PoCP{Solver: "go", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
 		Bidder:    Bidder{Enabled: true, LoadMarkupPPM: 50_000, PerGPUHour: map[string]string{}},
 		Pools:     Pools{Auto: true, MaxClaims: 4, Join: []uint64{}},
@@ -190,6 +210,9 @@ func (c Config) Validate() error {
 	if c.Chain.GRPC == "" {
 		errs = append(errs, errors.New("chain.grpc: required"))
 	}
+	if c.Cheat && !CheatBuild {
+		errs = append(errs, errors.New("cheat: only a test build of flops-worker (-tags flopscheat) can cheat"))
+	}
 	if c.Chain.PollInterval.Duration <= 0 {
 		errs = append(errs, errors.New("chain.poll_interval: must be positive"))
 	}
@@ -209,6 +232,11 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.Node.RuntimeList(); err != nil {
 		errs = append(errs, err)
+	}
+	for _, ro := range c.Executor.Sandbox.ReadOnly {
+		if !filepath.IsAbs(ro) || filepath.Clean(ro) == "/" {
+			errs = append(errs, fmt.Errorf("executor.sandbox.read_only %q: an absolute directory other than /", ro))
+		}
 	}
 	if _, err := amount("node.ask_per_gpu_hour", c.Node.AskPerGPUHour); err != nil {
 		errs = append(errs, err)
@@ -250,6 +278,12 @@ func (n Node) WorkloadClasses() ([]gfltypes.WorkloadClass, error) {
 		return nil, errors.New("node.workloads: at least one")
 	}
 	return out, nil
+}
+
+// AcceptsProcess says whether node.runtimes lists PROCESS.
+func (n Node) AcceptsProcess() bool {
+	rs, _ := n.RuntimeList()
+	return slices.Contains(rs, gfltypes.RUNTIME_PROCESS)
 }
 
 // RuntimeList parses node.runtimes, sorted as the chain stores them.

@@ -27,10 +27,11 @@ func TestRenderLoadsBack(t *testing.T) {
 	c := config.Default(home)
 	c.Chain = config.Chain{GRPC: "node.example:9090", ChainID: "flops-1", GasPrice: 0.025, PollInterval: config.Duration{Duration: 400 * time.Millisecond}}
 	c.Key = config.Key{Name: "p \"2\"", Backend: "file", Dir: filepath.Join(home, "keys")}
-	c.Node = config.Node{ID: 7, Region: "eu-west", Endpoint: "https://gpu.example:8470", Workloads: []string{"TRAINING"},
+	c.Node = config.Node{ID: 7, Region: "eu-west", Endpoint: "https://gpu.example:8470", Workloads: []string{"TRAINING"}, Runtimes: []string{"BUILTIN", "PROCESS"},
 		AskPerGPUHour: "2500000", ClaimedGflops: 900, MockGPUs: 2, NoNVML: true}
 	c.Bond.Amount = "500000000"
-	c.Executor = config.Executor{WorkDir: filepath.Join(home, "w"), ContainerRuntime: "podman", IPFSGateway: "https://ipfs.io", Workers: 8, MaxTasks: 3}
+	c.Executor = config.Executor{WorkDir: filepath.Join(home, "w"), ContainerRuntime: "podman", IPFSGateway: "https://ipfs.io", Workers: 8, MaxTasks: 3,
+		PrivateInputs: true, Sandbox: config.Sandbox{Network: true, MemoryMiBPerGPU: 4096, CPUsPerGPU: 2, Processes: 100, ReadOnly: []string{"/usr", "/etc"}}}
 	c.PoCP = config.PoCP{Solver: "external", External: "/usr/bin/flops-gpu-solver", ExternalArgs: []string{"--device", "0"}, Workers: 4,
 		Timeout: config.Duration{Duration: time.Minute}}
 	c.Bidder = config.Bidder{Enabled: false, Script: "/bin/price", PerGPUHour: map[string]string{"A100-40GB": "1200000", "H100-80GB": "2000000"}, LoadMarkupPPM: 1}
@@ -38,7 +39,7 @@ func TestRenderLoadsBack(t *testing.T) {
 	c.Outputs = config.Outputs{Listen: "0.0.0.0:8470", PublicURL: "https://gpu.example", CheckpointUploadURL: "https://store.example/ckpt"}
 	c.Telemetry.Listen, c.Telemetry.SampleEvery = "0.0.0.0:9470", config.Duration{Duration: 5 * time.Second}
 	c.StateDir = filepath.Join(home, "s")
-	c.Cheat = true
+	c.Cheat = config.CheatBuild
 	path := filepath.Join(home, "worker.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(config.Render(c)), 0o600))
 	got, err := config.Load(path, home)
@@ -74,4 +75,16 @@ func TestValidate(t *testing.T) {
 	classes, err := config.Default(home).Node.WorkloadClasses()
 	require.NoError(t, err)
 	require.Len(t, classes, 4)
+}
+
+// Only a test build can cheat: a production worker refuses a config that asks it to.
+func TestCheatOnlyInTestBuilds(t *testing.T) {
+	c := config.Default(t.TempDir())
+	c.Cheat = true
+	err := c.Validate()
+	if config.CheatBuild {
+		require.NoError(t, err)
+		return
+	}
+	require.ErrorContains(t, err, "cheat: only a test build")
 }

@@ -94,6 +94,22 @@ executor:
   workers: {{y .Executor.Workers}}
   # tasks at once; 0: one per GPU.
   max_tasks: {{y .Executor.MaxTasks}}
+  # let jobs fetch inputs from loopback, private and link-local addresses (your own network).
+  private_inputs: {{y .Executor.PrivateInputs}}
+  # PROCESS tasks run in a bubblewrap sandbox (apt-get install bubblewrap): their own
+  # namespaces, a read-only view of read_only, their own directories and GPUs only, as
+  # nobody when the worker runs as root. CONTAINER tasks get the same limits.
+  sandbox:
+    # give tasks the machine's network.
+    network: {{y .Executor.Sandbox.Network}}
+    # memory per GPU of the task (MiB); 0: the machine's memory / its GPUs.
+    memory_mib_per_gpu: {{y .Executor.Sandbox.MemoryMiBPerGPU}}
+    # CPUs per GPU of a CONTAINER task; 0: the machine's CPUs / its GPUs.
+    cpus_per_gpu: {{y .Executor.Sandbox.CPUsPerGPU}}
+    # processes and threads of a task; 0: 4096.
+    processes: {{y .Executor.Sandbox.Processes}}
+    # system directories a PROCESS task sees, read-only; []: /usr /bin /sbin /lib /lib32 /lib64 /etc /opt.
+    read_only: {{y .Executor.Sandbox.ReadOnly}}
 
 pocp:
   # "go" (the CPU solver) or "external" (a GPU solver speaking docs/pocp.md section 9).

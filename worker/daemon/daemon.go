@@ -11,16 +11,22 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	sdkmath "cosmossdk.io/math"
 
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
 	"github.com/flopsnet/flops/app/encoding"
+
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/bidder"
 	"github.com/flopsnet/flops/worker/chain"
@@ -35,6 +41,56 @@ import (
 
 // Version is stamped at build time (-ldflags -X).
 var Version = "dev"
+
+// Sandbox is the executor's sandbox from the config: required when the node accepts
+// PROCESS jobs, memory and CPUs shared out per GPU by default, the GPUs' device nodes from
+// the inventory (mock GPUs have none), the keyring, state directory and work directory
+// kept out of the tasks' view.
+func Sandbox(ctx context.Context, cfg config.Config, inv gpu.Inventory, op sdk.AccAddress) (executor.Sandbox, error) {
+	sc := cfg.Executor.Sandbox
+	devs, err := inv.Devices(ctx)
+	if err != nil {
+		return executor.Sandbox{}, err
+	}
+	if len(devs) == 0 && cfg.Node.MockGPUs > 0 {
+		devs = agent.MockDevices(op, cfg.Node.MockGPUs)
+	}
+	gpus := uint64(max(len(devs), 1))
+	s := executor.Sandbox{
+		Required: cfg.Node.AcceptsProcess(), Network: sc.Network, Processes: sc.Processes,
+		MemoryPerGPU: sc.MemoryMiBPerGPU << 20, CPUsPerGPU: sc.CPUsPerGPU,
+		Private: []string{cfg.Key.Dir, cfg.StateDir},
+		Devices: func(uuids []string) ([]string, error) { return gpu.DeviceNodes(devs, uuids) },
+	}
+	if len(sc.ReadOnly) > 0 {
+		s.ReadOnly = sc.ReadOnly
+	}
+	if s.MemoryPerGPU == 0 {
+		var si syscall.Sysinfo_t
+		if err := syscall.Sysinfo(&si); err == nil {
+			s.MemoryPerGPU = uint64(si.Totalram) * uint64(si.Unit) / gpus
+		}
+	}
+	if s.CPUsPerGPU == 0 {
+		s.CPUsPerGPU = max(uint64(runtime.NumCPU())/gpus, 1)
+	}
+	return s, nil
+}
+
+// gatewayAddr is the host:port of the IPFS gateway the provider configured ("" if none).
+func gatewayAddr(gateway string) string {
+	u, err := url.Parse(gateway)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
 
 // Ready is closed when the worker has registered its node and follows the chain.
 type Ready chan struct{}
@@ -71,8 +127,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 		}
 	}
 	defer func() { _ = inv.Close() }()
+	sandbox, err := Sandbox(ctx, cfg, inv, signer.Address())
+	if err != nil {
+		return err
+	}
 	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log.With("component", "executor"),
-		IPFSGateway: cfg.Executor.IPFSGateway, ContainerRuntime: cfg.Executor.ContainerRuntime, Workers: cfg.Executor.Workers})
+		IPFSGateway: cfg.Executor.IPFSGateway, ContainerRuntime: cfg.Executor.ContainerRuntime, Workers: cfg.Executor.Workers,
+		Sandbox: sandbox, HTTPClient: executor.InputClient(cfg.Executor.PrivateInputs, gatewayAddr(cfg.Executor.IPFSGateway))})
 	if err != nil {
 		return err
 	}

@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -357,4 +360,60 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, context.Cause(c.ctx)
 	}
 	return c.r.Read(p)
+}
+
+// InputClient is the HTTP client that fetches a job's inputs and checkpoints. A job names
+// its own URLs, so by default it may only name public addresses: a connection (a redirect
+// included) to a loopback, private, link-local, CGNAT, multicast or unspecified address
+// is refused, so that a job cannot make the provider's machine read its own network (a
+// cloud metadata service, a router, a database on localhost) and hand the answer back
+// as an input. private lets it; allow lists host:port addresses that stay reachable
+// (the provider's own IPFS gateway).
+func InputClient(private bool, allow ...string) *http.Client {
+	if private {
+		return &http.Client{}
+	}
+	allowed := map[string]bool{}
+	for _, a := range allow {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			continue
+		}
+		ips, _ := net.LookupIP(host)
+		for _, ip := range ips {
+			allowed[net.JoinHostPort(ip.String(), port)] = true
+		}
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			if allowed[address] {
+				return nil
+			}
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip, err := netip.ParseAddr(host)
+			if err != nil {
+				return fmt.Errorf("input address %q: %w", address, err)
+			}
+			if !PublicAddr(ip) {
+				return fmt.Errorf("input address %s is not public (executor.private_inputs allows it): %w", ip, ErrInputFetch)
+			}
+			return nil
+		}}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // a proxy would connect for the job, past the check
+	tr.DialContext = dialer.DialContext
+	return &http.Client{Transport: tr}
+}
+
+// cgnat is the shared address space of carrier-grade NAT (RFC 6598).
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// PublicAddr reports whether ip is a public unicast address.
+func PublicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsGlobalUnicast() && !ip.IsPrivate() && !cgnat.Contains(ip) &&
+		!ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsMulticast() && !ip.IsUnspecified()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -178,4 +179,34 @@ func TestInputWithoutPath(t *testing.T) {
 	got, err = os.ReadFile(filepath.Join(res.OutputDir, "got"))
 	require.NoError(t, err)
 	require.Equal(t, append(append([]byte(nil), a...), a...), got)
+}
+
+// A job that names an input on the provider's own network (here its loopback, standing
+// for a metadata service or a local database) gets nothing from it with the worker's
+// input client, and the server sees no request; a provider that allows private inputs,
+// or lists its gateway, gets it.
+func TestAttackInputFromThePrivateNetwork(t *testing.T) {
+	secret := []byte("metadata: credentials\n")
+	srv := newInputServer(t, map[string][]byte{"/latest/meta-data": secret})
+	spec := Spec{TaskID: 700, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinChecksum,
+		Builtin: markettypes.BuiltinArgs{ChecksumBytes: 1},
+		Inputs:  []markettypes.Input{{Uri: srv.URL + "/latest/meta-data", Sha256: sha256Hex(secret), Path: "meta"}}}
+
+	e := newTestExecutor(t, func(o *Options) { o.HTTPClient = InputClient(false) })
+	_, err := e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrInputFetch)
+	require.ErrorContains(t, err, "not public")
+	require.Zero(t, srv.count("/latest/meta-data"), "no request reached the private address")
+
+	for name, c := range map[string]*http.Client{"private_inputs": InputClient(true), "gateway": InputClient(false, srv.Listener.Addr().String())} {
+		e = newTestExecutor(t, func(o *Options) { o.HTTPClient = c })
+		_, err = e.Run(context.Background(), spec, Hooks{})
+		require.NoError(t, err, name)
+	}
+
+	for addr, public := range map[string]bool{"8.8.8.8": true, "2606:4700::1111": true, "127.0.0.1": false, "10.1.2.3": false,
+		"172.16.0.1": false, "192.168.1.1": false, "169.254.169.254": false, "100.64.0.1": false, "::1": false,
+		"fe80::1": false, "fd00::1": false, "0.0.0.0": false, "::ffff:127.0.0.1": false, "224.0.0.1": false} {
+		require.Equal(t, public, PublicAddr(netip.MustParseAddr(addr)), addr)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -131,4 +133,25 @@ func TestCPUOnly(t *testing.T) {
 	if FallbackReason(&fakeInventory{}) != "" {
 		t.Error("FallbackReason of a GPU inventory is not empty")
 	}
+}
+
+// A task sees its own GPUs' device nodes: the GPU's minor, a MIG device's parent with the
+// MIG capabilities, the control nodes with any; a mock GPU has none; a GPU that is not on
+// the machine is an error.
+func TestDeviceNodes(t *testing.T) {
+	devs := []Device{
+		{UUID: "GPU-a", Minor: 0}, {UUID: "GPU-b", Minor: 3, MIG: []MIGInstance{{UUID: "MIG-b1", ParentUUID: "GPU-b"}}},
+		{UUID: "GPU-mock", Minor: -1},
+	}
+	nodes, err := DeviceNodes(devs, []string{"GPU-a"})
+	require.NoError(t, err)
+	require.Equal(t, append([]string{"/dev/nvidia0"}, SharedDeviceNodes...), nodes)
+	nodes, err = DeviceNodes(devs, []string{"MIG-b1"})
+	require.NoError(t, err)
+	require.Equal(t, append([]string{"/dev/nvidia3", "/dev/nvidia-caps"}, SharedDeviceNodes...), nodes)
+	nodes, err = DeviceNodes(devs, []string{"GPU-mock"})
+	require.NoError(t, err)
+	require.Empty(t, nodes)
+	_, err = DeviceNodes(devs, []string{"GPU-elsewhere"})
+	require.Error(t, err)
 }

@@ -51,6 +51,7 @@ func TestDevicesDGXA100(t *testing.T) {
 		want := Device{
 			Index:             i,
 			UUID:              s.dev(i).UUID,
+			Minor:             i,
 			Model:             "Mock NVIDIA A100-SXM4-40GB",
 			MemoryMiB:         40960,
 			ComputeCapability: "8.0",

@@ -38,6 +38,16 @@ func TestRegisterNodeHappyPath(t *testing.T) {
 	require.True(t, has)
 	require.True(t, f.hasEvent("flops.gfl.v1.EventNodeRegistered"))
 	require.Equal(t, []uint64{1}, f.hooks.changed)
+	require.Equal(t, []types.Runtime{types.RUNTIME_BUILTIN, types.RUNTIME_CONTAINER}, n.Runtimes, "no runtimes listed: the default, never PROCESS")
+
+	// a node that opts in to PROCESS says so; the list is stored sorted
+	s := spec("b", 1)
+	s.Runtimes = []types.Runtime{types.RUNTIME_PROCESS, types.RUNTIME_BUILTIN}
+	res, err = f.ms.RegisterNode(f.ctx, &types.MsgRegisterNode{Operator: op, Spec: s})
+	require.NoError(t, err)
+	require.Equal(t, []types.Runtime{types.RUNTIME_BUILTIN, types.RUNTIME_PROCESS}, f.node(res.NodeId).Runtimes)
+	require.True(t, f.node(res.NodeId).AcceptsRuntime(types.RUNTIME_PROCESS))
+	require.False(t, f.node(1).AcceptsRuntime(types.RUNTIME_PROCESS))
 }
 
 // Every bad registration is refused with its registered error and changes nothing.
@@ -64,6 +74,12 @@ func TestRegisterNodeRejections(t *testing.T) {
 		{"empty model", op, mod(func(s *types.NodeSpec) { s.Gpus[0].Model = "" }), types.ErrInvalidNodeSpec},
 		{"zero memory", op, mod(func(s *types.NodeSpec) { s.Gpus[1].MemoryMib = 0 }), types.ErrInvalidNodeSpec},
 		{"bad compute capability", op, mod(func(s *types.NodeSpec) { s.Gpus[0].ComputeCapability = "eight" }), types.ErrInvalidNodeSpec},
+		{"unknown runtime", op, mod(func(s *types.NodeSpec) { s.Runtimes = []types.Runtime{9} }), types.ErrInvalidNodeSpec},
+		{"unspecified runtime", op, mod(func(s *types.NodeSpec) { s.Runtimes = []types.Runtime{types.RUNTIME_UNSPECIFIED} }), types.ErrInvalidNodeSpec},
+		{"duplicate runtime", op, mod(func(s *types.NodeSpec) {
+			s.Runtimes = []types.Runtime{types.RUNTIME_PROCESS, types.RUNTIME_PROCESS}
+		}), types.ErrInvalidNodeSpec},
+		{"too many runtimes", op, mod(func(s *types.NodeSpec) { s.Runtimes = make([]types.Runtime, 4) }), validate.ErrTooMany},
 		// a GPU no class of the table describes
 		{"unknown class", op, mod(func(s *types.NodeSpec) { s.Gpus[0].Model, s.Gpus[1].Model = "GeForce GTX 1080", "GeForce GTX 1080" }), types.ErrUnknownGpuClass},
 		// an 80 GB A100 next to a 40 GB one

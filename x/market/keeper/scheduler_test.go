@@ -586,3 +586,58 @@ func TestAttackParkedBigJobsStallScheduler(t *testing.T) {
 	}
 	f.assertInvariants()
 }
+
+// A node that does not accept PROCESS is never given a PROCESS job: the scheduler places
+// every task on the node that does (and parks the job when none does), an auction bid
+// and a pool join from the other are refused; the other node still gets BUILTIN work.
+func TestNodeWithoutProcessNeverRunsAProcessJob(t *testing.T) {
+	f := newFixture(t, nil)
+	builtinOnly := func(n *gfltypes.Node) {
+		n.Runtimes = []gfltypes.Runtime{gfltypes.RUNTIME_BUILTIN, gfltypes.RUNTIME_CONTAINER}
+	}
+	safe := f.addNode(f.operator("safe"), 8, builtinOnly)
+	open := f.addNode(f.operator("open"), 8, nil)
+	process := func(tasks uint32) types.JobSpec {
+		s := f.gemmSpec(tasks)
+		s.Runtime, s.Image, s.Builtin, s.Command = types.RUNTIME_PROCESS, "", types.BuiltinArgs{}, []string{"run"}
+		return s
+	}
+
+	id := f.submit(process(6))
+	f.blocks(1)
+	for _, task := range f.tasks(id) {
+		require.Equal(t, open, task.NodeId, "task %d", task.Id)
+	}
+	gemm := f.submit(f.gemmSpec(12))
+	f.blocks(1)
+	used := map[uint64]bool{}
+	for _, task := range f.tasks(gemm) {
+		used[task.NodeId] = true
+	}
+	require.True(t, used[safe], "the BUILTIN-only node runs BUILTIN work")
+
+	// with the PROCESS node gone, a PROCESS job waits rather than go to the other
+	f.updateNode(open, func(n *gfltypes.Node) { n.Status = gfltypes.NODE_STATUS_INACTIVE })
+	parked := f.submit(process(1))
+	f.blocks(3)
+	for _, task := range f.tasks(parked) {
+		require.Equal(t, types.TASK_STATUS_PENDING, task.Status)
+		require.Zero(t, task.NodeId)
+	}
+
+	auction := process(1)
+	auction.Mode = types.ALLOCATION_MODE_AUCTION
+	aid := f.submit(auction)
+	_, err := f.ms.PlaceBid(f.ctx, &types.MsgPlaceBid{Provider: f.operator("safe"), JobId: aid, NodeId: safe, Price: sdkmath.NewInt(100_000), Quantity: 1})
+	require.ErrorIs(t, err, types.ErrNodeNotEligible)
+
+	res, err := f.ms.CreatePool(f.ctx, &types.MsgCreatePool{Owner: f.client, Spec: types.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: types.RUNTIME_PROCESS, Command: []string{"serve"},
+		Verification: types.VERIFICATION_CLASS_NONE, UnitPrice: sdk.NewInt64Coin(udps, 1_000),
+		Budget: sdk.NewInt64Coin(udps, 10_000_000), MaxProviders: 2, UnitMaxDuration: time.Minute,
+	}})
+	require.NoError(t, err)
+	_, err = f.ms.JoinPool(f.ctx, &types.MsgJoinPool{Provider: f.operator("safe"), PoolId: res.PoolId, NodeId: safe})
+	require.ErrorIs(t, err, types.ErrNodeNotEligible)
+	f.assertInvariants()
+}
