@@ -100,6 +100,9 @@ func build(conf string) (string, string) {
 			return "", err.Error()
 		}
 	}
+	if err := os.Chmod(filepath.Join(root, "tmp"), 0o1777); err != nil { // as in any image
+		return "", err.Error()
+	}
 	if err := os.WriteFile(filepath.Join(root, "bin", "busybox"), bz, 0o755); err != nil {
 		return "", err.Error()
 	}
@@ -109,7 +112,7 @@ func build(conf string) (string, string) {
 		}
 	}
 	sum := sha256.Sum256(bz)
-	tag := "localhost/flops-test-busybox:" + hex.EncodeToString(sum[:6])
+	tag := "localhost/flops-test-busybox:" + hex.EncodeToString(sum[:6]) + "-2"
 	tar := filepath.Join(root, "..", filepath.Base(root)+".tar")
 	defer os.Remove(tar)
 	if out, err := exec.Command("tar", "-C", root, "-cf", tar, ".").CombinedOutput(); err != nil {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/flopsnet/flops/app"
 	"github.com/flopsnet/flops/app/encoding"
+	"github.com/flopsnet/flops/internal/testdirs"
 	"github.com/flopsnet/flops/testutil/network"
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/chain"
@@ -208,8 +209,11 @@ type testWorker struct {
 // startWorker runs daemon.Run for the named key with mock GPUs; edit adjusts its config.
 func (wc *workerChain) startWorker(t *testing.T, name, region string, edit func(*config.Config)) *testWorker {
 	t.Helper()
-	home := t.TempDir()
+	home := testdirs.Reachable(t, t.TempDir()) // its work directory is reachable by the sandbox's user
 	cfg := config.Default(home)
+	cfg.Node.Runtimes = []string{"BUILTIN", "CONTAINER", "PROCESS"}
+	cfg.Executor.PrivateInputs = true // the checkpoint store is on this machine
+	cfg.Executor.ContainerRuntime = "podman"
 	cfg.Chain.GRPC = wc.grpc
 	cfg.Chain.ChainID = network.ChainID
 	cfg.Key = config.Key{Name: name, Backend: "test", Dir: wc.keyDir}
@@ -231,17 +235,10 @@ func (wc *workerChain) startWorker(t *testing.T, name, region string, edit func(
 	require.NoError(t, err)
 	w := &testWorker{
 		name: name, cfg: cfg, addr: sdk.AccAddress(wc.keys[name].PubKey().Address()), outputs: cfg.Node.Endpoint,
-		logs: &logSink{file: f, starts: map[uint64]time.Time{}, resumed: map[uint64]bool{}, noGPU: map[uint64]bool{}},
+		logs: &logSink{file: f, starts: map[uint64]time.Time{}, resumed: map[uint64]bool{}, adopted: map[uint64]bool{}, noGPU: map[uint64]bool{}},
 		done: make(chan struct{}), ready: make(daemon.Ready), metrics: "http://" + telAddr,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	log := slog.New(&sinkHandler{sink: w.logs, inner: slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})}).With("worker", name)
-	wc.daemons.Go(func() error {
-		defer close(w.done)
-		w.err = daemon.Run(ctx, cfg, log, w.ready)
-		return nil // reported by stop: one worker's end must not stop the others
-	})
+	w.launch(wc)
 	t.Cleanup(func() {
 		w.stop(t)
 		if t.Failed() {
@@ -251,6 +248,36 @@ func (wc *workerChain) startWorker(t *testing.T, name, region string, edit func(
 	})
 	wc.workers[name] = w
 	return w
+}
+
+// launch runs the worker's daemon.
+func (w *testWorker) launch(wc *workerChain) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.done = make(chan struct{})
+	log := slog.New(&sinkHandler{sink: w.logs, inner: slog.NewTextHandler(w.logs.file, &slog.HandlerOptions{Level: slog.LevelInfo})}).With("worker", w.name)
+	done := w.done
+	wc.daemons.Go(func() error {
+		defer close(done)
+		w.err = daemon.Run(ctx, w.cfg, log, w.ready)
+		return nil // reported by stop: one worker's end must not stop the others
+	})
+}
+
+// restart shuts the worker down (its running PROCESS and CONTAINER tasks are left
+// running) and starts it again on the same home, as a provider's restart does.
+func (w *testWorker) restart(t *testing.T, wc *workerChain) {
+	t.Helper()
+	w.cancel()
+	select {
+	case <-w.done:
+		require.NoError(t, w.err, "worker %s shut down", w.name)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("worker %s did not stop within 30 s", w.name)
+	}
+	w.ready = make(daemon.Ready)
+	w.launch(wc)
+	w.waitReady(t, wc, time.Minute)
 }
 
 // waitReady waits until the worker has bonded and registered its node.
@@ -327,6 +354,7 @@ type logSink struct {
 	starts  map[uint64]time.Time
 	noGPU   map[uint64]bool
 	resumed map[uint64]bool
+	adopted map[uint64]bool
 }
 
 func (s *logSink) started(task uint64) (time.Time, bool) {
@@ -346,6 +374,12 @@ func (s *logSink) startedWithoutGPU() []uint64 {
 	return out
 }
 
+func (s *logSink) adoptedTask(task uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.adopted[task]
+}
+
 func (s *logSink) resumedFrom(task uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -363,7 +397,7 @@ func (h *sinkHandler) Enabled(ctx context.Context, l slog.Level) bool { return h
 
 func (h *sinkHandler) Handle(ctx context.Context, r slog.Record) error {
 	switch r.Message {
-	case "task started", "resuming from the last checkpoint":
+	case "task started", "resuming from the last checkpoint", "re-attached to the running task process":
 		var task uint64
 		gpus := -1
 		r.Attrs(func(a slog.Attr) bool {
@@ -387,6 +421,8 @@ func (h *sinkHandler) Handle(ctx context.Context, r slog.Record) error {
 			if gpus == 0 {
 				h.sink.noGPU[task] = true
 			}
+		} else if r.Message == "re-attached to the running task process" {
+			h.sink.adopted[task] = true
 		} else {
 			h.sink.resumed[task] = true
 		}

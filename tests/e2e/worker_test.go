@@ -24,6 +24,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/internal/testimage"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/outputs"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -51,6 +52,10 @@ func TestWorkerEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("in-process chain with worker daemons: skipped with -short")
 	}
+	if !config.CheatBuild {
+		t.Skip("its cheating provider needs a test build: go test -tags flopscheat (make test uses it)")
+	}
+	image := testimage.Busybox(t) // and CONTAINERS_CONF for the workers' podman
 	began := time.Now()
 	wc := startWorkerChain(t, "client", "p1", "p2", "cheater")
 	ctx := context.Background()
@@ -178,6 +183,32 @@ func TestWorkerEndToEnd(t *testing.T) {
 	require.ErrorContains(t, err, "403", "nobody but the owner reads the logs")
 	t.Logf("e) task %d's stdout followed live after %s", chattyTask.Id, time.Since(began).Round(time.Second))
 
+	// f) a CONTAINER job on podman (a local busybox image, no registry) to settlement; its
+	// worker restarted while the container runs re-attaches to it, and the same run ends
+	ctr := processJob("")
+	ctr.Runtime, ctr.Image = markettypes.RUNTIME_CONTAINER, image
+	ctr.Command = []string{"/bin/sh", "-c", `echo begin; sleep 6; id -u > "$FLOPS_OUTPUT_DIR/uid"; echo "made in a container" > "$FLOPS_OUTPUT_DIR/result.txt"`}
+	container := wc.submitJob(t, ctr)
+	var host *testWorker
+	var ctrTask markettypes.Task
+	eventually(t, time.Minute, "the container task runs", func() (bool, string) {
+		ctrTask = wc.tasksOf(t, container)[0]
+		host = wc.byAddress(ctrTask.Provider)
+		return ctrTask.Status == markettypes.TASK_STATUS_RUNNING, ctrTask.Status.String()
+	})
+	host.restart(t, wc)
+	wc.waitJobCompleted(t, container, 2*time.Minute)
+	ctrTask = wc.tasksOf(t, container)[0]
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, ctrTask.Status)
+	require.Zero(t, ctrTask.Reassignments, "the restarted worker finished its own task")
+	require.True(t, host.logs.adoptedTask(ctrTask.Id), "%s re-attached to task %d's container", host.name, ctrTask.Id)
+	ctrDir := t.TempDir()
+	require.NoError(t, outputs.Fetch(ctx, http.DefaultClient, baseURL(t, ctrTask.OutputUri), ctrTask.Id, wc.keys["client"], ctrDir))
+	got, err := os.ReadFile(filepath.Join(ctrDir, "result.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "made in a container\n", string(got))
+	t.Logf("f) CONTAINER job %d settled through a restart of %s after %s", container, host.name, time.Since(began).Round(time.Second))
+
 	// c) a worker killed mid-task; the other resumes from the checkpoint
 	long := wc.submitJob(t, resumableJob())
 	var cp markettypes.Checkpoint
@@ -210,7 +241,7 @@ func TestWorkerEndToEnd(t *testing.T) {
 	require.True(t, survivor.logs.resumedFrom(longTask.Id), "%s logged the resume of task %d", survivor.name, longTask.Id)
 	dir := t.TempDir()
 	require.NoError(t, outputs.Fetch(ctx, http.DefaultClient, baseURL(t, longTask.OutputUri), longTask.Id, wc.keys["client"], dir))
-	got, err := os.ReadFile(filepath.Join(dir, "result.txt"))
+	got, err = os.ReadFile(filepath.Join(dir, "result.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "resumed from step-1\n", string(got), "the run started from the checkpoint")
 	m, err := outputs.FetchManifest(ctx, http.DefaultClient, baseURL(t, longTask.OutputUri), longTask.Id, wc.keys["client"])

@@ -20,19 +20,40 @@ var pinnedImage = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64
 // containerStopTimeout bounds the "rm -f" of a cancelled task's container.
 const containerStopTimeout = 30 * time.Second
 
-// containerRuntime finds the runtime binary: Options.ContainerRuntime, or docker then
-// podman in PATH.
+// containerRuntime finds the runtime binary: Options.ContainerRuntime, or the first of
+// docker and podman in PATH that answers "info" (a docker client without its daemon does
+// not), else the first in PATH. The choice is made once.
 func (e *Executor) containerRuntime() (bin, flavor string, err error) {
-	names := []string{"docker", "podman"}
 	if e.opts.ContainerRuntime != "" {
-		names = []string{e.opts.ContainerRuntime}
-	}
-	for _, n := range names {
-		if p, err := exec.LookPath(n); err == nil {
-			return p, n, nil
+		p, err := exec.LookPath(e.opts.ContainerRuntime)
+		if err != nil {
+			return "", "", fmt.Errorf("a CONTAINER task needs %s in PATH: %w", e.opts.ContainerRuntime, ErrNoContainerRuntime)
 		}
+		return p, e.opts.ContainerRuntime, nil
 	}
-	return "", "", fmt.Errorf("a CONTAINER task needs %s in PATH: %w", strings.Join(names, " or "), ErrNoContainerRuntime)
+	e.rtOnce.Do(func() {
+		for _, n := range []string{"docker", "podman"} {
+			p, err := exec.LookPath(n)
+			if err != nil {
+				continue
+			}
+			if e.rtBin == "" {
+				e.rtBin, e.rtFlavor = p, n
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err = exec.CommandContext(ctx, p, "info").Run()
+			cancel()
+			if err == nil {
+				e.rtBin, e.rtFlavor = p, n
+				return
+			}
+			e.log.Warn("container runtime does not answer", "runtime", p, "err", err)
+		}
+	})
+	if e.rtBin == "" {
+		return "", "", fmt.Errorf("a CONTAINER task needs docker or podman in PATH: %w", ErrNoContainerRuntime)
+	}
+	return e.rtBin, e.rtFlavor, nil
 }
 
 // containerParams are the parts of a container command line.
@@ -140,6 +161,17 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 	env := taskEnv(log, spec, base, ContainerInputDir, ContainerOutputDir, ContainerCheckpointDir)
 	sb := e.opts.Sandbox
 	gpus := uint64(max(len(spec.GPUs), 1))
+	devices := spec.GPUs
+	if len(devices) > 0 && sb.Devices != nil {
+		// GPUs with no device node on this machine (mock GPUs of a demo) have nothing
+		// for the runtime to pass through; the task still gets their ids.
+		if nodes, err := sb.Devices(spec.GPUs); err != nil {
+			return command{}, fmt.Errorf("%w: device nodes of the task's GPUs: %w", ErrNoSandbox, err)
+		} else if len(nodes) == 0 {
+			log.Info("the task's GPUs have no device nodes here: none passed to the container", "gpus", spec.GPUs)
+			devices = nil
+		}
+	}
 	uid, gid, owned := os.Getuid(), os.Getgid(), false
 	if uid == 0 {
 		uid, gid, owned = sb.UID, sb.GID, true // never root in the container
@@ -148,7 +180,7 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 		flavor: flavor, name: name, taskID: spec.TaskID, jobID: spec.JobID,
 		uid: uid, gid: gid, rootless: os.Getuid() != 0,
 		input: d.work, output: d.output, checkpoint: d.checkpoint,
-		env: env.list(), gpus: spec.GPUs, image: spec.Image, command: spec.Command,
+		env: env.list(), gpus: devices, image: spec.Image, command: spec.Command,
 		memory: sb.MemoryPerGPU * gpus, processes: sb.Processes, cpus: sb.CPUsPerGPU * gpus, network: sb.Network,
 	})
 	log.Info("container task", "runtime", bin, "container", name)

@@ -2,8 +2,9 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"os"
-	"os/exec"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flopsnet/flops/internal/testimage"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -197,31 +199,72 @@ func TestContainerNoRuntime(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestContainerReal runs a real container when the machine has a working runtime and
-// FLOPS_TEST_IMAGE names a local image pinned by digest that has /bin/sh (no network
-// is needed or used).
+// A real CONTAINER task (podman, a local busybox image): it writes its outputs, runs as
+// nobody when the worker is root, cannot write its inputs or its root filesystem, has
+// only a loopback interface, and a task that outgrows its memory limit fails cleanly.
 func TestContainerReal(t *testing.T) {
-	image := os.Getenv("FLOPS_TEST_IMAGE")
-	if image == "" {
-		t.Skip("FLOPS_TEST_IMAGE (a local image pinned by digest) is not set")
-	}
-	e := newTestExecutor(t, nil)
-	_, flavor, err := e.containerRuntime()
-	if err != nil {
-		t.Skip("no container runtime in PATH")
-	}
-	if out, err := exec.Command(flavor, "info").CombinedOutput(); err != nil {
-		t.Skipf("%s does not answer: %s", flavor, strings.TrimSpace(string(out)))
-	}
+	image := testimage.Busybox(t)
+	e := newTestExecutor(t, func(o *Options) {
+		o.ContainerRuntime = "podman"
+		o.Sandbox.MemoryPerGPU, o.Sandbox.Processes, o.Sandbox.CPUsPerGPU = 64<<20, 64, 1
+	})
 	spec := Spec{
 		TaskID: 104, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: image,
-		Command: []string{"/bin/sh", "-c", `echo "$FLOPS_TASK_ID" > "$FLOPS_OUTPUT_DIR/id"; touch "$FLOPS_INPUT_DIR/x" 2>/dev/null && echo writable > "$FLOPS_OUTPUT_DIR/bad"; true`},
+		Command: []string{"/bin/sh", "-c", `out="$FLOPS_OUTPUT_DIR"; echo "$FLOPS_TASK_ID" > "$out/id"; id -u > "$out/uid"
+touch "$FLOPS_INPUT_DIR/x" 2>/dev/null && echo input >> "$out/bad"
+touch /x 2>/dev/null && echo root >> "$out/bad"
+echo t > /tmp/t || { echo tmp; ls -ld /tmp; id; } >> "$out/bad"
+ls /sys/class/net > "$out/net"; true`},
 	}
 	res, err := e.Run(context.Background(), spec, Hooks{})
 	require.NoError(t, err)
-	b, err := os.ReadFile(filepath.Join(res.OutputDir, "id"))
-	require.NoError(t, err)
-	require.Equal(t, strconv.FormatUint(spec.TaskID, 10)+"\n", string(b))
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(res.OutputDir, name))
+		require.NoError(t, err)
+		return string(b)
+	}
+	require.Equal(t, "104\n", read("id"))
+	uid := strconv.Itoa(os.Getuid())
+	if os.Getuid() == 0 {
+		uid = strconv.Itoa(NobodyID)
+	}
+	require.Equal(t, uid+"\n", read("uid"))
+	require.Equal(t, "lo\n", read("net"), "no network but the loopback")
 	_, err = os.Stat(filepath.Join(res.OutputDir, "bad"))
-	require.True(t, os.IsNotExist(err), "the input mount must be read-only")
+	require.True(t, os.IsNotExist(err), "inputs and root are read-only, /tmp writable: %s", readIf(filepath.Join(res.OutputDir, "bad")))
+
+	spec.TaskID, spec.Command = 105, []string{"/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"}
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	var exit *ExitError
+	require.True(t, errors.As(err, &exit), "over its memory limit the task fails: %v", err)
+	require.NotZero(t, exit.Code)
 }
+
+// A worker restarted while a real container runs re-attaches to it: the container keeps
+// running through the shutdown and the next executor returns its result.
+func TestContainerRealSurvivesAWorkerRestart(t *testing.T) {
+	image := testimage.Busybox(t)
+	e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman" })
+	spec := Spec{TaskID: 106, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: image, MaxDuration: time.Minute,
+		Command: []string{"/bin/sh", "-c", `echo begin > "$FLOPS_OUTPUT_DIR/begin"; sleep 2; echo end > "$FLOPS_OUTPUT_DIR/end"`}}
+	_, err := shutdownOnceStarted(t, e, spec, filepath.Join(e.dirs(106).output, "begin"))
+	require.ErrorIs(t, err, ErrDetached)
+	_, ok := e.Detached(106)
+	require.True(t, ok)
+	rec, err := readRunRecord(e.TaskDir(106))
+	require.NoError(t, err)
+	require.NotEmpty(t, rec.Container)
+	out, err := osexec.Command("podman", "inspect", "--format", "{{.State.Status}}", rec.Container).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "running", strings.TrimSpace(string(out)), "the container runs on without the worker")
+
+	e2 := newTestExecutor(t, func(o *Options) { o.WorkDir = e.opts.WorkDir; o.ContainerRuntime = "podman" })
+	res, err := e2.Adopt(context.Background(), 106, Hooks{})
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(res.OutputDir, "end"))
+	require.NoError(t, err)
+	require.Equal(t, "end\n", string(b), "the container ran to its end")
+	require.Len(t, res.Files, 2)
+}
+
+func readIf(p string) string { b, _ := os.ReadFile(p); return string(b) }

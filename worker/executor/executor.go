@@ -162,6 +162,9 @@ type Executor struct {
 	client  *http.Client
 	sandbox sandboxTools
 
+	rtOnce          sync.Once // the container runtime, auto-detected once
+	rtBin, rtFlavor string
+
 	mu      sync.Mutex
 	running map[uint64]struct{}
 }
