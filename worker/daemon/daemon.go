@@ -77,6 +77,15 @@ func Sandbox(ctx context.Context, cfg config.Config, inv gpu.Inventory, op sdk.A
 	return s, nil
 }
 
+// urlHost is the host (with its port, if it names one) of a URL, "" if none.
+func urlHost(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Host
+}
+
 // gatewayAddr is the host:port of the IPFS gateway the provider configured ("" if none).
 func gatewayAddr(gateway string) string {
 	u, err := url.Parse(gateway)
@@ -173,7 +182,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 		}))
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/v1/tasks/", outputs.Handler(store, ownerOf(client), time.Now, outputs.WithLiveLogs(exec.TaskLogs)))
+	mux.Handle("/v1/tasks/", outputs.Handler(store, ownerOf(client), time.Now, outputs.WithLiveLogs(exec.TaskLogs),
+		outputs.WithHosts(urlHost(cfg.Node.Endpoint), urlHost(publicURL))))
 	mux.Handle("/v1/checkpoints/", http.StripPrefix("/v1/checkpoints", agent.CheckpointHandler(ckptDir, false)))
 	g.Go(func() error { return serve(ctx, cfg.Outputs.Listen, mux) })
 	// The agent's context ends with the cause executor.ErrWorkerShutdown when the

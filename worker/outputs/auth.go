@@ -2,11 +2,17 @@ package outputs
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
@@ -22,24 +28,28 @@ const (
 	HeaderPubkey    = "X-Flops-Pubkey"
 	HeaderTimestamp = "X-Flops-Timestamp"
 	HeaderSignature = "X-Flops-Signature"
+	// HeaderNonce is 32 lowercase hex characters (16 random bytes), never used twice.
+	HeaderNonce = "X-Flops-Nonce"
 )
 
 // SignatureDomain starts every signed message.
-const SignatureDomain = "flops-output-v1\n"
+const SignatureDomain = "flops-output-v2\n"
 
 // MaxClockSkew is how far a request's timestamp may be from the server's clock, either
 // way.
 const MaxClockSkew = 5 * time.Minute
 
-// SignedMessage is what a request's signature covers: SignatureDomain || method || "\n"
-// || escaped path || "\n" || unix seconds in decimal. The secp256k1 signature is over
-// its sha256, 64 bytes r || s with a low s, as Cosmos SDK keys sign.
-func SignedMessage(method, escapedPath string, unix int64) []byte {
-	return []byte(SignatureDomain + method + "\n" + escapedPath + "\n" + strconv.FormatInt(unix, 10))
+// SignedMessage is what a request's signature covers, lines joined by "\n" after
+// SignatureDomain: the method, the host the request is sent to, the escaped path, the raw
+// query, unix seconds in decimal, the nonce. The secp256k1 signature is over its sha256,
+// 64 bytes r || s with a low s, as Cosmos SDK keys sign. The host binds a request to one
+// provider (it cannot be replayed to another), the nonce to one use.
+func SignedMessage(method, host, escapedPath, rawQuery string, unix int64, nonce string) []byte {
+	return []byte(SignatureDomain + strings.Join([]string{method, host, escapedPath, rawQuery, strconv.FormatInt(unix, 10), nonce}, "\n"))
 }
 
-// SignRequest signs req with the owner's key at time now, setting the four X-Flops
-// headers. The key must be a secp256k1 key (a Cosmos account key); the address header
+// SignRequest signs req with the owner's key at time now and a fresh nonce, setting the
+// five X-Flops headers. The key must be a secp256k1 key (a Cosmos account key); the address header
 // uses the flops bech32 prefix.
 func SignRequest(req *http.Request, priv cryptotypes.PrivKey, now time.Time) error {
 	if priv == nil {
@@ -54,10 +64,20 @@ func SignRequest(req *http.Request, priv cryptotypes.PrivKey, now time.Time) err
 		return fmt.Errorf("sign request: %w", err)
 	}
 	ts := now.Unix()
-	sig, err := priv.Sign(SignedMessage(req.Method, req.URL.EscapedPath(), ts))
+	var n [16]byte
+	if _, err := rand.Read(n[:]); err != nil {
+		return fmt.Errorf("sign request: %w", err)
+	}
+	nonce := hex.EncodeToString(n[:])
+	host := req.Host // what the client sends as Host: req.Host, else the URL's
+	if host == "" {
+		host = req.URL.Host
+	}
+	sig, err := priv.Sign(SignedMessage(req.Method, host, req.URL.EscapedPath(), req.URL.RawQuery, ts, nonce))
 	if err != nil {
 		return fmt.Errorf("sign request: %w", err)
 	}
+	req.Header.Set(HeaderNonce, nonce)
 	req.Header.Set(HeaderAddress, addr)
 	req.Header.Set(HeaderPubkey, base64.StdEncoding.EncodeToString(pub.Key))
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
@@ -77,14 +97,23 @@ func unauthorized(format string, args ...any) error {
 	return &authError{http.StatusUnauthorized, fmt.Sprintf(format, args...)}
 }
 
+var nonceHex = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
 // authenticate checks a signed request and returns the signer's address bytes: the
 // public key must hash to the address header, the timestamp be within MaxClockSkew of
-// now, and the signature verify over SignedMessage.
-func authenticate(r *http.Request, now time.Time) (addr []byte, bech string, err error) {
+// now, the host be one of hosts (any when hosts is empty), the signature verify over
+// SignedMessage, and the nonce be new (seen records it).
+func authenticate(r *http.Request, now time.Time, hosts []string, seen *nonces) (addr []byte, bech string, err error) {
 	bech = r.Header.Get(HeaderAddress)
-	pubB64, tsText, sigB64 := r.Header.Get(HeaderPubkey), r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature)
-	if bech == "" || pubB64 == "" || tsText == "" || sigB64 == "" {
-		return nil, "", unauthorized("a signed request needs the headers %s, %s, %s and %s", HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderSignature)
+	pubB64, tsText, sigB64, nonce := r.Header.Get(HeaderPubkey), r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature), r.Header.Get(HeaderNonce)
+	if bech == "" || pubB64 == "" || tsText == "" || sigB64 == "" || nonce == "" {
+		return nil, "", unauthorized("a signed request needs the headers %s, %s, %s, %s and %s", HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderNonce, HeaderSignature)
+	}
+	if !nonceHex.MatchString(nonce) {
+		return nil, "", unauthorized("%s %q: must be 32 lowercase hex characters", HeaderNonce, nonce)
+	}
+	if len(hosts) > 0 && !slices.Contains(hosts, strings.ToLower(r.Host)) {
+		return nil, "", unauthorized("the request was signed for host %q, which is not this server (%s)", r.Host, strings.Join(hosts, ", "))
 	}
 	hrp, addr, err := bech32.DecodeAndConvert(bech)
 	if err != nil || hrp != chain.Bech32Prefix {
@@ -109,8 +138,47 @@ func authenticate(r *http.Request, now time.Time) (addr []byte, bech string, err
 	if err != nil {
 		return nil, "", unauthorized("%s: not base64", HeaderSignature)
 	}
-	if !pub.VerifySignature(SignedMessage(r.Method, r.URL.EscapedPath(), ts), sig) {
-		return nil, "", unauthorized("%s does not verify for %s %s at %d", HeaderSignature, r.Method, r.URL.EscapedPath(), ts)
+	if !pub.VerifySignature(SignedMessage(r.Method, r.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts, nonce), sig) {
+		return nil, "", unauthorized("%s does not verify for %s %s%s?%s at %d", HeaderSignature, r.Method, r.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts)
+	}
+	if err := seen.use(nonce, now); err != nil {
+		return nil, "", err
 	}
 	return addr, bech, nil
+}
+
+// maxNonces bounds the nonces remembered at once (each for 2 x MaxClockSkew): past it,
+// requests are refused until old ones expire.
+const maxNonces = 1 << 20
+
+// nonces are the nonces of the requests accepted within the clock skew window: a
+// request's timestamp cannot be older than that, so a nonce need not be kept longer.
+type nonces struct {
+	mu     sync.Mutex
+	seen   map[string]time.Time // nonce -> when it may be forgotten
+	pruned time.Time
+}
+
+func (n *nonces) use(nonce string, now time.Time) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.seen == nil {
+		n.seen = map[string]time.Time{}
+	}
+	if now.Sub(n.pruned) > time.Minute || len(n.seen) >= maxNonces {
+		for k, until := range n.seen {
+			if now.After(until) {
+				delete(n.seen, k)
+			}
+		}
+		n.pruned = now
+	}
+	if _, replayed := n.seen[nonce]; replayed {
+		return unauthorized("%s %s was used before: a signed request is good for one use", HeaderNonce, nonce)
+	}
+	if len(n.seen) >= maxNonces {
+		return &authError{http.StatusServiceUnavailable, "too many signed requests in the last minutes: try again later"}
+	}
+	n.seen[nonce] = now.Add(2 * MaxClockSkew)
+	return nil
 }

@@ -37,7 +37,7 @@ var ErrTaskNotFound = errors.New("task not found")
 // 403 a signer who is not the owner, 404 an unknown task, no stored outputs or an
 // unlisted path, 503 when the owner cannot be looked up.
 func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (string, error), now func() time.Time, opts ...Option) http.Handler {
-	h := &handler{store: store, ownerOf: ownerOf, now: now}
+	h := &handler{store: store, ownerOf: ownerOf, now: now, nonces: &nonces{}}
 	for _, o := range opts {
 		o(h)
 	}
@@ -58,7 +58,22 @@ func WithLiveLogs(live func(taskID uint64) (dir string, running, ok bool)) Optio
 	return func(h *handler) { h.live = live }
 }
 
+// WithHosts lets only requests signed for one of hosts (host or host:port, as in the
+// node's endpoint) through: a request an owner signed for another provider cannot be
+// replayed here. Without it any host is accepted (tests).
+func WithHosts(hosts ...string) Option {
+	return func(h *handler) {
+		for _, x := range hosts {
+			if x != "" {
+				h.hosts = append(h.hosts, strings.ToLower(x))
+			}
+		}
+	}
+}
+
 type handler struct {
+	hosts   []string
+	nonces  *nonces
 	store   *Store
 	ownerOf func(ctx context.Context, taskID uint64) (string, error)
 	now     func() time.Time
@@ -167,7 +182,7 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (uint64, boo
 		writeError(w, http.StatusBadRequest, "task id %q: must be a decimal number", r.PathValue("id"))
 		return 0, false
 	}
-	signer, signerText, err := authenticate(r, h.now())
+	signer, signerText, err := authenticate(r, h.now(), h.hosts, h.nonces)
 	if err != nil {
 		var ae *authError
 		if errors.As(err, &ae) {

@@ -459,3 +459,54 @@ func TestAttackJobLinksItsLogToTheWorkerKey(t *testing.T) {
 		require.NotContains(t, out.String()+err.Error(), "worker secret", "task %d", id)
 	}
 }
+
+// A relay (or the provider that received it) that captured an owner's signed request
+// cannot use it again: not on the same server (the nonce is spent), not on another
+// provider (the host is signed), not for another log offset (the query is signed).
+func TestAttackReplayedOutputRequestIsRefused(t *testing.T) {
+	f := newFixture(t)
+	req, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/7/outputs", nil)
+	require.NoError(t, err)
+	require.NoError(t, SignRequest(req, f.owner, f.clock()))
+	send := func(h http.Handler, r *http.Request) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Code, rec.Body.String()
+	}
+	owner := func(context.Context, uint64) (string, error) { return addrOf(t, f.owner), nil }
+	srvHost := strings.TrimPrefix(f.srv.URL, "http://")
+	h := Handler(f.store, owner, f.clock, WithHosts(srvHost))
+	captured := req.Clone(context.Background())
+	status, body := send(h, req)
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = send(h, captured)
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Contains(t, body, "used before")
+
+	// the same request, never used, replayed to another provider
+	fresh, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/7/outputs", nil)
+	require.NoError(t, err)
+	require.NoError(t, SignRequest(fresh, f.owner, f.clock()))
+	other := Handler(f.store, owner, f.clock, WithHosts("other-provider.example:8470"))
+	status, body = send(other, fresh.Clone(context.Background()))
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Contains(t, body, "not this server")
+	moved := fresh.Clone(context.Background())
+	moved.Host = "other-provider.example:8470" // the relay rewrites the Host header
+	status, body = send(other, moved)
+	require.Equal(t, http.StatusUnauthorized, status, "the host is signed")
+	require.Contains(t, body, "does not verify")
+
+	// a signed log request cannot be moved to another offset
+	logReq, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/7/logs/stdout?offset=0", nil)
+	require.NoError(t, err)
+	require.NoError(t, SignRequest(logReq, f.owner, f.clock()))
+	logReq.URL.RawQuery = "offset=5"
+	status, body = send(h, logReq)
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Contains(t, body, "does not verify")
+
+	// a request without a nonce, as the previous protocol sent, is refused
+	status, _ = f.do(t, "/v1/tasks/7/outputs", f.owner, f.clock(), func(r *http.Request) { r.Header.Del(HeaderNonce) })
+	require.Equal(t, http.StatusUnauthorized, status)
+}
