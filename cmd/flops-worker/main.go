@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cosmos/cosmos-sdk/codec"
+	"github.com/cosmos/cosmos-sdk/crypto/keyring"
 	"github.com/spf13/cobra"
 
 	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
@@ -162,7 +165,10 @@ func initCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			kr, err := chain.Keyring(cfg.Key.Backend, cfg.Key.Dir, enc.Codec)
+			if err := ensurePassphrase(cfg.Key); err != nil {
+				return err
+			}
+			kr, err := keyringOf(cfg.Key, enc.Codec)
 			if err != nil {
 				return err
 			}
@@ -176,11 +182,51 @@ func initCmd(g *globals) *cobra.Command {
 			}
 			fmt.Printf("created key %q: %s\nfund it with DPS (udps) before `flops-worker run`.\nmnemonic (write it down, it is shown once):\n%s\n",
 				cfg.Key.Name, sdk.AccAddress(priv.PubKey().Address()).String(), mnemonic)
+			fmt.Printf("the key is in an encrypted keyring in %s, its passphrase in %s (or $%s).\n"+
+				"back up that directory and the passphrase (or the mnemonic) on another machine:\n"+
+				"  tar -C %s -czf flops-worker-key.tgz %s %s\n"+
+				"tasks never see them (PROCESS tasks run in a sandbox, containers see only their own directories).\n",
+				cfg.Key.Dir, cfg.Key.PassphraseFile, config.PassphraseEnv,
+				g.home, filepath.Base(cfg.Key.Dir), filepath.Base(cfg.Key.PassphraseFile))
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&newKey, "new-key", true, "create the provider key in the test keyring under --home if it does not exist")
+	cmd.Flags().BoolVar(&newKey, "new-key", true, "create the provider key in an encrypted keyring under --home if it does not exist")
 	return cmd
+}
+
+// keyringOf opens the worker's keyring with its passphrase (file backend).
+func keyringOf(k config.Key, cdc codec.Codec) (keyring.Keyring, error) {
+	pass, err := k.Passphrase()
+	if err != nil {
+		return nil, err
+	}
+	return chain.KeyringWithPassphrase(k.Backend, k.Dir, pass, cdc)
+}
+
+// ensurePassphrase writes a random passphrase (32 bytes, hex) to the file keyring's
+// passphrase file, mode 0600, when neither it nor the environment variable exists.
+func ensurePassphrase(k config.Key) error {
+	if k.Backend != "file" || os.Getenv(config.PassphraseEnv) != "" || k.PassphraseFile == "" {
+		return nil
+	}
+	if _, err := os.Stat(k.PassphraseFile); err == nil {
+		return nil
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(k.PassphraseFile, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(hex.EncodeToString(b[:]) + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Println("wrote the keyring's passphrase to", k.PassphraseFile)
+	return f.Close()
 }
 
 func runCmd(g *globals) *cobra.Command {
@@ -264,7 +310,7 @@ func statusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			kr, err := chain.Keyring(cfg.Key.Backend, cfg.Key.Dir, enc.Codec)
+			kr, err := keyringOf(cfg.Key, enc.Codec)
 			if err != nil {
 				return err
 			}

@@ -2,8 +2,10 @@ package chain
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/cosmos/cosmos-sdk/codec"
 	"github.com/cosmos/cosmos-sdk/crypto/hd"
@@ -13,9 +15,24 @@ import (
 )
 
 // Keyring opens a keyring the way flopsd does (backend "test", "file" or "os"; dir is
-// the keyring's home, e.g. ~/.flops-worker or flopsd's --home).
+// the keyring's home, e.g. ~/.flops-worker/keyring or flopsd's --home). The "file"
+// backend's passphrase is asked on the terminal.
 func Keyring(backend, dir string, cdc codec.Codec) (keyring.Keyring, error) {
 	return keyring.New(sdk.KeyringServiceName(), backend, dir, bufio.NewReader(os.Stdin), cdc)
+}
+
+// KeyringWithPassphrase opens a keyring whose "file" backend is unlocked (or, the first
+// time, created) with passphrase instead of a prompt: a daemon has no terminal.
+func KeyringWithPassphrase(backend, dir, passphrase string, cdc codec.Codec) (keyring.Keyring, error) {
+	if backend != keyring.BackendFile {
+		return Keyring(backend, dir, cdc)
+	}
+	if len(passphrase) < 8 {
+		return nil, errors.New("the file keyring's passphrase must have at least 8 characters")
+	}
+	// the backend asks once to open, twice (and confirms) to create
+	answers := strings.Repeat(passphrase+"\n", 4)
+	return keyring.New(sdk.KeyringServiceName(), backend, dir, bufio.NewReader(strings.NewReader(answers)), cdc)
 }
 
 // LoadKey returns the private key named name from a keyring.

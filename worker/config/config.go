@@ -50,9 +50,45 @@ type Chain struct {
 
 // Key: the provider's account key.
 type Key struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Backend is "file" (encrypted with a passphrase: the default), "os" (the system's
+	// keychain) or "test" (unencrypted: the demo and local chains only).
 	Backend string `json:"keyring_backend"`
 	Dir     string `json:"keyring_dir"`
+	// PassphraseFile holds the "file" keyring's passphrase (mode 0600 or stricter); the
+	// environment variable PassphraseEnv, when set, is used instead.
+	PassphraseFile string `json:"passphrase_file,omitempty"`
+}
+
+// PassphraseEnv names the environment variable that can hold the file keyring's
+// passphrase instead of key.passphrase_file.
+const PassphraseEnv = "FLOPS_KEYRING_PASSPHRASE"
+
+// Passphrase is the "file" keyring's passphrase: PassphraseEnv, else the first line of
+// PassphraseFile, which no one but its owner may read. Other backends have none ("").
+func (k Key) Passphrase() (string, error) {
+	if k.Backend != "file" {
+		return "", nil
+	}
+	if v := os.Getenv(PassphraseEnv); v != "" {
+		return v, nil
+	}
+	if k.PassphraseFile == "" {
+		return "", fmt.Errorf("key.passphrase_file: required with the file keyring (or set %s)", PassphraseEnv)
+	}
+	st, err := os.Stat(k.PassphraseFile)
+	if err != nil {
+		return "", fmt.Errorf("key.passphrase_file: %w (flops-worker init creates it)", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("key.passphrase_file %s: mode %s lets others read it: chmod 600 %s", k.PassphraseFile, st.Mode().Perm(), k.PassphraseFile)
+	}
+	bz, err := os.ReadFile(k.PassphraseFile)
+	if err != nil {
+		return "", fmt.Errorf("key.passphrase_file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(bz), "\n")
+	return strings.TrimSpace(line), nil
 }
 
 // Node: what the worker registers.
@@ -178,7 +214,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func Default(home string) Config {
 	return Config{
 		Chain:     Chain{GRPC: "localhost:9090", GasPrice: 0, PollInterval: Duration{250 * time.Millisecond}},
-		Key:       Key{Name: "provider", Backend: "test", Dir: home},
+		Key:       Key{Name: "provider", Backend: "file", Dir: filepath.Join(home, "keyring"), PassphraseFile: filepath.Join(home, "keyring-passphrase")},
 		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, Runtimes: []string{"BUILTIN", "CONTAINER"}, AskPerGPUHour: "1000000"},
 		Bond:      Bond{Amount: "100000000"},
 		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}},

@@ -88,3 +88,29 @@ func TestCheatOnlyInTestBuilds(t *testing.T) {
 	}
 	require.ErrorContains(t, err, "cheat: only a test build")
 }
+
+// The file keyring's passphrase comes from the environment or from a file no one else
+// can read; the test keyring needs none.
+func TestKeyringPassphrase(t *testing.T) {
+	home := t.TempDir()
+	k := config.Default(home).Key
+	require.Equal(t, "file", k.Backend, "the default keyring is encrypted")
+	t.Setenv(config.PassphraseEnv, "")
+	_, err := k.Passphrase()
+	require.ErrorContains(t, err, "flops-worker init creates it")
+	require.NoError(t, os.WriteFile(k.PassphraseFile, []byte("s3cret-passphrase\n"), 0o644))
+	_, err = k.Passphrase()
+	require.ErrorContains(t, err, "lets others read it")
+	require.NoError(t, os.Chmod(k.PassphraseFile, 0o600))
+	p, err := k.Passphrase()
+	require.NoError(t, err)
+	require.Equal(t, "s3cret-passphrase", p)
+	t.Setenv(config.PassphraseEnv, "from-the-environment")
+	p, err = k.Passphrase()
+	require.NoError(t, err)
+	require.Equal(t, "from-the-environment", p)
+	k.Backend = "test"
+	p, err = k.Passphrase()
+	require.NoError(t, err)
+	require.Empty(t, p)
+}

@@ -52,10 +52,15 @@ chain:
 
 key:
   # the provider's account key: it bonds, registers the node and signs every tx.
-  # create it with "flopsd keys add provider --keyring-backend test --home <keyring_dir>"
+  # "flops-worker init" creates it in an encrypted file keyring, with a random passphrase in
+  # passphrase_file (or set FLOPS_KEYRING_PASSPHRASE). Back up keyring_dir and the
+  # passphrase (or the mnemonic init prints) somewhere else: they are the provider's funds.
+  # keyring_backend: file (encrypted), os (the system keychain), or test (unencrypted:
+  # local chains and the demo only).
   name: {{y .Key.Name}}
   keyring_backend: {{y .Key.Backend}}
   keyring_dir: {{y .Key.Dir}}
+  passphrase_file: {{y .Key.PassphraseFile}}
 
 node:
   # id of the registered node; 0: found by its GPUs' UUIDs, or registered at the first start.

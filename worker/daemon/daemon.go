@@ -59,7 +59,7 @@ func Sandbox(ctx context.Context, cfg config.Config, inv gpu.Inventory, op sdk.A
 	s := executor.Sandbox{
 		Required: cfg.Node.AcceptsProcess(), Network: sc.Network, Processes: sc.Processes,
 		MemoryPerGPU: sc.MemoryMiBPerGPU << 20, CPUsPerGPU: sc.CPUsPerGPU,
-		Private: []string{cfg.Key.Dir, cfg.StateDir},
+		Private: []string{cfg.Key.Dir, cfg.Key.PassphraseFile, cfg.StateDir},
 		Devices: func(uuids []string) ([]string, error) { return gpu.DeviceNodes(devs, uuids) },
 	}
 	if len(sc.ReadOnly) > 0 {
@@ -114,7 +114,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err != nil {
 		return err
 	}
-	kr, err := chain.Keyring(cfg.Key.Backend, cfg.Key.Dir, enc.Codec)
+	pass, err := cfg.Key.Passphrase()
+	if err != nil {
+		return err
+	}
+	kr, err := chain.KeyringWithPassphrase(cfg.Key.Backend, cfg.Key.Dir, pass, enc.Codec)
 	if err != nil {
 		return fmt.Errorf("keyring: %w", err)
 	}

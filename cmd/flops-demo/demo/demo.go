@@ -232,7 +232,8 @@ func (d *Demo) startWorkers(ctx context.Context) error {
 		// and a restart by hand see them too
 		cfg := config.Default(home)
 		cfg.Chain.GRPC = d.grpcAddr()
-		cfg.Key.Name, cfg.Key.Dir = key, filepath.Join(d.chainHome(), "node0")
+		// the demo's keys are in the local chain's test keyring (unencrypted: demo only)
+		cfg.Key = config.Key{Name: key, Backend: "test", Dir: filepath.Join(d.chainHome(), "node0")}
 		cfg.Node.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", out)
 		cfg.Node.MockGPUs, cfg.Node.NoNVML = gpusPerNode, i > 0 && !d.mockGPU
 		cfg.Node.AskPerGPUHour = strconv.Itoa(1_000_000 + 500_000*i) // different asks: the auction has a price to discover
