@@ -5,10 +5,13 @@ package chain
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"google.golang.org/grpc/credentials"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -31,6 +34,9 @@ import (
 type Config struct {
 	// GRPC is the node's gRPC address (host:port).
 	GRPC string
+	// TLS, when set, secures the connection (a node behind a TLS endpoint); nil: plaintext,
+	// for a node on the same machine or private network.
+	TLS *tls.Config
 	// ChainID of the chain; empty: read from the node.
 	ChainID string
 	// GasPrice in udps per gas unit (the node's minimum-gas-prices or more).
@@ -83,8 +89,12 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chain: codecs: %w", err)
 	}
+	creds := insecure.NewCredentials()
+	if cfg.TLS != nil {
+		creds = credentials.NewTLS(cfg.TLS)
+	}
 	conn, err := grpc.NewClient(cfg.GRPC,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec.NewProtoCodec(enc.InterfaceRegistry).GRPCCodec())),
 	)
 	if err != nil {

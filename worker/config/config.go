@@ -3,6 +3,8 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
@@ -41,7 +43,11 @@ type Config struct {
 
 // Chain: the node the worker talks to.
 type Chain struct {
-	GRPC     string  `json:"grpc"`
+	GRPC string `json:"grpc"`
+	// TLS connects to the node's gRPC over TLS (a node elsewhere); TLSCA is a PEM file of
+	// the certificates to trust (empty: the system's).
+	TLS      bool    `json:"tls"`
+	TLSCA    string  `json:"tls_ca,omitempty"`
 	ChainID  string  `json:"chain_id,omitempty"`
 	GasPrice float64 `json:"gas_price"`
 	// PollInterval between looks at the chain's height.
@@ -182,6 +188,10 @@ type Outputs struct {
 	Listen string `json:"listen"`
 	// PublicURL is how job owners reach it (the node's endpoint by default).
 	PublicURL string `json:"public_url,omitempty"`
+	// TLSCert and TLSKey (PEM files) serve the outputs over HTTPS; the node's endpoint is
+	// then an https URL.
+	TLSCert string `json:"tls_cert,omitempty"`
+	TLSKey  string `json:"tls_key,omitempty"`
 	// CheckpointUploadURL (optional): checkpoints are also PUT to <url>/<sha256>, so the
 	// node that takes a task over can resume it even when this machine is gone.
 	CheckpointUploadURL string `json:"checkpoint_upload_url,omitempty"`
@@ -269,6 +279,15 @@ func (c Config) Validate() error {
 	if _, err := c.Node.RuntimeList(); err != nil {
 		errs = append(errs, err)
 	}
+	if (c.Outputs.TLSCert == "") != (c.Outputs.TLSKey == "") {
+		errs = append(errs, errors.New("outputs.tls_cert and outputs.tls_key: both or neither"))
+	}
+	if c.Outputs.TLSCert != "" && !strings.HasPrefix(c.Node.Endpoint, "https://") {
+		errs = append(errs, fmt.Errorf("node.endpoint %q: must be https:// when outputs.tls_cert is set", c.Node.Endpoint))
+	}
+	if c.Chain.TLSCA != "" && !c.Chain.TLS {
+		errs = append(errs, errors.New("chain.tls_ca: set chain.tls too"))
+	}
 	for _, ro := range c.Executor.Sandbox.ReadOnly {
 		if !filepath.IsAbs(ro) || filepath.Clean(ro) == "/" {
 			errs = append(errs, fmt.Errorf("executor.sandbox.read_only %q: an absolute directory other than /", ro))
@@ -320,6 +339,37 @@ func (n Node) WorkloadClasses() ([]gfltypes.WorkloadClass, error) {
 func (n Node) AcceptsProcess() bool {
 	rs, _ := n.RuntimeList()
 	return slices.Contains(rs, gfltypes.RUNTIME_PROCESS)
+}
+
+// ClientTLS is the TLS configuration of the connection to the node (nil: plaintext).
+func (c Chain) ClientTLS() (*tls.Config, error) {
+	if !c.TLS {
+		return nil, nil
+	}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.TLSCA != "" {
+		pem, err := os.ReadFile(c.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("chain.tls_ca: %w", err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("chain.tls_ca %s: no PEM certificate in it", c.TLSCA)
+		}
+	}
+	return conf, nil
+}
+
+// ServerTLS is the output server's TLS configuration (nil: plain HTTP).
+func (o Outputs) ServerTLS() (*tls.Config, error) {
+	if o.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("outputs.tls_cert/tls_key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // RuntimeList parses node.runtimes, sorted as the chain stores them.

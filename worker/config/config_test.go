@@ -36,7 +36,9 @@ func TestRenderLoadsBack(t *testing.T) {
 		Timeout: config.Duration{Duration: time.Minute}}
 	c.Bidder = config.Bidder{Enabled: false, Script: "/bin/price", PerGPUHour: map[string]string{"A100-40GB": "1200000", "H100-80GB": "2000000"}, LoadMarkupPPM: 1}
 	c.Pools = config.Pools{Join: []uint64{3, 5}, Auto: false, MaxClaims: 9}
-	c.Outputs = config.Outputs{Listen: "0.0.0.0:8470", PublicURL: "https://gpu.example", CheckpointUploadURL: "https://store.example/ckpt"}
+	c.Outputs = config.Outputs{Listen: "0.0.0.0:8470", PublicURL: "https://gpu.example", CheckpointUploadURL: "https://store.example/ckpt",
+		TLSCert: "/etc/flops/cert.pem", TLSKey: "/etc/flops/key.pem"}
+	c.Chain.TLS, c.Chain.TLSCA = true, "/etc/flops/ca.pem"
 	c.Telemetry.Listen, c.Telemetry.SampleEvery = "0.0.0.0:9470", config.Duration{Duration: 5 * time.Second}
 	c.StateDir = filepath.Join(home, "s")
 	c.Cheat = config.CheatBuild

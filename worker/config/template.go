@@ -45,6 +45,9 @@ chain:
   grpc: {{y .Chain.GRPC}}
   # chain id; empty: read it from the node.
   chain_id: {{y .Chain.ChainID}}
+  # connect over TLS (a node on another machine); tls_ca: PEM certificates to trust (empty: the system's).
+  tls: {{y .Chain.TLS}}
+  tls_ca: {{y .Chain.TLSCA}}
   # fee per unit of gas, in udps (at least the node's minimum-gas-prices).
   gas_price: {{y .Chain.GasPrice}}
   # how often the worker looks for a new block.
@@ -145,6 +148,9 @@ outputs:
   # where the output server listens (served to each job's owner only, requests signed by its key).
   listen: {{y .Outputs.Listen}}
   public_url: {{y .Outputs.PublicURL}}
+  # serve over HTTPS with this certificate and key (PEM); node.endpoint is then https://.
+  tls_cert: {{y .Outputs.TLSCert}}
+  tls_key: {{y .Outputs.TLSKey}}
   # also PUT checkpoints to <url>/<sha256> (a store that outlives this machine); empty: served here only.
   checkpoint_upload_url: {{y .Outputs.CheckpointUploadURL}}
 

@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,7 +127,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err != nil {
 		return err
 	}
-	client, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice}, log.With("component", "chain"))
+	clientTLS, err := cfg.Chain.ClientTLS()
+	if err != nil {
+		return err
+	}
+	serverTLS, err := cfg.Outputs.ServerTLS()
+	if err != nil {
+		return err
+	}
+	client, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, TLS: clientTLS, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice}, log.With("component", "chain"))
 	if err != nil {
 		return err
 	}
@@ -183,13 +192,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 				return errors.New("setting up: bonding and registering the node")
 			}
 			return nil
-		}))
+		}), nil)
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/tasks/", outputs.Handler(store, ownerOf(client), time.Now, outputs.WithLiveLogs(exec.TaskLogs),
 		outputs.WithHosts(urlHost(cfg.Node.Endpoint), urlHost(publicURL))))
 	mux.Handle("/v1/checkpoints/", http.StripPrefix("/v1/checkpoints", agent.CheckpointHandler(ckptDir, false)))
-	g.Go(func() error { return serve(ctx, cfg.Outputs.Listen, mux) })
+	g.Go(func() error { return serve(ctx, cfg.Outputs.Listen, mux, serverTLS) })
 	// The agent's context ends with the cause executor.ErrWorkerShutdown when the
 	// daemon's does: its running PROCESS and CONTAINER tasks are then left running for
 	// the next start to adopt, not killed as a cancelled task is.
@@ -221,14 +230,18 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	return err
 }
 
-// serve runs an HTTP server on addr until ctx ends (empty addr: none).
-func serve(ctx context.Context, addr string, h http.Handler) error {
+// serve runs an HTTP server on addr until ctx ends (empty addr: none), over TLS when
+// tlsConf is set.
+func serve(ctx context.Context, addr string, h http.Handler, tlsConf *tls.Config) error {
 	if addr == "" {
 		return nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	return telemetry.Serve(ctx, srv, ln)
