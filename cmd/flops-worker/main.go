@@ -108,6 +108,9 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 	str("keyring-dir", &cfg.Key.Dir)
 	str("endpoint", &cfg.Node.Endpoint)
 	str("region", &cfg.Node.Region)
+	if f.Changed("runtimes") {
+		cfg.Node.Runtimes, _ = f.GetStringSlice("runtimes")
+	}
 	str("ask", &cfg.Node.AskPerGPUHour)
 	str("bond", &cfg.Bond.Amount)
 	str("outputs-listen", &cfg.Outputs.Listen)
@@ -247,6 +250,7 @@ func runCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.String("endpoint", "", "public URL of the output server (node.endpoint)")
 	f.String("region", "", "node.region")
+	f.StringSlice("runtimes", nil, "runtimes the node accepts, e.g. BUILTIN,CONTAINER,PROCESS (node.runtimes; PROCESS runs jobs' commands here, sandboxed)")
 	f.String("ask", "", "udps per GPU-hour (node.ask_per_gpu_hour)")
 	f.String("bond", "", "udps to keep bonded (bond.amount)")
 	f.Int("mock-gpus", 0, "register this many mock A100 GPUs when the machine has none (demos, tests)")
