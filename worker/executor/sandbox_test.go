@@ -77,6 +77,16 @@ true`
 // key, another task's outputs and the worker's state, pinned to one of two fake GPUs,
 // and returns what it got away with.
 func probeFindings(t *testing.T, e *Executor, devDir string) []string {
+	return probeWith(t, e, func(script string) Spec {
+		spec := shellSpec(301, script)
+		spec.Command = []string{"bash", "-c", script}
+		spec.GPUs = []string{"GPU-a"}
+		return spec
+	})
+}
+
+// probeWith runs the probe as the Spec that spec makes of its script (task 301).
+func probeWith(t *testing.T, e *Executor, spec func(script string) Spec) []string {
 	t.Helper()
 	home := filepath.Dir(e.opts.WorkDir)
 	key := filepath.Join(home, "keyring-test", "provider.info")
@@ -116,12 +126,10 @@ echo 0 > %[5]q 2>/dev/null && echo forged > "$out/exit"
 ls /dev | grep nvidia > "$out/gpus"
 (exec 3<>/dev/tcp/127.0.0.1/%[6]d && cat <&3 > "$out/net") 2>/dev/null
 python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", %[6]d), 1); open("'"$out"'/net", "wb").write(s.recv(100))' 2>/dev/null
+[ -s "$out/net" ] || nc -w 1 127.0.0.1 %[6]d < /dev/null > "$out/net" 2>/dev/null
 setsid sleep 31.4159 &
 exit 3`, key, other, home, filepath.Join(d.root, runFile), filepath.Join(d.root, exitFile), port)
-	spec := shellSpec(301, script)
-	spec.Command = []string{"bash", "-c", script}
-	spec.GPUs = []string{"GPU-a"}
-	_, err = e.Run(context.Background(), spec, Hooks{})
+	_, err = e.Run(context.Background(), spec(script), Hooks{})
 	var exit *ExitError
 	require.True(t, errors.As(err, &exit), "the task fails with its own exit status: %v", err)
 
@@ -267,4 +275,18 @@ func TestSandboxSetup(t *testing.T) {
 		require.ErrorIs(t, err, ErrNoSandbox)
 		require.Contains(t, err.Error(), "o+x")
 	}
+}
+
+// The probe job as a CONTAINER task on podman: the key, another client's outputs, the
+// worker's state and run record, the host's network are out of its reach, it fails with
+// its own status and nothing of it outlives the task.
+func TestAttackProbeJobInAContainer(t *testing.T) {
+	image := testimage.Busybox(t)
+	defer pkill("31.4159")
+	home := testdirs.Reachable(t, t.TempDir())
+	e := newTestExecutor(t, func(o *Options) { o.WorkDir = filepath.Join(home, "work"); o.ContainerRuntime = "podman" })
+	found := probeWith(t, e, func(script string) Spec {
+		return Spec{TaskID: 301, JobID: 7, Runtime: markettypes.RUNTIME_CONTAINER, Image: image, Command: []string{"/bin/sh", "-c", script}}
+	})
+	require.Empty(t, found, "the container lets the probe get nothing")
 }
