@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/specfile"
+	"github.com/flopsnet/flops/internal/testimage"
 	"github.com/flopsnet/flops/testutil/apptest"
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/chain"
@@ -99,7 +101,8 @@ func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	log := slog.New(slog.NewTextHandler(testWriter(t), nil))
 	// Unsandboxed: these tests follow the agent, and their PROCESS jobs talk to the test
 	// through host paths; the executor's and the end-to-end tests run the sandbox.
-	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log, Workers: 1, Sandbox: executor.Sandbox{Off: true}})
+	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log, Workers: 1,
+		Sandbox: executor.Sandbox{Off: true, Devices: func([]string) ([]string, error) { return nil, nil }}}) // mock GPUs: no device nodes
 	require.NoError(t, err)
 	store, err := outputs.Open(home + "/outputs")
 	require.NoError(t, err)
@@ -402,6 +405,43 @@ func TestWorkerPoolUnitSeesItsGPU(t *testing.T) {
 	b, err := os.ReadFile(seen)
 	require.NoError(t, err)
 	require.Regexp(t, `^gpus=\S+\n$`, string(b), "the unit ran once, on a pinned GPU")
+}
+
+// examples/container-job.yaml, pinned by scripts/example-image.sh to the image it builds,
+// runs on podman: decoded with the app's codec, submitted, run by a worker, its outputs
+// stored.
+func TestExampleContainerJobRuns(t *testing.T) {
+	testimage.Busybox(t) // podman works here; CONTAINERS_CONF set
+	file := filepath.Join(t.TempDir(), "container-job.yaml")
+	bz, err := os.ReadFile("../../examples/container-job.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, bz, 0o644))
+	out, err := exec.Command("../../scripts/example-image.sh", file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	bz, err = os.ReadFile(file)
+	require.NoError(t, err)
+
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", nil)
+	var spec markettypes.JobSpec
+	require.NoError(t, specfile.Decode(a.AppCodec(), bz, &spec))
+	require.Equal(t, markettypes.RUNTIME_CONTAINER, spec.Runtime)
+	j := job(t, a, spec)
+	q := markettypesQuery(a)
+	until(t, a, 60, "job completed", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
+	}, w)
+	tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
+	require.NoError(t, err)
+	f, _, err := w.store.OpenFile(tasks.Tasks[0].Id, "result.txt")
+	require.NoError(t, err)
+	b, err := io.ReadAll(f)
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+	require.Contains(t, string(b), fmt.Sprintf("shard 0 of job %d ran in a container", j.Id))
 }
 
 // examples/process-job.yaml runs as it is: decoded with the app's codec, submitted, run by
