@@ -90,7 +90,7 @@ func build(conf string) (string, string) {
 	if err != nil {
 		return "", err.Error()
 	}
-	defer os.RemoveAll(root)
+	defer func() { _ = os.RemoveAll(root) }()
 	bz, err := os.ReadFile(busybox)
 	if err != nil {
 		return "", err.Error()
@@ -114,7 +114,7 @@ func build(conf string) (string, string) {
 	sum := sha256.Sum256(bz)
 	tag := "localhost/flops-test-busybox:" + hex.EncodeToString(sum[:6]) + "-2"
 	tar := filepath.Join(root, "..", filepath.Base(root)+".tar")
-	defer os.Remove(tar)
+	defer func() { _ = os.Remove(tar) }()
 	if out, err := exec.Command("tar", "-C", root, "-cf", tar, ".").CombinedOutput(); err != nil {
 		return "", "tar: " + string(out)
 	}

@@ -414,16 +414,17 @@ func (h *sinkHandler) Handle(ctx context.Context, r slog.Record) error {
 			return true
 		})
 		h.sink.mu.Lock()
-		if r.Message == "task started" {
+		switch r.Message {
+		case "task started":
 			if _, seen := h.sink.starts[task]; !seen {
 				h.sink.starts[task] = r.Time
 			}
 			if gpus == 0 {
 				h.sink.noGPU[task] = true
 			}
-		} else if r.Message == "re-attached to the running task process" {
+		case "re-attached to the running task process":
 			h.sink.adopted[task] = true
-		} else {
+		default:
 			h.sink.resumed[task] = true
 		}
 		h.sink.mu.Unlock()

@@ -30,18 +30,22 @@ func TestOutputServerOverTLS(t *testing.T) {
 		done <- serve(ctx, addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "outputs") }), conf)
 	}()
 	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}, Timeout: 5 * time.Second}
-	var resp *http.Response
+	var body string
 	require.Eventually(t, func() bool {
-		resp, err = trusting.Get("https://" + addr + "/")
-		return err == nil
+		resp, err := trusting.Get("https://" + addr + "/")
+		if err != nil {
+			return false
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return true
 	}, 5*time.Second, 20*time.Millisecond)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, "outputs", string(b))
+	require.Equal(t, "outputs", body)
 	plain, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/")
 	if err == nil {
 		require.NotEqual(t, http.StatusOK, plain.StatusCode, "plain HTTP is not served")
-		plain.Body.Close()
+		_ = plain.Body.Close()
 	}
 	cancel()
 	require.NoError(t, <-done)

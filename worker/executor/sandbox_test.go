@@ -103,7 +103,7 @@ func probeWith(t *testing.T, e *Executor, spec func(script string) Spec) []strin
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	port := l.Addr().(*net.TCPAddr).Port
 	go func() {
 		for {
@@ -112,7 +112,7 @@ func probeWith(t *testing.T, e *Executor, spec func(script string) Spec) []strin
 				return
 			}
 			_, _ = c.Write([]byte("reached the host\n"))
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 
