@@ -153,6 +153,11 @@ type Sandbox struct {
 	// ReadOnly are the system directories a PROCESS task sees (empty: /usr, /bin, /sbin,
 	// /lib, /lib32, /lib64, /etc, /opt).
 	ReadOnly []string `json:"read_only"`
+	// MaxFileMiB bounds the size of any file a PROCESS task writes (0: none).
+	MaxFileMiB uint64 `json:"max_file_mib"`
+	// Cgroup is a cgroup v2 directory delegated to the worker: each PROCESS task then gets
+	// a cgroup of its own under it with memory, pids and CPU limits (empty: rlimits only).
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // PoCP: the challenge solver.

@@ -31,7 +31,7 @@ func TestRenderLoadsBack(t *testing.T) {
 		AskPerGPUHour: "2500000", ClaimedGflops: 900, MockGPUs: 2, NoNVML: true}
 	c.Bond.Amount = "500000000"
 	c.Executor = config.Executor{WorkDir: filepath.Join(home, "w"), ContainerRuntime: "podman", IPFSGateway: "https://ipfs.io", Workers: 8, MaxTasks: 3,
-		PrivateInputs: true, Sandbox: config.Sandbox{Network: true, MemoryMiBPerGPU: 4096, CPUsPerGPU: 2, Processes: 100, ReadOnly: []string{"/usr", "/etc"}}}
+		PrivateInputs: true, Sandbox: config.Sandbox{Network: true, MemoryMiBPerGPU: 4096, CPUsPerGPU: 2, Processes: 100, ReadOnly: []string{"/usr", "/etc"}, MaxFileMiB: 1024, Cgroup: "/sys/fs/cgroup/flops"}}
 	c.PoCP = config.PoCP{Solver: "external", External: "/usr/bin/flops-gpu-solver", ExternalArgs: []string{"--device", "0"}, Workers: 4,
 		Timeout: config.Duration{Duration: time.Minute}}
 	c.Bidder = config.Bidder{Enabled: false, Script: "/bin/price", PerGPUHour: map[string]string{"A100-40GB": "1200000", "H100-80GB": "2000000"}, LoadMarkupPPM: 1}

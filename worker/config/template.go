@@ -118,6 +118,12 @@ executor:
     processes: {{y .Executor.Sandbox.Processes}}
     # system directories a PROCESS task sees, read-only; []: /usr /bin /sbin /lib /lib32 /lib64 /etc /opt.
     read_only: {{y .Executor.Sandbox.ReadOnly}}
+    # largest file a PROCESS task may write (MiB); 0: no bound.
+    max_file_mib: {{y .Executor.Sandbox.MaxFileMiB}}
+    # a cgroup v2 directory delegated to the worker (systemd: Delegate=yes, or one made and
+    # chowned for it): each PROCESS task then gets its own cgroup under it with memory, pids
+    # and CPU limits, killed as a whole when the task ends; empty: rlimits only.
+    cgroup: {{y .Executor.Sandbox.Cgroup}}
 
 pocp:
   # "go" (the CPU solver) or "external" (a GPU solver speaking docs/pocp.md section 9).

@@ -59,7 +59,7 @@ func Sandbox(ctx context.Context, cfg config.Config, inv gpu.Inventory, op sdk.A
 	gpus := uint64(max(len(devs), 1))
 	s := executor.Sandbox{
 		Required: cfg.Node.AcceptsProcess(), Network: sc.Network, Processes: sc.Processes,
-		MemoryPerGPU: sc.MemoryMiBPerGPU << 20, CPUsPerGPU: sc.CPUsPerGPU,
+		MemoryPerGPU: sc.MemoryMiBPerGPU << 20, CPUsPerGPU: sc.CPUsPerGPU, MaxFileBytes: sc.MaxFileMiB << 20, Cgroup: sc.Cgroup,
 		Private: []string{cfg.Key.Dir, cfg.Key.PassphraseFile, cfg.StateDir},
 		Devices: func(uuids []string) ([]string, error) { return gpu.DeviceNodes(devs, uuids) },
 	}

@@ -56,7 +56,9 @@ type runRecord struct {
 	// ContainerRuntime and Container name a CONTAINER task's runtime client and
 	// container, removed when an adopted task is stopped.
 	ContainerRuntime string `json:"container_runtime,omitempty"`
-	Container        string `json:"container,omitempty"`
+	// Cgroup is the task's own cgroup (Sandbox.Cgroup), killed when it ends.
+	Cgroup    string `json:"cgroup,omitempty"`
+	Container string `json:"container,omitempty"`
 }
 
 func writeRunRecord(root string, r runRecord) error {
@@ -140,11 +142,12 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 		return Result{}, err
 	}
 	defer e.release(taskID)
-	p := &taskProcess{pid: rec.PID, startTicks: rec.StartTicks}
+	p := &taskProcess{pid: rec.PID, startTicks: rec.StartTicks, cgroup: rec.Cgroup}
 	deadline := rec.Deadline
 	if !processAlive(p.pid, p.startTicks) {
 		st, err := os.Stat(filepath.Join(d.root, exitFile))
 		if err != nil {
+			killCgroup(log, rec.Cgroup)
 			removeRunRecord(d.root)
 			err := fmt.Errorf("task %d: process %d: %w", taskID, rec.PID, ErrTaskLost)
 			log.Warn("task failed", "err", err)
@@ -192,6 +195,7 @@ func (e *Executor) Abandon(ctx context.Context, taskID uint64) {
 		}
 		e.kill(log, p)
 	}
+	killCgroup(log, rec.Cgroup)
 	removeRunRecord(d.root)
 }
 
@@ -200,6 +204,7 @@ func (e *Executor) Abandon(ctx context.Context, taskID uint64) {
 type taskProcess struct {
 	pid        int // and pgid
 	startTicks uint64
+	cgroup     string // the task's own cgroup, "" if none
 	child      bool
 	gone       bool
 	reaped     bool

@@ -59,7 +59,9 @@ type command struct {
 	// owned: the task runs as the sandbox's user, who must own its writable directories.
 	owned bool
 	// files are inherited by the command from fd 3 on; execute closes them.
-	files     []*os.File
+	files []*os.File
+	// cgroup, if set, is the cgroup the command starts in (Sandbox.Cgroup).
+	cgroup    *taskCgroup
 	dir       string
 	env       []string
 	stop      func()
@@ -145,7 +147,15 @@ func (e *Executor) processCommand(spec Spec, d taskDirs) (command, error) {
 	if err != nil {
 		return command{}, err
 	}
-	return command{argv: argv, files: files, look: spec.Command[0], dir: d.work, env: env.list(), owned: true}, nil
+	c := command{argv: argv, files: files, look: spec.Command[0], dir: d.work, env: env.list(), owned: true}
+	if sb := e.opts.Sandbox; sb.Cgroup != "" {
+		gpus := uint64(max(len(spec.GPUs), 1))
+		if c.cgroup, err = newTaskCgroup(e.log, sb.Cgroup, spec.TaskID, sb.MemoryPerGPU*gpus, sb.Processes, sb.CPUsPerGPU*gpus); err != nil {
+			closeAll(files)
+			return command{}, err
+		}
+	}
+	return c, nil
 }
 
 // execute runs c through the wrapper (wrapperScript) in its own process group, with
@@ -154,7 +164,13 @@ func (e *Executor) processCommand(spec Spec, d taskDirs) (command, error) {
 // in the task directory (runRecord) and supervises it (supervise).
 func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c command, d taskDirs, hooks Hooks, resumed *Checkpoint) error {
 	defer closeAll(c.files)
+	if c.cgroup != nil {
+		defer func() { _ = c.cgroup.fd.Close() }()
+	}
 	if err := lookCommand(c); err != nil {
+		if c.cgroup != nil {
+			killCgroup(log, c.cgroup.dir)
+		}
 		return err
 	}
 	logDir := filepath.Join(d.output, LogDir)
@@ -186,16 +202,23 @@ func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c c
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = c.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cgroup := ""
+	if c.cgroup != nil {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(c.cgroup.fd.Fd())
+		cgroup = c.cgroup.dir
+	}
 	if err := cmd.Start(); err != nil {
+		killCgroup(log, cgroup)
 		return fmt.Errorf("start %q: %w", c.argv[0], err)
 	}
 	defer func() { _ = cmd.Process.Release() }() // reaped by supervise (wait4), or left running
-	p := &taskProcess{pid: cmd.Process.Pid, child: true}
+	p := &taskProcess{pid: cmd.Process.Pid, child: true, cgroup: cgroup}
 	log.Debug("task process started", "pid", p.pid)
 	rec := runRecord{
 		TaskID: spec.TaskID, JobID: spec.JobID, Index: spec.Index, Runtime: spec.Runtime, Image: spec.Image,
 		Command: spec.Command, GPUs: spec.GPUs, PID: p.pid, Started: time.Now().UTC(), Resumed: resumed,
 		ContainerRuntime: c.runtime, Container: c.container, CheckpointInterval: spec.CheckpointInterval,
+		Cgroup: cgroup,
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		rec.Deadline = dl.UTC()
@@ -264,6 +287,7 @@ func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProce
 		e.kill(log, p)
 	}
 	signalGroup(log, p.pid, syscall.SIGKILL) // what the command left running
+	killCgroup(log, p.cgroup)                // and whatever left its group
 	stopWatch()
 	watching.Wait()
 	removeRunRecord(d.root)

@@ -41,7 +41,8 @@ var DefaultReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib6
 // inject into). The worker's home, keys, state, run records and other tasks'
 // files are not in its view. Limits are rlimits: RLIMIT_DATA (memory), RLIMIT_NPROC in
 // the task's own user namespace (processes and threads), RLIMIT_NOFILE, RLIMIT_FSIZE, no
-// core dumps. A worker running as root runs tasks as UID:GID (nobody), since root is
+// core dumps; with Cgroup, a cgroup v2 of the task's own with memory, pids and CPU limits.
+// A worker running as root runs tasks as UID:GID (nobody), since root is
 // exempt from RLIMIT_NPROC and owns the worker's files.
 type Sandbox struct {
 	// Required makes New fail when PROCESS tasks cannot be sandboxed here (a worker that
@@ -72,6 +73,12 @@ type Sandbox struct {
 	OpenFiles uint64
 	// MaxFileBytes bounds the size of any file a task writes (RLIMIT_FSIZE; 0: none).
 	MaxFileBytes uint64
+	// Cgroup is a cgroup v2 directory delegated to the worker (e.g. systemd's Delegate=yes
+	// for its service, or one made for it): each PROCESS task then runs in a child cgroup
+	// of its own, placed in it at fork, with memory.max (MemoryPerGPU x GPUs, no swap),
+	// pids.max (Processes) and cpu.max (CPUsPerGPU x GPUs) for the controllers it offers,
+	// and the whole cgroup is killed when the task ends. Empty: rlimits only.
+	Cgroup string
 	// UID and GID a task runs as when the worker is root (0: NobodyID).
 	UID, GID int
 	// CPUsPerGPU bounds a CONTAINER task's CPUs (the runtime's --cpus) per GPU it is
@@ -118,6 +125,11 @@ func setupSandbox(s *Sandbox, workDir string) (sandboxTools, error) {
 		return sandboxTools{}, nil
 	}
 	var t sandboxTools
+	if s.Cgroup != "" {
+		if err := checkCgroup(s.Cgroup); err != nil {
+			return t, err
+		}
+	}
 	var err error
 	name := s.Bwrap
 	if name == "" {
