@@ -1,6 +1,10 @@
 package agent_test
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,6 +15,9 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/testutil/apptest"
+	"github.com/flopsnet/flops/worker/agent"
+	"github.com/flopsnet/flops/worker/executor"
+	"github.com/flopsnet/flops/worker/outputs"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -141,4 +148,23 @@ func TestWorkerCarriesProgressToTheChain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "step 7/10", res.Tasks[0].Progress, "the last line, carried by a heartbeat while the task ran")
 	require.Positive(t, res.Tasks[0].ProgressHeight)
+}
+
+// A checkpoint the task swapped for a link to one of the worker's files after it was
+// hashed is not published: the key would be served to whoever resumes the task.
+func TestAttackCheckpointLinkedToTheWorkerKey(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(key, []byte("PRIVATE KEY"), 0o600))
+	sum := sha256.Sum256([]byte("PRIVATE KEY"))
+	ckpt := filepath.Join(dir, "checkpoint", "step-1")
+	require.NoError(t, os.MkdirAll(filepath.Dir(ckpt), 0o755))
+	require.NoError(t, os.Symlink(key, ckpt))
+	store, err := outputs.Open(filepath.Join(dir, "outputs"))
+	require.NoError(t, err)
+	p := &agent.LocalPublisher{Store: store, BaseURL: "https://n.example", Dir: filepath.Join(dir, "published")}
+	_, err = p.PublishCheckpoint(context.Background(), 1, executor.Checkpoint{SHA256: hex.EncodeToString(sum[:]), Path: ckpt})
+	require.Error(t, err)
+	_, err = os.Stat(filepath.Join(dir, "published", hex.EncodeToString(sum[:])))
+	require.True(t, os.IsNotExist(err), "nothing published")
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -411,4 +412,28 @@ func TestTaskProgress(t *testing.T) {
 	if err == nil { // a hard link needs the same file system
 		require.Empty(t, e.Progress(37), "a hard link is not read")
 	}
+}
+
+// A task that, before it ends, swaps its captured logs for links to the worker's files
+// gets neither read nor written through them: its stderr is a link to the worker's key
+// (which the failure's message would quote) and the name the bounded copy of its stdout
+// is written to is a link to another of the worker's files (which would be truncated).
+func TestAttackTaskLinksItsLogsToWorkerFiles(t *testing.T) {
+	e := newTestExecutor(t, func(o *Options) { o.MaxLogBytes = 1024 })
+	home := t.TempDir()
+	key, victim := filepath.Join(home, "key"), filepath.Join(home, "state.json")
+	require.NoError(t, os.WriteFile(key, []byte("PRIVATE KEY"), 0o600))
+	require.NoError(t, os.WriteFile(victim, []byte(`{"salts":"precious"}`), 0o600))
+	script := fmt.Sprintf(`logs="$FLOPS_OUTPUT_DIR/.flops"
+head -c 5000 /dev/zero | tr '\0' x
+ln -sf %q "$logs/stdout.log.bounded"
+rm -f "$logs/stderr.log"; ln -s %q "$logs/stderr.log"
+exit 1`, victim, key)
+	_, err := e.Run(context.Background(), shellSpec(900, script), Hooks{})
+	var exit *ExitError
+	require.True(t, errors.As(err, &exit), "%v", err)
+	require.NotContains(t, exit.Stderr, "PRIVATE KEY", "the key is not read through the task's link")
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	require.Equal(t, `{"salts":"precious"}`, string(b), "the worker's file is not written through the task's link")
 }
