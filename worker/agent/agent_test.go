@@ -475,3 +475,16 @@ func TestExampleProcessJobRuns(t *testing.T) {
 		require.True(t, tk.Paid.LT(tk.Price), "task %d paid %s of its %s: the time it ran", tk.Id, tk.Paid, tk.Price)
 	}
 }
+
+// A worker whose machine has no working container runtime does not declare CONTAINER,
+// even though its config lists it: the chain then never gives it a container job it
+// would fail (and be slashed for).
+func TestWorkerWithoutContainerRuntimeDoesNotDeclareContainer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", nil)
+	res, err := gfltypes.NewQueryClient(a.QueryConn()).Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: w.agent.Node().Id})
+	require.NoError(t, err)
+	require.Equal(t, []gfltypes.Runtime{gfltypes.RUNTIME_BUILTIN, gfltypes.RUNTIME_PROCESS}, res.Node.Runtimes)
+}

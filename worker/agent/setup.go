@@ -159,6 +159,17 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 	if err != nil {
 		return gfltypes.NodeSpec{}, err
 	}
+	if slices.Contains(runtimes, gfltypes.RUNTIME_CONTAINER) {
+		// Declaring CONTAINER without a runtime would have every container job assigned
+		// here fail on the provider's side, and the provider slashed for it.
+		if _, err := a.o.Executor.ContainerRuntime(); err != nil {
+			a.log.Warn("node.runtimes lists CONTAINER but no container runtime works here: not declared (install podman or docker)", "err", err)
+			runtimes = slices.DeleteFunc(runtimes, func(r gfltypes.Runtime) bool { return r == gfltypes.RUNTIME_CONTAINER })
+		}
+	}
+	if len(runtimes) == 0 {
+		return gfltypes.NodeSpec{}, errors.New("node.runtimes: none of them can run here")
+	}
 	claimed := a.cfg.Node.ClaimedGflops
 	if claimed == 0 && node != nil {
 		claimed = node.ClaimedGflops

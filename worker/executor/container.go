@@ -56,6 +56,13 @@ func (e *Executor) containerRuntime() (bin, flavor string, err error) {
 	return e.rtBin, e.rtFlavor, nil
 }
 
+// ContainerRuntime is the runtime client CONTAINER tasks would run with, or why there is
+// none (ErrNoContainerRuntime): a node should not accept CONTAINER jobs without one.
+func (e *Executor) ContainerRuntime() (string, error) {
+	bin, _, err := e.containerRuntime()
+	return bin, err
+}
+
 // containerParams are the parts of a container command line.
 type containerParams struct {
 	flavor     string // "docker" or "podman"
