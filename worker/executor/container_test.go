@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,3 +269,29 @@ func TestContainerRealSurvivesAWorkerRestart(t *testing.T) {
 }
 
 func readIf(p string) string { b, _ := os.ReadFile(p); return string(b) }
+
+// A worker restarted after its CONTAINER task's runtime client was killed (a service
+// manager that killed the whole control group) finds the container still running and
+// re-attaches to it by its name: the task ends with the container's result.
+func TestContainerRealReattachedByName(t *testing.T) {
+	image := testimage.Busybox(t)
+	e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman" })
+	spec := Spec{TaskID: 107, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: image, MaxDuration: time.Minute,
+		Command: []string{"/bin/sh", "-c", `echo begin > "$FLOPS_OUTPUT_DIR/begin"; sleep 3; echo end > "$FLOPS_OUTPUT_DIR/end"; exit 4`}}
+	_, err := shutdownOnceStarted(t, e, spec, filepath.Join(e.dirs(107).output, "begin"))
+	require.ErrorIs(t, err, ErrDetached)
+	rec, err := readRunRecord(e.TaskDir(107))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = osexec.Command("podman", "rm", "-f", rec.Container).Run() })
+	require.NoError(t, syscall.Kill(-rec.PID, syscall.SIGKILL), "the wrapper and the runtime client are killed")
+	require.Eventually(t, func() bool { return !processAlive(rec.PID, rec.StartTicks) }, 5*time.Second, 20*time.Millisecond)
+
+	e2 := newTestExecutor(t, func(o *Options) { o.WorkDir = e.opts.WorkDir; o.ContainerRuntime = "podman" })
+	res, err := e2.Adopt(context.Background(), 107, Hooks{})
+	var exit *ExitError
+	require.True(t, errors.As(err, &exit), "the container's own exit status: %v", err)
+	require.Equal(t, 4, exit.Code)
+	b, err := os.ReadFile(filepath.Join(res.OutputDir, "end"))
+	require.NoError(t, err)
+	require.Equal(t, "end\n", string(b), "the container ran to its end")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -146,15 +147,23 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 	deadline := rec.Deadline
 	if !processAlive(p.pid, p.startTicks) {
 		st, err := os.Stat(filepath.Join(d.root, exitFile))
-		if err != nil {
+		switch {
+		case err == nil:
+			if !deadline.IsZero() && !st.ModTime().After(deadline) {
+				deadline = time.Time{} // it ended in time, while no worker watched
+			}
+		case rec.Container != "" && containerRunning(ctx, rec.ContainerRuntime, rec.Container):
+			// the runtime client is gone (killed with the worker's cgroup, say), its
+			// container is not: wait for the container by its name instead
+			if p, err = e.rewait(log, rec, d); err != nil {
+				return Result{OutputDir: d.output}, err
+			}
+		default:
 			killCgroup(log, rec.Cgroup)
 			removeRunRecord(d.root)
 			err := fmt.Errorf("task %d: process %d: %w", taskID, rec.PID, ErrTaskLost)
 			log.Warn("task failed", "err", err)
 			return Result{OutputDir: d.output}, err
-		}
-		if !deadline.IsZero() && !st.ModTime().After(deadline) {
-			deadline = time.Time{} // it ended in time, while no worker watched
 		}
 	}
 	if !deadline.IsZero() {
@@ -171,6 +180,48 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 	runErr := e.supervise(ctx, log, p, stop, d, hooks, rec.Resumed, rec.CheckpointInterval)
 	res, err := e.collect(ctx, log, d, runErr)
 	return e.outcome(ctx, log, taskID, start, res, err)
+}
+
+// containerRunning reports whether the runtime says a container is running.
+func containerRunning(ctx context.Context, runtime, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.Running}}", name).Output()
+	return err == nil && strings.TrimSpace(string(out)) == "true"
+}
+
+// rewaitScript waits for a container by its name ("$@" is "<runtime> wait <name>", which
+// prints the container's exit status) and writes that status to the file named by $0,
+// as wrapperScript does for the runtime client.
+const rewaitScript = `code=$("$@") || code=; echo "${code:-255}" > "$0"`
+
+// rewait re-attaches to a CONTAINER task whose runtime client is gone but whose container
+// runs: a new wrapper waits for the container by its name; its run record now names that
+// wrapper. What the container prints from now on is not captured (the client that carried
+// it is gone); a line in its stderr log says so. Its outputs are unaffected.
+func (e *Executor) rewait(log *slog.Logger, rec runRecord, d taskDirs) (*taskProcess, error) {
+	exitPath := filepath.Join(d.root, exitFile)
+	if f, err := os.OpenFile(filepath.Join(d.output, LogDir, "stderr.log"), os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0); err == nil {
+		_, _ = fmt.Fprintf(f, "\n[flops: the container runtime's client was gone when the worker restarted; output after this is not captured]\n")
+		_ = f.Close()
+	}
+	cmd := exec.Command("/bin/sh", "-c", rewaitScript, exitPath, rec.ContainerRuntime, "wait", rec.Container)
+	cmd.Dir = d.tmp
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("re-attach to container %s: %w", rec.Container, err)
+	}
+	p := &taskProcess{pid: cmd.Process.Pid, child: true, cgroup: rec.Cgroup}
+	_ = cmd.Process.Release() // reaped by supervise
+	rec.PID = p.pid
+	if _, ticks, err := procStat(p.pid); err == nil {
+		rec.StartTicks = ticks
+	}
+	if err := writeRunRecord(d.root, rec); err != nil {
+		log.Warn("run record not rewritten", "err", err)
+	}
+	log.Info("re-attached to the container by its name: its runtime client was gone", "container", rec.Container, "pid", p.pid)
+	return p, nil
 }
 
 // Abandon stops a detached task that is no longer this machine's (it was reassigned or
