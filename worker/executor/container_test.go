@@ -239,6 +239,17 @@ ls /sys/class/net > "$out/net"; true`},
 	var exit *ExitError
 	require.True(t, errors.As(err, &exit), "over its memory limit the task fails: %v", err)
 	require.NotZero(t, exit.Code)
+
+	spec.TaskID, spec.Command = 108, []string{"/bin/sh", "-c", `for i in $(seq 1 100); do sleep 2 & done; wait; exit 0`}
+	_, _ = e.Run(context.Background(), spec, Hooks{})
+	logs, err := os.ReadFile(filepath.Join(e.dirs(108).output, LogDir, "stderr.log"))
+	require.NoError(t, err)
+	require.Contains(t, strings.ToLower(string(logs)), "fork", "100 processes cannot start under a limit of 64")
+
+	spec.TaskID, spec.Command = 109, []string{"/bin/sh", "-c", `echo fine > "$FLOPS_OUTPUT_DIR/ok"`}
+	res, err = e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err, "the executor runs the next task as usual")
+	require.Len(t, res.Files, 1)
 }
 
 // A worker restarted while a real container runs re-attaches to it: the container keeps
