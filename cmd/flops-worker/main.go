@@ -127,7 +127,7 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 	if f.Changed("gas-price") {
 		cfg.Chain.GasPrice, _ = f.GetFloat64("gas-price")
 	}
-	if f.Lookup("cheat") != nil && f.Changed("cheat") {
+	if f.Changed("cheat") {
 		cfg.Cheat, _ = f.GetBool("cheat")
 	}
 	return cfg, cfg.Validate()

@@ -33,8 +33,8 @@ import (
 
 	"github.com/flopsnet/flops/app"
 	"github.com/flopsnet/flops/app/encoding"
-	"github.com/flopsnet/flops/internal/testdirs"
 	"github.com/flopsnet/flops/testutil/network"
+	"github.com/flopsnet/flops/testutil/testdirs"
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"

@@ -24,7 +24,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/flopsnet/flops/app"
-	"github.com/flopsnet/flops/internal/testimage"
+	"github.com/flopsnet/flops/testutil/testimage"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/outputs"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"

@@ -28,8 +28,8 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/specfile"
-	"github.com/flopsnet/flops/internal/testimage"
 	"github.com/flopsnet/flops/testutil/apptest"
+	"github.com/flopsnet/flops/testutil/testimage"
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
 
-	"github.com/flopsnet/flops/internal/testdirs"
+	"github.com/flopsnet/flops/testutil/testdirs"
 	"github.com/flopsnet/flops/worker/chain"
 )
 

@@ -146,7 +146,8 @@ type Sandbox struct {
 	Network bool `json:"network"`
 	// MemoryMiBPerGPU bounds a task's memory per GPU (0: the machine's memory / GPUs).
 	MemoryMiBPerGPU uint64 `json:"memory_mib_per_gpu"`
-	// CPUsPerGPU bounds a CONTAINER task's CPUs per GPU (0: the machine's CPUs / GPUs).
+	// CPUsPerGPU bounds a task's CPUs per GPU: a CONTAINER task's always, a PROCESS task's
+	// with a cgroup (0: the machine's CPUs / GPUs).
 	CPUsPerGPU uint64 `json:"cpus_per_gpu"`
 	// Processes bounds a task's processes and threads (0: 4096).
 	Processes uint64 `json:"processes"`

@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -27,7 +26,6 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/app/encoding"
-
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/bidder"
 	"github.com/flopsnet/flops/worker/chain"
@@ -67,10 +65,7 @@ func Sandbox(ctx context.Context, cfg config.Config, inv gpu.Inventory, op sdk.A
 		s.ReadOnly = sc.ReadOnly
 	}
 	if s.MemoryPerGPU == 0 {
-		var si syscall.Sysinfo_t
-		if err := syscall.Sysinfo(&si); err == nil {
-			s.MemoryPerGPU = uint64(si.Totalram) * uint64(si.Unit) / gpus
-		}
+		s.MemoryPerGPU = executor.MachineMemory() / gpus
 	}
 	if s.CPUsPerGPU == 0 {
 		s.CPUsPerGPU = max(uint64(runtime.NumCPU())/gpus, 1)

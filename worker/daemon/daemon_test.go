@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flopsnet/flops/internal/testdirs"
+	"github.com/flopsnet/flops/testutil/testdirs"
 	"github.com/flopsnet/flops/worker/config"
 )
 

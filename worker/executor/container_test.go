@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flopsnet/flops/internal/testimage"
+	"github.com/flopsnet/flops/testutil/testimage"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 

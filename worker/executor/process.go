@@ -58,8 +58,6 @@ type command struct {
 	look string
 	// owned: the task runs as the sandbox's user, who must own its writable directories.
 	owned bool
-	// files are inherited by the command from fd 3 on; execute closes them.
-	files []*os.File
 	// cgroup, if set, is the cgroup the command starts in (Sandbox.Cgroup).
 	cgroup    *taskCgroup
 	dir       string
@@ -143,15 +141,14 @@ func (e *Executor) processCommand(spec Spec, d taskDirs) (command, error) {
 	base.set("HOME", SandboxTmpDir)
 	base.set("TMPDIR", SandboxTmpDir)
 	env := taskEnv(e.log, spec, base, ContainerInputDir, ContainerOutputDir, ContainerCheckpointDir)
-	argv, files, err := e.sandboxed(spec, d, spec.Command)
+	argv, err := e.sandboxed(spec, d, spec.Command)
 	if err != nil {
 		return command{}, err
 	}
-	c := command{argv: argv, files: files, look: spec.Command[0], dir: d.work, env: env.list(), owned: true}
+	c := command{argv: argv, look: spec.Command[0], dir: d.work, env: env.list(), owned: true}
 	if sb := e.opts.Sandbox; sb.Cgroup != "" {
 		gpus := uint64(max(len(spec.GPUs), 1))
 		if c.cgroup, err = newTaskCgroup(e.log, sb.Cgroup, spec.TaskID, sb.MemoryPerGPU*gpus, sb.Processes, sb.CPUsPerGPU*gpus); err != nil {
-			closeAll(files)
 			return command{}, err
 		}
 	}
@@ -163,7 +160,6 @@ func (e *Executor) processCommand(spec Spec, d taskDirs) (command, error) {
 // pipe to the worker: the process outlives a worker that shuts down), records the run
 // in the task directory (runRecord) and supervises it (supervise).
 func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c command, d taskDirs, hooks Hooks, resumed *Checkpoint) error {
-	defer closeAll(c.files)
 	if c.cgroup != nil {
 		defer func() { _ = c.cgroup.fd.Close() }()
 	}
@@ -200,7 +196,6 @@ func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c c
 	cmd := exec.Command("/bin/sh", append([]string{"-c", wrapperScript, exitPath}, c.argv...)...)
 	cmd.Dir, cmd.Env = c.dir, c.env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = c.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cgroup := ""
 	if c.cgroup != nil {

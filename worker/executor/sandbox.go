@@ -81,13 +81,23 @@ type Sandbox struct {
 	Cgroup string
 	// UID and GID a task runs as when the worker is root (0: NobodyID).
 	UID, GID int
-	// CPUsPerGPU bounds a CONTAINER task's CPUs (the runtime's --cpus) per GPU it is
-	// pinned to (0: no bound). A PROCESS task's CPU is not bounded (rlimits cannot).
+	// CPUsPerGPU bounds a task's CPUs per GPU it is pinned to: a CONTAINER task's through
+	// the runtime's --cpus, a PROCESS task's through cpu.max when there is a Cgroup
+	// (rlimits cannot bound it). 0: no bound.
 	CPUsPerGPU uint64
 	// Devices are the device nodes of the GPUs a task is pinned to (gpu.DeviceNodes), the
 	// ones that do not exist skipped; each is bound at its own path if under /dev, else
 	// at /dev/<its name>. nil: none.
 	Devices func(gpus []string) ([]string, error)
+}
+
+// MachineMemory is the machine's physical memory in bytes (0 if unknown).
+func MachineMemory() uint64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
 }
 
 // sandboxTools are the resolved binaries of the sandbox.
@@ -116,10 +126,7 @@ func setupSandbox(s *Sandbox, workDir string) (sandboxTools, error) {
 		s.OpenFiles = DefaultSandboxOpenFiles
 	}
 	if s.MemoryPerGPU == 0 {
-		var si syscall.Sysinfo_t
-		if err := syscall.Sysinfo(&si); err == nil {
-			s.MemoryPerGPU = uint64(si.Totalram) * uint64(si.Unit)
-		}
+		s.MemoryPerGPU = MachineMemory()
 	}
 	if s.Off {
 		return sandboxTools{}, nil
@@ -214,33 +221,17 @@ func under(p, dir string) bool {
 }
 
 // sandboxed wraps a task's argv in the sandbox: setpriv (root only), prlimit and bwrap
-// outside, prlimit --nproc inside (RLIMIT_NPROC counts per user namespace). The task's
-// directories are bound from open files (files, inherited from fd 3 on), since the
-// sandbox's user may not be allowed to walk to them (a worker home in /root); the caller
-// closes them once the command has started.
-func (e *Executor) sandboxed(spec Spec, d taskDirs, argv []string) (out []string, files []*os.File, err error) {
+// outside, prlimit --nproc inside (RLIMIT_NPROC counts per user namespace). bwrap binds
+// the task's directories as the sandbox's user, who can reach them (reachable).
+func (e *Executor) sandboxed(spec Spec, d taskDirs, argv []string) ([]string, error) {
 	s, t := e.opts.Sandbox, e.sandbox
 	if t.err != nil {
-		return nil, nil, t.err
-	}
-	defer func() {
-		if err != nil {
-			closeAll(files)
-			files = nil
-		}
-	}()
-	bindFD := func(flag, dir, dest string) error {
-		f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("task directory: %w", err)
-		}
-		files = append(files, f)
-		out = append(out, flag, strconv.Itoa(2+len(files)), dest)
-		return nil
+		return nil, t.err
 	}
 	if err := os.Chmod(d.root, 0o711); err != nil { // enter, not list (reachable)
-		return nil, nil, fmt.Errorf("task directory: %w", err)
+		return nil, fmt.Errorf("task directory: %w", err)
 	}
+	var out []string
 	if os.Geteuid() == 0 {
 		out = append(out, t.setpriv, "--reuid="+strconv.Itoa(s.UID), "--regid="+strconv.Itoa(s.GID),
 			"--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--")
@@ -264,30 +255,20 @@ func (e *Executor) sandboxed(spec Spec, d taskDirs, argv []string) (out []string
 	if len(spec.GPUs) > 0 && s.Devices != nil {
 		nodes, err := s.Devices(spec.GPUs)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: device nodes of the task's GPUs: %w", ErrNoSandbox, err)
+			return nil, fmt.Errorf("%w: device nodes of the task's GPUs: %w", ErrNoSandbox, err)
 		}
 		for _, n := range nodes {
 			out = append(out, "--dev-bind-try", n, devicePath(n))
 		}
 	}
-	for _, b := range [][3]string{
-		{"--ro-bind-fd", d.work, ContainerInputDir},
-		{"--bind-fd", d.output, ContainerOutputDir},
-		{"--bind-fd", d.checkpoint, ContainerCheckpointDir},
-		{"--bind-fd", d.tmp, SandboxTmpDir},
-	} {
-		if err := bindFD(b[0], b[1], b[2]); err != nil {
-			return nil, nil, err
-		}
-	}
-	out = append(out, "--remount-ro", "/", "--chdir", ContainerInputDir, "--", t.prlimit, "--nproc="+strconv.FormatUint(s.Processes, 10), "--")
-	return append(out, argv...), files, nil
-}
-
-func closeAll(files []*os.File) {
-	for _, f := range files {
-		_ = f.Close()
-	}
+	out = append(out,
+		"--ro-bind", d.work, ContainerInputDir,
+		"--bind", d.output, ContainerOutputDir,
+		"--bind", d.checkpoint, ContainerCheckpointDir,
+		"--bind", d.tmp, SandboxTmpDir,
+		"--remount-ro", "/", "--chdir", ContainerInputDir,
+		"--", t.prlimit, "--nproc="+strconv.FormatUint(s.Processes, 10), "--")
+	return append(out, argv...), nil
 }
 
 // capped is want, at most the worker's own hard limit of a resource (which an

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flopsnet/flops/internal/testdirs"
-	"github.com/flopsnet/flops/internal/testimage"
+	"github.com/flopsnet/flops/testutil/testdirs"
+	"github.com/flopsnet/flops/testutil/testimage"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 

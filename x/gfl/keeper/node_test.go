@@ -46,8 +46,7 @@ func TestRegisterNodeHappyPath(t *testing.T) {
 	res, err = f.ms.RegisterNode(f.ctx, &types.MsgRegisterNode{Operator: op, Spec: s})
 	require.NoError(t, err)
 	require.Equal(t, []types.Runtime{types.RUNTIME_BUILTIN, types.RUNTIME_PROCESS}, f.node(res.NodeId).Runtimes)
-	require.True(t, f.node(res.NodeId).AcceptsRuntime(types.RUNTIME_PROCESS))
-	require.False(t, f.node(1).AcceptsRuntime(types.RUNTIME_PROCESS))
+	require.NotContains(t, f.node(1).Runtimes, types.RUNTIME_PROCESS)
 }
 
 // Every bad registration is refused with its registered error and changes nothing.

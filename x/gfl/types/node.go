@@ -207,9 +207,6 @@ func NodeRuntimes(s NodeSpec) []Runtime {
 	return out
 }
 
-// AcceptsRuntime says whether the node accepts a runtime.
-func (n Node) AcceptsRuntime(r Runtime) bool { return slices.Contains(n.Runtimes, r) }
-
 // Describe names a node for error messages.
 func (n Node) Describe() string { return fmt.Sprintf("node %d (%s, %s)", n.Id, n.GpuClass, n.Status) }
 
