@@ -13,8 +13,10 @@ import (
 
 // challengeActions answers the node's PoCP challenges: an issued one is solved beside the
 // loop and committed as soon as it is solved and the chain is past its issue block (the
-// measured power is the work over the time from issue to commitment); a committed one is revealed once the block after the
-// commitment, whose hash draws the samples, is committed.
+// measured power is the work over the time from the start of the operator's challenge
+// round to the round's last commitment); a committed one is revealed once the block
+// after the commitment, whose hash draws the samples, is committed and the round is
+// closed.
 func (a *Agent) challengeActions(ctx context.Context, height int64) []action {
 	op := a.o.Chain.Address().String()
 	res, err := a.gfl.OpenChallenges(ctx, &gfltypes.QueryOpenChallengesRequest{Operator: op})
@@ -120,6 +122,18 @@ func (a *Agent) revealChallenge(ctx context.Context, height int64, c gfltypes.Ch
 	// a node simulates the tx at its last committed height, so wait for one more block.
 	if height < c.CommitHeight+2 {
 		return action{}, false
+	}
+	if c.RoundId != 0 {
+		// The chain takes reveals once every challenge of the operator's round is
+		// committed or missed: the samples are measured to the round's last commitment.
+		res, err := a.gfl.ChallengeRound(ctx, &gfltypes.QueryChallengeRoundRequest{RoundId: c.RoundId})
+		if err != nil {
+			a.log.Warn("challenge round", "challenge", c.Id, "round", c.RoundId, "err", err)
+			return action{}, false
+		}
+		if res.Round.Issued > 0 {
+			return action{}, false
+		}
 	}
 	a.mu.Lock()
 	ch, ok := a.answers[c.Id]

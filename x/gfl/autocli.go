@@ -27,6 +27,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "NodesByClass", Use: "nodes-by-class <gpu-class>", Short: "List the nodes of a GPU class", Example: "flopsd q gfl nodes-by-class A100-40GB", PositionalArgs: id("gpu_class")},
 				{RpcMethod: "NodesByStatus", Use: "nodes-by-status <status>", Short: "List the nodes in a status", Example: "flopsd q gfl nodes-by-status NODE_STATUS_ACTIVE", PositionalArgs: id("status")},
 				{RpcMethod: "Challenge", Use: "challenge <challenge-id>", Short: "Show an open PoCP challenge", PositionalArgs: id("challenge_id")},
+				{RpcMethod: "ChallengeRound", Use: "challenge-round <round-id>", Short: "Show an operator's PoCP challenge round: its members are measured together", PositionalArgs: id("round_id")},
 				{RpcMethod: "OpenChallenges", Use: "open-challenges <operator>", Short: "List the open challenges of an operator's nodes", PositionalArgs: id("operator")},
 				{RpcMethod: "NodePower", Use: "node-power <node-id>", Short: "Show a node's GFL index, median, availability and power per workload class", PositionalArgs: id("node_id")},
 				{RpcMethod: "NodeStats", Use: "node-stats <node-id>", Short: "Show a node's challenge results in the epoch in progress", PositionalArgs: id("node_id")},

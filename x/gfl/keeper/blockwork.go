@@ -35,6 +35,7 @@ const (
 	kindFail      = types.ItemFail
 	kindRebalance = types.ItemRebalance
 	kindRetire    = types.ItemRetire
+	kindPull      = types.ItemPull
 )
 
 // EndBlocker runs x/gfl's block work within its budget.
@@ -77,6 +78,9 @@ func (k Keeper) blockWork(ctx sdk.Context, p types.Params, r *blockhook.Runner) 
 	}, limit); err != nil {
 		return err
 	}
+	if _, err := blockhook.Queue(ctx, r, kindPull, k.RoundPulls, byHeight, byID(kindPull), limit); err != nil {
+		return err
+	}
 	// a retire entry's height is its key; the item carries it as Sub
 	if _, err := blockhook.Queue(ctx, r, kindRetire, k.NodeRetireAt, byHeight, func(key collections.Pair[int64, uint64]) blockhook.Item {
 		return blockhook.Item{Kind: kindRetire, ID: key.K2(), Sub: uint64(key.K1())}
@@ -104,7 +108,7 @@ func (k Keeper) kinds(p types.Params) []blockhook.Kind {
 			return true, k.expireCommit(ctx, it.ID)
 		}, Resolve: dropChallenge},
 		{Name: kindFail, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
-			return true, k.expireReveal(ctx, it.ID)
+			return true, k.expireReveal(ctx, p, it.ID)
 		}, Resolve: dropChallenge},
 		{Name: kindIssue, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
 			return true, k.issueChallenge(ctx, p, it.ID, int64(it.Sub))
@@ -120,6 +124,18 @@ func (k Keeper) kinds(p types.Params) []blockhook.Kind {
 				return "", err
 			}
 			return "the node's challenge is rescheduled one interval later", k.Nodes.Set(ctx, node.Id, node)
+		}},
+		{Name: kindPull, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
+			return k.pullRound(ctx, p, it.ID)
+		}, Resolve: func(ctx sdk.Context, it blockhook.Item) (string, error) {
+			r, err := k.Rounds.Get(ctx, it.ID)
+			if errorsmod.IsOf(err, collections.ErrNotFound) {
+				return "the round is gone", nil
+			} else if err != nil {
+				return "", err
+			}
+			r.Pulling = false
+			return "the round stops pulling: the operator's nodes not reached are challenged on their own schedule", k.saveRound(ctx, r)
 		}},
 		{Name: kindRetire, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
 			return true, k.retireNode(ctx, p, it.ID, int64(it.Sub))
@@ -160,13 +176,24 @@ func (k Keeper) expireCommit(ctx sdk.Context, id uint64) error {
 	return k.concludeChallenge(ctx, c, types.CHALLENGE_STATUS_MISSED, 0, "no commitment by the deadline")
 }
 
-// expireReveal concludes a committed challenge past its reveal deadline as FAILED.
-func (k Keeper) expireReveal(ctx sdk.Context, id uint64) error {
+// expireReveal concludes a committed challenge past its reveal deadline as FAILED, or
+// moves the deadline when its round closed late or is still open (revealDeadline).
+func (k Keeper) expireReveal(ctx sdk.Context, p types.Params, id uint64) error {
 	c, err := k.Challenges.Get(ctx, id)
 	if errorsmod.IsOf(err, collections.ErrNotFound) || (err == nil && c.Status != types.CHALLENGE_STATUS_COMMITTED) {
 		return nil // concluded already
 	} else if err != nil {
 		return err
+	}
+	if d, err := k.revealDeadline(ctx, p, c); err != nil {
+		return err
+	} else if d > ctx.BlockHeight() {
+		// the queue takes the old entry off with this item
+		c.RevealDeadlineHeight = d
+		if err := k.RevealDeadlines.Set(ctx, collections.Join(d, c.Id)); err != nil {
+			return err
+		}
+		return k.Challenges.Set(ctx, c.Id, c)
 	}
 	return k.concludeChallenge(ctx, c, types.CHALLENGE_STATUS_FAILED, 0, "commitment not opened correctly by the reveal deadline")
 }
@@ -191,6 +218,14 @@ func (k Keeper) dropChallenge(ctx sdk.Context, c types.Challenge) error {
 		if err := k.RevealDeadlines.Remove(ctx, collections.Join(c.RevealDeadlineHeight, c.Id)); err != nil {
 			return err
 		}
+	}
+	if c.Status == types.CHALLENGE_STATUS_ISSUED {
+		if err := k.roundLeftIssued(ctx, c, false); err != nil {
+			return err
+		}
+	}
+	if err := k.roundConcluded(ctx, c); err != nil {
+		return err
 	}
 	return k.Challenges.Remove(ctx, c.Id)
 }

@@ -51,6 +51,23 @@ func (k Keeper) issueChallenge(ctx sdk.Context, p types.Params, nodeID uint64, d
 		// Still answering the previous one; it concludes on its own deadline.
 		return k.Nodes.Set(ctx, nodeID, node)
 	}
+	op, err := k.operatorAddr("operator", node.Operator)
+	if err != nil {
+		return err
+	}
+	round, err := k.openRound(ctx, op, node.Operator)
+	if err != nil {
+		return err
+	}
+	if err := k.issueInto(ctx, p, &node, &round); err != nil {
+		return err
+	}
+	return k.saveRound(ctx, round)
+}
+
+// issueInto issues a challenge to a node as a member of a round; it saves the node, the
+// caller the round.
+func (k Keeper) issueInto(ctx sdk.Context, p types.Params, node *types.Node, round *types.ChallengeRound) error {
 	// The claim is a floor: a sample is quantised by block times and biased low when the
 	// work is short, so sizing from it alone would shrink every next challenge. Claiming
 	// less than the truth only lowers the node's own samples; claiming more only gives it
@@ -61,15 +78,15 @@ func (k Keeper) issueChallenge(ctx sdk.Context, p types.Params, nodeID uint64, d
 	if err != nil {
 		return err
 	}
-	seed := pocp.ChallengeSeed(ctx.HeaderHash(), nodeID, id)
+	seed := pocp.ChallengeSeed(ctx.HeaderHash(), node.Id, id)
 	st, err := k.Rebalance.Get(ctx)
 	if err != nil {
 		return err
 	}
 	c := types.Challenge{
-		Id: id, NodeId: nodeID, Operator: node.Operator, Seed: seed[:], N: n, R: r, Samples: p.ChallengeSamples,
+		Id: id, NodeId: node.Id, Operator: node.Operator, Seed: seed[:], N: n, R: r, Samples: p.ChallengeSamples,
 		IssuedHeight: ctx.BlockHeight(), IssuedTime: ctx.BlockTime(), CommitDeadline: ctx.BlockTime().Add(p.ChallengeCommitTimeout),
-		Status: types.CHALLENGE_STATUS_ISSUED, Epoch: st.StatsEpoch,
+		Status: types.CHALLENGE_STATUS_ISSUED, Epoch: st.StatsEpoch, RoundId: round.Id,
 	}
 	if err := k.Challenges.Set(ctx, id, c); err != nil {
 		return err
@@ -77,12 +94,14 @@ func (k Keeper) issueChallenge(ctx sdk.Context, p types.Params, nodeID uint64, d
 	if err := k.CommitDeadlines.Set(ctx, collections.Join(c.CommitDeadline, id)); err != nil {
 		return err
 	}
+	round.Issued++
+	round.Members++
 	node.OpenChallenge = id
-	if err := k.Nodes.Set(ctx, nodeID, node); err != nil {
+	if err := k.Nodes.Set(ctx, node.Id, *node); err != nil {
 		return err
 	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventChallengeIssued{
-		ChallengeId: id, NodeId: nodeID, Operator: node.Operator, N: n, R: r,
+		ChallengeId: id, NodeId: node.Id, Operator: node.Operator, N: n, R: r, RoundId: round.Id,
 	})
 }
 
@@ -125,6 +144,9 @@ func (k Keeper) CommitChallenge(ctx context.Context, operator sdk.AccAddress, id
 	if err := k.Challenges.Set(ctx, id, c); err != nil {
 		return 0, 0, err
 	}
+	if err := k.roundLeftIssued(sdkCtx, c, true); err != nil {
+		return 0, 0, err
+	}
 	err = sdkCtx.EventManager().EmitTypedEvent(&types.EventChallengeCommitted{
 		ChallengeId: id, NodeId: c.NodeId, ElapsedMs: uint64(now.Sub(c.IssuedTime).Milliseconds()), SampleHeight: c.CommitHeight + 1,
 	})
@@ -151,6 +173,10 @@ func (k Keeper) RevealChallenge(ctx context.Context, operator sdk.AccAddress, id
 		return 0, errorsmod.Wrapf(types.ErrRevealTooEarly, "challenge %d: reveal after height %d, this is %d", id, sampleHeight, h)
 	} else if h > c.RevealDeadlineHeight {
 		return 0, errorsmod.Wrapf(types.ErrRevealTooLate, "challenge %d: deadline height %d, this is %d", id, c.RevealDeadlineHeight, h)
+	}
+	elapsed, err := k.revealWindow(sdkCtx, c)
+	if err != nil {
+		return 0, err
 	}
 	hash, err := k.BlockHash(ctx, sampleHeight)
 	if err != nil {
@@ -187,7 +213,6 @@ func (k Keeper) RevealChallenge(ctx context.Context, operator sdk.AccAddress, id
 			return 0, errorsmod.Wrap(types.ErrMalformedReveal, err.Error())
 		}
 	}
-	elapsed := c.CommitTime.Sub(c.IssuedTime).Milliseconds()
 	power := pocp.PowerGFLOPS(c.N, c.R, uint64(elapsed))
 	return power, k.concludeChallenge(ctx, c, types.CHALLENGE_STATUS_PASSED, power, "")
 }
@@ -274,6 +299,14 @@ func (k Keeper) concludeChallenge(ctx context.Context, c types.Challenge, status
 		}
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	if c.Status == types.CHALLENGE_STATUS_ISSUED {
+		if err := k.roundLeftIssued(sdkCtx, c, false); err != nil {
+			return err
+		}
+	}
+	if err := k.roundConcluded(sdkCtx, c); err != nil {
+		return err
+	}
 	if err := sdkCtx.EventManager().EmitTypedEvent(&types.EventChallengeFinished{
 		ChallengeId: c.Id, NodeId: c.NodeId, Status: status, PowerGflops: power, Reason: reason,
 	}); err != nil {

@@ -325,30 +325,43 @@ func TestRevealTooLateAndBoundedExpiry(t *testing.T) {
 }
 
 // Challenges follow the schedule: none is issued while one is open, and at most
-// max_challenges_per_block are issued per block, the rest in the next blocks.
+// max_challenges_per_block nodes come due per block, the rest in the next blocks. The
+// nodes of one operator are one round: the first due pulls in the others.
 func TestChallengeScheduleBounded(t *testing.T) {
 	f := newFixture(t, func(p *types.Params) { smallChallenges(p); p.MaxChallengesPerBlock = 2; p.ChallengeIntervalBlocks = 3 })
-	op := f.operator("alice", 10)
 	for _, tag := range []string{"a", "b", "c", "d", "e"} {
-		f.register(op, spec(tag, 1))
+		f.register(f.operator(tag, 1), spec(tag, 1))
 	}
-	count := func() int {
+	count := func(ids ...uint64) int {
 		n := 0
-		for id := uint64(1); id <= 5; id++ {
+		for _, id := range ids {
 			if f.node(id).OpenChallenge != 0 {
 				n++
 			}
 		}
 		return n
 	}
+	all := []uint64{1, 2, 3, 4, 5}
 	f.blocks(1)
-	require.Equal(t, 2, count())
+	require.Equal(t, 2, count(all...))
 	f.blocks(1)
-	require.Equal(t, 4, count())
+	require.Equal(t, 4, count(all...))
 	f.blocks(1)
-	require.Equal(t, 5, count())
+	require.Equal(t, 5, count(all...))
 	// node 1 is due again now but its challenge is still open: none is added
 	first := f.node(1).OpenChallenge
 	f.blocks(1)
 	require.Equal(t, first, f.node(1).OpenChallenge)
+
+	// one operator's five nodes: one due, all five challenged in the same block
+	op := f.operator("alice", 5)
+	var mine []uint64
+	for _, tag := range []string{"f", "g", "h", "i", "j"} {
+		mine = append(mine, f.register(op, spec(tag, 1)))
+	}
+	for i := 0; count(mine...) == 0; i++ {
+		require.Less(t, i, 10)
+		f.blocks(1)
+	}
+	require.Equal(t, 5, count(mine...), "the first due pulled in the others")
 }

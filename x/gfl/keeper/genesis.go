@@ -28,6 +28,29 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	if err := k.ChallengeSeq.Set(ctx, max(gs.NextChallengeId, 1)); err != nil {
 		return err
 	}
+	if err := k.RoundSeq.Set(ctx, max(gs.NextRoundId, 1)); err != nil {
+		return err
+	}
+	for _, r := range gs.Rounds {
+		if err := k.Rounds.Set(ctx, r.Id, r); err != nil {
+			return err
+		}
+		op, err := k.operatorAddr("operator", r.Operator)
+		if err != nil {
+			return err
+		}
+		// the operator's latest round (ids increase) is its current one
+		if cur, err := k.OperatorRounds.Get(ctx, op); err != nil || cur < r.Id {
+			if err := k.OperatorRounds.Set(ctx, op, r.Id); err != nil {
+				return err
+			}
+		}
+		if r.Pulling {
+			if err := k.RoundPulls.Set(ctx, collections.Join(r.StartHeight, r.Id)); err != nil {
+				return err
+			}
+		}
+	}
 	np := types.NetworkPower{}
 	for _, n := range gs.Nodes {
 		if err := k.Nodes.Set(ctx, n.Id, n); err != nil {
@@ -105,7 +128,16 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	if gs.NextChallengeId, err = k.ChallengeSeq.Peek(ctx); err != nil {
 		return nil, err
 	}
+	if gs.NextRoundId, err = k.RoundSeq.Peek(ctx); err != nil {
+		return nil, err
+	}
 	if gs.Rebalance, err = k.Rebalance.Get(ctx); err != nil {
+		return nil, err
+	}
+	if err := k.Rounds.Walk(ctx, nil, func(_ uint64, r types.ChallengeRound) (bool, error) {
+		gs.Rounds = append(gs.Rounds, r)
+		return false, nil
+	}); err != nil {
 		return nil, err
 	}
 	if err := k.Nodes.Walk(ctx, nil, func(_ uint64, n types.Node) (bool, error) {

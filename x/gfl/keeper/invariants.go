@@ -17,6 +17,58 @@ import (
 func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 	reg.Register(types.ModuleName, "ugfl-supply", k.SupplyInvariant)
 	reg.Register(types.ModuleName, "ugfl-holders", k.HoldersInvariant)
+	reg.Register(types.ModuleName, "challenge-rounds", k.RoundsInvariant)
+}
+
+// RoundsInvariant: each challenge round counts exactly its open challenges (members) and
+// those still to commit (issued), every open challenge's round exists, and a round is
+// kept only while something refers to it.
+func (k Keeper) RoundsInvariant(ctx sdk.Context) (string, bool) {
+	type count struct{ members, issued uint32 }
+	counts := map[uint64]count{}
+	var problems []string
+	err := k.Challenges.Walk(ctx, nil, func(id uint64, c types.Challenge) (bool, error) {
+		if c.RoundId == 0 {
+			return false, nil
+		}
+		has, err := k.Rounds.Has(ctx, c.RoundId)
+		if err != nil {
+			return true, err
+		}
+		if !has {
+			problems = append(problems, fmt.Sprintf("challenge %d: round %d does not exist", id, c.RoundId))
+		}
+		n := counts[c.RoundId]
+		n.members++
+		if c.Status == types.CHALLENGE_STATUS_ISSUED {
+			n.issued++
+		}
+		counts[c.RoundId] = n
+		return false, nil
+	})
+	if err != nil {
+		return invariant.Format(types.ModuleName, "challenge-rounds", err.Error(), true), true
+	}
+	rounds := 0
+	err = k.Rounds.Walk(ctx, nil, func(id uint64, r types.ChallengeRound) (bool, error) {
+		rounds++
+		if n := counts[id]; n.members != r.Members || n.issued != r.Issued {
+			problems = append(problems, fmt.Sprintf("round %d counts %d members, %d issued; its challenges are %d and %d", id, r.Members, r.Issued, n.members, n.issued))
+		}
+		if r.Members == 0 && r.Issued == 0 && !r.Pulling {
+			problems = append(problems, fmt.Sprintf("round %d is kept with nothing referring to it", id))
+		}
+		return false, nil
+	})
+	if err != nil {
+		return invariant.Format(types.ModuleName, "challenge-rounds", err.Error(), true), true
+	}
+	msg := fmt.Sprintf("%d rounds checked", rounds)
+	for _, p := range problems {
+		msg += "\n" + p
+	}
+	broken := len(problems) > 0
+	return invariant.Format(types.ModuleName, "challenge-rounds", msg, broken), broken
 }
 
 // HoldersInvariant: each operator's ugfl balance = the sum of its nodes' power. With

@@ -77,6 +77,13 @@ type Keeper struct {
 	CommitDeadlines collections.KeySet[collections.Pair[time.Time, uint64]]
 	// RevealDeadlines: (last height, challenge id) of COMMITTED challenges.
 	RevealDeadlines collections.KeySet[collections.Pair[int64, uint64]]
+	// Rounds: challenge rounds with open members (round.go); OperatorRounds: each
+	// operator's latest round; RoundPulls: (height, round id) of the rounds still pulling
+	// in their operator's nodes.
+	RoundSeq       collections.Sequence
+	Rounds         collections.Map[uint64, types.ChallengeRound]
+	OperatorRounds collections.Map[sdk.AccAddress, uint64]
+	RoundPulls     collections.KeySet[collections.Pair[int64, uint64]]
 
 	// Stats: (node id, epoch) -> challenge results not yet rebalanced.
 	Stats        collections.Map[collections.Pair[uint64, uint64], types.NodeEpochStats]
@@ -128,6 +135,10 @@ func NewKeeper(
 		ChallengeQueue:  collections.NewKeySet(sb, types.ChallengeQueueKey, "challenge_queue", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		CommitDeadlines: collections.NewKeySet(sb, types.CommitDeadlinesKey, "commit_deadlines", collections.PairKeyCodec(collkeys.TimeKey, collections.Uint64Key)),
 		RevealDeadlines: collections.NewKeySet(sb, types.RevealDeadlinesKey, "reveal_deadlines", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		RoundSeq:        collections.NewSequence(sb, types.RoundSeqKey, "round_seq"),
+		Rounds:          collections.NewMap(sb, types.RoundsKey, "rounds", collections.Uint64Key, codec.CollValue[types.ChallengeRound](cdc)),
+		OperatorRounds:  collections.NewMap(sb, types.OperatorRoundsKey, "operator_rounds", sdk.AccAddressKey, collections.Uint64Value),
+		RoundPulls:      collections.NewKeySet(sb, types.RoundPullsKey, "round_pulls", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		Stats: collections.NewMap(sb, types.StatsKey, "stats", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key),
 			codec.CollValue[types.NodeEpochStats](cdc)),
 		Rebalance:    collections.NewItem(sb, types.RebalanceKey, "rebalance", codec.CollValue[types.RebalanceState](cdc)),

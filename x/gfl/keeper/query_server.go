@@ -101,6 +101,17 @@ func (q queryServer) Challenge(ctx context.Context, req *types.QueryChallengeReq
 	return res, nil
 }
 
+// ChallengeRound returns a challenge round with open members.
+func (q queryServer) ChallengeRound(ctx context.Context, req *types.QueryChallengeRoundRequest) (*types.QueryChallengeRoundResponse, error) {
+	r, err := q.Rounds.Get(ctx, req.RoundId)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return nil, errorsmod.Wrapf(types.ErrRoundNotFound, "round %d has no open member (unknown or finished)", req.RoundId)
+	} else if err != nil {
+		return nil, err
+	}
+	return &types.QueryChallengeRoundResponse{Round: r}, nil
+}
+
 // OpenChallenges pages through the open challenges of an operator's nodes.
 func (q queryServer) OpenChallenges(ctx context.Context, req *types.QueryOpenChallengesRequest) (*types.QueryOpenChallengesResponse, error) {
 	op, err := q.operatorAddr("operator", req.Operator)

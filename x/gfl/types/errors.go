@@ -28,4 +28,5 @@ var (
 	ErrBeaconUnavailable      = errorsmod.Register(ModuleName, 23, "beacon block hash unavailable")
 	ErrInvalidRoot            = errorsmod.Register(ModuleName, 24, "invalid Merkle root")
 	ErrNotTransferable        = errorsmod.Register(ModuleName, 25, "ugfl is not transferable")
+	ErrRoundNotFound          = errorsmod.Register(ModuleName, 26, "challenge round not found")
 )

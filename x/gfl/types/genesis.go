@@ -10,7 +10,7 @@ import (
 
 // DefaultGenesisState returns the genesis state with default params and nothing else.
 func DefaultGenesisState() *GenesisState {
-	return &GenesisState{Params: DefaultParams(), NextNodeId: 1, NextChallengeId: 1}
+	return &GenesisState{Params: DefaultParams(), NextNodeId: 1, NextChallengeId: 1, NextRoundId: 1}
 }
 
 // Validate checks the params and every record of the genesis state: valid addresses and
@@ -31,7 +31,7 @@ func (gs GenesisState) Validate() error {
 
 func (gs GenesisState) validate() error {
 	// A zero sequence starts at 1 (ids are never 0).
-	gs.NextNodeId, gs.NextChallengeId = max(gs.NextNodeId, 1), max(gs.NextChallengeId, 1)
+	gs.NextNodeId, gs.NextChallengeId, gs.NextRoundId = max(gs.NextNodeId, 1), max(gs.NextChallengeId, 1), max(gs.NextRoundId, 1)
 	nodes := make(map[uint64]Node, len(gs.Nodes))
 	uuids := make(map[string]uint64)
 	for i, n := range gs.Nodes {
@@ -61,8 +61,38 @@ func (gs GenesisState) validate() error {
 		}
 		nodes[n.Id] = n
 	}
+	type roundCount struct{ issued, members uint32 }
+	rounds := make(map[uint64]ChallengeRound, len(gs.Rounds))
+	for i, r := range gs.Rounds {
+		if r.Id == 0 || r.Id >= gs.NextRoundId {
+			return fmt.Errorf("rounds[%d].id %d: must be in [1, next_round_id %d)", i, r.Id, gs.NextRoundId)
+		}
+		if _, dup := rounds[r.Id]; dup {
+			return fmt.Errorf("rounds[%d].id %d: duplicate", i, r.Id)
+		}
+		if _, err := sdk.AccAddressFromBech32(r.Operator); err != nil {
+			return fmt.Errorf("rounds[%d].operator %q: %w", i, r.Operator, err)
+		}
+		if r.Members == 0 && r.Issued == 0 && !r.Pulling {
+			return fmt.Errorf("rounds[%d]: nothing refers to round %d (it is removed)", i, r.Id)
+		}
+		rounds[r.Id] = r
+	}
+	counts := make(map[uint64]roundCount, len(gs.Rounds))
 	challenges := make(map[uint64]struct{}, len(gs.Challenges))
 	for i, c := range gs.Challenges {
+		if c.RoundId != 0 {
+			r, ok := rounds[c.RoundId]
+			if !ok || r.Operator != c.Operator {
+				return fmt.Errorf("challenges[%d].round_id %d: no such round of %s", i, c.RoundId, c.Operator)
+			}
+			n := counts[c.RoundId]
+			n.members++
+			if c.Status == CHALLENGE_STATUS_ISSUED {
+				n.issued++
+			}
+			counts[c.RoundId] = n
+		}
 		if c.Id == 0 || c.Id >= gs.NextChallengeId {
 			return fmt.Errorf("challenges[%d].id %d: must be in [1, next_challenge_id %d)", i, c.Id, gs.NextChallengeId)
 		}
@@ -79,6 +109,11 @@ func (gs GenesisState) validate() error {
 		}
 		if c.Status != CHALLENGE_STATUS_ISSUED && c.Status != CHALLENGE_STATUS_COMMITTED {
 			return fmt.Errorf("challenges[%d].status %s: only open challenges are kept", i, c.Status)
+		}
+	}
+	for i, r := range gs.Rounds {
+		if n := counts[r.Id]; n.members != r.Members || n.issued != r.Issued {
+			return fmt.Errorf("rounds[%d]: %d members, %d issued; its challenges say %d and %d", i, r.Members, r.Issued, n.members, n.issued)
 		}
 	}
 	for i, n := range gs.Nodes {

@@ -39,6 +39,10 @@ var (
 	RetryAttemptsKey        = collections.NewPrefix(18)
 	RetryDueKey             = collections.NewPrefix(19)
 	NodeRetireAtKey         = collections.NewPrefix(20)
+	RoundSeqKey             = collections.NewPrefix(21)
+	RoundsKey               = collections.NewPrefix(22)
+	OperatorRoundsKey       = collections.NewPrefix(23)
+	RoundPullsKey           = collections.NewPrefix(24)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; challenge issue, miss and failure, epoch rebalance).
@@ -48,7 +52,8 @@ const (
 	ItemFail      = "fail"
 	ItemRebalance = "rebalance"
 	ItemRetire    = "retire"
+	ItemPull      = "pull"
 )
 
 // ItemKinds lists the kinds of the module's block-hook items.
-var ItemKinds = []string{ItemIssue, ItemMiss, ItemFail, ItemRebalance, ItemRetire}
+var ItemKinds = []string{ItemIssue, ItemMiss, ItemFail, ItemRebalance, ItemRetire, ItemPull}
