@@ -1,14 +1,15 @@
 // Package beacon is flops' one source of randomness for the state machine (DESIGN.md
-// section 5). v1 draws from block header hashes:
+// section 5):
 //
-//	seed = sha256(header hash of block h || domain || id_1 || ... || id_k)
+//	seed = sha256(value of block h || domain || id_1 || ... || id_k)
 //
 // where h is a block committed after the thing being drawn for (a commitment, an
 // assignment request) existed, so that nobody could know the seed when they acted. The
-// proposer of block h knows its hash before the others and could withhold the block to
-// re-roll it, at the cost of its block reward: the bias is one re-roll per block produced,
-// acceptable for sampling audits and tie-breaks, and the reason the interface is small
-// enough for a drand beacon to replace the implementation.
+// value of block h is, with the drand beacon on, the randomness of the drand round
+// published after h (drand.go; x/gfl binds blocks to rounds and keeps the rounds anyone
+// submits), which no proposer can choose; with it off, h's header hash, which h's
+// proposer can choose among the variants of its block (x/gfl/keeper/beacon.go documents
+// the fallback and the bound).
 package beacon
 
 import (

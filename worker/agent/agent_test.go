@@ -57,10 +57,6 @@ func (c appChain) Height(context.Context) (int64, time.Time, error) {
 	return c.a.Height(), c.a.BlockTime(), nil
 }
 
-func (c appChain) BlockHash(_ context.Context, h int64) ([]byte, error) {
-	return apptest.BlockHash(h), nil
-}
-
 func (c appChain) Conn() grpc.ClientConnInterface { return c.a.QueryConn() }
 
 func (c appChain) Submit(_ context.Context, msgs ...sdk.Msg) (*chain.TxResult, error) {

@@ -11,13 +11,12 @@ import (
 	"github.com/flopsnet/flops/worker/chain"
 )
 
-// Chain is what the agent needs of the chain: its height and block hashes (the beacon),
-// a gRPC connection for queries, and one signer's transactions. *chain.Client with a
+// Chain is what the agent needs of the chain: its height, a gRPC connection for queries
+// (the beacon's values among them), and one signer's transactions. *chain.Client with a
 // *chain.Signer is the real one (Remote); tests use an in-process app.
 type Chain interface {
 	Address() sdk.AccAddress
 	Height(ctx context.Context) (int64, time.Time, error)
-	BlockHash(ctx context.Context, height int64) ([]byte, error)
 	Conn() grpc.ClientConnInterface
 	Submit(ctx context.Context, msgs ...sdk.Msg) (*chain.TxResult, error)
 }

@@ -157,7 +157,7 @@ func (a *Agent) revealChallenge(ctx context.Context, height int64, c gfltypes.Ch
 		ch.phase = challengeCommitted // try again next block
 		a.mu.Unlock()
 	}
-	hash, err := a.o.Chain.BlockHash(ctx, c.CommitHeight+1)
+	hash, err := a.beaconValue(ctx, c.CommitHeight+1)
 	if err != nil {
 		a.log.Warn("sample block hash", "challenge", c.Id, "err", err)
 		back()
@@ -172,4 +172,16 @@ func (a *Agent) revealChallenge(ctx context.Context, height int64, c gfltypes.Ch
 		}
 		a.log.Info("challenge revealed", "challenge", c.Id)
 	}}, true
+}
+
+// beaconValue is the chain's beacon value for a committed block, which the sample
+// positions of PoCP and GEMM reveals derive from: a drand round's randomness, its
+// fallback block's hash, or (drand off) the block's own hash. It is unavailable for a
+// few seconds after the block while the drand round is on its way.
+func (a *Agent) beaconValue(ctx context.Context, height int64) ([]byte, error) {
+	res, err := a.gfl.Beacon(ctx, &gfltypes.QueryBeaconRequest{Height: height})
+	if err != nil {
+		return nil, err
+	}
+	return res.Value, nil
 }

@@ -23,7 +23,6 @@ type stubChain struct{ addr sdk.AccAddress }
 
 func (c stubChain) Address() sdk.AccAddress                        { return c.addr }
 func (stubChain) Height(context.Context) (int64, time.Time, error) { return 0, time.Time{}, nil }
-func (stubChain) BlockHash(context.Context, int64) ([]byte, error) { return make([]byte, 32), nil }
 func (stubChain) Conn() grpc.ClientConnInterface                   { return nil }
 func (stubChain) Submit(context.Context, ...sdk.Msg) (*chain.TxResult, error) {
 	return nil, errors.New("stub")

@@ -290,7 +290,7 @@ func (a *Agent) revealUnits(ctx context.Context, height int64, pool markettypes.
 		s, _ := hex.DecodeString(rec.Salt)
 		msg := &markettypes.MsgRevealUnit{Provider: a.o.Chain.Address().String(), PoolId: pool.Id, UnitId: u.Id, ResultRoot: root, Salt: s, OutputUri: rec.OutputURI}
 		if rec.Gemm && c.res.Gemm != nil {
-			hash, err := a.o.Chain.BlockHash(ctx, u.CommitHeight+1)
+			hash, err := a.beaconValue(ctx, u.CommitHeight+1)
 			if err != nil {
 				continue
 			}

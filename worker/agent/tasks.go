@@ -387,7 +387,7 @@ func (a *Agent) gemmProofs(ctx context.Context, r *run, t markettypes.Task) ([]g
 		}
 		r.res = res
 	}
-	hash, err := a.o.Chain.BlockHash(ctx, t.CommitHeight+1)
+	hash, err := a.beaconValue(ctx, t.CommitHeight+1)
 	if err != nil {
 		return nil, err
 	}

@@ -139,16 +139,6 @@ func (c *Client) Height(ctx context.Context) (int64, time.Time, error) {
 	return res.SdkBlock.Header.Height, res.SdkBlock.Header.Time, nil
 }
 
-// BlockHash returns the header hash of a committed block (the beacon's input: PoCP and
-// GEMM samples are drawn from it).
-func (c *Client) BlockHash(ctx context.Context, height int64) ([]byte, error) {
-	res, err := c.Node.GetBlockByHeight(ctx, &cmtservice.GetBlockByHeightRequest{Height: height})
-	if err != nil {
-		return nil, err
-	}
-	return res.BlockId.Hash, nil
-}
-
 // WaitHeight polls until the chain reaches height (or ctx ends).
 func (c *Client) WaitHeight(ctx context.Context, height int64, every time.Duration) error {
 	t := time.NewTicker(every)

@@ -14,17 +14,75 @@ import (
 
 var _ beacon.Beacon = Keeper{}
 
-// recordBlockHash keeps the current block's header hash for later draws and forgets the
-// one that fell out of the window (BeginBlock: constant work).
+// The beacon's value for a committed block h (internal/beacon; every draw bound to h is
+// sha256(value || domain || ids)):
+//
+//	drand off:  the header hash of h ("block"). Its proposer can try header variants
+//	            before proposing, and so choose among many values.
+//	drand on:   the randomness of the drand round bound to h when h was made,
+//	            round_at(time of h) + delay_rounds, published after h ("drand"); nobody
+//	            below the drand network's threshold can choose it. If that round is not
+//	            on chain by block h + wait_blocks, the hash of block h + wait_blocks
+//	            ("fallback"): to steer a fallback, a proposer must keep the round off
+//	            chain for wait_blocks blocks (every proposer in between censoring every
+//	            submitter) and propose block h + wait_blocks. Until one of the two is
+//	            known the value is unavailable and the draws wait.
+//
+// A round stored after block h + wait_blocks does not change h's value: it fell back
+// already, and every answer, once given, stays.
+
+// DrandVerifyGas is charged for a MsgSubmitBeacon's pairing check (about 1.2 ms here, a
+// bank send's gas is about 60,000).
+const DrandVerifyGas = 200_000
+
+// recordBlockHash keeps the current block's header hash for later draws, binds the block
+// to its drand round when drand is on, and forgets what fell out of the window (BeginBlock:
+// constant work, and the rounds older than the window's oldest block: about one per
+// drand period).
 func (k Keeper) recordBlockHash(ctx sdk.Context) error {
 	h := ctx.BlockHeight()
 	if err := k.BlockHashes.Set(ctx, h, ctx.HeaderHash()); err != nil {
 		return err
 	}
-	if old := h - types.BeaconHistoryBlocks; old > 0 {
-		return k.BlockHashes.Remove(ctx, old)
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
 	}
-	return nil
+	if d := p.Drand; len(d.PublicKey) > 0 {
+		round := beacon.DrandRoundAt(d.GenesisTime, d.PeriodSeconds, ctx.BlockTime()) + uint64(d.DelayRounds)
+		if err := k.BlockRounds.Set(ctx, h, types.BlockRound{Height: h, Round: round, FallbackHeight: h + int64(d.WaitBlocks)}); err != nil {
+			return err
+		}
+	}
+	old := h - types.BeaconHistoryBlocks
+	if old <= 0 {
+		return nil
+	}
+	if err := k.BlockHashes.Remove(ctx, old); err != nil {
+		return err
+	}
+	if err := k.BlockRounds.Remove(ctx, old); err != nil {
+		return err
+	}
+	oldest, ok, err := k.oldestRound(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	return k.DrandRounds.Clear(ctx, new(collections.Range[uint64]).EndExclusive(oldest))
+}
+
+// oldestRound is the round bound to the oldest block in the window.
+func (k Keeper) oldestRound(ctx context.Context) (uint64, bool, error) {
+	it, err := k.BlockRounds.Iterate(ctx, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	defer it.Close()
+	if !it.Valid() {
+		return 0, false, nil
+	}
+	br, err := it.Value()
+	return br.Round, err == nil, err
 }
 
 // BlockHash returns the header hash of a committed block (one below the current height)
@@ -40,11 +98,87 @@ func (k Keeper) BlockHash(ctx context.Context, height int64) ([]byte, error) {
 	return bz, err
 }
 
+// Beacon value sources (QueryBeaconResponse.source).
+const (
+	SourceBlock    = "block"
+	SourceDrand    = "drand"
+	SourceFallback = "fallback"
+)
+
+// BeaconValue returns the beacon's value for a committed block, where it came from, and
+// the drand round bound to the block (0 when none); beacon.ErrUnavailable while the value
+// is not known yet.
+func (k Keeper) BeaconValue(ctx context.Context, height int64) ([]byte, string, uint64, error) {
+	hash, err := k.BlockHash(ctx, height)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	br, err := k.BlockRounds.Get(ctx, height)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return hash, SourceBlock, 0, nil
+	} else if err != nil {
+		return nil, "", 0, err
+	}
+	dr, err := k.DrandRounds.Get(ctx, br.Round)
+	switch {
+	case err == nil && dr.Height <= br.FallbackHeight:
+		return dr.Randomness, SourceDrand, br.Round, nil
+	case err != nil && !errorsmod.IsOf(err, collections.ErrNotFound):
+		return nil, "", 0, err
+	}
+	if br.FallbackHeight >= sdk.UnwrapSDKContext(ctx).BlockHeight() {
+		return nil, "", br.Round, errorsmod.Wrapf(beacon.ErrUnavailable,
+			"block %d's drand round %d is not on chain yet (MsgSubmitBeacon); its draws fall back to the hash of block %d if it is not there by then",
+			height, br.Round, br.FallbackHeight)
+	}
+	fb, err := k.BlockHash(ctx, br.FallbackHeight)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	return fb, SourceFallback, br.Round, nil
+}
+
 // Seed implements beacon.Beacon.
 func (k Keeper) Seed(ctx context.Context, height int64, domain string, ids ...uint64) ([32]byte, error) {
-	bz, err := k.BlockHash(ctx, height)
+	v, _, _, err := k.BeaconValue(ctx, height)
 	if err != nil {
 		return [32]byte{}, err
 	}
-	return beacon.Derive(bz, domain, ids...), nil
+	return beacon.Derive(v, domain, ids...), nil
+}
+
+// SubmitBeacon verifies a drand round against the configured network and keeps it for
+// the blocks bound to it.
+func (k Keeper) SubmitBeacon(ctx context.Context, round uint64, sig []byte) ([32]byte, error) {
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	if len(p.Drand.PublicKey) == 0 {
+		return [32]byte{}, errorsmod.Wrap(types.ErrDrandOff, "params.drand.public_key is empty: draws come from block hashes")
+	}
+	if has, err := k.DrandRounds.Has(ctx, round); err != nil {
+		return [32]byte{}, err
+	} else if has {
+		return [32]byte{}, errorsmod.Wrapf(types.ErrBeaconKnown, "round %d", round)
+	}
+	if oldest, ok, err := k.oldestRound(ctx); err != nil {
+		return [32]byte{}, err
+	} else if ok && round < oldest {
+		return [32]byte{}, errorsmod.Wrapf(types.ErrInvalidBeacon, "round %d is older than round %d, the oldest any block in the window is bound to", round, oldest)
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	sdkCtx.GasMeter().ConsumeGas(DrandVerifyGas, "drand signature verification")
+	pk, err := beacon.DrandPublicKey(p.Drand.PublicKey)
+	if err != nil {
+		return [32]byte{}, errorsmod.Wrap(types.ErrInvalidParams, err.Error())
+	}
+	r, err := beacon.VerifyDrand(pk, round, sig)
+	if err != nil {
+		return [32]byte{}, errorsmod.Wrapf(types.ErrInvalidBeacon, "round %d: %s", round, err)
+	}
+	if err := k.DrandRounds.Set(ctx, round, types.DrandRound{Round: round, Randomness: r[:], Height: sdkCtx.BlockHeight()}); err != nil {
+		return [32]byte{}, err
+	}
+	return r, nil
 }

@@ -153,8 +153,8 @@ func (k Keeper) CommitChallenge(ctx context.Context, operator sdk.AccAddress, id
 	return c.CommitHeight + 1, c.RevealDeadlineHeight, err
 }
 
-// RevealChallenge opens the sampled chunks: the chain draws the k positions from the hash
-// of the block after the commitment, charges gas for the recomputation, and checks every
+// RevealChallenge opens the sampled chunks: the chain draws the k positions from the
+// beacon's value for the block after the commitment, charges gas for the recomputation, and checks every
 // Merkle path and every sampled entry. It returns the power sample, in GFLOP/s.
 func (k Keeper) RevealChallenge(ctx context.Context, operator sdk.AccAddress, id uint64, proofs []types.ChunkProof) (uint64, error) {
 	if err := types.ValidateProofSizes("proofs", proofs); err != nil {
@@ -178,7 +178,7 @@ func (k Keeper) RevealChallenge(ctx context.Context, operator sdk.AccAddress, id
 	if err != nil {
 		return 0, err
 	}
-	hash, err := k.BlockHash(ctx, sampleHeight)
+	hash, _, _, err := k.BeaconValue(ctx, sampleHeight)
 	if err != nil {
 		return 0, errorsmod.Wrap(types.ErrBeaconUnavailable, err.Error())
 	}

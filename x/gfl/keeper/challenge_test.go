@@ -53,7 +53,9 @@ func (f *fixture) proofs(a answer) []types.ChunkProof {
 	f.t.Helper()
 	c, err := f.k.GetChallenge(f.ctx, a.c.Id)
 	require.NoError(f.t, err)
-	positions := pocp.SamplePositions(pocp.SampleSeed(blockHash(c.CommitHeight+1), c.Id), c.N, int(c.Samples))
+	bv, err := f.qs.Beacon(f.ctx, &types.QueryBeaconRequest{Height: c.CommitHeight + 1})
+	require.NoError(f.t, err)
+	positions := pocp.SamplePositions(pocp.SampleSeed(bv.Value, c.Id), c.N, int(c.Samples))
 	var out []types.ChunkProof
 	for _, idx := range pocp.ChunksFor(c.N, positions) {
 		p := a.tree.Prove(a.s, idx)

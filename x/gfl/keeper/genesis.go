@@ -109,6 +109,16 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	for _, b := range gs.BlockRounds {
+		if err := k.BlockRounds.Set(ctx, b.Height, b); err != nil {
+			return err
+		}
+	}
+	for _, r := range gs.DrandRounds {
+		if err := k.DrandRounds.Set(ctx, r.Round, r); err != nil {
+			return err
+		}
+	}
 	if err := k.Rebalance.Set(ctx, gs.Rebalance); err != nil {
 		return err
 	}
@@ -160,6 +170,18 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	}
 	if err := k.BlockHashes.Walk(ctx, nil, func(h int64, hash []byte) (bool, error) {
 		gs.BlockHashes = append(gs.BlockHashes, types.BlockHash{Height: h, Hash: hash})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.BlockRounds.Walk(ctx, nil, func(_ int64, b types.BlockRound) (bool, error) {
+		gs.BlockRounds = append(gs.BlockRounds, b)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.DrandRounds.Walk(ctx, nil, func(_ uint64, r types.DrandRound) (bool, error) {
+		gs.DrandRounds = append(gs.DrandRounds, r)
 		return false, nil
 	}); err != nil {
 		return nil, err

@@ -95,6 +95,10 @@ type Keeper struct {
 
 	// BlockHashes: recent block header hashes, the beacon's source (internal/beacon).
 	BlockHashes collections.Map[int64, []byte]
+	// BlockRounds: the drand round each recent block's draws are bound to (drand on);
+	// DrandRounds: the verified rounds still in the window (beacon.go).
+	BlockRounds collections.Map[int64, types.BlockRound]
+	DrandRounds collections.Map[uint64, types.DrandRound]
 	// Retries: the block hook's items that failed, due again with back-off
 	// (internal/blockhook; blockwork.go).
 	Retries blockhook.Retries
@@ -145,6 +149,8 @@ func NewKeeper(
 		NetworkPower: collections.NewItem(sb, types.NetworkPowerKey, "network_power", codec.CollValue[types.NetworkPower](cdc)),
 		ClassPower:   collections.NewMap(sb, types.ClassPowerKey, "class_power", collections.StringKey, collections.Uint64Value),
 		BlockHashes:  collections.NewMap(sb, types.BlockHashesKey, "block_hashes", collections.Int64Key, collections.BytesValue),
+		BlockRounds:  collections.NewMap(sb, types.BlockRoundsKey, "block_rounds", collections.Int64Key, codec.CollValue[types.BlockRound](cdc)),
+		DrandRounds:  collections.NewMap(sb, types.DrandRoundsKey, "drand_rounds", collections.Uint64Key, codec.CollValue[types.DrandRound](cdc)),
 		Retries:      blockhook.NewRetries(sb, types.ModuleName, types.RetryAttemptsKey, types.RetryDueKey),
 	}
 	schema, err := sb.Build()

@@ -125,3 +125,20 @@ func (m msgServer) RevealChallenge(ctx context.Context, msg *types.MsgRevealChal
 	}
 	return &types.MsgRevealChallengeResponse{PowerGflops: power}, nil
 }
+
+// SubmitBeacon puts a verified drand round on chain.
+func (m msgServer) SubmitBeacon(ctx context.Context, msg *types.MsgSubmitBeacon) (*types.MsgSubmitBeaconResponse, error) {
+	submitter, err := m.operatorAddr("submitter", msg.Submitter)
+	if err != nil {
+		return nil, err
+	}
+	r, err := m.Keeper.SubmitBeacon(ctx, msg.Round, msg.Signature)
+	if err != nil {
+		return nil, err
+	}
+	who, err := m.addressString("submitter", submitter)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgSubmitBeaconResponse{Randomness: r[:]}, sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventBeaconRound{Round: msg.Round, Submitter: who})
+}

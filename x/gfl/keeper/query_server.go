@@ -112,6 +112,15 @@ func (q queryServer) ChallengeRound(ctx context.Context, req *types.QueryChallen
 	return &types.QueryChallengeRoundResponse{Round: r}, nil
 }
 
+// Beacon returns the beacon's value for a committed block.
+func (q queryServer) Beacon(ctx context.Context, req *types.QueryBeaconRequest) (*types.QueryBeaconResponse, error) {
+	v, source, round, err := q.BeaconValue(ctx, req.Height)
+	if err != nil {
+		return nil, errorsmod.Wrap(types.ErrBeaconUnavailable, err.Error())
+	}
+	return &types.QueryBeaconResponse{Value: v, Source: source, Round: round}, nil
+}
+
 // OpenChallenges pages through the open challenges of an operator's nodes.
 func (q queryServer) OpenChallenges(ctx context.Context, req *types.QueryOpenChallengesRequest) (*types.QueryOpenChallengesResponse, error) {
 	op, err := q.operatorAddr("operator", req.Operator)

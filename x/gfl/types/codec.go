@@ -18,6 +18,7 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgApproveNode{}, "flops/x/gfl/MsgApproveNode")
 	legacy.RegisterAminoMsg(cdc, &MsgCommitChallenge{}, "flops/x/gfl/MsgCommitChallenge")
 	legacy.RegisterAminoMsg(cdc, &MsgRevealChallenge{}, "flops/x/gfl/MsgRevealChallenge")
+	legacy.RegisterAminoMsg(cdc, &MsgSubmitBeacon{}, "flops/x/gfl/MsgSubmitBeacon")
 	cdc.RegisterConcrete(&Params{}, "flops/x/gfl/Params", nil)
 }
 
@@ -32,6 +33,7 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgApproveNode{},
 		&MsgCommitChallenge{},
 		&MsgRevealChallenge{},
+		&MsgSubmitBeacon{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

@@ -29,4 +29,7 @@ var (
 	ErrInvalidRoot            = errorsmod.Register(ModuleName, 24, "invalid Merkle root")
 	ErrNotTransferable        = errorsmod.Register(ModuleName, 25, "ugfl is not transferable")
 	ErrRoundNotFound          = errorsmod.Register(ModuleName, 26, "challenge round not found")
+	ErrDrandOff               = errorsmod.Register(ModuleName, 27, "the drand beacon is off")
+	ErrInvalidBeacon          = errorsmod.Register(ModuleName, 28, "invalid drand round")
+	ErrBeaconKnown            = errorsmod.Register(ModuleName, 29, "drand round already on chain")
 )

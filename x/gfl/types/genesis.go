@@ -138,6 +138,20 @@ func (gs GenesisState) validate() error {
 			return fmt.Errorf("stats[%d]: inconsistent counts", i)
 		}
 	}
+	blocks := make(map[int64]bool, len(gs.BlockRounds))
+	for i, b := range gs.BlockRounds {
+		if b.Height <= 0 || blocks[b.Height] || b.FallbackHeight <= b.Height || b.Round == 0 {
+			return fmt.Errorf("block_rounds[%d]: height %d, round %d, fallback %d: need a positive unique height, a round and a later fallback", i, b.Height, b.Round, b.FallbackHeight)
+		}
+		blocks[b.Height] = true
+	}
+	drands := make(map[uint64]bool, len(gs.DrandRounds))
+	for i, r := range gs.DrandRounds {
+		if r.Round == 0 || drands[r.Round] || len(r.Randomness) != 32 {
+			return fmt.Errorf("drand_rounds[%d]: round %d: need a unique round and 32 bytes of randomness", i, r.Round)
+		}
+		drands[r.Round] = true
+	}
 	for i, e := range gs.Rebalance.Pending {
 		if e >= gs.Rebalance.StatsEpoch || (i > 0 && e <= gs.Rebalance.Pending[i-1]) {
 			return fmt.Errorf("rebalance.pending[%d] %d: must be increasing and below stats_epoch %d", i, e, gs.Rebalance.StatsEpoch)

@@ -43,6 +43,8 @@ var (
 	RoundsKey               = collections.NewPrefix(22)
 	OperatorRoundsKey       = collections.NewPrefix(23)
 	RoundPullsKey           = collections.NewPrefix(24)
+	BlockRoundsKey          = collections.NewPrefix(25)
+	DrandRoundsKey          = collections.NewPrefix(26)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; challenge issue, miss and failure, epoch rebalance).

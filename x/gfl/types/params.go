@@ -1,11 +1,13 @@
 package types
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	errorsmod "cosmossdk.io/errors"
 
+	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/internal/validate"
 )
 
@@ -136,6 +138,9 @@ func (p Params) validate() error {
 			return err
 		}
 	}
+	if err := p.Drand.Validate(); err != nil {
+		return err
+	}
 	if p.ChallengeMinN%challengeNStep != 0 || p.ChallengeMaxN%challengeNStep != 0 {
 		return fmt.Errorf("challenge_min_n %d, challenge_max_n %d: must be multiples of %d", p.ChallengeMinN, p.ChallengeMaxN, challengeNStep)
 	}
@@ -242,4 +247,33 @@ func (w WorkloadWeights) Weight(classFactors PerformanceFactors) uint64 {
 		uint64(w.Weights.TensorCoresPpm)*uint64(classFactors.TensorCoresPpm) +
 		uint64(w.Weights.InterconnectPpm)*uint64(classFactors.InterconnectPpm)
 	return s / validate.PPMOne
+}
+
+// MaxDrandWaitBlocks bounds drand.wait_blocks well inside the beacon's window of block
+// hashes, so that a fallback block's hash is always still kept.
+const MaxDrandWaitBlocks = BeaconHistoryBlocks / 4
+
+// Validate checks the drand network: all zero (off), or a valid group key with its
+// schedule.
+func (d DrandParams) Validate() error {
+	if len(d.PublicKey) == 0 {
+		if d.GenesisTime != 0 || d.PeriodSeconds != 0 || d.DelayRounds != 0 || d.WaitBlocks != 0 {
+			return errors.New("drand: public_key is empty (drand off) but genesis_time, period_seconds, delay_rounds or wait_blocks is set")
+		}
+		return nil
+	}
+	if _, err := beacon.DrandPublicKey(d.PublicKey); err != nil {
+		return fmt.Errorf("drand.public_key: %w", err)
+	}
+	for _, err := range []error{
+		validate.Positive("drand.genesis_time", d.GenesisTime),
+		validate.Range("drand.period_seconds", d.PeriodSeconds, 1, 3600),
+		validate.Range("drand.delay_rounds", d.DelayRounds, 1, 100),
+		validate.Range("drand.wait_blocks", d.WaitBlocks, 1, MaxDrandWaitBlocks),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -283,9 +283,15 @@ func (k Keeper) releaseEntry(ctx context.Context, job types.Job, t types.Task) e
 	return nil
 }
 
-// auditDrawHeight: the audit of a commitment is drawn from the hash of the block after
-// it, which the beacon serves from the block after that.
-func auditDrawHeight(t types.Task) int64 { return t.CommitHeight + 2 }
+// auditDrawHeight: the audit of a commitment is drawn from the beacon's value for the
+// block after it, which the beacon serves from the block after that at the earliest
+// (later when that block's drand round is late: drawAudit moves it on).
+func auditDrawHeight(t types.Task) int64 {
+	if t.AuditDrawHeight != 0 {
+		return t.AuditDrawHeight
+	}
+	return t.CommitHeight + 2
+}
 
 // hold is what a task holds of its node and its provider's collateral.
 type hold struct {

@@ -481,8 +481,8 @@ func AuditProbabilityPPM(p types.Params, settledTasks uint64, score sdkmath.Lega
 	return prob
 }
 
-// drawAudit decides, from the hash of the block after the commitment, whether a committed
-// single-replica EXACT task is audited; then its group may open.
+// drawAudit decides, from the beacon's value for the block after the commitment, whether
+// a committed single-replica EXACT task is audited; then its group may open.
 func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error {
 	t, err := k.Tasks.Get(ctx, taskID)
 	if err != nil {
@@ -509,6 +509,14 @@ func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error 
 	}
 	prob := AuditProbabilityPPM(p, settled, score, t.Price)
 	seed, err := k.gfl.Seed(ctx, t.CommitHeight+1, types.DomainAudit, t.Id)
+	if errors.Is(err, beacon.ErrUnavailable) {
+		// The drand round of the block after the commitment is not on chain yet (or
+		// its fallback block not made): draw next block. Nobody can wait it out: the
+		// beacon falls back to a block hash after drand.wait_blocks.
+		return k.transition(ctx, p, &job, &t, types.TASK_STATUS_COMMITTED, step{}, func(t *types.Task) {
+			t.AuditDrawHeight = ctx.BlockHeight() + 1
+		})
+	}
 	if err != nil {
 		return err
 	}

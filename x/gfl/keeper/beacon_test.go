@@ -1,0 +1,219 @@
+package keeper_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/beacon"
+	"github.com/flopsnet/flops/testutil/drandtest"
+	"github.com/flopsnet/flops/testutil/keepertest"
+	"github.com/flopsnet/flops/x/gfl/keeper"
+	"github.com/flopsnet/flops/x/gfl/types"
+)
+
+const drandWait = 5
+
+// drandFixture is x/gfl with a test drand network (3 s rounds) configured.
+func drandFixture(t *testing.T, edit func(p *types.Params)) (*fixture, *drandtest.Network) {
+	t.Helper()
+	var net *drandtest.Network
+	f := newFixture(t, func(p *types.Params) {
+		net = drandtest.NewNetwork(t, keepertest.GenesisTime.Unix()-3000, 3)
+		p.Drand = types.DrandParams{PublicKey: net.PublicKey(), GenesisTime: net.Genesis, PeriodSeconds: 3, DelayRounds: 1, WaitBlocks: drandWait}
+		if edit != nil {
+			edit(p)
+		}
+	})
+	return f, net
+}
+
+func (f *fixture) beacon(h int64) (*types.QueryBeaconResponse, error) {
+	return f.qs.Beacon(f.ctx, &types.QueryBeaconRequest{Height: h})
+}
+
+// submit puts a round on chain as a transaction would.
+func (f *fixture) submitRound(net *drandtest.Network, round uint64) error {
+	return f.tx(func(ctx sdk.Context) error {
+		_, err := f.ms.SubmitBeacon(ctx, &types.MsgSubmitBeacon{Submitter: keepertest.Addr("relay"), Round: round, Signature: net.Sign(f.t, round)})
+		return err
+	})
+}
+
+// Block h is bound to the round published after it; its value waits for that round and is
+// then the round's randomness, whoever submitted it and whenever (within the wait).
+func TestBeaconDrandBindsBlocksToLaterRounds(t *testing.T) {
+	f, net := drandFixture(t, nil)
+	h := f.ctx.BlockHeight()
+	want := net.RoundAt(f.ctx.BlockTime()) + 1
+	f.blocks(1)
+	_, err := f.beacon(h)
+	require.ErrorIs(t, err, types.ErrBeaconUnavailable)
+	require.ErrorContains(t, err, "not on chain yet")
+	require.Greater(t, beacon.DrandRoundTime(net.Genesis, 3, want), f.ctx.BlockTime().Add(-time.Second), "the bound round is published after block h")
+
+	require.NoError(t, f.submitRound(net, want))
+	res, err := f.beacon(h)
+	require.NoError(t, err)
+	r := net.Randomness(t, want)
+	require.Equal(t, r[:], res.Value)
+	require.Equal(t, keeper.SourceDrand, res.Source)
+	require.Equal(t, want, res.Round)
+	seed, err := f.k.Seed(f.ctx, h, "flops/test", 7)
+	require.NoError(t, err)
+	require.Equal(t, beacon.Derive(r[:], "flops/test", 7), seed)
+	require.True(t, f.hasEvent("flops.gfl.v1.EventBeaconRound"))
+}
+
+// The attack: the proposer of the block after a commitment tries header variants (it
+// orders the transactions) and keeps the one whose draw suits it. From block hashes it
+// can choose: of 16 variants, some give a different audit draw. From drand every variant
+// gives the same value.
+func TestAttackProposerGrindsBeacon(t *testing.T) {
+	draws := func(drand bool) map[bool]int {
+		out := map[bool]int{}
+		for variant := range 16 {
+			var f *fixture
+			var net *drandtest.Network
+			if drand {
+				f, net = drandFixture(t, nil)
+			} else {
+				f = newFixture(t, nil)
+			}
+			f.blocks(3) // the commitment's block
+			h := f.ctx.BlockHeight() + 1
+			// the proposer's variant of block h
+			f.next(time.Second)
+			f.ctx = f.ctx.WithHeaderHash(append(blockHash(h), byte(variant)))
+			require.NoError(t, f.k.BeginBlocker(f.ctx))
+			f.blocks(1)
+			if drand {
+				require.NoError(t, f.submitRound(net, net.RoundAt(f.ctx.BlockTime().Add(-time.Second))+1))
+			}
+			seed, err := f.k.Seed(f.ctx, h, "flops/market/audit", 42)
+			require.NoError(t, err)
+			out[beacon.Below(seed, 1_000_000) < 100_000]++ // a 10% audit
+		}
+		return out
+	}
+	require.Len(t, draws(false), 2, "block hashes: the proposer finds a variant that dodges the audit")
+	require.Len(t, draws(true), 1, "drand: every variant draws the same")
+}
+
+// A round that does not come by wait_blocks: the block's value is the hash of block
+// h + wait_blocks, and stays so when the round comes later.
+func TestBeaconDrandFallsBackAndStays(t *testing.T) {
+	f, net := drandFixture(t, nil)
+	h := f.ctx.BlockHeight()
+	round := net.RoundAt(f.ctx.BlockTime()) + 1
+	for f.ctx.BlockHeight() <= h+drandWait {
+		_, err := f.beacon(h)
+		require.ErrorIs(t, err, types.ErrBeaconUnavailable)
+		f.blocks(1)
+	}
+	res, err := f.beacon(h)
+	require.NoError(t, err)
+	require.Equal(t, keeper.SourceFallback, res.Source)
+	require.Equal(t, blockHash(h+drandWait), res.Value)
+	require.NoError(t, f.submitRound(net, round))
+	again, err := f.beacon(h)
+	require.NoError(t, err)
+	require.Equal(t, res, again, "an answer given stays")
+	// a block made after the round came uses it
+	_, err = f.beacon(f.ctx.BlockHeight() - 1)
+	require.ErrorIs(t, err, types.ErrBeaconUnavailable, "bound to a later round")
+}
+
+// Every bad submission is refused with its error and changes nothing.
+func TestSubmitBeaconRejections(t *testing.T) {
+	off := newFixture(t, nil)
+	net := drandtest.NewNetwork(t, keepertest.GenesisTime.Unix()-3000, 3)
+	require.ErrorIs(t, off.submitRound(net, 1000), types.ErrDrandOff)
+
+	f, net := drandFixture(t, nil)
+	f.blocks(2)
+	br, err := f.k.BlockRounds.Get(f.ctx, 1)
+	require.NoError(t, err)
+	round := br.Round
+	require.NoError(t, f.submitRound(net, round))
+	before := f.snapshot()
+	require.ErrorIs(t, f.submitRound(net, round), types.ErrBeaconKnown)
+	other := drandtest.NewNetwork(t, net.Genesis+1, 3)
+	err = f.tx(func(ctx sdk.Context) error {
+		_, err := f.ms.SubmitBeacon(ctx, &types.MsgSubmitBeacon{Submitter: keepertest.Addr("relay"), Round: round + 1, Signature: other.Sign(t, round+1)})
+		return err
+	})
+	require.ErrorIs(t, err, types.ErrInvalidBeacon, "another network's signature")
+	err = f.tx(func(ctx sdk.Context) error {
+		_, err := f.ms.SubmitBeacon(ctx, &types.MsgSubmitBeacon{Submitter: keepertest.Addr("relay"), Round: round + 1, Signature: net.Sign(t, round)})
+		return err
+	})
+	require.ErrorIs(t, err, types.ErrInvalidBeacon, "another round's signature")
+	err = f.tx(func(ctx sdk.Context) error {
+		_, err := f.ms.SubmitBeacon(ctx, &types.MsgSubmitBeacon{Submitter: keepertest.Addr("relay"), Round: round + 1, Signature: []byte{1, 2, 3}})
+		return err
+	})
+	require.ErrorIs(t, err, types.ErrInvalidBeacon)
+	require.ErrorIs(t, f.submitRound(net, 1), types.ErrInvalidBeacon, "older than any block in the window")
+	f.requireUnchanged(before)
+}
+
+// The window: block bindings and rounds older than the oldest kept block are forgotten.
+func TestBeaconDrandWindowPrunes(t *testing.T) {
+	f, net := drandFixture(t, nil)
+	first := net.RoundAt(f.ctx.BlockTime()) + 1
+	f.blocks(1)
+	require.NoError(t, f.submitRound(net, first))
+	for range types.BeaconHistoryBlocks + 2 {
+		f.blocks(1)
+	}
+	has, err := f.k.DrandRounds.Has(f.ctx, first)
+	require.NoError(t, err)
+	require.False(t, has, "pruned with the blocks bound to it")
+	_, err = f.k.BlockRounds.Get(f.ctx, 1)
+	require.Error(t, err)
+}
+
+func TestDrandParamsValidate(t *testing.T) {
+	net := drandtest.NewNetwork(t, 1_700_000_000, 3)
+	ok := types.DrandParams{PublicKey: net.PublicKey(), GenesisTime: net.Genesis, PeriodSeconds: 3, DelayRounds: 1, WaitBlocks: 10}
+	require.NoError(t, ok.Validate())
+	require.NoError(t, types.DrandParams{}.Validate(), "off")
+	for name, edit := range map[string]func(d *types.DrandParams){
+		"half set":      func(d *types.DrandParams) { d.PublicKey = nil },
+		"short key":     func(d *types.DrandParams) { d.PublicKey = d.PublicKey[:95] },
+		"no genesis":    func(d *types.DrandParams) { d.GenesisTime = 0 },
+		"no period":     func(d *types.DrandParams) { d.PeriodSeconds = 0 },
+		"no delay":      func(d *types.DrandParams) { d.DelayRounds = 0 },
+		"no wait":       func(d *types.DrandParams) { d.WaitBlocks = 0 },
+		"wait too long": func(d *types.DrandParams) { d.WaitBlocks = types.MaxDrandWaitBlocks + 1 },
+	} {
+		d := ok
+		d.PublicKey = append([]byte(nil), ok.PublicKey...)
+		edit(&d)
+		require.Error(t, d.Validate(), name)
+	}
+}
+
+// A PoCP reveal with drand on opens the positions drawn from the round bound to the
+// block after the commitment, once it is on chain.
+func TestChallengeRevealWithDrand(t *testing.T) {
+	f, net := drandFixture(t, smallChallenges)
+	op := f.operator("alice", 1)
+	id := f.register(op, spec("a", 1))
+	f.next(time.Millisecond)
+	a := f.solve(f.node(id).OpenChallenge, nil)
+	f.next(3 * time.Millisecond)
+	f.commit(op, a)
+	sample := f.ctx.BlockHeight() + 1
+	f.blocks(2)
+	_, err := f.beacon(sample)
+	require.ErrorIs(t, err, types.ErrBeaconUnavailable)
+	br, err := f.k.BlockRounds.Get(f.ctx, sample)
+	require.NoError(t, err)
+	require.NoError(t, f.submitRound(net, br.Round))
+	require.Greater(t, f.reveal(op, a), uint64(0))
+}
