@@ -77,7 +77,7 @@ func (k Keeper) oldestRound(ctx context.Context) (uint64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	defer it.Close()
+	defer func() { _ = it.Close() }()
 	if !it.Valid() {
 		return 0, false, nil
 	}

@@ -120,7 +120,7 @@ func (k Keeper) nextNodeOf(ctx sdk.Context, op sdk.AccAddress, after uint64) (ui
 	if err != nil {
 		return 0, false, err
 	}
-	defer it.Close()
+	defer func() { _ = it.Close() }()
 	if !it.Valid() {
 		return 0, false, nil
 	}
