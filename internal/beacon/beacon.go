@@ -23,6 +23,11 @@ import (
 // no longer kept.
 var ErrUnavailable = errors.New("beacon: block hash unavailable")
 
+// ErrRebind is returned for a draw bound to a block whose value can no longer come (the
+// block left the window, or drand was turned on after it): the draw must bind to the
+// current block and wait for its value.
+var ErrRebind = errors.New("beacon: draw must bind to the current block")
+
 // Beacon draws seeds from committed blocks.
 type Beacon interface {
 	// BlockHash returns the header hash of a committed block, or ErrUnavailable.

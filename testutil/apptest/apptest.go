@@ -72,6 +72,9 @@ type App struct {
 	// BlockInterval is the time between blocks (default 1 s).
 	BlockInterval time.Duration
 	proposer      []byte
+	// HeaderHash, when set, gives each block's header hash (default BlockHash): a test
+	// plays a proposer that chooses its block's hash with it.
+	HeaderHash func(height int64) []byte
 	// LastResults is the result of the last FinalizeBlock.
 	LastResults *abci.ResponseFinalizeBlock
 	pending     bool
@@ -253,9 +256,13 @@ func (a *App) Prepare(fn func(ctx sdk.Context)) {
 func (a *App) NextBlock(txs ...[]byte) *abci.ResponseFinalizeBlock {
 	a.t.Helper()
 	h := a.nextHeader()
+	hash := BlockHash(h.Height)
+	if a.HeaderHash != nil {
+		hash = a.HeaderHash(h.Height)
+	}
 	res, err := a.FinalizeBlock(&abci.RequestFinalizeBlock{
 		Height: h.Height, Time: h.Time, Txs: txs, ProposerAddress: a.proposer,
-		Hash: BlockHash(h.Height),
+		Hash: hash,
 	})
 	require.NoError(a.t, err)
 	_, err = a.Commit()

@@ -200,8 +200,9 @@ func (a *Agent) loop(ctx context.Context) error {
 }
 
 // Tick does what the block at height asks of the node: the tasks, the heartbeat, the
-// challenges, the auctions and the pools. Each action is its own transaction, sent
-// together; one failing does not hold back the others (the next tick re-reads the chain).
+// challenges, the auctions, the pools and the drand relay. Each action is its own
+// transaction, sent together; one failing does not hold back the others (the next tick
+// re-reads the chain).
 func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) error {
 	a.mu.Lock()
 	a.height, a.blockTime = height, blockTime
@@ -228,6 +229,7 @@ func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) err
 		actions = append(actions, a.bidActions(ctx)...)
 	}
 	actions = append(actions, a.poolActions(ctx, height)...)
+	actions = append(actions, a.beaconActions(ctx, a.o.Now())...)
 	if act, ok := a.unjailAction(ctx, height, blockTime); ok {
 		actions = append(actions, act)
 	}

@@ -33,6 +33,7 @@ type Config struct {
 	Pools     Pools     `json:"pools"`
 	Outputs   Outputs   `json:"outputs"`
 	Telemetry Telemetry `json:"telemetry"`
+	Beacon    Beacon    `json:"beacon"`
 	// Cheat makes the worker commit wrong results: for tests of the chain's verification
 	// only, and only in a test build (CheatBuild); Validate refuses it otherwise.
 	Cheat bool `json:"cheat,omitempty"`
@@ -203,6 +204,17 @@ type Outputs struct {
 	CheckpointUploadURL string `json:"checkpoint_upload_url,omitempty"`
 }
 
+// Beacon: the drand relay. With the chain's drand beacon on (x/gfl params.drand), the
+// draws of a block wait until someone puts the drand round bound to it on chain; the
+// worker does it for the rounds the chain awaits, fetched from DrandURLs (each a drand
+// HTTP API base with the chain's hash, e.g.
+// https://api.drand.sh/52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971
+// for quicknet; tried in order) and checked against the chain's group key before sending.
+// Empty: no relay (a local chain, which cannot reach drand, keeps drand off).
+type Beacon struct {
+	DrandURLs []string `json:"drand_urls"`
+}
+
 // Telemetry: metrics and health.
 type Telemetry struct {
 	Listen        string   `json:"listen"`
@@ -239,6 +251,7 @@ func Default(home string) Config {
 		Pools:     Pools{Auto: true, MaxClaims: 4, Join: []uint64{}},
 		Outputs:   Outputs{Listen: "127.0.0.1:8470"},
 		Telemetry: Telemetry{Listen: "127.0.0.1:9470", SampleEvery: Duration{time.Second}},
+		Beacon:    Beacon{DrandURLs: []string{}},
 		StateDir:  filepath.Join(home, "state"),
 	}
 }
@@ -284,6 +297,11 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.Node.RuntimeList(); err != nil {
 		errs = append(errs, err)
+	}
+	for _, d := range c.Beacon.DrandURLs {
+		if u, err := url.Parse(d); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("beacon.drand_urls %q: an http(s) URL of a drand API with the chain hash", d))
+		}
 	}
 	if (c.Outputs.TLSCert == "") != (c.Outputs.TLSKey == "") {
 		errs = append(errs, errors.New("outputs.tls_cert and outputs.tls_key: both or neither"))

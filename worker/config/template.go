@@ -165,6 +165,14 @@ telemetry:
   listen: {{y .Telemetry.Listen}}
   sample_every: {{y .Telemetry.SampleEvery}}
 
+beacon:
+  # drand relay: with the chain's drand beacon on, put the rounds it awaits on chain (any
+  # account may; the signature is checked, not the sender). Each entry is a drand HTTP API
+  # with the chain hash, tried in order, e.g. for quicknet:
+  # ["https://api.drand.sh/52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971"]
+  # empty: no relay.
+  drand_urls: {{y .Beacon.DrandURLs}}
+
 # the worker's own state (results awaiting reveal), kept across restarts.
 state_dir: {{y .StateDir}}
 {{- if .Cheat}}

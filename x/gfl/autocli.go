@@ -28,6 +28,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "NodesByStatus", Use: "nodes-by-status <status>", Short: "List the nodes in a status", Example: "flopsd q gfl nodes-by-status NODE_STATUS_ACTIVE", PositionalArgs: id("status")},
 				{RpcMethod: "Challenge", Use: "challenge <challenge-id>", Short: "Show an open PoCP challenge", PositionalArgs: id("challenge_id")},
 				{RpcMethod: "ChallengeRound", Use: "challenge-round <round-id>", Short: "Show an operator's PoCP challenge round: its members are measured together", PositionalArgs: id("round_id")},
+				{RpcMethod: "PendingRounds", Use: "pending-rounds", Short: "List the drand rounds the chain awaits (bound to recent blocks, not on chain yet): what a beacon relay submits"},
 				{RpcMethod: "Beacon", Use: "beacon <height>", Short: "Show the beacon's value for a committed block (a drand round's randomness, a fallback or the block hash) that the block's draws derive from", PositionalArgs: id("height")},
 				{RpcMethod: "OpenChallenges", Use: "open-challenges <operator>", Short: "List the open challenges of an operator's nodes", PositionalArgs: id("operator")},
 				{RpcMethod: "NodePower", Use: "node-power <node-id>", Short: "Show a node's GFL index, median, availability and power per workload class", PositionalArgs: id("node_id")},

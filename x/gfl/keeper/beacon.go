@@ -109,12 +109,12 @@ const (
 // the drand round bound to the block (0 when none); beacon.ErrUnavailable while the value
 // is not known yet.
 func (k Keeper) BeaconValue(ctx context.Context, height int64) ([]byte, string, uint64, error) {
-	hash, err := k.BlockHash(ctx, height)
-	if err != nil {
-		return nil, "", 0, err
-	}
 	br, err := k.BlockRounds.Get(ctx, height)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		hash, err := k.BlockHash(ctx, height)
+		if err != nil {
+			return nil, "", 0, err
+		}
 		return hash, SourceBlock, 0, nil
 	} else if err != nil {
 		return nil, "", 0, err
@@ -138,7 +138,52 @@ func (k Keeper) BeaconValue(ctx context.Context, height int64) ([]byte, string, 
 	return fb, SourceFallback, br.Round, nil
 }
 
-// Seed implements beacon.Beacon.
+// RecentSeed is the seed of a draw made at once (a pool unit's designee, a GEMM job's
+// inputs): block h-1's value when known; with drand on and h-1's round not on chain yet,
+// the value of block h-1-wait_blocks, known by now (its round, or the hash of h-1 it fell
+// back to). Either was fixed before the current block: its proposer can include or leave
+// out the draw, not choose the value.
+func (k Keeper) RecentSeed(ctx context.Context, domain string, ids ...uint64) ([32]byte, error) {
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight() - 1
+	seed, err := k.Seed(ctx, h, domain, ids...)
+	if !errorsmod.IsOf(err, beacon.ErrUnavailable) {
+		return seed, err
+	}
+	br, err := k.BlockRounds.Get(ctx, h)
+	if err != nil {
+		return [32]byte{}, errorsmod.Wrapf(beacon.ErrUnavailable, "block %d has no value", h)
+	}
+	return k.Seed(ctx, h-(br.FallbackHeight-h), domain, ids...)
+}
+
+// DrawSeed is the seed of a draw that became due at block since (the scheduler's: a task
+// that became pending then). With drand on at since, it is the value bound to since: a
+// round published after the block, unknown to everyone when the draw became due, so
+// beacon.ErrUnavailable until the round is on chain or falls back, and the draw waits.
+// With drand off it is the last committed block's (the single-proposer bound of the
+// header hash, at no delay; the first block's own). beacon.ErrRebind when since can no longer get a value (its
+// binding left the window, or drand was turned on after it): the draw binds to the
+// current block and waits for it.
+func (k Keeper) DrawSeed(ctx context.Context, since int64, domain string, ids ...uint64) ([32]byte, error) {
+	if has, err := k.BlockRounds.Has(ctx, since); err != nil {
+		return [32]byte{}, err
+	} else if has {
+		return k.Seed(ctx, since, domain, ids...)
+	}
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
+	if has, err := k.BlockRounds.Has(ctx, h); err != nil {
+		return [32]byte{}, err
+	} else if has {
+		return [32]byte{}, errorsmod.Wrapf(beacon.ErrRebind, "block %d has no drand round bound, block %d has", since, h)
+	}
+	if h <= 1 {
+		// the first block has no committed predecessor: its own header (its proposer's
+		// choice, as the previous block's would have been)
+		return beacon.Derive(sdk.UnwrapSDKContext(ctx).HeaderHash(), domain, ids...), nil
+	}
+	return k.Seed(ctx, h-1, domain, ids...)
+}
+
 func (k Keeper) Seed(ctx context.Context, height int64, domain string, ids ...uint64) ([32]byte, error) {
 	v, _, _, err := k.BeaconValue(ctx, height)
 	if err != nil {

@@ -217,3 +217,105 @@ func TestChallengeRevealWithDrand(t *testing.T) {
 	require.NoError(t, f.submitRound(net, br.Round))
 	require.Greater(t, f.reveal(op, a), uint64(0))
 }
+
+// A scheduler draw that became due at block since: with drand on at since, since's own
+// round (nothing before it is known when it becomes due), waiting until it is on chain;
+// with drand off, the last committed block's; bound to the current block when since can
+// no longer get a value (drand turned on after it).
+func TestDrawSeedWaitsForItsBlocksRound(t *testing.T) {
+	f, net := drandFixture(t, nil)
+	since := f.ctx.BlockHeight()
+	round := net.RoundAt(f.ctx.BlockTime()) + 1
+	_, err := f.k.DrawSeed(f.ctx, since, "flops/test", 1)
+	require.ErrorIs(t, err, beacon.ErrUnavailable, "due this block: its round is not published")
+	f.blocks(2)
+	_, err = f.k.DrawSeed(f.ctx, since, "flops/test", 1)
+	require.ErrorIs(t, err, beacon.ErrUnavailable, "the round is not on chain")
+	require.NoError(t, f.submitRound(net, round))
+	seed, err := f.k.DrawSeed(f.ctx, since, "flops/test", 1)
+	require.NoError(t, err)
+	r := net.Randomness(t, round)
+	require.Equal(t, beacon.Derive(r[:], "flops/test", 1), seed)
+
+	// drand off: the last committed block's hash, at once
+	off := newFixture(t, nil)
+	off.blocks(3)
+	h := off.ctx.BlockHeight()
+	seed, err = off.k.DrawSeed(off.ctx, h, "flops/test", 1)
+	require.NoError(t, err)
+	require.Equal(t, beacon.Derive(blockHash(h-1), "flops/test", 1), seed)
+
+	// drand turned on later: a draw due before can get no round; it binds to now
+	p, err := off.k.Params.Get(off.ctx)
+	require.NoError(t, err)
+	p.Drand = types.DrandParams{PublicKey: net.PublicKey(), GenesisTime: net.Genesis, PeriodSeconds: 3, DelayRounds: 1, WaitBlocks: drandWait}
+	require.NoError(t, off.k.Params.Set(off.ctx, p))
+	off.blocks(1)
+	_, err = off.k.DrawSeed(off.ctx, h, "flops/test", 1)
+	require.ErrorIs(t, err, beacon.ErrRebind)
+	_, err = off.k.DrawSeed(off.ctx, off.ctx.BlockHeight(), "flops/test", 1)
+	require.ErrorIs(t, err, beacon.ErrUnavailable)
+}
+
+// RecentSeed never waits: block h-1's value, or while h-1's round is off chain, that of
+// block h-1-wait_blocks (its round or the fallback it took by now).
+func TestRecentSeedNeverWaits(t *testing.T) {
+	f, net := drandFixture(t, nil)
+	first := f.ctx.BlockHeight()
+	round := net.RoundAt(f.ctx.BlockTime()) + 1
+	f.blocks(2)
+	require.NoError(t, f.submitRound(net, round))
+	f.blocks(drandWait - 1)
+	// h-1's round is off chain: the value of h-1-wait
+	h := f.ctx.BlockHeight()
+	require.Equal(t, first, h-1-drandWait)
+	seed, err := f.k.RecentSeed(f.ctx, "flops/test", 9)
+	require.NoError(t, err)
+	want, err := f.k.Seed(f.ctx, first, "flops/test", 9)
+	require.NoError(t, err)
+	require.Equal(t, want, seed)
+	r := net.Randomness(t, round)
+	require.Equal(t, beacon.Derive(r[:], "flops/test", 9), seed, "the round of block h-1-wait, on chain")
+}
+
+// PendingRounds lists each awaited round once, oldest first, with its first block; a
+// round on chain or fallen back leaves the list; empty with drand off.
+func TestPendingRounds(t *testing.T) {
+	f, net := drandFixture(t, nil)
+	f.blocks(3)
+	pending := func() []types.BlockRound {
+		res, err := f.qs.PendingRounds(f.ctx, &types.QueryPendingRoundsRequest{})
+		require.NoError(t, err)
+		return res.Rounds
+	}
+	rounds := pending()
+	require.GreaterOrEqual(t, len(rounds), 2, "4 blocks of 1 s span two 3 s rounds")
+	for i, br := range rounds {
+		want, err := f.k.BlockRounds.Get(f.ctx, br.Height)
+		require.NoError(t, err)
+		require.Equal(t, want, br)
+		if i > 0 {
+			require.Greater(t, br.Round, rounds[i-1].Round)
+			prev, err := f.k.BlockRounds.Get(f.ctx, br.Height-1)
+			require.NoError(t, err)
+			require.NotEqual(t, br.Round, prev.Round, "the first block bound to the round")
+		}
+	}
+	require.NoError(t, f.submitRound(net, rounds[0].Round))
+	after := pending()
+	require.NotContains(t, after, rounds[0])
+	require.Len(t, after, len(rounds)-1)
+
+	// no relay: the rounds fall back and leave the list
+	f.blocks(drandWait + 5)
+	for _, br := range pending() {
+		require.Greater(t, br.FallbackHeight, f.ctx.BlockHeight())
+		require.NotEqual(t, rounds[1].Round, br.Round)
+	}
+
+	off := newFixture(t, nil)
+	off.blocks(3)
+	res, err := off.qs.PendingRounds(off.ctx, &types.QueryPendingRoundsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, res.Rounds)
+}

@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"slices"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -119,6 +120,42 @@ func (q queryServer) Beacon(ctx context.Context, req *types.QueryBeaconRequest) 
 		return nil, errorsmod.Wrap(types.ErrBeaconUnavailable, err.Error())
 	}
 	return &types.QueryBeaconResponse{Value: v, Source: source, Round: round}, nil
+}
+
+// PendingRounds lists the awaited drand rounds: those bound to the blocks of the last
+// drand.wait_blocks whose round is not on chain and that have not fallen back (at most
+// MaxDrandWaitBlocks blocks read).
+func (q queryServer) PendingRounds(ctx context.Context, _ *types.QueryPendingRoundsRequest) (*types.QueryPendingRoundsResponse, error) {
+	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
+	rng := new(collections.Range[int64]).StartInclusive(max(h-types.MaxDrandWaitBlocks, 0)).Descending()
+	it, err := q.BlockRounds.Iterate(ctx, rng)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = it.Close() }()
+	var out []types.BlockRound
+	for ; it.Valid(); it.Next() {
+		br, err := it.Value()
+		if err != nil {
+			return nil, err
+		}
+		if br.FallbackHeight <= h {
+			break // it and every older block fell back (or will, before a tx could land)
+		}
+		if n := len(out); n > 0 && out[n-1].Round == br.Round {
+			out[n-1] = br // the first block bound to the round
+			continue
+		}
+		has, err := q.DrandRounds.Has(ctx, br.Round)
+		if err != nil {
+			return nil, err
+		}
+		if !has {
+			out = append(out, br)
+		}
+	}
+	slices.Reverse(out)
+	return &types.QueryPendingRoundsResponse{Rounds: out}, nil
 }
 
 // OpenChallenges pages through the open challenges of an operator's nodes.

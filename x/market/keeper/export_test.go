@@ -42,7 +42,11 @@ func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) 
 	if err != nil {
 		return Draw{}, false, err
 	}
-	d, found, err := k.draw(ctx, p, classes, job, t)
+	seed, ready, err := k.drawSeed(ctx, &t)
+	if err != nil || !ready {
+		return Draw{}, false, err
+	}
+	d, found, err := k.draw(ctx, p, classes, job, t, seed)
 	if err != nil || !found {
 		return Draw{}, found, err
 	}

@@ -54,6 +54,19 @@ func (g *gflFake) Seed(_ context.Context, height int64, domain string, ids ...ui
 	return beacon.Derive(blockHash(height), domain, ids...), nil
 }
 
+// DrawSeed and RecentSeed are x/gfl's with drand off: the last committed block's.
+func (g *gflFake) DrawSeed(ctx context.Context, _ int64, domain string, ids ...uint64) ([32]byte, error) {
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	if sdkCtx.BlockHeight() <= 1 {
+		return beacon.Derive(sdkCtx.HeaderHash(), domain, ids...), nil
+	}
+	return g.Seed(ctx, sdkCtx.BlockHeight()-1, domain, ids...)
+}
+
+func (g *gflFake) RecentSeed(ctx context.Context, domain string, ids ...uint64) ([32]byte, error) {
+	return g.Seed(ctx, sdk.UnwrapSDKContext(ctx).BlockHeight()-1, domain, ids...)
+}
+
 // collateralFake is x/staking-slash: bonded collateral per provider, jailing, and the
 // exposure it backs (refused when exposure + value > bonded); it records slashes and jails.
 // Its maps are keyed by the address bytes (as the real module's store is), so that the

@@ -82,6 +82,7 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 			tasks = append(tasks, types.Task{
 				Id: tid, JobId: id, Index: i, Replica: r, Status: types.TASK_STATUS_PENDING, Role: types.TASK_ROLE_PRIMARY,
 				Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: spec.Reserved(),
+				PendingHeight: sdk.UnwrapSDKContext(ctx).BlockHeight(),
 			})
 		}
 	}
@@ -103,11 +104,10 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 	})
 }
 
-// gemmSeed draws a BUILTIN gemm job's seed from the previous block (nobody knew it when
-// they signed the job), falling back to the job id alone at the first block.
+// gemmSeed draws a BUILTIN gemm job's seed from the beacon's most recent value (nobody
+// knew it when they signed the job), falling back to the job id alone at the first block.
 func (k Keeper) gemmSeed(ctx context.Context, jobID uint64) [32]byte {
-	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
-	if seed, err := k.gfl.Seed(ctx, h-1, types.DomainGemmSeed, jobID); err == nil {
+	if seed, err := k.gfl.RecentSeed(ctx, types.DomainGemmSeed, jobID); err == nil {
 		return seed
 	}
 	var b [8]byte

@@ -194,6 +194,7 @@ const (
 	expired                     // its deadline can no longer be met
 	parkedAlone                 // parked on its own
 	groupParked                 // parked with its group
+	waiting                     // parked for a block: its draw's beacon value is not known yet
 )
 
 // examine runs tryAssign on one task within the block's budget; a task whose examination
@@ -291,11 +292,18 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 		}
 		return &job, expired, nil
 	}
+	seed, ready, err := k.drawSeed(ctx, &t)
+	if err != nil {
+		return nil, untouched, err
+	}
+	if !ready {
+		return nil, waiting, k.waitForBeacon(ctx, job, t)
+	}
 	classes, err := sb.classesOf(ctx, k, job)
 	if err != nil {
 		return nil, untouched, err
 	}
-	slot, price, found, err := k.pickNode(ctx, p, classes, job, t)
+	slot, price, found, err := k.pickNode(ctx, p, classes, job, t, seed)
 	if err != nil {
 		return nil, untouched, err
 	}
@@ -381,8 +389,8 @@ type candidate struct {
 }
 
 // pickNode finds the node for a task: power of two choices among the eligible candidates.
-func (k Keeper) pickNode(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task) (types.NodeSlot, sdkmath.Int, bool, error) {
-	d, found, err := k.draw(ctx, p, classes, job, t)
+func (k Keeper) pickNode(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task, seed [32]byte) (types.NodeSlot, sdkmath.Int, bool, error) {
+	d, found, err := k.draw(ctx, p, classes, job, t, seed)
 	if err != nil || !found {
 		return types.NodeSlot{}, sdkmath.Int{}, false, err
 	}
@@ -407,12 +415,11 @@ type drawn struct {
 // sampling finds none (eligible nodes are rarer than one in scheduler_max_scan) does the
 // scheduler fall back to walking the load-ordered index from a random node id, which finds
 // a rare eligible node but favours nodes after gaps in the ids.
-func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task) (drawn, bool, error) {
+func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task, seed [32]byte) (drawn, bool, error) {
 	excluded, err := k.excludedNodes(ctx, job, t)
 	if err != nil {
 		return drawn{}, false, err
 	}
-	seed := k.drawSeed(ctx, t.Id, uint64(t.Reassignments))
 	budget := int(p.SchedulerMaxScan)
 	pool, err := k.sample(ctx, p, classes, job, t.Role, excluded, seed, int(p.SchedulerCandidates), &budget)
 	if err != nil {
@@ -713,19 +720,48 @@ func (k Keeper) siblings(ctx context.Context, t types.Task) ([]types.Task, error
 	return out, nil
 }
 
-// drawSeed draws the scheduler's randomness for a task from the previous block.
-func (k Keeper) drawSeed(ctx context.Context, taskID, attempt uint64) [32]byte {
-	return k.seedOf(ctx, types.DomainAssign, taskID, attempt)
+// drawSeed is the randomness of a pending task's draw of a node (x/gfl DrawSeed): with
+// the drand beacon on, the value bound to the block the task became pending in, a round
+// nobody knew when the task was created or given back, so no proposer can steer a task
+// (an audit, a committee seat, a tie-break or a primary) to a node it favours; not ready
+// until that value is on chain (or fell back, after drand.wait_blocks). With drand off,
+// the last committed block's hash. A task whose block can no longer get a value binds to
+// the current block (written here) and waits.
+func (k Keeper) drawSeed(ctx context.Context, t *types.Task) ([32]byte, bool, error) {
+	seed, err := k.gfl.DrawSeed(ctx, t.PendingHeight, types.DomainAssign, t.Id, uint64(t.Reassignments))
+	switch {
+	case err == nil:
+		return seed, true, nil
+	case errors.Is(err, beacon.ErrUnavailable):
+		return seed, false, nil
+	case errors.Is(err, beacon.ErrRebind):
+		// PendingHeight is in no index: the task is saved as it is
+		t.PendingHeight = sdk.UnwrapSDKContext(ctx).BlockHeight()
+		return seed, false, k.Tasks.Set(ctx, t.Id, *t)
+	}
+	return seed, false, err
 }
 
-// seedOf is the beacon of the last committed block for domain and ids (the current
-// header's hash before the first block has a predecessor).
+// waitForBeacon parks a pending task whose draw waits for the beacon until the next block,
+// alone (its group goes on: its other tasks may have their values) and without counting
+// a failed try.
+func (k Keeper) waitForBeacon(ctx sdk.Context, job types.Job, t types.Task) error {
+	tries := uint32(0)
+	if r, err := k.AssignRetries.Get(ctx, t.Id); err == nil {
+		tries = r.K2()
+	} else if !errors.Is(err, collections.ErrNotFound) {
+		return err
+	}
+	return k.park(ctx, job, t, ctx.BlockHeight()+1, tries)
+}
+
+// seedOf is the beacon's most recent value for domain and ids (x/gfl RecentSeed: fixed
+// before this block), or the current header's hash before the first block has one.
 func (k Keeper) seedOf(ctx context.Context, domain string, ids ...uint64) [32]byte {
-	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	if seed, err := k.gfl.Seed(ctx, sdkCtx.BlockHeight()-1, domain, ids...); err == nil {
+	if seed, err := k.gfl.RecentSeed(ctx, domain, ids...); err == nil {
 		return seed
 	}
-	return beacon.Derive(sdkCtx.HeaderHash(), domain, ids...)
+	return beacon.Derive(sdk.UnwrapSDKContext(ctx).HeaderHash(), domain, ids...)
 }
 
 // classCount is the number of indexed nodes of a class that are idle and loaded.

@@ -149,6 +149,9 @@ func (k Keeper) transition(ctx context.Context, p types.Params, job *types.Job, 
 	if set != nil {
 		set(t)
 	}
+	if to == types.TASK_STATUS_PENDING && from.Status != types.TASK_STATUS_PENDING {
+		t.PendingHeight = sdk.UnwrapSDKContext(ctx).BlockHeight()
+	}
 	t.Status = to
 	if err := k.moveHoldings(ctx, *job, from, *t); err != nil {
 		return err

@@ -428,7 +428,7 @@ func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, ind
 	t := types.Task{
 		Id: id, JobId: job.Id, Index: index, Replica: uint32(len(all)), Status: types.TASK_STATUS_PENDING, Role: role,
 		Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: reserve, DisputeId: dispute, ExcludedNodes: exclude,
-		Deadline: verificationDeadline(ctx, p, *job),
+		Deadline: verificationDeadline(ctx, p, *job), PendingHeight: sdk.UnwrapSDKContext(ctx).BlockHeight(),
 	}
 	job.VerificationLeft = job.VerificationLeft.Sub(reserve)
 	if err := k.insertTask(ctx, job, t); err != nil {

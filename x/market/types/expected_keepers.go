@@ -33,6 +33,8 @@ type GFLKeeper interface {
 	GetNode(ctx context.Context, id uint64) (gfltypes.Node, error)
 	GetParams(ctx context.Context) (gfltypes.Params, error)
 	Seed(ctx context.Context, height int64, domain string, ids ...uint64) ([32]byte, error)
+	DrawSeed(ctx context.Context, since int64, domain string, ids ...uint64) ([32]byte, error)
+	RecentSeed(ctx context.Context, domain string, ids ...uint64) ([32]byte, error)
 }
 
 // CollateralKeeper is the part of x/staking-slash this module uses.
