@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
 
-.PHONY: help build demo demo-multi install test test-long test-unit test-e2e bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean
+.PHONY: help build demo demo-multi install test test-long test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -45,6 +45,16 @@ test: build ## every test but the long runs: unit, keeper, app and end-to-end (a
 
 test-long: build ## the long runs: the demo on 4 validators with one killed (about 2 min)
 	FLOPS_LONG_TESTS=1 go test -count=1 -timeout 30m $(TEST_TAGS) -run 'TestDemoFourValidatorsOneKilled' ./tests/e2e/
+
+SIM_TESTS = 'TestFullAppSimulation|TestAppImportExport|TestAppSimulationAfterImport|TestAppStateDeterminism'
+SEEDS ?= 50
+BLOCKS ?= 500
+
+sim: ## the app simulations at CI size (2 seeds x 30 blocks x 30 ops; part of make test; about 1 min)
+	go test -count=1 $(TEST_TAGS) -run $(SIM_TESTS) ./app/
+
+sim-long: ## the app simulations over SEEDS seeds x BLOCKS blocks x 200 ops (defaults 50 x 500: hours)
+	SIM_SEEDS=$(SEEDS) go test -count=1 -v -timeout 0 $(TEST_TAGS) -run $(SIM_TESTS) ./app/ -NumBlocks=$(BLOCKS) -BlockSize=200
 
 test-unit: ## unit, keeper and app tests only (no networks)
 	go test -count=1 -short $(TEST_TAGS) ./...

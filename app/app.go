@@ -68,6 +68,7 @@ import (
 	govclient "github.com/cosmos/cosmos-sdk/x/gov/client"
 	govkeeper "github.com/cosmos/cosmos-sdk/x/gov/keeper"
 	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
+	govv1beta1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1beta1"
 	"github.com/cosmos/cosmos-sdk/x/slashing"
 	slashingkeeper "github.com/cosmos/cosmos-sdk/x/slashing/keeper"
 	slashingtypes "github.com/cosmos/cosmos-sdk/x/slashing/types"
@@ -169,6 +170,7 @@ type App struct {
 	ModuleManager      *module.Manager
 	BasicModuleManager module.BasicManager
 	configurator       module.Configurator
+	sm                 *module.SimulationManager
 
 	// Invariants are flops' accounting invariants; asserted every invCheckPeriod blocks
 	// when that is set (flopsd start --inv-check-period).
@@ -253,6 +255,10 @@ func New(
 	govKeeper := govkeeper.NewKeeper(appCodec, store(govtypes.StoreKey), app.AccountKeeper, app.BankKeeper,
 		app.DistrKeeper, app.MsgServiceRouter(), govConfig, govAuthority,
 		govkeeper.NewDefaultCalculateVoteResultsAndVotingPower(app.StakingKeeper))
+	// v1beta1 content proposals: text only (flops registers no legacy content handler);
+	// without a router, a proposal carrying MsgExecLegacyContent panics in its handler
+	// (found by the simulation: TestGovLegacyTextProposal)
+	govKeeper.SetLegacyRouter(govv1beta1.NewRouter().AddRoute(govtypes.RouterKey, govv1beta1.ProposalHandler))
 	app.GovKeeper = *govKeeper.SetHooks(govtypes.NewMultiGovHooks())
 
 	app.EpochsKeeper = epochskeeper.NewKeeper(store(epochstypes.StoreKey), appCodec)
@@ -366,6 +372,8 @@ func New(
 		panic(err)
 	}
 	reflectionv1.RegisterReflectionServiceServer(app.GRPCQueryRouter(), reflectionSvc)
+
+	app.sm = app.newSimulationManager()
 
 	app.registerInvariants()
 	app.registerCrossInvariants()

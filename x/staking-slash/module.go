@@ -14,11 +14,14 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/codec"
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
+	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
+	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 
 	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/staking-slash/keeper"
+	"github.com/flopsnet/flops/x/staking-slash/simulation"
 	"github.com/flopsnet/flops/x/staking-slash/types"
 )
 
@@ -119,4 +122,29 @@ func (am AppModule) EndBlock(ctx context.Context) error {
 // exactly the bonded plus the unbonding collateral, and the running totals match.
 func (am AppModule) RegisterInvariants(reg invariant.Registrar) {
 	am.keeper.RegisterInvariants(reg)
+}
+
+var _ module.AppModuleSimulation = AppModule{}
+
+// GenerateGenesisState writes random valid params (simulation).
+func (AppModule) GenerateGenesisState(s *module.SimulationState) { simulation.RandomizedGenState(s) }
+
+// RegisterStoreDecoder decodes the module's store for simulation diffs.
+func (am AppModule) RegisterStoreDecoder(sdr simtypes.StoreDecoderRegistry) {
+	sdr[types.StoreKey] = simtypes.NewStoreDecoderFuncFromCollectionsSchema(am.keeper.Schema)
+}
+
+// WeightedOperations is empty: the module's operations are WeightedOperationsX's.
+func (AppModule) WeightedOperations(module.SimulationState) []simtypes.WeightedOperation { return nil }
+
+// WeightedOperationsX registers the providers' collateral operations.
+func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
+	reg.Add(w.Get("msg_bond", 60), simulation.MsgBondFactory(am.keeper))
+	reg.Add(w.Get("msg_unbond", 20), simulation.MsgUnbondFactory(am.keeper))
+	reg.Add(w.Get("msg_unjail", 20), simulation.MsgUnjailFactory(am.keeper))
+}
+
+// ProposalMsgsX registers the module's governance proposals.
+func (AppModule) ProposalMsgsX(w simsx.WeightSource, reg simsx.Registry) {
+	reg.Add(w.Get("msg_update_params", 10), simulation.MsgUpdateParamsFactory())
 }

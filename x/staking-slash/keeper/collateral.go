@@ -153,7 +153,7 @@ func (k Keeper) Unbond(ctx context.Context, provider sdk.AccAddress, amount sdk.
 		return types.UnbondingEntry{}, errorsmod.Wrapf(types.ErrExposureLimit,
 			"unbond %s would lower the exposure cap to %s, below the exposure %s", amount, capAfter, c.Exposure)
 	}
-	open, err := k.countUnbondings(ctx, provider)
+	open, err := k.CountUnbondings(ctx, provider)
 	if err != nil {
 		return types.UnbondingEntry{}, err
 	}
@@ -195,9 +195,9 @@ func providerRange(provider sdk.AccAddress) *collections.PairRange[sdk.AccAddres
 	return collections.NewPrefixedPairRange[sdk.AccAddress, uint64](provider)
 }
 
-// countUnbondings counts the provider's open entries (at most max_unbonding_entries at the
+// CountUnbondings counts the provider's open entries (at most max_unbonding_entries at the
 // time each was created).
-func (k Keeper) countUnbondings(ctx context.Context, provider sdk.AccAddress) (uint64, error) {
+func (k Keeper) CountUnbondings(ctx context.Context, provider sdk.AccAddress) (uint64, error) {
 	var n uint64
 	err := k.Unbondings.Walk(ctx, providerRange(provider), func(UnbondingKey, types.UnbondingEntry) (bool, error) {
 		n++
