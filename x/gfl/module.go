@@ -14,11 +14,14 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/codec"
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
+	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
+	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 
 	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/gfl/keeper"
+	"github.com/flopsnet/flops/x/gfl/simulation"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -123,3 +126,21 @@ func (am AppModule) EndBlock(ctx context.Context) error {
 
 // RegisterInvariants registers the ugfl supply invariant.
 func (am AppModule) RegisterInvariants(reg invariant.Registrar) { am.keeper.RegisterInvariants(reg) }
+
+var _ module.AppModuleSimulation = AppModule{}
+
+// GenerateGenesisState writes the simulation's genesis.
+func (AppModule) GenerateGenesisState(s *module.SimulationState) { simulation.RandomizedGenState(s) }
+
+// RegisterStoreDecoder decodes the module's store for simulation diffs.
+func (am AppModule) RegisterStoreDecoder(sdr simtypes.StoreDecoderRegistry) {
+	sdr[types.StoreKey] = simtypes.NewStoreDecoderFuncFromCollectionsSchema(am.keeper.Schema)
+}
+
+// WeightedOperations is empty: the module's operations are WeightedOperationsX's.
+func (AppModule) WeightedOperations(module.SimulationState) []simtypes.WeightedOperation { return nil }
+
+// WeightedOperationsX registers the operators' node operations.
+func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
+	reg.Add(w.Get("msg_register_node", 40), simulation.MsgRegisterNodeFactory(am.keeper))
+}

@@ -1,0 +1,62 @@
+// Package simulation is x/gfl in the app's simulations (app/sim_test.go): random genesis
+// params and the operators' node registration, deactivation and reactivation.
+package simulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cosmos/cosmos-sdk/testutil/simsx"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/module"
+
+	"github.com/flopsnet/flops/x/gfl/keeper"
+	"github.com/flopsnet/flops/x/gfl/types"
+)
+
+// RandomizedGenState writes the module's genesis: the defaults with challenges every 20 to
+// 200 blocks, so that a simulation sees nodes challenged, and (not answered by the
+// simulated operators yet) missing their deadlines.
+func RandomizedGenState(s *module.SimulationState) {
+	gs := types.DefaultGenesisState()
+	gs.Params.ChallengeIntervalBlocks = uint64(20 + s.Rand.Intn(181))
+	gs.Params.ChallengeRevealBlocks = uint64(5 + s.Rand.Intn(30))
+	s.GenState[types.ModuleName] = s.Cdc.MustMarshalJSON(gs)
+}
+
+// MsgRegisterNodeFactory registers a node of 1 to 4 GPUs for a random account; an
+// operator without the collateral for them is refused (ErrInsufficientCollateral),
+// which the simulation expects.
+func MsgRegisterNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgRegisterNode, simsx.SimDeliveryResultHandler) {
+		p, err := k.Params.Get(ctx)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil, nil
+		}
+		r := data.Rand()
+		op := data.AnyAccount(reporter, simsx.WithSpendableBalance())
+		if reporter.IsSkipped() {
+			return nil, nil, nil
+		}
+		class := p.GpuClasses[r.Intn(len(p.GpuClasses))]
+		spec := types.NodeSpec{
+			Region: []string{"eu-west", "us-east", "ap-south"}[r.Intn(3)], Endpoint: fmt.Sprintf("https://n%d.sim.example", r.Uint32()),
+			Workloads:     []types.WorkloadClass{types.WORKLOAD_CLASS_TRAINING, types.WORKLOAD_CLASS_INFERENCE, types.WORKLOAD_CLASS_BATCH, types.WORKLOAD_CLASS_RENDERING}[:1+r.Intn(4)],
+			Runtimes:      []types.Runtime{types.RUNTIME_BUILTIN, types.RUNTIME_CONTAINER, types.RUNTIME_PROCESS}[:1+r.Intn(3)],
+			AskPerGpuHour: sdk.NewInt64Coin(sdk.DefaultBondDenom, int64(100_000+r.Intn(2_000_000))), ClaimedGflops: uint64(1 + r.Intn(1000)),
+		}
+		for range 1 + r.Intn(4) {
+			spec.Gpus = append(spec.Gpus, types.GpuInfo{
+				Model: "NVIDIA " + class.ModelSubstrings[0], Uuid: fmt.Sprintf("GPU-%016x", r.Uint64()), MemoryMib: class.MinMemoryMib, ComputeCapability: "8.0",
+			})
+		}
+		return []simsx.SimAccount{op}, &types.MsgRegisterNode{Operator: op.AddressBech32, Spec: spec}, func(err error) error {
+			if err == nil || errors.Is(err, types.ErrInsufficientCollateral) {
+				return nil
+			}
+			return err
+		}
+	})
+}
