@@ -1,9 +1,12 @@
 package app
 
 import (
+	"context"
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/baseapp"
+	"github.com/cosmos/cosmos-sdk/testutil/simsx"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 	"github.com/cosmos/cosmos-sdk/x/auth"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
@@ -11,6 +14,11 @@ import (
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 	"github.com/cosmos/cosmos-sdk/x/epochs"
 	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
+
+	"github.com/flopsnet/flops/x/gfl"
+	gflsim "github.com/flopsnet/flops/x/gfl/simulation"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	stakingslashtypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // newSimulationManager is the app's simulation manager (app/sim_test.go): every module
@@ -21,6 +29,7 @@ func (app *App) newSimulationManager() *module.SimulationManager {
 		authtypes.ModuleName:   auth.NewAppModule(app.appCodec, app.AccountKeeper, simGenesisAccounts, nil),
 		banktypes.ModuleName:   bankSim{app.ModuleManager.Modules[banktypes.ModuleName].(bank.AppModule)},
 		epochstypes.ModuleName: epochsSim{app.ModuleManager.Modules[epochstypes.ModuleName].(epochs.AppModule)},
+		gfltypes.ModuleName:    gflSim{AppModule: app.ModuleManager.Modules[gfltypes.ModuleName].(gfl.AppModule), app: app},
 	}
 	sm := module.NewSimulationManagerFromAppModules(app.ModuleManager.Modules, overrides)
 	sm.RegisterStoreDecoders()
@@ -68,5 +77,32 @@ func simGenesisAccounts(s *module.SimulationState) authtypes.GenesisAccounts {
 	for _, acc := range s.Accounts {
 		out = append(out, authtypes.NewBaseAccountWithAddress(acc.Address))
 	}
+	return out
+}
+
+// gflSim is x/gfl with the operators' operations, which need x/staking-slash's collateral.
+type gflSim struct {
+	gfl.AppModule
+	app *App
+}
+
+func (g gflSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
+	reg.Add(w.Get("msg_register_node", 40), gflsim.MsgRegisterNodeFactory(g.Keeper(), g.operators))
+}
+
+// operators are the providers whose bonded collateral covers their locked GPUs and gpus
+// more, not jailed.
+func (g gflSim) operators(ctx context.Context, gpus uint64) []sdk.AccAddress {
+	p, err := g.app.StakingSlashKeeper.Params.Get(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []sdk.AccAddress
+	_ = g.app.StakingSlashKeeper.Collaterals.Walk(ctx, nil, func(addr sdk.AccAddress, c stakingslashtypes.Collateral) (bool, error) {
+		if !c.Jailed && c.Bonded.GTE(p.MinCollateralPerGpu.MulRaw(int64(c.LockedGpus+gpus))) {
+			out = append(out, addr)
+		}
+		return false, nil
+	})
 	return out
 }

@@ -3,6 +3,7 @@ package app_test
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
 	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
+	"github.com/cosmos/cosmos-sdk/types/kv"
 	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	authzkeeper "github.com/cosmos/cosmos-sdk/x/authz/keeper"
@@ -81,18 +83,25 @@ func TestFullAppSimulation(t *testing.T) {
 // legitimately differ (queues and indexes rebuilt in another order, history that genesis
 // does not carry).
 var simStores = map[string][][]byte{
-	authtypes.StoreKey:         nil,
-	banktypes.StoreKey:         nil,
-	stakingtypes.StoreKey:      {stakingtypes.UnbondingQueueKey, stakingtypes.RedelegationQueueKey, stakingtypes.ValidatorQueueKey, stakingtypes.HistoricalInfoKey, stakingtypes.UnbondingIDKey, stakingtypes.UnbondingIndexKey, stakingtypes.UnbondingTypeKey, stakingtypes.ValidatorUpdatesKey},
-	distrtypes.StoreKey:        nil,
-	slashingtypes.StoreKey:     {slashingtypes.ValidatorMissedBlockBitmapKeyPrefix},
-	govtypes.StoreKey:          nil,
-	authzkeeper.StoreKey:       {authzkeeper.GrantQueuePrefix},
-	feegrant.StoreKey:          {feegrant.FeeAllowanceQueueKeyPrefix},
-	epochstypes.StoreKey:       nil,
-	gfltypes.StoreKey:          nil,
-	dpstypes.StoreKey:          nil,
-	markettypes.StoreKey:       nil,
+	authtypes.StoreKey:     nil,
+	banktypes.StoreKey:     nil,
+	stakingtypes.StoreKey:  {stakingtypes.UnbondingQueueKey, stakingtypes.RedelegationQueueKey, stakingtypes.ValidatorQueueKey, stakingtypes.HistoricalInfoKey, stakingtypes.UnbondingIDKey, stakingtypes.UnbondingIndexKey, stakingtypes.UnbondingTypeKey, stakingtypes.ValidatorUpdatesKey},
+	distrtypes.StoreKey:    nil,
+	slashingtypes.StoreKey: {slashingtypes.ValidatorMissedBlockBitmapKeyPrefix},
+	govtypes.StoreKey:      nil,
+	authzkeeper.StoreKey:   {authzkeeper.GrantQueuePrefix},
+	feegrant.StoreKey:      {feegrant.FeeAllowanceQueueKeyPrefix},
+	epochstypes.StoreKey:   nil,
+	gfltypes.StoreKey:      nil,
+	dpstypes.StoreKey:      nil,
+	// the scheduler's parking (groups and tasks that found no node wait out a backoff) is
+	// not in genesis: an import queues every pending task afresh and the first block
+	// examines them; the imported state is checked against every invariant instead. An
+	// unfinished job whose deadline was already processed (its verification tasks still
+	// open) gets its deadline entry back at import, and the first block runs it again:
+	// idempotent (it only expires pending or assigned primaries, none are left), noted
+	// in issue 17.
+	markettypes.StoreKey:       {markettypes.AssignQueueKey, markettypes.AssignRetryAtKey, markettypes.AssignRetriesKey, markettypes.WaitingKey, markettypes.GroupsKey, markettypes.GroupRetryAtKey, markettypes.JobDeadlinesKey},
 	reputationtypes.StoreKey:   nil,
 	stakingslashtypes.StoreKey: nil,
 }
@@ -116,6 +125,7 @@ func TestAppImportExport(t *testing.T) {
 		}
 		require.NoError(tb, err)
 		require.NoError(tb, fresh.StoreConsensusParams(ctxB, exported.ConsensusParams))
+		require.NoError(tb, fresh.Invariants.AssertAll(ctxB), "the imported state breaks an invariant")
 		names := make([]string, 0, len(simStores))
 		for name := range simStores {
 			names = append(names, name)
@@ -125,7 +135,7 @@ func TestAppImportExport(t *testing.T) {
 			storeA, storeB := ctxA.KVStore(a.GetKey(name)), ctxB.KVStore(fresh.GetKey(name))
 			diffA, diffB := simtestutil.DiffKVStores(storeA, storeB, simStores[name])
 			require.Equalf(tb, len(diffA), len(diffB), "store %s: unequal sets of key-values", name)
-			require.Emptyf(tb, diffA, "store %s differs after import:\n%s", name, simtestutil.GetSimulationLog(name, a.SimulationManager().StoreDecoders, diffA, diffB))
+			require.Emptyf(tb, diffA, "store %s differs after import:\n%s", name, diffLog(a, name, diffA, diffB))
 		}
 	})
 }
@@ -185,4 +195,15 @@ func simSeeds() []int64 {
 		seeds[i] = int64(i + 1)
 	}
 	return seeds
+}
+
+// diffLog decodes a store's differing entries for the failure message, or, where the
+// module's decoder cannot (an entry missing on one side), prints them raw.
+func diffLog(a *app.App, name string, diffA, diffB []kv.Pair) (out string) {
+	defer func() {
+		if recover() != nil {
+			out = fmt.Sprintf("only in the simulated app: %x\nonly in the imported one: %x", diffA, diffB)
+		}
+	}()
+	return simtestutil.GetSimulationLog(name, a.SimulationManager().StoreDecoders, diffA, diffB)
 }

@@ -140,7 +140,9 @@ func (am AppModule) RegisterStoreDecoder(sdr simtypes.StoreDecoderRegistry) {
 // WeightedOperations is empty: the module's operations are WeightedOperationsX's.
 func (AppModule) WeightedOperations(module.SimulationState) []simtypes.WeightedOperation { return nil }
 
-// WeightedOperationsX registers the operators' node operations.
-func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
-	reg.Add(w.Get("msg_register_node", 40), simulation.MsgRegisterNodeFactory(am.keeper))
-}
+// WeightedOperationsX registers nothing here: the operators' node operations need
+// x/staking-slash's collateral and are registered by the app (app/sim.go).
+func (AppModule) WeightedOperationsX(simsx.WeightSource, simsx.Registry) {}
+
+// Keeper is the module's keeper (the app's simulation wires the operators' factories).
+func (am AppModule) Keeper() keeper.Keeper { return am.keeper }

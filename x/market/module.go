@@ -15,11 +15,14 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/codec"
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
+	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
+	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 
 	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/x/market/keeper"
+	"github.com/flopsnet/flops/x/market/simulation"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -119,3 +122,26 @@ func (am AppModule) EndBlock(ctx context.Context) error {
 
 // RegisterInvariants registers the escrow and slots invariants.
 func (am AppModule) RegisterInvariants(reg invariant.Registrar) { am.keeper.RegisterInvariants(reg) }
+
+var _ module.AppModuleSimulation = AppModule{}
+
+// GenerateGenesisState writes the simulation's genesis.
+func (AppModule) GenerateGenesisState(s *module.SimulationState) { simulation.RandomizedGenState(s) }
+
+// RegisterStoreDecoder decodes the module's store for simulation diffs.
+func (am AppModule) RegisterStoreDecoder(sdr simtypes.StoreDecoderRegistry) {
+	sdr[types.StoreKey] = simtypes.NewStoreDecoderFuncFromCollectionsSchema(am.keeper.Schema)
+}
+
+// WeightedOperations is empty: the module's operations are WeightedOperationsX's.
+func (AppModule) WeightedOperations(module.SimulationState) []simtypes.WeightedOperation { return nil }
+
+// WeightedOperationsX registers the clients' and providers' operations.
+func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
+	reg.Add(w.Get("msg_submit_job", 60), simulation.MsgSubmitJobFactory(am.keeper))
+	reg.Add(w.Get("msg_cancel_job", 5), simulation.MsgCancelJobFactory(am.keeper))
+	reg.Add(w.Get("msg_ack_task", 60), simulation.MsgAckTaskFactory(am.keeper))
+	reg.Add(w.Get("msg_heartbeat", 30), simulation.MsgHeartbeatFactory(am.keeper))
+	reg.Add(w.Get("msg_commit_result", 60), simulation.MsgCommitResultFactory(am.keeper))
+	reg.Add(w.Get("msg_reveal_result", 60), simulation.MsgRevealResultFactory(am.keeper))
+}

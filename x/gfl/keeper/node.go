@@ -302,9 +302,15 @@ func (k Keeper) setStatus(ctx context.Context, node types.Node, to types.NodeSta
 	return k.gflHooks().AfterNodeChanged(ctx, node)
 }
 
-// scheduleChallenge sets the node's next challenge height and queues it. The caller saves
-// the node.
+// scheduleChallenge sets the node's next challenge height and queues it, taking its
+// previous entry out of the queue, so that the queue holds exactly one entry per node
+// with a next challenge (what genesis rebuilds it from). The caller saves the node.
 func (k Keeper) scheduleChallenge(ctx context.Context, node *types.Node, height int64) error {
+	if prev := node.NextChallengeHeight; prev != 0 && prev != height {
+		if err := k.ChallengeQueue.Remove(ctx, collections.Join(prev, node.Id)); err != nil {
+			return err
+		}
+	}
 	node.NextChallengeHeight = height
 	return k.ChallengeQueue.Set(ctx, collections.Join(height, node.Id))
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -22,13 +23,19 @@ func RandomizedGenState(s *module.SimulationState) {
 	gs := types.DefaultGenesisState()
 	gs.Params.ChallengeIntervalBlocks = uint64(20 + s.Rand.Intn(181))
 	gs.Params.ChallengeRevealBlocks = uint64(5 + s.Rand.Intn(30))
+	// the simulator's blocks are up to 2.8 h apart
+	gs.Params.ChallengeCommitTimeout = time.Duration(6+s.Rand.Intn(114)) * time.Hour
 	s.GenState[types.ModuleName] = s.Cdc.MustMarshalJSON(gs)
 }
 
-// MsgRegisterNodeFactory registers a node of 1 to 4 GPUs for a random account; an
-// operator without the collateral for them is refused (ErrInsufficientCollateral),
-// which the simulation expects.
-func MsgRegisterNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+// Operators lists the accounts whose bonded collateral covers gpus more GPUs, in address
+// order (x/staking-slash; the app wires it).
+type Operators func(ctx context.Context, gpus uint64) []sdk.AccAddress
+
+// MsgRegisterNodeFactory registers a node of 1 to 4 GPUs for an account whose collateral
+// covers them (one in ten tries any account: refused with ErrInsufficientCollateral, as
+// the simulation expects).
+func MsgRegisterNodeFactory(k keeper.Keeper, operators Operators) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgRegisterNode, simsx.SimDeliveryResultHandler) {
 		p, err := k.Params.Get(ctx)
 		if err != nil {
@@ -36,7 +43,13 @@ func MsgRegisterNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			return nil, nil, nil
 		}
 		r := data.Rand()
-		op := data.AnyAccount(reporter, simsx.WithSpendableBalance())
+		gpus := 1 + r.Intn(4)
+		var op simsx.SimAccount
+		if ops := operators(ctx, uint64(gpus)); len(ops) > 0 && r.Intn(10) != 0 {
+			op = data.GetAccountbyAccAddr(reporter, ops[r.Intn(len(ops))])
+		} else {
+			op = data.AnyAccount(reporter)
+		}
 		if reporter.IsSkipped() {
 			return nil, nil, nil
 		}
@@ -47,7 +60,7 @@ func MsgRegisterNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			Runtimes:      []types.Runtime{types.RUNTIME_BUILTIN, types.RUNTIME_CONTAINER, types.RUNTIME_PROCESS}[:1+r.Intn(3)],
 			AskPerGpuHour: sdk.NewInt64Coin(sdk.DefaultBondDenom, int64(100_000+r.Intn(2_000_000))), ClaimedGflops: uint64(1 + r.Intn(1000)),
 		}
-		for range 1 + r.Intn(4) {
+		for range gpus {
 			spec.Gpus = append(spec.Gpus, types.GpuInfo{
 				Model: "NVIDIA " + class.ModelSubstrings[0], Uuid: fmt.Sprintf("GPU-%016x", r.Uint64()), MemoryMib: class.MinMemoryMib, ComputeCapability: "8.0",
 			})

@@ -1,0 +1,253 @@
+// Package simulation is x/market in the app's simulations (app/sim_test.go): random
+// genesis windows, clients that submit and cancel jobs, and providers that run the task
+// lifecycle (ack, heartbeat, commit, reveal) honestly or lazily, on time or late — the
+// random weights and the chain's own timeouts make some late or never.
+package simulation
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"cosmossdk.io/collections"
+
+	"github.com/cosmos/cosmos-sdk/testutil/simsx"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/module"
+
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	"github.com/flopsnet/flops/x/market/keeper"
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// scanLimit bounds how many of the newest jobs or tasks a factory looks through.
+const scanLimit = 256
+
+// RandomizedGenState writes the module's genesis: the defaults with short windows and
+// timeouts (a simulation's blocks are few), a random assignment rate.
+func RandomizedGenState(s *module.SimulationState) {
+	r := s.Rand
+	gs := types.DefaultGenesisState()
+	p := &gs.Params
+	p.Denom = s.BondDenom
+	p.AckTimeoutBlocks = uint64(2 + r.Intn(20))
+	p.HeartbeatTimeoutBlocks = uint64(3 + r.Intn(30))
+	p.RevealTimeoutBlocks = uint64(2 + r.Intn(30))
+	p.AuctionWindowBlocks = uint64(1 + r.Intn(20))
+	p.ChallengeWindowBlocks = uint64(2 + r.Intn(30))
+	p.PoolRevealTimeoutBlocks = uint64(2 + r.Intn(30))
+	p.MaxAssignPerBlock = uint32(1 + r.Intn(200))
+	if err := p.Validate(); err != nil {
+		panic(fmt.Sprintf("market simulation genesis: %v", err))
+	}
+	s.GenState[types.ModuleName] = s.Cdc.MustMarshalJSON(gs)
+}
+
+// MsgSubmitJobFactory submits a job a simulated client can pay for: a BUILTIN GEMM job
+// without verification, a replicated EXACT PROCESS job, or a single-replica EXACT one
+// secured by audits; ASSIGN or AUCTION.
+func MsgSubmitJobFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgSubmitJob] {
+	return func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgSubmitJob) {
+		p, err := k.Params.Get(ctx)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil
+		}
+		r := data.Rand()
+		now := sdk.UnwrapSDKContext(ctx).BlockTime()
+		spec := types.JobSpec{
+			Workload:           []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_TRAINING, gfltypes.WORKLOAD_CLASS_INFERENCE, gfltypes.WORKLOAD_CLASS_BATCH}[r.Intn(3)],
+			TaskCount:          uint32(1 + r.Intn(5)),
+			Replicas:           1,
+			MaxPricePerTask:    sdk.NewInt64Coin(p.Denom, int64(1_000_000+r.Intn(200_000_000))),
+			MaxDuration:        time.Duration(6+r.Intn(66)) * time.Hour, // the simulator's blocks are up to 2.8 h apart
+			PriorityTip:        sdk.NewInt64Coin(p.Denom, int64(r.Intn(100_000))),
+			Mode:               types.ALLOCATION_MODE_ASSIGN,
+			VerificationBudget: sdk.NewInt64Coin(p.Denom, 0),
+		}
+		spec.Deadline = now.Add(spec.MaxDuration).Add(time.Duration(1+r.Intn(240)) * time.Hour)
+		if r.Intn(10) < 3 {
+			spec.Mode = types.ALLOCATION_MODE_AUCTION
+		}
+		switch r.Intn(3) {
+		case 0:
+			spec.Runtime, spec.Image, spec.Builtin = types.RUNTIME_BUILTIN, types.BuiltinGemm, types.BuiltinArgs{GemmN: 256, GemmR: 1}
+			spec.Verification, spec.Replicas = types.VERIFICATION_CLASS_NONE, uint32(1+r.Intn(2))
+		case 1:
+			spec.Runtime, spec.Command = gfltypes.RUNTIME_PROCESS, []string{"python3", "train.py"}
+			spec.Verification, spec.Replicas = types.VERIFICATION_CLASS_EXACT, uint32(2+r.Intn(2))
+		default:
+			spec.Runtime, spec.Command = gfltypes.RUNTIME_PROCESS, []string{"python3", "train.py"}
+			spec.Verification = types.VERIFICATION_CLASS_EXACT
+			need := spec.MaxPricePerTask.Amount.MulRaw(int64(spec.TaskCount)).MulRaw(1 + int64(p.CommitteeSize))
+			spec.VerificationBudget = sdk.NewCoin(p.Denom, need)
+		}
+		if spec.Replicas > p.MaxReplicas {
+			spec.Replicas = p.MaxReplicas
+		}
+		owner := data.AnyAccount(reporter, simsx.WithLiquidBalanceGTE(sdk.NewCoin(p.Denom, spec.Budget())))
+		if reporter.IsSkipped() {
+			return nil, nil
+		}
+		if !owner.LiquidBalance().BlockAmount(sdk.NewCoin(p.Denom, spec.Budget())) {
+			reporter.Skip("owner cannot pay the escrow")
+			return nil, nil
+		}
+		return []simsx.SimAccount{owner}, &types.MsgSubmitJob{Owner: owner.AddressBech32, Spec: spec}
+	}
+}
+
+// MsgCancelJobFactory cancels a simulated client's unfinished job.
+func MsgCancelJobFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgCancelJob] {
+	return func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgCancelJob) {
+		var open []types.Job
+		err := walkNewest(ctx, k.Jobs.Iterate, func(j types.Job) {
+			if (j.Status == types.JOB_STATUS_ACTIVE || j.Status == types.JOB_STATUS_BIDDING) && data.HasAccount(j.Owner) {
+				open = append(open, j)
+			}
+		})
+		if err != nil || len(open) == 0 {
+			reporter.Skip("no open job of a simulated client")
+			return nil, nil
+		}
+		j := open[data.Rand().Intn(len(open))]
+		owner := data.GetAccount(reporter, j.Owner)
+		return []simsx.SimAccount{owner}, &types.MsgCancelJob{Owner: j.Owner, JobId: j.Id}
+	}
+}
+
+// MsgAckTaskFactory acks a task assigned to a simulated provider's node (late when the
+// chain's ack timeout came first: the task was taken back and the ack is refused).
+func MsgAckTaskFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgAckTask] {
+	return func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgAckTask) {
+		t, prov, ok := pickTask(ctx, k, data, reporter, types.TASK_STATUS_ASSIGNED)
+		if !ok {
+			return nil, nil
+		}
+		return []simsx.SimAccount{prov}, &types.MsgAckTask{Provider: t.Provider, TaskId: t.Id}
+	}
+}
+
+// MsgHeartbeatFactory keeps a node's running tasks alive, reporting progress on one.
+func MsgHeartbeatFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgHeartbeat] {
+	return func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgHeartbeat) {
+		t, prov, ok := pickTask(ctx, k, data, reporter, types.TASK_STATUS_RUNNING)
+		if !ok {
+			return nil, nil
+		}
+		progress := []types.TaskProgress{{TaskId: t.Id, Progress: fmt.Sprintf("step %d", data.Rand().Intn(1000))}}
+		return []simsx.SimAccount{prov}, &types.MsgHeartbeat{Provider: t.Provider, NodeId: t.NodeId, Progress: progress}
+	}
+}
+
+// MsgCommitResultFactory commits a running task's result: an honest provider's root is
+// the job's (replicas agree), a lazy provider's its own. A commit after the run
+// deadline is refused (ErrDeadlinePassed), which the simulation expects of a late one.
+func MsgCommitResultFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgCommitResult, simsx.SimDeliveryResultHandler) {
+		t, prov, ok := pickTask(ctx, k, data, reporter, types.TASK_STATUS_RUNNING)
+		if !ok {
+			return nil, nil, nil
+		}
+		c := types.Commitment(ResultRoot(t, prov.Address), Salt(t, prov.Address), prov.Address)
+		return []simsx.SimAccount{prov}, &types.MsgCommitResult{Provider: t.Provider, TaskId: t.Id, Commitment: c}, expect(types.ErrDeadlinePassed)
+	})
+}
+
+// MsgRevealResultFactory reveals a committed result (refused while the task's group has
+// not all committed: ErrRevealNotOpen, expected).
+func MsgRevealResultFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgRevealResult, simsx.SimDeliveryResultHandler) {
+		t, prov, ok := pickTask(ctx, k, data, reporter, types.TASK_STATUS_COMMITTED)
+		if !ok {
+			return nil, nil, nil
+		}
+		msg := &types.MsgRevealResult{
+			Provider: t.Provider, TaskId: t.Id, ResultRoot: ResultRoot(t, prov.Address), Salt: Salt(t, prov.Address),
+			OutputUri: fmt.Sprintf("https://sim.example/out/%d", t.Id), Usage: types.Usage{GpuSeconds: uint64(1 + data.Rand().Intn(3600))},
+		}
+		return []simsx.SimAccount{prov}, msg, expect(types.ErrRevealNotOpen)
+	})
+}
+
+// Lazy reports whether a simulated provider makes its results up: one account in four,
+// by address, so that the same provider is lazy in every task.
+func Lazy(provider sdk.AccAddress) bool { return len(provider) > 0 && provider[0]%4 == 0 }
+
+// ResultRoot is the root a simulated provider commits for t: the job's shard's for an
+// honest provider (every honest replica agrees), its own for a lazy one.
+func ResultRoot(t types.Task, provider sdk.AccAddress) []byte {
+	h := sha256.New()
+	if Lazy(provider) {
+		h.Write([]byte("flops/sim lazy"))
+		h.Write(provider)
+		h.Write(binary.BigEndian.AppendUint64(nil, t.Id))
+	} else {
+		h.Write([]byte("flops/sim result"))
+	}
+	h.Write(binary.BigEndian.AppendUint64(nil, t.JobId))
+	h.Write(binary.BigEndian.AppendUint32(nil, t.Index))
+	return h.Sum(nil)
+}
+
+// Salt is a simulated provider's salt for t (derived, so that nothing is kept between
+// the commit and the reveal).
+func Salt(t types.Task, provider sdk.AccAddress) []byte {
+	h := sha256.New()
+	h.Write([]byte("flops/sim salt"))
+	h.Write(provider)
+	h.Write(binary.BigEndian.AppendUint64(nil, t.Id))
+	return h.Sum(nil)
+}
+
+// pickTask draws one of the newest tasks in status want whose provider is a simulated
+// account.
+func pickTask(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource, reporter simsx.SimulationReporter, want types.TaskStatus) (types.Task, simsx.SimAccount, bool) {
+	var found []types.Task
+	err := walkNewest(ctx, k.Tasks.Iterate, func(t types.Task) {
+		if t.Status == want && t.Provider != "" && data.HasAccount(t.Provider) {
+			found = append(found, t)
+		}
+	})
+	if err != nil || len(found) == 0 {
+		reporter.Skipf("no %s task of a simulated provider", want)
+		return types.Task{}, simsx.SimAccount{}, false
+	}
+	t := found[data.Rand().Intn(len(found))]
+	return t, data.GetAccount(reporter, t.Provider), !reporter.IsSkipped()
+}
+
+// walkNewest calls fn on the scanLimit newest values of a uint64-keyed collection.
+func walkNewest[V any](ctx context.Context, iterate func(context.Context, collections.Ranger[uint64]) (collections.Iterator[uint64, V], error), fn func(V)) error {
+	it, err := iterate(ctx, new(collections.Range[uint64]).Descending())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = it.Close() }()
+	for n := 0; it.Valid() && n < scanLimit; it.Next() {
+		v, err := it.Value()
+		if err != nil {
+			return err
+		}
+		fn(v)
+		n++
+	}
+	return nil
+}
+
+// expect is a delivery result handler that accepts success or one of the errors a
+// simulated actor may meet by its timing.
+func expect(errs ...error) simsx.SimDeliveryResultHandler {
+	return func(err error) error {
+		for _, e := range errs {
+			if errors.Is(err, e) {
+				return nil
+			}
+		}
+		return err
+	}
+}
+
