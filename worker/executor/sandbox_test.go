@@ -127,7 +127,8 @@ ls /dev | grep nvidia > "$out/gpus"
 (exec 3<>/dev/tcp/127.0.0.1/%[6]d && cat <&3 > "$out/net") 2>/dev/null
 python3 -c 'import socket; s=socket.create_connection(("127.0.0.1", %[6]d), 1); open("'"$out"'/net", "wb").write(s.recv(100))' 2>/dev/null
 [ -s "$out/net" ] || nc -w 1 127.0.0.1 %[6]d < /dev/null > "$out/net" 2>/dev/null
-setsid sleep 31.4159 &
+setsid sh -c 'echo $$ > "$1"; exec sleep 31.4159' sh "$out/escaped" &
+i=0; while [ ! -s "$out/escaped" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
 exit 3`, key, other, home, filepath.Join(d.root, runFile), filepath.Join(d.root, exitFile), port)
 	_, err = e.Run(context.Background(), spec(script), Hooks{})
 	var exit *ExitError
@@ -145,9 +146,10 @@ exit 3`, key, other, home, filepath.Join(d.root, runFile), filepath.Join(d.root,
 	if exit.Code != 3 {
 		found = append(found, fmt.Sprintf("exit status %d, not 3", exit.Code))
 	}
-	// the probe's background sleep, if it outlived the task, shows within a few seconds
-	// even on a loaded machine (a single look after 200 ms missed it in the unconfined
-	// control while the simulations ran beside it)
+	// the probe waits until its escaped process has left the task's session before it
+	// exits (else, on a loaded machine, the end-of-task kill could reach it first and the
+	// unconfined control would miss it); it shows within a few seconds if it outlived
+	// the task
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if running("31.4159") {
 			found = append(found, "outlived its task")

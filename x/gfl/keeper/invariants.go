@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -18,6 +20,53 @@ func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 	reg.Register(types.ModuleName, "ugfl-supply", k.SupplyInvariant)
 	reg.Register(types.ModuleName, "ugfl-holders", k.HoldersInvariant)
 	reg.Register(types.ModuleName, "challenge-rounds", k.RoundsInvariant)
+	reg.Register(types.ModuleName, "challenge-queue", k.ChallengeQueueInvariant)
+}
+
+// ChallengeQueueInvariant: the challenge queue holds exactly one entry per schedulable
+// node with a next challenge, at that height, and nothing else (what genesis rebuilds it
+// from; a stale entry made an exported-and-imported chain differ).
+func (k Keeper) ChallengeQueueInvariant(ctx sdk.Context) (string, bool) {
+	var problems []string
+	entries := 0
+	err := k.ChallengeQueue.Walk(ctx, nil, func(key collections.Pair[int64, uint64]) (bool, error) {
+		entries++
+		n, err := k.Nodes.Get(ctx, key.K2())
+		switch {
+		case errorsmod.IsOf(err, collections.ErrNotFound):
+			problems = append(problems, fmt.Sprintf("entry (%d, node %d): no such node", key.K1(), key.K2()))
+		case err != nil:
+			return true, err
+		case !n.Schedulable() || n.NextChallengeHeight != key.K1():
+			problems = append(problems, fmt.Sprintf("entry (%d, node %d): the node is %s with its next challenge at %d", key.K1(), key.K2(), n.Status, n.NextChallengeHeight))
+		}
+		return false, nil
+	})
+	if err != nil {
+		return invariant.Format(types.ModuleName, "challenge-queue", err.Error(), true), true
+	}
+	err = k.Nodes.Walk(ctx, nil, func(id uint64, n types.Node) (bool, error) {
+		if !n.Schedulable() || n.NextChallengeHeight == 0 {
+			return false, nil
+		}
+		has, err := k.ChallengeQueue.Has(ctx, collections.Join(n.NextChallengeHeight, id))
+		if err != nil {
+			return true, err
+		}
+		if !has {
+			problems = append(problems, fmt.Sprintf("node %d: next challenge at %d is not queued", id, n.NextChallengeHeight))
+		}
+		return false, nil
+	})
+	if err != nil {
+		return invariant.Format(types.ModuleName, "challenge-queue", err.Error(), true), true
+	}
+	msg := fmt.Sprintf("%d queue entries checked", entries)
+	for _, p := range problems {
+		msg += "\n" + p
+	}
+	broken := len(problems) > 0
+	return invariant.Format(types.ModuleName, "challenge-queue", msg, broken), broken
 }
 
 // RoundsInvariant: each challenge round counts exactly its open challenges (members) and

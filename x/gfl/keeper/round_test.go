@@ -19,10 +19,14 @@ func (f *fixture) reveal(op string, a answer) uint64 {
 	return res.PowerGflops
 }
 
-// roundsHold checks the registered rounds invariant.
+// roundsHold checks the registered rounds and challenge-queue invariants (a round that
+// pulls a node reschedules it: its earlier queue entry must go, TestAppImportExport found
+// it left behind).
 func (f *fixture) roundsHold() {
 	f.t.Helper()
 	msg, broken := f.k.RoundsInvariant(f.ctx)
+	require.False(f.t, broken, msg)
+	msg, broken = f.k.ChallengeQueueInvariant(f.ctx)
 	require.False(f.t, broken, msg)
 }
 

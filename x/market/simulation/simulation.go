@@ -250,4 +250,3 @@ func expect(errs ...error) simsx.SimDeliveryResultHandler {
 		return err
 	}
 }
-
