@@ -50,7 +50,7 @@ SIM_TESTS = 'TestFullAppSimulation|TestAppImportExport|TestAppSimulationAfterImp
 SEEDS ?= 50
 BLOCKS ?= 500
 
-sim: ## the app simulations at CI size (2 seeds x 30 blocks x 30 ops; part of make test; about 1 min)
+sim: ## the app simulations at CI size (seed 1, 25 blocks x 30 ops; part of make test; about 1 min with the build)
 	go test -count=1 $(TEST_TAGS) -run $(SIM_TESTS) ./app/
 
 sim-long: ## the app simulations over SEEDS seeds x BLOCKS blocks x 200 ops (defaults 50 x 500: hours)
