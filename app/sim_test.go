@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	abci "github.com/cometbft/cometbft/abci/types"
 	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
 	"github.com/stretchr/testify/require"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client/flags"
 	"github.com/cosmos/cosmos-sdk/server"
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	"github.com/cosmos/cosmos-sdk/types/kv"
@@ -163,25 +166,45 @@ func TestAppSimulationAfterImport(t *testing.T) {
 	})
 }
 
-// TestAppStateDeterminism: the same seed, run several times one after the other, ends on
-// the same app hash.
+// TestAppStateDeterminism: the same seed, run several times one after the other, gives
+// the same app hash at every height (read from each block's FinalizeBlock response).
 func TestAppStateDeterminism(t *testing.T) {
 	const runs = 3
 	cfg := simcli.NewConfigFromFlags()
 	cfg.ChainID = simsx.SimAppChainID
 	for _, seed := range simSeeds() {
-		hashes := make([][]byte, 0, runs)
-		for range runs {
-			simsx.RunWithSeed(t, cfg, simApp, simState, seed, nil, func(_ testing.TB, ti simsx.TestInstance[*app.App], _ []simtypes.Account) {
-				hashes = append(hashes, ti.App.LastCommitID().Hash)
-			})
+		hashes := make([][][]byte, runs)
+		for run := range runs {
+			record := func(b *baseapp.BaseApp) {
+				b.SetStreamingManager(storetypes.StreamingManager{ABCIListeners: []storetypes.ABCIListener{hashRecorder{&hashes[run]}}})
+			}
+			factory := func(logger log.Logger, db dbm.DB, loadLatest bool, opts servertypes.AppOptions, base ...func(*baseapp.BaseApp)) *app.App {
+				return simApp(logger, db, loadLatest, opts, append(base, record)...)
+			}
+			simsx.RunWithSeed(t, cfg, factory, simState, seed, nil)
 		}
-		require.Len(t, hashes, runs)
-		for i := 1; i < runs; i++ {
-			require.Equalf(t, hashes[0], hashes[i], "seed %d: run %d ends on app hash %X, run 1 on %X", seed, i+1, hashes[i], hashes[0])
+		require.NotEmpty(t, hashes[0])
+		require.NotEqual(t, hashes[0][0], hashes[0][len(hashes[0])-1], "the recorder sees each block's own hash")
+		for run := 1; run < runs; run++ {
+			require.Lenf(t, hashes[run], len(hashes[0]), "seed %d: run %d made another number of blocks", seed, run+1)
+			for h := range hashes[0] {
+				require.Equalf(t, hashes[0][h], hashes[run][h], "seed %d: run %d's app hash differs from run 1's at block %d", seed, run+1, h+1)
+			}
 		}
-		t.Logf("seed %d: %d runs end on app hash %X", seed, runs, hashes[0])
+		t.Logf("seed %d: %d runs, the same app hash at each of %d blocks (last %X)", seed, runs, len(hashes[0]), hashes[0][len(hashes[0])-1])
 	}
+}
+
+// hashRecorder keeps each block's app hash.
+type hashRecorder struct{ hashes *[][]byte }
+
+func (r hashRecorder) ListenFinalizeBlock(_ context.Context, _ abci.RequestFinalizeBlock, res abci.ResponseFinalizeBlock) error {
+	*r.hashes = append(*r.hashes, res.AppHash)
+	return nil
+}
+
+func (hashRecorder) ListenCommit(context.Context, abci.ResponseCommit, []*storetypes.StoreKVPair) error {
+	return nil
 }
 
 // simSeeds are the seeds of the simulations: seed 1 at CI size (SIM_SEEDS=n runs seeds
