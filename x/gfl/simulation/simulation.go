@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"cosmossdk.io/collections"
+
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
@@ -72,4 +74,65 @@ func MsgRegisterNodeFactory(k keeper.Keeper, operators Operators) simsx.SimMsgFa
 			return err
 		}
 	})
+}
+
+// MsgDeactivateNodeFactory takes a simulated operator's active node out of service; a
+// node with work in flight or a challenge awaiting its reveal is refused (ErrNodeBusy),
+// as the simulation expects.
+func MsgDeactivateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgDeactivateNode, simsx.SimDeliveryResultHandler) {
+		n, op, ok := pickNode(ctx, k, data, reporter, types.NODE_STATUS_ACTIVE)
+		if !ok {
+			return nil, nil, nil
+		}
+		return []simsx.SimAccount{op}, &types.MsgDeactivateNode{Operator: n.Operator, NodeId: n.Id}, func(err error) error {
+			if err == nil || errors.Is(err, types.ErrNodeBusy) {
+				return nil
+			}
+			return err
+		}
+	})
+}
+
+// MsgReactivateNodeFactory puts a simulated operator's inactive node back (refused when
+// its collateral no longer covers the GPUs: ErrInsufficientCollateral, expected).
+func MsgReactivateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgReactivateNode, simsx.SimDeliveryResultHandler) {
+		n, op, ok := pickNode(ctx, k, data, reporter, types.NODE_STATUS_INACTIVE)
+		if !ok {
+			return nil, nil, nil
+		}
+		return []simsx.SimAccount{op}, &types.MsgReactivateNode{Operator: n.Operator, NodeId: n.Id}, func(err error) error {
+			if err == nil || errors.Is(err, types.ErrInsufficientCollateral) {
+				return nil
+			}
+			return err
+		}
+	})
+}
+
+// pickNode draws one of the newest 256 nodes in status want whose operator is a simulated
+// account.
+func pickNode(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource, reporter simsx.SimulationReporter, want types.NodeStatus) (types.Node, simsx.SimAccount, bool) {
+	var found []types.Node
+	it, err := k.Nodes.Iterate(ctx, new(collections.Range[uint64]).Descending())
+	if err == nil {
+		defer func() { _ = it.Close() }()
+		for n := 0; it.Valid() && n < 256; it.Next() {
+			node, err := it.Value()
+			if err != nil {
+				break
+			}
+			if node.Status == want && data.HasAccount(node.Operator) {
+				found = append(found, node)
+			}
+			n++
+		}
+	}
+	if len(found) == 0 {
+		reporter.Skipf("no %s node of a simulated operator", want)
+		return types.Node{}, simsx.SimAccount{}, false
+	}
+	n := found[data.Rand().Intn(len(found))]
+	return n, data.GetAccount(reporter, n.Operator), !reporter.IsSkipped()
 }
