@@ -87,9 +87,9 @@ type gflSim struct {
 }
 
 func (g gflSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
-	reg.Add(w.Get("msg_register_node", 40), gflsim.MsgRegisterNodeFactory(g.Keeper(), g.operators))
-	reg.Add(w.Get("msg_deactivate_node", 5), gflsim.MsgDeactivateNodeFactory(g.Keeper()))
-	reg.Add(w.Get("msg_reactivate_node", 5), gflsim.MsgReactivateNodeFactory(g.Keeper()))
+	reg.Add(w.Get("msg_register_node", 40), gflsim.MsgRegisterNodeFactory(g.app.GFLKeeper, g.operators))
+	reg.Add(w.Get("msg_deactivate_node", 5), gflsim.MsgDeactivateNodeFactory(g.app.GFLKeeper))
+	reg.Add(w.Get("msg_reactivate_node", 5), gflsim.MsgReactivateNodeFactory(g.app.GFLKeeper))
 }
 
 // operators are the providers whose bonded collateral covers their locked GPUs and gpus

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -88,7 +89,7 @@ type drandRound struct {
 // fetchRound asks each configured drand API in turn for a round's signature and returns
 // the first that check accepts.
 func (a *Agent) fetchRound(ctx context.Context, round uint64, check func(sig []byte) error) ([]byte, error) {
-	var errs []string
+	var errs []error
 	for _, base := range a.cfg.Beacon.DrandURLs {
 		sig, err := a.fetchRoundFrom(ctx, base, round)
 		if err == nil {
@@ -97,9 +98,9 @@ func (a *Agent) fetchRound(ctx context.Context, round uint64, check func(sig []b
 		if err == nil {
 			return sig, nil
 		}
-		errs = append(errs, fmt.Sprintf("%s: %v", base, err))
+		errs = append(errs, fmt.Errorf("%s: %w", base, err))
 	}
-	return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	return nil, errors.Join(errs...)
 }
 
 func (a *Agent) fetchRoundFrom(ctx context.Context, base string, round uint64) ([]byte, error) {

@@ -14,7 +14,6 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/codec"
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
-	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
@@ -137,12 +136,6 @@ func (am AppModule) RegisterStoreDecoder(sdr simtypes.StoreDecoderRegistry) {
 	sdr[types.StoreKey] = simtypes.NewStoreDecoderFuncFromCollectionsSchema(am.keeper.Schema)
 }
 
-// WeightedOperations is empty: the module's operations are WeightedOperationsX's.
+// WeightedOperations is empty: the operators' node operations need x/staking-slash's
+// collateral and are registered by the app (app/sim.go, gflSim).
 func (AppModule) WeightedOperations(module.SimulationState) []simtypes.WeightedOperation { return nil }
-
-// WeightedOperationsX registers nothing here: the operators' node operations need
-// x/staking-slash's collateral and are registered by the app (app/sim.go).
-func (AppModule) WeightedOperationsX(simsx.WeightSource, simsx.Registry) {}
-
-// Keeper is the module's keeper (the app's simulation wires the operators' factories).
-func (am AppModule) Keeper() keeper.Keeper { return am.keeper }

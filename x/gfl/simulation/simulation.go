@@ -4,16 +4,14 @@ package simulation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"cosmossdk.io/collections"
 
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 
+	"github.com/flopsnet/flops/internal/simutil"
 	"github.com/flopsnet/flops/x/gfl/keeper"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
@@ -67,12 +65,7 @@ func MsgRegisterNodeFactory(k keeper.Keeper, operators Operators) simsx.SimMsgFa
 				Model: "NVIDIA " + class.ModelSubstrings[0], Uuid: fmt.Sprintf("GPU-%016x", r.Uint64()), MemoryMib: class.MinMemoryMib, ComputeCapability: "8.0",
 			})
 		}
-		return []simsx.SimAccount{op}, &types.MsgRegisterNode{Operator: op.AddressBech32, Spec: spec}, func(err error) error {
-			if err == nil || errors.Is(err, types.ErrInsufficientCollateral) {
-				return nil
-			}
-			return err
-		}
+		return []simsx.SimAccount{op}, &types.MsgRegisterNode{Operator: op.AddressBech32, Spec: spec}, simutil.Expect(types.ErrInsufficientCollateral)
 	})
 }
 
@@ -85,12 +78,7 @@ func MsgDeactivateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		if !ok {
 			return nil, nil, nil
 		}
-		return []simsx.SimAccount{op}, &types.MsgDeactivateNode{Operator: n.Operator, NodeId: n.Id}, func(err error) error {
-			if err == nil || errors.Is(err, types.ErrNodeBusy) {
-				return nil
-			}
-			return err
-		}
+		return []simsx.SimAccount{op}, &types.MsgDeactivateNode{Operator: n.Operator, NodeId: n.Id}, simutil.Expect(types.ErrNodeBusy)
 	})
 }
 
@@ -102,33 +90,19 @@ func MsgReactivateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		if !ok {
 			return nil, nil, nil
 		}
-		return []simsx.SimAccount{op}, &types.MsgReactivateNode{Operator: n.Operator, NodeId: n.Id}, func(err error) error {
-			if err == nil || errors.Is(err, types.ErrInsufficientCollateral) {
-				return nil
-			}
-			return err
-		}
+		return []simsx.SimAccount{op}, &types.MsgReactivateNode{Operator: n.Operator, NodeId: n.Id}, simutil.Expect(types.ErrInsufficientCollateral)
 	})
 }
 
-// pickNode draws one of the newest 256 nodes in status want whose operator is a simulated
+// pickNode draws one of the newest nodes in status want whose operator is a simulated
 // account.
 func pickNode(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource, reporter simsx.SimulationReporter, want types.NodeStatus) (types.Node, simsx.SimAccount, bool) {
 	var found []types.Node
-	it, err := k.Nodes.Iterate(ctx, new(collections.Range[uint64]).Descending())
-	if err == nil {
-		defer func() { _ = it.Close() }()
-		for n := 0; it.Valid() && n < 256; it.Next() {
-			node, err := it.Value()
-			if err != nil {
-				break
-			}
-			if node.Status == want && data.HasAccount(node.Operator) {
-				found = append(found, node)
-			}
-			n++
+	_ = simutil.Newest(ctx, k.Nodes.Iterate, func(n types.Node) {
+		if n.Status == want && data.HasAccount(n.Operator) {
+			found = append(found, n)
 		}
-	}
+	})
 	if len(found) == 0 {
 		reporter.Skipf("no %s node of a simulated operator", want)
 		return types.Node{}, simsx.SimAccount{}, false

@@ -8,23 +8,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
-
-	"cosmossdk.io/collections"
 
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 
+	"github.com/flopsnet/flops/internal/simutil"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
 )
-
-// scanLimit bounds how many of the newest jobs or tasks a factory looks through.
-const scanLimit = 256
 
 // RandomizedGenState writes the module's genesis: the defaults with short windows and
 // timeouts (a simulation's blocks are few), a random assignment rate.
@@ -104,7 +99,7 @@ func MsgSubmitJobFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgSubmit
 func MsgCancelJobFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgCancelJob] {
 	return func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgCancelJob) {
 		var open []types.Job
-		err := walkNewest(ctx, k.Jobs.Iterate, func(j types.Job) {
+		err := simutil.Newest(ctx, k.Jobs.Iterate, func(j types.Job) {
 			if (j.Status == types.JOB_STATUS_ACTIVE || j.Status == types.JOB_STATUS_BIDDING) && data.HasAccount(j.Owner) {
 				open = append(open, j)
 			}
@@ -153,7 +148,7 @@ func MsgCommitResultFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			return nil, nil, nil
 		}
 		c := types.Commitment(ResultRoot(t, prov.Address), Salt(t, prov.Address), prov.Address)
-		return []simsx.SimAccount{prov}, &types.MsgCommitResult{Provider: t.Provider, TaskId: t.Id, Commitment: c}, expect(types.ErrDeadlinePassed)
+		return []simsx.SimAccount{prov}, &types.MsgCommitResult{Provider: t.Provider, TaskId: t.Id, Commitment: c}, simutil.Expect(types.ErrDeadlinePassed)
 	})
 }
 
@@ -169,7 +164,7 @@ func MsgRevealResultFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			Provider: t.Provider, TaskId: t.Id, ResultRoot: ResultRoot(t, prov.Address), Salt: Salt(t, prov.Address),
 			OutputUri: fmt.Sprintf("https://sim.example/out/%d", t.Id), Usage: types.Usage{GpuSeconds: uint64(1 + data.Rand().Intn(3600))},
 		}
-		return []simsx.SimAccount{prov}, msg, expect(types.ErrRevealNotOpen)
+		return []simsx.SimAccount{prov}, msg, simutil.Expect(types.ErrRevealNotOpen)
 	})
 }
 
@@ -207,7 +202,7 @@ func Salt(t types.Task, provider sdk.AccAddress) []byte {
 // account.
 func pickTask(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource, reporter simsx.SimulationReporter, want types.TaskStatus) (types.Task, simsx.SimAccount, bool) {
 	var found []types.Task
-	err := walkNewest(ctx, k.Tasks.Iterate, func(t types.Task) {
+	err := simutil.Newest(ctx, k.Tasks.Iterate, func(t types.Task) {
 		if t.Status == want && t.Provider != "" && data.HasAccount(t.Provider) {
 			found = append(found, t)
 		}
@@ -218,35 +213,4 @@ func pickTask(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource,
 	}
 	t := found[data.Rand().Intn(len(found))]
 	return t, data.GetAccount(reporter, t.Provider), !reporter.IsSkipped()
-}
-
-// walkNewest calls fn on the scanLimit newest values of a uint64-keyed collection.
-func walkNewest[V any](ctx context.Context, iterate func(context.Context, collections.Ranger[uint64]) (collections.Iterator[uint64, V], error), fn func(V)) error {
-	it, err := iterate(ctx, new(collections.Range[uint64]).Descending())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = it.Close() }()
-	for n := 0; it.Valid() && n < scanLimit; it.Next() {
-		v, err := it.Value()
-		if err != nil {
-			return err
-		}
-		fn(v)
-		n++
-	}
-	return nil
-}
-
-// expect is a delivery result handler that accepts success or one of the errors a
-// simulated actor may meet by its timing.
-func expect(errs ...error) simsx.SimDeliveryResultHandler {
-	return func(err error) error {
-		for _, e := range errs {
-			if errors.Is(err, e) {
-				return nil
-			}
-		}
-		return err
-	}
 }
