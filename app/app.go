@@ -377,6 +377,9 @@ func New(
 
 	app.registerInvariants()
 	app.registerCrossInvariants()
+	if app.invCheckPeriod > 0 {
+		logger.Info("asserting the invariants", "every_blocks", app.invCheckPeriod, "count", len(app.Invariants.Routes()))
+	}
 	app.setUpgradeHandlers()
 
 	app.MountKVStores(keys)

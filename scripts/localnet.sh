@@ -12,7 +12,9 @@
 #          --port-offset N (shifts every port by N, default 0),
 #          --reward-pool UDPS (the DPS reward pool's genesis balance, default 1,000,000 DPS),
 #          --set MODULE.PARAM=VALUE (a module param in genesis, repeatable; e.g.
-#            --set gfl.challenge_interval_blocks=10)
+#            --set gfl.challenge_interval_blocks=10),
+#          --inv-check-period N (assert every registered invariant every N blocks; a broken
+#            one halts the node; default 1, 0 turns the checks off)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,6 +28,7 @@ PORT_OFFSET=0
 CMD=start
 SETS=()
 POOL=1000000000000
+INV_PERIOD=1
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,9 +40,10 @@ while [ $# -gt 0 ]; do
     --port-offset) PORT_OFFSET=$2; shift 2 ;;
     --set) SETS+=("$2"); shift 2 ;;
     --reward-pool) POOL=$2; shift 2 ;;
+    --inv-check-period) INV_PERIOD=$2; shift 2 ;;
     --detach) DETACH=1; shift ;;
     stop) CMD=stop; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "localnet: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -204,7 +208,7 @@ done
 # 6. Start the nodes.
 : > "$HOME_DIR/pids"
 for i in $(seq 0 $((VALIDATORS - 1))); do
-  "$BIN" start --home "$(node_home "$i")" > "$HOME_DIR/node$i.log" 2>&1 &
+  "$BIN" start --home "$(node_home "$i")" --inv-check-period "$INV_PERIOD" > "$HOME_DIR/node$i.log" 2>&1 &
   echo $! >> "$HOME_DIR/pids"
 done
 

@@ -5,9 +5,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +44,9 @@ func TestDemoFourValidatorsOneKilled(t *testing.T) {
 	checkDemo(t, sum)
 }
 
+// ansi matches the colour codes of the nodes' console logs.
+var ansi = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
 func runDemo(t *testing.T, o demo.Options) demo.Summary {
 	t.Helper()
 	if testing.Short() {
@@ -55,6 +60,15 @@ func runDemo(t *testing.T, o demo.Options) demo.Summary {
 	sum, err := demo.Run(context.Background(), o)
 	t.Log("\n" + out.String())
 	require.NoError(t, err)
+	// every validator asserted every registered invariant every block (the localnet's
+	// default): a broken one would have halted it and failed the run above
+	for i := 0; i < o.Validators; i++ {
+		raw, err := os.ReadFile(filepath.Join(o.Home, "chain", fmt.Sprintf("node%d.log", i)))
+		require.NoError(t, err)
+		log := ansi.ReplaceAllString(string(raw), "")
+		require.True(t, strings.Contains(log, "asserting the invariants") && strings.Contains(log, "every_blocks=1"),
+			"node%d logs that it asserts the invariants every block", i)
+	}
 	return sum
 }
 
