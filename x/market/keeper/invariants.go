@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"fmt"
+	"strings"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -18,6 +19,7 @@ func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 	reg.Register(types.ModuleName, "escrow", k.EscrowInvariant)
 	reg.Register(types.ModuleName, "slots", k.SlotsInvariant)
 	reg.Register(types.ModuleName, "due-work", k.DueWorkInvariant)
+	reg.Register(types.ModuleName, "stuck-tasks", k.StuckTasksInvariant)
 }
 
 // EscrowInvariant: the escrow account holds exactly the jobs' escrows, the deposits and
@@ -302,6 +304,92 @@ func (k Keeper) DueWorkInvariant(ctx sdk.Context) (string, bool) {
 		problems = append(problems, fmt.Sprintf("%d node-running entries for %d running tasks", n, running))
 	}
 	return report("due-work", fmt.Sprintf("%d due-work entries", entries), problems)
+}
+
+// StuckTasksInvariant: no unfinished job holds a task that can never move. A task moves
+// on its own clock (the due-work entry of its status: a pending task the scheduler may take,
+// an ack, run, audit-draw, reveal or settle deadline), or on the clock of its job (a
+// BIDDING job's auction close, a cancelled job's sweep), or waits for another task of its
+// job that has one (a committed replica for its group's commitments, a revealed one for its
+// group's reveals, its audit, escalation or committee). An unfinished job with no task
+// left, a pending task the scheduler will never take, or a job whose waiting tasks have no
+// clock anywhere in the job would keep its escrow, the providers' exposure and their
+// collateral locked for ever.
+func (k Keeper) StuckTasksInvariant(ctx sdk.Context) (string, bool) {
+	var problems []string
+	jobClock := func(kind string, ks collections.KeySet[collections.Pair[int64, uint64]]) map[uint64]bool {
+		has := map[uint64]bool{}
+		if err := ks.Walk(ctx, nil, func(key collections.Pair[int64, uint64]) (bool, error) {
+			has[key.K2()] = true
+			return false, nil
+		}); err != nil {
+			problems = append(problems, err.Error())
+		}
+		return has
+	}
+	auctions, sweeps := jobClock(kindAuction, k.AuctionClose), jobClock(kindCancel, k.CancelSweeps)
+	retrying := func(kind string, id uint64) bool {
+		n, err := k.Retries.Attempt(ctx, blockhook.Item{Kind: kind, ID: id})
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		return n > 0
+	}
+	unfinished := 0
+	err := k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {
+		if j.FinishedHeight != 0 {
+			return false, nil
+		}
+		unfinished++
+		j, err := k.loadJob(ctx, id) // with its spec
+		if err != nil {
+			return true, err
+		}
+		tasks, err := k.jobTasks(ctx, id)
+		if err != nil {
+			return true, err
+		}
+		clocks := 0
+		var waiting, done []string
+		open := 0
+		for _, t := range tasks {
+			if isFinal(t.Status) {
+				done = append(done, fmt.Sprintf("%d (%s, %s)", t.Id, t.Role, t.Status))
+				continue
+			}
+			open++
+			if t.Status == types.TASK_STATUS_PENDING && !queued(j, t) {
+				switch {
+				case j.Status == types.JOB_STATUS_BIDDING && (auctions[id] || retrying(kindAuction, id)):
+					clocks++
+				case j.Status == types.JOB_STATUS_CANCELLED && (sweeps[id] || retrying(kindCancel, id)):
+					clocks++
+				default:
+					problems = append(problems, fmt.Sprintf("job %d (%s): pending task %d (%s) is never scheduled and nothing cancels it", id, j.Status, t.Id, t.Role))
+				}
+				continue
+			}
+			if _, where, err := k.hasEntry(ctx, j, t); err != nil {
+				return true, err
+			} else if where != "" {
+				clocks++ // whether the entry is there is the due-work invariant's business
+				continue
+			}
+			waiting = append(waiting, fmt.Sprintf("%d (%s, %s)", t.Id, t.Role, t.Status))
+		}
+		switch {
+		case open == 0:
+			problems = append(problems, fmt.Sprintf("job %d (%s) is unfinished with no task left to finish it", id, j.Status))
+		case clocks == 0 && len(waiting) > 0:
+			problems = append(problems, fmt.Sprintf("job %d (%s, %s x%d): tasks %s wait and no task of the job can move (its finished tasks: %s)",
+				id, j.Status, j.Spec.Verification, j.Spec.Replicas, strings.Join(waiting, ", "), strings.Join(done, ", ")))
+		}
+		return false, nil
+	})
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	return report("stuck-tasks", fmt.Sprintf("%d unfinished jobs", unfinished), problems)
 }
 
 // retryKind is the block-work kind that handles a task's due entry of its status ("" for

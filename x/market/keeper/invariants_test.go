@@ -1,0 +1,66 @@
+package keeper_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// The stuck-tasks invariant holds through a task's life and breaks on each way a job can
+// hold a task nothing will ever move: a waiting task with no clock left in its job, an
+// unfinished job with no task left, a pending task of a job the scheduler skips.
+func TestStuckTasksInvariant(t *testing.T) {
+	holds := func(f *fixture) {
+		t.Helper()
+		msg, broken := f.k.StuckTasksInvariant(f.ctx)
+		require.False(t, broken, msg)
+	}
+	breaks := func(f *fixture, want string) {
+		t.Helper()
+		msg, broken := f.k.StuckTasksInvariant(f.ctx)
+		require.True(t, broken, msg)
+		require.Contains(t, msg, want)
+	}
+
+	t.Run("a task's life", func(t *testing.T) {
+		f := newFixture(t, nil)
+		job := f.submit(f.unplaceable()) // pending, the scheduler keeps trying
+		holds(f)
+		task := f.committedTask("a")
+		holds(f)
+		f.blocks(2)
+		f.reveal(f.task(task.Id))
+		holds(f)
+		f.blocks(40)
+		holds(f)
+		f.assertInvariants()
+		require.Zero(t, f.job(job).FinishedHeight)
+	})
+
+	t.Run("revealed with nothing left to decide it", func(t *testing.T) {
+		f := newFixture(t, nil)
+		task := f.committedTask("a")
+		task.Status = types.TASK_STATUS_REVEALED // its reveal deadline was its only clock
+		require.NoError(t, f.k.Tasks.Set(f.ctx, task.Id, task))
+		breaks(f, "wait and no task of the job can move")
+	})
+
+	t.Run("unfinished job with every task final", func(t *testing.T) {
+		f := newFixture(t, nil)
+		task := f.committedTask("a")
+		task.Status = types.TASK_STATUS_SETTLED
+		require.NoError(t, f.k.Tasks.Set(f.ctx, task.Id, task))
+		breaks(f, "no task left to finish it")
+	})
+
+	t.Run("pending task of a job the scheduler skips", func(t *testing.T) {
+		f := newFixture(t, nil)
+		id := f.submit(f.unplaceable())
+		job := f.job(id)
+		job.Status = types.JOB_STATUS_COMPLETED // but not finished: its task stays pending
+		require.NoError(t, f.k.Jobs.Set(f.ctx, id, job))
+		breaks(f, "is never scheduled and nothing cancels it")
+	})
+}
