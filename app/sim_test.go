@@ -11,12 +11,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
 	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
 
 	dbm "github.com/cosmos/cosmos-db"
 
@@ -78,8 +81,114 @@ func simState(a *app.App) simsx.SimStateFactory {
 	}
 }
 
+// TestFullAppSimulation runs the simulation and checks that it reached the market's and
+// the index's states: a simulation whose weights or timing never settle a task or pass a
+// challenge tests nothing there.
 func TestFullAppSimulation(t *testing.T) {
-	simsx.RunWithSeeds(t, simApp, simState, simSeeds(), nil)
+	var recorders sync.Map // *app.App -> eventRecorder
+	factory := func(logger log.Logger, db dbm.DB, loadLatest bool, opts servertypes.AppOptions, base ...func(*baseapp.BaseApp)) *app.App {
+		rec := eventRecorder{seen: map[string]int{}}
+		record := func(b *baseapp.BaseApp) {
+			b.SetStreamingManager(storetypes.StreamingManager{ABCIListeners: []storetypes.ABCIListener{rec}})
+		}
+		a := simApp(logger, db, loadLatest, opts, append(base, record)...)
+		recorders.Store(a, rec)
+		return a
+	}
+	var mu sync.Mutex
+	union := map[string]int{}
+	t.Cleanup(func() { // after every seed's (parallel) run
+		if missing := unreached(union); len(missing) > 0 {
+			t.Errorf("the simulations never reached %v", missing)
+		}
+	})
+	simsx.RunWithSeeds(t, factory, simState, simSeeds(), nil, func(tb testing.TB, ti simsx.TestInstance[*app.App], _ []simtypes.Account) {
+		tb.Helper()
+		seen := statesReached(tb, ti.App)
+		rec, ok := recorders.Load(ti.App)
+		require.True(tb, ok)
+		for k, n := range rec.(eventRecorder).seen {
+			seen[k] += n
+		}
+		for k, n := range ti.App.SimulationOutcomes() {
+			seen[k] += n
+		}
+		names := make([]string, 0, len(seen))
+		for k := range seen {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var b strings.Builder
+		for _, k := range names {
+			fmt.Fprintf(&b, "\n  %6d %s", seen[k], k)
+		}
+		tb.Logf("seed %d, %d blocks: the states the simulation reached:%s", ti.Cfg.Seed, ti.Cfg.NumBlocks, b.String())
+		mu.Lock()
+		defer mu.Unlock()
+		for k, n := range seen {
+			union[k] += n
+		}
+		if ti.Cfg.NumBlocks >= 100 {
+			require.Emptyf(tb, unreached(seen), "seed %d: the simulation never reached these", ti.Cfg.Seed)
+		}
+	})
+}
+
+// unreached lists what of mustReach seen lacks.
+func unreached(seen map[string]int) []string {
+	var missing []string
+	for _, k := range mustReach {
+		if seen[k] == 0 {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+// mustReach is what the simulations reach: every seed of a run of 100 blocks or more, the
+// seeds of a CI-size run together: the market's task life
+// (the steps the jobs' histories record), PoCP answers passed, failed and missed.
+var mustReach = []string{
+	"history:JobSubmitted", "history:TaskAssigned", "history:TaskRunning", "history:TaskCommitted", "history:TaskRevealed",
+	"pocp:passed", "challenge-finished:CHALLENGE_STATUS_FAILED",
+}
+
+// statesReached counts, in the app's state after a simulation, the steps the jobs'
+// histories recorded, the tasks and jobs by status, and the nodes' PoCP outcomes.
+func statesReached(tb testing.TB, a *app.App) map[string]int {
+	tb.Helper()
+	ctx := a.NewUncachedContext(false, cmtproto.Header{})
+	seen := map[string]int{}
+	require.NoError(tb, a.MarketKeeper.History.Walk(ctx, nil, func(_ collections.Pair[uint64, uint32], e markettypes.HistoryEntry) (bool, error) {
+		seen["history:"+e.Event]++
+		return false, nil
+	}))
+	require.NoError(tb, a.MarketKeeper.Tasks.Walk(ctx, nil, func(_ uint64, t markettypes.Task) (bool, error) {
+		seen["task:"+t.Status.String()]++
+		return false, nil
+	}))
+	require.NoError(tb, a.MarketKeeper.Jobs.Walk(ctx, nil, func(_ uint64, j markettypes.Job) (bool, error) {
+		seen["job:"+j.Status.String()]++
+		return false, nil
+	}))
+	require.NoError(tb, a.GFLKeeper.Stats.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], s gfltypes.NodeEpochStats) (bool, error) {
+		seen["pocp:passed"] += int(s.Passed)
+		seen["pocp:failed"] += int(s.Failed)
+		seen["pocp:missed"] += int(s.Missed)
+		return false, nil
+	}))
+	require.NoError(tb, a.GFLKeeper.Challenges.Walk(ctx, nil, func(_ uint64, c gfltypes.Challenge) (bool, error) {
+		seen["challenge:"+c.Status.String()]++
+		return false, nil
+	}))
+	require.NoError(tb, a.GFLKeeper.Nodes.Walk(ctx, nil, func(_ uint64, n gfltypes.Node) (bool, error) {
+		seen["node:"+n.Status.String()]++
+		if n.LastSampleGflops > 0 {
+			seen["node:sampled"]++
+		}
+		return false, nil
+	}))
+	return seen
 }
 
 // simStores are the stores compared after an export and import, with the prefixes that
@@ -193,6 +302,34 @@ func TestAppStateDeterminism(t *testing.T) {
 		}
 		t.Logf("seed %d: %d runs, the same app hash at each of %d blocks (last %X)", seed, runs, len(hashes[0]), hashes[0][len(hashes[0])-1])
 	}
+}
+
+// eventRecorder counts what the blocks' own events (begin and end block: the block hooks)
+// say was reached: challenges finished by status, tasks by status.
+type eventRecorder struct{ seen map[string]int }
+
+func (r eventRecorder) ListenFinalizeBlock(_ context.Context, _ abci.RequestFinalizeBlock, res abci.ResponseFinalizeBlock) error {
+	for _, e := range res.Events {
+		var prefix string
+		switch e.Type {
+		case "flops.gfl.v1.EventChallengeFinished":
+			prefix = "challenge-finished:"
+		case "flops.market.v1.EventTaskStatus":
+			prefix = "task-became:"
+		default:
+			continue
+		}
+		for _, a := range e.Attributes {
+			if a.Key == "status" {
+				r.seen[prefix+strings.Trim(a.Value, `"`)]++
+			}
+		}
+	}
+	return nil
+}
+
+func (eventRecorder) ListenCommit(context.Context, abci.ResponseCommit, []*storetypes.StoreKVPair) error {
+	return nil
 }
 
 // hashRecorder keeps each block's app hash.

@@ -1,10 +1,13 @@
 // Package simulation is x/gfl in the app's simulations (app/sim_test.go): random genesis
-// params and the operators' node registration, deactivation and reactivation.
+// params, the operators' node registration, update, deactivation and reactivation, and
+// their PoCP answers: honest, wrong (the lazy operators), late or never.
 package simulation
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/simutil"
 	"github.com/flopsnet/flops/x/gfl/keeper"
+	"github.com/flopsnet/flops/x/gfl/pocp"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -25,6 +29,10 @@ func RandomizedGenState(s *module.SimulationState) {
 	gs.Params.ChallengeRevealBlocks = uint64(5 + s.Rand.Intn(30))
 	// the simulator's blocks are up to 2.8 h apart
 	gs.Params.ChallengeCommitTimeout = time.Duration(6+s.Rand.Intn(114)) * time.Hour
+	// the simulated operators solve their challenges on the simulation's CPU: the
+	// smallest matrices, a few terms
+	gs.Params.ChallengeMinN, gs.Params.ChallengeMaxN = 256, 256
+	gs.Params.ChallengeMaxRn = uint64(256 * (1 + s.Rand.Intn(4)))
 	s.GenState[types.ModuleName] = s.Cdc.MustMarshalJSON(gs)
 }
 
@@ -109,4 +117,167 @@ func pickNode(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource,
 	}
 	n := found[data.Rand().Intn(len(found))]
 	return n, data.GetAccount(reporter, n.Operator), !reporter.IsSkipped()
+}
+
+// Lazy says whether a simulated operator answers its challenges with made-up numbers (one
+// in four, by its address): its reveals fail verification and it misses the challenge.
+func Lazy(operator sdk.AccAddress) bool { return len(operator) > 0 && operator[0]%4 == 1 }
+
+// Answers are the simulated operators' solutions, by challenge id and seed (the commit and
+// the reveal come in different operations; solving once is enough).
+type Answers struct {
+	mu     sync.Mutex
+	byID   map[string]*answer
+	passed int
+}
+
+// Passed is how many reveals passed verification (a node's power sample each; in the
+// simulation's hours-long blocks, a sample of 0 GFLOP/s).
+func (a *Answers) Passed() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.passed
+}
+
+type answer struct {
+	s    []int32
+	tree *pocp.Tree
+	n    uint32
+}
+
+// NewAnswers is an empty store of answers.
+func NewAnswers() *Answers { return &Answers{byID: map[string]*answer{}} }
+
+// solve is the operator's answer to c: the reference solution, or, for a lazy operator,
+// zeros, committed under a well-formed Merkle tree.
+func (a *Answers) solve(c types.Challenge, lazy bool) *answer {
+	key := fmt.Sprintf("%d/%x/%t", c.Id, c.Seed, lazy)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if got, ok := a.byID[key]; ok {
+		return got
+	}
+	pc := pocp.Challenge{N: c.N, R: c.R}
+	copy(pc.Seed[:], c.Seed)
+	s := make([]int32, int(c.N)*int(c.N))
+	if !lazy {
+		s = pocp.ReferenceSolve(pc)
+	}
+	got := &answer{s: s, tree: pocp.BuildTree(s, c.N, 1), n: c.N}
+	if len(a.byID) > 64 {
+		clear(a.byID)
+	}
+	a.byID[key] = got
+	return got
+}
+
+// MsgCommitChallengeFactory commits a simulated operator's answer to an issued challenge:
+// the root of its (honest or lazy) solution. A commitment after the deadline (the
+// simulator's blocks are far apart) is refused with ErrCommitTooLate, as expected.
+func MsgCommitChallengeFactory(k keeper.Keeper, answers *Answers) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgCommitChallenge, simsx.SimDeliveryResultHandler) {
+		c, op, ok := pickChallenge(ctx, k, data, reporter, types.CHALLENGE_STATUS_ISSUED, func(types.Challenge) bool { return true })
+		if !ok {
+			return nil, nil, nil
+		}
+		ans := answers.solve(c, Lazy(op.Address))
+		root := ans.tree.Root()
+		return []simsx.SimAccount{op}, &types.MsgCommitChallenge{Operator: c.Operator, ChallengeId: c.Id, Root: root[:]}, simutil.Expect(types.ErrCommitTooLate)
+	})
+}
+
+// MsgRevealChallengeFactory opens the chunks the chain samples from the beacon value of
+// the block after the commitment. An honest operator passes (its node's power sample is
+// recorded); a lazy one is refused with ErrWrongEntry; a reveal before the sampling block
+// is committed or after the deadline is refused too, as expected.
+func MsgRevealChallengeFactory(k keeper.Keeper, answers *Answers) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgRevealChallenge, simsx.SimDeliveryResultHandler) {
+		// nine times in ten, a challenge in its reveal window; else any (refused too early
+		// or too late, as expected)
+		height, anytime := sdk.UnwrapSDKContext(ctx).BlockHeight(), data.Rand().Intn(10) == 0
+		c, op, ok := pickChallenge(ctx, k, data, reporter, types.CHALLENGE_STATUS_COMMITTED, func(c types.Challenge) bool {
+			return anytime || (c.CommitHeight+1 < height && height <= c.RevealDeadlineHeight)
+		})
+		if !ok {
+			return nil, nil, nil
+		}
+		lazy := Lazy(op.Address)
+		expect := []error{types.ErrRevealTooEarly, types.ErrRevealTooLate, types.ErrBeaconUnavailable}
+		if lazy {
+			expect = append(expect, types.ErrWrongEntry)
+		}
+		value, _, _, err := k.BeaconValue(ctx, c.CommitHeight+1)
+		if err != nil {
+			reporter.Skipf("challenge %d: sampling block's beacon value: %s", c.Id, err)
+			return nil, nil, nil
+		}
+		ans := answers.solve(c, lazy)
+		positions := pocp.SamplePositions(pocp.SampleSeed(value, c.Id), c.N, int(c.Samples))
+		msg := &types.MsgRevealChallenge{Operator: c.Operator, ChallengeId: c.Id}
+		for _, idx := range pocp.ChunksFor(c.N, positions) {
+			p := ans.tree.Prove(ans.s, idx)
+			tp := types.ChunkProof{Index: p.Index, Chunk: p.Chunk}
+			for _, h := range p.Path {
+				tp.Path = append(tp.Path, append([]byte(nil), h[:]...))
+			}
+			msg.Proofs = append(msg.Proofs, tp)
+		}
+		return []simsx.SimAccount{op}, msg, func(err error) error {
+			if err == nil && lazy {
+				return errors.New("a made-up answer passed PoCP verification")
+			}
+			if err == nil {
+				answers.mu.Lock()
+				answers.passed++
+				answers.mu.Unlock()
+			}
+			return simutil.Expect(expect...)(err)
+		}
+	})
+}
+
+// pickChallenge draws one of the newest open challenges in status want, accepted by ok,
+// whose operator is a simulated account.
+func pickChallenge(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource, reporter simsx.SimulationReporter, want types.ChallengeStatus, ok func(types.Challenge) bool) (types.Challenge, simsx.SimAccount, bool) {
+	var found []types.Challenge
+	_ = simutil.Newest(ctx, k.Challenges.Iterate, func(c types.Challenge) {
+		if c.Status == want && data.HasAccount(c.Operator) && ok(c) {
+			found = append(found, c)
+		}
+	})
+	if len(found) == 0 {
+		reporter.Skipf("no %s challenge of a simulated operator", want)
+		return types.Challenge{}, simsx.SimAccount{}, false
+	}
+	c := found[data.Rand().Intn(len(found))]
+	return c, data.GetAccount(reporter, c.Operator), !reporter.IsSkipped()
+}
+
+// MsgUpdateNodeFactory changes an active node's ask, region and endpoint and, one time in
+// four, its inventory (a GPU more or less): refused while the node has work in flight
+// (ErrNodeBusy) or when the collateral does not cover the new GPU
+// (ErrInsufficientCollateral), as expected.
+func MsgUpdateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgUpdateNode, simsx.SimDeliveryResultHandler) {
+		n, op, ok := pickNode(ctx, k, data, reporter, types.NODE_STATUS_ACTIVE)
+		if !ok {
+			return nil, nil, nil
+		}
+		r := data.Rand()
+		spec := types.NodeSpec{
+			Gpus: append([]types.GpuInfo(nil), n.Gpus...), Workloads: n.Workloads, Runtimes: n.Runtimes, ClaimedGflops: n.ClaimedGflops,
+			Region: []string{"eu-west", "us-east", "ap-south"}[r.Intn(3)], Endpoint: fmt.Sprintf("https://n%d.sim.example", r.Uint32()),
+			AskPerGpuHour: sdk.NewInt64Coin(n.AskPerGpuHour.Denom, int64(100_000+r.Intn(2_000_000))),
+		}
+		if r.Intn(4) == 0 {
+			if len(spec.Gpus) > 1 && r.Intn(2) == 0 {
+				spec.Gpus = spec.Gpus[:len(spec.Gpus)-1]
+			} else {
+				g := spec.Gpus[0]
+				g.Uuid = fmt.Sprintf("GPU-%016x", r.Uint64())
+				spec.Gpus = append(spec.Gpus, g)
+			}
+		}
+		return []simsx.SimAccount{op}, &types.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: spec}, simutil.Expect(types.ErrNodeBusy, types.ErrInsufficientCollateral)
+	})
 }
