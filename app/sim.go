@@ -39,18 +39,6 @@ func (app *App) newSimulationManager() *module.SimulationManager {
 // SimulationManager is the simulation framework's view of the app.
 func (app *App) SimulationManager() *module.SimulationManager { return app.sm }
 
-// SimulationOutcomes counts what the simulated actors achieved that the state does not
-// keep (PoCP reveals that passed), for the simulation tests' check that they reached it.
-func (app *App) SimulationOutcomes() map[string]int {
-	out := map[string]int{}
-	for _, m := range app.sm.Modules {
-		if g, ok := m.(gflSim); ok {
-			out["pocp:passed"] = g.answers.Passed()
-		}
-	}
-	return out
-}
-
 // GetBaseApp returns the app's BaseApp (simulation tests drive it).
 func (app *App) GetBaseApp() *baseapp.BaseApp { return app.BaseApp }
 
@@ -100,12 +88,12 @@ type gflSim struct {
 }
 
 func (g gflSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
-	reg.Add(w.Get("msg_register_node", 40), gflsim.MsgRegisterNodeFactory(g.app.GFLKeeper, g.operators))
-	reg.Add(w.Get("msg_deactivate_node", 5), gflsim.MsgDeactivateNodeFactory(g.app.GFLKeeper))
-	reg.Add(w.Get("msg_reactivate_node", 5), gflsim.MsgReactivateNodeFactory(g.app.GFLKeeper))
-	reg.Add(w.Get("msg_update_node", 5), gflsim.MsgUpdateNodeFactory(g.app.GFLKeeper))
-	reg.Add(w.Get("msg_commit_challenge", 60), gflsim.MsgCommitChallengeFactory(g.app.GFLKeeper, g.answers))
-	reg.Add(w.Get("msg_reveal_challenge", 80), gflsim.MsgRevealChallengeFactory(g.app.GFLKeeper, g.answers))
+	reg.Add(w.Get("msg_register_node", 120), gflsim.MsgRegisterNodeFactory(g.app.GFLKeeper, g.operators))
+	reg.Add(w.Get("msg_deactivate_node", 15), gflsim.MsgDeactivateNodeFactory(g.app.GFLKeeper))
+	reg.Add(w.Get("msg_reactivate_node", 15), gflsim.MsgReactivateNodeFactory(g.app.GFLKeeper))
+	reg.Add(w.Get("msg_update_node", 15), gflsim.MsgUpdateNodeFactory(g.app.GFLKeeper))
+	reg.Add(w.Get("msg_commit_challenge", 180), gflsim.MsgCommitChallengeFactory(g.app.GFLKeeper, g.answers))
+	reg.Add(w.Get("msg_reveal_challenge", 240), gflsim.MsgRevealChallengeFactory(g.app.GFLKeeper, g.answers))
 }
 
 // operators are the providers whose bonded collateral covers their locked GPUs and gpus

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/baseapp"
 	"github.com/cosmos/cosmos-sdk/client/flags"
+	"github.com/cosmos/cosmos-sdk/codec"
 	"github.com/cosmos/cosmos-sdk/server"
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
@@ -81,114 +83,178 @@ func simState(a *app.App) simsx.SimStateFactory {
 	}
 }
 
-// TestFullAppSimulation runs the simulation and checks that it reached the market's and
-// the index's states: a simulation whose weights or timing never settle a task or pass a
-// challenge tests nothing there.
+// TestFullAppSimulation runs the simulation and checks the states it reached: every write
+// to the market's and the index's records in every block (tasks, jobs, bids, pools, units,
+// disputes, history, PoCP outcomes) is recorded, and a simulation whose weights or timing
+// never settle a task or pass a challenge fails, since it tests nothing there.
 func TestFullAppSimulation(t *testing.T) {
-	var recorders sync.Map // *app.App -> eventRecorder
+	var recorders sync.Map // *app.App -> *stateRecorder
 	factory := func(logger log.Logger, db dbm.DB, loadLatest bool, opts servertypes.AppOptions, base ...func(*baseapp.BaseApp)) *app.App {
-		rec := eventRecorder{seen: map[string]int{}}
+		rec := &stateRecorder{seen: map[string]int{}}
 		record := func(b *baseapp.BaseApp) {
 			b.SetStreamingManager(storetypes.StreamingManager{ABCIListeners: []storetypes.ABCIListener{rec}})
 		}
 		a := simApp(logger, db, loadLatest, opts, append(base, record)...)
+		rec.cdc = a.AppCodec()
+		a.CommitMultiStore().AddListeners([]storetypes.StoreKey{a.GetKey(markettypes.StoreKey), a.GetKey(gfltypes.StoreKey)})
 		recorders.Store(a, rec)
 		return a
 	}
 	var mu sync.Mutex
 	union := map[string]int{}
 	t.Cleanup(func() { // after every seed's (parallel) run
-		if missing := unreached(union); len(missing) > 0 {
+		if missing := unreached(union, mustReach); len(missing) > 0 {
 			t.Errorf("the simulations never reached %v", missing)
 		}
 	})
 	simsx.RunWithSeeds(t, factory, simState, simSeeds(), nil, func(tb testing.TB, ti simsx.TestInstance[*app.App], _ []simtypes.Account) {
 		tb.Helper()
-		seen := statesReached(tb, ti.App)
-		rec, ok := recorders.Load(ti.App)
+		v, ok := recorders.Load(ti.App)
 		require.True(tb, ok)
-		for k, n := range rec.(eventRecorder).seen {
-			seen[k] += n
-		}
-		for k, n := range ti.App.SimulationOutcomes() {
-			seen[k] += n
-		}
-		names := make([]string, 0, len(seen))
-		for k := range seen {
+		rec := v.(*stateRecorder)
+		require.NoError(tb, rec.err)
+		names := make([]string, 0, len(rec.seen))
+		for k := range rec.seen {
 			names = append(names, k)
 		}
 		sort.Strings(names)
 		var b strings.Builder
 		for _, k := range names {
-			fmt.Fprintf(&b, "\n  %6d %s", seen[k], k)
+			fmt.Fprintf(&b, "\n  %6d %s", rec.seen[k], k)
 		}
-		tb.Logf("seed %d, %d blocks: the states the simulation reached:%s", ti.Cfg.Seed, ti.Cfg.NumBlocks, b.String())
+		tb.Logf("seed %d, %d blocks: the states the simulation reached (records written in that state):%s", ti.Cfg.Seed, ti.Cfg.NumBlocks, b.String())
 		mu.Lock()
 		defer mu.Unlock()
-		for k, n := range seen {
+		for k, n := range rec.seen {
 			union[k] += n
 		}
-		if ti.Cfg.NumBlocks >= 100 {
-			require.Emptyf(tb, unreached(seen), "seed %d: the simulation never reached these", ti.Cfg.Seed)
+		if ti.Cfg.NumBlocks >= 250 {
+			require.Emptyf(tb, unreached(rec.seen, mustReach, mustReachLong), "seed %d: the simulation never reached these", ti.Cfg.Seed)
 		}
 	})
 }
 
-// unreached lists what of mustReach seen lacks.
-func unreached(seen map[string]int) []string {
+// unreached lists what of the lists seen lacks.
+func unreached(seen map[string]int, lists ...[]string) []string {
 	var missing []string
-	for _, k := range mustReach {
-		if seen[k] == 0 {
-			missing = append(missing, k)
+	for _, l := range lists {
+		for _, k := range l {
+			if seen[k] == 0 {
+				missing = append(missing, k)
+			}
 		}
 	}
 	return missing
 }
 
-// mustReach is what the simulations reach: every seed of a run of 100 blocks or more, the
-// seeds of a CI-size run together: the market's task life
-// (the steps the jobs' histories record), PoCP answers passed, failed and missed.
+// mustReach is what the simulations reach: every seed of a run of 250 blocks or more, the
+// seeds of a CI-size run together: the task life to a verified result, PoCP answers passed
+// and failed, pool units claimed.
 var mustReach = []string{
-	"history:JobSubmitted", "history:TaskAssigned", "history:TaskRunning", "history:TaskCommitted", "history:TaskRevealed",
-	"pocp:passed", "challenge-finished:CHALLENGE_STATUS_FAILED",
+	"history:JobSubmitted", "task:TASK_STATUS_ASSIGNED", "task:TASK_STATUS_RUNNING", "task:TASK_STATUS_COMMITTED",
+	"task:TASK_STATUS_REVEALED", "task:TASK_STATUS_VERIFIED", "task:TASK_STATUS_EXPIRED", "task:TASK_STATUS_CANCELLED",
+	"pocp:passed", "pocp:failed", "unit:UNIT_STATUS_COMMITTED",
 }
 
-// statesReached counts, in the app's state after a simulation, the steps the jobs'
-// histories recorded, the tasks and jobs by status, and the nodes' PoCP outcomes.
-func statesReached(tb testing.TB, a *app.App) map[string]int {
-	tb.Helper()
-	ctx := a.NewUncachedContext(false, cmtproto.Header{})
-	seen := map[string]int{}
-	require.NoError(tb, a.MarketKeeper.History.Walk(ctx, nil, func(_ collections.Pair[uint64, uint32], e markettypes.HistoryEntry) (bool, error) {
-		seen["history:"+e.Event]++
-		return false, nil
-	}))
-	require.NoError(tb, a.MarketKeeper.Tasks.Walk(ctx, nil, func(_ uint64, t markettypes.Task) (bool, error) {
-		seen["task:"+t.Status.String()]++
-		return false, nil
-	}))
-	require.NoError(tb, a.MarketKeeper.Jobs.Walk(ctx, nil, func(_ uint64, j markettypes.Job) (bool, error) {
-		seen["job:"+j.Status.String()]++
-		return false, nil
-	}))
-	require.NoError(tb, a.GFLKeeper.Stats.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], s gfltypes.NodeEpochStats) (bool, error) {
-		seen["pocp:passed"] += int(s.Passed)
-		seen["pocp:failed"] += int(s.Failed)
-		seen["pocp:missed"] += int(s.Missed)
-		return false, nil
-	}))
-	require.NoError(tb, a.GFLKeeper.Challenges.Walk(ctx, nil, func(_ uint64, c gfltypes.Challenge) (bool, error) {
-		seen["challenge:"+c.Status.String()]++
-		return false, nil
-	}))
-	require.NoError(tb, a.GFLKeeper.Nodes.Walk(ctx, nil, func(_ uint64, n gfltypes.Node) (bool, error) {
-		seen["node:"+n.Status.String()]++
-		if n.LastSampleGflops > 0 {
-			seen["node:sampled"]++
+// mustReachLong is what every seed of a long run (make sim-long) reaches besides: results
+// settled and failed, auctions won and lost, pools paying units and closing, failure
+// reports, client challenges, missed PoCP challenges.
+var mustReachLong = []string{
+	"task:TASK_STATUS_SETTLED", "task:TASK_STATUS_FAILED", "bid:BID_STATUS_WON", "bid:BID_STATUS_LOST",
+	"unit:UNIT_STATUS_PAID", "pool:POOL_STATUS_CLOSED", "history:TaskFailureReported", "history:DisputeOpened",
+	"pocp:missed", "job:JOB_STATUS_COMPLETED",
+}
+
+// stateRecorder reads every block's writes to the market's and the index's stores (the
+// commit's change set) and counts the records written by kind and status.
+type stateRecorder struct {
+	cdc  codec.Codec
+	seen map[string]int
+	err  error
+}
+
+func (*stateRecorder) ListenFinalizeBlock(context.Context, abci.RequestFinalizeBlock, abci.ResponseFinalizeBlock) error {
+	return nil
+}
+
+func (r *stateRecorder) ListenCommit(_ context.Context, _ abci.ResponseCommit, changes []*storetypes.StoreKVPair) error {
+	for _, kv := range changes {
+		if kv.Delete || len(kv.Key) == 0 {
+			continue
 		}
-		return false, nil
-	}))
-	return seen
+		if err := r.record(kv.StoreKey, kv.Key, kv.Value); err != nil && r.err == nil {
+			r.err = err
+		}
+	}
+	return nil
+}
+
+func (r *stateRecorder) record(store string, key, value []byte) error {
+	is := func(p collections.Prefix) bool { return bytes.HasPrefix(key, p.Bytes()) }
+	switch {
+	case store == markettypes.StoreKey && is(markettypes.TasksKey):
+		var t markettypes.Task
+		if err := r.cdc.Unmarshal(value, &t); err != nil {
+			return err
+		}
+		r.seen["task:"+t.Status.String()]++
+	case store == markettypes.StoreKey && is(markettypes.JobsKey):
+		var j markettypes.Job
+		if err := r.cdc.Unmarshal(value, &j); err != nil {
+			return err
+		}
+		r.seen["job:"+j.Status.String()]++
+	case store == markettypes.StoreKey && is(markettypes.HistoryKey):
+		var e markettypes.HistoryEntry
+		if err := r.cdc.Unmarshal(value, &e); err != nil {
+			return err
+		}
+		r.seen["history:"+e.Event]++
+	case store == markettypes.StoreKey && is(markettypes.BidsKey):
+		var b markettypes.Bid
+		if err := r.cdc.Unmarshal(value, &b); err != nil {
+			return err
+		}
+		r.seen["bid:"+b.Status.String()]++
+	case store == markettypes.StoreKey && is(markettypes.PoolsKey):
+		var p markettypes.Pool
+		if err := r.cdc.Unmarshal(value, &p); err != nil {
+			return err
+		}
+		r.seen["pool:"+p.Status.String()]++
+		if p.PaidUnits > 0 { // a paid unit's record is removed; its pool counts it
+			r.seen["unit:UNIT_STATUS_PAID"]++
+		}
+	case store == markettypes.StoreKey && is(markettypes.UnitsKey):
+		var u markettypes.Unit
+		if err := r.cdc.Unmarshal(value, &u); err != nil {
+			return err
+		}
+		r.seen["unit:"+u.Status.String()]++
+	case store == markettypes.StoreKey && is(markettypes.DisputesKey):
+		var d markettypes.Dispute
+		if err := r.cdc.Unmarshal(value, &d); err != nil {
+			return err
+		}
+		r.seen["dispute:"+d.Status.String()]++
+	case store == gfltypes.StoreKey && is(gfltypes.ChallengesKey):
+		var c gfltypes.Challenge
+		if err := r.cdc.Unmarshal(value, &c); err != nil {
+			return err
+		}
+		r.seen["challenge:"+c.Status.String()]++
+	case store == gfltypes.StoreKey && is(gfltypes.StatsKey):
+		var s gfltypes.NodeEpochStats
+		if err := r.cdc.Unmarshal(value, &s); err != nil {
+			return err
+		}
+		for name, n := range map[string]uint32{"pocp:passed": s.Passed, "pocp:failed": s.Failed, "pocp:missed": s.Missed} {
+			if n > 0 {
+				r.seen[name]++
+			}
+		}
+	}
+	return nil
 }
 
 // simStores are the stores compared after an export and import, with the prefixes that
@@ -302,34 +368,6 @@ func TestAppStateDeterminism(t *testing.T) {
 		}
 		t.Logf("seed %d: %d runs, the same app hash at each of %d blocks (last %X)", seed, runs, len(hashes[0]), hashes[0][len(hashes[0])-1])
 	}
-}
-
-// eventRecorder counts what the blocks' own events (begin and end block: the block hooks)
-// say was reached: challenges finished by status, tasks by status.
-type eventRecorder struct{ seen map[string]int }
-
-func (r eventRecorder) ListenFinalizeBlock(_ context.Context, _ abci.RequestFinalizeBlock, res abci.ResponseFinalizeBlock) error {
-	for _, e := range res.Events {
-		var prefix string
-		switch e.Type {
-		case "flops.gfl.v1.EventChallengeFinished":
-			prefix = "challenge-finished:"
-		case "flops.market.v1.EventTaskStatus":
-			prefix = "task-became:"
-		default:
-			continue
-		}
-		for _, a := range e.Attributes {
-			if a.Key == "status" {
-				r.seen[prefix+strings.Trim(a.Value, `"`)]++
-			}
-		}
-	}
-	return nil
-}
-
-func (eventRecorder) ListenCommit(context.Context, abci.ResponseCommit, []*storetypes.StoreKVPair) error {
-	return nil
 }
 
 // hashRecorder keeps each block's app hash.

@@ -139,12 +139,12 @@ func (AppModule) WeightedOperations(module.SimulationState) []simtypes.WeightedO
 
 // WeightedOperationsX registers the providers' collateral operations.
 func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
-	reg.Add(w.Get("msg_bond", 60), simulation.MsgBondFactory(am.keeper))
-	reg.Add(w.Get("msg_unbond", 20), simulation.MsgUnbondFactory(am.keeper))
-	reg.Add(w.Get("msg_unjail", 20), simulation.MsgUnjailFactory(am.keeper))
+	reg.Add(w.Get("msg_bond", 180), simulation.MsgBondFactory(am.keeper))
+	reg.Add(w.Get("msg_unbond", 60), simulation.MsgUnbondFactory(am.keeper))
+	reg.Add(w.Get("msg_unjail", 60), simulation.MsgUnjailFactory(am.keeper))
 }
 
 // ProposalMsgsX registers the module's governance proposals.
 func (AppModule) ProposalMsgsX(w simsx.WeightSource, reg simsx.Registry) {
-	reg.Add(w.Get("msg_update_params", 10), simulation.MsgUpdateParamsFactory())
+	reg.Add(w.Get("msg_update_params", 30), simulation.MsgUpdateParamsFactory())
 }
