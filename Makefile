@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
 
-.PHONY: help build demo demo-multi install test test-long test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean
+.PHONY: help build demo demo-multi install test test-long test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -55,6 +55,11 @@ sim: ## the app simulations at CI size (seed 1, 25 blocks x 30 ops; part of make
 
 sim-long: ## the app simulations over SEEDS seeds x BLOCKS blocks x 200 ops (defaults 50 x 500: hours)
 	SIM_SEEDS=$(SEEDS) go test -count=1 -v -timeout 0 $(TEST_TAGS) -run $(SIM_TESTS) ./app/ -NumBlocks=$(BLOCKS) -BlockSize=200
+
+FUZZTIME ?= 60s
+
+fuzz: ## fuzz every flops Msg through the app's tx path (decode, ante, deliver) for FUZZTIME (default 60s; .ci/run runs 45s); what fails lands in tests/integration/testdata/fuzz
+	go test $(TEST_TAGS) -run '^$$' -fuzz '^FuzzFlopsMsg$$' -fuzztime $(FUZZTIME) ./tests/integration/
 
 test-unit: ## unit, keeper and app tests only (no networks)
 	go test -count=1 -short $(TEST_TAGS) ./...

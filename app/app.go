@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sort"
 
 	dbm "github.com/cosmos/cosmos-db"
 	"github.com/cosmos/gogoproto/proto"
@@ -479,6 +480,16 @@ func (app *App) TxConfig() client.TxConfig { return app.txConfig }
 
 // GetKey returns a store key, for tests.
 func (app *App) GetKey(name string) *storetypes.KVStoreKey { return app.keys[name] }
+
+// StoreNames lists the app's KV stores by name, sorted, for tests.
+func (app *App) StoreNames() []string {
+	names := make([]string, 0, len(app.keys))
+	for n := range app.keys {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // DefaultGenesis returns flops' default genesis (see genesis.go for its chain-wide
 // choices).

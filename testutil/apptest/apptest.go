@@ -223,6 +223,9 @@ func (a *App) Account(name string) *Account {
 	return acc
 }
 
+// SetT makes the app report later failures to t: each input of a fuzz target has its own.
+func (a *App) SetT(t testing.TB) { a.t = t }
+
 // Height is the height of the last committed block.
 func (a *App) Height() int64 { return a.height }
 
@@ -255,6 +258,14 @@ func (a *App) Prepare(fn func(ctx sdk.Context)) {
 // NextBlock finalizes and commits a block with the given raw txs.
 func (a *App) NextBlock(txs ...[]byte) *abci.ResponseFinalizeBlock {
 	a.t.Helper()
+	return a.NextBlockThen(nil, txs...)
+}
+
+// NextBlockThen is NextBlock that calls then between the block's finalization and its
+// commit: the block's state is still open (SimDeliver runs a tx in it after the block
+// hooks, and NewContextLegacy(false, ...) reads it).
+func (a *App) NextBlockThen(then func(), txs ...[]byte) *abci.ResponseFinalizeBlock {
+	a.t.Helper()
 	h := a.nextHeader()
 	hash := BlockHash(h.Height)
 	if a.HeaderHash != nil {
@@ -265,6 +276,9 @@ func (a *App) NextBlock(txs ...[]byte) *abci.ResponseFinalizeBlock {
 		Hash: hash,
 	})
 	require.NoError(a.t, err)
+	if then != nil {
+		then()
+	}
 	_, err = a.Commit()
 	require.NoError(a.t, err)
 	a.height, a.blockTime, a.pending = h.Height, h.Time, false

@@ -108,9 +108,14 @@ func MsgReportFailureFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 // cannot pay a committee or the client cannot post the bond.
 func MsgChallengeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgChallenge, simsx.SimDeliveryResultHandler) {
+		// nine times in ten a result the job's verification budget can dispute
+		any := data.Rand().Intn(10) == 0
 		var found []types.Task
 		err := simutil.Newest(ctx, k.Tasks.Iterate, func(t types.Task) {
-			if t.Status == types.TASK_STATUS_VERIFIED && t.DisputeId == 0 && t.Role == types.TASK_ROLE_PRIMARY {
+			if t.Status != types.TASK_STATUS_VERIFIED || t.DisputeId != 0 || t.Role != types.TASK_ROLE_PRIMARY {
+				return
+			}
+			if j, err := k.GetJob(ctx, t.JobId); any || (err == nil && j.Spec.Verification != types.VERIFICATION_CLASS_NONE && j.VerificationLeft.IsPositive()) {
 				found = append(found, t)
 			}
 		})
