@@ -152,7 +152,7 @@ func unreached(seen map[string]int, lists ...[]string) []string {
 // and failed, pool units claimed.
 var mustReach = []string{
 	"history:JobSubmitted", "task:TASK_STATUS_ASSIGNED", "task:TASK_STATUS_RUNNING", "task:TASK_STATUS_COMMITTED",
-	"task:TASK_STATUS_REVEALED", "task:TASK_STATUS_VERIFIED", "task:TASK_STATUS_EXPIRED", "task:TASK_STATUS_CANCELLED",
+	"history:TaskRevealed", "task:TASK_STATUS_VERIFIED", "task:TASK_STATUS_EXPIRED", "task:TASK_STATUS_CANCELLED",
 	"pocp:passed", "pocp:failed", "unit:UNIT_STATUS_COMMITTED",
 }
 
@@ -166,7 +166,9 @@ var mustReachLong = []string{
 }
 
 // stateRecorder reads every block's writes to the market's and the index's stores (the
-// commit's change set) and counts the records written by kind and status.
+// commit's change set) and counts the records written by kind and status: a record's last
+// value in each block (a task revealed and verified in one block counts as verified; the
+// history keeps every step).
 type stateRecorder struct {
 	cdc  codec.Codec
 	seen map[string]int

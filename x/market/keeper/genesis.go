@@ -68,14 +68,20 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, pl := range gs.Pools {
-		if err := k.Pools.Set(ctx, pl.Id, pl); err != nil {
-			return err
-		}
 		if pl.Status == types.POOL_STATUS_CLOSED {
-			// a retention from the import (when it closed is not recorded)
-			if err := k.schedulePoolPrune(ctx, p, pl.Id); err != nil {
+			var err error
+			if pl.PruneHeight != 0 {
+				err = k.PoolPruneQueue.Set(ctx, collections.Join(pl.PruneHeight, pl.Id))
+			} else {
+				// a genesis from before prune_height: a retention from the import
+				err = k.schedulePoolPrune(ctx, p, &pl)
+			}
+			if err != nil {
 				return err
 			}
+		}
+		if err := k.Pools.Set(ctx, pl.Id, pl); err != nil {
+			return err
 		}
 	}
 	for _, u := range gs.Units {

@@ -2,9 +2,15 @@ package keeper_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"cosmossdk.io/collections"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -63,4 +69,33 @@ func TestStuckTasksInvariant(t *testing.T) {
 		require.NoError(t, f.k.Jobs.Set(f.ctx, id, job))
 		breaks(f, "is never scheduled and nothing cancels it")
 	})
+}
+
+// A closed pool keeps the height its records are pruned at through an export and an
+// import (a later block height): before, the import queued it a retention from the
+// import, so that every export and import postponed it (found by TestAppImportExport).
+func TestClosedPoolPruneHeightSurvivesExport(t *testing.T) {
+	f := newFixture(t, nil)
+	res, err := f.ms.CreatePool(f.ctx, &types.MsgCreatePool{Owner: f.client, Spec: types.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: types.RUNTIME_PROCESS, Command: []string{"serve"},
+		Verification: types.VERIFICATION_CLASS_NONE, UnitPrice: sdk.NewInt64Coin(udps, 1_000),
+		Budget: sdk.NewInt64Coin(udps, 10_000_000), MaxProviders: 2, UnitMaxDuration: time.Minute,
+	}})
+	require.NoError(t, err)
+	f.blocks(3)
+	_, err = f.ms.ClosePool(f.ctx, &types.MsgClosePool{Owner: f.client, PoolId: res.PoolId})
+	require.NoError(t, err)
+	want := f.ctx.BlockHeight() + int64(f.params().JobRetentionBlocks)
+	pool, err := f.k.Pools.Get(f.ctx, res.PoolId)
+	require.NoError(t, err)
+	require.Equal(t, want, pool.PruneHeight)
+	gs, err := f.k.ExportGenesis(f.ctx)
+	require.NoError(t, err)
+
+	g := newFixture(t, nil)
+	g.blocks(10)
+	require.NoError(t, g.k.InitGenesis(g.ctx, gs))
+	has, err := g.k.PoolPruneQueue.Has(g.ctx, collections.Join(want, res.PoolId))
+	require.NoError(t, err)
+	require.True(t, has, "the imported pool is pruned at %d, as before the export", want)
 }

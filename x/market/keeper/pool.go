@@ -598,19 +598,20 @@ func (k Keeper) ClosePool(ctx context.Context, ownerAddr sdk.AccAddress, poolID 
 		pool.Escrow = pool.Escrow.Sub(refund)
 	}
 	pool.Status = types.POOL_STATUS_CLOSED
-	if err := k.Pools.Set(ctx, poolID, pool); err != nil {
+	if err := k.schedulePoolPrune(ctx, p, &pool); err != nil {
 		return sdkmath.Int{}, err
 	}
-	if err := k.schedulePoolPrune(ctx, p, poolID); err != nil {
+	if err := k.Pools.Set(ctx, poolID, pool); err != nil {
 		return sdkmath.Int{}, err
 	}
 	return refund, k.poolEvent(ctx, poolID, "closed", 0, uint64(len(open)), refund)
 }
 
-// schedulePoolPrune queues a closed pool's deletion job_retention_blocks from now.
-func (k Keeper) schedulePoolPrune(ctx context.Context, p types.Params, poolID uint64) error {
-	h := sdk.UnwrapSDKContext(ctx).BlockHeight() + int64(p.JobRetentionBlocks)
-	return k.PoolPruneQueue.Set(ctx, collections.Join(h, poolID))
+// schedulePoolPrune queues a closed pool's deletion job_retention_blocks from now and
+// records the height in the pool (an export carries it; the caller saves the pool).
+func (k Keeper) schedulePoolPrune(ctx context.Context, p types.Params, pool *types.Pool) error {
+	pool.PruneHeight = sdk.UnwrapSDKContext(ctx).BlockHeight() + int64(p.JobRetentionBlocks)
+	return k.PoolPruneQueue.Set(ctx, collections.Join(pool.PruneHeight, pool.Id))
 }
 
 // prunePool deletes a closed pool that holds nothing (no escrow, no unit, no unpaid
@@ -636,7 +637,10 @@ func (k Keeper) prunePool(ctx sdk.Context, p types.Params, poolID uint64) error 
 		return err
 	}
 	if !pool.Escrow.IsZero() || hasUnits {
-		return k.schedulePoolPrune(ctx, p, poolID)
+		if err := k.schedulePoolPrune(ctx, p, &pool); err != nil {
+			return err
+		}
+		return k.Pools.Set(ctx, poolID, pool)
 	}
 	mi, err := k.PoolMembers.Iterate(ctx, collections.NewPrefixedPairRange[uint64, uint64](poolID))
 	if err != nil {
