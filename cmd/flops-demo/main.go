@@ -25,6 +25,8 @@ func main() {
 	flag.StringVar(&o.Home, "home", "", "the demo's directory, wiped at the start (default <root>/.demo)")
 	flag.IntVar(&o.Validators, "validators", 1, "validators in the localnet (4: kill one with -kill-validator)")
 	flag.IntVar(&o.KillValidator, "kill-validator", 0, "kill this validator (1..validators-1) once the jobs are submitted")
+	flag.IntVar(&o.CrashWorker, "crash-worker", 0, "kill this provider's worker (1 or 2, SIGKILL) with a task in flight, then start it again")
+	flag.BoolVar(&o.CrashChain, "crash-chain", false, "kill every validator (SIGKILL) once the jobs are submitted, then start them again")
 	flag.IntVar(&o.PortOffset, "port-offset", 0, "shift every port by this much")
 	flag.DurationVar(&o.Epoch, "epoch", 20*time.Second, "epoch length")
 	flag.BoolVar(&o.Headless, "headless", false, "stop everything once the scenario is over")

@@ -47,6 +47,21 @@ func TestDemoFourValidatorsOneKilled(t *testing.T) {
 // ansi matches the colour codes of the nodes' console logs.
 var ansi = regexp.MustCompile(`\x1b\[[0-9;]*m`)
 
+// Crashes on 1 validator (a long run): provider1's worker killed with SIGKILL (its
+// process group, sandboxes with it) while a task is in flight on its node and started
+// again on its home, then the only validator killed and restarted, so that both workers
+// and the client lose their gRPC endpoint for a few seconds: every job and the pool still
+// settle, paid exactly, and the invariants hold on the restarted node.
+func TestDemoWorkerAndChainCrash(t *testing.T) {
+	if os.Getenv("FLOPS_LONG_TESTS") == "" {
+		t.Skip("a long run (about 2 min): make test-long")
+	}
+	sum := runDemo(t, demo.Options{Validators: 1, CrashWorker: 1, CrashChain: true, PortOffset: 6500})
+	require.Equal(t, "provider1", sum.WorkerCrashed)
+	require.True(t, sum.ChainCrashed)
+	checkDemo(t, sum)
+}
+
 func runDemo(t *testing.T, o demo.Options) demo.Summary {
 	t.Helper()
 	if testing.Short() {

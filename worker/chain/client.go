@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -47,6 +49,10 @@ type Config struct {
 	InclusionTimeout time.Duration
 	// Denom of fees (default udps).
 	Denom string
+	// WaitForNode keeps Dial trying, with a backoff up to 30 s and a warning each time,
+	// while the node does not answer (a worker started before its node, or while the
+	// node restarts) until ctx ends; otherwise Dial fails at once (the CLI's commands).
+	WaitForNode bool
 }
 
 func (c *Config) defaults() {
@@ -108,12 +114,24 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 		Tx: txtypes.NewServiceClient(conn), Node: cmtservice.NewServiceClient(conn),
 	}
 	if c.cfg.ChainID == "" {
-		res, err := c.Node.GetLatestBlock(ctx, &cmtservice.GetLatestBlockRequest{})
-		if err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("chain: %s: %w", cfg.GRPC, err)
+		for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+			res, err := c.Node.GetLatestBlock(ctx, &cmtservice.GetLatestBlockRequest{})
+			if err == nil {
+				c.cfg.ChainID = res.SdkBlock.Header.ChainID
+				break
+			}
+			if !cfg.WaitForNode || status.Code(err) != codes.Unavailable {
+				_ = conn.Close()
+				return nil, fmt.Errorf("chain: %s: %w", cfg.GRPC, err)
+			}
+			log.Warn("node unreachable; trying again", "grpc", cfg.GRPC, "in", wait, "err", err)
+			select {
+			case <-ctx.Done():
+				_ = conn.Close()
+				return nil, fmt.Errorf("chain: %s: %w (waiting for the node: %w)", cfg.GRPC, err, ctx.Err())
+			case <-time.After(wait):
+			}
 		}
-		c.cfg.ChainID = res.SdkBlock.Header.ChainID
 	}
 	return c, nil
 }

@@ -130,7 +130,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err != nil {
 		return err
 	}
-	client, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, TLS: clientTLS, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice}, log.With("component", "chain"))
+	// a daemon outlives its node's restarts: it waits for the node rather than exiting
+	client, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, TLS: clientTLS, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice, WaitForNode: true}, log.With("component", "chain"))
 	if err != nil {
 		return err
 	}

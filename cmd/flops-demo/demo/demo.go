@@ -46,6 +46,14 @@ type Options struct {
 	Headless bool
 	// KillValidator > 0 kills that validator (SIGKILL) once the jobs are submitted.
 	KillValidator int
+	// CrashWorker > 0 kills that provider's flops-worker (SIGKILL to its process group:
+	// a crash, its sandboxed tasks with it) once a task is in flight on its node, and
+	// starts it again on its home.
+	CrashWorker int
+	// CrashChain kills every validator (SIGKILL) once the jobs are submitted and starts
+	// them again on their homes: the workers and the client lose their gRPC endpoint for
+	// a few seconds.
+	CrashChain bool
 	// Out receives the progress lines (default stdout).
 	Out io.Writer
 	// Timeout bounds the scenario (default 6 min).

@@ -104,6 +104,12 @@ func (d *Demo) printSummary() {
 		}
 		pf(w, "  %-10s availability %s + work %s\n", name, dps(r.Availability), dps(r.Work))
 	}
+	if s.WorkerCrashed != "" {
+		pf(w, "\n%s's worker was killed (SIGKILL) with a task in flight and started again; its work settled\n", s.WorkerCrashed)
+	}
+	if s.ChainCrashed {
+		pf(w, "\nevery validator was killed (SIGKILL) and started again on its home; the market went on\n")
+	}
 	if s.Killed > 0 {
 		pf(w, "\nvalidator node%d was killed mid-run; the other validators kept settling\n", s.Killed)
 	}

@@ -44,6 +44,10 @@ type Summary struct {
 	Scores        []reputationtypes.NodeScore
 	ScoreParams   reputationtypes.Params
 	Killed        int
+	// WorkerCrashed and ChainCrashed: what the run crashed and restarted (CrashWorker,
+	// CrashChain).
+	WorkerCrashed string
+	ChainCrashed  bool
 	Wall          time.Duration
 }
 
@@ -230,6 +234,16 @@ func (d *Demo) demand(ctx context.Context) error {
 		d.sum.Killed = d.o.KillValidator
 		d.say("chain", "killed validator node%d (SIGKILL): %d of %d validators left, the chain keeps going with > 2/3 of the power",
 			d.o.KillValidator, d.o.Validators-1, d.o.Validators)
+	}
+	if d.o.CrashWorker > 0 {
+		if err := d.crashWorker(ctx, d.o.CrashWorker-1); err != nil {
+			return err
+		}
+	}
+	if d.o.CrashChain {
+		if err := d.crashChain(ctx); err != nil {
+			return err
+		}
 	}
 	if err := d.follow(ctx); err != nil {
 		return err
