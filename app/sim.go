@@ -96,6 +96,11 @@ func (g gflSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
 	reg.Add(w.Get("msg_reveal_challenge", 240), gflsim.MsgRevealChallengeFactory(g.app.GFLKeeper, g.answers))
 }
 
+// ProposalMsgsX registers governance's changes of x/gfl's params.
+func (g gflSim) ProposalMsgsX(w simsx.WeightSource, reg simsx.Registry) {
+	reg.Add(w.Get("msg_update_params", 30), gflsim.MsgUpdateParamsFactory())
+}
+
 // operators are the providers whose bonded collateral covers their locked GPUs and gpus
 // more, not jailed.
 func (g gflSim) operators(ctx context.Context, gpus uint64) []sdk.AccAddress {

@@ -158,3 +158,8 @@ func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry
 	reg.Add(w.Get("msg_withdraw_pool_earnings", 30), simulation.MsgWithdrawPoolEarningsFactory(am.keeper))
 	reg.Add(w.Get("msg_close_pool", 9), simulation.MsgClosePoolFactory(am.keeper))
 }
+
+// ProposalMsgsX registers governance's params changes.
+func (am AppModule) ProposalMsgsX(w simsx.WeightSource, reg simsx.Registry) {
+	reg.Add(w.Get("msg_update_params", 30), simulation.MsgUpdateParamsFactory(am.keeper))
+}

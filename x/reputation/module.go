@@ -8,6 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cosmos/cosmos-sdk/testutil/simsx"
+	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
+
+	"github.com/flopsnet/flops/x/reputation/simulation"
+
 	gwruntime "github.com/grpc-ecosystem/grpc-gateway/runtime"
 
 	"cosmossdk.io/core/appmodule"
@@ -118,3 +123,21 @@ func (am AppModule) EndBlock(ctx context.Context) error {
 
 // RegisterInvariants registers the ranking, operator aggregate and counter invariants.
 func (am AppModule) RegisterInvariants(reg invariant.Registrar) { am.keeper.RegisterInvariants(reg) }
+
+var _ module.AppModuleSimulation = AppModule{}
+
+// GenerateGenesisState writes random valid params (simulation).
+func (AppModule) GenerateGenesisState(s *module.SimulationState) { simulation.RandomizedGenState(s) }
+
+// RegisterStoreDecoder decodes the module's store for simulation diffs.
+func (am AppModule) RegisterStoreDecoder(sdr simtypes.StoreDecoderRegistry) {
+	sdr[types.StoreKey] = simtypes.NewStoreDecoderFuncFromCollectionsSchema(am.keeper.Schema)
+}
+
+// WeightedOperations is empty: the module has no user messages but its params.
+func (AppModule) WeightedOperations(module.SimulationState) []simtypes.WeightedOperation { return nil }
+
+// ProposalMsgsX registers governance's params changes.
+func (AppModule) ProposalMsgsX(w simsx.WeightSource, reg simsx.Registry) {
+	reg.Add(w.Get("msg_update_params", 30), simulation.MsgUpdateParamsFactory())
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"sync"
 	"time"
 
@@ -20,20 +21,36 @@ import (
 	"github.com/flopsnet/flops/x/gfl/types"
 )
 
-// RandomizedGenState writes the module's genesis: the defaults with challenges every 20 to
-// 200 blocks, so that a simulation sees nodes challenged, and (not answered by the
-// simulated operators yet) missing their deadlines.
+// RandomParams are the defaults with challenges every 20 to 200 blocks, so that a
+// simulation sees nodes challenged and missing their deadlines, and the smallest matrices
+// (the simulated operators solve them on the simulation's CPU).
+func RandomParams(r *rand.Rand) types.Params {
+	p := types.DefaultParams()
+	p.ChallengeIntervalBlocks = uint64(20 + r.Intn(181))
+	p.ChallengeRevealBlocks = uint64(5 + r.Intn(30))
+	// the simulator's blocks are up to 2.8 h apart
+	p.ChallengeCommitTimeout = time.Duration(6+r.Intn(114)) * time.Hour
+	p.ChallengeMinN, p.ChallengeMaxN = 256, 256
+	p.ChallengeMaxRn = uint64(256 * (1 + r.Intn(4)))
+	if err := p.Validate(); err != nil {
+		panic(fmt.Sprintf("gfl simulation params: %v", err))
+	}
+	return p
+}
+
+// RandomizedGenState writes the module's genesis with RandomParams.
 func RandomizedGenState(s *module.SimulationState) {
 	gs := types.DefaultGenesisState()
-	gs.Params.ChallengeIntervalBlocks = uint64(20 + s.Rand.Intn(181))
-	gs.Params.ChallengeRevealBlocks = uint64(5 + s.Rand.Intn(30))
-	// the simulator's blocks are up to 2.8 h apart
-	gs.Params.ChallengeCommitTimeout = time.Duration(6+s.Rand.Intn(114)) * time.Hour
-	// the simulated operators solve their challenges on the simulation's CPU: the
-	// smallest matrices, a few terms
-	gs.Params.ChallengeMinN, gs.Params.ChallengeMaxN = 256, 256
-	gs.Params.ChallengeMaxRn = uint64(256 * (1 + s.Rand.Intn(4)))
+	gs.Params = RandomParams(s.Rand)
 	s.GenState[types.ModuleName] = s.Cdc.MustMarshalJSON(gs)
+}
+
+// MsgUpdateParamsFactory is governance changing the params (a proposal the simulation
+// votes through; the GPU classes and the epoch stay).
+func MsgUpdateParamsFactory() simsx.SimMsgFactoryFn[*types.MsgUpdateParams] {
+	return func(_ context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgUpdateParams) {
+		return nil, &types.MsgUpdateParams{Authority: data.ModuleAccountAddress(reporter, "gov"), Params: RandomParams(data.Rand().Rand)}
+	}
 }
 
 // Operators lists the accounts whose bonded collateral covers gpus more GPUs, in address

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math/rand"
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
@@ -21,13 +22,11 @@ import (
 	"github.com/flopsnet/flops/x/market/types"
 )
 
-// RandomizedGenState writes the module's genesis: the defaults with short windows and
-// timeouts (a simulation's blocks are few), a random assignment rate.
-func RandomizedGenState(s *module.SimulationState) {
-	r := s.Rand
-	gs := types.DefaultGenesisState()
-	p := &gs.Params
-	p.Denom = s.BondDenom
+// RandomParams are the defaults with short windows and timeouts (a simulation's blocks
+// are few) and a random assignment rate.
+func RandomParams(r *rand.Rand, denom string) types.Params {
+	p := types.DefaultParams()
+	p.Denom = denom
 	p.AckTimeoutBlocks = uint64(2 + r.Intn(20))
 	p.HeartbeatTimeoutBlocks = uint64(3 + r.Intn(30))
 	p.RevealTimeoutBlocks = uint64(2 + r.Intn(30))
@@ -36,9 +35,29 @@ func RandomizedGenState(s *module.SimulationState) {
 	p.PoolRevealTimeoutBlocks = uint64(2 + r.Intn(30))
 	p.MaxAssignPerBlock = uint32(1 + r.Intn(200))
 	if err := p.Validate(); err != nil {
-		panic(fmt.Sprintf("market simulation genesis: %v", err))
+		panic(fmt.Sprintf("market simulation params: %v", err))
 	}
+	return p
+}
+
+// RandomizedGenState writes the module's genesis with RandomParams.
+func RandomizedGenState(s *module.SimulationState) {
+	gs := types.DefaultGenesisState()
+	gs.Params = RandomParams(s.Rand, s.BondDenom)
 	s.GenState[types.ModuleName] = s.Cdc.MustMarshalJSON(gs)
+}
+
+// MsgUpdateParamsFactory is governance changing the params mid-run (windows, timeouts,
+// the assignment rate), as a proposal the simulation votes through.
+func MsgUpdateParamsFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgUpdateParams] {
+	return func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgUpdateParams) {
+		cur, err := k.Params.Get(ctx)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil
+		}
+		return nil, &types.MsgUpdateParams{Authority: data.ModuleAccountAddress(reporter, "gov"), Params: RandomParams(data.Rand().Rand, cur.Denom)}
+	}
 }
 
 // MsgSubmitJobFactory submits a job a simulated client can pay for: a BUILTIN GEMM job
