@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -146,14 +145,6 @@ func rawTx(t testing.TB, a *apptest.App, acc *apptest.Account, typeURL string, b
 }
 
 type storeKey struct{ store, key string }
-
-// prefix is the store and the key's first byte (a collection's prefix).
-func (k storeKey) prefix() string {
-	if k.key == "" {
-		return k.store
-	}
-	return fmt.Sprintf("%s/%x", k.store, k.key[0])
-}
 
 // snapshotStores copies every KV store as ctx sees it.
 func snapshotStores(ctx sdk.Context, names []string, key func(string) *storetypes.KVStoreKey) map[storeKey]string {
