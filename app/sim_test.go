@@ -272,8 +272,12 @@ var simStores = map[string][][]byte{
 	authzkeeper.StoreKey:   {authzkeeper.GrantQueuePrefix},
 	feegrant.StoreKey:      {feegrant.FeeAllowanceQueueKeyPrefix},
 	epochstypes.StoreKey:   nil,
-	gfltypes.StoreKey:      nil,
-	dpstypes.StoreKey:      nil,
+	// An operator's pointer to its current PoCP round is rebuilt at import from the open
+	// rounds (the newest); live, it goes when that round ends, even while an older round
+	// still waits for reveals. Either way the operator's next challenge opens a new round
+	// (openRound joins a round only while it still issues challenges), noted in issue 17.
+	gfltypes.StoreKey: {gfltypes.OperatorRoundsKey},
+	dpstypes.StoreKey: nil,
 	// the scheduler's parking (groups and tasks that found no node wait out a backoff) is
 	// not in genesis: an import queues every pending task afresh and the first block
 	// examines them; the imported state is checked against every invariant instead. An

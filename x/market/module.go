@@ -157,6 +157,9 @@ func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry
 	reg.Add(w.Get("msg_reveal_unit", 120), simulation.MsgRevealUnitFactory(am.keeper))
 	reg.Add(w.Get("msg_withdraw_pool_earnings", 30), simulation.MsgWithdrawPoolEarningsFactory(am.keeper))
 	reg.Add(w.Get("msg_close_pool", 9), simulation.MsgClosePoolFactory(am.keeper))
+	// the adversaries: id gaps, specs at and over the bounds, mass expiries
+	reg.Add(w.Get("msg_ack_unknown_task", 10), simulation.MsgAckUnknownTaskFactory(am.keeper))
+	reg.Add(w.Get("msg_submit_maximal_job", 5), simulation.MsgSubmitMaximalJobFactory(am.keeper))
 }
 
 // ProposalMsgsX registers governance's params changes.

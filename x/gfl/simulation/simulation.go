@@ -90,7 +90,9 @@ func MsgRegisterNodeFactory(k keeper.Keeper, operators Operators) simsx.SimMsgFa
 				Model: "NVIDIA " + class.ModelSubstrings[0], Uuid: fmt.Sprintf("GPU-%016x", r.Uint64()), MemoryMib: class.MinMemoryMib, ComputeCapability: "8.0",
 			})
 		}
-		return []simsx.SimAccount{op}, &types.MsgRegisterNode{Operator: op.AddressBech32, Spec: spec}, simutil.Expect(types.ErrInsufficientCollateral)
+		// a GPU already registered (the simulation after an import draws the same ids
+		// again) is refused, as it must be
+		return []simsx.SimAccount{op}, &types.MsgRegisterNode{Operator: op.AddressBech32, Spec: spec}, simutil.Expect(types.ErrInsufficientCollateral, types.ErrDuplicateGpu)
 	})
 }
 
@@ -281,6 +283,6 @@ func MsgUpdateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 				spec.Gpus = append(spec.Gpus, g)
 			}
 		}
-		return []simsx.SimAccount{op}, &types.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: spec}, simutil.Expect(types.ErrNodeBusy, types.ErrInsufficientCollateral)
+		return []simsx.SimAccount{op}, &types.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: spec}, simutil.Expect(types.ErrNodeBusy, types.ErrInsufficientCollateral, types.ErrDuplicateGpu)
 	})
 }
