@@ -37,7 +37,7 @@ func MsgAckUnknownTaskFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			if errors.Is(err, types.ErrTaskNotFound) {
 				return nil
 			}
-			return fmt.Errorf("ack of task %d, past the newest: want ErrTaskNotFound, got %v", id, err)
+			return fmt.Errorf("ack of task %d, past the newest: want ErrTaskNotFound, got %w", id, err)
 		}
 	})
 }
@@ -81,7 +81,7 @@ func MsgSubmitMaximalJobFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			case over && errors.Is(err, types.ErrInvalidJobSpec):
 				return nil
 			case over:
-				return fmt.Errorf("a job of %d tasks, over max_tasks_per_job %d: want ErrInvalidJobSpec, got %v", spec.TaskCount, p.MaxTasksPerJob, err)
+				return fmt.Errorf("a job of %d tasks, over max_tasks_per_job %d: want ErrInvalidJobSpec, got %w", spec.TaskCount, p.MaxTasksPerJob, err)
 			}
 			return err
 		}
