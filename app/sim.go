@@ -99,6 +99,7 @@ func (g gflSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
 // ProposalMsgsX registers governance's changes of x/gfl's params.
 func (g gflSim) ProposalMsgsX(w simsx.WeightSource, reg simsx.Registry) {
 	reg.Add(w.Get("msg_update_params", 30), gflsim.MsgUpdateParamsFactory())
+	reg.Add(w.Get("msg_approve_node", 60), gflsim.MsgApproveNodeFactory(g.app.GFLKeeper))
 }
 
 // operators are the providers whose bonded collateral covers their locked GPUs and gpus

@@ -148,12 +148,11 @@ func unreached(seen map[string]int, lists ...[]string) []string {
 }
 
 // mustReach is what the simulations reach: every seed of a run of 250 blocks or more, the
-// seeds of a CI-size run together: the task life to a verified result, PoCP answers passed,
-// pool units claimed.
+// seeds of a CI-size run together: the task life to a verified result, PoCP answers passed.
 var mustReach = []string{
 	"history:JobSubmitted", "task:TASK_STATUS_ASSIGNED", "task:TASK_STATUS_RUNNING", "task:TASK_STATUS_COMMITTED",
 	"history:TaskRevealed", "task:TASK_STATUS_VERIFIED", "task:TASK_STATUS_EXPIRED", "task:TASK_STATUS_CANCELLED",
-	"pocp:passed", "unit:UNIT_STATUS_COMMITTED",
+	"pocp:passed",
 }
 
 // mustReachLong is what every seed of a long run (make sim-long) reaches besides: results

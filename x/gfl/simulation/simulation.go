@@ -32,6 +32,10 @@ func RandomParams(r *rand.Rand) types.Params {
 	p.ChallengeCommitTimeout = time.Duration(6+r.Intn(114)) * time.Hour
 	p.ChallengeMinN, p.ChallengeMaxN = 256, 256
 	p.ChallengeMaxRn = uint64(256 * (1 + r.Intn(4)))
+	// one chain in four admits nodes by governance: they wait PENDING for MsgApproveNode
+	if r.Intn(4) == 0 {
+		p.Admission = types.ADMISSION_GOVERNED
+	}
 	if err := p.Validate(); err != nil {
 		panic(fmt.Sprintf("gfl simulation params: %v", err))
 	}
@@ -50,6 +54,26 @@ func RandomizedGenState(s *module.SimulationState) {
 func MsgUpdateParamsFactory() simsx.SimMsgFactoryFn[*types.MsgUpdateParams] {
 	return func(_ context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgUpdateParams) {
 		return nil, &types.MsgUpdateParams{Authority: data.ModuleAccountAddress(reporter, "gov"), Params: RandomParams(data.Rand().Rand)}
+	}
+}
+
+// MsgApproveNodeFactory is governance admitting a pending node (GOVERNED admission). A
+// node no longer pending when the proposal passes makes its execution fail, which gov
+// records; the chain stays as it was.
+func MsgApproveNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgApproveNode] {
+	return func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgApproveNode) {
+		var pending []uint64
+		_ = simutil.Newest(ctx, k.Nodes.Iterate, func(n types.Node) {
+			if n.Status == types.NODE_STATUS_PENDING {
+				pending = append(pending, n.Id)
+			}
+		})
+		if len(pending) == 0 {
+			reporter.Skip("no pending node")
+			return nil, nil
+		}
+		id := pending[data.Rand().Intn(len(pending))]
+		return nil, &types.MsgApproveNode{Authority: data.ModuleAccountAddress(reporter, "gov"), NodeId: id}
 	}
 }
 
