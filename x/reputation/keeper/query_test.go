@@ -207,9 +207,10 @@ func TestReputationAndProviderReputation(t *testing.T) {
 	_, err = f.qs.Provider(f.ctx, &types.QueryProviderRequest{})
 	require.ErrorIs(t, err, types.ErrInvalidAddress)
 
-	// A higher min_score makes the same scores ineligible.
+	// A higher min_score makes the same scores ineligible (initial_score goes with it: a
+	// min_score above it would leave every new node without work).
 	p := testParams()
-	p.MinScore = dec("0.7")
+	p.MinScore, p.InitialScore = dec("0.7"), dec("0.7")
 	_, err = f.ms.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.env.Authority, Params: p})
 	require.NoError(t, err)
 	_, eligible, err := f.k.ProviderReputation(f.ctx, accAddr("alice"))

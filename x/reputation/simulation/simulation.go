@@ -28,6 +28,9 @@ func RandomParams(r *rand.Rand) types.Params {
 	p.Gamma = sdkmath.LegacyOneDec().Sub(p.Alpha).Sub(p.Beta)
 	p.InitialScore = sdkmath.LegacyNewDecWithPrec(int64(r.Intn(1001)), 3)
 	p.MinScore = sdkmath.LegacyNewDecWithPrec(int64(r.Intn(1001)), 3)
+	if p.MinScore.GT(p.InitialScore) { // Validate refuses it: no new node would ever work
+		p.MinScore, p.InitialScore = p.InitialScore, p.MinScore
+	}
 	p.IdleDecay = sdkmath.LegacyNewDecWithPrec(int64(r.Intn(1001)), 3)
 	p.MaxUpdatesPerBlock = uint32(1 + r.Intn(200))
 	p.HistoryLength = uint32(1 + r.Intn(100))

@@ -27,6 +27,7 @@ func TestParamsValidateRejects(t *testing.T) {
 		bad("initial_score", func(p *types.Params) { p.InitialScore = dec("1.5") }),
 		bad("min_score", func(p *types.Params) { p.MinScore = dec("-1") }),
 		bad("idle_decay", func(p *types.Params) { p.IdleDecay = dec("2") }),
+		bad("initial_score 0.300000000000000000: must be at least min_score", func(p *types.Params) { p.InitialScore = dec("0.3") }),
 		bad("epoch_identifier", func(p *types.Params) { p.EpochIdentifier = "bad id" }),
 		bad("max_updates_per_block", func(p *types.Params) { p.MaxUpdatesPerBlock = 0 }),
 		bad("history_length", func(p *types.Params) { p.HistoryLength = 0 }),
