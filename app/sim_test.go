@@ -392,8 +392,11 @@ func (hashRecorder) ListenCommit(context.Context, abci.ResponseCommit, []*storet
 }
 
 // simSeeds are the seeds of the simulations: seed 1 at CI size (SIM_SEEDS=n runs seeds
-// 1..n).
+// 1..n, SIM_SEED=s seed s alone).
 func simSeeds() []int64 {
+	if v, err := strconv.ParseInt(os.Getenv("SIM_SEED"), 10, 64); err == nil {
+		return []int64{v} // one seed again, e.g. one a long run failed on
+	}
 	n := 1
 	if v, err := strconv.Atoi(os.Getenv("SIM_SEEDS")); err == nil && v > 0 {
 		n = v

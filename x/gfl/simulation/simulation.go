@@ -23,8 +23,11 @@ import (
 
 // RandomParams are the defaults with challenges every 20 to 200 blocks, so that a
 // simulation sees nodes challenged and missing their deadlines, and the smallest matrices
-// (the simulated operators solve them on the simulation's CPU).
-func RandomParams(r *rand.Rand) types.Params {
+// (the simulated operators solve them on the simulation's CPU). With governed, one time
+// in four admission by governance (a params change mid-run: later nodes wait PENDING for
+// MsgApproveNode; a genesis with it starves a simulation's market, since the simulated
+// governance passes few proposals).
+func RandomParams(r *rand.Rand, governed bool) types.Params {
 	p := types.DefaultParams()
 	p.ChallengeIntervalBlocks = uint64(20 + r.Intn(181))
 	p.ChallengeRevealBlocks = uint64(5 + r.Intn(30))
@@ -32,8 +35,7 @@ func RandomParams(r *rand.Rand) types.Params {
 	p.ChallengeCommitTimeout = time.Duration(6+r.Intn(114)) * time.Hour
 	p.ChallengeMinN, p.ChallengeMaxN = 256, 256
 	p.ChallengeMaxRn = uint64(256 * (1 + r.Intn(4)))
-	// one chain in four admits nodes by governance: they wait PENDING for MsgApproveNode
-	if r.Intn(4) == 0 {
+	if governed && r.Intn(4) == 0 {
 		p.Admission = types.ADMISSION_GOVERNED
 	}
 	if err := p.Validate(); err != nil {
@@ -45,7 +47,7 @@ func RandomParams(r *rand.Rand) types.Params {
 // RandomizedGenState writes the module's genesis with RandomParams.
 func RandomizedGenState(s *module.SimulationState) {
 	gs := types.DefaultGenesisState()
-	gs.Params = RandomParams(s.Rand)
+	gs.Params = RandomParams(s.Rand, false)
 	s.GenState[types.ModuleName] = s.Cdc.MustMarshalJSON(gs)
 }
 
@@ -53,7 +55,7 @@ func RandomizedGenState(s *module.SimulationState) {
 // votes through; the GPU classes and the epoch stay).
 func MsgUpdateParamsFactory() simsx.SimMsgFactoryFn[*types.MsgUpdateParams] {
 	return func(_ context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgUpdateParams) {
-		return nil, &types.MsgUpdateParams{Authority: data.ModuleAccountAddress(reporter, "gov"), Params: RandomParams(data.Rand().Rand)}
+		return nil, &types.MsgUpdateParams{Authority: data.ModuleAccountAddress(reporter, "gov"), Params: RandomParams(data.Rand().Rand, true)}
 	}
 }
 

@@ -60,8 +60,7 @@ func (p Params) validate() error {
 		return fmt.Errorf("alpha + beta + gamma = %s: must equal 1", sum)
 	}
 	// a new node starts at initial_score: below min_score it could never be given work,
-	// so never earn a better score (found by the long simulations: a market in which no
-	// task was ever assigned)
+	// so never earn a better score
 	if p.InitialScore.LT(p.MinScore) {
 		return fmt.Errorf("initial_score %s: must be at least min_score %s, or no new node is ever eligible for work", p.InitialScore, p.MinScore)
 	}
