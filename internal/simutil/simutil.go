@@ -32,6 +32,19 @@ func Newest[V any](ctx context.Context, iterate func(context.Context, collection
 	return nil
 }
 
+// Matching returns up to ScanLimit values, in key order, of a collection whose Walk
+// method is passed, that keep accepts.
+func Matching[K, V any](ctx context.Context, walk func(context.Context, collections.Ranger[K], func(K, V) (bool, error)) error, keep func(V) bool) ([]V, error) {
+	var out []V
+	err := walk(ctx, nil, func(_ K, v V) (bool, error) {
+		if keep(v) {
+			out = append(out, v)
+		}
+		return len(out) >= ScanLimit, nil
+	})
+	return out, err
+}
+
 // Expect is a delivery result handler that accepts success or one of the errors a
 // simulated actor may meet by its timing or its state.
 func Expect(errs ...error) simsx.SimDeliveryResultHandler {

@@ -34,8 +34,11 @@ func MsgAckUnknownTaskFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		}
 		id := next + uint64(data.Rand().Intn(1000))
 		return []simsx.SimAccount{prov}, &types.MsgAckTask{Provider: prov.AddressBech32, TaskId: id}, func(err error) error {
-			if errors.Is(err, types.ErrTaskNotFound) {
+			switch {
+			case errors.Is(err, types.ErrTaskNotFound):
 				return nil
+			case err == nil:
+				return fmt.Errorf("ack of task %d, past the newest, was accepted", id)
 			}
 			return fmt.Errorf("ack of task %d, past the newest: want ErrTaskNotFound, got %w", id, err)
 		}
@@ -80,6 +83,8 @@ func MsgSubmitMaximalJobFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			switch {
 			case over && errors.Is(err, types.ErrInvalidJobSpec):
 				return nil
+			case over && err == nil:
+				return fmt.Errorf("a job of %d tasks, over max_tasks_per_job %d, was accepted", spec.TaskCount, p.MaxTasksPerJob)
 			case over:
 				return fmt.Errorf("a job of %d tasks, over max_tasks_per_job %d: want ErrInvalidJobSpec, got %w", spec.TaskCount, p.MaxTasksPerJob, err)
 			}

@@ -54,12 +54,8 @@ func MsgPlaceBidFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 // MsgWithdrawBidFactory withdraws a simulated provider's open bid before its auction closes.
 func MsgWithdrawBidFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgWithdrawBid, simsx.SimDeliveryResultHandler) {
-		var bids []types.Bid
-		err := k.Bids.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
-			if b.Status == types.BID_STATUS_OPEN && data.HasAccount(b.Provider) {
-				bids = append(bids, b)
-			}
-			return len(bids) >= simutil.ScanLimit, nil
+		bids, err := simutil.Matching(ctx, k.Bids.Walk, func(b types.Bid) bool {
+			return b.Status == types.BID_STATUS_OPEN && data.HasAccount(b.Provider)
 		})
 		if err != nil || len(bids) == 0 {
 			reporter.Skip("no open bid of a simulated provider")
@@ -274,12 +270,8 @@ func MsgCommitUnitFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 // block, as expected).
 func MsgRevealUnitFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgRevealUnit, simsx.SimDeliveryResultHandler) {
-		var claimed []types.Unit
-		err := k.Units.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], u types.Unit) (bool, error) {
-			if u.Status == types.UNIT_STATUS_COMMITTED && data.HasAccount(u.Provider) {
-				claimed = append(claimed, u)
-			}
-			return len(claimed) >= simutil.ScanLimit, nil
+		claimed, err := simutil.Matching(ctx, k.Units.Walk, func(u types.Unit) bool {
+			return u.Status == types.UNIT_STATUS_COMMITTED && data.HasAccount(u.Provider)
 		})
 		if err != nil || len(claimed) == 0 {
 			reporter.Skip("no claimed unit of a simulated provider")
@@ -301,12 +293,8 @@ func MsgRevealUnitFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 // MsgWithdrawPoolEarningsFactory pays a simulated provider its credits from a pool.
 func MsgWithdrawPoolEarningsFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgWithdrawPoolEarnings, simsx.SimDeliveryResultHandler) {
-		var owed []types.PoolEarning
-		err := k.PoolEarnings.Walk(ctx, nil, func(_ collections.Pair[uint64, sdk.AccAddress], e types.PoolEarning) (bool, error) {
-			if e.Amount.IsPositive() && data.HasAccount(e.Provider) {
-				owed = append(owed, e)
-			}
-			return len(owed) >= simutil.ScanLimit, nil
+		owed, err := simutil.Matching(ctx, k.PoolEarnings.Walk, func(e types.PoolEarning) bool {
+			return e.Amount.IsPositive() && data.HasAccount(e.Provider)
 		})
 		if err != nil || len(owed) == 0 {
 			reporter.Skip("no pool credits of a simulated provider")
@@ -395,13 +383,7 @@ func pickPool(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource,
 
 // pickMember draws a pool member node of a simulated provider.
 func pickMember(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) (types.PoolMember, simsx.SimAccount, bool) {
-	var found []types.PoolMember
-	err := k.PoolMembers.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], m types.PoolMember) (bool, error) {
-		if data.HasAccount(m.Provider) {
-			found = append(found, m)
-		}
-		return len(found) >= simutil.ScanLimit, nil
-	})
+	found, err := simutil.Matching(ctx, k.PoolMembers.Walk, func(m types.PoolMember) bool { return data.HasAccount(m.Provider) })
 	if err != nil || len(found) == 0 {
 		reporter.Skip("no pool member of a simulated provider")
 		return types.PoolMember{}, simsx.SimAccount{}, false

@@ -9,7 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"math/rand"
+	"math/rand" // nolint:determinism // simulation only: the simulator's seeded *rand.Rand draws the operations, never in the state machine
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"

@@ -5,7 +5,7 @@ package simulation
 import (
 	"context"
 	"fmt"
-	"math/rand"
+	"math/rand" // nolint:determinism // simulation only: the simulator's seeded *rand.Rand draws the operations, never in the state machine
 
 	sdkmath "cosmossdk.io/math"
 
