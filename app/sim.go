@@ -94,6 +94,7 @@ func (g gflSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
 	reg.Add(w.Get("msg_update_node", 15), gflsim.MsgUpdateNodeFactory(g.app.GFLKeeper))
 	reg.Add(w.Get("msg_commit_challenge", 180), gflsim.MsgCommitChallengeFactory(g.app.GFLKeeper, g.answers))
 	reg.Add(w.Get("msg_reveal_challenge", 240), gflsim.MsgRevealChallengeFactory(g.app.GFLKeeper, g.answers))
+	reg.Add(w.Get("msg_submit_beacon", 120), gflsim.MsgSubmitBeaconFactory(g.app.GFLKeeper))
 }
 
 // ProposalMsgsX registers governance's changes of x/gfl's params.

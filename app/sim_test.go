@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"context"
 	"encoding/json"
 	"flag"
@@ -90,7 +91,7 @@ func simState(a *app.App) simsx.SimStateFactory {
 func TestFullAppSimulation(t *testing.T) {
 	var recorders sync.Map // *app.App -> *stateRecorder
 	factory := func(logger log.Logger, db dbm.DB, loadLatest bool, opts servertypes.AppOptions, base ...func(*baseapp.BaseApp)) *app.App {
-		rec := &stateRecorder{seen: map[string]int{}}
+		rec := &stateRecorder{seen: map[string]int{}, gemmJobs: map[uint64]bool{}}
 		record := func(b *baseapp.BaseApp) {
 			b.SetStreamingManager(storetypes.StreamingManager{ABCIListeners: []storetypes.ABCIListener{rec}})
 		}
@@ -102,9 +103,13 @@ func TestFullAppSimulation(t *testing.T) {
 	}
 	var mu sync.Mutex
 	union := map[string]int{}
+	long := 0
 	t.Cleanup(func() { // after every seed's (parallel) run
 		if missing := unreached(union, mustReach); len(missing) > 0 {
 			t.Errorf("the simulations never reached %v", missing)
+		}
+		if missing := unreached(union, mustReachLongRun); long >= 4 && len(missing) > 0 {
+			t.Errorf("the %d long simulations never reached %v", long, missing)
 		}
 	})
 	simsx.RunWithSeeds(t, factory, simState, simSeeds(), nil, func(tb testing.TB, ti simsx.TestInstance[*app.App], _ []simtypes.Account) {
@@ -129,6 +134,7 @@ func TestFullAppSimulation(t *testing.T) {
 			union[k] += n
 		}
 		if ti.Cfg.NumBlocks >= 250 {
+			long++
 			require.Emptyf(tb, unreached(rec.seen, mustReach, mustReachLong), "seed %d: the simulation never reached these", ti.Cfg.Seed)
 		}
 	})
@@ -161,17 +167,22 @@ var mustReach = []string{
 var mustReachLong = []string{
 	"task:TASK_STATUS_SETTLED", "task:TASK_STATUS_FAILED", "bid:BID_STATUS_WON", "bid:BID_STATUS_LOST",
 	"unit:UNIT_STATUS_PAID", "pool:POOL_STATUS_CLOSED", "history:TaskFailureReported", "history:DisputeOpened",
-	"pocp:missed", "pocp:failed", "job:JOB_STATUS_COMPLETED",
+	"pocp:missed", "pocp:failed", "job:JOB_STATUS_COMPLETED", "gemm-job:JOB_STATUS_COMPLETED", "gemm-unit:UNIT_STATUS_PAID",
 }
+
+// mustReachLongRun is what a long run of four seeds or more reaches in one seed at least:
+// drand rounds brought on chain (drand is on in half of the random geneses).
+var mustReachLongRun = []string{"beacon:drand"}
 
 // stateRecorder reads every block's writes to the market's and the index's stores (the
 // commit's change set) and counts the records written by kind and status: a record's last
 // value in each block (a task revealed and verified in one block counts as verified; the
 // history keeps every step).
 type stateRecorder struct {
-	cdc  codec.Codec
-	seen map[string]int
-	err  error
+	cdc      codec.Codec
+	seen     map[string]int
+	gemmJobs map[uint64]bool // the BUILTIN_GEMM jobs (a job's record holds no spec)
+	err      error
 }
 
 func (*stateRecorder) ListenFinalizeBlock(context.Context, abci.RequestFinalizeBlock, abci.ResponseFinalizeBlock) error {
@@ -205,6 +216,17 @@ func (r *stateRecorder) record(store string, key, value []byte) error {
 			return err
 		}
 		r.seen["job:"+j.Status.String()]++
+		if r.gemmJobs[j.Id] {
+			r.seen["gemm-job:"+j.Status.String()]++
+		}
+	case store == markettypes.StoreKey && is(markettypes.JobSpecsKey):
+		var spec markettypes.JobSpec
+		if err := r.cdc.Unmarshal(value, &spec); err != nil {
+			return err
+		}
+		if spec.Verification == markettypes.VERIFICATION_CLASS_BUILTIN_GEMM { // written once, at submission
+			r.gemmJobs[binary.BigEndian.Uint64(key[len(markettypes.JobSpecsKey):])] = true
+		}
 	case store == markettypes.StoreKey && is(markettypes.HistoryKey):
 		var e markettypes.HistoryEntry
 		if err := r.cdc.Unmarshal(value, &e); err != nil {
@@ -225,6 +247,9 @@ func (r *stateRecorder) record(store string, key, value []byte) error {
 		r.seen["pool:"+p.Status.String()]++
 		if p.PaidUnits > 0 { // a paid unit's record is removed; its pool counts it
 			r.seen["unit:UNIT_STATUS_PAID"]++
+			if p.Spec.Verification == markettypes.VERIFICATION_CLASS_BUILTIN_GEMM {
+				r.seen["gemm-unit:UNIT_STATUS_PAID"]++
+			}
 		}
 	case store == markettypes.StoreKey && is(markettypes.UnitsKey):
 		var u markettypes.Unit
@@ -244,6 +269,8 @@ func (r *stateRecorder) record(store string, key, value []byte) error {
 			return err
 		}
 		r.seen["challenge:"+c.Status.String()]++
+	case store == gfltypes.StoreKey && is(gfltypes.DrandRoundsKey):
+		r.seen["beacon:drand"]++
 	case store == gfltypes.StoreKey && is(gfltypes.StatsKey):
 		var s gfltypes.NodeEpochStats
 		if err := r.cdc.Unmarshal(value, &s); err != nil {

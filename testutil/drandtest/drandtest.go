@@ -26,6 +26,12 @@ type Network struct {
 // period (tests stay reproducible).
 func NewNetwork(t testing.TB, genesis int64, period uint32) *Network {
 	t.Helper()
+	return New(genesis, period)
+}
+
+// New is NewNetwork outside a test (the app's simulations sign rounds in their
+// operations): the same key for the same genesis and period.
+func New(genesis int64, period uint32) *Network {
 	seed := sha256.Sum256([]byte{byte(genesis), byte(genesis >> 8), byte(genesis >> 16), byte(genesis >> 24), byte(period)})
 	var e fr.Element
 	e.SetBytes(seed[:])
@@ -56,14 +62,23 @@ func (n *Network) PublicKeyPoint(t testing.TB) bls.G2Affine {
 // Sign returns a round's signature (48 bytes).
 func (n *Network) Sign(t testing.TB, round uint64) []byte {
 	t.Helper()
-	h, err := beacon.DrandMessage(round)
+	sig, err := n.SignRound(round)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return sig
+}
+
+// SignRound is Sign outside a test.
+func (n *Network) SignRound(round uint64) ([]byte, error) {
+	h, err := beacon.DrandMessage(round)
+	if err != nil {
+		return nil, err
 	}
 	var s bls.G1Affine
 	s.ScalarMultiplication(&h, n.sk)
 	b := s.Bytes()
-	return b[:]
+	return b[:], nil
 }
 
 // Randomness is a round's randomness (sha256 of its signature).

@@ -21,6 +21,7 @@ import (
 	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 
 	"github.com/flopsnet/flops/internal/invariant"
+	gflsim "github.com/flopsnet/flops/x/gfl/simulation"
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/simulation"
 	"github.com/flopsnet/flops/x/market/types"
@@ -138,12 +139,13 @@ func (AppModule) WeightedOperations(module.SimulationState) []simtypes.WeightedO
 
 // WeightedOperationsX registers the clients' and providers' operations.
 func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
+	answers := gflsim.NewAnswers() // the providers' GEMMs (BUILTIN_GEMM tasks and units)
 	reg.Add(w.Get("msg_submit_job", 180), simulation.MsgSubmitJobFactory(am.keeper))
 	reg.Add(w.Get("msg_cancel_job", 15), simulation.MsgCancelJobFactory(am.keeper))
 	reg.Add(w.Get("msg_ack_task", 180), simulation.MsgAckTaskFactory(am.keeper))
 	reg.Add(w.Get("msg_heartbeat", 90), simulation.MsgHeartbeatFactory(am.keeper))
-	reg.Add(w.Get("msg_commit_result", 180), simulation.MsgCommitResultFactory(am.keeper))
-	reg.Add(w.Get("msg_reveal_result", 180), simulation.MsgRevealResultFactory(am.keeper))
+	reg.Add(w.Get("msg_commit_result", 180), simulation.MsgCommitResultFactory(am.keeper, answers))
+	reg.Add(w.Get("msg_reveal_result", 180), simulation.MsgRevealResultFactory(am.keeper, answers))
 	reg.Add(w.Get("msg_place_bid", 120), simulation.MsgPlaceBidFactory(am.keeper))
 	reg.Add(w.Get("msg_withdraw_bid", 15), simulation.MsgWithdrawBidFactory(am.keeper))
 	reg.Add(w.Get("msg_checkpoint", 30), simulation.MsgCheckpointFactory(am.keeper))
@@ -153,8 +155,8 @@ func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry
 	reg.Add(w.Get("msg_join_pool", 60), simulation.MsgJoinPoolFactory(am.keeper))
 	reg.Add(w.Get("msg_leave_pool", 9), simulation.MsgLeavePoolFactory(am.keeper))
 	reg.Add(w.Get("msg_submit_units", 60), simulation.MsgSubmitUnitsFactory(am.keeper))
-	reg.Add(w.Get("msg_commit_unit", 120), simulation.MsgCommitUnitFactory(am.keeper))
-	reg.Add(w.Get("msg_reveal_unit", 120), simulation.MsgRevealUnitFactory(am.keeper))
+	reg.Add(w.Get("msg_commit_unit", 120), simulation.MsgCommitUnitFactory(am.keeper, answers))
+	reg.Add(w.Get("msg_reveal_unit", 120), simulation.MsgRevealUnitFactory(am.keeper, answers))
 	reg.Add(w.Get("msg_withdraw_pool_earnings", 30), simulation.MsgWithdrawPoolEarningsFactory(am.keeper))
 	reg.Add(w.Get("msg_close_pool", 9), simulation.MsgClosePoolFactory(am.keeper))
 	// the adversaries: id gaps, specs at and over the bounds, mass expiries

@@ -15,7 +15,9 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 
+	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/internal/simutil"
+	"github.com/flopsnet/flops/testutil/drandtest"
 	"github.com/flopsnet/flops/x/gfl/keeper"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	"github.com/flopsnet/flops/x/gfl/types"
@@ -38,10 +40,28 @@ func RandomParams(r *rand.Rand, governed bool) types.Params {
 	if governed && r.Intn(4) == 0 {
 		p.Admission = types.ADMISSION_GOVERNED
 	}
+	if r.Intn(2) == 0 {
+		p.Drand = RandomDrand(r)
+	}
 	if err := p.Validate(); err != nil {
 		panic(fmt.Sprintf("gfl simulation params: %v", err))
 	}
 	return p
+}
+
+// DrandGenesis is the simulated drand network's genesis (quicknet's), well before the
+// simulations' genesis time.
+const DrandGenesis = 1692803367
+
+// RandomDrand turns the drand beacon on: a test network (testutil/drandtest, its key
+// derived from the period, so that MsgSubmitBeaconFactory signs with it), a period of 3 s
+// to 10 min, 1 to 10 rounds of delay and 1 to 20 blocks of wait.
+func RandomDrand(r *rand.Rand) types.DrandParams {
+	period := []uint32{3, 30, 600}[r.Intn(3)]
+	return types.DrandParams{
+		PublicKey: drandtest.New(DrandGenesis, period).PublicKey(), GenesisTime: DrandGenesis, PeriodSeconds: period,
+		DelayRounds: uint32(1 + r.Intn(10)), WaitBlocks: uint32(1 + r.Intn(20)),
+	}
 }
 
 // RandomizedGenState writes the module's genesis with RandomParams.
@@ -56,6 +76,100 @@ func RandomizedGenState(s *module.SimulationState) {
 func MsgUpdateParamsFactory() simsx.SimMsgFactoryFn[*types.MsgUpdateParams] {
 	return func(_ context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgUpdateParams) {
 		return nil, &types.MsgUpdateParams{Authority: data.ModuleAccountAddress(reporter, "gov"), Params: RandomParams(data.Rand().Rand, true)}
+	}
+}
+
+// MsgSubmitBeaconFactory puts a published drand round that a block in the window is bound
+// to, and that is not on chain yet, on chain (a relayer's job: the simulated network's
+// key signs it). Its adversaries: one time in ten a signature of another round (refused,
+// ErrInvalidBeacon, else the simulation fails), one time in ten a round already on chain
+// (ErrBeaconKnown) or, with drand off, any round (ErrDrandOff). A round that falls back
+// before a submitter brings it leaves its blocks to the fallback.
+func MsgSubmitBeaconFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgSubmitBeacon, simsx.SimDeliveryResultHandler) {
+		p, err := k.Params.Get(ctx)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil, nil
+		}
+		sdkCtx, r := sdk.UnwrapSDKContext(ctx), data.Rand()
+		submitter := data.AnyAccount(reporter)
+		if reporter.IsSkipped() {
+			return nil, nil, nil
+		}
+		d := p.Drand
+		if len(d.PublicKey) == 0 {
+			if r.Intn(10) != 0 {
+				reporter.Skip("drand is off")
+				return nil, nil, nil
+			}
+			msg := &types.MsgSubmitBeacon{Submitter: submitter.AddressBech32, Round: uint64(1 + r.Intn(1<<20)), Signature: make([]byte, 48)}
+			return []simsx.SimAccount{submitter}, msg, refused(types.ErrDrandOff)
+		}
+		published := beacon.DrandRoundAt(d.GenesisTime, d.PeriodSeconds, sdkCtx.BlockTime())
+		var wanted, known []uint64
+		err = k.BlockRounds.Walk(ctx, nil, func(_ int64, br types.BlockRound) (bool, error) {
+			has, err := k.DrandRounds.Has(ctx, br.Round)
+			switch {
+			case err != nil:
+				return true, err
+			case has:
+				known = append(known, br.Round)
+			case br.Round <= published && br.FallbackHeight >= sdkCtx.BlockHeight():
+				wanted = append(wanted, br.Round)
+			}
+			return false, nil
+		})
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil, nil
+		}
+		network := drandtest.New(d.GenesisTime, d.PeriodSeconds)
+		switch roll := r.Intn(10); {
+		case roll == 0 && len(wanted) > 0:
+			round := wanted[r.Intn(len(wanted))]
+			sig, err := network.SignRound(round + 1)
+			if err != nil {
+				reporter.Skip(err.Error())
+				return nil, nil, nil
+			}
+			msg := &types.MsgSubmitBeacon{Submitter: submitter.AddressBech32, Round: round, Signature: sig}
+			return []simsx.SimAccount{submitter}, msg, refused(types.ErrInvalidBeacon)
+		case roll == 1 && len(known) > 0:
+			round := known[r.Intn(len(known))]
+			sig, err := network.SignRound(round)
+			if err != nil {
+				reporter.Skip(err.Error())
+				return nil, nil, nil
+			}
+			msg := &types.MsgSubmitBeacon{Submitter: submitter.AddressBech32, Round: round, Signature: sig}
+			return []simsx.SimAccount{submitter}, msg, refused(types.ErrBeaconKnown)
+		case len(wanted) == 0:
+			reporter.Skip("no published round missing from the chain")
+			return nil, nil, nil
+		}
+		// the oldest missing round most of the time (a relayer catching up), else any
+		round := wanted[0]
+		if r.Intn(4) == 0 {
+			round = wanted[r.Intn(len(wanted))]
+		}
+		sig, err := network.SignRound(round)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil, nil
+		}
+		// (a round brought by an earlier operation of this block is known)
+		return []simsx.SimAccount{submitter}, &types.MsgSubmitBeacon{Submitter: submitter.AddressBech32, Round: round, Signature: sig}, simutil.Expect(types.ErrBeaconKnown)
+	})
+}
+
+// refused expects the delivery to fail with want: a success is the attack working.
+func refused(want error) simsx.SimDeliveryResultHandler {
+	return func(err error) error {
+		if err == nil {
+			return fmt.Errorf("the chain accepted what it must refuse with %q", want)
+		}
+		return simutil.Expect(want)(err)
 	}
 }
 
@@ -168,43 +282,70 @@ func pickNode(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSource,
 // in four, by its address): its reveals fail verification and it misses the challenge.
 func Lazy(operator sdk.AccAddress) bool { return len(operator) > 0 && operator[0]%4 == 1 }
 
-// Answers are the simulated operators' solutions, by challenge id and seed (the commit and
-// the reveal come in different operations; solving once is enough).
+// Answers are the simulated providers' GEMM solutions (PoCP challenges, BUILTIN_GEMM tasks
+// and pool units), by the GEMM's seed and shape: the commit and the reveal come in
+// different operations, and solving once is enough.
 type Answers struct {
-	mu   sync.Mutex
-	byID map[string]*answer
+	mu     sync.Mutex
+	bySeed map[string]*Answer
 }
 
-type answer struct {
+// Answer is a solved (or made-up) GEMM under its Merkle tree.
+type Answer struct {
 	s    []int32
 	tree *pocp.Tree
 	n    uint32
 }
 
 // NewAnswers is an empty store of answers.
-func NewAnswers() *Answers { return &Answers{byID: map[string]*answer{}} }
+func NewAnswers() *Answers { return &Answers{bySeed: map[string]*Answer{}} }
 
-// solve is the operator's answer to c: the reference solution, or, for a lazy operator,
+// Solve is a provider's answer to c: the reference solution, or, for a lazy provider,
 // zeros, committed under a well-formed Merkle tree.
-func (a *Answers) solve(c types.Challenge, lazy bool) *answer {
-	key := fmt.Sprintf("%d/%x/%t", c.Id, c.Seed, lazy)
+func (a *Answers) Solve(c pocp.Challenge, lazy bool) *Answer {
+	key := fmt.Sprintf("%x/%d/%d/%t", c.Seed, c.N, c.R, lazy)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if got, ok := a.byID[key]; ok {
+	if got, ok := a.bySeed[key]; ok {
 		return got
 	}
-	pc := pocp.Challenge{N: c.N, R: c.R}
-	copy(pc.Seed[:], c.Seed)
 	s := make([]int32, int(c.N)*int(c.N))
 	if !lazy {
-		s = pocp.ReferenceSolve(pc)
+		s = pocp.ReferenceSolve(c)
 	}
-	got := &answer{s: s, tree: pocp.BuildTree(s, c.N, 1), n: c.N}
-	if len(a.byID) > 64 {
-		clear(a.byID)
+	got := &Answer{s: s, tree: pocp.BuildTree(s, c.N, 1), n: c.N}
+	if len(a.bySeed) > 64 {
+		clear(a.bySeed)
 	}
-	a.byID[key] = got
+	a.bySeed[key] = got
 	return got
+}
+
+// Root is the answer's Merkle root (what a provider commits).
+func (a *Answer) Root() []byte {
+	r := a.tree.Root()
+	return r[:]
+}
+
+// Proofs open the chunks that hold positions (what a reveal carries).
+func (a *Answer) Proofs(positions []pocp.Position) []types.ChunkProof {
+	var out []types.ChunkProof
+	for _, idx := range pocp.ChunksFor(a.n, positions) {
+		p := a.tree.Prove(a.s, idx)
+		tp := types.ChunkProof{Index: p.Index, Chunk: p.Chunk}
+		for _, h := range p.Path {
+			tp.Path = append(tp.Path, append([]byte(nil), h[:]...))
+		}
+		out = append(out, tp)
+	}
+	return out
+}
+
+// challengeGemm is a PoCP challenge's GEMM.
+func challengeGemm(c types.Challenge) pocp.Challenge {
+	pc := pocp.Challenge{N: c.N, R: c.R}
+	copy(pc.Seed[:], c.Seed)
+	return pc
 }
 
 // MsgCommitChallengeFactory commits a simulated operator's answer to an issued challenge:
@@ -216,9 +357,8 @@ func MsgCommitChallengeFactory(k keeper.Keeper, answers *Answers) simsx.SimMsgFa
 		if !ok {
 			return nil, nil, nil
 		}
-		ans := answers.solve(c, Lazy(op.Address))
-		root := ans.tree.Root()
-		return []simsx.SimAccount{op}, &types.MsgCommitChallenge{Operator: c.Operator, ChallengeId: c.Id, Root: root[:]}, simutil.Expect(types.ErrCommitTooLate)
+		ans := answers.Solve(challengeGemm(c), Lazy(op.Address))
+		return []simsx.SimAccount{op}, &types.MsgCommitChallenge{Operator: c.Operator, ChallengeId: c.Id, Root: ans.Root()}, simutil.Expect(types.ErrCommitTooLate)
 	})
 }
 
@@ -247,17 +387,8 @@ func MsgRevealChallengeFactory(k keeper.Keeper, answers *Answers) simsx.SimMsgFa
 			reporter.Skipf("challenge %d: sampling block's beacon value: %s", c.Id, err)
 			return nil, nil, nil
 		}
-		ans := answers.solve(c, lazy)
 		positions := pocp.SamplePositions(pocp.SampleSeed(value, c.Id), c.N, int(c.Samples))
-		msg := &types.MsgRevealChallenge{Operator: c.Operator, ChallengeId: c.Id}
-		for _, idx := range pocp.ChunksFor(c.N, positions) {
-			p := ans.tree.Prove(ans.s, idx)
-			tp := types.ChunkProof{Index: p.Index, Chunk: p.Chunk}
-			for _, h := range p.Path {
-				tp.Path = append(tp.Path, append([]byte(nil), h[:]...))
-			}
-			msg.Proofs = append(msg.Proofs, tp)
-		}
+		msg := &types.MsgRevealChallenge{Operator: c.Operator, ChallengeId: c.Id, Proofs: answers.Solve(challengeGemm(c), lazy).Proofs(positions)}
 		return []simsx.SimAccount{op}, msg, func(err error) error {
 			if err == nil && lazy {
 				return errors.New("a made-up answer passed PoCP verification")

@@ -785,6 +785,25 @@ func (k Keeper) Challenge(ctx context.Context, ownerAddr sdk.AccAddress, taskID 
 	return d.Id, k.saveJob(ctx, job)
 }
 
+// GemmPositions are the entries a BUILTIN_GEMM reveal of work committed at commitHeight
+// must open: drawn from the beacon's value for the block after the commitment (seeded by
+// domain and ids: the task, or the pool and unit); beacon.ErrUnavailable until it is known.
+func (k Keeper) GemmPositions(ctx context.Context, c pocp.Challenge, commitHeight int64, domain string, ids ...uint64) ([]pocp.Position, error) {
+	gp, err := k.gfl.GetParams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return k.gemmPositions(ctx, gp, c, commitHeight, domain, ids...)
+}
+
+func (k Keeper) gemmPositions(ctx context.Context, gp gfltypes.Params, c pocp.Challenge, commitHeight int64, domain string, ids ...uint64) ([]pocp.Position, error) {
+	seed, err := k.gfl.Seed(ctx, commitHeight+1, domain, ids...)
+	if err != nil {
+		return nil, err
+	}
+	return types.GemmSamplePositions(seed, c, gp.ChallengeSamples), nil
+}
+
 // verifyGemm checks a BUILTIN_GEMM reveal like a PoCP reveal: the entries sampled from the
 // block after the commitment are recomputed, every Merkle path checked, and gas charged.
 func (k Keeper) verifyGemm(ctx context.Context, c pocp.Challenge, root []byte, commitHeight int64, proofs []gfltypes.ChunkProof, domain string, ids ...uint64) error {
@@ -792,7 +811,7 @@ func (k Keeper) verifyGemm(ctx context.Context, c pocp.Challenge, root []byte, c
 	if err != nil {
 		return err
 	}
-	seed, err := k.gfl.Seed(ctx, commitHeight+1, domain, ids...)
+	positions, err := k.gemmPositions(ctx, gp, c, commitHeight, domain, ids...)
 	if err != nil {
 		return errorsmod.Wrapf(types.ErrRevealNotOpen, "the sampling block %d: %s", commitHeight+1, err)
 	}
@@ -809,7 +828,6 @@ func (k Keeper) verifyGemm(ctx context.Context, c pocp.Challenge, root []byte, c
 	}
 	var r [32]byte
 	copy(r[:], root)
-	positions := pocp.SamplePositions(seed, c.N, int(gp.ChallengeSamples))
 	if err := pocp.VerifyReveal(c, r, positions, pp); err != nil {
 		if errors.Is(err, pocp.ErrWrongEntry) {
 			return errorsmod.Wrapf(types.ErrWrongResult, "gemm: %s", err)

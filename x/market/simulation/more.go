@@ -16,6 +16,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/simutil"
+	gflsim "github.com/flopsnet/flops/x/gfl/simulation"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
@@ -133,8 +134,9 @@ func MsgChallengeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	})
 }
 
-// MsgCreatePoolFactory opens a NONE pool for continuous inference or batch units, funded
-// for 1 to 50 units.
+// MsgCreatePoolFactory opens a pool for continuous inference or batch units, funded for 1
+// to 50 units: a NONE pool of a PROCESS service, or (one in three) a BUILTIN GEMM pool
+// whose units are spot-checked on chain.
 func MsgCreatePoolFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgCreatePool, simsx.SimDeliveryResultHandler) {
 		p, err := k.Params.Get(ctx)
@@ -150,6 +152,10 @@ func MsgCreatePoolFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			Verification: types.VERIFICATION_CLASS_NONE, UnitPrice: sdk.NewCoin(p.Denom, price),
 			Budget:       sdk.NewCoin(p.Denom, price.MulRaw(int64(1+r.Intn(50)))),
 			MaxProviders: uint32(1 + r.Intn(int(min(p.MaxPoolProviders, 8)))), UnitMaxDuration: time.Duration(1+r.Intn(60)) * time.Minute,
+		}
+		if r.Intn(3) == 0 {
+			spec.Runtime, spec.Command, spec.Image = gfltypes.RUNTIME_BUILTIN, nil, types.BuiltinGemm
+			spec.Builtin, spec.Verification = types.BuiltinArgs{GemmN: 256, GemmR: 1}, types.VERIFICATION_CLASS_BUILTIN_GEMM
 		}
 		owner := data.AnyAccount(reporter, simsx.WithLiquidBalanceGTE(spec.Budget))
 		if reporter.IsSkipped() {
@@ -219,7 +225,7 @@ func MsgSubmitUnitsFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 // MsgCommitUnitFactory claims an open unit for a member node of a simulated provider,
 // the node the unit is drawn for when it is one (else refused while the unit is reserved
 // for its designee, or when the provider cannot cover the exposure).
-func MsgCommitUnitFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+func MsgCommitUnitFactory(k keeper.Keeper, answers *gflsim.Answers) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgCommitUnit, simsx.SimDeliveryResultHandler) {
 		type claim struct {
 			u types.Unit
@@ -260,15 +266,21 @@ func MsgCommitUnitFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		if reporter.IsSkipped() {
 			return nil, nil, nil
 		}
-		commitment := types.Commitment(unitRoot(c.u, prov.Address), unitSalt(c.u, prov.Address), prov.Address)
+		pool, err := k.Pools.Get(ctx, c.u.PoolId)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil, nil
+		}
+		commitment := types.Commitment(unitRoot(answers, pool, c.u, prov.Address), unitSalt(c.u, prov.Address), prov.Address)
 		msg := &types.MsgCommitUnit{Provider: c.m.Provider, PoolId: c.u.PoolId, UnitId: c.u.Id, NodeId: c.m.NodeId, Commitment: commitment}
 		return []simsx.SimAccount{prov}, msg, simutil.Expect(types.ErrUnitReserved, types.ErrNodeNotEligible)
 	})
 }
 
 // MsgRevealUnitFactory reveals a claimed unit in a later block (refused in its commit
-// block, as expected).
-func MsgRevealUnitFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+// block, as expected). A BUILTIN_GEMM pool's unit opens its sampled entries; a lazy
+// provider's made-up GEMM must be refused.
+func MsgRevealUnitFactory(k keeper.Keeper, answers *gflsim.Answers) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgRevealUnit, simsx.SimDeliveryResultHandler) {
 		claimed, err := simutil.Matching(ctx, k.Units.Walk, func(u types.Unit) bool {
 			return u.Status == types.UNIT_STATUS_COMMITTED && data.HasAccount(u.Provider)
@@ -282,11 +294,23 @@ func MsgRevealUnitFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		if reporter.IsSkipped() {
 			return nil, nil, nil
 		}
+		pool, err := k.Pools.Get(ctx, u.PoolId)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil, nil
+		}
 		msg := &types.MsgRevealUnit{
-			Provider: u.Provider, PoolId: u.PoolId, UnitId: u.Id, ResultRoot: unitRoot(u, prov.Address), Salt: unitSalt(u, prov.Address),
+			Provider: u.Provider, PoolId: u.PoolId, UnitId: u.Id, ResultRoot: unitRoot(answers, pool, u, prov.Address), Salt: unitSalt(u, prov.Address),
 			OutputUri: fmt.Sprintf("https://sim.example/unit/%d/%d", u.PoolId, u.Id),
 		}
-		return []simsx.SimAccount{prov}, msg, simutil.Expect(types.ErrRevealNotOpen)
+		if pool.Spec.Verification != types.VERIFICATION_CLASS_BUILTIN_GEMM {
+			return []simsx.SimAccount{prov}, msg, simutil.Expect(types.ErrRevealNotOpen)
+		}
+		c := pool.UnitGemm(u)
+		if positions, err := k.GemmPositions(ctx, c, u.CommitHeight, types.DomainPoolSample, u.PoolId, u.Id); err == nil {
+			msg.GemmProofs = answers.Solve(c, Lazy(prov.Address)).Proofs(positions)
+		}
+		return []simsx.SimAccount{prov}, msg, gemmChecked(Lazy(prov.Address))
 	})
 }
 
@@ -327,7 +351,10 @@ func MsgClosePoolFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 
 // unitRoot and unitSalt are a simulated provider's result for a pool unit (derived, so
 // that nothing is kept between the claim and the reveal).
-func unitRoot(u types.Unit, provider sdk.AccAddress) []byte {
+func unitRoot(answers *gflsim.Answers, pool types.Pool, u types.Unit, provider sdk.AccAddress) []byte {
+	if pool.Spec.Verification == types.VERIFICATION_CLASS_BUILTIN_GEMM {
+		return answers.Solve(pool.UnitGemm(u), Lazy(provider)).Root()
+	}
 	return ResultRoot(types.Task{Id: u.Id, JobId: u.PoolId}, provider)
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand" // nolint:determinism // simulation only: the simulator's seeded *rand.Rand draws the operations, never in the state machine
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/types/module"
 
 	"github.com/flopsnet/flops/internal/simutil"
+	gflsim "github.com/flopsnet/flops/x/gfl/simulation"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
@@ -61,8 +63,8 @@ func MsgUpdateParamsFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgUpd
 }
 
 // MsgSubmitJobFactory submits a job a simulated client can pay for: a BUILTIN GEMM job
-// without verification, a replicated EXACT PROCESS job, or a single-replica EXACT one
-// secured by audits; ASSIGN or AUCTION.
+// without verification or spot-checked on chain (BUILTIN_GEMM), a replicated EXACT
+// PROCESS job, or a single-replica EXACT one secured by audits; ASSIGN or AUCTION.
 func MsgSubmitJobFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgSubmitJob] {
 	return func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgSubmitJob) {
 		p, err := k.Params.Get(ctx)
@@ -86,11 +88,16 @@ func MsgSubmitJobFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgSubmit
 		if r.Intn(10) < 3 {
 			spec.Mode = types.ALLOCATION_MODE_AUCTION
 		}
-		switch r.Intn(3) {
+		switch r.Intn(4) {
 		case 0:
 			spec.Runtime, spec.Image, spec.Builtin = types.RUNTIME_BUILTIN, types.BuiltinGemm, types.BuiltinArgs{GemmN: 256, GemmR: 1}
 			spec.Verification, spec.Replicas = types.VERIFICATION_CLASS_NONE, uint32(1+r.Intn(2))
 		case 1:
+			spec.Runtime, spec.Image, spec.Builtin = types.RUNTIME_BUILTIN, types.BuiltinGemm, types.BuiltinArgs{GemmN: 256, GemmR: uint32(1 + r.Intn(2))}
+			spec.Verification = types.VERIFICATION_CLASS_BUILTIN_GEMM
+			// a client challenge's committee recomputes the GEMM
+			spec.VerificationBudget = sdk.NewCoin(p.Denom, spec.MaxPricePerTask.Amount.MulRaw(int64(spec.TaskCount)*int64(p.CommitteeSize)))
+		case 2:
 			spec.Runtime, spec.Command = gfltypes.RUNTIME_PROCESS, []string{"python3", "train.py"}
 			spec.Verification, spec.Replicas = types.VERIFICATION_CLASS_EXACT, uint32(2+r.Intn(2))
 		default:
@@ -158,33 +165,78 @@ func MsgHeartbeatFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgHeartb
 }
 
 // MsgCommitResultFactory commits a running task's result: an honest provider's root is
-// the job's (replicas agree), a lazy provider's its own. A commit after the run
-// deadline is refused (ErrDeadlinePassed), which the simulation expects of a late one.
-func MsgCommitResultFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+// the job's (replicas agree; a BUILTIN_GEMM job's is the GEMM's Merkle root), a lazy
+// provider's its own (for BUILTIN_GEMM, zeros under a well-formed tree). A commit after
+// the run deadline is refused (ErrDeadlinePassed), which the simulation expects of a late
+// one.
+func MsgCommitResultFactory(k keeper.Keeper, answers *gflsim.Answers) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgCommitResult, simsx.SimDeliveryResultHandler) {
 		t, prov, ok := pickTask(ctx, k, data, reporter, types.TASK_STATUS_RUNNING)
 		if !ok {
 			return nil, nil, nil
 		}
-		c := types.Commitment(ResultRoot(t, prov.Address), Salt(t, prov.Address), prov.Address)
+		job, err := k.GetJob(ctx, t.JobId)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil, nil
+		}
+		c := types.Commitment(taskRoot(answers, job, t, prov.Address), Salt(t, prov.Address), prov.Address)
 		return []simsx.SimAccount{prov}, &types.MsgCommitResult{Provider: t.Provider, TaskId: t.Id, Commitment: c}, simutil.Expect(types.ErrDeadlinePassed)
 	})
 }
 
 // MsgRevealResultFactory reveals a committed result (refused while the task's group has
-// not all committed: ErrRevealNotOpen, expected).
-func MsgRevealResultFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+// not all committed, or before the block after the commitment gives a BUILTIN_GEMM
+// reveal its samples: ErrRevealNotOpen, expected). A BUILTIN_GEMM reveal opens the sampled
+// entries; a lazy provider's made-up GEMM must be refused (ErrWrongResult), else the
+// simulation fails.
+func MsgRevealResultFactory(k keeper.Keeper, answers *gflsim.Answers) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgRevealResult, simsx.SimDeliveryResultHandler) {
 		t, prov, ok := pickTask(ctx, k, data, reporter, types.TASK_STATUS_COMMITTED)
 		if !ok {
 			return nil, nil, nil
 		}
+		job, err := k.GetJob(ctx, t.JobId)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil, nil
+		}
 		msg := &types.MsgRevealResult{
-			Provider: t.Provider, TaskId: t.Id, ResultRoot: ResultRoot(t, prov.Address), Salt: Salt(t, prov.Address),
+			Provider: t.Provider, TaskId: t.Id, ResultRoot: taskRoot(answers, job, t, prov.Address), Salt: Salt(t, prov.Address),
 			OutputUri: fmt.Sprintf("https://sim.example/out/%d", t.Id), Usage: types.Usage{GpuSeconds: uint64(1 + data.Rand().Intn(3600))},
 		}
-		return []simsx.SimAccount{prov}, msg, simutil.Expect(types.ErrRevealNotOpen)
+		if job.Spec.Verification != types.VERIFICATION_CLASS_BUILTIN_GEMM {
+			return []simsx.SimAccount{prov}, msg, simutil.Expect(types.ErrRevealNotOpen)
+		}
+		c := job.GemmChallenge(t.Index)
+		if positions, err := k.GemmPositions(ctx, c, t.CommitHeight, types.DomainGemmSample, t.Id); err == nil {
+			msg.GemmProofs = answers.Solve(c, Lazy(prov.Address)).Proofs(positions)
+		}
+		return []simsx.SimAccount{prov}, msg, gemmChecked(Lazy(prov.Address))
 	})
+}
+
+// taskRoot is the result root a simulated provider commits for t.
+func taskRoot(answers *gflsim.Answers, job types.Job, t types.Task, provider sdk.AccAddress) []byte {
+	if job.Spec.Verification == types.VERIFICATION_CLASS_BUILTIN_GEMM {
+		return answers.Solve(job.GemmChallenge(t.Index), Lazy(provider)).Root()
+	}
+	return ResultRoot(t, provider)
+}
+
+// gemmChecked is what a BUILTIN_GEMM reveal may meet: too early (its samples are not
+// drawn yet) and, for a lazy provider, its made-up entries refused; a lazy reveal that
+// passes is the spot check failing.
+func gemmChecked(lazy bool) simsx.SimDeliveryResultHandler {
+	return func(err error) error {
+		if lazy {
+			if err == nil {
+				return errors.New("a made-up GEMM passed the chain's spot check")
+			}
+			return simutil.Expect(types.ErrWrongResult, types.ErrRevealNotOpen)(err)
+		}
+		return simutil.Expect(types.ErrRevealNotOpen)(err)
+	}
 }
 
 // Lazy reports whether a simulated provider makes its results up: one account in four,
