@@ -2,8 +2,8 @@ package app_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
