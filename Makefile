@@ -59,7 +59,7 @@ sim-long: ## the app simulations over SEEDS seeds x BLOCKS blocks x 200 ops (def
 FUZZTIME ?= 60s
 
 fuzz: ## fuzz every flops Msg through the app's tx path (decode, ante, deliver) for FUZZTIME (default 60s; .ci/run runs 45s); what fails lands in tests/integration/testdata/fuzz
-	go test $(TEST_TAGS) -run '^$$' -fuzz '^FuzzFlopsMsg$$' -fuzztime $(FUZZTIME) ./tests/integration/
+	go test $(TEST_TAGS) -run '^$$' -fuzz '^FuzzFlopsMsg$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./tests/integration/
 
 test-unit: ## unit, keeper and app tests only (no networks)
 	go test -count=1 -short $(TEST_TAGS) ./...
