@@ -30,7 +30,8 @@ import (
 )
 
 // Two validators make blocks, every flops module answers its params query over gRPC on
-// every validator, and a bank send lands.
+// every validator and every query route over REST (checkRESTRoutes), and a bank send
+// lands.
 func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("in-process network: skipped with -short")
@@ -69,6 +70,8 @@ func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
 		cancel()
 		require.NoError(t, conn.Close())
 	}
+
+	checkRESTRoutes(t, net.Validators[0])
 
 	// validator 0 sends udps to validator 1
 	v0, v1 := net.Validators[0], net.Validators[1]

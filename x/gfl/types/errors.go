@@ -1,35 +1,41 @@
 package types
 
-import errorsmod "cosmossdk.io/errors"
+import (
+	"google.golang.org/grpc/codes"
 
-// Registered errors. Codes never move; new errors take the next free code.
+	errorsmod "cosmossdk.io/errors"
+)
+
+// Registered errors. Codes never move; new errors take the next free code. Each carries
+// the gRPC code a query or a tx simulation answers with (REST: not found 404, bad input
+// 400, a signer without the right 403, a state that does not allow it 412).
 var (
-	ErrInvalidParams          = errorsmod.Register(ModuleName, 2, "invalid params")
-	ErrInvalidAuthority       = errorsmod.Register(ModuleName, 3, "invalid authority")
-	ErrInvalidGenesis         = errorsmod.Register(ModuleName, 4, "invalid genesis")
-	ErrInvalidAddress         = errorsmod.Register(ModuleName, 5, "invalid address")
-	ErrInvalidNodeSpec        = errorsmod.Register(ModuleName, 6, "invalid node spec")
-	ErrUnknownGpuClass        = errorsmod.Register(ModuleName, 7, "unknown GPU class")
-	ErrMixedGpuClasses        = errorsmod.Register(ModuleName, 8, "GPUs of different classes in one node")
-	ErrDuplicateGpu           = errorsmod.Register(ModuleName, 9, "GPU already registered")
-	ErrNodeNotFound           = errorsmod.Register(ModuleName, 10, "node not found")
-	ErrNotOperator            = errorsmod.Register(ModuleName, 11, "signer is not the node's operator")
-	ErrInvalidNodeStatus      = errorsmod.Register(ModuleName, 12, "node is not in a status that allows this")
-	ErrNodeBusy               = errorsmod.Register(ModuleName, 13, "node has work in flight")
-	ErrInsufficientCollateral = errorsmod.Register(ModuleName, 14, "insufficient collateral")
-	ErrChallengeNotFound      = errorsmod.Register(ModuleName, 15, "challenge not found")
-	ErrChallengeClosed        = errorsmod.Register(ModuleName, 16, "challenge is not in a status that allows this")
-	ErrCommitTooLate          = errorsmod.Register(ModuleName, 17, "commitment after the deadline")
-	ErrRevealTooEarly         = errorsmod.Register(ModuleName, 18, "reveal before the sampling block is committed")
-	ErrRevealTooLate          = errorsmod.Register(ModuleName, 19, "reveal after the deadline")
-	ErrMalformedReveal        = errorsmod.Register(ModuleName, 20, "malformed reveal")
-	ErrBadProof               = errorsmod.Register(ModuleName, 21, "bad Merkle proof")
-	ErrWrongEntry             = errorsmod.Register(ModuleName, 22, "wrong entry")
-	ErrBeaconUnavailable      = errorsmod.Register(ModuleName, 23, "beacon block hash unavailable")
-	ErrInvalidRoot            = errorsmod.Register(ModuleName, 24, "invalid Merkle root")
-	ErrNotTransferable        = errorsmod.Register(ModuleName, 25, "ugfl is not transferable")
-	ErrRoundNotFound          = errorsmod.Register(ModuleName, 26, "challenge round not found")
-	ErrDrandOff               = errorsmod.Register(ModuleName, 27, "the drand beacon is off")
-	ErrInvalidBeacon          = errorsmod.Register(ModuleName, 28, "invalid drand round")
-	ErrBeaconKnown            = errorsmod.Register(ModuleName, 29, "drand round already on chain")
+	ErrInvalidParams          = errorsmod.RegisterWithGRPCCode(ModuleName, 2, codes.InvalidArgument, "invalid params")
+	ErrInvalidAuthority       = errorsmod.RegisterWithGRPCCode(ModuleName, 3, codes.PermissionDenied, "invalid authority")
+	ErrInvalidGenesis         = errorsmod.RegisterWithGRPCCode(ModuleName, 4, codes.InvalidArgument, "invalid genesis")
+	ErrInvalidAddress         = errorsmod.RegisterWithGRPCCode(ModuleName, 5, codes.InvalidArgument, "invalid address")
+	ErrInvalidNodeSpec        = errorsmod.RegisterWithGRPCCode(ModuleName, 6, codes.InvalidArgument, "invalid node spec")
+	ErrUnknownGpuClass        = errorsmod.RegisterWithGRPCCode(ModuleName, 7, codes.InvalidArgument, "unknown GPU class")
+	ErrMixedGpuClasses        = errorsmod.RegisterWithGRPCCode(ModuleName, 8, codes.InvalidArgument, "GPUs of different classes in one node")
+	ErrDuplicateGpu           = errorsmod.RegisterWithGRPCCode(ModuleName, 9, codes.AlreadyExists, "GPU already registered")
+	ErrNodeNotFound           = errorsmod.RegisterWithGRPCCode(ModuleName, 10, codes.NotFound, "node not found")
+	ErrNotOperator            = errorsmod.RegisterWithGRPCCode(ModuleName, 11, codes.PermissionDenied, "signer is not the node's operator")
+	ErrInvalidNodeStatus      = errorsmod.RegisterWithGRPCCode(ModuleName, 12, codes.FailedPrecondition, "node is not in a status that allows this")
+	ErrNodeBusy               = errorsmod.RegisterWithGRPCCode(ModuleName, 13, codes.FailedPrecondition, "node has work in flight")
+	ErrInsufficientCollateral = errorsmod.RegisterWithGRPCCode(ModuleName, 14, codes.FailedPrecondition, "insufficient collateral")
+	ErrChallengeNotFound      = errorsmod.RegisterWithGRPCCode(ModuleName, 15, codes.NotFound, "challenge not found")
+	ErrChallengeClosed        = errorsmod.RegisterWithGRPCCode(ModuleName, 16, codes.FailedPrecondition, "challenge is not in a status that allows this")
+	ErrCommitTooLate          = errorsmod.RegisterWithGRPCCode(ModuleName, 17, codes.FailedPrecondition, "commitment after the deadline")
+	ErrRevealTooEarly         = errorsmod.RegisterWithGRPCCode(ModuleName, 18, codes.FailedPrecondition, "reveal before the sampling block is committed")
+	ErrRevealTooLate          = errorsmod.RegisterWithGRPCCode(ModuleName, 19, codes.FailedPrecondition, "reveal after the deadline")
+	ErrMalformedReveal        = errorsmod.RegisterWithGRPCCode(ModuleName, 20, codes.InvalidArgument, "malformed reveal")
+	ErrBadProof               = errorsmod.RegisterWithGRPCCode(ModuleName, 21, codes.InvalidArgument, "bad Merkle proof")
+	ErrWrongEntry             = errorsmod.RegisterWithGRPCCode(ModuleName, 22, codes.InvalidArgument, "wrong entry")
+	ErrBeaconUnavailable      = errorsmod.RegisterWithGRPCCode(ModuleName, 23, codes.FailedPrecondition, "beacon block hash unavailable")
+	ErrInvalidRoot            = errorsmod.RegisterWithGRPCCode(ModuleName, 24, codes.InvalidArgument, "invalid Merkle root")
+	ErrNotTransferable        = errorsmod.RegisterWithGRPCCode(ModuleName, 25, codes.FailedPrecondition, "ugfl is not transferable")
+	ErrRoundNotFound          = errorsmod.RegisterWithGRPCCode(ModuleName, 26, codes.NotFound, "challenge round not found")
+	ErrDrandOff               = errorsmod.RegisterWithGRPCCode(ModuleName, 27, codes.FailedPrecondition, "the drand beacon is off")
+	ErrInvalidBeacon          = errorsmod.RegisterWithGRPCCode(ModuleName, 28, codes.InvalidArgument, "invalid drand round")
+	ErrBeaconKnown            = errorsmod.RegisterWithGRPCCode(ModuleName, 29, codes.AlreadyExists, "drand round already on chain")
 )

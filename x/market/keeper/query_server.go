@@ -3,6 +3,9 @@ package keeper
 import (
 	"context"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 	sdkmath "cosmossdk.io/math"
@@ -50,6 +53,47 @@ func tasksOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint
 	}
 }
 
+// Jobs pages through every job, or the jobs in one status.
+func (q queryServer) Jobs(ctx context.Context, req *types.QueryJobsRequest) (*types.QueryJobsResponse, error) {
+	if req == nil {
+		return nil, status.Error(codes.InvalidArgument, "empty request")
+	}
+	if req.Status != types.JOB_STATUS_UNSPECIFIED {
+		res, err := q.JobsByStatus(ctx, &types.QueryJobsByStatusRequest{Status: req.Status, Pagination: req.Pagination})
+		if err != nil {
+			return nil, err
+		}
+		return &types.QueryJobsResponse{Jobs: res.Jobs, Pagination: res.Pagination}, nil
+	}
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs, req.Pagination, func(id uint64, _ types.Job) (types.Job, error) {
+		return q.k.loadJob(ctx, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryJobsResponse{Jobs: jobs, Pagination: page}, nil
+}
+
+// Tasks pages through every task, or the tasks in one status (no index: a filtered page
+// reads tasks until it is full).
+func (q queryServer) Tasks(ctx context.Context, req *types.QueryTasksRequest) (*types.QueryTasksResponse, error) {
+	if req == nil {
+		return nil, status.Error(codes.InvalidArgument, "empty request")
+	}
+	if _, ok := types.TaskStatus_name[int32(req.Status)]; !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "status %d: not a task status", req.Status)
+	}
+	tasks, page, err := query.CollectionFilteredPaginate(ctx, q.k.Tasks, req.Pagination,
+		func(_ uint64, t types.Task) (bool, error) {
+			return req.Status == types.TASK_STATUS_UNSPECIFIED || t.Status == req.Status, nil
+		},
+		func(_ uint64, t types.Task) (types.Task, error) { return t, nil })
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryTasksResponse{Tasks: tasks, Pagination: page}, nil
+}
+
 // JobsByOwner pages through an owner's jobs.
 func (q queryServer) JobsByOwner(ctx context.Context, req *types.QueryJobsByOwnerRequest) (*types.QueryJobsByOwnerResponse, error) {
 	owner, err := q.k.address("owner", req.Owner)
@@ -66,6 +110,12 @@ func (q queryServer) JobsByOwner(ctx context.Context, req *types.QueryJobsByOwne
 
 // JobsByStatus pages through the jobs in a status.
 func (q queryServer) JobsByStatus(ctx context.Context, req *types.QueryJobsByStatusRequest) (*types.QueryJobsByStatusResponse, error) {
+	if req == nil {
+		return nil, status.Error(codes.InvalidArgument, "empty request")
+	}
+	if _, ok := types.JobStatus_name[int32(req.Status)]; !ok || req.Status == types.JOB_STATUS_UNSPECIFIED {
+		return nil, status.Errorf(codes.InvalidArgument, "status %d: not a job status", req.Status)
+	}
 	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k),
 		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(req.Status)))
 	if err != nil {
