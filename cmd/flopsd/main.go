@@ -14,7 +14,8 @@ import (
 
 func main() {
 	rootCmd := cmd.NewRootCmd()
-	if err := svrcmd.Execute(rootCmd, "FLOPSD", app.DefaultNodeHome); err != nil {
+	rootCmd.SetArgs(cmd.QueryArgs(os.Args[1:]))
+	if err := cmd.Explain(svrcmd.Execute(rootCmd, "FLOPSD", app.DefaultNodeHome)); err != nil {
 		_, _ = fmt.Fprintln(rootCmd.OutOrStderr(), err)
 		os.Exit(1)
 	}
