@@ -167,7 +167,7 @@ func MsgSubmitBeaconFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 func refused(want error) simsx.SimDeliveryResultHandler {
 	return func(err error) error {
 		if err == nil {
-			return fmt.Errorf("the chain accepted what it must refuse with %q", want)
+			return fmt.Errorf("the chain accepted what it must refuse with %q", want.Error())
 		}
 		return simutil.Expect(want)(err)
 	}
