@@ -26,8 +26,8 @@ type restRoute struct {
 	bad int // for a malformed id or address (0: the route takes none)
 }
 
-// restRoutes is every flops query route (TestRESTRoutes fails on a route in proto/ that is
-// missing here). On the in-process network: no job, task, pool, dispute, challenge or
+// restRoutes is every flops query route (checkRESTRoutes fails on a route in proto/ that
+// is missing here). On the in-process network: no job, task, pool, dispute, challenge or
 // node exists; the address is validator 0's (a provider with nothing).
 var restRoutes = map[string]restRoute{
 	"/flops/dps/v1/params":                                 {ok: 200},
@@ -103,7 +103,7 @@ func checkRESTRoutes(t *testing.T, val *network.Validator) {
 
 	addr := val.Address.String()
 	good := map[string]string{
-		"provider": addr, "operator": addr, "owner": addr, "status": "", "gpu_class": "A100-80GB",
+		"provider": addr, "operator": addr, "owner": addr, "gpu_class": "A100-80GB",
 		"epoch": "7", "height": "1", "job_id": "999", "task_id": "999", "node_id": "999", "challenge_id": "999",
 		"round_id": "999", "dispute_id": "999", "pool_id": "999", "unit_id": "999",
 	}
@@ -119,7 +119,8 @@ func checkRESTRoutes(t *testing.T, val *network.Validator) {
 	}
 	for _, route := range protoRoutes {
 		want := restRoutes[route]
-		fill := func(values map[string]string, badOne string) string {
+		// fill puts well-formed values in the route's placeholders, a malformed one in badOne's
+		fill := func(badOne string) string {
 			return placeholder.ReplaceAllStringFunc(route, func(m string) string {
 				name := m[1 : len(m)-1]
 				if name == badOne {
@@ -137,10 +138,10 @@ func checkRESTRoutes(t *testing.T, val *network.Validator) {
 					}
 					return "JOB_STATUS_ACTIVE"
 				}
-				return values[name]
+				return good[name]
 			})
 		}
-		path := fill(good, "")
+		path := fill("")
 		code, body := get(path)
 		assert.Equalf(t, want.ok, code, "GET %s: %s", path, body)
 		names := placeholder.FindAllStringSubmatch(route, -1)
@@ -150,7 +151,7 @@ func checkRESTRoutes(t *testing.T, val *network.Validator) {
 		}
 		require.NotEmpty(t, names, "%s takes no input", route)
 		for _, n := range names {
-			path := fill(good, n[1])
+			path := fill(n[1])
 			code, body := get(path)
 			assert.Equalf(t, want.bad, code, "GET %s (malformed %s): %s", path, n[1], body)
 		}

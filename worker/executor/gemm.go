@@ -24,28 +24,9 @@ type GemmResult struct {
 func (g *GemmResult) Root() [32]byte { return g.Tree.Root() }
 
 // Proofs opens the chunks holding the sampled positions, in the chain's format for
-// MsgRevealResult (and MsgRevealUnit): one proof per distinct chunk, in increasing chunk
-// order, each with its RFC 6962 audit path. Positions outside the N x N product (which
-// the chain never samples) are ignored.
+// MsgRevealResult and MsgRevealUnit (x/gfl/types.ChunkProofs).
 func (g *GemmResult) Proofs(positions []pocp.Position) []gfltypes.ChunkProof {
-	n := g.Challenge.N
-	inside := make([]pocp.Position, 0, len(positions))
-	for _, p := range positions {
-		if p.I < n && p.J < n {
-			inside = append(inside, p)
-		}
-	}
-	chunks := pocp.ChunksFor(n, inside)
-	out := make([]gfltypes.ChunkProof, len(chunks))
-	for x, c := range chunks {
-		p := g.Tree.Prove(g.Product, c)
-		path := make([][]byte, len(p.Path))
-		for y := range p.Path {
-			path[y] = append([]byte(nil), p.Path[y][:]...)
-		}
-		out[x] = gfltypes.ChunkProof{Index: p.Index, Chunk: p.Chunk, Path: path}
-	}
-	return out
+	return gfltypes.ChunkProofs(g.Tree, g.Product, g.Challenge.N, positions)
 }
 
 // ProductFile is the BUILTIN gemm output: the product S, N x N int32 little-endian,

@@ -65,27 +65,8 @@ func Prepare(ctx context.Context, solver Solver, c gflpocp.Challenge) (*Answer, 
 	}, nil
 }
 
-// Proofs is the reveal of the sampled positions in the chain's format: one ChunkProof per
-// distinct chunk holding a position (x/gfl/pocp.ChunksFor, in increasing chunk order),
-// each with its 1024 bytes and its audit path of 32-byte hashes, as MsgRevealChallenge,
-// MsgRevealResult and MsgRevealUnit carry them. Positions outside the n x n matrix cannot
-// be proven and are skipped (the chain never samples one); no position gives no proof.
+// Proofs is the reveal of the sampled positions in the chain's format
+// (x/gfl/types.ChunkProofs).
 func (a *Answer) Proofs(positions []gflpocp.Position) []gfltypes.ChunkProof {
-	inside := make([]gflpocp.Position, 0, len(positions))
-	for _, p := range positions {
-		if p.I < a.Challenge.N && p.J < a.Challenge.N {
-			inside = append(inside, p)
-		}
-	}
-	chunks := gflpocp.ChunksFor(a.Challenge.N, inside)
-	out := make([]gfltypes.ChunkProof, len(chunks))
-	for x, chunk := range chunks {
-		p := a.Tree.Prove(a.S, chunk)
-		path := make([][]byte, len(p.Path))
-		for h := range p.Path {
-			path[h] = p.Path[h][:]
-		}
-		out[x] = gfltypes.ChunkProof{Index: p.Index, Chunk: p.Chunk, Path: path}
-	}
-	return out
+	return gfltypes.ChunkProofs(a.Tree, a.S, a.Challenge.N, positions)
 }

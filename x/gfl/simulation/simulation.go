@@ -125,25 +125,22 @@ func MsgSubmitBeaconFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			return nil, nil, nil
 		}
 		network := drandtest.New(d.GenesisTime, d.PeriodSeconds)
+		// submit brings round with the signature of round signed
+		submit := func(round, signed uint64, handle simsx.SimDeliveryResultHandler) ([]simsx.SimAccount, *types.MsgSubmitBeacon, simsx.SimDeliveryResultHandler) {
+			sig, err := network.SignRound(signed)
+			if err != nil {
+				reporter.Skip(err.Error())
+				return nil, nil, nil
+			}
+			return []simsx.SimAccount{submitter}, &types.MsgSubmitBeacon{Submitter: submitter.AddressBech32, Round: round, Signature: sig}, handle
+		}
 		switch roll := r.Intn(10); {
 		case roll == 0 && len(wanted) > 0:
 			round := wanted[r.Intn(len(wanted))]
-			sig, err := network.SignRound(round + 1)
-			if err != nil {
-				reporter.Skip(err.Error())
-				return nil, nil, nil
-			}
-			msg := &types.MsgSubmitBeacon{Submitter: submitter.AddressBech32, Round: round, Signature: sig}
-			return []simsx.SimAccount{submitter}, msg, refused(types.ErrInvalidBeacon)
+			return submit(round, round+1, refused(types.ErrInvalidBeacon))
 		case roll == 1 && len(known) > 0:
 			round := known[r.Intn(len(known))]
-			sig, err := network.SignRound(round)
-			if err != nil {
-				reporter.Skip(err.Error())
-				return nil, nil, nil
-			}
-			msg := &types.MsgSubmitBeacon{Submitter: submitter.AddressBech32, Round: round, Signature: sig}
-			return []simsx.SimAccount{submitter}, msg, refused(types.ErrBeaconKnown)
+			return submit(round, round, refused(types.ErrBeaconKnown))
 		case len(wanted) == 0:
 			reporter.Skip("no published round missing from the chain")
 			return nil, nil, nil
@@ -153,13 +150,8 @@ func MsgSubmitBeaconFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		if r.Intn(4) == 0 {
 			round = wanted[r.Intn(len(wanted))]
 		}
-		sig, err := network.SignRound(round)
-		if err != nil {
-			reporter.Skip(err.Error())
-			return nil, nil, nil
-		}
 		// (a round brought by an earlier operation of this block is known)
-		return []simsx.SimAccount{submitter}, &types.MsgSubmitBeacon{Submitter: submitter.AddressBech32, Round: round, Signature: sig}, simutil.Expect(types.ErrBeaconKnown)
+		return submit(round, round, simutil.Expect(types.ErrBeaconKnown))
 	})
 }
 
@@ -329,16 +321,7 @@ func (a *Answer) Root() []byte {
 
 // Proofs open the chunks that hold positions (what a reveal carries).
 func (a *Answer) Proofs(positions []pocp.Position) []types.ChunkProof {
-	var out []types.ChunkProof
-	for _, idx := range pocp.ChunksFor(a.n, positions) {
-		p := a.tree.Prove(a.s, idx)
-		tp := types.ChunkProof{Index: p.Index, Chunk: p.Chunk}
-		for _, h := range p.Path {
-			tp.Path = append(tp.Path, append([]byte(nil), h[:]...))
-		}
-		out = append(out, tp)
-	}
-	return out
+	return types.ChunkProofs(a.tree, a.s, a.n, positions)
 }
 
 // challengeGemm is a PoCP challenge's GEMM.

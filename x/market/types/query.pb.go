@@ -2386,15 +2386,17 @@ type QueryClient interface {
 	Params(ctx context.Context, in *QueryParamsRequest, opts ...grpc.CallOption) (*QueryParamsResponse, error)
 	// Job returns a job.
 	Job(ctx context.Context, in *QueryJobRequest, opts ...grpc.CallOption) (*QueryJobResponse, error)
-	// JobsByOwner lists an owner's jobs.
+	// Jobs lists every job, or the jobs in one status.
 	Jobs(ctx context.Context, in *QueryJobsRequest, opts ...grpc.CallOption) (*QueryJobsResponse, error)
+	// JobsByOwner lists an owner's jobs.
 	JobsByOwner(ctx context.Context, in *QueryJobsByOwnerRequest, opts ...grpc.CallOption) (*QueryJobsByOwnerResponse, error)
 	// JobsByStatus lists the jobs in a status.
 	JobsByStatus(ctx context.Context, in *QueryJobsByStatusRequest, opts ...grpc.CallOption) (*QueryJobsByStatusResponse, error)
 	// Task returns a task.
 	Task(ctx context.Context, in *QueryTaskRequest, opts ...grpc.CallOption) (*QueryTaskResponse, error)
-	// TasksByJob lists a job's tasks.
+	// Tasks lists every task, or the tasks in one status.
 	Tasks(ctx context.Context, in *QueryTasksRequest, opts ...grpc.CallOption) (*QueryTasksResponse, error)
+	// TasksByJob lists a job's tasks.
 	TasksByJob(ctx context.Context, in *QueryTasksByJobRequest, opts ...grpc.CallOption) (*QueryTasksByJobResponse, error)
 	// TasksByNode lists a node's tasks (in flight and retained).
 	TasksByNode(ctx context.Context, in *QueryTasksByNodeRequest, opts ...grpc.CallOption) (*QueryTasksByNodeResponse, error)
@@ -2627,15 +2629,17 @@ type QueryServer interface {
 	Params(context.Context, *QueryParamsRequest) (*QueryParamsResponse, error)
 	// Job returns a job.
 	Job(context.Context, *QueryJobRequest) (*QueryJobResponse, error)
-	// JobsByOwner lists an owner's jobs.
+	// Jobs lists every job, or the jobs in one status.
 	Jobs(context.Context, *QueryJobsRequest) (*QueryJobsResponse, error)
+	// JobsByOwner lists an owner's jobs.
 	JobsByOwner(context.Context, *QueryJobsByOwnerRequest) (*QueryJobsByOwnerResponse, error)
 	// JobsByStatus lists the jobs in a status.
 	JobsByStatus(context.Context, *QueryJobsByStatusRequest) (*QueryJobsByStatusResponse, error)
 	// Task returns a task.
 	Task(context.Context, *QueryTaskRequest) (*QueryTaskResponse, error)
-	// TasksByJob lists a job's tasks.
+	// Tasks lists every task, or the tasks in one status.
 	Tasks(context.Context, *QueryTasksRequest) (*QueryTasksResponse, error)
+	// TasksByJob lists a job's tasks.
 	TasksByJob(context.Context, *QueryTasksByJobRequest) (*QueryTasksByJobResponse, error)
 	// TasksByNode lists a node's tasks (in flight and retained).
 	TasksByNode(context.Context, *QueryTasksByNodeRequest) (*QueryTasksByNodeResponse, error)
