@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
 
-.PHONY: help build demo demo-multi install test test-long test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
+.PHONY: help build ts-build demo demo-multi install test test-long test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -25,6 +25,14 @@ build: ## build flopsd, flops-worker and flops-demo into build/
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flopsd ./cmd/flopsd
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flops-worker ./cmd/flops-worker
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flops-demo ./cmd/flops-demo
+
+TSDIR = clients/ts
+
+$(TSDIR)/node_modules/.package-lock.json: $(TSDIR)/package-lock.json
+	cd $(TSDIR) && npm ci --no-audit --no-fund
+
+ts-build: $(TSDIR)/node_modules/.package-lock.json ## build the TypeScript client (clients/ts) and its tests into clients/ts/dist
+	cd $(TSDIR) && npm run build
 
 demo: build ## the whole market on one machine: a chain, two providers, jobs run and paid (Ctrl-C stops it)
 	$(BUILDDIR)/flops-demo $(DEMO_FLAGS)
@@ -39,7 +47,8 @@ install: ## install flopsd and flops-worker into GOBIN
 # tests of the chain's verification); the production config's refusal is checked without it.
 TEST_TAGS ?= -tags flopscheat
 
-test: build ## every test but the long runs: unit, keeper, app and end-to-end (about 8 min warm, see README)
+test: build ts-build ## every test but the long runs: unit, keeper, app, end-to-end and the TypeScript client (about 9 min warm, see README)
+	cd $(TSDIR) && node --test dist/test/vectors.test.js
 	go test -count=1 -timeout 30m $(TEST_TAGS) ./...
 	go test -count=1 -run 'TestCheatOnlyInTestBuilds' ./worker/config/
 
@@ -77,15 +86,15 @@ lint: ## gofmt, go vet and golangci-lint (generated code excluded)
 	cd tools/lint && GOBIN=$(TOOLS) go install tool
 	$(TOOLS)/golangci-lint run ./...
 
-proto-gen: ## regenerate Go code from proto/ (offline)
+proto-gen: ## regenerate the Go code and the TypeScript client's from proto/ (offline)
 	scripts/protocgen.sh
 
 proto-lint: ## buf lint
 	scripts/protocgen.sh lint
 
-proto-check: proto-gen ## fail if generated code differs from the committed code
-	@git diff --exit-code -- x internal || { echo "generated code is stale: run make proto-gen and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- x internal); \
+proto-check: proto-gen ## fail if generated code differs from the committed code (Go and the TypeScript client)
+	@git diff --exit-code -- x internal clients/ts || { echo "generated code is stale: run make proto-gen and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- x internal clients/ts); \
 	  if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 localnet: build ## single-validator chain on 127.0.0.1 (Ctrl-C stops it)

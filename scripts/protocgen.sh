@@ -65,3 +65,14 @@ find "$src" -name '*.go' | while read -r f; do
 done
 rm -rf "$out"
 
+
+# The TypeScript client (clients/ts): ts-proto, pinned in its package-lock.json, writes the
+# types, codecs and query clients; tools/tsgen writes what ts-proto cannot know from the
+# chain's registry (the amino-JSON schema of every Msg, the Registry's Msg list, the sign-
+# bytes test vectors).
+if [ ! -x clients/ts/node_modules/.bin/protoc-gen-ts_proto ]; then
+  (cd clients/ts && npm ci --no-audit --no-fund)
+fi
+rm -rf clients/ts/src/gen
+buf generate --template buf.gen.ts.yaml --path proto/flops
+go run ./tools/tsgen clients/ts

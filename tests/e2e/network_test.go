@@ -30,8 +30,8 @@ import (
 )
 
 // Two validators make blocks, every flops module answers its params query over gRPC on
-// every validator and every query route over REST (checkRESTRoutes), and a bank send
-// lands.
+// every validator and every query route over REST (checkRESTRoutes), a bank send lands, and
+// the TypeScript client signs every flops Msg in both sign modes (checkTSClient).
 func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("in-process network: skipped with -short")
@@ -86,6 +86,8 @@ func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
 		}
 		return nil
 	}, 10))
+
+	checkTSClient(t, net, v0)
 }
 
 func balance(t *testing.T, val *network.Validator, addr sdk.AccAddress) sdkmath.Int {

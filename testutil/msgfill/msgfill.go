@@ -72,7 +72,7 @@ func Filled(md protoreflect.MessageDescriptor, signer string) (sdk.Msg, *dynamic
 	dyn := dynamicpb.NewMessage(md)
 	Fill(dyn)
 	dyn.Set(md.Fields().ByName(protoreflect.Name(Signer(md))), protoreflect.ValueOfString(signer))
-	msg, err := toGogo(dyn)
+	msg, err := ToGogo(dyn)
 	return msg, dyn, err
 }
 
@@ -175,7 +175,7 @@ func Tamper(msg sdk.Msg) (sdk.Msg, string, error) {
 	if path == "" {
 		return nil, "", fmt.Errorf("%s: %w", md.FullName(), ErrOnlySigner)
 	}
-	out, err := toGogo(dyn)
+	out, err := ToGogo(dyn)
 	return out, path, err
 }
 
@@ -251,7 +251,8 @@ func descriptorOf(msg sdk.Msg) (protoreflect.MessageDescriptor, error) {
 	return d.(protoreflect.MessageDescriptor), nil
 }
 
-func toGogo(dyn *dynamicpb.Message) (sdk.Msg, error) {
+// ToGogo is dyn as the gogoproto Msg the app runs (through its protobuf bytes).
+func ToGogo(dyn *dynamicpb.Message) (sdk.Msg, error) {
 	bz, err := proto.Marshal(dyn)
 	if err != nil {
 		return nil, err
