@@ -160,9 +160,9 @@ for i in $(seq 0 $((VALIDATORS - 1))); do
   H=$(node_home "$i")
   [ "$i" -eq 0 ] || cp "$H0/config/genesis.json" "$H/config/genesis.json"
   my_peers=$(echo "$peers" | tr ',' '\n' | grep -v "127.0.0.1:$(port 26656 "$i")$" | paste -sd, - || true)
-  python3 - "$H/config" "$my_peers" "$i" "$PORT_OFFSET" <<'PY'
+  python3 - "$H/config" "$my_peers" "$i" "$PORT_OFFSET" "$CHAIN_ID" <<'PY'
 import re, sys
-cfg, peers, i, off = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+cfg, peers, i, off, chain_id = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 p = lambda base: base + off + 10 * i
 def edit(path, subs):
     # Sets key = value inside [section] (the first occurrence before the next header).
@@ -188,6 +188,9 @@ edit(cfg + "/config.toml", [
     ("p2p", "addr_book_strict", "false"),
     ("p2p", "allow_duplicate_ip", "true"),
     ("consensus", "timeout_commit", '"1s"'),
+    # CometBFT's and the app's Prometheus metrics, on loopback, shifted like every port
+    ("instrumentation", "prometheus", "true"),
+    ("instrumentation", "prometheus_listen_addr", '"127.0.0.1:%d"' % p(26660)),
 ])
 edit(cfg + "/app.toml", [
     ("api", "enable", "true"),
@@ -199,7 +202,7 @@ s = re.sub(r'^minimum-gas-prices = .*$', 'minimum-gas-prices = "0udps"', s, coun
 open(cfg + "/app.toml", "w").write(s)
 s = open(cfg + "/client.toml").read()
 s = re.sub(r'^node = .*$', 'node = "tcp://127.0.0.1:%d"' % p(26657), s, count=1, flags=re.M)
-s = re.sub(r'^chain-id = .*$', 'chain-id = "%s"' % "flops-local-1", s, count=1, flags=re.M)
+s = re.sub(r'^chain-id = .*$', 'chain-id = "%s"' % chain_id, s, count=1, flags=re.M)
 s = re.sub(r'^keyring-backend = .*$', 'keyring-backend = "test"', s, count=1, flags=re.M)
 open(cfg + "/client.toml", "w").write(s)
 PY
@@ -229,6 +232,8 @@ localnet: $VALIDATORS validator(s) of $CHAIN_ID making blocks (height $(height))
   rpc       $RPC
   grpc      127.0.0.1:$(port 9090 0)
   rest      http://127.0.0.1:$(port 1317 0)
+  metrics   http://127.0.0.1:$(port 26660 0)/metrics
+  wallet    chain/keplr/localnet.json (Keplr), chain/registry/flopslocal (chain registry)
   client    $(addr client)
   provider  $(addr provider)
   provider2 $(addr provider2)

@@ -19,6 +19,11 @@ const (
 	EpochIdentifier = "flops"
 	// LocalChainID is the chain id of localnets and the demo.
 	LocalChainID = "flops-local-1"
+	// DefaultMinGasPrice is the minimum gas price `flopsd init` writes in app.toml: a public
+	// node that took zero would relay and include spam for free. A bank send (~100k gas)
+	// then costs 0.001 DPS, a job submission (~250k) 0.0025 DPS. Localnets and the demo
+	// set 0 (scripts/localnet.sh). Wallets: chain/keplr, chain/registry.
+	DefaultMinGasPrice = "0.01" + BondDenom
 )
 
 // SetAddressPrefixes sets flops' bech32 prefixes on an SDK config that is not yet sealed.

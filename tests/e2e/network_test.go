@@ -87,6 +87,7 @@ func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
 		return nil
 	}, 10))
 
+	checkWalletMetadata(t, v0)
 	checkTSClient(t, net, v0)
 }
 

@@ -35,6 +35,7 @@ import (
 	genutiltypes "github.com/cosmos/cosmos-sdk/x/genutil/types"
 
 	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/internal/chain"
 )
 
 // NewRootCmd returns flopsd's root command.
@@ -99,11 +100,11 @@ func initCometBFTConfig() *cmtcfg.Config {
 	return cfg
 }
 
-// initAppConfig: zero minimum gas price on a dev chain (validators of a public network
-// raise it in app.toml), and the REST and gRPC servers on.
+// initAppConfig: a non-zero minimum gas price (chain.DefaultMinGasPrice; a localnet sets
+// zero), and the REST and gRPC servers on.
 func initAppConfig() (string, any) {
 	cfg := serverconfig.DefaultConfig()
-	cfg.MinGasPrices = "0" + app.BondDenom
+	cfg.MinGasPrices = chain.DefaultMinGasPrice
 	cfg.API.Enable = true
 	cfg.GRPC.Enable = true
 	return serverconfig.DefaultConfigTemplate, cfg
