@@ -14,9 +14,14 @@ import (
 
 func main() {
 	rootCmd := cmd.NewRootCmd()
-	rootCmd.SetArgs(cmd.QueryArgs(os.Args[1:]))
-	if err := cmd.Explain(svrcmd.Execute(rootCmd, "FLOPSD", app.DefaultNodeHome)); err != nil {
-		_, _ = fmt.Fprintln(rootCmd.OutOrStderr(), err)
+	args := cmd.QueryArgs(os.Args[1:])
+	rootCmd.SetArgs(args)
+	ran, _, _ := rootCmd.Find(args)
+	if err := cmd.Explain(svrcmd.Execute(rootCmd, "FLOPSD", app.DefaultNodeHome), ran); err != nil {
+		_, _ = fmt.Fprintln(rootCmd.OutOrStderr(), "Error:", err.Error())
+		if ran != nil && ran != rootCmd && cmd.IsUsageError(err) {
+			_, _ = fmt.Fprintf(rootCmd.OutOrStderr(), "See '%s --help'.\n", ran.CommandPath())
+		}
 		os.Exit(1)
 	}
 }

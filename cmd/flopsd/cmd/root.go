@@ -3,9 +3,14 @@
 package cmd
 
 import (
+	"strconv"
+
 	"errors"
 	"os"
 	"time"
+
+	"github.com/cosmos/cosmos-sdk/client/flags"
+	"github.com/spf13/pflag"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -62,6 +67,8 @@ func NewRootCmd() *cobra.Command {
 		Use:           "flopsd",
 		Short:         "flops: an open market for GPU compute (node and CLI)",
 		SilenceErrors: true,
+		// an error is printed alone, first (main), not after the whole usage
+		SilenceUsage: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SetOut(cmd.OutOrStdout())
 			cmd.SetErr(cmd.ErrOrStderr())
@@ -90,7 +97,62 @@ func NewRootCmd() *cobra.Command {
 	if err := autoCliOpts.EnhanceRootCommand(rootCmd); err != nil {
 		panic(err)
 	}
+	flopsTxDefaults(rootCmd)
 	return rootCmd
+}
+
+// flopsModules are the flops modules' tx command names.
+var flopsModules = []string{"dps", "gfl", "market", "reputation", "stakingslash"}
+
+// flopsTxDefaults makes every flops tx estimate its gas by default (--gas auto with
+// --gas-adjustment 1.5): the SDK's fixed 200,000 is too little for some (a cancel-job that
+// refunds many tasks), and a tx out of gas is reported with code 0 by a sync broadcast and
+// fails in the block. With --offline nothing can be simulated, so an unset --gas is the
+// SDK's 200,000 there.
+func flopsTxDefaults(root *cobra.Command) {
+	txCmd, _, err := root.Find([]string{"tx"})
+	if err != nil || txCmd == root {
+		panic("flopsd has no tx command")
+	}
+	for _, m := range flopsModules {
+		mod, _, err := txCmd.Find([]string{m})
+		if err != nil || mod == txCmd {
+			panic("flopsd has no tx " + m + " command")
+		}
+		for _, c := range mod.Commands() {
+			setGasDefaults(c)
+		}
+	}
+}
+
+func setGasDefaults(c *cobra.Command) {
+	gas := c.Flags().Lookup(flags.FlagGas)
+	adj := c.Flags().Lookup(flags.FlagGasAdjustment)
+	if gas == nil || adj == nil {
+		return // not a tx (a group)
+	}
+	for _, d := range []struct {
+		f *pflag.Flag
+		v string
+	}{{gas, flags.GasFlagAuto}, {adj, "1.5"}} {
+		if err := d.f.Value.Set(d.v); err != nil {
+			panic(err)
+		}
+		d.f.DefValue = d.v
+	}
+	gas.Usage = `gas limit of the tx, or "auto" to estimate it by simulating the tx (flops txs default to auto, times --gas-adjustment; 200000 with --offline)`
+	pre := c.PreRunE
+	c.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if off, _ := cmd.Flags().GetBool(flags.FlagOffline); off && !gas.Changed {
+			if err := gas.Value.Set(strconv.Itoa(flags.DefaultGasLimit)); err != nil {
+				return err
+			}
+		}
+		if pre != nil {
+			return pre(cmd, args)
+		}
+		return nil
+	}
 }
 
 // initCometBFTConfig: a dev chain makes a block about every second.

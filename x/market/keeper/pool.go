@@ -114,33 +114,6 @@ func (k Keeper) getPool(ctx context.Context, id uint64) (types.Pool, error) {
 	return pl, err
 }
 
-// validatePoolSpec checks a pool spec (the runtime rules are the jobs').
-func validatePoolSpec(p types.Params, s types.PoolSpec) error {
-	js := types.JobSpec{
-		Workload: s.Workload, Runtime: s.Runtime, Image: s.Image, Command: s.Command, Env: s.Env,
-		Requirements: s.Requirements, TaskCount: 1, Replicas: 1, Verification: s.Verification,
-		MaxPricePerTask: s.UnitPrice, MaxDuration: s.UnitMaxDuration, Mode: types.ALLOCATION_MODE_ASSIGN,
-		PriorityTip: sdk.NewInt64Coin(p.Denom, 0), VerificationBudget: sdk.NewInt64Coin(p.Denom, 0), Builtin: s.Builtin,
-	}
-	if s.Verification != types.VERIFICATION_CLASS_BUILTIN_GEMM && s.Verification != types.VERIFICATION_CLASS_NONE {
-		return errorsmod.Wrapf(types.ErrInvalidPool, "verification %s: a pool takes BUILTIN_GEMM or NONE", s.Verification)
-	}
-	// Validate against a far deadline: a pool has none of its own.
-	if err := js.Validate(p, js.Deadline.Add(-js.MaxDuration)); err != nil {
-		if errors.Is(err, validate.ErrTooMany) || errors.Is(err, validate.ErrTooLarge) {
-			return err // a bound's own error, naming the field
-		}
-		return errorsmod.Wrap(types.ErrInvalidPool, err.Error())
-	}
-	if s.MaxProviders == 0 || s.MaxProviders > p.MaxPoolProviders {
-		return errorsmod.Wrapf(types.ErrInvalidPool, "max_providers %d: must be 1 to %d", s.MaxProviders, p.MaxPoolProviders)
-	}
-	if s.Budget.Denom != p.Denom || s.Budget.Amount.IsNil() || s.Budget.Amount.LT(s.UnitPrice.Amount) || s.Budget.Amount.GT(types.MaxAmount) {
-		return errorsmod.Wrapf(types.ErrInvalidPool, "budget %s: must be in %s, pay at least one unit of %s and be at most %s", s.Budget, p.Denom, s.UnitPrice, types.MaxAmount)
-	}
-	return nil
-}
-
 // CreatePool opens a pool and moves its budget into escrow.
 func (k Keeper) CreatePool(ctx context.Context, ownerAddr sdk.AccAddress, spec types.PoolSpec) (uint64, error) {
 	owner, err := k.addressString("owner", ownerAddr)
@@ -151,7 +124,7 @@ func (k Keeper) CreatePool(ctx context.Context, ownerAddr sdk.AccAddress, spec t
 	if err != nil {
 		return 0, err
 	}
-	if err := validatePoolSpec(p, spec); err != nil {
+	if err := spec.Validate(p); err != nil {
 		return 0, err
 	}
 	if gas, cost, err := k.revealPrice(ctx, p, spec.Verification, spec.Builtin); err != nil {

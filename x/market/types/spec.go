@@ -2,6 +2,7 @@ package types
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/bits"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 
 	errorsmod "cosmossdk.io/errors"
 	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/x/gfl/pocp"
@@ -420,4 +423,32 @@ func (s JobSpec) ShardCommand(index uint32) []string {
 		out = append(out, s.TaskArgs[index].Args...)
 	}
 	return out
+}
+
+// Validate checks a pool spec against the params (the runtime rules are the jobs'). The
+// chain runs it on MsgCreatePool; the CLI runs it before it signs.
+func (s PoolSpec) Validate(p Params) error {
+	js := JobSpec{
+		Workload: s.Workload, Runtime: s.Runtime, Image: s.Image, Command: s.Command, Env: s.Env,
+		Requirements: s.Requirements, TaskCount: 1, Replicas: 1, Verification: s.Verification,
+		MaxPricePerTask: s.UnitPrice, MaxDuration: s.UnitMaxDuration, Mode: ALLOCATION_MODE_ASSIGN,
+		PriorityTip: sdk.NewInt64Coin(p.Denom, 0), VerificationBudget: sdk.NewInt64Coin(p.Denom, 0), Builtin: s.Builtin,
+	}
+	if s.Verification != VERIFICATION_CLASS_BUILTIN_GEMM && s.Verification != VERIFICATION_CLASS_NONE {
+		return errorsmod.Wrapf(ErrInvalidPool, "verification %s: a pool takes BUILTIN_GEMM or NONE", s.Verification)
+	}
+	// Validate against a far deadline: a pool has none of its own.
+	if err := js.Validate(p, js.Deadline.Add(-js.MaxDuration)); err != nil {
+		if errors.Is(err, validate.ErrTooMany) || errors.Is(err, validate.ErrTooLarge) {
+			return err // a bound's own error, naming the field
+		}
+		return errorsmod.Wrap(ErrInvalidPool, err.Error())
+	}
+	if s.MaxProviders == 0 || s.MaxProviders > p.MaxPoolProviders {
+		return errorsmod.Wrapf(ErrInvalidPool, "max_providers %d: must be 1 to %d", s.MaxProviders, p.MaxPoolProviders)
+	}
+	if s.Budget.Denom != p.Denom || s.Budget.Amount.IsNil() || s.Budget.Amount.LT(s.UnitPrice.Amount) || s.Budget.Amount.GT(MaxAmount) {
+		return errorsmod.Wrapf(ErrInvalidPool, "budget %s: must be in %s, pay at least one unit of %s and be at most %s", s.Budget, p.Denom, s.UnitPrice, MaxAmount)
+	}
+	return nil
 }

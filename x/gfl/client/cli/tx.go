@@ -12,6 +12,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client/flags"
 	"github.com/cosmos/cosmos-sdk/client/tx"
 
+	"github.com/flopsnet/flops/internal/clicheck"
 	"github.com/flopsnet/flops/internal/specfile"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
@@ -48,6 +49,9 @@ claimed power in GFLOP/s. The operator's collateral must cover every GPU.`,
 			if err := specfile.Read(clientCtx.Codec, args[0], &spec); err != nil {
 				return err
 			}
+			if err := checkNodeSpec(clientCtx, args[0], spec); err != nil {
+				return err
+			}
 			msg := &types.MsgRegisterNode{Operator: clientCtx.GetFromAddress().String(), Spec: spec}
 			return tx.GenerateOrBroadcastTxCLI(clientCtx, cmd.Flags(), msg)
 		},
@@ -75,10 +79,30 @@ func updateNodeCmd() *cobra.Command {
 			if err := specfile.Read(clientCtx.Codec, args[1], &spec); err != nil {
 				return err
 			}
+			if err := checkNodeSpec(clientCtx, args[1], spec); err != nil {
+				return err
+			}
 			msg := &types.MsgUpdateNode{Operator: clientCtx.GetFromAddress().String(), NodeId: id, Spec: spec}
 			return tx.GenerateOrBroadcastTxCLI(clientCtx, cmd.Flags(), msg)
 		},
 	}
 	flags.AddTxFlagsToCmd(cmd)
 	return cmd
+}
+
+// checkNodeSpec runs the chain's NodeSpec.Validate on the client, against the chain's params
+// (the defaults with --offline), before the spec is signed.
+func checkNodeSpec(clientCtx client.Context, file string, spec types.NodeSpec) error {
+	p := types.DefaultParams()
+	if clicheck.Online(clientCtx) {
+		res, err := types.NewQueryClient(clientCtx).Params(clientCtx.CmdContext, &types.QueryParamsRequest{})
+		if err != nil {
+			return clicheck.Unreachable(clientCtx, err)
+		}
+		p = res.Params
+	}
+	if _, err := spec.Validate(p); err != nil {
+		return clicheck.Invalid(file, err)
+	}
+	return nil
 }

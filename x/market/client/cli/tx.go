@@ -9,6 +9,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client/flags"
 	"github.com/cosmos/cosmos-sdk/client/tx"
 
+	"github.com/flopsnet/flops/internal/clicheck"
 	"github.com/flopsnet/flops/internal/specfile"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -46,6 +47,17 @@ is not spent is refunded. See examples/job.yaml.`,
 			if err := specfile.Read(clientCtx.Codec, args[0], &spec); err != nil {
 				return err
 			}
+			p, err := params(clientCtx)
+			if err != nil {
+				return err
+			}
+			now, err := clicheck.ChainTime(clientCtx)
+			if err != nil {
+				return err
+			}
+			if err := spec.Validate(p, now); err != nil {
+				return clicheck.Invalid(args[0], err)
+			}
 			msg := &types.MsgSubmitJob{Owner: clientCtx.GetFromAddress().String(), Spec: spec}
 			return tx.GenerateOrBroadcastTxCLI(clientCtx, cmd.Flags(), msg)
 		},
@@ -74,10 +86,30 @@ claimed it. See examples/pool.yaml.`,
 			if err := specfile.Read(clientCtx.Codec, args[0], &spec); err != nil {
 				return err
 			}
+			p, err := params(clientCtx)
+			if err != nil {
+				return err
+			}
+			if err := spec.Validate(p); err != nil {
+				return clicheck.Invalid(args[0], err)
+			}
 			msg := &types.MsgCreatePool{Owner: clientCtx.GetFromAddress().String(), Spec: spec}
 			return tx.GenerateOrBroadcastTxCLI(clientCtx, cmd.Flags(), msg)
 		},
 	}
 	flags.AddTxFlagsToCmd(cmd)
 	return cmd
+}
+
+// params are the chain's market params, or with --offline the defaults, to check a spec
+// against before it is signed (the chain runs the same Validate).
+func params(clientCtx client.Context) (types.Params, error) {
+	if !clicheck.Online(clientCtx) {
+		return types.DefaultParams(), nil
+	}
+	res, err := types.NewQueryClient(clientCtx).Params(clientCtx.CmdContext, &types.QueryParamsRequest{})
+	if err != nil {
+		return types.Params{}, clicheck.Unreachable(clientCtx, err)
+	}
+	return res.Params, nil
 }
