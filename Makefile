@@ -54,6 +54,7 @@ test: build ts-build ## every test but the long runs: unit, keeper, app, end-to-
 
 test-long: build ## the long runs: the crash matrix (a validator killed mid-run, then all four, restarted; a worker killed mid-task and the only validator killed under it; the demo on 4 validators with one killed) (about 5 min)
 	FLOPS_LONG_TESTS=1 go test -count=1 -timeout 30m $(TEST_TAGS) -run 'TestDemoFourValidatorsOneKilled|TestCrashValidatorsRestart|TestDemoWorkerAndChainCrash' ./tests/e2e/
+	FLOPS_LONG_TESTS=1 go test -count=1 -run 'TestCUDASourceMatchesGo' ./tools/gpu-solver/check/
 
 SIM_TESTS = 'TestFullAppSimulation|TestAppImportExport|TestAppSimulationAfterImport|TestAppStateDeterminism'
 SEEDS ?= 50
