@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -182,12 +183,34 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 	return e.outcome(ctx, log, taskID, start, res, err)
 }
 
-// containerRunning reports whether the runtime says a container is running.
+// noSuchContainer is podman's and docker's answer for a container that does not exist.
+var noSuchContainer = regexp.MustCompile(`(?i)no such (container|object)`)
+
+// containerRunning reports whether the runtime says a container is running. An inspect
+// that fails without an answer (the runtime busy with the killed client's cleanup, or its
+// lock held by another podman) is asked again for up to 10 s before the container counts
+// as gone: a container wrongly taken for gone is a task lost.
 func containerRunning(ctx context.Context, runtime, name string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.Running}}", name).Output()
-	return err == nil && strings.TrimSpace(string(out)) == "true"
+	for try := 0; ; try++ {
+		out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.Running}}", name).Output()
+		if err == nil {
+			return strings.TrimSpace(string(out)) == "true"
+		}
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) && noSuchContainer.Match(exitErr.Stderr) {
+			return false
+		}
+		if try == 20 || ctx.Err() != nil {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // rewaitScript waits for a container by its name ("$@" is "<runtime> wait <name>", which
