@@ -94,6 +94,7 @@ import (
 	"github.com/flopsnet/flops/app/encoding"
 	"github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/internal/invariant"
+	"github.com/flopsnet/flops/internal/nodemetrics"
 	"github.com/flopsnet/flops/x/dps"
 	dpskeeper "github.com/flopsnet/flops/x/dps/keeper"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
@@ -136,6 +137,9 @@ var _ servertypes.Application = (*App)(nil)
 // App is the flops application.
 type App struct {
 	*baseapp.BaseApp
+
+	// metrics counts what blocks do and reads the state for Prometheus (it never writes)
+	metrics *nodemetrics.Metrics
 
 	legacyAmino       *codec.LegacyAmino
 	appCodec          codec.Codec
@@ -405,6 +409,7 @@ func New(
 	}
 	app.SetAnteHandler(anteHandler)
 	app.SetPostHandler(NewPostHandler(app.DPSKeeper))
+	app.metrics = nodemetrics.New(app.metricsSnapshot)
 
 	// Every Msg must carry its signer annotation; a missing one is a wiring bug.
 	protoFiles, err := proto.MergedRegistry()

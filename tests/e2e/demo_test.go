@@ -144,6 +144,7 @@ func checkDemo(t *testing.T, sum demo.Summary) {
 	}
 	require.Equal(t, e.PaidAvailability.Add(e.PaidWork).String(), paid.String())
 	require.Equal(t, e.Emission.String(), e.PaidAvailability.Add(e.PaidWork).Add(e.Remainder).String())
+	checkDemoMetrics(t, sum)
 	require.Len(t, sum.Scores, 2)
 	for _, s := range sum.Scores {
 		require.True(t, s.Score.GT(sdkmath.LegacyNewDecWithPrec(5, 1)), "node %d score %s", s.NodeId, s.Score)
@@ -204,4 +205,37 @@ func fresh(dir, root string) bool {
 	}
 	head, err := time.Parse(time.RFC3339, strings.TrimSpace(string(out)))
 	return err != nil || oldest.After(head)
+}
+
+// checkDemoMetrics: validator 0's Prometheus listener (127.0.0.1 at 26660 plus the port
+// offset) served the flops metrics; the state gauges agree with the summary, and so do the
+// counters when the chain was not restarted (a restart starts them again).
+func checkDemoMetrics(t *testing.T, sum demo.Summary) {
+	t.Helper()
+	m := sum.Metrics
+	require.NotEmpty(t, m)
+	require.Equal(t, float64(len(sum.Jobs)), m[`flops_market_jobs{status="JOB_STATUS_COMPLETED"}`], "%v", m)
+	require.Equal(t, 0.0, m[`flops_market_jobs{status="JOB_STATUS_ACTIVE"}`])
+	require.Equal(t, float64(len(sum.Nodes)), m[`flops_gfl_nodes{status="NODE_STATUS_ACTIVE"}`])
+	require.Positive(t, m["flops_gfl_network_gflops"])
+	require.Positive(t, m["flops_stakingslash_collateral_bonded_udps"])
+	require.Zero(t, m["flops_state_read_failures_total"])
+	if sum.ChainCrashed {
+		return
+	}
+	tasks := 0
+	for _, j := range sum.Jobs {
+		tasks += len(j.Tasks)
+	}
+	require.Equal(t, float64(len(sum.Jobs)), m["flops_market_jobs_submitted_total"])
+	require.GreaterOrEqual(t, m["flops_market_tasks_settled_total"], float64(tasks))
+	require.GreaterOrEqual(t, m["flops_market_tasks_assigned_total"], float64(tasks))
+	require.Positive(t, m["flops_market_task_payments_udps_total"])
+	emitted := 0.0
+	for k, v := range m {
+		if strings.HasPrefix(k, "flops_dps_emission_paid_udps_total{") {
+			emitted += v
+		}
+	}
+	require.Positive(t, emitted, "the epoch's emission was counted")
 }

@@ -3,13 +3,16 @@
 package demo
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +52,8 @@ type Summary struct {
 	WorkerCrashed string
 	ChainCrashed  bool
 	Wall          time.Duration
+	// Metrics: the flops_ series validator 0's Prometheus listener served at the end.
+	Metrics map[string]float64
 }
 
 // NodeSummary is a provider's node.
@@ -448,7 +453,43 @@ func (d *Demo) rewards(ctx context.Context) error {
 	}
 	d.sum.ScoreParams = rp.Params
 	d.sum.After = d.balances(ctx)
-	return nil
+	d.sum.Metrics, err = d.scrapeMetrics(ctx)
+	return err
+}
+
+// scrapeMetrics reads the flops metrics from validator 0's Prometheus listener (the
+// localnet's, on 127.0.0.1 at 26660 plus the port offset), as Prometheus would.
+func (d *Demo) scrapeMetrics(ctx context.Context) (map[string]float64, error) {
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", d.port(26660))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("metrics at %s: %w", url, err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "flops_") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("metrics at %s: %w", url, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("metrics at %s: no flops_ metric", url)
+	}
+	return out, nil
 }
 
 // balances of the accounts the summary shows, in udps.

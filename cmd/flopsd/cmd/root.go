@@ -5,6 +5,8 @@ package cmd
 import (
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"errors"
 	"os"
 	"time"
@@ -236,7 +238,13 @@ func txCommand() *cobra.Command {
 }
 
 func newApp(logger log.Logger, db dbm.DB, appOpts servertypes.AppOptions) servertypes.Application {
-	return app.New(logger, db, true, appOpts, server.DefaultBaseappOptions(appOpts)...)
+	a := app.New(logger, db, true, appOpts, server.DefaultBaseappOptions(appOpts)...)
+	// the flops metrics, served by CometBFT's Prometheus listener ([instrumentation]) with
+	// its own; one app per process
+	if err := prometheus.DefaultRegisterer.Register(a.Metrics()); err != nil {
+		logger.Error("flops metrics not registered", "err", err)
+	}
+	return a
 }
 
 func appExport(

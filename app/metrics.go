@@ -1,0 +1,84 @@
+package app
+
+import (
+	"math/big"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+
+	"github.com/flopsnet/flops/internal/nodemetrics"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// Metrics is the node's Prometheus collector (internal/nodemetrics): flopsd registers it;
+// it only reads.
+func (app *App) Metrics() *nodemetrics.Metrics { return app.metrics }
+
+// FinalizeBlock finalizes a block, then counts what it did for the node's metrics (from
+// its events, after the state machine is done with them).
+func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFinalizeBlock, error) {
+	res, err := app.BaseApp.FinalizeBlock(req)
+	if err == nil {
+		app.metrics.ObserveBlock(res)
+	}
+	return res, err
+}
+
+// metricsSnapshot reads the metrics' gauges from the latest committed state, through a
+// query context as a gRPC query does: jobs and nodes counted on their status indexes, the
+// escrow and the reward pool from the module accounts, collateral from x/staking-slash's
+// running totals, the GFL index from the ugfl supply.
+func (app *App) metricsSnapshot() (nodemetrics.Snapshot, error) {
+	ctx, err := app.CreateQueryContext(0, false)
+	if err != nil {
+		return nodemetrics.Snapshot{}, err
+	}
+	s := nodemetrics.Snapshot{Height: ctx.BlockHeight(), Jobs: map[string]uint64{}, Nodes: map[string]uint64{}}
+	for st := int32(1); markettypes.JobStatus_name[st] != ""; st++ {
+		it, err := app.MarketKeeper.Jobs.Indexes.ByStatus.MatchExact(ctx, st)
+		if err != nil {
+			return s, err
+		}
+		s.Jobs[markettypes.JobStatus_name[st]] = count(it)
+	}
+	for st := int32(1); gfltypes.NodeStatus_name[st] != ""; st++ {
+		it, err := app.GFLKeeper.Nodes.Indexes.ByStatus.MatchExact(ctx, st)
+		if err != nil {
+			return s, err
+		}
+		s.Nodes[gfltypes.NodeStatus_name[st]] = count(it)
+	}
+	balance := func(module string) *big.Int {
+		return app.BankKeeper.GetBalance(ctx, authtypes.NewModuleAddress(module), BondDenom).Amount.BigInt()
+	}
+	s.EscrowUdps = balance(markettypes.ModuleName)
+	s.RewardPoolUdps = balance(dpstypes.ModuleName)
+	bonded, err := app.StakingSlashKeeper.TotalBonded.Get(ctx)
+	if err != nil {
+		return s, err
+	}
+	unbonding, err := app.StakingSlashKeeper.TotalUnbonding.Get(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.BondedUdps, s.UnbondingUdps = bonded.BigInt(), unbonding.BigInt()
+	s.NetworkGflops = app.BankKeeper.GetSupply(ctx, GFLDenom).Amount.BigInt()
+	return s, nil
+}
+
+// count walks an index iterator to its end and closes it.
+func count(it interface {
+	Valid() bool
+	Next()
+	Close() error
+}) uint64 {
+	defer func() { _ = it.Close() }()
+	var n uint64
+	for ; it.Valid(); it.Next() {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,102 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// The node's metrics follow a job through the wired app: the counters count the block's
+// events (submitted, assigned, settled, paid), the gauges read the state (jobs by status,
+// escrow, collateral, the reward pool, the GFL index) and equal what the keepers hold.
+func TestNodeMetricsFollowAJob(t *testing.T) {
+	a, nodes := marketApp(t, nil)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(a.Metrics()))
+	gauge := func(name string, labels ...string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+		metrics:
+			for _, m := range mf.GetMetric() {
+				for i := 0; i+1 < len(labels); i += 2 {
+					found := false
+					for _, l := range m.GetLabel() {
+						if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+							found = true
+						}
+					}
+					if !found {
+						continue metrics
+					}
+				}
+				if m.GetGauge() != nil {
+					return m.GetGauge().GetValue()
+				}
+				return m.GetCounter().GetValue()
+			}
+		}
+		t.Fatalf("no metric %s %v", name, labels)
+		return 0
+	}
+	// every metric has help text and a valid name (the pedantic registry checks them)
+	_, err := reg.Gather()
+	require.NoError(t, err)
+
+	assigned := gauge("flops_market_tasks_assigned_total")
+	spec := gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN)
+	job := submit(t, a, spec)
+	require.Equal(t, 1.0, gauge("flops_market_jobs_submitted_total"))
+	require.Equal(t, assigned+1, gauge("flops_market_tasks_assigned_total"))
+	require.Equal(t, 1.0, gauge("flops_market_jobs", "status", "JOB_STATUS_ACTIVE"))
+	require.Equal(t, 0.0, gauge("flops_market_jobs", "status", "JOB_STATUS_COMPLETED"))
+	escrow := a.ModuleBalance(markettypes.ModuleName, udps)
+	require.Equal(t, float64(escrow.Int64()), gauge("flops_market_escrow_udps"))
+	require.Positive(t, escrow.Int64())
+
+	tasks := jobTasks(t, a, job)
+	run(t, a, nodes, tasks[0])
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	a.NextBlocks(int(p.ChallengeWindowBlocks))
+	task, err := a.MarketKeeper.GetTask(a.Ctx(), tasks[0].Id)
+	require.NoError(t, err)
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, task.Status)
+
+	require.Equal(t, 1.0, gauge("flops_market_tasks_settled_total"))
+	gross := task.Price.Add(spec.PriorityTip.Amount)
+	take := gross.MulRaw(int64(p.TakeRatePpm)).QuoRaw(1e6)
+	require.Equal(t, float64(gross.Sub(take).Int64()), gauge("flops_market_task_payments_udps_total"), "the provider's pay")
+	require.Equal(t, 1.0, gauge("flops_market_jobs_finished_total", "status", "JOB_STATUS_COMPLETED"))
+	require.Equal(t, 1.0, gauge("flops_market_jobs", "status", "JOB_STATUS_COMPLETED"))
+	require.Equal(t, 0.0, gauge("flops_market_jobs", "status", "JOB_STATUS_ACTIVE"))
+	require.Equal(t, float64(a.ModuleBalance(markettypes.ModuleName, udps).Int64()), gauge("flops_market_escrow_udps"))
+
+	bonded, err := a.StakingSlashKeeper.TotalBonded.Get(a.Ctx())
+	require.NoError(t, err)
+	require.Positive(t, bonded.Int64())
+	require.Equal(t, float64(bonded.Int64()), gauge("flops_stakingslash_collateral_bonded_udps"))
+	pool := a.Balance(authtypes.NewModuleAddress(dpstypes.ModuleName), udps)
+	require.Equal(t, float64(pool.Int64()), gauge("flops_dps_reward_pool_udps"))
+	supply := a.BankKeeper.GetSupply(a.Ctx(), "ugfl").Amount
+	require.Equal(t, float64(supply.Int64()), gauge("flops_gfl_network_gflops"))
+	require.Equal(t, float64(len(nodes)), gauge("flops_gfl_nodes", "status", "NODE_STATUS_ACTIVE"))
+	require.Equal(t, float64(a.Height()), gauge("flops_state_height"))
+	require.Equal(t, 0.0, gauge("flops_state_read_failures_total"))
+
+	// the text exposition Prometheus scrapes
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	require.Greater(t, n, 20)
+}
