@@ -88,6 +88,7 @@ func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
 	}, 10))
 
 	checkWalletMetadata(t, v0)
+	checkGRPCReflectionV1(t, v0)
 	checkTSClient(t, net, v0)
 }
 
