@@ -48,7 +48,7 @@ install: ## install flopsd and flops-worker into GOBIN
 TEST_TAGS ?= -tags flopscheat
 
 test: build ts-build ## every test but the long runs: unit, keeper, app, end-to-end and the TypeScript client (about 9 min warm, see README)
-	cd $(TSDIR) && node --test dist/test/vectors.test.js
+	cd $(TSDIR) && node --test dist/test/vectors.test.js dist/test/spec.test.js
 	go test -count=1 -timeout 30m $(TEST_TAGS) ./...
 	go test -count=1 -run 'TestCheatOnlyInTestBuilds' ./worker/config/
 

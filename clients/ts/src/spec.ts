@@ -18,14 +18,38 @@ export class SpecError extends Error {
   }
 }
 
-// A proto3 JSON duration: decimal seconds with an "s" suffix.
+// A duration as the CLI reads one: proto3 JSON ("600s", "1.5s") or Go's form ("10m",
+// "1h30m", "250ms").
 function parseDuration(s: string, path: string): { seconds: bigint; nanos: number } {
-  const m = /^(-?)([0-9]+)(?:\.([0-9]{1,9}))?s$/.exec(s.trim());
-  if (!m) throw new SpecError(path, `duration ${JSON.stringify(s)} must be seconds with an "s" suffix, e.g. "600s" or "1.5s"`);
-  const sign = m[1] === "-" ? -1 : 1;
-  const seconds = BigInt(m[2]) * BigInt(sign);
-  const nanos = Number((m[3] ?? "").padEnd(9, "0")) * sign;
-  return { seconds, nanos };
+  const bad = () =>
+    new SpecError(path, `duration ${JSON.stringify(s)} must be a number and a unit, e.g. "600s", "10m" or "1h30m"`);
+  const t = s.trim();
+  const m = /^(-?)(.*)$/.exec(t) as RegExpExecArray;
+  const unitNanos: Record<string, bigint> = { h: 3_600_000_000_000n, m: 60_000_000_000n, s: 1_000_000_000n, ms: 1_000_000n, us: 1000n, "µs": 1000n, ns: 1n };
+  const part = /([0-9]+)(?:\.([0-9]+))?(h|ms|us|µs|ns|m|s)/y;
+  let nanos = 0n;
+  let rest = m[2];
+  if (rest === "" || rest === "0") {
+    if (rest === "") throw bad();
+    return { seconds: 0n, nanos: 0 };
+  }
+  part.lastIndex = 0;
+  while (part.lastIndex < rest.length) {
+    const p = part.exec(rest);
+    if (!p) throw bad();
+    const unit = unitNanos[p[3]];
+    const frac = p[2] ?? "";
+    nanos += BigInt(p[1]) * unit + (BigInt(frac.padEnd(18, "0").slice(0, 18)) * unit) / 10n ** 18n;
+  }
+  if (m[1] === "-") nanos = -nanos;
+  return { seconds: nanos / 1_000_000_000n, nanos: Number(nanos % 1_000_000_000n) };
+}
+
+// A coin as the CLI reads one: "5000000udps" or {denom, amount}.
+function parseCoin(s: string, path: string): { denom: string; amount: string } {
+  const m = /^\s*([0-9]+)\s*([a-zA-Z][a-zA-Z0-9/:._-]{2,127})\s*$/.exec(s);
+  if (!m) throw new SpecError(path, `${JSON.stringify(s)}: a coin is an amount and a denom, e.g. 5000000udps (5 DPS)`);
+  return { denom: m[2], amount: m[1] };
 }
 
 // normalize checks every key against the message's schema (as the chain's JSON decoder
@@ -47,10 +71,12 @@ function normalize(typeName: string, obj: unknown, path: string): Record<string,
     if (value === null || value === undefined) continue;
     const one = (v: unknown, p: string): unknown => {
       if (f.k === "duration" && typeof v === "string") return parseDuration(v, p);
+      if (f.k === "duration" && typeof v !== "object") throw new SpecError(p, `duration ${JSON.stringify(v)} must be a string, e.g. "600s"`);
       if (f.k === "timestamp" && typeof v === "string" && Number.isNaN(Date.parse(v))) {
         throw new SpecError(p, `time ${JSON.stringify(v)} is not RFC 3339, e.g. "2030-01-01T00:00:00Z"`);
       }
       if (f.k === "timestamp" && v instanceof Date) return v.toISOString();
+      if (f.k === "message" && f.m === "cosmos.base.v1beta1.Coin" && typeof v === "string") return parseCoin(v, p);
       if (f.k === "message") return normalize(f.m as string, v, p);
       return v;
     };
@@ -73,14 +99,42 @@ function read(text: string | object): unknown {
   }
 }
 
+// unknownEnums fails on an enum ts-proto read as UNRECOGNIZED (-1): a name it does not know.
+function unknownEnums(typeName: string, obj: Record<string, unknown>, input: Record<string, unknown>, path: string): void {
+  for (const f of messages[typeName].f) {
+    const v = obj[f.t];
+    const given = input?.[f.t] ?? input?.[f.n];
+    const fpath = path ? `${path}.${f.n}` : f.n;
+    if (f.k === "enum") {
+      const vals = f.r ? (v as number[]) : [v as number];
+      vals.forEach((x, i) => {
+        if (x === -1) {
+          const what = f.r ? (given as unknown[])[i] : given;
+          throw new SpecError(f.r ? `${fpath}[${i}]` : fpath, `unknown value ${JSON.stringify(what)}`);
+        }
+      });
+    } else if (f.k === "message" && v !== undefined) {
+      if (f.r) {
+        (v as Record<string, unknown>[]).forEach((x, i) =>
+          unknownEnums(f.m as string, x, ((given as Record<string, unknown>[]) ?? [])[i], `${fpath}[${i}]`),
+        );
+      } else {
+        unknownEnums(f.m as string, v as Record<string, unknown>, given as Record<string, unknown>, fpath);
+      }
+    }
+  }
+}
+
 function fromJSON<T>(typeName: string, codec: { fromJSON(o: unknown): T }, input: string | object): T {
   const obj = normalize(typeName, read(input), "");
+  let out: T;
   try {
-    return codec.fromJSON(obj);
+    out = codec.fromJSON(obj);
   } catch (e) {
-    // ts-proto's enum parsers throw "Unrecognized enum value X for enum Y"
     throw new SpecError("spec", (e as Error).message);
   }
+  unknownEnums(typeName, out as Record<string, unknown>, obj, "");
+  return out;
 }
 
 /** jobSpecFromJSON reads a job spec (YAML text, JSON text or an object) as MsgSubmitJob's spec. */
