@@ -28,6 +28,9 @@ import (
 // AUCTION job and a POOL settle, the owner fetches and checks a result, and the epoch's
 // rewards are paid.
 func TestDemoHeadless(t *testing.T) {
+	// real processes on their own ports (offset 5000): runs beside the in-process networks,
+	// which wait on blocks more than they compute
+	t.Parallel()
 	sum := runDemo(t, demo.Options{Validators: 1, PortOffset: 5000})
 	checkDemo(t, sum)
 }
