@@ -163,6 +163,12 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 			killCgroup(log, rec.Cgroup)
 			removeRunRecord(d.root)
 			err := fmt.Errorf("task %d: process %d: %w", taskID, rec.PID, ErrTaskLost)
+			if rec.Container != "" {
+				// what the runtime says of the container, for whoever reads why the task was lost
+				out, inspectErr := exec.CommandContext(ctx, rec.ContainerRuntime, "inspect", "--format",
+					"{{.State.Status}} exit={{.State.ExitCode}} error={{.State.Error}}", rec.Container).CombinedOutput()
+				log.Warn("container of a lost task", "container", rec.Container, "state", strings.TrimSpace(string(out)), "inspect_err", inspectErr)
+			}
 			log.Warn("task failed", "err", err)
 			return Result{OutputDir: d.output}, err
 		}
