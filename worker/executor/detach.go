@@ -192,17 +192,27 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 // noSuchContainer is podman's and docker's answer for a container that does not exist.
 var noSuchContainer = regexp.MustCompile(`(?i)no such (container|object)`)
 
-// containerRunning reports whether the runtime says a container is running. An inspect
-// that fails without an answer (the runtime busy with the killed client's cleanup, or its
-// lock held by another podman) is asked again for up to 10 s before the container counts
-// as gone: a container wrongly taken for gone is a task lost.
+// containerRunning reports whether a container runs. podman records a container as
+// running only once its client has seen it start: a client killed in between leaves it
+// "initialized" (or "created") in podman's records while it runs under its conmon, so
+// such a container whose conmon is alive counts as running (podman wait then follows the
+// runtime's state). An inspect that fails without an answer is asked again for up to
+// 10 s before the container counts as gone: a container wrongly taken for gone is a task
+// lost.
 func containerRunning(ctx context.Context, runtime, name string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for try := 0; ; try++ {
-		out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.Running}}", name).Output()
+		out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.Status}}", name).Output()
 		if err == nil {
-			return strings.TrimSpace(string(out)) == "true"
+			switch strings.TrimSpace(string(out)) {
+			case "running":
+				return true
+			case "initialized", "created":
+				return conmonAlive(ctx, runtime, name)
+			default:
+				return false
+			}
 		}
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) && noSuchContainer.Match(exitErr.Stderr) {
@@ -217,6 +227,20 @@ func containerRunning(ctx context.Context, runtime, name string) bool {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// conmonAlive reports whether podman's monitor process of a container is alive (false
+// for a runtime without one).
+func conmonAlive(ctx context.Context, runtime, name string) bool {
+	out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.ConmonPid}}", name).Output()
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
 }
 
 // rewaitScript waits for a container by its name ("$@" is "<runtime> wait <name>", which
