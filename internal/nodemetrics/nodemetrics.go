@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,8 +74,6 @@ type Metrics struct {
 	rewardPool *prometheus.Desc
 	gflops     *prometheus.Desc
 	height     *prometheus.Desc
-
-	mu sync.Mutex
 }
 
 // New returns the collector; source reads the gauges at scrape time.
@@ -134,10 +131,10 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector: the counters, and the gauges read now.
+// Collect implements prometheus.Collector: the counters, and the gauges read now. It
+// takes no lock that FinalizeBlock waits on: a scrape's state read never holds up a block
+// (the counters are safe for concurrent use).
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if s, err := m.source(); err != nil {
 		m.snapshotFailures.Inc()
 	} else {
@@ -164,8 +161,6 @@ func (m *Metrics) ObserveBlock(res *abci.ResponseFinalizeBlock) {
 	if res == nil {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.blocks.Inc()
 	assigned := 0
 	observe := func(events []abci.Event) {

@@ -121,7 +121,7 @@ func readStrict(t *testing.T, path string, v any) {
 	require.NoError(t, dec.Decode(v), path)
 }
 
-// localnetPort is the base port scripts/localnet.sh gives a service ("rpc", "laddr").
+// localnetPorts are the base ports scripts/localnet.sh gives its rpc, api and grpc listeners.
 func localnetPorts(t *testing.T) map[string]int {
 	t.Helper()
 	raw, err := os.ReadFile("../../scripts/localnet.sh")

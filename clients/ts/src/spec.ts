@@ -21,25 +21,15 @@ export class SpecError extends Error {
 // A duration as the CLI reads one: proto3 JSON ("600s", "1.5s") or Go's form ("10m",
 // "1h30m", "250ms").
 function parseDuration(s: string, path: string): { seconds: bigint; nanos: number } {
-  const bad = () =>
-    new SpecError(path, `duration ${JSON.stringify(s)} must be a number and a unit, e.g. "600s", "10m" or "1h30m"`);
-  const t = s.trim();
-  const m = /^(-?)(.*)$/.exec(t) as RegExpExecArray;
-  const unitNanos: Record<string, bigint> = { h: 3_600_000_000_000n, m: 60_000_000_000n, s: 1_000_000_000n, ms: 1_000_000n, us: 1000n, "µs": 1000n, ns: 1n };
-  const part = /([0-9]+)(?:\.([0-9]+))?(h|ms|us|µs|ns|m|s)/y;
-  let nanos = 0n;
-  let rest = m[2];
-  if (rest === "" || rest === "0") {
-    if (rest === "") throw bad();
-    return { seconds: 0n, nanos: 0 };
+  const m = /^(-?)((?:[0-9]+(?:\.[0-9]+)?(?:h|ms|us|µs|ns|m|s))+|0)$/.exec(s.trim());
+  if (!m) {
+    throw new SpecError(path, `duration ${JSON.stringify(s)} must be a number and a unit, e.g. "600s", "10m" or "1h30m"`);
   }
-  part.lastIndex = 0;
-  while (part.lastIndex < rest.length) {
-    const p = part.exec(rest);
-    if (!p) throw bad();
+  const unitNanos: Record<string, bigint> = { h: 3_600_000_000_000n, m: 60_000_000_000n, s: 1_000_000_000n, ms: 1_000_000n, us: 1000n, "µs": 1000n, ns: 1n };
+  let nanos = 0n;
+  for (const p of m[2].matchAll(/([0-9]+)(?:\.([0-9]+))?(h|ms|us|µs|ns|m|s)/g)) {
     const unit = unitNanos[p[3]];
-    const frac = p[2] ?? "";
-    nanos += BigInt(p[1]) * unit + (BigInt(frac.padEnd(18, "0").slice(0, 18)) * unit) / 10n ** 18n;
+    nanos += BigInt(p[1]) * unit + (BigInt((p[2] ?? "").padEnd(18, "0").slice(0, 18)) * unit) / 10n ** 18n;
   }
   if (m[1] === "-") nanos = -nanos;
   return { seconds: nanos / 1_000_000_000n, nanos: Number(nanos % 1_000_000_000n) };

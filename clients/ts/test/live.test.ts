@@ -44,19 +44,18 @@ const fee: StdFee = { amount: [{ denom: chain.feeDenom, amount: "25000" }], gas:
 
 // filled sets every field of a Msg, at every depth, to a value that is not its default, so
 // that the signature covers every field; the signer field holds the signer.
-function filled(typeName: string, depth = 0): Record<string, unknown> {
+function filled(typeName: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of messages[typeName].f) {
-    const one = (): unknown => value(f, depth);
-    out[f.t] = f.r ? [one()] : one();
+    out[f.t] = f.r ? [value(f)] : value(f);
   }
   return out;
 }
 
-function value(f: FieldSchema, depth: number): unknown {
+function value(f: FieldSchema): unknown {
   switch (f.k) {
     case "message":
-      return filled(f.m as string, depth + 1);
+      return filled(f.m as string);
     case "timestamp":
       return { seconds: 1_900_000_000n, nanos: 7 };
     case "duration":
@@ -178,7 +177,8 @@ describe("flops client against a running chain", { skip }, () => {
         assert.equal(node.node?.gpus.length, 1);
         assert.equal(node.node?.region, "eu-west");
         spec.region = `ts-${mode}`;
-        await send(s(), "/flops.gfl.v1.MsgUpdateNode", { operator: s().address, nodeId: reg.nodeId, spec });
+        await ok(s(), "/flops.gfl.v1.MsgUpdateNode", { operator: s().address, nodeId: reg.nodeId, spec });
+        assert.equal((await query.gfl.Node({ nodeId: reg.nodeId })).node?.region, `ts-${mode}`);
       });
 
       test("a client submits a job from examples/job.yaml and cancels it", async () => {
