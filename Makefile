@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
 
-.PHONY: help build ts-build demo demo-multi install test test-long test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
+.PHONY: help build ts-build demo demo-multi install test test-long ibc-relay test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -52,9 +52,13 @@ test: build ts-build ## every test but the long runs: unit, keeper, app, end-to-
 	go test -count=1 -timeout 30m $(TEST_TAGS) ./...
 	go test -count=1 -run 'TestCheatOnlyInTestBuilds' ./worker/config/
 
-test-long: build ## the long runs: the crash matrix (a validator killed mid-run, then all four, restarted; a worker killed mid-task and the only validator killed under it; the demo on 4 validators with one killed) (about 5 min)
+test-long: build ## the long runs: the crash matrix (a validator killed mid-run, then all four, restarted; a worker killed mid-task and the only validator killed under it; the demo on 4 validators with one killed; DPS over a real IBC relayer) (about 8 min)
 	FLOPS_LONG_TESTS=1 go test -count=1 -timeout 30m $(TEST_TAGS) -run 'TestDemoFourValidatorsOneKilled|TestCrashValidatorsRestart|TestDemoWorkerAndChainCrash' ./tests/e2e/
 	FLOPS_LONG_TESTS=1 go test -count=1 -run 'TestCUDASourceMatchesGo' ./tools/gpu-solver/check/
+	scripts/ibc-relay.sh
+
+ibc-relay: build ## DPS to a second localnet and back over a real IBC relayer (ts-relayer), every balance checked (about 2.5 min; part of make test-long)
+	scripts/ibc-relay.sh
 
 SIM_TESTS = 'TestFullAppSimulation|TestAppImportExport|TestAppSimulationAfterImport|TestAppStateDeterminism'
 SEEDS ?= 50
@@ -109,4 +113,4 @@ localnet-stop: ## stop a detached localnet
 
 clean: ## remove build outputs and local networks
 	-scripts/localnet.sh stop
-	rm -rf $(BUILDDIR) .localnet .demo third_party
+	rm -rf $(BUILDDIR) .localnet .demo .ibc-relay third_party
