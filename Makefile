@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
 
-.PHONY: help build ts-build demo demo-multi install test test-long ibc-relay test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
+.PHONY: help build ts-build web demo demo-multi install test test-long ibc-relay test-unit test-e2e sim sim-long bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -34,10 +34,18 @@ $(TSDIR)/node_modules/.package-lock.json: $(TSDIR)/package-lock.json
 ts-build: $(TSDIR)/node_modules/.package-lock.json ## build the TypeScript client (clients/ts) and its tests into clients/ts/dist
 	cd $(TSDIR) && npm run build
 
-demo: build ## the whole market on one machine: a chain, two providers, jobs run and paid (Ctrl-C stops it)
+WEBDIR = web
+
+$(WEBDIR)/node_modules/.package-lock.json: $(WEBDIR)/package-lock.json
+	cd $(WEBDIR) && npm ci --no-audit --no-fund
+
+web: ts-build $(WEBDIR)/node_modules/.package-lock.json ## build the dashboard (web/: Vite, Lit, the TS client) into web/dist; the demo serves it
+	cd $(WEBDIR) && npm run build
+
+demo: build $(if $(shell command -v npm),web) ## the whole market on one machine: a chain, two providers, jobs run and paid (Ctrl-C stops it)
 	$(BUILDDIR)/flops-demo $(DEMO_FLAGS)
 
-demo-multi: build ## the demo on 4 validators
+demo-multi: build $(if $(shell command -v npm),web) ## the demo on 4 validators
 	$(BUILDDIR)/flops-demo -validators 4 $(DEMO_FLAGS)
 
 install: ## install flopsd and flops-worker into GOBIN
@@ -47,7 +55,7 @@ install: ## install flopsd and flops-worker into GOBIN
 # tests of the chain's verification); the production config's refusal is checked without it.
 TEST_TAGS ?= -tags flopscheat
 
-test: build ts-build ## every test but the long runs: unit, keeper, app, end-to-end and the TypeScript client (about 9 min warm, see README)
+test: build ts-build web ## every test but the long runs: unit, keeper, app, end-to-end, the TypeScript client and the dashboard in Chromium (about 9 min warm, see README)
 	cd $(TSDIR) && node --test dist/test/vectors.test.js dist/test/spec.test.js
 	go test -count=1 -timeout 30m $(TEST_TAGS) ./...
 	go test -count=1 -run 'TestCheatOnlyInTestBuilds' ./worker/config/

@@ -182,6 +182,8 @@ def edit(path, subs):
 edit(cfg + "/config.toml", [
     ("rpc", "laddr", '"tcp://127.0.0.1:%d"' % p(26657)),
     ("rpc", "pprof_laddr", '""'),
+    # the web dashboard (web/) and Keplr call the RPC from a page on another origin
+    ("rpc", "cors_allowed_origins", '["*"]'),
     ("p2p", "laddr", '"tcp://127.0.0.1:%d"' % p(26656)),
     ("p2p", "persistent_peers", '"%s"' % peers),
     ("p2p", "pex", "false"),
@@ -195,6 +197,7 @@ edit(cfg + "/config.toml", [
 edit(cfg + "/app.toml", [
     ("api", "enable", "true"),
     ("api", "address", '"tcp://127.0.0.1:%d"' % p(1317)),
+    ("api", "enabled-unsafe-cors", "true"),
     ("grpc", "address", '"127.0.0.1:%d"' % p(9090)),
 ])
 s = open(cfg + "/app.toml").read()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,6 +59,12 @@ type Options struct {
 	Out io.Writer
 	// Timeout bounds the scenario (default 6 min).
 	Timeout time.Duration
+	// WebDir is the dashboard's static build (default Root/web/dist); the demo serves it
+	// when it is built.
+	WebDir string
+	// AfterScenario, when set, runs once the scenario is over, with everything still up
+	// (tests drive the dashboard here); its error fails the run.
+	AfterScenario func(ctx context.Context, s Summary) error
 }
 
 // Demo is one run.
@@ -74,6 +81,7 @@ type Demo struct {
 	keys    map[string]cryptotypes.PrivKey
 	sum     Summary
 	mockGPU bool
+	web     *http.Server
 }
 
 const (
@@ -120,6 +128,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	d.sum.Wall = time.Since(d.started)
 	d.printSummary()
+	if o.AfterScenario != nil {
+		if err := o.AfterScenario(ctx, d.sum); err != nil {
+			return d.sum, err
+		}
+	}
 	if o.Headless {
 		return d.sum, nil
 	}
@@ -132,6 +145,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 
 // shutdown stops the workers, then the chain.
 func (d *Demo) shutdown() {
+	d.stopWeb()
 	for _, p := range d.workers {
 		p.stop(15 * time.Second)
 	}
@@ -169,7 +183,10 @@ func (d *Demo) scenario(ctx context.Context) error {
 	if err := d.fetch(ctx); err != nil {
 		return err
 	}
-	return d.rewards(ctx)
+	if err := d.rewards(ctx); err != nil {
+		return err
+	}
+	return d.serveWeb(ctx)
 }
 
 // startChain starts the localnet and connects the client.

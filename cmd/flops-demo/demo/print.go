@@ -122,7 +122,7 @@ func (d *Demo) printNext() {
 	home := filepath.Join(d.chainHome(), "node0")
 	pf(w, `
 The chain and both workers keep running. Ctrl-C stops them all.
-  logs       %s
+%s  logs       %s
   gRPC       %s
   REST       %s   (e.g. %s/flops/market/v1/params)
   RPC        %s
@@ -132,7 +132,7 @@ Try next:
   %s q market jobs-by-owner %s --node %s
   %s tx market submit-job examples/job.yaml --from client --home %s --keyring-backend test --chain-id flops-local-1 --node %s --gas auto --gas-adjustment 1.5 --yes
   %s status --home %s
-`, d.logs(), d.grpcAddr(), d.restURL(), d.restURL(), d.rpcURL(), d.port(9471), d.port(9472),
+`, d.webLine(), d.logs(), d.grpcAddr(), d.restURL(), d.restURL(), d.rpcURL(), d.port(9471), d.port(9472),
 		flopsd, addrOf(d.keys["client"]), d.rpcURL(),
 		flopsd, home, d.rpcURL(),
 		d.bin("flops-worker"), filepath.Join(d.o.Home, "provider1"))
@@ -154,4 +154,12 @@ func short(d sdkmath.LegacyDec) string {
 		return "?"
 	}
 	return strings.TrimRight(strings.TrimRight(d.String(), "0"), ".")
+}
+
+// webLine is the dashboard's line of printNext.
+func (d *Demo) webLine() string {
+	if d.sum.WebURL == "" {
+		return "  dashboard  not built: make web, then run the demo again\n"
+	}
+	return fmt.Sprintf("  dashboard  %s   (Client: \"Use the local test key\" signs as a funded account)\n", d.sum.WebURL)
 }

@@ -54,6 +54,8 @@ type Summary struct {
 	Wall          time.Duration
 	// Metrics: the flops_ series validator 0's Prometheus listener served at the end.
 	Metrics map[string]float64
+	// WebURL: where the dashboard is served ("" when web/dist is not built).
+	WebURL string
 }
 
 // NodeSummary is a provider's node.

@@ -1,0 +1,130 @@
+// The node connection: typed query clients, a signing client once a wallet is connected, and
+// live updates. New blocks are found by polling the height every second; a failing node is
+// retried with exponential backoff (1 s doubling to 30 s) and the views show the error.
+import { GasPrice, type SigningStargateClient } from "@cosmjs/stargate";
+import { Comet38Client } from "@cosmjs/tendermint-rpc";
+import { connectQuery, connectSigning, type FlopsQueryClients } from "@flopsnet/client";
+
+import type { Config } from "./config.js";
+import type { Wallet } from "./wallet.js";
+
+export interface ChainStatus {
+  height: number;
+  /** the last error talking to the node, cleared by the next success */
+  error?: string;
+  /** when the next poll runs after an error, ms since the epoch */
+  retryAt?: number;
+}
+
+export class Chain extends EventTarget {
+  readonly config: Config;
+  q!: FlopsQueryClients;
+  /** the CometBFT client, for block and tx searches over events */
+  comet!: Comet38Client;
+  signing?: SigningStargateClient;
+  wallet?: Wallet;
+  status: ChainStatus = { height: 0 };
+  private timer?: ReturnType<typeof setTimeout>;
+  private failures = 0;
+
+  constructor(config: Config) {
+    super();
+    this.config = config;
+  }
+
+  /** start connects and polls for blocks until stop(); it never throws (errors go to status). */
+  async start(): Promise<void> {
+    await this.poll();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.q?.disconnect();
+    this.comet?.disconnect();
+  }
+
+  private async poll(): Promise<void> {
+    let delay = 1000;
+    try {
+      if (!this.q) {
+        this.comet = await Comet38Client.connect(this.config.rpc);
+        this.q = await connectQuery(this.config.rpc);
+      }
+      const height = await this.q.stargate.getHeight();
+      this.failures = 0;
+      const changed = height !== this.status.height || this.status.error !== undefined;
+      this.status = { height };
+      if (changed) this.dispatchEvent(new Event("block"));
+    } catch (e) {
+      this.failures++;
+      delay = Math.min(30_000, 1000 * 2 ** Math.min(this.failures - 1, 5));
+      this.status = { height: this.status.height, error: errorText(e), retryAt: Date.now() + delay };
+      this.dispatchEvent(new Event("block"));
+    }
+    this.timer = setTimeout(() => void this.poll(), delay);
+  }
+
+  async connectWallet(wallet: Wallet): Promise<void> {
+    this.signing?.disconnect();
+    this.signing = await connectSigning(this.config.rpc, wallet.signer, {
+      gasPrice: GasPrice.fromString(this.config.gasPrice),
+    });
+    this.wallet = wallet;
+    this.dispatchEvent(new Event("wallet"));
+  }
+
+  disconnectWallet(): void {
+    this.signing?.disconnect();
+    this.signing = undefined;
+    this.wallet = undefined;
+    this.dispatchEvent(new Event("wallet"));
+  }
+}
+
+/** errorText turns what the node or CosmJS threw into one line for a person: the chain's
+ * message without gRPC wrapping or errorsmod's source locations. */
+export function errorText(e: unknown): string {
+  let s = e instanceof Error ? e.message : String(e);
+  s = s.replace(/\s*\[[^\]]*\.go:\d+\]/g, "");
+  s = s.replace(/^.*?rpc error: code = \w+ desc = /, "");
+  s = s.replace(/^failed to execute message; message index: \d+: /, "");
+  s = s.replace(/ with gas used: '\d+'/, "");
+  s = s.replace(/: unknown request$/, "");
+  return s.trim();
+}
+
+/** Payment: one EventTaskSettled paid to a provider. */
+export interface Payment {
+  height: number;
+  taskId: bigint;
+  jobId: bigint;
+  paid: bigint;
+}
+
+const unquote = (v: string) => (v.startsWith('"') ? (JSON.parse(v) as string) : v);
+
+/** paymentsTo finds the settlements paid to a provider in the chain's event index (block
+ * events, where the block hooks settle tasks, and tx events): the newest `max` blocks. */
+export async function paymentsTo(comet: Comet38Client, provider: string, max = 100): Promise<Payment[]> {
+  const query = `flops.market.v1.EventTaskSettled.provider CONTAINS '${provider}'`;
+  const [blocks, txs] = await Promise.all([
+    comet.blockSearch({ query, order_by: "desc", per_page: max }),
+    comet.txSearch({ query, order_by: "desc", per_page: max }),
+  ]);
+  const events: { height: number; events: readonly { type: string; attributes: readonly { key: string; value: string }[] }[] }[] = [];
+  for (const b of blocks.blocks) {
+    const r = await comet.blockResults(b.block.header.height);
+    events.push({ height: r.height, events: r.finalizeBlockEvents });
+  }
+  for (const t of txs.txs) events.push({ height: t.height, events: t.result.events });
+  const out: Payment[] = [];
+  for (const { height, events: evs } of events) {
+    for (const e of evs) {
+      if (e.type !== "flops.market.v1.EventTaskSettled") continue;
+      const a = Object.fromEntries(e.attributes.map((x) => [x.key, unquote(x.value)]));
+      if (a.provider !== provider) continue;
+      out.push({ height, taskId: BigInt(a.task_id ?? 0), jobId: BigInt(a.job_id ?? 0), paid: BigInt(a.paid ?? 0) });
+    }
+  }
+  return out.sort((x, y) => x.height - y.height);
+}

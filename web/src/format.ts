@@ -1,0 +1,63 @@
+// Display helpers. Amounts stay integers (bigint) until they are printed.
+import { marketTypes, gflTypes, stakingslashTypes } from "@flopsnet/client";
+
+/** dps prints an amount of udps as DPS with up to 6 decimals: 20400000 -> "20.4 DPS". */
+export function dps(udps: string | bigint | undefined): string {
+  if (udps === undefined || udps === "") return "—";
+  const v = BigInt(udps);
+  const neg = v < 0n;
+  const a = neg ? -v : v;
+  const whole = a / 1_000_000n;
+  const frac = (a % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
+  return `${neg ? "-" : ""}${whole.toLocaleString("en-US")}${frac ? "." + frac : ""} DPS`;
+}
+
+/** gfl prints GFLOP/s as GFL, exactly (1 GFL = 1 PFLOP/s = 10^6 GFLOP/s; 1 ugfl = 1 GFLOP/s). */
+export function gfl(gflops: bigint | number | string): string {
+  const v = BigInt(gflops);
+  const frac = (v % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
+  return `${(v / 1_000_000n).toLocaleString("en-US")}${frac ? "." + frac : ""} GFL`;
+}
+
+/** gflops prints GFLOP/s with a unit that fits. */
+export function gflops(v: bigint | number | string): string {
+  const n = Number(v);
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)} PFLOP/s`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(2)} TFLOP/s`;
+  return `${n} GFLOP/s`;
+}
+
+const strip = (s: string, prefix: string) => (s.startsWith(prefix) ? s.slice(prefix.length) : s);
+
+export const taskStatus = (s: marketTypes.TaskStatus) => strip(marketTypes.taskStatusToJSON(s), "TASK_STATUS_");
+export const jobStatus = (s: marketTypes.JobStatus) => strip(marketTypes.jobStatusToJSON(s), "JOB_STATUS_");
+export const nodeStatus = (s: gflTypes.NodeStatus) => strip(gflTypes.nodeStatusToJSON(s), "NODE_STATUS_");
+export const workload = (s: gflTypes.WorkloadClass) => strip(gflTypes.workloadClassToJSON(s), "WORKLOAD_CLASS_");
+export const slashReason = (s: stakingslashTypes.SlashReason) => strip(stakingslashTypes.slashReasonToJSON(s), "SLASH_REASON_");
+
+/** decNumber reads a cosmos.Dec: the wire form is an integer scaled by 10^18
+ * ("999999999656402560" is 0.999999999656402560); a string with a point is read as is. */
+export function decNumber(s: string | undefined): number {
+  if (!s) return NaN;
+  if (s.includes(".")) return Number(s);
+  const v = BigInt(s);
+  return Number(v / 10n ** 12n) / 1e6;
+}
+
+/** dec prints a cosmos.Dec with `places` decimals. */
+export function dec(s: string | undefined, places = 3): string {
+  const n = decNumber(s);
+  return Number.isFinite(n) ? n.toFixed(places) : "—";
+}
+
+export function short(addr: string): string {
+  return addr.length > 20 ? `${addr.slice(0, 10)}…${addr.slice(-6)}` : addr;
+}
+
+export function durationOf(d: { seconds: bigint; nanos: number } | undefined): string {
+  if (!d) return "—";
+  const s = Number(d.seconds);
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  return `${(s / 3600).toFixed(1)}h`;
+}

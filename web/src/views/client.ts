@@ -1,0 +1,310 @@
+// The client view: connect a wallet, submit a job from a form or a pasted spec (YAML or
+// JSON, as the CLI reads it), see the escrow it locks before signing, and follow your jobs.
+import { html, nothing } from "lit";
+import { gflTypes, jobSpecFromJSON, marketTx, marketTypes, SpecError } from "@flopsnet/client";
+
+import { dps, jobStatus } from "../format.js";
+import { page } from "../page.js";
+import { send, TxError } from "../tx.js";
+import { View } from "../view.js";
+import { keplrAvailable, keplrWallet, localWallet } from "../wallet.js";
+
+const enumOptions = (values: Record<string, string | number>, prefix: string) =>
+  Object.keys(values).filter((k) => k.startsWith(prefix) && !k.endsWith("_UNSPECIFIED"));
+
+interface Field {
+  name: string;
+  label: string;
+  kind: "text" | "number" | "select" | "dps" | "datetime";
+  options?: string[];
+  help?: string;
+}
+
+// The form's fields, named by their path in the spec (as the chain names them in errors).
+const FIELDS: Field[] = [
+  { name: "workload", label: "Workload", kind: "select", options: enumOptions(gflTypes.WorkloadClass, "WORKLOAD_CLASS_") },
+  { name: "runtime", label: "Runtime", kind: "select", options: enumOptions(gflTypes.Runtime, "RUNTIME_") },
+  { name: "image", label: "Image", kind: "text", help: "BUILTIN: gemm or checksum; CONTAINER: repo@sha256:<digest>" },
+  { name: "command", label: "Command", kind: "text", help: "PROCESS and CONTAINER: the arguments, separated by spaces" },
+  { name: "builtin.gemm_n", label: "GEMM n", kind: "number" },
+  { name: "builtin.gemm_r", label: "GEMM rounds", kind: "number" },
+  { name: "requirements.gpu_count", label: "GPUs per task", kind: "number" },
+  { name: "requirements.min_memory_mib", label: "Min GPU memory (MiB)", kind: "number" },
+  { name: "requirements.min_compute_capability", label: "Min compute capability", kind: "text" },
+  { name: "requirements.region", label: "Region", kind: "text", help: "empty: any" },
+  { name: "task_count", label: "Tasks", kind: "number" },
+  { name: "replicas", label: "Replicas", kind: "number" },
+  { name: "verification", label: "Verification", kind: "select", options: enumOptions(marketTypes.VerificationClass, "VERIFICATION_CLASS_") },
+  { name: "mode", label: "Allocation", kind: "select", options: enumOptions(marketTypes.AllocationMode, "ALLOCATION_MODE_") },
+  { name: "max_price_per_task", label: "Max price per task (DPS)", kind: "dps" },
+  { name: "priority_tip", label: "Priority tip per task (DPS)", kind: "dps" },
+  { name: "verification_budget", label: "Verification budget (DPS)", kind: "dps" },
+  { name: "max_duration", label: "Max duration per task", kind: "text", help: "e.g. 600s or 10m" },
+  { name: "deadline", label: "Deadline", kind: "datetime" },
+  { name: "checkpoint_interval", label: "Checkpoint interval", kind: "text", help: "0s: none" },
+];
+
+const DEFAULTS: Record<string, string> = {
+  workload: "WORKLOAD_CLASS_BATCH",
+  runtime: "RUNTIME_BUILTIN",
+  image: "gemm",
+  command: "",
+  "builtin.gemm_n": "256",
+  "builtin.gemm_r": "2",
+  "requirements.gpu_count": "1",
+  "requirements.min_memory_mib": "0",
+  "requirements.min_compute_capability": "",
+  "requirements.region": "",
+  task_count: "1",
+  replicas: "1",
+  verification: "VERIFICATION_CLASS_BUILTIN_GEMM",
+  mode: "ALLOCATION_MODE_ASSIGN",
+  max_price_per_task: "5",
+  priority_tip: "0",
+  verification_budget: "0",
+  max_duration: "600s",
+  deadline: "",
+  checkpoint_interval: "0s",
+};
+
+/** udpsOf reads a DPS amount ("5", "0.1") as udps; undefined when it is not one. */
+export function udpsOf(s: string): bigint | undefined {
+  const m = /^\s*(\d+)(?:\.(\d{0,6}))?\s*$/.exec(s);
+  if (!m) return undefined;
+  return BigInt(m[1]) * 1_000_000n + BigInt((m[2] ?? "").padEnd(6, "0") || "0");
+}
+
+function setPath(obj: Record<string, unknown>, path: string, value: unknown) {
+  const parts = path.split(".");
+  let o = obj;
+  for (const p of parts.slice(0, -1)) o = (o[p] ??= {}) as Record<string, unknown>;
+  o[parts[parts.length - 1]] = value;
+}
+
+export class ClientView extends View {
+  static properties = {
+    ...View.properties,
+    values: { state: true },
+    fieldErrors: { state: true },
+    formError: { state: true },
+    pasted: { state: true },
+    usePaste: { state: true },
+    busy: { state: true },
+    result: { state: true },
+    jobs: { state: true },
+    balance: { state: true },
+    walletError: { state: true },
+  };
+  declare values: Record<string, string>;
+  declare fieldErrors: Record<string, string>;
+  declare formError: string | undefined;
+  declare pasted: string;
+  declare usePaste: boolean;
+  declare busy: boolean;
+  declare result: string | undefined;
+  declare jobs: marketTypes.Job[];
+  declare balance: string | undefined;
+  declare walletError: string | undefined;
+
+  constructor() {
+    super();
+    const deadline = new Date(Date.now() + 24 * 3600 * 1000);
+    deadline.setSeconds(0, 0);
+    this.values = { ...DEFAULTS, deadline: deadline.toISOString().slice(0, 16) };
+    this.fieldErrors = {};
+    this.pasted = "";
+    this.usePaste = false;
+    this.busy = false;
+    this.jobs = [];
+  }
+
+  protected async load(): Promise<void> {
+    const w = this.chain.wallet;
+    if (!w) {
+      this.loading = false;
+      return;
+    }
+    const [jobs, bal] = await Promise.all([
+      this.chain.q.market.JobsByOwner({ owner: w.address, pagination: page(50, { reverse: true }) }),
+      this.chain.q.stargate.getBalance(w.address, "udps"),
+    ]);
+    this.jobs = jobs.jobs;
+    this.balance = bal.amount;
+  }
+
+  private async connect(kind: "keplr" | "local") {
+    this.walletError = undefined;
+    try {
+      const w = kind === "keplr" ? await keplrWallet(this.chain.config) : await localWallet(this.chain.config.devMnemonic!);
+      await this.chain.connectWallet(w);
+    } catch (e) {
+      this.walletError = e instanceof Error ? e.message : String(e);
+    }
+  }
+
+  /** specInput builds the spec as the CLI's files write it, from the form or the paste. */
+  private specInput(): string | object {
+    if (this.usePaste) return this.pasted;
+    const v = this.values;
+    const spec: Record<string, unknown> = {};
+    for (const f of FIELDS) {
+      const raw = v[f.name] ?? "";
+      if (f.kind === "number") {
+        if (raw.trim() === "") continue;
+        if (!/^\d+$/.test(raw.trim())) throw new SpecError(f.name, `"${raw}": a whole number, 0 or more`);
+        setPath(spec, f.name, raw.trim());
+      } else if (f.kind === "dps") {
+        const u = udpsOf(raw);
+        if (u === undefined) throw new SpecError(f.name, `"${raw}": an amount of DPS, e.g. 5 or 0.25`);
+        setPath(spec, f.name, `${u}udps`);
+      } else if (f.kind === "datetime") {
+        const t = new Date(raw);
+        if (raw === "" || Number.isNaN(t.getTime())) throw new SpecError(f.name, "a date and time");
+        setPath(spec, f.name, t.toISOString());
+      } else if (f.name === "command") {
+        const args = raw.split(/\s+/).filter(Boolean);
+        if (args.length) spec.command = args;
+      } else if (raw !== "") {
+        setPath(spec, f.name, raw);
+      }
+    }
+    return spec;
+  }
+
+  /** escrow: task_count x replicas x (max_price_per_task + priority_tip) + verification_budget. */
+  private escrow(): bigint | undefined {
+    try {
+      const s = jobSpecFromJSON(this.specInput());
+      return (
+        BigInt(s.taskCount) * BigInt(s.replicas) * (BigInt(s.maxPricePerTask?.amount || "0") + BigInt(s.priorityTip?.amount || "0")) +
+        BigInt(s.verificationBudget?.amount || "0")
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async submit(e: Event) {
+    e.preventDefault();
+    this.fieldErrors = {};
+    this.formError = undefined;
+    this.result = undefined;
+    const w = this.chain.wallet;
+    if (!w) return;
+    let spec: marketTypes.JobSpec;
+    try {
+      spec = jobSpecFromJSON(this.specInput());
+    } catch (err) {
+      if (err instanceof SpecError) this.showError(err.field, err.message);
+      else this.formError = err instanceof Error ? err.message : String(err);
+      return;
+    }
+    this.busy = true;
+    try {
+      const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgSubmitJob", value: { owner: w.address, spec } }]);
+      const { jobId, escrow } = marketTx.MsgSubmitJobResponse.decode(res.msgResponses[0].value);
+      this.result = `Job ${jobId} submitted in block ${res.height}; ${dps(escrow)} locked in escrow.`;
+      void this.reload();
+      location.hash = `#/job/${jobId}`;
+    } catch (err) {
+      if (err instanceof TxError && err.field) this.showError(err.field, err.message);
+      else this.formError = err instanceof Error ? err.message : String(err);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private showError(field: string, message: string) {
+    const known = FIELDS.find((f) => f.name === field || field.startsWith(f.name + ".") || field.startsWith(f.name + "["));
+    if (known && !this.usePaste) this.fieldErrors = { [known.name]: message };
+    else this.formError = message;
+  }
+
+  private input(f: Field) {
+    const id = `f-${f.name.replace(/[.[\]]/g, "-")}`;
+    const err = this.fieldErrors[f.name];
+    const onInput = (e: Event) => {
+      this.values = { ...this.values, [f.name]: (e.target as HTMLInputElement).value };
+      if (err) this.fieldErrors = {};
+    };
+    const common = { id, name: f.name, err };
+    return html`<div class="field ${err ? "invalid" : ""}">
+      <label for=${common.id}>${f.label}</label>
+      ${f.kind === "select"
+        ? html`<select id=${id} name=${f.name} .value=${this.values[f.name]} @change=${onInput} aria-invalid=${err ? "true" : "false"}>
+            ${f.options!.map((o) => html`<option value=${o} ?selected=${o === this.values[f.name]}>${o}</option>`)}
+          </select>`
+        : html`<input
+            id=${id}
+            name=${f.name}
+            type=${f.kind === "datetime" ? "datetime-local" : "text"}
+            inputmode=${f.kind === "number" || f.kind === "dps" ? "decimal" : "text"}
+            .value=${this.values[f.name]}
+            @input=${onInput}
+            aria-invalid=${err ? "true" : "false"}
+            aria-describedby=${err ? `${id}-err` : nothing}
+          />`}
+      ${f.help ? html`<small class="muted">${f.help}</small>` : ""}
+      ${err ? html`<small class="field-error" id="${id}-err" role="alert">${err}</small>` : ""}
+    </div>`;
+  }
+
+  render() {
+    const w = this.chain.wallet;
+    const escrow = this.escrow();
+    return html`<section aria-labelledby="client-h">
+      <h2 id="client-h">Client</h2>
+      ${w
+        ? html`<p class="wallet">Signed in as <code data-testid="address">${w.address}</code> (${w.kind === "keplr" ? "Keplr" : "local test key"}),
+            balance <strong data-testid="balance">${dps(this.balance)}</strong>
+            <button class="link" @click=${() => this.chain.disconnectWallet()}>Disconnect</button></p>`
+        : html`<div class="connect">
+            <p>Connect a wallet to submit and follow jobs.</p>
+            <button @click=${() => this.connect("keplr")} ?disabled=${!keplrAvailable()}>Connect Keplr</button>
+            ${this.chain.config.devMnemonic ? html`<button @click=${() => this.connect("local")}>Use the local test key</button>` : ""}
+            ${!keplrAvailable() ? html`<p class="muted">Keplr is not installed in this browser.</p>` : ""}
+            ${this.walletError ? html`<p class="error" role="alert">${this.walletError}</p>` : ""}
+          </div>`}
+      ${this.state()}
+      ${w ? this.form(escrow) : ""} ${w ? this.jobList() : ""}
+    </section>`;
+  }
+
+  private form(escrow: bigint | undefined) {
+    return html`<form class="job-form" @submit=${this.submit} aria-labelledby="submit-h" novalidate>
+      <h3 id="submit-h">Submit a job</h3>
+      <div class="tabs" role="tablist">
+        <button type="button" role="tab" aria-selected=${!this.usePaste} @click=${() => (this.usePaste = false)}>Form</button>
+        <button type="button" role="tab" aria-selected=${this.usePaste} @click=${() => (this.usePaste = true)}>Paste a spec</button>
+      </div>
+      ${this.usePaste
+        ? html`<div class="field">
+            <label for="f-pasted">Job spec (YAML or JSON, as for <code>flopsd tx market submit-job</code>)</label>
+            <textarea id="f-pasted" rows="14" .value=${this.pasted} @input=${(e: Event) => (this.pasted = (e.target as HTMLTextAreaElement).value)}></textarea>
+          </div>`
+        : html`<div class="grid">${FIELDS.map((f) => this.input(f))}</div>`}
+      <p class="escrow">Escrow it will lock: <strong data-testid="escrow">${escrow === undefined ? "—" : dps(escrow)}</strong>
+        <span class="muted">(tasks × replicas × (price + tip) + verification budget; what is not spent is refunded)</span></p>
+      ${this.formError ? html`<p class="error" role="alert" data-testid="form-error">${this.formError}</p>` : ""}
+      ${this.result ? html`<p class="ok" role="status">${this.result}</p>` : ""}
+      <button type="submit" ?disabled=${this.busy}>${this.busy ? "Submitting…" : "Submit job"}</button>
+    </form>`;
+  }
+
+  private jobList() {
+    return html`<h3>Your jobs</h3>
+      ${this.jobs.length === 0
+        ? html`<p class="muted">No jobs yet.</p>`
+        : html`<table class="list" aria-label="your jobs">
+            <thead><tr><th>Job</th><th>Status</th><th>Settled</th><th>Failed</th><th>Escrow</th><th>Submitted</th></tr></thead>
+            <tbody>${this.jobs.map(
+              (j) => html`<tr>
+                <td><a href="#/job/${j.id}">#${j.id}</a></td>
+                <td><span class="status s-${jobStatus(j.status).toLowerCase()}">${jobStatus(j.status)}</span></td>
+                <td>${j.tasksSettled}</td><td>${j.tasksFailed}</td><td>${dps(j.escrow)}</td><td>block ${j.submittedHeight}</td>
+              </tr>`,
+            )}</tbody>
+          </table>`}`;
+  }
+}
+customElements.define("flops-client-view", ClientView);

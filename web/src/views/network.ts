@@ -1,0 +1,148 @@
+// The network view: the GFL index and its history by epoch, nodes by class, region and
+// status, jobs by status, the queue (pending tasks) and time to assignment, emission per
+// epoch, halving progress and the reward pool.
+import { html } from "lit";
+import { gflTypes, marketTypes } from "@flopsnet/client";
+
+import { dec, dps, gfl, jobStatus, nodeStatus, workload } from "../format.js";
+import { all, page } from "../page.js";
+import { View } from "../view.js";
+import type { Series } from "../chart.js";
+
+interface NetworkData {
+  totalGflops: bigint;
+  activeNodes: bigint;
+  byWorkload: { label: string; value: number }[];
+  byClass: { label: string; value: number }[];
+  byRegion: { label: string; value: number }[];
+  byStatus: { label: string; value: number }[];
+  jobs: { label: string; value: number }[];
+  pendingTasks: number;
+  assignBlocks?: { median: number; max: number; n: number };
+  epochs: number[];
+  gflByEpoch: Series[];
+  emissionByEpoch: Series[];
+  era: number;
+  rate: string;
+  nextHalving?: Date;
+  lastHalving?: Date;
+  pool: string;
+  owed: string;
+}
+
+const count = <T>(xs: T[], key: (x: T) => string) => {
+  const m = new Map<string, number>();
+  for (const x of xs) m.set(key(x), (m.get(key(x)) ?? 0) + 1);
+  return [...m.entries()].sort((a, b) => b[1] - a[1]).map(([label, value]) => ({ label, value }));
+};
+
+const toDate = (t?: { seconds: bigint; nanos: number }) => (t && t.seconds > 0n ? new Date(Number(t.seconds) * 1000) : undefined);
+
+export class NetworkView extends View {
+  static properties = { ...View.properties, data: { state: true } };
+  declare data: NetworkData | undefined;
+
+  protected async load(): Promise<void> {
+    const q = this.chain.q;
+    const [power, nodes, era, pool, emissions, pending, recentJobs] = await Promise.all([
+      q.gfl.NetworkPower({}),
+      all(async (p) => {
+        const r = await q.gfl.Nodes({ pagination: p });
+        return { items: r.nodes, nextKey: r.pagination?.nextKey };
+      }),
+      q.dps.Era({}),
+      q.dps.Pool({}),
+      q.dps.Emissions({ pagination: page(100, { reverse: true }) }),
+      q.market.Tasks({ status: marketTypes.TaskStatus.TASK_STATUS_PENDING, pagination: page(1000) }),
+      q.market.Jobs({ status: marketTypes.JobStatus.JOB_STATUS_UNSPECIFIED, pagination: page(20, { reverse: true }) }),
+    ]);
+    const statuses = [
+      marketTypes.JobStatus.JOB_STATUS_BIDDING,
+      marketTypes.JobStatus.JOB_STATUS_ACTIVE,
+      marketTypes.JobStatus.JOB_STATUS_COMPLETED,
+      marketTypes.JobStatus.JOB_STATUS_FAILED,
+      marketTypes.JobStatus.JOB_STATUS_CANCELLED,
+    ];
+    const jobs = await Promise.all(
+      statuses.map(async (s) => {
+        const r = await q.market.JobsByStatus({ status: s, pagination: page(1, { countTotal: true }) });
+        return { label: jobStatus(s), value: Number(r.pagination?.total ?? 0n) };
+      }),
+    );
+    // Time to assignment, in blocks, over the tasks of the 20 newest jobs.
+    const waits: number[] = [];
+    for (const job of recentJobs.jobs) {
+      const tasks = await q.market.TasksByJob({ jobId: job.id, pagination: page(100) });
+      for (const t of tasks.tasks) if (t.assignedHeight > 0n) waits.push(Number(t.assignedHeight - job.submittedHeight));
+    }
+    waits.sort((a, b) => a - b);
+    const dists = [...emissions.distributions].sort((a, b) => Number(a.epoch - b.epoch));
+    const active = nodes.filter((n) => n.status === gflTypes.NodeStatus.NODE_STATUS_ACTIVE);
+    this.data = {
+      totalGflops: power.power?.totalGflops ?? 0n,
+      activeNodes: power.power?.nodes ?? 0n,
+      byWorkload: (power.power?.byWorkload ?? []).map((w) => ({ label: workload(w.workload), value: Number(w.gflops) })),
+      byClass: count(active, (n) => n.gpuClass || "unclassed"),
+      byRegion: count(active, (n) => n.region || "no region"),
+      byStatus: count(nodes, (n) => nodeStatus(n.status)),
+      jobs,
+      pendingTasks: pending.tasks.length,
+      assignBlocks: waits.length
+        ? { median: waits[Math.floor(waits.length / 2)], max: waits[waits.length - 1], n: waits.length }
+        : undefined,
+      epochs: dists.map((d) => Number(d.epoch)),
+      gflByEpoch: [{ label: "verified GFLOP/s (10^6 = 1 GFL)", values: dists.map((d) => Number(d.totalGfl)) }],
+      emissionByEpoch: [
+        { label: "emission (DPS)", values: dists.map((d) => Number(BigInt(d.emission || "0")) / 1e6) },
+        { label: "availability (DPS)", values: dists.map((d) => Number(BigInt(d.paidAvailability || "0")) / 1e6) },
+        { label: "work (DPS)", values: dists.map((d) => Number(BigInt(d.paidWork || "0")) / 1e6) },
+      ],
+      era: era.era,
+      rate: era.rate,
+      nextHalving: toDate(era.nextHalvingTime),
+      lastHalving: toDate(era.lastHalvingTime),
+      pool: pool.balance?.amount ?? "0",
+      owed: pool.owed,
+    };
+  }
+
+  render() {
+    const d = this.data;
+    return html`<section aria-labelledby="network-h">
+      <h2 id="network-h">Network</h2>
+      ${this.state()}
+      ${d
+        ? html`<div class="cards">
+              <div class="card"><h3>GFL index</h3><p class="big" data-testid="gfl-index">${gfl(d.totalGflops)}</p>
+                <p class="muted">${d.totalGflops.toString()} GFLOP/s verified on ${d.activeNodes.toString()} nodes</p></div>
+              <div class="card"><h3>Queue</h3><p class="big" data-testid="pending-tasks">${d.pendingTasks}</p>
+                <p class="muted">tasks waiting for a node${d.assignBlocks
+                  ? html`; assigned after ${d.assignBlocks.median} blocks (median), ${d.assignBlocks.max} at most, over ${d.assignBlocks.n} recent tasks`
+                  : ""}</p></div>
+              <div class="card"><h3>Reward pool</h3><p class="big">${dps(d.pool)}</p><p class="muted">${dps(d.owed)} owed to providers</p></div>
+              <div class="card"><h3>Emission era</h3><p class="big">${d.era}</p>
+                <p class="muted">rate ${dec(d.rate, 2)} DPS per GFL${d.nextHalving ? html`; next halving by ${d.nextHalving.toISOString().slice(0, 10)}` : ""}${d.lastHalving
+                  ? html`; last ${d.lastHalving.toISOString().slice(0, 10)}`
+                  : ""}</p>
+                ${d.lastHalving && d.nextHalving ? this.halvingBar(d.lastHalving, d.nextHalving) : ""}</div>
+            </div>
+            <div class="charts">
+              <flops-line-chart label="GFL index by epoch" x-label="epoch" .x=${d.epochs} .series=${d.gflByEpoch}></flops-line-chart>
+              <flops-line-chart label="Emission per epoch" x-label="epoch" .x=${d.epochs} .series=${d.emissionByEpoch}></flops-line-chart>
+              <flops-bars label="Active nodes by GPU class" .items=${d.byClass}></flops-bars>
+              <flops-bars label="Active nodes by region" .items=${d.byRegion}></flops-bars>
+              <flops-bars label="Nodes by status" .items=${d.byStatus}></flops-bars>
+              <flops-bars label="Jobs by status" .items=${d.jobs}></flops-bars>
+              <flops-bars label="Verified GFLOP/s by workload" .items=${d.byWorkload}></flops-bars>
+            </div>`
+        : ""}
+    </section>`;
+  }
+
+  private halvingBar(last: Date, next: Date) {
+    const now = Date.now();
+    const pct = Math.max(0, Math.min(100, (100 * (now - last.getTime())) / (next.getTime() - last.getTime())));
+    return html`<progress max="100" value=${pct} aria-label="time to the next halving">${pct.toFixed(0)}%</progress>`;
+  }
+}
+customElements.define("flops-network-view", NetworkView);

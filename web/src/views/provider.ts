@@ -1,0 +1,207 @@
+// The provider view, for any address: its nodes (GPUs, class, verified power, PoCP
+// challenges passed and failed, reputation and its history), collateral (bonded, at risk,
+// unbonding), slashes with reasons, earnings per epoch (task payments, availability and
+// work rewards) and the tasks in flight.
+import { html } from "lit";
+import { fromBech32 } from "@cosmjs/encoding";
+import { chain as flops, gflTypes, marketTypes, reputationTypes, stakingslashTypes } from "@flopsnet/client";
+
+import { dps, dec, decNumber, gflops, nodeStatus, slashReason, taskStatus } from "../format.js";
+import { paymentsTo } from "../chain.js";
+import { page } from "../page.js";
+import { View } from "../view.js";
+import type { Series } from "../chart.js";
+
+interface NodeRow {
+  node: gflTypes.Node;
+  power: bigint;
+  median: bigint;
+  availabilityPpm: number;
+  stats?: gflTypes.NodeEpochStats;
+  score?: string;
+  eligible: boolean;
+  history: reputationTypes.ScoreRecord[];
+}
+
+interface ProviderData {
+  nodes: NodeRow[];
+  collateral?: stakingslashTypes.Collateral;
+  unbonding: string;
+  required: string;
+  unbondings: stakingslashTypes.UnbondingEntry[];
+  slashes: stakingslashTypes.SlashRecord[];
+  reputation: string;
+  epochs: number[];
+  rewards: Series[];
+  paymentHeights: number[];
+  payments: Series[];
+  totals: { payments: bigint; tasksPaid: number; availability: bigint; work: bigint };
+  inFlight: marketTypes.Task[];
+}
+
+export class ProviderView extends View {
+  static properties = { ...View.properties, address: {}, data: { state: true } };
+  declare address: string;
+  declare data: ProviderData | undefined;
+
+  protected async load(): Promise<void> {
+    const addr = this.address;
+    if (!addr) {
+      this.data = undefined;
+      return;
+    }
+    const q = this.chain.q;
+    const [nodes, coll, unb, slashes, rep, rewards, tasks] = await Promise.all([
+      q.gfl.NodesByOperator({ operator: addr, pagination: page(200) }),
+      q.stakingslash.Collateral({ provider: addr }),
+      q.stakingslash.Unbondings({ provider: addr, pagination: page(100) }),
+      q.stakingslash.SlashHistory({ provider: addr, pagination: page(100, { reverse: true }) }),
+      q.reputation.Provider({ operator: addr }),
+      q.dps.ProviderRewards({ provider: addr, pagination: page(50, { reverse: true }) }),
+      q.market.TasksByProvider({ provider: addr, active: true, pagination: page(200) }),
+    ]);
+    const rows = await Promise.all(
+      nodes.nodes.map(async (node): Promise<NodeRow> => {
+        const [power, stats, score, history] = await Promise.all([
+          q.gfl.NodePower({ nodeId: node.id }),
+          q.gfl.NodeStats({ nodeId: node.id }),
+          q.reputation.Score({ nodeId: node.id }),
+          q.reputation.History({ nodeId: node.id, pagination: page(50, { reverse: true }) }),
+        ]);
+        return {
+          node,
+          power: power.powerGflops,
+          median: power.medianGflops,
+          availabilityPpm: power.availabilityPpm,
+          stats: stats.stats,
+          score: score.known ? score.score?.score : undefined,
+          eligible: score.eligible,
+          history: [...history.history].sort((a, b) => Number(a.epoch - b.epoch)),
+        };
+      }),
+    );
+    const rewardList = [...rewards.rewards].sort((a, b) => Number(a.epoch - b.epoch));
+    const paid = await paymentsTo(this.chain.comet, addr);
+    const toDps = (u: string | bigint) => Number(BigInt(u || "0")) / 1e6;
+    this.data = {
+      nodes: rows,
+      collateral: coll.collateral,
+      unbonding: coll.unbonding,
+      required: coll.required,
+      unbondings: unb.unbondings,
+      slashes: slashes.slashes,
+      reputation: rep.score,
+      epochs: rewardList.map((r) => Number(r.epoch)),
+      rewards: [
+        { label: "availability (DPS)", values: rewardList.map((r) => toDps(r.availability)) },
+        { label: "work rewards (DPS)", values: rewardList.map((r) => toDps(r.work)) },
+      ],
+      paymentHeights: paid.map((p) => p.height),
+      payments: [{ label: "task payment (DPS)", values: paid.map((p) => toDps(p.paid)) }],
+      totals: {
+        payments: paid.reduce((a, p) => a + p.paid, 0n),
+        tasksPaid: paid.length,
+        availability: rewardList.reduce((a, r) => a + BigInt(r.availability || "0"), 0n),
+        work: rewardList.reduce((a, r) => a + BigInt(r.work || "0"), 0n),
+      },
+      inFlight: tasks.tasks,
+    };
+  }
+
+  protected willUpdate(changed: Map<string, unknown>): void {
+    if (changed.has("address") && changed.get("address") !== undefined) {
+      this.loading = true;
+      void this.reload();
+    }
+  }
+
+  private lookup(e: Event) {
+    e.preventDefault();
+    const v = (new FormData(e.target as HTMLFormElement).get("address") as string).trim();
+    location.hash = `#/provider/${v}`;
+  }
+
+  render() {
+    const d = this.data;
+    const valid = !this.address || validAddress(this.address);
+    return html`<section aria-labelledby="provider-h">
+      <h2 id="provider-h">Provider</h2>
+      <form class="inline" @submit=${this.lookup} role="search">
+        <label for="provider-address">Provider address</label>
+        <input id="provider-address" name="address" .value=${this.address ?? ""} placeholder="flops1…" size="46" />
+        <button type="submit">Show</button>
+        ${this.chain.wallet ? html`<a href="#/provider/${this.chain.wallet.address}">mine</a>` : ""}
+      </form>
+      ${!valid ? html`<p class="error" role="alert">${this.address}: not a flops address</p>` : this.state()}
+      ${d && valid ? this.body(d) : ""}
+    </section>`;
+  }
+
+  private body(d: ProviderData) {
+    const c = d.collateral;
+    return html`<div class="cards">
+        <div class="card"><h3>Collateral bonded</h3><p class="big" data-testid="bonded">${dps(c?.bonded ?? "0")}</p>
+          <p class="muted">${dps(d.required)} required for its GPUs${c?.jailed ? html`; <strong class="error">jailed</strong>` : ""}</p></div>
+        <div class="card"><h3>At risk</h3><p class="big">${dps(c?.exposure ?? "0")}</p><p class="muted">exposure of the tasks it holds</p></div>
+        <div class="card"><h3>Unbonding</h3><p class="big">${dps(d.unbonding)}</p><p class="muted">${d.unbondings.length} entries</p></div>
+        <div class="card"><h3>Reputation</h3><p class="big">${dec(d.reputation)}</p><p class="muted">slashed in all ${dps(c?.slashedTotal ?? "0")}</p></div>
+        <div class="card"><h3>Earned</h3><p class="big" data-testid="payments">${dps(d.totals.payments)}</p>
+          <p class="muted">for ${d.totals.tasksPaid} tasks; ${dps(d.totals.availability)} availability and ${dps(d.totals.work)} work rewards</p></div>
+      </div>
+      <h3>Nodes</h3>
+      ${d.nodes.length === 0 ? html`<p class="muted">No nodes registered by this address.</p>` : ""}
+      <div class="nodes">
+        ${d.nodes.map(
+          (n) => html`<article class="node" data-testid="node" aria-label="node ${n.node.id}">
+            <h4>Node #${n.node.id} <span class="status s-${nodeStatus(n.node.status).toLowerCase()}">${nodeStatus(n.node.status)}</span></h4>
+            <p>${n.node.gpus.length} × ${n.node.gpus[0]?.model ?? "GPU"} · class <strong>${n.node.gpuClass || "—"}</strong> · ${n.node.region || "no region"}</p>
+            <p>Verified power <strong data-testid="node-power">${gflops(n.power)}</strong> <span class="muted">(median ${gflops(n.median)}, claimed
+              ${gflops(n.node.claimedGflops)}, availability ${(n.availabilityPpm / 10000).toFixed(1)}%)</span></p>
+            <p>PoCP this epoch: ${n.stats ? html`${n.stats.passed} passed, ${n.stats.failed} failed, ${n.stats.missed} missed of ${n.stats.issued}` : "none yet"}</p>
+            <p>Reputation ${n.score ? dec(n.score) : "not scored yet"}${n.eligible ? "" : html` <span class="muted">(not yet eligible for work rewards)</span>`}</p>
+            ${n.history.length > 1
+              ? html`<flops-line-chart label="Node ${n.node.id}: reputation by epoch" x-label="epoch" .x=${n.history.map((h) => Number(h.epoch))}
+                  .series=${[
+                    { label: "score", values: n.history.map((h) => decNumber(h.score)) },
+                    { label: "accuracy", values: n.history.map((h) => decNumber(h.accuracy)) },
+                    { label: "responsiveness", values: n.history.map((h) => decNumber(h.responsiveness)) },
+                  ]}></flops-line-chart>`
+              : ""}
+          </article>`,
+        )}
+      </div>
+      <div class="charts">
+        <flops-line-chart label="Task payments" x-label="block" .x=${d.paymentHeights} .series=${d.payments}></flops-line-chart>
+        <flops-line-chart label="Rewards per epoch" x-label="epoch" .x=${d.epochs} .series=${d.rewards}></flops-line-chart>
+      </div>
+      <h3>Tasks in flight</h3>
+      ${d.inFlight.length === 0
+        ? html`<p class="muted">None.</p>`
+        : html`<table class="list" aria-label="tasks in flight">
+            <thead><tr><th>Task</th><th>Job</th><th>Status</th><th>Node</th><th>Price</th></tr></thead>
+            <tbody>${d.inFlight.map(
+              (t) => html`<tr><td>#${t.id}</td><td><a href="#/job/${t.jobId}">#${t.jobId}</a></td><td>${taskStatus(t.status)}</td><td>#${t.nodeId}</td><td>${dps(t.price)}</td></tr>`,
+            )}</tbody>
+          </table>`}
+      <h3>Slashes</h3>
+      ${d.slashes.length === 0
+        ? html`<p class="muted">Never slashed.</p>`
+        : html`<table class="list" aria-label="slashes">
+            <thead><tr><th>Block</th><th>Reason</th><th>Amount</th><th>Fraction</th><th>Burned</th></tr></thead>
+            <tbody>${d.slashes.map(
+              (s) => html`<tr><td>${s.height}</td><td>${slashReason(s.reason)}</td><td>${dps(s.amount)}</td><td>${(s.fractionPpm / 10000).toFixed(2)}%</td><td>${dps(s.burned)}</td></tr>`,
+            )}</tbody>
+          </table>`}`;
+  }
+}
+
+/** validAddress: a bech32 account address with the flops prefix. */
+function validAddress(a: string): boolean {
+  try {
+    return fromBech32(a, 90).prefix === flops.bech32Prefix; // 0.39 fails on its default limit (Infinity)
+  } catch {
+    return false;
+  }
+}
+
+customElements.define("flops-provider-view", ProviderView);

@@ -1,0 +1,146 @@
+// The dashboard in headless Chromium (Debian's, driven by playwright-core) against a running
+// localnet with workers, as the demo leaves it. A client submits a job from the form and
+// sees it settle at the price the chain charged; a bad spec shows the field's error and
+// sends nothing; the provider view shows the node, its verified power and the payment; the
+// network view's GFL is the chain's. Screenshots of the three views go to $OUT.
+//
+//   WEB_URL  the dashboard (its config.json names the node and a funded test mnemonic)
+//   RPC      the node's CometBFT RPC, for the chain's side of each check
+//   OUT      where the screenshots and timings go (default test-results/)
+//   CHROMIUM the browser (default /usr/bin/chromium)
+import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { after, before, test } from "node:test";
+
+import { chromium } from "playwright-core";
+import { connectQuery, marketTypes } from "@flopsnet/client";
+
+const WEB_URL = process.env.WEB_URL ?? "http://127.0.0.1:8080/";
+const RPC = process.env.RPC ?? "http://127.0.0.1:26657";
+const OUT = process.env.OUT ?? "test-results";
+mkdirSync(OUT, { recursive: true });
+
+let browser, page, q;
+const timings = {};
+const consoleErrors = [];
+
+const dps = (udps) => {
+  const v = BigInt(udps);
+  const frac = (v % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
+  return `${(v / 1_000_000n).toLocaleString("en-US")}${frac ? "." + frac : ""} DPS`;
+};
+
+before(async () => {
+  q = await connectQuery(RPC);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  page = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
+  page.on("pageerror", (e) => consoleErrors.push(String(e)));
+});
+
+after(async () => {
+  writeFileSync(`${OUT}/timings.json`, JSON.stringify(timings, null, 2) + "\n");
+  await browser?.close();
+  q?.disconnect();
+});
+
+test("the network view shows the chain's GFL index", async () => {
+  const t0 = Date.now();
+  await page.goto(`${WEB_URL}#/network`);
+  const gfl = page.getByTestId("gfl-index");
+  await gfl.waitFor({ timeout: 30_000 });
+  timings.firstRenderMs = Date.now() - t0;
+  const { power } = await q.gfl.NetworkPower({});
+  const want = dps(power.totalGflops).replace(" DPS", " GFL"); // both have 6 decimals
+  await page.waitForFunction(
+    (w) => document.querySelector('[data-testid="gfl-index"]')?.textContent === w,
+    want,
+    { timeout: 15_000 },
+  );
+  assert.ok(power.totalGflops > 0n, "the localnet has verified power");
+  await page.getByText("Jobs by status").waitFor();
+  await page.screenshot({ path: `${OUT}/network.png`, fullPage: true });
+});
+
+let owner;
+let jobId;
+
+test("a bad spec shows the field's error and sends nothing", async () => {
+  await page.goto(`${WEB_URL}#/client`);
+  await page.getByRole("button", { name: "Use the local test key" }).click();
+  owner = (await page.getByTestId("address").textContent()).trim();
+  const before = await q.market.JobsByOwner({ owner, pagination: undefined });
+  // parsed in the page: not a number
+  await page.getByLabel("Tasks", { exact: true }).fill("four");
+  await page.getByRole("button", { name: "Submit job" }).click();
+  await page.locator(".field.invalid").getByText(/task_count: "four": a whole number/).waitFor();
+  // valid to read, refused by the chain's own validation (the simulation): 0 tasks
+  await page.getByLabel("Tasks", { exact: true }).fill("0");
+  await page.getByRole("button", { name: "Submit job" }).click();
+  const err = page.locator(".field.invalid .field-error");
+  await err.waitFor({ timeout: 15_000 });
+  assert.match(await err.textContent(), /^task_count 0: must be 1 to \d+/);
+  assert.equal(await page.locator(".field.invalid input").getAttribute("name"), "task_count");
+  // a deadline in the past, refused on its field
+  await page.getByLabel("Tasks", { exact: true }).fill("1");
+  await page.getByLabel("Deadline").fill("2020-01-01T00:00");
+  await page.getByRole("button", { name: "Submit job" }).click();
+  await page.locator(".field.invalid .field-error").getByText(/^deadline/).waitFor({ timeout: 15_000 });
+  const afterJobs = await q.market.JobsByOwner({ owner, pagination: undefined });
+  assert.equal(afterJobs.jobs.length, before.jobs.length, "no job was created");
+});
+
+test("a client submits a job from the form and sees it settle at the chain's price", async () => {
+  const deadline = new Date(Date.now() + 3600_000).toISOString().slice(0, 16);
+  await page.getByLabel("Deadline").fill(deadline);
+  await page.getByLabel("Max price per task (DPS)").fill("3");
+  await page.getByLabel("Tasks", { exact: true }).fill("1");
+  assert.equal(await page.getByTestId("escrow").textContent(), "3 DPS");
+  const t0 = Date.now();
+  await page.getByRole("button", { name: "Submit job" }).click();
+  await page.waitForURL(/#\/job\/\d+$/, { timeout: 30_000 });
+  jobId = BigInt(page.url().split("/").pop());
+  const status = page.getByTestId("task-status").first();
+  await page.waitForFunction(() => document.querySelector('[data-testid="task-status"]')?.textContent === "SETTLED", null, {
+    timeout: 240_000,
+    polling: 500,
+  });
+  timings.submitToSettledMs = Date.now() - t0;
+  assert.equal(await status.textContent(), "SETTLED");
+  const { tasks } = await q.market.TasksByJob({ jobId, pagination: undefined });
+  assert.equal(tasks.length, 1);
+  assert.equal(tasks[0].status, marketTypes.TaskStatus.TASK_STATUS_SETTLED);
+  assert.equal(await page.getByTestId("task-price").first().textContent(), dps(tasks[0].price));
+  await page.waitForFunction(() => document.querySelector('[data-testid="job-status"]')?.textContent === "COMPLETED", null, { timeout: 30_000 });
+  await page.screenshot({ path: `${OUT}/client.png`, fullPage: true });
+});
+
+test("the provider view shows the node, its verified power and the payment", async () => {
+  const { tasks } = await q.market.TasksByJob({ jobId, pagination: undefined });
+  const t = tasks[0];
+  await page.goto(`${WEB_URL}#/provider/${t.provider}`);
+  const node = page.locator(`[data-testid="node"][aria-label="node ${t.nodeId}"]`);
+  await node.waitFor({ timeout: 30_000 });
+  const power = await q.gfl.NodePower({ nodeId: t.nodeId });
+  assert.ok(power.powerGflops > 0n);
+  const shown = await node.getByTestId("node-power").textContent();
+  const n = Number(power.powerGflops);
+  const want = n >= 1e6 ? `${(n / 1e6).toFixed(2)} PFLOP/s` : n >= 1e3 ? `${(n / 1e3).toFixed(2)} TFLOP/s` : `${n} GFLOP/s`;
+  assert.equal(shown, want);
+  const payments = await page.getByTestId("payments").textContent();
+  assert.notEqual(payments, "0 DPS", "the task's payment shows in the provider's earnings");
+  await page.screenshot({ path: `${OUT}/provider.png`, fullPage: true });
+});
+
+test("the views fit a phone's width", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${WEB_URL}#/network`);
+  await page.getByTestId("gfl-index").waitFor({ timeout: 30_000 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px at 390px`);
+  await page.screenshot({ path: `${OUT}/network-phone.png`, fullPage: true });
+  assert.deepEqual(consoleErrors, [], "no errors in the page's console");
+});
