@@ -1,5 +1,7 @@
 // Wallets behind one interface: Keplr through window.keplr (the chain suggested from the
 // repo's chain info first), or a local signer from a test mnemonic (demos and tests).
+import { makeSignDoc, Secp256k1HdWallet, type StdSignature } from "@cosmjs/amino";
+import { fromBase64, toBase64 } from "@cosmjs/encoding";
 import { DirectSecp256k1HdWallet, type OfflineSigner } from "@cosmjs/proto-signing";
 import { chain } from "@flopsnet/client";
 
@@ -9,12 +11,18 @@ export interface Wallet {
   kind: "keplr" | "local";
   address: string;
   signer: OfflineSigner;
+  /** signArbitrary signs data as ADR-036 (what a provider's output endpoint accepts from a
+   * browser: X-Flops-Sign-Mode adr036): the compressed public key and the 64-byte signature. */
+  signArbitrary(data: Uint8Array): Promise<{ pubkey: Uint8Array; signature: Uint8Array }>;
 }
+
+const fromStd = (s: StdSignature) => ({ pubkey: fromBase64(s.pub_key.value as string), signature: fromBase64(s.signature) });
 
 interface Keplr {
   experimentalSuggestChain(info: unknown): Promise<void>;
   enable(chainId: string): Promise<void>;
   getOfflineSignerAuto(chainId: string): Promise<OfflineSigner>;
+  signArbitrary(chainId: string, signer: string, data: Uint8Array): Promise<StdSignature>;
 }
 
 export function keplrAvailable(): boolean {
@@ -29,11 +37,26 @@ export async function keplrWallet(cfg: Config): Promise<Wallet> {
   // Auto: direct signing for a software key, amino JSON for a Ledger (both are accepted).
   const signer = await keplr.getOfflineSignerAuto(cfg.chainId);
   const [account] = await signer.getAccounts();
-  return { kind: "keplr", address: account.address, signer };
+  return {
+    kind: "keplr",
+    address: account.address,
+    signer,
+    signArbitrary: async (data) => fromStd(await keplr.signArbitrary(cfg.chainId, account.address, data)),
+  };
 }
 
 export async function localWallet(mnemonic: string): Promise<Wallet> {
   const signer = await DirectSecp256k1HdWallet.fromMnemonic(mnemonic, { prefix: chain.bech32Prefix });
+  const amino = await Secp256k1HdWallet.fromMnemonic(mnemonic, { prefix: chain.bech32Prefix });
   const [account] = await signer.getAccounts();
-  return { kind: "local", address: account.address, signer };
+  return {
+    kind: "local",
+    address: account.address,
+    signer,
+    // the ADR-036 doc: no chain id, account number and sequence 0, no fee, one MsgSignData
+    signArbitrary: async (data) => {
+      const doc = makeSignDoc([{ type: "sign/MsgSignData", value: { signer: account.address, data: toBase64(data) } }], { amount: [], gas: "0" }, "", "", 0, 0);
+      return fromStd((await amino.signAmino(account.address, doc)).signature);
+    },
+  };
 }

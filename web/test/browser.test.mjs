@@ -115,6 +115,17 @@ test("a client submits a job from the form and sees it settle at the chain's pri
   assert.equal(tasks[0].status, marketTypes.TaskStatus.TASK_STATUS_SETTLED);
   assert.equal(await page.getByTestId("task-price").first().textContent(), dps(tasks[0].price));
   await page.waitForFunction(() => document.querySelector('[data-testid="job-status"]')?.textContent === "COMPLETED", null, { timeout: 30_000 });
+  // the outputs, fetched from the provider with the owner's ADR-036 signature and checked
+  // against the result root on chain
+  await page.getByRole("button", { name: "Outputs" }).first().click();
+  const verdict = page.getByTestId("outputs-verdict");
+  await verdict.waitFor({ timeout: 30_000 });
+  const root = Buffer.from(tasks[0].resultRoot).toString("hex");
+  assert.match(
+    await verdict.textContent(),
+    new RegExp(`^\\s*Verified: 1 file\\(s\\) match the manifest, and the PoCP root of product\\.i32le, recomputed here, is the result root committed on chain \\(${root.slice(0, 12)}`),
+  );
+  assert.match(await page.locator("ul.files").textContent(), /✓ product\.i32le/);
   await page.screenshot({ path: `${OUT}/client.png`, fullPage: true });
 });
 

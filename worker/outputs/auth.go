@@ -30,7 +30,24 @@ const (
 	HeaderSignature = "X-Flops-Signature"
 	// HeaderNonce is 32 lowercase hex characters (16 random bytes), never used twice.
 	HeaderNonce = "X-Flops-Nonce"
+	// HeaderSignMode says what the signature covers: absent or "raw", SignedMessage
+	// itself (SignRequest, the CLI); "adr036", the ADR-036 sign doc of SignedMessage
+	// (ADR036SignDoc), which is what a browser wallet signs for arbitrary data (Keplr's
+	// signArbitrary, CosmJS's amino signers).
+	HeaderSignMode = "X-Flops-Sign-Mode"
 )
+
+// SignModeADR036 is HeaderSignMode's value for an ADR-036 signature.
+const SignModeADR036 = "adr036"
+
+// ADR036SignDoc is the ADR-036 amino sign doc of data signed by signer, in the canonical
+// form wallets sign (keys sorted, no spaces): a StdSignDoc with an empty chain id, account
+// number and sequence 0, no fee and one sign/MsgSignData. signer must be a bech32 address
+// (lowercase letters and digits: nothing to escape); data is base64 in the doc.
+func ADR036SignDoc(signer string, data []byte) []byte {
+	return []byte(`{"account_number":"0","chain_id":"","fee":{"amount":[],"gas":"0"},"memo":"","msgs":[{"type":"sign/MsgSignData","value":{"data":"` +
+		base64.StdEncoding.EncodeToString(data) + `","signer":"` + signer + `"}}],"sequence":"0"}`)
+}
 
 // SignatureDomain starts every signed message.
 const SignatureDomain = "flops-output-v2\n"
@@ -138,7 +155,15 @@ func authenticate(r *http.Request, now time.Time, hosts []string, seen *nonces) 
 	if err != nil {
 		return nil, "", unauthorized("%s: not base64", HeaderSignature)
 	}
-	if !pub.VerifySignature(SignedMessage(r.Method, r.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts, nonce), sig) {
+	signed := SignedMessage(r.Method, r.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts, nonce)
+	switch mode := r.Header.Get(HeaderSignMode); mode {
+	case "", "raw":
+	case SignModeADR036:
+		signed = ADR036SignDoc(bech, signed)
+	default:
+		return nil, "", unauthorized("%s %q: must be raw or %s", HeaderSignMode, mode, SignModeADR036)
+	}
+	if !pub.VerifySignature(signed, sig) {
 		return nil, "", unauthorized("%s does not verify for %s %s%s?%s at %d", HeaderSignature, r.Method, r.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts)
 	}
 	if err := seen.use(nonce, now); err != nil {

@@ -45,7 +45,32 @@ func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (str
 	mux.HandleFunc("GET /v1/tasks/{id}/outputs", h.serveManifest)
 	mux.HandleFunc("GET /v1/tasks/{id}/outputs/{path...}", h.serveFile)
 	mux.HandleFunc("GET /v1/tasks/{id}/logs/{stream}", h.serveLog)
-	return mux
+	return cors(mux)
+}
+
+// cors lets a web page on any origin (the dashboard, wherever it is served) read outputs
+// and logs: every request is authorized by its signature headers, never by a cookie or
+// anything else the browser adds on its own, so another origin gains nothing a script
+// without a browser could not do. A preflight is answered here, unsigned.
+func cors(next http.Handler) http.Handler {
+	allowHeaders := strings.Join([]string{HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderSignature, HeaderNonce, HeaderSignMode, "Range"}, ", ")
+	expose := strings.Join([]string{HeaderLogOffset, HeaderTaskRunning, "Content-Range", "Content-Length", "Accept-Ranges"}, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			w.Header().Set("Access-Control-Allow-Methods", "GET")
+			w.Header().Set("Access-Control-Allow-Headers", allowHeaders)
+			w.Header().Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Access-Control-Expose-Headers", expose)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Option configures a Handler.

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -508,5 +509,89 @@ func TestAttackReplayedOutputRequestIsRefused(t *testing.T) {
 
 	// a request without a nonce, as the previous protocol sent, is refused
 	status, _ = f.do(t, "/v1/tasks/7/outputs", f.owner, f.clock(), func(r *http.Request) { r.Header.Del(HeaderNonce) })
+	require.Equal(t, http.StatusUnauthorized, status)
+}
+
+// ADR036SignDoc is byte for byte the sign doc CosmJS's amino signers and Keplr's
+// signArbitrary sign (this golden string is CosmJS 0.39's serializeSignDoc of the same
+// doc), so a browser wallet's signature verifies here.
+func TestADR036SignDocMatchesCosmJS(t *testing.T) {
+	msg := SignedMessage("GET", "h:1", "/v1/tasks/7/outputs", "", 1700000000, "00112233445566778899aabbccddeeff")
+	want := `{"account_number":"0","chain_id":"","fee":{"amount":[],"gas":"0"},"memo":"","msgs":[{"type":"sign/MsgSignData","value":{"data":"ZmxvcHMtb3V0cHV0LXYyCkdFVApoOjEKL3YxL3Rhc2tzLzcvb3V0cHV0cwoKMTcwMDAwMDAwMAowMDExMjIzMzQ0NTU2Njc3ODg5OWFhYmJjY2RkZWVmZg==","signer":"flops19rl4cm2hmr8afy4kldpxz3fka4jguq0a05jktw"}}],"sequence":"0"}`
+	require.Equal(t, want, string(ADR036SignDoc("flops19rl4cm2hmr8afy4kldpxz3fka4jguq0a05jktw", msg)))
+}
+
+// A browser wallet signs the request as ADR-036 data: accepted with the sign mode header;
+// the same signature without it, a raw signature claiming ADR-036, or an unknown mode is
+// refused.
+func TestBrowserWalletSignsADR036(t *testing.T) {
+	f := newFixture(t)
+	adr036 := func(key bool) func(*http.Request) {
+		return func(r *http.Request) {
+			ts, err := strconv.ParseInt(r.Header.Get(HeaderTimestamp), 10, 64)
+			require.NoError(t, err)
+			msg := SignedMessage(r.Method, r.URL.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts, r.Header.Get(HeaderNonce))
+			if key {
+				sig, err := f.owner.Sign(ADR036SignDoc(r.Header.Get(HeaderAddress), msg))
+				require.NoError(t, err)
+				r.Header.Set(HeaderSignature, base64.StdEncoding.EncodeToString(sig))
+			}
+			r.Header.Set(HeaderSignMode, SignModeADR036)
+		}
+	}
+	status, body := f.do(t, "/v1/tasks/7/outputs", f.owner, f.clock(), adr036(true))
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `"result_root"`)
+
+	status, body = f.do(t, "/v1/tasks/7/outputs", f.owner, f.clock(), adr036(false))
+	require.Equal(t, http.StatusUnauthorized, status, "a raw signature is not an ADR-036 one")
+	require.Contains(t, body, "does not verify")
+
+	status, body = f.do(t, "/v1/tasks/7/outputs", f.owner, f.clock(), func(r *http.Request) {
+		adr036(true)(r)
+		r.Header.Del(HeaderSignMode)
+	})
+	require.Equal(t, http.StatusUnauthorized, status, "an ADR-036 signature is not a raw one")
+	require.Contains(t, body, "does not verify")
+
+	status, body = f.do(t, "/v1/tasks/7/outputs", f.owner, f.clock(), func(r *http.Request) { r.Header.Set(HeaderSignMode, "eip191") })
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Contains(t, body, `eip191`)
+	require.Contains(t, body, "must be raw or adr036")
+}
+
+// A page on another origin may read outputs and logs: the preflight is answered unsigned
+// and the answer exposes the log headers; the request itself still needs the owner's
+// signature.
+func TestCORSForTheDashboard(t *testing.T) {
+	f := newFixture(t)
+	req, err := http.NewRequest(http.MethodOptions, f.srv.URL+"/v1/tasks/7/logs/stdout", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "http://127.0.0.1:8800")
+	req.Header.Set("Access-Control-Request-Method", "GET")
+	req.Header.Set("Access-Control-Request-Headers", "x-flops-signature, x-flops-sign-mode")
+	resp, err := f.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), HeaderSignMode)
+	require.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), HeaderSignature)
+
+	status, _ := f.do(t, "/v1/tasks/7/logs/stdout", f.owner, f.clock(), func(r *http.Request) { r.Header.Set("Origin", "http://127.0.0.1:8800") })
+	require.Equal(t, http.StatusOK, status)
+	got, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/7/logs/stdout", nil)
+	require.NoError(t, err)
+	require.NoError(t, SignRequest(got, f.owner, f.clock()))
+	got.Header.Set("Origin", "http://127.0.0.1:8800")
+	resp, err = f.srv.Client().Do(got)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), HeaderLogOffset)
+
+	// unsigned, from the page: still refused
+	status, _ = f.do(t, "/v1/tasks/7/outputs", nil, f.clock(), func(r *http.Request) { r.Header.Set("Origin", "http://127.0.0.1:8800") })
 	require.Equal(t, http.StatusUnauthorized, status)
 }

@@ -1,9 +1,12 @@
 // One job: its tasks live (status, provider, price, time used, progress through the
 // lifecycle), its history, and the owner's cancel and challenge buttons.
 import { html } from "lit";
-import { marketTx, marketTypes } from "@flopsnet/client";
+import { gflTypes, marketTx, marketTypes } from "@flopsnet/client";
+
+import { toHex } from "@cosmjs/encoding";
 
 import { dps, jobStatus, short, taskStatus } from "../format.js";
+import { fetchOutputs, readLog, type Checked } from "../outputs.js";
 import { page } from "../page.js";
 import { send } from "../tx.js";
 import { View } from "../view.js";
@@ -21,6 +24,7 @@ export class JobView extends View {
     actionError: { state: true },
     actionResult: { state: true },
     busy: { state: true },
+    panels: { state: true },
   };
   declare jobId: string;
   declare job: marketTypes.Job | undefined;
@@ -29,12 +33,21 @@ export class JobView extends View {
   declare actionError: string | undefined;
   declare actionResult: string | undefined;
   declare busy: boolean;
+  declare panels: Record<string, Panel>;
+  private endpoints = new Map<bigint, string>();
+  private logTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
   constructor() {
     super();
     this.tasks = [];
     this.history = [];
     this.busy = false;
+    this.panels = {};
+  }
+
+  disconnectedCallback(): void {
+    super.disconnectedCallback();
+    for (const t of this.logTimers.values()) clearTimeout(t);
   }
 
   protected async load(): Promise<void> {
@@ -47,6 +60,87 @@ export class JobView extends View {
     this.job = job.job;
     this.tasks = tasks.tasks;
     this.history = history.entries;
+    for (const t of this.tasks) {
+      if (t.nodeId > 0n && !this.endpoints.has(t.nodeId)) {
+        const n = await this.chain.q.gfl.Node({ nodeId: t.nodeId });
+        if (n.node?.endpoint) this.endpoints.set(t.nodeId, n.node.endpoint);
+      }
+    }
+  }
+
+  private setPanel(id: bigint, p: Partial<Panel>) {
+    const k = id.toString();
+    this.panels = { ...this.panels, [k]: { ...(this.panels[k] ?? { log: "", offset: 0 }), ...p } };
+  }
+
+  /** outputs fetches the task's outputs from its provider and checks them against the chain. */
+  private async outputs(t: marketTypes.Task) {
+    this.setPanel(t.id, { busy: true, error: undefined, open: true });
+    try {
+      const spec = this.job?.spec;
+      const gemm = spec?.runtime === gflTypes.Runtime.RUNTIME_BUILTIN && spec.image === "gemm";
+      const checked = await fetchOutputs(t.outputUri, t.id, this.chain.wallet!, toHex(t.resultRoot), gemm);
+      this.setPanel(t.id, { checked, busy: false });
+    } catch (e) {
+      this.setPanel(t.id, { error: e instanceof Error ? e.message : String(e), busy: false });
+    }
+  }
+
+  /** logs reads the task's stdout from where it left off, and again every 2 s while the
+   * task runs on its provider. */
+  private async logs(t: marketTypes.Task) {
+    const k = t.id.toString();
+    clearTimeout(this.logTimers.get(k));
+    const endpoint = this.endpoints.get(t.nodeId);
+    if (!endpoint) {
+      this.setPanel(t.id, { open: true, error: "the node has no endpoint on chain" });
+      return;
+    }
+    const p = this.panels[k] ?? { log: "", offset: 0 };
+    try {
+      const r = await readLog(endpoint, t.id, "stdout", p.offset, this.chain.wallet!);
+      this.setPanel(t.id, { open: true, log: p.log + r.text, offset: r.next, following: r.running, error: undefined });
+      if (r.running && this.isConnected) this.logTimers.set(k, setTimeout(() => void this.logs(t), 2000));
+    } catch (e) {
+      this.setPanel(t.id, { open: true, error: e instanceof Error ? e.message : String(e), following: false });
+    }
+  }
+
+  private verdict(c: Checked) {
+    const ok = c.rootOk && c.resultRootOk && c.boundOk && c.files.every((f) => f.ok);
+    const problems = [
+      !c.boundOk ? `${c.bound} is not the result root committed on chain` : "",
+      !c.resultRootOk ? "the manifest's result root is not the chain's" : "",
+      !c.rootOk ? "the manifest's root does not match its files" : "",
+      c.files.some((f) => !f.ok) ? `${c.files.filter((f) => !f.ok).length} file(s) do not match the manifest` : "",
+    ].filter(Boolean);
+    return html`<p data-testid="outputs-verdict" class=${ok ? "ok" : "error"}>
+      ${ok
+        ? `Verified: ${c.files.length} file(s) match the manifest, and ${c.bound}, recomputed here, is the result root committed on chain (${c.manifest.result_root.slice(0, 12)}…).`
+        : `Not verified: ${problems.join("; ")}.`}
+    </p>`;
+  }
+
+  private panel(t: marketTypes.Task) {
+    const p = this.panels[t.id.toString()];
+    if (!p?.open) return "";
+    const c = p.checked;
+    return html`<tr class="panel"><td colspan="8">
+      ${p.busy ? html`<p class="loading" role="status">Fetching the outputs from the provider…</p>` : ""}
+      ${p.error ? html`<p class="error" role="alert">${p.error}</p>` : ""}
+      ${c ? this.verdict(c) : ""}
+      ${c
+        ? html`
+            <ul class="files">
+              ${[...c.files, ...c.logs].map(
+                (f) => html`<li>${f.ok ? "✓" : "✗"} <code>${f.path}</code> ${f.size} bytes${f.problem ? html` <span class="error">${f.problem}</span>` : ""}</li>`,
+              )}
+            </ul>`
+        : ""}
+      ${p.log !== "" || p.following !== undefined
+        ? html`<h4>stdout${p.following ? " (live)" : ""}</h4><pre class="log" data-testid="task-log" aria-live="polite">${p.log || "(empty)"}</pre>`
+        : ""}
+    </td></tr>`;
   }
 
   private async act(what: "cancel" | "challenge", taskId?: bigint) {
@@ -116,10 +210,15 @@ export class JobView extends View {
                     <td>${t.nodeId > 0n ? `#${t.nodeId}` : "—"}</td>
                     <td data-testid="task-price">${t.price ? dps(t.price) : "—"}</td>
                     <td>${this.timeUsed(t)}</td>
-                    <td>${owner && (s === "REVEALED" || s === "VERIFIED")
+                    <td>${owner && t.outputUri
+                        ? html`<button class="link" @click=${() => this.outputs(t)}>Outputs</button>`
+                        : ""}${owner && step >= STEPS.indexOf("RUNNING") && t.nodeId > 0n
+                        ? html`<button class="link" @click=${() => this.logs(t)}>Logs</button>`
+                        : ""}${owner && (s === "REVEALED" || s === "VERIFIED")
                       ? html`<button class="link" ?disabled=${this.busy} @click=${() => this.act("challenge", t.id)}>Challenge</button>`
                       : ""}</td>
-                  </tr>`;
+                  </tr>
+                  ${this.panel(t)}`;
                 })}
               </tbody>
             </table>
@@ -136,3 +235,13 @@ export class JobView extends View {
   }
 }
 customElements.define("flops-job-view", JobView);
+
+interface Panel {
+  open?: boolean;
+  busy?: boolean;
+  error?: string;
+  checked?: Checked;
+  log: string;
+  offset: number;
+  following?: boolean;
+}
