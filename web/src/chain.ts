@@ -3,7 +3,7 @@
 // retried with exponential backoff (1 s doubling to 30 s) and the views show the error.
 import { GasPrice, type SigningStargateClient } from "@cosmjs/stargate";
 import { Comet38Client } from "@cosmjs/tendermint-rpc";
-import { connectQuery, connectSigning, type FlopsQueryClients } from "@flopsnet/client";
+import { connectQuery, connectSigning, gflQuery, type FlopsQueryClients } from "@flopsnet/client";
 
 import type { Config } from "./config.js";
 import type { Wallet } from "./wallet.js";
@@ -127,4 +127,27 @@ export async function paymentsTo(comet: Comet38Client, provider: string, max = 1
     }
   }
   return out.sort((x, y) => x.height - y.height);
+}
+
+/** powerHistory reads a node's verified power at `points` heights spread over the last
+ * `span` blocks, from the node's historical state (ABCI queries at a height; a height the
+ * node has pruned, or before the node existed, is left out). */
+export async function powerHistory(comet: Comet38Client, nodeId: bigint, latest: number, points = 16, span = 2000) {
+  const first = Math.max(1, latest - span);
+  const step = Math.max(1, Math.floor((latest - first) / (points - 1)));
+  const heights: number[] = [];
+  for (let h = latest; h >= first && heights.length < points; h -= step) heights.unshift(h);
+  const data = gflQuery.QueryNodePowerRequest.encode({ nodeId }).finish();
+  const out = await Promise.all(
+    heights.map(async (height) => {
+      try {
+        const r = await comet.abciQuery({ path: "/flops.gfl.v1.Query/NodePower", data, height });
+        if (r.code !== 0) return undefined;
+        return { height, gflops: Number(gflQuery.QueryNodePowerResponse.decode(r.value).powerGflops) };
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+  return out.filter((x): x is { height: number; gflops: number } => x !== undefined);
 }

@@ -1,5 +1,5 @@
 // <flops-app>: the shell. Hash routes: #/network (the default), #/client, #/job/<id>,
-// #/provider/<address>. One Chain (the node connection and its block poller) is shared by
+// #/pool/<id>, #/provider/<address>. One Chain (the node connection and its block poller) is shared by
 // every view.
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
@@ -7,6 +7,7 @@ import "./chart.js";
 import "./views/client.js";
 import "./views/job.js";
 import "./views/network.js";
+import "./views/pool.js";
 import "./views/provider.js";
 
 import { LitElement, html } from "lit";
@@ -14,11 +15,11 @@ import { LitElement, html } from "lit";
 import { Chain } from "./chain.js";
 import { loadConfig } from "./config.js";
 
-type Route = { view: "network" | "client" | "job" | "provider"; arg?: string };
+type Route = { view: "network" | "client" | "job" | "pool" | "provider"; arg?: string };
 
 function route(): Route {
   const [, view, arg] = location.hash.replace(/^#/, "").split("/");
-  if (view === "client" || view === "job" || view === "provider") return { view, arg: arg ? decodeURIComponent(arg) : undefined };
+  if (view === "client" || view === "job" || view === "pool" || view === "provider") return { view, arg: arg ? decodeURIComponent(arg) : undefined };
   return { view: "network" };
 }
 
@@ -83,6 +84,8 @@ export class FlopsApp extends LitElement {
         return html`<flops-client-view .chain=${c}></flops-client-view>`;
       case "job":
         return html`<flops-job-view .chain=${c} job-id=${r.arg ?? "0"}></flops-job-view>`;
+      case "pool":
+        return html`<flops-pool-view .chain=${c} pool-id=${r.arg ?? "0"}></flops-pool-view>`;
       case "provider":
         return html`<flops-provider-view .chain=${c} .address=${r.arg ?? c.wallet?.address ?? ""}></flops-provider-view>`;
       default:

@@ -129,6 +129,30 @@ test("a client submits a job from the form and sees it settle at the chain's pri
   await page.screenshot({ path: `${OUT}/client.png`, fullPage: true });
 });
 
+test("a client opens a pool, posts units, and watches members claim and get paid", async () => {
+  await page.goto(`${WEB_URL}#/client`);
+  await page.getByRole("button", { name: "Open pool" }).click(); // examples/pool.yaml, prefilled
+  await page.waitForURL(/#\/pool\/\d+$/, { timeout: 30_000 });
+  const poolId = BigInt(page.url().split("/").pop());
+  await page.getByRole("button", { name: "Post units" }).click(); // two units, hashed in the page
+  await page.getByText(/2 unit\(s\) posted in block \d+/).waitFor({ timeout: 30_000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid="pool-paid"]')?.textContent === "2 paid", null, {
+    timeout: 180_000,
+    polling: 500,
+  });
+  const { pool } = await q.market.Pool({ poolId });
+  assert.equal(pool.paidUnits, 2n);
+  const members = page.getByRole("table", { name: "members" });
+  await members.waitFor();
+  const { members: onChain } = await q.market.PoolMembers({ poolId, pagination: undefined });
+  let earned = 0n;
+  for (const m of onChain) earned += BigInt((await q.market.PoolEarnings({ poolId, provider: m.provider })).earnings);
+  assert.equal(earned, 2n * BigInt(pool.spec.unitPrice.amount), "two units' price credited to the members");
+  await page.screenshot({ path: `${OUT}/pool.png`, fullPage: true });
+  await page.getByRole("button", { name: "Close pool" }).click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="pool-status"]')?.textContent === "CLOSED", null, { timeout: 30_000 });
+});
+
 test("the provider view shows the node, its verified power and the payment", async () => {
   const { tasks } = await q.market.TasksByJob({ jobId, pagination: undefined });
   const t = tasks[0];
@@ -144,6 +168,16 @@ test("the provider view shows the node, its verified power and the payment", asy
   const payments = await page.getByTestId("payments").textContent();
   assert.notEqual(payments, "0 DPS", "the task's payment shows in the provider's earnings");
   await page.screenshot({ path: `${OUT}/provider.png`, fullPage: true });
+});
+
+test("a node that does not answer is said so, and retried with backoff", async () => {
+  // a page of its own: its refused connections are the point, not console errors
+  const dead = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  await dead.goto(`${WEB_URL}?rpc=http://127.0.0.1:9#/network`);
+  const banner = dead.getByRole("alert").filter({ hasText: "does not answer" });
+  await banner.waitFor({ timeout: 15_000 });
+  assert.match(await banner.textContent(), /The node at http:\/\/127\.0\.0\.1:9 does not answer: .+ Retrying in\s+\d+ s\./);
+  await dead.close();
 });
 
 test("the views fit a phone's width", async () => {

@@ -1,7 +1,9 @@
 // The client view: connect a wallet, submit a job from a form or a pasted spec (YAML or
 // JSON, as the CLI reads it), see the escrow it locks before signing, and follow your jobs.
 import { html, nothing } from "lit";
-import { gflTypes, jobSpecFromJSON, marketTx, marketTypes, SpecError } from "@flopsnet/client";
+import { gflTypes, jobSpecFromJSON, marketTx, marketTypes, poolSpecFromJSON, SpecError } from "@flopsnet/client";
+
+import poolExample from "../../../examples/pool.yaml?raw";
 
 import { dps, jobStatus } from "../format.js";
 import { page } from "../page.js";
@@ -94,6 +96,10 @@ export class ClientView extends View {
     jobs: { state: true },
     balance: { state: true },
     walletError: { state: true },
+    pools: { state: true },
+    poolText: { state: true },
+    poolError: { state: true },
+    poolBusy: { state: true },
   };
   declare values: Record<string, string>;
   declare fieldErrors: Record<string, string>;
@@ -105,6 +111,10 @@ export class ClientView extends View {
   declare jobs: marketTypes.Job[];
   declare balance: string | undefined;
   declare walletError: string | undefined;
+  declare pools: marketTypes.Pool[];
+  declare poolText: string;
+  declare poolError: string | undefined;
+  declare poolBusy: boolean;
 
   constructor() {
     super();
@@ -116,6 +126,9 @@ export class ClientView extends View {
     this.usePaste = false;
     this.busy = false;
     this.jobs = [];
+    this.pools = [];
+    this.poolText = poolExample;
+    this.poolBusy = false;
   }
 
   protected async load(): Promise<void> {
@@ -124,12 +137,14 @@ export class ClientView extends View {
       this.loading = false;
       return;
     }
-    const [jobs, bal] = await Promise.all([
+    const [jobs, bal, pools] = await Promise.all([
       this.chain.q.market.JobsByOwner({ owner: w.address, pagination: page(50, { reverse: true }) }),
       this.chain.q.stargate.getBalance(w.address, "udps"),
+      this.chain.q.market.Pools({ pagination: page(500, { reverse: true }) }),
     ]);
     this.jobs = jobs.jobs;
     this.balance = bal.amount;
+    this.pools = pools.pools.filter((p) => p.owner === w.address);
   }
 
   private async connect(kind: "keplr" | "local") {
@@ -266,7 +281,7 @@ export class ClientView extends View {
             ${this.walletError ? html`<p class="error" role="alert">${this.walletError}</p>` : ""}
           </div>`}
       ${this.state()}
-      ${w ? this.form(escrow) : ""} ${w ? this.jobList() : ""}
+      ${w ? this.form(escrow) : ""} ${w ? this.jobList() : ""} ${w ? this.poolSection() : ""}
     </section>`;
   }
 
@@ -289,6 +304,45 @@ export class ClientView extends View {
       ${this.result ? html`<p class="ok" role="status">${this.result}</p>` : ""}
       <button type="submit" ?disabled=${this.busy}>${this.busy ? "Submitting…" : "Submit job"}</button>
     </form>`;
+  }
+
+  private async openPool(e: Event) {
+    e.preventDefault();
+    this.poolError = undefined;
+    const w = this.chain.wallet!;
+    this.poolBusy = true;
+    try {
+      const spec = poolSpecFromJSON(this.poolText);
+      const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgCreatePool", value: { owner: w.address, spec } }]);
+      const { poolId } = marketTx.MsgCreatePoolResponse.decode(res.msgResponses[0].value);
+      location.hash = `#/pool/${poolId}`;
+    } catch (err) {
+      this.poolError = err instanceof Error ? err.message : String(err);
+    } finally {
+      this.poolBusy = false;
+    }
+  }
+
+  private poolSection() {
+    return html`<h3>Your pools</h3>
+      ${this.pools.length === 0
+        ? html`<p class="muted">No pools yet.</p>`
+        : html`<table class="list" aria-label="your pools">
+            <thead><tr><th>Pool</th><th>Status</th><th>Members</th><th>Open units</th><th>Paid units</th><th>Escrow</th></tr></thead>
+            <tbody>${this.pools.map(
+              (p) => html`<tr><td><a href="#/pool/${p.id}">#${p.id}</a></td><td>${marketTypes.poolStatusToJSON(p.status).replace("POOL_STATUS_", "")}</td>
+                <td>${p.members}</td><td>${p.openUnits}</td><td>${p.paidUnits}</td><td>${dps(p.escrow)}</td></tr>`,
+            )}</tbody>
+          </table>`}
+      <form class="job-form" @submit=${this.openPool} aria-labelledby="pool-open-h">
+        <h3 id="pool-open-h">Open a pool</h3>
+        <div class="field">
+          <label for="f-pool">Pool spec (YAML or JSON, as for <code>flopsd tx market create-pool</code>); its budget is escrowed</label>
+          <textarea id="f-pool" rows="12" .value=${this.poolText} @input=${(e: Event) => (this.poolText = (e.target as HTMLTextAreaElement).value)}></textarea>
+        </div>
+        ${this.poolError ? html`<p class="error" role="alert">${this.poolError}</p>` : ""}
+        <button type="submit" ?disabled=${this.poolBusy}>${this.poolBusy ? "Opening…" : "Open pool"}</button>
+      </form>`;
   }
 
   private jobList() {

@@ -7,7 +7,7 @@ import { fromBech32 } from "@cosmjs/encoding";
 import { chain as flops, gflTypes, marketTypes, reputationTypes, stakingslashTypes } from "@flopsnet/client";
 
 import { dps, dec, decNumber, gflops, nodeStatus, slashReason, taskStatus } from "../format.js";
-import { paymentsTo } from "../chain.js";
+import { paymentsTo, powerHistory } from "../chain.js";
 import { page } from "../page.js";
 import { View } from "../view.js";
 import type { Series } from "../chart.js";
@@ -21,6 +21,7 @@ interface NodeRow {
   score?: string;
   eligible: boolean;
   history: reputationTypes.ScoreRecord[];
+  powerSeries: { height: number; gflops: number }[];
 }
 
 interface ProviderData {
@@ -62,11 +63,12 @@ export class ProviderView extends View {
     ]);
     const rows = await Promise.all(
       nodes.nodes.map(async (node): Promise<NodeRow> => {
-        const [power, stats, score, history] = await Promise.all([
+        const [power, stats, score, history, powerSeries] = await Promise.all([
           q.gfl.NodePower({ nodeId: node.id }),
           q.gfl.NodeStats({ nodeId: node.id }),
           q.reputation.Score({ nodeId: node.id }),
           q.reputation.History({ nodeId: node.id, pagination: page(50, { reverse: true }) }),
+          this.powerSeries(node.id),
         ]);
         return {
           node,
@@ -77,6 +79,7 @@ export class ProviderView extends View {
           score: score.known ? score.score?.score : undefined,
           eligible: score.eligible,
           history: [...history.history].sort((a, b) => Number(a.epoch - b.epoch)),
+          powerSeries,
         };
       }),
     );
@@ -106,6 +109,17 @@ export class ProviderView extends View {
       },
       inFlight: tasks.tasks,
     };
+  }
+
+  // The power history is read again only every 20 blocks: it is 16 historical queries.
+  private powerCache = new Map<bigint, { at: number; series: { height: number; gflops: number }[] }>();
+  private async powerSeries(nodeId: bigint) {
+    const h = this.chain.status.height;
+    const c = this.powerCache.get(nodeId);
+    if (c && h - c.at < 20) return c.series;
+    const series = await powerHistory(this.chain.comet, nodeId, h);
+    this.powerCache.set(nodeId, { at: h, series });
+    return series;
   }
 
   protected willUpdate(changed: Map<string, unknown>): void {
@@ -159,6 +173,10 @@ export class ProviderView extends View {
               ${gflops(n.node.claimedGflops)}, availability ${(n.availabilityPpm / 10000).toFixed(1)}%)</span></p>
             <p>PoCP this epoch: ${n.stats ? html`${n.stats.passed} passed, ${n.stats.failed} failed, ${n.stats.missed} missed of ${n.stats.issued}` : "none yet"}</p>
             <p>Reputation ${n.score ? dec(n.score) : "not scored yet"}${n.eligible ? "" : html` <span class="muted">(not yet eligible for work rewards)</span>`}</p>
+            ${n.powerSeries.length > 1
+              ? html`<flops-line-chart label="Node ${n.node.id}: verified power (GFLOP/s)" x-label="block" .x=${n.powerSeries.map((p) => p.height)}
+                  .series=${[{ label: "GFLOP/s", values: n.powerSeries.map((p) => p.gflops) }]}></flops-line-chart>`
+              : ""}
             ${n.history.length > 1
               ? html`<flops-line-chart label="Node ${n.node.id}: reputation by epoch" x-label="epoch" .x=${n.history.map((h) => Number(h.epoch))}
                   .series=${[
