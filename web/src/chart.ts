@@ -59,7 +59,8 @@ export class LineChart extends LitElement {
         width,
         height: 180,
         scales: { x: { time: false } },
-        axes: [{ label: this.xLabel }, {}],
+        // x is an epoch or a block height: whole numbers only
+        axes: [{ label: this.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000] }, {}],
         series: [{ label: this.xLabel }, ...this.series.map((s, i) => ({ label: s.label, stroke: colors[i % colors.length], width: 2 }))],
       },
       data,
