@@ -129,6 +129,42 @@ test("a client submits a job from the form and sees it settle at the chain's pri
   await page.screenshot({ path: `${OUT}/client.png`, fullPage: true });
 });
 
+test("a pasted spec no node can take waits, and the client cancels it for a full refund", async () => {
+  await page.goto(`${WEB_URL}#/client`);
+  await page.getByRole("tab", { name: "Paste a spec" }).click();
+  const deadline = new Date(Date.now() + 3600_000).toISOString();
+  await page.getByLabel(/Job spec/).fill(`# no node is in this region
+workload: WORKLOAD_CLASS_BATCH
+runtime: RUNTIME_BUILTIN
+image: gemm
+builtin: {gemm_n: 256, gemm_r: 1}
+requirements: {gpu_count: 1, region: nowhere}
+task_count: 2
+replicas: 1
+verification: VERIFICATION_CLASS_BUILTIN_GEMM
+max_price_per_task: 1500000udps
+priority_tip: 0udps
+verification_budget: 0udps
+max_duration: 10m
+deadline: "${deadline}"
+mode: ALLOCATION_MODE_ASSIGN
+`);
+  assert.equal(await page.getByTestId("escrow").textContent(), "3 DPS");
+  await page.getByRole("button", { name: "Submit job" }).click();
+  await Promise.race([
+    page.waitForURL(/#\/job\/\d+$/, { timeout: 30_000 }),
+    page.getByTestId("form-error").waitFor({ timeout: 30_000 }).then(async () => {
+      throw new Error(`the page refused the pasted spec: ${await page.getByTestId("form-error").textContent()}`);
+    }),
+  ]);
+  const id = BigInt(page.url().split("/").pop());
+  await page.getByRole("button", { name: "Cancel job" }).click();
+  await page.getByText(/^Cancelled in block \d+; 3 DPS refunded\.$/).waitFor({ timeout: 30_000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid="job-status"]')?.textContent === "CANCELLED", null, { timeout: 15_000 });
+  const { job } = await q.market.Job({ jobId: id });
+  assert.equal(job.status, marketTypes.JobStatus.JOB_STATUS_CANCELLED);
+});
+
 test("a client opens a pool, posts units, and watches members claim and get paid", async () => {
   await page.goto(`${WEB_URL}#/client`);
   await page.getByRole("button", { name: "Open pool" }).click(); // examples/pool.yaml, prefilled
