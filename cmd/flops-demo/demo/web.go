@@ -54,7 +54,7 @@ func (d *Demo) serveWeb(ctx context.Context) error {
 	if dir == "" {
 		dir = filepath.Join(d.o.Root, "web", "dist")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "index.html")); err != nil {
+	if !isFile(filepath.Join(dir, "index.html")) {
 		d.say("web", "the dashboard is not built (make web builds it): not served")
 		return nil
 	}
@@ -108,4 +108,10 @@ func (d *Demo) stopWeb() {
 		defer cancel()
 		_ = d.web.Shutdown(ctx)
 	}
+}
+
+// isFile says whether p is a regular file.
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
