@@ -20,6 +20,7 @@ import (
 	sdkmath "cosmossdk.io/math"
 
 	"github.com/flopsnet/flops/cmd/flops-demo/demo"
+	"github.com/flopsnet/flops/testutil/testdirs"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -74,7 +75,8 @@ func runDemo(t *testing.T, o demo.Options) demo.Summary {
 	}
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	o.Root, o.BinDir, o.Home, o.Headless = root, binaries(t, root), t.TempDir(), true
+	// a home the sandbox's unprivileged user can reach (provider 2 runs PROCESS jobs)
+	o.Root, o.BinDir, o.Home, o.Headless = root, binaries(t, root), testdirs.Reachable(t, t.TempDir()), true
 	var out bytes.Buffer
 	o.Out = &out
 	sum, err := demo.Run(context.Background(), o)

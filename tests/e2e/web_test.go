@@ -47,6 +47,9 @@ func checkWeb(t *testing.T, rpc string) func(context.Context, demo.Summary) erro
 		if err != nil {
 			missing = append(missing, "node")
 		}
+		if !s.ProcessRuntime && os.Getenv("FLOPS_CI") != "" {
+			missing = append(missing, "bubblewrap (the demo's PROCESS jobs, whose live log the test follows)")
+		}
 		if len(missing) > 0 {
 			if os.Getenv("FLOPS_CI") != "" {
 				return fmt.Errorf("the dashboard's browser test cannot run: no %s", strings.Join(missing, ", "))
@@ -59,7 +62,8 @@ func checkWeb(t *testing.T, rpc string) func(context.Context, demo.Summary) erro
 		out := filepath.Join(web, "test-results")
 		cmd := exec.CommandContext(ctx, node, "--test", "--test-force-exit", "--test-reporter=spec", script)
 		cmd.Dir = web
-		cmd.Env = append(os.Environ(), "WEB_URL="+s.WebURL, "RPC="+rpc, "OUT="+out, "CHROMIUM="+browser)
+		cmd.Env = append(os.Environ(), "WEB_URL="+s.WebURL, "RPC="+rpc, "OUT="+out, "CHROMIUM="+browser,
+			fmt.Sprintf("PROCESS_JOBS=%t", s.ProcessRuntime))
 		res, err := cmd.CombinedOutput()
 		t.Logf("the dashboard in Chromium:\n%s", res)
 		if err != nil {

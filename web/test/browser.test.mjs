@@ -165,6 +165,43 @@ mode: ALLOCATION_MODE_ASSIGN
   assert.equal(job.status, marketTypes.JobStatus.JOB_STATUS_CANCELLED);
 });
 
+test("a running PROCESS task's log is followed live, signed by the owner", { skip: process.env.PROCESS_JOBS !== "true" && "no node takes PROCESS jobs (bubblewrap is not installed)" }, async () => {
+  await page.goto(`${WEB_URL}#/client`);
+  await page.getByRole("tab", { name: "Paste a spec" }).click();
+  const deadline = new Date(Date.now() + 3600_000).toISOString();
+  await page.getByLabel(/Job spec/).fill(`workload: WORKLOAD_CLASS_BATCH
+runtime: RUNTIME_PROCESS
+command:
+  - sh
+  - -c
+  - 'for i in 1 2 3 4 5 6 7 8; do echo "line $i"; sleep 1; done; echo done > "$FLOPS_OUTPUT_DIR/result.txt"'
+requirements: {gpu_count: 1}
+task_count: 1
+replicas: 1
+verification: VERIFICATION_CLASS_NONE
+max_price_per_task: 1000000udps
+priority_tip: 0udps
+verification_budget: 0udps
+max_duration: 300s
+deadline: "${deadline}"
+mode: ALLOCATION_MODE_ASSIGN
+`);
+  await page.getByRole("button", { name: "Submit job" }).click();
+  await Promise.race([
+    page.waitForURL(/#\/job\/\d+$/, { timeout: 30_000 }),
+    page.getByTestId("form-error").waitFor({ timeout: 30_000 }).then(async () => {
+      throw new Error(`the page refused the pasted spec: ${await page.getByTestId("form-error").textContent()}`);
+    }),
+  ]);
+  await page.waitForFunction(() => document.querySelector('[data-testid="task-status"]')?.textContent === "RUNNING", null, { timeout: 60_000, polling: 250 });
+  await page.getByRole("button", { name: "Logs" }).first().click();
+  const log = page.getByTestId("task-log");
+  await page.getByRole("heading", { name: "stdout (live)" }).waitFor({ timeout: 15_000 });
+  await page.waitForFunction(() => /line 8/.test(document.querySelector('[data-testid="task-log"]')?.textContent ?? ""), null, { timeout: 60_000, polling: 250 });
+  assert.match(await log.textContent(), /^line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n/);
+  await page.getByRole("heading", { name: "stdout", exact: true }).waitFor({ timeout: 15_000 }); // the run ended: no longer live
+});
+
 test("a client opens a pool, posts units, and watches members claim and get paid", async () => {
   await page.goto(`${WEB_URL}#/client`);
   await page.getByRole("button", { name: "Open pool" }).click(); // examples/pool.yaml, prefilled

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -250,6 +251,12 @@ func (d *Demo) startWorkers(ctx context.Context) error {
 		d.say("gpu", "NVML sees %d GPU(s) (%s): provider 1 sells them, provider 2 runs on %d mock GPUs", len(devs), devs[0].Model, gpusPerNode)
 	}
 	d.sum.MockGPUs = d.mockGPU
+	// provider 2 also runs PROCESS jobs (a client's own command, in bubblewrap's sandbox)
+	// when bubblewrap is installed: the dashboard follows such a task's log live
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		d.sum.ProcessRuntime = true
+		d.say("provider2", "bubblewrap is installed: its node also takes PROCESS jobs, each run in a sandbox")
+	}
 	for i, key := range providerKeys {
 		home := filepath.Join(d.o.Home, fmt.Sprintf("provider%d", i+1))
 		out, tel := d.port(8471+i), d.port(9471+i)
@@ -264,7 +271,15 @@ func (d *Demo) startWorkers(ctx context.Context) error {
 		cfg.Node.AskPerGPUHour = strconv.Itoa(1_000_000 + 500_000*i) // different asks: the auction has a price to discover
 		cfg.Outputs.Listen = fmt.Sprintf("127.0.0.1:%d", out)
 		cfg.Telemetry.Listen = fmt.Sprintf("127.0.0.1:%d", tel)
-		if err := os.MkdirAll(home, 0o700); err != nil {
+		perm := os.FileMode(0o700)
+		if i == 1 && d.sum.ProcessRuntime {
+			cfg.Node.Runtimes = append(cfg.Node.Runtimes, "PROCESS")
+			perm = 0o711 // the sandbox's unprivileged user reaches its task's directories
+		}
+		if err := os.MkdirAll(home, perm); err != nil {
+			return err
+		}
+		if err := os.Chmod(home, perm); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(home, "worker.yaml"), []byte(config.Render(cfg)), 0o600); err != nil {

@@ -56,6 +56,8 @@ type Summary struct {
 	Metrics map[string]float64
 	// WebURL: where the dashboard is served ("" when web/dist is not built).
 	WebURL string
+	// ProcessRuntime: provider 2's node takes PROCESS jobs (bubblewrap is installed).
+	ProcessRuntime bool
 }
 
 // NodeSummary is a provider's node.
