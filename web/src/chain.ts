@@ -151,3 +151,42 @@ export async function powerHistory(comet: Comet38Client, nodeId: bigint, latest:
   );
   return out.filter((x): x is { height: number; gflops: number } => x !== undefined);
 }
+
+/** EpochEnd: the block where a reward epoch ended (x/dps queued its distribution there); the
+ * block belongs to the next epoch, whose BeginBlock ended this one. */
+export interface EpochEnd {
+  height: number;
+  epoch: number;
+}
+
+const epochEndCache = new Map<string, EpochEnd>();
+
+/** epochEnds finds the newest `max` reward-epoch ends in the event index
+ * (EventDistributionQueued), oldest first. Found ends are kept: they never change. */
+export async function epochEnds(comet: Comet38Client, max = 100): Promise<EpochEnd[]> {
+  const query = "flops.dps.v1.EventDistributionQueued.epoch EXISTS";
+  const found = await comet.blockSearch({ query, order_by: "desc", per_page: max });
+  for (const b of found.blocks) {
+    const h = b.block.header.height;
+    if (epochEndCache.has(`${h}`)) continue;
+    const r = await comet.blockResults(h);
+    for (const e of r.finalizeBlockEvents) {
+      if (e.type !== "flops.dps.v1.EventDistributionQueued") continue;
+      const a = Object.fromEntries(e.attributes.map((x) => [x.key, unquote(x.value)]));
+      epochEndCache.set(`${h}`, { height: h, epoch: Number(a.epoch) });
+    }
+  }
+  return [...epochEndCache.values()].sort((x, y) => x.height - y.height);
+}
+
+/** epochOf says which reward epoch a block belongs to: the one after the last epoch that
+ * ended at or before it; undefined before the oldest end known (unless that is epoch 1's). */
+export function epochOf(height: number, ends: EpochEnd[]): number | undefined {
+  let e: number | undefined;
+  for (const end of ends) {
+    if (end.height > height) break;
+    e = end.epoch + 1;
+  }
+  if (e === undefined && ends.length > 0 && ends[0].epoch === 1) return 1;
+  return e;
+}

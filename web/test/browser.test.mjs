@@ -13,6 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 
 import { chromium } from "playwright-core";
+import { Comet38Client } from "@cosmjs/tendermint-rpc";
 import { connectQuery, marketTypes } from "@flopsnet/client";
 
 const WEB_URL = process.env.WEB_URL ?? "http://127.0.0.1:8080/";
@@ -240,6 +241,20 @@ test("the provider view shows the node, its verified power and the payment", asy
   assert.equal(shown, want);
   const payments = await page.getByTestId("payments").textContent();
   assert.notEqual(payments, "0 DPS", "the task's payment shows in the provider's earnings");
+  // earnings per epoch: every payment is in an epoch's row, and the task's is in the epoch
+  // its settlement block belongs to (the one after the last epoch x/dps queued before it)
+  await page.getByText("Earnings per epoch as a table").click();
+  const rows = await page.getByTestId("epoch-earnings").evaluateAll((trs) =>
+    trs.map((tr) => ({ epoch: Number(tr.dataset.epoch), payments: BigInt(tr.dataset.payments) })),
+  );
+  assert.equal(dps(rows.reduce((a, r) => a + r.payments, 0n)), payments);
+  const comet = await Comet38Client.connect(RPC);
+  const ends = await comet.blockSearchAll({ query: `flops.dps.v1.EventDistributionQueued.epoch EXISTS AND block.height <= ${t.settleHeight}` });
+  const last = Math.max(...ends.blocks.map((b) => b.block.header.height));
+  const ended = (await comet.blockResults(last)).finalizeBlockEvents.find((e) => e.type === "flops.dps.v1.EventDistributionQueued");
+  const epoch = Number(JSON.parse(ended.attributes.find((a) => a.key === "epoch").value)) + 1;
+  comet.disconnect();
+  assert.ok((rows.find((r) => r.epoch === epoch)?.payments ?? 0n) > 0n, `epoch ${epoch} holds the payment settled in block ${t.settleHeight}`);
   await page.screenshot({ path: `${OUT}/provider.png`, fullPage: true });
 });
 

@@ -7,7 +7,7 @@ import { fromBech32 } from "@cosmjs/encoding";
 import { chain as flops, gflTypes, marketTypes, reputationTypes, stakingslashTypes } from "@flopsnet/client";
 
 import { dps, dec, decNumber, gflops, nodeStatus, slashReason, taskStatus } from "../format.js";
-import { paymentsTo, powerHistory } from "../chain.js";
+import { epochEnds, epochOf, paymentsTo, powerHistory } from "../chain.js";
 import { page } from "../page.js";
 import { View } from "../view.js";
 import type { Series } from "../chart.js";
@@ -24,6 +24,13 @@ interface NodeRow {
   powerSeries: { height: number; gflops: number }[];
 }
 
+interface EpochEarnings {
+  epoch: number;
+  payments: bigint;
+  availability: bigint;
+  work: bigint;
+}
+
 interface ProviderData {
   nodes: NodeRow[];
   collateral?: stakingslashTypes.Collateral;
@@ -32,10 +39,8 @@ interface ProviderData {
   unbondings: stakingslashTypes.UnbondingEntry[];
   slashes: stakingslashTypes.SlashRecord[];
   reputation: string;
-  epochs: number[];
-  rewards: Series[];
-  paymentHeights: number[];
-  payments: Series[];
+  perEpoch: EpochEarnings[];
+  earnings: Series[];
   totals: { payments: bigint; tasksPaid: number; availability: bigint; work: bigint };
   inFlight: marketTypes.Task[];
 }
@@ -84,8 +89,24 @@ export class ProviderView extends View {
       }),
     );
     const rewardList = [...rewards.rewards].sort((a, b) => Number(a.epoch - b.epoch));
-    const paid = await paymentsTo(this.chain.comet, addr);
+    const [paid, ends] = await Promise.all([paymentsTo(this.chain.comet, addr), epochEnds(this.chain.comet)]);
     const toDps = (u: string | bigint) => Number(BigInt(u || "0")) / 1e6;
+    // earnings per reward epoch: task payments (settlements, by the epoch of their block)
+    // beside the epoch's availability and work rewards
+    const byEpoch = new Map<number, EpochEarnings>();
+    const row = (e: number) => {
+      if (!byEpoch.has(e)) byEpoch.set(e, { epoch: e, payments: 0n, availability: 0n, work: 0n });
+      return byEpoch.get(e)!;
+    };
+    for (const p of paid) {
+      const e = epochOf(p.height, ends);
+      if (e !== undefined) row(e).payments += p.paid;
+    }
+    for (const r of rewardList) {
+      row(Number(r.epoch)).availability += BigInt(r.availability || "0");
+      row(Number(r.epoch)).work += BigInt(r.work || "0");
+    }
+    const perEpoch = [...byEpoch.values()].sort((a, b) => a.epoch - b.epoch);
     this.data = {
       nodes: rows,
       collateral: coll.collateral,
@@ -94,13 +115,12 @@ export class ProviderView extends View {
       unbondings: unb.unbondings,
       slashes: slashes.slashes,
       reputation: rep.score,
-      epochs: rewardList.map((r) => Number(r.epoch)),
-      rewards: [
-        { label: "availability (DPS)", values: rewardList.map((r) => toDps(r.availability)) },
-        { label: "work rewards (DPS)", values: rewardList.map((r) => toDps(r.work)) },
+      perEpoch,
+      earnings: [
+        { label: "task payments (DPS)", values: perEpoch.map((r) => toDps(r.payments)) },
+        { label: "availability (DPS)", values: perEpoch.map((r) => toDps(r.availability)) },
+        { label: "work rewards (DPS)", values: perEpoch.map((r) => toDps(r.work)) },
       ],
-      paymentHeights: paid.map((p) => p.height),
-      payments: [{ label: "task payment (DPS)", values: paid.map((p) => toDps(p.paid)) }],
       totals: {
         payments: paid.reduce((a, p) => a + p.paid, 0n),
         tasksPaid: paid.length,
@@ -188,10 +208,17 @@ export class ProviderView extends View {
           </article>`,
         )}
       </div>
-      <div class="charts">
-        <flops-line-chart label="Task payments" x-label="block" .x=${d.paymentHeights} .series=${d.payments}></flops-line-chart>
-        <flops-line-chart label="Rewards per epoch" x-label="epoch" .x=${d.epochs} .series=${d.rewards}></flops-line-chart>
-      </div>
+      <flops-line-chart label="Earnings per epoch" x-label="epoch" .x=${d.perEpoch.map((r) => r.epoch)} .series=${d.earnings}></flops-line-chart>
+      <details>
+        <summary>Earnings per epoch as a table</summary>
+        <table class="list" aria-label="earnings per epoch">
+          <thead><tr><th>Epoch</th><th>Task payments</th><th>Availability</th><th>Work rewards</th></tr></thead>
+          <tbody>${d.perEpoch.map(
+            (r) => html`<tr data-testid="epoch-earnings" data-epoch=${r.epoch} data-payments=${r.payments.toString()}>
+              <td>${r.epoch}</td><td>${dps(r.payments)}</td><td>${dps(r.availability)}</td><td>${dps(r.work)}</td></tr>`,
+          )}</tbody>
+        </table>
+      </details>
       <h3>Tasks in flight</h3>
       ${d.inFlight.length === 0
         ? html`<p class="muted">None.</p>`
