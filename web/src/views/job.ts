@@ -50,6 +50,20 @@ export class JobView extends View {
     for (const t of this.logTimers.values()) clearTimeout(t);
   }
 
+  // Another job in the same element (a link from one job to another): start over.
+  protected willUpdate(changed: Map<string, unknown>): void {
+    if (changed.has("jobId") && changed.get("jobId") !== undefined) {
+      for (const t of this.logTimers.values()) clearTimeout(t);
+      this.logTimers.clear();
+      this.job = undefined;
+      this.tasks = [];
+      this.history = [];
+      this.panels = {};
+      this.loading = true;
+      void this.reload();
+    }
+  }
+
   protected async load(): Promise<void> {
     const id = BigInt(this.jobId);
     const [job, tasks, history] = await Promise.all([

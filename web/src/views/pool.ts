@@ -67,6 +67,17 @@ export class PoolView extends View {
     this.busy = false;
   }
 
+  // Another pool in the same element: start over.
+  protected willUpdate(changed: Map<string, unknown>): void {
+    if (changed.has("poolId") && changed.get("poolId") !== undefined) {
+      this.pool = undefined;
+      this.units = [];
+      this.members = [];
+      this.loading = true;
+      void this.reload();
+    }
+  }
+
   protected async load(): Promise<void> {
     const id = BigInt(this.poolId);
     const q = this.chain.q.market;
