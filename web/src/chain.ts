@@ -2,7 +2,7 @@
 // live updates. New blocks are found by polling the height every second; a failing node is
 // retried with exponential backoff (1 s doubling to 30 s) and the views show the error.
 import { GasPrice, type SigningStargateClient } from "@cosmjs/stargate";
-import { Comet38Client } from "@cosmjs/tendermint-rpc";
+import type { Comet38Client } from "@cosmjs/tendermint-rpc";
 import { connectQuery, connectSigning, gflQuery, type FlopsQueryClients } from "@flopsnet/client";
 
 import type { Config } from "./config.js";
@@ -19,8 +19,6 @@ export interface ChainStatus {
 export class Chain extends EventTarget {
   readonly config: Config;
   q!: FlopsQueryClients;
-  /** the CometBFT client, for block and tx searches over events */
-  comet!: Comet38Client;
   signing?: SigningStargateClient;
   wallet?: Wallet;
   status: ChainStatus = { height: 0 };
@@ -40,16 +38,12 @@ export class Chain extends EventTarget {
   stop(): void {
     clearTimeout(this.timer);
     this.q?.disconnect();
-    this.comet?.disconnect();
   }
 
   private async poll(): Promise<void> {
     let delay = 1000;
     try {
-      if (!this.q) {
-        this.comet = await Comet38Client.connect(this.config.rpc);
-        this.q = await connectQuery(this.config.rpc);
-      }
+      if (!this.q) this.q = await connectQuery(this.config.rpc);
       const height = await this.q.stargate.getHeight();
       this.failures = 0;
       const changed = height !== this.status.height || this.status.error !== undefined;
@@ -103,6 +97,25 @@ export interface Payment {
 
 const unquote = (v: string) => (v.startsWith('"') ? (JSON.parse(v) as string) : v);
 
+type Attrs = Record<string, string>;
+
+// The flops events the views read from block results; a committed block's events never
+// change, so each block's are fetched once.
+const WATCHED = new Set(["flops.market.v1.EventTaskSettled", "flops.dps.v1.EventDistributionQueued"]);
+const blockEventCache = new Map<number, { type: string; attrs: Attrs }[]>();
+
+async function blockEvents(comet: Comet38Client, height: number) {
+  let evs = blockEventCache.get(height);
+  if (!evs) {
+    const r = await comet.blockResults(height);
+    evs = r.finalizeBlockEvents
+      .filter((e) => WATCHED.has(e.type))
+      .map((e) => ({ type: e.type, attrs: Object.fromEntries(e.attributes.map((x) => [x.key, unquote(x.value)])) as Attrs }));
+    blockEventCache.set(height, evs);
+  }
+  return evs;
+}
+
 /** paymentsTo finds the settlements paid to a provider in the chain's event index (block
  * events, where the block hooks settle tasks, and tx events): the newest `max` blocks. */
 export async function paymentsTo(comet: Comet38Client, provider: string, max = 100): Promise<Payment[]> {
@@ -111,22 +124,20 @@ export async function paymentsTo(comet: Comet38Client, provider: string, max = 1
     comet.blockSearch({ query, order_by: "desc", per_page: max }),
     comet.txSearch({ query, order_by: "desc", per_page: max }),
   ]);
-  const events: { height: number; events: readonly { type: string; attributes: readonly { key: string; value: string }[] }[] }[] = [];
+  const found: { height: number; type: string; attrs: Attrs }[] = [];
   for (const b of blocks.blocks) {
-    const r = await comet.blockResults(b.block.header.height);
-    events.push({ height: r.height, events: r.finalizeBlockEvents });
+    const height = b.block.header.height;
+    for (const e of await blockEvents(comet, height)) found.push({ height, ...e });
   }
-  for (const t of txs.txs) events.push({ height: t.height, events: t.result.events });
-  const out: Payment[] = [];
-  for (const { height, events: evs } of events) {
-    for (const e of evs) {
-      if (e.type !== "flops.market.v1.EventTaskSettled") continue;
-      const a = Object.fromEntries(e.attributes.map((x) => [x.key, unquote(x.value)]));
-      if (a.provider !== provider) continue;
-      out.push({ height, taskId: BigInt(a.task_id ?? 0), jobId: BigInt(a.job_id ?? 0), paid: BigInt(a.paid ?? 0) });
+  for (const t of txs.txs) {
+    for (const e of t.result.events) {
+      found.push({ height: t.height, type: e.type, attrs: Object.fromEntries(e.attributes.map((x) => [x.key, unquote(x.value)])) });
     }
   }
-  return out.sort((x, y) => x.height - y.height);
+  return found
+    .filter((e) => e.type === "flops.market.v1.EventTaskSettled" && e.attrs.provider === provider)
+    .map((e) => ({ height: e.height, taskId: BigInt(e.attrs.task_id ?? 0), jobId: BigInt(e.attrs.job_id ?? 0), paid: BigInt(e.attrs.paid ?? 0) }))
+    .sort((x, y) => x.height - y.height);
 }
 
 /** powerHistory reads a node's verified power at `points` heights spread over the last
@@ -159,24 +170,18 @@ export interface EpochEnd {
   epoch: number;
 }
 
-const epochEndCache = new Map<string, EpochEnd>();
-
 /** epochEnds finds the newest `max` reward-epoch ends in the event index
- * (EventDistributionQueued), oldest first. Found ends are kept: they never change. */
+ * (EventDistributionQueued), oldest first. */
 export async function epochEnds(comet: Comet38Client, max = 100): Promise<EpochEnd[]> {
-  const query = "flops.dps.v1.EventDistributionQueued.epoch EXISTS";
-  const found = await comet.blockSearch({ query, order_by: "desc", per_page: max });
+  const found = await comet.blockSearch({ query: "flops.dps.v1.EventDistributionQueued.epoch EXISTS", order_by: "desc", per_page: max });
+  const ends: EpochEnd[] = [];
   for (const b of found.blocks) {
-    const h = b.block.header.height;
-    if (epochEndCache.has(`${h}`)) continue;
-    const r = await comet.blockResults(h);
-    for (const e of r.finalizeBlockEvents) {
-      if (e.type !== "flops.dps.v1.EventDistributionQueued") continue;
-      const a = Object.fromEntries(e.attributes.map((x) => [x.key, unquote(x.value)]));
-      epochEndCache.set(`${h}`, { height: h, epoch: Number(a.epoch) });
+    const height = b.block.header.height;
+    for (const e of await blockEvents(comet, height)) {
+      if (e.type === "flops.dps.v1.EventDistributionQueued") ends.push({ height, epoch: Number(e.attrs.epoch) });
     }
   }
-  return [...epochEndCache.values()].sort((x, y) => x.height - y.height);
+  return ends.sort((x, y) => x.height - y.height);
 }
 
 /** epochOf says which reward epoch a block belongs to: the one after the last epoch that

@@ -1,22 +1,25 @@
 // Display helpers. Amounts stay integers (bigint) until they are printed.
 import { marketTypes, gflTypes, stakingslashTypes } from "@flopsnet/client";
 
-/** dps prints an amount of udps as DPS with up to 6 decimals: 20400000 -> "20.4 DPS". */
-export function dps(udps: string | bigint | undefined): string {
-  if (udps === undefined || udps === "") return "—";
-  const v = BigInt(udps);
+/** sixDecimals prints an integer count of millionths as a decimal with up to 6 places,
+ * thousands separated: 20400000 -> "20.4". */
+function sixDecimals(millionths: string | bigint | number): string {
+  const v = BigInt(millionths);
   const neg = v < 0n;
   const a = neg ? -v : v;
-  const whole = a / 1_000_000n;
   const frac = (a % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
-  return `${neg ? "-" : ""}${whole.toLocaleString("en-US")}${frac ? "." + frac : ""} DPS`;
+  return `${neg ? "-" : ""}${(a / 1_000_000n).toLocaleString("en-US")}${frac ? "." + frac : ""}`;
+}
+
+/** dps prints an amount of udps as DPS: 20400000 -> "20.4 DPS". */
+export function dps(udps: string | bigint | undefined): string {
+  if (udps === undefined || udps === "") return "—";
+  return `${sixDecimals(udps)} DPS`;
 }
 
 /** gfl prints GFLOP/s as GFL, exactly (1 GFL = 1 PFLOP/s = 10^6 GFLOP/s; 1 ugfl = 1 GFLOP/s). */
 export function gfl(gflops: bigint | number | string): string {
-  const v = BigInt(gflops);
-  const frac = (v % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
-  return `${(v / 1_000_000n).toLocaleString("en-US")}${frac ? "." + frac : ""} GFL`;
+  return `${sixDecimals(gflops)} GFL`;
 }
 
 /** gflops prints GFLOP/s with a unit that fits. */

@@ -49,8 +49,6 @@ export class FlopsApp extends LitElement {
       chain.addEventListener("wallet", () => this.tick++);
       await chain.start();
       this.chain = chain;
-      // first render mark, read by the browser test and the demo's timing
-      performance.mark("flops-first-data");
     } catch (e) {
       this.fatal = e instanceof Error ? e.message : String(e);
     }

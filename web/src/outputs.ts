@@ -24,10 +24,9 @@ export interface Manifest {
 
 export interface CheckedFile extends OutputFile {
   ok: boolean;
+  /** the bytes, kept to rebuild a BUILTIN gemm product's root */
   body?: Uint8Array;
   problem?: string;
-  /** the first bytes, as text, for a look */
-  preview?: string;
 }
 
 export interface Checked {
@@ -128,10 +127,9 @@ export async function fetchOutputs(outputsURL: string, taskId: bigint, wallet: W
     try {
       const body = new Uint8Array(await (await signedFetch(fileURL(outputsURL, f.path), wallet)).arrayBuffer());
       const digest = toHex(sha256(body));
-      const preview = new TextDecoder("utf-8", { fatal: false }).decode(body.slice(0, 400));
-      if (body.length !== f.size) return { ...f, ok: false, problem: `${body.length} bytes, the manifest says ${f.size}`, preview };
+      if (body.length !== f.size) return { ...f, ok: false, problem: `${body.length} bytes, the manifest says ${f.size}` };
       if (digest !== f.sha256) return { ...f, ok: false, problem: `sha256 ${digest}, the manifest says ${f.sha256}` };
-      return { ...f, ok: true, preview, body };
+      return { ...f, ok: true, body };
     } catch (e) {
       return { ...f, ok: false, problem: e instanceof Error ? e.message : String(e) };
     }

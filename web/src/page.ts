@@ -1,11 +1,4 @@
-/** PageRequest: cosmos.base.query.v1beta1.PageRequest, as the generated query clients take it. */
-export interface PageRequest {
-  key: Uint8Array;
-  offset: bigint;
-  limit: bigint;
-  countTotal: boolean;
-  reverse: boolean;
-}
+import type { PageRequest } from "@flopsnet/client";
 
 /** page builds a PageRequest: the first `limit` items (newest first when reverse). */
 export function page(limit: number, opts: { reverse?: boolean; countTotal?: boolean; key?: Uint8Array } = {}): PageRequest {

@@ -10,10 +10,17 @@ export abstract class View extends LitElement {
     chain: { attribute: false },
     loading: { state: true },
     error: { state: true },
+    busy: { state: true },
+    actionError: { state: true },
+    actionResult: { state: true },
   };
   declare chain: Chain;
   declare loading: boolean;
   declare error: string | undefined;
+  /** an action (a signed tx) is in flight */
+  declare busy: boolean;
+  declare actionError: string | undefined;
+  declare actionResult: string | undefined;
   private inFlight = false;
   private again = false;
   private onBlock = () => void this.reload();
@@ -22,6 +29,7 @@ export abstract class View extends LitElement {
     super();
     this.loading = true;
     this.error = undefined;
+    this.busy = false;
   }
 
   protected createRenderRoot() {
@@ -67,6 +75,27 @@ export abstract class View extends LitElement {
       this.again = false;
       void this.reload();
     }
+  }
+
+  /** action runs one user action (it signs and sends a tx), one at a time: its message or
+   * its error is shown by actionState(), and the view reloads after it. */
+  protected async action(run: () => Promise<string>): Promise<void> {
+    this.actionError = undefined;
+    this.actionResult = undefined;
+    this.busy = true;
+    try {
+      this.actionResult = await run();
+      void this.reload();
+    } catch (e) {
+      this.actionError = e instanceof Error ? e.message : String(e);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  protected actionState(): TemplateResult {
+    return html`${this.actionError ? html`<p class="error" role="alert">${this.actionError}</p>` : ""}
+    ${this.actionResult ? html`<p class="ok" role="status">${this.actionResult}</p>` : ""}`;
   }
 
   /** state renders the loading and error lines above a view's content. */

@@ -270,10 +270,25 @@ test("a node that does not answer is said so, and retried with backoff", async (
 
 test("the views fit a phone's width", async () => {
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.goto(`${WEB_URL}#/network`);
-  await page.getByTestId("gfl-index").waitFor({ timeout: 30_000 });
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow}px at 390px`);
-  await page.screenshot({ path: `${OUT}/network-phone.png`, fullPage: true });
+  const { tasks } = await q.market.TasksByJob({ jobId, pagination: undefined });
+  const views = [
+    ["network", "#/network", page.getByTestId("gfl-index")],
+    ["client", "#/client", page.getByTestId("balance")],
+    ["job", `#/job/${jobId}`, page.getByTestId("task-status").first()],
+    ["provider", `#/provider/${tasks[0].provider}`, page.getByTestId("node").first()],
+  ];
+  for (const [name, hash, ready] of views) {
+    await page.goto(`${WEB_URL}${hash}`);
+    if (name === "client") {
+      // the same document keeps its wallet across hash changes; a fresh one asks again
+      const key = page.getByRole("button", { name: "Use the local test key" });
+      await ready.or(key).first().waitFor({ timeout: 30_000 });
+      if (await key.isVisible()) await key.click();
+    }
+    await ready.waitFor({ timeout: 30_000 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 0, `the ${name} view scrolls sideways by ${overflow}px at 390px`);
+    await page.screenshot({ path: `${OUT}/${name}-phone.png`, fullPage: true });
+  }
   assert.deepEqual(consoleErrors, [], "no errors in the page's console");
 });

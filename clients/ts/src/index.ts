@@ -43,6 +43,7 @@ export { AminoConversionError, flopsAminoConverters, messageFromAmino, messageTo
 export { flopsTypes } from "./msgs.js";
 export { msgs as flopsMsgs } from "./schema.js";
 export { jobSpecFromJSON, nodeSpecFromJSON, poolSpecFromJSON, SpecError } from "./spec.js";
+export type { PageRequest } from "./gen/cosmos/base/query/v1beta1/pagination.js";
 
 /** The chain's constants: bech32 prefix, SLIP-44 coin type, the fee and staking denom. */
 export const chain = {
@@ -92,6 +93,8 @@ export interface FlopsQueryClients {
   dps: DpsQuery;
   reputation: ReputationQuery;
   stakingslash: StakingSlashQuery;
+  /** the CometBFT client they share: block and tx searches, block results, queries at a height */
+  comet: Comet38Client;
   disconnect(): void;
 }
 
@@ -106,6 +109,7 @@ export async function connectQuery(rpc: string): Promise<FlopsQueryClients> {
     dps: new DpsQuery(rpcClient),
     reputation: new ReputationQuery(rpcClient),
     stakingslash: new StakingSlashQuery(rpcClient),
+    comet,
     disconnect: () => comet.disconnect(),
   };
 }

@@ -91,7 +91,6 @@ export class ClientView extends View {
     formError: { state: true },
     pasted: { state: true },
     usePaste: { state: true },
-    busy: { state: true },
     result: { state: true },
     jobs: { state: true },
     balance: { state: true },
@@ -106,7 +105,6 @@ export class ClientView extends View {
   declare formError: string | undefined;
   declare pasted: string;
   declare usePaste: boolean;
-  declare busy: boolean;
   declare result: string | undefined;
   declare jobs: marketTypes.Job[];
   declare balance: string | undefined;
@@ -124,7 +122,6 @@ export class ClientView extends View {
     this.fieldErrors = {};
     this.pasted = "";
     this.usePaste = false;
-    this.busy = false;
     this.jobs = [];
     this.pools = [];
     this.poolText = poolExample;
@@ -242,9 +239,8 @@ export class ClientView extends View {
       this.values = { ...this.values, [f.name]: (e.target as HTMLInputElement).value };
       if (err) this.fieldErrors = {};
     };
-    const common = { id, name: f.name, err };
     return html`<div class="field ${err ? "invalid" : ""}">
-      <label for=${common.id}>${f.label}</label>
+      <label for=${id}>${f.label}</label>
       ${f.kind === "select"
         ? html`<select id=${id} name=${f.name} .value=${this.values[f.name]} @change=${onInput} aria-invalid=${err ? "true" : "false"}>
             ${f.options!.map((o) => html`<option value=${o} ?selected=${o === this.values[f.name]}>${o}</option>`)}

@@ -21,18 +21,12 @@ export class JobView extends View {
     job: { state: true },
     tasks: { state: true },
     history: { state: true },
-    actionError: { state: true },
-    actionResult: { state: true },
-    busy: { state: true },
     panels: { state: true },
   };
   declare jobId: string;
   declare job: marketTypes.Job | undefined;
   declare tasks: marketTypes.Task[];
   declare history: marketTypes.HistoryEntry[];
-  declare actionError: string | undefined;
-  declare actionResult: string | undefined;
-  declare busy: boolean;
   declare panels: Record<string, Panel>;
   private endpoints = new Map<bigint, string>();
   private logTimers = new Map<string, ReturnType<typeof setTimeout>>();
@@ -41,7 +35,6 @@ export class JobView extends View {
     super();
     this.tasks = [];
     this.history = [];
-    this.busy = false;
     this.panels = {};
   }
 
@@ -157,27 +150,18 @@ export class JobView extends View {
     </td></tr>`;
   }
 
-  private async act(what: "cancel" | "challenge", taskId?: bigint) {
-    const w = this.chain.wallet!;
-    this.actionError = undefined;
-    this.actionResult = undefined;
-    this.busy = true;
-    try {
+  private act(what: "cancel" | "challenge", taskId?: bigint) {
+    const owner = this.chain.wallet!.address;
+    return this.action(async () => {
       if (what === "cancel") {
-        const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgCancelJob", value: { owner: w.address, jobId: this.job!.id } }]);
+        const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgCancelJob", value: { owner, jobId: this.job!.id } }]);
         const { refunded } = marketTx.MsgCancelJobResponse.decode(res.msgResponses[0].value);
-        this.actionResult = `Cancelled in block ${res.height}; ${dps(refunded)} refunded.`;
-      } else {
-        const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgChallenge", value: { owner: w.address, taskId } }]);
-        const { disputeId } = marketTx.MsgChallengeResponse.decode(res.msgResponses[0].value);
-        this.actionResult = `Task ${taskId} challenged in block ${res.height}: dispute ${disputeId}.`;
+        return `Cancelled in block ${res.height}; ${dps(refunded)} refunded.`;
       }
-      void this.reload();
-    } catch (e) {
-      this.actionError = e instanceof Error ? e.message : String(e);
-    } finally {
-      this.busy = false;
-    }
+      const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgChallenge", value: { owner, taskId } }]);
+      const { disputeId } = marketTx.MsgChallengeResponse.decode(res.msgResponses[0].value);
+      return `Task ${taskId} challenged in block ${res.height}: dispute ${disputeId}.`;
+    });
   }
 
   private timeUsed(t: marketTypes.Task): string {
@@ -205,8 +189,7 @@ export class JobView extends View {
             ${owner && !FINAL_JOB.has(status)
               ? html`<button class="danger" ?disabled=${this.busy} @click=${() => this.act("cancel")}>Cancel job</button>`
               : ""}
-            ${this.actionError ? html`<p class="error" role="alert">${this.actionError}</p>` : ""}
-            ${this.actionResult ? html`<p class="ok" role="status">${this.actionResult}</p>` : ""}
+            ${this.actionState()}
             <h3>Tasks</h3>
             <table class="list" aria-label="tasks">
               <thead><tr><th>Task</th><th>Status</th><th>Progress</th><th>Provider</th><th>Node</th><th>Price</th><th>Time used</th><th></th></tr></thead>

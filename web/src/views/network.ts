@@ -70,12 +70,16 @@ export class NetworkView extends View {
       }),
     );
     // Time to assignment, in blocks, over the tasks of the 20 newest jobs.
-    const waits: number[] = [];
-    for (const job of recentJobs.jobs) {
-      const tasks = await q.market.TasksByJob({ jobId: job.id, pagination: page(100) });
-      for (const t of tasks.tasks) if (t.assignedHeight > 0n) waits.push(Number(t.assignedHeight - job.submittedHeight));
-    }
-    waits.sort((a, b) => a - b);
+    const waits = (
+      await Promise.all(
+        recentJobs.jobs.map(async (job) => {
+          const tasks = await q.market.TasksByJob({ jobId: job.id, pagination: page(100) });
+          return tasks.tasks.filter((t) => t.assignedHeight > 0n).map((t) => Number(t.assignedHeight - job.submittedHeight));
+        }),
+      )
+    )
+      .flat()
+      .sort((a, b) => a - b);
     const dists = [...emissions.distributions].sort((a, b) => Number(a.epoch - b.epoch));
     const active = nodes.filter((n) => n.status === gflTypes.NodeStatus.NODE_STATUS_ACTIVE);
     this.data = {

@@ -46,25 +46,18 @@ export class PoolView extends View {
     units: { state: true },
     members: { state: true },
     unitsText: { state: true },
-    actionError: { state: true },
-    actionResult: { state: true },
-    busy: { state: true },
   };
   declare poolId: string;
   declare pool: marketTypes.Pool | undefined;
   declare units: marketTypes.Unit[];
   declare members: Member[];
   declare unitsText: string;
-  declare actionError: string | undefined;
-  declare actionResult: string | undefined;
-  declare busy: boolean;
 
   constructor() {
     super();
     this.units = [];
     this.members = [];
     this.unitsText = "https://example.com/batches/1 = prompt batch 1\nhttps://example.com/batches/2 = prompt batch 2";
-    this.busy = false;
   }
 
   // Another pool in the same element: start over.
@@ -96,28 +89,19 @@ export class PoolView extends View {
     );
   }
 
-  private async act(what: "units" | "close") {
-    const w = this.chain.wallet!;
-    this.actionError = undefined;
-    this.actionResult = undefined;
-    this.busy = true;
-    try {
+  private act(what: "units" | "close") {
+    const owner = this.chain.wallet!.address;
+    return this.action(async () => {
       if (what === "units") {
         const units = unitsFromText(this.unitsText);
-        const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgSubmitUnits", value: { owner: w.address, poolId: this.pool!.id, units } }]);
+        const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgSubmitUnits", value: { owner, poolId: this.pool!.id, units } }]);
         const { firstUnit } = marketTx.MsgSubmitUnitsResponse.decode(res.msgResponses[0].value);
-        this.actionResult = `${units.length} unit(s) posted in block ${res.height}, from unit ${firstUnit}.`;
-      } else {
-        const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgClosePool", value: { owner: w.address, poolId: this.pool!.id } }]);
-        const { refunded } = marketTx.MsgClosePoolResponse.decode(res.msgResponses[0].value);
-        this.actionResult = `Closed in block ${res.height}; ${dps(refunded)} refunded.`;
+        return `${units.length} unit(s) posted in block ${res.height}, from unit ${firstUnit}.`;
       }
-      void this.reload();
-    } catch (e) {
-      this.actionError = e instanceof Error ? e.message : String(e);
-    } finally {
-      this.busy = false;
-    }
+      const res = await send(this.chain, [{ typeUrl: "/flops.market.v1.MsgClosePool", value: { owner, poolId: this.pool!.id } }]);
+      const { refunded } = marketTx.MsgClosePoolResponse.decode(res.msgResponses[0].value);
+      return `Closed in block ${res.height}; ${dps(refunded)} refunded.`;
+    });
   }
 
   render() {
@@ -144,8 +128,7 @@ export class PoolView extends View {
                   <button type="button" class="danger" ?disabled=${this.busy} @click=${() => this.act("close")}>Close pool</button>
                 </form>`
               : ""}
-            ${this.actionError ? html`<p class="error" role="alert">${this.actionError}</p>` : ""}
-            ${this.actionResult ? html`<p class="ok" role="status">${this.actionResult}</p>` : ""}
+            ${this.actionState()}
             <h3>Units open or claimed</h3>
             ${this.units.length === 0
               ? html`<p class="muted">None open.</p>`

@@ -89,7 +89,7 @@ export class ProviderView extends View {
       }),
     );
     const rewardList = [...rewards.rewards].sort((a, b) => Number(a.epoch - b.epoch));
-    const [paid, ends] = await Promise.all([paymentsTo(this.chain.comet, addr), epochEnds(this.chain.comet)]);
+    const [paid, ends] = await Promise.all([paymentsTo(this.chain.q.comet, addr), epochEnds(this.chain.q.comet)]);
     const toDps = (u: string | bigint) => Number(BigInt(u || "0")) / 1e6;
     // earnings per reward epoch: task payments (settlements, by the epoch of their block)
     // beside the epoch's availability and work rewards
@@ -137,7 +137,7 @@ export class ProviderView extends View {
     const h = this.chain.status.height;
     const c = this.powerCache.get(nodeId);
     if (c && h - c.at < 20) return c.series;
-    const series = await powerHistory(this.chain.comet, nodeId, h);
+    const series = await powerHistory(this.chain.q.comet, nodeId, h);
     this.powerCache.set(nodeId, { at: h, series });
     return series;
   }
