@@ -484,3 +484,67 @@ func TestWorkerWithoutContainerRuntimeDoesNotDeclareContainer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []gfltypes.Runtime{gfltypes.RUNTIME_BUILTIN, gfltypes.RUNTIME_PROCESS}, res.Node.Runtimes)
 }
+
+// A worker that dies with pool units committed but not revealed reveals them when it
+// starts again on the same home: the records kept on disk are adopted, a GEMM unit's
+// product is recomputed for the sampled proofs, and no claim lapses (the crash demo's
+// issue: the restarted worker kept the records but revealed nothing, and its provider was
+// slashed for four missed reveals, 20% of its collateral each).
+func TestWorkerRestartRevealsItsPoolClaims(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	home := t.TempDir()
+	pools := func(c *config.Config) { c.Pools.Auto = true; c.Pools.MaxClaims = 3 }
+	w := newWorkerIn(t, &mu, a, "p1", home, pools)
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
+		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
+		UnitMaxDuration: time.Minute,
+	}
+	owner := a.Account("client").String()
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
+	var inputs []markettypes.Input
+	for i := range 3 {
+		h := sha256.Sum256(fmt.Appendf(nil, "prompt batch %d", i))
+		inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/in/%d", i), Sha256: hex.EncodeToString(h[:])})
+	}
+	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: 1, Units: inputs})
+	q := markettypesQuery(a)
+	committed := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for id := uint64(1); id <= 3; id++ {
+			res, err := q.Unit(a.Ctx(), &markettypes.QueryUnitRequest{PoolId: 1, UnitId: id})
+			require.NoError(t, err)
+			if res.Unit.Status == markettypes.UNIT_STATUS_COMMITTED && res.Unit.NodeId == w.agent.Node().Id {
+				n++
+			}
+		}
+		return n
+	}
+	// The first worker joins and claims; it is never ticked again once its three
+	// commitments are on chain (the claims are committed beside the loop), so it reveals
+	// nothing: it is dead.
+	for i := 0; committed() < 3; i++ {
+		require.Less(t, i, 20, "the worker claimed the three units")
+		tick(t, a, w)
+		for deadline := time.Now().Add(3 * time.Second); committed() < 3 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	w2 := newWorkerIn(t, &mu, a, "p1", home, pools)
+	until(t, a, 40, "every unit paid", func() bool {
+		res, err := q.Pool(a.Ctx(), &markettypes.QueryPoolRequest{PoolId: 1})
+		require.NoError(t, err)
+		return res.Pool.PaidUnits == 3
+	}, w2)
+	earned, err := q.PoolEarnings(a.Ctx(), &markettypes.QueryPoolEarningsRequest{PoolId: 1, Provider: a.Account("p1").String()})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, earned.Units, "the restarted worker revealed the dead one's three claims")
+	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
+	require.NoError(t, err)
+	require.Empty(t, slashes.Slashes, "no claim lapsed")
+}

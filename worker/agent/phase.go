@@ -65,8 +65,11 @@ func (p runPhase) revealable() bool {
 //
 //	computing  -> committing (the claim is on its way) | dropped (failed, or lost the race)
 //	committing -> committed (the unit is ours) | dropped
-//	committed  -> revealing (the reveal is on its way)
+//	committed  -> revealing (the reveal is on its way) | dropped (the chain moved past it:
+//	              revealed, lapsed, or the commitment never landed)
 //	revealing  -> done (credited; the claim is forgotten) | committed (refused)
+//
+// A restart starts at committed for every unit whose record was kept (adoptClaims).
 type claimPhase int
 
 const (

@@ -13,10 +13,13 @@ import (
 	"github.com/flopsnet/flops/worker/config"
 
 	"github.com/cosmos/cosmos-sdk/types/query"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/executor"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -42,11 +45,12 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	if !a.cfg.Pools.Auto && len(a.cfg.Pools.Join) == 0 {
 		return nil
 	}
-	res, err := a.market.Pools(ctx, &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Limit: 200}})
+	pools, err := a.allPools(ctx)
 	if err != nil {
 		a.log.Warn("pools", "err", err)
 		return nil
 	}
+	a.dropClaimsOfGonePools(pools)
 	wanted := map[uint64]bool{}
 	for _, id := range a.cfg.Pools.Join {
 		wanted[id] = true
@@ -54,7 +58,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	op := a.o.Chain.Address().String()
 	slot := markettypes.SlotFromNode(a.node)
 	var acts []action
-	for _, pool := range res.Pools {
+	for _, pool := range pools {
 		if pool.Owner == op {
 			continue
 		}
@@ -89,6 +93,66 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 		}
 	}
 	return acts
+}
+
+// allPools lists every pool the chain keeps, page by page.
+func (a *Agent) allPools(ctx context.Context) ([]markettypes.Pool, error) {
+	var out []markettypes.Pool
+	var key []byte
+	for {
+		res, err := a.market.Pools(ctx, &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Key: key, Limit: 200}})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Pools...)
+		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
+			return out, nil
+		}
+		key = res.Pagination.NextKey
+	}
+}
+
+// dropClaimsOfGonePools forgets the claims of pools the chain no longer keeps (pruned
+// after closing): nothing is left to reveal, and a claim kept would hold a slot of
+// pools.max_claims for ever.
+func (a *Agent) dropClaimsOfGonePools(pools []markettypes.Pool) {
+	kept := make(map[uint64]bool, len(pools))
+	for _, p := range pools {
+		kept[p.Id] = true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key, c := range a.claims {
+		if !kept[c.pool.Id] && c.phase == claimCommitted {
+			delete(a.claims, key)
+			_ = a.state.del(key)
+			a.log.Info("claim forgotten: its pool is gone", "pool", c.pool.Id, "unit", c.unit.Id)
+		}
+	}
+}
+
+// adoptClaims takes back the pool units committed before a restart, from the records kept
+// on disk (a record is written before its commitment is sent): each is revealed as any
+// claim is once the chain shows it committed by this node, and forgotten when the chain
+// shows otherwise (the commitment never landed, or the claim lapsed meanwhile).
+func (a *Agent) adoptClaims(keys []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, key := range keys {
+		if !strings.HasPrefix(key, "unit-") {
+			continue
+		}
+		rec, found, err := a.state.get(key)
+		if err != nil || !found || rec.Kind != "unit" {
+			a.log.Warn("a kept unit record is unreadable: not adopted", "key", key, "err", err)
+			continue
+		}
+		if _, ok := a.claims[key]; ok {
+			continue
+		}
+		a.claims[key] = &claim{pool: markettypes.Pool{Id: rec.PoolID}, unit: markettypes.Unit{PoolId: rec.PoolID, Id: rec.UnitID}, phase: claimCommitted}
+		a.log.Info("claim adopted from before a restart", "pool", rec.PoolID, "unit", rec.UnitID)
+	}
 }
 
 // member says whether the node is in a pool (remembered once known).
@@ -273,33 +337,38 @@ func (a *Agent) revealUnits(ctx context.Context, height int64, pool markettypes.
 	sort.Slice(mine, func(i, j int) bool { return mine[i].unit.Id < mine[j].unit.Id })
 	var acts []action
 	for _, c := range mine {
+		key := unitKey(pool.Id, c.unit.Id)
 		res, err := a.market.Unit(ctx, &markettypes.QueryUnitRequest{PoolId: pool.Id, UnitId: c.unit.Id})
-		if err != nil {
+		if status.Code(err) == codes.NotFound {
+			a.forgetClaim(key, c, "the chain no longer keeps the unit")
+			continue
+		} else if err != nil {
 			continue
 		}
 		u := res.Unit
-		if u.Status != markettypes.UNIT_STATUS_COMMITTED || u.NodeId != a.node.Id || height < u.CommitHeight+2 { // see revealAction
+		if u.Status != markettypes.UNIT_STATUS_COMMITTED || u.NodeId != a.node.Id {
+			// revealed, lapsed, or (a claim adopted after a restart) never committed
+			a.forgetClaim(key, c, fmt.Sprintf("the unit is %s, node %d", u.Status, u.NodeId))
 			continue
 		}
-		key := unitKey(pool.Id, u.Id)
+		if height < u.CommitHeight+2 { // see revealAction
+			continue
+		}
 		rec, found, err := a.state.get(key)
 		if err != nil || !found {
+			a.log.Error("no readable record of a committed unit; the reveal is retried (it lapses if none comes)", "pool", pool.Id, "unit", u.Id, "err", err)
 			continue
 		}
 		root, _ := hex.DecodeString(rec.Root)
 		s, _ := hex.DecodeString(rec.Salt)
 		msg := &markettypes.MsgRevealUnit{Provider: a.o.Chain.Address().String(), PoolId: pool.Id, UnitId: u.Id, ResultRoot: root, Salt: s, OutputUri: rec.OutputURI}
-		if rec.Gemm && c.res.Gemm != nil {
-			hash, err := a.beaconValue(ctx, u.CommitHeight+1)
+		if rec.Gemm {
+			proofs, err := a.unitGemmProofs(ctx, c, pool, u)
 			if err != nil {
+				a.log.Warn("gemm proofs", "pool", pool.Id, "unit", u.Id, "err", err)
 				continue
 			}
-			samples, err := a.samples(ctx)
-			if err != nil {
-				continue
-			}
-			seed := beacon.Derive(hash, markettypes.DomainPoolSample, pool.Id, u.Id)
-			msg.GemmProofs = c.res.Gemm.Proofs(markettypes.GemmSamplePositions(seed, pool.UnitGemm(u), samples))
+			msg.GemmProofs = proofs
 		}
 		a.mu.Lock()
 		c.phase = claimRevealing
@@ -318,6 +387,46 @@ func (a *Agent) revealUnits(ctx context.Context, height int64, pool markettypes.
 		}})
 	}
 	return acts
+}
+
+// forgetClaim drops a claim the chain has moved past, and its record.
+func (a *Agent) forgetClaim(key string, c *claim, why string) {
+	a.mu.Lock()
+	if a.claims[key] == c {
+		delete(a.claims, key)
+	}
+	a.mu.Unlock()
+	_ = a.state.del(key)
+	a.log.Info("claim forgotten", "pool", c.pool.Id, "unit", c.unit.Id, "why", why)
+}
+
+// unitGemmProofs opens the product's entries the chain samples from the block after the
+// commitment; after a restart the product is recomputed (it is deterministic).
+func (a *Agent) unitGemmProofs(ctx context.Context, c *claim, pool markettypes.Pool, u markettypes.Unit) ([]gfltypes.ChunkProof, error) {
+	g := pool.UnitGemm(u)
+	if c.res.Gemm == nil {
+		res, err := a.o.Executor.Run(ctx, executor.Spec{TaskID: unitTaskID(pool.Id, u.Id), Runtime: markettypes.RUNTIME_BUILTIN,
+			Image: markettypes.BuiltinGemm, Gemm: &g, MaxDuration: pool.Spec.UnitMaxDuration}, executor.Hooks{})
+		if err != nil {
+			return nil, fmt.Errorf("recompute the product: %w", err)
+		}
+		if res.Gemm == nil {
+			return nil, errors.New("recompute the product: no GEMM result")
+		}
+		a.mu.Lock()
+		c.res = res
+		a.mu.Unlock()
+	}
+	hash, err := a.beaconValue(ctx, u.CommitHeight+1)
+	if err != nil {
+		return nil, err
+	}
+	samples, err := a.samples(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seed := beacon.Derive(hash, markettypes.DomainPoolSample, pool.Id, u.Id)
+	return c.res.Gemm.Proofs(markettypes.GemmSamplePositions(seed, g, samples)), nil
 }
 
 // withdraw takes the node's credits out of a pool once there are enough of them, or the

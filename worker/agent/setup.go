@@ -78,6 +78,7 @@ func (a *Agent) Setup(ctx context.Context) error {
 		// results committed before a restart: the ticks reveal them (or forget them once
 		// the chain has moved on)
 		a.log.Info("results kept from before a restart", "count", len(kept), "keys", kept)
+		a.adoptClaims(kept)
 	}
 	if a.node.Status == gfltypes.NODE_STATUS_PENDING {
 		a.log.Warn("the node waits for governance approval (GOVERNED admission)", "node", a.node.Id)
