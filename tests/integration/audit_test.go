@@ -68,7 +68,7 @@ func TestAuditDisagreementGoesToCommittee(t *testing.T) {
 			netPrice := paidNet(t, a, sdkmath.NewInt(price))
 			if providerCheats {
 				require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dp.Status)
-				slash, comp, each := slashSplit(t, a, 4) // the auditor and the committee's majority
+				slash, comp, each := slashSplit(t, a, gross, 4) // the auditor and the committee's majority
 				require.Equal(t, bondedBefore["p1"].Sub(slash), bonded(t, a, "p1"))
 				require.Equal(t, before["p1"], a.Balance(a.Account("p1").Address, udps), "the cheater is not paid")
 				for _, n := range []string{"p2", "p3", "p4", "p5"} {
@@ -79,7 +79,7 @@ func TestAuditDisagreementGoesToCommittee(t *testing.T) {
 				require.Equal(t, markettypes.TASK_STATUS_FAILED, task(t, a, target.Id).Status)
 			} else {
 				require.Equal(t, markettypes.DISPUTE_STATUS_UPHELD, dp.Status)
-				slash, comp, each := slashSplit(t, a, 3)
+				slash, comp, each := slashSplit(t, a, sdkmath.NewInt(price), 3) // an audit is worth its price
 				require.Equal(t, bondedBefore["p2"].Sub(slash), bonded(t, a, "p2"), "the lying auditor is slashed")
 				require.Equal(t, before["p2"], a.Balance(a.Account("p2").Address, udps))
 				require.Equal(t, before["p1"].Add(paidNet(t, a, gross)), a.Balance(a.Account("p1").Address, udps), "the honest provider is paid")
@@ -150,7 +150,7 @@ func TestChallengeWonAndLost(t *testing.T) {
 				return
 			}
 			require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dp.Status)
-			slash, comp, each := slashSplit(t, a, 3)
+			slash, comp, each := slashSplit(t, a, gross, 3)
 			require.Equal(t, bondedP1.Sub(slash), bonded(t, a, "p1"))
 			require.Equal(t, before["p1"], a.Balance(a.Account("p1").Address, udps), "an overturned result is not paid")
 			for _, n := range []string{"p3", "p4", "p5"} {

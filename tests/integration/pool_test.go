@@ -173,8 +173,6 @@ func TestPoolRace(t *testing.T) {
 	a, nodes := marketAppN(t, 4, func(p *markettypes.Params) { p.PoolRevealTimeoutBlocks = 10 })
 	mp, err := a.MarketKeeper.GetParams(a.Ctx())
 	require.NoError(t, err)
-	sp, err := a.StakingSlashKeeper.GetParams(a.Ctx())
-	require.NoError(t, err)
 	names := []string{"client", "p1", "p2", "p3", "p4"}
 	start := balances(a, names...)
 	bondStart := map[string]sdkmath.Int{}
@@ -283,8 +281,8 @@ func TestPoolRace(t *testing.T) {
 	a.AssertInvariants()
 
 	// p4 never reveals: at the deadline both claims lapse; p4 is slashed twice for a missed
-	// reveal (the owner compensated), its exposure released, and units 4 and 5 open again
-	// without p4.
+	// reveal (burned: the owner gets none of it), its exposure released, and units 4 and 5
+	// open again without p4.
 	deadline := getUnit(t, a, poolID, 4).RevealDeadlineHeight
 	for a.Height() < deadline {
 		a.NextBlock()
@@ -300,8 +298,6 @@ func TestPoolRace(t *testing.T) {
 	first, second := claim, claim
 	require.True(t, second.GT(bondStart["p4"].Sub(first).MulRaw(int64(mp.MissedRevealSlashPpm)).QuoRaw(1e6)))
 	require.Equal(t, bondStart["p4"].Sub(first).Sub(second), bonded(t, a, "p4"))
-	comp := func(x sdkmath.Int) sdkmath.Int { return x.MulRaw(int64(sp.CompensationPpm)).QuoRaw(1e6) }
-	compensation := comp(first).Add(comp(second))
 	c4, err = a.StakingSlashKeeper.GetCollateral(a.Ctx(), a.Account("p4").Address)
 	require.NoError(t, err)
 	require.True(t, c4.Exposure.IsZero())
@@ -329,8 +325,8 @@ func TestPoolRace(t *testing.T) {
 	require.Equal(t, markettypes.POOL_STATUS_CLOSED, getPool(t, a, poolID).Status)
 	refund := sdkmath.NewInt(budget - 5*price)
 	require.Equal(t, clientBeforeClose.Add(refund), a.Balance(a.Account("client").Address, udps))
-	require.Equal(t, start["client"].Sub(sdkmath.NewInt(5*price)).Add(compensation), a.Balance(a.Account("client").Address, udps),
-		"the owner pays five verified units and gains the compensation")
+	require.Equal(t, start["client"].Sub(sdkmath.NewInt(5*price)), a.Balance(a.Account("client").Address, udps),
+		"the owner pays five verified units and gains nothing from p4's lapses")
 	one := sdkmath.NewInt(price)
 	require.Equal(t, start["p2"].Add(paidNet(t, a, one)), a.Balance(a.Account("p2").Address, udps))
 	require.Equal(t, start["p3"].Add(paidNet(t, a, two)), a.Balance(a.Account("p3").Address, udps))
@@ -352,11 +348,9 @@ func TestPoolRace(t *testing.T) {
 
 // Closing a pool with claims pending: open units are refunded at once; a pending claim
 // revealed in time is still paid (and withdrawn after the close); one that lapses is
-// slashed and its price refunded to the owner. The escrow ends empty.
+// slashed (burned) and its price refunded to the owner. The escrow ends empty.
 func TestPoolCloseWithPendingClaims(t *testing.T) {
 	a, nodes := marketAppN(t, 2, func(p *markettypes.Params) { p.PoolRevealTimeoutBlocks = 10 })
-	sp, err := a.StakingSlashKeeper.GetParams(a.Ctx())
-	require.NoError(t, err)
 	mp, err := a.MarketKeeper.GetParams(a.Ctx())
 	require.NoError(t, err)
 	const price = 2_000_000
@@ -395,9 +389,8 @@ func TestPoolCloseWithPendingClaims(t *testing.T) {
 	slash := sdkmath.NewInt(price).MulRaw(int64(mp.ResultPenaltyMultiple))
 	require.True(t, slash.GT(bond2.MulRaw(int64(mp.MissedRevealSlashPpm)).QuoRaw(1e6)))
 	require.Equal(t, bond2.Sub(slash), bonded(t, a, "p2"))
-	comp := slash.MulRaw(int64(sp.CompensationPpm)).QuoRaw(1e6)
-	require.Equal(t, start["client"].Sub(sdkmath.NewInt(price)).Add(comp), a.Balance(a.Account("client").Address, udps),
-		"the owner pays the one revealed unit and is compensated for the lapse")
+	require.Equal(t, start["client"].Sub(sdkmath.NewInt(price)), a.Balance(a.Account("client").Address, udps),
+		"the owner pays the one revealed unit; the lapse's slash is burned")
 	require.Equal(t, start["p2"], a.Balance(a.Account("p2").Address, udps))
 	require.True(t, a.ModuleBalance(markettypes.ModuleName, udps).IsZero(), "the escrow ends empty")
 	a.AssertInvariants()

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	markettypes "github.com/flopsnet/flops/x/market/types"
+	sskeeper "github.com/flopsnet/flops/x/staking-slash/keeper"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
@@ -72,8 +73,83 @@ func TestWrongResultPenaltyScalesWithValue(t *testing.T) {
 	c1, err = a.StakingSlashKeeper.GetCollateral(a.Ctx(), a.Account("p1").Address)
 	require.NoError(t, err)
 	require.True(t, c1.Exposure.IsZero())
-	comp := reserve.MulRaw(int64(sp.CompensationPpm)).QuoRaw(1e6)
+	// half the slash, capped at the task's value (10.1 DPS, not 101 DPS)
+	comp := sdkmath.MinInt(reserve.MulRaw(int64(sp.CompensationPpm)).QuoRaw(1e6), value)
+	require.Equal(t, value, comp)
 	// the owner pays the auditor and the committee their price, and gets the compensation
 	require.Equal(t, clientStart.Sub(sdkmath.NewInt(taskPrice).MulRaw(4)).Add(comp), a.Balance(a.Account("client").Address, udps))
 	require.True(t, a.ModuleBalance(markettypes.ModuleName, udps).IsZero())
+}
+
+// A pool owner must not profit from a claim that lapses: others can make a claimer miss
+// its reveal (a proposer that leaves its reveals out of its blocks, an owner that floods
+// the claimer's node), and the unit is raced again at no cost to the owner. Here the
+// owner's accomplice censors every reveal of p1's four 0.2 DPS claims: p1 is slashed for
+// each (max(20% of its bond, 20 x the unit price)), and the slashes are burned. Before the
+// fix half of each went to the owner: 4 units worth 0.8 DPS paid it 36.9 DPS from p1's
+// 100 DPS bond (the crash demo's client gained 59 DPS from a restarted worker this way).
+func TestAttackCensoredRevealPaysThePoolOwner(t *testing.T) {
+	a, nodes := marketAppN(t, 1, func(p *markettypes.Params) { p.PoolRevealTimeoutBlocks = 10 })
+	const price = 200_000
+	owner := a.Account("client").String()
+	start := balances(a, "client", "p1")
+	bond1 := bonded(t, a, "p1")
+	supply := a.BankKeeper.GetSupply(a.Ctx(), udps).Amount
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: gemmPoolSpec(price, 4*price)})
+	a.MustDeliver("p1", &markettypes.MsgJoinPool{Provider: a.Account("p1").String(), PoolId: 1, NodeId: nodes["p1"]})
+	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: 1, Units: unitInputs(4)})
+	pp := newPoolPlayer(t, a, nodes, 1)
+	for u := uint64(1); u <= 4; u++ {
+		a.MustDeliver("p1", pp.commit("p1", u, pp.solve(u).root()))
+	}
+	// the reveals never make it into a block
+	deadline := getUnit(t, a, 1, 4).RevealDeadlineHeight
+	for a.Height() < deadline {
+		a.NextBlock()
+	}
+	for u := uint64(1); u <= 4; u++ {
+		require.Equal(t, markettypes.UNIT_STATUS_OPEN, getUnit(t, a, 1, u).Status, "unit %d lapsed and is raced again", u)
+	}
+	slashed := bond1.Sub(bonded(t, a, "p1"))
+	require.True(t, slashed.GTE(sdkmath.NewInt(4*20*price)), "p1 paid at least each claim's exposure: %s", slashed)
+	hist, err := sskeeper.NewQueryServerImpl(a.StakingSlashKeeper).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
+	require.NoError(t, err)
+	require.Len(t, hist.Slashes, 4)
+	for _, s := range hist.Slashes {
+		require.Equal(t, sstypes.SLASH_REASON_MISSED_REVEAL, s.Reason)
+		require.True(t, s.Compensation.IsZero(), "nothing of slash %d goes to the owner", s.Id)
+		require.Equal(t, s.Amount, s.Burned)
+	}
+
+	a.MustDeliver("client", &markettypes.MsgClosePool{Owner: owner, PoolId: 1})
+	require.Equal(t, start["client"], a.Balance(a.Account("client").Address, udps),
+		"the owner ends where it started: its budget back, nothing of the slashes")
+	require.Equal(t, start["p1"], a.Balance(a.Account("p1").Address, udps))
+	require.Equal(t, supply.Sub(slashed), a.BankKeeper.GetSupply(a.Ctx(), udps).Amount, "the slashes were burned")
+	require.True(t, a.ModuleBalance(markettypes.ModuleName, udps).IsZero(), "the escrow ends empty")
+	a.AssertInvariants()
+}
+
+// A job built to split its replicas (its output depends on the machine: the hostname, the
+// GPU's serial) gets the odd replica slashed for a wrong result. The owner is compensated
+// with at most what it paid for that replica, so it cannot farm providers' collateral:
+// here each replica is worth 0.17 DPS and the slash is 20 DPS; before the cap the owner
+// took 10 DPS of it and came out 9.6 DPS richer than it went in.
+func TestAttackJobThatSplitsReplicasPaysTheOwner(t *testing.T) {
+	a, _ := marketApp(t, nil)
+	d := newDriver(t, a, "p1", "p2", "p3")
+	d.behaviours["p1"] = behaviour{cheat: true} // the job's output differs on p1's machine
+	before := balances(a, "client")
+	spec := exactJob(a, 3, 0)
+	job := submit(t, a, spec)
+	d.until(40, "job finished", jobDone(t, a, job))
+	a.AssertInvariants()
+
+	value := sdkmath.NewInt(166_667).Add(spec.PriorityTip.Amount)
+	slash, comp, _ := slashSplit(t, a, value, 2)
+	require.Equal(t, sdkmath.NewInt(100_000_000).Sub(slash), bonded(t, a, "p1"), "the odd replica is slashed")
+	require.Equal(t, value, comp, "the owner's compensation is the replica's value, not half of the %s slashed", slash)
+	after := a.Balance(a.Account("client").Address, udps)
+	require.Equal(t, before["client"].Sub(value.MulRaw(2)).Add(comp), after)
+	require.True(t, after.LT(before["client"]), "the owner paid for the job: it did not farm p1's collateral")
 }

@@ -50,11 +50,12 @@ func balances(a *apptest.App, names ...string) map[string]sdkmath.Int {
 
 // slashSplit: a wrong-result slash of 20% of 100 DPS = 20 DPS: half to the owner, a
 // quarter to the verifiers, the rest burned.
-func slashSplit(t testing.TB, a *apptest.App, verifiers int) (slash, comp, each sdkmath.Int) {
+func slashSplit(t testing.TB, a *apptest.App, value sdkmath.Int, verifiers int) (slash, comp, each sdkmath.Int) {
 	p, err := a.MarketKeeper.GetParams(a.Ctx())
 	require.NoError(t, err)
 	slash = sdkmath.NewInt(100_000_000).MulRaw(int64(p.WrongResultSlashPpm)).QuoRaw(1e6)
-	comp = slash.MulRaw(500_000).QuoRaw(1e6)
+	// half to the owner, at most the task's value (what the owner paid for it)
+	comp = sdkmath.MinInt(slash.MulRaw(500_000).QuoRaw(1e6), value)
 	reward := slash.MulRaw(250_000).QuoRaw(1e6)
 	each = sdkmath.ZeroInt()
 	if verifiers > 0 {
@@ -97,7 +98,7 @@ func TestReplicaMajority(t *testing.T) {
 			require.Equal(t, before["client"].Sub(gross.MulRaw(3)), a.Balance(a.Account("client").Address, udps))
 			continue
 		}
-		slash, comp, each := slashSplit(t, a, 2)
+		slash, comp, each := slashSplit(t, a, gross, 2)
 		require.Equal(t, markettypes.JOB_STATUS_FAILED, getJob(t, a, job).Status, "one replica failed")
 		require.Equal(t, sdkmath.NewInt(100_000_000).Sub(slash), bonded(t, a, "p1"), "the cheater is slashed")
 		require.Equal(t, before["p1"], a.Balance(a.Account("p1").Address, udps), "and unpaid")
@@ -134,9 +135,9 @@ func TestTieEscalation(t *testing.T) {
 	require.NotZero(t, esc.Id, "a tie escalates")
 	require.Equal(t, "p3", providerOf(nodes, esc.NodeId))
 	require.Equal(t, markettypes.TASK_STATUS_SETTLED, esc.Status)
-	slash, comp, each := slashSplit(t, a, 2)
-	require.Equal(t, sdkmath.NewInt(100_000_000).Sub(slash), bonded(t, a, "p1"))
 	gross := sdkmath.NewInt(166_667).Add(spec.PriorityTip.Amount)
+	slash, comp, each := slashSplit(t, a, gross, 2)
+	require.Equal(t, sdkmath.NewInt(100_000_000).Sub(slash), bonded(t, a, "p1"))
 	require.Equal(t, before["p2"].Add(paidNet(t, a, gross)).Add(each), a.Balance(a.Account("p2").Address, udps))
 	escGross := sdkmath.NewInt(166_667) // an escalation is paid its price from the budget
 	require.Equal(t, before["p3"].Add(paidNet(t, a, escGross)).Add(each), a.Balance(a.Account("p3").Address, udps))
@@ -164,7 +165,7 @@ func TestColludingMajorityThenChallenge(t *testing.T) {
 	d.behaviours["p2"] = behaviour{cheat: true}
 	d.until(30, "replicas decided", func() bool { return task(t, a, by["p3"].Id).Status == markettypes.TASK_STATUS_FAILED })
 	require.Equal(t, markettypes.TASK_STATUS_VERIFIED, task(t, a, by["p1"].Id).Status, "the colluders' root won")
-	slash, _, _ := slashSplit(t, a, 2)
+	slash, _, _ := slashSplit(t, a, sdkmath.NewInt(166_667).Add(spec.PriorityTip.Amount), 2)
 	require.Equal(t, sdkmath.NewInt(100_000_000).Sub(slash), bonded(t, a, "p3"), "the honest replica is slashed")
 
 	// the owner challenges p1's verified result in its challenge window

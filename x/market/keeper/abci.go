@@ -35,16 +35,18 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 		return err
 	}
 	// withholding a committed result must never pay better than revealing a wrong one: a
-	// missed reveal's slash covers the task's exposure and compensates the owner as a wrong
-	// result. An abandoned task's slash is burned, not paid to the owner: a job can make
-	// its provider abandon it (a command that takes the machine down), and no owner may
-	// profit from a job that fails (x/market/README.md, "Failure is a result").
-	atRisk, compensated := sdkmath.ZeroInt(), ""
+	// missed reveal's slash covers the task's exposure as a wrong result's does. It is
+	// burned, as an abandoned task's is, not paid to the owner: others can make a provider
+	// miss a reveal (a proposer censoring it, an owner flooding its node), and the task runs
+	// again at no cost to the owner, so a compensation would be a prize for arranging it;
+	// a job can make its provider abandon it (a command that takes the machine down), and
+	// no owner may profit from a job that fails (x/market/README.md, "Failure is a result").
+	atRisk := sdkmath.ZeroInt()
 	if slashReason == sstypes.SLASH_REASON_MISSED_REVEAL {
-		atRisk, compensated = t.Exposure, job.Owner
+		atRisk = t.Exposure
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if err := k.slash(ctx, t.Provider, slashPPM, atRisk, slashReason, compensated, nil, ev); err != nil {
+	if err := k.slash(ctx, t.Provider, slashPPM, atRisk, slashReason, "", sdkmath.ZeroInt(), nil, ev); err != nil {
 		return err
 	}
 	if t.BidNode != 0 && t.Status == types.TASK_STATUS_ASSIGNED {

@@ -54,9 +54,10 @@ func (k Keeper) canAddExposure(ctx context.Context, provider string, v sdkmath.I
 }
 
 // slash slashes a stored provider for a result, compensating a stored owner ("": nobody)
-// and rewarding the verifiers; ppm is first raised by penaltyPPM so that the slash covers
-// exposure. What no beneficiary takes is burned.
-func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure sdkmath.Int, reason sstypes.SlashReason, owner string, verifiers []sdk.AccAddress, ev sstypes.SlashEvidence) error {
+// with at most value (what the owner paid for the task) and rewarding the verifiers; ppm
+// is first raised by penaltyPPM so that the slash covers exposure. What no beneficiary
+// takes is burned.
+func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure sdkmath.Int, reason sstypes.SlashReason, owner string, value sdkmath.Int, verifiers []sdk.AccAddress, ev sstypes.SlashEvidence) error {
 	addr, err := k.acc(provider)
 	if err != nil {
 		return err
@@ -70,7 +71,7 @@ func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure
 	if ppm, err = k.penaltyPPM(ctx, addr, ppm, exposure); err != nil {
 		return err
 	}
-	_, err = k.collateral.Slash(ctx, addr, ppm, reason, sstypes.Beneficiaries{Compensate: compensate, Rewarded: verifiers}, ev)
+	_, err = k.collateral.Slash(ctx, addr, ppm, reason, sstypes.Beneficiaries{Compensate: compensate, CompensationCap: value, Rewarded: verifiers}, ev)
 	return err
 }
 

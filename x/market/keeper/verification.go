@@ -197,14 +197,14 @@ func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *t
 func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job, t *types.Task, verifiers []sdk.AccAddress, reason string) error {
 	if a := t.Checkpoint.Author; a != "" && a != t.Provider {
 		ev := sstypes.SlashEvidence{JobId: t.JobId, TaskId: t.Id}
-		if err := k.slash(ctx, a, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, verifiers, ev); err != nil {
+		if err := k.slash(ctx, a, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, taskValue(*job, t.Role, t.Price), verifiers, ev); err != nil {
 			return err
 		}
 		return k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId,
 			reason+fmt.Sprintf("; resumed from the checkpoint of %s (height %d), which is slashed instead", a, t.Checkpoint.Height))
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if err := k.slash(ctx, t.Provider, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, verifiers, ev); err != nil {
+	if err := k.slash(ctx, t.Provider, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, taskValue(*job, t.Role, t.Price), verifiers, ev); err != nil {
 		return err
 	}
 	if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, false); err != nil {

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	sdkmath "cosmossdk.io/math"
+
 	"github.com/cosmos/gogoproto/proto"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +26,7 @@ func buildState(t *testing.T, f *fixture) {
 	require.NoError(t, f.k.AddExposure(f.ctx, b, ints(4_321)))
 	require.NoError(t, f.k.Jail(f.ctx, b, f.ctx.BlockTime().Add(time.Hour), types.SlashEvidence{NodeId: 4}))
 	_, err := f.k.Slash(f.ctx, a, 123_456, types.SLASH_REASON_WRONG_RESULT,
-		types.Beneficiaries{Compensate: addr("client"), Rewarded: rewardedAddrs(3)}, types.SlashEvidence{JobId: 1, TaskId: 2})
+		types.Beneficiaries{Compensate: addr("client"), CompensationCap: sdkmath.NewInt(1_000_000_000), Rewarded: rewardedAddrs(3)}, types.SlashEvidence{JobId: 1, TaskId: 2})
 	require.NoError(t, err)
 	_, err = f.k.Slash(f.ctx, b, 50_000, types.SLASH_REASON_ABANDONED_TASK, types.Beneficiaries{}, types.SlashEvidence{})
 	require.NoError(t, err)

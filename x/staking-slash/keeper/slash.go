@@ -19,8 +19,9 @@ import (
 //
 //	total = floor(bonded * f / 1e6) + sum over entries of floor(entry * f / 1e6)
 //
-// and shares it out with types.SplitSlash: compensation to b.Compensate (if set), equal
-// rewards to b.Rewarded (if any), the rest burned from the module account. The module
+// and shares it out with types.SplitSlash: compensation to b.Compensate (if set, at most
+// b.CompensationCap), equal rewards to b.Rewarded (if any), the rest burned from the module
+// account. The module
 // account's balance falls by exactly total. A provider with nothing bonded or unbonding
 // gets a zero record, not an error. The record is kept in the slash history, EventSlash is
 // emitted and the AfterSlashed hook called. Everything before the hook runs in a cache
@@ -40,6 +41,9 @@ func (k Keeper) Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM 
 	if compensate {
 		if err := checkAddress("compensated", b.Compensate); err != nil {
 			return types.SlashRecord{}, err
+		}
+		if b.CompensationCap.IsNil() || b.CompensationCap.IsNegative() {
+			return types.SlashRecord{}, errorsmod.Wrapf(types.ErrInvalidSlash, "compensation cap %s: must be set, zero or more, when a client is compensated", b.CompensationCap)
 		}
 	}
 	for i, r := range b.Rewarded {
@@ -124,6 +128,9 @@ func (k Keeper) slash(ctx sdk.Context, provider sdk.AccAddress, f uint32, reason
 	split, err := types.SplitSlash(total, p.CompensationPpm, p.RewardPpm, compensate, len(b.Rewarded))
 	if err != nil {
 		return types.SlashRecord{}, errorsmod.Wrap(types.ErrInvalidSlash, err.Error())
+	}
+	if compensate {
+		split = split.CapCompensation(b.CompensationCap)
 	}
 	rec := types.SlashRecord{
 		Provider:     c.Provider,

@@ -75,7 +75,9 @@ func TestSlashSplitsExactly(t *testing.T) {
 			}
 			b := types.Beneficiaries{Rewarded: rewardedAddrs(tc.rewarded)}
 			if tc.compensate {
-				b.Compensate = client
+				// a cap the compensation share never reaches (TestSlashCompensationCapped
+				// lowers it)
+				b.Compensate, b.CompensationCap = client, sdkmath.NewInt(tc.bonded+sumUnbonding)
 			}
 			moduleBefore := f.moduleBalance()
 			supplyBefore := f.bank.Supply(f.ctx, denom)
@@ -146,6 +148,37 @@ func TestSlashSplitsExactly(t *testing.T) {
 	}
 }
 
+// The client's compensation is at most the cap its caller sets (what the client paid for
+// the task): the rest of its share is burned, the verifiers' reward is unchanged, and the
+// parts still sum to the total.
+func TestSlashCompensationCapped(t *testing.T) {
+	prov, client := addr("provider"), addr("client")
+	for _, tc := range []struct {
+		name          string
+		cap, wantComp int64
+	}{
+		{"cap below the share", 1_234, 1_234},
+		{"zero cap", 0, 0},
+		{"cap above the share", 1_000_000, 25_000}, // half of the 50,000 slashed
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.bond(prov, 250_000)
+			supplyBefore := f.bank.Supply(f.ctx, denom)
+			rec, err := f.k.Slash(f.ctx, prov, 200_000, types.SLASH_REASON_WRONG_RESULT,
+				types.Beneficiaries{Compensate: client, CompensationCap: sdkmath.NewInt(tc.cap), Rewarded: rewardedAddrs(2)}, types.SlashEvidence{})
+			require.NoError(t, err)
+			require.EqualValues(t, 50_000, rec.Amount.Int64())
+			require.EqualValues(t, tc.wantComp, rec.Compensation.Int64())
+			require.EqualValues(t, tc.wantComp, f.balance(client).Int64(), "the client is paid the capped compensation")
+			require.EqualValues(t, 12_500, rec.Reward.Int64(), "the verifiers' 25% is not capped")
+			requireInt(t, rec.Amount, rec.Compensation.Add(rec.Reward).Add(rec.Burned), "parts sum to the total")
+			requireInt(t, supplyBefore.Sub(rec.Burned), f.bank.Supply(f.ctx, denom), "what the cap holds back is burned")
+			f.requireInvariants()
+		})
+	}
+}
+
 // A provider with nothing bonded or unbonding gets a zero record, not an error; it is kept
 // in the history and reported to the hooks, and no coin moves.
 func TestSlashNothingBonded(t *testing.T) {
@@ -153,7 +186,7 @@ func TestSlashNothingBonded(t *testing.T) {
 	prov := addr("nobody")
 	before := f.bank.Snapshot(f.ctx)
 	rec, err := f.k.Slash(f.ctx, prov, 500_000, types.SLASH_REASON_MISSED_REVEAL,
-		types.Beneficiaries{Compensate: addr("client"), Rewarded: rewardedAddrs(2)}, types.SlashEvidence{})
+		types.Beneficiaries{Compensate: addr("client"), CompensationCap: sdkmath.NewInt(1_000), Rewarded: rewardedAddrs(2)}, types.SlashEvidence{})
 	require.NoError(t, err)
 	require.True(t, rec.Amount.IsZero())
 	require.True(t, rec.Compensation.IsZero())
@@ -217,8 +250,18 @@ func TestSlashRejects(t *testing.T) {
 				f.bank.blocked[string(rewardedAddrs(2)[1])] = true
 			},
 			provider: prov, fraction: 100_000, reason: types.SLASH_REASON_WRONG_RESULT,
-			b:       types.Beneficiaries{Compensate: client, Rewarded: rewardedAddrs(2)},
+			b:       types.Beneficiaries{Compensate: client, CompensationCap: sdkmath.NewInt(10_000), Rewarded: rewardedAddrs(2)},
 			wantErr: sdkerrors.ErrUnauthorized,
+		},
+		{
+			// a compensated client needs a cap: a caller that forgot it must not pay
+			// half the slash to the client
+			name: "compensated without a cap", provider: prov, fraction: 100_000, reason: types.SLASH_REASON_WRONG_RESULT,
+			b: types.Beneficiaries{Compensate: client}, wantErr: types.ErrInvalidSlash,
+		},
+		{
+			name: "negative compensation cap", provider: prov, fraction: 100_000, reason: types.SLASH_REASON_WRONG_RESULT,
+			b: types.Beneficiaries{Compensate: client, CompensationCap: sdkmath.NewInt(-1)}, wantErr: types.ErrInvalidSlash,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

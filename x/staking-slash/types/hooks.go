@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	sdkmath "cosmossdk.io/math"
+
 	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
@@ -21,6 +23,12 @@ type StakingSlashHooks interface {
 type Beneficiaries struct {
 	// Compensate is the harmed client; nil when there is none.
 	Compensate sdk.AccAddress
+	// CompensationCap is the most Compensate is paid: the value the client paid for the
+	// task or unit. Compensation makes a client whole, never richer: a client that could
+	// gain from a provider's failure would buy it (a proposer censoring the provider's
+	// reveal, a job built to split replicas). What the cap holds back is burned. Required
+	// (zero or more) when Compensate is set.
+	CompensationCap sdkmath.Int
 	// Rewarded are the challenger or the verifiers, paid equal shares; empty when none.
 	Rewarded []sdk.AccAddress
 }

@@ -40,6 +40,16 @@ type SlashSplit struct {
 	Burned       sdkmath.Int
 }
 
+// CapCompensation lowers the compensation to at most limit (Beneficiaries.CompensationCap)
+// and burns the difference: the split still sums to the total.
+func (s SlashSplit) CapCompensation(limit sdkmath.Int) SlashSplit {
+	if s.Compensation.GT(limit) {
+		s.Burned = s.Burned.Add(s.Compensation.Sub(limit))
+		s.Compensation = limit
+	}
+	return s
+}
+
 // SplitSlash computes the SlashSplit of total among a harmed client (if compensated) and
 // rewarded recipients.
 func SplitSlash(total sdkmath.Int, compensationPPM, rewardPPM uint32, compensated bool, rewarded int) (SlashSplit, error) {

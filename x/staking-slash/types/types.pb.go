@@ -91,7 +91,8 @@ type Params struct {
 	MaxUnbondingEntries uint32 `protobuf:"varint,5,opt,name=max_unbonding_entries,json=maxUnbondingEntries,proto3" json:"max_unbonding_entries,omitempty"`
 	// max_matured_per_block bounds the matured unbondings paid out per block.
 	MaxMaturedPerBlock uint32 `protobuf:"varint,6,opt,name=max_matured_per_block,json=maxMaturedPerBlock,proto3" json:"max_matured_per_block,omitempty"`
-	// compensation_ppm: share of a slash paid to the harmed client (when there is one).
+	// compensation_ppm: share of a slash paid to the harmed client (when there is one),
+	// at most the value the client paid for the task or unit (the rest is burned).
 	CompensationPpm uint32 `protobuf:"varint,7,opt,name=compensation_ppm,json=compensationPpm,proto3" json:"compensation_ppm,omitempty"`
 	// reward_ppm: share of a slash paid to the challenger or verifiers (when there are any).
 	// compensation_ppm + reward_ppm <= 1,000,000; the rest, and any share without a

@@ -99,7 +99,10 @@ export interface Params {
   maxUnbondingEntries: number;
   /** max_matured_per_block bounds the matured unbondings paid out per block. */
   maxMaturedPerBlock: number;
-  /** compensation_ppm: share of a slash paid to the harmed client (when there is one). */
+  /**
+   * compensation_ppm: share of a slash paid to the harmed client (when there is one),
+   * at most the value the client paid for the task or unit (the rest is burned).
+   */
   compensationPpm: number;
   /**
    * reward_ppm: share of a slash paid to the challenger or verifiers (when there are any).
