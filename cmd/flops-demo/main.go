@@ -29,6 +29,7 @@ func main() {
 	flag.BoolVar(&o.CrashChain, "crash-chain", false, "kill every validator (SIGKILL) once the jobs are submitted, then start them again")
 	flag.IntVar(&o.PortOffset, "port-offset", 0, "shift every port by this much")
 	flag.DurationVar(&o.Epoch, "epoch", 20*time.Second, "epoch length")
+	flag.IntVar(&o.ChallengeWindowBlocks, "challenge-window", 3, "blocks an owner has to challenge a result before it settles (30 or more to try the dashboard's Challenge button by hand)")
 	flag.BoolVar(&o.Headless, "headless", false, "stop everything once the scenario is over")
 	flag.Parse()
 	if abs, err := filepath.Abs(o.Root); err == nil {

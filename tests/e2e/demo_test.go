@@ -32,7 +32,8 @@ func TestDemoHeadless(t *testing.T) {
 	// real processes on their own ports (offset 5000): runs beside the in-process networks,
 	// which wait on blocks more than they compute
 	t.Parallel()
-	sum := runDemo(t, demo.Options{Validators: 1, PortOffset: 5000,
+	// a challenge window the browser can click in: its last test challenges a result
+	sum := runDemo(t, demo.Options{Validators: 1, PortOffset: 5000, ChallengeWindowBlocks: 12,
 		AfterScenario: checkWeb(t, fmt.Sprintf("http://127.0.0.1:%d", 26657+5000))})
 	checkDemo(t, sum)
 	require.NotEmpty(t, sum.WebURL, "the demo serves the dashboard")

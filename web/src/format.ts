@@ -33,6 +33,7 @@ export function gflops(v: bigint | number | string): string {
 const strip = (s: string, prefix: string) => (s.startsWith(prefix) ? s.slice(prefix.length) : s);
 
 export const taskStatus = (s: marketTypes.TaskStatus) => strip(marketTypes.taskStatusToJSON(s), "TASK_STATUS_");
+export const disputeStatus = (s: marketTypes.DisputeStatus) => strip(marketTypes.disputeStatusToJSON(s), "DISPUTE_STATUS_");
 export const jobStatus = (s: marketTypes.JobStatus) => strip(marketTypes.jobStatusToJSON(s), "JOB_STATUS_");
 export const nodeStatus = (s: gflTypes.NodeStatus) => strip(gflTypes.nodeStatusToJSON(s), "NODE_STATUS_");
 export const workload = (s: gflTypes.WorkloadClass) => strip(gflTypes.workloadClassToJSON(s), "WORKLOAD_CLASS_");

@@ -268,6 +268,69 @@ test("a node that does not answer is said so, and retried with backoff", async (
   await dead.close();
 });
 
+test("the owner challenges a verified result: its bond is locked and a dispute opens", async () => {
+  await page.goto(`${WEB_URL}#/client`);
+  await page.getByRole("tab", { name: "Paste a spec" }).click();
+  const deadline = new Date(Date.now() + 3600_000).toISOString();
+  await page.getByLabel(/Job spec/).fill(`workload: WORKLOAD_CLASS_BATCH
+runtime: RUNTIME_BUILTIN
+image: gemm
+builtin: {gemm_n: 256, gemm_r: 1}
+requirements: {gpu_count: 1}
+task_count: 1
+replicas: 1
+verification: VERIFICATION_CLASS_BUILTIN_GEMM
+max_price_per_task: 1500000udps
+priority_tip: 0udps
+# a challenge's committee (3 members) is paid from it
+verification_budget: 4500000udps
+max_duration: 10m
+deadline: "${deadline}"
+mode: ALLOCATION_MODE_ASSIGN
+`);
+  await page.getByRole("button", { name: "Submit job" }).click();
+  await Promise.race([
+    page.waitForURL(/#\/job\/\d+$/, { timeout: 30_000 }),
+    page.getByTestId("form-error").waitFor({ timeout: 30_000 }).then(async () => {
+      throw new Error(`the page refused the pasted spec: ${await page.getByTestId("form-error").textContent()}`);
+    }),
+  ]);
+  const id = BigInt(page.url().split("/").pop());
+  const { job } = await q.market.Job({ jobId: id });
+  const { params } = await q.market.Params({});
+  // the button shows while the result is in its challenge window (the demo runs this test
+  // with a 12-block window)
+  const challenge = page.getByRole("button", { name: "Challenge" });
+  await challenge.waitFor({ timeout: 120_000 });
+  const before = await q.stargate.getBalance(job.owner, "udps");
+  await challenge.click();
+  const done = page.getByText(/^Task \d+ challenged in block \d+: dispute \d+\.$/);
+  await Promise.race([
+    done.waitFor({ timeout: 30_000 }),
+    page.locator("p.error").waitFor({ timeout: 30_000 }).then(async () => {
+      throw new Error(`the challenge was refused: ${await page.locator("p.error").textContent()}`);
+    }),
+  ]);
+  const [, taskId, disputeId] = (await done.textContent()).match(/^Task (\d+) challenged in block \d+: dispute (\d+)\.$/);
+  const { task } = await q.market.Task({ taskId: BigInt(taskId) });
+  assert.equal(task.jobId, id);
+  assert.equal(task.disputeId, BigInt(disputeId));
+  const { dispute } = await q.market.Dispute({ disputeId: BigInt(disputeId) });
+  assert.equal(dispute.kind, marketTypes.DisputeKind.DISPUTE_KIND_CHALLENGE);
+  assert.equal(dispute.challenger, job.owner);
+  assert.equal(dispute.bond, params.challengeBond.amount);
+  const after = await q.stargate.getBalance(job.owner, "udps");
+  assert.equal(BigInt(before.amount) - BigInt(after.amount), BigInt(params.challengeBond.amount), "the bond left the owner's balance");
+  // the task row says so, and offers no second challenge
+  await page.getByTestId("task-dispute").filter({ hasText: `dispute #${disputeId}: ` }).waitFor({ timeout: 15_000 });
+  assert.match(
+    await page.getByTestId("task-dispute").first().textContent(),
+    new RegExp(`^dispute #${disputeId}: (OPEN|UPHELD|OVERTURNED|INCONCLUSIVE|EXPIRED), challenged \\(bond ${dps(params.challengeBond.amount).replace(".", "\\.")}\\); committee of \\d+$`),
+  );
+  assert.equal(await challenge.count(), 0, "a disputed result cannot be challenged again");
+  await page.screenshot({ path: `${OUT}/challenge.png`, fullPage: true });
+});
+
 test("the views fit a phone's width", async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   const { tasks } = await q.market.TasksByJob({ jobId, pagination: undefined });

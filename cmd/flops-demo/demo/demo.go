@@ -52,6 +52,10 @@ type Options struct {
 	// a crash, its sandboxed tasks with it) once a task is in flight on its node, and
 	// starts it again on its home.
 	CrashWorker int
+	// ChallengeWindowBlocks is market.challenge_window_blocks, the blocks an owner has to
+	// challenge a result before it settles (default 3: the scenario settles fast; a person
+	// trying the dashboard's Challenge button wants 30 or more).
+	ChallengeWindowBlocks int
 	// CrashChain kills every validator (SIGKILL) once the jobs are submitted and starts
 	// them again on their homes: the workers and the client lose their gRPC endpoint for
 	// a few seconds.
@@ -108,6 +112,9 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	if o.Epoch == 0 {
 		o.Epoch = 20 * time.Second
+	}
+	if o.ChallengeWindowBlocks == 0 {
+		o.ChallengeWindowBlocks = 3
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -197,7 +204,7 @@ func (d *Demo) startChain(ctx context.Context) error {
 		"--port-offset", strconv.Itoa(d.o.PortOffset),
 		// PoCP: a challenge every 12 blocks, sized for ~2 s; short market windows.
 		"--set", "gfl.challenge_interval_blocks=12", "--set", "gfl.challenge_target_seconds=2",
-		"--set", "market.auction_window_blocks=4", "--set", "market.challenge_window_blocks=3",
+		"--set", "market.auction_window_blocks=4", "--set", fmt.Sprintf("market.challenge_window_blocks=%d", d.o.ChallengeWindowBlocks),
 		// A CPU's few GFLOP/s are a millionth of a GPU's: the dev chain pays 1 DPS per 100
 		// ugfl-epochs (mainnet: 1 DPS per 100 GFL), so the epoch's rewards show.
 		"--set", "dps.dps_per_gfl="+demoDPSPerGFL)

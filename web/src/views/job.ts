@@ -5,7 +5,7 @@ import { gflTypes, marketTx, marketTypes } from "@flopsnet/client";
 
 import { toHex } from "@cosmjs/encoding";
 
-import { dps, jobStatus, short, taskStatus } from "../format.js";
+import { disputeStatus, dps, jobStatus, short, taskStatus } from "../format.js";
 import { fetchOutputs, readLog, type Checked } from "../outputs.js";
 import { page } from "../page.js";
 import { send } from "../tx.js";
@@ -22,12 +22,15 @@ export class JobView extends View {
     tasks: { state: true },
     history: { state: true },
     panels: { state: true },
+    disputes: { state: true },
   };
   declare jobId: string;
   declare job: marketTypes.Job | undefined;
   declare tasks: marketTypes.Task[];
   declare history: marketTypes.HistoryEntry[];
   declare panels: Record<string, Panel>;
+  /** the disputes of the job's tasks (a challenge, an audit's disagreement), by id */
+  declare disputes: Map<bigint, marketTypes.Dispute>;
   private endpoints = new Map<bigint, string>();
   private logTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
@@ -36,6 +39,7 @@ export class JobView extends View {
     this.tasks = [];
     this.history = [];
     this.panels = {};
+    this.disputes = new Map();
   }
 
   disconnectedCallback(): void {
@@ -52,6 +56,7 @@ export class JobView extends View {
       this.tasks = [];
       this.history = [];
       this.panels = {};
+      this.disputes = new Map();
       this.loading = true;
       void this.reload();
     }
@@ -67,6 +72,9 @@ export class JobView extends View {
     this.job = job.job;
     this.tasks = tasks.tasks;
     this.history = history.entries;
+    const ids = [...new Set(this.tasks.filter((t) => t.disputeId > 0n).map((t) => t.disputeId))];
+    const disputes = await Promise.all(ids.map((disputeId) => this.chain.q.market.Dispute({ disputeId })));
+    this.disputes = new Map(disputes.flatMap((d) => (d.dispute ? [[d.dispute.id, d.dispute] as const] : [])));
     for (const t of this.tasks) {
       if (t.nodeId > 0n && !this.endpoints.has(t.nodeId)) {
         const n = await this.chain.q.gfl.Node({ nodeId: t.nodeId });
@@ -164,6 +172,19 @@ export class JobView extends View {
     });
   }
 
+  /**
+   * dispute says where the dispute of a disputed task stands (who opened it, the bond, the
+   * outcome), or that a task is a member of a dispute's committee.
+   */
+  private dispute(t: marketTypes.Task) {
+    if (t.disputeId === 0n) return "";
+    const d = this.disputes.get(t.disputeId);
+    if (!d) return html`<br /><small class="muted">dispute #${t.disputeId} (loading)</small>`;
+    if (d.targetTask !== t.id) return html`<br /><small class="muted">committee member of dispute #${d.id}</small>`;
+    const how = d.kind === marketTypes.DisputeKind.DISPUTE_KIND_CHALLENGE ? `challenged (bond ${dps(d.bond)})` : "its audit disagreed";
+    return html`<br /><small data-testid="task-dispute">dispute #${d.id}: ${disputeStatus(d.status)}, ${how}; committee of ${d.committee.length}</small>`;
+  }
+
   private timeUsed(t: marketTypes.Task): string {
     if (t.usage && t.usage.gpuSeconds > 0n) return `${t.usage.gpuSeconds} GPU-s`;
     const start = t.startedTime ? Number(t.startedTime.seconds) : 0;
@@ -199,7 +220,7 @@ export class JobView extends View {
                   const step = STEPS.indexOf(s);
                   return html`<tr data-testid="task-row">
                     <td>#${t.id} <span class="muted">(${t.index}.${t.replica})</span></td>
-                    <td><span class="status s-${s.toLowerCase()}" data-testid="task-status">${s}</span>${t.reason ? html`<br /><small class="muted">${t.reason}</small>` : ""}</td>
+                    <td><span class="status s-${s.toLowerCase()}" data-testid="task-status">${s}</span>${t.reason ? html`<br /><small class="muted">${t.reason}</small>` : ""}${this.dispute(t)}</td>
                     <td>${step >= 0
                       ? html`<progress max=${STEPS.length - 1} value=${step} aria-label="task ${t.id} progress">${s}</progress>`
                       : "—"}</td>
@@ -211,7 +232,7 @@ export class JobView extends View {
                         ? html`<button class="link" @click=${() => this.outputs(t)}>Outputs</button>`
                         : ""}${owner && step >= STEPS.indexOf("RUNNING") && t.nodeId > 0n
                         ? html`<button class="link" @click=${() => this.logs(t)}>Logs</button>`
-                        : ""}${owner && (s === "REVEALED" || s === "VERIFIED")
+                        : ""}${owner && s === "VERIFIED" && t.disputeId === 0n
                       ? html`<button class="link" ?disabled=${this.busy} @click=${() => this.act("challenge", t.id)}>Challenge</button>`
                       : ""}</td>
                   </tr>
