@@ -3,7 +3,11 @@
 // reveal, per-batch settlement) and submit-job transactions in the same run, each reported
 // as a ratio to the bank-send rate (DESIGN.md section 8, issue 5's benchmark). The figures
 // are logged, never asserted; the tests assert only that every transaction did what it
-// should (each unit paid once, escrow drained, balances exact).
+// should (each unit paid once, escrow drained, balances exact) and that every submitted
+// job's task is assigned: the provider registers a free GPU for every job (8-GPU nodes)
+// at an ask its 10-minute tasks can meet, and the run reads from the chain the blocks
+// from each job's inclusion to its task's assignment (p50, p99, a histogram) and the
+// assignments per second.
 //
 // `go test ./tests/load/` runs a small configuration (a few hundred transactions, a few
 // blocks a phase: it proves the measurement works, its rates are mostly inclusion

@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,9 +40,18 @@ const (
 	sendAmount = 1_000
 	// unitPrice of the pool, udps (0.01 DPS a unit: an inference request).
 	unitPrice = 10_000
-	// bond is the provider's collateral: 1,000 DPS, enough for every claim in flight
-	// (unit price x result_penalty_multiple each).
-	bond = 1_000_000_000
+	// providerFund is the provider's genesis balance: 100,000 DPS, for a bond that covers
+	// its GPUs and the exposure of every task and claim in flight.
+	providerFund = 100_000_000_000
+	// minCollateralPerGPU is x/staking-slash's min_collateral_per_gpu in the load's genesis:
+	// 1 DPS (mainnet 100 DPS), so that one provider can register a GPU for every job.
+	minCollateralPerGPU = 1_000_000
+	// gpusPerNode of the provider's nodes: 8, as a cloud GPU server has.
+	gpusPerNode = 8
+	// askPerGPUHour of the provider's nodes: 0.1 DPS, so that a job's 10-minute task
+	// quotes 16,667 udps, under its max_price_per_task (the load's issue: at 1 DPS a
+	// GPU-hour every job was parked and the phase measured no assignment).
+	askPerGPUHour = 100_000
 )
 
 // loadConfig sizes a run.
@@ -157,7 +168,11 @@ func genesis(t *testing.T, cfg *sdknetwork.Config, accs []*account) {
 		packed, err := authtypes.PackAccounts(authtypes.GenesisAccounts{authtypes.NewBaseAccount(a.addr, nil, 0, 0)})
 		require.NoError(t, err)
 		auth.Accounts = append(auth.Accounts, packed...)
-		bank.Balances = append(bank.Balances, banktypes.Balance{Address: a.addr.String(), Coins: sdk.NewCoins(sdk.NewInt64Coin(udps, fund))})
+		amount := int64(fund)
+		if a.name == "provider" {
+			amount = providerFund
+		}
+		bank.Balances = append(bank.Balances, banktypes.Balance{Address: a.addr.String(), Coins: sdk.NewCoins(sdk.NewInt64Coin(udps, amount))})
 	}
 	cfg.GenesisState[authtypes.ModuleName] = cfg.Codec.MustMarshalJSON(&auth)
 	cfg.GenesisState[banktypes.ModuleName] = cfg.Codec.MustMarshalJSON(&bank)
@@ -171,16 +186,38 @@ func genesis(t *testing.T, cfg *sdknetwork.Config, accs []*account) {
 	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[markettypes.ModuleName], &market)
 	market.Params.AckTimeoutBlocks = 1_000_000
 	cfg.GenesisState[markettypes.ModuleName] = cfg.Codec.MustMarshalJSON(&market)
+
+	var ss sstypes.GenesisState
+	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[sstypes.ModuleName], &ss)
+	ss.Params.MinCollateralPerGpu = sdkmath.NewInt(minCollateralPerGPU)
+	cfg.GenesisState[sstypes.ModuleName] = cfg.Codec.MustMarshalJSON(&ss)
 }
 
-// nodeSpec is a one-GPU A100 node that takes inference and batch work.
-func nodeSpec() gfltypes.NodeSpec {
-	return gfltypes.NodeSpec{
-		Region: "eu-west", Endpoint: "https://load-provider.example.com",
+// nodeSpec is node n: an 8 x A100 server that takes inference and batch work.
+func nodeSpec(n int) gfltypes.NodeSpec {
+	spec := gfltypes.NodeSpec{
+		Region: "eu-west", Endpoint: fmt.Sprintf("https://load-provider-%d.example.com", n),
 		Workloads:     []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_INFERENCE, gfltypes.WORKLOAD_CLASS_BATCH},
-		AskPerGpuHour: sdk.NewInt64Coin(udps, 1_000_000), ClaimedGflops: 24,
-		Gpus: []gfltypes.GpuInfo{{Model: "NVIDIA A100-SXM4-40GB", Uuid: "GPU-load-0", MemoryMib: 40960, ComputeCapability: "8.0"}},
+		AskPerGpuHour: sdk.NewInt64Coin(udps, askPerGPUHour), ClaimedGflops: 24,
 	}
+	for g := range gpusPerNode {
+		spec.Gpus = append(spec.Gpus, gfltypes.GpuInfo{Model: "NVIDIA A100-SXM4-40GB", Uuid: fmt.Sprintf("GPU-load-%d-%d", n, g), MemoryMib: 40960, ComputeCapability: "8.0"})
+	}
+	return spec
+}
+
+// nodesFor is how many nodes give every job of the run a free GPU (no task is acked, so
+// none frees its GPU during the run).
+func nodesFor(lc loadConfig) int { return (lc.txs + gpusPerNode - 1) / gpusPerNode }
+
+// bondFor is the provider's collateral: its GPUs' minimum, the exposure of every job's task
+// and of the claims in flight (value x result_penalty_multiple each), and a margin.
+func bondFor(lc loadConfig, penaltyMultiple uint32) sdkmath.Int {
+	gpus := sdkmath.NewInt(int64(nodesFor(lc) * gpusPerNode * minCollateralPerGPU))
+	spec := jobSpec()
+	tasks := spec.MaxPricePerTask.Amount.Add(spec.PriorityTip.Amount).MulRaw(int64(lc.txs))
+	claims := sdkmath.NewInt(int64(lc.window * lc.batch * unitPrice))
+	return gpus.Add(tasks.Add(claims).MulRaw(int64(penaltyMultiple))).MulRaw(2)
 }
 
 // poolSpec is an inference pool verified NONE (liveness only: the cheapest class a pool
@@ -271,13 +308,14 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	require.NoError(t, err)
 	params := mp.Params
 	inFlight := sdkmath.NewInt(int64(lc.window * lc.batch * unitPrice)).MulRaw(int64(params.ResultPenaltyMultiple))
-	require.True(t, inFlight.LTE(sdkmath.NewInt(bond)), "the claims in flight reserve %s udps, more than the bond", inFlight)
+	bond := bondFor(lc, params.ResultPenaltyMultiple)
+	require.True(t, inFlight.LTE(bond), "the claims in flight reserve %s udps, more than the bond", inFlight)
 	escrowAcc := authtypes.NewModuleAddress(markettypes.ModuleName)
 
 	// Setup through worker/chain's Signer, the way flops-worker and a client do it: the
 	// provider bonds and registers a node, the owner opens the pool, the node joins.
 	escrowStart, ownerStart := balance(ctx, t, c, escrowAcc), balance(ctx, t, c, owner.addr)
-	nodeID, poolID := setup(ctx, t, c, quiet, owner, provider, lc)
+	nodeID, poolID := setup(ctx, t, c, quiet, owner, provider, lc, bond)
 
 	// 1. Bank sends (again after the market phases: the machine's load drifts, so the
 	// reference is the mean of the two and both are logged).
@@ -337,6 +375,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	for _, a := range senders {
 		before[a.name] = balance(ctx, t, c, a.addr)
 	}
+	jobsStart := time.Now()
 	jobs, _ := blast(ctx, t, d, "submit-job", senders, perSender, func(from *account, _ int) sdk.Msg {
 		return &markettypes.MsgSubmitJob{Owner: from.addr.String(), Spec: spec}
 	})
@@ -348,9 +387,117 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 		require.Len(t, res.Jobs, perSender, "%s's jobs", a.name)
 	}
 	require.Equal(t, escrowBefore.Add(budget.MulRaw(int64(lc.txs))).String(), balance(ctx, t, c, escrowAcc).String(), "the escrow holds every job's budget")
+	assigned := waitAssigned(ctx, t, c, d, lc.txs, provider.addr.String(), spec)
+	assigned.logRate(t, jobsStart)
 
 	bank2 := bankSends()
 	report(t, lc, bank, bank2, post, claim, jobs, time.Since(began))
+}
+
+// assignment is what the scheduler did with the load's jobs: each job's one task and the
+// blocks from the job's inclusion to the task's assignment.
+type assignment struct {
+	tasks   int
+	delays  []int64 // AssignedHeight - SubmittedHeight, sorted
+	allSeen time.Time
+	first   int64 // the first job's inclusion height
+	last    int64 // the last assignment's height
+}
+
+// waitAssigned waits (block by block, at most 2 minutes after the last submission) until
+// every one of the n jobs has its task assigned, and asserts each went to one of the
+// provider's nodes at a price its ask quotes and the job allows. It reads the chain: every
+// job's inclusion height and every task's assignment height.
+func waitAssigned(ctx context.Context, t *testing.T, c *chain.Client, d *driver, n int, provider string, spec markettypes.JobSpec) assignment {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		tasks := allTasks(ctx, t, c)
+		require.Len(t, tasks, n, "one task per job")
+		open := 0
+		for _, tk := range tasks {
+			if tk.AssignedHeight == 0 {
+				open++
+			}
+		}
+		if open == 0 {
+			a := assignment{tasks: n, allSeen: time.Now()}
+			submitted := map[uint64]int64{}
+			for _, j := range allJobs(ctx, t, c) {
+				submitted[j.Id] = j.SubmittedHeight
+			}
+			for _, tk := range tasks {
+				require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, tk.Status, "task %d (nobody acks in the load)", tk.Id)
+				require.Equal(t, provider, tk.Provider, "task %d", tk.Id)
+				require.True(t, tk.Price.IsPositive() && tk.Price.LTE(spec.MaxPricePerTask.Amount), "task %d at %s", tk.Id, tk.Price)
+				sub, ok := submitted[tk.JobId]
+				require.True(t, ok, "task %d's job %d", tk.Id, tk.JobId)
+				a.delays = append(a.delays, tk.AssignedHeight-sub)
+				if a.first == 0 || sub < a.first {
+					a.first = sub
+				}
+				a.last = max(a.last, tk.AssignedHeight)
+			}
+			sort.Slice(a.delays, func(i, j int) bool { return a.delays[i] < a.delays[j] })
+			return a
+		}
+		require.Truef(t, time.Now().Before(deadline), "%d of %d jobs still unassigned 2 minutes after the last submission", open, n)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("assignments: %v", ctx.Err())
+		case <-d.w.next():
+		}
+	}
+}
+
+func allTasks(ctx context.Context, t *testing.T, c *chain.Client) []markettypes.Task {
+	var out []markettypes.Task
+	var key []byte
+	for {
+		res, err := c.Market.Tasks(ctx, &markettypes.QueryTasksRequest{Pagination: &query.PageRequest{Key: key, Limit: 1000}})
+		require.NoError(t, err)
+		out = append(out, res.Tasks...)
+		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
+			return out
+		}
+		key = res.Pagination.NextKey
+	}
+}
+
+func allJobs(ctx context.Context, t *testing.T, c *chain.Client) []markettypes.Job {
+	var out []markettypes.Job
+	var key []byte
+	for {
+		res, err := c.Market.Jobs(ctx, &markettypes.QueryJobsRequest{Pagination: &query.PageRequest{Key: key, Limit: 1000}})
+		require.NoError(t, err)
+		out = append(out, res.Jobs...)
+		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
+			return out
+		}
+		key = res.Pagination.NextKey
+	}
+}
+
+// logRate logs the assignment rate and the histogram of blocks from inclusion to
+// assignment.
+func (a assignment) logRate(t *testing.T, start time.Time) {
+	pct := func(p int) int64 { return a.delays[(len(a.delays)-1)*p/100] }
+	buckets := []struct {
+		name   string
+		lo, hi int64
+	}{{"0", 0, 0}, {"1", 1, 1}, {"2", 2, 2}, {"3-5", 3, 5}, {"6-10", 6, 10}, {"11-30", 11, 30}, {">30", 31, 1 << 62}}
+	var hist []string
+	for _, b := range buckets {
+		n := 0
+		for _, d := range a.delays {
+			if d >= b.lo && d <= b.hi {
+				n++
+			}
+		}
+		hist = append(hist, fmt.Sprintf("%s:%d", b.name, n))
+	}
+	t.Logf("assignment: %d jobs' tasks all assigned, blocks %d..%d; %.1f assignments/s (first submission to the block that showed the last); blocks from inclusion to assignment p50 %d, p99 %d, max %d; histogram %s",
+		a.tasks, a.first, a.last, float64(a.tasks)/a.allSeen.Sub(start).Seconds(), pct(50), pct(99), a.delays[len(a.delays)-1], strings.Join(hist, " "))
 }
 
 func indexOf(accs []*account, a *account) int {
@@ -362,9 +509,10 @@ func indexOf(accs []*account, a *account) int {
 	panic("unknown account")
 }
 
-// setup bonds and registers the provider's node, opens the pool and joins it, through
-// worker/chain's Signer; it returns the node and pool ids.
-func setup(ctx context.Context, t *testing.T, c *chain.Client, log *slog.Logger, owner, provider *account, lc loadConfig) (uint64, uint64) {
+// setup bonds and registers the provider's nodes (a free GPU for every job), opens the
+// pool and joins it with the first node, through worker/chain's Signer; it returns the
+// first node's id and the pool's.
+func setup(ctx context.Context, t *testing.T, c *chain.Client, log *slog.Logger, owner, provider *account, lc loadConfig, bond sdkmath.Int) (uint64, uint64) {
 	t.Helper()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -373,12 +521,21 @@ func setup(ctx context.Context, t *testing.T, c *chain.Client, log *slog.Logger,
 	go func() { _ = ws.Run(sctx) }()
 
 	op := provider.addr.String()
-	res, err := ps.Submit(ctx, &sstypes.MsgBond{Provider: op, Amount: sdk.NewInt64Coin(udps, bond)}, &gfltypes.MsgRegisterNode{Operator: op, Spec: nodeSpec()})
+	res, err := ps.Submit(ctx, &sstypes.MsgBond{Provider: op, Amount: sdk.NewCoin(udps, bond)}, &gfltypes.MsgRegisterNode{Operator: op, Spec: nodeSpec(0)})
 	require.NoError(t, err)
 	require.Len(t, res.Responses, 2)
 	var reg gfltypes.MsgRegisterNodeResponse
 	require.NoError(t, reg.Unmarshal(res.Responses[1]))
 	require.Equal(t, gfltypes.NODE_STATUS_ACTIVE, reg.Status)
+	const perTx = 25
+	for n := 1; n < nodesFor(lc); n += perTx {
+		var msgs []sdk.Msg
+		for i := n; i < min(n+perTx, nodesFor(lc)); i++ {
+			msgs = append(msgs, &gfltypes.MsgRegisterNode{Operator: op, Spec: nodeSpec(i)})
+		}
+		_, err := ps.Submit(ctx, msgs...)
+		require.NoError(t, err, "register nodes %d..%d", n, n+len(msgs)-1)
+	}
 
 	res, err = ws.Submit(ctx, &markettypes.MsgCreatePool{Owner: owner.addr.String(), Spec: poolSpec(lc.units)})
 	require.NoError(t, err)
