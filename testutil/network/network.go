@@ -3,6 +3,8 @@
 package network
 
 import (
+	"fmt"
+	"path/filepath"
 	"time"
 
 	dbm "github.com/cosmos/cosmos-db"
@@ -10,7 +12,6 @@ import (
 	"cosmossdk.io/log/v2"
 
 	"github.com/cosmos/cosmos-sdk/baseapp"
-	"github.com/cosmos/cosmos-sdk/client/flags"
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
 	pruningtypes "github.com/cosmos/cosmos-sdk/store/v2/pruning/types"
 	sdknetwork "github.com/cosmos/cosmos-sdk/testutil/network"
@@ -30,14 +31,33 @@ type (
 const ChainID = "flops-e2e-1"
 
 // DefaultConfig is a network of numValidators flops validators with 500 ms blocks and
-// zero gas prices.
+// zero gas prices, each keeping its state in memory.
 func DefaultConfig(numValidators int) sdknetwork.Config {
+	return config(numValidators, func(string) dbm.DB { return dbm.NewMemDB() })
+}
+
+// OnDiskConfig is DefaultConfig with each validator's state in goleveldb under its home,
+// for long, query-heavy runs: under the large load the in-memory DB deadlocked (a gRPC
+// query's MemDB iterator held the DB's read lock waiting for iavl's node DB lock, which
+// the block's Commit held while it waited to write the DB), and every query hung.
+func OnDiskConfig(numValidators int) sdknetwork.Config {
+	return config(numValidators, func(home string) dbm.DB {
+		db, err := dbm.NewGoLevelDB("application", filepath.Join(home, "data"), nil)
+		if err != nil {
+			panic(fmt.Sprintf("validator state in %s: %v", home, err))
+		}
+		return db
+	})
+}
+
+func config(numValidators int, newDB func(home string) dbm.DB) sdknetwork.Config {
 	tempApp := app.New(log.NewNopLogger(), dbm.NewMemDB(), false, simtestutil.NewAppOptionsWithFlagHome(app.DefaultNodeHome))
 	cfg := sdknetwork.DefaultConfig(func() sdknetwork.TestFixture {
 		return sdknetwork.TestFixture{
 			AppConstructor: func(val sdknetwork.ValidatorI) servertypes.Application {
-				return app.New(val.GetCtx().Logger, dbm.NewMemDB(), true,
-					simtestutil.NewAppOptionsWithFlagHome(val.GetCtx().Viper.GetString(flags.FlagHome)),
+				home := val.GetCtx().Config.RootDir // the validator's node directory
+				return app.New(val.GetCtx().Logger, newDB(home), true,
+					simtestutil.NewAppOptionsWithFlagHome(home),
 					baseapp.SetPruning(pruningtypes.NewPruningOptionsFromString(val.GetAppConfig().Pruning)),
 					baseapp.SetMinGasPrices(val.GetAppConfig().MinGasPrices),
 					baseapp.SetChainID(ChainID),
