@@ -55,7 +55,7 @@ install: ## install flopsd and flops-worker into GOBIN
 # tests of the chain's verification); the production config's refusal is checked without it.
 TEST_TAGS ?= -tags flopscheat
 
-test: build ts-build web ## every test but the long runs: unit, keeper, app, end-to-end, the TypeScript client and the dashboard in Chromium (about 7.5 min warm, see README)
+test: build ts-build web ## every test but the long runs: unit, keeper, app, end-to-end, the TypeScript client and the dashboard in Chromium (about 7.5-9 min warm, see README)
 	cd $(TSDIR) && node --test dist/test/vectors.test.js dist/test/spec.test.js
 	go test -count=1 -timeout 30m $(TEST_TAGS) ./...
 	go test -count=1 -run 'TestCheatOnlyInTestBuilds' ./worker/config/
