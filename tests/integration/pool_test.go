@@ -166,7 +166,7 @@ func unitInputs(n int) []markettypes.Input {
 // A BUILTIN_GEMM pool raced by four providers: each unit is paid once, to the first valid
 // commitment (a second commitment in the same block loses); a reveal must open the
 // sampled entries of the real product; a claimer that never reveals is slashed for a
-// missed reveal at the deadline (the owner compensated) and the unit is raced again
+// missed reveal at the deadline (burned: the owner gets none of it) and the unit is raced again
 // without it; credits are paid in one transfer per withdrawal; closing pays the rest and
 // refunds the free budget. Balances exact to the udps, invariants after every phase.
 func TestPoolRace(t *testing.T) {

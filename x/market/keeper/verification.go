@@ -188,7 +188,7 @@ func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *t
 }
 
 // wrongResult fails a task whose result lost verification: slashed for a wrong result, the
-// owner compensated, the given verifiers rewarded, its escrow refunded.
+// owner compensated (at most the task's value), the given verifiers rewarded, its escrow refunded.
 //
 // A task resumed from another provider's checkpoint (a reassignment hands the last one
 // over) is the exception: the checkpoint's author is slashed instead, and the provider
