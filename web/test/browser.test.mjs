@@ -302,7 +302,6 @@ mode: ALLOCATION_MODE_ASSIGN
   // with a 12-block window)
   const challenge = page.getByRole("button", { name: "Challenge" });
   await challenge.waitFor({ timeout: 120_000 });
-  const before = await q.stargate.getBalance(job.owner, "udps");
   await challenge.click();
   const done = page.getByText(/^Task \d+ challenged in block \d+: dispute \d+\.$/);
   await Promise.race([
@@ -311,7 +310,7 @@ mode: ALLOCATION_MODE_ASSIGN
       throw new Error(`the challenge was refused: ${await page.locator("p.error").textContent()}`);
     }),
   ]);
-  const [, taskId, disputeId] = (await done.textContent()).match(/^Task (\d+) challenged in block \d+: dispute (\d+)\.$/);
+  const [, taskId, height, disputeId] = (await done.textContent()).match(/^Task (\d+) challenged in block (\d+): dispute (\d+)\.$/);
   const { task } = await q.market.Task({ taskId: BigInt(taskId) });
   assert.equal(task.jobId, id);
   assert.equal(task.disputeId, BigInt(disputeId));
@@ -319,8 +318,14 @@ mode: ALLOCATION_MODE_ASSIGN
   assert.equal(dispute.kind, marketTypes.DisputeKind.DISPUTE_KIND_CHALLENGE);
   assert.equal(dispute.challenger, job.owner);
   assert.equal(dispute.bond, params.challengeBond.amount);
-  const after = await q.stargate.getBalance(job.owner, "udps");
-  assert.equal(BigInt(before.amount) - BigInt(after.amount), BigInt(params.challengeBond.amount), "the bond left the owner's balance");
+  // the bond left the owner's balance in the challenge's tx (read from its block's results:
+  // a balance difference could catch another job's refund)
+  const { results } = await q.comet.blockResults(Number(height));
+  const spent = results.flatMap((r) => r.events).filter((e) => e.type === "coin_spent").map((e) => Object.fromEntries(e.attributes.map((a) => [a.key, a.value])));
+  assert.ok(
+    spent.some((a) => a.spender === job.owner && a.amount === `${params.challengeBond.amount}${params.challengeBond.denom}`),
+    `the owner paid the ${params.challengeBond.amount}${params.challengeBond.denom} bond in block ${height}: ${JSON.stringify(spent)}`,
+  );
   // the task row says so, and offers no second challenge
   await page.getByTestId("task-dispute").filter({ hasText: `dispute #${disputeId}: ` }).waitFor({ timeout: 15_000 });
   assert.match(
