@@ -452,30 +452,38 @@ func waitAssigned(ctx context.Context, t *testing.T, c *chain.Client, d *driver,
 }
 
 func allTasks(ctx context.Context, t *testing.T, c *chain.Client) []markettypes.Task {
-	var out []markettypes.Task
-	var key []byte
-	for {
-		res, err := c.Market.Tasks(ctx, &markettypes.QueryTasksRequest{Pagination: &query.PageRequest{Key: key, Limit: 1000}})
-		require.NoError(t, err)
-		out = append(out, res.Tasks...)
-		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
-			return out
+	return allPages(t, func(pr *query.PageRequest) ([]markettypes.Task, *query.PageResponse, error) {
+		res, err := c.Market.Tasks(ctx, &markettypes.QueryTasksRequest{Pagination: pr})
+		if err != nil {
+			return nil, nil, err
 		}
-		key = res.Pagination.NextKey
-	}
+		return res.Tasks, res.Pagination, nil
+	})
 }
 
 func allJobs(ctx context.Context, t *testing.T, c *chain.Client) []markettypes.Job {
-	var out []markettypes.Job
+	return allPages(t, func(pr *query.PageRequest) ([]markettypes.Job, *query.PageResponse, error) {
+		res, err := c.Market.Jobs(ctx, &markettypes.QueryJobsRequest{Pagination: pr})
+		if err != nil {
+			return nil, nil, err
+		}
+		return res.Jobs, res.Pagination, nil
+	})
+}
+
+// allPages reads a paginated list to its end, 1,000 items a page.
+func allPages[T any](t *testing.T, page func(*query.PageRequest) ([]T, *query.PageResponse, error)) []T {
+	t.Helper()
+	var out []T
 	var key []byte
 	for {
-		res, err := c.Market.Jobs(ctx, &markettypes.QueryJobsRequest{Pagination: &query.PageRequest{Key: key, Limit: 1000}})
+		items, next, err := page(&query.PageRequest{Key: key, Limit: 1000})
 		require.NoError(t, err)
-		out = append(out, res.Jobs...)
-		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
+		out = append(out, items...)
+		if next == nil || len(next.NextKey) == 0 {
 			return out
 		}
-		key = res.Pagination.NextKey
+		key = next.NextKey
 	}
 }
 

@@ -48,6 +48,26 @@ after(async () => {
   q?.disconnect();
 });
 
+/** pasteSpec opens the client view's "Paste a spec" tab and fills in yaml. */
+async function pasteSpec(yaml) {
+  await page.goto(`${WEB_URL}#/client`);
+  await page.getByRole("tab", { name: "Paste a spec" }).click();
+  await page.getByLabel(/Job spec/).fill(yaml);
+}
+
+/** submitPasted submits the form and returns the new job's id (the page goes to the job's
+ * view); a refusal fails with the page's error. */
+async function submitPasted() {
+  await page.getByRole("button", { name: "Submit job" }).click();
+  await Promise.race([
+    page.waitForURL(/#\/job\/\d+$/, { timeout: 30_000 }),
+    page.getByTestId("form-error").waitFor({ timeout: 30_000 }).then(async () => {
+      throw new Error(`the page refused the pasted spec: ${await page.getByTestId("form-error").textContent()}`);
+    }),
+  ]);
+  return BigInt(page.url().split("/").pop());
+}
+
 test("the network view shows the chain's GFL index", async () => {
   const t0 = Date.now();
   await page.goto(`${WEB_URL}#/network`);
@@ -131,10 +151,8 @@ test("a client submits a job from the form and sees it settle at the chain's pri
 });
 
 test("a pasted spec no node can take waits, and the client cancels it for a full refund", async () => {
-  await page.goto(`${WEB_URL}#/client`);
-  await page.getByRole("tab", { name: "Paste a spec" }).click();
   const deadline = new Date(Date.now() + 3600_000).toISOString();
-  await page.getByLabel(/Job spec/).fill(`# no node is in this region
+  await pasteSpec(`# no node is in this region
 workload: WORKLOAD_CLASS_BATCH
 runtime: RUNTIME_BUILTIN
 image: gemm
@@ -151,14 +169,7 @@ deadline: "${deadline}"
 mode: ALLOCATION_MODE_ASSIGN
 `);
   assert.equal(await page.getByTestId("escrow").textContent(), "3 DPS");
-  await page.getByRole("button", { name: "Submit job" }).click();
-  await Promise.race([
-    page.waitForURL(/#\/job\/\d+$/, { timeout: 30_000 }),
-    page.getByTestId("form-error").waitFor({ timeout: 30_000 }).then(async () => {
-      throw new Error(`the page refused the pasted spec: ${await page.getByTestId("form-error").textContent()}`);
-    }),
-  ]);
-  const id = BigInt(page.url().split("/").pop());
+  const id = await submitPasted();
   await page.getByRole("button", { name: "Cancel job" }).click();
   await page.getByText(/^Cancelled in block \d+; 3 DPS refunded\.$/).waitFor({ timeout: 30_000 });
   await page.waitForFunction(() => document.querySelector('[data-testid="job-status"]')?.textContent === "CANCELLED", null, { timeout: 15_000 });
@@ -167,10 +178,8 @@ mode: ALLOCATION_MODE_ASSIGN
 });
 
 test("a running PROCESS task's log is followed live, signed by the owner", { skip: process.env.PROCESS_JOBS !== "true" && "no node takes PROCESS jobs (bubblewrap is not installed)" }, async () => {
-  await page.goto(`${WEB_URL}#/client`);
-  await page.getByRole("tab", { name: "Paste a spec" }).click();
   const deadline = new Date(Date.now() + 3600_000).toISOString();
-  await page.getByLabel(/Job spec/).fill(`workload: WORKLOAD_CLASS_BATCH
+  await pasteSpec(`workload: WORKLOAD_CLASS_BATCH
 runtime: RUNTIME_PROCESS
 command:
   - sh
@@ -187,13 +196,7 @@ max_duration: 300s
 deadline: "${deadline}"
 mode: ALLOCATION_MODE_ASSIGN
 `);
-  await page.getByRole("button", { name: "Submit job" }).click();
-  await Promise.race([
-    page.waitForURL(/#\/job\/\d+$/, { timeout: 30_000 }),
-    page.getByTestId("form-error").waitFor({ timeout: 30_000 }).then(async () => {
-      throw new Error(`the page refused the pasted spec: ${await page.getByTestId("form-error").textContent()}`);
-    }),
-  ]);
+  await submitPasted();
   await page.waitForFunction(() => document.querySelector('[data-testid="task-status"]')?.textContent === "RUNNING", null, { timeout: 60_000, polling: 250 });
   await page.getByRole("button", { name: "Logs" }).first().click();
   const log = page.getByTestId("task-log");
@@ -269,10 +272,8 @@ test("a node that does not answer is said so, and retried with backoff", async (
 });
 
 test("the owner challenges a verified result: its bond is locked and a dispute opens", async () => {
-  await page.goto(`${WEB_URL}#/client`);
-  await page.getByRole("tab", { name: "Paste a spec" }).click();
   const deadline = new Date(Date.now() + 3600_000).toISOString();
-  await page.getByLabel(/Job spec/).fill(`workload: WORKLOAD_CLASS_BATCH
+  await pasteSpec(`workload: WORKLOAD_CLASS_BATCH
 runtime: RUNTIME_BUILTIN
 image: gemm
 builtin: {gemm_n: 256, gemm_r: 1}
@@ -288,14 +289,7 @@ max_duration: 10m
 deadline: "${deadline}"
 mode: ALLOCATION_MODE_ASSIGN
 `);
-  await page.getByRole("button", { name: "Submit job" }).click();
-  await Promise.race([
-    page.waitForURL(/#\/job\/\d+$/, { timeout: 30_000 }),
-    page.getByTestId("form-error").waitFor({ timeout: 30_000 }).then(async () => {
-      throw new Error(`the page refused the pasted spec: ${await page.getByTestId("form-error").textContent()}`);
-    }),
-  ]);
-  const id = BigInt(page.url().split("/").pop());
+  const id = await submitPasted();
   const { job } = await q.market.Job({ jobId: id });
   const { params } = await q.market.Params({});
   // the button shows while the result is in its challenge window (the demo runs this test
