@@ -306,3 +306,57 @@ func TestContainerRealReattachedByName(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "end\n", string(b), "the container ran to its end")
 }
+
+// podman records a container as running only once its client has seen it start. A
+// client killed in that window (with the worker's cgroup) leaves a container that runs
+// under its conmon while podman's records say "initialized"; its exit status then reaches
+// no record of podman's, and podman wait answers 0 when it ends, whatever its status. A
+// worker restarted then must report the container's own status, not a success that
+// earns a failed run a result: it watches the conmon and reads the status the conmon
+// writes. The window is made here with no race: the container is created and
+// initialized through podman and started behind its back, with runc.
+func TestContainerRealReattachedWhenPodmanMissedItsStart(t *testing.T) {
+	image := testimage.Busybox(t)
+	if os.Getuid() != 0 {
+		t.Skip("starts a container with runc behind podman's back: needs root podman")
+	}
+	e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman" })
+	spec := Spec{TaskID: 108, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: image, MaxDuration: time.Minute,
+		Command: []string{"/bin/sh", "-c", `echo begin > "$FLOPS_OUTPUT_DIR/begin"; sleep 30`}}
+	_, err := shutdownOnceStarted(t, e, spec, filepath.Join(e.dirs(108).output, "begin"))
+	require.ErrorIs(t, err, ErrDetached)
+	rec, err := readRunRecord(e.TaskDir(108))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = osexec.Command("podman", "rm", "-f", rec.Container).Run() })
+	require.NoError(t, syscall.Kill(-rec.PID, syscall.SIGKILL), "the wrapper and the runtime client are killed")
+	require.Eventually(t, func() bool { return !processAlive(rec.PID, rec.StartTicks) }, 5*time.Second, 20*time.Millisecond)
+
+	// the same container name, now in the state a client killed mid-start leaves
+	podman := func(args ...string) string {
+		out, err := osexec.Command("podman", args...).CombinedOutput()
+		require.NoError(t, err, "podman %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	podman("rm", "-f", "-t", "0", rec.Container)
+	podman("create", "--name", rec.Container, "--network", "none", "--init",
+		"--mount", "type=bind,source="+e.dirs(108).output+",target="+ContainerOutputDir,
+		image, "/bin/sh", "-c", "sleep 6; echo end > "+ContainerOutputDir+"/end; exit 4")
+	podman("init", rec.Container)
+	id := podman("inspect", "--format", "{{.Id}}", rec.Container)
+	if _, err := os.Stat(filepath.Join("/run/runc", id)); err != nil {
+		t.Skipf("podman's runc state is not under /run/runc here: %v", err)
+	}
+	out, err := osexec.Command("runc", "--root", "/run/runc", "start", id).CombinedOutput()
+	require.NoError(t, err, "runc start: %s", out)
+	require.Equal(t, "initialized", podman("inspect", "--format", "{{.State.Status}}", rec.Container),
+		"the container runs while podman's records say it does not")
+
+	e2 := newTestExecutor(t, func(o *Options) { o.WorkDir = e.opts.WorkDir; o.ContainerRuntime = "podman" })
+	res, err := e2.Adopt(context.Background(), 108, Hooks{})
+	var exit *ExitError
+	require.True(t, errors.As(err, &exit), "the container's own exit status: %v", err)
+	require.Equal(t, 4, exit.Code)
+	b, err := os.ReadFile(filepath.Join(res.OutputDir, "end"))
+	require.NoError(t, err, "the task is collected once its container ended, not before")
+	require.Equal(t, "end\n", string(b))
+}

@@ -148,15 +148,19 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 	deadline := rec.Deadline
 	if !processAlive(p.pid, p.startTicks) {
 		st, err := os.Stat(filepath.Join(d.root, exitFile))
+		var ctr containerState
+		if err != nil && rec.Container != "" {
+			ctr = containerRunning(ctx, rec.ContainerRuntime, rec.Container)
+		}
 		switch {
 		case err == nil:
 			if !deadline.IsZero() && !st.ModTime().After(deadline) {
 				deadline = time.Time{} // it ended in time, while no worker watched
 			}
-		case rec.Container != "" && containerRunning(ctx, rec.ContainerRuntime, rec.Container):
+		case ctr.running:
 			// the runtime client is gone (killed with the worker's cgroup, say), its
 			// container is not: wait for the container by its name instead
-			if p, err = e.rewait(log, rec, d); err != nil {
+			if p, err = e.rewait(log, rec, ctr, d); err != nil {
 				return Result{OutputDir: d.output}, err
 			}
 		default:
@@ -192,73 +196,128 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 // noSuchContainer is podman's and docker's answer for a container that does not exist.
 var noSuchContainer = regexp.MustCompile(`(?i)no such (container|object)`)
 
+// containerState is what the runtime says of a task's container once its client is gone.
+type containerState struct {
+	running bool
+	// conmon is the pid of podman's monitor of a container that runs while podman's
+	// records do not say so (0: podman's records are right, or the runtime is not podman).
+	conmon int
+}
+
 // containerRunning reports whether a container runs. podman records a container as
 // running only once its client has seen it start: a client killed in between leaves it
 // "initialized" (or "created") in podman's records while it runs under its conmon, so
-// such a container whose conmon is alive counts as running (podman wait then follows the
-// runtime's state). An inspect that fails without an answer is asked again for up to
-// 10 s before the container counts as gone: a container wrongly taken for gone is a task
-// lost.
-func containerRunning(ctx context.Context, runtime, name string) bool {
+// such a container whose conmon is alive counts as running, and its conmon is returned
+// (podman wait answers at once for it, and its exit status reaches no record of
+// podman's: rewait watches the conmon instead). An inspect that fails without an answer
+// is asked again for up to 10 s before the container counts as gone: a container wrongly
+// taken for gone is a task lost.
+func containerRunning(ctx context.Context, runtime, name string) containerState {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for try := 0; ; try++ {
-		out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.Status}}", name).Output()
+		out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.Status}} {{.State.ConmonPid}}", name).Output()
 		if err == nil {
-			switch strings.TrimSpace(string(out)) {
+			status, conmonField, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+			switch status {
 			case "running":
-				return true
+				return containerState{running: true}
 			case "initialized", "created":
-				return conmonAlive(ctx, runtime, name)
+				// docker has no conmon: its field does not parse, and a docker
+				// container that is "created" has not started
+				pid, err := strconv.Atoi(conmonField)
+				if err != nil || pid <= 1 || !processAlive(pid, 0) {
+					return containerState{}
+				}
+				return containerState{running: true, conmon: pid}
 			default:
-				return false
+				return containerState{}
 			}
 		}
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) && noSuchContainer.Match(exitErr.Stderr) {
-			return false
+			return containerState{}
 		}
 		if try == 20 || ctx.Err() != nil {
-			return false
+			return containerState{}
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return containerState{}
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
 
-// conmonAlive reports whether podman's monitor process of a container is alive (false
-// for a runtime without one).
-func conmonAlive(ctx context.Context, runtime, name string) bool {
-	out, err := exec.CommandContext(ctx, runtime, "inspect", "--format", "{{.State.ConmonPid}}", name).Output()
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	return syscall.Kill(pid, 0) == nil
-}
-
 // rewaitScript waits for a container by its name ("$@" is "<runtime> wait <name>", which
 // prints the container's exit status) and writes that status to the file named by $0,
-// as wrapperScript does for the runtime client.
-const rewaitScript = `code=$("$@") || code=; echo "${code:-255}" > "$0"`
+// as wrapperScript does for the runtime client. A wait that fails writes nothing: the
+// task is then lost (ErrTaskLost), not given a made-up status.
+const rewaitScript = `if code=$("$@") && [ -n "$code" ]; then echo "$code" > "$0"; fi`
+
+// conmonWaitScript waits for a podman container that runs while podman's records say
+// it does not (containerState.conmon): it waits while the conmon $1 runs (its /proc stat
+// names a conmon that is not a zombie: a reused pid is not waited for), reading the container's exit status from the file the
+// conmon writes ($2, in podman's exit directory) in the short time before podman's
+// cleanup, which the conmon runs and waits for, removes it; failing that, podman's
+// record once it says the container exited ($3 inspect $4). It writes the status to the
+// file named by $0, or nothing (the task is lost) when neither says it.
+const conmonWaitScript = `code=
+while { read -r stat < "/proc/$1/stat"; } 2>/dev/null; do
+	case "$stat" in *" (conmon) Z "* | *" (conmon) X "*) break ;; *" (conmon) "*) ;; *) break ;; esac
+	if [ -z "$code" ] && [ -n "$2" ] && [ -s "$2" ]; then read -r code < "$2"; fi
+	sleep 0.01
+done
+if [ -z "$code" ] && [ -n "$2" ] && [ -s "$2" ]; then read -r code < "$2"; fi
+if [ -z "$code" ]; then
+	st=$("$3" inspect --format '{{.State.Status}} {{.State.ExitCode}}' "$4" 2>/dev/null)
+	case "$st" in "exited "*|"stopped "*) code=${st#* } ;; esac
+fi
+if [ -n "$code" ]; then echo "$code" > "$0"; fi`
+
+// conmonExitFile is the file in which a podman conmon writes its container's exit
+// status: <exit dir>/<container id>, both read from the conmon's command line ("" when
+// it cannot be read).
+func conmonExitFile(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	var dir, id string
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--exit-dir":
+			dir = args[i+1]
+		case "-c", "--cid":
+			id = args[i+1]
+		}
+	}
+	if dir == "" || id == "" || strings.ContainsAny(id, "/.") {
+		return ""
+	}
+	return filepath.Join(dir, id)
+}
 
 // rewait re-attaches to a CONTAINER task whose runtime client is gone but whose container
-// runs: a new wrapper waits for the container by its name; its run record now names that
+// runs: a new wrapper waits for the container by its name (or, for a podman container
+// whose start podman never recorded, watches its conmon); its run record now names that
 // wrapper. What the container prints from now on is not captured (the client that carried
 // it is gone); a line in its stderr log says so. Its outputs are unaffected.
-func (e *Executor) rewait(log *slog.Logger, rec runRecord, d taskDirs) (*taskProcess, error) {
+func (e *Executor) rewait(log *slog.Logger, rec runRecord, st containerState, d taskDirs) (*taskProcess, error) {
 	exitPath := filepath.Join(d.root, exitFile)
 	if f, err := os.OpenFile(filepath.Join(d.output, LogDir, "stderr.log"), os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0); err == nil {
 		_, _ = fmt.Fprintf(f, "\n[flops: the container runtime's client was gone when the worker restarted; output after this is not captured]\n")
 		_ = f.Close()
 	}
-	cmd := exec.Command("/bin/sh", "-c", rewaitScript, exitPath, rec.ContainerRuntime, "wait", rec.Container)
+	var cmd *exec.Cmd
+	if st.conmon > 0 {
+		exitStatus := conmonExitFile(st.conmon)
+		log.Info("podman never recorded the container's start: its conmon is watched", "container", rec.Container, "conmon", st.conmon, "exit_file", exitStatus)
+		cmd = exec.Command("/bin/sh", "-c", conmonWaitScript, exitPath, strconv.Itoa(st.conmon), exitStatus, rec.ContainerRuntime, rec.Container)
+	} else {
+		cmd = exec.Command("/bin/sh", "-c", rewaitScript, exitPath, rec.ContainerRuntime, "wait", rec.Container)
+	}
 	cmd.Dir = d.tmp
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
