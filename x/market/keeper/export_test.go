@@ -37,7 +37,8 @@ func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) 
 	if err != nil {
 		return Draw{}, false, err
 	}
-	sb := &sched{gp: &gp, jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}}
+	sb := newSched()
+	sb.gp = &gp
 	classes, err := sb.classesOf(ctx, k, job)
 	if err != nil {
 		return Draw{}, false, err

@@ -90,6 +90,10 @@ type Keeper struct {
 	JobSpecs collections.Map[uint64, types.JobSpec]
 	TaskSeq  collections.Sequence
 	Tasks    *collections.IndexedMap[uint64, types.Task, TaskIndexes]
+	// taskValues and jobValues are the primary maps of Tasks and Jobs alone (the same
+	// keys), for setTask and saveJob.
+	taskValues collections.Map[uint64, types.Task]
+	jobValues  collections.Map[uint64, types.Job]
 	// Bids: (job id, node id) -> bid.
 	Bids collections.Map[collections.Pair[uint64, uint64], types.Bid]
 
@@ -233,8 +237,11 @@ func NewKeeper(
 					return addr(t.Provider)
 				}),
 		}),
-		Bids:  collections.NewMap(sb, types.BidsKey, "bids", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key), codec.CollValue[types.Bid](cdc)),
-		Slots: collections.NewMap(sb, types.SlotsKey, "slots", collections.Uint64Key, codec.CollValue[types.NodeSlot](cdc)),
+		// outside the schema: the same prefixes as Tasks and Jobs, which the schema has
+		taskValues: collections.NewMap(collections.NewSchemaBuilder(storeService), types.TasksKey, "tasks", collections.Uint64Key, codec.CollValue[types.Task](cdc)),
+		jobValues:  collections.NewMap(collections.NewSchemaBuilder(storeService), types.JobsKey, "jobs", collections.Uint64Key, codec.CollValue[types.Job](cdc)),
+		Bids:       collections.NewMap(sb, types.BidsKey, "bids", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key), codec.CollValue[types.Bid](cdc)),
+		Slots:      collections.NewMap(sb, types.SlotsKey, "slots", collections.Uint64Key, codec.CollValue[types.NodeSlot](cdc)),
 		SchedIndex: collections.NewKeySet(sb, types.SchedIndexKey, "sched_index",
 			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key)),
 		ClassNodes: collections.NewMap(sb, types.ClassNodesKey, "class_nodes", collections.StringKey,
@@ -351,9 +358,54 @@ func (k Keeper) loadJob(ctx context.Context, id uint64) (types.Job, error) {
 
 // saveJob stores a job's record without its spec (written once, at submission, in
 // JobSpecs).
+//
+// It is Jobs.Set, cut to what changes: a job's owner never does, so its ByOwner entry is
+// rewritten only for a new job (or an owner changed, which nothing does), and its
+// ByStatus entry only when its status moved.
 func (k Keeper) saveJob(ctx context.Context, j types.Job) error {
 	j.Spec = types.JobSpec{}
-	return k.Jobs.Set(ctx, j.Id, j)
+	old, err := k.jobValues.Get(ctx, j.Id)
+	if err != nil || old.Owner != j.Owner {
+		return k.Jobs.Set(ctx, j.Id, j)
+	}
+	if old.Status != j.Status {
+		if err := k.Jobs.Indexes.ByStatus.Unreference(ctx, j.Id, func() (types.Job, error) { return old, nil }); err != nil {
+			return err
+		}
+		if err := k.Jobs.Indexes.ByStatus.Reference(ctx, j.Id, j, func() (types.Job, error) { return types.Job{}, collections.ErrNotFound }); err != nil {
+			return err
+		}
+	}
+	return k.jobValues.Set(ctx, j.Id, j)
+}
+
+// setTask saves a task whose stored value the caller holds (old, as read): what
+// Tasks.Set does, without reading the stored value back and rewriting the index entries
+// that do not change (a task's job and shard never do; its node and provider change
+// when it is assigned or given back).
+func (k Keeper) setTask(ctx context.Context, old, t types.Task) error {
+	if old.Id != t.Id || old.JobId != t.JobId || old.Index != t.Index {
+		return k.Tasks.Set(ctx, t.Id, t)
+	}
+	stored := func() (types.Task, error) { return old, nil }
+	none := func() (types.Task, error) { return types.Task{}, collections.ErrNotFound }
+	if old.NodeId != t.NodeId {
+		if err := k.Tasks.Indexes.ByNode.Unreference(ctx, t.Id, stored); err != nil {
+			return err
+		}
+		if err := k.Tasks.Indexes.ByNode.Reference(ctx, t.Id, t, none); err != nil {
+			return err
+		}
+	}
+	if old.Provider != t.Provider {
+		if err := k.Tasks.Indexes.ByProvider.Unreference(ctx, t.Id, stored); err != nil {
+			return err
+		}
+		if err := k.Tasks.Indexes.ByProvider.Reference(ctx, t.Id, t, none); err != nil {
+			return err
+		}
+	}
+	return k.taskValues.Set(ctx, t.Id, t)
 }
 
 // GetJob returns a job, or ErrJobNotFound.

@@ -237,13 +237,14 @@ func (k Keeper) dropFromQueue(ctx sdk.Context, taskID uint64) error {
 // sched is what the scheduler keeps for one block: the jobs as last written by this
 // block's assignments and, per job, its allowed GPU classes that have nodes.
 type sched struct {
-	gp      *gfltypes.Params // read when first needed
-	jobs    map[uint64]types.Job
-	classes map[uint64][]string
+	gp       *gfltypes.Params // read when first needed
+	jobs     map[uint64]types.Job
+	classes  map[uint64][]string
+	hasNodes map[string]bool // per GPU class: nodes indexed
 }
 
 func newSched() *sched {
-	return &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}}
+	return &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}, hasNodes: map[string]bool{}}
 }
 
 // parkUnplaced parks a pending task no node could take on its own: 1, 2, 4, ... blocks
@@ -348,11 +349,17 @@ func (s *sched) classesOf(ctx context.Context, k Keeper, job types.Job) ([]strin
 	}
 	var out []string
 	for _, class := range allowed {
-		idle, loaded, err := k.classCount(ctx, class)
-		if err != nil {
-			return nil, err
+		has, ok := s.hasNodes[class]
+		if !ok {
+			// assignments move nodes between idle and loaded, never in or out of a class
+			idle, loaded, err := k.classCount(ctx, class)
+			if err != nil {
+				return nil, err
+			}
+			has = idle+loaded > 0
+			s.hasNodes[class] = has
 		}
-		if idle+loaded > 0 {
+		if has {
 			out = append(out, class)
 		}
 	}
@@ -377,9 +384,14 @@ func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *t
 	}); err != nil {
 		return err
 	}
-	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskAssigned{
+	ev, err := (&types.EventTaskAssigned{
 		TaskId: t.Id, JobId: t.JobId, NodeId: slot.NodeId, Provider: slot.Operator, Price: price, Reassignment: t.Reassignments > 0,
-	})
+	}).Event()
+	if err != nil {
+		return err
+	}
+	sdkCtx.EventManager().EmitEvent(ev)
+	return nil
 }
 
 type candidate struct {
@@ -508,6 +520,9 @@ func (k Keeper) sample(ctx context.Context, p types.Params, classes []string, jo
 		}
 		return out, nil
 	}
+	// Two eligible nodes sampled are enough: a pool of more, uniform and distinct, from
+	// which draw then picks two at random, gives the same two as its first two do.
+	want = min(want, 2)
 	for i := uint64(0); *budget > 0 && len(out) < want; i++ {
 		*budget--
 		if err := look(beacon.Below(beacon.Derive(seed[:], "member", i), total)); err != nil {

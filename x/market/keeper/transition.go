@@ -133,7 +133,8 @@ type step struct {
 	event   proto.Message
 }
 
-// transition moves t to status to: it releases the due-work entry of t's current status,
+// transition moves t to status to (t as stored: its caller changes the task's fields in
+// set, not before): it releases the due-work entry of t's current status,
 // applies set (the new status's fields; nil for none), moves the node usage and the
 // exposure by the difference between what the two statuses hold, adds the new due-work
 // entry, saves the task, records the step, lets the job finish when the task is final,
@@ -162,7 +163,7 @@ func (k Keeper) transition(ctx context.Context, p types.Params, job *types.Job, 
 	if err := k.attachEntry(ctx, *job, *t); err != nil {
 		return err
 	}
-	if err := k.Tasks.Set(ctx, t.Id, *t); err != nil {
+	if err := k.setTask(ctx, from, *t); err != nil {
 		return err
 	}
 	if s.history != "" {

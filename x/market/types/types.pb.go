@@ -604,8 +604,10 @@ type Params struct {
 	MaxPoolProviders uint32 `protobuf:"varint,26,opt,name=max_pool_providers,json=maxPoolProviders,proto3" json:"max_pool_providers,omitempty"`
 	// max_timeouts_per_block bounds the timeouts, expiries and settlements handled per block.
 	MaxTimeoutsPerBlock uint32 `protobuf:"varint,27,opt,name=max_timeouts_per_block,json=maxTimeoutsPerBlock,proto3" json:"max_timeouts_per_block,omitempty"`
-	// scheduler_candidates: eligible nodes gathered per assignment, among which two are
-	// drawn at random (power of two choices).
+	// scheduler_candidates: eligible nodes gathered per assignment when the scheduler
+	// walks its load-ordered index (its fallback when sampling finds none), among which
+	// two are drawn at random (power of two choices). Sampling stops at two eligible
+	// nodes: two drawn from a larger uniform sample are the same uniform pair.
 	SchedulerCandidates uint32 `protobuf:"varint,28,opt,name=scheduler_candidates,json=schedulerCandidates,proto3" json:"scheduler_candidates,omitempty"`
 	// scheduler_max_scan bounds the index entries examined per assignment: a task whose
 	// requirements no node within the scan meets waits for the next block.

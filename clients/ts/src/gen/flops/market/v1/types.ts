@@ -845,8 +845,10 @@ export interface Params {
   /** max_timeouts_per_block bounds the timeouts, expiries and settlements handled per block. */
   maxTimeoutsPerBlock: number;
   /**
-   * scheduler_candidates: eligible nodes gathered per assignment, among which two are
-   * drawn at random (power of two choices).
+   * scheduler_candidates: eligible nodes gathered per assignment when the scheduler
+   * walks its load-ordered index (its fallback when sampling finds none), among which
+   * two are drawn at random (power of two choices). Sampling stops at two eligible
+   * nodes: two drawn from a larger uniform sample are the same uniform pair.
    */
   schedulerCandidates: number;
   /**
