@@ -66,6 +66,9 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 						}
 					}
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(assign), "ns/assignment")
+					// the work budget an assignment spends (assign_gas_per_block / this =
+					// the assignments a block can make)
+					b.ReportMetric(float64(f.k.LastBlockWork().AssignGas)/float64(assign), "gas/assignment")
 				})
 			}
 		})

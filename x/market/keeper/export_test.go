@@ -92,3 +92,17 @@ func (k Keeper) ParkGroupForTest(ctx sdk.Context, jobID uint64) error {
 	}
 	return k.parkGroup(ctx, p, job, types.TASK_ROLE_PRIMARY)
 }
+
+// ParkAloneForTest parks one pending task on its own, due at this height, as the
+// scheduler does with a task that found no node because of the nodes it excludes.
+func (k Keeper) ParkAloneForTest(ctx sdk.Context, taskID uint64) error {
+	t, err := k.Tasks.Get(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	job, err := k.loadJob(ctx, t.JobId)
+	if err != nil {
+		return err
+	}
+	return k.park(ctx, job, t, ctx.BlockHeight(), 1)
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"cosmossdk.io/collections"
+	corestore "cosmossdk.io/core/store"
 	errorsmod "cosmossdk.io/errors"
 	sdkmath "cosmossdk.io/math"
 
@@ -70,14 +72,21 @@ func (g *gflFake) RecentSeed(ctx context.Context, domain string, ids ...uint64) 
 // collateralFake is x/staking-slash: bonded collateral per provider, jailing, and the
 // exposure it backs (refused when exposure + value > bonded); it records slashes and jails.
 // Its maps are keyed by the address bytes (as the real module's store is), so that the
-// benchmarks do not measure bech32 encoding in the fake.
+// benchmarks do not measure bech32 encoding in the fake. The exposure is kept in the
+// store (under a prefix of the market's store that the market does not use), as the real
+// module keeps it: a block-hook unit that is discarded (out of its budget, or failed)
+// discards its exposure changes with the rest of its writes.
 type collateralFake struct {
-	bonded   map[string]sdkmath.Int
-	exposure map[string]sdkmath.Int
-	jailed   map[string]bool
-	slashes  []slashCall
-	jails    []jailCall
+	bonded  map[string]sdkmath.Int
+	jailed  map[string]bool
+	slashes []slashCall
+	jails   []jailCall
+	store   corestore.KVStoreService
+	now     func() context.Context // the fixture's current context, for exp and exposures
 }
+
+// fakeExposurePrefix is where the fake keeps the exposure, outside the market's prefixes.
+var fakeExposurePrefix = []byte("\xfefake-exposure/")
 
 type slashCall struct {
 	provider string
@@ -92,8 +101,8 @@ type jailCall struct {
 	until    time.Time
 }
 
-func newCollateralFake() *collateralFake {
-	return &collateralFake{bonded: map[string]sdkmath.Int{}, exposure: map[string]sdkmath.Int{}, jailed: map[string]bool{}}
+func newCollateralFake(store corestore.KVStoreService, now func() context.Context) *collateralFake {
+	return &collateralFake{bonded: map[string]sdkmath.Int{}, jailed: map[string]bool{}, store: store, now: now}
 }
 
 // key is the fake's map key of a bech32 address.
@@ -106,45 +115,74 @@ func (c *collateralFake) bond(addr string, amount sdkmath.Int) { c.bonded[key(ad
 func (c *collateralFake) jail(addr string) { c.jailed[key(addr)] = true }
 
 // exp is a provider's exposure.
-func (c *collateralFake) exp(addr string) sdkmath.Int { return c.expOf(key(addr)) }
+func (c *collateralFake) exp(addr string) sdkmath.Int { return c.expOf(c.now(), key(addr)) }
 
-func (c *collateralFake) expOf(k string) sdkmath.Int {
-	if e, ok := c.exposure[k]; ok {
-		return e
+func (c *collateralFake) expOf(ctx context.Context, k string) sdkmath.Int {
+	bz, err := c.store.OpenKVStore(ctx).Get(append(slices.Clone(fakeExposurePrefix), k...))
+	if err != nil || bz == nil {
+		return sdkmath.ZeroInt()
 	}
-	return sdkmath.ZeroInt()
+	e, ok := sdkmath.NewIntFromString(string(bz))
+	if !ok {
+		panic("fake exposure: " + string(bz))
+	}
+	return e
 }
 
-func (c *collateralFake) CanAddExposure(_ context.Context, p sdk.AccAddress, v sdkmath.Int) (bool, error) {
+func (c *collateralFake) setExp(ctx context.Context, k string, e sdkmath.Int) {
+	if err := c.store.OpenKVStore(ctx).Set(append(slices.Clone(fakeExposurePrefix), k...), []byte(e.String())); err != nil {
+		panic(err)
+	}
+}
+
+// exposures is every provider's exposure (address bytes -> amount) at the fixture's
+// current context.
+func (c *collateralFake) exposures() map[string]sdkmath.Int {
+	end := slices.Clone(fakeExposurePrefix)
+	end[len(end)-1]++
+	it, err := c.store.OpenKVStore(c.now()).Iterator(fakeExposurePrefix, end)
+	if err != nil {
+		panic(err)
+	}
+	defer it.Close()
+	out := map[string]sdkmath.Int{}
+	for ; it.Valid(); it.Next() {
+		e, _ := sdkmath.NewIntFromString(string(it.Value()))
+		out[string(it.Key()[len(fakeExposurePrefix):])] = e
+	}
+	return out
+}
+
+func (c *collateralFake) CanAddExposure(ctx context.Context, p sdk.AccAddress, v sdkmath.Int) (bool, error) {
 	b, ok := c.bonded[string(p)]
 	if !ok || c.jailed[string(p)] {
 		return false, nil
 	}
-	return c.expOf(string(p)).Add(v).LTE(b), nil
+	return c.expOf(ctx, string(p)).Add(v).LTE(b), nil
 }
 
 func (c *collateralFake) AddExposure(ctx context.Context, p sdk.AccAddress, v sdkmath.Int) error {
 	if ok, _ := c.CanAddExposure(ctx, p, v); !ok {
 		return fmt.Errorf("collateral of %s does not cover %s more exposure", p, v)
 	}
-	c.exposure[string(p)] = c.expOf(string(p)).Add(v)
+	c.setExp(ctx, string(p), c.expOf(ctx, string(p)).Add(v))
 	return nil
 }
 
-func (c *collateralFake) ReleaseExposure(_ context.Context, p sdk.AccAddress, v sdkmath.Int) error {
-	if v.GT(c.expOf(string(p))) {
-		return fmt.Errorf("release %s > exposure %s of %s", v, c.expOf(string(p)), p)
+func (c *collateralFake) ReleaseExposure(ctx context.Context, p sdk.AccAddress, v sdkmath.Int) error {
+	if e := c.expOf(ctx, string(p)); v.GT(e) {
+		return fmt.Errorf("release %s > exposure %s of %s", v, e, p)
 	}
-	c.exposure[string(p)] = c.expOf(string(p)).Sub(v)
+	c.setExp(ctx, string(p), c.expOf(ctx, string(p)).Sub(v))
 	return nil
 }
 
-func (c *collateralFake) GetCollateral(_ context.Context, p sdk.AccAddress) (sstypes.Collateral, error) {
+func (c *collateralFake) GetCollateral(ctx context.Context, p sdk.AccAddress) (sstypes.Collateral, error) {
 	b, ok := c.bonded[string(p)]
 	if !ok {
 		b = sdkmath.ZeroInt()
 	}
-	return sstypes.Collateral{Provider: p.String(), Bonded: b, Exposure: c.expOf(string(p))}, nil
+	return sstypes.Collateral{Provider: p.String(), Bonded: b, Exposure: c.expOf(ctx, string(p))}, nil
 }
 
 func (c *collateralFake) Slash(_ context.Context, p sdk.AccAddress, ppm uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, ev sstypes.SlashEvidence) (sstypes.SlashRecord, error) {
@@ -253,9 +291,10 @@ func newFixture(t testing.TB, edit func(p *types.Params)) *fixture {
 	f := &fixture{
 		t: t, env: env, bank: keepertest.NewBank(),
 		gfl:  &gflFake{nodes: map[uint64]gfltypes.Node{}, params: gfltypes.DefaultParams()},
-		coll: newCollateralFake(), rep: &reputationFake{scores: map[uint64]sdkmath.LegacyDec{}, ineligible: map[uint64]bool{}},
+		rep: &reputationFake{scores: map[uint64]sdkmath.LegacyDec{}, ineligible: map[uint64]bool{}},
 		hooks: &hooksFake{}, client: keepertest.Addr("client"),
 	}
+	f.coll = newCollateralFake(env.StoreService, func() context.Context { return f.ctx })
 	f.k = keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.gfl, f.coll, "fee_collector", "dps")
 	f.k.SetReputation(f.rep)
 	f.k.SetHooks(f.hooks)
@@ -574,7 +613,7 @@ func (f *fixture) snapshot() state {
 	for _, addr := range f.bank.Holders(udps) {
 		s.balances[addr] = f.balance(addr).String()
 	}
-	for p, e := range f.coll.exposure {
+	for p, e := range f.coll.exposures() {
 		s.exposure[sdk.AccAddress(p).String()] = e.String()
 	}
 	return s
@@ -614,8 +653,9 @@ func (f *fixture) assertInvariants() {
 	require.False(f.t, broken, msg)
 	want, err := f.k.HeldExposure(f.ctx) // tasks in flight, pending failure reports, pool claims
 	require.NoError(f.t, err)
-	providers := make([]string, 0, len(f.coll.exposure))
-	for p := range f.coll.exposure {
+	held := f.coll.exposures()
+	providers := make([]string, 0, len(held))
+	for p := range held {
 		providers = append(providers, p)
 	}
 	sort.Strings(providers)
@@ -625,6 +665,6 @@ func (f *fixture) assertInvariants() {
 		if !ok {
 			w = sdkmath.ZeroInt()
 		}
-		require.Truef(f.t, w.Equal(f.coll.exposure[p]), "exposure of %s: %s, the market holds %s", addr, f.coll.exposure[p], w)
+		require.Truef(f.t, w.Equal(held[p]), "exposure of %s: %s, the market holds %s", addr, held[p], w)
 	}
 }

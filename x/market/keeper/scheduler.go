@@ -17,8 +17,9 @@ import (
 	"github.com/flopsnet/flops/x/market/types"
 )
 
-// The ASSIGN scheduler (DESIGN.md section 4, x/market). Each block EndBlock examines at most
-// max_assign_per_block tasks from the top of the priority queue (tip, deadline, id). For a
+// The ASSIGN scheduler (DESIGN.md section 4, x/market). Each block EndBlock examines the
+// tasks at the top of the priority queue (tip, deadline, id) as far as its work budget
+// (assign_gas_per_block) goes, at most max_assign_per_block. For a
 // task it gathers up to scheduler_candidates eligible nodes from the scheduling index,
 // which orders nodes by (GPU class, load, id): idle nodes from a random starting id, then
 // the loaded ones by increasing load, examining at most scheduler_max_scan entries. Two
@@ -32,12 +33,14 @@ import (
 // collateral covers the exposure, quote <= max price, operator != owner, reputation
 // eligible, not a node that lost the task before, not a node running a sibling replica.
 
-// assignPending runs the scheduler for one block within its budget
-// (assign_gas_per_block; max_assign_per_block caps the tasks examined). The queue holds
-// groups (a job's pending tasks of one role, queue.go): the groups whose parking has ended
-// come back to the queue first; then the queued groups are taken in priority order and
-// their waiting tasks examined oldest first; the tasks parked alone whose retry height has
-// come are always left at least a quarter of the examinations.
+// assignPending runs the scheduler for one block within its work budget
+// (assign_gas_per_block: what the examinations cost, not how many they are, sets the
+// pace; max_assign_per_block only caps the tasks examined). The queue holds groups (a
+// job's pending tasks of one role, queue.go): the groups whose parking has ended come
+// back to the queue first; then the queued groups are taken in priority order and their
+// waiting tasks examined oldest first; the tasks parked alone whose retry height has come
+// are always left at least a quarter of the examinations and of the budget, and the
+// groups go on with what they leave.
 //
 // A task that excluded no node and found none parks its whole group for 1, 2, 4, ... up
 // to assign_retry_max_blocks blocks, out of the queue's head: every task of the group
@@ -83,58 +86,71 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runn
 			return err
 		}
 	}
-	// the queued groups first, leaving the tasks parked alone their share (or more, if the
-	// groups' tasks are few)
-	budget := max(limit-min(len(due), retryShare), 0)
+	// The queued groups first, leaving the tasks parked alone their share of the
+	// examinations and of the work budget (or more, if the groups' tasks are few); then
+	// those; then the groups again with what is left.
 	used := 0
 	var after *collections.Quad[uint64, int64, uint64, int32]
-	for used < budget {
-		// the next groups and their waiting tasks, read before this round writes anything
-		var work []groupWork
-		if err := r.Budget.Run(ctx, "market: assign groups", func(c sdk.Context) error {
-			var err error
-			work, err = k.nextGroups(c, after, budget-used)
-			return err
-		}); err != nil {
-			return err
-		}
-		if len(work) == 0 {
-			break
-		}
-		for _, w := range work {
-			if used >= budget {
-				break
+	groups := func(budget int, gasCap uint64) error {
+		for used < budget && r.Budget.Used() < gasCap {
+			// the next groups and their waiting tasks, read before this round writes anything
+			var work []groupWork
+			if err := r.Budget.Run(ctx, "market: assign groups", func(c sdk.Context) error {
+				var err error
+				work, err = k.nextGroups(c, after, budget-used)
+				return err
+			}); err != nil {
+				return err
 			}
-			after = &w.key
-			if len(w.ids) == 0 {
-				used++
-				continue
+			if len(work) == 0 {
+				return nil
 			}
-			placed := false
-			for _, id := range w.ids {
-				used++
-				res, err := k.examine(ctx, p, r, sb, id, false)
-				if err != nil {
-					return err
+			for _, w := range work {
+				if used >= budget || r.Budget.Used() >= gasCap {
+					return nil
 				}
-				placed = placed || res == assigned
-				if res == groupParked || used >= budget {
-					break
+				after = &w.key
+				if len(w.ids) == 0 {
+					used++
+					continue
 				}
-			}
-			if placed && w.tries != 0 {
-				if err := r.Budget.Run(ctx, "market: assign group", func(c sdk.Context) error {
-					return k.resetTries(c, collections.Join(w.key.K3(), w.key.K4()))
-				}); err != nil {
-					return err
+				placed := false
+				for _, id := range w.ids {
+					used++
+					res, err := k.examine(ctx, p, r, sb, id, false)
+					if err != nil {
+						return err
+					}
+					placed = placed || res == assigned
+					if res == groupParked || used >= budget || r.Budget.Used() >= gasCap {
+						break
+					}
+				}
+				if placed && w.tries != 0 {
+					if err := r.Budget.Run(ctx, "market: assign group", func(c sdk.Context) error {
+						return k.resetTries(c, collections.Join(w.key.K3(), w.key.K4()))
+					}); err != nil {
+						return err
+					}
 				}
 			}
 		}
+		return nil
+	}
+	gasCap := r.Budget.Limit()
+	if len(due) > 0 {
+		gasCap -= gasCap / 4
+	}
+	if err := groups(max(limit-min(len(due), retryShare), 0), gasCap); err != nil {
+		return err
 	}
 	for _, key := range due[:min(len(due), limit-used)] {
 		if _, err := k.examine(ctx, p, r, sb, key.K2(), true); err != nil {
 			return err
 		}
+	}
+	if len(due) > 0 {
+		return groups(limit, r.Budget.Limit())
 	}
 	return nil
 }

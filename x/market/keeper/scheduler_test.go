@@ -641,3 +641,71 @@ func TestNodeWithoutProcessNeverRunsAProcessJob(t *testing.T) {
 	require.ErrorIs(t, err, types.ErrNodeNotEligible)
 	f.assertInvariants()
 }
+
+// The pace of assignment follows the work budget, not a count: with the default cap
+// (max_assign_per_block 10,000, far above what a block's budget buys), a block assigns
+// what assign_gas_per_block pays for, and twice the budget assigns twice as many.
+func TestSchedulerPaceFollowsTheWorkBudget(t *testing.T) {
+	perBlock := func(budget uint64) (int, BlockWorkOf) {
+		f := newFixture(t, func(p *types.Params) { p.AssignGasPerBlock = budget })
+		require.Equal(t, types.DefaultParams().MaxAssignPerBlock, f.params().MaxAssignPerBlock)
+		for i := range 400 {
+			f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
+		}
+		var jobs []uint64
+		for range 400 {
+			jobs = append(jobs, f.submit(f.gemmSpec(1)))
+		}
+		f.blocks(1)
+		n := 0
+		for _, id := range jobs {
+			if f.tasks(id)[0].Status == types.TASK_STATUS_ASSIGNED {
+				n++
+			}
+		}
+		f.assertInvariants()
+		bw := f.k.LastBlockWork()
+		return n, BlockWorkOf{used: bw.AssignGas, limit: bw.AssignLimit}
+	}
+	n1, w1 := perBlock(10_000_000)
+	n2, w2 := perBlock(20_000_000)
+	t.Logf("10M gas: %d assignments (%d gas used); 20M gas: %d (%d gas used)", n1, w1.used, n2, w2.used)
+	require.LessOrEqual(t, w1.used, w1.limit)
+	require.LessOrEqual(t, w2.used, w2.limit)
+	require.Greater(t, n1, 50, "a 10M budget buys more than 50 assignments")
+	require.Less(t, n2, 400, "the budget, not the queue, ends the block")
+	require.InEpsilon(t, 2*n1, n2, 0.1, "twice the budget, twice the assignments (within 10 percent: the block's fixed work)")
+}
+
+// BlockWorkOf is what a block spent of the scheduler's budget.
+type BlockWorkOf struct{ used, limit uint64 }
+
+// The tasks parked alone keep a quarter of the work budget however long the queue ahead
+// of them: a flood of queued groups that would spend the whole budget does not keep a
+// parked task's retry waiting.
+func TestSchedulerParkedAloneKeepTheirShareOfTheBudget(t *testing.T) {
+	f := newFixture(t, func(p *types.Params) { p.AssignGasPerBlock = 10_000_000 })
+	for i := range 400 {
+		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
+	}
+	parked := f.submit(f.gemmSpec(1))
+	task := f.tasks(parked)[0]
+	require.NoError(t, f.k.ParkAloneForTest(f.ctx, task.Id))
+	flood := f.gemmSpec(1)
+	flood.PriorityTip = sdk.NewInt64Coin(udps, 1_000) // ahead of it in the queue
+	var jobs []uint64
+	for range 400 {
+		jobs = append(jobs, f.submit(flood))
+	}
+	f.blocks(1)
+	require.Equal(t, types.TASK_STATUS_ASSIGNED, f.task(task.Id).Status, "the parked task's retry ran in its block")
+	n := 0
+	for _, id := range jobs {
+		if f.tasks(id)[0].Status == types.TASK_STATUS_ASSIGNED {
+			n++
+		}
+	}
+	require.Greater(t, n, 50, "the groups had the rest of the budget")
+	require.Less(t, n, 400)
+	f.assertInvariants()
+}

@@ -16,7 +16,7 @@ import (
 func DefaultParams() Params {
 	return Params{
 		Denom:                   "udps",
-		MaxAssignPerBlock:       100,
+		MaxAssignPerBlock:       10_000, // a cap: assign_gas_per_block sets the pace
 		LoadThresholdPpm:        1_000_000,
 		TakeRatePpm:             50_000,  // 5% of every provider payment
 		TakePoolSharePpm:        500_000, // half of the take to the reward pool
@@ -69,8 +69,11 @@ const GemmRnLimit = 1<<22 - 1
 // The market's block budgets (gas as the SDK charges store work; x/market/README.md says
 // what they buy); governance sets them within validate.MinBlockGas and MaxBlockGas.
 const (
-	DefaultQueueGasPerBlock  = 100_000_000
-	DefaultAssignGasPerBlock = 200_000_000
+	DefaultQueueGasPerBlock = 100_000_000
+	// DefaultAssignGasPerBlock buys about 1,500 assignments a block at about 65,000 gas
+	// each (BenchmarkEndBlockAssign's gas/assignment): 500 a second with 1 s blocks and
+	// room for bursts, at about 160 us of EndBlock each here.
+	DefaultAssignGasPerBlock = 100_000_000
 )
 
 // Validate rejects every out-of-range value, naming it.

@@ -548,7 +548,9 @@ func (BidStatus) EnumDescriptor() ([]byte, []int) {
 type Params struct {
 	// denom is the payment denom (udps).
 	Denom string `protobuf:"bytes,1,opt,name=denom,proto3" json:"denom,omitempty"`
-	// max_assign_per_block bounds the tasks the scheduler assigns per block.
+	// max_assign_per_block caps the tasks the scheduler examines per block; the work
+	// budget, assign_gas_per_block, is what sets the pace (the default cap, 10,000, is
+	// above what the default budget buys).
 	MaxAssignPerBlock uint32 `protobuf:"varint,2,opt,name=max_assign_per_block,json=maxAssignPerBlock,proto3" json:"max_assign_per_block,omitempty"`
 	// load_threshold_ppm (theta): a node is eligible while its GPUs in use / GPUs after the
 	// assignment stay at or below this (1,000,000 = all GPUs busy).
@@ -636,7 +638,9 @@ type Params struct {
 	// the SDK charges store reads and writes; an item that does not fit waits for the next
 	// block.
 	QueueGasPerBlock uint64 `protobuf:"varint,36,opt,name=queue_gas_per_block,json=queueGasPerBlock,proto3" json:"queue_gas_per_block,omitempty"`
-	// assign_gas_per_block: the scheduler's work budget per block, in gas.
+	// assign_gas_per_block: the scheduler's work budget per block, in gas as the SDK
+	// charges store work: the assignments a block makes are what it buys (about 65,000
+	// gas each), at most max_assign_per_block.
 	AssignGasPerBlock uint64 `protobuf:"varint,37,opt,name=assign_gas_per_block,json=assignGasPerBlock,proto3" json:"assign_gas_per_block,omitempty"`
 	// max_bids_per_job bounds an auction's bids (its close clears them in one step).
 	MaxBidsPerJob uint32 `protobuf:"varint,38,opt,name=max_bids_per_job,json=maxBidsPerJob,proto3" json:"max_bids_per_job,omitempty"`

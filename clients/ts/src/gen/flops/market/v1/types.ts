@@ -774,7 +774,11 @@ export function bidStatusToJSON(object: BidStatus): string {
 export interface Params {
   /** denom is the payment denom (udps). */
   denom: string;
-  /** max_assign_per_block bounds the tasks the scheduler assigns per block. */
+  /**
+   * max_assign_per_block caps the tasks the scheduler examines per block; the work
+   * budget, assign_gas_per_block, is what sets the pace (the default cap, 10,000, is
+   * above what the default budget buys).
+   */
   maxAssignPerBlock: number;
   /**
    * load_threshold_ppm (theta): a node is eligible while its GPUs in use / GPUs after the
@@ -892,7 +896,11 @@ export interface Params {
    * block.
    */
   queueGasPerBlock: bigint;
-  /** assign_gas_per_block: the scheduler's work budget per block, in gas. */
+  /**
+   * assign_gas_per_block: the scheduler's work budget per block, in gas as the SDK
+   * charges store work: the assignments a block makes are what it buys (about 65,000
+   * gas each), at most max_assign_per_block.
+   */
   assignGasPerBlock: bigint;
   /** max_bids_per_job bounds an auction's bids (its close clears them in one step). */
   maxBidsPerJob: number;
