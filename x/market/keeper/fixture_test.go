@@ -290,8 +290,8 @@ func newFixture(t testing.TB, edit func(p *types.Params)) *fixture {
 	env := keepertest.NewEnv(t, types.StoreKey, market.AppModule{})
 	f := &fixture{
 		t: t, env: env, bank: keepertest.NewBank(),
-		gfl:  &gflFake{nodes: map[uint64]gfltypes.Node{}, params: gfltypes.DefaultParams()},
-		rep: &reputationFake{scores: map[uint64]sdkmath.LegacyDec{}, ineligible: map[uint64]bool{}},
+		gfl:   &gflFake{nodes: map[uint64]gfltypes.Node{}, params: gfltypes.DefaultParams()},
+		rep:   &reputationFake{scores: map[uint64]sdkmath.LegacyDec{}, ineligible: map[uint64]bool{}},
 		hooks: &hooksFake{}, client: keepertest.Addr("client"),
 	}
 	f.coll = newCollateralFake(env.StoreService, func() context.Context { return f.ctx })
