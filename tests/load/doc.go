@@ -4,7 +4,7 @@
 // as a ratio to the bank-send rate (DESIGN.md section 8, issue 5's benchmark). The figures
 // are logged, never asserted; the tests assert only that every transaction did what it
 // should (each unit paid once, escrow drained, balances exact) and that every submitted
-// job's task is assigned: the provider registers a free GPU for every job (8-GPU nodes)
+// job's tasks are assigned: the provider registers a free GPU for every job (8-GPU nodes)
 // at an ask its 10-minute tasks can meet, and the run reads from the chain the blocks
 // from each job's inclusion to its task's assignment (p50, p99, a histogram) and the
 // assignments per second.
@@ -12,7 +12,7 @@
 // `go test ./tests/load/` runs a small configuration (a few hundred transactions, a few
 // blocks a phase: it proves the measurement works, its rates are mostly inclusion
 // latency); FLOPS_LOAD=1 runs a larger one (thousands of transactions, tens of blocks a
-// phase), and FLOPS_LOAD_TXS, FLOPS_LOAD_UNITS, FLOPS_LOAD_BATCH and FLOPS_LOAD_SENDERS
-// override its sizes. The node and the driver share the machine: on a busy one the rates
+// phase), and FLOPS_LOAD_TXS, FLOPS_LOAD_UNITS, FLOPS_LOAD_BATCH, FLOPS_LOAD_SENDERS and
+// FLOPS_LOAD_TASKS (tasks per job: more assignments than submissions) override its sizes. The node and the driver share the machine: on a busy one the rates
 // drift between phases, which is why bank sends run before and after the market phases.
 package load

@@ -61,12 +61,13 @@ type loadConfig struct {
 	units   int // units posted to the pool and claimed
 	batch   int // units per claim tx (commit tx, then reveal + withdraw tx)
 	window  int // claim batches committed and not yet revealed, at most
+	tasks   int // tasks per submitted job (each assigned on its own)
 }
 
 // smallLoad runs in `make test`; FLOPS_LOAD=1 runs largeLoad.
 var (
-	smallLoad = loadConfig{senders: 4, txs: 200, units: 200, batch: 20, window: 8}
-	largeLoad = loadConfig{senders: 8, txs: 4000, units: 10_000, batch: 100, window: 40}
+	smallLoad = loadConfig{senders: 4, txs: 200, units: 200, batch: 20, window: 8, tasks: 1}
+	largeLoad = loadConfig{senders: 8, txs: 4000, units: 10_000, batch: 100, window: 40, tasks: 1}
 )
 
 func configFromEnv(t *testing.T) loadConfig {
@@ -76,6 +77,7 @@ func configFromEnv(t *testing.T) loadConfig {
 	}
 	for name, field := range map[string]*int{
 		"FLOPS_LOAD_TXS": &cfg.txs, "FLOPS_LOAD_UNITS": &cfg.units, "FLOPS_LOAD_BATCH": &cfg.batch, "FLOPS_LOAD_SENDERS": &cfg.senders,
+		"FLOPS_LOAD_TASKS": &cfg.tasks,
 	} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -208,14 +210,14 @@ func nodeSpec(n int) gfltypes.NodeSpec {
 
 // nodesFor is how many nodes give every job of the run a free GPU (no task is acked, so
 // none frees its GPU during the run).
-func nodesFor(lc loadConfig) int { return (lc.txs + gpusPerNode - 1) / gpusPerNode }
+func nodesFor(lc loadConfig) int { return (lc.txs*lc.tasks + gpusPerNode - 1) / gpusPerNode }
 
 // bondFor is the provider's collateral: its GPUs' minimum, the exposure of every job's task
 // and of the claims in flight (value x result_penalty_multiple each), and a margin.
 func bondFor(lc loadConfig, penaltyMultiple uint32) sdkmath.Int {
 	gpus := sdkmath.NewInt(int64(nodesFor(lc) * gpusPerNode * minCollateralPerGPU))
-	spec := jobSpec()
-	tasks := spec.MaxPricePerTask.Amount.Add(spec.PriorityTip.Amount).MulRaw(int64(lc.txs))
+	spec := jobSpec(lc.tasks)
+	tasks := spec.MaxPricePerTask.Amount.Add(spec.PriorityTip.Amount).MulRaw(int64(lc.txs * lc.tasks))
 	claims := sdkmath.NewInt(int64(lc.window * lc.batch * unitPrice))
 	return gpus.Add(tasks.Add(claims).MulRaw(int64(penaltyMultiple))).MulRaw(2)
 }
@@ -230,12 +232,12 @@ func poolSpec(units int) markettypes.PoolSpec {
 	}
 }
 
-// jobSpec is a one-task ASSIGN job verified NONE.
-func jobSpec() markettypes.JobSpec {
+// jobSpec is an ASSIGN job of n tasks verified NONE.
+func jobSpec(n int) markettypes.JobSpec {
 	return markettypes.JobSpec{
 		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
 		Builtin:   markettypes.BuiltinArgs{GemmN: 256, GemmR: 1},
-		TaskCount: 1, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		TaskCount: uint32(n), Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
 		MaxPricePerTask: sdk.NewInt64Coin(udps, 100_000), MaxDuration: 10 * time.Minute,
 		Deadline: time.Now().Add(24 * time.Hour), PriorityTip: sdk.NewInt64Coin(udps, 1_000), Mode: markettypes.ALLOCATION_MODE_ASSIGN,
 		VerificationBudget: sdk.NewInt64Coin(udps, 0),
@@ -369,8 +371,8 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	require.Equal(t, escrowStart.String(), balance(ctx, t, c, escrowAcc).String(), "the market escrow holds nothing of the pool")
 	require.Equal(t, ownerStart.SubRaw(int64(lc.units*unitPrice)).String(), balance(ctx, t, c, owner.addr).String(), "the owner paid exactly its units")
 
-	// 3. Submit-jobs, one task each, from the bank senders.
-	spec := jobSpec()
+	// 3. Submit-jobs, lc.tasks tasks each, from the bank senders.
+	spec := jobSpec(lc.tasks)
 	escrowBefore := balance(ctx, t, c, escrowAcc)
 	before := map[string]sdkmath.Int{}
 	for _, a := range senders {
@@ -388,18 +390,19 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 		require.Len(t, res.Jobs, perSender, "%s's jobs", a.name)
 	}
 	require.Equal(t, escrowBefore.Add(budget.MulRaw(int64(lc.txs))).String(), balance(ctx, t, c, escrowAcc).String(), "the escrow holds every job's budget")
-	assigned := waitAssigned(ctx, t, c, d, lc.txs, provider.addr.String(), spec)
+	assigned := waitAssigned(ctx, t, c, d, lc.txs*lc.tasks, provider.addr.String(), spec)
 	assigned.logRate(t, jobsStart)
 
 	bank2 := bankSends()
 	report(t, lc, bank, bank2, post, claim, jobs, time.Since(began))
 }
 
-// assignment is what the scheduler did with the load's jobs: each job's one task and the
+// assignment is what the scheduler did with the load's jobs: each job's tasks and the
 // blocks from the job's inclusion to the task's assignment.
 type assignment struct {
 	tasks   int
 	delays  []int64 // AssignedHeight - SubmittedHeight, sorted
+	peak    int     // the most assignments one block made
 	allSeen time.Time
 	first   int64 // the first job's inclusion height
 	last    int64 // the last assignment's height
@@ -414,7 +417,7 @@ func waitAssigned(ctx context.Context, t *testing.T, c *chain.Client, d *driver,
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		tasks := allTasks(ctx, t, c)
-		require.Len(t, tasks, n, "one task per job")
+		require.Len(t, tasks, n, "every job's tasks")
 		open := 0
 		for _, tk := range tasks {
 			if tk.AssignedHeight == 0 {
@@ -440,6 +443,11 @@ func waitAssigned(ctx context.Context, t *testing.T, c *chain.Client, d *driver,
 				a.last = max(a.last, tk.AssignedHeight)
 			}
 			sort.Slice(a.delays, func(i, j int) bool { return a.delays[i] < a.delays[j] })
+			perBlock := map[int64]int{}
+			for _, tk := range tasks {
+				perBlock[tk.AssignedHeight]++
+				a.peak = max(a.peak, perBlock[tk.AssignedHeight])
+			}
 			return a
 		}
 		require.Truef(t, time.Now().Before(deadline), "%d of %d jobs still unassigned 2 minutes after the last submission", open, n)
@@ -505,8 +513,8 @@ func (a assignment) logRate(t *testing.T, start time.Time) {
 		}
 		hist = append(hist, fmt.Sprintf("%s:%d", b.name, n))
 	}
-	t.Logf("assignment: %d jobs' tasks all assigned, blocks %d..%d; %.1f assignments/s (first submission to the block that showed the last); blocks from inclusion to assignment p50 %d, p99 %d, max %d; histogram %s",
-		a.tasks, a.first, a.last, float64(a.tasks)/a.allSeen.Sub(start).Seconds(), pct(50), pct(99), a.delays[len(a.delays)-1], strings.Join(hist, " "))
+	t.Logf("assignment: %d tasks all assigned, blocks %d..%d; %.1f assignments/s (first submission to the block that showed the last), at most %d in one block; blocks from inclusion to assignment p50 %d, p99 %d, max %d; histogram %s",
+		a.tasks, a.first, a.last, float64(a.tasks)/a.allSeen.Sub(start).Seconds(), a.peak, pct(50), pct(99), a.delays[len(a.delays)-1], strings.Join(hist, " "))
 }
 
 func indexOf(accs []*account, a *account) int {
@@ -705,8 +713,8 @@ func claimUnits(ctx context.Context, t *testing.T, d *driver, prov *account, poo
 func report(t *testing.T, lc loadConfig, bank, bank2, post, claim, jobs phase, total time.Duration) {
 	base := (bank.txRate() + bank2.txRate()) / 2
 	gasBase := float64(bank.gas+bank2.gas) / float64(bank.txs+bank2.txs)
-	t.Logf("load: %d senders, %d bank sends (twice) and %d submit-jobs; pool of %d units, %d per claim tx, at most %d claim txs unrevealed; one validator, 500 ms timeout_commit",
-		lc.senders, lc.txs, lc.txs, lc.units, lc.batch, lc.window)
+	t.Logf("load: %d senders, %d bank sends (twice) and %d submit-jobs of %d tasks; pool of %d units, %d per claim tx, at most %d claim txs unrevealed; one validator, 500 ms timeout_commit",
+		lc.senders, lc.txs, lc.txs, lc.tasks, lc.units, lc.batch, lc.window)
 	t.Logf("%-12s %6s %6s %8s %8s %7s %6s %9s %10s", "phase", "txs", "units", "txs/s", "units/s", "ratio", "blocks", "gas/tx", "CheckTx/s")
 	line := func(name string, p phase, rate float64) {
 		admitted, note := "-", ""

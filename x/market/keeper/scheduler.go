@@ -453,7 +453,11 @@ func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job 
 	if err != nil {
 		return drawn{}, false, err
 	}
-	if len(pool) == 0 && budget > 0 {
+	if len(pool) == 0 && budget == 0 {
+		// sampling spent its scan and found none: the walk has a scan of its own (before,
+		// it shared the spent one, so it never ran, and the last free nodes of a busy
+		// network were found only by luck while their tasks backed off)
+		budget = int(p.SchedulerMaxScan)
 		maxID, err := k.MaxSlot.Get(ctx)
 		if err != nil && !errors.Is(err, collections.ErrNotFound) {
 			return drawn{}, false, err
