@@ -147,7 +147,7 @@ func (c *collateralFake) exposures() map[string]sdkmath.Int {
 	if err != nil {
 		panic(err)
 	}
-	defer it.Close()
+	defer func() { _ = it.Close() }()
 	out := map[string]sdkmath.Int{}
 	for ; it.Valid(); it.Next() {
 		e, _ := sdkmath.NewIntFromString(string(it.Value()))
