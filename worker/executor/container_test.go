@@ -279,6 +279,21 @@ func TestContainerRealSurvivesAWorkerRestart(t *testing.T) {
 	require.Len(t, res.Files, 2)
 }
 
+// detachAndKillClient runs a CONTAINER task until it wrote "begin" to its outputs, shuts
+// the executor down (the task detaches), then kills the task's wrapper and runtime client
+// as a service manager that kills the worker's cgroup would; the container runs on.
+func detachAndKillClient(t *testing.T, e *Executor, spec Spec) runRecord {
+	t.Helper()
+	_, err := shutdownOnceStarted(t, e, spec, filepath.Join(e.dirs(spec.TaskID).output, "begin"))
+	require.ErrorIs(t, err, ErrDetached)
+	rec, err := readRunRecord(e.TaskDir(spec.TaskID))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = osexec.Command("podman", "rm", "-f", rec.Container).Run() })
+	require.NoError(t, syscall.Kill(-rec.PID, syscall.SIGKILL), "the wrapper and the runtime client are killed")
+	require.Eventually(t, func() bool { return !processAlive(rec.PID, rec.StartTicks) }, 5*time.Second, 20*time.Millisecond)
+	return rec
+}
+
 func readIf(p string) string { b, _ := os.ReadFile(p); return string(b) }
 
 // A worker restarted after its CONTAINER task's runtime client was killed (a service
@@ -289,13 +304,7 @@ func TestContainerRealReattachedByName(t *testing.T) {
 	e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman" })
 	spec := Spec{TaskID: 107, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: image, MaxDuration: time.Minute,
 		Command: []string{"/bin/sh", "-c", `echo begin > "$FLOPS_OUTPUT_DIR/begin"; sleep 3; echo end > "$FLOPS_OUTPUT_DIR/end"; exit 4`}}
-	_, err := shutdownOnceStarted(t, e, spec, filepath.Join(e.dirs(107).output, "begin"))
-	require.ErrorIs(t, err, ErrDetached)
-	rec, err := readRunRecord(e.TaskDir(107))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = osexec.Command("podman", "rm", "-f", rec.Container).Run() })
-	require.NoError(t, syscall.Kill(-rec.PID, syscall.SIGKILL), "the wrapper and the runtime client are killed")
-	require.Eventually(t, func() bool { return !processAlive(rec.PID, rec.StartTicks) }, 5*time.Second, 20*time.Millisecond)
+	detachAndKillClient(t, e, spec)
 
 	e2 := newTestExecutor(t, func(o *Options) { o.WorkDir = e.opts.WorkDir; o.ContainerRuntime = "podman" })
 	res, err := e2.Adopt(context.Background(), 107, Hooks{})
@@ -323,13 +332,7 @@ func TestContainerRealReattachedWhenPodmanMissedItsStart(t *testing.T) {
 	e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman" })
 	spec := Spec{TaskID: 108, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: image, MaxDuration: time.Minute,
 		Command: []string{"/bin/sh", "-c", `echo begin > "$FLOPS_OUTPUT_DIR/begin"; sleep 30`}}
-	_, err := shutdownOnceStarted(t, e, spec, filepath.Join(e.dirs(108).output, "begin"))
-	require.ErrorIs(t, err, ErrDetached)
-	rec, err := readRunRecord(e.TaskDir(108))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = osexec.Command("podman", "rm", "-f", rec.Container).Run() })
-	require.NoError(t, syscall.Kill(-rec.PID, syscall.SIGKILL), "the wrapper and the runtime client are killed")
-	require.Eventually(t, func() bool { return !processAlive(rec.PID, rec.StartTicks) }, 5*time.Second, 20*time.Millisecond)
+	rec := detachAndKillClient(t, e, spec)
 
 	// the same container name, now in the state a client killed mid-start leaves
 	podman := func(args ...string) string {

@@ -646,7 +646,7 @@ func TestNodeWithoutProcessNeverRunsAProcessJob(t *testing.T) {
 // (max_assign_per_block 10,000, far above what a block's budget buys), a block assigns
 // what assign_gas_per_block pays for, and twice the budget assigns twice as many.
 func TestSchedulerPaceFollowsTheWorkBudget(t *testing.T) {
-	perBlock := func(budget uint64) (int, BlockWorkOf) {
+	perBlock := func(budget uint64) (int, keeper.BlockWork) {
 		f := newFixture(t, func(p *types.Params) { p.AssignGasPerBlock = budget })
 		require.Equal(t, types.DefaultParams().MaxAssignPerBlock, f.params().MaxAssignPerBlock)
 		for i := range 400 {
@@ -664,21 +664,17 @@ func TestSchedulerPaceFollowsTheWorkBudget(t *testing.T) {
 			}
 		}
 		f.assertInvariants()
-		bw := f.k.LastBlockWork()
-		return n, BlockWorkOf{used: bw.AssignGas, limit: bw.AssignLimit}
+		return n, f.k.LastBlockWork()
 	}
 	n1, w1 := perBlock(10_000_000)
 	n2, w2 := perBlock(20_000_000)
-	t.Logf("10M gas: %d assignments (%d gas used); 20M gas: %d (%d gas used)", n1, w1.used, n2, w2.used)
-	require.LessOrEqual(t, w1.used, w1.limit)
-	require.LessOrEqual(t, w2.used, w2.limit)
+	t.Logf("10M gas: %d assignments (%d gas used); 20M gas: %d (%d gas used)", n1, w1.AssignGas, n2, w2.AssignGas)
+	require.LessOrEqual(t, w1.AssignGas, w1.AssignLimit)
+	require.LessOrEqual(t, w2.AssignGas, w2.AssignLimit)
 	require.Greater(t, n1, 50, "a 10M budget buys more than 50 assignments")
 	require.Less(t, n2, 400, "the budget, not the queue, ends the block")
 	require.InEpsilon(t, 2*n1, n2, 0.1, "twice the budget, twice the assignments (within 10 percent: the block's fixed work)")
 }
-
-// BlockWorkOf is what a block spent of the scheduler's budget.
-type BlockWorkOf struct{ used, limit uint64 }
 
 // The tasks parked alone keep a quarter of the work budget however long the queue ahead
 // of them: a flood of queued groups that would spend the whole budget does not keep a
