@@ -82,6 +82,9 @@ func runDemo(t *testing.T, o demo.Options) demo.Summary {
 	o.Out = &out
 	sum, err := demo.Run(context.Background(), o)
 	t.Log("\n" + out.String())
+	if err != nil {
+		logTails(t, o.Home, 80)
+	}
 	require.NoError(t, err)
 	// every validator asserted every registered invariant every block (the localnet's
 	// default): a broken one would have halted it and failed the run above
@@ -93,6 +96,26 @@ func runDemo(t *testing.T, o demo.Options) demo.Summary {
 			"node%d logs that it asserts the invariants every block", i)
 	}
 	return sum
+}
+
+// logTails prints the last lines of every node's and worker's log of a failed run: the
+// logs live in the test's temp dir, which goes with the test, and CI keeps only its output.
+func logTails(t *testing.T, home string, lines int) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(home, "chain", "node*.log"))
+	workers, _ := filepath.Glob(filepath.Join(home, "provider*.log"))
+	for _, p := range append(logs, workers...) {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Logf("%s: %v", p, err)
+			continue
+		}
+		all := strings.Split(strings.TrimRight(ansi.ReplaceAllString(string(raw), ""), "\n"), "\n")
+		if len(all) > lines {
+			all = all[len(all)-lines:]
+		}
+		t.Logf("the last %d lines of %s:\n%s", len(all), p, strings.Join(all, "\n"))
+	}
 }
 
 // checkDemo asserts what the demo's summary says happened.
@@ -130,6 +153,11 @@ func checkDemo(t *testing.T, sum demo.Summary) {
 	require.Equal(t, markettypes.ALLOCATION_MODE_AUCTION, sum.Jobs[1].Mode)
 	require.NotZero(t, sum.Jobs[1].Tasks[0].BidNode, "the auction's task went to a bid")
 	require.EqualValues(t, sum.Pool.Units, sum.Pool.PaidUnits)
+	credited := 0
+	for _, n := range sum.Pool.PaidBy {
+		credited += n
+	}
+	require.EqualValues(t, sum.Pool.PaidUnits, credited, "the members' credited units add up to the units paid: %v", sum.Pool.PaidBy)
 	require.Equal(t, markettypes.POOL_STATUS_CLOSED, sum.Pool.Status)
 	spent = spent.AddRaw(int64(sum.Pool.PaidUnits) * 200_000)
 	require.Equal(t, spent.String(), sum.Before["client"].Sub(sum.After["client"]).String(), "the client paid the tasks and the units")

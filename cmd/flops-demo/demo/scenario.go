@@ -356,8 +356,11 @@ func (d *Demo) follow(ctx context.Context) error {
 		for u := uint64(1); u <= poolUnits; u++ {
 			key := fmt.Sprintf("unit %d", u)
 			ur, err := d.c.Market.Unit(ctx, &markettypes.QueryUnitRequest{PoolId: p.Pool.Id, UnitId: u})
-			if err != nil && claimed[u] != 0 && strings.Contains(err.Error(), markettypes.ErrUnitNotFound.Error()) {
-				// a paid unit's record goes; the pool counts it
+			if err != nil && p.Pool.Status == markettypes.POOL_STATUS_OPEN && strings.Contains(err.Error(), markettypes.ErrUnitNotFound.Error()) {
+				// a posted unit's record goes when it is paid (an open pool cancels none),
+				// perhaps while the demo was killing and restarting processes and never saw
+				// it claimed (before, that unit failed every check and the demo waited for
+				// ever); who was credited is read from the members' earnings below
 				ur, err = &markettypes.QueryUnitResponse{Unit: markettypes.Unit{Id: u, NodeId: claimed[u], Status: markettypes.UNIT_STATUS_PAID}}, nil
 			}
 			if err != nil {
@@ -371,14 +374,27 @@ func (d *Demo) follow(ctx context.Context) error {
 			case markettypes.UNIT_STATUS_COMMITTED:
 				note(key, unit.Status.String(), who(unit.NodeId), "pool %d unit %d claimed by node %d (first valid commitment)", p.Pool.Id, u, unit.NodeId)
 			case markettypes.UNIT_STATUS_PAID:
-				if seen[key] != unit.Status.String() {
-					d.sum.Pool.PaidBy[who(unit.NodeId)]++
+				if unit.NodeId == 0 {
+					note(key, unit.Status.String(), "market", "pool %d unit %d verified: %s credited to the member that claimed it while the demo was not watching", p.Pool.Id, u, dps(p.Pool.Spec.UnitPrice.Amount))
+					break
 				}
 				note(key, unit.Status.String(), who(unit.NodeId), "pool %d unit %d verified: %s credited to node %d", p.Pool.Id, u, dps(p.Pool.Spec.UnitPrice.Amount), unit.NodeId)
 			}
 		}
 		d.sum.Pool.PaidUnits = p.Pool.PaidUnits
-		return done && p.Pool.PaidUnits == poolUnits, nil
+		if !done || p.Pool.PaidUnits != poolUnits {
+			return false, nil
+		}
+		// each member's credited units (not withdrawn yet: a worker withdraws an open
+		// pool's credits only in batches larger than the demo's)
+		for i, n := range d.sum.Nodes {
+			e, err := d.c.Market.PoolEarnings(ctx, &markettypes.QueryPoolEarningsRequest{PoolId: p.Pool.Id, Provider: n.Operator})
+			if err != nil {
+				return false, err
+			}
+			d.sum.Pool.PaidBy[d.name(i)] = int(e.Units)
+		}
+		return true, nil
 	})
 }
 
