@@ -5,6 +5,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -105,4 +106,10 @@ func (k Keeper) ParkAloneForTest(ctx sdk.Context, taskID uint64) error {
 		return err
 	}
 	return k.park(ctx, job, t, ctx.BlockHeight(), 1)
+}
+
+// AssignAttempts is how many times a task's assignment failed and was handed to the
+// block-hook retries.
+func (k Keeper) AssignAttempts(ctx sdk.Context, taskID uint64) (uint32, error) {
+	return k.Retries.Attempt(ctx, blockhook.Item{Kind: kindAssign, ID: taskID})
 }

@@ -83,6 +83,9 @@ type collateralFake struct {
 	jails   []jailCall
 	store   corestore.KVStoreService
 	now     func() context.Context // the fixture's current context, for exp and exposures
+	// broken providers (address bytes): AddExposure fails for them while CanAddExposure
+	// says yes, so that their assignments fail in the middle (fault injection)
+	broken map[string]bool
 }
 
 // fakeExposurePrefix is where the fake keeps the exposure, outside the market's prefixes.
@@ -102,7 +105,7 @@ type jailCall struct {
 }
 
 func newCollateralFake(store corestore.KVStoreService, now func() context.Context) *collateralFake {
-	return &collateralFake{bonded: map[string]sdkmath.Int{}, jailed: map[string]bool{}, store: store, now: now}
+	return &collateralFake{bonded: map[string]sdkmath.Int{}, jailed: map[string]bool{}, broken: map[string]bool{}, store: store, now: now}
 }
 
 // key is the fake's map key of a bech32 address.
@@ -162,6 +165,9 @@ func (c *collateralFake) CanAddExposure(ctx context.Context, p sdk.AccAddress, v
 }
 
 func (c *collateralFake) AddExposure(ctx context.Context, p sdk.AccAddress, v sdkmath.Int) error {
+	if c.broken[string(p)] {
+		return fmt.Errorf("collateral of %s: injected failure", p)
+	}
 	if ok, _ := c.CanAddExposure(ctx, p, v); !ok {
 		return fmt.Errorf("collateral of %s does not cover %s more exposure", p, v)
 	}

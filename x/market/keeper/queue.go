@@ -87,11 +87,14 @@ func (k Keeper) enqueue(ctx context.Context, job types.Job, t types.Task) error 
 // dequeue takes a task out of the scheduler's queue, wherever it is; a group left with no
 // waiting task leaves the queue or its parking.
 func (k Keeper) dequeue(ctx context.Context, job types.Job, t types.Task) error {
-	if alone, err := k.unpark(ctx, t.Id); err != nil || alone {
-		return err
-	}
+	// a pending task waits in its group or is parked alone, never both: the group's
+	// waiting set is looked at first (most tasks wait there, and a read that finds
+	// nothing costs more than one that finds)
 	wk := waitingKey(t)
-	if has, err := k.Waiting.Has(ctx, wk); err != nil || !has {
+	if has, err := k.Waiting.Has(ctx, wk); err != nil {
+		return err
+	} else if !has {
+		_, err := k.unpark(ctx, t.Id)
 		return err
 	}
 	if err := k.Waiting.Remove(ctx, wk); err != nil {

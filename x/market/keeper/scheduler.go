@@ -89,15 +89,15 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runn
 	// The queued groups first, leaving the tasks parked alone their share of the
 	// examinations and of the work budget (or more, if the groups' tasks are few); then
 	// those; then the groups again with what is left.
-	used := 0
-	var after *collections.Quad[uint64, int64, uint64, int32]
+	w := &queueWalk{k: k, p: p, r: r, sb: sb}
 	groups := func(budget int, gasCap uint64) error {
-		for used < budget && r.Budget.Used() < gasCap {
+		w.budget, w.gasCap = budget, gasCap
+		for !w.capped(0) {
 			// the next groups and their waiting tasks, read before this round writes anything
 			var work []groupWork
 			if err := r.Budget.Run(ctx, "market: assign groups", func(c sdk.Context) error {
 				var err error
-				work, err = k.nextGroups(c, after, budget-used)
+				work, err = k.nextGroups(c, w.after, budget-w.used)
 				return err
 			}); err != nil {
 				return err
@@ -105,34 +105,8 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runn
 			if len(work) == 0 {
 				return nil
 			}
-			for _, w := range work {
-				if used >= budget || r.Budget.Used() >= gasCap {
-					return nil
-				}
-				after = &w.key
-				if len(w.ids) == 0 {
-					used++
-					continue
-				}
-				placed := false
-				for _, id := range w.ids {
-					used++
-					res, err := k.examine(ctx, p, r, sb, id, false)
-					if err != nil {
-						return err
-					}
-					placed = placed || res == assigned
-					if res == groupParked || used >= budget || r.Budget.Used() >= gasCap {
-						break
-					}
-				}
-				if placed && w.tries != 0 {
-					if err := r.Budget.Run(ctx, "market: assign group", func(c sdk.Context) error {
-						return k.resetTries(c, collections.Join(w.key.K3(), w.key.K4()))
-					}); err != nil {
-						return err
-					}
-				}
+			if err := w.run(ctx, work); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -144,7 +118,7 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runn
 	if err := groups(max(limit-min(len(due), retryShare), 0), gasCap); err != nil {
 		return err
 	}
-	for _, key := range due[:min(len(due), limit-used)] {
+	for _, key := range due[:min(len(due), limit-w.used)] {
 		if _, err := k.examine(ctx, p, r, sb, key.K2(), true); err != nil {
 			return err
 		}
@@ -152,6 +126,158 @@ func (k Keeper) assignPending(ctx sdk.Context, p types.Params, r *blockhook.Runn
 	if len(due) > 0 {
 		return groups(limit, r.Budget.Limit())
 	}
+	return nil
+}
+
+// assignBatch is how many examinations of the queued groups one budget unit holds. A
+// unit is a branch of the block's state, written back when it succeeds: per examination
+// it cost about a fifth of an assignment (BenchmarkEndBlockAssign), shared now by
+// assignBatch of them. A unit with a failure in it is dropped and its examinations run
+// again one unit each, so that the failure is the failing task's alone, as before.
+const assignBatch = 16
+
+// queueWalk examines the tasks of the queued groups, in order, within the block's work
+// budget and examination cap: batched (assignBatch per unit) while the budget left holds
+// several batches at the dearest examination seen, one per unit otherwise and after a
+// failure. The cursor (group wi, task ii of it) is the walk's place; a batch that is
+// dropped puts it back.
+type queueWalk struct {
+	k  Keeper
+	p  types.Params
+	r  *blockhook.Runner
+	sb *sched
+
+	budget int    // examinations allowed
+	gasCap uint64 // the budget's gas this walk may use
+	used   int    // examinations made (and empty groups passed)
+	after  *collections.Quad[uint64, int64, uint64, int32]
+
+	work   []groupWork
+	wi, ii int
+	placed bool // a task of the current group was placed
+
+	dearest uint64 // the most gas one examination (or a batch's average) took
+}
+
+// walkCursor is the part of a walk a dropped batch puts back.
+type walkCursor struct {
+	used   int
+	after  *collections.Quad[uint64, int64, uint64, int32]
+	wi, ii int
+	placed bool
+}
+
+func (w *queueWalk) cursor() walkCursor {
+	return walkCursor{used: w.used, after: w.after, wi: w.wi, ii: w.ii, placed: w.placed}
+}
+
+func (w *queueWalk) restore(c walkCursor) {
+	w.used, w.after, w.wi, w.ii, w.placed = c.used, c.after, c.wi, c.ii, c.placed
+}
+
+// capped: the walk may examine nothing more (pending is the gas of the unit running).
+func (w *queueWalk) capped(pending uint64) bool {
+	return w.used >= w.budget || w.r.Budget.Used()+pending >= w.gasCap
+}
+
+// run walks one round of groups.
+func (w *queueWalk) run(ctx sdk.Context, work []groupWork) error {
+	w.work, w.wi, w.ii, w.placed = work, 0, 0, false
+	for w.wi < len(w.work) && !w.capped(0) {
+		steps := 1
+		if w.dearest > 0 && w.r.Budget.Remaining() >= 4*assignBatch*w.dearest {
+			steps = assignBatch
+		}
+		if steps > 1 {
+			before, spentBefore := w.cursor(), w.r.Budget.Used()
+			err := w.r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
+				for n := 0; n < steps && w.wi < len(w.work) && !w.capped(c.GasMeter().GasConsumed()); n++ {
+					if err := w.step(c, true); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			switch {
+			case err == nil:
+				if n := w.used - before.used; n > 0 {
+					w.dearest = max(w.dearest, (w.r.Budget.Used()-spentBefore)/uint64(n))
+				}
+				continue
+			case errors.Is(err, blockhook.ErrBudgetSpent):
+				w.restore(before)
+				clear(w.sb.jobs)
+				return err
+			}
+			// a failure in the batch: its examinations again, one unit each
+			w.restore(before)
+			clear(w.sb.jobs)
+		}
+		for n := 0; n < steps && w.wi < len(w.work) && !w.capped(0); n++ {
+			spentBefore := w.r.Budget.Used()
+			if err := w.step(ctx, false); err != nil {
+				return err
+			}
+			w.dearest = max(w.dearest, w.r.Budget.Used()-spentBefore)
+		}
+	}
+	return nil
+}
+
+// step makes the walk's next examination (or passes an empty group), in ctx's unit
+// (inUnit: a batch's; its errors drop the batch) or in units of its own (examine).
+func (w *queueWalk) step(ctx sdk.Context, inUnit bool) error {
+	g := w.work[w.wi]
+	if w.ii == 0 {
+		w.after = &g.key
+		if len(g.ids) == 0 {
+			w.used++
+			w.wi++
+			return nil
+		}
+	}
+	id := g.ids[w.ii]
+	w.used++
+	w.ii++
+	var res examined
+	if inUnit {
+		job, r, err := w.k.tryAssign(ctx, w.p, w.sb, id, false)
+		if err != nil {
+			return err
+		}
+		if job != nil {
+			w.sb.jobs[job.Id] = *job
+		}
+		res = r
+	} else {
+		r, err := w.k.examine(ctx, w.p, w.r, w.sb, id, false)
+		if err != nil {
+			return err
+		}
+		res = r
+	}
+	w.placed = w.placed || res == assigned
+	pending := uint64(0) // the gas of the unit still running: a batch's
+	if inUnit {
+		pending = ctx.GasMeter().GasConsumed()
+	}
+	if res != groupParked && w.ii < len(g.ids) && !w.capped(pending) {
+		return nil
+	}
+	// the group's turn ends: a group that placed a task starts its back-off again
+	if w.placed && g.tries != 0 {
+		reset := func(c sdk.Context) error { return w.k.resetTries(c, collections.Join(g.key.K3(), g.key.K4())) }
+		if inUnit {
+			if err := reset(ctx); err != nil {
+				return err
+			}
+		} else if err := w.r.Budget.Run(ctx, "market: assign group", reset); err != nil {
+			return err
+		}
+	}
+	w.wi++
+	w.ii = 0
+	w.placed = false
 	return nil
 }
 

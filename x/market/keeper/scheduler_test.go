@@ -733,3 +733,50 @@ func TestSchedulerFindsTheLastFreeNodes(t *testing.T) {
 	require.Zero(t, open, "every task assigned in its block: %d of %d wait while as many GPUs are free", open, n)
 	f.assertInvariants()
 }
+
+// An assignment that fails in the middle (here the provider's collateral refuses the
+// exposure it said it could take) fails alone: the scheduler examines the queue in
+// batches, one budget unit per batch, and a batch with a failure in it is dropped and its
+// examinations run again one unit each; the failing task goes to the block-hook retries
+// (out of the queue, nothing of it written) and every other task of the batch is
+// assigned in the same block.
+func TestSchedulerAssignmentFailureInABatchFailsAlone(t *testing.T) {
+	f := newFixture(t, nil)
+	var broken string
+	for i := range 60 {
+		op := f.operator(fmt.Sprint("p", i))
+		f.addNode(op, 1, nil)
+		if i == 7 {
+			broken = op
+			f.coll.broken[key(op)] = true
+		}
+	}
+	var jobs []uint64
+	for range 50 {
+		jobs = append(jobs, f.submit(f.gemmSpec(1)))
+	}
+	f.blocks(1)
+	assigned, failed := 0, 0
+	for _, id := range jobs {
+		task := f.tasks(id)[0]
+		attempts, err := f.k.AssignAttempts(f.ctx, task.Id)
+		require.NoError(t, err)
+		switch task.Status {
+		case types.TASK_STATUS_ASSIGNED:
+			require.NotEqual(t, broken, task.Provider, "task %d", task.Id)
+			require.Zero(t, attempts)
+			assigned++
+		case types.TASK_STATUS_PENDING:
+			require.Equal(t, uint32(1), attempts, "task %d: pending, its one failed assignment with the retries", task.Id)
+			require.False(t, f.queued(task.Id), "task %d: the retries own it, not the queue", task.Id)
+			failed++
+		default:
+			t.Fatalf("task %d is %s", task.Id, task.Status)
+		}
+	}
+	t.Logf("%d assigned, %d failed on the broken provider's node", assigned, failed)
+	require.Positive(t, failed, "the broken node was drawn (test setup: raise the job count if not)")
+	require.Equal(t, len(jobs), assigned+failed, "every other task assigned in the block")
+	require.Zero(t, f.coll.exp(broken).Int64(), "nothing of a failed assignment written")
+	f.assertInvariants()
+}

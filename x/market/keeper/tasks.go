@@ -48,6 +48,24 @@ func (k Keeper) setSlot(ctx context.Context, old *types.NodeSlot, s types.NodeSl
 			return err
 		}
 	}
+	if old != nil && old.Active && s.Active && old.GpuClass == s.GpuClass && old.NodeId == s.NodeId {
+		// the same entry of the same class (an assignment or a task's end): re-keyed only
+		// when its load moved, counted again only when it went between idle and loaded
+		if was, is := loadPPM(old.GpusUsed, old.Gpus), loadPPM(s.GpusUsed, s.Gpus); was != is {
+			if err := k.SchedIndex.Remove(ctx, indexKey(*old)); err != nil {
+				return err
+			}
+			if err := k.SchedIndex.Set(ctx, indexKey(s)); err != nil {
+				return err
+			}
+			if (was == 0) != (is == 0) {
+				if err := k.moveClassCount(ctx, s.GpuClass, is == 0); err != nil {
+					return err
+				}
+			}
+		}
+		return k.Slots.Set(ctx, s.NodeId, s)
+	}
 	if old != nil && old.Active {
 		if err := k.SchedIndex.Remove(ctx, indexKey(*old)); err != nil {
 			return err
@@ -148,6 +166,26 @@ func (k Keeper) countClass(ctx context.Context, s types.NodeSlot, d int64) error
 		return k.ClassNodes.Remove(ctx, s.GpuClass)
 	}
 	return k.ClassNodes.Set(ctx, s.GpuClass, collections.Join(idle, loaded))
+}
+
+// moveClassCount moves one node of a class between its loaded and idle counts (toIdle:
+// from loaded to idle), as countClass -1 then +1 would, in one read and one write.
+func (k Keeper) moveClassCount(ctx context.Context, class string, toIdle bool) error {
+	c, err := k.ClassNodes.Get(ctx, class)
+	if err != nil {
+		return fmt.Errorf("market: class %q counter: %w", class, err)
+	}
+	idle, loaded := c.K1(), c.K2()
+	from, to := &idle, &loaded
+	if toIdle {
+		from, to = &loaded, &idle
+	}
+	if *from == 0 {
+		return fmt.Errorf("market: class %q counter out of step", class)
+	}
+	*from--
+	*to++
+	return k.ClassNodes.Set(ctx, class, collections.Join(idle, loaded))
 }
 
 func indexKey(s types.NodeSlot) collections.Triple[string, uint32, uint64] {
