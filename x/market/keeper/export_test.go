@@ -1,6 +1,9 @@
 package keeper
 
 import (
+	"context"
+
+	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -112,4 +115,35 @@ func (k Keeper) ParkAloneForTest(ctx sdk.Context, taskID uint64) error {
 // block-hook retries.
 func (k Keeper) AssignAttempts(ctx sdk.Context, taskID uint64) (uint32, error) {
 	return k.Retries.Attempt(ctx, blockhook.Item{Kind: kindAssign, ID: taskID})
+}
+
+// V1UnassignedRefsForTest writes the index entries version 1 of the store kept for an
+// unassigned task (node 0, the empty provider), and counts all such entries.
+func (m Migrator) V1UnassignedRefsForTest(ctx context.Context, taskIDs ...uint64) (int, error) {
+	sb := collections.NewSchemaBuilder(m.k.storeService)
+	byNode := collections.NewKeySet(sb, types.TasksByNodeKey, "tasks_by_node", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))
+	byProvider := collections.NewKeySet(sb, types.TasksByProviderKey, "tasks_by_provider", collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key))
+	for _, id := range taskIDs {
+		if err := byNode.Set(ctx, collections.Join(uint64(0), id)); err != nil {
+			return 0, err
+		}
+		if err := byProvider.Set(ctx, collections.Join(sdk.AccAddress{}, id)); err != nil {
+			return 0, err
+		}
+	}
+	n, err := countAll(ctx, byNode, collections.NewPrefixedPairRange[uint64, uint64](0))
+	if err != nil {
+		return 0, err
+	}
+	p, err := countAll(ctx, byProvider, collections.NewPrefixedPairRange[sdk.AccAddress, uint64](sdk.AccAddress{}))
+	return n + p, err
+}
+
+func countAll[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) (int, error) {
+	it, err := set.Iterate(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	keys, err := it.Keys()
+	return len(keys), err
 }

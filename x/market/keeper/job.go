@@ -45,12 +45,12 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 			"max_price_per_task %s: must exceed the reveal cost %dudps (reveal_gas %d x reveal_gas_price %s), which every quote includes",
 			spec.MaxPricePerTask, revealCost, revealGas, p.RevealGasPrice)
 	}
+	// the escrow: the bank refuses a budget above the owner's spendable balance and says
+	// what there was (no balance read before it: that cost every job a read of the account
+	// and all its balances)
 	budget := spec.Budget()
-	if have := k.bankKeeper.SpendableCoins(ctx, ownerAddr).AmountOf(p.Denom); have.LT(budget) {
-		return types.Job{}, errorsmod.Wrapf(types.ErrInsufficientFunds, "the job's budget is %s%s, %s has %s%s", budget, p.Denom, owner, have, p.Denom)
-	}
 	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, ownerAddr, types.ModuleName, sdk.NewCoins(sdk.NewCoin(p.Denom, budget))); err != nil {
-		return types.Job{}, errorsmod.Wrap(types.ErrInsufficientFunds, err.Error())
+		return types.Job{}, errorsmod.Wrapf(types.ErrInsufficientFunds, "the job's budget is %s%s, more than %s can spend: %s", budget, p.Denom, owner, err)
 	}
 	id, err := k.JobSeq.Next(ctx)
 	if err != nil {
@@ -73,12 +73,19 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 		}
 	}
 	tasks := make([]types.Task, 0, int(spec.TaskCount)*int(spec.Replicas))
+	// the job's task ids, taken from the sequence at once (one read and one write, not
+	// one of each per task)
+	next, err := k.TaskSeq.Peek(ctx)
+	if err != nil {
+		return types.Job{}, err
+	}
+	if err := k.TaskSeq.Set(ctx, next+spec.TotalTasks()); err != nil {
+		return types.Job{}, err
+	}
 	for i := uint32(0); i < spec.TaskCount; i++ {
 		for r := uint32(0); r < spec.Replicas; r++ {
-			tid, err := k.TaskSeq.Next(ctx)
-			if err != nil {
-				return types.Job{}, err
-			}
+			tid := next
+			next++
 			tasks = append(tasks, types.Task{
 				Id: tid, JobId: id, Index: i, Replica: r, Status: types.TASK_STATUS_PENDING, Role: types.TASK_ROLE_PRIMARY,
 				Price: sdkmath.ZeroInt(), Exposure: sdkmath.ZeroInt(), Paid: sdkmath.ZeroInt(), Reserved: spec.Reserved(),

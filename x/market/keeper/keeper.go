@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,10 +34,11 @@ func (i JobIndexes) IndexesList() []collections.Index[uint64, types.Job] {
 
 // TaskIndexes index tasks by job, shard (job, index), node and provider.
 type TaskIndexes struct {
-	ByJob      *indexes.Multi[uint64, uint64, types.Task]
-	ByShard    *indexes.Multi[collections.Pair[uint64, uint32], uint64, types.Task]
-	ByNode     *indexes.Multi[uint64, uint64, types.Task]
-	ByProvider *indexes.Multi[sdk.AccAddress, uint64, types.Task]
+	ByJob   *indexes.Multi[uint64, uint64, types.Task]
+	ByShard *indexes.Multi[collections.Pair[uint64, uint32], uint64, types.Task]
+	// ByNode and ByProvider hold only the tasks with a node and a provider (see sparseMulti).
+	ByNode     *sparseMulti[uint64, uint64, types.Task]
+	ByProvider *sparseMulti[sdk.AccAddress, uint64, types.Task]
 }
 
 // IndexesList implements collections.Indexes.
@@ -227,15 +229,10 @@ func NewKeeper(
 				func(_ uint64, t types.Task) (collections.Pair[uint64, uint32], error) {
 					return collections.Join(t.JobId, t.Index), nil
 				}),
-			ByNode: indexes.NewMulti(sb, types.TasksByNodeKey, "tasks_by_node", collections.Uint64Key, collections.Uint64Key,
-				func(_ uint64, t types.Task) (uint64, error) { return t.NodeId, nil }),
-			ByProvider: indexes.NewMulti(sb, types.TasksByProviderKey, "tasks_by_provider", sdk.AccAddressKey, collections.Uint64Key,
-				func(_ uint64, t types.Task) (sdk.AccAddress, error) {
-					if t.Provider == "" {
-						return sdk.AccAddress{}, nil
-					}
-					return addr(t.Provider)
-				}),
+			ByNode: newSparseMulti(indexes.NewMulti(sb, types.TasksByNodeKey, "tasks_by_node", collections.Uint64Key, collections.Uint64Key,
+				func(_ uint64, t types.Task) (uint64, error) { return t.NodeId, nil }), func(t types.Task) bool { return t.NodeId != 0 }),
+			ByProvider: newSparseMulti(indexes.NewMulti(sb, types.TasksByProviderKey, "tasks_by_provider", sdk.AccAddressKey, collections.Uint64Key,
+				func(_ uint64, t types.Task) (sdk.AccAddress, error) { return addr(t.Provider) }), func(t types.Task) bool { return t.Provider != "" }),
 		}),
 		// outside the schema: the same prefixes as Tasks and Jobs, which the schema has
 		taskValues: collections.NewMap(collections.NewSchemaBuilder(storeService), types.TasksKey, "tasks", collections.Uint64Key, codec.CollValue[types.Task](cdc)),
@@ -360,11 +357,19 @@ func (k Keeper) loadJob(ctx context.Context, id uint64) (types.Job, error) {
 // JobSpecs).
 //
 // It is Jobs.Set, cut to what changes: a job's owner never does, so its ByOwner entry is
-// rewritten only for a new job (or an owner changed, which nothing does), and its
-// ByStatus entry only when its status moved.
+// written only for a new job (or an owner changed, which nothing does), and its ByStatus
+// entry only when its status moved; a new job's record is not read twice.
 func (k Keeper) saveJob(ctx context.Context, j types.Job) error {
 	j.Spec = types.JobSpec{}
 	old, err := k.jobValues.Get(ctx, j.Id)
+	if errors.Is(err, collections.ErrNotFound) {
+		for _, idx := range k.Jobs.Indexes.IndexesList() {
+			if err := idx.Reference(ctx, j.Id, j, noJob); err != nil {
+				return err
+			}
+		}
+		return k.jobValues.Set(ctx, j.Id, j)
+	}
 	if err != nil || old.Owner != j.Owner {
 		return k.Jobs.Set(ctx, j.Id, j)
 	}
@@ -379,6 +384,20 @@ func (k Keeper) saveJob(ctx context.Context, j types.Job) error {
 	return k.jobValues.Set(ctx, j.Id, j)
 }
 
+func noJob() (types.Job, error)   { return types.Job{}, collections.ErrNotFound }
+func noTask() (types.Task, error) { return types.Task{}, collections.ErrNotFound }
+
+// storeNewTask stores a task that was never stored (a new id): Tasks.Set without reading the
+// value it cannot have.
+func (k Keeper) storeNewTask(ctx context.Context, t types.Task) error {
+	for _, idx := range k.Tasks.Indexes.IndexesList() {
+		if err := idx.Reference(ctx, t.Id, t, noTask); err != nil {
+			return err
+		}
+	}
+	return k.taskValues.Set(ctx, t.Id, t)
+}
+
 // setTask saves a task whose stored value the caller holds (old, as read): what
 // Tasks.Set does, without reading the stored value back and rewriting the index entries
 // that do not change (a task's job and shard never do; its node and provider change
@@ -388,7 +407,7 @@ func (k Keeper) setTask(ctx context.Context, old, t types.Task) error {
 		return k.Tasks.Set(ctx, t.Id, t)
 	}
 	stored := func() (types.Task, error) { return old, nil }
-	none := func() (types.Task, error) { return types.Task{}, collections.ErrNotFound }
+	none := noTask
 	if old.NodeId != t.NodeId {
 		if err := k.Tasks.Indexes.ByNode.Unreference(ctx, t.Id, stored); err != nil {
 			return err

@@ -208,7 +208,7 @@ func (k Keeper) insertPrimaries(ctx context.Context, job *types.Job, tasks []typ
 		if t.Status != types.TASK_STATUS_PENDING || t.Role != types.TASK_ROLE_PRIMARY || t.JobId != job.Id {
 			return fmt.Errorf("market: new task %d is a %s %s of job %d, not a pending primary of job %d", t.Id, t.Status, t.Role, t.JobId, job.Id)
 		}
-		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+		if err := k.storeNewTask(ctx, t); err != nil {
 			return err
 		}
 		job.OpenTasks++

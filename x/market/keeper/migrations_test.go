@@ -1,0 +1,56 @@
+package keeper_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flopsnet/flops/x/market/keeper"
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// An unassigned task has no entry in the tasks by node and by provider indexes; version 1
+// of the store kept one under node 0 and the empty provider, and the migration to 2
+// removes exactly those: the assigned tasks' entries stay, the queries and the
+// invariants agree after it.
+func TestMigrate1to2DropsTheUnassignedTasksIndexEntries(t *testing.T) {
+	f := newFixture(t, nil)
+	op := f.operator("p")
+	node := f.addNode(op, 2, nil)
+	job := f.submit(f.gemmSpec(5))
+	f.blocks(1)
+	var pending []uint64
+	assigned := 0
+	for _, task := range f.tasks(job) {
+		if task.NodeId == 0 {
+			pending = append(pending, task.Id)
+		} else {
+			assigned++
+		}
+	}
+	require.Equal(t, 2, assigned, "the node's two GPUs took two tasks")
+	require.Len(t, pending, 3)
+
+	m := keeper.NewMigrator(f.k)
+	n, err := m.V1UnassignedRefsForTest(f.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "version 2 indexes no unassigned task")
+	n, err = m.V1UnassignedRefsForTest(f.ctx, pending...)
+	require.NoError(t, err)
+	require.Equal(t, 2*len(pending), n, "the store as version 1 kept it")
+
+	require.NoError(t, m.Migrate1to2(f.ctx))
+	n, err = m.V1UnassignedRefsForTest(f.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	it, err := f.k.Tasks.Indexes.ByNode.MatchExact(f.ctx, node)
+	require.NoError(t, err)
+	ids, err := it.PrimaryKeys()
+	require.NoError(t, err)
+	require.Len(t, ids, assigned, "the assigned tasks keep their node entries")
+	res, err := keeper.NewQueryServerImpl(f.k).TasksByProvider(f.ctx, &types.QueryTasksByProviderRequest{Provider: op})
+	require.NoError(t, err)
+	require.Len(t, res.Tasks, assigned, "and their provider entries")
+	f.assertInvariants()
+}
