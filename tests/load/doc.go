@@ -13,6 +13,8 @@
 // blocks a phase: it proves the measurement works, its rates are mostly inclusion
 // latency); FLOPS_LOAD=1 runs a larger one (thousands of transactions, tens of blocks a
 // phase), and FLOPS_LOAD_TXS, FLOPS_LOAD_UNITS, FLOPS_LOAD_BATCH, FLOPS_LOAD_SENDERS and
-// FLOPS_LOAD_TASKS (tasks per job: more assignments than submissions) override its sizes. The node and the driver share the machine: on a busy one the rates
-// drift between phases, which is why bank sends run before and after the market phases.
+// FLOPS_LOAD_TASKS (tasks per job: more assignments than submissions) override its sizes,
+// and FLOPS_LOAD_BLOCK_MS the validator's timeout_commit (default 500 ms). The node and
+// the driver share the machine: on a busy one the rates drift between phases, which is
+// why bank sends run before and after the market phases.
 package load

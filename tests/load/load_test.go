@@ -62,12 +62,13 @@ type loadConfig struct {
 	batch   int // units per claim tx (commit tx, then reveal + withdraw tx)
 	window  int // claim batches committed and not yet revealed, at most
 	tasks   int // tasks per submitted job (each assigned on its own)
+	blockMS int // the validator's timeout_commit, ms (the block time, less the block's own work)
 }
 
 // smallLoad runs in `make test`; FLOPS_LOAD=1 runs largeLoad.
 var (
-	smallLoad = loadConfig{senders: 4, txs: 200, units: 200, batch: 20, window: 8, tasks: 1}
-	largeLoad = loadConfig{senders: 8, txs: 4000, units: 10_000, batch: 100, window: 40, tasks: 1}
+	smallLoad = loadConfig{senders: 4, txs: 200, units: 200, batch: 20, window: 8, tasks: 1, blockMS: 500}
+	largeLoad = loadConfig{senders: 8, txs: 4000, units: 10_000, batch: 100, window: 40, tasks: 1, blockMS: 500}
 )
 
 func configFromEnv(t *testing.T) loadConfig {
@@ -77,7 +78,7 @@ func configFromEnv(t *testing.T) loadConfig {
 	}
 	for name, field := range map[string]*int{
 		"FLOPS_LOAD_TXS": &cfg.txs, "FLOPS_LOAD_UNITS": &cfg.units, "FLOPS_LOAD_BATCH": &cfg.batch, "FLOPS_LOAD_SENDERS": &cfg.senders,
-		"FLOPS_LOAD_TASKS": &cfg.tasks,
+		"FLOPS_LOAD_TASKS": &cfg.tasks, "FLOPS_LOAD_BLOCK_MS": &cfg.blockMS,
 	} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -288,6 +289,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 
 	// state on disk: the in-memory DB deadlocked under the large run's queries
 	cfg := network.OnDiskConfig(1)
+	cfg.TimeoutCommit = time.Duration(lc.blockMS) * time.Millisecond
 	genesis(t, &cfg, all)
 	net, err := sdknetwork.New(t, t.TempDir(), cfg)
 	require.NoError(t, err)
@@ -713,8 +715,8 @@ func claimUnits(ctx context.Context, t *testing.T, d *driver, prov *account, poo
 func report(t *testing.T, lc loadConfig, bank, bank2, post, claim, jobs phase, total time.Duration) {
 	base := (bank.txRate() + bank2.txRate()) / 2
 	gasBase := float64(bank.gas+bank2.gas) / float64(bank.txs+bank2.txs)
-	t.Logf("load: %d senders, %d bank sends (twice) and %d submit-jobs of %d tasks; pool of %d units, %d per claim tx, at most %d claim txs unrevealed; one validator, 500 ms timeout_commit",
-		lc.senders, lc.txs, lc.txs, lc.tasks, lc.units, lc.batch, lc.window)
+	t.Logf("load: %d senders, %d bank sends (twice) and %d submit-jobs of %d tasks; pool of %d units, %d per claim tx, at most %d claim txs unrevealed; one validator, %d ms timeout_commit",
+		lc.senders, lc.txs, lc.txs, lc.tasks, lc.units, lc.batch, lc.window, lc.blockMS)
 	t.Logf("%-12s %6s %6s %8s %8s %7s %6s %9s %10s", "phase", "txs", "units", "txs/s", "units/s", "ratio", "blocks", "gas/tx", "CheckTx/s")
 	line := func(name string, p phase, rate float64) {
 		admitted, note := "-", ""
