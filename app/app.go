@@ -483,6 +483,9 @@ func (app *App) InterfaceRegistry() types.InterfaceRegistry { return app.interfa
 // TxConfig returns the tx config.
 func (app *App) TxConfig() client.TxConfig { return app.txConfig }
 
+// Configurator returns the module configurator: the modules' services and store migrations.
+func (app *App) Configurator() module.Configurator { return app.configurator }
+
 // GetKey returns a store key, for tests.
 func (app *App) GetKey(name string) *storetypes.KVStoreKey { return app.keys[name] }
 

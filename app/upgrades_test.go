@@ -1,0 +1,25 @@
+package app_test
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flopsnet/flops/testutil/apptest"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// x/market's store migrates from its first version to the one this binary runs, through
+// the module manager as an upgrade's handler (app/upgrades.go) runs it: a version with no
+// migration registered would fail the upgrade at its height.
+func TestMarketMigratesFromItsFirstVersion(t *testing.T) {
+	a := apptest.New(t)
+	now := a.ModuleManager.GetVersionMap()
+	require.EqualValues(t, 2, now[markettypes.ModuleName], "x/market's store is at version 2")
+	from := maps.Clone(now)
+	from[markettypes.ModuleName] = 1
+	got, err := a.ModuleManager.RunMigrations(a.Ctx(), a.Configurator(), from)
+	require.NoError(t, err)
+	require.Equal(t, now, got)
+}
