@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -ldflags '$(LDFLAGS)'
 # Hand-written Go files (generated protobuf code is left out of gofmt and vet checks).
 GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | grep -v -e '\.pb\.go$$' -e '\.pb\.gw\.go$$')
 
-.PHONY: help build ts-build web demo demo-multi install test test-long ibc-relay test-unit test-e2e sim sim-long load bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
+.PHONY: help build ts-build web demo demo-multi install test test-long ibc-relay test-unit test-e2e sim sim-long load load-worker bench lint proto-gen proto-lint proto-check localnet localnet-multi localnet-stop clean fuzz
 
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -91,6 +91,9 @@ test-e2e: build ## end-to-end tests only
 
 load: ## the large load run (tests/load, FLOPS_LOAD=1): bank sends, a pool, 4,000 submit-jobs all assigned, rates as ratios to bank sends and the blocks from inclusion to assignment (~1.5 min)
 	FLOPS_LOAD=1 go test -count=1 -timeout 30m -run TestPoolThroughputVsBankSend -v ./tests/load/
+
+load-worker: build ## make load at 1 s blocks with a real flops-worker (8 mock GPUs) on a node of its own: its take-up of the tasks it is given during the flood, and its CPU per task (~2.5 min)
+	FLOPS_LOAD=1 FLOPS_LOAD_BLOCK_MS=1000 FLOPS_LOAD_WORKER=$(CURDIR)/build/flops-worker go test -count=1 -timeout 30m -run TestPoolThroughputVsBankSend -v ./tests/load/
 
 bench: ## benchmarks (figures in the issues' closing notes; ~5 min)
 	go test -run '^$$' -bench . -benchtime 3x ./x/...

@@ -14,7 +14,9 @@
 // latency); FLOPS_LOAD=1 runs a larger one (thousands of transactions, tens of blocks a
 // phase), and FLOPS_LOAD_TXS, FLOPS_LOAD_UNITS, FLOPS_LOAD_BATCH, FLOPS_LOAD_SENDERS and
 // FLOPS_LOAD_TASKS (tasks per job: more assignments than submissions) override its sizes,
-// and FLOPS_LOAD_BLOCK_MS the validator's timeout_commit (default 500 ms). The node and
+// and FLOPS_LOAD_BLOCK_MS the validator's timeout_commit (default 500 ms).
+// FLOPS_LOAD_WORKER (a flops-worker binary; `make load-worker`) runs a real worker on a
+// node of its own during the submit-job flood and logs its take-up and CPU per task. The node and
 // the driver share the machine: on a busy one the rates drift between phases, which is
 // why bank sends run before and after the market phases.
 package load

@@ -63,6 +63,9 @@ type loadConfig struct {
 	window  int // claim batches committed and not yet revealed, at most
 	tasks   int // tasks per submitted job (each assigned on its own)
 	blockMS int // the validator's timeout_commit, ms (the block time, less the block's own work)
+	// worker is a flops-worker binary (FLOPS_LOAD_WORKER) run on a node of its own during
+	// the submit-job flood (loadWorker); empty: none
+	worker string
 }
 
 // smallLoad runs in `make test`; FLOPS_LOAD=1 runs largeLoad.
@@ -87,6 +90,7 @@ func configFromEnv(t *testing.T) loadConfig {
 			*field = n
 		}
 	}
+	cfg.worker = os.Getenv("FLOPS_LOAD_WORKER")
 	cfg.txs -= cfg.txs % cfg.senders // an equal share per sender
 	require.Positive(t, cfg.txs, "at least one tx per sender")
 	return cfg
@@ -162,7 +166,7 @@ func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []
 // genesis funds the load accounts and keeps the chain from doing work that is not the
 // load's: no PoCP challenges during the run, and tasks that nobody acks do not lapse (the
 // scheduler still assigns what it can).
-func genesis(t *testing.T, cfg *sdknetwork.Config, accs []*account) {
+func genesis(t *testing.T, cfg *sdknetwork.Config, accs []*account, withWorker bool) {
 	var auth authtypes.GenesisState
 	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[authtypes.ModuleName], &auth)
 	var bank banktypes.GenesisState
@@ -188,6 +192,11 @@ func genesis(t *testing.T, cfg *sdknetwork.Config, accs []*account) {
 	var market markettypes.GenesisState
 	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[markettypes.ModuleName], &market)
 	market.Params.AckTimeoutBlocks = 1_000_000
+	if withWorker {
+		// the real worker's tasks reveal during the run: none settles before the run's
+		// exact escrow and balance checks are done
+		market.Params.ChallengeWindowBlocks = 10_000
+	}
 	cfg.GenesisState[markettypes.ModuleName] = cfg.Codec.MustMarshalJSON(&market)
 
 	var ss sstypes.GenesisState
@@ -286,11 +295,16 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	}
 	owner, provider := newAccount("pool-owner"), newAccount("provider")
 	all := append(append(append([]*account{}, senders...), recipients...), owner, provider)
+	var worker *loadWorker
+	if lc.worker != "" {
+		worker = newLoadWorker(t, lc.worker)
+		all = append(all, worker.acc)
+	}
 
 	// state on disk: the in-memory DB deadlocked under the large run's queries
 	cfg := network.OnDiskConfig(1)
 	cfg.TimeoutCommit = time.Duration(lc.blockMS) * time.Millisecond
-	genesis(t, &cfg, all)
+	genesis(t, &cfg, all, worker != nil)
 	net, err := sdknetwork.New(t, t.TempDir(), cfg)
 	require.NoError(t, err)
 	defer net.Cleanup()
@@ -373,7 +387,16 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	require.Equal(t, escrowStart.String(), balance(ctx, t, c, escrowAcc).String(), "the market escrow holds nothing of the pool")
 	require.Equal(t, ownerStart.SubRaw(int64(lc.units*unitPrice)).String(), balance(ctx, t, c, owner.addr).String(), "the owner paid exactly its units")
 
-	// 3. Submit-jobs, lc.tasks tasks each, from the bank senders.
+	// 3. Submit-jobs, lc.tasks tasks each, from the bank senders (and a real worker, when
+	// there is one, taking the tasks its node is given).
+	var workerIdle float64
+	var workerBefore workerMetrics
+	var workerNode uint64
+	if worker != nil {
+		worker.start(ctx, t, c, net.Validators[0].AppConfig.GRPC.Address)
+		workerNode = worker.nodeID
+		workerIdle, workerBefore = worker.idle(ctx, t)
+	}
 	spec := jobSpec(lc.tasks)
 	escrowBefore := balance(ctx, t, c, escrowAcc)
 	before := map[string]sdkmath.Int{}
@@ -392,8 +415,16 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 		require.Len(t, res.Jobs, perSender, "%s's jobs", a.name)
 	}
 	require.Equal(t, escrowBefore.Add(budget.MulRaw(int64(lc.txs))).String(), balance(ctx, t, c, escrowAcc).String(), "the escrow holds every job's budget")
-	assigned := waitAssigned(ctx, t, c, d, lc.txs*lc.tasks, provider.addr.String(), spec)
+	assigned := waitAssigned(ctx, t, c, d, lc.txs*lc.tasks, provider.addr.String(), workerNode, spec)
 	assigned.logRate(t, jobsStart)
+	if worker != nil {
+		taken := worker.waitTaken(ctx, t, c)
+		require.NotEmpty(t, taken, "the worker's node took tasks during the flood")
+		for _, tk := range taken {
+			require.Equal(t, worker.acc.addr.String(), tk.Provider, "task %d", tk.Id)
+		}
+		worker.report(ctx, t, c, taken, workerIdle, workerBefore, worker.scrape(ctx, t), time.Since(jobsStart))
+	}
 
 	bank2 := bankSends()
 	report(t, lc, bank, bank2, post, claim, jobs, time.Since(began))
@@ -414,7 +445,7 @@ type assignment struct {
 // every one of the n jobs has its task assigned, and asserts each went to one of the
 // provider's nodes at a price its ask quotes and the job allows. It reads the chain: every
 // job's inclusion height and every task's assignment height.
-func waitAssigned(ctx context.Context, t *testing.T, c *chain.Client, d *driver, n int, provider string, spec markettypes.JobSpec) assignment {
+func waitAssigned(ctx context.Context, t *testing.T, c *chain.Client, d *driver, n int, provider string, workerNode uint64, spec markettypes.JobSpec) assignment {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -433,8 +464,13 @@ func waitAssigned(ctx context.Context, t *testing.T, c *chain.Client, d *driver,
 				submitted[j.Id] = j.SubmittedHeight
 			}
 			for _, tk := range tasks {
-				require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, tk.Status, "task %d (nobody acks in the load)", tk.Id)
-				require.Equal(t, provider, tk.Provider, "task %d", tk.Id)
+				if workerNode != 0 && tk.NodeId == workerNode {
+					// the real worker's: acked and run, perhaps revealed already (waitTaken checks them)
+					require.NotEqual(t, markettypes.TASK_STATUS_PENDING, tk.Status, "task %d", tk.Id)
+				} else {
+					require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, tk.Status, "task %d (nobody acks in the load)", tk.Id)
+					require.Equal(t, provider, tk.Provider, "task %d", tk.Id)
+				}
 				require.True(t, tk.Price.IsPositive() && tk.Price.LTE(spec.MaxPricePerTask.Amount), "task %d at %s", tk.Id, tk.Price)
 				sub, ok := submitted[tk.JobId]
 				require.True(t, ok, "task %d's job %d", tk.Id, tk.JobId)
