@@ -9,12 +9,16 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	grpctypes "github.com/cosmos/cosmos-sdk/types/grpc"
 	"github.com/cosmos/cosmos-sdk/types/query"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
@@ -187,9 +191,11 @@ func (a *Agent) loop(ctx context.Context) error {
 			a.log.Warn("chain height", "err", err)
 		case h > last:
 			last = h
+			began := a.o.Now()
 			if err := a.Tick(ctx, h, bt); err != nil && ctx.Err() == nil {
 				a.log.Warn("tick", "height", h, "err", err)
 			}
+			a.log.Debug("tick done", "height", h, "block_time", bt, "took", a.since(began))
 		}
 		select {
 		case <-ctx.Done():
@@ -213,11 +219,11 @@ func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) err
 	if a.node.Id == 0 {
 		return errors.New("no node: Setup has not run")
 	}
-	params, err := a.market.Params(ctx, &markettypes.QueryParamsRequest{})
+	params, err := a.paramsAt(ctx, height)
 	if err != nil {
 		return fmt.Errorf("market params: %w", err)
 	}
-	a.params = params.Params
+	a.params = params
 	var actions []action
 	tasks, err := a.activeTasks(ctx)
 	if err != nil {
@@ -236,6 +242,34 @@ func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) err
 	a.perform(ctx, actions)
 	a.forget(tasks)
 	return nil
+}
+
+// paramsAt reads the market's params once the node's app has committed height, so that
+// the tick's queries see what that block did. A node stores a block before its app has
+// executed it, and its latest height runs ahead of its queries' meanwhile (a big block
+// executes for a second under load): a query then answers at the height before, and a
+// task the block assigned was seen, and started, a block late. The height a query was
+// answered at comes back in its x-cosmos-block-height header; it is awaited up to 2 s.
+func (a *Agent) paramsAt(ctx context.Context, height int64) (markettypes.Params, error) {
+	for try := 0; ; try++ {
+		var md metadata.MD
+		res, err := a.market.Params(ctx, &markettypes.QueryParamsRequest{}, grpc.Header(&md))
+		if err != nil {
+			return markettypes.Params{}, err
+		}
+		at := int64(0)
+		if v := md.Get(grpctypes.GRPCBlockHeightHeader); len(v) == 1 {
+			at, _ = strconv.ParseInt(v[0], 10, 64)
+		}
+		if at == 0 || at >= height || try >= 100 {
+			return res.Params, nil
+		}
+		select {
+		case <-ctx.Done():
+			return markettypes.Params{}, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // action is one transaction and what to do with its outcome.
