@@ -98,6 +98,8 @@ type Agent struct {
 	joined    map[uint64]bool
 	claims    map[string]*claim
 	params    markettypes.Params
+	// inflight names the actions whose transactions are on their way (see perform)
+	inflight map[string]bool
 }
 
 // run is one task's execution on this machine.
@@ -153,6 +155,7 @@ func New(o Options) (*Agent, error) {
 		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
 		runs: map[uint64]*run{}, pinned: map[string]uint64{}, answers: map[uint64]*challenge{},
 		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]bool{}, joined: map[uint64]bool{}, claims: map[string]*claim{},
+		inflight: map[string]bool{},
 	}, nil
 }
 
@@ -280,21 +283,33 @@ type action struct {
 	after func(err error)
 }
 
-// perform sends the actions' transactions together and waits for them.
+// perform sends the actions' transactions beside the loop, which goes on to the next
+// block while they wait for inclusion. (It waited for them: under load a tx waits blocks
+// behind others, a tick took 2-5 s, the ticks of the blocks in between were skipped, and
+// the tasks those blocks assigned were started seconds late.) An action whose transaction
+// is still on its way is not sent again: its name (what) says which it is; the actions
+// that change the agent's state when made (commit, reveal, failure report, pool reveal)
+// have phases of their own that keep them from being made twice.
 func (a *Agent) perform(ctx context.Context, actions []action) {
-	var wg sync.WaitGroup
 	for _, act := range actions {
-		wg.Add(1)
+		a.mu.Lock()
+		busy := a.inflight[act.what]
+		a.inflight[act.what] = true
+		a.mu.Unlock()
+		if busy {
+			continue
+		}
 		a.background(ctx, func(ctx context.Context) error {
-			defer wg.Done()
 			err := a.submit(ctx, act.what, act.msgs...)
 			if act.after != nil {
 				act.after(err)
 			}
+			a.mu.Lock()
+			delete(a.inflight, act.what)
+			a.mu.Unlock()
 			return nil
 		})
 	}
-	wg.Wait()
 }
 
 // submit sends msgs in one tx and reports it.
