@@ -105,16 +105,7 @@ func logTails(t *testing.T, home string, lines int) {
 	logs, _ := filepath.Glob(filepath.Join(home, "chain", "node*.log"))
 	workers, _ := filepath.Glob(filepath.Join(home, "provider*.log"))
 	for _, p := range append(logs, workers...) {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Logf("%s: %v", p, err)
-			continue
-		}
-		all := strings.Split(strings.TrimRight(ansi.ReplaceAllString(string(raw), ""), "\n"), "\n")
-		if len(all) > lines {
-			all = all[len(all)-lines:]
-		}
-		t.Logf("the last %d lines of %s:\n%s", len(all), p, strings.Join(all, "\n"))
+		dumpTail(t, p, lines)
 	}
 }
 

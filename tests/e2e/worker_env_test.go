@@ -338,7 +338,7 @@ func dumpTail(t *testing.T, path string, n int) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		lines = append(lines, sc.Text())
+		lines = append(lines, ansi.ReplaceAllString(sc.Text(), "")) // a node's console colours
 	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

@@ -296,7 +296,6 @@ func (w *loadWorker) report(ctx context.Context, t *testing.T, c *chain.Client, 
 	within := func(ds []time.Duration, d time.Duration) int {
 		return sort.Search(len(ds), func(i int) bool { return ds[i] > d })
 	}
-	delays := fromHeader
 	cpu := after.cpu - before.cpu
 	completed := after.completed - before.completed
 	per := "-"
@@ -309,7 +308,7 @@ func (w *loadWorker) report(ctx context.Context, t *testing.T, c *chain.Client, 
 		"(the worker's own dispatch histogram, which counts only the tasks it saw at their assigning height: %.0f within 1 s of %.0f); "+
 		"CPU %.2f s over %.1f s, idle %.3f CPU-s/s: %s CPU per completed task beyond idle (%.0f completed)",
 		w.nodeID, workerGPUs, len(tasks),
-		q(delays, 0.5), q(delays, 0.9), q(delays, 1), within(delays, time.Second), within(delays, 2*time.Second), len(delays),
+		q(fromHeader, 0.5), q(fromHeader, 0.9), q(fromHeader, 1), within(fromHeader, time.Second), within(fromHeader, 2*time.Second), len(fromHeader),
 		q(fromCommit, 0.5), q(fromCommit, 0.9), q(fromCommit, 1), within(fromCommit, time.Second), within(fromCommit, 2*time.Second),
 		after.dispatch["1"]-before.dispatch["1"], after.count-before.count,
 		cpu, elapsed.Seconds(), idleRate, per, completed)

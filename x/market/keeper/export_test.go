@@ -120,22 +120,20 @@ func (k Keeper) AssignAttempts(ctx sdk.Context, taskID uint64) (uint32, error) {
 // V1UnassignedRefsForTest writes the index entries version 1 of the store kept for an
 // unassigned task (node 0, the empty provider), and counts all such entries.
 func (m Migrator) V1UnassignedRefsForTest(ctx context.Context, taskIDs ...uint64) (int, error) {
-	sb := collections.NewSchemaBuilder(m.k.storeService)
-	byNode := collections.NewKeySet(sb, types.TasksByNodeKey, "tasks_by_node", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))
-	byProvider := collections.NewKeySet(sb, types.TasksByProviderKey, "tasks_by_provider", collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key))
+	v1 := m.v1Refs()
 	for _, id := range taskIDs {
-		if err := byNode.Set(ctx, collections.Join(uint64(0), id)); err != nil {
+		if err := v1.byNode.Set(ctx, collections.Join(uint64(0), id)); err != nil {
 			return 0, err
 		}
-		if err := byProvider.Set(ctx, collections.Join(sdk.AccAddress{}, id)); err != nil {
+		if err := v1.byProvider.Set(ctx, collections.Join(sdk.AccAddress{}, id)); err != nil {
 			return 0, err
 		}
 	}
-	n, err := countAll(ctx, byNode, collections.NewPrefixedPairRange[uint64, uint64](0))
+	n, err := countAll(ctx, v1.byNode, v1.unassignedNode)
 	if err != nil {
 		return 0, err
 	}
-	p, err := countAll(ctx, byProvider, collections.NewPrefixedPairRange[sdk.AccAddress, uint64](sdk.AccAddress{}))
+	p, err := countAll(ctx, v1.byProvider, v1.unassignedProvider)
 	return n + p, err
 }
 

@@ -20,13 +20,30 @@ func NewMigrator(k Keeper) Migrator { return Migrator{k: k} }
 // a provider (sparseMulti); version 1 also indexed every unassigned task under node 0 and
 // the empty provider. Those entries go. The work is one entry per task never assigned.
 func (m Migrator) Migrate1to2(ctx context.Context) error {
-	sb := collections.NewSchemaBuilder(m.k.storeService)
-	byNode := collections.NewKeySet(sb, types.TasksByNodeKey, "tasks_by_node", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))
-	byProvider := collections.NewKeySet(sb, types.TasksByProviderKey, "tasks_by_provider", collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key))
-	if err := removeAll(ctx, byNode, collections.NewPrefixedPairRange[uint64, uint64](0)); err != nil {
+	v1 := m.v1Refs()
+	if err := removeAll(ctx, v1.byNode, v1.unassignedNode); err != nil {
 		return err
 	}
-	return removeAll(ctx, byProvider, collections.NewPrefixedPairRange[sdk.AccAddress, uint64](sdk.AccAddress{}))
+	return removeAll(ctx, v1.byProvider, v1.unassignedProvider)
+}
+
+// v1Refs are the raw tasks-by-node and by-provider index entries and the ranges version 1
+// kept unassigned tasks under (node 0, the empty provider).
+type v1Refs struct {
+	byNode             collections.KeySet[collections.Pair[uint64, uint64]]
+	byProvider         collections.KeySet[collections.Pair[sdk.AccAddress, uint64]]
+	unassignedNode     collections.Ranger[collections.Pair[uint64, uint64]]
+	unassignedProvider collections.Ranger[collections.Pair[sdk.AccAddress, uint64]]
+}
+
+func (m Migrator) v1Refs() v1Refs {
+	sb := collections.NewSchemaBuilder(m.k.storeService)
+	return v1Refs{
+		byNode:             collections.NewKeySet(sb, types.TasksByNodeKey, "tasks_by_node", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key)),
+		byProvider:         collections.NewKeySet(sb, types.TasksByProviderKey, "tasks_by_provider", collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key)),
+		unassignedNode:     collections.NewPrefixedPairRange[uint64, uint64](0),
+		unassignedProvider: collections.NewPrefixedPairRange[sdk.AccAddress, uint64](sdk.AccAddress{}),
+	}
 }
 
 func removeAll[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) error {

@@ -192,7 +192,7 @@ func (k Keeper) insertTask(ctx context.Context, job *types.Job, t types.Task) er
 	if t.Status != types.TASK_STATUS_PENDING {
 		return fmt.Errorf("market: new task %d is %s, not pending", t.Id, t.Status)
 	}
-	if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+	if err := k.storeNewTask(ctx, t); err != nil {
 		return err
 	}
 	job.OpenTasks++
