@@ -181,6 +181,8 @@ type App struct {
 	// when that is set (flopsd start --inv-check-period).
 	Invariants     *invariant.Set
 	invCheckPeriod uint
+	// proposer is the validator key this node proposes with (proposer.go), or nil.
+	proposer *proposerKey
 }
 
 // New returns a fully wired flops app.
@@ -287,7 +289,7 @@ func New(
 	// flops' modules decode addresses without the SDK codec's global-config lookup
 	flopsAddr := chain.NewAddressCodec(sdk.GetConfig().GetBech32AccountAddrPrefix())
 	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper)
-	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper)
+	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper, app.StakingKeeper)
 	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.GFLKeeper)
 	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper,
 		app.BankKeeper, app.GFLKeeper, app.StakingSlashKeeper, authtypes.FeeCollectorName, dpstypes.ModuleName)
@@ -407,7 +409,11 @@ func New(
 	if err != nil {
 		panic(err)
 	}
-	app.SetAnteHandler(anteHandler)
+	app.SetAnteHandler(proposerTxAnte(anteHandler))
+	app.proposer = loadProposerKey(appOpts, logger)
+	proposals := baseapp.NewDefaultProposalHandler(bApp.Mempool(), bApp)
+	app.SetPrepareProposal(app.prepareProposal(proposals.PrepareProposalHandler()))
+	app.SetProcessProposal(app.processProposal(proposals.ProcessProposalHandler()))
 	app.SetPostHandler(NewPostHandler(app.DPSKeeper))
 	app.metrics = nodemetrics.New(app.metricsSnapshot)
 

@@ -29,7 +29,7 @@ import (
 	stakingslashtypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
-// Two validators make blocks, every flops module answers its params query over gRPC on
+// Two validators make blocks (each with its VRF's randomness first: checkProposerRandomness), every flops module answers its params query over gRPC on
 // every validator and every query route over REST (checkRESTRoutes), a bank send lands, and
 // the TypeScript client signs every flops Msg in both sign modes (checkTSClient).
 func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
@@ -87,6 +87,7 @@ func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
 		return nil
 	}, 10))
 
+	checkProposerRandomness(t, net, v0)
 	checkWalletMetadata(t, v0)
 	checkGRPCReflectionV1(t, v0)
 	checkTSClient(t, net, v0)

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flopsnet/flops/internal/beacon"
-	"github.com/flopsnet/flops/testutil/apptest"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -61,7 +60,7 @@ func TestGemmJobReveal(t *testing.T) {
 	}
 	reveal := func(name string, id uint64, g solved) *markettypes.MsgRevealResult {
 		tk := task(t, a, id)
-		seed := beacon.Derive(apptest.BlockHash(tk.CommitHeight+1), markettypes.DomainGemmSample, id)
+		seed := beacon.Derive(a.BeaconValue(tk.CommitHeight+1), markettypes.DomainGemmSample, id)
 		return &markettypes.MsgRevealResult{Provider: a.Account(name).String(), TaskId: id, ResultRoot: g.root(), Salt: salt,
 			OutputUri: fmt.Sprintf("https://%s.example.com/out/%d", name, id), GemmProofs: g.proofs(seed, gp.ChallengeSamples)}
 	}

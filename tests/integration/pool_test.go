@@ -147,7 +147,7 @@ func (pp *poolPlayer) solve(unit uint64) solved {
 
 func (pp *poolPlayer) reveal(name string, unit uint64, g solved) sdk.Msg {
 	u := getUnit(pp.t, pp.a, pp.pool.Id, unit)
-	seed := beacon.Derive(apptest.BlockHash(u.CommitHeight+1), markettypes.DomainPoolSample, pp.pool.Id, unit)
+	seed := beacon.Derive(pp.a.BeaconValue(u.CommitHeight+1), markettypes.DomainPoolSample, pp.pool.Id, unit)
 	return &markettypes.MsgRevealUnit{Provider: pp.a.Account(name).String(), PoolId: pp.pool.Id, UnitId: unit,
 		ResultRoot: g.root(), Salt: pp.salt, OutputUri: fmt.Sprintf("https://%s.example.com/out/%d", name, unit),
 		GemmProofs: g.proofs(seed, pp.sample)}

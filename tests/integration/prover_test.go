@@ -58,7 +58,7 @@ func (p *prover) msgs(a *apptest.App) []sdk.Msg {
 		case c.Status == gfltypes.CHALLENGE_STATUS_COMMITTED && next > c.CommitHeight+1:
 			ans, ok := p.answers[c.Id]
 			require.True(p.t, ok)
-			positions := pocp.SamplePositions(pocp.SampleSeed(apptest.BlockHash(c.CommitHeight+1), c.Id), c.N, int(c.Samples))
+			positions := pocp.SamplePositions(pocp.SampleSeed(a.BeaconValue(c.CommitHeight+1), c.Id), c.N, int(c.Samples))
 			var proofs []gfltypes.ChunkProof
 			for _, idx := range pocp.ChunksFor(c.N, positions) {
 				pr := ans.tree.Prove(ans.s, idx)

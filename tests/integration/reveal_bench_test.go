@@ -127,7 +127,7 @@ func benchReveals(b *testing.B, a *apptest.App, spec func() markettypes.JobSpec)
 			msg := &markettypes.MsgRevealResult{Provider: tk.Provider, TaskId: tk.Id, ResultRoot: trueRoot(job, tk.Index), Salt: salt,
 				OutputUri: fmt.Sprintf("https://x.example.com/out/%d", tk.Id)}
 			if g, ok := roots[tk.Id]; ok {
-				seed := beacon.Derive(apptest.BlockHash(tk.CommitHeight+1), markettypes.DomainGemmSample, tk.Id)
+				seed := beacon.Derive(a.BeaconValue(tk.CommitHeight+1), markettypes.DomainGemmSample, tk.Id)
 				msg.ResultRoot, msg.GemmProofs = g.root(), g.proofs(seed, gp.ChallengeSamples)
 			}
 			txs = append(txs, a.SignTx(providerName(a, tk.Provider), apptest.DefaultGas, msg))

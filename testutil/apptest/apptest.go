@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	cmted25519 "github.com/cometbft/cometbft/crypto/ed25519"
 	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
 	cmttypes "github.com/cometbft/cometbft/types"
 	dbm "github.com/cosmos/cosmos-db"
@@ -29,6 +30,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client/flags"
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
 	cryptocodec "github.com/cosmos/cosmos-sdk/crypto/codec"
+	sdked25519 "github.com/cosmos/cosmos-sdk/crypto/keys/ed25519"
 	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
 	"github.com/cosmos/cosmos-sdk/testutil/mock"
 	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
@@ -78,6 +80,11 @@ type App struct {
 	// LastResults is the result of the last FinalizeBlock.
 	LastResults *abci.ResponseFinalizeBlock
 	pending     bool
+	// Propose, when set, makes each block as CometBFT does: the validator's
+	// PrepareProposal (which puts its VRF's randomness tx first, LastResults.TxResults[0]),
+	// then ProcessProposal, which must accept it.
+	Propose     bool
+	proposerKey cmted25519.PrivKey
 }
 
 type config struct {
@@ -131,11 +138,15 @@ func New(t testing.TB, opts ...Option) *App {
 	}
 
 	gs := a.DefaultGenesis()
-	privVal := mock.NewPV()
+	// the validator's consensus key: the same in every test app, so that two apps fed the
+	// same blocks reach the same beacon values (its VRF makes them)
+	privVal := mock.PV{PrivKey: &sdked25519.PrivKey{Key: []byte(cmted25519.GenPrivKeyFromSecret([]byte("flops-apptest/validator")))}}
 	pubKey, err := privVal.GetPubKey()
 	require.NoError(t, err)
 	val := cmttypes.NewValidator(pubKey, 1)
 	ta.proposer = val.Address
+	ta.proposerKey = cmted25519.PrivKey(privVal.PrivKey.Bytes())
+	a.SetProposerKey(ta.proposerKey)
 	ta.genesisAccountsAndValidator(gs, val)
 	for _, fn := range cfg.genesis {
 		fn(GenesisEditor{App: a, Genesis: gs})
@@ -271,6 +282,14 @@ func (a *App) NextBlockThen(then func(), txs ...[]byte) *abci.ResponseFinalizeBl
 	if a.HeaderHash != nil {
 		hash = a.HeaderHash(h.Height)
 	}
+	if a.Propose {
+		prep, err := a.PrepareProposal(&abci.RequestPrepareProposal{
+			MaxTxBytes: maxProposalBytes, Txs: txs, Height: h.Height, Time: h.Time, ProposerAddress: a.proposer,
+		})
+		require.NoError(a.t, err)
+		txs = prep.Txs
+		require.Equal(a.t, abci.ResponseProcessProposal_ACCEPT, a.ProcessProposalOf(txs...), "the validator refuses its own proposal")
+	}
 	res, err := a.FinalizeBlock(&abci.RequestFinalizeBlock{
 		Height: h.Height, Time: h.Time, Txs: txs, ProposerAddress: a.proposer,
 		Hash: hash,
@@ -284,6 +303,35 @@ func (a *App) NextBlockThen(then func(), txs ...[]byte) *abci.ResponseFinalizeBl
 	a.height, a.blockTime, a.pending = h.Height, h.Time, false
 	a.LastResults = res
 	return res
+}
+
+// maxProposalBytes is the room a test proposal has for its txs.
+const maxProposalBytes = 4 << 20
+
+// BeaconValue is the beacon's value of committed block h (with drand off: the chain of
+// its proposers' VRF outputs), which the chain's samples and draws bound to h use.
+func (a *App) BeaconValue(h int64) []byte {
+	a.t.Helper()
+	v, err := a.GFLKeeper.BlockHashes.Get(a.Ctx(), h)
+	require.NoError(a.t, err, "beacon value of block %d", h)
+	return v
+}
+
+// ProposerKey is the validator's consensus key (ed25519).
+func (a *App) ProposerKey() cmted25519.PrivKey { return a.proposerKey }
+
+// ProposerAddress is the validator's consensus address.
+func (a *App) ProposerAddress() []byte { return a.proposer }
+
+// ProcessProposalOf is the validator's verdict on a proposal of the next block made of txs.
+func (a *App) ProcessProposalOf(txs ...[]byte) abci.ResponseProcessProposal_ProposalStatus {
+	a.t.Helper()
+	h := a.nextHeader()
+	res, err := a.ProcessProposal(&abci.RequestProcessProposal{
+		Txs: txs, Height: h.Height, Time: h.Time, ProposerAddress: a.proposer, Hash: BlockHash(h.Height),
+	})
+	require.NoError(a.t, err)
+	return res.Status
 }
 
 // NextBlocks commits n empty blocks.
@@ -361,8 +409,13 @@ const DefaultGas = 50_000_000
 func (a *App) Deliver(from string, msgs ...sdk.Msg) *abci.ExecTxResult {
 	a.t.Helper()
 	res := a.NextBlock(a.SignTx(from, DefaultGas, msgs...))
-	require.Len(a.t, res.TxResults, 1)
-	return res.TxResults[0]
+	results := res.TxResults
+	if a.Propose && len(results) == 2 {
+		require.Zerof(a.t, results[0].Code, "the proposer's randomness tx failed: %s", results[0].Log)
+		results = results[1:]
+	}
+	require.Len(a.t, results, 1)
+	return results[0]
 }
 
 // MustDeliver is Deliver that fails the test unless the tx succeeds.

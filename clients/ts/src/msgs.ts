@@ -6,6 +6,7 @@ import { MsgUpdateParams as dps_MsgUpdateParams } from "./gen/flops/dps/v1/tx.js
 import { MsgApproveNode as gfl_MsgApproveNode } from "./gen/flops/gfl/v1/tx.js";
 import { MsgCommitChallenge as gfl_MsgCommitChallenge } from "./gen/flops/gfl/v1/tx.js";
 import { MsgDeactivateNode as gfl_MsgDeactivateNode } from "./gen/flops/gfl/v1/tx.js";
+import { MsgProposerRandomness as gfl_MsgProposerRandomness } from "./gen/flops/gfl/v1/tx.js";
 import { MsgReactivateNode as gfl_MsgReactivateNode } from "./gen/flops/gfl/v1/tx.js";
 import { MsgRegisterNode as gfl_MsgRegisterNode } from "./gen/flops/gfl/v1/tx.js";
 import { MsgRevealChallenge as gfl_MsgRevealChallenge } from "./gen/flops/gfl/v1/tx.js";
@@ -44,6 +45,7 @@ export const flopsTypes: ReadonlyArray<[string, GeneratedType]> = [
   ["/flops.gfl.v1.MsgApproveNode", gfl_MsgApproveNode],
   ["/flops.gfl.v1.MsgCommitChallenge", gfl_MsgCommitChallenge],
   ["/flops.gfl.v1.MsgDeactivateNode", gfl_MsgDeactivateNode],
+  ["/flops.gfl.v1.MsgProposerRandomness", gfl_MsgProposerRandomness],
   ["/flops.gfl.v1.MsgReactivateNode", gfl_MsgReactivateNode],
   ["/flops.gfl.v1.MsgRegisterNode", gfl_MsgRegisterNode],
   ["/flops.gfl.v1.MsgRevealChallenge", gfl_MsgRevealChallenge],

@@ -110,6 +110,13 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "node_id", a: "node_id", t: "nodeId", k: "uint64" },
     ],
   },
+  "flops.gfl.v1.MsgProposerRandomness": {
+    f: [
+      { n: "proposer", a: "proposer", t: "proposer", k: "string" },
+      { n: "height", a: "height", t: "height", k: "int64" },
+      { n: "proof", a: "proof", t: "proof", k: "bytes" },
+    ],
+  },
   "flops.gfl.v1.MsgReactivateNode": {
     f: [
       { n: "operator", a: "operator", t: "operator", k: "string" },
@@ -550,6 +557,7 @@ export const msgs: { typeUrl: string; aminoName: string; signer: string }[] = [
   { typeUrl: "/flops.gfl.v1.MsgApproveNode", aminoName: "flops/x/gfl/MsgApproveNode", signer: "authority" },
   { typeUrl: "/flops.gfl.v1.MsgCommitChallenge", aminoName: "flops/x/gfl/MsgCommitChallenge", signer: "operator" },
   { typeUrl: "/flops.gfl.v1.MsgDeactivateNode", aminoName: "flops/x/gfl/MsgDeactivateNode", signer: "operator" },
+  { typeUrl: "/flops.gfl.v1.MsgProposerRandomness", aminoName: "flops/x/gfl/MsgProposerRandomness", signer: "proposer" },
   { typeUrl: "/flops.gfl.v1.MsgReactivateNode", aminoName: "flops/x/gfl/MsgReactivateNode", signer: "operator" },
   { typeUrl: "/flops.gfl.v1.MsgRegisterNode", aminoName: "flops/x/gfl/MsgRegisterNode", signer: "operator" },
   { typeUrl: "/flops.gfl.v1.MsgRevealChallenge", aminoName: "flops/x/gfl/MsgRevealChallenge", signer: "operator" },

@@ -1,10 +1,19 @@
 package keeper
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
+
+	voied25519 "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
+	"github.com/oasisprotocol/curve25519-voi/primitives/ed25519/extra/ecvrf"
+
+	sdked25519 "github.com/cosmos/cosmos-sdk/crypto/keys/ed25519"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -17,12 +26,18 @@ var _ beacon.Beacon = Keeper{}
 // The beacon's value for a committed block h (internal/beacon; every draw bound to h is
 // sha256(value || domain || ids)):
 //
-//	drand off:  the header hash of h ("block"). Its proposer can try header variants
-//	            before proposing, and so choose among many values.
+//	drand off:  the block's value ("block"), a chain of the proposers' VRF outputs:
+//	            value(h) = sha256("revealed" || value(h-1) || VRF_h), where VRF_h is the
+//	            output of h's proposer's ECVRF (RFC 9381, its ed25519 consensus key) over
+//	            the chain id, h and value(h-1), carried by MsgProposerRandomness first in
+//	            the block; a block without it has value(h) = sha256("withheld" ||
+//	            value(h-1) || h). A VRF's output is unique for a key and an input, so the
+//	            proposer cannot re-roll it by trying block variants: its one choice is to
+//	            reveal or to leave out, two values.
 //	drand on:   the randomness of the drand round bound to h when h was made,
 //	            round_at(time of h) + delay_rounds, published after h ("drand"); nobody
 //	            below the drand network's threshold can choose it. If that round is not
-//	            on chain by block h + wait_blocks, the hash of block h + wait_blocks
+//	            on chain by block h + wait_blocks, the value of block h + wait_blocks
 //	            ("fallback"): to steer a fallback, a proposer must keep the round off
 //	            chain for wait_blocks blocks (every proposer in between censoring every
 //	            submitter) and propose block h + wait_blocks. Until one of the two is
@@ -35,15 +50,23 @@ var _ beacon.Beacon = Keeper{}
 // bank send's gas is about 60,000).
 const DrandVerifyGas = 200_000
 
-// recordBlockHash keeps the current block's header hash for later draws, binds the block
-// to its drand round when drand is on, and forgets what fell out of the window (BeginBlock:
-// constant work, and the rounds older than the window's oldest block: about one per
-// drand period).
+// VRFVerifyGas is charged for checking a proposer's VRF proof (0.14 ms here; proving
+// takes as long, once per proposed block).
+const VRFVerifyGas = 50_000
+
+// Domains of a block's value and of its proposer's VRF input.
+const (
+	vrfInputDomain = "flops/beacon/vrf-input/v1"
+	revealedDomain = "flops/beacon/revealed/v1"
+	withheldDomain = "flops/beacon/withheld/v1"
+)
+
+// recordBlockHash binds the block to its drand round when drand is on, and forgets what
+// fell out of the window (BeginBlock: constant work, and the rounds older than the
+// window's oldest block: about one per drand period). The block's own value is fixed
+// during the block: by its proposer's MsgProposerRandomness, or at its end (sealBlockValue).
 func (k Keeper) recordBlockHash(ctx sdk.Context) error {
 	h := ctx.BlockHeight()
-	if err := k.BlockHashes.Set(ctx, h, ctx.HeaderHash()); err != nil {
-		return err
-	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
@@ -71,6 +94,113 @@ func (k Keeper) recordBlockHash(ctx sdk.Context) error {
 	return k.DrandRounds.Clear(ctx, new(collections.Range[uint64]).EndExclusive(oldest))
 }
 
+// ProposerVRFInput is what block h's proposer runs its VRF over: the chain id, h and the
+// value of block h-1 (none before the first block, or when h-1 is outside the window).
+func (k Keeper) ProposerVRFInput(ctx context.Context, height int64) ([]byte, error) {
+	prev, err := k.previousValue(ctx, height)
+	if err != nil {
+		return nil, err
+	}
+	chainID := sdk.UnwrapSDKContext(ctx).ChainID()
+	out := make([]byte, 0, len(vrfInputDomain)+1+len(chainID)+8+len(prev))
+	out = append(out, vrfInputDomain...)
+	out = append(out, byte(len(chainID)))
+	out = append(out, chainID...)
+	out = binary.BigEndian.AppendUint64(out, uint64(height))
+	return append(out, prev...), nil
+}
+
+func (k Keeper) previousValue(ctx context.Context, height int64) ([]byte, error) {
+	prev, err := k.BlockHashes.Get(ctx, height-1)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return nil, nil
+	}
+	return prev, err
+}
+
+// RecordProposerRandomness checks the current block's proposer's VRF proof and fixes the
+// block's value from its output. Only the proposer's operator signs it, for this block,
+// once; a proof that does not verify against the proposer's consensus key is refused.
+func (k Keeper) RecordProposerRandomness(ctx sdk.Context, proposer sdk.AccAddress, height int64, proof []byte) ([]byte, error) {
+	h := ctx.BlockHeight()
+	if height != h {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "the proof is for height %d, this block is %d", height, h)
+	}
+	if has, err := k.BlockHashes.Has(ctx, h); err != nil {
+		return nil, err
+	} else if has {
+		return nil, errorsmod.Wrapf(types.ErrRandomnessKnown, "block %d", h)
+	}
+	cons := sdk.ConsAddress(ctx.BlockHeader().ProposerAddress)
+	v, err := k.validators.GetValidatorByConsAddr(ctx, cons)
+	if err != nil {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "block proposer %X: %s", cons.Bytes(), err)
+	}
+	op, err := sdk.ValAddressFromBech32(v.GetOperator())
+	if err != nil {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "block proposer's operator %q: %s", v.GetOperator(), err)
+	}
+	if !bytes.Equal(op, proposer) {
+		return nil, errorsmod.Wrapf(types.ErrNotProposer, "proposer: %s is not the operator of block %d's proposer", proposer, h)
+	}
+	pk, err := v.ConsPubKey()
+	if err != nil {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "block proposer's consensus key: %s", err)
+	}
+	if _, ok := pk.(*sdked25519.PubKey); !ok {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "block proposer's consensus key is %s: only ed25519 keys have a VRF", pk.Type())
+	}
+	if len(proof) != ecvrf.ProofSize {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "proof: %d bytes, want %d", len(proof), ecvrf.ProofSize)
+	}
+	alpha, err := k.ProposerVRFInput(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	ctx.GasMeter().ConsumeGas(VRFVerifyGas, "VRF proof verification")
+	ok, beta := ecvrf.Verify(voied25519.PublicKey(pk.Bytes()), proof, alpha)
+	if !ok {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "proof: does not verify against block %d's proposer %X and the value of block %d", h, cons.Bytes(), h-1)
+	}
+	prev, err := k.previousValue(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return k.fixBlockValue(ctx, chainValue(revealedDomain, prev, beta), true)
+}
+
+// sealBlockValue fixes the block's value at its end when its proposer did not reveal
+// (EndBlock: constant work).
+func (k Keeper) sealBlockValue(ctx sdk.Context) error {
+	h := ctx.BlockHeight()
+	if has, err := k.BlockHashes.Has(ctx, h); err != nil || has {
+		return err
+	}
+	prev, err := k.previousValue(ctx, h)
+	if err != nil {
+		return err
+	}
+	_, err = k.fixBlockValue(ctx, chainValue(withheldDomain, prev, binary.BigEndian.AppendUint64(nil, uint64(h))), false)
+	return err
+}
+
+func (k Keeper) fixBlockValue(ctx sdk.Context, value []byte, revealed bool) ([]byte, error) {
+	if err := k.BlockHashes.Set(ctx, ctx.BlockHeight(), value); err != nil {
+		return nil, err
+	}
+	return value, ctx.EventManager().EmitTypedEvent(&types.EventBlockValue{
+		Height: ctx.BlockHeight(), Revealed: revealed, Proposer: fmt.Sprintf("%X", ctx.BlockHeader().ProposerAddress),
+	})
+}
+
+func chainValue(domain string, prev, input []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte(domain))
+	h.Write(prev)
+	h.Write(input)
+	return h.Sum(nil)
+}
+
 // oldestRound is the round bound to the oldest block in the window.
 func (k Keeper) oldestRound(ctx context.Context) (uint64, bool, error) {
 	it, err := k.BlockRounds.Iterate(ctx, nil)
@@ -85,8 +215,8 @@ func (k Keeper) oldestRound(ctx context.Context) (uint64, bool, error) {
 	return br.Round, err == nil, err
 }
 
-// BlockHash returns the header hash of a committed block (one below the current height)
-// still in the window.
+// BlockHash returns the value of a committed block (one below the current height) still
+// in the window: the chain of its proposers' VRF outputs (RecordProposerRandomness).
 func (k Keeper) BlockHash(ctx context.Context, height int64) ([]byte, error) {
 	if height >= sdk.UnwrapSDKContext(ctx).BlockHeight() {
 		return nil, errorsmod.Wrapf(beacon.ErrUnavailable, "height %d is not committed yet", height)

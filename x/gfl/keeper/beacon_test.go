@@ -1,9 +1,15 @@
 package keeper_test
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
+	cmted25519 "github.com/cometbft/cometbft/crypto/ed25519"
+	voied25519 "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
+	"github.com/oasisprotocol/curve25519-voi/primitives/ed25519/extra/ecvrf"
 	"github.com/stretchr/testify/require"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -68,39 +74,96 @@ func TestBeaconDrandBindsBlocksToLaterRounds(t *testing.T) {
 	require.True(t, f.hasEvent("flops.gfl.v1.EventBeaconRound"))
 }
 
-// The attack: the proposer of the block after a commitment tries header variants (it
-// orders the transactions) and keeps the one whose draw suits it. From block hashes it
-// can choose: of 16 variants, some give a different audit draw. From drand every variant
-// gives the same value.
+// The attack: the proposer of the block after a commitment tries variants of its block
+// (it orders the transactions, so the header hash is its to choose) and keeps the one whose
+// draw suits it. Before, the value was the header hash: 16 variants, 16 values to choose
+// from. Now the value comes from the proposer's VRF, unique for its key and input: every
+// variant gives the same value, and its one choice is to reveal its proof or to leave it
+// out, two values. With drand on, every variant and either choice draw the same.
 func TestAttackProposerGrindsBeacon(t *testing.T) {
-	draws := func(drand bool) map[bool]int {
-		out := map[bool]int{}
+	values := func(drand bool) map[string]bool {
+		out := map[string]bool{}
 		for variant := range 16 {
-			var f *fixture
-			var net *drandtest.Network
-			if drand {
-				f, net = drandFixture(t, nil)
-			} else {
-				f = newFixture(t, nil)
+			for _, reveal := range []bool{true, false} {
+				var f *fixture
+				var net *drandtest.Network
+				if drand {
+					f, net = drandFixture(t, nil)
+				} else {
+					f = newFixture(t, nil)
+				}
+				priv := f.addProposer("proposer")
+				f.blocks(3) // the commitment's block
+				h := f.ctx.BlockHeight() + 1
+				// the proposer's variant of block h
+				f.next(time.Second)
+				f.ctx = f.ctx.WithHeaderHash(append(blockHash(h), byte(variant))).WithProposer(sdk.ConsAddress(priv.PubKey().Address()))
+				if reveal {
+					_, err := f.revealVRF(priv, h)
+					require.NoError(t, err)
+				}
+				f.blocks(1)
+				if drand {
+					require.NoError(t, f.submitRound(net, net.RoundAt(f.ctx.BlockTime().Add(-time.Second))+1))
+				}
+				seed, err := f.k.Seed(f.ctx, h, "flops/market/audit", 42)
+				require.NoError(t, err)
+				out[fmt.Sprintf("%x", seed)] = true
 			}
-			f.blocks(3) // the commitment's block
-			h := f.ctx.BlockHeight() + 1
-			// the proposer's variant of block h
-			f.next(time.Second)
-			f.ctx = f.ctx.WithHeaderHash(append(blockHash(h), byte(variant)))
-			require.NoError(t, f.k.BeginBlocker(f.ctx))
-			f.blocks(1)
-			if drand {
-				require.NoError(t, f.submitRound(net, net.RoundAt(f.ctx.BlockTime().Add(-time.Second))+1))
-			}
-			seed, err := f.k.Seed(f.ctx, h, "flops/market/audit", 42)
-			require.NoError(t, err)
-			out[beacon.Below(seed, 1_000_000) < 100_000]++ // a 10% audit
 		}
 		return out
 	}
-	require.Len(t, draws(false), 2, "block hashes: the proposer finds a variant that dodges the audit")
-	require.Len(t, draws(true), 1, "drand: every variant draws the same")
+	require.Len(t, values(false), 2, "the proposer's VRF: one value revealed, one withheld, whatever the variant")
+	require.Len(t, values(true), 1, "drand: every variant draws the same")
+}
+
+// A revealed block's value is the chain of its proposer's VRF output; a proof that is not
+// the proposer's, for another block, or that comes twice is refused and leaves the block
+// to be sealed as withheld.
+func TestProposerRandomnessChainsTheValue(t *testing.T) {
+	f := newFixture(t, nil)
+	priv := f.addProposer("proposer")
+	other := f.addProposer("other")
+	f.blocks(2)
+	f.ctx = f.ctx.WithProposer(sdk.ConsAddress(priv.PubKey().Address()))
+	h := f.ctx.BlockHeight()
+	prev := f.value(h - 1)
+
+	// refused, each with its error, nothing written
+	_, err := f.revealVRF(other, h) // the other validator's proof, signed as the proposer
+	require.ErrorIs(t, err, types.ErrInvalidRandomness)
+	_, err = f.revealVRFAs("other", priv, h) // the proposer's proof, signed by another operator
+	require.ErrorIs(t, err, types.ErrNotProposer)
+	_, err = f.revealVRF(priv, h+1)
+	require.ErrorIs(t, err, types.ErrInvalidRandomness, "a proof for another height")
+	alpha, err := f.k.ProposerVRFInput(f.ctx, h)
+	require.NoError(t, err)
+	err = f.tx(func(ctx sdk.Context) error {
+		_, err := f.ms.ProposerRandomness(ctx, &types.MsgProposerRandomness{Proposer: keepertest.Addr("proposer"), Height: h, Proof: ecvrf.Prove(voied25519.PrivateKey(priv), append(alpha, 0))})
+		return err
+	})
+	require.ErrorIs(t, err, types.ErrInvalidRandomness, "a proof over another input")
+	has, err := f.k.BlockHashes.Has(f.ctx, h)
+	require.NoError(t, err)
+	require.False(t, has)
+
+	v, err := f.revealVRF(priv, h)
+	require.NoError(t, err)
+	beta := ecvrf.Prove(voied25519.PrivateKey(priv), alpha)
+	_, out := ecvrf.Verify(voied25519.PublicKey(priv.PubKey().Bytes()), beta, alpha)
+	want := sha256.Sum256(append(append([]byte("flops/beacon/revealed/v1"), prev...), out...))
+	require.Equal(t, want[:], v)
+	_, err = f.revealVRF(priv, h)
+	require.ErrorIs(t, err, types.ErrRandomnessKnown, "once per block")
+	f.blocks(1)
+	require.Equal(t, want[:], f.value(h), "the end of the block keeps the revealed value")
+
+	// the next block's proposer leaves its proof out: its value follows from h's alone
+	f.blocks(1)
+	var hb [8]byte
+	binary.BigEndian.PutUint64(hb[:], uint64(h+1))
+	withheld := sha256.Sum256(append(append([]byte("flops/beacon/withheld/v1"), want[:]...), hb[:]...))
+	require.Equal(t, withheld[:], f.value(h+1))
 }
 
 // A round that does not come by wait_blocks: the block's value is the hash of block
@@ -117,7 +180,7 @@ func TestBeaconDrandFallsBackAndStays(t *testing.T) {
 	res, err := f.beacon(h)
 	require.NoError(t, err)
 	require.Equal(t, keeper.SourceFallback, res.Source)
-	require.Equal(t, blockHash(h+drandWait), res.Value)
+	require.Equal(t, f.value(h+drandWait), res.Value)
 	require.NoError(t, f.submitRound(net, round))
 	again, err := f.beacon(h)
 	require.NoError(t, err)
@@ -237,13 +300,13 @@ func TestDrawSeedWaitsForItsBlocksRound(t *testing.T) {
 	r := net.Randomness(t, round)
 	require.Equal(t, beacon.Derive(r[:], "flops/test", 1), seed)
 
-	// drand off: the last committed block's hash, at once
+	// drand off: the last committed block's value, at once
 	off := newFixture(t, nil)
 	off.blocks(3)
 	h := off.ctx.BlockHeight()
 	seed, err = off.k.DrawSeed(off.ctx, h, "flops/test", 1)
 	require.NoError(t, err)
-	require.Equal(t, beacon.Derive(blockHash(h-1), "flops/test", 1), seed)
+	require.Equal(t, beacon.Derive(off.value(h-1), "flops/test", 1), seed)
 
 	// drand turned on later: a draw due before can get no round; it binds to now
 	p, err := off.k.Params.Get(off.ctx)
@@ -318,4 +381,31 @@ func TestPendingRounds(t *testing.T) {
 	res, err := off.qs.PendingRounds(off.ctx, &types.QueryPendingRoundsRequest{})
 	require.NoError(t, err)
 	require.Empty(t, res.Rounds)
+}
+
+// value is the stored value of block h.
+func (f *fixture) value(h int64) []byte {
+	f.t.Helper()
+	v, err := f.k.BlockHashes.Get(f.ctx, h)
+	require.NoError(f.t, err)
+	return v
+}
+
+// revealVRF runs the proposer's MsgProposerRandomness for height h with priv's proof.
+func (f *fixture) revealVRF(priv cmted25519.PrivKey, h int64) ([]byte, error) {
+	return f.revealVRFAs("proposer", priv, h)
+}
+
+func (f *fixture) revealVRFAs(signer string, priv cmted25519.PrivKey, h int64) ([]byte, error) {
+	alpha, err := f.k.ProposerVRFInput(f.ctx, h)
+	require.NoError(f.t, err)
+	var v []byte
+	err = f.tx(func(ctx sdk.Context) error {
+		res, err := f.ms.ProposerRandomness(ctx, &types.MsgProposerRandomness{Proposer: keepertest.Addr(signer), Height: h, Proof: ecvrf.Prove(voied25519.PrivateKey(priv), alpha)})
+		if res != nil {
+			v = res.Value
+		}
+		return err
+	})
+	return v, err
 }

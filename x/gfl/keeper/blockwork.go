@@ -41,6 +41,9 @@ const (
 // EndBlocker runs x/gfl's block work within its budget.
 func (k Keeper) EndBlocker(goCtx context.Context) error {
 	ctx := sdk.UnwrapSDKContext(goCtx)
+	if err := k.sealBlockValue(ctx); err != nil {
+		return err
+	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err

@@ -53,6 +53,7 @@ type Keeper struct {
 	accountKeeper types.AccountKeeper
 	bankKeeper    types.BankKeeper
 	collateral    types.CollateralKeeper
+	validators    types.ValidatorKeeper
 	// authority may update params and approve nodes (x/gov's module account).
 	authority string
 	hooks     *hooksHolder
@@ -108,7 +109,7 @@ type Keeper struct {
 // happens while wiring the app.
 func NewKeeper(
 	cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string,
-	ak types.AccountKeeper, bk types.BankKeeper, ck types.CollateralKeeper,
+	ak types.AccountKeeper, bk types.BankKeeper, ck types.CollateralKeeper, vk types.ValidatorKeeper,
 ) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "gfl: invalid authority %q", authority))
@@ -117,7 +118,7 @@ func NewKeeper(
 	operatorOf := func(operator string) (sdk.AccAddress, error) { return addressCodec.StringToBytes(operator) }
 	k := Keeper{
 		cdc: cdc, storeService: storeService, addressCodec: addressCodec, authority: authority,
-		accountKeeper: ak, bankKeeper: bk, collateral: ck, hooks: &hooksHolder{},
+		accountKeeper: ak, bankKeeper: bk, collateral: ck, validators: vk, hooks: &hooksHolder{},
 
 		Params:  collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		NodeSeq: collections.NewSequence(sb, types.NodeSeqKey, "node_seq"),

@@ -142,3 +142,16 @@ func (m msgServer) SubmitBeacon(ctx context.Context, msg *types.MsgSubmitBeacon)
 	}
 	return &types.MsgSubmitBeaconResponse{Randomness: r[:]}, sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventBeaconRound{Round: msg.Round, Submitter: who})
 }
+
+// ProposerRandomness fixes the block's beacon value from its proposer's VRF proof.
+func (m msgServer) ProposerRandomness(ctx context.Context, msg *types.MsgProposerRandomness) (*types.MsgProposerRandomnessResponse, error) {
+	proposer, err := m.operatorAddr("proposer", msg.Proposer)
+	if err != nil {
+		return nil, err
+	}
+	v, err := m.RecordProposerRandomness(sdk.UnwrapSDKContext(ctx), proposer, msg.Height, msg.Proof)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgProposerRandomnessResponse{Value: v}, nil
+}

@@ -10,8 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	cmted25519 "github.com/cometbft/cometbft/crypto/ed25519"
+
+	cryptocodec "github.com/cosmos/cosmos-sdk/crypto/codec"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
+	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	"github.com/flopsnet/flops/testutil/keepertest"
 	"github.com/flopsnet/flops/x/gfl"
@@ -19,6 +23,32 @@ import (
 	"github.com/flopsnet/flops/x/gfl/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
+
+// proposers is a fake x/staking for the beacon: validators by consensus address.
+type proposers map[string]stakingtypes.Validator
+
+func (p proposers) GetValidatorByConsAddr(_ context.Context, a sdk.ConsAddress) (stakingtypes.Validator, error) {
+	v, ok := p[string(a)]
+	if !ok {
+		return v, stakingtypes.ErrNoValidatorFound
+	}
+	return v, nil
+}
+
+// addProposer makes a validator whose operator is the account of name, with an ed25519
+// consensus key derived from name, and returns the key.
+func (f *fixture) addProposer(name string) cmted25519.PrivKey {
+	f.t.Helper()
+	priv := cmted25519.GenPrivKeyFromSecret([]byte("flops-gfl-test/" + name))
+	pk, err := cryptocodec.FromCmtPubKeyInterface(priv.PubKey())
+	require.NoError(f.t, err)
+	acc, err := sdk.AccAddressFromBech32(keepertest.Addr(name))
+	require.NoError(f.t, err)
+	v, err := stakingtypes.NewValidator(sdk.ValAddress(acc).String(), pk, stakingtypes.Description{Moniker: name})
+	require.NoError(f.t, err)
+	f.validators[string(priv.PubKey().Address())] = v
+	return priv
+}
 
 // collateral is a fake x/staking-slash: each provider may lock up to allowance GPUs.
 type collateral struct {
@@ -114,16 +144,18 @@ type fixture struct {
 	bank  *keepertest.Bank
 	coll  *collateral
 	hooks *hooks
-	ms    types.MsgServer
-	qs    types.QueryServer
+	// validators: the proposers the beacon knows (addProposer)
+	validators proposers
+	ms         types.MsgServer
+	qs         types.QueryServer
 }
 
 // newFixture starts at block 1 with the given params (default if nil).
 func newFixture(t *testing.T, edit func(p *types.Params)) *fixture {
 	t.Helper()
 	env := keepertest.NewEnv(t, types.StoreKey, gfl.AppModule{})
-	f := &fixture{t: t, env: env, bank: keepertest.NewBank(), coll: newCollateral(), hooks: &hooks{}}
-	f.k = keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.coll)
+	f := &fixture{t: t, env: env, bank: keepertest.NewBank(), coll: newCollateral(), hooks: &hooks{}, validators: proposers{}}
+	f.k = keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.coll, f.validators)
 	f.k.SetHooks(f.hooks)
 	gs := types.DefaultGenesisState()
 	if edit != nil {

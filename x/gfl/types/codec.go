@@ -19,6 +19,7 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgCommitChallenge{}, "flops/x/gfl/MsgCommitChallenge")
 	legacy.RegisterAminoMsg(cdc, &MsgRevealChallenge{}, "flops/x/gfl/MsgRevealChallenge")
 	legacy.RegisterAminoMsg(cdc, &MsgSubmitBeacon{}, "flops/x/gfl/MsgSubmitBeacon")
+	legacy.RegisterAminoMsg(cdc, &MsgProposerRandomness{}, "flops/x/gfl/MsgProposerRandomness")
 	cdc.RegisterConcrete(&Params{}, "flops/x/gfl/Params", nil)
 }
 
@@ -34,6 +35,7 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgCommitChallenge{},
 		&MsgRevealChallenge{},
 		&MsgSubmitBeacon{},
+		&MsgProposerRandomness{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

@@ -38,4 +38,7 @@ var (
 	ErrDrandOff               = errorsmod.RegisterWithGRPCCode(ModuleName, 27, codes.FailedPrecondition, "the drand beacon is off")
 	ErrInvalidBeacon          = errorsmod.RegisterWithGRPCCode(ModuleName, 28, codes.InvalidArgument, "invalid drand round")
 	ErrBeaconKnown            = errorsmod.RegisterWithGRPCCode(ModuleName, 29, codes.AlreadyExists, "drand round already on chain")
+	ErrInvalidRandomness      = errorsmod.RegisterWithGRPCCode(ModuleName, 30, codes.InvalidArgument, "invalid proposer randomness")
+	ErrRandomnessKnown        = errorsmod.RegisterWithGRPCCode(ModuleName, 31, codes.AlreadyExists, "block value already fixed")
+	ErrNotProposer            = errorsmod.RegisterWithGRPCCode(ModuleName, 32, codes.PermissionDenied, "signer is not the block proposer's operator")
 )

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -23,6 +24,12 @@ type BankKeeper interface {
 	SendCoinsFromAccountToModule(ctx context.Context, senderAddr sdk.AccAddress, recipientModule string, amt sdk.Coins) error
 	GetSupply(ctx context.Context, denom string) sdk.Coin
 	GetBalance(ctx context.Context, addr sdk.AccAddress, denom string) sdk.Coin
+}
+
+// ValidatorKeeper is the part of x/staking the beacon uses: a block proposer's validator,
+// whose consensus key checks the proposer's VRF proof and whose operator signs it.
+type ValidatorKeeper interface {
+	GetValidatorByConsAddr(ctx context.Context, consAddr sdk.ConsAddress) (stakingtypes.Validator, error)
 }
 
 // CollateralKeeper is the part of x/staking-slash this module uses: collateral locked per

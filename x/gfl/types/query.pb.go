@@ -714,11 +714,12 @@ func (m *QueryBeaconRequest) GetHeight() int64 {
 
 // QueryBeaconResponse carries the beacon's value for the block and where it came from.
 type QueryBeaconResponse struct {
-	// value (32 bytes): the drand round's randomness, or a block hash.
+	// value (32 bytes): the drand round's randomness, or a block's value (chained from the
+	// proposers' VRF outputs).
 	Value []byte `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
 	// source: "drand" (the round bound to the block), "fallback" (the round did not come
-	// within wait_blocks: the hash of block height + wait_blocks) or "block" (drand off:
-	// the block's own hash).
+	// within wait_blocks: the value of block height + wait_blocks) or "block" (drand off:
+	// the block's own value).
 	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
 	// round: the drand round bound to the block (0 when drand is off).
 	Round uint64 `protobuf:"varint,3,opt,name=round,proto3" json:"round,omitempty"`

@@ -155,6 +155,19 @@ export interface EventBeaconRound {
   submitter: string;
 }
 
+/** EventBlockValue: the beacon's value of a block was fixed at its end. */
+export interface EventBlockValue {
+  /** height of the block. */
+  height: bigint;
+  /**
+   * revealed: the proposer's VRF output went into the value (false: the proposer left it
+   * out, and the value follows from the previous one alone).
+   */
+  revealed: boolean;
+  /** proposer: the block proposer's consensus address (hex). */
+  proposer: string;
+}
+
 /** EventNodeRebalanced: a node's GFL index was set for an epoch. */
 export interface EventNodeRebalanced {
   /** node_id of the node. */
@@ -1527,6 +1540,110 @@ export const EventBeaconRound: MessageFns<EventBeaconRound> = {
     const message = createBaseEventBeaconRound();
     message.round = (object.round !== undefined && object.round !== null) ? BigInt(object.round) : 0n;
     message.submitter = object.submitter ?? "";
+    return message;
+  },
+};
+
+function createBaseEventBlockValue(): EventBlockValue {
+  return { height: 0n, revealed: false, proposer: "" };
+}
+
+export const EventBlockValue: MessageFns<EventBlockValue> = {
+  encode(message: EventBlockValue, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.height !== 0n) {
+      if (BigInt.asIntN(64, message.height) !== message.height) {
+        throw new globalThis.Error("value provided for field message.height of type int64 too large");
+      }
+      writer.uint32(8).int64(message.height);
+    }
+    if (message.revealed !== false) {
+      writer.uint32(16).bool(message.revealed);
+    }
+    if (message.proposer !== "") {
+      writer.uint32(26).string(message.proposer);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EventBlockValue {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEventBlockValue();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.height = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.revealed = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.proposer = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EventBlockValue {
+    return {
+      height: isSet(object.height) ? BigInt(object.height) : 0n,
+      revealed: isSet(object.revealed) ? globalThis.Boolean(object.revealed) : false,
+      proposer: isSet(object.proposer) ? globalThis.String(object.proposer) : "",
+    };
+  },
+
+  toJSON(message: EventBlockValue): unknown {
+    const obj: any = {};
+    if (message.height !== 0n) {
+      obj.height = message.height.toString();
+    }
+    if (message.revealed !== false) {
+      obj.revealed = message.revealed;
+    }
+    if (message.proposer !== "") {
+      obj.proposer = message.proposer;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EventBlockValue>): EventBlockValue {
+    return EventBlockValue.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EventBlockValue>): EventBlockValue {
+    const message = createBaseEventBlockValue();
+    message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
+    message.revealed = object.revealed ?? false;
+    message.proposer = object.proposer ?? "";
     return message;
   },
 };

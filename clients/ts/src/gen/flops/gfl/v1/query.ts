@@ -122,12 +122,15 @@ export interface QueryBeaconRequest {
 
 /** QueryBeaconResponse carries the beacon's value for the block and where it came from. */
 export interface QueryBeaconResponse {
-  /** value (32 bytes): the drand round's randomness, or a block hash. */
+  /**
+   * value (32 bytes): the drand round's randomness, or a block's value (chained from the
+   * proposers' VRF outputs).
+   */
   value: Uint8Array;
   /**
    * source: "drand" (the round bound to the block), "fallback" (the round did not come
-   * within wait_blocks: the hash of block height + wait_blocks) or "block" (drand off:
-   * the block's own hash).
+   * within wait_blocks: the value of block height + wait_blocks) or "block" (drand off:
+   * the block's own value).
    */
   source: string;
   /** round: the drand round bound to the block (0 when drand is off). */

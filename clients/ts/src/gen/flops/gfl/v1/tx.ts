@@ -188,6 +188,29 @@ export interface MsgSubmitBeaconResponse {
   randomness: Uint8Array;
 }
 
+/**
+ * MsgProposerRandomness is the proposer's contribution to its block's beacon value: an
+ * ECVRF-EDWARDS25519-SHA512-ELL2 proof (RFC 9381) made with the validator's consensus key
+ * over the chain id, the height and the previous block's value. The output of a VRF is
+ * unique for a key and an input, so the proposer cannot re-roll it: it can only reveal it
+ * or leave it out. The proposer places it unsigned, first in its block; the ante handler
+ * refuses it anywhere else (mempool, simulation, in a tx with other msgs).
+ */
+export interface MsgProposerRandomness {
+  /** proposer: the account of the block proposer's validator operator. */
+  proposer: string;
+  /** height of the block it is for. */
+  height: bigint;
+  /** proof: the VRF proof (80 bytes). */
+  proof: Uint8Array;
+}
+
+/** MsgProposerRandomnessResponse returns the block's beacon value. */
+export interface MsgProposerRandomnessResponse {
+  /** value (32 bytes) of the block. */
+  value: Uint8Array;
+}
+
 function createBaseMsgUpdateParams(): MsgUpdateParams {
   return { authority: "", params: undefined };
 }
@@ -1922,6 +1945,177 @@ export const MsgSubmitBeaconResponse: MessageFns<MsgSubmitBeaconResponse> = {
   },
 };
 
+function createBaseMsgProposerRandomness(): MsgProposerRandomness {
+  return { proposer: "", height: 0n, proof: new Uint8Array(0) };
+}
+
+export const MsgProposerRandomness: MessageFns<MsgProposerRandomness> = {
+  encode(message: MsgProposerRandomness, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.proposer !== "") {
+      writer.uint32(10).string(message.proposer);
+    }
+    if (message.height !== 0n) {
+      if (BigInt.asIntN(64, message.height) !== message.height) {
+        throw new globalThis.Error("value provided for field message.height of type int64 too large");
+      }
+      writer.uint32(16).int64(message.height);
+    }
+    if (message.proof.length !== 0) {
+      writer.uint32(26).bytes(message.proof);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MsgProposerRandomness {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMsgProposerRandomness();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.proposer = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.height = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.proof = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MsgProposerRandomness {
+    return {
+      proposer: isSet(object.proposer) ? globalThis.String(object.proposer) : "",
+      height: isSet(object.height) ? BigInt(object.height) : 0n,
+      proof: isSet(object.proof) ? bytesFromBase64(object.proof) : new Uint8Array(0),
+    };
+  },
+
+  toJSON(message: MsgProposerRandomness): unknown {
+    const obj: any = {};
+    if (message.proposer !== "") {
+      obj.proposer = message.proposer;
+    }
+    if (message.height !== 0n) {
+      obj.height = message.height.toString();
+    }
+    if (message.proof.length !== 0) {
+      obj.proof = base64FromBytes(message.proof);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MsgProposerRandomness>): MsgProposerRandomness {
+    return MsgProposerRandomness.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MsgProposerRandomness>): MsgProposerRandomness {
+    const message = createBaseMsgProposerRandomness();
+    message.proposer = object.proposer ?? "";
+    message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
+    message.proof = object.proof ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseMsgProposerRandomnessResponse(): MsgProposerRandomnessResponse {
+  return { value: new Uint8Array(0) };
+}
+
+export const MsgProposerRandomnessResponse: MessageFns<MsgProposerRandomnessResponse> = {
+  encode(message: MsgProposerRandomnessResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.value.length !== 0) {
+      writer.uint32(10).bytes(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MsgProposerRandomnessResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMsgProposerRandomnessResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.value = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MsgProposerRandomnessResponse {
+    return { value: isSet(object.value) ? bytesFromBase64(object.value) : new Uint8Array(0) };
+  },
+
+  toJSON(message: MsgProposerRandomnessResponse): unknown {
+    const obj: any = {};
+    if (message.value.length !== 0) {
+      obj.value = base64FromBytes(message.value);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MsgProposerRandomnessResponse>): MsgProposerRandomnessResponse {
+    return MsgProposerRandomnessResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MsgProposerRandomnessResponse>): MsgProposerRandomnessResponse {
+    const message = createBaseMsgProposerRandomnessResponse();
+    message.value = object.value ?? new Uint8Array(0);
+    return message;
+  },
+};
+
 /** Msg is the x/gfl transaction service. */
 export interface Msg {
   /** UpdateParams replaces the module parameters; only the authority (x/gov) may call it. */
@@ -1942,6 +2136,11 @@ export interface Msg {
   RevealChallenge(request: MsgRevealChallenge): Promise<MsgRevealChallengeResponse>;
   /** SubmitBeacon puts a drand round on chain: anyone may, the signature decides. */
   SubmitBeacon(request: MsgSubmitBeacon): Promise<MsgSubmitBeaconResponse>;
+  /**
+   * ProposerRandomness carries the block proposer's VRF proof: the block's proposer puts it
+   * first in its block; it never comes through the mempool.
+   */
+  ProposerRandomness(request: MsgProposerRandomness): Promise<MsgProposerRandomnessResponse>;
 }
 
 export const MsgServiceName = "flops.gfl.v1.Msg";
@@ -1960,6 +2159,7 @@ export class MsgClientImpl implements Msg {
     this.CommitChallenge = this.CommitChallenge.bind(this);
     this.RevealChallenge = this.RevealChallenge.bind(this);
     this.SubmitBeacon = this.SubmitBeacon.bind(this);
+    this.ProposerRandomness = this.ProposerRandomness.bind(this);
   }
   UpdateParams(request: MsgUpdateParams): Promise<MsgUpdateParamsResponse> {
     const data = MsgUpdateParams.encode(request).finish();
@@ -2013,6 +2213,12 @@ export class MsgClientImpl implements Msg {
     const data = MsgSubmitBeacon.encode(request).finish();
     const promise = this.rpc.request(this.service, "SubmitBeacon", data);
     return promise.then((data) => MsgSubmitBeaconResponse.decode(new BinaryReader(data)));
+  }
+
+  ProposerRandomness(request: MsgProposerRandomness): Promise<MsgProposerRandomnessResponse> {
+    const data = MsgProposerRandomness.encode(request).finish();
+    const promise = this.rpc.request(this.service, "ProposerRandomness", data);
+    return promise.then((data) => MsgProposerRandomnessResponse.decode(new BinaryReader(data)));
   }
 }
 
