@@ -122,7 +122,7 @@ func (app *App) ProposerRandomnessTx(ctx sdk.Context, priv cmted25519.PrivKey) (
 }
 
 // prepareProposal puts this node's randomness tx first in its proposal, in the room it
-// takes from the block's byte limit.
+// takes from the block's byte and gas limits.
 func (app *App) prepareProposal(inner sdk.PrepareProposalHandler) sdk.PrepareProposalHandler {
 	return func(ctx sdk.Context, req *abci.RequestPrepareProposal) (*abci.ResponsePrepareProposal, error) {
 		k := app.proposer
@@ -136,6 +136,13 @@ func (app *App) prepareProposal(inner sdk.PrepareProposalHandler) sdk.PreparePro
 		}
 		r := *req
 		r.MaxTxBytes -= cmttypes.ComputeProtoSizeForTxs([]cmttypes.Tx{tx})
+		if cp := ctx.ConsensusParams(); cp.Block != nil && cp.Block.MaxGas > 0 {
+			// the block's gas limit too: the randomness tx runs first, with ProposerTxGas
+			block := *cp.Block
+			block.MaxGas = max(block.MaxGas-ProposerTxGas, 0)
+			cp.Block = &block
+			ctx = ctx.WithConsensusParams(cp)
+		}
 		res, err := inner(ctx, &r)
 		if err != nil {
 			return nil, err

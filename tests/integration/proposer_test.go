@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmted25519 "github.com/cometbft/cometbft/crypto/ed25519"
@@ -189,4 +190,28 @@ func TestAttackProposerSteersDrawsWithoutDrand(t *testing.T) {
 	for _, salt := range []string{"ground 1", "ground 2", "ground 3"} {
 		require.Equal(t, honest, run(salt), fmt.Sprintf("the header hash of %q changed who got the tasks", salt))
 	}
+}
+
+// The randomness tx takes its room from the block's limits: a proposal of mempool txs
+// that fills the block's gas limit on its own leaves out the last one, so that the block,
+// randomness tx first, stays within the limit it is executed under.
+func TestProposerRandomnessLeavesRoomInTheBlock(t *testing.T) {
+	names := []string{"s1", "s2", "s3", "s4", "s5", "s6"}
+	a := apptest.New(t, apptest.WithAccounts(names...))
+	maxGas := a.ConsensusParamsMaxGas()
+	require.Positive(t, maxGas)
+	per := uint64(maxGas) / uint64(len(names)) // six txs fill the block exactly
+	var txs [][]byte
+	for _, n := range names {
+		txs = append(txs, a.SignTx(n, per, banktypes.NewMsgSend(a.Account(n).Address, a.Account("validator").Address, sdk.NewCoins(sdk.NewInt64Coin(app.BondDenom, 1)))))
+	}
+	res, err := a.PrepareProposal(&abci.RequestPrepareProposal{
+		MaxTxBytes: 4 << 20, Txs: txs, Height: a.Height() + 1, Time: a.BlockTime().Add(time.Second), ProposerAddress: a.ProposerAddress(),
+	})
+	require.NoError(t, err)
+	require.Len(t, res.Txs, len(names), "the randomness tx and five of the six")
+	first, err := a.TxConfig().TxDecoder()(res.Txs[0])
+	require.NoError(t, err)
+	require.IsType(t, &gfltypes.MsgProposerRandomness{}, first.GetMsgs()[0])
+	require.Equal(t, txs[:5], res.Txs[1:])
 }

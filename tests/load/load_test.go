@@ -304,6 +304,8 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	// state on disk: the in-memory DB deadlocked under the large run's queries
 	cfg := network.OnDiskConfig(1)
 	cfg.TimeoutCommit = time.Duration(lc.blockMS) * time.Millisecond
+	clock := newCommitClock()
+	cfg.AppConstructor = clock.listen(cfg.AppConstructor)
 	genesis(t, &cfg, all, worker != nil)
 	net, err := sdknetwork.New(t, t.TempDir(), cfg)
 	require.NoError(t, err)
@@ -423,7 +425,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 		for _, tk := range taken {
 			require.Equal(t, worker.acc.addr.String(), tk.Provider, "task %d", tk.Id)
 		}
-		worker.report(ctx, t, c, taken, workerIdle, workerBefore, worker.scrape(ctx, t), time.Since(jobsStart))
+		worker.report(ctx, t, c, clock, taken, workerIdle, workerBefore, worker.scrape(ctx, t), time.Since(jobsStart))
 	}
 
 	bank2 := bankSends()

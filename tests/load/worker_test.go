@@ -13,15 +13,21 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
+	servertypes "github.com/cosmos/cosmos-sdk/server/types"
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
+	sdknetwork "github.com/cosmos/cosmos-sdk/testutil/network"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/app"
 	"github.com/flopsnet/flops/app/encoding"
 	"github.com/flopsnet/flops/testutil/network"
 	"github.com/flopsnet/flops/worker/chain"
@@ -260,12 +266,51 @@ func (w *loadWorker) started(t *testing.T) map[uint64]time.Time {
 	return out
 }
 
+// commitClock records when the validator's app committed each height (an ABCI listener
+// on the in-process validator): the first moment a query, the worker's included, can see
+// what the block did.
+type commitClock struct {
+	mu sync.Mutex
+	at map[int64]time.Time
+}
+
+func newCommitClock() *commitClock { return &commitClock{at: map[int64]time.Time{}} }
+
+// listen makes every validator the constructor builds report its commits to the clock.
+func (c *commitClock) listen(inner sdknetwork.AppConstructor) sdknetwork.AppConstructor {
+	return func(val sdknetwork.ValidatorI) servertypes.Application {
+		a := inner(val)
+		a.(*app.App).SetStreamingManager(storetypes.StreamingManager{ABCIListeners: []storetypes.ABCIListener{c}})
+		return a
+	}
+}
+
+func (*commitClock) ListenFinalizeBlock(context.Context, abci.RequestFinalizeBlock, abci.ResponseFinalizeBlock) error {
+	return nil
+}
+
+func (c *commitClock) ListenCommit(ctx context.Context, _ abci.ResponseCommit, _ []*storetypes.StoreKVPair) error {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at[sdk.UnwrapSDKContext(ctx).BlockHeight()] = now
+	return nil
+}
+
+func (c *commitClock) committed(h int64) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.at[h]
+	return at, ok
+}
+
 // report logs the worker's take-up of its tasks, to the start of each one's execution in
 // the worker's log: from the header time of the block that assigned it (when that block
 // began: its execution and the validator's timeout_commit are in the figure) and from
 // that block's precommit (the next block's header time), after which the block is
-// executed and the assignment can be seen; and the worker's CPU per task beyond idle.
-func (w *loadWorker) report(ctx context.Context, t *testing.T, c *chain.Client, tasks []markettypes.Task, idleRate float64, before, after workerMetrics, elapsed time.Duration) {
+// executed; and from the app's commit of the block, when the assignment can first be
+// seen; and the worker's CPU per task beyond idle.
+func (w *loadWorker) report(ctx context.Context, t *testing.T, c *chain.Client, clock *commitClock, tasks []markettypes.Task, idleRate float64, before, after workerMetrics, elapsed time.Duration) {
 	t.Helper()
 	started := w.started(t)
 	times := map[int64]time.Time{}
@@ -278,7 +323,7 @@ func (w *loadWorker) report(ctx context.Context, t *testing.T, c *chain.Client, 
 		times[h] = res.SdkBlock.Header.Time
 		return times[h]
 	}
-	var fromHeader, fromCommit []time.Duration
+	var fromHeader, fromCommit, fromApp []time.Duration
 	for _, tk := range tasks {
 		at, ok := started[tk.Id]
 		require.True(t, ok, "the worker's log says when task %d started", tk.Id)
@@ -287,9 +332,13 @@ func (w *loadWorker) report(ctx context.Context, t *testing.T, c *chain.Client, 
 		// validator: its own): the block is decided then, and executed after it (the
 		// worker sees the assignment once the app has committed it)
 		fromCommit = append(fromCommit, at.Sub(blockTime(tk.AssignedHeight+1)))
+		committed, ok := clock.committed(tk.AssignedHeight)
+		require.True(t, ok, "the app's commit of block %d was recorded", tk.AssignedHeight)
+		fromApp = append(fromApp, at.Sub(committed))
 	}
 	sort.Slice(fromHeader, func(i, j int) bool { return fromHeader[i] < fromHeader[j] })
 	sort.Slice(fromCommit, func(i, j int) bool { return fromCommit[i] < fromCommit[j] })
+	sort.Slice(fromApp, func(i, j int) bool { return fromApp[i] < fromApp[j] })
 	q := func(ds []time.Duration, p float64) time.Duration {
 		return ds[min(len(ds)-1, int(p*float64(len(ds))))].Round(time.Millisecond)
 	}
@@ -304,12 +353,14 @@ func (w *loadWorker) report(ctx context.Context, t *testing.T, c *chain.Client, 
 	}
 	t.Logf("worker: node %d (%d mock GPUs; BUILTIN GEMM n=256 on the CPU, about 5 ms a task) took %d tasks during the flood; "+
 		"to the start of execution from the assigning block's header time (its start: the block's execution and timeout_commit are in it): p50 %s, p90 %s, max %s, within 1 s %d, 2 s %d of %d; "+
-		"from its precommit (the next block's header time; its execution is in it): p50 %s, p90 %s, max %s, within 1 s %d, 2 s %d "+
+		"from its precommit (the next block's header time; its execution is in it): p50 %s, p90 %s, max %s, within 1 s %d, 2 s %d; "+
+		"from the app's commit of the block (the first moment a query can see the assignment): p50 %s, p90 %s, max %s, within 500 ms %d, 1 s %d "+
 		"(the worker's own dispatch histogram, which counts only the tasks it saw at their assigning height: %.0f within 1 s of %.0f); "+
 		"CPU %.2f s over %.1f s, idle %.3f CPU-s/s: %s CPU per completed task beyond idle (%.0f completed)",
 		w.nodeID, workerGPUs, len(tasks),
 		q(fromHeader, 0.5), q(fromHeader, 0.9), q(fromHeader, 1), within(fromHeader, time.Second), within(fromHeader, 2*time.Second), len(fromHeader),
 		q(fromCommit, 0.5), q(fromCommit, 0.9), q(fromCommit, 1), within(fromCommit, time.Second), within(fromCommit, 2*time.Second),
+		q(fromApp, 0.5), q(fromApp, 0.9), q(fromApp, 1), within(fromApp, 500*time.Millisecond), within(fromApp, time.Second),
 		after.dispatch["1"]-before.dispatch["1"], after.count-before.count,
 		cpu, elapsed.Seconds(), idleRate, per, completed)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
+	nodeservice "github.com/cosmos/cosmos-sdk/client/grpc/node"
 	sdknetwork "github.com/cosmos/cosmos-sdk/testutil/network"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
@@ -81,4 +83,14 @@ func TestSignerAgainstNode(t *testing.T) {
 	require.NoError(t, err, "the signer carries on")
 	require.NotZero(t, res.Height)
 	require.NotEmpty(t, res.Responses, "the msg responses are decoded")
+
+	// the height the app has committed, and that block's time, from the node service
+	_, err = c.Status.Status(ctx, &nodeservice.StatusRequest{})
+	require.NoError(t, err, "the node serves the node service's Status")
+	h, bt, err := c.Height(ctx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, h, res.Height)
+	b, err := c.Node.GetBlockByHeight(ctx, &cmtservice.GetBlockByHeightRequest{Height: h})
+	require.NoError(t, err)
+	require.True(t, b.SdkBlock.Header.Time.Equal(bt), "block %d's time %s, Height said %s", h, b.SdkBlock.Header.Time, bt)
 }

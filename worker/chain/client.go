@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
+	nodeservice "github.com/cosmos/cosmos-sdk/client/grpc/node"
 	"github.com/cosmos/cosmos-sdk/codec"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
@@ -83,6 +84,8 @@ type Client struct {
 	Bank       banktypes.QueryClient
 	Tx         txtypes.ServiceClient
 	Node       cmtservice.ServiceClient
+	// Status is the node service: the height and time its app has committed.
+	Status nodeservice.ServiceClient
 }
 
 // Dial connects to a node and reads its chain id when the config has none.
@@ -112,6 +115,7 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 		Collateral: sstypes.NewQueryClient(conn), Reputation: reputationtypes.NewQueryClient(conn),
 		DPS: dpstypes.NewQueryClient(conn), Auth: authtypes.NewQueryClient(conn), Bank: banktypes.NewQueryClient(conn),
 		Tx: txtypes.NewServiceClient(conn), Node: cmtservice.NewServiceClient(conn),
+		Status: nodeservice.NewServiceClient(conn),
 	}
 	if c.cfg.ChainID == "" {
 		for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
@@ -148,8 +152,19 @@ func (c *Client) Encoding() encoding.Config { return c.enc }
 // Conn is the gRPC connection (for other query clients).
 func (c *Client) Conn() *grpc.ClientConn { return c.conn }
 
-// Height returns the latest block height and time.
+// Height returns the height and time of the latest block the node's app has committed:
+// the state its queries answer from. It asks the node service's Status, a few bytes,
+// rather than for the latest block, which is the whole block (megabytes of txs under
+// load) and may be one CometBFT stored before the app executed it. A node that does not
+// serve Status answers from its latest block.
 func (c *Client) Height(ctx context.Context) (int64, time.Time, error) {
+	st, err := c.Status.Status(ctx, &nodeservice.StatusRequest{})
+	switch {
+	case err == nil && st.Timestamp != nil:
+		return int64(st.Height), *st.Timestamp, nil
+	case err != nil && status.Code(err) != codes.Unimplemented:
+		return 0, time.Time{}, err
+	}
 	res, err := c.Node.GetLatestBlock(ctx, &cmtservice.GetLatestBlockRequest{})
 	if err != nil {
 		return 0, time.Time{}, err
