@@ -6,8 +6,8 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
-// BeginBlocker records the block hash for the beacon.
+// BeginBlocker binds the block to its drand round for the beacon (beacon.go).
 func (k Keeper) BeginBlocker(goCtx context.Context) error {
 	ctx := sdk.UnwrapSDKContext(goCtx)
-	return k.recordBlockHash(ctx)
+	return k.bindBlock(ctx)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/oasisprotocol/curve25519-voi/primitives/ed25519/extra/ecvrf"
 
 	sdked25519 "github.com/cosmos/cosmos-sdk/crypto/keys/ed25519"
-
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/beacon"
@@ -61,11 +60,11 @@ const (
 	withheldDomain = "flops/beacon/withheld/v1"
 )
 
-// recordBlockHash binds the block to its drand round when drand is on, and forgets what
+// bindBlock binds the block to its drand round when drand is on, and forgets what
 // fell out of the window (BeginBlock: constant work, and the rounds older than the
 // window's oldest block: about one per drand period). The block's own value is fixed
 // during the block: by its proposer's MsgProposerRandomness, or at its end (sealBlockValue).
-func (k Keeper) recordBlockHash(ctx sdk.Context) error {
+func (k Keeper) bindBlock(ctx sdk.Context) error {
 	h := ctx.BlockHeight()
 	p, err := k.Params.Get(ctx)
 	if err != nil {
@@ -123,6 +122,9 @@ func (k Keeper) previousValue(ctx context.Context, height int64) ([]byte, error)
 // once; a proof that does not verify against the proposer's consensus key is refused.
 func (k Keeper) RecordProposerRandomness(ctx sdk.Context, proposer sdk.AccAddress, height int64, proof []byte) ([]byte, error) {
 	h := ctx.BlockHeight()
+	if len(proof) != ecvrf.ProofSize {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "proof: %d bytes, want %d", len(proof), ecvrf.ProofSize)
+	}
 	if height != h {
 		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "the proof is for height %d, this block is %d", height, h)
 	}
@@ -149,9 +151,6 @@ func (k Keeper) RecordProposerRandomness(ctx sdk.Context, proposer sdk.AccAddres
 	}
 	if _, ok := pk.(*sdked25519.PubKey); !ok {
 		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "block proposer's consensus key is %s: only ed25519 keys have a VRF", pk.Type())
-	}
-	if len(proof) != ecvrf.ProofSize {
-		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "proof: %d bytes, want %d", len(proof), ecvrf.ProofSize)
 	}
 	alpha, err := k.ProposerVRFInput(ctx, h)
 	if err != nil {

@@ -143,6 +143,13 @@ func TestProposerRandomnessChainsTheValue(t *testing.T) {
 		return err
 	})
 	require.ErrorIs(t, err, types.ErrInvalidRandomness, "a proof over another input")
+	for _, size := range []int{79, 81, 2 << 20} {
+		err = f.tx(func(ctx sdk.Context) error {
+			_, err := f.ms.ProposerRandomness(ctx, &types.MsgProposerRandomness{Proposer: keepertest.Addr("proposer"), Height: h, Proof: make([]byte, size)})
+			return err
+		})
+		require.ErrorIs(t, err, types.ErrInvalidRandomness, "a proof of %d bytes", size)
+	}
 	has, err := f.k.BlockHashes.Has(f.ctx, h)
 	require.NoError(t, err)
 	require.False(t, has)
