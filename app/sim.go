@@ -95,6 +95,7 @@ func (g gflSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
 	reg.Add(w.Get("msg_commit_challenge", 180), gflsim.MsgCommitChallengeFactory(g.app.GFLKeeper, g.answers))
 	reg.Add(w.Get("msg_reveal_challenge", 240), gflsim.MsgRevealChallengeFactory(g.app.GFLKeeper, g.answers))
 	reg.Add(w.Get("msg_submit_beacon", 120), gflsim.MsgSubmitBeaconFactory(g.app.GFLKeeper))
+	reg.Add(w.Get("msg_proposer_randomness", 150), gflsim.MsgProposerRandomnessFactory(g.app.GFLKeeper, g.app.StakingKeeper))
 }
 
 // ProposalMsgsX registers governance's changes of x/gfl's params.
