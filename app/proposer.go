@@ -113,6 +113,12 @@ func (app *App) ProposerRandomnessTx(ctx sdk.Context, priv cmted25519.PrivKey) (
 		Height:   ctx.BlockHeight(),
 		Proof:    ecvrf.Prove(voied25519.PrivateKey(priv), alpha),
 	}
+	return app.ProposerTx(msg)
+}
+
+// ProposerTx encodes msg as a proposer places it: alone in an unsigned tx with
+// ProposerTxGas.
+func (app *App) ProposerTx(msg *gfltypes.MsgProposerRandomness) ([]byte, error) {
 	b := app.txConfig.NewTxBuilder()
 	if err := b.SetMsgs(msg); err != nil {
 		return nil, err

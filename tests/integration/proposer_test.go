@@ -34,15 +34,12 @@ func vrfInput(h int64, prev []byte) []byte {
 // proposerTx is an unsigned tx made of msg, as a proposer places it.
 func proposerTx(t *testing.T, a *apptest.App, msg *gfltypes.MsgProposerRandomness) []byte {
 	t.Helper()
-	b := a.TxConfig().NewTxBuilder()
-	require.NoError(t, b.SetMsgs(msg))
-	b.SetGasLimit(app.ProposerTxGas)
-	bz, err := a.TxConfig().TxEncoder()(b.GetTx())
+	bz, err := a.ProposerTx(msg)
 	require.NoError(t, err)
 	return bz
 }
 
-// blockValueEvent is the block's EventBlockValue's "revealed" attribute.
+// blockValueRevealed is the block's EventBlockValue's "revealed" attribute.
 func blockValueRevealed(t *testing.T, res *abci.ResponseFinalizeBlock) string {
 	t.Helper()
 	evs := res.Events

@@ -100,13 +100,16 @@ func (k Keeper) ProposerVRFInput(ctx context.Context, height int64) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	chainID := sdk.UnwrapSDKContext(ctx).ChainID()
+	return vrfInput(sdk.UnwrapSDKContext(ctx).ChainID(), height, prev), nil
+}
+
+func vrfInput(chainID string, height int64, prev []byte) []byte {
 	out := make([]byte, 0, len(vrfInputDomain)+1+len(chainID)+8+len(prev))
 	out = append(out, vrfInputDomain...)
 	out = append(out, byte(len(chainID)))
 	out = append(out, chainID...)
 	out = binary.BigEndian.AppendUint64(out, uint64(height))
-	return append(out, prev...), nil
+	return append(out, prev...)
 }
 
 func (k Keeper) previousValue(ctx context.Context, height int64) ([]byte, error) {
@@ -152,18 +155,14 @@ func (k Keeper) RecordProposerRandomness(ctx sdk.Context, proposer sdk.AccAddres
 	if _, ok := pk.(*sdked25519.PubKey); !ok {
 		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "block proposer's consensus key is %s: only ed25519 keys have a VRF", pk.Type())
 	}
-	alpha, err := k.ProposerVRFInput(ctx, h)
+	prev, err := k.previousValue(ctx, h)
 	if err != nil {
 		return nil, err
 	}
 	ctx.GasMeter().ConsumeGas(VRFVerifyGas, "VRF proof verification")
-	ok, beta := ecvrf.Verify(voied25519.PublicKey(pk.Bytes()), proof, alpha)
+	ok, beta := ecvrf.Verify(voied25519.PublicKey(pk.Bytes()), proof, vrfInput(ctx.ChainID(), h, prev))
 	if !ok {
 		return nil, errorsmod.Wrapf(types.ErrInvalidRandomness, "proof: does not verify against block %d's proposer %X and the value of block %d", h, cons.Bytes(), h-1)
-	}
-	prev, err := k.previousValue(ctx, h)
-	if err != nil {
-		return nil, err
 	}
 	return k.fixBlockValue(ctx, chainValue(revealedDomain, prev, beta), true)
 }
