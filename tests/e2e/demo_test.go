@@ -80,11 +80,15 @@ func runDemo(t *testing.T, o demo.Options) demo.Summary {
 	o.Root, o.BinDir, o.Home, o.Headless = root, binaries(t, root), testdirs.Reachable(t, t.TempDir()), true
 	var out bytes.Buffer
 	o.Out = &out
+	// a failed run, in demo.Run or in a check after it, prints the logs' tails (the
+	// cleanup runs before the temp dir's)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTails(t, o.Home, 80)
+		}
+	})
 	sum, err := demo.Run(context.Background(), o)
 	t.Log("\n" + out.String())
-	if err != nil {
-		logTails(t, o.Home, 80)
-	}
 	require.NoError(t, err)
 	// every validator asserted every registered invariant every block (the localnet's
 	// default): a broken one would have halted it and failed the run above

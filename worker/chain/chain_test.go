@@ -84,6 +84,25 @@ func TestSignerAgainstNode(t *testing.T) {
 	require.NotZero(t, res.Height)
 	require.NotEmpty(t, res.Responses, "the msg responses are decoded")
 
+	// a tx of ours that the node accepted and then lost (its validator was killed and
+	// restarted: the mempool went with it) leaves the signer one sequence ahead of the
+	// chain; another process signing with the key leaves it behind. Either way the node's
+	// sequence is taken once the mismatch outlasts a block's lag, and the worker's txs land
+	// again (before, every later tx was refused in simulation for ever).
+	defer chain.FastSimulateRetries(10 * time.Millisecond)()
+	s.SkipSequence()
+	res, err = s.Submit(ctx, send(1))
+	require.NoError(t, err, "the signer recovers from a tx the node lost")
+	other := chain.NewSigner(c, priv, log)
+	go func() { _ = other.Run(ctx) }()
+	_, err = other.Submit(ctx, send(1))
+	require.NoError(t, err)
+	res, err = s.Submit(ctx, send(1))
+	require.NoError(t, err, "the signer recovers from a tx another process signed with its key")
+	bal, err = c.Bank.Balance(ctx, &banktypes.QueryBalanceRequest{Address: to.String(), Denom: flopschain.BondDenom})
+	require.NoError(t, err)
+	require.Equal(t, int64(n*100+4), bal.Balance.Amount.Int64())
+
 	// the height the app has committed, and that block's time, from the node service
 	_, err = c.Status.Status(ctx, &nodeservice.StatusRequest{})
 	require.NoError(t, err, "the node serves the node service's Status")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -150,15 +152,15 @@ func (s *Signer) SubmitMemo(ctx context.Context, memo string, msgs ...sdk.Msg) (
 
 // send signs one request once and broadcasts those bytes until CheckTx answers: a
 // transport failure or a full mempool resends the same bytes (retryable, with back-off);
-// a sequence mismatch re-reads the account and signs again, once; any other non-zero
-// code is terminal. It returns the hash once CheckTx accepted the tx.
+// a sequence mismatch takes the node's sequence (resync) and signs again, once; any other
+// non-zero code is terminal. It returns the hash once CheckTx accepted the tx.
 func (s *Signer) send(r *request) (string, error) {
-	for attempt := 0; ; attempt++ {
-		if !s.loaded || attempt > 0 {
-			if err := s.refresh(r.ctx); err != nil {
-				return "", err
-			}
+	if !s.loaded {
+		if err := s.refresh(r.ctx); err != nil {
+			return "", err
 		}
+	}
+	for attempt := 0; ; attempt++ {
 		gas, err := s.simulate(r)
 		if err != nil {
 			return "", err
@@ -176,13 +178,35 @@ func (s *Signer) send(r *request) (string, error) {
 			s.seq++
 			return hash, nil
 		case code == sdkerrors.ErrWrongSequence.ABCICode() && attempt == 0:
-			s.log.Warn("sequence mismatch, re-reading the account", "address", s.addr.String(), "log", log)
+			if err := s.resync(r.ctx, log); err != nil {
+				return "", err
+			}
 			continue
 		default:
 			return "", &TxError{Code: code, Log: log, Hash: hash}
 		}
 	}
 }
+
+// resync takes the sequence the node expects from its refusal ("account sequence
+// mismatch, expected N, got M"): the node's CheckTx state counts this signer's txs still
+// in its mempool, so N is the next free one. Without it in the message the account's
+// committed sequence is read instead.
+func (s *Signer) resync(ctx context.Context, log string) error {
+	if m := sequenceMismatch.FindStringSubmatch(log); m != nil {
+		if next, err := strconv.ParseUint(m[1], 10, 64); err == nil {
+			s.log.Warn("sequence mismatch, taking the node's", "address", s.addr.String(), "ours", s.seq, "node", next)
+			s.seq = next
+			return nil
+		}
+	}
+	s.log.Warn("sequence mismatch, re-reading the account", "address", s.addr.String(), "log", log)
+	return s.refresh(ctx)
+}
+
+// sequenceMismatch is the SDK's ante refusal of a wrong sequence (x/auth's
+// SigVerificationDecorator).
+var sequenceMismatch = regexp.MustCompile(`account sequence mismatch, expected (\d+), got \d+`)
 
 // broadcastBytes sends signed bytes, resending them on retryable failures.
 func (s *Signer) broadcastBytes(ctx context.Context, bz []byte) (hash string, code uint32, log string, err error) {
@@ -244,25 +268,43 @@ func (s *Signer) refresh(ctx context.Context) error {
 // includes this signer's transactions still in the mempool: the next sequence is ours.
 // Right after a block is committed that state is the committed one until the mempool has
 // been rechecked, so a simulation may briefly see an older sequence: it is retried
-// (up to simulateTries times, 250 ms apart) before the mismatch is reported.
+// (up to simulateTries times, 250 ms apart). A mismatch that outlasts them is no lag: a
+// tx of ours left the mempool without a block (a validator killed and restarted loses
+// its mempool) or another process signed with this key. The signer then takes the node's
+// sequence (resync) and simulates once more; without that, every later tx of the worker
+// would be refused for ever.
 func (s *Signer) simulate(r *request) (uint64, error) {
+	resynced := false
 	for try := 1; ; try++ {
 		gas, err := s.simulateOnce(r)
 		var txErr *TxError
-		if err == nil || try >= simulateTries || !errors.As(err, &txErr) || !strings.Contains(txErr.Log, "incorrect account sequence") {
+		if err == nil || !errors.As(err, &txErr) || !strings.Contains(txErr.Log, "incorrect account sequence") {
 			return gas, err
 		}
-		s.log.Debug("simulation saw an older sequence; retrying", "try", try, "sequence", s.seq)
+		if try >= simulateTries {
+			if resynced {
+				return gas, err
+			}
+			if err := s.resync(r.ctx, txErr.Log); err != nil {
+				return 0, err
+			}
+			resynced = true
+			continue
+		}
+		s.log.Debug("simulation saw another sequence; retrying", "try", try, "sequence", s.seq)
 		select {
 		case <-r.ctx.Done():
 			return 0, r.ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(simulateRetry):
 		}
 	}
 }
 
-// simulateTries bounds the retries of a simulation that saw an older sequence.
+// simulateTries bounds the retries of a simulation that saw another sequence, and
+// simulateRetry spaces them.
 const simulateTries = 20
+
+var simulateRetry = 250 * time.Millisecond
 
 func (s *Signer) simulateOnce(r *request) (uint64, error) {
 	bz, err := s.sign(r, s.seq, 0, false)
