@@ -73,7 +73,7 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 	if err := k.bidEligible(ctx, p, job, slot, price); err != nil {
 		return err
 	}
-	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, provider, types.ModuleName, sdk.NewCoins(p.BidDeposit)); err != nil {
+	if err := k.escrowIn(ctx, provider, sdk.NewCoins(p.BidDeposit)); err != nil {
 		return errorsmod.Wrapf(types.ErrInsufficientFunds, "bid deposit %s: %s", p.BidDeposit, err)
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)

@@ -49,7 +49,7 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 	// what there was (no balance read before it: that cost every job a read of the account
 	// and all its balances)
 	budget := spec.Budget()
-	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, ownerAddr, types.ModuleName, sdk.NewCoins(sdk.NewCoin(p.Denom, budget))); err != nil {
+	if err := k.escrowIn(ctx, ownerAddr, sdk.NewCoins(sdk.NewCoin(p.Denom, budget))); err != nil {
 		return types.Job{}, errorsmod.Wrapf(types.ErrInsufficientFunds, "the job's budget is %s%s, more than %s can spend: %s", budget, p.Denom, owner, err)
 	}
 	id, err := k.JobSeq.Next(ctx)
@@ -103,7 +103,7 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 	if err := k.JobSpecs.Set(ctx, id, spec); err != nil {
 		return types.Job{}, err
 	}
-	if err := k.saveJob(ctx, job); err != nil {
+	if err := k.storeNewJob(ctx, job); err != nil {
 		return types.Job{}, err
 	}
 	return job, sdkCtx.EventManager().EmitTypedEvent(&types.EventJobSubmitted{

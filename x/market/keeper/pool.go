@@ -133,7 +133,7 @@ func (k Keeper) CreatePool(ctx context.Context, ownerAddr sdk.AccAddress, spec t
 		return 0, errorsmod.Wrapf(types.ErrInvalidPool, "unit_price %s: must exceed the reveal cost %dudps (reveal_gas %d x reveal_gas_price %s) a member pays per unit",
 			spec.UnitPrice, cost, gas, p.RevealGasPrice)
 	}
-	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, ownerAddr, types.ModuleName, sdk.NewCoins(spec.Budget)); err != nil {
+	if err := k.escrowIn(ctx, ownerAddr, sdk.NewCoins(spec.Budget)); err != nil {
 		return 0, errorsmod.Wrapf(types.ErrInsufficientFunds, "pool budget %s: %s", spec.Budget, err)
 	}
 	id, err := k.PoolSeq.Next(ctx)

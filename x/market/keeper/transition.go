@@ -2,7 +2,6 @@ package keeper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"cosmossdk.io/collections"
@@ -226,9 +225,7 @@ func (k Keeper) insertPrimaries(ctx context.Context, job *types.Job, tasks []typ
 	if waiting == 0 {
 		return nil
 	}
-	if _, found, err := k.getGroup(ctx, groupOf(first)); err != nil || found {
-		return errors.Join(err, fmt.Errorf("market: job %d has primaries waiting already", job.Id))
-	}
+	// a new job (its id from JobSeq) has no group yet: its record is written, not read
 	if err := k.setGroup(ctx, groupOf(first), groupState{size: waiting, first: first.Id}); err != nil {
 		return err
 	}

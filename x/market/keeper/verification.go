@@ -775,7 +775,7 @@ func (k Keeper) Challenge(ctx context.Context, ownerAddr sdk.AccAddress, taskID 
 	if cost := job.Spec.MaxPricePerTask.Amount.MulRaw(int64(p.CommitteeSize)); job.VerificationLeft.LT(cost) {
 		return 0, errorsmod.Wrapf(types.ErrInsufficientFunds, "a committee of %d costs up to %s%s; the job's verification budget has %s%s left", p.CommitteeSize, cost, p.Denom, job.VerificationLeft, p.Denom)
 	}
-	if err := k.bankKeeper.SendCoinsFromAccountToModule(ctx, ownerAddr, types.ModuleName, sdk.NewCoins(p.ChallengeBond)); err != nil {
+	if err := k.escrowIn(ctx, ownerAddr, sdk.NewCoins(p.ChallengeBond)); err != nil {
 		return 0, errorsmod.Wrapf(types.ErrInsufficientFunds, "challenge bond %s: %s", p.ChallengeBond, err)
 	}
 	d, err := k.openDispute(ctx, p, &job, &t, nil, ownerAddr, p.ChallengeBond.Amount)

@@ -20,7 +20,9 @@ type AccountKeeper interface {
 
 // BankKeeper moves escrow, deposits, payments and the take.
 type BankKeeper interface {
-	SendCoinsFromAccountToModule(ctx context.Context, senderAddr sdk.AccAddress, recipientModule string, amt sdk.Coins) error
+	// SendCoins is how escrow comes in (Keeper.escrowIn): to the module's address, whose
+	// account InitGenesis created.
+	SendCoins(ctx context.Context, fromAddr, toAddr sdk.AccAddress, amt sdk.Coins) error
 	SendCoinsFromModuleToAccount(ctx context.Context, senderModule string, recipientAddr sdk.AccAddress, amt sdk.Coins) error
 	SendCoinsFromModuleToModule(ctx context.Context, senderModule, recipientModule string, amt sdk.Coins) error
 	GetBalance(ctx context.Context, addr sdk.AccAddress, denom string) sdk.Coin
