@@ -91,7 +91,7 @@ func TestSignerAgainstNode(t *testing.T) {
 	// again (before, every later tx was refused in simulation for ever).
 	defer chain.FastSimulateRetries(10 * time.Millisecond)()
 	s.SkipSequence()
-	res, err = s.Submit(ctx, send(1))
+	_, err = s.Submit(ctx, send(1))
 	require.NoError(t, err, "the signer recovers from a tx the node lost")
 	other := chain.NewSigner(c, priv, log)
 	go func() { _ = other.Run(ctx) }()
