@@ -2,22 +2,33 @@ package app
 
 import (
 	"context"
+	"strings"
 	"time"
+
+	"cosmossdk.io/collections"
 
 	"github.com/cosmos/cosmos-sdk/baseapp"
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
+	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 	"github.com/cosmos/cosmos-sdk/x/auth"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	"github.com/cosmos/cosmos-sdk/x/bank"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 	"github.com/cosmos/cosmos-sdk/x/epochs"
 	epochstypes "github.com/cosmos/cosmos-sdk/x/epochs/types"
+	"github.com/cosmos/cosmos-sdk/x/gov"
+	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
+	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
 
+	dpssim "github.com/flopsnet/flops/x/dps/simulation"
 	"github.com/flopsnet/flops/x/gfl"
 	gflsim "github.com/flopsnet/flops/x/gfl/simulation"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	marketsim "github.com/flopsnet/flops/x/market/simulation"
+	reputationsim "github.com/flopsnet/flops/x/reputation/simulation"
+	stakingslashsim "github.com/flopsnet/flops/x/staking-slash/simulation"
 	stakingslashtypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
@@ -30,6 +41,7 @@ func (app *App) newSimulationManager() *module.SimulationManager {
 		banktypes.ModuleName:   bankSim{app.ModuleManager.Modules[banktypes.ModuleName].(bank.AppModule)},
 		epochstypes.ModuleName: epochsSim{app.ModuleManager.Modules[epochstypes.ModuleName].(epochs.AppModule)},
 		gfltypes.ModuleName:    gflSim{AppModule: app.ModuleManager.Modules[gfltypes.ModuleName].(gfl.AppModule), app: app, answers: gflsim.NewAnswers()},
+		govtypes.ModuleName:    govSim{AppModule: app.ModuleManager.Modules[govtypes.ModuleName].(gov.AppModule), app: app},
 	}
 	sm := module.NewSimulationManagerFromAppModules(app.ModuleManager.Modules, overrides)
 	sm.RegisterStoreDecoders()
@@ -119,4 +131,101 @@ func (g gflSim) operators(ctx context.Context, gpus uint64) []sdk.AccAddress {
 		return false, nil
 	})
 	return out
+}
+
+// govSim is x/gov's operations plus governance that gets its way: a proposal of a flops
+// params change (or a node's admission), titled "simulated <msg>", that the bonded
+// validators vote yes on, the most powerful first, one vote an operation. x/gov's own
+// operations vote at random and schedule votes by block time for 1 in 100 proposals; the
+// SDK's simulator (v0.54.4, x/simulation's queueOperations) drops every operation
+// scheduled by block time (it appends to a copy of its queue), so in 250 blocks not one
+// proposal passed and the flops params never changed although their changes were
+// proposed. These votes are operations of their own instead.
+type govSim struct {
+	gov.AppModule
+	app *App
+}
+
+// carriedTitle prefixes the title of govSim's proposals.
+const carriedTitle = "simulated "
+
+func (g govSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry, proposals simsx.WeightedProposalMsgIter,
+	legacy []simtypes.WeightedProposalContent, //nolint:staticcheck // x/gov's signature
+) {
+	g.AppModule.WeightedOperationsX(w, reg, proposals, legacy)
+	payloads := []simsx.FactoryMethod{
+		marketsim.MsgUpdateParamsFactory(g.app.MarketKeeper).Create(),
+		gflsim.MsgUpdateParamsFactory().Create(),
+		gflsim.MsgApproveNodeFactory(g.app.GFLKeeper).Create(),
+		dpssim.MsgUpdateParamsFactory().Create(),
+		reputationsim.MsgUpdateParamsFactory().Create(),
+		stakingslashsim.MsgUpdateParamsFactory().Create(),
+	}
+	var submit simsx.SimMsgFactoryFn[*govv1.MsgSubmitProposal] = func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *govv1.MsgSubmitProposal) {
+		_, payload := payloads[data.Rand().Intn(len(payloads))](ctx, data, reporter)
+		if reporter.IsSkipped() {
+			return nil, nil
+		}
+		params, err := g.app.GovKeeper.Params.Get(ctx)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil
+		}
+		proposer := data.AnyAccount(reporter, simsx.WithLiquidBalanceGTE(params.MinDeposit...))
+		if reporter.IsSkipped() {
+			return nil, nil
+		}
+		msg, err := govv1.NewMsgSubmitProposal([]sdk.Msg{payload}, params.MinDeposit, proposer.AddressBech32, "",
+			carriedTitle+sdk.MsgTypeURL(payload), "a flops change the bonded validators vote for", false)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil
+		}
+		return []simsx.SimAccount{proposer}, msg
+	}
+	reg.Add(w.Get("msg_submit_carried_proposal", 3), submit)
+	var vote simsx.SimMsgFactoryFn[*govv1.MsgVote] = g.carriedVote
+	reg.Add(w.Get("msg_vote_carried_proposal", 150), vote)
+}
+
+// carriedVote is the next yes vote on the oldest carried proposal in its voting period:
+// from the most powerful bonded validator that has not voted on it.
+func (g govSim) carriedVote(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *govv1.MsgVote) {
+	var prop *govv1.Proposal
+	err := g.app.GovKeeper.Proposals.Walk(ctx, nil, func(_ uint64, p govv1.Proposal) (bool, error) {
+		if p.Status == govv1.StatusVotingPeriod && strings.HasPrefix(p.Title, carriedTitle) {
+			prop = &p
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil || prop == nil {
+		reporter.Skip("no carried proposal in its voting period")
+		return nil, nil
+	}
+	vals, err := g.app.StakingKeeper.GetBondedValidatorsByPower(ctx)
+	if err != nil {
+		reporter.Skip(err.Error())
+		return nil, nil
+	}
+	for _, v := range vals {
+		bz, err := g.app.StakingKeeper.ValidatorAddressCodec().StringToBytes(v.GetOperator())
+		if err != nil {
+			continue
+		}
+		if voted, err := g.app.GovKeeper.Votes.Has(ctx, collections.Join(prop.Id, sdk.AccAddress(bz))); err != nil || voted {
+			continue
+		}
+		addr, err := data.AddressCodec().BytesToString(bz)
+		if err != nil {
+			continue
+		}
+		acc := data.GetAccount(reporter, addr)
+		if reporter.IsSkipped() {
+			return nil, nil
+		}
+		return []simsx.SimAccount{acc}, govv1.NewMsgVote(acc.Address, prop.Id, govv1.OptionYes, "")
+	}
+	reporter.Skip("every bonded validator voted on the carried proposal")
+	return nil, nil
 }
