@@ -155,8 +155,9 @@ type govSim struct {
 	app *App
 }
 
-// carriedTitle prefixes the title of govSim's proposals.
-const carriedTitle = "simulated "
+// CarriedProposalTitle prefixes the title of govSim's proposals (the simulation tests
+// count their outcomes by it).
+const CarriedProposalTitle = "simulated "
 
 func (g govSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry, proposals simsx.WeightedProposalMsgIter,
 	legacy []simtypes.WeightedProposalContent, //nolint:staticcheck // x/gov's signature
@@ -192,7 +193,7 @@ func (g govSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry, pr
 			return nil, nil
 		}
 		msg, err := govv1.NewMsgSubmitProposal([]sdk.Msg{payload}, params.MinDeposit, proposer.AddressBech32, "",
-			carriedTitle+sdk.MsgTypeURL(payload), "a flops change the bonded validators vote for", false)
+			CarriedProposalTitle+sdk.MsgTypeURL(payload), "a flops change the bonded validators vote for", false)
 		if err != nil {
 			reporter.Skip(err.Error())
 			return nil, nil
@@ -209,7 +210,7 @@ func (g govSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry, pr
 func (g govSim) carriedVote(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *govv1.MsgVote) {
 	var prop *govv1.Proposal
 	err := g.app.GovKeeper.Proposals.Walk(ctx, nil, func(_ uint64, p govv1.Proposal) (bool, error) {
-		if p.Status == govv1.StatusVotingPeriod && strings.HasPrefix(p.Title, carriedTitle) {
+		if p.Status == govv1.StatusVotingPeriod && strings.HasPrefix(p.Title, CarriedProposalTitle) {
 			prop = &p
 			return true, nil
 		}

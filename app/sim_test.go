@@ -324,7 +324,7 @@ func (r *stateRecorder) record(store string, key, value []byte) error {
 		for _, m := range prop.Messages {
 			r.seen["proposal:"+prop.Status.String()+":"+m.TypeUrl]++
 		}
-		if strings.HasPrefix(prop.Title, "simulated ") { // app/sim.go's govSim: carried
+		if strings.HasPrefix(prop.Title, app.CarriedProposalTitle) { // govSim's: carried
 			r.seen["carried-proposal:"+prop.Status.String()]++
 		}
 	case store == gfltypes.StoreKey && is(gfltypes.StatsKey):

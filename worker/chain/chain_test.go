@@ -90,15 +90,19 @@ func TestSignerAgainstNode(t *testing.T) {
 	// sequence is taken once the mismatch outlasts a block's lag, and the worker's txs land
 	// again (before, every later tx was refused in simulation for ever).
 	defer chain.FastSimulateRetries(10 * time.Millisecond)()
-	s.SkipSequence()
-	_, err = s.Submit(ctx, send(1))
-	require.NoError(t, err, "the signer recovers from a tx the node lost")
-	other := chain.NewSigner(c, priv, log)
-	go func() { _ = other.Run(ctx) }()
-	_, err = other.Submit(ctx, send(1))
-	require.NoError(t, err)
-	res, err = s.Submit(ctx, send(1))
-	require.NoError(t, err, "the signer recovers from a tx another process signed with its key")
+	t.Run("TxLostWithTheNodesMempool", func(t *testing.T) {
+		s.SkipSequence()
+		_, err := s.Submit(ctx, send(1))
+		require.NoError(t, err, "the signer recovers from a tx the node lost")
+	})
+	t.Run("KeySignedByAnotherProcess", func(t *testing.T) {
+		other := chain.NewSigner(c, priv, log)
+		go func() { _ = other.Run(ctx) }()
+		_, err := other.Submit(ctx, send(1))
+		require.NoError(t, err)
+		res, err = s.Submit(ctx, send(1))
+		require.NoError(t, err, "the signer recovers from a tx another process signed with its key")
+	})
 	bal, err = c.Bank.Balance(ctx, &banktypes.QueryBalanceRequest{Address: to.String(), Denom: flopschain.BondDenom})
 	require.NoError(t, err)
 	require.Equal(t, int64(n*100+4), bal.Balance.Amount.Int64())
