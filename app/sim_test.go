@@ -182,7 +182,7 @@ func unreached(seen map[string]int, lists ...[]string) []string {
 // mustReach is what the simulations reach: every seed of a run of 250 blocks or more, the
 // seeds of a CI-size run together: the task life to a verified result, PoCP answers passed.
 var mustReach = []string{
-	"history:JobSubmitted", "task:TASK_STATUS_ASSIGNED", "task:TASK_STATUS_RUNNING", "task:TASK_STATUS_COMMITTED",
+	"job:JOB_STATUS_ACTIVE", "task:TASK_STATUS_ASSIGNED", "task:TASK_STATUS_RUNNING", "task:TASK_STATUS_COMMITTED",
 	"history:TaskRevealed", "task:TASK_STATUS_VERIFIED", "task:TASK_STATUS_EXPIRED", "task:TASK_STATUS_CANCELLED",
 	"pocp:passed",
 }

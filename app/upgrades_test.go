@@ -10,13 +10,13 @@ import (
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
-// x/market's store migrates from its first version to the one this binary runs, through
-// the module manager as an upgrade's handler (app/upgrades.go) runs it: a version with no
-// migration registered would fail the upgrade at its height.
+// x/market's store migrates from its first version to the one this binary runs (1 to 2 to
+// 3), through the module manager as an upgrade's handler (app/upgrades.go) runs it: a
+// version with no migration registered would fail the upgrade at its height.
 func TestMarketMigratesFromItsFirstVersion(t *testing.T) {
 	a := apptest.New(t)
 	now := a.ModuleManager.GetVersionMap()
-	require.EqualValues(t, 2, now[markettypes.ModuleName], "x/market's store is at version 2")
+	require.EqualValues(t, 3, now[markettypes.ModuleName], "x/market's store is at version 3")
 	from := maps.Clone(now)
 	from[markettypes.ModuleName] = 1
 	got, err := a.ModuleManager.RunMigrations(a.Ctx(), a.Configurator(), from)

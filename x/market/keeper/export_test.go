@@ -145,3 +145,23 @@ func countAll[K any](ctx context.Context, set collections.KeySet[K], r collectio
 	keys, err := it.Keys()
 	return len(keys), err
 }
+
+// V2SeqsForTest sets version 2's sequences of job and task ids, as a version 2 store
+// held them, and reports whether either is still in the store.
+func (m Migrator) V2SeqsForTest(ctx context.Context, job, task uint64) (bool, error) {
+	v2 := m.v2Seqs()
+	if job > 0 {
+		if err := v2.job.Set(ctx, job); err != nil {
+			return false, err
+		}
+		if err := v2.task.Set(ctx, task); err != nil {
+			return false, err
+		}
+	}
+	a, err := collections.Item[uint64](v2.job).Has(ctx)
+	if err != nil {
+		return false, err
+	}
+	b, err := collections.Item[uint64](v2.task).Has(ctx)
+	return a || b, err
+}

@@ -24,10 +24,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	if err := k.Params.Set(ctx, p); err != nil {
 		return err
 	}
-	if err := k.JobSeq.Set(ctx, max(gs.NextJobId, 1)); err != nil {
-		return err
-	}
-	if err := k.TaskSeq.Set(ctx, max(gs.NextTaskId, 1)); err != nil {
+	if err := k.IDs.Set(ctx, collections.Join(max(gs.NextJobId, 1), max(gs.NextTaskId, 1))); err != nil {
 		return err
 	}
 	jobs := map[uint64]types.Job{}
@@ -172,10 +169,7 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	if gs.Params, err = k.Params.Get(ctx); err != nil {
 		return nil, err
 	}
-	if gs.NextJobId, err = k.JobSeq.Peek(ctx); err != nil {
-		return nil, err
-	}
-	if gs.NextTaskId, err = k.TaskSeq.Peek(ctx); err != nil {
+	if gs.NextJobId, gs.NextTaskId, err = k.PeekIDs(ctx); err != nil {
 		return nil, err
 	}
 	if err := k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {

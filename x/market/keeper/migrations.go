@@ -27,6 +27,39 @@ func (m Migrator) Migrate1to2(ctx context.Context) error {
 	return removeAll(ctx, v1.byProvider, v1.unassignedProvider)
 }
 
+// Migrate2to3: the next job id and the next task id move from two sequences (JobSeqKey,
+// TaskSeqKey) into one record (IDs), which a submission reads and writes once. Two reads,
+// one write and two deletes.
+func (m Migrator) Migrate2to3(ctx context.Context) error {
+	v2 := m.v2Seqs()
+	job, err := v2.job.Peek(ctx)
+	if err != nil {
+		return err
+	}
+	task, err := v2.task.Peek(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.k.IDs.Set(ctx, collections.Join(max(job, 1), max(task, 1))); err != nil {
+		return err
+	}
+	if err := collections.Item[uint64](v2.job).Remove(ctx); err != nil {
+		return err
+	}
+	return collections.Item[uint64](v2.task).Remove(ctx)
+}
+
+// v2Seqs are version 2's sequences of job and task ids.
+type v2Seqs struct{ job, task collections.Sequence }
+
+func (m Migrator) v2Seqs() v2Seqs {
+	sb := collections.NewSchemaBuilder(m.k.storeService)
+	return v2Seqs{
+		job:  collections.NewSequence(sb, types.JobSeqKey, "job_seq"),
+		task: collections.NewSequence(sb, types.TaskSeqKey, "task_seq"),
+	}
+}
+
 // v1Refs are the raw tasks-by-node and by-provider index entries and the ranges version 1
 // kept unassigned tasks under (node 0, the empty provider).
 type v1Refs struct {

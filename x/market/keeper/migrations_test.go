@@ -54,3 +54,31 @@ func TestMigrate1to2DropsTheUnassignedTasksIndexEntries(t *testing.T) {
 	require.Len(t, res.Tasks, assigned, "and their provider entries")
 	f.assertInvariants()
 }
+
+// Version 3 keeps the next job and task ids in one record (a submission reads and writes
+// it once); the migration from 2 carries the two sequences' values over and removes them,
+// and the next job and tasks take the ids after them.
+func TestMigrate2to3MovesTheIDSequences(t *testing.T) {
+	f := newFixture(t, nil)
+	require.NoError(t, f.k.IDs.Remove(f.ctx))
+	m := keeper.NewMigrator(f.k)
+	left, err := m.V2SeqsForTest(f.ctx, 41, 977)
+	require.NoError(t, err)
+	require.True(t, left)
+	require.NoError(t, m.Migrate2to3(f.ctx))
+	left, err = m.V2SeqsForTest(f.ctx, 0, 0)
+	require.NoError(t, err)
+	require.False(t, left, "version 2's sequences are gone")
+	job, task, err := f.k.PeekIDs(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{41, 977}, []uint64{job, task})
+
+	id := f.submit(f.gemmSpec(3))
+	require.Equal(t, uint64(41), id)
+	tasks := f.tasks(id)
+	require.Len(t, tasks, 3)
+	require.Equal(t, []uint64{977, 978, 979}, []uint64{tasks[0].Id, tasks[1].Id, tasks[2].Id})
+	gs, err := f.k.ExportGenesis(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{42, 980}, []uint64{gs.NextJobId, gs.NextTaskId})
+}

@@ -3,6 +3,7 @@ package keeper_test
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +14,12 @@ import (
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/testutil/keepertest"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -989,4 +992,72 @@ func TestRevealResultRejects(t *testing.T) {
 		require.NoError(t, err, "salt of %d bytes", n)
 	}
 	f.assertInvariants()
+}
+
+// A job's history entry 0, its submission, is not stored (it cost 7% of a submission's
+// gas): JobHistory makes it from the job's record. Every way of paging (limits, next
+// keys, offsets, reverse, the total) lists the same entries as one page, entry 0 first.
+func TestJobHistoryListsTheImpliedSubmission(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addNode(f.operator("op"), 8, nil)
+	job := f.submit(f.gemmSpec(3))
+	f.next(time.Second) // three TaskAssigned
+	_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: job})
+	require.NoError(t, err)
+	qs := keeper.NewQueryServerImpl(f.k)
+	page := func(pg *query.PageRequest) *types.QueryJobHistoryResponse {
+		t.Helper()
+		res, err := qs.JobHistory(f.ctx, &types.QueryJobHistoryRequest{JobId: job, Pagination: pg})
+		require.NoError(t, err)
+		return res
+	}
+	events := func(es []types.HistoryEntry) (out []string) {
+		for _, e := range es {
+			out = append(out, fmt.Sprintf("%s@%d:%d", e.Event, e.Height, e.TaskId))
+		}
+		return out
+	}
+	all := page(&query.PageRequest{CountTotal: true})
+	require.GreaterOrEqual(t, len(all.Entries), 5)
+	require.Equal(t, uint64(len(all.Entries)), all.Pagination.Total)
+	require.Equal(t, uint32(len(all.Entries)), f.job(job).HistoryLen)
+	sub := all.Entries[0]
+	require.Equal(t, "JobSubmitted", sub.Event)
+	require.Equal(t, "3 tasks x 1 replicas, ALLOCATION_MODE_ASSIGN, escrow 15300000udps", sub.Detail)
+	require.Equal(t, f.job(job).SubmittedHeight, sub.Height)
+	require.Equal(t, "JobCancelled", all.Entries[len(all.Entries)-1].Event)
+	want := events(all.Entries)
+	stored := 0
+	require.NoError(t, f.k.History.Walk(f.ctx, collections.NewPrefixedPairRange[uint64, uint32](job), func(k collections.Pair[uint64, uint32], _ types.HistoryEntry) (bool, error) {
+		require.NotZero(t, k.K2(), "entry 0 is not stored")
+		stored++
+		return false, nil
+	}))
+	require.Equal(t, len(want)-1, stored)
+
+	for _, reverse := range []bool{false, true} {
+		expect := slices.Clone(want)
+		if reverse {
+			slices.Reverse(expect)
+		}
+		for limit := uint64(1); limit <= uint64(len(want))+1; limit++ {
+			var byKey, byOffset []string
+			var key []byte
+			for range len(want) + 2 {
+				res := page(&query.PageRequest{Key: key, Limit: limit, Reverse: reverse})
+				require.LessOrEqual(t, uint64(len(res.Entries)), limit)
+				byKey = append(byKey, events(res.Entries)...)
+				if key = res.Pagination.NextKey; key == nil {
+					break
+				}
+			}
+			for off := uint64(0); off < uint64(len(want))+limit; off += limit {
+				res := page(&query.PageRequest{Offset: off, Limit: limit, Reverse: reverse, CountTotal: true})
+				require.Equal(t, uint64(len(want)), res.Pagination.Total)
+				byOffset = append(byOffset, events(res.Entries)...)
+			}
+			require.Equal(t, expect, byKey, "reverse %v, limit %d, by next key", reverse, limit)
+			require.Equal(t, expect, byOffset, "reverse %v, limit %d, by offset", reverse, limit)
+		}
+	}
 }

@@ -199,18 +199,88 @@ func (q queryServer) BidsByJob(ctx context.Context, req *types.QueryBidsByJobReq
 	return &types.QueryBidsByJobResponse{Bids: bids, Pagination: page}, nil
 }
 
-// JobHistory pages through a job's history.
+// JobHistory pages through a job's history. Its entry 0, the submission, is made from the
+// job's record (submittedEntry): it comes first (last in reverse), the page's limit and
+// offset and the total count it.
 func (q queryServer) JobHistory(ctx context.Context, req *types.QueryJobHistoryRequest) (*types.QueryJobHistoryResponse, error) {
-	if _, err := q.k.GetJob(ctx, req.JobId); err != nil {
-		return nil, err
-	}
-	entries, page, err := query.CollectionPaginate(ctx, q.k.History, req.Pagination,
-		func(_ collections.Pair[uint64, uint32], e types.HistoryEntry) (types.HistoryEntry, error) {
-			return e, nil
-		},
-		query.WithCollectionPaginationPairPrefix[uint64, uint32](req.JobId))
+	job, err := q.k.GetJob(ctx, req.JobId)
 	if err != nil {
 		return nil, err
+	}
+	pg := query.PageRequest{}
+	if req.Pagination != nil {
+		pg = *req.Pagination
+	}
+	limit := pg.Limit
+	if limit == 0 {
+		limit = query.DefaultLimit
+	}
+	implied := job.HistoryLen > 0
+	var first types.HistoryEntry
+	if implied {
+		p, err := q.k.Params.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		first = submittedEntry(job, p.Denom)
+	}
+	// stored entries are seq 1 and on (a seq 0 stored before entry 0 was implied is
+	// skipped: the record says it)
+	list := func(pg *query.PageRequest) ([]types.HistoryEntry, *query.PageResponse, error) {
+		return query.CollectionFilteredPaginate(ctx, q.k.History, pg,
+			func(k collections.Pair[uint64, uint32], _ types.HistoryEntry) (bool, error) { return k.K2() > 0, nil },
+			func(_ collections.Pair[uint64, uint32], e types.HistoryEntry) (types.HistoryEntry, error) {
+				return e, nil
+			},
+			query.WithCollectionPaginationPairPrefix[uint64, uint32](req.JobId))
+	}
+	seqKey := func(seq uint32) []byte {
+		bz := make([]byte, 4)
+		_, _ = collections.Uint32Key.Encode(bz, seq)
+		return bz
+	}
+	var entries []types.HistoryEntry
+	var page *query.PageResponse
+	switch {
+	case !implied:
+		entries, page, err = list(&pg)
+	case pg.Reverse:
+		if len(pg.Key) == 0 && pg.Offset >= uint64(job.HistoryLen)-1 && pg.Offset > 0 {
+			// past the stored entries: entry 0 alone, at position HistoryLen-1
+			page = &query.PageResponse{}
+			if pg.Offset == uint64(job.HistoryLen)-1 {
+				entries = []types.HistoryEntry{first}
+			}
+			break
+		}
+		if entries, page, err = list(&pg); err == nil && len(page.NextKey) == 0 {
+			if uint64(len(entries)) < limit {
+				entries = append(entries, first)
+			} else {
+				page.NextKey = seqKey(0) // the next page is entry 0
+			}
+		}
+	case len(pg.Key) > 0:
+		entries, page, err = list(&pg)
+	case pg.Offset > 0:
+		pg.Offset-- // entry 0 is position 0
+		entries, page, err = list(&pg)
+	case limit == 1:
+		entries, page = []types.HistoryEntry{first}, &query.PageResponse{}
+		if job.HistoryLen > 1 {
+			page.NextKey = seqKey(1)
+		}
+	default:
+		pg.Limit = limit - 1
+		if entries, page, err = list(&pg); err == nil {
+			entries = append([]types.HistoryEntry{first}, entries...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if pg.CountTotal && implied {
+		page.Total = uint64(job.HistoryLen) // entries are never removed one by one
 	}
 	return &types.QueryJobHistoryResponse{Entries: entries, Pagination: page}, nil
 }

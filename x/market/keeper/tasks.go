@@ -275,6 +275,17 @@ func enumWord(name, prefix string) string {
 
 // addHistory appends to the job's stored history, at most max_history_per_job entries
 // (every step also has its typed event).
+// submittedEntry is a job's history entry 0, its submission, which is not stored: it is
+// made from the job's record (submitted height and time, spec), and JobHistory lists it
+// first.
+func submittedEntry(job types.Job, denom string) types.HistoryEntry {
+	s := job.Spec
+	return types.HistoryEntry{
+		Height: job.SubmittedHeight, Time: job.SubmittedTime, Event: "JobSubmitted",
+		Detail: fmt.Sprintf("%d tasks x %d replicas, %s, escrow %s%s", s.TaskCount, s.Replicas, s.Mode, s.Budget(), denom),
+	}
+}
+
 func (k Keeper) addHistory(ctx context.Context, job *types.Job, p types.Params, event string, taskID, nodeID uint64, detail string) {
 	if job.HistoryLen >= p.MaxHistoryPerJob {
 		return

@@ -417,7 +417,7 @@ func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, ind
 	if job.VerificationLeft.LT(reserve) {
 		return types.Task{}, fmt.Errorf("market: job %d verification budget %s below %s", job.Id, job.VerificationLeft, reserve)
 	}
-	id, err := k.TaskSeq.Next(ctx)
+	_, id, err := k.takeIDs(ctx, 0, 1)
 	if err != nil {
 		return types.Task{}, err
 	}

@@ -23,7 +23,7 @@ import (
 // ErrTaskNotFound; an acceptance fails the simulation.
 func MsgAckUnknownTaskFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgAckTask, simsx.SimDeliveryResultHandler) {
-		next, err := k.TaskSeq.Peek(ctx)
+		_, next, err := k.PeekIDs(ctx)
 		if err != nil {
 			reporter.Skip(err.Error())
 			return nil, nil, nil

@@ -81,6 +81,9 @@ var (
 	WaitingKey       = collections.NewPrefix(52)
 	GroupsKey        = collections.NewPrefix(53)
 	GroupRetryAtKey  = collections.NewPrefix(54)
+	// IDsKey: the next job id and the next task id, in one record (version 3; versions 1
+	// and 2 kept them in JobSeqKey and TaskSeqKey).
+	IDsKey = collections.NewPrefix(55)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).
