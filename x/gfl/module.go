@@ -25,7 +25,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 1
+const ConsensusVersion = 2
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -79,6 +79,10 @@ func (AppModule) RegisterGRPCGatewayRoutes(clientCtx client.Context, mux *gwrunt
 func (am AppModule) RegisterServices(cfg module.Configurator) {
 	types.RegisterMsgServer(cfg.MsgServer(), keeper.NewMsgServerImpl(am.keeper))
 	types.RegisterQueryServer(cfg.QueryServer(), keeper.NewQueryServerImpl(am.keeper))
+	m := keeper.NewMigrator(am.keeper)
+	if err := cfg.RegisterMigration(types.ModuleName, 1, func(ctx sdk.Context) error { return m.Migrate1to2(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 1 to 2: %w", types.ModuleName, err))
+	}
 }
 
 // DefaultGenesis returns the default genesis state as JSON.

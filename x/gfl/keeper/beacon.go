@@ -72,7 +72,7 @@ func (k Keeper) bindBlock(ctx sdk.Context) error {
 	}
 	if d := p.Drand; len(d.PublicKey) > 0 {
 		round := beacon.DrandRoundAt(d.GenesisTime, d.PeriodSeconds, ctx.BlockTime()) + uint64(d.DelayRounds)
-		if err := k.BlockRounds.Set(ctx, h, types.BlockRound{Height: h, Round: round, FallbackHeight: h + int64(d.WaitBlocks)}); err != nil {
+		if err := k.bindRound(ctx, types.BlockRound{Height: h, Round: round, FallbackHeight: h + int64(d.WaitBlocks)}); err != nil {
 			return err
 		}
 	}
@@ -83,7 +83,14 @@ func (k Keeper) bindBlock(ctx sdk.Context) error {
 	if err := k.BlockHashes.Remove(ctx, old); err != nil {
 		return err
 	}
-	if err := k.BlockRounds.Remove(ctx, old); err != nil {
+	if br, err := k.BlockRounds.Get(ctx, old); err == nil {
+		if err := k.RoundBlocks.Remove(ctx, collections.Join(br.Round, old)); err != nil {
+			return err
+		}
+		if err := k.BlockRounds.Remove(ctx, old); err != nil {
+			return err
+		}
+	} else if !errorsmod.IsOf(err, collections.ErrNotFound) {
 		return err
 	}
 	oldest, ok, err := k.oldestRound(ctx)
@@ -199,9 +206,9 @@ func chainValue(domain string, prev, input []byte) []byte {
 	return h.Sum(nil)
 }
 
-// oldestRound is the round bound to the oldest block in the window.
+// oldestRound is the lowest round a block in the window is bound to (RoundBlocks).
 func (k Keeper) oldestRound(ctx context.Context) (uint64, bool, error) {
-	it, err := k.BlockRounds.Iterate(ctx, nil)
+	it, err := k.RoundBlocks.Iterate(ctx, nil)
 	if err != nil {
 		return 0, false, err
 	}
@@ -209,8 +216,16 @@ func (k Keeper) oldestRound(ctx context.Context) (uint64, bool, error) {
 	if !it.Valid() {
 		return 0, false, nil
 	}
-	br, err := it.Value()
-	return br.Round, err == nil, err
+	key, err := it.Key()
+	return key.K1(), err == nil, err
+}
+
+// bindRound records a block's drand round (BlockRounds, RoundBlocks).
+func (k Keeper) bindRound(ctx context.Context, br types.BlockRound) error {
+	if err := k.BlockRounds.Set(ctx, br.Height, br); err != nil {
+		return err
+	}
+	return k.RoundBlocks.Set(ctx, collections.Join(br.Round, br.Height))
 }
 
 // BlockHash returns the value of a committed block (one below the current height) still

@@ -416,3 +416,37 @@ func (f *fixture) revealVRFAs(signer string, priv cmted25519.PrivKey, h int64) (
 	})
 	return v, err
 }
+
+// Governance moves the beacon to another drand network whose rounds count lower (a 600 s
+// period after a 3 s one; found by the simulation, seed 9 of 500 blocks): the blocks bound
+// before the change stay in the window with their higher rounds. A round a new block is
+// bound to must still be taken, kept past the next blocks and give the block its value.
+// Before, the oldest round was the one bound to the oldest block in the window: the new
+// round was refused as older than it (and, had it been taken, cleared at the next block).
+func TestBeaconDrandNetworkChangeKeepsTheNewRounds(t *testing.T) {
+	f, _ := drandFixture(t, nil)
+	f.blocks(3) // blocks bound to the 3 s network's rounds, about 1,000
+	slow := drandtest.NewNetwork(t, keepertest.GenesisTime.Unix()-3000, 600)
+	p, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	p.Drand = types.DrandParams{PublicKey: slow.PublicKey(), GenesisTime: slow.Genesis, PeriodSeconds: 600, DelayRounds: 1, WaitBlocks: drandWait}
+	require.NoError(t, f.k.Params.Set(f.ctx, p))
+	f.blocks(1)
+	h := f.ctx.BlockHeight() // begun under the new params
+	br, err := f.k.BlockRounds.Get(f.ctx, h)
+	require.NoError(t, err)
+	old, err := f.k.BlockRounds.Get(f.ctx, 1)
+	require.NoError(t, err)
+	require.Less(t, br.Round, old.Round, "the new network's rounds count lower")
+
+	require.NoError(t, f.submitRound(slow, br.Round))
+	f.blocks(2)
+	has, err := f.k.DrandRounds.Has(f.ctx, br.Round)
+	require.NoError(t, err)
+	require.True(t, has, "a round a block in the window is bound to stays")
+	res, err := f.beacon(h)
+	require.NoError(t, err)
+	require.Equal(t, keeper.SourceDrand, res.Source)
+	r := slow.Randomness(t, br.Round)
+	require.Equal(t, r[:], res.Value)
+}

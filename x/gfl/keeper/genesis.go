@@ -110,7 +110,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, b := range gs.BlockRounds {
-		if err := k.BlockRounds.Set(ctx, b.Height, b); err != nil {
+		if err := k.bindRound(ctx, b); err != nil {
 			return err
 		}
 	}

@@ -99,6 +99,10 @@ type Keeper struct {
 	// BlockRounds: the drand round each recent block's draws are bound to (drand on);
 	// DrandRounds: the verified rounds still in the window (beacon.go).
 	BlockRounds collections.Map[int64, types.BlockRound]
+	// RoundBlocks: BlockRounds by round, (round, height): its first entry is the oldest
+	// round a block in the window is bound to, whatever the order of the heights (a
+	// governance change of drand network can bind later blocks to lower rounds).
+	RoundBlocks collections.KeySet[collections.Pair[uint64, int64]]
 	DrandRounds collections.Map[uint64, types.DrandRound]
 	// Retries: the block hook's items that failed, due again with back-off
 	// (internal/blockhook; blockwork.go).
@@ -151,6 +155,7 @@ func NewKeeper(
 		ClassPower:   collections.NewMap(sb, types.ClassPowerKey, "class_power", collections.StringKey, collections.Uint64Value),
 		BlockHashes:  collections.NewMap(sb, types.BlockHashesKey, "block_hashes", collections.Int64Key, collections.BytesValue),
 		BlockRounds:  collections.NewMap(sb, types.BlockRoundsKey, "block_rounds", collections.Int64Key, codec.CollValue[types.BlockRound](cdc)),
+		RoundBlocks:  collections.NewKeySet(sb, types.RoundBlocksKey, "round_blocks", collections.PairKeyCodec(collections.Uint64Key, collections.Int64Key)),
 		DrandRounds:  collections.NewMap(sb, types.DrandRoundsKey, "drand_rounds", collections.Uint64Key, codec.CollValue[types.DrandRound](cdc)),
 		Retries:      blockhook.NewRetries(sb, types.ModuleName, types.RetryAttemptsKey, types.RetryDueKey),
 	}

@@ -45,6 +45,8 @@ var (
 	RoundPullsKey           = collections.NewPrefix(24)
 	BlockRoundsKey          = collections.NewPrefix(25)
 	DrandRoundsKey          = collections.NewPrefix(26)
+	// RoundBlocksKey: (round, height) for each BlockRounds entry (version 2).
+	RoundBlocksKey = collections.NewPrefix(27)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; challenge issue, miss and failure, epoch rebalance).

@@ -165,3 +165,25 @@ func (m Migrator) V2SeqsForTest(ctx context.Context, job, task uint64) (bool, er
 	b, err := collections.Item[uint64](v2.task).Has(ctx)
 	return a || b, err
 }
+
+// V2ShardRefsForTest writes the tasks by shard index entries of the given tasks as
+// version 2 kept them (every task had one) and counts all entries of the index.
+func (m Migrator) V2ShardRefsForTest(ctx context.Context, tasks ...types.Task) (int, error) {
+	refs := m.v2ShardRefs()
+	for _, t := range tasks {
+		if err := refs.Set(ctx, collections.Join(collections.Join(t.JobId, t.Index), t.Id)); err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	err := refs.Walk(ctx, nil, func(collections.Pair[collections.Pair[uint64, uint32], uint64]) (bool, error) {
+		n++
+		return false, nil
+	})
+	return n, err
+}
+
+// ShardTasksForTest returns every task of a job's shard, in id order.
+func (k Keeper) ShardTasksForTest(ctx context.Context, job types.Job, index uint32) ([]types.Task, error) {
+	return k.shardTasks(ctx, job, index)
+}

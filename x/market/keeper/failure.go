@@ -119,7 +119,7 @@ func (k Keeper) ReportFailure(ctx context.Context, provider sdk.AccAddress, id u
 	}
 	// a replica of the same shard waiting for its own confirmation, reported by another
 	// operator and not yet placed again: the two reports confirm each other
-	if sib, i, found, err := k.pendingSibling(ctx, t); err != nil {
+	if sib, i, found, err := k.pendingSibling(ctx, job, t); err != nil {
 		return 0, err
 	} else if found {
 		return types.FAILURE_STATUS_CONFIRMED, k.confirmSiblings(ctx, p, &job, &sib, i, &t, report)
@@ -186,8 +186,8 @@ func (k Keeper) payReport(ctx context.Context, p types.Params, job *types.Job, t
 
 // pendingSibling finds another primary replica of the task's shard whose failure report,
 // from another operator, waits for its confirmation before the replica is placed again.
-func (k Keeper) pendingSibling(ctx context.Context, t types.Task) (types.Task, int, bool, error) {
-	siblings, err := k.siblings(ctx, t)
+func (k Keeper) pendingSibling(ctx context.Context, job types.Job, t types.Task) (types.Task, int, bool, error) {
+	siblings, err := k.siblings(ctx, job, t)
 	if err != nil {
 		return types.Task{}, 0, false, err
 	}

@@ -34,8 +34,11 @@ func (i JobIndexes) IndexesList() []collections.Index[uint64, types.Job] {
 
 // TaskIndexes index tasks by job, shard (job, index), node and provider.
 type TaskIndexes struct {
-	ByJob   *indexes.Multi[uint64, uint64, types.Task]
-	ByShard *indexes.Multi[collections.Pair[uint64, uint32], uint64, types.Task]
+	ByJob *indexes.Multi[uint64, uint64, types.Task]
+	// ByShard holds only the tasks added to a shard after submission (escalations,
+	// audits, committee members): its primaries' ids follow from the job's first task id
+	// (shardTasks).
+	ByShard *sparseMulti[collections.Pair[uint64, uint32], uint64, types.Task]
 	// ByNode and ByProvider hold only the tasks with a node and a provider (see sparseMulti).
 	ByNode     *sparseMulti[uint64, uint64, types.Task]
 	ByProvider *sparseMulti[sdk.AccAddress, uint64, types.Task]
@@ -225,11 +228,11 @@ func NewKeeper(
 		Tasks: collections.NewIndexedMap(sb, types.TasksKey, "tasks", collections.Uint64Key, codec.CollValue[types.Task](cdc), TaskIndexes{
 			ByJob: indexes.NewMulti(sb, types.TasksByJobKey, "tasks_by_job", collections.Uint64Key, collections.Uint64Key,
 				func(_ uint64, t types.Task) (uint64, error) { return t.JobId, nil }),
-			ByShard: indexes.NewMulti(sb, types.TasksByShardKey, "tasks_by_shard",
+			ByShard: newSparseMulti(indexes.NewMulti(sb, types.TasksByShardKey, "tasks_by_shard",
 				collections.PairKeyCodec(collections.Uint64Key, collections.Uint32Key), collections.Uint64Key,
 				func(_ uint64, t types.Task) (collections.Pair[uint64, uint32], error) {
 					return collections.Join(t.JobId, t.Index), nil
-				}),
+				}), func(t types.Task) bool { return t.Role != types.TASK_ROLE_PRIMARY }),
 			ByNode: newSparseMulti(indexes.NewMulti(sb, types.TasksByNodeKey, "tasks_by_node", collections.Uint64Key, collections.Uint64Key,
 				func(_ uint64, t types.Task) (uint64, error) { return t.NodeId, nil }), func(t types.Task) bool { return t.NodeId != 0 }),
 			ByProvider: newSparseMulti(indexes.NewMulti(sb, types.TasksByProviderKey, "tasks_by_provider", sdk.AccAddressKey, collections.Uint64Key,

@@ -28,9 +28,14 @@ func (m Migrator) Migrate1to2(ctx context.Context) error {
 }
 
 // Migrate2to3: the next job id and the next task id move from two sequences (JobSeqKey,
-// TaskSeqKey) into one record (IDs), which a submission reads and writes once. Two reads,
-// one write and two deletes.
+// TaskSeqKey) into one record (IDs), which a submission reads and writes once; and the
+// tasks by shard index keeps only the tasks added to a shard after submission (a
+// primary's shard follows from its id: shardTasks), so the primaries' entries go. The
+// work is one read per task and one delete per primary.
 func (m Migrator) Migrate2to3(ctx context.Context) error {
+	if err := m.dropPrimaryShardRefs(ctx); err != nil {
+		return err
+	}
 	v2 := m.v2Seqs()
 	job, err := v2.job.Peek(ctx)
 	if err != nil {
@@ -47,6 +52,32 @@ func (m Migrator) Migrate2to3(ctx context.Context) error {
 		return err
 	}
 	return collections.Item[uint64](v2.task).Remove(ctx)
+}
+
+func (m Migrator) dropPrimaryShardRefs(ctx context.Context) error {
+	refs := m.v2ShardRefs()
+	var primaries []collections.Pair[collections.Pair[uint64, uint32], uint64]
+	if err := m.k.taskValues.Walk(ctx, nil, func(id uint64, t types.Task) (bool, error) {
+		if t.Role == types.TASK_ROLE_PRIMARY {
+			primaries = append(primaries, collections.Join(collections.Join(t.JobId, t.Index), id))
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	for _, key := range primaries {
+		if err := refs.Remove(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// v2ShardRefs are the raw tasks by shard index entries: ((job, index), task).
+func (m Migrator) v2ShardRefs() collections.KeySet[collections.Pair[collections.Pair[uint64, uint32], uint64]] {
+	sb := collections.NewSchemaBuilder(m.k.storeService)
+	return collections.NewKeySet(sb, types.TasksByShardKey, "tasks_by_shard",
+		collections.PairKeyCodec(collections.PairKeyCodec(collections.Uint64Key, collections.Uint32Key), collections.Uint64Key))
 }
 
 // v2Seqs are version 2's sequences of job and task ids.

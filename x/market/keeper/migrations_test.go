@@ -75,10 +75,42 @@ func TestMigrate2to3MovesTheIDSequences(t *testing.T) {
 
 	id := f.submit(f.gemmSpec(3))
 	require.Equal(t, uint64(41), id)
+	n, err := m.V2ShardRefsForTest(f.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "version 3 indexes no primary by shard")
 	tasks := f.tasks(id)
 	require.Len(t, tasks, 3)
 	require.Equal(t, []uint64{977, 978, 979}, []uint64{tasks[0].Id, tasks[1].Id, tasks[2].Id})
 	gs, err := f.k.ExportGenesis(f.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []uint64{42, 980}, []uint64{gs.NextJobId, gs.NextTaskId})
+}
+
+// Version 3's tasks by shard index holds only the tasks added to a shard after submission;
+// the migration from 2 removes the primaries' entries (version 2 had one per task) and
+// keeps the others, and the shard's tasks are found as before.
+func TestMigrate2to3DropsThePrimariesShardEntries(t *testing.T) {
+	f := newFixture(t, nil)
+	spec := f.gemmSpec(2)
+	spec.Replicas = 3
+	job := f.submit(spec)
+	tasks := f.tasks(job)
+	require.Len(t, tasks, 6)
+	m := keeper.NewMigrator(f.k)
+	other := types.Task{Id: 1 << 40, JobId: job, Index: 5, Role: types.TASK_ROLE_AUDIT} // an entry the migration keeps
+	n, err := m.V2ShardRefsForTest(f.ctx, append(tasks, other)...)
+	require.NoError(t, err)
+	require.Equal(t, 7, n)
+	require.NoError(t, m.Migrate2to3(f.ctx))
+	n, err = m.V2ShardRefsForTest(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the non-primary's entry stays")
+	for i := range uint32(2) {
+		got, err := f.k.ShardTasksForTest(f.ctx, f.job(job), i)
+		require.NoError(t, err)
+		require.Len(t, got, 3)
+		for r, task := range got {
+			require.Equal(t, tasks[int(i)*3+r], task)
+		}
+	}
 }

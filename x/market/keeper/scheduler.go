@@ -846,7 +846,7 @@ func (k Keeper) excludedNodes(ctx context.Context, job types.Job, t types.Task) 
 	if job.Spec.Replicas == 1 && t.Role == types.TASK_ROLE_PRIMARY && t.Reassignments == 0 {
 		return ex, nil
 	}
-	siblings, err := k.siblings(ctx, t)
+	siblings, err := k.siblings(ctx, job, t)
 	if err != nil {
 		return exclusion{}, err
 	}
@@ -867,8 +867,15 @@ func (k Keeper) excludedNodes(ctx context.Context, job types.Job, t types.Task) 
 
 // siblings are the other tasks of a task's shard: replicas, escalations, audits and
 // committee members, none of which may run on the same node.
-func (k Keeper) siblings(ctx context.Context, t types.Task) ([]types.Task, error) {
-	all, err := k.shardTasks(ctx, t.JobId, t.Index)
+func (k Keeper) siblings(ctx context.Context, job types.Job, t types.Task) ([]types.Task, error) {
+	var all []types.Task
+	var err error
+	if t.Role == types.TASK_ROLE_PRIMARY {
+		// the shard's first primary is found from this one's id and replica
+		all, err = k.shardTasksFrom(ctx, job, t.Index, t.Id-uint64(t.Replica))
+	} else {
+		all, err = k.shardTasks(ctx, job, t.Index)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -52,14 +52,48 @@ func isCompared(r types.TaskRole) bool {
 	return r == types.TASK_ROLE_PRIMARY || r == types.TASK_ROLE_ESCALATION || r == types.TASK_ROLE_AUDIT
 }
 
-// shardTasks returns every task of a job's shard, in id order.
-func (k Keeper) shardTasks(ctx context.Context, jobID uint64, index uint32) ([]types.Task, error) {
-	it, err := k.Tasks.Indexes.ByShard.MatchExact(ctx, collections.Join(jobID, index))
+// shardTasks returns every task of a job's shard, in id order: its primary replicas,
+// whose ids follow from the job's first task id (a job's tasks are numbered at
+// submission shard by shard: first + index x replicas + replica), then the tasks added to
+// the shard since (escalations, audits, committee members), which alone the ByShard index
+// holds (a primary's entry cost every submitted task a write).
+func (k Keeper) shardTasks(ctx context.Context, job types.Job, index uint32) ([]types.Task, error) {
+	it, err := k.Tasks.Indexes.ByJob.MatchExact(ctx, job.Id)
+	if err != nil {
+		return nil, err
+	}
+	if !it.Valid() {
+		_ = it.Close()
+		return nil, fmt.Errorf("market: job %d has no task", job.Id)
+	}
+	first, err := it.PrimaryKey()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return k.shardTasksFrom(ctx, job, index, first+uint64(index)*uint64(job.Spec.Replicas))
+}
+
+// shardTasksFrom is shardTasks for the shard whose first primary replica has id from.
+func (k Keeper) shardTasksFrom(ctx context.Context, job types.Job, index uint32, from uint64) ([]types.Task, error) {
+	out := make([]types.Task, 0, job.Spec.Replicas)
+	for r := range job.Spec.Replicas {
+		t, err := k.Tasks.Get(ctx, from+uint64(r))
+		if err != nil {
+			return nil, fmt.Errorf("market: job %d shard %d replica %d (task %d): %w", job.Id, index, r, from+uint64(r), err)
+		}
+		if t.JobId != job.Id || t.Index != index || t.Replica != r || t.Role != types.TASK_ROLE_PRIMARY {
+			return nil, fmt.Errorf("market: task %d is not job %d shard %d's primary replica %d", t.Id, job.Id, index, r)
+		}
+		out = append(out, t)
+	}
+	it, err := k.Tasks.Indexes.ByShard.MatchExact(ctx, collections.Join(job.Id, index))
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = it.Close() }()
-	var out []types.Task
 	for ; it.Valid(); it.Next() {
 		id, err := it.PrimaryKey()
 		if err != nil {
@@ -97,7 +131,7 @@ func (k Keeper) group(ctx context.Context, job types.Job, t types.Task) ([]types
 	if job.Spec.Verification != types.VERIFICATION_CLASS_EXACT {
 		return nil, nil
 	}
-	all, err := k.shardTasks(ctx, job.Id, t.Index)
+	all, err := k.shardTasks(ctx, job, t.Index)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +260,7 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 		// a single-replica shard whose audit was drawn but ended without a result (never
 		// placed by its own deadline, or failed): the result cannot be verified, so it is
 		// not paid, and nobody is slashed
-		all, err := k.shardTasks(ctx, job.Id, members[0].Index)
+		all, err := k.shardTasks(ctx, *job, members[0].Index)
 		if err != nil {
 			return err
 		}
@@ -301,7 +335,7 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 	}
 
 	// A tie: one more replica, if the budget and the bound allow.
-	all, err := k.shardTasks(ctx, job.Id, members[0].Index)
+	all, err := k.shardTasks(ctx, *job, members[0].Index)
 	if err != nil {
 		return err
 	}
@@ -336,7 +370,7 @@ func (k Keeper) afterMemberLeft(ctx context.Context, p types.Params, job *types.
 	if !isCompared(t.Role) && t.Role != types.TASK_ROLE_COMMITTEE {
 		return nil
 	}
-	all, err := k.shardTasks(ctx, job.Id, t.Index)
+	all, err := k.shardTasks(ctx, *job, t.Index)
 	if err != nil {
 		return err
 	}
@@ -421,7 +455,7 @@ func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, ind
 	if err != nil {
 		return types.Task{}, err
 	}
-	all, err := k.shardTasks(ctx, job.Id, index)
+	all, err := k.shardTasks(ctx, *job, index)
 	if err != nil {
 		return types.Task{}, err
 	}
@@ -524,7 +558,7 @@ func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error 
 	if ev.Audited {
 		reserve := job.Spec.MaxPricePerTask.Amount
 		if job.VerificationLeft.GTE(reserve) {
-			all, err := k.shardTasks(ctx, job.Id, t.Index)
+			all, err := k.shardTasks(ctx, job, t.Index)
 			if err != nil {
 				return err
 			}
@@ -571,7 +605,7 @@ func (k Keeper) openDispute(ctx context.Context, p types.Params, job *types.Job,
 	} else {
 		d.Kind, d.Challenger = types.DISPUTE_KIND_CHALLENGE, challenger.String()
 	}
-	all, err := k.shardTasks(ctx, job.Id, target.Index)
+	all, err := k.shardTasks(ctx, *job, target.Index)
 	if err != nil {
 		return d, err
 	}
