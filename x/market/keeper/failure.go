@@ -304,24 +304,6 @@ func failureHold(t types.Task) (string, sdkmath.Int) {
 	return "", sdkmath.Int{}
 }
 
-// moveFailureHold moves the exposure of a pending failure report from old to new.
-func (k Keeper) moveFailureHold(ctx context.Context, old, new types.Task) error {
-	pa, ea := failureHold(old)
-	pb, eb := failureHold(new)
-	if pa == pb && ea.IsNil() == eb.IsNil() && (ea.IsNil() || ea.Equal(eb)) {
-		return nil
-	}
-	if !ea.IsNil() {
-		if err := k.releaseExposure(ctx, pa, ea); err != nil {
-			return err
-		}
-	}
-	if !eb.IsNil() {
-		return k.addExposure(ctx, pb, eb)
-	}
-	return nil
-}
-
 func (k Keeper) emitFailure(ctx context.Context, t types.Task, r types.FailureReport) error {
 	paid := ""
 	if !r.Paid.IsNil() && r.Paid.IsPositive() {

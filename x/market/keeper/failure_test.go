@@ -353,3 +353,28 @@ func TestReplicaReportsConfirmEachOther(t *testing.T) {
 	require.True(t, f.escrow().IsZero())
 	f.assertInvariants()
 }
+
+// A provider whose collateral no longer covers its exposure (slashed for another task, or
+// governance lowered the cap; found by the simulation, seed 12 of 500 blocks) reports a
+// task failed. The report holds collateral in place of the run's, less of it
+// (failure_penalty_multiple 2 against result_penalty_multiple 20), so it lowers the
+// provider's exposure and must be taken. Before, the run's exposure was released and the
+// report's then added on its own, which the cap refused: the provider could only abandon
+// the task and be slashed for it.
+func TestAttackCapForcesAbandonOfAFailedTask(t *testing.T) {
+	f, job, task := failingSetup(t, nil)
+	before := f.coll.exp(task.Provider)
+	require.True(t, before.IsPositive())
+	// the cap is now below even the report's hold (a tenth of the run's)
+	f.coll.bond(task.Provider, before.QuoRaw(40))
+	f.next(3 * time.Minute)
+	require.Equal(t, types.FAILURE_STATUS_PENDING, f.reportFailure(task, 2))
+	got := f.task(task.Id)
+	require.Len(t, got.Failures, 1)
+	hold := got.Failures[0].Exposure
+	require.True(t, hold.IsPositive())
+	require.True(t, hold.LT(before))
+	require.Equal(t, hold.String(), f.coll.exp(task.Provider).String(), "the report's hold in place of the run's")
+	require.Equal(t, types.JOB_STATUS_ACTIVE, f.job(job).Status)
+	f.assertInvariants()
+}

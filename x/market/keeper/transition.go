@@ -156,9 +156,6 @@ func (k Keeper) transition(ctx context.Context, p types.Params, job *types.Job, 
 	if err := k.moveHoldings(ctx, *job, from, *t); err != nil {
 		return err
 	}
-	if err := k.moveFailureHold(ctx, from, *t); err != nil {
-		return err
-	}
 	if err := k.attachEntry(ctx, *job, *t); err != nil {
 		return err
 	}
@@ -322,8 +319,9 @@ func holdOf(job types.Job, t types.Task) hold {
 	return h
 }
 
-// moveHoldings moves the node usage and the exposure from what old holds to what new
-// holds: the difference on the same node and provider, a release and a take otherwise.
+// moveHoldings moves the node usage and the exposure (the run's and a pending failure
+// report's) from what old holds to what new holds: the difference on the same node, and
+// the net change of each provider's exposure.
 func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.Task) error {
 	a, b := holdOf(job, old), holdOf(job, new)
 	if a.node == b.node {
@@ -344,17 +342,61 @@ func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.
 			}
 		}
 	}
-	same := a.provider == b.provider && a.exposure.IsNil() == b.exposure.IsNil() && (a.exposure.IsNil() || a.exposure.Equal(b.exposure))
-	if same {
-		return nil
+	// the run's exposure and a pending failure report's, netted per provider: a move
+	// that does not raise a provider's exposure never meets its cap (a report holds
+	// collateral in place of the run's; refused, it left a provider above its cap only
+	// the choice to abandon the task and be slashed for it)
+	fa, ea := failureHold(old)
+	fb, eb := failureHold(new)
+	var moves exposureMoves
+	moves.add(a.provider, a.exposure, true)
+	moves.add(fa, ea, true)
+	moves.add(b.provider, b.exposure, false)
+	moves.add(fb, eb, false)
+	return moves.apply(ctx, k)
+}
+
+// exposureMoves are the net exposure changes of a transition's providers, in the order
+// they first appear (never a map's).
+type exposureMoves []struct {
+	provider string
+	delta    sdkmath.Int
+}
+
+func (m *exposureMoves) add(provider string, v sdkmath.Int, release bool) {
+	if provider == "" || v.IsNil() || v.IsZero() {
+		return
 	}
-	if !a.exposure.IsNil() {
-		if err := k.releaseExposure(ctx, a.provider, a.exposure); err != nil {
-			return err
+	if release {
+		v = v.Neg()
+	}
+	for i := range *m {
+		if (*m)[i].provider == provider {
+			(*m)[i].delta = (*m)[i].delta.Add(v)
+			return
 		}
 	}
-	if !b.exposure.IsNil() {
-		return k.addExposure(ctx, b.provider, b.exposure)
+	*m = append(*m, struct {
+		provider string
+		delta    sdkmath.Int
+	}{provider, v})
+}
+
+// apply releases first, then adds (an add meets the cap).
+func (m exposureMoves) apply(ctx context.Context, k Keeper) error {
+	for _, mv := range m {
+		if mv.delta.IsNegative() {
+			if err := k.releaseExposure(ctx, mv.provider, mv.delta.Neg()); err != nil {
+				return err
+			}
+		}
+	}
+	for _, mv := range m {
+		if mv.delta.IsPositive() {
+			if err := k.addExposure(ctx, mv.provider, mv.delta); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // Bids, checkpoints, failure reports, challenges and pools: the rest of what clients and
@@ -82,8 +83,10 @@ func MsgCheckpointFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 }
 
 // MsgReportFailureFactory reports that a running task failed on its node (the task runs
-// again elsewhere to confirm the report); refused for a verification task or after the run
-// deadline, as expected.
+// again elsewhere to confirm the report); refused for a verification task, after the run
+// deadline, or when the report's hold is more than the run's and the provider's collateral
+// does not cover the difference (failure_penalty_multiple above result_penalty_multiple),
+// as expected.
 func MsgReportFailureFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgReportFailure, simsx.SimDeliveryResultHandler) {
 		t, prov, ok := pickTask(ctx, k, data, reporter, types.TASK_STATUS_RUNNING)
@@ -96,7 +99,7 @@ func MsgReportFailureFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			Provider: t.Provider, TaskId: t.Id, Reason: types.FailureReason(1 + r.Intn(5)), ExitCode: int32(r.Intn(256)),
 			LogRoot: root[:], Detail: "simulated failure",
 		}
-		return []simsx.SimAccount{prov}, msg, simutil.Expect(types.ErrInvalidFailure, types.ErrDeadlinePassed)
+		return []simsx.SimAccount{prov}, msg, simutil.Expect(types.ErrInvalidFailure, types.ErrDeadlinePassed, sstypes.ErrExposureLimit)
 	})
 }
 
