@@ -356,12 +356,15 @@ func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.
 	return moves.apply(ctx, k)
 }
 
-// exposureMoves are the net exposure changes of a transition's providers, in the order
-// they first appear (never a map's).
-type exposureMoves []struct {
+// exposureMove is a provider's net exposure change in a transition.
+type exposureMove struct {
 	provider string
 	delta    sdkmath.Int
 }
+
+// exposureMoves are the net exposure changes of a transition's providers, in the order
+// they first appear (never a map's).
+type exposureMoves []exposureMove
 
 func (m *exposureMoves) add(provider string, v sdkmath.Int, release bool) {
 	if provider == "" || v.IsNil() || v.IsZero() {
@@ -376,10 +379,7 @@ func (m *exposureMoves) add(provider string, v sdkmath.Int, release bool) {
 			return
 		}
 	}
-	*m = append(*m, struct {
-		provider string
-		delta    sdkmath.Int
-	}{provider, v})
+	*m = append(*m, exposureMove{provider, v})
 }
 
 // apply releases first, then adds (an add meets the cap).
