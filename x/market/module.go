@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 3
+const ConsensusVersion = 4
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -87,6 +87,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 2, func(ctx sdk.Context) error { return m.Migrate2to3(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 2 to 3: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 3, func(ctx sdk.Context) error { return m.Migrate3to4(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 3 to 4: %w", types.ModuleName, err))
 	}
 }
 

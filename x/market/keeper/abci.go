@@ -214,24 +214,13 @@ func (k Keeper) sweep(ctx sdk.Context, job *types.Job, kind uint32, limit int, f
 	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
 		return false, err
 	}
-	rng := collections.NewPrefixedPairRange[uint64, uint64](job.Id)
-	if after != 0 {
-		rng = rng.StartExclusive(after)
-	}
-	it, err := k.Tasks.Indexes.ByJob.Iterate(ctx, rng)
-	if err != nil {
-		return false, err
-	}
+	// the ids first (no write under an open iterator), each task read again just before
+	// fn: fn on one task may change a later one (a sibling, a committee member)
 	var ids []uint64
-	for ; it.Valid() && len(ids) <= limit; it.Next() {
-		id, err := it.PrimaryKey()
-		if err != nil {
-			_ = it.Close()
-			return false, err
-		}
-		ids = append(ids, id)
-	}
-	if err := it.Close(); err != nil {
+	if err := k.walkJobTasks(ctx, *job, after+1, false, func(t types.Task) (bool, error) {
+		ids = append(ids, t.Id)
+		return len(ids) > limit, nil
+	}); err != nil {
 		return false, err
 	}
 	for i, id := range ids {
@@ -252,40 +241,30 @@ func (k Keeper) sweep(ctx sdk.Context, job *types.Job, kind uint32, limit int, f
 // prunePart deletes a finished job after job_retention_blocks: its tasks and their
 // disputes, pruneChunk tasks a part (done: the job is gone), then its bids and history.
 func (k Keeper) prunePart(ctx sdk.Context, id uint64) (bool, error) {
-	if has, err := k.Jobs.Has(ctx, id); err != nil || !has {
-		return true, err
-	}
-	it, err := k.Tasks.Indexes.ByJob.MatchExact(ctx, id)
-	if err != nil {
+	job, err := k.loadJob(ctx, id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return true, nil
+	} else if err != nil {
 		return false, err
 	}
-	var ids []uint64
-	for ; it.Valid() && len(ids) < pruneChunk; it.Next() {
-		tid, err := it.PrimaryKey()
-		if err != nil {
-			_ = it.Close()
-			return false, err
-		}
-		ids = append(ids, tid)
-	}
-	if err := it.Close(); err != nil {
+	var tasks []types.Task
+	if err := k.walkJobTasks(ctx, job, 0, false, func(t types.Task) (bool, error) {
+		tasks = append(tasks, t)
+		return len(tasks) == pruneChunk, nil
+	}); err != nil {
 		return false, err
 	}
-	for _, tid := range ids {
-		t, err := k.Tasks.Get(ctx, tid)
-		if err != nil {
-			return false, err
-		}
+	for _, t := range tasks {
 		if t.DisputeId != 0 {
 			if err := k.Disputes.Remove(ctx, t.DisputeId); err != nil {
 				return false, err
 			}
 		}
-		if err := k.Tasks.Remove(ctx, tid); err != nil {
+		if err := k.Tasks.Remove(ctx, t.Id); err != nil {
 			return false, err
 		}
 	}
-	if len(ids) == pruneChunk {
+	if len(tasks) == pruneChunk {
 		return false, nil
 	}
 	if err := k.Bids.Clear(ctx, collections.NewPrefixedPairRange[uint64, uint64](id)); err != nil {

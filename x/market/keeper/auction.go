@@ -258,7 +258,7 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 		offers = append(offers, types.AuctionBid{NodeID: b.NodeId, Price: b.Price, Quantity: b.Quantity, Factor: score})
 		byNode[b.NodeId] = b
 	}
-	pending, err := k.pendingTasks(ctx, jobID)
+	pending, err := k.pendingTasks(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -354,8 +354,8 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 	return n, nil
 }
 
-func (k Keeper) pendingTasks(ctx context.Context, jobID uint64) ([]types.Task, error) {
-	all, err := k.jobTasks(ctx, jobID)
+func (k Keeper) pendingTasks(ctx context.Context, job types.Job) ([]types.Task, error) {
+	all, err := k.jobTasks(ctx, job)
 	if err != nil {
 		return nil, err
 	}

@@ -331,7 +331,7 @@ func (k Keeper) resolveAuction(ctx sdk.Context, p types.Params, id uint64) (stri
 		return "", err
 	}
 	job.Status = types.JOB_STATUS_ACTIVE
-	pending, err := k.pendingTasks(ctx, id)
+	pending, err := k.pendingTasks(ctx, job)
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"fmt"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -186,4 +187,111 @@ func (m Migrator) V2ShardRefsForTest(ctx context.Context, tasks ...types.Task) (
 // ShardTasksForTest returns every task of a job's shard, in id order.
 func (k Keeper) ShardTasksForTest(ctx context.Context, job types.Job, index uint32) ([]types.Task, error) {
 	return k.shardTasks(ctx, job, index)
+}
+
+// JobTasksForTest returns every task of a job, in id order.
+func (k Keeper) JobTasksForTest(ctx context.Context, jobID uint64) ([]types.Task, error) {
+	job, err := k.loadJob(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	return k.jobTasks(ctx, job)
+}
+
+// V3JobForTest puts a job back in version 3's form: its record without a first task id
+// and a tasks by job entry for each of its tasks; it returns the index's entries of the
+// job after.
+func (m Migrator) V3JobForTest(ctx context.Context, jobID uint64) (int, error) {
+	job, err := m.k.loadJob(ctx, jobID)
+	if err != nil {
+		return 0, err
+	}
+	tasks, err := m.k.jobTasks(ctx, job)
+	if err != nil {
+		return 0, err
+	}
+	job.FirstTaskId = 0
+	job.Spec = types.JobSpec{}
+	if err := m.k.jobValues.Set(ctx, jobID, job); err != nil {
+		return 0, err
+	}
+	refs := m.v3JobRefs()
+	for _, t := range tasks {
+		if err := refs.Set(ctx, collections.Join(t.JobId, t.Id)); err != nil {
+			return 0, err
+		}
+	}
+	return m.JobRefsForTest(ctx, jobID)
+}
+
+// JobRefsForTest counts the tasks by job index entries of a job.
+func (m Migrator) JobRefsForTest(ctx context.Context, jobID uint64) (int, error) {
+	n := 0
+	err := m.v3JobRefs().Walk(ctx, collections.NewPrefixedPairRange[uint64, uint64](jobID), func(collections.Pair[uint64, uint64]) (bool, error) {
+		n++
+		return false, nil
+	})
+	return n, err
+}
+
+// V3GroupsForTest rewrites the scheduler groups' records as version 3 did (a fixed-width
+// tuple; a group of one's task with a waiting entry) and returns them, as GroupsForTest
+// does.
+func (m Migrator) V3GroupsForTest(ctx context.Context) ([]string, error) {
+	var keys []group
+	var values []groupValue
+	if err := m.k.Groups.Walk(ctx, nil, func(g group, v groupValue) (bool, error) {
+		keys, values = append(keys, g), append(values, v)
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	for i, g := range keys {
+		if err := m.v3Groups().Set(ctx, g, values[i]); err != nil {
+			return nil, err
+		}
+		if values[i].K1() == 1 { // version 3 gave a group of one's task its entry
+			if err := m.k.Waiting.Set(ctx, collections.Join3(g.K1(), g.K2(), values[i].K2())); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m.k.groupsOf(ctx, m.v3Groups())
+}
+
+// WaitingForTest counts the scheduler's waiting set entries.
+func (k Keeper) WaitingForTest(ctx context.Context) (int, error) {
+	n := 0
+	err := k.Waiting.Walk(ctx, nil, func(collections.Triple[uint64, int32, uint64]) (bool, error) {
+		n++
+		return false, nil
+	})
+	return n, err
+}
+
+// GroupsForTest returns the scheduler groups' records, one line each, in key order.
+func (k Keeper) GroupsForTest(ctx context.Context) ([]string, error) {
+	return k.groupsOf(ctx, k.Groups)
+}
+
+func (k Keeper) groupsOf(ctx context.Context, groups collections.Map[group, groupValue]) ([]string, error) {
+	var out []string
+	err := groups.Walk(ctx, nil, func(g group, v groupValue) (bool, error) {
+		out = append(out, fmt.Sprintf("job %d role %d: %d waiting from %d, parked %d, tries %d", g.K1(), g.K2(), v.K1(), v.K2(), v.K3(), v.K4()))
+		return false, nil
+	})
+	return out, err
+}
+
+// WaitsInGroupForTest says whether a pending task waits in its scheduler group (named by
+// a group of one's record, or in the waiting set).
+func (k Keeper) WaitsInGroupForTest(ctx context.Context, t types.Task) (bool, error) {
+	s, found, err := k.getGroup(ctx, groupOf(t))
+	if err != nil || !found {
+		return false, err
+	}
+	if s.size == 1 {
+		return s.first == t.Id, nil
+	}
+	return k.Waiting.Has(ctx, waitingKey(t))
 }

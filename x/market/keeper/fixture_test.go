@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"cosmossdk.io/collections"
 	corestore "cosmossdk.io/core/store"
 	errorsmod "cosmossdk.io/errors"
 	sdkmath "cosmossdk.io/math"
@@ -462,15 +461,8 @@ func (f *fixture) task(id uint64) types.Task {
 // tasks returns a job's task replicas by id.
 func (f *fixture) tasks(job uint64) []types.Task {
 	f.t.Helper()
-	it, err := f.k.Tasks.Indexes.ByJob.MatchExact(f.ctx, job)
+	out, err := f.k.JobTasksForTest(f.ctx, job)
 	require.NoError(f.t, err)
-	defer func() { _ = it.Close() }()
-	var out []types.Task
-	for ; it.Valid(); it.Next() {
-		id, err := it.PrimaryKey()
-		require.NoError(f.t, err)
-		out = append(out, f.task(id))
-	}
 	return out
 }
 
@@ -486,7 +478,7 @@ func (f *fixture) slot(node uint64) types.NodeSlot {
 func (f *fixture) queued(taskID uint64) bool {
 	f.t.Helper()
 	t := f.task(taskID)
-	found, err := f.k.Waiting.Has(f.ctx, collections.Join3(t.JobId, int32(t.Role), t.Id))
+	found, err := f.k.WaitsInGroupForTest(f.ctx, t)
 	require.NoError(f.t, err)
 	if !found { // parked until a retry height
 		has, err := f.k.AssignRetries.Has(f.ctx, taskID)

@@ -27,8 +27,19 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	if err := k.IDs.Set(ctx, collections.Join(max(gs.NextJobId, 1), max(gs.NextTaskId, 1))); err != nil {
 		return err
 	}
+	// a genesis from before first_task_id: a job takes it from one of its primaries (they
+	// were validated to agree)
+	aPrimary := map[uint64]types.Task{}
+	for _, t := range gs.Tasks {
+		if t.Role == types.TASK_ROLE_PRIMARY {
+			aPrimary[t.JobId] = t
+		}
+	}
 	jobs := map[uint64]types.Job{}
 	for _, j := range gs.Jobs {
+		if t, ok := aPrimary[j.Id]; ok && j.FirstTaskId == 0 {
+			j.FirstTaskId = t.Id - uint64(t.Index)*uint64(j.Spec.Replicas) - uint64(t.Replica)
+		}
 		jobs[j.Id] = j
 		if err := k.JobSpecs.Set(ctx, j.Id, j.Spec); err != nil {
 			return err

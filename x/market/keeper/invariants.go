@@ -47,9 +47,27 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 			}
 			return false, nil
 		}
-		tasks, err := k.jobTasks(ctx, id)
+		j, err := k.loadJob(ctx, id) // with its spec
 		if err != nil {
 			return true, err
+		}
+		tasks, err := k.jobTasks(ctx, j)
+		if err != nil {
+			return true, err
+		}
+		// an unfinished job has every primary, at the id its shard and replica say
+		primaries := uint64(0)
+		for _, t := range tasks {
+			if t.Role != types.TASK_ROLE_PRIMARY {
+				continue
+			}
+			if want := j.FirstTaskId + uint64(t.Index)*uint64(j.Spec.Replicas) + uint64(t.Replica); t.Id != want {
+				problems = append(problems, fmt.Sprintf("job %d's primary (shard %d, replica %d) is task %d, not %d", id, t.Index, t.Replica, t.Id, want))
+			}
+			primaries++
+		}
+		if primaries != j.Spec.TotalTasks() {
+			problems = append(problems, fmt.Sprintf("job %d has %d primaries, not %d", id, primaries, j.Spec.TotalTasks()))
 		}
 		want := j.VerificationLeft
 		open := uint32(0)
@@ -279,6 +297,7 @@ func (k Keeper) DueWorkInvariant(ctx sdk.Context) (string, bool) {
 		}
 	}
 	count(countKeys(ctx, k.Waiting))
+	count(groupsOfOne(ctx, k.Groups)) // each names its task instead of an entry
 	count(countKeys(ctx, k.AssignRetryAt))
 	count(countKeys(ctx, k.AckDeadlines))
 	count(countKeys(ctx, k.RunDeadlines))
@@ -345,7 +364,7 @@ func (k Keeper) StuckTasksInvariant(ctx sdk.Context) (string, bool) {
 		if err != nil {
 			return true, err
 		}
-		tasks, err := k.jobTasks(ctx, id)
+		tasks, err := k.jobTasks(ctx, j)
 		if err != nil {
 			return true, err
 		}
@@ -425,6 +444,11 @@ func (k Keeper) hasEntry(ctx sdk.Context, job types.Job, t types.Task) (bool, st
 			has, err := k.AssignRetryAt.Has(ctx, collections.Join(r.K1(), t.Id))
 			return has, "parked AssignRetryAt", err
 		}
+		if s, found, err := k.getGroup(ctx, groupOf(t)); err != nil {
+			return false, "", err
+		} else if found && s.size == 1 && s.first == t.Id {
+			return true, "Groups (a group of one's record)", nil
+		}
 		has, err := k.Waiting.Has(ctx, waitingKey(t))
 		return has, "Waiting", err
 	case types.TASK_STATUS_ASSIGNED:
@@ -450,7 +474,8 @@ func (k Keeper) hasEntry(ctx sdk.Context, job types.Job, t types.Task) (bool, st
 }
 
 // groupProblems checks the scheduler's groups (queue.go): every group with waiting tasks
-// has a record that counts them and knows its lowest one (or says it does not), and is
+// has a record that counts them and knows its lowest one (or says it does not; a group of
+// one names its task and has no waiting set entry, one of several has an entry each), and is
 // either queued at its job's priority or parked with its retry entry, never both; no
 // group is queued, parked or recorded without a waiting task.
 func (k Keeper) groupProblems(ctx sdk.Context) []string {
@@ -470,6 +495,31 @@ func (k Keeper) groupProblems(ctx sdk.Context) []string {
 		return false, nil
 	}); err != nil {
 		return []string{err.Error()}
+	}
+	// a group of one names its task in its record and has no entry
+	type gid struct {
+		job  uint64
+		role int32
+	}
+	entries := map[gid]bool{} // (a Pair holds pointers: not a map key)
+	for _, t := range groups {
+		entries[gid{t.g.K1(), t.g.K2()}] = true
+	}
+	if err := k.Groups.Walk(ctx, nil, func(g group, v groupValue) (bool, error) {
+		name := fmt.Sprintf("group (job %d, %s)", g.K1(), types.TaskRole(g.K2()))
+		has := entries[gid{g.K1(), g.K2()}]
+		if has && v.K1() < 2 {
+			problems = append(problems, fmt.Sprintf("%s: record says %d waiting (task %d), and it has waiting set entries", name, v.K1(), v.K2()))
+		}
+		if !has && v.K1() == 1 {
+			if v.K2() == 0 {
+				problems = append(problems, name+": a group of one does not name its task")
+			}
+			groups = append(groups, tally{g: g, n: 1, lowest: v.K2()})
+		}
+		return false, nil
+	}); err != nil {
+		return append(problems, err.Error())
 	}
 	queued := 0
 	for _, t := range groups {
@@ -516,7 +566,7 @@ func (k Keeper) groupProblems(ctx sdk.Context) []string {
 		}
 	}
 	records := 0
-	err := k.Groups.Walk(ctx, nil, func(group, collections.Quad[uint64, uint64, int64, uint32]) (bool, error) {
+	err := k.Groups.Walk(ctx, nil, func(group, groupValue) (bool, error) {
 		records++
 		return false, nil
 	})
@@ -526,6 +576,17 @@ func (k Keeper) groupProblems(ctx sdk.Context) []string {
 	n, err = countKeys(ctx, k.GroupRetryAt)
 	count("group retry entries", n, err, len(groups)-queued)
 	return problems
+}
+
+func groupsOfOne(ctx sdk.Context, groups collections.Map[group, groupValue]) (int, error) {
+	n := 0
+	err := groups.Walk(ctx, nil, func(_ group, v groupValue) (bool, error) {
+		if v.K1() == 1 {
+			n++
+		}
+		return false, nil
+	})
+	return n, err
 }
 
 func countKeys[K any](ctx sdk.Context, ks collections.KeySet[K]) (int, error) {

@@ -60,7 +60,7 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 	job := types.Job{
 		Id: id, Owner: owner, Spec: spec, Status: types.JOB_STATUS_ACTIVE, Escrow: budget,
 		SubmittedHeight: sdkCtx.BlockHeight(), SubmittedTime: sdkCtx.BlockTime(), ClearingPrice: sdkmath.ZeroInt(),
-		VerificationLeft: spec.VerificationBudget.Amount, RevealGas: revealGas, RevealCost: revealCost,
+		VerificationLeft: spec.VerificationBudget.Amount, RevealGas: revealGas, RevealCost: revealCost, FirstTaskId: next,
 	}
 	if spec.Runtime == types.RUNTIME_BUILTIN && spec.Image == types.BuiltinGemm {
 		seed := k.gemmSeed(ctx, id)
@@ -236,25 +236,108 @@ func (k Keeper) cancelPart(ctx context.Context, p types.Params, job *types.Job, 
 	})
 }
 
-func (k Keeper) jobTasks(ctx context.Context, jobID uint64) ([]types.Task, error) {
-	it, err := k.Tasks.Indexes.ByJob.MatchExact(ctx, jobID)
-	if err != nil {
-		return nil, err
+// primaryIDs is the range of a job's primary task ids, [first, end): they are numbered at
+// submission shard by shard (first + index x replicas + replica). Empty for a job whose
+// first task id is not known (its primaries were all pruned before the record held it).
+func primaryIDs(job types.Job) (uint64, uint64) {
+	if job.FirstTaskId == 0 {
+		return 0, 0
 	}
-	defer func() { _ = it.Close() }()
+	return job.FirstTaskId, job.FirstTaskId + job.Spec.TotalTasks()
+}
+
+// walkJobTasks calls fn on a job's tasks (the job with its spec) in id order, or in
+// reverse, from the id from on (inclusive; 0: from the first, or the last in reverse),
+// until fn says stop: first its primaries, read by their ids' range in Tasks (no index
+// entry of their own: it cost every submitted task a write), then the tasks added later
+// (escalations, audits, committee members, with later ids), which alone the ByJob index
+// holds. A pruned task is not there, so it is skipped.
+func (k Keeper) walkJobTasks(ctx context.Context, job types.Job, from uint64, reverse bool, fn func(t types.Task) (bool, error)) error {
+	first, end := primaryIDs(job)
+	primaries := func() (bool, error) {
+		lo, hi := first, end
+		if from != 0 && !reverse {
+			lo = max(lo, from)
+		} else if from != 0 {
+			hi = min(hi, from+1)
+		}
+		if lo >= hi {
+			return false, nil
+		}
+		rng := new(collections.Range[uint64]).StartInclusive(lo).EndExclusive(hi)
+		if reverse {
+			rng = rng.Descending()
+		}
+		it, err := k.taskValues.Iterate(ctx, rng)
+		if err != nil {
+			return false, err
+		}
+		defer func() { _ = it.Close() }()
+		for ; it.Valid(); it.Next() {
+			t, err := it.Value()
+			if err != nil {
+				return false, err
+			}
+			if t.JobId != job.Id || t.Role != types.TASK_ROLE_PRIMARY {
+				return false, fmt.Errorf("market: task %d is in job %d's primary ids [%d, %d) but is a %s of job %d", t.Id, job.Id, first, end, t.Role, t.JobId)
+			}
+			if stop, err := fn(t); stop || err != nil {
+				return true, err
+			}
+		}
+		return false, nil
+	}
+	added := func() (bool, error) {
+		rng := collections.NewPrefixedPairRange[uint64, uint64](job.Id)
+		switch {
+		case from != 0 && reverse:
+			rng = rng.EndInclusive(from)
+		case from != 0:
+			rng = rng.StartInclusive(from)
+		}
+		if reverse {
+			rng = rng.Descending()
+		}
+		it, err := k.Tasks.Indexes.ByJob.Iterate(ctx, rng)
+		if err != nil {
+			return false, err
+		}
+		defer func() { _ = it.Close() }()
+		for ; it.Valid(); it.Next() {
+			id, err := it.PrimaryKey()
+			if err != nil {
+				return false, err
+			}
+			t, err := k.Tasks.Get(ctx, id)
+			if err != nil {
+				return false, err
+			}
+			if stop, err := fn(t); stop || err != nil {
+				return true, err
+			}
+		}
+		return false, nil
+	}
+	parts := []func() (bool, error){primaries, added}
+	if reverse {
+		parts[0], parts[1] = added, primaries
+	}
+	for _, part := range parts {
+		if stop, err := part(); stop || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jobTasks returns every task of a job (with its spec), in id order.
+func (k Keeper) jobTasks(ctx context.Context, job types.Job) ([]types.Task, error) {
 	var out []types.Task
-	for ; it.Valid(); it.Next() {
-		id, err := it.PrimaryKey()
-		if err != nil {
-			return nil, err
-		}
-		t, err := k.Tasks.Get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
+	err := k.walkJobTasks(ctx, job, 0, false, func(t types.Task) (bool, error) {
 		out = append(out, t)
-	}
-	return out, nil
+		return false, nil
+	})
+	return out, err
 }
 
 // revealPrice is the gas a provider pays to reveal one BUILTIN_GEMM task or unit of these

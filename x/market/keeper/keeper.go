@@ -34,7 +34,10 @@ func (i JobIndexes) IndexesList() []collections.Index[uint64, types.Job] {
 
 // TaskIndexes index tasks by job, shard (job, index), node and provider.
 type TaskIndexes struct {
-	ByJob *indexes.Multi[uint64, uint64, types.Task]
+	// ByJob holds only the tasks added to a job after submission (escalations, audits,
+	// committee members): its primaries' ids are a range that follows from the job's
+	// first task id (walkJobTasks).
+	ByJob *sparseMulti[uint64, uint64, types.Task]
 	// ByShard holds only the tasks added to a shard after submission (escalations,
 	// audits, committee members): its primaries' ids follow from the job's first task id
 	// (shardTasks).
@@ -218,16 +221,16 @@ func NewKeeper(
 		Params: collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		IDs: collections.NewItem(sb, types.IDsKey, "ids",
 			collcodec.KeyToValueCodec(collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))),
-		Jobs: collections.NewIndexedMap(sb, types.JobsKey, "jobs", collections.Uint64Key, codec.CollValue[types.Job](cdc), JobIndexes{
+		Jobs: collections.NewIndexedMap(sb, types.JobsKey, "jobs", collections.Uint64Key, newCompactValue(codec.CollValue[types.Job](cdc), jobOmit), JobIndexes{
 			ByOwner: indexes.NewMulti(sb, types.JobsByOwnerKey, "jobs_by_owner", sdk.AccAddressKey, collections.Uint64Key,
 				func(_ uint64, j types.Job) (sdk.AccAddress, error) { return addr(j.Owner) }),
 			ByStatus: indexes.NewMulti(sb, types.JobsByStatusKey, "jobs_by_status", collections.Int32Key, collections.Uint64Key,
 				func(_ uint64, j types.Job) (int32, error) { return int32(j.Status), nil }),
 		}),
 		JobSpecs: collections.NewMap(sb, types.JobSpecsKey, "job_specs", collections.Uint64Key, codec.CollValue[types.JobSpec](cdc)),
-		Tasks: collections.NewIndexedMap(sb, types.TasksKey, "tasks", collections.Uint64Key, codec.CollValue[types.Task](cdc), TaskIndexes{
-			ByJob: indexes.NewMulti(sb, types.TasksByJobKey, "tasks_by_job", collections.Uint64Key, collections.Uint64Key,
-				func(_ uint64, t types.Task) (uint64, error) { return t.JobId, nil }),
+		Tasks: collections.NewIndexedMap(sb, types.TasksKey, "tasks", collections.Uint64Key, newCompactValue(codec.CollValue[types.Task](cdc), taskOmit), TaskIndexes{
+			ByJob: newSparseMulti(indexes.NewMulti(sb, types.TasksByJobKey, "tasks_by_job", collections.Uint64Key, collections.Uint64Key,
+				func(_ uint64, t types.Task) (uint64, error) { return t.JobId, nil }), func(t types.Task) bool { return t.Role != types.TASK_ROLE_PRIMARY }),
 			ByShard: newSparseMulti(indexes.NewMulti(sb, types.TasksByShardKey, "tasks_by_shard",
 				collections.PairKeyCodec(collections.Uint64Key, collections.Uint32Key), collections.Uint64Key,
 				func(_ uint64, t types.Task) (collections.Pair[uint64, uint32], error) {
@@ -239,8 +242,8 @@ func NewKeeper(
 				func(_ uint64, t types.Task) (sdk.AccAddress, error) { return addr(t.Provider) }), func(t types.Task) bool { return t.Provider != "" }),
 		}),
 		// outside the schema: the same prefixes as Tasks and Jobs, which the schema has
-		taskValues: collections.NewMap(collections.NewSchemaBuilder(storeService), types.TasksKey, "tasks", collections.Uint64Key, codec.CollValue[types.Task](cdc)),
-		jobValues:  collections.NewMap(collections.NewSchemaBuilder(storeService), types.JobsKey, "jobs", collections.Uint64Key, codec.CollValue[types.Job](cdc)),
+		taskValues: collections.NewMap(collections.NewSchemaBuilder(storeService), types.TasksKey, "tasks", collections.Uint64Key, newCompactValue(codec.CollValue[types.Task](cdc), taskOmit)),
+		jobValues:  collections.NewMap(collections.NewSchemaBuilder(storeService), types.JobsKey, "jobs", collections.Uint64Key, newCompactValue(codec.CollValue[types.Job](cdc), jobOmit)),
 		Bids:       collections.NewMap(sb, types.BidsKey, "bids", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key), codec.CollValue[types.Bid](cdc)),
 		Slots:      collections.NewMap(sb, types.SlotsKey, "slots", collections.Uint64Key, codec.CollValue[types.NodeSlot](cdc)),
 		SchedIndex: collections.NewKeySet(sb, types.SchedIndexKey, "sched_index",
@@ -257,7 +260,7 @@ func NewKeeper(
 		Waiting: collections.NewKeySet(sb, types.WaitingKey, "assign_waiting",
 			collections.TripleKeyCodec(collections.Uint64Key, collections.Int32Key, collections.Uint64Key)),
 		Groups: collections.NewMap(sb, types.GroupsKey, "assign_groups", collections.PairKeyCodec(collections.Uint64Key, collections.Int32Key),
-			collcodec.KeyToValueCodec(collections.QuadKeyCodec(collections.Uint64Key, collections.Uint64Key, collections.Int64Key, collections.Uint32Key))),
+			newGroupValueCodec()),
 		GroupRetryAt: collections.NewKeySet(sb, types.GroupRetryAtKey, "assign_group_retry_at",
 			collections.TripleKeyCodec(collections.Int64Key, collections.Uint64Key, collections.Int32Key)),
 		AssignRetryAt: collections.NewKeySet(sb, types.AssignRetryAtKey, "assign_retry_at", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),

@@ -2,8 +2,10 @@ package keeper
 
 import (
 	"context"
+	"fmt"
 
 	"cosmossdk.io/collections"
+	collcodec "cosmossdk.io/collections/codec"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -54,6 +56,57 @@ func (m Migrator) Migrate2to3(ctx context.Context) error {
 	return collections.Item[uint64](v2.task).Remove(ctx)
 }
 
+// Migrate3to4: a job's record holds its first task id, and the tasks by job index keeps
+// only the tasks added after submission (walkJobTasks finds the primaries by id). Each
+// job's first task id follows from any of its primaries (id - index x replicas - replica);
+// a job whose primaries were all pruned keeps 0 (none to find). The scheduler groups'
+// records are rewritten as varints, a group of one naming its task instead of a waiting
+// entry; tasks and jobs are re-encoded by their next write (compactValue reads the old
+// encodings).
+func (m Migrator) Migrate3to4(ctx context.Context) error {
+	byJob := m.v3JobRefs()
+	var refs []collections.Pair[uint64, uint64]
+	var order []uint64 // jobs in the order their first primary was seen
+	aPrimary := map[uint64]types.Task{}
+	if err := m.k.taskValues.Walk(ctx, nil, func(id uint64, t types.Task) (bool, error) {
+		if t.Role != types.TASK_ROLE_PRIMARY {
+			return false, nil
+		}
+		refs = append(refs, collections.Join(t.JobId, id))
+		if _, seen := aPrimary[t.JobId]; !seen {
+			aPrimary[t.JobId] = t
+			order = append(order, t.JobId)
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	for _, key := range refs {
+		if err := byJob.Remove(ctx, key); err != nil {
+			return err
+		}
+	}
+	if err := m.compactGroups(ctx); err != nil {
+		return err
+	}
+	for _, id := range order {
+		job, err := m.k.jobValues.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("market: migrate job %d: %w", id, err)
+		}
+		spec, err := m.k.JobSpecs.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("market: migrate job %d's spec: %w", id, err)
+		}
+		t := aPrimary[id]
+		job.FirstTaskId = t.Id - uint64(t.Index)*uint64(spec.Replicas) - uint64(t.Replica)
+		if err := m.k.jobValues.Set(ctx, id, job); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (m Migrator) dropPrimaryShardRefs(ctx context.Context) error {
 	refs := m.v2ShardRefs()
 	var primaries []collections.Pair[collections.Pair[uint64, uint32], uint64]
@@ -71,6 +124,54 @@ func (m Migrator) dropPrimaryShardRefs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// compactGroups rewrites the scheduler groups' records, a fixed-width tuple in version 3,
+// as varints (groupValueCodec), and moves a group of one's task from its waiting entry
+// into its record (queue.go).
+func (m Migrator) compactGroups(ctx context.Context) error {
+	old := m.v3Groups()
+	var keys []group
+	var values []groupValue
+	if err := old.Walk(ctx, nil, func(g group, v groupValue) (bool, error) {
+		keys, values = append(keys, g), append(values, v)
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	for i, g := range keys {
+		v := values[i]
+		if v.K1() == 1 {
+			// a group of one names its task in its record, without a waiting entry
+			ids, err := m.k.waitingOf(ctx, g.K1(), types.TaskRole(g.K2()), groupState{size: 2}, 2)
+			if err != nil {
+				return err
+			} else if len(ids) != 1 {
+				return fmt.Errorf("market: group (job %d, %s) says 1 waiting task, its waiting set has %d", g.K1(), types.TaskRole(g.K2()), len(ids))
+			}
+			if err := m.k.Waiting.Remove(ctx, collections.Join3(g.K1(), g.K2(), ids[0])); err != nil {
+				return err
+			}
+			v = collections.Join4(v.K1(), ids[0], v.K3(), v.K4())
+		}
+		if err := m.k.Groups.Set(ctx, g, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// v3Groups are the scheduler groups' records as version 3 wrote them.
+func (m Migrator) v3Groups() collections.Map[group, groupValue] {
+	return collections.NewMap(collections.NewSchemaBuilder(m.k.storeService), types.GroupsKey, "assign_groups",
+		collections.PairKeyCodec(collections.Uint64Key, collections.Int32Key),
+		collcodec.KeyToValueCodec(collections.QuadKeyCodec(collections.Uint64Key, collections.Uint64Key, collections.Int64Key, collections.Uint32Key)))
+}
+
+// v3JobRefs are the raw tasks by job index entries: (job, task).
+func (m Migrator) v3JobRefs() collections.KeySet[collections.Pair[uint64, uint64]] {
+	return collections.NewKeySet(collections.NewSchemaBuilder(m.k.storeService), types.TasksByJobKey, "tasks_by_job",
+		collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))
 }
 
 // v2ShardRefs are the raw tasks by shard index entries: ((job, index), task).

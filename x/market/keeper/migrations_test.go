@@ -114,3 +114,56 @@ func TestMigrate2to3DropsThePrimariesShardEntries(t *testing.T) {
 		}
 	}
 }
+
+// Version 3 indexed every task by job and kept no first task id in the job's record; the
+// migration to 4 takes each job's first task id from any primary it still has (one
+// pruned away included), drops the primaries' entries and keeps the added tasks', and
+// rewrites the scheduler groups' records as varints.
+func TestMigrate3to4RecordsTheFirstTaskIDAndDropsThePrimariesJobEntries(t *testing.T) {
+	f := newFixture(t, nil)
+	spec := f.gemmSpec(2)
+	spec.Replicas = 3
+	a := f.submit(spec)
+	b := f.submit(spec)
+	f.submit(f.gemmSpec(1)) // a group of one
+	audit := addedTask(t, f, a, 1<<40, 1)
+	tasksA, tasksB := f.tasks(a), f.tasks(b)
+	require.Len(t, tasksA, 7)
+	firstA, firstB := f.job(a).FirstTaskId, f.job(b).FirstTaskId
+	require.NoError(t, f.k.Tasks.Remove(f.ctx, tasksB[0].Id)) // b's first primary pruned
+	m := keeper.NewMigrator(f.k)
+	n, err := m.V3JobForTest(f.ctx, a)
+	require.NoError(t, err)
+	require.Equal(t, 7, n)
+	n, err = m.V3JobForTest(f.ctx, b)
+	require.NoError(t, err)
+	require.Equal(t, 5, n)
+	require.Zero(t, f.job(a).FirstTaskId)
+	groups, err := m.V3GroupsForTest(f.ctx)
+	require.NoError(t, err)
+	require.Len(t, groups, 3, "every job waits for a node")
+	_, err = f.k.GroupsForTest(f.ctx)
+	require.Error(t, err, "version 3's records are not varints")
+	waiting, err := f.k.WaitingForTest(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 6+6+1, waiting)
+
+	require.NoError(t, m.Migrate3to4(f.ctx))
+	got, err := f.k.GroupsForTest(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, groups, got)
+	waiting, err = f.k.WaitingForTest(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 6+6, waiting, "the group of one names its task in its record alone")
+	require.Equal(t, firstA, f.job(a).FirstTaskId)
+	require.Equal(t, firstB, f.job(b).FirstTaskId)
+	n, err = m.JobRefsForTest(f.ctx, a)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the audit's entry stays")
+	n, err = m.JobRefsForTest(f.ctx, b)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, tasksA, f.tasks(a))
+	require.Equal(t, audit, f.tasks(a)[6])
+	require.Equal(t, tasksB[1:], f.tasks(b))
+}

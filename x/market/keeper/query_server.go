@@ -143,12 +143,64 @@ func (q queryServer) Task(ctx context.Context, req *types.QueryTaskRequest) (*ty
 	return &types.QueryTaskResponse{Task: t}, nil
 }
 
-// TasksByJob pages through a job's tasks.
+// TasksByJob pages through a job's tasks, in id order: its primaries (a range of ids)
+// and the tasks added since (the ByJob index). Pages as a collection's pagination does:
+// a key (the next page's, from the last response: the job id and task id, as before the
+// primaries left the index) or an offset, a limit (default 100), reverse, count_total.
 func (q queryServer) TasksByJob(ctx context.Context, req *types.QueryTasksByJobRequest) (*types.QueryTasksByJobResponse, error) {
-	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByJob, req.Pagination, tasksOf[uint64](ctx, q.k),
-		query.WithCollectionPaginationPairPrefix[uint64, uint64](req.JobId))
+	if req == nil {
+		return nil, status.Error(codes.InvalidArgument, "empty request")
+	}
+	pg := query.PageRequest{}
+	if req.Pagination != nil {
+		pg = *req.Pagination
+	}
+	if len(pg.Key) > 0 && pg.Offset > 0 {
+		return nil, status.Error(codes.InvalidArgument, "either offset or key is expected, got both")
+	}
+	limit := pg.Limit
+	if limit == 0 {
+		limit = query.DefaultLimit
+	}
+	job, err := q.k.loadJob(ctx, req.JobId)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return &types.QueryTasksByJobResponse{Pagination: &query.PageResponse{}}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	keyCodec := collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key)
+	from := uint64(0)
+	if len(pg.Key) > 0 {
+		_, key, err := keyCodec.Decode(pg.Key)
+		if err != nil || key.K1() != req.JobId {
+			return nil, status.Errorf(codes.InvalidArgument, "pagination key %x is not a key of job %d's tasks", pg.Key, req.JobId)
+		}
+		from = key.K2()
+	}
+	var tasks []types.Task
+	page := &query.PageResponse{}
+	seen := uint64(0)
+	err = q.k.walkJobTasks(ctx, job, from, pg.Reverse, func(t types.Task) (bool, error) {
+		seen++
+		switch {
+		case seen <= pg.Offset:
+		case uint64(len(tasks)) < limit:
+			tasks = append(tasks, t)
+		case len(page.NextKey) == 0:
+			bz := make([]byte, keyCodec.Size(collections.Join(req.JobId, t.Id)))
+			if _, err := keyCodec.Encode(bz, collections.Join(req.JobId, t.Id)); err != nil {
+				return true, err
+			}
+			page.NextKey = bz
+			return !pg.CountTotal || len(pg.Key) > 0, nil
+		}
+		return false, nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	if pg.CountTotal && len(pg.Key) == 0 {
+		page.Total = seen
 	}
 	return &types.QueryTasksByJobResponse{Tasks: tasks, Pagination: page}, nil
 }

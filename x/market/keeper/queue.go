@@ -25,6 +25,13 @@ import (
 // A group is queued or parked only while it has a waiting task. Parking a group costs
 // the same whatever its size: a job of 5,000 tasks nobody can take costs a block one
 // examination when its retry comes, not one per task.
+//
+// A group of one waiting task names it in its record (size 1, first: the task) and has
+// no Waiting entry; a group of several has an entry per waiting task. Most jobs have one
+// task: the entry cost each a write at submission and a read and a delete at assignment.
+// The form is the same whatever the path that led to it (a group down to one task moves
+// the last into its record, a second task moves it back out), so an imported genesis
+// stores what the exporting chain did.
 
 // group is a scheduler group: a job and a task role.
 type group = collections.Pair[uint64, int32]
@@ -60,12 +67,9 @@ func (k Keeper) setGroup(ctx context.Context, g group, s groupState) error {
 }
 
 // enqueue puts a pending task in its group's waiting set; a group that had none is
-// queued.
+// queued, with the task in its record alone.
 func (k Keeper) enqueue(ctx context.Context, job types.Job, t types.Task) error {
 	// the task is not waiting: it is new, or its last status's entry was released
-	if err := k.Waiting.Set(ctx, waitingKey(t)); err != nil {
-		return err
-	}
 	g := groupOf(t)
 	s, found, err := k.getGroup(ctx, g)
 	if err != nil {
@@ -77,6 +81,15 @@ func (k Keeper) enqueue(ctx context.Context, job types.Job, t types.Task) error 
 		}
 		return k.AssignQueue.Set(ctx, groupKey(job, t.Role))
 	}
+	if s.size == 1 {
+		// the record's task takes its entry: the group holds several now
+		if err := k.Waiting.Set(ctx, collections.Join3(g.K1(), g.K2(), s.first)); err != nil {
+			return err
+		}
+	}
+	if err := k.Waiting.Set(ctx, waitingKey(t)); err != nil {
+		return err
+	}
 	s.size++
 	if s.first != 0 && t.Id < s.first {
 		s.first = t.Id
@@ -87,46 +100,65 @@ func (k Keeper) enqueue(ctx context.Context, job types.Job, t types.Task) error 
 // dequeue takes a task out of the scheduler's queue, wherever it is; a group left with no
 // waiting task leaves the queue or its parking.
 func (k Keeper) dequeue(ctx context.Context, job types.Job, t types.Task) error {
-	// a pending task waits in its group or is parked alone, never both: the group's
-	// waiting set is looked at first (most tasks wait there, and a read that finds
-	// nothing costs more than one that finds)
-	wk := waitingKey(t)
-	if has, err := k.Waiting.Has(ctx, wk); err != nil {
+	// a pending task waits in its group or is parked alone, never both
+	g := groupOf(t)
+	s, found, err := k.getGroup(ctx, g)
+	if err != nil {
 		return err
-	} else if !has {
+	}
+	if found && s.size == 1 && s.first == t.Id {
+		// the group's one task, in its record: the group goes
+		if err := k.Groups.Remove(ctx, g); err != nil {
+			return err
+		}
+		if s.parked != 0 {
+			return k.GroupRetryAt.Remove(ctx, collections.Join3(s.parked, g.K1(), g.K2()))
+		}
+		return k.AssignQueue.Remove(ctx, groupKey(job, t.Role))
+	}
+	wk := waitingKey(t)
+	has := false
+	if found && s.size > 1 {
+		if has, err = k.Waiting.Has(ctx, wk); err != nil {
+			return err
+		}
+	}
+	if !has {
 		_, err := k.unpark(ctx, t.Id)
 		return err
 	}
 	if err := k.Waiting.Remove(ctx, wk); err != nil {
 		return err
 	}
-	g := groupOf(t)
-	s, found, err := k.getGroup(ctx, g)
-	if err != nil {
-		return err
-	} else if !found {
-		return fmt.Errorf("market: waiting task %d has no group (job %d, %s)", t.Id, t.JobId, t.Role)
+	s.size--
+	if s.first == t.Id {
+		s.first = 0
 	}
-	if s.size > 1 {
-		s.size--
-		if s.first == t.Id {
-			s.first = 0
+	if s.size == 1 {
+		// the last one moves into the record
+		last := s.first
+		if last == 0 {
+			ids, err := k.waitingOf(ctx, g.K1(), types.TaskRole(g.K2()), s, 1)
+			if err != nil {
+				return err
+			} else if len(ids) != 1 {
+				return fmt.Errorf("market: group (job %d, %s) says 1 waiting task, its waiting set has %d", g.K1(), types.TaskRole(g.K2()), len(ids))
+			}
+			last = ids[0]
 		}
-		return k.setGroup(ctx, g, s)
+		if err := k.Waiting.Remove(ctx, collections.Join3(g.K1(), g.K2(), last)); err != nil {
+			return err
+		}
+		s.first = last
 	}
-	if err := k.Groups.Remove(ctx, g); err != nil {
-		return err
-	}
-	if s.parked != 0 {
-		return k.GroupRetryAt.Remove(ctx, collections.Join3(s.parked, g.K1(), g.K2()))
-	}
-	return k.AssignQueue.Remove(ctx, groupKey(job, t.Role))
+	return k.setGroup(ctx, g, s)
 }
 
 // waitingOf returns up to limit waiting task ids of a group, oldest first: from its record
-// when the group holds one task it knows, from the waiting set otherwise.
+// when the group holds one task, from the waiting set otherwise.
 func (k Keeper) waitingOf(ctx context.Context, jobID uint64, role types.TaskRole, s groupState, limit int) ([]uint64, error) {
 	if s.size == 1 && s.first != 0 {
+		// (first is 0 only while dequeue looks for the last task, whose entry is there)
 		return []uint64{s.first}, nil
 	}
 	rng := collections.NewSuperPrefixedTripleRange[uint64, int32, uint64](jobID, int32(role))

@@ -20,7 +20,8 @@ import (
 // stay exact whatever path moved it:
 //
 //	status     due-work entry                                   node GPUs  in flight  exposure
-//	PENDING    Waiting (its group in AssignQueue or parked), or    -          -          -
+//	PENDING    Waiting (its group in AssignQueue or parked; the    -          -          -
+//	           group's record alone for a group of one), or
 //	           AssignRetryAt + AssignRetries while parked alone;
 //	           only when the job is ACTIVE, or the task serves
 //	           verification of a CANCELLED job
@@ -198,8 +199,7 @@ func (k Keeper) insertTask(ctx context.Context, job *types.Job, t types.Task) er
 // insertPrimaries stores a new job's PENDING primaries as insertTask does, with their
 // group's record and queue entry written once rather than once per task.
 func (k Keeper) insertPrimaries(ctx context.Context, job *types.Job, tasks []types.Task) error {
-	var first types.Task
-	waiting := uint64(0)
+	var waiting []types.Task
 	for _, t := range tasks {
 		if t.Status != types.TASK_STATUS_PENDING || t.Role != types.TASK_ROLE_PRIMARY || t.JobId != job.Id {
 			return fmt.Errorf("market: new task %d is a %s %s of job %d, not a pending primary of job %d", t.Id, t.Status, t.Role, t.JobId, job.Id)
@@ -208,22 +208,24 @@ func (k Keeper) insertPrimaries(ctx context.Context, job *types.Job, tasks []typ
 			return err
 		}
 		job.OpenTasks++
-		if !queued(*job, t) {
-			continue
+		if queued(*job, t) {
+			waiting = append(waiting, t)
 		}
-		if err := k.Waiting.Set(ctx, waitingKey(t)); err != nil {
-			return err
-		}
-		if waiting == 0 {
-			first = t
-		}
-		waiting++
 	}
-	if waiting == 0 {
+	if len(waiting) == 0 {
 		return nil
 	}
+	if len(waiting) > 1 {
+		// a group of one names its task in its record alone (queue.go)
+		for _, t := range waiting {
+			if err := k.Waiting.Set(ctx, waitingKey(t)); err != nil {
+				return err
+			}
+		}
+	}
+	first := waiting[0]
 	// a new job (its id from JobSeq) has no group yet: its record is written, not read
-	if err := k.setGroup(ctx, groupOf(first), groupState{size: waiting, first: first.Id}); err != nil {
+	if err := k.setGroup(ctx, groupOf(first), groupState{size: uint64(len(waiting)), first: first.Id}); err != nil {
 		return err
 	}
 	return k.AssignQueue.Set(ctx, groupKey(*job, types.TASK_ROLE_PRIMARY))

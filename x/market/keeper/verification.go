@@ -58,22 +58,10 @@ func isCompared(r types.TaskRole) bool {
 // the shard since (escalations, audits, committee members), which alone the ByShard index
 // holds (a primary's entry cost every submitted task a write).
 func (k Keeper) shardTasks(ctx context.Context, job types.Job, index uint32) ([]types.Task, error) {
-	it, err := k.Tasks.Indexes.ByJob.MatchExact(ctx, job.Id)
-	if err != nil {
-		return nil, err
+	if job.FirstTaskId == 0 {
+		return nil, fmt.Errorf("market: job %d has no primaries on record", job.Id)
 	}
-	if !it.Valid() {
-		_ = it.Close()
-		return nil, fmt.Errorf("market: job %d has no task", job.Id)
-	}
-	first, err := it.PrimaryKey()
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return k.shardTasksFrom(ctx, job, index, first+uint64(index)*uint64(job.Spec.Replicas))
+	return k.shardTasksFrom(ctx, job, index, job.FirstTaskId+uint64(index)*uint64(job.Spec.Replicas))
 }
 
 // shardTasksFrom is shardTasks for the shard whose first primary replica has id from.

@@ -81,6 +81,9 @@ func (gs GenesisState) validate() error {
 			return fmt.Errorf("jobs[%d].open_tasks %d: the job has %d tasks not final", i, j.OpenTasks, open[j.Id])
 		}
 	}
+	if err := gs.validatePrimaryIDs(jobs, nextTask); err != nil {
+		return err
+	}
 	for i, b := range gs.Bids {
 		if _, ok := jobs[b.JobId]; !ok {
 			return fmt.Errorf("bids[%d].job_id %d: no such job", i, b.JobId)
@@ -111,4 +114,63 @@ func taskFinal(s TaskStatus) bool {
 		return true
 	}
 	return false
+}
+
+// validatePrimaryIDs checks that a job's primaries are where its first task id says
+// (first + index x replicas + replica, in [1, next_task_id)) and nothing else is in that
+// range: the keeper finds them there. A job without a first task id (a genesis from before
+// it) must have its primaries agree on one, which the import takes.
+func (gs GenesisState) validatePrimaryIDs(jobs map[uint64]Job, nextTask uint64) error {
+	first := map[uint64]uint64{}
+	for i, j := range gs.Jobs {
+		if j.FirstTaskId == 0 {
+			continue
+		}
+		total := j.Spec.TotalTasks()
+		if j.FirstTaskId+total < j.FirstTaskId || j.FirstTaskId+total > nextTask {
+			return fmt.Errorf("jobs[%d].first_task_id %d: its %d primaries must be below next_task_id %d", i, j.FirstTaskId, total, nextTask)
+		}
+		first[j.Id] = j.FirstTaskId
+	}
+	byID := map[uint64]Task{}
+	for _, t := range gs.Tasks {
+		byID[t.Id] = t
+	}
+	for i, t := range gs.Tasks {
+		j := jobs[t.JobId]
+		if t.Role != TASK_ROLE_PRIMARY {
+			if f := first[t.JobId]; f != 0 && t.Id < f+j.Spec.TotalTasks() {
+				return fmt.Errorf("tasks[%d].id %d: a %s of job %d must come after the job's primaries [%d, %d)", i, t.Id, t.Role, t.JobId, f, f+j.Spec.TotalTasks())
+			}
+			continue
+		}
+		if t.Index >= j.Spec.TaskCount || t.Replica >= j.Spec.Replicas {
+			return fmt.Errorf("tasks[%d]: shard %d replica %d is outside job %d's %d shards x %d replicas", i, t.Index, t.Replica, t.JobId, j.Spec.TaskCount, j.Spec.Replicas)
+		}
+		offset := uint64(t.Index)*uint64(j.Spec.Replicas) + uint64(t.Replica)
+		if t.Id <= offset {
+			return fmt.Errorf("tasks[%d].id %d: too low for job %d's shard %d replica %d", i, t.Id, t.JobId, t.Index, t.Replica)
+		}
+		f, ok := first[t.JobId]
+		if !ok {
+			first[t.JobId] = t.Id - offset
+			f = t.Id - offset
+		}
+		if t.Id != f+offset {
+			return fmt.Errorf("tasks[%d].id %d: job %d's shard %d replica %d is task %d (first task id %d)", i, t.Id, t.JobId, t.Index, t.Replica, f+offset, f)
+		}
+	}
+	// nothing of another job in a job's primary range (in the order of the jobs)
+	for i, j := range gs.Jobs {
+		f := first[j.Id]
+		if f == 0 {
+			continue
+		}
+		for id := f; id < f+j.Spec.TotalTasks(); id++ {
+			if t, ok := byID[id]; ok && t.JobId != j.Id {
+				return fmt.Errorf("jobs[%d]: task %d, in its primary ids [%d, %d), belongs to job %d", i, id, f, f+j.Spec.TotalTasks(), t.JobId)
+			}
+		}
+	}
+	return nil
 }

@@ -1257,6 +1257,13 @@ export interface Job {
    * every quote of the job (the provider is paid back what revealing costs it).
    */
   revealCost: bigint;
+  /**
+   * first_task_id: the id of the job's first task. Its primaries are numbered at
+   * submission shard by shard, first_task_id + index x replicas + replica, and are found
+   * from their ids (no index entry of their own); 0 for a job all of whose primaries were
+   * pruned before this field existed.
+   */
+  firstTaskId: bigint;
 }
 
 /** Checkpoint is a task's last saved state, handed to the next node on reassignment. */
@@ -4835,6 +4842,7 @@ function createBaseJob(): Job {
     openTasks: 0,
     revealGas: 0n,
     revealCost: 0n,
+    firstTaskId: 0n,
   };
 }
 
@@ -4911,6 +4919,12 @@ export const Job: MessageFns<Job> = {
         throw new globalThis.Error("value provided for field message.revealCost of type uint64 too large");
       }
       writer.uint32(144).uint64(message.revealCost);
+    }
+    if (message.firstTaskId !== 0n) {
+      if (BigInt.asUintN(64, message.firstTaskId) !== message.firstTaskId) {
+        throw new globalThis.Error("value provided for field message.firstTaskId of type uint64 too large");
+      }
+      writer.uint32(152).uint64(message.firstTaskId);
     }
     return writer;
   },
@@ -5072,6 +5086,14 @@ export const Job: MessageFns<Job> = {
             message.revealCost = reader.uint64() as bigint;
             continue;
           }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.firstTaskId = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5156,6 +5178,11 @@ export const Job: MessageFns<Job> = {
         : isSet(object.reveal_cost)
         ? BigInt(object.reveal_cost)
         : 0n,
+      firstTaskId: isSet(object.firstTaskId)
+        ? BigInt(object.firstTaskId)
+        : isSet(object.first_task_id)
+        ? BigInt(object.first_task_id)
+        : 0n,
     };
   },
 
@@ -5215,6 +5242,9 @@ export const Job: MessageFns<Job> = {
     if (message.revealCost !== 0n) {
       obj.revealCost = message.revealCost.toString();
     }
+    if (message.firstTaskId !== 0n) {
+      obj.firstTaskId = message.firstTaskId.toString();
+    }
     return obj;
   },
 
@@ -5250,6 +5280,9 @@ export const Job: MessageFns<Job> = {
     message.revealGas = (object.revealGas !== undefined && object.revealGas !== null) ? BigInt(object.revealGas) : 0n;
     message.revealCost = (object.revealCost !== undefined && object.revealCost !== null)
       ? BigInt(object.revealCost)
+      : 0n;
+    message.firstTaskId = (object.firstTaskId !== undefined && object.firstTaskId !== null)
+      ? BigInt(object.firstTaskId)
       : 0n;
     return message;
   },
