@@ -108,6 +108,9 @@ func (g gflSim) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry) {
 	reg.Add(w.Get("msg_reveal_challenge", 240), gflsim.MsgRevealChallengeFactory(g.app.GFLKeeper, g.answers))
 	reg.Add(w.Get("msg_submit_beacon", 120), gflsim.MsgSubmitBeaconFactory(g.app.GFLKeeper))
 	reg.Add(w.Get("msg_proposer_randomness", 150), gflsim.MsgProposerRandomnessFactory(g.app.GFLKeeper, g.app.StakingKeeper))
+	// the attack: a provider moving its ugfl (refused)
+	reg.Add(w.Get("msg_send_ugfl", 10), gflsim.MsgSendUgflFactory(g.app.BankKeeper))
+	reg.Add(w.Get("msg_fund_community_pool_ugfl", 10), gflsim.MsgFundCommunityPoolUgflFactory(g.app.BankKeeper))
 }
 
 // ProposalMsgsX registers governance's changes of x/gfl's params.

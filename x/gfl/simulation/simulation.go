@@ -1,6 +1,7 @@
 // Package simulation is x/gfl in the app's simulations (app/sim_test.go): random genesis
-// params, the operators' node registration, update, deactivation and reactivation, and
-// their PoCP answers: honest, wrong (the lazy operators), late or never.
+// params, the operators' node registration, update, deactivation and reactivation, their
+// PoCP answers (honest, wrong (the lazy operators), late or never), and providers trying
+// to move their ugfl.
 package simulation
 
 import (
@@ -14,6 +15,8 @@ import (
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+	distrtypes "github.com/cosmos/cosmos-sdk/x/distribution/types"
 
 	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/internal/simutil"
@@ -429,5 +432,50 @@ func MsgUpdateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			}
 		}
 		return []simsx.SimAccount{op}, &types.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: spec}, simutil.Expect(types.ErrNodeBusy, types.ErrInsufficientCollateral, types.ErrDuplicateGpu)
+	})
+}
+
+// BalanceKeeper reads an account's balance of a denom.
+type BalanceKeeper interface {
+	GetBalance(ctx context.Context, addr sdk.AccAddress, denom string) sdk.Coin
+}
+
+// ugflToMove is what a provider tries to move: all the ugfl it holds, or 1 ugfl when it
+// holds none (the send is refused before any balance is looked at).
+func ugflToMove(ctx context.Context, bk BalanceKeeper, from sdk.AccAddress) sdk.Coins {
+	held := bk.GetBalance(ctx, from, types.Denom)
+	if !held.IsPositive() {
+		held = sdk.NewInt64Coin(types.Denom, 1)
+	}
+	return sdk.NewCoins(held)
+}
+
+// MsgSendUgflFactory is a provider trying to sell its verified power: a bank send of its
+// ugfl to another account. GFL is not transferable: x/bank refuses the denom
+// (send_enabled false in every genesis), and a send that went through is the attack
+// working.
+func MsgSendUgflFactory(bk BalanceKeeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *banktypes.MsgSend, simsx.SimDeliveryResultHandler) {
+		from := data.AnyAccount(reporter, simsx.WithSpendableBalance())
+		to := data.AnyAccount(reporter, simsx.ExcludeAccounts(from))
+		if reporter.IsSkipped() {
+			return nil, nil, nil
+		}
+		msg := banktypes.NewMsgSend(from.Address, to.Address, ugflToMove(ctx, bk, from.Address))
+		return []simsx.SimAccount{from}, msg, refused(banktypes.ErrSendDisabled)
+	})
+}
+
+// MsgFundCommunityPoolUgflFactory is a provider trying to move its ugfl by a path that
+// is not a bank send: into the community pool, through x/distribution's module transfer.
+// The send restriction refuses any move of ugfl that is not x/gfl's own mint or burn.
+func MsgFundCommunityPoolUgflFactory(bk BalanceKeeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *distrtypes.MsgFundCommunityPool, simsx.SimDeliveryResultHandler) {
+		from := data.AnyAccount(reporter, simsx.WithSpendableBalance())
+		if reporter.IsSkipped() {
+			return nil, nil, nil
+		}
+		msg := &distrtypes.MsgFundCommunityPool{Depositor: from.AddressBech32, Amount: ugflToMove(ctx, bk, from.Address)}
+		return []simsx.SimAccount{from}, msg, refused(types.ErrNotTransferable)
 	})
 }
