@@ -214,13 +214,10 @@ func (k Keeper) sweep(ctx sdk.Context, job *types.Job, kind uint32, limit int, f
 	if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
 		return false, err
 	}
-	// the ids first (no write under an open iterator), each task read again just before
-	// fn: fn on one task may change a later one (a sibling, a committee member)
-	var ids []uint64
-	if err := k.walkJobTasks(ctx, *job, after+1, false, func(t types.Task) (bool, error) {
-		ids = append(ids, t.Id)
-		return len(ids) > limit, nil
-	}); err != nil {
+	// the ids first (no write under an open iterator), each task read just before fn: fn
+	// on one task may change a later one (a sibling, a committee member)
+	ids, err := k.liveJobTaskIDs(ctx, *job, after, limit+1)
+	if err != nil {
 		return false, err
 	}
 	for i, id := range ids {

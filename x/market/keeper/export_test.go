@@ -286,12 +286,14 @@ func (k Keeper) groupsOf(ctx context.Context, groups collections.Map[group, grou
 // WaitsInGroupForTest says whether a pending task waits in its scheduler group (named by
 // a group of one's record, or in the waiting set).
 func (k Keeper) WaitsInGroupForTest(ctx context.Context, t types.Task) (bool, error) {
-	s, found, err := k.getGroup(ctx, groupOf(t))
-	if err != nil || !found {
-		return false, err
+	return k.waitsInGroup(ctx, t)
+}
+
+// LiveJobTaskIDsForTest is the sweeps' list of a job's task ids after a cursor.
+func (k Keeper) LiveJobTaskIDsForTest(ctx context.Context, jobID, after uint64, n int) ([]uint64, error) {
+	job, err := k.loadJob(ctx, jobID)
+	if err != nil {
+		return nil, err
 	}
-	if s.size == 1 {
-		return s.first == t.Id, nil
-	}
-	return k.Waiting.Has(ctx, waitingKey(t))
+	return k.liveJobTaskIDs(ctx, job, after, n)
 }

@@ -18,6 +18,7 @@ import (
 
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/testutil/keepertest"
@@ -664,5 +665,37 @@ func (f *fixture) assertInvariants() {
 			w = sdkmath.ZeroInt()
 		}
 		require.Truef(f.t, w.Equal(held[p]), "exposure of %s: %s, the market holds %s", addr, held[p], w)
+	}
+}
+
+// requirePagingAgrees checks every way of paging a list against the whole of it, want:
+// by next key and by offset (with the total), every limit from 1 to n+1, in both
+// directions. page returns a page's items and its response.
+func requirePagingAgrees[T any](t *testing.T, want []T, page func(pg *query.PageRequest) ([]T, *query.PageResponse)) {
+	t.Helper()
+	for _, reverse := range []bool{false, true} {
+		expect := slices.Clone(want)
+		if reverse {
+			slices.Reverse(expect)
+		}
+		for limit := uint64(1); limit <= uint64(len(want))+1; limit++ {
+			var byKey, byOffset []T
+			var key []byte
+			for range len(want) + 2 {
+				items, res := page(&query.PageRequest{Key: key, Limit: limit, Reverse: reverse})
+				require.LessOrEqual(t, uint64(len(items)), limit)
+				byKey = append(byKey, items...)
+				if key = res.NextKey; key == nil {
+					break
+				}
+			}
+			for off := uint64(0); off < uint64(len(want))+limit; off += limit {
+				items, res := page(&query.PageRequest{Offset: off, Limit: limit, Reverse: reverse, CountTotal: true})
+				require.Equal(t, uint64(len(want)), res.Total)
+				byOffset = append(byOffset, items...)
+			}
+			require.Equal(t, expect, byKey, "reverse %v, limit %d, by next key", reverse, limit)
+			require.Equal(t, expect, byOffset, "reverse %v, limit %d, by offset", reverse, limit)
+		}
 	}
 }

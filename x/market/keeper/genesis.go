@@ -38,7 +38,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	jobs := map[uint64]types.Job{}
 	for _, j := range gs.Jobs {
 		if t, ok := aPrimary[j.Id]; ok && j.FirstTaskId == 0 {
-			j.FirstTaskId = t.Id - uint64(t.Index)*uint64(j.Spec.Replicas) - uint64(t.Replica)
+			j.FirstTaskId = t.Id - j.Spec.PrimaryOffset(t.Index, t.Replica)
 		}
 		jobs[j.Id] = j
 		if err := k.JobSpecs.Set(ctx, j.Id, j.Spec); err != nil {

@@ -61,7 +61,7 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 			if t.Role != types.TASK_ROLE_PRIMARY {
 				continue
 			}
-			if want := j.FirstTaskId + uint64(t.Index)*uint64(j.Spec.Replicas) + uint64(t.Replica); t.Id != want {
+			if want := j.FirstTaskId + j.Spec.PrimaryOffset(t.Index, t.Replica); t.Id != want {
 				problems = append(problems, fmt.Sprintf("job %d's primary (shard %d, replica %d) is task %d, not %d", id, t.Index, t.Replica, t.Id, want))
 			}
 			primaries++
@@ -444,13 +444,8 @@ func (k Keeper) hasEntry(ctx sdk.Context, job types.Job, t types.Task) (bool, st
 			has, err := k.AssignRetryAt.Has(ctx, collections.Join(r.K1(), t.Id))
 			return has, "parked AssignRetryAt", err
 		}
-		if s, found, err := k.getGroup(ctx, groupOf(t)); err != nil {
-			return false, "", err
-		} else if found && s.size == 1 && s.first == t.Id {
-			return true, "Groups (a group of one's record)", nil
-		}
-		has, err := k.Waiting.Has(ctx, waitingKey(t))
-		return has, "Waiting", err
+		has, err := k.waitsInGroup(ctx, t)
+		return has, "Waiting (or its group of one's record)", err
 	case types.TASK_STATUS_ASSIGNED:
 		has, err := k.AckDeadlines.Has(ctx, collections.Join(t.AckDeadlineHeight, t.Id))
 		return has, "AckDeadlines", err
@@ -505,7 +500,9 @@ func (k Keeper) groupProblems(ctx sdk.Context) []string {
 	for _, t := range groups {
 		entries[gid{t.g.K1(), t.g.K2()}] = true
 	}
+	records := 0
 	if err := k.Groups.Walk(ctx, nil, func(g group, v groupValue) (bool, error) {
+		records++
 		name := fmt.Sprintf("group (job %d, %s)", g.K1(), types.TaskRole(g.K2()))
 		has := entries[gid{g.K1(), g.K2()}]
 		if has && v.K1() < 2 {
@@ -565,12 +562,7 @@ func (k Keeper) groupProblems(ctx sdk.Context) []string {
 			problems = append(problems, fmt.Sprintf("%d %s for %d groups", n, what, want))
 		}
 	}
-	records := 0
-	err := k.Groups.Walk(ctx, nil, func(group, groupValue) (bool, error) {
-		records++
-		return false, nil
-	})
-	count("group records", records, err, len(groups))
+	count("group records", records, nil, len(groups))
 	n, err := countKeys(ctx, k.AssignQueue)
 	count("queued groups", n, err, queued)
 	n, err = countKeys(ctx, k.GroupRetryAt)

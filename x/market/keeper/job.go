@@ -330,6 +330,37 @@ func (k Keeper) walkJobTasks(ctx context.Context, job types.Job, from uint64, re
 	return nil
 }
 
+// liveJobTaskIDs returns up to n ids of an unfinished job's tasks after the id after, in id
+// order, reading no task: its primaries' from their range (an unfinished job has them
+// all; the escrow invariant checks it), then the added tasks' from the ByJob index.
+func (k Keeper) liveJobTaskIDs(ctx context.Context, job types.Job, after uint64, n int) ([]uint64, error) {
+	first, end := primaryIDs(job)
+	var ids []uint64
+	for id := max(first, after+1); id < end && len(ids) < n; id++ {
+		ids = append(ids, id)
+	}
+	if len(ids) == n {
+		return ids, nil
+	}
+	rng := collections.NewPrefixedPairRange[uint64, uint64](job.Id)
+	if after != 0 {
+		rng = rng.StartExclusive(after)
+	}
+	it, err := k.Tasks.Indexes.ByJob.Iterate(ctx, rng)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = it.Close() }()
+	for ; it.Valid() && len(ids) < n; it.Next() {
+		id, err := it.PrimaryKey()
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
 // jobTasks returns every task of a job (with its spec), in id order.
 func (k Keeper) jobTasks(ctx context.Context, job types.Job) ([]types.Task, error) {
 	var out []types.Task

@@ -99,7 +99,7 @@ func (m Migrator) Migrate3to4(ctx context.Context) error {
 			return fmt.Errorf("market: migrate job %d's spec: %w", id, err)
 		}
 		t := aPrimary[id]
-		job.FirstTaskId = t.Id - uint64(t.Index)*uint64(spec.Replicas) - uint64(t.Replica)
+		job.FirstTaskId = t.Id - spec.PrimaryOffset(t.Index, t.Replica)
 		if err := m.k.jobValues.Set(ctx, id, job); err != nil {
 			return err
 		}
@@ -143,7 +143,7 @@ func (m Migrator) compactGroups(ctx context.Context) error {
 		v := values[i]
 		if v.K1() == 1 {
 			// a group of one names its task in its record, without a waiting entry
-			ids, err := m.k.waitingOf(ctx, g.K1(), types.TaskRole(g.K2()), groupState{size: 2}, 2)
+			ids, err := m.k.waitingOf(ctx, g.K1(), types.TaskRole(g.K2()), groupState{size: 1}, 2)
 			if err != nil {
 				return err
 			} else if len(ids) != 1 {

@@ -3,7 +3,6 @@ package keeper_test
 import (
 	"crypto/sha256"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1035,29 +1034,8 @@ func TestJobHistoryListsTheImpliedSubmission(t *testing.T) {
 	}))
 	require.Equal(t, len(want)-1, stored)
 
-	for _, reverse := range []bool{false, true} {
-		expect := slices.Clone(want)
-		if reverse {
-			slices.Reverse(expect)
-		}
-		for limit := uint64(1); limit <= uint64(len(want))+1; limit++ {
-			var byKey, byOffset []string
-			var key []byte
-			for range len(want) + 2 {
-				res := page(&query.PageRequest{Key: key, Limit: limit, Reverse: reverse})
-				require.LessOrEqual(t, uint64(len(res.Entries)), limit)
-				byKey = append(byKey, events(res.Entries)...)
-				if key = res.Pagination.NextKey; key == nil {
-					break
-				}
-			}
-			for off := uint64(0); off < uint64(len(want))+limit; off += limit {
-				res := page(&query.PageRequest{Offset: off, Limit: limit, Reverse: reverse, CountTotal: true})
-				require.Equal(t, uint64(len(want)), res.Pagination.Total)
-				byOffset = append(byOffset, events(res.Entries)...)
-			}
-			require.Equal(t, expect, byKey, "reverse %v, limit %d, by next key", reverse, limit)
-			require.Equal(t, expect, byOffset, "reverse %v, limit %d, by offset", reverse, limit)
-		}
-	}
+	requirePagingAgrees(t, want, func(pg *query.PageRequest) ([]string, *query.PageResponse) {
+		res := page(pg)
+		return events(res.Entries), res.Pagination
+	})
 }

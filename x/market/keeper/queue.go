@@ -138,7 +138,7 @@ func (k Keeper) dequeue(ctx context.Context, job types.Job, t types.Task) error 
 		// the last one moves into the record
 		last := s.first
 		if last == 0 {
-			ids, err := k.waitingOf(ctx, g.K1(), types.TaskRole(g.K2()), s, 1)
+			ids, err := k.waitingOf(ctx, g.K1(), types.TaskRole(g.K2()), s, 2)
 			if err != nil {
 				return err
 			} else if len(ids) != 1 {
@@ -154,11 +154,25 @@ func (k Keeper) dequeue(ctx context.Context, job types.Job, t types.Task) error 
 	return k.setGroup(ctx, g, s)
 }
 
+// waitsInGroup says whether a pending task waits in its group: named by a group of one's
+// record, or with its entry in a group of several.
+func (k Keeper) waitsInGroup(ctx context.Context, t types.Task) (bool, error) {
+	s, found, err := k.getGroup(ctx, groupOf(t))
+	if err != nil || !found {
+		return false, err
+	}
+	if s.size == 1 {
+		return s.first == t.Id, nil
+	}
+	return k.Waiting.Has(ctx, waitingKey(t))
+}
+
 // waitingOf returns up to limit waiting task ids of a group, oldest first: from its record
 // when the group holds one task, from the waiting set otherwise.
 func (k Keeper) waitingOf(ctx context.Context, jobID uint64, role types.TaskRole, s groupState, limit int) ([]uint64, error) {
 	if s.size == 1 && s.first != 0 {
-		// (first is 0 only while dequeue looks for the last task, whose entry is there)
+		// (first is 0 only while the last task's entry is looked for: dequeue, the
+		// migration to version 4)
 		return []uint64{s.first}, nil
 	}
 	rng := collections.NewSuperPrefixedTripleRange[uint64, int32, uint64](jobID, int32(role))

@@ -61,7 +61,7 @@ func (k Keeper) shardTasks(ctx context.Context, job types.Job, index uint32) ([]
 	if job.FirstTaskId == 0 {
 		return nil, fmt.Errorf("market: job %d has no primaries on record", job.Id)
 	}
-	return k.shardTasksFrom(ctx, job, index, job.FirstTaskId+uint64(index)*uint64(job.Spec.Replicas))
+	return k.shardTasksFrom(ctx, job, index, job.FirstTaskId+job.Spec.PrimaryOffset(index, 0))
 }
 
 // shardTasksFrom is shardTasks for the shard whose first primary replica has id from.

@@ -147,7 +147,7 @@ func (gs GenesisState) validatePrimaryIDs(jobs map[uint64]Job, nextTask uint64) 
 		if t.Index >= j.Spec.TaskCount || t.Replica >= j.Spec.Replicas {
 			return fmt.Errorf("tasks[%d]: shard %d replica %d is outside job %d's %d shards x %d replicas", i, t.Index, t.Replica, t.JobId, j.Spec.TaskCount, j.Spec.Replicas)
 		}
-		offset := uint64(t.Index)*uint64(j.Spec.Replicas) + uint64(t.Replica)
+		offset := j.Spec.PrimaryOffset(t.Index, t.Replica)
 		if t.Id <= offset {
 			return fmt.Errorf("tasks[%d].id %d: too low for job %d's shard %d replica %d", i, t.Id, t.JobId, t.Index, t.Replica)
 		}

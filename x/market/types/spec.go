@@ -372,6 +372,12 @@ func ValidateSHA256Hex(s string) error {
 // TotalTasks is the number of task replicas of the job.
 func (s JobSpec) TotalTasks() uint64 { return uint64(s.TaskCount) * uint64(s.Replicas) }
 
+// PrimaryOffset is where a shard's primary replica stands among the job's primaries, which
+// are numbered at submission shard by shard: its id is first_task_id + this.
+func (s JobSpec) PrimaryOffset(index, replica uint32) uint64 {
+	return uint64(index)*uint64(s.Replicas) + uint64(replica)
+}
+
 // Reserved is what one task replica holds in escrow: its max price plus its tip.
 func (s JobSpec) Reserved() sdkmath.Int { return s.MaxPricePerTask.Amount.Add(s.PriorityTip.Amount) }
 
