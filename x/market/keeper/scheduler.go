@@ -191,8 +191,9 @@ func (w *queueWalk) run(ctx sdk.Context, work []groupWork) error {
 		if steps > 1 {
 			before, spentBefore := w.cursor(), w.r.Budget.Used()
 			err := w.r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
+				var unit context.Context = c // converted once for the batch (tryAssign)
 				for n := 0; n < steps && w.wi < len(w.work) && !w.capped(c.GasMeter().GasConsumed()); n++ {
-					if err := w.step(c, true); err != nil {
+					if err := w.step(c, unit); err != nil {
 						return err
 					}
 				}
@@ -215,7 +216,7 @@ func (w *queueWalk) run(ctx sdk.Context, work []groupWork) error {
 		}
 		for n := 0; n < steps && w.wi < len(w.work) && !w.capped(0); n++ {
 			spentBefore := w.r.Budget.Used()
-			if err := w.step(ctx, false); err != nil {
+			if err := w.step(ctx, nil); err != nil {
 				return err
 			}
 			w.dearest = max(w.dearest, w.r.Budget.Used()-spentBefore)
@@ -224,9 +225,11 @@ func (w *queueWalk) run(ctx sdk.Context, work []groupWork) error {
 	return nil
 }
 
-// step makes the walk's next examination (or passes an empty group), in ctx's unit
-// (inUnit: a batch's; its errors drop the batch) or in units of its own (examine).
-func (w *queueWalk) step(ctx sdk.Context, inUnit bool) error {
+// step makes the walk's next examination (or passes an empty group), in a batch's unit
+// (unit: the batch's ctx as a context.Context; its errors drop the batch) or, when unit
+// is nil, in units of its own (examine).
+func (w *queueWalk) step(ctx sdk.Context, unit context.Context) error {
+	inUnit := unit != nil
 	g := w.work[w.wi]
 	if w.ii == 0 {
 		w.after = &g.key
@@ -241,7 +244,7 @@ func (w *queueWalk) step(ctx sdk.Context, inUnit bool) error {
 	w.ii++
 	var res examined
 	if inUnit {
-		job, r, err := w.k.tryAssign(ctx, w.p, w.sb, id, false)
+		job, r, err := w.k.tryAssign(unit, w.p, w.sb, id, false)
 		if err != nil {
 			return err
 		}
@@ -290,7 +293,7 @@ type groupWork struct {
 
 // nextGroups reads the queued groups after the given one (from the head: nil) and their
 // oldest waiting tasks, n tasks in all.
-func (k Keeper) nextGroups(ctx sdk.Context, after *collections.Quad[uint64, int64, uint64, int32], n int) ([]groupWork, error) {
+func (k Keeper) nextGroups(ctx context.Context, after *collections.Quad[uint64, int64, uint64, int32], n int) ([]groupWork, error) {
 	var rng collections.Ranger[collections.Quad[uint64, int64, uint64, int32]]
 	if after != nil {
 		rng = new(collections.Range[collections.Quad[uint64, int64, uint64, int32]]).StartExclusive(*after)
@@ -405,8 +408,10 @@ func (k Keeper) parkUnplaced(ctx sdk.Context, p types.Params, job types.Job, t t
 // assigned to the node drawn, or parked (with its group when it excluded no node and is
 // examined in its group; alone otherwise). It returns the job as it wrote it (nil when it
 // wrote none). sb is the block's scheduler cache (nil: none, a retried task, examined
-// alone).
-func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uint64, alone bool) (*types.Job, examined, error) {
+// alone). ctx is a context.Context, converted once by the caller: each conversion of an
+// sdk.Context (904 bytes) to the interface copies it to the heap, and an examination
+// makes a dozen calls that take one.
+func (k Keeper) tryAssign(ctx context.Context, p types.Params, sb *sched, taskID uint64, alone bool) (*types.Job, examined, error) {
 	t, err := k.Tasks.Get(ctx, taskID)
 	if err != nil {
 		return nil, untouched, err
@@ -426,7 +431,8 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 		// a stale entry (never left by the core; kept as a guard): drop it, wherever it is
 		return nil, untouched, k.dequeue(ctx, job, t)
 	}
-	if ctx.BlockTime().Add(job.Spec.MaxDuration).After(taskDeadline(job, t)) {
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	if sdkCtx.BlockTime().Add(job.Spec.MaxDuration).After(taskDeadline(job, t)) {
 		if err := k.finishTask(ctx, p, &job, &t, types.TASK_STATUS_EXPIRED, t.NodeId, "the deadline can no longer be met"); err != nil {
 			return nil, untouched, err
 		}
@@ -440,7 +446,7 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 		return nil, untouched, err
 	}
 	if !ready {
-		return nil, waiting, k.waitForBeacon(ctx, job, t)
+		return nil, waiting, k.waitForBeacon(sdkCtx, job, t)
 	}
 	classes, err := sb.classesOf(ctx, k, job)
 	if err != nil {
@@ -462,7 +468,7 @@ func (k Keeper) tryAssign(ctx sdk.Context, p types.Params, sb *sched, taskID uin
 				return nil, groupParked, k.parkGroup(ctx, p, job, t.Role)
 			}
 		}
-		return nil, parkedAlone, k.parkUnplaced(ctx, p, job, t)
+		return nil, parkedAlone, k.parkUnplaced(sdkCtx, p, job, t)
 	}
 	if err := k.assign(ctx, p, &job, &t, slot, price, 0); err != nil {
 		return nil, untouched, err
