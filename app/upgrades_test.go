@@ -18,7 +18,7 @@ import (
 func TestStoresMigrateFromTheirFirstVersion(t *testing.T) {
 	a := apptest.New(t)
 	now := a.ModuleManager.GetVersionMap()
-	require.EqualValues(t, 4, now[markettypes.ModuleName], "x/market's store is at version 4")
+	require.EqualValues(t, 5, now[markettypes.ModuleName], "x/market's store is at version 5")
 	require.EqualValues(t, 2, now[gfltypes.ModuleName], "x/gfl's store is at version 2")
 	from := maps.Clone(now)
 	from[markettypes.ModuleName] = 1

@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 4
+const ConsensusVersion = 5
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -90,6 +90,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 3, func(ctx sdk.Context) error { return m.Migrate3to4(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 3 to 4: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 4, func(ctx sdk.Context) error { return m.Migrate4to5(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 4 to 5: %w", types.ModuleName, err))
 	}
 }
 

@@ -84,7 +84,9 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 	if err := k.Bids.Set(ctx, collections.Join(job.Id, nodeID), bid); err != nil {
 		return err
 	}
-	k.addHistory(ctx, &job, p, "BidPlaced", 0, nodeID, fmt.Sprintf("%d tasks at %s%s", qty, price, p.Denom))
+	if err := k.addHistory(ctx, job, p, "BidPlaced", 0, nodeID, fmt.Sprintf("%d tasks at %s%s", qty, price, p.Denom)); err != nil {
+		return err
+	}
 	if err := k.saveJob(ctx, job); err != nil {
 		return err
 	}
@@ -150,7 +152,9 @@ func (k Keeper) WithdrawBid(ctx context.Context, providerAddr sdk.AccAddress, jo
 	if err != nil {
 		return err
 	}
-	k.addHistory(ctx, &job, p, "BidWithdrawn", 0, nodeID, "")
+	if err := k.addHistory(ctx, job, p, "BidWithdrawn", 0, nodeID, ""); err != nil {
+		return err
+	}
 	if err := k.saveJob(ctx, job); err != nil {
 		return err
 	}
@@ -306,7 +310,9 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 			}
 		}
 	}
-	k.addHistory(ctx, &job, p, "AuctionCleared", 0, 0, fmt.Sprintf("%d tasks filled at %s%s, %d to the scheduler", filled, job.ClearingPrice, p.Denom, uint32(len(pending))-filled))
+	if err := k.addHistory(ctx, job, p, "AuctionCleared", 0, 0, fmt.Sprintf("%d tasks filled at %s%s, %d to the scheduler", filled, job.ClearingPrice, p.Denom, uint32(len(pending))-filled)); err != nil {
+		return err
+	}
 	if err := k.saveJob(ctx, job); err != nil {
 		return err
 	}

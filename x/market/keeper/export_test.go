@@ -297,3 +297,6 @@ func (k Keeper) LiveJobTaskIDsForTest(ctx context.Context, jobID, after uint64, 
 	}
 	return k.liveJobTaskIDs(ctx, job, after, n)
 }
+
+// SameRecordForTest is sameRecord: whether saveJob may leave a job's record unwritten.
+func SameRecordForTest(a, b types.Job) bool { return sameRecord(a, b) }

@@ -250,7 +250,9 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskVerified(ctx, r.NodeId, false) }); err != nil {
 			return err
 		}
-		k.addHistory(ctx, job, p, "FailureRefuted", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: the task settled on node %d; its provider is slashed", r.NodeId, t.NodeId))
+		if err := k.addHistory(ctx, *job, p, "FailureRefuted", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: the task settled on node %d; its provider is slashed", r.NodeId, t.NodeId)); err != nil {
+			return err
+		}
 	case types.TASK_STATUS_CANCELLED:
 		return k.payReport(ctx, p, job, t, r, r.TimeUsed, types.FAILURE_STATUS_CANCELLED)
 	default:
@@ -263,7 +265,9 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskLapsed(ctx, r.NodeId, "failure report unconfirmed") }); err != nil {
 			return err
 		}
-		k.addHistory(ctx, job, p, "FailureUnconfirmed", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: no other run decided it; treated as an abandoned task", r.NodeId))
+		if err := k.addHistory(ctx, *job, p, "FailureUnconfirmed", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: no other run decided it; treated as an abandoned task", r.NodeId)); err != nil {
+			return err
+		}
 	}
 	return k.emitFailure(ctx, *t, *r)
 }

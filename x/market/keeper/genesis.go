@@ -155,9 +155,20 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	length := map[uint64]uint32{} // per job: its last stored entry + 1
 	for _, h := range gs.History {
 		if err := k.History.Set(ctx, collections.Join(h.JobId, h.Seq), h.Entry); err != nil {
 			return err
+		}
+		length[h.JobId] = max(length[h.JobId], h.Seq+1)
+	}
+	// the entries beyond what a job's record counts were added after it (the exporting
+	// chain's HistoryAdded: entries are never removed one by one)
+	for _, j := range gs.Jobs {
+		if n := length[j.Id]; n > j.HistoryLen {
+			if err := k.HistoryAdded.Set(ctx, j.Id, n-j.HistoryLen); err != nil {
+				return err
+			}
 		}
 	}
 	held, err := k.heldEscrow(ctx)

@@ -168,7 +168,9 @@ func (k Keeper) CancelJob(ctx context.Context, ownerAddr sdk.AccAddress, jobID u
 		}
 	}
 	job.Status = types.JOB_STATUS_CANCELLED
-	k.addHistory(ctx, &job, p, "JobCancelled", 0, 0, "cancelled by the owner")
+	if err := k.addHistory(ctx, job, p, "JobCancelled", 0, 0, "cancelled by the owner"); err != nil {
+		return sdkmath.Int{}, err
+	}
 	done, err := k.cancelPart(ctx, p, &job, cancelInline)
 	if err != nil {
 		return sdkmath.Int{}, err

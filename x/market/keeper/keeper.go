@@ -1,6 +1,7 @@
 package keeper
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"cosmossdk.io/core/address"
 	corestore "cosmossdk.io/core/store"
 	errorsmod "cosmossdk.io/errors"
+	sdkmath "cosmossdk.io/math"
 
 	"github.com/cosmos/cosmos-sdk/codec"
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -164,8 +166,12 @@ type Keeper struct {
 	Heartbeats   collections.Map[uint64, int64]
 	HeartbeatDue collections.KeySet[collections.Pair[int64, uint64]]
 
-	// History: (job, seq) -> entry, at most max_history_per_job per job.
-	History collections.Map[collections.Pair[uint64, uint32], types.HistoryEntry]
+	// History: (job, seq) -> entry, at most max_history_per_job per job. HistoryAdded:
+	// job -> the entries added after the job's record last counted them (its
+	// history_len, written at submission): the history length is the sum, and a step
+	// that adds an entry and changes nothing else of the job does not rewrite its record.
+	History      collections.Map[collections.Pair[uint64, uint32], types.HistoryEntry]
+	HistoryAdded collections.Map[uint64, uint32]
 
 	DisputeSeq collections.Sequence
 	Disputes   collections.Map[uint64, types.Dispute]
@@ -278,6 +284,7 @@ func NewKeeper(
 		HeartbeatDue:    collections.NewKeySet(sb, types.HeartbeatDueKey, "heartbeat_due", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		History: collections.NewMap(sb, types.HistoryKey, "history", collections.PairKeyCodec(collections.Uint64Key, collections.Uint32Key),
 			codec.CollValue[types.HistoryEntry](cdc)),
+		HistoryAdded:  collections.NewMap(sb, types.HistoryAddedKey, "history_added", collections.Uint64Key, collections.Uint32Value),
 		DisputeSeq:    collections.NewSequence(sb, types.DisputeSeqKey, "dispute_seq"),
 		Disputes:      collections.NewMap(sb, types.DisputesKey, "disputes", collections.Uint64Key, codec.CollValue[types.Dispute](cdc)),
 		AuditDraws:    collections.NewKeySet(sb, types.AuditDrawsKey, "audit_draws", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
@@ -384,6 +391,9 @@ func (k Keeper) saveJob(ctx context.Context, j types.Job) error {
 	if err != nil || old.Owner != j.Owner {
 		return k.Jobs.Set(ctx, j.Id, j)
 	}
+	if sameRecord(old, j) {
+		return nil // a step that changed nothing of the job (an assignment, an ack...)
+	}
 	if old.Status != j.Status {
 		if err := k.Jobs.Indexes.ByStatus.Unreference(ctx, j.Id, func() (types.Job, error) { return old, nil }); err != nil {
 			return err
@@ -393,6 +403,26 @@ func (k Keeper) saveJob(ctx context.Context, j types.Job) error {
 		}
 	}
 	return k.jobValues.Set(ctx, j.Id, j)
+}
+
+// sameRecord says whether two job records (without their specs) are equal, field by
+// field (TestSameRecordComparesEveryField makes each field differ in turn).
+func sameRecord(a, b types.Job) bool {
+	return a.Id == b.Id && a.Owner == b.Owner && a.Status == b.Status && intEqual(a.Escrow, b.Escrow) &&
+		a.SubmittedHeight == b.SubmittedHeight && a.SubmittedTime.Equal(b.SubmittedTime) &&
+		a.AuctionCloseHeight == b.AuctionCloseHeight && intEqual(a.ClearingPrice, b.ClearingPrice) &&
+		a.TasksSettled == b.TasksSettled && a.TasksFailed == b.TasksFailed && a.FinishedHeight == b.FinishedHeight &&
+		bytes.Equal(a.GemmSeed, b.GemmSeed) && a.HistoryLen == b.HistoryLen &&
+		intEqual(a.VerificationLeft, b.VerificationLeft) && a.OpenTasks == b.OpenTasks &&
+		a.RevealGas == b.RevealGas && a.RevealCost == b.RevealCost && a.FirstTaskId == b.FirstTaskId
+}
+
+// intEqual compares two Ints, an unset one (nil) as zero.
+func intEqual(a, b sdkmath.Int) bool {
+	if a.IsNil() || b.IsNil() {
+		return (a.IsNil() || a.IsZero()) && (b.IsNil() || b.IsZero())
+	}
+	return a.Equal(b)
 }
 
 // PeekIDs returns the next job id and the next task id, taking neither.

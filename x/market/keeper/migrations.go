@@ -107,6 +107,33 @@ func (m Migrator) Migrate3to4(ctx context.Context) error {
 	return nil
 }
 
+// Migrate4to5: a job's history entries added after submission are counted in
+// HistoryAdded, not in its record, whose history_len keeps what submission wrote (the
+// implied entry 0), so that a step that only adds an entry leaves the record unwritten.
+// A record that counted more moves the rest to HistoryAdded (the length is unchanged).
+// The work is one read per job and two writes per job with history.
+func (m Migrator) Migrate4to5(ctx context.Context) error {
+	var moved []types.Job
+	if err := m.k.jobValues.Walk(ctx, nil, func(_ uint64, j types.Job) (bool, error) {
+		if j.HistoryLen > 1 {
+			moved = append(moved, j)
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	for _, j := range moved {
+		if err := m.k.HistoryAdded.Set(ctx, j.Id, j.HistoryLen-1); err != nil {
+			return err
+		}
+		j.HistoryLen = 1
+		if err := m.k.jobValues.Set(ctx, j.Id, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (m Migrator) dropPrimaryShardRefs(ctx context.Context) error {
 	refs := m.v2ShardRefs()
 	var primaries []collections.Pair[collections.Pair[uint64, uint32], uint64]

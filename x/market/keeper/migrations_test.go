@@ -2,8 +2,13 @@ package keeper_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
+
+	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
@@ -166,4 +171,45 @@ func TestMigrate3to4RecordsTheFirstTaskIDAndDropsThePrimariesJobEntries(t *testi
 	require.Equal(t, tasksA, f.tasks(a))
 	require.Equal(t, audit, f.tasks(a)[6])
 	require.Equal(t, tasksB[1:], f.tasks(b))
+}
+
+// Version 4 counted a job's whole history in its record; the migration to 5 keeps what
+// submission wrote there (1: the implied entry 0) and moves the rest to HistoryAdded. The
+// history and its length read the same, and the next entry follows the last.
+func TestMigrate4to5MovesTheHistoryCountOutOfTheRecord(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addNode(f.operator("op"), 8, nil)
+	a := f.submit(f.gemmSpec(1))
+	b := f.submit(f.gemmSpec(1)) // only entry 0
+	legacy := f.job(a)
+	legacy.HistoryLen, legacy.Spec = 3, types.JobSpec{}
+	require.NoError(t, f.k.Jobs.Set(f.ctx, a, legacy))
+	for seq := uint32(1); seq < 3; seq++ {
+		require.NoError(t, f.k.History.Set(f.ctx, collections.Join(a, seq), types.HistoryEntry{Event: "Old"}))
+	}
+	qs := keeper.NewQueryServerImpl(f.k)
+	before, err := qs.JobHistory(f.ctx, &types.QueryJobHistoryRequest{JobId: a, Pagination: &query.PageRequest{CountTotal: true}})
+	require.NoError(t, err)
+	require.Len(t, before.Entries, 3)
+
+	require.NoError(t, keeper.NewMigrator(f.k).Migrate4to5(f.ctx))
+	require.Equal(t, uint32(1), f.job(a).HistoryLen)
+	require.Equal(t, uint32(1), f.job(b).HistoryLen)
+	added, err := f.k.HistoryAdded.Get(f.ctx, a)
+	require.NoError(t, err)
+	require.Equal(t, uint32(2), added)
+	has, err := f.k.HistoryAdded.Has(f.ctx, b)
+	require.NoError(t, err)
+	require.False(t, has)
+	after, err := qs.JobHistory(f.ctx, &types.QueryJobHistoryRequest{JobId: a, Pagination: &query.PageRequest{CountTotal: true}})
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+
+	f.next(time.Second) // both assigned
+	e, err := f.k.History.Get(f.ctx, collections.Join(a, uint32(3)))
+	require.NoError(t, err)
+	require.Equal(t, "TaskAssigned", e.Event)
+	e, err = f.k.History.Get(f.ctx, collections.Join(b, uint32(1)))
+	require.NoError(t, err)
+	require.Equal(t, "TaskAssigned", e.Event)
 }

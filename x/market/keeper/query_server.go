@@ -38,12 +38,32 @@ func (q queryServer) Job(ctx context.Context, req *types.QueryJobRequest) (*type
 	if err != nil {
 		return nil, err
 	}
+	if j, err = q.k.withHistoryLen(ctx, j); err != nil {
+		return nil, err
+	}
 	return &types.QueryJobResponse{Job: j}, nil
+}
+
+// viewJob is a job as the queries show it: with its spec and its whole history length.
+func (k Keeper) viewJob(ctx context.Context, id uint64) (types.Job, error) {
+	j, err := k.loadJob(ctx, id)
+	if err != nil {
+		return j, err
+	}
+	return k.withHistoryLen(ctx, j)
+}
+
+// withHistoryLen sets a job's history_len to its whole history length (the record's
+// count and the entries added since): for a query's answer, never to be saved.
+func (k Keeper) withHistoryLen(ctx context.Context, j types.Job) (types.Job, error) {
+	n, err := k.historyLen(ctx, j)
+	j.HistoryLen = n
+	return j, err
 }
 
 func jobsOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint64], collections.NoValue) (types.Job, error) {
 	return func(key collections.Pair[R, uint64], _ collections.NoValue) (types.Job, error) {
-		return k.loadJob(ctx, key.K2())
+		return k.viewJob(ctx, key.K2())
 	}
 }
 
@@ -66,7 +86,7 @@ func (q queryServer) Jobs(ctx context.Context, req *types.QueryJobsRequest) (*ty
 		return &types.QueryJobsResponse{Jobs: res.Jobs, Pagination: res.Pagination}, nil
 	}
 	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs, req.Pagination, func(id uint64, _ types.Job) (types.Job, error) {
-		return q.k.loadJob(ctx, id)
+		return q.k.viewJob(ctx, id)
 	})
 	if err != nil {
 		return nil, err
@@ -257,6 +277,9 @@ func (q queryServer) BidsByJob(ctx context.Context, req *types.QueryBidsByJobReq
 func (q queryServer) JobHistory(ctx context.Context, req *types.QueryJobHistoryRequest) (*types.QueryJobHistoryResponse, error) {
 	job, err := q.k.GetJob(ctx, req.JobId)
 	if err != nil {
+		return nil, err
+	}
+	if job, err = q.k.withHistoryLen(ctx, job); err != nil {
 		return nil, err
 	}
 	pg := query.PageRequest{}

@@ -273,8 +273,6 @@ func enumWord(name, prefix string) string {
 	return strings.ToUpper(w[:1]) + w[1:]
 }
 
-// addHistory appends to the job's stored history, at most max_history_per_job entries
-// (every step also has its typed event).
 // submittedEntry is a job's history entry 0, its submission, which is not stored: it is
 // made from the job's record (submitted height and time, spec), and JobHistory lists it
 // first.
@@ -286,13 +284,41 @@ func submittedEntry(job types.Job, denom string) types.HistoryEntry {
 	}
 }
 
-func (k Keeper) addHistory(ctx context.Context, job *types.Job, p types.Params, event string, taskID, nodeID uint64, detail string) {
-	if job.HistoryLen >= p.MaxHistoryPerJob {
-		return
+// addHistory appends to the job's stored history, at most max_history_per_job entries
+// (every step also has its typed event). The entries added after submission are counted
+// in HistoryAdded, not in the job's record, whose history_len stays what submission
+// wrote (the implied entry 0): a step that changes nothing else of the job leaves its
+// record unwritten (saveJob).
+func (k Keeper) addHistory(ctx context.Context, job types.Job, p types.Params, event string, taskID, nodeID uint64, detail string) error {
+	added, err := k.historyAdded(ctx, job.Id)
+	if err != nil {
+		return err
+	}
+	n := job.HistoryLen + added
+	if n >= p.MaxHistoryPerJob {
+		return nil
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	e := types.HistoryEntry{Height: sdkCtx.BlockHeight(), Time: sdkCtx.BlockTime(), Event: event, TaskId: taskID, NodeId: nodeID, Detail: detail}
-	if err := k.History.Set(ctx, collections.Join(job.Id, job.HistoryLen), e); err == nil {
-		job.HistoryLen++
+	if err := k.History.Set(ctx, collections.Join(job.Id, n), e); err != nil {
+		return err
 	}
+	return k.HistoryAdded.Set(ctx, job.Id, added+1)
+}
+
+// historyAdded is how many history entries were added to a job after its record last
+// counted them (0 when none).
+func (k Keeper) historyAdded(ctx context.Context, jobID uint64) (uint32, error) {
+	added, err := k.HistoryAdded.Get(ctx, jobID)
+	if errors.Is(err, collections.ErrNotFound) {
+		return 0, nil
+	}
+	return added, err
+}
+
+// historyLen is a job's history length: what its record counts and the entries added
+// since.
+func (k Keeper) historyLen(ctx context.Context, job types.Job) (uint32, error) {
+	added, err := k.historyAdded(ctx, job.Id)
+	return job.HistoryLen + added, err
 }

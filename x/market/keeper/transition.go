@@ -164,7 +164,9 @@ func (k Keeper) transition(ctx context.Context, p types.Params, job *types.Job, 
 		return err
 	}
 	if s.history != "" {
-		k.addHistory(ctx, job, p, s.history, t.Id, s.node, s.detail)
+		if err := k.addHistory(ctx, *job, p, s.history, t.Id, s.node, s.detail); err != nil {
+			return err
+		}
 	}
 	if s.event != nil {
 		if err := sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(s.event); err != nil {
@@ -469,6 +471,8 @@ func (k Keeper) maybeFinishJob(ctx context.Context, job *types.Job, p types.Para
 	if err := k.PruneQueue.Set(ctx, collections.Join(job.FinishedHeight+int64(p.JobRetentionBlocks), job.Id)); err != nil {
 		return err
 	}
-	k.addHistory(ctx, job, p, "Job"+enumWord(job.Status.String(), "JOB_STATUS_"), 0, 0, fmt.Sprintf("%d settled, %d failed; %s%s refunded", job.TasksSettled, job.TasksFailed, refunded, p.Denom))
+	if err := k.addHistory(ctx, *job, p, "Job"+enumWord(job.Status.String(), "JOB_STATUS_"), 0, 0, fmt.Sprintf("%d settled, %d failed; %s%s refunded", job.TasksSettled, job.TasksFailed, refunded, p.Denom)); err != nil {
+		return err
+	}
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventJobFinished{JobId: job.Id, Status: job.Status, Refunded: refunded})
 }

@@ -339,7 +339,9 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 			return err
 		}
 		ev.Escalated = true
-		k.addHistory(ctx, job, p, "TieEscalated", 0, 0, fmt.Sprintf("shard %d: %d replicas disagree; one more added", members[0].Index, len(members)))
+		if err := k.addHistory(ctx, *job, p, "TieEscalated", 0, 0, fmt.Sprintf("shard %d: %d replicas disagree; one more added", members[0].Index, len(members))); err != nil {
+			return err
+		}
 		return sdkCtx.EventManager().EmitTypedEvent(&ev)
 	}
 	for i := range members {
@@ -429,7 +431,9 @@ func (k Keeper) expireDispute(ctx context.Context, p types.Params, job *types.Jo
 	if err := k.Disputes.Set(ctx, d.Id, d); err != nil {
 		return err
 	}
-	k.addHistory(ctx, job, p, "DisputeExpired", d.TargetTask, target.NodeId, fmt.Sprintf("dispute %d: no committee decision by %s", d.Id, d.Deadline.UTC().Format(time.RFC3339)))
+	if err := k.addHistory(ctx, *job, p, "DisputeExpired", d.TargetTask, target.NodeId, fmt.Sprintf("dispute %d: no committee decision by %s", d.Id, d.Deadline.UTC().Format(time.RFC3339))); err != nil {
+		return err
+	}
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventDispute{DisputeId: d.Id, Kind: d.Kind, TargetTask: d.TargetTask, Status: d.Status})
 }
 
@@ -456,7 +460,9 @@ func (k Keeper) newTask(ctx context.Context, p types.Params, job *types.Job, ind
 	if err := k.insertTask(ctx, job, t); err != nil {
 		return t, err
 	}
-	k.addHistory(ctx, job, p, "Task"+roleWord(role), id, 0, fmt.Sprintf("shard %d", index))
+	if err := k.addHistory(ctx, *job, p, "Task"+roleWord(role), id, 0, fmt.Sprintf("shard %d", index)); err != nil {
+		return types.Task{}, err
+	}
 	return t, nil
 }
 
@@ -625,7 +631,9 @@ func (k Keeper) openDispute(ctx context.Context, p types.Params, job *types.Job,
 	if err := k.Disputes.Set(ctx, id, d); err != nil {
 		return d, err
 	}
-	k.addHistory(ctx, job, p, "DisputeOpened", target.Id, target.NodeId, fmt.Sprintf("dispute %d (%s): a committee of %d re-runs shard %d", id, d.Kind, p.CommitteeSize, target.Index))
+	if err := k.addHistory(ctx, *job, p, "DisputeOpened", target.Id, target.NodeId, fmt.Sprintf("dispute %d (%s): a committee of %d re-runs shard %d", id, d.Kind, p.CommitteeSize, target.Index)); err != nil {
+		return types.Dispute{}, err
+	}
 	return d, sdkCtx.EventManager().EmitTypedEvent(&types.EventDispute{DisputeId: id, Kind: d.Kind, TargetTask: target.Id, Status: d.Status})
 }
 
@@ -711,7 +719,9 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 	if err := k.Disputes.Set(ctx, d.Id, d); err != nil {
 		return err
 	}
-	k.addHistory(ctx, job, p, "Dispute"+disputeWord(d.Status), d.TargetTask, target.NodeId, fmt.Sprintf("dispute %d", d.Id))
+	if err := k.addHistory(ctx, *job, p, "Dispute"+disputeWord(d.Status), d.TargetTask, target.NodeId, fmt.Sprintf("dispute %d", d.Id)); err != nil {
+		return err
+	}
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventDispute{DisputeId: d.Id, Kind: d.Kind, TargetTask: d.TargetTask, Status: d.Status})
 }
 

@@ -84,6 +84,8 @@ var (
 	// IDsKey: the next job id and the next task id, in one record (version 3; versions 1
 	// and 2 kept them in JobSeqKey and TaskSeqKey).
 	IDsKey = collections.NewPrefix(55)
+	// HistoryAddedKey: the history entries added to a job after its record counted them.
+	HistoryAddedKey = collections.NewPrefix(56)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).

@@ -2142,7 +2142,10 @@ type Job struct {
 	FinishedHeight int64 `protobuf:"varint,12,opt,name=finished_height,json=finishedHeight,proto3" json:"finished_height,omitempty"`
 	// gemm_seed: the seed of a BUILTIN gemm job's matrices (32 bytes).
 	GemmSeed []byte `protobuf:"bytes,13,opt,name=gemm_seed,json=gemmSeed,proto3" json:"gemm_seed,omitempty"`
-	// history_len: entries in the job's stored history.
+	// history_len: entries in the job's history. The queries report the whole length; in
+	// the store (and in genesis) the record keeps what submission wrote (1: entry 0, the
+	// submission, implied) and the entries added since are counted apart, so that a step
+	// that only adds an entry does not rewrite the record.
 	HistoryLen uint32 `protobuf:"varint,14,opt,name=history_len,json=historyLen,proto3" json:"history_len,omitempty"`
 	// verification_left: the verification budget not yet reserved by audits, escalations
 	// and committees, udps.

@@ -1234,7 +1234,12 @@ export interface Job {
   finishedHeight: bigint;
   /** gemm_seed: the seed of a BUILTIN gemm job's matrices (32 bytes). */
   gemmSeed: Uint8Array;
-  /** history_len: entries in the job's stored history. */
+  /**
+   * history_len: entries in the job's history. The queries report the whole length; in
+   * the store (and in genesis) the record keeps what submission wrote (1: entry 0, the
+   * submission, implied) and the entries added since are counted apart, so that a step
+   * that only adds an entry does not rewrite the record.
+   */
   historyLen: number;
   /**
    * verification_left: the verification budget not yet reserved by audits, escalations
