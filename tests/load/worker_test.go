@@ -21,6 +21,7 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cosmos/cosmos-sdk/baseapp"
 	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
@@ -280,6 +281,11 @@ func newCommitClock() *commitClock { return &commitClock{at: map[int64]time.Time
 func (c *commitClock) listen(inner sdknetwork.AppConstructor) sdknetwork.AppConstructor {
 	return func(val sdknetwork.ValidatorI) servertypes.Application {
 		a := inner(val)
+		// the events the node indexes (app.toml index-events; default: all): a run that
+		// indexes few shows what indexing costs each kind of tx
+		if ev, ok := os.LookupEnv("FLOPS_LOAD_INDEX_EVENTS"); ok {
+			baseapp.SetIndexEvents(strings.Split(ev, ","))(a.(*app.App).BaseApp)
+		}
 		a.(*app.App).SetStreamingManager(storetypes.StreamingManager{ABCIListeners: []storetypes.ABCIListener{c}})
 		return a
 	}

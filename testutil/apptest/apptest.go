@@ -348,6 +348,14 @@ func (a *App) SignTx(from string, gas uint64, msgs ...sdk.Msg) []byte {
 	return a.signTx(acc, num, seq, gas, msgs...)
 }
 
+// SignTxSeq signs msgs as the named account with its account number and the given
+// sequence (a run of txs for one block, or for the mempool, signed ahead).
+func (a *App) SignTxSeq(from string, seq, gas uint64, msgs ...sdk.Msg) []byte {
+	a.t.Helper()
+	acc, num, _ := a.onChain(from)
+	return a.signTx(acc, num, seq, gas, msgs...)
+}
+
 // SignTxMode is SignTx in a given sign mode (SIGN_MODE_LEGACY_AMINO_JSON is what a
 // Ledger and the CLI's --sign-mode amino-json sign).
 func (a *App) SignTxMode(from string, mode signing.SignMode, gas uint64, msgs ...sdk.Msg) []byte {
