@@ -352,7 +352,7 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if ok, err := k.canAddExposure(ctx, slot.Operator, exposureOf(p, taskValue(*job, t.Role, f.Pay))); err != nil || !ok {
 			return n, err
 		}
-		if err := k.assign(ctx, p, job, t, slot, f.Pay, bid.NodeId); err != nil {
+		if err := k.assign(ctx, p, job, t, slot, f.Pay, bid.NodeId, false); err != nil {
 			return n, err
 		}
 		n++

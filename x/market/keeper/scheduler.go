@@ -470,7 +470,7 @@ func (k Keeper) tryAssign(ctx context.Context, p types.Params, sb *sched, taskID
 		}
 		return nil, parkedAlone, k.parkUnplaced(sdkCtx, p, job, t)
 	}
-	if err := k.assign(ctx, p, &job, &t, slot, price, 0); err != nil {
+	if err := k.assign(ctx, p, &job, &t, slot, price, 0, true); err != nil {
 		return nil, untouched, err
 	}
 	return &job, assigned, nil
@@ -516,12 +516,16 @@ func (s *sched) classesOf(ctx context.Context, k Keeper, job types.Job) ([]strin
 }
 
 // assign gives a pending task to a node at a price: the node's GPUs and the provider's
-// exposure (exposure_factor x the task's value) are taken by the transition.
-func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *types.Task, slot types.NodeSlot, price sdkmath.Int, bidNode uint64) error {
+// exposure (exposure_factor x the task's value) are taken by the transition. slot is the
+// node's slot as stored now; jobAsStored says job is its record as stored (the
+// scheduler's: read in this block, or as this block last wrote it).
+func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *types.Task, slot types.NodeSlot, price sdkmath.Int, bidNode uint64, jobAsStored bool) error {
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	exposure := exposureOf(p, taskValue(*job, t.Role, price))
 	h := sdkCtx.BlockHeight()
-	if err := k.transition(ctx, p, job, t, types.TASK_STATUS_ASSIGNED, step{history: "TaskAssigned", node: slot.NodeId, detail: "price " + price.String() + p.Denom}, func(t *types.Task) {
+	if err := k.transition(ctx, p, job, t, types.TASK_STATUS_ASSIGNED, step{
+		history: "TaskAssigned", node: slot.NodeId, detail: "price " + price.String() + p.Denom, slot: &slot, jobAsStored: jobAsStored,
+	}, func(t *types.Task) {
 		t.NodeId = slot.NodeId
 		t.Provider = slot.Operator
 		t.Price = price

@@ -19,10 +19,15 @@ import (
 // core that moves it is transition.go.
 
 // adjustSlot changes a node's GPUs in use and in-flight tasks and re-indexes it.
-func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, dGPUs, dTasks, dOpen int64) error {
-	s, err := k.Slots.Get(ctx, nodeID)
-	if err != nil {
-		return fmt.Errorf("market: slot of node %d: %w", nodeID, err)
+func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, known *types.NodeSlot, dGPUs, dTasks, dOpen int64) error {
+	var s types.NodeSlot
+	if known != nil && known.NodeId == nodeID {
+		s = *known
+	} else {
+		var err error
+		if s, err = k.Slots.Get(ctx, nodeID); err != nil {
+			return fmt.Errorf("market: slot of node %d: %w", nodeID, err)
+		}
 	}
 	old := s
 	used, tasks, open := int64(s.GpusUsed)+dGPUs, int64(s.Tasks)+dTasks, int64(s.OpenTasks)+dOpen

@@ -131,6 +131,14 @@ type step struct {
 	node    uint64
 	detail  string
 	event   proto.Message
+	// slot, when set, is the slot of the node the task moves to as stored now (read by the
+	// caller in this unit): the move of the node's holdings starts from it rather than
+	// reading it again
+	slot *types.NodeSlot
+	// jobAsStored: the job passed is its record as stored (the caller changed nothing of
+	// it): when the transition changes nothing either, the record is neither read nor
+	// written again
+	jobAsStored bool
 }
 
 // transition moves t to status to (t as stored: its caller changes the task's fields in
@@ -141,6 +149,10 @@ type step struct {
 // and saves the job. t and job are updated in place.
 func (k Keeper) transition(ctx context.Context, p types.Params, job *types.Job, t *types.Task, to types.TaskStatus, s step, set func(*types.Task)) error {
 	from := *t
+	var stored types.Job
+	if s.jobAsStored {
+		stored = *job
+	}
 	if !canMove(from.Status, to) {
 		return fmt.Errorf("market: task %d: %s -> %s is not a task transition", t.Id, from.Status, to)
 	}
@@ -154,7 +166,7 @@ func (k Keeper) transition(ctx context.Context, p types.Params, job *types.Job, 
 		t.PendingHeight = sdk.UnwrapSDKContext(ctx).BlockHeight()
 	}
 	t.Status = to
-	if err := k.moveHoldings(ctx, *job, from, *t); err != nil {
+	if err := k.moveHoldings(ctx, *job, from, *t, s.slot); err != nil {
 		return err
 	}
 	if err := k.attachEntry(ctx, *job, *t); err != nil {
@@ -181,6 +193,9 @@ func (k Keeper) transition(ctx context.Context, p types.Params, job *types.Job, 
 		if err := k.maybeFinishJob(ctx, job, p); err != nil {
 			return err
 		}
+	}
+	if s.jobAsStored && sameRecord(stored, *job) {
+		return nil
 	}
 	return k.saveJob(ctx, *job)
 }
@@ -326,22 +341,22 @@ func holdOf(job types.Job, t types.Task) hold {
 // moveHoldings moves the node usage and the exposure (the run's and a pending failure
 // report's) from what old holds to what new holds: the difference on the same node, and
 // the net change of each provider's exposure.
-func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.Task) error {
+func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.Task, known *types.NodeSlot) error {
 	a, b := holdOf(job, old), holdOf(job, new)
 	if a.node == b.node {
 		if dg, dt, do := b.gpus-a.gpus, b.tasks-a.tasks, b.open-a.open; a.node != 0 && (dg != 0 || dt != 0 || do != 0) {
-			if err := k.adjustSlot(ctx, a.node, dg, dt, do); err != nil {
+			if err := k.adjustSlot(ctx, a.node, known, dg, dt, do); err != nil {
 				return err
 			}
 		}
 	} else {
 		if a.node != 0 && (a.gpus != 0 || a.tasks != 0 || a.open != 0) {
-			if err := k.adjustSlot(ctx, a.node, -a.gpus, -a.tasks, -a.open); err != nil {
+			if err := k.adjustSlot(ctx, a.node, known, -a.gpus, -a.tasks, -a.open); err != nil {
 				return err
 			}
 		}
 		if b.node != 0 && (b.gpus != 0 || b.tasks != 0 || b.open != 0) {
-			if err := k.adjustSlot(ctx, b.node, b.gpus, b.tasks, b.open); err != nil {
+			if err := k.adjustSlot(ctx, b.node, known, b.gpus, b.tasks, b.open); err != nil {
 				return err
 			}
 		}
