@@ -59,7 +59,10 @@ func (k Keeper) hookItem(ctx context.Context, what string, fn func(ctx sdk.Conte
 // count adds one event to the node's counters of the current epoch, creating the node's
 // record if needed (operator "" asks x/gfl for it).
 func (k Keeper) count(ctx context.Context, what string, nodeID uint64, operator string, add func(c *types.EpochCounters)) error {
-	return k.hookItem(ctx, what, func(ctx sdk.Context) error {
+	return k.hookItem(ctx, what, func(sdkCtx sdk.Context) error {
+		// converted once: each conversion of an sdk.Context (904 bytes) to a
+		// context.Context copies it to the heap, and this item makes five calls
+		var ctx context.Context = sdkCtx
 		p, err := k.Params.Get(ctx)
 		if err != nil {
 			return err
@@ -68,7 +71,7 @@ func (k Keeper) count(ctx context.Context, what string, nodeID uint64, operator 
 		if err != nil {
 			return err
 		}
-		if _, err := k.ensureNode(ctx, p, nodeID, operator, st.CurrentEpoch); err != nil {
+		if _, err := k.ensureNode(sdkCtx, p, nodeID, operator, st.CurrentEpoch); err != nil {
 			return err
 		}
 		key := collections.Join(st.CurrentEpoch, nodeID)
