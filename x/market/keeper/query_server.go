@@ -34,28 +34,21 @@ func (q queryServer) Params(ctx context.Context, _ *types.QueryParamsRequest) (*
 
 // Job returns a job.
 func (q queryServer) Job(ctx context.Context, req *types.QueryJobRequest) (*types.QueryJobResponse, error) {
-	j, err := q.k.GetJob(ctx, req.JobId)
+	j, err := q.k.viewJob(ctx, req.JobId)
 	if err != nil {
-		return nil, err
-	}
-	if j, err = q.k.withHistoryLen(ctx, j); err != nil {
 		return nil, err
 	}
 	return &types.QueryJobResponse{Job: j}, nil
 }
 
-// viewJob is a job as the queries show it: with its spec and its whole history length.
+// viewJob is a job as the queries show it (GetJob: ErrJobNotFound when there is none):
+// with its spec, and its history_len set to the whole history length (the record's
+// count and the entries added since), never to be saved.
 func (k Keeper) viewJob(ctx context.Context, id uint64) (types.Job, error) {
-	j, err := k.loadJob(ctx, id)
+	j, err := k.GetJob(ctx, id)
 	if err != nil {
 		return j, err
 	}
-	return k.withHistoryLen(ctx, j)
-}
-
-// withHistoryLen sets a job's history_len to its whole history length (the record's
-// count and the entries added since): for a query's answer, never to be saved.
-func (k Keeper) withHistoryLen(ctx context.Context, j types.Job) (types.Job, error) {
 	n, err := k.historyLen(ctx, j)
 	j.HistoryLen = n
 	return j, err
@@ -275,11 +268,8 @@ func (q queryServer) BidsByJob(ctx context.Context, req *types.QueryBidsByJobReq
 // job's record (submittedEntry): it comes first (last in reverse), the page's limit and
 // offset and the total count it.
 func (q queryServer) JobHistory(ctx context.Context, req *types.QueryJobHistoryRequest) (*types.QueryJobHistoryResponse, error) {
-	job, err := q.k.GetJob(ctx, req.JobId)
+	job, err := q.k.viewJob(ctx, req.JobId)
 	if err != nil {
-		return nil, err
-	}
-	if job, err = q.k.withHistoryLen(ctx, job); err != nil {
 		return nil, err
 	}
 	pg := query.PageRequest{}
