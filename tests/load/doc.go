@@ -18,6 +18,9 @@
 // FLOPS_LOAD_INDEX_EVENTS (a comma list, as app.toml's index-events) limits the events the
 // node indexes: with only message.action, the submit-job ratio was 0.651x next to 0.660x
 // indexing all (on 276b06d), so the indexing of the assignment events is not what sets it.
+// FLOPS_LOAD_CPUPROFILE (a directory) writes a CPU profile of each bank-send and
+// submit-job phase there (bank-send-1.prof, submit-job-1.prof, bank-send-2.prof), the node's
+// and the driver's work together, to compare with `go tool pprof -diff_base`.
 // FLOPS_LOAD_WORKER (a flops-worker binary; `make load-worker`) runs a real worker on a
 // node of its own during the submit-job flood and logs its take-up and CPU per task. The node and
 // the driver share the machine: on a busy one the rates drift between phases, which is

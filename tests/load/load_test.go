@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,6 +140,7 @@ func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []
 	_, err := d.gasLimit(ctx, kind, senders[0], msg(senders[0], 0)) // simulate before the clock starts
 	require.NoError(t, err)
 	hashes := make([][]string, len(senders))
+	stopProfile := profilePhase(t, kind)
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	for s, from := range senders {
@@ -159,8 +162,37 @@ func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []
 		all = append(all, hs...)
 	}
 	p, res := measure(ctx, t, d, start, all, len(all), len(all))
+	stopProfile()
 	p.admitted = admitted
 	return p, res
+}
+
+// profilePhase writes a CPU profile of one blast phase, from its first broadcast to the
+// block holding its last tx, into FLOPS_LOAD_CPUPROFILE (a directory) as
+// <kind>-<n>.prof; the node and the driver share the process, so the profile holds both.
+// It returns the function that stops it (a no-op without FLOPS_LOAD_CPUPROFILE).
+func profilePhase(t *testing.T, kind string) func() {
+	dir := os.Getenv("FLOPS_LOAD_CPUPROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	var f *os.File
+	for n := 1; ; n++ {
+		var err error
+		f, err = os.OpenFile(filepath.Join(dir, fmt.Sprintf("%s-%d.prof", kind, n)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if os.IsExist(err) {
+			continue
+		}
+		require.NoError(t, err)
+		break
+	}
+	require.NoError(t, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(t, f.Close())
+		t.Logf("%s: CPU profile in %s", kind, f.Name())
+	}
 }
 
 // genesis funds the load accounts and keeps the chain from doing work that is not the
