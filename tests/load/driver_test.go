@@ -30,7 +30,8 @@ import (
 // and polls GetTx for each one until it is in a block: right for a worker, but under load
 // that doubles the node's execution work and floods it with queries, so the figures would
 // measure the client. Here each account signs at its own sequence with a gas limit
-// simulated once per kind of transaction, broadcasts in sync mode (CheckTx answers), and
+// simulated once per kind of transaction (a flood's transactions all ahead, before its
+// clock starts: presign), broadcasts in sync mode (CheckTx answers), and
 // one watcher reads each new block's transactions to confirm inclusion by hash; the
 // results (code, gas used, events) are read once a phase is over, a page per block.
 
@@ -84,17 +85,22 @@ func (d *driver) load(ctx context.Context, accs ...*account) error {
 // build encodes msgs as a tx of acc at its next sequence; unsigned, it carries an empty
 // signature (what Simulate takes).
 func (d *driver) build(acc *account, gas uint64, signed bool, msgs ...sdk.Msg) ([]byte, error) {
+	return d.buildAt(acc, acc.seq, gas, signed, msgs...)
+}
+
+// buildAt is build at a given sequence of acc (a tx signed ahead of those before it).
+func (d *driver) buildAt(acc *account, seq, gas uint64, signed bool, msgs ...sdk.Msg) ([]byte, error) {
 	b := d.txCfg.NewTxBuilder()
 	if err := b.SetMsgs(msgs...); err != nil {
 		return nil, err
 	}
 	b.SetGasLimit(gas) // the network's minimum gas price is zero: no fee
-	sig := signing.SignatureV2{PubKey: acc.priv.PubKey(), Data: &signing.SingleSignatureData{SignMode: d.mode}, Sequence: acc.seq}
+	sig := signing.SignatureV2{PubKey: acc.priv.PubKey(), Data: &signing.SingleSignatureData{SignMode: d.mode}, Sequence: seq}
 	if err := b.SetSignatures(sig); err != nil {
 		return nil, err
 	}
 	if signed {
-		data := authsign.SignerData{Address: acc.addr.String(), ChainID: d.c.ChainID(), AccountNumber: acc.accNum, Sequence: acc.seq, PubKey: acc.priv.PubKey()}
+		data := authsign.SignerData{Address: acc.addr.String(), ChainID: d.c.ChainID(), AccountNumber: acc.accNum, Sequence: seq, PubKey: acc.priv.PubKey()}
 		bz, err := authsign.GetSignBytesAdapter(context.Background(), d.txCfg.SignModeHandler(), d.mode, data, b.GetTx())
 		if err != nil {
 			return nil, err
@@ -161,6 +167,27 @@ func (d *driver) send(ctx context.Context, kind string, acc *account, msgs ...sd
 	if err != nil {
 		return "", err
 	}
+	return d.broadcast(ctx, kind, acc, bz)
+}
+
+// presign signs n txs of acc ahead, at its next n sequences, the i-th of msg(i): a flood
+// broadcasts them with no signing in its timed window (broadcast, in order).
+func (d *driver) presign(ctx context.Context, kind string, acc *account, n int, msg func(i int) sdk.Msg) ([][]byte, error) {
+	gas, err := d.gasLimit(ctx, kind, acc, msg(0))
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		if out[i], err = d.buildAt(acc, acc.seq+uint64(i), gas, true, msg(i)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// broadcast sends a signed tx of acc at its next sequence until CheckTx answers (see send).
+func (d *driver) broadcast(ctx context.Context, kind string, acc *account, bz []byte) (string, error) {
 	hash := txHash(bz)
 	for try := 0; ; try++ {
 		res, err := d.c.Tx.BroadcastTx(ctx, &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
