@@ -102,9 +102,14 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 	if err := k.storeNewJob(ctx, job); err != nil {
 		return types.Job{}, err
 	}
-	return job, sdkCtx.EventManager().EmitTypedEvent(&types.EventJobSubmitted{
+	ev, err := (&types.EventJobSubmitted{
 		JobId: id, Owner: owner, Mode: spec.Mode, Tasks: uint32(spec.TotalTasks()), Escrow: budget,
-	})
+	}).Event()
+	if err != nil {
+		return types.Job{}, err
+	}
+	sdkCtx.EventManager().EmitEvent(ev)
+	return job, nil
 }
 
 // gemmSeed draws a BUILTIN gemm job's seed from the beacon's most recent value (nobody

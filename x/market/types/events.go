@@ -32,6 +32,26 @@ func (e *EventTaskAssigned) Event() (sdk.Event, error) {
 	}, nil
 }
 
+// Event is EventJobSubmitted as sdk.TypedEventToEvent makes it (see EventTaskAssigned's):
+// every submission emits one, and the JSON round trip was a fifth of the submission
+// handler's time under make load.
+func (e *EventJobSubmitted) Event() (sdk.Event, error) {
+	mode, known := AllocationMode_name[int32(e.Mode)]
+	if !jsonSafe(e.Owner) || e.Escrow.IsNil() || !known {
+		return sdk.TypedEventToEvent(e) // what the shortcut below does not quote or print
+	}
+	return sdk.Event{
+		Type: "flops.market.v1.EventJobSubmitted",
+		Attributes: []abci.EventAttribute{
+			{Key: "escrow", Value: `"` + e.Escrow.String() + `"`},
+			{Key: "job_id", Value: quoteUint(e.JobId)},
+			{Key: "mode", Value: `"` + mode + `"`},
+			{Key: "owner", Value: `"` + e.Owner + `"`},
+			{Key: "tasks", Value: strconv.FormatUint(uint64(e.Tasks), 10)},
+		},
+	}, nil
+}
+
 // quoteUint is a uint64 as proto JSON writes it: a decimal string.
 func quoteUint(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
 
