@@ -1,33 +1,31 @@
 package types
 
 import (
-	"strconv"
-
 	abci "github.com/cometbft/cometbft/abci/types"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/typedevent"
 )
 
 // Event is the typed event as an sdk.Event, attribute for attribute what
-// sdk.TypedEventToEvent makes of it (its type is the message's full name; each field
-// is an attribute holding its value's proto JSON, the attributes sorted by name), at a
-// fraction of its cost: the scheduler emits one per assignment, up to thousands a block,
-// and the JSON round trip of TypedEventToEvent was about a sixth of an assignment's
-// cost. ParseTypedEvent reads it back as any typed event.
+// sdk.TypedEventToEvent makes of it (internal/typedevent), at a fraction of its cost: the
+// scheduler emits one per assignment, up to thousands a block, and the JSON round trip of
+// TypedEventToEvent was about a sixth of an assignment's cost. ParseTypedEvent reads it
+// back as any typed event.
 func (e *EventTaskAssigned) Event() (sdk.Event, error) {
-	if !jsonSafe(e.Provider) || e.Price.IsNil() {
+	if !typedevent.SafeString(e.Provider) || e.Price.IsNil() {
 		return sdk.TypedEventToEvent(e) // what the shortcut below does not quote or print
 	}
-	price := e.Price.String()
 	return sdk.Event{
 		Type: "flops.market.v1.EventTaskAssigned",
 		Attributes: []abci.EventAttribute{
-			{Key: "job_id", Value: quoteUint(e.JobId)},
-			{Key: "node_id", Value: quoteUint(e.NodeId)},
-			{Key: "price", Value: `"` + price + `"`},
-			{Key: "provider", Value: `"` + e.Provider + `"`},
-			{Key: "reassignment", Value: strconv.FormatBool(e.Reassignment)},
-			{Key: "task_id", Value: quoteUint(e.TaskId)},
+			{Key: "job_id", Value: typedevent.Uint64(e.JobId)},
+			{Key: "node_id", Value: typedevent.Uint64(e.NodeId)},
+			{Key: "price", Value: typedevent.String(e.Price.String())},
+			{Key: "provider", Value: typedevent.String(e.Provider)},
+			{Key: "reassignment", Value: typedevent.Bool(e.Reassignment)},
+			{Key: "task_id", Value: typedevent.Uint64(e.TaskId)},
 		},
 	}, nil
 }
@@ -37,32 +35,17 @@ func (e *EventTaskAssigned) Event() (sdk.Event, error) {
 // handler's time under make load.
 func (e *EventJobSubmitted) Event() (sdk.Event, error) {
 	mode, known := AllocationMode_name[int32(e.Mode)]
-	if !jsonSafe(e.Owner) || e.Escrow.IsNil() || !known {
+	if !typedevent.SafeString(e.Owner) || e.Escrow.IsNil() || !known {
 		return sdk.TypedEventToEvent(e) // what the shortcut below does not quote or print
 	}
 	return sdk.Event{
 		Type: "flops.market.v1.EventJobSubmitted",
 		Attributes: []abci.EventAttribute{
-			{Key: "escrow", Value: `"` + e.Escrow.String() + `"`},
-			{Key: "job_id", Value: quoteUint(e.JobId)},
-			{Key: "mode", Value: `"` + mode + `"`},
-			{Key: "owner", Value: `"` + e.Owner + `"`},
-			{Key: "tasks", Value: strconv.FormatUint(uint64(e.Tasks), 10)},
+			{Key: "escrow", Value: typedevent.String(e.Escrow.String())},
+			{Key: "job_id", Value: typedevent.Uint64(e.JobId)},
+			{Key: "mode", Value: typedevent.String(mode)},
+			{Key: "owner", Value: typedevent.String(e.Owner)},
+			{Key: "tasks", Value: typedevent.Uint32(e.Tasks)},
 		},
 	}, nil
-}
-
-// quoteUint is a uint64 as proto JSON writes it: a decimal string.
-func quoteUint(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
-
-// jsonSafe: s is printable ASCII that JSON quotes as it is (no quote, backslash, control
-// character, or character that Go's JSON encoder escapes).
-func jsonSafe(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }

@@ -416,9 +416,12 @@ func (k Keeper) setExposure(ctx context.Context, provider sdk.AccAddress, c type
 	if err := k.Collaterals.Set(ctx, provider, c); err != nil {
 		return err
 	}
-	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventExposure{
-		Provider: c.Provider, Exposure: c.Exposure,
-	})
+	ev, err := (&types.EventExposure{Provider: c.Provider, Exposure: c.Exposure}).Event()
+	if err != nil {
+		return err
+	}
+	sdk.UnwrapSDKContext(ctx).EventManager().EmitEvent(ev)
+	return nil
 }
 
 // CanAddExposure says, without writing, whether AddExposure(value) would succeed and the
