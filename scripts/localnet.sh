@@ -117,6 +117,11 @@ s["stakingslash"]["params"]["unbonding_time"] = "120s"
 s["gfl"]["params"]["challenge_interval_blocks"] = "30"
 s["gfl"]["params"]["challenge_target_seconds"] = "5"
 s["gfl"]["params"]["challenge_commit_timeout"] = "60s"
+# The dev chain's GPUs are mocks (or real ones answering with the CPU solver): the launch
+# class table's PoCP power floors would re-class every node at its first rebalance.
+for c in s["gfl"]["params"]["gpu_classes"]:
+    c["min_gflops_per_gpu"] = "0"
+    c["max_gflops_per_gpu"] = "0"
 s["market"]["params"]["auction_window_blocks"] = "5"
 s["market"]["params"]["challenge_window_blocks"] = "5"
 # A CPU's or mock GPU's few GFLOP/s are a millionth of a GPU's: the dev chain pays 1 DPS

@@ -42,6 +42,7 @@ import (
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	"github.com/flopsnet/flops/app"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
 // ChainID is the chain id of test apps.
@@ -119,7 +120,8 @@ func WithGenesis(fn func(e GenesisEditor)) Option {
 }
 
 // New starts a flops app with one validator (account "validator") and the named
-// accounts, and commits the first block.
+// accounts, the GPU classes without their PoCP power ranges (its GPUs are mocks), and
+// commits the first block.
 func New(t testing.TB, opts ...Option) *App {
 	t.Helper()
 	cfg := &config{}
@@ -148,6 +150,13 @@ func New(t testing.TB, opts ...Option) *App {
 	ta.proposerKey = cmted25519.PrivKey(privVal.PrivKey.Bytes())
 	a.SetProposerKey(ta.proposerKey)
 	ta.genesisAccountsAndValidator(gs, val)
+	// The test app's "GPUs" are mocks answering PoCP with the CPU solver (as on the dev
+	// chain, scripts/localnet.sh): the launch class table's power floors would re-class
+	// every node at its first rebalance. A test of the floors sets them (WithGenesis).
+	var gfl gfltypes.GenesisState
+	GenesisEditor{App: a, Genesis: gs}.Edit(gfltypes.ModuleName, &gfl, func() {
+		gfl.Params.GpuClasses = gfltypes.WithoutPowerRanges(gfl.Params.GpuClasses)
+	})
 	for _, fn := range cfg.genesis {
 		fn(GenesisEditor{App: a, Genesis: gs})
 	}

@@ -19,6 +19,7 @@ import (
 	moduletestutil "github.com/cosmos/cosmos-sdk/types/module/testutil"
 
 	"github.com/flopsnet/flops/app"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
 // Network and Validator are the SDK's.
@@ -52,6 +53,13 @@ func OnDiskConfig(numValidators int) sdknetwork.Config {
 
 func config(numValidators int, newDB func(home string) dbm.DB) sdknetwork.Config {
 	tempApp := app.New(log.NewNopLogger(), dbm.NewMemDB(), false, simtestutil.NewAppOptionsWithFlagHome(app.DefaultNodeHome))
+	genesis := tempApp.DefaultGenesis()
+	// the network's "GPUs" are mocks answering PoCP with the CPU solver: the launch class
+	// table's power floors would re-class every node at its first rebalance
+	var gfl gfltypes.GenesisState
+	tempApp.AppCodec().MustUnmarshalJSON(genesis[gfltypes.ModuleName], &gfl)
+	gfl.Params.GpuClasses = gfltypes.WithoutPowerRanges(gfl.Params.GpuClasses)
+	genesis[gfltypes.ModuleName] = tempApp.AppCodec().MustMarshalJSON(&gfl)
 	cfg := sdknetwork.DefaultConfig(func() sdknetwork.TestFixture {
 		return sdknetwork.TestFixture{
 			AppConstructor: func(val sdknetwork.ValidatorI) servertypes.Application {
@@ -63,7 +71,7 @@ func config(numValidators int, newDB func(home string) dbm.DB) sdknetwork.Config
 					baseapp.SetChainID(ChainID),
 				)
 			},
-			GenesisState: tempApp.DefaultGenesis(),
+			GenesisState: genesis,
 			EncodingConfig: moduletestutil.TestEncodingConfig{
 				InterfaceRegistry: tempApp.InterfaceRegistry(),
 				Codec:             tempApp.AppCodec(),

@@ -80,9 +80,10 @@ type Agent struct {
 	coll   sstypes.QueryClient
 	bank   banktypes.QueryClient
 
-	node    gfltypes.Node
-	devices []gpu.Device
-	units   []string // schedulable GPU (or MIG) UUIDs
+	node     gfltypes.Node
+	nodeRead int64 // the height node was last read at (refreshNode)
+	devices  []gpu.Device
+	units    []string // schedulable GPU (or MIG) UUIDs
 
 	bg *errgroup.Group
 
@@ -159,8 +160,52 @@ func New(o Options) (*Agent, error) {
 	}, nil
 }
 
-// Node is the registered node (after Setup).
-func (a *Agent) Node() gfltypes.Node { return a.node }
+// Node is the registered node (after Setup), as the agent last read it.
+func (a *Agent) Node() gfltypes.Node {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.node
+}
+
+// nodeRefreshBlocks: how often the agent re-reads its node, whose class, power and
+// status the chain's rebalances move.
+const nodeRefreshBlocks = 10
+
+// refreshNode re-reads the node every nodeRefreshBlocks blocks, and says when the chain
+// re-classed it (a node measured into no class takes no job: the auctions and pools it
+// would bid in are skipped, as the chain would refuse them). The node is written under
+// mu (Node reads it from other goroutines); the tick's own reads need no lock.
+func (a *Agent) refreshNode(ctx context.Context, height int64) {
+	if height-a.nodeRead < nodeRefreshBlocks {
+		return
+	}
+	got, err := a.gfl.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: a.node.Id})
+	if err != nil {
+		a.log.Warn("node", "node", a.node.Id, "err", err)
+		return
+	}
+	a.nodeRead = height
+	if n := got.Node; n.GpuClass != a.node.GpuClass {
+		a.logClass(n)
+	}
+	a.mu.Lock()
+	a.node = got.Node
+	a.mu.Unlock()
+}
+
+// logClass says which class the chain puts the node in, when it is not the one claimed.
+func (a *Agent) logClass(n gfltypes.Node) {
+	switch {
+	case n.ClaimedClass == "":
+		a.log.Info("node class", "node", n.Id, "class", n.GpuClass)
+	case n.GpuClass == "":
+		a.log.Warn("the chain measured the node into no GPU class: it takes no job until a rebalance measures it into one (docs/pocp.md, class ranges)",
+			"node", n.Id, "claimed", n.ClaimedClass, "median_gflops", n.MedianGflops, "gpus", len(n.Gpus))
+	default:
+		a.log.Warn("the chain re-classed the node by its measured PoCP power",
+			"node", n.Id, "class", n.GpuClass, "claimed", n.ClaimedClass, "median_gflops", n.MedianGflops, "gpus", len(n.Gpus))
+	}
+}
 
 // Run sets the node up and follows the chain until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
@@ -227,6 +272,7 @@ func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) err
 		return fmt.Errorf("market params: %w", err)
 	}
 	a.params = params
+	a.refreshNode(ctx, height)
 	var actions []action
 	tasks, err := a.activeTasks(ctx)
 	if err != nil {

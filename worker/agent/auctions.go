@@ -19,6 +19,9 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 	}
 	op := a.o.Chain.Address().String()
 	slot := markettypes.SlotFromNode(a.node)
+	if !slot.Active {
+		return nil // not schedulable (inactive, or measured into no class): a bid is refused
+	}
 	var acts []action
 	for _, job := range res.Jobs {
 		a.mu.Lock()

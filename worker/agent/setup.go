@@ -73,7 +73,12 @@ func (a *Agent) Setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
 	a.node = got.Node
+	a.mu.Unlock()
+	if a.node.ClaimedClass != "" {
+		a.logClass(a.node)
+	}
 	if kept, err := a.state.keys(); err == nil && len(kept) > 0 {
 		// results committed before a restart: the ticks reveal them (or forget them once
 		// the chain has moved on)

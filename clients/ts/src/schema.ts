@@ -78,6 +78,8 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "min_memory_mib", a: "min_memory_mib", t: "minMemoryMib", k: "uint64" },
       { n: "max_memory_mib", a: "max_memory_mib", t: "maxMemoryMib", k: "uint64" },
       { n: "factors", a: "factors", t: "factors", k: "message", m: "flops.gfl.v1.PerformanceFactors", keep: true },
+      { n: "min_gflops_per_gpu", a: "min_gflops_per_gpu", t: "minGflopsPerGpu", k: "uint64" },
+      { n: "max_gflops_per_gpu", a: "max_gflops_per_gpu", t: "maxGflopsPerGpu", k: "uint64" },
     ],
   },
   "flops.gfl.v1.GpuInfo": {

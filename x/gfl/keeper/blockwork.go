@@ -158,7 +158,7 @@ func (k Keeper) kinds(p types.Params) []blockhook.Kind {
 			return "the node's deletion is put off one retention", k.Nodes.Set(ctx, node.Id, node)
 		}},
 		{Name: kindRebalance, Do: func(ctx sdk.Context, it blockhook.Item) (bool, error) {
-			return true, k.rebalanceNode(ctx, it.ID, it.Sub)
+			return true, k.rebalanceNode(ctx, p, it.ID, it.Sub)
 		}, Resolve: func(ctx sdk.Context, it blockhook.Item) (string, error) {
 			if err := k.Stats.Remove(ctx, collections.Join(it.ID, it.Sub)); err != nil {
 				return "", err

@@ -154,8 +154,8 @@ func (k Keeper) HoldersInvariant(ctx sdk.Context) (string, bool) {
 }
 
 // SupplyInvariant: ugfl supply = NetworkPower.total_gflops = the sum of the nodes' power
-// recorded at their last rebalance = the sum of the class totals; only active nodes have
-// power.
+// recorded at their last rebalance = the sum of the class totals, each the power of the
+// nodes in its class; only active nodes have power.
 func (k Keeper) SupplyInvariant(ctx sdk.Context) (string, bool) {
 	np, err := k.NetworkPower.Get(ctx)
 	if err != nil {
@@ -163,9 +163,11 @@ func (k Keeper) SupplyInvariant(ctx sdk.Context) (string, bool) {
 	}
 	var sum, count uint64
 	var problems []string
+	byClass := map[string]uint64{}
 	err = k.Nodes.Walk(ctx, nil, func(id uint64, n types.Node) (bool, error) {
 		sum += n.PowerGflops
 		if n.PowerGflops > 0 {
+			byClass[n.GpuClass] += n.PowerGflops
 			count++
 			if !n.Schedulable() {
 				problems = append(problems, fmt.Sprintf("%s has power %d", n.Describe(), n.PowerGflops))
@@ -177,8 +179,12 @@ func (k Keeper) SupplyInvariant(ctx sdk.Context) (string, bool) {
 		return invariant.Format(types.ModuleName, "ugfl-supply", err.Error(), true), true
 	}
 	var classSum uint64
-	if err := k.ClassPower.Walk(ctx, nil, func(_ string, p uint64) (bool, error) {
+	if err := k.ClassPower.Walk(ctx, nil, func(class string, p uint64) (bool, error) {
 		classSum += p
+		if byClass[class] != p {
+			problems = append(problems, fmt.Sprintf("class %q total %d != its nodes' power %d", class, p, byClass[class]))
+		}
+		delete(byClass, class)
 		return false, nil
 	}); err != nil {
 		return invariant.Format(types.ModuleName, "ugfl-supply", err.Error(), true), true
@@ -192,6 +198,9 @@ func (k Keeper) SupplyInvariant(ctx sdk.Context) (string, bool) {
 	}
 	if classSum != sum {
 		problems = append(problems, fmt.Sprintf("class totals %d != %d", classSum, sum))
+	}
+	for _, class := range slices.Sorted(maps.Keys(byClass)) {
+		problems = append(problems, fmt.Sprintf("class %q has no total; its nodes' power is %d", class, byClass[class]))
 	}
 	msg := fmt.Sprintf("supply %s, nodes' power %d", supply, sum)
 	for _, p := range problems {

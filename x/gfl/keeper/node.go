@@ -130,6 +130,12 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 			return node, err
 		}
 	}
+	// A node the rebalance re-classed stays in the class it measured while it claims the
+	// same class: an update cannot undo a measurement (the next rebalance can).
+	claimedClass := ""
+	if node.ClaimedClass != "" && class == node.ClaimedClass {
+		class, claimedClass = node.GpuClass, node.ClaimedClass
+	}
 	inventoryChanged := class != node.GpuClass || !sameGPUs(node.Gpus, spec.Gpus)
 	if inventoryChanged {
 		if err := k.gflHooks().BeforeNodeChange(ctx, node); err != nil {
@@ -167,7 +173,7 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 			}
 		}
 	}
-	node.GpuClass = class
+	node.GpuClass, node.ClaimedClass = class, claimedClass
 	applySpec(&node, spec)
 	if err := k.Nodes.Set(ctx, id, node); err != nil {
 		return node, err

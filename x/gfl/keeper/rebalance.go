@@ -50,7 +50,7 @@ func (h epochHooks) AfterEpochEnd(ctx context.Context, identifier string, _ int6
 // BeforeEpochStart implements epochstypes.EpochHooks.
 func (h epochHooks) BeforeEpochStart(context.Context, string, int64) error { return nil }
 
-func (k Keeper) rebalanceNode(ctx sdk.Context, id, epoch uint64) error {
+func (k Keeper) rebalanceNode(ctx sdk.Context, p types.Params, id, epoch uint64) error {
 	node, err := k.Nodes.Get(ctx, id)
 	if err != nil {
 		return err
@@ -63,6 +63,7 @@ func (k Keeper) rebalanceNode(ctx sdk.Context, id, epoch uint64) error {
 	}
 	old := node.PowerGflops
 	power := old
+	reclassed := false
 	switch {
 	case !node.Schedulable():
 		power = 0
@@ -70,6 +71,13 @@ func (k Keeper) rebalanceNode(ctx sdk.Context, id, epoch uint64) error {
 		node.MedianGflops = types.Median(stats.Samples)
 		node.AvailabilityPpm = types.AvailabilityPPM(stats.Passed, stats.Issued)
 		power = types.IndexPower(node.MedianGflops, node.AvailabilityPpm)
+		if len(stats.Samples) > 0 {
+			// measured: the class follows the measurement (a node whose every challenge
+			// failed or was missed measured nothing, and keeps its class)
+			if reclassed, err = k.reclass(ctx, p, &node, epoch); err != nil {
+				return err
+			}
+		}
 	}
 	if err := k.setNodePower(ctx, &node, power); err != nil {
 		return err
@@ -83,9 +91,48 @@ func (k Keeper) rebalanceNode(ctx sdk.Context, id, epoch uint64) error {
 	if err := k.Nodes.Set(ctx, id, node); err != nil {
 		return err
 	}
+	if reclassed {
+		// the market moves the node's slot to its class, or out of scheduling
+		if err := k.gflHooks().AfterNodeChanged(ctx, node); err != nil {
+			return err
+		}
+	}
 	return ctx.EventManager().EmitTypedEvent(&types.EventNodeRebalanced{
 		NodeId: id, Operator: node.Operator, Epoch: epoch, OldGflops: old, NewGflops: power,
 		MedianGflops: node.MedianGflops, AvailabilityPpm: node.AvailabilityPpm,
+	})
+}
+
+// reclass puts a node whose median sample was just taken in the class its power per GPU
+// measures (types.Params.MeasuredClass): the class it claimed while it measures within
+// that class's range, the best class its measurement and memory fit otherwise, none when
+// no class does. Its power moves with it (the caller then sets the new power, in the new
+// class); the caller saves the node and tells the market. It reports whether the class
+// changed.
+func (k Keeper) reclass(ctx sdk.Context, p types.Params, node *types.Node, epoch uint64) (bool, error) {
+	claimed := node.Claimed()
+	perGPU := node.MedianGflops / max(node.GPUCount(), 1)
+	to := p.MeasuredClass(claimed, node.Gpus, perGPU)
+	if to == node.GpuClass {
+		return false, nil
+	}
+	from := node.GpuClass
+	if node.PowerGflops > 0 {
+		if err := k.addClassPower(ctx, from, node.PowerGflops, false); err != nil {
+			return false, err
+		}
+		if err := k.addClassPower(ctx, to, node.PowerGflops, true); err != nil {
+			return false, err
+		}
+	}
+	node.GpuClass = to
+	node.ClaimedClass = ""
+	if to != claimed {
+		node.ClaimedClass = claimed
+	}
+	return true, ctx.EventManager().EmitTypedEvent(&types.EventNodeReclassed{
+		NodeId: node.Id, Operator: node.Operator, From: from, To: to, ClaimedClass: claimed,
+		MeasuredGflopsPerGpu: perGPU, Epoch: epoch,
 	})
 }
 

@@ -148,6 +148,8 @@ type fixture struct {
 	validators proposers
 	ms         types.MsgServer
 	qs         types.QueryServer
+	// lastEvents: the events of the block next ended
+	lastEvents sdk.Events
 }
 
 // newFixture starts at block 1 with the given params (default if nil).
@@ -180,6 +182,7 @@ func blockHash(h int64) []byte {
 func (f *fixture) next(dt time.Duration) {
 	f.t.Helper()
 	require.NoError(f.t, f.k.EndBlocker(f.ctx))
+	f.lastEvents = f.ctx.EventManager().Events()
 	h := f.ctx.BlockHeight() + 1
 	f.ctx = f.ctx.WithBlockHeight(h).WithBlockTime(f.ctx.BlockTime().Add(dt)).
 		WithHeaderHash(blockHash(h)).WithEventManager(sdk.NewEventManager())

@@ -27,8 +27,9 @@ import (
 )
 
 // RandomParams are the defaults with challenges every 20 to 200 blocks, so that a
-// simulation sees nodes challenged and missing their deadlines, and the smallest matrices
-// (the simulated operators solve them on the simulation's CPU). With governed, one time
+// simulation sees nodes challenged and missing their deadlines, the smallest matrices
+// (the simulated operators solve them on the simulation's CPU) and class power ranges
+// those answers fall in and out of. With governed, one time
 // in four admission by governance (a params change mid-run: later nodes wait PENDING for
 // MsgApproveNode; a genesis with it starves a simulation's market, since the simulated
 // governance passes few proposals).
@@ -45,6 +46,20 @@ func RandomParams(r *rand.Rand, governed bool) types.Params {
 	}
 	if r.Intn(2) == 0 {
 		p.Drand = RandomDrand(r)
+	}
+	// The simulated operators' "GPUs" are the simulation's CPU, and its blocks are up to
+	// hours apart: they measure a few GFLOP/s at most, and the launch table's floors would
+	// put every node in no class at the first rebalance. Half the runs have no ranges; the
+	// other half floors of 0 to 2 GFLOP/s a GPU and, now and then, ceilings, so that nodes
+	// are re-classed between classes, out of every class and back, tasks in flight or not.
+	p.GpuClasses = types.WithoutPowerRanges(p.GpuClasses)
+	if r.Intn(2) == 0 {
+		for i := range p.GpuClasses {
+			p.GpuClasses[i].MinGflopsPerGpu = uint64(r.Intn(3))
+			if r.Intn(4) == 0 {
+				p.GpuClasses[i].MaxGflopsPerGpu = p.GpuClasses[i].MinGflopsPerGpu + uint64(r.Intn(20))
+			}
+		}
 	}
 	if err := p.Validate(); err != nil {
 		panic(fmt.Sprintf("gfl simulation params: %v", err))

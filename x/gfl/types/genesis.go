@@ -47,8 +47,11 @@ func (gs GenesisState) validate() error {
 		if NodeStatus_name[int32(n.Status)] == "" || n.Status == NODE_STATUS_UNSPECIFIED {
 			return fmt.Errorf("nodes[%d].status %d: unknown", i, n.Status)
 		}
-		if len(n.Gpus) == 0 || n.GpuClass == "" {
+		if len(n.Gpus) == 0 || n.Claimed() == "" {
 			return fmt.Errorf("nodes[%d]: no GPUs or no class", i)
+		}
+		if n.ClaimedClass != "" && n.ClaimedClass == n.GpuClass {
+			return fmt.Errorf("nodes[%d]: claimed_class %q is its gpu_class (it is set only for a node re-classed)", i, n.ClaimedClass)
 		}
 		for _, g := range n.Gpus {
 			if other, dup := uuids[g.Uuid]; dup {

@@ -165,6 +165,54 @@ func ClassifyGPU(classes []GpuClass, g GpuInfo) (string, bool) {
 	return "", false
 }
 
+// InRange says whether perGPU, a node's measured PoCP power per GPU (GFLOP/s), is within
+// the class's range (min_gflops_per_gpu to max_gflops_per_gpu; 0 bounds nothing).
+func (c GpuClass) InRange(perGPU uint64) bool {
+	return perGPU >= c.MinGflopsPerGpu && (c.MaxGflopsPerGpu == 0 || perGPU <= c.MaxGflopsPerGpu)
+}
+
+// holdsMemory says whether every GPU's memory is within the class's memory range.
+func (c GpuClass) holdsMemory(gpus []GpuInfo) bool {
+	for _, g := range gpus {
+		if g.MemoryMib < c.MinMemoryMib || (c.MaxMemoryMib != 0 && g.MemoryMib > c.MaxMemoryMib) {
+			return false
+		}
+	}
+	return len(gpus) > 0
+}
+
+// MeasuredClass is the class a node that claimed the class claimed (its inventory's
+// class) belongs in once PoCP measured perGPU GFLOP/s per GPU: the claimed class while the
+// measurement is within its range; otherwise, of the classes whose range holds the
+// measurement and whose memory range holds every GPU of the node, the one with the
+// highest floor (the first of the table on a tie), whatever the GPUs' model names say
+// (they are the operator's word; the measurement and the memory are what the chain
+// checked); "" when none does.
+func (p Params) MeasuredClass(claimed string, gpus []GpuInfo, perGPU uint64) string {
+	best := -1
+	for i, c := range p.GpuClasses {
+		if c.Name == claimed && c.InRange(perGPU) {
+			return claimed
+		}
+		if c.InRange(perGPU) && c.holdsMemory(gpus) && (best < 0 || c.MinGflopsPerGpu > p.GpuClasses[best].MinGflopsPerGpu) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return p.GpuClasses[best].Name
+}
+
+// Claimed is the class the node's inventory matched: claimed_class when the rebalance
+// re-classed it, gpu_class otherwise.
+func (n Node) Claimed() string {
+	if n.ClaimedClass != "" {
+		return n.ClaimedClass
+	}
+	return n.GpuClass
+}
+
 // ClassFactors returns a class's performance factors, false if the table lacks it.
 func (p Params) ClassFactors(class string) (PerformanceFactors, bool) {
 	for _, c := range p.GpuClasses {

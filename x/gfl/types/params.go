@@ -3,6 +3,7 @@ package types
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	errorsmod "cosmossdk.io/errors"
@@ -35,20 +36,38 @@ var WorkloadClasses = []WorkloadClass{
 // class (H200): memory bandwidth (TB/s), memory capacity (GB), dense fp16 tensor
 // throughput, and NVLink bandwidth (PCIe-only cards get PCIe 5.0 x16 over NVLink 4).
 func DefaultGpuClasses() []GpuClass {
-	class := func(name string, subs []string, minMiB, maxMiB uint64, bw, mem, tensor, ic uint32) GpuClass {
+	class := func(name string, subs []string, minMiB, maxMiB, floor uint64, bw, mem, tensor, ic uint32) GpuClass {
 		return GpuClass{
-			Name: name, ModelSubstrings: subs, MinMemoryMib: minMiB, MaxMemoryMib: maxMiB,
+			Name: name, ModelSubstrings: subs, MinMemoryMib: minMiB, MaxMemoryMib: maxMiB, MinGflopsPerGpu: floor,
 			Factors: PerformanceFactors{MemoryBandwidthPpm: bw, MemoryCapacityPpm: mem, TensorCoresPpm: tensor, InterconnectPpm: ic},
 		}
 	}
+	// The floors (PoCP GFLOP/s per GPU) are about 5% of each card's int8 dp4a peak, the
+	// path of tools/gpu-solver without tensor cores (4x its fp32 peak: H100 PCIe 204
+	// TOPS, H100 SXM and H200 268, A100 78, L40S 366, RTX 4090 330), so that any card of
+	// the class clears its floor several times over, while a CPU running the Go solver
+	// (a few GFLOP/s a core) stays thousands of times under: a CPU or a lesser card
+	// registered under a class's model name is re-classed at its first rebalance. They
+	// are to be calibrated on real cards (docs/pocp.md).
 	return []GpuClass{
-		class("H200-141GB", []string{"H200"}, 130_000, 0, 1_000_000, 1_000_000, 1_000_000, 1_000_000),
-		class("H100-80GB", []string{"H100"}, 76_000, 100_000, 698_000, 567_000, 1_000_000, 1_000_000),
-		class("A100-80GB", []string{"A100"}, 76_000, 0, 424_000, 567_000, 315_000, 667_000),
-		class("A100-40GB", []string{"A100"}, 38_000, 42_000, 324_000, 284_000, 315_000, 667_000),
-		class("L40S-48GB", []string{"L40S"}, 44_000, 0, 180_000, 340_000, 366_000, 71_000),
-		class("RTX4090-24GB", []string{"4090"}, 22_000, 0, 210_000, 170_000, 167_000, 71_000),
+		class("H200-141GB", []string{"H200"}, 130_000, 0, 10_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000),
+		class("H100-80GB", []string{"H100"}, 76_000, 100_000, 10_000, 698_000, 567_000, 1_000_000, 1_000_000),
+		class("A100-80GB", []string{"A100"}, 76_000, 0, 4_000, 424_000, 567_000, 315_000, 667_000),
+		class("A100-40GB", []string{"A100"}, 38_000, 42_000, 4_000, 324_000, 284_000, 315_000, 667_000),
+		class("L40S-48GB", []string{"L40S"}, 44_000, 0, 15_000, 180_000, 340_000, 366_000, 71_000),
+		class("RTX4090-24GB", []string{"4090"}, 22_000, 0, 15_000, 210_000, 170_000, 167_000, 71_000),
 	}
+}
+
+// WithoutPowerRanges is classes with no PoCP range: every measured power fits the class
+// the GPUs' model names claim. For dev chains and tests whose "GPUs" are mocks answering
+// PoCP with the CPU solver, which the launch floors would re-class.
+func WithoutPowerRanges(classes []GpuClass) []GpuClass {
+	out := slices.Clone(classes)
+	for i := range out {
+		out[i].MinGflopsPerGpu, out[i].MaxGflopsPerGpu = 0, 0
+	}
+	return out
 }
 
 // DefaultWorkloadWeights are the launch factor weights per workload class.
@@ -160,7 +179,8 @@ func (p Params) validate() error {
 }
 
 // ValidateGpuClasses checks a GPU class table: at least one class, unique names, at least
-// one non-empty model substring each, a coherent memory range and factors of at most 1.
+// one non-empty model substring each, coherent memory and PoCP power ranges and factors of
+// at most 1.
 func ValidateGpuClasses(classes []GpuClass) error {
 	if err := validate.Count("gpu_classes", len(classes), MaxGpuClasses); err != nil {
 		return err
@@ -190,6 +210,9 @@ func ValidateGpuClasses(classes []GpuClass) error {
 		}
 		if c.MaxMemoryMib != 0 && c.MaxMemoryMib < c.MinMemoryMib {
 			return fmt.Errorf("gpu_classes[%d] %q: max_memory_mib %d is below min_memory_mib %d", i, c.Name, c.MaxMemoryMib, c.MinMemoryMib)
+		}
+		if c.MaxGflopsPerGpu != 0 && c.MaxGflopsPerGpu < c.MinGflopsPerGpu {
+			return fmt.Errorf("gpu_classes[%d] %q: max_gflops_per_gpu %d is below min_gflops_per_gpu %d", i, c.Name, c.MaxGflopsPerGpu, c.MinGflopsPerGpu)
 		}
 		if err := c.Factors.validateEach(fmt.Sprintf("gpu_classes[%d].factors", i)); err != nil {
 			return err

@@ -24,6 +24,7 @@ func TestParamsValidateRejects(t *testing.T) {
 		bad("at least one model substring", func(p *types.Params) { p.GpuClasses[0].ModelSubstrings = nil }),
 		bad("model substring", func(p *types.Params) { p.GpuClasses[0].ModelSubstrings = []string{""} }),
 		bad("max_memory_mib", func(p *types.Params) { p.GpuClasses[1].MaxMemoryMib = 1 }),
+		bad(`gpu_classes[3] "A100-40GB": max_gflops_per_gpu 3999 is below min_gflops_per_gpu 4000`, func(p *types.Params) { p.GpuClasses[3].MaxGflopsPerGpu = 3_999 }),
 		bad("gpu_classes[0].factors.tensor_cores_ppm", func(p *types.Params) { p.GpuClasses[0].Factors.TensorCoresPpm = 1_000_001 }),
 		bad("workload_weights: need exactly one entry", func(p *types.Params) { p.WorkloadWeights = p.WorkloadWeights[:3] }),
 		bad("workload_weights[1].workload WORKLOAD_CLASS_TRAINING: duplicate", func(p *types.Params) { p.WorkloadWeights[1].Workload = types.WORKLOAD_CLASS_TRAINING }),
@@ -78,4 +79,33 @@ func TestGenesisValidate(t *testing.T) {
 	gs := types.DefaultGenesisState()
 	gs.Params.ChallengeSamples = 0
 	require.ErrorIs(t, gs.Validate(), types.ErrInvalidParams)
+}
+
+// MeasuredClass: the claimed class while the measurement is in its range; otherwise the
+// fitting class (range and memory) with the highest floor, the first of the table on a
+// tie; none when nothing fits.
+func TestMeasuredClass(t *testing.T) {
+	p := types.DefaultParams()
+	a100 := []types.GpuInfo{{Model: "NVIDIA A100-SXM4-40GB", MemoryMib: 40960}, {Model: "NVIDIA A100-SXM4-40GB", MemoryMib: 40960}}
+	require.Equal(t, "A100-40GB", p.MeasuredClass("A100-40GB", a100, 4_000), "at the floor")
+	require.Equal(t, "A100-40GB", p.MeasuredClass("A100-40GB", a100, 1<<40), "no ceiling")
+	require.Equal(t, "", p.MeasuredClass("A100-40GB", a100, 3_999), "under every floor its memory allows")
+	// 24 GiB cards whose claimed class left the table: the 4090's class holds the
+	// memory, whatever the model name says; under its floor, none
+	small := []types.GpuInfo{{Model: "NVIDIA A100-SXM4-40GB", MemoryMib: 24_000}}
+	require.Equal(t, "RTX4090-24GB", p.MeasuredClass("A100-24GB", small, 20_000), "the model name is not evidence, memory and power are")
+	require.Equal(t, "", p.MeasuredClass("RTX4090-24GB", small, 14_999))
+	// 80 GiB cards at 12,000 a GPU: H100-80GB (floor 10,000) over A100-80GB (4,000)
+	big := []types.GpuInfo{{Model: "NVIDIA A100-SXM4-80GB", MemoryMib: 81_920}}
+	require.Equal(t, "A100-80GB", p.MeasuredClass("A100-80GB", big, 12_000), "its claim fits: it stays")
+	require.Equal(t, "H100-80GB", p.MeasuredClass("gone-from-the-table", big, 12_000), "the highest floor that fits")
+	// a tie keeps the first of the table
+	p.GpuClasses[2].MinGflopsPerGpu = 10_000 // A100-80GB, after H100-80GB
+	require.Equal(t, "H100-80GB", p.MeasuredClass("", big, 12_000))
+	// no GPUs fit nothing
+	require.Equal(t, "", p.MeasuredClass("", nil, 12_000))
+	// without ranges, every measurement fits the claim
+	p.GpuClasses = types.WithoutPowerRanges(p.GpuClasses)
+	require.Equal(t, "A100-40GB", p.MeasuredClass("A100-40GB", a100, 0))
+	require.NotZero(t, types.DefaultGpuClasses()[0].MinGflopsPerGpu, "WithoutPowerRanges copies")
 }

@@ -186,6 +186,28 @@ export interface EventNodeRebalanced {
   availabilityPpm: number;
 }
 
+/**
+ * EventNodeReclassed: the rebalance moved a node to the class its measured power per GPU
+ * fits (the class it claimed when it fits that again; none, empty, when no class of the
+ * table fits it: it then takes no job until it is measured into one).
+ */
+export interface EventNodeReclassed {
+  /** node_id of the node. */
+  nodeId: bigint;
+  /** operator of the node. */
+  operator: string;
+  /** from is the class it was in. */
+  from: string;
+  /** to is the class it is in now; empty: none. */
+  to: string;
+  /** claimed_class is the class its inventory matched. */
+  claimedClass: string;
+  /** measured_gflops_per_gpu is the epoch's median verified sample over its GPU count. */
+  measuredGflopsPerGpu: bigint;
+  /** epoch rebalanced. */
+  epoch: bigint;
+}
+
 /** EventRebalanceFinished: every node was rebalanced for an epoch. */
 export interface EventRebalanceFinished {
   /** epoch rebalanced. */
@@ -1842,6 +1864,190 @@ export const EventNodeRebalanced: MessageFns<EventNodeRebalanced> = {
       ? BigInt(object.medianGflops)
       : 0n;
     message.availabilityPpm = object.availabilityPpm ?? 0;
+    return message;
+  },
+};
+
+function createBaseEventNodeReclassed(): EventNodeReclassed {
+  return { nodeId: 0n, operator: "", from: "", to: "", claimedClass: "", measuredGflopsPerGpu: 0n, epoch: 0n };
+}
+
+export const EventNodeReclassed: MessageFns<EventNodeReclassed> = {
+  encode(message: EventNodeReclassed, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.nodeId !== 0n) {
+      if (BigInt.asUintN(64, message.nodeId) !== message.nodeId) {
+        throw new globalThis.Error("value provided for field message.nodeId of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.nodeId);
+    }
+    if (message.operator !== "") {
+      writer.uint32(18).string(message.operator);
+    }
+    if (message.from !== "") {
+      writer.uint32(26).string(message.from);
+    }
+    if (message.to !== "") {
+      writer.uint32(34).string(message.to);
+    }
+    if (message.claimedClass !== "") {
+      writer.uint32(42).string(message.claimedClass);
+    }
+    if (message.measuredGflopsPerGpu !== 0n) {
+      if (BigInt.asUintN(64, message.measuredGflopsPerGpu) !== message.measuredGflopsPerGpu) {
+        throw new globalThis.Error("value provided for field message.measuredGflopsPerGpu of type uint64 too large");
+      }
+      writer.uint32(48).uint64(message.measuredGflopsPerGpu);
+    }
+    if (message.epoch !== 0n) {
+      if (BigInt.asUintN(64, message.epoch) !== message.epoch) {
+        throw new globalThis.Error("value provided for field message.epoch of type uint64 too large");
+      }
+      writer.uint32(56).uint64(message.epoch);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EventNodeReclassed {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEventNodeReclassed();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.nodeId = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.operator = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.from = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.to = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.claimedClass = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.measuredGflopsPerGpu = reader.uint64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.epoch = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EventNodeReclassed {
+    return {
+      nodeId: isSet(object.nodeId) ? BigInt(object.nodeId) : isSet(object.node_id) ? BigInt(object.node_id) : 0n,
+      operator: isSet(object.operator) ? globalThis.String(object.operator) : "",
+      from: isSet(object.from) ? globalThis.String(object.from) : "",
+      to: isSet(object.to) ? globalThis.String(object.to) : "",
+      claimedClass: isSet(object.claimedClass)
+        ? globalThis.String(object.claimedClass)
+        : isSet(object.claimed_class)
+        ? globalThis.String(object.claimed_class)
+        : "",
+      measuredGflopsPerGpu: isSet(object.measuredGflopsPerGpu)
+        ? BigInt(object.measuredGflopsPerGpu)
+        : isSet(object.measured_gflops_per_gpu)
+        ? BigInt(object.measured_gflops_per_gpu)
+        : 0n,
+      epoch: isSet(object.epoch) ? BigInt(object.epoch) : 0n,
+    };
+  },
+
+  toJSON(message: EventNodeReclassed): unknown {
+    const obj: any = {};
+    if (message.nodeId !== 0n) {
+      obj.nodeId = message.nodeId.toString();
+    }
+    if (message.operator !== "") {
+      obj.operator = message.operator;
+    }
+    if (message.from !== "") {
+      obj.from = message.from;
+    }
+    if (message.to !== "") {
+      obj.to = message.to;
+    }
+    if (message.claimedClass !== "") {
+      obj.claimedClass = message.claimedClass;
+    }
+    if (message.measuredGflopsPerGpu !== 0n) {
+      obj.measuredGflopsPerGpu = message.measuredGflopsPerGpu.toString();
+    }
+    if (message.epoch !== 0n) {
+      obj.epoch = message.epoch.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EventNodeReclassed>): EventNodeReclassed {
+    return EventNodeReclassed.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EventNodeReclassed>): EventNodeReclassed {
+    const message = createBaseEventNodeReclassed();
+    message.nodeId = (object.nodeId !== undefined && object.nodeId !== null) ? BigInt(object.nodeId) : 0n;
+    message.operator = object.operator ?? "";
+    message.from = object.from ?? "";
+    message.to = object.to ?? "";
+    message.claimedClass = object.claimedClass ?? "";
+    message.measuredGflopsPerGpu = (object.measuredGflopsPerGpu !== undefined && object.measuredGflopsPerGpu !== null)
+      ? BigInt(object.measuredGflopsPerGpu)
+      : 0n;
+    message.epoch = (object.epoch !== undefined && object.epoch !== null) ? BigInt(object.epoch) : 0n;
     return message;
   },
 };

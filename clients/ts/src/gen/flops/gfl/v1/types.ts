@@ -296,7 +296,20 @@ export interface GpuClass {
   /** max_memory_mib is the most memory, in MiB; 0 means no upper bound. */
   maxMemoryMib: bigint;
   /** factors are this class's normalised performance factors P_k. */
-  factors: PerformanceFactors | undefined;
+  factors:
+    | PerformanceFactors
+    | undefined;
+  /**
+   * min_gflops_per_gpu is the least PoCP power per GPU (the median of an epoch's verified
+   * samples over the node's GPU count, GFLOP/s) a node of this class must measure; a node
+   * measured below it is re-classed at the rebalance. 0: no floor.
+   */
+  minGflopsPerGpu: bigint;
+  /**
+   * max_gflops_per_gpu is the most PoCP power per GPU a node of this class measures; a
+   * node measured above it is re-classed at the rebalance. 0: no ceiling.
+   */
+  maxGflopsPerGpu: bigint;
 }
 
 /**
@@ -502,6 +515,13 @@ export interface Node {
   retireHeight: bigint;
   /** runtimes the node accepts; the market only matches it to jobs of these runtimes. */
   runtimes: Runtime[];
+  /**
+   * claimed_class is the class its inventory matched in the class table (the operator's
+   * claim), when the rebalance re-classed the node by its measured power (gpu_class is
+   * then the class measured, or empty: none fits, and the node takes no job); empty while
+   * gpu_class is the class claimed.
+   */
+  claimedClass: string;
 }
 
 /**
@@ -657,7 +677,15 @@ export interface RebalanceState {
 }
 
 function createBaseGpuClass(): GpuClass {
-  return { name: "", modelSubstrings: [], minMemoryMib: 0n, maxMemoryMib: 0n, factors: undefined };
+  return {
+    name: "",
+    modelSubstrings: [],
+    minMemoryMib: 0n,
+    maxMemoryMib: 0n,
+    factors: undefined,
+    minGflopsPerGpu: 0n,
+    maxGflopsPerGpu: 0n,
+  };
 }
 
 export const GpuClass: MessageFns<GpuClass> = {
@@ -682,6 +710,18 @@ export const GpuClass: MessageFns<GpuClass> = {
     }
     if (message.factors !== undefined) {
       PerformanceFactors.encode(message.factors, writer.uint32(42).fork()).join();
+    }
+    if (message.minGflopsPerGpu !== 0n) {
+      if (BigInt.asUintN(64, message.minGflopsPerGpu) !== message.minGflopsPerGpu) {
+        throw new globalThis.Error("value provided for field message.minGflopsPerGpu of type uint64 too large");
+      }
+      writer.uint32(48).uint64(message.minGflopsPerGpu);
+    }
+    if (message.maxGflopsPerGpu !== 0n) {
+      if (BigInt.asUintN(64, message.maxGflopsPerGpu) !== message.maxGflopsPerGpu) {
+        throw new globalThis.Error("value provided for field message.maxGflopsPerGpu of type uint64 too large");
+      }
+      writer.uint32(56).uint64(message.maxGflopsPerGpu);
     }
     return writer;
   },
@@ -739,6 +779,22 @@ export const GpuClass: MessageFns<GpuClass> = {
             message.factors = PerformanceFactors.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.minGflopsPerGpu = reader.uint64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.maxGflopsPerGpu = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -770,6 +826,16 @@ export const GpuClass: MessageFns<GpuClass> = {
         ? BigInt(object.max_memory_mib)
         : 0n,
       factors: isSet(object.factors) ? PerformanceFactors.fromJSON(object.factors) : undefined,
+      minGflopsPerGpu: isSet(object.minGflopsPerGpu)
+        ? BigInt(object.minGflopsPerGpu)
+        : isSet(object.min_gflops_per_gpu)
+        ? BigInt(object.min_gflops_per_gpu)
+        : 0n,
+      maxGflopsPerGpu: isSet(object.maxGflopsPerGpu)
+        ? BigInt(object.maxGflopsPerGpu)
+        : isSet(object.max_gflops_per_gpu)
+        ? BigInt(object.max_gflops_per_gpu)
+        : 0n,
     };
   },
 
@@ -790,6 +856,12 @@ export const GpuClass: MessageFns<GpuClass> = {
     if (message.factors !== undefined) {
       obj.factors = PerformanceFactors.toJSON(message.factors);
     }
+    if (message.minGflopsPerGpu !== 0n) {
+      obj.minGflopsPerGpu = message.minGflopsPerGpu.toString();
+    }
+    if (message.maxGflopsPerGpu !== 0n) {
+      obj.maxGflopsPerGpu = message.maxGflopsPerGpu.toString();
+    }
     return obj;
   },
 
@@ -809,6 +881,12 @@ export const GpuClass: MessageFns<GpuClass> = {
     message.factors = (object.factors !== undefined && object.factors !== null)
       ? PerformanceFactors.fromPartial(object.factors)
       : undefined;
+    message.minGflopsPerGpu = (object.minGflopsPerGpu !== undefined && object.minGflopsPerGpu !== null)
+      ? BigInt(object.minGflopsPerGpu)
+      : 0n;
+    message.maxGflopsPerGpu = (object.maxGflopsPerGpu !== undefined && object.maxGflopsPerGpu !== null)
+      ? BigInt(object.maxGflopsPerGpu)
+      : 0n;
     return message;
   },
 };
@@ -2096,6 +2174,7 @@ function createBaseNode(): Node {
     registeredHeight: 0n,
     retireHeight: 0n,
     runtimes: [],
+    claimedClass: "",
   };
 }
 
@@ -2201,6 +2280,9 @@ export const Node: MessageFns<Node> = {
         writer.int32(v);
       }
       writer.join();
+    }
+    if (message.claimedClass !== "") {
+      writer.uint32(178).string(message.claimedClass);
     }
     return writer;
   },
@@ -2406,6 +2488,14 @@ export const Node: MessageFns<Node> = {
 
             break;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.claimedClass = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2493,6 +2583,11 @@ export const Node: MessageFns<Node> = {
       runtimes: globalThis.Array.isArray(object?.runtimes)
         ? object.runtimes.map((e: any) => runtimeFromJSON(e))
         : [],
+      claimedClass: isSet(object.claimedClass)
+        ? globalThis.String(object.claimedClass)
+        : isSet(object.claimed_class)
+        ? globalThis.String(object.claimed_class)
+        : "",
     };
   },
 
@@ -2561,6 +2656,9 @@ export const Node: MessageFns<Node> = {
     if (message.runtimes?.length) {
       obj.runtimes = message.runtimes.map((e) => runtimeToJSON(e));
     }
+    if (message.claimedClass !== "") {
+      obj.claimedClass = message.claimedClass;
+    }
     return obj;
   },
 
@@ -2610,6 +2708,7 @@ export const Node: MessageFns<Node> = {
       ? BigInt(object.retireHeight)
       : 0n;
     message.runtimes = object.runtimes?.map((e) => e) || [];
+    message.claimedClass = object.claimedClass ?? "";
     return message;
   },
 };
