@@ -21,10 +21,23 @@ GOFILES = $(shell git ls-files --cached --others --exclude-standard '*.go' | gre
 help: ## this list
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
 
-build: ## build flopsd, flops-worker and flops-demo into build/
+build: ## build flopsd, flops-worker and flops-demo into build/, and the GPU solver where nvcc is found
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flopsd ./cmd/flopsd
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flops-worker ./cmd/flops-worker
 	go build $(GOFLAGS_BUILD) -o $(BUILDDIR)/flops-demo ./cmd/flops-demo
+	@$(MAKE) --no-print-directory gpu-solver-if-cuda
+
+# The CUDA PoCP solver (tools/gpu-solver), which flops-worker finds next to itself
+# (pocp.solver: auto). Built only where the CUDA toolkit's nvcc is.
+NVCC ?= nvcc
+.PHONY: gpu-solver gpu-solver-if-cuda
+gpu-solver: ## the CUDA PoCP solver into build/flops-gpu-solver (needs the CUDA toolkit's nvcc)
+	$(MAKE) -C tools/gpu-solver gpu-solver NVCC=$(NVCC)
+	mkdir -p $(BUILDDIR) && cp tools/gpu-solver/gpu-solver $(BUILDDIR)/flops-gpu-solver
+
+gpu-solver-if-cuda:
+	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory gpu-solver; \
+	else echo "nvcc not found: the GPU solver is not built (flops-worker answers PoCP and runs BUILTIN gemm on the CPU; make gpu-solver with the CUDA toolkit)"; fi
 
 TSDIR = clients/ts
 
@@ -48,8 +61,11 @@ demo: build $(if $(shell command -v npm),web) ## the whole market on one machine
 demo-multi: build $(if $(shell command -v npm),web) ## the demo on 4 validators
 	$(BUILDDIR)/flops-demo -validators 4 $(DEMO_FLAGS)
 
-install: ## install flopsd and flops-worker into GOBIN
+install: ## install flopsd and flops-worker into GOBIN, and the GPU solver next to them where nvcc is found
 	go install $(GOFLAGS_BUILD) ./cmd/flopsd ./cmd/flops-worker
+	@if command -v $(NVCC) >/dev/null 2>&1; then $(MAKE) --no-print-directory gpu-solver && \
+	  bin=$$(go env GOBIN); bin=$${bin:-$$(go env GOPATH)/bin}; cp $(BUILDDIR)/flops-gpu-solver "$$bin/flops-gpu-solver" && echo "installed $$bin/flops-gpu-solver"; \
+	else echo "nvcc not found: the GPU solver is not installed (flops-worker answers PoCP and runs BUILTIN gemm on the CPU)"; fi
 
 # The tests are a test build (-tags flopscheat: a worker that can be told to cheat, for the
 # tests of the chain's verification); the production config's refusal is checked without it.
@@ -62,7 +78,7 @@ test: build ts-build web ## every test but the long runs: unit, keeper, app, end
 
 test-long: build ## the long runs: the crash matrix (a validator killed mid-run, then all four, restarted; a worker killed mid-task and the only validator killed under it; the demo on 4 validators with one killed; DPS over a real IBC relayer) (about 8 min)
 	FLOPS_LONG_TESTS=1 go test -count=1 -timeout 30m $(TEST_TAGS) -run 'TestDemoFourValidatorsOneKilled|TestCrashValidatorsRestart|TestDemoWorkerAndChainCrash' ./tests/e2e/
-	FLOPS_LONG_TESTS=1 go test -count=1 -run 'TestCUDASourceMatchesGo' ./tools/gpu-solver/check/
+	FLOPS_LONG_TESTS=1 go test -count=1 -run 'TestCUDASource' ./tools/gpu-solver/check/
 	scripts/ibc-relay.sh
 
 ibc-relay: build ## DPS to a second localnet and back over a real IBC relayer (ts-relayer), every balance checked (about 2.5 min; part of make test-long)

@@ -343,8 +343,13 @@ func statusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			for _, n := range nodes.Nodes {
+				class := n.GpuClass
+				if n.ClaimedClass != "" {
+					// re-classed by its measured power per GPU
+					class = fmt.Sprintf("class %q by its measured power (claimed %s)", n.GpuClass, n.ClaimedClass)
+				}
 				fmt.Printf("node %d: %s, %s, %d GPUs, power %d GFLOP/s (median %d, availability %d ppm)\n",
-					n.Id, n.GpuClass, n.Status, len(n.Gpus), n.PowerGflops, n.MedianGflops, n.AvailabilityPpm)
+					n.Id, class, n.Status, len(n.Gpus), n.PowerGflops, n.MedianGflops, n.AvailabilityPpm)
 			}
 			tasks, err := c.Market.TasksByProvider(ctx, &markettypes.QueryTasksByProviderRequest{Provider: op, Active: true})
 			if err != nil {
@@ -383,11 +388,30 @@ func benchmarkCmd(g *globals) *cobra.Command {
 			}
 			if f := cmd.Flags(); f.Changed("solver") {
 				cfg.PoCP.Solver, _ = f.GetString("solver")
+			}
+			if f := cmd.Flags(); f.Changed("external-solver") {
 				cfg.PoCP.External, _ = f.GetString("external-solver")
 			}
-			solver := daemon.Solver(cfg, g.logger())
+			// the GPUs NVML lists: auto's choice, and the devices the solver spreads over
+			var inv gpu.Inventory = gpu.NewCPUOnly("node.no_nvml is set: the machine's GPUs are ignored")
+			if !cfg.Node.NoNVML {
+				if inv, err = gpu.Open(g.logger()); err != nil {
+					return err
+				}
+			}
+			defer func() { _ = inv.Close() }()
+			devs, err := inv.Devices(cmd.Context())
+			if err != nil {
+				return err
+			}
+			var uuids []string
+			for _, d := range devs {
+				uuids = append(uuids, d.UUID)
+			}
+			solver := daemon.Solver(cmd.Context(), cfg, inv, g.logger())
+			ctx := wpocp.OnDevices(cmd.Context(), uuids)
 			for _, n := range sizes {
-				gflops, took, err := wpocp.Benchmark(cmd.Context(), solver, uint32(n), uint32(rounds))
+				gflops, took, err := wpocp.Benchmark(ctx, solver, uint32(n), uint32(rounds))
 				if err != nil {
 					return err
 				}
@@ -399,7 +423,7 @@ func benchmarkCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().UintSliceVar(&sizes, "n", []uint{512, 1024, 2048}, "GEMM sizes (multiples of 256)")
 	cmd.Flags().UintVar(&rounds, "r", 1, "rounds")
-	cmd.Flags().String("solver", "go", "go or external")
+	cmd.Flags().String("solver", "auto", "auto (the GPU solver where there are GPUs and one is found), go (the CPU solver) or external")
 	cmd.Flags().String("external-solver", "", "the external solver program")
 	return cmd
 }

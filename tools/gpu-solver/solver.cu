@@ -1,8 +1,11 @@
 // gpu-solver: a CUDA solver of the flops PoCP challenge, speaking the external-solver
 // protocol of docs/pocp.md section 9.
 //
-//   stdin:  one JSON line {"version":1,"seed":"<64 hex>","key":"<16 hex>","n":N,"r":R}
-//   stdout: S = sum_{t<R} A_t * B_t, N*N int32, row-major, little-endian, nothing else
+//   stdin:  one JSON line {"version":1,"seed":"<64 hex>","key":"<16 hex>","n":N,"r":R}, or
+//           version 2 with "row_from":F,"row_to":T (multiples of 256): a band of S's rows,
+//           so that the worker spreads one challenge over a node's GPUs
+//   stdout: S = sum_{t<R} A_t * B_t, N*N int32 (version 2: rows F..T-1, (T-F)*N), row-major,
+//           little-endian, nothing else
 //   stderr: diagnostics; exit status 0 only after the whole answer was written
 //
 // The matrices are drawn on the GPU exactly as docs/pocp.md section 2 and
@@ -49,7 +52,7 @@ constexpr uint32_t kMinN = 256;
 constexpr uint32_t kMaxN = 65536;
 constexpr uint32_t kChunkEntries = 256;
 constexpr uint64_t kExactLimit = 1ull << 24;
-constexpr int kProtocolVersion = 1;
+constexpr int kProtocolVersion = 2;  // and 1: version 2 adds a band of rows
 
 // Exit statuses: 0 answered, 1 GPU or I/O failure, 2 bad request or usage.
 constexpr int kExitFailure = 1;
@@ -178,6 +181,8 @@ struct Request {
   bool hasKey = false;
   uint64_t key = 0;
   uint64_t n = 0, r = 0;
+  // rowFrom, rowTo: the band of S's rows to answer (version 2); all of them in version 1.
+  uint64_t rowFrom = 0, rowTo = 0;
 };
 
 // field returns the raw value of "name" in a flat JSON object: a string's contents
@@ -233,8 +238,8 @@ Request readRequest() {
   uint64_t version;
   if (!parseUint(field(line, "version"), &version)) die(kExitBadRequest, "request without a version: %s", line.c_str());
   req.version = int(version);
-  if (req.version != kProtocolVersion) {
-    die(kExitBadRequest, "protocol version %d is not supported (this solver speaks %d)", req.version, kProtocolVersion);
+  if (req.version != 1 && req.version != kProtocolVersion) {
+    die(kExitBadRequest, "protocol version %d is not supported (this solver speaks 1 and %d)", req.version, kProtocolVersion);
   }
   std::string seed = field(line, "seed");
   if (seed.size() != 64) die(kExitBadRequest, "seed must be 64 hex characters: %s", line.c_str());
@@ -261,6 +266,16 @@ Request readRequest() {
   }
   if (req.r < 1 || 4 * req.n * req.r >= kExactLimit) {
     die(kExitBadRequest, "r = %llu: need r >= 1 and 4*n*r < 2^24", (unsigned long long)req.r);
+  }
+  req.rowTo = req.n;
+  if (req.version >= 2) {
+    if (!parseUint(field(line, "row_from"), &req.rowFrom) || !parseUint(field(line, "row_to"), &req.rowTo)) {
+      die(kExitBadRequest, "a version 2 request needs row_from and row_to: %s", line.c_str());
+    }
+    if (req.rowFrom >= req.rowTo || req.rowTo > req.n || req.rowFrom % kChunkEntries != 0 || req.rowTo % kChunkEntries != 0) {
+      die(kExitBadRequest, "rows [%llu, %llu): need multiples of 256 with row_from < row_to <= n",
+          (unsigned long long)req.rowFrom, (unsigned long long)req.rowTo);
+    }
   }
   return req;
 }
@@ -428,6 +443,12 @@ int main(int argc, char** argv) {
   const uint64_t n = req.n, r = req.r;
   const uint64_t entries = n * n;
   const uint64_t words = entries / 16;
+  // the band of rows answered: A_t's rows rowFrom .. rowTo (their PRNG words are
+  // contiguous), all of B_t, and those rows of S
+  const uint64_t rows = req.rowTo - req.rowFrom;
+  const uint64_t bandEntries = rows * n;
+  const uint64_t bandWords = bandEntries / 16;
+  const uint64_t bandBase = req.rowFrom * (n / 16);
 
   const auto start = std::chrono::steady_clock::now();
   CUDA_CHECK(cudaSetDevice(device));
@@ -435,10 +456,10 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   int8_t *a = nullptr, *bt = nullptr;
   int32_t* s = nullptr;
-  CUDA_CHECK(cudaMalloc(&a, entries));
+  CUDA_CHECK(cudaMalloc(&a, bandEntries));
   CUDA_CHECK(cudaMalloc(&bt, entries));
-  CUDA_CHECK(cudaMalloc(&s, entries * sizeof(int32_t)));
-  CUDA_CHECK(cudaMemset(s, 0, entries * sizeof(int32_t)));
+  CUDA_CHECK(cudaMalloc(&s, bandEntries * sizeof(int32_t)));
+  CUDA_CHECK(cudaMemset(s, 0, bandEntries * sizeof(int32_t)));
   CUDA_CHECK(cudaDeviceSynchronize());
   const double initMs = msSince(start);
 
@@ -451,10 +472,11 @@ int main(int argc, char** argv) {
 
   const dim3 genBlock(256);
   const dim3 genGrid(unsigned((words + 255) / 256));
+  const dim3 bandGrid(unsigned((bandWords + 255) / 256));
   const dim3 mulBlock(16, 16);
-  const dim3 mulGrid(unsigned(n / kTile), unsigned(n / kTile));
+  const dim3 mulGrid(unsigned(n / kTile), unsigned(rows / kTile));
   for (uint64_t t = 0; t < r; t++) {
-    LAUNCH(generate, genGrid, genBlock, key, (t * 2 + 0) * words, words, a);
+    LAUNCH(generate, bandGrid, genBlock, key, (t * 2 + 0) * words + bandBase, bandWords, a);
     LAUNCH(generate, genGrid, genBlock, key, (t * 2 + 1) * words, words, bt);
     CUDA_CHECK(cudaGetLastError());
     if (!useCublas) {
@@ -467,7 +489,7 @@ int main(int argc, char** argv) {
       // of Bt read column-major with ld n is B, so op T gives Bt, and the memory of A is
       // A^T (op N). alpha = beta = 1 in int32: S += A_t * B_t exactly.
       const int32_t one = 1;
-      cublasStatus_t st = cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(n), int(n), &one,
+      cublasStatus_t st = cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(rows), int(n), &one,
                                        bt, CUDA_R_8I, int(n), a, CUDA_R_8I, int(n), &one, s, CUDA_R_32I,
                                        int(n), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
       if (st != CUBLAS_STATUS_SUCCESS) die(kExitFailure, "cublasGemmEx failed: status %d", int(st));
@@ -480,10 +502,10 @@ int main(int argc, char** argv) {
   // Copy out in slabs of rows and stream them: at most 64 MiB of host memory.
   const uint64_t slabRows = std::max<uint64_t>(1, (64ull << 20) / (n * sizeof(int32_t)));
   std::vector<int32_t> host(slabRows * n);
-  for (uint64_t row = 0; row < n; row += slabRows) {
-    const uint64_t rows = std::min(slabRows, n - row);
-    CUDA_CHECK(cudaMemcpy(host.data(), s + row * n, rows * n * sizeof(int32_t), cudaMemcpyDeviceToHost));
-    writeAll(host.data(), rows * n * sizeof(int32_t));
+  for (uint64_t row = 0; row < rows; row += slabRows) {
+    const uint64_t k = std::min(slabRows, rows - row);
+    CUDA_CHECK(cudaMemcpy(host.data(), s + row * n, k * n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    writeAll(host.data(), k * n * sizeof(int32_t));
   }
   if (std::fflush(stdout) != 0) die(kExitFailure, "flush standard output: %s", std::strerror(errno));
 
@@ -494,10 +516,11 @@ int main(int argc, char** argv) {
   cudaFree(bt);
   cudaFree(s);
   const double totalMs = msSince(start);
-  const double flops = 2.0 * double(n) * double(n) * double(n) * double(r);
+  const double flops = 2.0 * double(n) * double(n) * double(rows) * double(r);
   std::fprintf(stderr,
-               "gpu-solver: %s: n=%llu r=%llu %s: init %.1f ms, compute %.1f ms (%.0f GFLOP/s), total %.1f ms\n",
-               prop.name, (unsigned long long)n, (unsigned long long)r, useCublas ? "cublas" : "dp4a", initMs,
+               "gpu-solver: %s: n=%llu r=%llu rows %llu-%llu %s: init %.1f ms, compute %.1f ms (%.0f GFLOP/s), total %.1f ms\n",
+               prop.name, (unsigned long long)n, (unsigned long long)r, (unsigned long long)req.rowFrom,
+               (unsigned long long)req.rowTo, useCublas ? "cublas" : "dp4a", initMs,
                computeMs, flops / (std::max(computeMs, 1e-3) * 1e6), totalMs);
   return 0;
 }

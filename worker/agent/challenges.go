@@ -68,8 +68,10 @@ func (a *Agent) solve(ctx context.Context, c gfltypes.Challenge, commit bool) {
 	a.mu.Unlock()
 	pc := gflpocp.Challenge{N: c.N, R: c.R}
 	copy(pc.Seed[:], c.Seed)
+	// the node is measured whole: an external solver spreads the challenge over its GPUs
+	gpus := gpuUUIDs(a.node.Gpus)
 	a.background(ctx, func(ctx context.Context) error {
-		ans, err := wpocp.Prepare(ctx, a.o.Solver, pc)
+		ans, err := wpocp.Prepare(wpocp.OnDevices(ctx, gpus), a.o.Solver, pc)
 		a.mu.Lock()
 		ch.phase, ch.answer, ch.err = challengeSolved, ans, err
 		if err != nil {
@@ -184,4 +186,13 @@ func (a *Agent) beaconValue(ctx context.Context, height int64) ([]byte, error) {
 		return nil, err
 	}
 	return res.Value, nil
+}
+
+// gpuUUIDs are the UUIDs of a node's GPUs, in its order.
+func gpuUUIDs(gpus []gfltypes.GpuInfo) []string {
+	out := make([]string, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.Uuid
+	}
+	return out
 }

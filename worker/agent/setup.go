@@ -181,7 +181,7 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 		claimed = node.ClaimedGflops
 	}
 	if claimed == 0 {
-		gflops, took, err := wpocp.Benchmark(ctx, a.o.Solver, BenchmarkSize, 1)
+		gflops, took, err := wpocp.Benchmark(wpocp.OnDevices(ctx, gpuUUIDs(gpu.ToGpuInfos(devs))), a.o.Solver, BenchmarkSize, 1)
 		if err != nil {
 			return gfltypes.NodeSpec{}, fmt.Errorf("benchmark: %w", err)
 		}

@@ -162,9 +162,10 @@ type Sandbox struct {
 	Cgroup string `json:"cgroup,omitempty"`
 }
 
-// PoCP: the challenge solver.
+// PoCP: the challenge solver, which BUILTIN gemm tasks use too.
 type PoCP struct {
-	// Solver is "go" (the CPU solver) or "external".
+	// Solver is "auto" (the GPU solver where NVML lists GPUs and one is found, the CPU
+	// solver otherwise: daemon.Solver), "go" (the CPU solver) or "external" (External).
 	Solver       string   `json:"solver"`
 	External     string   `json:"external,omitempty"`
 	ExternalArgs []string `json:"external_args,omitempty"`
@@ -246,7 +247,7 @@ func Default(home string) Config {
 		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, Runtimes: []string{"BUILTIN", "CONTAINER"}, AskPerGPUHour: "1000000"},
 		Bond:      Bond{Amount: "100000000"},
 		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}},
-		PoCP:      PoCP{Solver: "go", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
+		PoCP:      PoCP{Solver: "auto", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
 		Bidder:    Bidder{Enabled: true, LoadMarkupPPM: 50_000, PerGPUHour: map[string]string{}},
 		Pools:     Pools{Auto: true, MaxClaims: 4, Join: []uint64{}},
 		Outputs:   Outputs{Listen: "127.0.0.1:8470"},
@@ -324,13 +325,13 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	switch c.PoCP.Solver {
-	case "go":
+	case "auto", "go":
 	case "external":
 		if c.PoCP.External == "" {
 			errs = append(errs, errors.New("pocp.external: required with solver external"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("pocp.solver %q: go or external", c.PoCP.Solver))
+		errs = append(errs, fmt.Errorf("pocp.solver %q: auto, go or external", c.PoCP.Solver))
 	}
 	for class, v := range c.Bidder.PerGPUHour {
 		if _, err := amount("bidder.per_gpu_hour."+class, v); err != nil {

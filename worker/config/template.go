@@ -126,7 +126,11 @@ executor:
     cgroup: {{y .Executor.Sandbox.Cgroup}}
 
 pocp:
-  # "go" (the CPU solver) or "external" (a GPU solver speaking docs/pocp.md section 9).
+  # "auto": on a machine with NVIDIA GPUs, the GPU solver (external below, else
+  # flops-gpu-solver next to flops-worker or in PATH: make gpu-solver builds it with the
+  # CUDA toolkit), spread over the node's GPUs, the CPU solver if it fails; the CPU solver
+  # where there is no GPU. "go": the CPU solver. "external": the program below (a solver
+  # speaking docs/pocp.md section 9). PoCP challenges and BUILTIN gemm tasks use it.
   solver: {{y .PoCP.Solver}}
   external: {{y .PoCP.External}}
   external_args: {{y .PoCP.ExternalArgs}}

@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -149,8 +151,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err != nil {
 		return err
 	}
+	solver := Solver(ctx, cfg, inv, log)
 	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log.With("component", "executor"),
-		IPFSGateway: cfg.Executor.IPFSGateway, ContainerRuntime: cfg.Executor.ContainerRuntime, Workers: cfg.Executor.Workers,
+		IPFSGateway: cfg.Executor.IPFSGateway, ContainerRuntime: cfg.Executor.ContainerRuntime, Workers: cfg.Executor.Workers, GemmSolver: solver,
 		Sandbox: sandbox, HTTPClient: executor.InputClient(cfg.Executor.PrivateInputs, gatewayAddr(cfg.Executor.IPFSGateway))})
 	if err != nil {
 		return err
@@ -159,7 +162,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err != nil {
 		return err
 	}
-	solver := Solver(cfg, log)
 	metrics := telemetry.New()
 	metrics.SetInfo(Version, inv.Backend())
 	publicURL := cfg.Outputs.PublicURL
@@ -243,15 +245,80 @@ func serve(ctx context.Context, addr string, h http.Handler, tlsConf *tls.Config
 	return telemetry.Serve(ctx, srv, ln)
 }
 
-// Solver is the configured PoCP solver: the CPU solver, or an external one that falls
-// back to it.
-func Solver(cfg config.Config, log *slog.Logger) wpocp.Solver {
+// GPUSolverName is the CUDA solver's program (tools/gpu-solver, built and installed by
+// make where nvcc is found), looked for next to flops-worker and in PATH.
+const GPUSolverName = "flops-gpu-solver"
+
+// Solver is the configured PoCP solver, which BUILTIN gemm tasks use too:
+//
+//   - "go": the CPU solver;
+//   - "external": pocp.external, falling back to the CPU solver when it fails;
+//   - "auto" (the default): on a machine whose NVML lists GPUs, the GPU solver
+//     (pocp.external when set, else GPUSolverName next to this program or in PATH),
+//     falling back to the CPU solver; the CPU solver otherwise. Either way one log line
+//     says which and why.
+//
+// An external solver spreads each solve over the GPUs it is given (worker/pocp.OnDevices).
+func Solver(ctx context.Context, cfg config.Config, inv gpu.Inventory, log *slog.Logger) wpocp.Solver {
 	goSolver := wpocp.NewGoSolver(cfg.PoCP.Workers)
-	if cfg.PoCP.Solver != "external" {
+	external := func(path string) wpocp.Solver {
+		ext := wpocp.NewExternalSolver(path, cfg.PoCP.ExternalArgs, cfg.PoCP.Timeout.Duration, log.With("component", "pocp"))
+		return wpocp.Fallback(ext, goSolver)
+	}
+	switch cfg.PoCP.Solver {
+	case "go":
+		log.Info("PoCP and BUILTIN gemm on the CPU (pocp.solver: go)", "solver", goSolver.Name())
+		return goSolver
+	case "external":
+		log.Info("PoCP and BUILTIN gemm on the external solver (pocp.solver: external), the CPU solver if it fails", "solver", cfg.PoCP.External)
+		return external(cfg.PoCP.External)
+	}
+	var devs []gpu.Device
+	if inv != nil {
+		var err error
+		if devs, err = inv.Devices(ctx); err != nil {
+			log.Warn("PoCP and BUILTIN gemm on the CPU: listing the GPUs failed", "err", err, "solver", goSolver.Name())
+			return goSolver
+		}
+	}
+	if len(devs) == 0 {
+		reason := "NVML lists no GPU"
+		if inv != nil && gpu.FallbackReason(inv) != "" {
+			reason = gpu.FallbackReason(inv)
+		}
+		log.Info("PoCP and BUILTIN gemm on the CPU: no NVIDIA GPU", "reason", reason, "solver", goSolver.Name())
 		return goSolver
 	}
-	ext := wpocp.NewExternalSolver(cfg.PoCP.External, cfg.PoCP.ExternalArgs, cfg.PoCP.Timeout.Duration, log.With("component", "pocp"))
-	return wpocp.Fallback(ext, goSolver)
+	path, how := FindGPUSolver(cfg.PoCP.External)
+	if path == "" {
+		log.Warn("PoCP and BUILTIN gemm on the CPU, not the GPUs: no GPU solver found ("+how+"); "+
+			"build it with `make gpu-solver` (needs the CUDA toolkit's nvcc) or set pocp.external", "gpus", len(devs), "solver", goSolver.Name())
+		return goSolver
+	}
+	log.Info("PoCP and BUILTIN gemm on the GPUs, the CPU solver if it fails", "solver", path, "found", how, "gpus", len(devs))
+	return external(path)
+}
+
+// FindGPUSolver is the GPU solver auto uses: configured (pocp.external), else
+// GPUSolverName next to this program, else in PATH; "" when none is. how says where it
+// was found, or where it was looked for.
+func FindGPUSolver(configured string) (path, how string) {
+	if configured != "" {
+		if _, err := os.Stat(configured); err != nil {
+			return "", "pocp.external " + configured + ": " + err.Error()
+		}
+		return configured, "pocp.external"
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), GPUSolverName)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, "next to " + filepath.Base(exe)
+		}
+	}
+	if p, err := exec.LookPath(GPUSolverName); err == nil {
+		return p, "PATH"
+	}
+	return "", GPUSolverName + " is neither next to flops-worker nor in PATH"
 }
 
 // Bidder is the configured pricing policy.

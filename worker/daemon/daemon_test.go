@@ -1,11 +1,15 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 
 	"github.com/flopsnet/flops/testutil/testdirs"
 	"github.com/flopsnet/flops/worker/config"
+	"github.com/flopsnet/flops/worker/gpu"
 )
 
 // With outputs.tls_cert and tls_key the output server speaks HTTPS only.
@@ -49,4 +54,67 @@ func TestOutputServerOverTLS(t *testing.T) {
 	}
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// listed is an inventory listing GPUs (NVML's view) without sampling them.
+type listed struct{ devs []gpu.Device }
+
+func (l listed) Devices(context.Context) ([]gpu.Device, error) { return l.devs, nil }
+func (l listed) Sample(context.Context, string) (gpu.Sample, error) {
+	return gpu.Sample{}, gpu.ErrUnknownDevice
+}
+func (l listed) Close() error    { return nil }
+func (l listed) Backend() string { return gpu.BackendNVML }
+
+// pocp.solver auto: the GPU solver (configured, next to the worker or in PATH), falling
+// back to the CPU one, where NVML lists GPUs; the CPU solver, with the reason in the log,
+// where it lists none or no GPU solver is found; go and external as configured.
+func TestSolverAutoPicksTheGPUSolver(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx := context.Background()
+	gpus := listed{devs: []gpu.Device{{UUID: "GPU-1"}, {UUID: "GPU-2"}}}
+	dir := t.TempDir()
+	prog := filepath.Join(dir, GPUSolverName)
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	t.Setenv("PATH", t.TempDir()) // no flops-gpu-solver in PATH, nor next to the test binary
+
+	cfg := config.Default(t.TempDir())
+	require.Equal(t, "auto", cfg.PoCP.Solver, "the default")
+
+	name := func(inv gpu.Inventory, c config.Config) string { return Solver(ctx, c, inv, log).Name() }
+	require.Equal(t, "go-cpu/2", name(gpu.NewCPUOnly("NVML library not found"), withWorkers(cfg, 2)))
+	require.Contains(t, logs.String(), "PoCP and BUILTIN gemm on the CPU: no NVIDIA GPU")
+	require.Contains(t, logs.String(), "NVML library not found")
+
+	logs.Reset()
+	require.Equal(t, "go-cpu/2", name(gpus, withWorkers(cfg, 2)))
+	require.Contains(t, logs.String(), "no GPU solver found")
+	require.Contains(t, logs.String(), "make gpu-solver")
+
+	logs.Reset()
+	c := withWorkers(cfg, 2)
+	c.PoCP.External = prog
+	require.Equal(t, "external:"+GPUSolverName+"|go-cpu/2", name(gpus, c), "configured")
+	require.Contains(t, logs.String(), "PoCP and BUILTIN gemm on the GPUs")
+	require.Equal(t, "go-cpu/2", name(gpu.NewCPUOnly("none"), c), "no GPU: the CPU, whatever is configured for auto")
+
+	t.Setenv("PATH", dir)
+	require.Equal(t, "external:"+GPUSolverName+"|go-cpu/2", name(gpus, withWorkers(cfg, 2)), "found in PATH")
+	path, how := FindGPUSolver("")
+	require.Equal(t, prog, path)
+	require.Equal(t, "PATH", how)
+	_, how = FindGPUSolver(filepath.Join(dir, "missing"))
+	require.Contains(t, how, "pocp.external")
+
+	c = withWorkers(cfg, 2)
+	c.PoCP.Solver = "go"
+	require.Equal(t, "go-cpu/2", name(gpus, c))
+	c.PoCP.Solver, c.PoCP.External = "external", prog
+	require.Equal(t, "external:"+GPUSolverName+"|go-cpu/2", name(gpu.NewCPUOnly("none"), c), "external is the operator's word")
+}
+
+func withWorkers(c config.Config, n int) config.Config {
+	c.PoCP.Workers = n
+	return c
 }

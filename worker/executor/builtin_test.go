@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	wpocp "github.com/flopsnet/flops/worker/pocp"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -189,4 +190,27 @@ func TestChecksumWithInputs(t *testing.T) {
 	res2, err := e.Run(context.Background(), spec, Hooks{})
 	require.NoError(t, err)
 	require.NotEqual(t, res.Root, res2.Root, "input order matters")
+}
+
+// recordingSolver solves with x/gfl/pocp and records the devices each solve was given.
+type recordingSolver struct{ devices [][]string }
+
+func (r *recordingSolver) Name() string { return "recording" }
+func (r *recordingSolver) Solve(ctx context.Context, c pocp.Challenge) ([]int32, error) {
+	r.devices = append(r.devices, wpocp.DevicesOf(ctx))
+	return pocp.Solve(ctx, c, 1)
+}
+
+// A gemm task runs on the worker's solver (the GPU solver where it has one), given the
+// GPUs the chain assigned the task: its product and root are the same.
+func TestGemmRunsOnTheSolverWithTheTasksGPUs(t *testing.T) {
+	rec := &recordingSolver{}
+	e := newTestExecutor(t, func(o *Options) { o.GemmSolver = rec })
+	c := pocp.Challenge{Seed: sha256.Sum256([]byte("on the GPUs")), N: 256, R: 2}
+	spec := gemmSpec(90, c)
+	spec.GPUs = []string{"GPU-aa", "MIG-bb"}
+	res, err := e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	require.Equal(t, pocp.BuildTree(pocp.ReferenceSolve(c), c.N, 1).Root(), res.Root)
+	require.Equal(t, [][]string{{"GPU-aa", "MIG-bb"}}, rec.devices)
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	wpocp "github.com/flopsnet/flops/worker/pocp"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -62,6 +63,11 @@ type Options struct {
 	ContainerRuntime string
 	// Workers is the number of goroutines of the BUILTIN workloads (< 1: GOMAXPROCS).
 	Workers int
+	// GemmSolver computes a BUILTIN gemm task's product: the worker's PoCP solver (the GPU
+	// solver, falling back to the CPU one, where the worker has one), run on the task's
+	// GPUs (worker/pocp.OnDevices). Its answers are spot-checked like a challenge's. nil:
+	// x/gfl/pocp's CPU solver on Workers goroutines.
+	GemmSolver wpocp.Solver
 	// CheckpointPoll is how often the checkpoint directory of a running PROCESS or
 	// CONTAINER task is scanned (0: DefaultCheckpointPoll).
 	CheckpointPoll time.Duration

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	wpocp "github.com/flopsnet/flops/worker/pocp"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
@@ -34,12 +35,18 @@ func (g *GemmResult) Proofs(positions []pocp.Position) []gfltypes.ChunkProof {
 // result root, so the owner checks the file against the chain with pocp.BuildTree.
 const ProductFile = "product.i32le"
 
-// runGemm solves the challenge on Workers goroutines, commits to the product exactly as
-// the chain checks it at reveal (docs/pocp.md sections 4 and 8), and writes the product
-// for its owner.
+// runGemm solves the challenge (with GemmSolver on the task's GPUs, or on Workers
+// goroutines), commits to the product exactly as the chain checks it at reveal
+// (docs/pocp.md sections 4 and 8), and writes the product for its owner.
 func (e *Executor) runGemm(ctx context.Context, spec Spec, d taskDirs) (Result, error) {
 	c := *spec.Gemm
-	s, err := pocp.Solve(ctx, c, e.opts.Workers)
+	var s []int32
+	var err error
+	if e.opts.GemmSolver != nil {
+		s, err = e.opts.GemmSolver.Solve(wpocp.OnDevices(ctx, spec.GPUs), c)
+	} else {
+		s, err = pocp.Solve(ctx, c, e.opts.Workers)
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -9,17 +9,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
 )
 
 // ProtocolVersion is the version of the external-solver protocol (docs/pocp.md section 9)
-// that this worker speaks; it is sent in every Request.
+// that this worker speaks; it is sent in every Request. A solve on one device sends version
+// 1 (the whole of S), which every solver speaks; one spread over several devices sends
+// BandVersion requests, each for a band of S's rows.
 const ProtocolVersion = 1
+
+// BandVersion is the protocol version of a request for a band of rows (RowFrom, RowTo).
+const BandVersion = 2
 
 // Request is the one JSON line an external solver reads on its standard input
 // (docs/pocp.md section 9), e.g.
@@ -37,6 +45,64 @@ type Request struct {
 	// N is the matrix size, R the number of rounds.
 	N uint32 `json:"n"`
 	R uint32 `json:"r"`
+	// RowFrom and RowTo (version 2 only) are the band of S's rows to answer, multiples
+	// of 256: the answer is then rows RowFrom .. RowTo-1, 4*(RowTo-RowFrom)*n bytes.
+	RowFrom *uint32 `json:"row_from,omitempty"`
+	RowTo   *uint32 `json:"row_to,omitempty"`
+}
+
+// bandRequest is the request for rows [from, to) of c's answer.
+func bandRequest(c gflpocp.Challenge, from, to uint32) Request {
+	r := NewRequest(c)
+	r.Version, r.RowFrom, r.RowTo = BandVersion, &from, &to
+	return r
+}
+
+// devicesKey is the context key of OnDevices.
+type devicesKey struct{}
+
+// OnDevices says which GPUs (NVML UUIDs, GPU-... or MIG-...) the solves made with ctx may
+// use. An external solver then runs one program per device, each with
+// CUDA_VISIBLE_DEVICES set to its device and answering a band of S's rows (BandVersion),
+// so that a node's PoCP challenge measures all its GPUs and a GEMM task runs on the GPUs
+// the chain gave it; with one device, one program on it (version 1); with none, one
+// program on the solver's default device. The CPU solver ignores it.
+func OnDevices(ctx context.Context, uuids []string) context.Context {
+	return context.WithValue(ctx, devicesKey{}, append([]string(nil), uuids...))
+}
+
+// DevicesOf is the GPUs OnDevices put in ctx (nil: none).
+func DevicesOf(ctx context.Context) []string {
+	d, _ := ctx.Value(devicesKey{}).([]string)
+	return d
+}
+
+// band is one program's share of a solve: rows [from, to) of S on device ("" : the
+// solver's default), asked with a version 2 request when split.
+type band struct {
+	device   string
+	from, to uint32
+	split    bool
+}
+
+// bandsOf splits S's n rows over the devices in bands of whole 256-row chunks, as even
+// as they go (a device left without a chunk gets no band).
+func bandsOf(n uint32, devices []string) []band {
+	if len(devices) <= 1 {
+		d := ""
+		if len(devices) == 1 {
+			d = devices[0]
+		}
+		return []band{{device: d, from: 0, to: n}}
+	}
+	chunks := n / gflpocp.ChunkEntries
+	k := min(uint32(len(devices)), chunks)
+	out := make([]band, 0, k)
+	for i := range k {
+		from, to := chunks*i/k*gflpocp.ChunkEntries, chunks*(i+1)/k*gflpocp.ChunkEntries
+		out = append(out, band{device: devices[i], from: from, to: to, split: k > 1})
+	}
+	return out
 }
 
 // NewRequest is the request for challenge c.
@@ -112,31 +178,68 @@ func (e *externalSolver) Solve(ctx context.Context, c gflpocp.Challenge) ([]int3
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", e.Name(), context.Cause(ctx))
 	}
-	req, err := json.Marshal(NewRequest(c))
-	if err != nil {
-		return nil, fmt.Errorf("%s: encode request: %w", e.Name(), err) // unreachable: plain fields
-	}
-	req = append(req, '\n')
-
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if e.timeout > 0 {
 		runCtx, cancel = context.WithTimeoutCause(ctx, e.timeout, errTimeoutCause)
 	}
 	defer cancel()
 
+	n := int(c.N)
+	s := make([]int32, n*n)
+	bands := bandsOf(c.N, DevicesOf(ctx))
+	start := time.Now()
+	// the bands run together, one program per device; the first to fail stops the others
+	g, bandCtx := errgroup.WithContext(runCtx)
+	for _, b := range bands {
+		g.Go(func() error {
+			return e.solveBand(ctx, runCtx, bandCtx, c, b, s[int(b.from)*n:int(b.to)*n])
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	log := e.log.With("n", c.N, "r", c.R)
-	answer := &answerWriter{s: make([]int32, int(c.N)*int(c.N))}
+	if err := SpotCheck(c, s, e.spotChecks); err != nil {
+		log.Error("external solver answer refused by the spot check", "err", err)
+		return nil, fmt.Errorf("%s: %w", e.Name(), err)
+	}
+	log.Info("external solver answered", "elapsed_ms", time.Since(start).Milliseconds(), "devices", len(bands))
+	return s, nil
+}
+
+// solveBand runs the program for one band and decodes its answer into dst: ctx is the
+// caller's, runCtx the solve's (with its timeout), bandCtx runCtx ended also when another
+// band failed.
+func (e *externalSolver) solveBand(ctx, runCtx, bandCtx context.Context, c gflpocp.Challenge, b band, dst []int32) error {
+	req := NewRequest(c)
+	if b.split {
+		req = bandRequest(c, b.from, b.to)
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("%s: encode request: %w", e.Name(), err) // unreachable: plain fields
+	}
+	line = append(line, '\n')
+
+	log := e.log.With("n", c.N, "r", c.R)
+	if b.split || b.device != "" {
+		log = log.With("device", b.device, "rows", fmt.Sprintf("%d-%d", b.from, b.to))
+	}
+	answer := &answerWriter{s: dst}
 	stderr := &lineLogger{log: log}
-	cmd := exec.CommandContext(runCtx, e.path, e.args...)
-	cmd.Stdin = bytes.NewReader(req)
+	cmd := exec.CommandContext(bandCtx, e.path, e.args...)
+	cmd.Stdin = bytes.NewReader(line)
 	cmd.Stdout = answer
 	cmd.Stderr = stderr
 	cmd.WaitDelay = e.waitDelay
+	if b.device != "" {
+		cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES="+b.device)
+	}
 	killGroup := ownProcessGroup(cmd)
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: start %s: %w: %w", e.Name(), e.path, ErrSolverFailed, err)
+		return fmt.Errorf("%s: start %s: %w: %w", e.Name(), e.path, ErrSolverFailed, err)
 	}
 	log.Debug("external solver started", "pid", cmd.Process.Pid)
 	waitErr := cmd.Wait()
@@ -145,28 +248,27 @@ func (e *externalSolver) Solve(ctx context.Context, c gflpocp.Challenge) ([]int3
 	elapsed := time.Since(start)
 
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%s: stopped after %s: %w", e.Name(), elapsed.Round(time.Millisecond), context.Cause(ctx))
+		return fmt.Errorf("%s: stopped after %s: %w", e.Name(), elapsed.Round(time.Millisecond), context.Cause(ctx))
 	}
 	if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		if errors.Is(context.Cause(runCtx), errTimeoutCause) {
-			return nil, fmt.Errorf("%s: killed after its timeout of %s: %w", e.Name(), e.timeout, ErrSolverTimeout)
+			return fmt.Errorf("%s: killed after its timeout of %s: %w", e.Name(), e.timeout, ErrSolverTimeout)
 		}
-		return nil, fmt.Errorf("%s: %w%s: %w", e.Name(), waitErr, stderr.tail(), ErrSolverFailed)
+		return fmt.Errorf("%s: %w%s: %w", e.Name(), waitErr, stderr.tail(), ErrSolverFailed)
 	}
 	want := int64(len(answer.s)) * 4
 	if got := answer.received(); got != want {
-		return nil, fmt.Errorf("%s: answered %d bytes, want 4*n*n = %d%s: %w", e.Name(), got, want, stderr.tail(), ErrMalformedAnswer)
+		what := "4*n*n"
+		if b.split {
+			what = fmt.Sprintf("4*n*(rows %d-%d)", b.from, b.to)
+		}
+		return fmt.Errorf("%s: answered %d bytes, want %s = %d%s: %w", e.Name(), got, what, want, stderr.tail(), ErrMalformedAnswer)
 	}
 	if errors.Is(waitErr, exec.ErrWaitDelay) {
 		// The answer is whole but something the solver started kept its output open.
 		log.Warn("external solver left its output open after exiting", "err", waitErr)
 	}
-	if err := SpotCheck(c, answer.s, e.spotChecks); err != nil {
-		log.Error("external solver answer refused by the spot check", "err", err)
-		return nil, fmt.Errorf("%s: %w", e.Name(), err)
-	}
-	log.Info("external solver answered", "elapsed_ms", elapsed.Milliseconds())
-	return answer.s, nil
+	return nil
 }
 
 // answerWriter decodes a stream of little-endian int32 into s, counting any bytes past

@@ -2,7 +2,9 @@ package pocp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -120,7 +122,7 @@ func TestExternalSolverStderr(t *testing.T) {
 	if got := countLines(logs, `msg="solver stderr" `); got != maxStderrLines {
 		t.Errorf("%d stderr lines logged, want %d", got, maxStderrLines)
 	}
-	if !strings.Contains(logs, "dropped_lines=800") {
+	if !strings.Contains(logs, "dropped_lines=801") { // 1000 and the fake's device line
 		t.Errorf("no truncation notice in\n%s", logs[max(len(logs)-2000, 0):])
 	}
 	if !strings.Contains(logs, "external solver answered") {
@@ -135,9 +137,86 @@ func TestNewRequest(t *testing.T) {
 	if req.Version != 1 || req.N != 512 || req.R != 7 || len(req.Seed) != 64 || len(req.Key) != 16 {
 		t.Fatalf("request %+v", req)
 	}
-	got, err := readRequest(strings.NewReader(`{"version":1,"seed":"` + req.Seed + `","key":"` + req.Key + `","n":512,"r":7}` + "\n"))
-	if err != nil || got != c {
-		t.Fatalf("round trip: %+v, %v", got, err)
+	got, from, to, err := readRequest(strings.NewReader(`{"version":1,"seed":"` + req.Seed + `","key":"` + req.Key + `","n":512,"r":7}` + "\n"))
+	if err != nil || got != c || from != 0 || to != 512 {
+		t.Fatalf("round trip: %+v, rows %d-%d, %v", got, from, to, err)
+	}
+	// a band: version 2 with its rows
+	b, err := json.Marshal(bandRequest(c, 256, 512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"version":2,"seed":"` + req.Seed + `","key":"` + req.Key + `","n":512,"r":7,"row_from":256,"row_to":512}`; string(b) != want {
+		t.Fatalf("band request %s, want %s", b, want)
+	}
+}
+
+// Spread over several devices, an external solve runs one program per device, each
+// given its device in CUDA_VISIBLE_DEVICES and a band of whole 256-row chunks, and the
+// bands make the answer; more devices than chunks leave the extra ones idle; one device
+// runs one version 1 program on it; a band that fails fails the solve (the fallback then
+// answers) and stops the others.
+func TestExternalSolverSpreadsOverDevices(t *testing.T) {
+	c := testChallenge(768, 2, 9)
+	want, err := gflpocp.Solve(context.Background(), c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		devices []string
+		bands   []string // the fake's first stderr line per program
+	}{
+		{"two of three chunks each", []string{"GPU-a", "GPU-b"}, []string{`device=GPU-a rows=0-256`, `device=GPU-b rows=256-768`}},
+		{"one chunk each, one device idle", []string{"GPU-a", "GPU-b", "GPU-c", "MIG-d"}, []string{`device=GPU-a rows=0-256`, `device=GPU-b rows=256-512`, `device=GPU-c rows=512-768`}},
+		{"one device", []string{"MIG-x"}, []string{`device=MIG-x rows=0-768`}},
+		{"none", nil, []string{`device= rows=0-768`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakeExternal(t, "ok", 30*time.Second)
+			got, err := s.Solve(OnDevices(context.Background(), tc.devices), c)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, testLogs(t))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatal("answer differs from the Go solver's")
+			}
+			logs := testLogs(t)
+			for _, b := range tc.bands {
+				if countLines(logs, `line="`+b+`"`) != 1 {
+					t.Errorf("no program answered %s:\n%s", b, logs)
+				}
+			}
+			if n := countLines(logs, "line=\"device="); n != len(tc.bands) {
+				t.Errorf("%d programs, want %d:\n%s", n, len(tc.bands), logs)
+			}
+		})
+	}
+	s := fakeExternal(t, "fail-band", 30*time.Second)
+	got, err := s.Solve(OnDevices(context.Background(), []string{"GPU-a", "GPU-b"}), c)
+	if !errors.Is(err, ErrSolverFailed) || !strings.Contains(err.Error(), "device lost") || got != nil {
+		t.Fatalf("a failed band: %v, answer %v", err, got != nil)
+	}
+}
+
+func TestBandsOf(t *testing.T) {
+	for _, tc := range []struct {
+		n       uint32
+		devices int
+		want    string
+	}{
+		{256, 0, "[{ 0 256 false}]"},
+		{256, 3, "[{d0 0 256 false}]"},
+		{1024, 3, "[{d0 0 256 true} {d1 256 512 true} {d2 512 1024 true}]"},
+		{65536, 8, "[{d0 0 8192 true} {d1 8192 16384 true} {d2 16384 24576 true} {d3 24576 32768 true} {d4 32768 40960 true} {d5 40960 49152 true} {d6 49152 57344 true} {d7 57344 65536 true}]"},
+	} {
+		var ds []string
+		for i := range tc.devices {
+			ds = append(ds, fmt.Sprintf("d%d", i))
+		}
+		if got := fmt.Sprint(bandsOf(tc.n, ds)); got != tc.want {
+			t.Errorf("bandsOf(%d, %d devices) = %s, want %s", tc.n, tc.devices, got, tc.want)
+		}
 	}
 }
 

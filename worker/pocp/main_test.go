@@ -51,6 +51,10 @@ func fakeExternal(t *testing.T, mode string, timeout time.Duration) *externalSol
 //	orphan       starts `hang` as a child sharing its stdout, prints the child's pid on
 //	             stderr and exits 0 without answering
 //	chatty       1000 stderr lines, then the right answer
+//	fail-band    the right answer, but exit status 3 for a band that does not start at row 0
+//
+// A version 2 request gets its band of rows, and every answer's first stderr line names
+// the device the solver was given (CUDA_VISIBLE_DEVICES) and its rows.
 func fakeSolver(mode string) int {
 	if mode == "hang" {
 		time.Sleep(time.Hour)
@@ -66,10 +70,15 @@ func fakeSolver(mode string) int {
 		fmt.Fprintf(os.Stderr, "grandchild pid %d\n", child.Process.Pid)
 		return 0
 	}
-	c, err := readRequest(os.Stdin)
+	c, from, to, err := readRequest(os.Stdin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake solver:", err)
 		return 2
+	}
+	fmt.Fprintf(os.Stderr, "device=%s rows=%d-%d\n", os.Getenv("CUDA_VISIBLE_DEVICES"), from, to)
+	if mode == "fail-band" && from > 0 {
+		fmt.Fprintln(os.Stderr, "cuda error: device lost")
+		return 3
 	}
 	s, err := gflpocp.Solve(context.Background(), c, 1)
 	if err != nil {
@@ -77,6 +86,7 @@ func fakeSolver(mode string) int {
 		return 2
 	}
 	n := int(c.N)
+	s = s[int(from)*n : int(to)*n]
 	switch mode {
 	case "flip-corner":
 		s[n*n-1]++
@@ -117,32 +127,41 @@ func fakeSolver(mode string) int {
 	return 0
 }
 
-// readRequest reads and checks the one request line, which must be followed by EOF.
-func readRequest(r io.Reader) (gflpocp.Challenge, error) {
+// readRequest reads and checks the one request line, which must be followed by EOF, and
+// returns the challenge and the band of rows asked (all of them in version 1).
+func readRequest(r io.Reader) (c gflpocp.Challenge, from, to uint32, err error) {
 	br := bufio.NewReader(r)
 	line, err := br.ReadBytes('\n')
 	if err != nil {
-		return gflpocp.Challenge{}, fmt.Errorf("request line: %w", err)
+		return c, 0, 0, fmt.Errorf("request line: %w", err)
 	}
 	if rest, _ := io.ReadAll(br); len(rest) != 0 {
-		return gflpocp.Challenge{}, fmt.Errorf("%d bytes after the request line", len(rest))
+		return c, 0, 0, fmt.Errorf("%d bytes after the request line", len(rest))
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	var req Request
 	if err := dec.Decode(&req); err != nil {
-		return gflpocp.Challenge{}, err
-	}
-	if req.Version != ProtocolVersion {
-		return gflpocp.Challenge{}, fmt.Errorf("version %d", req.Version)
+		return c, 0, 0, err
 	}
 	seed, err := hex.DecodeString(req.Seed)
 	if err != nil || len(seed) != 32 {
-		return gflpocp.Challenge{}, fmt.Errorf("seed %q", req.Seed)
+		return c, 0, 0, fmt.Errorf("seed %q", req.Seed)
 	}
-	c := gflpocp.Challenge{Seed: [32]byte(seed), N: req.N, R: req.R}
+	c = gflpocp.Challenge{Seed: [32]byte(seed), N: req.N, R: req.R}
 	if want := fmt.Sprintf("%016x", c.Key()); req.Key != want {
-		return gflpocp.Challenge{}, fmt.Errorf("key %q, want %q", req.Key, want)
+		return c, 0, 0, fmt.Errorf("key %q, want %q", req.Key, want)
 	}
-	return c, c.Validate()
+	switch {
+	case req.Version == ProtocolVersion && req.RowFrom == nil && req.RowTo == nil:
+		from, to = 0, req.N
+	case req.Version == BandVersion && req.RowFrom != nil && req.RowTo != nil:
+		from, to = *req.RowFrom, *req.RowTo
+		if from >= to || to > req.N || from%gflpocp.ChunkEntries != 0 || to%gflpocp.ChunkEntries != 0 {
+			return c, 0, 0, fmt.Errorf("rows [%d, %d)", from, to)
+		}
+	default:
+		return c, 0, 0, fmt.Errorf("version %d with rows %v-%v", req.Version, req.RowFrom, req.RowTo)
+	}
+	return c, from, to, c.Validate()
 }

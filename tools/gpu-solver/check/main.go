@@ -39,6 +39,9 @@ type options struct {
 	goWorkers    int
 	referenceMax uint32
 	timeout      time.Duration
+	// devices: the GPUs the external solver spreads each challenge over, one process and
+	// band of rows each, as the worker does (empty: one process, default device)
+	devices []string
 }
 
 // errMismatch: an external answer that differs from the Go solver's.
@@ -68,6 +71,7 @@ func parseFlags(argv []string) (options, error) {
 	goWorkers := fs.Int("go-workers", 0, "goroutines of the Go solver (0: GOMAXPROCS)")
 	referenceMax := fs.Uint("reference-max", 512, "largest n also checked against the naive ReferenceSolve")
 	timeout := fs.Duration("timeout", 10*time.Minute, "the external solver's timeout per challenge")
+	devices := fs.String("devices", "", "GPU UUIDs (or CUDA indexes) to spread each challenge over, comma-separated, as flops-worker does")
 	if err := fs.Parse(argv); err != nil {
 		return options{}, err
 	}
@@ -78,6 +82,9 @@ func parseFlags(argv []string) (options, error) {
 		goWorkers:    *goWorkers,
 		referenceMax: uint32(*referenceMax),
 		timeout:      *timeout,
+	}
+	if *devices != "" {
+		o.devices = strings.Split(*devices, ",")
 	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
@@ -103,7 +110,7 @@ func run(ctx context.Context, o options, log *slog.Logger, out io.Writer) error 
 		if err := c.Validate(); err != nil {
 			return err
 		}
-		ea, err := wpocp.Prepare(ctx, ext, c)
+		ea, err := wpocp.Prepare(wpocp.OnDevices(ctx, o.devices), ext, c)
 		if err != nil {
 			return fmt.Errorf("n = %d, r = %d: %w", n, r, err)
 		}

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	wpocp "github.com/flopsnet/flops/worker/pocp"
+	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
 )
 
 var (
@@ -125,5 +127,29 @@ func TestParseFlags(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-sizes", "256,big"}); err == nil {
 		t.Fatal("a bad size is accepted")
+	}
+}
+
+// The CUDA source answers a band of rows (protocol version 2) exactly: a challenge spread
+// over two "devices" by the worker's external solver, one program per band, gives the Go
+// solver's answer (the shim ignores CUDA_VISIBLE_DEVICES). About 15 s of the shim: make
+// test-long (worker/pocp's fake solver checks the worker's side in make test).
+func TestCUDASourceBandsMatchGo(t *testing.T) {
+	if os.Getenv("FLOPS_LONG_TESTS") == "" {
+		t.Skip("make test-long")
+	}
+	bin := buildCPUSolver(t)
+	c := gflpocp.Challenge{Seed: gflpocp.ChallengeSeed([]byte("bands"), 512, 1), N: 512, R: 1}
+	want, err := gflpocp.Solve(context.Background(), c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := wpocp.NewExternalSolver(bin, nil, 2*time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	got, err := s.Solve(wpocp.OnDevices(context.Background(), []string{"GPU-0", "GPU-1"}), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("the bands' answer differs from the Go solver's")
 	}
 }
