@@ -3,6 +3,8 @@ package keeper
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -60,6 +62,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	sweeping := map[uint64]bool{} // cancelled jobs with tasks left to cancel
 	for _, t := range gs.Tasks {
 		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
 			return err
@@ -67,6 +70,17 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		// its due-work entry, as the lifecycle core keeps it (an entry due before the
 		// import height is taken at the first block)
 		if err := k.attachEntry(ctx, jobs[t.JobId], t); err != nil {
+			return err
+		}
+		if j := jobs[t.JobId]; j.Status == types.JOB_STATUS_CANCELLED && j.FinishedHeight == 0 && cancellable(t.Status) {
+			sweeping[j.Id] = true
+		}
+	}
+	// A big job's cancellation goes on in the block work (CancelSweeps, from the task the
+	// exporting chain had reached: its cursor is not exported, so the sweep starts over and
+	// passes the tasks already cancelled). Without it those tasks stayed pending for good.
+	for _, id := range slices.Sorted(maps.Keys(sweeping)) {
+		if err := k.CancelSweeps.Set(ctx, collections.Join(sdk.UnwrapSDKContext(ctx).BlockHeight(), id)); err != nil {
 			return err
 		}
 	}
@@ -313,4 +327,9 @@ func (k Keeper) heldEscrow(ctx context.Context) (sdkmath.Int, error) {
 		return false, nil
 	})
 	return sum, err
+}
+
+// cancellable: a cancelled job's sweep (cancelPart) cancels a task in this status.
+func cancellable(s types.TaskStatus) bool {
+	return s == types.TASK_STATUS_PENDING || s == types.TASK_STATUS_ASSIGNED || s == types.TASK_STATUS_RUNNING
 }

@@ -99,3 +99,32 @@ func TestClosedPoolPruneHeightSurvivesExport(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, has, "the imported pool is pruned at %d, as before the export", want)
 }
+
+// A big job cancelled while its sweep is under way (its tasks past the first cancelInline
+// still pending) and exported then: the import queues its sweep again, so that its
+// pending tasks are cancelled and their escrow refunded as on the exporting chain. Before,
+// the import dropped the sweep, and the tasks stayed pending for good with the escrow
+// locked (found by TestAppImportExport at 500 blocks, seed 3: the stuck-tasks invariant).
+func TestImportGoesOnCancellingABigJob(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.unplaceable()
+	s.TaskCount = 200 // more than a cancellation does in its own tx (cancelInline)
+	id := f.submit(s)
+	_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: id})
+	require.NoError(t, err)
+	require.Equal(t, types.JOB_STATUS_CANCELLED, f.job(id).Status)
+	require.Zero(t, f.job(id).FinishedHeight, "its sweep goes on in the block work")
+	gs, err := f.k.ExportGenesis(f.ctx)
+	require.NoError(t, err)
+
+	g := newFixture(t, nil)
+	g.blocks(3)
+	g.bank.FundModule(types.ModuleName, sdk.NewCoins(sdk.NewCoin(udps, f.escrow())))
+	require.NoError(t, g.k.InitGenesis(g.ctx, gs))
+	msg, broken := g.k.StuckTasksInvariant(g.ctx)
+	require.False(t, broken, msg)
+	g.blocks(5)
+	job := g.job(id)
+	require.NotZero(t, job.FinishedHeight, "every task cancelled, the job finished")
+	require.True(t, job.Escrow.IsZero(), "its escrow refunded: %s", job.Escrow)
+}
