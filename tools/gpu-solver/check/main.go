@@ -42,6 +42,9 @@ type options struct {
 	// devices: the GPUs the external solver spreads each challenge over, one process and
 	// band of rows each, as the worker does (empty: one process, default device)
 	devices []string
+	// tag makes the challenges' seeds (ChallengeSeed(tag, n, r)): another tag, other
+	// matrices
+	tag string
 }
 
 // errMismatch: an external answer that differs from the Go solver's.
@@ -72,6 +75,7 @@ func parseFlags(argv []string) (options, error) {
 	referenceMax := fs.Uint("reference-max", 512, "largest n also checked against the naive ReferenceSolve")
 	timeout := fs.Duration("timeout", 10*time.Minute, "the external solver's timeout per challenge")
 	devices := fs.String("devices", "", "GPU UUIDs (or CUDA indexes) to spread each challenge over, comma-separated, as flops-worker does")
+	tag := fs.String("seed", "tools/gpu-solver/check", "the challenges' seed tag: each tag draws other matrices")
 	if err := fs.Parse(argv); err != nil {
 		return options{}, err
 	}
@@ -82,6 +86,7 @@ func parseFlags(argv []string) (options, error) {
 		goWorkers:    *goWorkers,
 		referenceMax: uint32(*referenceMax),
 		timeout:      *timeout,
+		tag:          *tag,
 	}
 	if *devices != "" {
 		o.devices = strings.Split(*devices, ",")
@@ -106,7 +111,7 @@ func run(ctx context.Context, o options, log *slog.Logger, out io.Writer) error 
 	var failed error
 	for _, n := range o.sizes {
 		r := max(min(o.rounds, uint32((gflpocp.ExactLimit-1)/(4*uint64(max(n, 1))))), 1)
-		c := gflpocp.Challenge{N: n, R: r, Seed: gflpocp.ChallengeSeed([]byte("tools/gpu-solver/check"), uint64(n), uint64(r))}
+		c := gflpocp.Challenge{N: n, R: r, Seed: gflpocp.ChallengeSeed([]byte(o.tag), uint64(n), uint64(r))}
 		if err := c.Validate(); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -78,8 +79,12 @@ func TestCUDASourceMatchesGo(t *testing.T) {
 	if os.Getenv("FLOPS_LONG_TESTS") != "" { // 512 takes about 30 s of CPU: make test-long
 		sizes = append(sizes, 512)
 	}
+	// random challenges: a seed tag of the run's own, logged to replay a failure (-seed)
+	var tag [8]byte
+	_, _ = rand.Read(tag[:])
+	t.Logf("seed tag %x", tag)
 	var out bytes.Buffer
-	opts := options{solver: bin, sizes: sizes, rounds: 2, referenceMax: 512, timeout: 2 * time.Minute}
+	opts := options{solver: bin, sizes: sizes, rounds: 2, referenceMax: 512, timeout: 2 * time.Minute, tag: fmt.Sprintf("%x", tag)}
 	if err := run(context.Background(), opts, slog.New(slog.NewTextHandler(io.Discard, nil)), &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -118,11 +123,12 @@ func TestFirstDiff(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	o, err := parseFlags([]string{"-solver", "x", "-args", "--device 1  --cublas", "-sizes", "256, 4096", "-r", "3"})
+	o, err := parseFlags([]string{"-solver", "x", "-args", "--device 1  --cublas", "-sizes", "256, 4096", "-r", "3", "-devices", "GPU-a,GPU-b", "-seed", "again"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.solver != "x" || strings.Join(o.args, "|") != "--device|1|--cublas" || len(o.sizes) != 2 || o.sizes[1] != 4096 || o.rounds != 3 {
+	if o.solver != "x" || strings.Join(o.args, "|") != "--device|1|--cublas" || len(o.sizes) != 2 || o.sizes[1] != 4096 || o.rounds != 3 ||
+		strings.Join(o.devices, "|") != "GPU-a|GPU-b" || o.tag != "again" {
 		t.Fatalf("%+v", o)
 	}
 	if _, err := parseFlags([]string{"-sizes", "256,big"}); err == nil {
@@ -139,7 +145,10 @@ func TestCUDASourceBandsMatchGo(t *testing.T) {
 		t.Skip("make test-long")
 	}
 	bin := buildCPUSolver(t)
-	c := gflpocp.Challenge{Seed: gflpocp.ChallengeSeed([]byte("bands"), 512, 1), N: 512, R: 1}
+	var tag [8]byte
+	_, _ = rand.Read(tag[:])
+	t.Logf("seed tag %x", tag)
+	c := gflpocp.Challenge{Seed: gflpocp.ChallengeSeed(tag[:], 512, 1), N: 512, R: 1}
 	want, err := gflpocp.Solve(context.Background(), c, 0)
 	if err != nil {
 		t.Fatal(err)
