@@ -7,7 +7,10 @@
 #      against the Go CPU solver (a BUILTIN GEMM job's result root is the Merkle root of
 #      this product: equal roots are equal job results), on one GPU and spread over all of
 #      them in bands of rows as the worker does;
-#   3. `flops-worker benchmark`, CPU solver vs GPU solver (pocp.solver auto), in GFLOP/s.
+#   3. `flops-worker benchmark`, CPU solver vs GPU solver (pocp.solver auto), in GFLOP/s;
+#   4. PoCP on the GPUs through a real chain (tests/e2e TestGPUPoCPMeasuredPower): a worker
+#      on the GPUs answers challenges sized for 20 s; the chain's measured power against
+#      the solver's own on the same size, and the class the launch floors give the node.
 # Nothing in CI runs it. Usage: scripts/gpu-check.sh [sizes, default 1024,4096,8192,16384]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,3 +41,7 @@ echo "== flops-worker benchmark: CPU solver"
 build/flops-worker benchmark --solver go --n 1024,2048
 echo "== flops-worker benchmark: GPU solver (pocp.solver auto, all GPUs)"
 build/flops-worker benchmark --solver auto --n 4096,8192,16384
+
+echo "== PoCP on the GPUs through a chain: measured vs the solver's own"
+FLOPS_GPU_TESTS=1 FLOPS_GPU_SOLVER="$PWD/build/flops-gpu-solver" \
+  go test -tags flopscheat -count=1 -v -timeout 20m -run TestGPUPoCPMeasuredPower ./tests/e2e/ | grep -E 'gpu_test.go|^(---|ok|FAIL)'

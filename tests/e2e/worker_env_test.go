@@ -80,6 +80,12 @@ type workerChain struct {
 // modules' params, and starts the network, the client's signer and the checkpoint store.
 func startWorkerChain(t *testing.T, names ...string) *workerChain {
 	t.Helper()
+	return startWorkerChainWith(t, nil, names...)
+}
+
+// startWorkerChainWith is startWorkerChain with a last edit of the genesis (nil: none).
+func startWorkerChainWith(t *testing.T, edit func(cdc codec.Codec, gen map[string]json.RawMessage), names ...string) *workerChain {
+	t.Helper()
 	enc, err := encoding.Make()
 	require.NoError(t, err)
 	keyDir := t.TempDir()
@@ -94,6 +100,9 @@ func startWorkerChain(t *testing.T, names ...string) *workerChain {
 
 	cfg := network.DefaultConfig(1)
 	editWorkerGenesis(t, cfg.Codec, cfg.GenesisState, keys)
+	if edit != nil {
+		edit(cfg.Codec, cfg.GenesisState)
+	}
 	nw, err := sdknetwork.New(t, t.TempDir(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(nw.Cleanup)

@@ -18,8 +18,13 @@ import (
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
-// BenchmarkSize is the GEMM the worker times to claim its power at the first start.
-const BenchmarkSize = 1024
+// BenchmarkSize is the first GEMM the worker times to claim its power at the first start;
+// it doubles it while a run takes under a second, up to BenchmarkMaxSize (a GPU's small
+// runs are all start-up: wpocp.BenchmarkClaim).
+const (
+	BenchmarkSize    = 1024
+	BenchmarkMaxSize = 16384
+)
 
 // Setup makes the chain know the machine: it bonds up to the configured collateral (and
 // at least the chain's minimum for its GPUs), finds the node registered with this
@@ -181,12 +186,12 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 		claimed = node.ClaimedGflops
 	}
 	if claimed == 0 {
-		gflops, took, err := wpocp.Benchmark(wpocp.OnDevices(ctx, gpuUUIDs(gpu.ToGpuInfos(devs))), a.o.Solver, BenchmarkSize, 1)
+		gflops, n, took, err := wpocp.BenchmarkClaim(wpocp.OnDevices(ctx, gpuUUIDs(gpu.ToGpuInfos(devs))), a.o.Solver, BenchmarkSize, BenchmarkMaxSize, time.Second)
 		if err != nil {
 			return gfltypes.NodeSpec{}, fmt.Errorf("benchmark: %w", err)
 		}
 		claimed = max(gflops, 1)
-		a.log.Info("benchmarked the PoCP solver", "solver", a.o.Solver.Name(), "gflops", claimed, "took", took)
+		a.log.Info("benchmarked the PoCP solver", "solver", a.o.Solver.Name(), "gflops", claimed, "n", n, "took", took)
 	}
 	return gfltypes.NodeSpec{
 		Gpus: gpu.ToGpuInfos(devs), Region: a.cfg.Node.Region, Endpoint: a.cfg.Node.Endpoint,

@@ -71,3 +71,19 @@ func TestBenchmark(t *testing.T) {
 		t.Errorf("failing solver: err = %v", err)
 	}
 }
+
+// BenchmarkClaim grows the challenge until one takes long enough or the next is too big.
+func TestBenchmarkClaim(t *testing.T) {
+	s := NewGoSolver(1)
+	_, n, _, err := BenchmarkClaim(context.Background(), s, 256, 1024, time.Hour)
+	if err != nil || n != 1024 {
+		t.Fatalf("up to the largest: n = %d, %v", n, err)
+	}
+	gflops, n, took, err := BenchmarkClaim(context.Background(), s, 256, 1024, 0)
+	if err != nil || n != 256 || gflops == 0 || took <= 0 {
+		t.Fatalf("the first took long enough: n = %d, %d GFLOP/s in %s, %v", n, gflops, took, err)
+	}
+	if _, _, _, err := BenchmarkClaim(context.Background(), s, 100, 1024, 0); err == nil {
+		t.Fatal("an invalid size is refused")
+	}
+}
