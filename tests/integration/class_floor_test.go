@@ -17,11 +17,12 @@ import (
 // its inventory's model names say, the operator's word, until PoCP measures it. Here the
 // class table carries the launch table with H200's floor at test scale (6 GFLOP/s a GPU:
 // the provers are this test's CPU), "honest" measures about 8 and "mallory", registered
-// as an H200 too, about 3. In the first epoch both take H200 jobs (the claim stands until
-// measured). At the epoch's rebalance mallory is measured into no class (no class of the
-// table holds 3 GFLOP/s with 140 GiB a GPU): the market stops scheduling it, a job of its
-// region waits, and its power counts for no class's workload factor (x/gfl's
-// TestAttackCPURegisteredAsA100); honest's node is untouched.
+// as an H200 too, about 3. A node of a class with a floor takes no job until a verified
+// sample shows it within the class: honest is scheduled after its first challenge,
+// mallory never (a job of its region waits). At the epoch's rebalance mallory is measured
+// into no class (no class of the table holds 3 GFLOP/s with 140 GiB a GPU), and its power
+// counts for no class's workload factor (x/gfl's TestAttackCPURegisteredAsA100); honest's
+// node is untouched. Before, mallory took H200 jobs from its registration on.
 func TestAttackNodeBelowItsClassFloorGetsNoClassJobs(t *testing.T) {
 	a := incentiveApp(t, 20, 20_000, "client", "honest", "mallory")
 	setGFLParams(t, a, func(p *gfltypes.Params) {
@@ -47,11 +48,18 @@ func TestAttackNodeBelowItsClassFloorGetsNoClassJobs(t *testing.T) {
 		return jobTasks(t, a, job)[0].NodeId
 	}
 
-	// epoch 0: the claim stands
+	// epoch 0: neither is scheduled before PoCP shows its floor; honest's first sample does
+	require.True(t, node(honest).AwaitingMeasurement)
+	require.True(t, node(mallory).AwaitingMeasurement)
 	first := workEpoch(t, a)
-	job := m.submit("client", regionJob(a, 1, "us-east"))
-	m.until(5, "mallory's first job assigned", func() bool { return assignedTo(job) != 0 })
-	require.Equal(t, mallory, assignedTo(job))
+	early := m.submit("client", regionJob(a, 1, "us-east"))
+	served := m.submit("client", regionJob(a, 1, "eu-west"))
+	m.until(30, "honest's job assigned", func() bool { return assignedTo(served) != 0 })
+	require.Equal(t, honest, assignedTo(served))
+	require.False(t, node(honest).AwaitingMeasurement)
+	require.True(t, node(mallory).AwaitingMeasurement, "its samples are under the floor")
+	require.Greater(t, node(mallory).LastSampleGflops, uint64(0), "it did answer")
+	require.Zero(t, assignedTo(early), "no job for mallory before it is measured")
 
 	// the rebalance of epoch 0 measures both
 	m.until(200, "the first rebalance", func() bool {
@@ -70,15 +78,15 @@ func TestAttackNodeBelowItsClassFloorGetsNoClassJobs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hn.PowerGflops, power, "the class's power is honest's alone")
 
-	// a job of mallory's region waits; honest's region is served
+	// a job of mallory's region still waits; honest's region is served
 	waiting := m.submit("client", regionJob(a, 1, "us-east"))
-	served := m.submit("client", regionJob(a, 1, "eu-west"))
-	m.until(10, "honest's job assigned", func() bool { return assignedTo(served) != 0 })
-	require.Equal(t, honest, assignedTo(served))
+	again := m.submit("client", regionJob(a, 1, "eu-west"))
+	m.until(10, "honest's next job assigned", func() bool { return assignedTo(again) != 0 })
+	require.Equal(t, honest, assignedTo(again))
 	for range 10 {
 		m.step()
 	}
-	require.Zero(t, assignedTo(waiting), "no H200 left in us-east")
+	require.Zero(t, assignedTo(waiting), "no H200 in us-east")
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, jobTasks(t, a, waiting)[0].Status)
 
 	// re-registering the same claim does not undo the measurement

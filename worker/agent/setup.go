@@ -84,6 +84,9 @@ func (a *Agent) Setup(ctx context.Context) error {
 	if a.node.ClaimedClass != "" {
 		a.logClass(a.node)
 	}
+	if a.node.AwaitingMeasurement {
+		a.log.Info("the node takes jobs once a PoCP challenge shows its class's power floor", "node", a.node.Id, "class", a.node.GpuClass)
+	}
 	if kept, err := a.state.keys(); err == nil && len(kept) > 0 {
 		// results committed before a restart: the ticks reveal them (or forget them once
 		// the chain has moved on)

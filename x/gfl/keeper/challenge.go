@@ -266,6 +266,7 @@ func (k Keeper) concludeChallenge(ctx context.Context, c types.Challenge, status
 		return err
 	}
 	stats.Issued++
+	measured := false // the sample shows the node within its class's range for the first time
 	switch status {
 	case types.CHALLENGE_STATUS_PASSED:
 		stats.Passed++
@@ -273,6 +274,11 @@ func (k Keeper) concludeChallenge(ctx context.Context, c types.Challenge, status
 			stats.Samples = append(stats.Samples, power)
 		}
 		node.LastSampleGflops = power
+		if node.AwaitingMeasurement {
+			cls, ok := p.Class(node.GpuClass)
+			measured = !ok || cls.InRange(power/max(node.GPUCount(), 1))
+			node.AwaitingMeasurement = !measured
+		}
 	case types.CHALLENGE_STATUS_FAILED:
 		stats.Failed++
 	default:
@@ -286,6 +292,12 @@ func (k Keeper) concludeChallenge(ctx context.Context, c types.Challenge, status
 	}
 	if err := k.Nodes.Set(ctx, node.Id, node); err != nil {
 		return err
+	}
+	if measured {
+		// the market schedules the node from now on
+		if err := k.gflHooks().AfterNodeChanged(ctx, node); err != nil {
+			return err
+		}
 	}
 	if err := k.Challenges.Remove(ctx, c.Id); err != nil {
 		return err

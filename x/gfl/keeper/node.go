@@ -48,6 +48,7 @@ func (k Keeper) RegisterNode(ctx context.Context, op sdk.AccAddress, spec types.
 	node := types.Node{
 		Id: id, Operator: operator, GpuClass: class, RegisteredHeight: sdkCtx.BlockHeight(),
 		Status: types.NODE_STATUS_PENDING, Approved: p.Admission == types.ADMISSION_OPEN,
+		AwaitingMeasurement: p.AwaitsMeasurement(class),
 	}
 	applySpec(&node, spec)
 	if node.Approved {
@@ -130,11 +131,19 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 			return node, err
 		}
 	}
-	// A node the rebalance re-classed stays in the class it measured while it claims the
-	// same class: an update cannot undo a measurement (the next rebalance can).
-	claimedClass := ""
-	if node.ClaimedClass != "" && class == node.ClaimedClass {
-		class, claimedClass = node.GpuClass, node.ClaimedClass
+	claimedClass, awaiting := "", node.AwaitingMeasurement
+	switch {
+	case node.ClaimedClass != "":
+		// A node the rebalance re-classed stays in the class it measured whatever it
+		// claims now: an update cannot undo a measurement, and a new claim is measured at
+		// the next rebalance (claiming another class each epoch buys no epoch in it).
+		if class != node.GpuClass {
+			claimedClass = class
+		}
+		class = node.GpuClass
+	case class != node.GpuClass:
+		// another class claimed: it takes jobs in it once PoCP shows the class's floor
+		awaiting = p.AwaitsMeasurement(class)
 	}
 	inventoryChanged := class != node.GpuClass || !sameGPUs(node.Gpus, spec.Gpus)
 	if inventoryChanged {
@@ -173,7 +182,7 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 			}
 		}
 	}
-	node.GpuClass, node.ClaimedClass = class, claimedClass
+	node.GpuClass, node.ClaimedClass, node.AwaitingMeasurement = class, claimedClass, awaiting
 	applySpec(&node, spec)
 	if err := k.Nodes.Set(ctx, id, node); err != nil {
 		return node, err

@@ -73,10 +73,13 @@ func (k Keeper) rebalanceNode(ctx sdk.Context, p types.Params, id, epoch uint64)
 		power = types.IndexPower(node.MedianGflops, node.AvailabilityPpm)
 		if len(stats.Samples) > 0 {
 			// measured: the class follows the measurement (a node whose every challenge
-			// failed or was missed measured nothing, and keeps its class)
+			// failed or was missed measured nothing, and keeps its class), and the node
+			// waits for no sample any more: the measurement placed it
 			if reclassed, err = k.reclass(ctx, p, &node, epoch); err != nil {
 				return err
 			}
+			reclassed = reclassed || node.AwaitingMeasurement
+			node.AwaitingMeasurement = false
 		}
 	}
 	if err := k.setNodePower(ctx, &node, power); err != nil {
@@ -92,7 +95,7 @@ func (k Keeper) rebalanceNode(ctx sdk.Context, p types.Params, id, epoch uint64)
 		return err
 	}
 	if reclassed {
-		// the market moves the node's slot to its class, or out of scheduling
+		// the market moves the node's slot to its class, out of scheduling or into it
 		if err := k.gflHooks().AfterNodeChanged(ctx, node); err != nil {
 			return err
 		}

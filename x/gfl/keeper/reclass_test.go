@@ -2,6 +2,7 @@ package keeper_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -9,6 +10,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/x/gfl/pocp"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -174,8 +176,11 @@ func TestReclassFollowsTheMeasurement(t *testing.T) {
 	require.Zero(t, f.classPower("T4-16GB"))
 }
 
-// A ceiling re-classes too (a node measuring above its class's range is not that class),
-// and a new claim (other GPUs, another class) starts from the class claimed.
+// A ceiling re-classes too (a node measuring above its class's range is not that class).
+// A re-classed node that claims another class (TestAttackReclaimEveryEpoch: an attacker
+// out of its class re-declares its GPUs as another class's each epoch, to be scheduled in
+// it until the next rebalance) stays where it measured: the new claim is measured at the
+// next rebalance, and the node moves to it only if it measures within its range.
 func TestReclassCeilingAndNewClaim(t *testing.T) {
 	f := newFixture(t, func(p *types.Params) {
 		p.ChallengeIntervalBlocks = 1000
@@ -185,23 +190,86 @@ func TestReclassCeilingAndNewClaim(t *testing.T) {
 	})
 	op := f.operator("bob", 10)
 	t4 := spec("t", 1)
-	t4.Gpus[0].Model, t4.Gpus[0].MemoryMib = "Tesla T4", 40960 // the memory of an A100-40GB
+	t4.Gpus[0].Model, t4.Gpus[0].MemoryMib = "Tesla T4", 81559 // the memory of an 80 GB card
 	id := f.register(op, t4)
 	require.Equal(t, "T4-16GB", f.node(id).GpuClass)
 	f.blocks(1)
 
-	f.setStats(id, 1, 0, 0, 5_000) // above T4's 1,000: an A100-40GB's power and memory
+	f.setStats(id, 1, 0, 0, 5_000) // above T4's 1,000: an A100-80GB's power and memory
 	f.rebalance()
-	require.Equal(t, "A100-40GB", f.node(id).GpuClass)
+	require.Equal(t, "A100-80GB", f.node(id).GpuClass)
 	require.Equal(t, "T4-16GB", f.node(id).ClaimedClass)
 
-	// the operator declares other hardware: a new claim, measured from scratch
+	// it declares itself an H100: still where it measured, the claim noted
 	h := spec("h", 1)
 	h.Gpus[0].Model, h.Gpus[0].MemoryMib = "NVIDIA H100 80GB HBM3", 81559
 	_, err := f.ms.UpdateNode(f.ctx, &types.MsgUpdateNode{Operator: op, NodeId: id, Spec: h})
 	require.NoError(t, err)
+	require.Equal(t, "A100-80GB", f.node(id).GpuClass)
+	require.Equal(t, "H100-80GB", f.node(id).ClaimedClass)
+	require.Equal(t, uint64(5_000), f.classPower("A100-80GB"))
+	f.requireSupplyInvariant()
+
+	// measured under H100's floor: not an H100
+	f.setStats(id, 1, 0, 0, 6_000)
+	f.rebalance()
+	require.Equal(t, "A100-80GB", f.node(id).GpuClass)
+	require.Equal(t, "H100-80GB", f.node(id).ClaimedClass)
+	// measured within it: an H100
+	f.setStats(id, 1, 0, 0, 12_000)
+	f.rebalance()
 	require.Equal(t, "H100-80GB", f.node(id).GpuClass)
 	require.Empty(t, f.node(id).ClaimedClass)
-	require.Equal(t, uint64(5_000), f.classPower("H100-80GB"))
-	f.requireSupplyInvariant()
+	require.Equal(t, uint64(12_000), f.classPower("H100-80GB"))
+	require.Zero(t, f.classPower("A100-80GB"))
+}
+
+// TestAttackNewNodeScheduledBeforeMeasured: a node's class used to stand on its claim
+// until the epoch's rebalance (up to an epoch of jobs for a CPU registered as an A100). A
+// node of a class with a floor now waits for a verified PoCP sample within the class's
+// range before the market schedules it (its first challenge is issued at registration):
+// a sample under the floor keeps it waiting, one within it lets it in (the market is
+// told), and the rebalance places one that never showed it.
+func TestAttackNewNodeScheduledBeforeMeasured(t *testing.T) {
+	f := newFixture(t, smallChallenges)
+	// the sample of a test-sized challenge committed 1 ms after its issue, 1 GPU
+	p := f.params()
+	n, r := pocp.ChooseSize(1, p.ChallengeTargetSeconds, p.ChallengeMinN, p.ChallengeMaxN, p.ChallengeMaxRn)
+	fast := pocp.PowerGFLOPS(n, r, 1)
+	require.Greater(t, fast, uint64(10))
+	setFloor := f.params()
+	setFloor.GpuClasses[3].MinGflopsPerGpu = fast / 2 // A100-40GB
+	require.NoError(t, f.k.Params.Set(f.ctx, setFloor))
+
+	honest, slow := f.operator("honest", 10), f.operator("slow", 10)
+	h := f.register(honest, spec("h", 1))
+	s := f.register(slow, spec("s", 1))
+	require.True(t, f.node(h).AwaitingMeasurement, "a class with a floor: measured first")
+	require.True(t, f.node(s).AwaitingMeasurement)
+	f.hooks.changed = nil
+	f.next(time.Millisecond) // their first challenges, issued at the registration block's end
+	ha := f.solve(f.node(h).OpenChallenge, nil)
+	sa := f.solve(f.node(s).OpenChallenge, nil)
+	f.commit(honest, ha) // 1 ms: fast
+	f.next(19 * time.Millisecond)
+	f.commit(slow, sa) // 20 ms: a twentieth of that, under the floor
+	f.blocks(2)
+	require.Equal(t, fast, f.reveal(honest, ha))
+	require.Less(t, f.reveal(slow, sa), fast/2)
+	require.False(t, f.node(h).AwaitingMeasurement, "shown within its class")
+	require.True(t, f.node(s).AwaitingMeasurement, "a pass under the floor shows nothing")
+	require.Contains(t, f.hooks.changed, h, "the market was told")
+	require.NotContains(t, f.hooks.changed, s)
+
+	// the rebalance measures the slow one: no class of the launch table fits it
+	f.rebalance()
+	require.False(t, f.node(s).AwaitingMeasurement, "the measurement placed it")
+	require.Equal(t, "", f.node(s).GpuClass)
+	require.Equal(t, "A100-40GB", f.node(h).GpuClass)
+
+	// without a floor, nothing to wait for
+	free := f.params()
+	free.GpuClasses = types.WithoutPowerRanges(free.GpuClasses)
+	require.NoError(t, f.k.Params.Set(f.ctx, free))
+	require.False(t, f.node(f.register(f.operator("x", 10), spec("x", 1))).AwaitingMeasurement)
 }

@@ -204,6 +204,24 @@ func (p Params) MeasuredClass(claimed string, gpus []GpuInfo, perGPU uint64) str
 	return p.GpuClasses[best].Name
 }
 
+// Class is the class of the table named class, false if the table lacks it.
+func (p Params) Class(class string) (GpuClass, bool) {
+	for _, c := range p.GpuClasses {
+		if c.Name == class {
+			return c, true
+		}
+	}
+	return GpuClass{}, false
+}
+
+// AwaitsMeasurement says whether a node newly in class (registered, or claiming it) waits
+// for a verified PoCP sample within the class's range before it takes a job: the class
+// has a floor.
+func (p Params) AwaitsMeasurement(class string) bool {
+	c, ok := p.Class(class)
+	return ok && c.MinGflopsPerGpu > 0
+}
+
 // Claimed is the class the node's inventory matched: claimed_class when the rebalance
 // re-classed it, gpu_class otherwise.
 func (n Node) Claimed() string {

@@ -89,11 +89,12 @@ func SplitPayment(gross sdkmath.Int, takeRatePPM, poolSharePPM uint32) Payment {
 // SlotFromNode is the market's view of an x/gfl node: its class, region, GPUs, the
 // weakest GPU's memory and compute capability, and tensor cores and MIG only when every
 // GPU has them. Usage counters (GPUs in use, tasks) are the caller's. A node that measured
-// into no class (x/gfl re-classed it to none) is not scheduled.
+// into no class (x/gfl re-classed it to none), or that waits for PoCP to show its class's
+// floor, is not scheduled.
 func SlotFromNode(n gfltypes.Node) NodeSlot {
 	s := NodeSlot{
 		NodeId: n.Id, Operator: n.Operator, GpuClass: n.GpuClass, Region: n.Region, Gpus: uint32(len(n.Gpus)),
-		Workloads: n.Workloads, Runtimes: n.Runtimes, AskPerGpuHour: n.AskPerGpuHour.Amount, Active: n.Schedulable() && n.GpuClass != "", PowerGflops: n.PowerGflops,
+		Workloads: n.Workloads, Runtimes: n.Runtimes, AskPerGpuHour: n.AskPerGpuHour.Amount, Active: n.Schedulable() && n.GpuClass != "" && !n.AwaitingMeasurement, PowerGflops: n.PowerGflops,
 		TensorCores: len(n.Gpus) > 0, MigCapable: len(n.Gpus) > 0,
 	}
 	for i, g := range n.Gpus {

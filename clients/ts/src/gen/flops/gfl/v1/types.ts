@@ -522,6 +522,12 @@ export interface Node {
    * gpu_class is the class claimed.
    */
   claimedClass: string;
+  /**
+   * awaiting_measurement: the node's class has a power floor and no verified PoCP sample
+   * has shown the node within its range yet (since its registration, or its claim of
+   * another class); it takes no job until one does, or the rebalance places it.
+   */
+  awaitingMeasurement: boolean;
 }
 
 /**
@@ -2175,6 +2181,7 @@ function createBaseNode(): Node {
     retireHeight: 0n,
     runtimes: [],
     claimedClass: "",
+    awaitingMeasurement: false,
   };
 }
 
@@ -2283,6 +2290,9 @@ export const Node: MessageFns<Node> = {
     }
     if (message.claimedClass !== "") {
       writer.uint32(178).string(message.claimedClass);
+    }
+    if (message.awaitingMeasurement !== false) {
+      writer.uint32(184).bool(message.awaitingMeasurement);
     }
     return writer;
   },
@@ -2496,6 +2506,14 @@ export const Node: MessageFns<Node> = {
             message.claimedClass = reader.string();
             continue;
           }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.awaitingMeasurement = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2588,6 +2606,11 @@ export const Node: MessageFns<Node> = {
         : isSet(object.claimed_class)
         ? globalThis.String(object.claimed_class)
         : "",
+      awaitingMeasurement: isSet(object.awaitingMeasurement)
+        ? globalThis.Boolean(object.awaitingMeasurement)
+        : isSet(object.awaiting_measurement)
+        ? globalThis.Boolean(object.awaiting_measurement)
+        : false,
     };
   },
 
@@ -2659,6 +2682,9 @@ export const Node: MessageFns<Node> = {
     if (message.claimedClass !== "") {
       obj.claimedClass = message.claimedClass;
     }
+    if (message.awaitingMeasurement !== false) {
+      obj.awaitingMeasurement = message.awaitingMeasurement;
+    }
     return obj;
   },
 
@@ -2709,6 +2735,7 @@ export const Node: MessageFns<Node> = {
       : 0n;
     message.runtimes = object.runtimes?.map((e) => e) || [];
     message.claimedClass = object.claimedClass ?? "";
+    message.awaitingMeasurement = object.awaitingMeasurement ?? false;
     return message;
   },
 };
