@@ -404,12 +404,8 @@ func benchmarkCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var uuids []string
-			for _, d := range devs {
-				uuids = append(uuids, d.UUID)
-			}
 			solver := daemon.Solver(cmd.Context(), cfg, inv, g.logger())
-			ctx := wpocp.OnDevices(cmd.Context(), uuids)
+			ctx := wpocp.OnDevices(cmd.Context(), gpu.UUIDs(devs))
 			for _, n := range sizes {
 				gflops, took, err := wpocp.Benchmark(ctx, solver, uint32(n), uint32(rounds))
 				if err != nil {

@@ -39,9 +39,8 @@ func TestGPUPoCPMeasuredPower(t *testing.T) {
 	devs, err := inv.Devices(context.Background())
 	require.NoError(t, err)
 	require.NotEmpty(t, devs, "NVML lists no GPU")
-	var uuids []string
+	uuids := gpu.UUIDs(devs)
 	for _, d := range devs {
-		uuids = append(uuids, d.UUID)
 		t.Logf("GPU %d: %s %s, %d MiB, compute capability %s, MIG %v", d.Index, d.Model, d.UUID, d.MemoryMiB, d.ComputeCapability, d.MIGEnabled)
 	}
 

@@ -77,12 +77,11 @@ func DevicesOf(ctx context.Context) []string {
 	return d
 }
 
-// band is one program's share of a solve: rows [from, to) of S on device ("" : the
-// solver's default), asked with a version 2 request when split.
+// band is one program's share of a solve: rows [from, to) of S on device ("": the
+// solver's default).
 type band struct {
 	device   string
 	from, to uint32
-	split    bool
 }
 
 // bandsOf splits S's n rows over the devices in bands of whole 256-row chunks, as even
@@ -100,7 +99,7 @@ func bandsOf(n uint32, devices []string) []band {
 	out := make([]band, 0, k)
 	for i := range k {
 		from, to := chunks*i/k*gflpocp.ChunkEntries, chunks*(i+1)/k*gflpocp.ChunkEntries
-		out = append(out, band{device: devices[i], from: from, to: to, split: k > 1})
+		out = append(out, band{device: devices[i], from: from, to: to})
 	}
 	return out
 }
@@ -190,9 +189,10 @@ func (e *externalSolver) Solve(ctx context.Context, c gflpocp.Challenge) ([]int3
 	start := time.Now()
 	// the bands run together, one program per device; the first to fail stops the others
 	g, bandCtx := errgroup.WithContext(runCtx)
+	split := len(bands) > 1 // version 2 requests, one band each
 	for _, b := range bands {
 		g.Go(func() error {
-			return e.solveBand(ctx, runCtx, bandCtx, c, b, s[int(b.from)*n:int(b.to)*n])
+			return e.solveBand(ctx, runCtx, bandCtx, c, b, split, s[int(b.from)*n:int(b.to)*n])
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -207,12 +207,12 @@ func (e *externalSolver) Solve(ctx context.Context, c gflpocp.Challenge) ([]int3
 	return s, nil
 }
 
-// solveBand runs the program for one band and decodes its answer into dst: ctx is the
-// caller's, runCtx the solve's (with its timeout), bandCtx runCtx ended also when another
-// band failed.
-func (e *externalSolver) solveBand(ctx, runCtx, bandCtx context.Context, c gflpocp.Challenge, b band, dst []int32) error {
+// solveBand runs the program for one band (split: one of several, asked with a version 2
+// request) and decodes its answer into dst: ctx is the caller's, runCtx the solve's (with
+// its timeout), bandCtx runCtx ended also when another band failed.
+func (e *externalSolver) solveBand(ctx, runCtx, bandCtx context.Context, c gflpocp.Challenge, b band, split bool, dst []int32) error {
 	req := NewRequest(c)
-	if b.split {
+	if split {
 		req = bandRequest(c, b.from, b.to)
 	}
 	line, err := json.Marshal(req)
@@ -222,7 +222,7 @@ func (e *externalSolver) solveBand(ctx, runCtx, bandCtx context.Context, c gflpo
 	line = append(line, '\n')
 
 	log := e.log.With("n", c.N, "r", c.R)
-	if b.split || b.device != "" {
+	if split || b.device != "" {
 		log = log.With("device", b.device, "rows", fmt.Sprintf("%d-%d", b.from, b.to))
 	}
 	answer := &answerWriter{s: dst}
@@ -259,7 +259,7 @@ func (e *externalSolver) solveBand(ctx, runCtx, bandCtx context.Context, c gflpo
 	want := int64(len(answer.s)) * 4
 	if got := answer.received(); got != want {
 		what := "4*n*n"
-		if b.split {
+		if split {
 			what = fmt.Sprintf("4*n*(rows %d-%d)", b.from, b.to)
 		}
 		return fmt.Errorf("%s: answered %d bytes, want %s = %d%s: %w", e.Name(), got, what, want, stderr.tail(), ErrMalformedAnswer)

@@ -276,7 +276,7 @@ func (k Keeper) concludeChallenge(ctx context.Context, c types.Challenge, status
 		node.LastSampleGflops = power
 		if node.AwaitingMeasurement {
 			cls, ok := p.Class(node.GpuClass)
-			measured = !ok || cls.InRange(power/max(node.GPUCount(), 1))
+			measured = !ok || cls.InRange(node.PerGPU(power))
 			node.AwaitingMeasurement = !measured
 		}
 	case types.CHALLENGE_STATUS_FAILED:

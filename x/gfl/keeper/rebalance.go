@@ -114,7 +114,7 @@ func (k Keeper) rebalanceNode(ctx sdk.Context, p types.Params, id, epoch uint64)
 // changed.
 func (k Keeper) reclass(ctx sdk.Context, p types.Params, node *types.Node, epoch uint64) (bool, error) {
 	claimed := node.Claimed()
-	perGPU := node.MedianGflops / max(node.GPUCount(), 1)
+	perGPU := node.PerGPU(node.MedianGflops)
 	to := p.MeasuredClass(claimed, node.Gpus, perGPU)
 	if to == node.GpuClass {
 		return false, nil

@@ -153,7 +153,7 @@ func ValidateEndpoint(endpoint string) error {
 func ClassifyGPU(classes []GpuClass, g GpuInfo) (string, bool) {
 	model := strings.ToLower(g.Model)
 	for _, c := range classes {
-		if g.MemoryMib < c.MinMemoryMib || (c.MaxMemoryMib != 0 && g.MemoryMib > c.MaxMemoryMib) {
+		if !c.holdsMemoryOf(g) {
 			continue
 		}
 		for _, sub := range c.ModelSubstrings {
@@ -171,10 +171,15 @@ func (c GpuClass) InRange(perGPU uint64) bool {
 	return perGPU >= c.MinGflopsPerGpu && (c.MaxGflopsPerGpu == 0 || perGPU <= c.MaxGflopsPerGpu)
 }
 
+// holdsMemoryOf says whether the GPU's memory is within the class's memory range.
+func (c GpuClass) holdsMemoryOf(g GpuInfo) bool {
+	return g.MemoryMib >= c.MinMemoryMib && (c.MaxMemoryMib == 0 || g.MemoryMib <= c.MaxMemoryMib)
+}
+
 // holdsMemory says whether every GPU's memory is within the class's memory range.
 func (c GpuClass) holdsMemory(gpus []GpuInfo) bool {
 	for _, g := range gpus {
-		if g.MemoryMib < c.MinMemoryMib || (c.MaxMemoryMib != 0 && g.MemoryMib > c.MaxMemoryMib) {
+		if !c.holdsMemoryOf(g) {
 			return false
 		}
 	}
@@ -222,6 +227,9 @@ func (p Params) AwaitsMeasurement(class string) bool {
 	return ok && c.MinGflopsPerGpu > 0
 }
 
+// PerGPU is a power sample of the node per GPU: what a class's range bounds.
+func (n Node) PerGPU(gflops uint64) uint64 { return gflops / max(n.GPUCount(), 1) }
+
 // Claimed is the class the node's inventory matched: claimed_class when the rebalance
 // re-classed it, gpu_class otherwise.
 func (n Node) Claimed() string {
@@ -233,12 +241,8 @@ func (n Node) Claimed() string {
 
 // ClassFactors returns a class's performance factors, false if the table lacks it.
 func (p Params) ClassFactors(class string) (PerformanceFactors, bool) {
-	for _, c := range p.GpuClasses {
-		if c.Name == class {
-			return c.Factors, true
-		}
-	}
-	return PerformanceFactors{}, false
+	c, ok := p.Class(class)
+	return c.Factors, ok
 }
 
 // Schedulable says whether a node may be challenged and given work.
