@@ -47,6 +47,7 @@ type appChain struct {
 	mu   *sync.Mutex
 	a    *apptest.App
 	name string
+	sent *[]string // the type URLs of the msgs submitted, under mu
 }
 
 func (c appChain) Address() sdk.AccAddress { return c.a.Account(c.name).Address }
@@ -62,6 +63,9 @@ func (c appChain) Conn() grpc.ClientConnInterface { return c.a.QueryConn() }
 func (c appChain) Submit(_ context.Context, msgs ...sdk.Msg) (*chain.TxResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, m := range msgs {
+		*c.sent = append(*c.sent, sdk.MsgTypeURL(m))
+	}
 	r := c.a.Deliver(c.name, msgs...)
 	res := &chain.TxResult{Height: c.a.Height(), Code: r.Code, Log: r.Log, GasUsed: r.GasUsed, Events: r.Events}
 	return res, res.Err()
@@ -72,6 +76,7 @@ type worker struct {
 	name  string
 	agent *agent.Agent
 	store *outputs.Store
+	sent  *[]string // the type URLs of the msgs it submitted (read under the test's mu)
 }
 
 func newWorker(t *testing.T, mu *sync.Mutex, a *apptest.App, name string, edit func(c *config.Config)) *worker {
@@ -102,14 +107,15 @@ func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	require.NoError(t, err)
 	store, err := outputs.Open(home + "/outputs")
 	require.NoError(t, err)
+	sent := new([]string)
 	ag, err := agent.New(agent.Options{
-		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name}, GPUs: gpu.NewCPUOnly("test"), Executor: exec,
+		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent}, GPUs: gpu.NewCPUOnly("test"), Executor: exec,
 		Solver: wpocp.NewGoSolver(1), Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
 		Now: a.BlockTime,
 	})
 	require.NoError(t, err)
 	require.NoError(t, ag.Setup(context.Background()))
-	return &worker{name: name, agent: ag, store: store}
+	return &worker{name: name, agent: ag, store: store, sent: sent}
 }
 
 // tick runs one block and lets every worker act on it.
@@ -547,4 +553,36 @@ func TestWorkerRestartRevealsItsPoolClaims(t *testing.T) {
 	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
 	require.NoError(t, err)
 	require.Empty(t, slashes.Slashes, "no claim lapsed")
+}
+
+// A node whose class has a power floor takes no job until PoCP shows it within the class
+// (x/gfl awaiting_measurement): its worker answers its challenges, follows its node on
+// chain (the sample it passed shows in Agent.Node), and bids in no auction meanwhile
+// (the chain would refuse the bid and keep its fee). Here the floor is out of the mock
+// GPUs' reach.
+func TestWorkerWaitsForItsClassFloor(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("client", "p1"),
+		apptest.WithGenesis(apptest.SmallPoCP(60*time.Second)),
+		apptest.WithGenesis(func(e apptest.GenesisEditor) {
+			var g gfltypes.GenesisState
+			e.Edit(gfltypes.ModuleName, &g, func() {
+				g.Params.ChallengeIntervalBlocks = 30
+				g.Params.ChallengeRevealBlocks = 40
+				for i := range g.Params.GpuClasses {
+					g.Params.GpuClasses[i].MinGflopsPerGpu = 1 << 40
+				}
+			})
+			var m markettypes.GenesisState
+			e.Edit(markettypes.ModuleName, &m, func() { m.Params.AuctionWindowBlocks = 8 })
+		}))
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", func(c *config.Config) { c.Bidder.Enabled = true })
+	require.True(t, w.agent.Node().AwaitingMeasurement)
+	job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION))
+	until(t, a, 40, "a challenge passed, as the worker sees its node", func() bool { return w.agent.Node().LastSampleGflops > 0 }, w)
+	require.True(t, w.agent.Node().AwaitingMeasurement, "under the floor")
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotContains(t, *w.sent, sdk.MsgTypeURL(&markettypes.MsgPlaceBid{}), "no bid while it may not be scheduled")
+	require.Contains(t, *w.sent, sdk.MsgTypeURL(&gfltypes.MsgCommitChallenge{}), "it answered its challenges")
 }

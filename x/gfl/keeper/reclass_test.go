@@ -177,7 +177,7 @@ func TestReclassFollowsTheMeasurement(t *testing.T) {
 }
 
 // A ceiling re-classes too (a node measuring above its class's range is not that class).
-// A re-classed node that claims another class (TestAttackReclaimEveryEpoch: an attacker
+// A re-classed node that claims another class (as in TestAttackReclaimEveryEpoch: an attacker
 // out of its class re-declares its GPUs as another class's each epoch, to be scheduled in
 // it until the next rebalance) stays where it measured: the new claim is measured at the
 // next rebalance, and the node moves to it only if it measures within its range.
@@ -272,4 +272,34 @@ func TestAttackNewNodeScheduledBeforeMeasured(t *testing.T) {
 	free.GpuClasses = types.WithoutPowerRanges(free.GpuClasses)
 	require.NoError(t, f.k.Params.Set(f.ctx, free))
 	require.False(t, f.node(f.register(f.operator("x", 10), spec("x", 1))).AwaitingMeasurement)
+}
+
+// TestAttackReclaimEveryEpoch: a node measured into no class re-declares its GPUs as
+// another class's (an update needs no new hardware, only other model names), then as the
+// first again, to be scheduled in a class until the next rebalance each time. It stays
+// in no class through both updates, its claims recorded for the next rebalance to
+// measure.
+func TestAttackReclaimEveryEpoch(t *testing.T) {
+	f := newFixture(t, func(p *types.Params) { p.ChallengeIntervalBlocks = 1000 })
+	op := f.operator("mallory", 10)
+	id := f.register(op, spec("cpu", 1))
+	f.blocks(1)
+	f.setStats(id, 1, 0, 0, 150)
+	f.rebalance()
+	require.Equal(t, "", f.node(id).GpuClass)
+
+	h := spec("h", 1)
+	h.Gpus[0].Model, h.Gpus[0].MemoryMib = "NVIDIA H100 80GB HBM3", 81559
+	for _, claim := range []struct {
+		spec  types.NodeSpec
+		class string
+	}{{h, "H100-80GB"}, {spec("cpu", 1), "A100-40GB"}} {
+		_, err := f.ms.UpdateNode(f.ctx, &types.MsgUpdateNode{Operator: op, NodeId: id, Spec: claim.spec})
+		require.NoError(t, err)
+		n := f.node(id)
+		require.Equal(t, "", n.GpuClass, "claiming %s", claim.class)
+		require.Equal(t, claim.class, n.ClaimedClass)
+		require.Equal(t, uint64(150), f.classPower(""))
+		f.requireSupplyInvariant()
+	}
 }
