@@ -41,6 +41,18 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 		problems = append(problems, fmt.Sprintf("escrow account %s%s != jobs and deposits %s%s", bal, p.Denom, held, p.Denom))
 	}
 	err = k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {
+		if j.Status != types.JOB_STATUS_BIDDING {
+			// a bid's deposit is held while its job bids, not after
+			bids, err := k.jobBids(ctx, id)
+			if err != nil {
+				return true, err
+			}
+			for _, b := range bids {
+				if b.Status == types.BID_STATUS_OPEN {
+					problems = append(problems, fmt.Sprintf("job %d (%s) has node %d's bid open", id, j.Status, b.NodeId))
+				}
+			}
+		}
 		if j.FinishedHeight != 0 {
 			if !j.Escrow.IsZero() {
 				problems = append(problems, fmt.Sprintf("finished job %d holds %s", id, j.Escrow))
@@ -356,6 +368,9 @@ func (k Keeper) StuckTasksInvariant(ctx sdk.Context) (string, bool) {
 	}
 	unfinished := 0
 	err := k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {
+		if auctions[id] && j.Status != types.JOB_STATUS_BIDDING {
+			problems = append(problems, fmt.Sprintf("job %d (%s) has an auction close", id, j.Status))
+		}
 		if j.FinishedHeight != 0 {
 			return false, nil
 		}

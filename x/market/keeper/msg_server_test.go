@@ -1042,3 +1042,43 @@ func TestJobHistoryListsTheImpliedSubmission(t *testing.T) {
 		return events(res.Entries), res.Pagination
 	})
 }
+
+// An auction whose job's deadline passes before its close height: the job expires while
+// bidding. The open bids must get their deposits back and the close must go with the
+// job; before, the bids stayed open on a failed job (the deposits locked until the
+// prune deleted the bids, and never paid back) and the close entry stayed in the store
+// for a job that no longer bid (an export/import lost it: found by the 500-block sims,
+// seed 2).
+func TestAttackAuctionOutlivesItsJobsDeadline(t *testing.T) {
+	f := newFixture(t, nil)
+	op := f.operator("p1")
+	node := f.addNode(op, 8, nil)
+	spec := f.gemmSpec(1)
+	spec.Mode = types.ALLOCATION_MODE_AUCTION
+	spec.Deadline = f.ctx.BlockTime().Add(spec.MaxDuration + 5*time.Second)
+	id := f.submit(spec)
+	closeAt := f.job(id).AuctionCloseHeight
+	opBefore := f.balance(op)
+	_, err := f.ms.PlaceBid(f.ctx, &types.MsgPlaceBid{Provider: op, JobId: id, NodeId: node, Price: sdkmath.NewInt(1_000_000), Quantity: 1})
+	require.NoError(t, err)
+	// the deadline passes (blocks of 1 s after a long one) before the auction closes
+	f.next(spec.MaxDuration)
+	f.blocks(6)
+	require.Less(t, f.ctx.BlockHeight(), closeAt)
+	job := f.job(id)
+	require.Equal(t, types.JOB_STATUS_FAILED, job.Status)
+	require.Equal(t, types.TASK_STATUS_EXPIRED, f.tasks(id)[0].Status)
+	b, err := f.k.Bids.Get(f.ctx, collections.Join(id, node))
+	require.NoError(t, err)
+	require.Equal(t, types.BID_STATUS_LOST, b.Status, "the bid ends with its job")
+	require.True(t, b.Deposit.IsZero())
+	require.Equal(t, opBefore, f.balance(op), "the deposit is paid back")
+	has, err := f.k.AuctionClose.Has(f.ctx, collections.Join(closeAt, id))
+	require.NoError(t, err)
+	require.False(t, has, "no close is left for a job that no longer bids")
+	f.assertInvariants()
+	f.blocks(int(closeAt - f.ctx.BlockHeight() + 1))
+	require.Equal(t, types.JOB_STATUS_FAILED, f.job(id).Status)
+	require.Equal(t, opBefore, f.balance(op))
+	f.assertInvariants()
+}

@@ -467,6 +467,16 @@ func (k Keeper) maybeFinishJob(ctx context.Context, job *types.Job, p types.Para
 	if job.FinishedHeight != 0 || uint64(job.TasksSettled)+uint64(job.TasksFailed) < job.Spec.TotalTasks() || job.OpenTasks > 0 {
 		return nil // primaries, or escalations, audits or committees, still open
 	}
+	if job.Status == types.JOB_STATUS_BIDDING {
+		// its deadline passed before the auction closed: the bids end with the job (their
+		// deposits back) and so does the close
+		if err := k.returnOpenBids(ctx, job, types.BID_STATUS_LOST); err != nil {
+			return err
+		}
+		if err := k.AuctionClose.Remove(ctx, collections.Join(job.AuctionCloseHeight, job.Id)); err != nil {
+			return err
+		}
+	}
 	switch {
 	case job.Status == types.JOB_STATUS_CANCELLED:
 	case job.TasksFailed == 0:
