@@ -88,6 +88,13 @@ func newWorker(t *testing.T, mu *sync.Mutex, a *apptest.App, name string, edit f
 // second one on the same home is the first one restarted.
 func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string, edit func(c *config.Config)) *worker {
 	t.Helper()
+	return newWorkerOn(t, mu, a, name, home, gpu.NewCPUOnly("test"), edit)
+}
+
+// newWorkerOn is a worker whose GPU inventory is gpus (with none listed, node.mock_gpus
+// of them).
+func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string, gpus gpu.Inventory, edit func(c *config.Config)) *worker {
+	t.Helper()
 	cfg := config.Default(home)
 	cfg.Node.Runtimes = []string{"BUILTIN", "CONTAINER", "PROCESS"}
 	cfg.Node.MockGPUs = 2
@@ -109,7 +116,7 @@ func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	require.NoError(t, err)
 	sent := new([]string)
 	ag, err := agent.New(agent.Options{
-		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent}, GPUs: gpu.NewCPUOnly("test"), Executor: exec,
+		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent}, GPUs: gpus, Executor: exec,
 		Solver: wpocp.NewGoSolver(1), Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
 		Now: a.BlockTime,
 	})
@@ -139,6 +146,11 @@ func until(t *testing.T, a *apptest.App, limit int, what string, done func() boo
 }
 
 func appWithProviders(t *testing.T, names ...string) *apptest.App {
+	return appWithProvidersEdit(t, names, nil)
+}
+
+// appWithProvidersEdit is appWithProviders with x/market's params edited.
+func appWithProvidersEdit(t *testing.T, names []string, edit func(m *markettypes.Params)) *apptest.App {
 	return apptest.New(t, apptest.WithAccounts(append([]string{"client"}, names...)...),
 		apptest.WithGenesis(apptest.SmallPoCP(60*time.Second)),
 		apptest.WithGenesis(func(e apptest.GenesisEditor) {
@@ -152,6 +164,9 @@ func appWithProviders(t *testing.T, names ...string) *apptest.App {
 			e.Edit(markettypes.ModuleName, &m, func() {
 				m.Params.ChallengeWindowBlocks = 3
 				m.Params.AuctionWindowBlocks = 8
+				if edit != nil {
+					edit(&m.Params)
+				}
 			})
 		}))
 }

@@ -38,6 +38,10 @@ func (a *Agent) Setup(ctx context.Context) error {
 		devs = MockDevices(a.o.Chain.Address(), a.cfg.Node.MockGPUs)
 		a.log.Info("no GPU found: registering mock GPUs", "gpus", len(devs))
 	}
+	devs, dropped := gpu.Offerable(devs)
+	if len(dropped) > 0 {
+		a.log.Warn("GPUs in MIG mode without a MIG instance are not offered: create instances (nvidia-smi mig -cgi ... -C) or turn MIG off", "gpus", dropped)
+	}
 	if len(devs) == 0 {
 		return fmt.Errorf("no GPU on this machine (%s) and node.mock_gpus is 0: nothing to sell", gpu.FallbackReason(a.o.GPUs))
 	}

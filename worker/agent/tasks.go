@@ -117,9 +117,19 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 	// A run a previous start of this worker left running (executor.ErrDetached) is
 	// adopted, on the GPUs it was pinned to, instead of started again.
 	detached, adopt := a.o.Executor.Detached(t.Id)
-	if adopt {
+	switch {
+	case adopt:
 		r.gpus = a.pinAll(t.Id, detached.GPUs)
-	} else {
+	case len(t.Devices) > 0:
+		// a node with MIG: the chain gave the task exact devices (whole GPUs or MIG
+		// instances), which it counts as taken until the task ends
+		uuids, err := markettypes.DeviceUUIDs(a.Node(), t.Devices)
+		if err != nil {
+			a.finish(r, executor.Result{}, fmt.Errorf("task %d: %w", t.Id, err))
+			return
+		}
+		r.gpus = a.pinAll(t.Id, uuids)
+	default:
 		r.gpus = a.pin(t.Id, job.Job.Spec.Requirements.GPUs())
 	}
 	spec := executor.Spec{
@@ -518,6 +528,9 @@ func (a *Agent) pinAll(taskID uint64, uuids []string) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, u := range uuids {
+		if other, used := a.pinned[u]; used && other != taskID {
+			a.log.Warn("a device the chain gave a task is pinned to another", "task", taskID, "device", u, "other", other)
+		}
 		a.pinned[u] = taskID
 	}
 	return uuids

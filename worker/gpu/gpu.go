@@ -50,6 +50,9 @@ type Device struct {
 	PowerLimitWatts uint32
 	// MIG lists the MIG devices (GPU instances) while MIGEnabled.
 	MIG []MIGInstance
+	// MIGSlices is the GPU's compute slices in MIG mode (NVML's maximum MIG device count:
+	// 7 on an A100 or H100, 4 on an A30) while MIGEnabled; 0 otherwise.
+	MIGSlices uint32
 }
 
 // MIGInstance is one MIG device. A job pinned to it gets its UUID in
@@ -64,6 +67,9 @@ type MIGInstance struct {
 	Profile string
 	// MemoryMiB is the slice's memory in MiB.
 	MemoryMiB uint64
+	// Slices is its compute slices (its compute instance's, e.g. 2 for "2c.4g.20gb"); 0
+	// when NVML does not say.
+	Slices uint32
 }
 
 // Sample is one reading of a device's counters. Fields NVML does not support
@@ -114,9 +120,10 @@ func HasTensorCores(cc string) bool {
 	return err == nil && m >= 7
 }
 
-// ToGpuInfo is the GPU as MsgRegisterNode declares it.
+// ToGpuInfo is the GPU as MsgRegisterNode declares it: a GPU in MIG mode with its MIG
+// instances, each of which the chain schedules as a device of its own.
 func ToGpuInfo(d Device) gfltypes.GpuInfo {
-	return gfltypes.GpuInfo{
+	g := gfltypes.GpuInfo{
 		Model:             d.Model,
 		Uuid:              d.UUID,
 		MemoryMib:         d.MemoryMiB,
@@ -125,6 +132,31 @@ func ToGpuInfo(d Device) gfltypes.GpuInfo {
 		MigCapable:        d.MIGCapable,
 		PowerLimitWatts:   d.PowerLimitWatts,
 	}
+	if d.MIGEnabled && len(d.MIG) > 0 {
+		g.MigSlices = d.MIGSlices
+		for _, m := range d.MIG {
+			// an instance NVML gave no attributes counts one slice (the least it can be)
+			g.MigInstances = append(g.MigInstances, gfltypes.MigInstance{Uuid: m.UUID, Profile: m.Profile, MemoryMib: m.MemoryMiB, Slices: max(m.Slices, 1)})
+		}
+		if g.MigSlices == 0 {
+			g.MigSlices = gfltypes.MaxMIGSlices - 1 // NVIDIA's 7, when NVML did not say
+		}
+	}
+	return g
+}
+
+// Offerable are the devices a node can offer: every GPU, except one in MIG mode with no
+// MIG instance (CUDA cannot use it whole, and it has no slice to give); dropped lists
+// those left out.
+func Offerable(devs []Device) (offer []Device, dropped []string) {
+	for _, d := range devs {
+		if d.MIGEnabled && len(d.MIG) == 0 {
+			dropped = append(dropped, d.UUID)
+			continue
+		}
+		offer = append(offer, d)
+	}
+	return offer, dropped
 }
 
 // ToGpuInfos converts every device, in order.

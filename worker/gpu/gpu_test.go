@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -60,20 +61,43 @@ func TestMIGProfileName(t *testing.T) {
 }
 
 func TestToGpuInfo(t *testing.T) {
-	d := Device{
-		Index: 3, UUID: "GPU-1", Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559,
-		ComputeCapability: "9.0", TensorCores: true, MIGCapable: true, MIGEnabled: true,
-		PowerLimitWatts: 700, MIG: []MIGInstance{{UUID: "MIG-1", ParentUUID: "GPU-1"}},
+	whole := Device{
+		Index: 2, UUID: "GPU-0", Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559,
+		ComputeCapability: "9.0", TensorCores: true, MIGCapable: true, PowerLimitWatts: 700,
+	}
+	if got, want := ToGpuInfo(whole), (gfltypes.GpuInfo{
+		Model: "NVIDIA H100 80GB HBM3", Uuid: "GPU-0", MemoryMib: 81559,
+		ComputeCapability: "9.0", TensorCores: true, MigCapable: true, PowerLimitWatts: 700,
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("ToGpuInfo(whole) = %+v, want %+v", got, want)
+	}
+	// in MIG mode: its instances, each counted at least one slice, and its slice count
+	mig := whole
+	mig.UUID, mig.MIGEnabled, mig.MIGSlices = "GPU-1", true, 7
+	mig.MIG = []MIGInstance{
+		{UUID: "MIG-1", ParentUUID: "GPU-1", Profile: "3g.40gb", MemoryMiB: 40192, Slices: 3},
+		{UUID: "MIG-2", ParentUUID: "GPU-1", MemoryMiB: 9856}, // no attributes from NVML
 	}
 	want := gfltypes.GpuInfo{
 		Model: "NVIDIA H100 80GB HBM3", Uuid: "GPU-1", MemoryMib: 81559,
 		ComputeCapability: "9.0", TensorCores: true, MigCapable: true, PowerLimitWatts: 700,
+		MigSlices: 7, MigInstances: []gfltypes.MigInstance{
+			{Uuid: "MIG-1", Profile: "3g.40gb", MemoryMib: 40192, Slices: 3},
+			{Uuid: "MIG-2", MemoryMib: 9856, Slices: 1},
+		},
 	}
-	if got := ToGpuInfo(d); got != want {
-		t.Errorf("ToGpuInfo = %+v, want %+v", got, want)
+	if got := ToGpuInfo(mig); !reflect.DeepEqual(got, want) {
+		t.Errorf("ToGpuInfo(mig) = %+v, want %+v", got, want)
 	}
 	if got := ToGpuInfos(nil); len(got) != 0 {
 		t.Errorf("ToGpuInfos(nil) = %v", got)
+	}
+	// a GPU in MIG mode without an instance is not offered
+	empty := whole
+	empty.UUID, empty.MIGEnabled = "GPU-2", true
+	offer, dropped := Offerable([]Device{whole, empty, mig})
+	if len(offer) != 2 || offer[0].UUID != "GPU-0" || offer[1].UUID != "GPU-1" || !reflect.DeepEqual(dropped, []string{"GPU-2"}) {
+		t.Errorf("Offerable = %v, dropped %v", offer, dropped)
 	}
 }
 

@@ -187,6 +187,9 @@ func (n *NVML) device(index int, h nvml.Device, mig map[string]nvml.Device) (Dev
 			return Device{}, err
 		}
 		d.MIG = insts
+		if slots, ret := h.GetMaxMigDeviceCount(); ok(ret) && slots > 0 {
+			d.MIGSlices = uint32(slots)
+		}
 	}
 	return d, nil
 }
@@ -221,6 +224,10 @@ func (n *NVML) migDevices(parent Device, h nvml.Device, seen map[string]nvml.Dev
 			}
 			m.Profile = MIGProfileName(attrs.GpuInstanceSliceCount, attrs.ComputeInstanceSliceCount,
 				attrs.MemorySizeMB, parent.MemoryMiB)
+			m.Slices = attrs.ComputeInstanceSliceCount
+			if m.Slices == 0 || m.Slices > attrs.GpuInstanceSliceCount {
+				m.Slices = attrs.GpuInstanceSliceCount
+			}
 		} else {
 			n.log.Debug("MIG attributes unavailable", "gpu", parent.UUID, "mig", m.UUID, "err", ret)
 		}

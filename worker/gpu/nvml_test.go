@@ -92,18 +92,22 @@ func TestDevicesMIG(t *testing.T) {
 		5: {"2c.4g.20gb"},
 	}
 	wantMiB := map[int][]uint64{2: {19968, 9856, 4864, 4864}, 5: {19968}}
+	wantSlices := map[int][]uint32{2: {3, 2, 1, 1}, 5: {2}} // the compute instance's
 	mocks := map[int][]*mock.Device{2: migs2, 5: migs5}
 	for i, d := range devs {
 		profiles, on := wantProfiles[i]
 		if d.MIGEnabled != on || !d.MIGCapable {
 			t.Errorf("device %d: MIGEnabled %v MIGCapable %v, want %v true", i, d.MIGEnabled, d.MIGCapable, on)
 		}
+		if want := map[bool]uint32{true: 7}[on]; d.MIGSlices != want {
+			t.Errorf("device %d: MIGSlices %d, want %d", i, d.MIGSlices, want)
+		}
 		if len(d.MIG) != len(profiles) {
 			t.Fatalf("device %d: %d MIG devices, want %d", i, len(d.MIG), len(profiles))
 		}
 		for k, m := range d.MIG {
 			wantUUID, _ := mocks[i][k].GetUUID()
-			want := MIGInstance{UUID: wantUUID, ParentUUID: d.UUID, Profile: profiles[k], MemoryMiB: wantMiB[i][k]}
+			want := MIGInstance{UUID: wantUUID, ParentUUID: d.UUID, Profile: profiles[k], MemoryMiB: wantMiB[i][k], Slices: wantSlices[i][k]}
 			if m != want {
 				t.Errorf("device %d MIG %d = %+v, want %+v", i, k, m, want)
 			}
@@ -308,8 +312,8 @@ func TestMeterNVML(t *testing.T) {
 	gpus := []string{s.dev(0).UUID, s.dev(1).UUID}
 	m := StartMeter(inv, gpus, WithClock(clock.now))
 	clock.advance(90 * time.Second)
-	s.energy[0].Add(45_000_500) // 45 000.5 J
-	s.energy[1].Add(30_000_000) // 30 000 J
+	s.Energy[0].Add(45_000_500) // 45 000.5 J
+	s.Energy[1].Add(30_000_000) // 30 000 J
 	got := m.Stop()
 	want := markettypes.Usage{GpuSeconds: 180, EnergyJoules: 75_000, GpuUuids: gpus}
 	if !equalUsage(got, want) {
@@ -320,7 +324,7 @@ func TestMeterNVML(t *testing.T) {
 	mig1, _ := migs[1].GetUUID()
 	mm := StartMeter(inv, []string{mig0, mig1}, WithClock(clock.now))
 	clock.advance(30 * time.Second)
-	s.energy[7].Add(9_000_000)
+	s.Energy[7].Add(9_000_000)
 	got = mm.Stop()
 	want = markettypes.Usage{GpuSeconds: 60, EnergyJoules: 0, GpuUuids: []string{mig0, mig1}}
 	if !equalUsage(got, want) {
@@ -344,7 +348,7 @@ func TestToGpuInfoNVML(t *testing.T) {
 		Model: "Mock NVIDIA A100-SXM4-40GB", Uuid: s.dev(0).UUID, MemoryMib: 40960,
 		ComputeCapability: "8.0", TensorCores: true, MigCapable: true, PowerLimitWatts: 400,
 	}
-	if infos[0] != want {
+	if !reflect.DeepEqual(infos[0], want) {
 		t.Errorf("GpuInfo = %+v, want %+v", infos[0], want)
 	}
 }

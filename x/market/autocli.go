@@ -37,7 +37,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "BidsByJob", Use: "bids <job-id>", Short: "List an auction's bids", PositionalArgs: args("job_id")},
 				{RpcMethod: "OpenAuctions", Use: "auctions", Short: "List the jobs taking bids"},
 				{RpcMethod: "JobHistory", Use: "history <job-id>", Short: "Show a job's history, oldest first", PositionalArgs: args("job_id")},
-				{RpcMethod: "NodeSlot", Use: "node <node-id>", Short: "Show the market's view of a node (load, ask)", PositionalArgs: args("node_id")},
+				{RpcMethod: "NodeSlot", Use: "node <node-id>", Short: "Show the market's view of a node (load, ask, MIG devices)", PositionalArgs: args("node_id")},
 				{RpcMethod: "Dispute", Use: "dispute <dispute-id>", Short: "Show a dispute and its committee", PositionalArgs: args("dispute_id")},
 				{RpcMethod: "Pool", Use: "pool <pool-id>", Short: "Show a pool", PositionalArgs: args("pool_id")},
 				{RpcMethod: "Pools", Use: "pools", Short: "List every pool"},

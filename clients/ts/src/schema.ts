@@ -91,6 +91,16 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "tensor_cores", a: "tensor_cores", t: "tensorCores", k: "bool" },
       { n: "mig_capable", a: "mig_capable", t: "migCapable", k: "bool" },
       { n: "power_limit_watts", a: "power_limit_watts", t: "powerLimitWatts", k: "uint32" },
+      { n: "mig_instances", a: "mig_instances", t: "migInstances", k: "message", r: true, m: "flops.gfl.v1.MigInstance", keep: true },
+      { n: "mig_slices", a: "mig_slices", t: "migSlices", k: "uint32" },
+    ],
+  },
+  "flops.gfl.v1.MigInstance": {
+    f: [
+      { n: "uuid", a: "uuid", t: "uuid", k: "string" },
+      { n: "profile", a: "profile", t: "profile", k: "string" },
+      { n: "memory_mib", a: "memory_mib", t: "memoryMib", k: "uint64" },
+      { n: "slices", a: "slices", t: "slices", k: "uint32" },
     ],
   },
   "flops.gfl.v1.MsgApproveNode": {
@@ -474,6 +484,7 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "allowed_classes", a: "allowed_classes", t: "allowedClasses", k: "string", r: true },
       { n: "region", a: "region", t: "region", k: "string" },
       { n: "shared_gpu_ok", a: "shared_gpu_ok", t: "sharedGpuOk", k: "bool" },
+      { n: "multi_slice_ok", a: "multi_slice_ok", t: "multiSliceOk", k: "bool" },
     ],
   },
   "flops.market.v1.TaskArgs": {

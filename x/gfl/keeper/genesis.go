@@ -56,8 +56,8 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.Nodes.Set(ctx, n.Id, n); err != nil {
 			return err
 		}
-		for _, g := range n.Gpus {
-			if err := k.GpuOwners.Set(ctx, g.Uuid, n.Id); err != nil {
+		for _, u := range types.DeviceUUIDs(n.Gpus) {
+			if err := k.GpuOwners.Set(ctx, u, n.Id); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package keeper
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -30,9 +31,9 @@ func (k Keeper) RegisterNode(ctx context.Context, op sdk.AccAddress, spec types.
 	if err != nil {
 		return types.Node{}, err
 	}
-	for i, g := range spec.Gpus {
-		if owner, err := k.GpuOwners.Get(ctx, g.Uuid); err == nil {
-			return types.Node{}, errorsmod.Wrapf(types.ErrDuplicateGpu, "gpus[%d].uuid %s is already registered by node %d", i, g.Uuid, owner)
+	for _, u := range types.DeviceUUIDs(spec.Gpus) {
+		if owner, err := k.GpuOwners.Get(ctx, u); err == nil {
+			return types.Node{}, errorsmod.Wrapf(types.ErrDuplicateGpu, "GPU or MIG uuid %s is already registered by node %d", u, owner)
 		} else if !errorsmod.IsOf(err, collections.ErrNotFound) {
 			return types.Node{}, err
 		}
@@ -57,8 +58,8 @@ func (k Keeper) RegisterNode(ctx context.Context, op sdk.AccAddress, spec types.
 			return types.Node{}, err
 		}
 	}
-	for _, g := range node.Gpus {
-		if err := k.GpuOwners.Set(ctx, g.Uuid, id); err != nil {
+	for _, u := range types.DeviceUUIDs(node.Gpus) {
+		if err := k.GpuOwners.Set(ctx, u, id); err != nil {
 			return types.Node{}, err
 		}
 	}
@@ -123,10 +124,10 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 	if err != nil {
 		return node, err
 	}
-	for i, g := range spec.Gpus {
-		owner, err := k.GpuOwners.Get(ctx, g.Uuid)
+	for _, u := range types.DeviceUUIDs(spec.Gpus) {
+		owner, err := k.GpuOwners.Get(ctx, u)
 		if err == nil && owner != id {
-			return node, errorsmod.Wrapf(types.ErrDuplicateGpu, "gpus[%d].uuid %s is already registered by node %d", i, g.Uuid, owner)
+			return node, errorsmod.Wrapf(types.ErrDuplicateGpu, "GPU or MIG uuid %s is already registered by node %d", u, owner)
 		} else if err != nil && !errorsmod.IsOf(err, collections.ErrNotFound) {
 			return node, err
 		}
@@ -163,13 +164,13 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 				}
 			}
 		}
-		for _, g := range node.Gpus {
-			if err := k.GpuOwners.Remove(ctx, g.Uuid); err != nil {
+		for _, u := range types.DeviceUUIDs(node.Gpus) {
+			if err := k.GpuOwners.Remove(ctx, u); err != nil {
 				return node, err
 			}
 		}
-		for _, g := range spec.Gpus {
-			if err := k.GpuOwners.Set(ctx, g.Uuid, id); err != nil {
+		for _, u := range types.DeviceUUIDs(spec.Gpus) {
+			if err := k.GpuOwners.Set(ctx, u, id); err != nil {
 				return node, err
 			}
 		}
@@ -203,7 +204,10 @@ func sameGPUs(a, b []types.GpuInfo) bool {
 		return false
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		// every field, those to come too (the encoding is deterministic)
+		x, errX := a[i].Marshal()
+		y, errY := b[i].Marshal()
+		if errX != nil || errY != nil || !bytes.Equal(x, y) {
 			return false
 		}
 	}

@@ -2,6 +2,7 @@ package keeper_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,7 +55,9 @@ func TestRegisterNodeRejections(t *testing.T) {
 	f := newFixture(t, nil)
 	op := f.operator("alice", 100)
 	poor := f.operator("poor", 1)
-	f.register(op, spec("taken", 1))
+	taken := spec("taken", 1)
+	taken.Gpus[0].MigSlices, taken.Gpus[0].MigInstances = 7, []types.MigInstance{{Uuid: "MIG-taken", Profile: "7g.40gb", MemoryMib: 40192, Slices: 7}}
+	f.register(op, taken)
 
 	mod := func(m func(s *types.NodeSpec)) types.NodeSpec { s := spec("x", 2); m(&s); return s }
 	cases := []struct {
@@ -85,6 +88,25 @@ func TestRegisterNodeRejections(t *testing.T) {
 		{"mixed classes", op, mod(func(s *types.NodeSpec) { s.Gpus[1].MemoryMib = 81920 }), types.ErrMixedGpuClasses},
 		{"uuid twice in the node", op, mod(func(s *types.NodeSpec) { s.Gpus[1].Uuid = s.Gpus[0].Uuid }), types.ErrDuplicateGpu},
 		{"uuid of another node", op, mod(func(s *types.NodeSpec) { s.Gpus[1].Uuid = "GPU-taken-0" }), types.ErrDuplicateGpu},
+		// MIG instances
+		{"mig on a card that is not mig_capable", op, mod(func(s *types.NodeSpec) { mig(s, 7, 1); s.Gpus[0].MigCapable = false }), types.ErrInvalidNodeSpec},
+		{"mig without mig_slices", op, mod(func(s *types.NodeSpec) { mig(s, 0, 1) }), types.ErrInvalidNodeSpec},
+		{"mig_slices above 8", op, mod(func(s *types.NodeSpec) { mig(s, 9, 1) }), types.ErrInvalidNodeSpec},
+		{"mig_slices without instances", op, mod(func(s *types.NodeSpec) { s.Gpus[0].MigSlices = 7 }), types.ErrInvalidNodeSpec},
+		{"mig slices above the card's", op, mod(func(s *types.NodeSpec) { mig(s, 7, 4, 4) }), types.ErrInvalidNodeSpec},
+		{"mig memory above the card's", op, mod(func(s *types.NodeSpec) { mig(s, 7, 1, 1); s.Gpus[0].MigInstances[1].MemoryMib = 40960 }), types.ErrInvalidNodeSpec},
+		{"mig memory overflowing", op, mod(func(s *types.NodeSpec) {
+			mig(s, 7, 1, 1)
+			s.Gpus[0].MigInstances[1].MemoryMib = 1<<64 - 1
+		}), types.ErrInvalidNodeSpec},
+		{"mig instance of no slice", op, mod(func(s *types.NodeSpec) { mig(s, 7, 0) }), types.ErrInvalidNodeSpec},
+		{"mig instance of no memory", op, mod(func(s *types.NodeSpec) { mig(s, 7, 1); s.Gpus[0].MigInstances[0].MemoryMib = 0 }), types.ErrInvalidNodeSpec},
+		{"mig profile not NVIDIA's", op, mod(func(s *types.NodeSpec) { mig(s, 7, 1); s.Gpus[0].MigInstances[0].Profile = "one slice" }), types.ErrInvalidNodeSpec},
+		{"mig uuid empty", op, mod(func(s *types.NodeSpec) { mig(s, 7, 1); s.Gpus[0].MigInstances[0].Uuid = "" }), types.ErrInvalidNodeSpec},
+		{"mig uuid twice", op, mod(func(s *types.NodeSpec) { mig(s, 7, 1, 1); s.Gpus[0].MigInstances[1].Uuid = "MIG-0" }), types.ErrDuplicateGpu},
+		{"mig uuid of a gpu", op, mod(func(s *types.NodeSpec) { mig(s, 7, 1); s.Gpus[0].MigInstances[0].Uuid = s.Gpus[1].Uuid }), types.ErrDuplicateGpu},
+		{"mig uuid of another node", op, mod(func(s *types.NodeSpec) { mig(s, 7, 1); s.Gpus[0].MigInstances[0].Uuid = "MIG-taken" }), types.ErrDuplicateGpu},
+		{"too many mig instances", op, mod(func(s *types.NodeSpec) { mig(s, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1) }), validate.ErrTooMany},
 		{"bad region", op, mod(func(s *types.NodeSpec) { s.Region = "eu west" }), types.ErrInvalidNodeSpec},
 		{"endpoint not a url", op, mod(func(s *types.NodeSpec) { s.Endpoint = "gpu-01:8443" }), types.ErrInvalidNodeSpec},
 		{"endpoint ftp", op, mod(func(s *types.NodeSpec) { s.Endpoint = "ftp://gpu-01" }), types.ErrInvalidNodeSpec},
@@ -307,4 +329,39 @@ func TestFailingHookFailsRegistration(t *testing.T) {
 	f.requireUnchanged(before)
 	f.hooks.fail = nil
 	f.register(op, spec("x", 1))
+}
+
+// mig puts gpus[0] in MIG mode: cardSlices slices, one instance per entry of slices
+// (named MIG-0, MIG-1, ...), each 5 GiB a slice.
+func mig(s *types.NodeSpec, cardSlices uint32, slices ...uint32) {
+	g := &s.Gpus[0]
+	g.MigSlices = cardSlices
+	for k, n := range slices {
+		g.MigInstances = append(g.MigInstances, types.MigInstance{Uuid: fmt.Sprintf("MIG-%d", k), Profile: fmt.Sprintf("%dg.%dgb", n, 5*n), MemoryMib: 5120 * uint64(n), Slices: n})
+	}
+}
+
+// A node registers its MIG instances: each UUID is the node's on the chain (another node
+// cannot register it) until the node gives it up in an update.
+func TestRegisterNodeWithMIG(t *testing.T) {
+	f := newFixture(t, nil)
+	op := f.operator("alice", 8)
+	s := spec("a", 2)
+	mig(&s, 7, 3, 2, 1, 1)
+	id := f.register(op, s)
+	n := f.node(id)
+	require.Len(t, n.Gpus[0].MigInstances, 4)
+	require.Equal(t, uint64(2), f.coll.locked[op], "collateral per GPU, not per instance")
+
+	other := spec("b", 1)
+	mig(&other, 7, 1)
+	_, err := f.ms.RegisterNode(f.ctx, &types.MsgRegisterNode{Operator: op, Spec: other})
+	require.ErrorIs(t, err, types.ErrDuplicateGpu)
+	require.ErrorContains(t, err, "MIG-0")
+
+	// MIG turned off on the card: its instances are released
+	_, err = f.ms.UpdateNode(f.ctx, &types.MsgUpdateNode{Operator: op, NodeId: id, Spec: spec("a", 2)})
+	require.NoError(t, err)
+	require.Empty(t, f.node(id).Gpus[0].MigInstances)
+	f.register(op, other)
 }

@@ -76,10 +76,10 @@ func (k Keeper) deleteNode(ctx sdk.Context, node types.Node) error {
 	if err := k.NodeRetireAt.Remove(ctx, collections.Join(node.RetireHeight, node.Id)); err != nil {
 		return err
 	}
-	for _, g := range node.Gpus {
-		owner, err := k.GpuOwners.Get(ctx, g.Uuid)
+	for _, u := range types.DeviceUUIDs(node.Gpus) {
+		owner, err := k.GpuOwners.Get(ctx, u)
 		if err == nil && owner == node.Id {
-			if err := k.GpuOwners.Remove(ctx, g.Uuid); err != nil {
+			if err := k.GpuOwners.Remove(ctx, u); err != nil {
 				return err
 			}
 		} else if err != nil && !errors.Is(err, collections.ErrNotFound) {

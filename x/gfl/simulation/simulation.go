@@ -236,9 +236,25 @@ func MsgRegisterNodeFactory(k keeper.Keeper, operators Operators) simsx.SimMsgFa
 			AskPerGpuHour: sdk.NewInt64Coin(sdk.DefaultBondDenom, int64(100_000+r.Intn(2_000_000))), ClaimedGflops: uint64(1 + r.Intn(1000)),
 		}
 		for range gpus {
-			spec.Gpus = append(spec.Gpus, types.GpuInfo{
+			g := types.GpuInfo{
 				Model: "NVIDIA " + class.ModelSubstrings[0], Uuid: fmt.Sprintf("GPU-%016x", r.Uint64()), MemoryMib: class.MinMemoryMib, ComputeCapability: "8.0",
-			})
+			}
+			if r.Intn(3) == 0 {
+				// a card in MIG mode: instances of 1 to 3 slices of its 7, each its share of
+				// the memory
+				g.MigCapable, g.MigSlices = true, 7
+				for left := uint32(7); left > 0 && r.Intn(4) != 0; {
+					s := min(uint32(1+r.Intn(3)), left)
+					left -= s
+					g.MigInstances = append(g.MigInstances, types.MigInstance{
+						Uuid: fmt.Sprintf("MIG-%016x", r.Uint64()), Profile: fmt.Sprintf("%dg.%dgb", s, 5*s), MemoryMib: g.MemoryMib * uint64(s) / 8, Slices: s,
+					})
+				}
+				if len(g.MigInstances) == 0 {
+					g.MigSlices = 0 // MIG capable, offered whole
+				}
+			}
+			spec.Gpus = append(spec.Gpus, g)
 		}
 		// a GPU already registered (the simulation after an import draws the same ids
 		// again) is refused, as it must be

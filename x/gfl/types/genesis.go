@@ -53,11 +53,11 @@ func (gs GenesisState) validate() error {
 		if n.ClaimedClass != "" && n.ClaimedClass == n.GpuClass {
 			return fmt.Errorf("nodes[%d]: claimed_class %q is its gpu_class (it is set only for a node re-classed)", i, n.ClaimedClass)
 		}
-		for _, g := range n.Gpus {
-			if other, dup := uuids[g.Uuid]; dup {
-				return fmt.Errorf("nodes[%d]: GPU %s also in node %d", i, g.Uuid, other)
+		for _, u := range DeviceUUIDs(n.Gpus) {
+			if other, dup := uuids[u]; dup {
+				return fmt.Errorf("nodes[%d]: GPU or MIG uuid %s also in node %d", i, u, other)
 			}
-			uuids[g.Uuid] = n.Id
+			uuids[u] = n.Id
 		}
 		if n.Status != NODE_STATUS_ACTIVE && n.PowerGflops != 0 {
 			return fmt.Errorf("nodes[%d]: %s node with power %d", i, n.Status, n.PowerGflops)

@@ -23,6 +23,16 @@ const (
 
 var computeCapability = regexp.MustCompile(`^[0-9]{1,2}\.[0-9]{1,2}$`)
 
+// migProfile is NVIDIA's MIG profile name: "<g>g.<m>gb", prefixed by "<c>c." when the
+// compute instance is smaller than its GPU instance, e.g. "1g.10gb", "1c.2g.20gb"; a
+// suffix such as "+me" is allowed.
+var migProfile = regexp.MustCompile(`^([0-9]c\.)?[0-9]g\.[0-9]{1,4}gb(\+[a-z]{1,8})?$`)
+
+// MaxMIGSlices bounds a GPU's MIG slices and instances (NVIDIA's GPUs have at most 7).
+const MaxMIGSlices = 8
+
+const maxMIGProfileLen = 32
+
 // Validate checks a node spec against the params and returns the node's GPU class. Every
 // failure is a registered error naming the offending field and value.
 func (s NodeSpec) Validate(p Params) (string, error) {
@@ -42,6 +52,12 @@ func (s NodeSpec) Validate(p Params) (string, error) {
 			return "", errorsmod.Wrapf(ErrDuplicateGpu, "gpus[%d].uuid %s appears twice in the node", i, g.Uuid)
 		}
 		seen[g.Uuid] = struct{}{}
+		for k, m := range g.MigInstances {
+			if _, dup := seen[m.Uuid]; dup {
+				return "", errorsmod.Wrapf(ErrDuplicateGpu, "gpus[%d].mig_instances[%d].uuid %s appears twice in the node", i, k, m.Uuid)
+			}
+			seen[m.Uuid] = struct{}{}
+		}
 		c, ok := ClassifyGPU(p.GpuClasses, g)
 		if !ok {
 			return "", errorsmod.Wrapf(ErrUnknownGpuClass, "gpus[%d]: %q with %d MiB matches no class of the GPU class table", i, g.Model, g.MemoryMib)
@@ -108,6 +124,17 @@ func (s NodeSpec) validateSizes(p Params) error {
 		if err := validate.Size(fmt.Sprintf("gpus[%d].compute_capability", i), len(g.ComputeCapability), 5); err != nil {
 			return err
 		}
+		if err := validate.Count(fmt.Sprintf("gpus[%d].mig_instances", i), len(g.MigInstances), MaxMIGSlices); err != nil {
+			return err
+		}
+		for k, m := range g.MigInstances {
+			if err := validate.Size(fmt.Sprintf("gpus[%d].mig_instances[%d].uuid", i, k), len(m.Uuid), maxUUIDLen); err != nil {
+				return err
+			}
+			if err := validate.Size(fmt.Sprintf("gpus[%d].mig_instances[%d].profile", i, k), len(m.Profile), maxMIGProfileLen); err != nil {
+				return err
+			}
+		}
 	}
 	if err := validate.Size("region", len(s.Region), 64); err != nil {
 		return err
@@ -132,7 +159,62 @@ func (g GpuInfo) validate(i int) error {
 	case !computeCapability.MatchString(g.ComputeCapability):
 		return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].compute_capability %q: must be major.minor, e.g. 8.0", i, g.ComputeCapability)
 	}
+	return g.validateMIG(i)
+}
+
+// validateMIG checks a GPU's MIG instances: a MIG-capable GPU, its slice count, and
+// instances that fit in it (their slices and memory add up to at most the GPU's).
+func (g GpuInfo) validateMIG(i int) error {
+	if len(g.MigInstances) == 0 {
+		if g.MigSlices != 0 {
+			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_slices %d: without mig_instances, must be 0", i, g.MigSlices)
+		}
+		return nil
+	}
+	switch {
+	case !g.MigCapable:
+		return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances: the GPU is not mig_capable", i)
+	case g.MigSlices == 0 || g.MigSlices > MaxMIGSlices:
+		return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_slices %d: must be 1 to %d with mig_instances", i, g.MigSlices, MaxMIGSlices)
+	}
+	var slices uint32
+	var mem uint64
+	for k, m := range g.MigInstances {
+		switch {
+		case m.Uuid == "" || len(m.Uuid) > maxUUIDLen || strings.ContainsAny(m.Uuid, " \t\n"):
+			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances[%d].uuid %q: must be 1 to %d characters without spaces", i, k, m.Uuid, maxUUIDLen)
+		case m.Uuid == g.Uuid:
+			return errorsmod.Wrapf(ErrDuplicateGpu, "gpus[%d].mig_instances[%d].uuid %s is the GPU's own", i, k, m.Uuid)
+		case m.Profile != "" && !migProfile.MatchString(m.Profile):
+			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances[%d].profile %q: must be NVIDIA's name, e.g. 1g.10gb or 1c.2g.20gb (or empty)", i, k, m.Profile)
+		case m.MemoryMib == 0:
+			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances[%d].memory_mib: must be positive", i, k)
+		case m.Slices == 0:
+			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances[%d].slices: must be positive", i, k)
+		}
+		// each sum stays at most the GPU's before the next is added: no overflow
+		if m.Slices > g.MigSlices-slices {
+			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances[%d]: %d slices on top of %d, the GPU has %d", i, k, m.Slices, slices, g.MigSlices)
+		}
+		if m.MemoryMib > g.MemoryMib-mem {
+			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances[%d]: %d MiB on top of %d, the GPU has %d", i, k, m.MemoryMib, mem, g.MemoryMib)
+		}
+		slices += m.Slices
+		mem += m.MemoryMib
+	}
 	return nil
+}
+
+// DeviceUUIDs are the UUIDs of the GPUs and their MIG instances, each unique on the chain.
+func DeviceUUIDs(gpus []GpuInfo) []string {
+	out := make([]string, 0, len(gpus))
+	for _, g := range gpus {
+		out = append(out, g.Uuid)
+		for _, m := range g.MigInstances {
+			out = append(out, m.Uuid)
+		}
+	}
+	return out
 }
 
 // ValidateEndpoint checks a worker endpoint: an absolute http or https URL with a host.

@@ -107,6 +107,10 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 	case !types.MeetsRequirements(s, job.Spec):
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d does not meet the job's requirements or workload", s.NodeId)
 	}
+	if _, ok := types.FitDevices(s, job.Spec.Requirements, false); len(s.Devices) > 0 && !ok {
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d has no %d devices for a task (whole GPUs unless shared_gpu_ok, on %d cards unless multi_slice_ok, with %d MiB each)",
+			s.NodeId, need, need, job.Spec.Requirements.MinMemoryMib)
+	}
 	_, ok, err := k.wiring.reputation.Reputation(ctx, s.NodeId)
 	if err != nil {
 		return err
@@ -341,6 +345,9 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		}
 		if !slot.Active || slot.GpusUsed+need > slot.Gpus {
 			break // the node has no room left: the rest of its fill goes to the scheduler
+		}
+		if _, ok := types.FitDevices(slot, job.Spec.Requirements, true); len(slot.Devices) > 0 && !ok {
+			break // no free devices that fit (MIG)
 		}
 		excluded, err := k.excludedNodes(ctx, *job, *t)
 		if err != nil {

@@ -3,6 +3,7 @@ package keeper
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -41,6 +42,9 @@ func (h gflHooks) AfterNodeChanged(ctx context.Context, n gfltypes.Node) error {
 	switch {
 	case err == nil:
 		s.GpusUsed, s.Tasks, s.OpenTasks = old.GpusUsed, old.Tasks, old.OpenTasks
+		if slices.Equal(s.Devices, old.Devices) {
+			s.DevicesUsed = old.DevicesUsed
+		} // else an inventory change, refused while a task holds the node (BeforeNodeChange)
 		oldp = &old
 	case !errorsmod.IsOf(err, collections.ErrNotFound):
 		return err

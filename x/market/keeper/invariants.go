@@ -127,12 +127,15 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 }
 
 // SlotsInvariant: each node's GPUs in use, in-flight tasks and open (unsettled) tasks match
-// its tasks, and the
-// scheduling index holds exactly the active nodes at their current load.
+// its tasks; on a node with MIG, the devices in use are exactly those its tasks hold, each
+// held by one task, as many as the task's GPUs, whole GPUs unless it may share, on
+// different cards unless it may take several slices of one; and the scheduling index
+// holds exactly the active nodes at their current load.
 func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 	var problems []string
 	err := k.Slots.Walk(ctx, nil, func(id uint64, s types.NodeSlot) (bool, error) {
 		var gpus, tasks, open uint32
+		held := types.NodeSlot{Devices: s.Devices} // the devices its tasks hold
 		it, err := k.Tasks.Indexes.ByNode.MatchExact(ctx, id)
 		if err != nil {
 			return true, err
@@ -155,6 +158,10 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 			}
 			if holdsNode(t.Status) {
 				gpus += job.Spec.Requirements.GPUs()
+				problems = append(problems, devicesProblems(s, held, job, t)...)
+				if bits, ok := held.MarkDevices(t.Devices, true); ok {
+					held.DevicesUsed = bits
+				}
 			}
 			if inFlight(t.Status) {
 				tasks++
@@ -166,6 +173,14 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 		_ = it.Close()
 		if gpus != s.GpusUsed || tasks != s.Tasks || open != s.OpenTasks {
 			problems = append(problems, fmt.Sprintf("node %d: slot says %d GPUs / %d tasks / %d open, its tasks %d / %d / %d", id, s.GpusUsed, s.Tasks, s.OpenTasks, gpus, tasks, open))
+		}
+		for i := range s.Devices {
+			if s.DeviceUsed(i) != held.DeviceUsed(i) {
+				problems = append(problems, fmt.Sprintf("node %d: device %d in use %v, held by a task %v", id, i, s.DeviceUsed(i), held.DeviceUsed(i)))
+			}
+		}
+		if len(s.DevicesUsed) > (len(s.Devices)+7)/8 {
+			problems = append(problems, fmt.Sprintf("node %d: %d bytes of devices in use for %d devices", id, len(s.DevicesUsed), len(s.Devices)))
 		}
 		has, err := k.SchedIndex.Has(ctx, indexKey(s))
 		if err != nil {
@@ -650,4 +665,35 @@ func (k Keeper) HeldExposure(ctx sdk.Context) (map[string]sdkmath.Int, error) {
 		return false, nil
 	})
 	return held, err
+}
+
+// devicesProblems checks the devices a task holding a node was given against the node's
+// slot and the devices its other tasks hold.
+func devicesProblems(s, held types.NodeSlot, job types.Job, t types.Task) []string {
+	if len(s.Devices) == 0 {
+		if len(t.Devices) > 0 {
+			return []string{fmt.Sprintf("task %d holds devices %v of node %d, which has no MIG", t.Id, t.Devices, s.NodeId)}
+		}
+		return nil
+	}
+	req := job.Spec.Requirements
+	if uint32(len(t.Devices)) != req.GPUs() {
+		return []string{fmt.Sprintf("task %d holds %d devices of node %d, it needs %d", t.Id, len(t.Devices), s.NodeId, req.GPUs())}
+	}
+	if _, ok := held.MarkDevices(t.Devices, true); !ok {
+		return []string{fmt.Sprintf("task %d holds devices %v of node %d: one is unknown, repeated or another task's", t.Id, t.Devices, s.NodeId)}
+	}
+	var out []string
+	cards := map[uint32]bool{}
+	for _, i := range t.Devices {
+		d := s.Devices[i]
+		if d.Slices != 0 && !req.SharedGpuOk {
+			out = append(out, fmt.Sprintf("task %d runs on MIG device %d of node %d without shared_gpu_ok", t.Id, i, s.NodeId))
+		}
+		if cards[d.Card] && !req.MultiSliceOk {
+			out = append(out, fmt.Sprintf("task %d has two devices of card %d of node %d without multi_slice_ok", t.Id, d.Card, s.NodeId))
+		}
+		cards[d.Card] = true
+	}
+	return out
 }

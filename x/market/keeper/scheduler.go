@@ -3,6 +3,7 @@ package keeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"cosmossdk.io/collections"
@@ -523,6 +524,14 @@ func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *t
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	exposure := exposureOf(p, taskValue(*job, t.Role, price))
 	h := sdkCtx.BlockHeight()
+	var devices []uint32
+	if len(slot.Devices) > 0 {
+		// the exact devices (whole GPUs or MIG instances) it runs on: its worker pins these
+		var ok bool
+		if devices, ok = types.FitDevices(slot, job.Spec.Requirements, true); !ok {
+			return fmt.Errorf("market: node %d has no free devices for task %d", slot.NodeId, t.Id)
+		}
+	}
 	if err := k.transition(ctx, p, job, t, types.TASK_STATUS_ASSIGNED, step{
 		history: "TaskAssigned", node: slot.NodeId, detail: "price " + price.String() + p.Denom, slot: &slot, jobAsStored: jobAsStored,
 	}, func(t *types.Task) {
@@ -533,6 +542,7 @@ func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *t
 		t.BidNode = bidNode
 		t.AssignedHeight = h
 		t.AckDeadlineHeight = h + int64(p.AckTimeoutBlocks)
+		t.Devices = devices
 	}); err != nil {
 		return err
 	}
@@ -803,7 +813,15 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, rol
 		return candidate{}, false, nil
 	}
 	// the node's ask for the run, plus what revealing will cost its provider in gas
-	price := types.Quote(s.AskPerGpuHour, need, job.Spec.MaxDuration).Add(sdkmath.NewIntFromUint64(job.RevealCost))
+	quote := types.Quote(s.AskPerGpuHour, need, job.Spec.MaxDuration)
+	if len(s.Devices) > 0 {
+		devices, ok := types.FitDevices(s, req, true)
+		if !ok {
+			return candidate{}, false, nil
+		}
+		quote = types.QuoteDevices(s, devices, job.Spec.MaxDuration)
+	}
+	price := quote.Add(sdkmath.NewIntFromUint64(job.RevealCost))
 	if price.GT(job.Spec.MaxPricePerTask.Amount) || !price.IsPositive() {
 		return candidate{}, false, nil
 	}

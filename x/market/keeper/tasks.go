@@ -18,8 +18,9 @@ import (
 // What a task's status holds of a node slot, the scheduling index and escrow; the lifecycle
 // core that moves it is transition.go.
 
-// adjustSlot changes a node's GPUs in use and in-flight tasks and re-indexes it.
-func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, known *types.NodeSlot, dGPUs, dTasks, dOpen int64) error {
+// adjustSlot changes a node's GPUs in use and in-flight tasks and re-indexes it; on a node
+// with MIG it frees the devices of release and takes those of take.
+func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, known *types.NodeSlot, dGPUs, dTasks, dOpen int64, release, take []uint32) error {
 	var s types.NodeSlot
 	if known != nil && known.NodeId == nodeID {
 		s = *known
@@ -35,6 +36,19 @@ func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, known *types.Node
 		return fmt.Errorf("market: node %d slot out of step: gpus used %d, tasks %d, open tasks %d", nodeID, used, tasks, open)
 	}
 	s.GpusUsed, s.Tasks, s.OpenTasks = uint32(used), uint32(tasks), uint32(open)
+	for _, m := range []struct {
+		devices []uint32
+		use     bool
+	}{{release, false}, {take, true}} {
+		if len(m.devices) == 0 {
+			continue
+		}
+		bits, ok := s.MarkDevices(m.devices, m.use)
+		if !ok {
+			return fmt.Errorf("market: node %d slot out of step: devices %v (in use %v) cannot be taken=%v", nodeID, m.devices, s.DevicesUsed, m.use)
+		}
+		s.DevicesUsed = bits
+	}
 	return k.setSlot(ctx, &old, s)
 }
 

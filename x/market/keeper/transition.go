@@ -3,6 +3,7 @@ package keeper
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -314,6 +315,7 @@ func auditDrawHeight(t types.Task) int64 {
 type hold struct {
 	node              uint64
 	gpus, tasks, open int64
+	devices           []uint32 // on a node with MIG, while it holds the node
 	provider          string
 	exposure          sdkmath.Int
 }
@@ -325,6 +327,7 @@ func holdOf(job types.Job, t types.Task) hold {
 	h := hold{node: t.NodeId, provider: t.Provider}
 	if holdsNode(t.Status) {
 		h.gpus = int64(job.Spec.Requirements.GPUs())
+		h.devices = t.Devices
 	}
 	if inFlight(t.Status) {
 		h.tasks = 1
@@ -344,19 +347,23 @@ func holdOf(job types.Job, t types.Task) hold {
 func (k Keeper) moveHoldings(ctx context.Context, job types.Job, old, new types.Task, known *types.NodeSlot) error {
 	a, b := holdOf(job, old), holdOf(job, new)
 	if a.node == b.node {
-		if dg, dt, do := b.gpus-a.gpus, b.tasks-a.tasks, b.open-a.open; a.node != 0 && (dg != 0 || dt != 0 || do != 0) {
-			if err := k.adjustSlot(ctx, a.node, known, dg, dt, do); err != nil {
+		release, take := a.devices, b.devices
+		if slices.Equal(release, take) {
+			release, take = nil, nil
+		}
+		if dg, dt, do := b.gpus-a.gpus, b.tasks-a.tasks, b.open-a.open; a.node != 0 && (dg != 0 || dt != 0 || do != 0 || len(release)+len(take) > 0) {
+			if err := k.adjustSlot(ctx, a.node, known, dg, dt, do, release, take); err != nil {
 				return err
 			}
 		}
 	} else {
 		if a.node != 0 && (a.gpus != 0 || a.tasks != 0 || a.open != 0) {
-			if err := k.adjustSlot(ctx, a.node, known, -a.gpus, -a.tasks, -a.open); err != nil {
+			if err := k.adjustSlot(ctx, a.node, known, -a.gpus, -a.tasks, -a.open, a.devices, nil); err != nil {
 				return err
 			}
 		}
 		if b.node != 0 && (b.gpus != 0 || b.tasks != 0 || b.open != 0) {
-			if err := k.adjustSlot(ctx, b.node, known, b.gpus, b.tasks, b.open); err != nil {
+			if err := k.adjustSlot(ctx, b.node, known, b.gpus, b.tasks, b.open, nil, b.devices); err != nil {
 				return err
 			}
 		}

@@ -88,6 +88,13 @@ func MsgSubmitJobFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgSubmit
 		if r.Intn(10) < 3 {
 			spec.Mode = types.ALLOCATION_MODE_AUCTION
 		}
+		// MIG: tasks that may run on instances (several of one card, sometimes), of 1 or 2
+		// GPUs
+		spec.Requirements.GpuCount = uint32(1 + r.Intn(2))
+		if r.Intn(2) == 0 {
+			spec.Requirements.SharedGpuOk = true
+			spec.Requirements.MultiSliceOk = r.Intn(3) == 0
+		}
 		switch r.Intn(4) {
 		case 0:
 			spec.Runtime, spec.Image, spec.Builtin = types.RUNTIME_BUILTIN, types.BuiltinGemm, types.BuiltinArgs{GemmN: 256, GemmR: 1}

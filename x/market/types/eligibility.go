@@ -14,7 +14,8 @@ func MeetsRequirements(s NodeSlot, spec JobSpec) bool {
 	if !slices.Contains(s.Runtimes, spec.Runtime) {
 		return false
 	}
-	if r.MinMemoryMib > s.MinMemoryMib || (r.TensorCores && !s.TensorCores) || (r.Region != "" && r.Region != s.Region) {
+	// a node with MIG: each device's memory is checked by FitDevices
+	if (len(s.Devices) == 0 && r.MinMemoryMib > s.MinMemoryMib) || (r.TensorCores && !s.TensorCores) || (r.Region != "" && r.Region != s.Region) {
 		return false
 	}
 	if r.MinComputeCapability != "" && CompareComputeCapability(s.ComputeCapability, r.MinComputeCapability) < 0 {

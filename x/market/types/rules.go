@@ -97,6 +97,7 @@ func SlotFromNode(n gfltypes.Node) NodeSlot {
 		Workloads: n.Workloads, Runtimes: n.Runtimes, AskPerGpuHour: n.AskPerGpuHour.Amount, Active: n.Schedulable() && n.GpuClass != "" && !n.AwaitingMeasurement, PowerGflops: n.PowerGflops,
 		TensorCores: len(n.Gpus) > 0, MigCapable: len(n.Gpus) > 0,
 	}
+	mig := false
 	for i, g := range n.Gpus {
 		if i == 0 || g.MemoryMib < s.MinMemoryMib {
 			s.MinMemoryMib = g.MemoryMib
@@ -106,6 +107,26 @@ func SlotFromNode(n gfltypes.Node) NodeSlot {
 		}
 		s.TensorCores = s.TensorCores && g.TensorCores
 		s.MigCapable = s.MigCapable && g.MigCapable
+		mig = mig || len(g.MigInstances) > 0
+	}
+	if mig {
+		// its devices: each GPU offered whole, or its MIG instances
+		for card, g := range n.Gpus {
+			if len(g.MigInstances) == 0 {
+				s.Devices = append(s.Devices, SlotDevice{Card: uint32(card), MemoryMib: g.MemoryMib})
+				continue
+			}
+			for _, m := range g.MigInstances {
+				s.Devices = append(s.Devices, SlotDevice{Card: uint32(card), MemoryMib: m.MemoryMib, Slices: m.Slices, CardSlices: g.MigSlices})
+			}
+		}
+		s.Gpus = uint32(len(s.Devices))
+		s.MinMemoryMib = 0 // per device: FitDevices checks each one's
+		for i, d := range s.Devices {
+			if i == 0 || d.MemoryMib < s.MinMemoryMib {
+				s.MinMemoryMib = d.MemoryMib
+			}
+		}
 	}
 	return s
 }

@@ -276,6 +276,9 @@ func (r Requirements) validate() error {
 	if r.GpuCount > MaxGPUsPerTask {
 		return specErr("requirements.gpu_count %d: at most %d", r.GpuCount, MaxGPUsPerTask)
 	}
+	if r.MultiSliceOk && !r.SharedGpuOk {
+		return specErr("requirements.multi_slice_ok: allows several MIG instances of one card, so needs shared_gpu_ok")
+	}
 	if r.MinComputeCapability != "" && !ccPattern.MatchString(r.MinComputeCapability) {
 		return specErr("requirements.min_compute_capability %q: must be major.minor", r.MinComputeCapability)
 	}

@@ -458,6 +458,32 @@ export interface GpuInfo {
   migCapable: boolean;
   /** power_limit_watts is the enforced power limit. */
   powerLimitWatts: number;
+  /**
+   * mig_instances: the GPU is in MIG mode and offered as these instances, each a
+   * schedulable device of its own (the whole GPU is then not schedulable); empty: the GPU
+   * is offered whole.
+   */
+  migInstances: MigInstance[];
+  /**
+   * mig_slices: the GPU's compute slices in MIG mode (7 on an A100 or H100, 4 on an A30);
+   * required with mig_instances, whose slices add up to at most this.
+   */
+  migSlices: number;
+}
+
+/** MigInstance is one MIG device of a GPU in MIG mode. */
+export interface MigInstance {
+  /** uuid is NVML's MIG device UUID ("MIG-..."), unique on the chain. */
+  uuid: string;
+  /** profile is NVIDIA's profile name, e.g. "1g.5gb" or "2c.4g.20gb". */
+  profile: string;
+  /** memory_mib is the instance's memory in MiB. */
+  memoryMib: bigint;
+  /**
+   * slices: the compute slices of the instance (its share of the GPU is slices /
+   * the GPU's mig_slices).
+   */
+  slices: number;
 }
 
 /** Node is one machine offering its GPUs on the market. */
@@ -1970,6 +1996,8 @@ function createBaseGpuInfo(): GpuInfo {
     tensorCores: false,
     migCapable: false,
     powerLimitWatts: 0,
+    migInstances: [],
+    migSlices: 0,
   };
 }
 
@@ -1998,6 +2026,12 @@ export const GpuInfo: MessageFns<GpuInfo> = {
     }
     if (message.powerLimitWatts !== 0) {
       writer.uint32(56).uint32(message.powerLimitWatts);
+    }
+    for (const v of message.migInstances) {
+      MigInstance.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.migSlices !== 0) {
+      writer.uint32(72).uint32(message.migSlices);
     }
     return writer;
   },
@@ -2071,6 +2105,22 @@ export const GpuInfo: MessageFns<GpuInfo> = {
             message.powerLimitWatts = reader.uint32();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.migInstances.push(MigInstance.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.migSlices = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2112,6 +2162,16 @@ export const GpuInfo: MessageFns<GpuInfo> = {
         : isSet(object.power_limit_watts)
         ? globalThis.Number(object.power_limit_watts)
         : 0,
+      migInstances: globalThis.Array.isArray(object?.migInstances)
+        ? object.migInstances.map((e: any) => MigInstance.fromJSON(e))
+        : globalThis.Array.isArray(object?.mig_instances)
+        ? object.mig_instances.map((e: any) => MigInstance.fromJSON(e))
+        : [],
+      migSlices: isSet(object.migSlices)
+        ? globalThis.Number(object.migSlices)
+        : isSet(object.mig_slices)
+        ? globalThis.Number(object.mig_slices)
+        : 0,
     };
   },
 
@@ -2138,6 +2198,12 @@ export const GpuInfo: MessageFns<GpuInfo> = {
     if (message.powerLimitWatts !== 0) {
       obj.powerLimitWatts = Math.round(message.powerLimitWatts);
     }
+    if (message.migInstances?.length) {
+      obj.migInstances = message.migInstances.map((e) => MigInstance.toJSON(e));
+    }
+    if (message.migSlices !== 0) {
+      obj.migSlices = Math.round(message.migSlices);
+    }
     return obj;
   },
 
@@ -2153,6 +2219,132 @@ export const GpuInfo: MessageFns<GpuInfo> = {
     message.tensorCores = object.tensorCores ?? false;
     message.migCapable = object.migCapable ?? false;
     message.powerLimitWatts = object.powerLimitWatts ?? 0;
+    message.migInstances = object.migInstances?.map((e) => MigInstance.fromPartial(e)) || [];
+    message.migSlices = object.migSlices ?? 0;
+    return message;
+  },
+};
+
+function createBaseMigInstance(): MigInstance {
+  return { uuid: "", profile: "", memoryMib: 0n, slices: 0 };
+}
+
+export const MigInstance: MessageFns<MigInstance> = {
+  encode(message: MigInstance, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.uuid !== "") {
+      writer.uint32(10).string(message.uuid);
+    }
+    if (message.profile !== "") {
+      writer.uint32(18).string(message.profile);
+    }
+    if (message.memoryMib !== 0n) {
+      if (BigInt.asUintN(64, message.memoryMib) !== message.memoryMib) {
+        throw new globalThis.Error("value provided for field message.memoryMib of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.memoryMib);
+    }
+    if (message.slices !== 0) {
+      writer.uint32(32).uint32(message.slices);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MigInstance {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMigInstance();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.uuid = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.profile = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.memoryMib = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.slices = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MigInstance {
+    return {
+      uuid: isSet(object.uuid) ? globalThis.String(object.uuid) : "",
+      profile: isSet(object.profile) ? globalThis.String(object.profile) : "",
+      memoryMib: isSet(object.memoryMib)
+        ? BigInt(object.memoryMib)
+        : isSet(object.memory_mib)
+        ? BigInt(object.memory_mib)
+        : 0n,
+      slices: isSet(object.slices) ? globalThis.Number(object.slices) : 0,
+    };
+  },
+
+  toJSON(message: MigInstance): unknown {
+    const obj: any = {};
+    if (message.uuid !== "") {
+      obj.uuid = message.uuid;
+    }
+    if (message.profile !== "") {
+      obj.profile = message.profile;
+    }
+    if (message.memoryMib !== 0n) {
+      obj.memoryMib = message.memoryMib.toString();
+    }
+    if (message.slices !== 0) {
+      obj.slices = Math.round(message.slices);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MigInstance>): MigInstance {
+    return MigInstance.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MigInstance>): MigInstance {
+    const message = createBaseMigInstance();
+    message.uuid = object.uuid ?? "";
+    message.profile = object.profile ?? "";
+    message.memoryMib = (object.memoryMib !== undefined && object.memoryMib !== null) ? BigInt(object.memoryMib) : 0n;
+    message.slices = object.slices ?? 0;
     return message;
   },
 };

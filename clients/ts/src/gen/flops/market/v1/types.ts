@@ -1123,8 +1123,16 @@ export interface Requirements {
   allowedClasses: string[];
   /** region required ("" for any). */
   region: string;
-  /** shared_gpu_ok: the task may share a GPU (MIG instance or time-slicing). */
+  /**
+   * shared_gpu_ok: the task may run on MIG instances (a slice of a GPU, next to other
+   * tasks on the same card) as well as whole GPUs; without it a task gets whole GPUs only.
+   */
   sharedGpuOk: boolean;
+  /**
+   * multi_slice_ok: with shared_gpu_ok, the task may take several MIG instances of one
+   * card; without it each of its gpu_count devices is on a different card.
+   */
+  multiSliceOk: boolean;
 }
 
 /** BuiltinArgs parameterise a BUILTIN workload. */
@@ -1413,6 +1421,12 @@ export interface Task {
    * block, a round published after it, and waits until that value is known.
    */
   pendingHeight: bigint;
+  /**
+   * devices: on a node with GPUs in MIG mode, the indices in the node's devices
+   * (NodeSlot.devices) the task was given; the worker pins exactly these. Empty on a node
+   * without MIG (any of its free GPUs).
+   */
+  devices: number[];
 }
 
 /** FailureReport is a provider's report that a task failed on its node for the job's sake. */
@@ -1509,6 +1523,30 @@ export interface NodeSlot {
   openTasks: number;
   /** runtimes the node accepts. */
   runtimes: Runtime[];
+  /**
+   * devices: the node's schedulable devices, in the order of its GPUs (a GPU offered
+   * whole is one device, a GPU in MIG mode one device per MIG instance), when any GPU is
+   * in MIG mode; empty otherwise (its GPUs are alike, and gpus counts them). With
+   * devices, gpus is their number and a task is given exact devices (Task.devices).
+   */
+  devices: SlotDevice[];
+  /**
+   * devices_used: a bit per device (device i is bit i%8 of byte i/8), set while a task
+   * holds it.
+   */
+  devicesUsed: Uint8Array;
+}
+
+/** SlotDevice is one schedulable device of a node with GPUs in MIG mode. */
+export interface SlotDevice {
+  /** card: the index of its GPU in the node's gpus. */
+  card: number;
+  /** memory_mib of the device (the GPU's, or the MIG instance's). */
+  memoryMib: bigint;
+  /** slices: the MIG instance's compute slices; 0 for a whole GPU. */
+  slices: number;
+  /** card_slices: its GPU's compute slices in MIG mode (0 for a whole GPU). */
+  cardSlices: number;
 }
 
 /** HistoryEntry is one step of a job's life. */
@@ -4028,6 +4066,7 @@ function createBaseRequirements(): Requirements {
     allowedClasses: [],
     region: "",
     sharedGpuOk: false,
+    multiSliceOk: false,
   };
 }
 
@@ -4056,6 +4095,9 @@ export const Requirements: MessageFns<Requirements> = {
     }
     if (message.sharedGpuOk !== false) {
       writer.uint32(56).bool(message.sharedGpuOk);
+    }
+    if (message.multiSliceOk !== false) {
+      writer.uint32(64).bool(message.multiSliceOk);
     }
     return writer;
   },
@@ -4129,6 +4171,14 @@ export const Requirements: MessageFns<Requirements> = {
             message.sharedGpuOk = reader.bool();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.multiSliceOk = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4174,6 +4224,11 @@ export const Requirements: MessageFns<Requirements> = {
         : isSet(object.shared_gpu_ok)
         ? globalThis.Boolean(object.shared_gpu_ok)
         : false,
+      multiSliceOk: isSet(object.multiSliceOk)
+        ? globalThis.Boolean(object.multiSliceOk)
+        : isSet(object.multi_slice_ok)
+        ? globalThis.Boolean(object.multi_slice_ok)
+        : false,
     };
   },
 
@@ -4200,6 +4255,9 @@ export const Requirements: MessageFns<Requirements> = {
     if (message.sharedGpuOk !== false) {
       obj.sharedGpuOk = message.sharedGpuOk;
     }
+    if (message.multiSliceOk !== false) {
+      obj.multiSliceOk = message.multiSliceOk;
+    }
     return obj;
   },
 
@@ -4217,6 +4275,7 @@ export const Requirements: MessageFns<Requirements> = {
     message.allowedClasses = object.allowedClasses?.map((e) => e) || [];
     message.region = object.region ?? "";
     message.sharedGpuOk = object.sharedGpuOk ?? false;
+    message.multiSliceOk = object.multiSliceOk ?? false;
     return message;
   },
 };
@@ -5576,6 +5635,7 @@ function createBaseTask(): Task {
     progressHeight: 0n,
     auditDrawHeight: 0n,
     pendingHeight: 0n,
+    devices: [],
   };
 }
 
@@ -5743,6 +5803,13 @@ export const Task: MessageFns<Task> = {
         throw new globalThis.Error("value provided for field message.pendingHeight of type int64 too large");
       }
       writer.uint32(304).int64(message.pendingHeight);
+    }
+    if (message.devices.length !== 0) {
+      writer.uint32(314).fork();
+      for (const v of message.devices) {
+        writer.uint32(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -6074,6 +6141,24 @@ export const Task: MessageFns<Task> = {
             message.pendingHeight = reader.int64() as bigint;
             continue;
           }
+          case 39: {
+            if (tag === 312) {
+              message.devices.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 314) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.devices.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6192,6 +6277,9 @@ export const Task: MessageFns<Task> = {
         : isSet(object.pending_height)
         ? BigInt(object.pending_height)
         : 0n,
+      devices: globalThis.Array.isArray(object?.devices)
+        ? object.devices.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -6311,6 +6399,9 @@ export const Task: MessageFns<Task> = {
     if (message.pendingHeight !== 0n) {
       obj.pendingHeight = message.pendingHeight.toString();
     }
+    if (message.devices?.length) {
+      obj.devices = message.devices.map((e) => Math.round(e));
+    }
     return obj;
   },
 
@@ -6385,6 +6476,7 @@ export const Task: MessageFns<Task> = {
     message.pendingHeight = (object.pendingHeight !== undefined && object.pendingHeight !== null)
       ? BigInt(object.pendingHeight)
       : 0n;
+    message.devices = object.devices?.map((e) => e) || [];
     return message;
   },
 };
@@ -6892,6 +6984,8 @@ function createBaseNodeSlot(): NodeSlot {
     powerGflops: 0n,
     openTasks: 0,
     runtimes: [],
+    devices: [],
+    devicesUsed: new Uint8Array(0),
   };
 }
 
@@ -6964,6 +7058,12 @@ export const NodeSlot: MessageFns<NodeSlot> = {
         writer.int32(v);
       }
       writer.join();
+    }
+    for (const v of message.devices) {
+      SlotDevice.encode(v!, writer.uint32(146).fork()).join();
+    }
+    if (message.devicesUsed.length !== 0) {
+      writer.uint32(154).bytes(message.devicesUsed);
     }
     return writer;
   },
@@ -7137,6 +7237,22 @@ export const NodeSlot: MessageFns<NodeSlot> = {
 
             break;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.devices.push(SlotDevice.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.devicesUsed = reader.bytes();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7208,6 +7324,14 @@ export const NodeSlot: MessageFns<NodeSlot> = {
       runtimes: globalThis.Array.isArray(object?.runtimes)
         ? object.runtimes.map((e: any) => runtimeFromJSON(e))
         : [],
+      devices: globalThis.Array.isArray(object?.devices)
+        ? object.devices.map((e: any) => SlotDevice.fromJSON(e))
+        : [],
+      devicesUsed: isSet(object.devicesUsed)
+        ? bytesFromBase64(object.devicesUsed)
+        : isSet(object.devices_used)
+        ? bytesFromBase64(object.devices_used)
+        : new Uint8Array(0),
     };
   },
 
@@ -7264,6 +7388,12 @@ export const NodeSlot: MessageFns<NodeSlot> = {
     if (message.runtimes?.length) {
       obj.runtimes = message.runtimes.map((e) => runtimeToJSON(e));
     }
+    if (message.devices?.length) {
+      obj.devices = message.devices.map((e) => SlotDevice.toJSON(e));
+    }
+    if (message.devicesUsed.length !== 0) {
+      obj.devicesUsed = base64FromBytes(message.devicesUsed);
+    }
     return obj;
   },
 
@@ -7293,6 +7423,136 @@ export const NodeSlot: MessageFns<NodeSlot> = {
       : 0n;
     message.openTasks = object.openTasks ?? 0;
     message.runtimes = object.runtimes?.map((e) => e) || [];
+    message.devices = object.devices?.map((e) => SlotDevice.fromPartial(e)) || [];
+    message.devicesUsed = object.devicesUsed ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseSlotDevice(): SlotDevice {
+  return { card: 0, memoryMib: 0n, slices: 0, cardSlices: 0 };
+}
+
+export const SlotDevice: MessageFns<SlotDevice> = {
+  encode(message: SlotDevice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.card !== 0) {
+      writer.uint32(8).uint32(message.card);
+    }
+    if (message.memoryMib !== 0n) {
+      if (BigInt.asUintN(64, message.memoryMib) !== message.memoryMib) {
+        throw new globalThis.Error("value provided for field message.memoryMib of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.memoryMib);
+    }
+    if (message.slices !== 0) {
+      writer.uint32(24).uint32(message.slices);
+    }
+    if (message.cardSlices !== 0) {
+      writer.uint32(32).uint32(message.cardSlices);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SlotDevice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSlotDevice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.card = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.memoryMib = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.slices = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.cardSlices = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SlotDevice {
+    return {
+      card: isSet(object.card) ? globalThis.Number(object.card) : 0,
+      memoryMib: isSet(object.memoryMib)
+        ? BigInt(object.memoryMib)
+        : isSet(object.memory_mib)
+        ? BigInt(object.memory_mib)
+        : 0n,
+      slices: isSet(object.slices) ? globalThis.Number(object.slices) : 0,
+      cardSlices: isSet(object.cardSlices)
+        ? globalThis.Number(object.cardSlices)
+        : isSet(object.card_slices)
+        ? globalThis.Number(object.card_slices)
+        : 0,
+    };
+  },
+
+  toJSON(message: SlotDevice): unknown {
+    const obj: any = {};
+    if (message.card !== 0) {
+      obj.card = Math.round(message.card);
+    }
+    if (message.memoryMib !== 0n) {
+      obj.memoryMib = message.memoryMib.toString();
+    }
+    if (message.slices !== 0) {
+      obj.slices = Math.round(message.slices);
+    }
+    if (message.cardSlices !== 0) {
+      obj.cardSlices = Math.round(message.cardSlices);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SlotDevice>): SlotDevice {
+    return SlotDevice.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SlotDevice>): SlotDevice {
+    const message = createBaseSlotDevice();
+    message.card = object.card ?? 0;
+    message.memoryMib = (object.memoryMib !== undefined && object.memoryMib !== null) ? BigInt(object.memoryMib) : 0n;
+    message.slices = object.slices ?? 0;
+    message.cardSlices = object.cardSlices ?? 0;
     return message;
   },
 };

@@ -1,0 +1,121 @@
+package types
+
+import (
+	"fmt"
+	"time"
+
+	sdkmath "cosmossdk.io/math"
+
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+)
+
+// The devices of a node with GPUs in MIG mode (NodeSlot.devices): a task is given exact
+// devices, whole GPUs or MIG instances, by FitDevices, and pays for their share of a GPU.
+// A node without MIG keeps no device list: its GPUs are alike and counted (gpus,
+// gpus_used), and its worker pins any free ones.
+
+// DeviceUsed reports whether a task holds device i.
+func (s NodeSlot) DeviceUsed(i int) bool {
+	return i/8 < len(s.DevicesUsed) && s.DevicesUsed[i/8]&(1<<(i%8)) != 0
+}
+
+// MarkDevices sets (use) or clears the bits of the given devices in a copy of the slot's
+// bitmap; ok is false when a device is out of range, or already in the state asked for (a
+// device held twice, or released while free): the caller's bookkeeping is out of step.
+func (s NodeSlot) MarkDevices(devices []uint32, use bool) ([]byte, bool) {
+	bits := make([]byte, (len(s.Devices)+7)/8)
+	copy(bits, s.DevicesUsed)
+	for _, d := range devices {
+		if int(d) >= len(s.Devices) {
+			return nil, false
+		}
+		mask := byte(1 << (d % 8))
+		if (bits[d/8]&mask != 0) == use {
+			return nil, false
+		}
+		bits[d/8] ^= mask
+	}
+	return bits, true
+}
+
+// FitDevices chooses the devices of a task of these requirements on the slot: need devices
+// with the memory asked for, each a whole GPU, or a MIG instance when the requirements
+// allow shared GPUs, and on different cards unless they allow several slices of one.
+// free: only devices no task holds (an assignment); otherwise the node's capacity (a bid,
+// a pool membership). A task that may share takes MIG instances first, keeping whole GPUs
+// for the tasks that may not. Deterministic: devices in the node's order.
+func FitDevices(s NodeSlot, r Requirements, free bool) ([]uint32, bool) {
+	need := int(r.GPUs())
+	if len(s.Devices) < need {
+		return nil, false
+	}
+	out := make([]uint32, 0, need)
+	cards := map[uint32]bool{}
+	for _, slices := range []bool{true, false} {
+		if slices && !r.SharedGpuOk {
+			continue
+		}
+		for i, d := range s.Devices {
+			switch {
+			case len(out) == need:
+				return out, true
+			case (d.Slices != 0) != slices, d.MemoryMib < r.MinMemoryMib, free && s.DeviceUsed(i):
+				continue
+			case cards[d.Card] && !r.MultiSliceOk:
+				continue
+			}
+			cards[d.Card] = true
+			out = append(out, uint32(i))
+		}
+	}
+	return out, len(out) == need
+}
+
+// QuoteDevices is the price of the given devices of the slot for d: the ask per GPU-hour
+// times each device's share of a GPU (a whole GPU 1, a MIG instance its slices over its
+// card's), rounded up to the udps.
+func QuoteDevices(s NodeSlot, devices []uint32, d time.Duration) sdkmath.Int {
+	// the shares over a common denominator: the product of the cards' slice counts is at
+	// most 8^n; the lcm of 1..8 (840) covers every count a card may have
+	const den = 840
+	num := int64(0)
+	for _, i := range devices {
+		dev := s.Devices[i]
+		if dev.Slices == 0 || dev.CardSlices == 0 {
+			num += den
+			continue
+		}
+		num += den * int64(dev.Slices) / int64(dev.CardSlices)
+	}
+	total := s.AskPerGpuHour.Mul(sdkmath.NewInt(num)).Mul(sdkmath.NewInt(int64(d)))
+	unit := sdkmath.NewInt(den).Mul(sdkmath.NewInt(int64(time.Hour)))
+	q, r := total.Quo(unit), total.Mod(unit)
+	if r.IsPositive() {
+		q = q.AddRaw(1)
+	}
+	return q
+}
+
+// DeviceUUIDs are the UUIDs of a node's devices in the order of NodeSlot.devices (each GPU
+// offered whole, or its MIG instances), and of indices the UUIDs of those devices: what a
+// worker pins a task's Task.devices to.
+func DeviceUUIDs(n gfltypes.Node, indices []uint32) ([]string, error) {
+	var all []string
+	for _, g := range n.Gpus {
+		if len(g.MigInstances) == 0 {
+			all = append(all, g.Uuid)
+			continue
+		}
+		for _, m := range g.MigInstances {
+			all = append(all, m.Uuid)
+		}
+	}
+	out := make([]string, 0, len(indices))
+	for _, i := range indices {
+		if int(i) >= len(all) {
+			return nil, fmt.Errorf("device %d of node %d: it has %d", i, n.Id, len(all))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
