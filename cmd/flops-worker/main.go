@@ -405,7 +405,7 @@ func benchmarkCmd(g *globals) *cobra.Command {
 				return err
 			}
 			solver := daemon.Solver(cmd.Context(), cfg, inv, g.logger())
-			ctx := wpocp.OnDevices(cmd.Context(), gpu.UUIDs(devs))
+			ctx := wpocp.OnDevices(cmd.Context(), gpu.SchedulableUUIDs(devs))
 			for _, n := range sizes {
 				gflops, took, err := wpocp.Benchmark(ctx, solver, uint32(n), uint32(rounds))
 				if err != nil {

@@ -39,7 +39,7 @@ func TestGPUPoCPMeasuredPower(t *testing.T) {
 	devs, err := inv.Devices(context.Background())
 	require.NoError(t, err)
 	require.NotEmpty(t, devs, "NVML lists no GPU")
-	uuids := gpu.UUIDs(devs)
+	uuids := gpu.SchedulableUUIDs(devs)
 	for _, d := range devs {
 		t.Logf("GPU %d: %s %s, %d MiB, compute capability %s, MIG %v", d.Index, d.Model, d.UUID, d.MemoryMiB, d.ComputeCapability, d.MIGEnabled)
 	}

@@ -188,11 +188,10 @@ func (a *Agent) beaconValue(ctx context.Context, height int64) ([]byte, error) {
 	return res.Value, nil
 }
 
-// gpuUUIDs are the UUIDs of a node's GPUs, in its order.
+// gpuUUIDs are the UUIDs of the devices of a node's GPUs, in its order.
+//
+// A card in MIG mode is reached through its instances (CUDA cannot use it whole): the
+// solve is spread over them.
 func gpuUUIDs(gpus []gfltypes.GpuInfo) []string {
-	out := make([]string, len(gpus))
-	for i, g := range gpus {
-		out[i] = g.Uuid
-	}
-	return out
+	return gfltypes.SchedulableUUIDs(gpus)
 }

@@ -193,7 +193,7 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 		claimed = node.ClaimedGflops
 	}
 	if claimed == 0 {
-		gflops, n, took, err := wpocp.BenchmarkClaim(wpocp.OnDevices(ctx, gpu.UUIDs(devs)), a.o.Solver, BenchmarkSize, BenchmarkMaxSize, time.Second)
+		gflops, n, took, err := wpocp.BenchmarkClaim(wpocp.OnDevices(ctx, gpu.SchedulableUUIDs(devs)), a.o.Solver, BenchmarkSize, BenchmarkMaxSize, time.Second)
 		if err != nil {
 			return gfltypes.NodeSpec{}, fmt.Errorf("benchmark: %w", err)
 		}

@@ -168,16 +168,6 @@ func ToGpuInfos(devs []Device) []gfltypes.GpuInfo {
 	return out
 }
 
-// UUIDs are the physical GPUs' UUIDs, in index order (what a PoCP solve of the whole
-// machine is spread over).
-func UUIDs(devs []Device) []string {
-	out := make([]string, len(devs))
-	for i, d := range devs {
-		out[i] = d.UUID
-	}
-	return out
-}
-
 // SchedulableUUIDs are the UUIDs a job can be pinned to: each GPU's UUID, or,
 // for a GPU in MIG mode, the UUIDs of its MIG devices instead.
 func SchedulableUUIDs(devs []Device) []string {

@@ -205,6 +205,22 @@ func (g GpuInfo) validateMIG(i int) error {
 	return nil
 }
 
+// SchedulableUUIDs are the UUIDs of the devices work runs on, in order: each GPU's, or
+// for a GPU in MIG mode its instances' instead.
+func SchedulableUUIDs(gpus []GpuInfo) []string {
+	var out []string
+	for _, g := range gpus {
+		if len(g.MigInstances) == 0 {
+			out = append(out, g.Uuid)
+			continue
+		}
+		for _, m := range g.MigInstances {
+			out = append(out, m.Uuid)
+		}
+	}
+	return out
+}
+
 // DeviceUUIDs are the UUIDs of the GPUs and their MIG instances, each unique on the chain.
 func DeviceUUIDs(gpus []GpuInfo) []string {
 	out := make([]string, 0, len(gpus))

@@ -3,6 +3,7 @@ package keeper_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	sdkmath "cosmossdk.io/math"
 	"github.com/stretchr/testify/require"
@@ -161,4 +162,51 @@ func TestMIGInvariantCatchesDoubleBooking(t *testing.T) {
 	require.True(t, broken)
 	require.Contains(t, msg, "another task's")
 	require.Contains(t, msg, fmt.Sprintf("node %d: device 1 in use true, held by a task false", node))
+}
+
+// A provider that carves a card into 7 one-slice instances and runs 7 tasks on them has
+// done one card's work, and is reported to x/dps for one card's: a task's verified work is
+// its devices' share of the node's power. Before, each slice counted as a whole GPU and
+// the 7 tasks reported 7 GPUs' GFLOP-seconds (7x the rewards' weight of an honest card).
+func TestAttackMIGSlicesInflateVerifiedWork(t *testing.T) {
+	run := func(t *testing.T, mig bool) (total sdkmath.Int, tasks int) {
+		f := newFixture(t, nil)
+		var edit func(n *gfltypes.Node)
+		spec := f.gemmSpec(1)
+		if mig {
+			edit = migCard(0, 1, 1, 1, 1, 1, 1, 1)
+			spec = f.gemmSpec(7)
+			spec.Requirements.SharedGpuOk = true
+		}
+		f.addNode(f.operator("p1"), 1, edit)
+		job := f.submit(spec)
+		f.blocks(1)
+		all := f.tasks(job)
+		for _, task := range all {
+			require.Equal(t, types.TASK_STATUS_ASSIGNED, task.Status)
+			f.ack(task)
+		}
+		f.next(time.Minute) // a minute's run, in one block
+		for _, task := range all {
+			f.commit(task)
+		}
+		f.blocks(1)
+		for _, task := range all {
+			f.reveal(task)
+		}
+		f.blocks(int(f.params().ChallengeWindowBlocks) + 2)
+		total = sdkmath.ZeroInt()
+		for _, w := range f.hooks.work {
+			total = total.Add(w.GflopSeconds)
+		}
+		f.assertInvariants()
+		return total, len(f.hooks.work)
+	}
+	card, n := run(t, false)
+	require.Equal(t, 1, n)
+	require.True(t, card.IsPositive(), "a whole card's minute of verified work")
+	slices, n := run(t, true)
+	require.Equal(t, 7, n, "7 tasks settled")
+	require.True(t, slices.LTE(card), "7 slices of a card report %s GFLOP-s, the whole card %s", slices, card)
+	require.True(t, slices.MulRaw(100).GTE(card.MulRaw(99)), "and about as much: %s vs %s", slices, card)
 }

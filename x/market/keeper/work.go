@@ -48,9 +48,16 @@ func (k Keeper) recordWork(ctx context.Context, job types.Job, t types.Task, gro
 	}
 	run := t.CommitTime.Sub(t.StartedTime)
 	run = min(max(run, 0), job.Spec.MaxDuration)
+	// the task's share of the node's power: its GPUs, or on a node with MIG its devices'
+	// shares of a card (a one-slice instance of 7 did a seventh of a GPU's work; counted
+	// as a GPU, 7 slices of one card were 7 GPUs' verified work)
 	gpus := uint64(max(len(node.Gpus), 1))
+	share, whole := types.DevicesShare(types.SlotFromNode(node), t.Devices)
+	if len(t.Devices) == 0 {
+		share, whole = uint64(job.Spec.Requirements.GPUs()), 1
+	}
 	c := sdkmath.NewIntFromUint64(corrected).MulRaw(int64(run / time.Second)).
-		Mul(sdkmath.NewIntFromUint64(uint64(job.Spec.Requirements.GPUs()))).Quo(sdkmath.NewIntFromUint64(gpus))
+		Mul(sdkmath.NewIntFromUint64(share)).Quo(sdkmath.NewIntFromUint64(gpus * whole))
 	return k.hooks().AfterWorkVerified(ctx, types.VerifiedWork{
 		Payer: payer, Provider: provider, Workload: int32(job.Spec.Workload), GflopSeconds: c, Fees: gross,
 	})

@@ -75,20 +75,9 @@ func FitDevices(s NodeSlot, r Requirements, free bool) ([]uint32, bool) {
 // times each device's share of a GPU (a whole GPU 1, a MIG instance its slices over its
 // card's), rounded up to the udps.
 func QuoteDevices(s NodeSlot, devices []uint32, d time.Duration) sdkmath.Int {
-	// the shares over a common denominator: the product of the cards' slice counts is at
-	// most 8^n; the lcm of 1..8 (840) covers every count a card may have
-	const den = 840
-	num := int64(0)
-	for _, i := range devices {
-		dev := s.Devices[i]
-		if dev.Slices == 0 || dev.CardSlices == 0 {
-			num += den
-			continue
-		}
-		num += den * int64(dev.Slices) / int64(dev.CardSlices)
-	}
-	total := s.AskPerGpuHour.Mul(sdkmath.NewInt(num)).Mul(sdkmath.NewInt(int64(d)))
-	unit := sdkmath.NewInt(den).Mul(sdkmath.NewInt(int64(time.Hour)))
+	num, den := DevicesShare(s, devices)
+	total := s.AskPerGpuHour.Mul(sdkmath.NewIntFromUint64(num)).Mul(sdkmath.NewInt(int64(d)))
+	unit := sdkmath.NewIntFromUint64(den).Mul(sdkmath.NewInt(int64(time.Hour)))
 	q, r := total.Quo(unit), total.Mod(unit)
 	if r.IsPositive() {
 		q = q.AddRaw(1)
@@ -96,20 +85,30 @@ func QuoteDevices(s NodeSlot, devices []uint32, d time.Duration) sdkmath.Int {
 	return q
 }
 
+// DevicesShare is how many GPUs the given devices of the slot are, num/den: a whole GPU
+// 1, a MIG instance its slices over its card's. Exact: den is 840, the lcm of every slice
+// count a card may have (1 to 8). An index out of range counts nothing.
+func DevicesShare(s NodeSlot, devices []uint32) (num, den uint64) {
+	const lcm = 840
+	for _, i := range devices {
+		if int(i) >= len(s.Devices) {
+			continue
+		}
+		dev := s.Devices[i]
+		if dev.Slices == 0 || dev.CardSlices == 0 || dev.CardSlices > 8 {
+			num += lcm
+			continue
+		}
+		num += lcm * uint64(dev.Slices) / uint64(dev.CardSlices)
+	}
+	return num, lcm
+}
+
 // DeviceUUIDs are the UUIDs of a node's devices in the order of NodeSlot.devices (each GPU
 // offered whole, or its MIG instances), and of indices the UUIDs of those devices: what a
 // worker pins a task's Task.devices to.
 func DeviceUUIDs(n gfltypes.Node, indices []uint32) ([]string, error) {
-	var all []string
-	for _, g := range n.Gpus {
-		if len(g.MigInstances) == 0 {
-			all = append(all, g.Uuid)
-			continue
-		}
-		for _, m := range g.MigInstances {
-			all = append(all, m.Uuid)
-		}
-	}
+	all := gfltypes.SchedulableUUIDs(n.Gpus)
 	out := make([]string, 0, len(indices))
 	for _, i := range indices {
 		if int(i) >= len(all) {

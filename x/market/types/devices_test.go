@@ -1,0 +1,88 @@
+package types_test
+
+import (
+	"testing"
+	"time"
+
+	sdkmath "cosmossdk.io/math"
+	"github.com/stretchr/testify/require"
+
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// migNode: card 0 in MIG mode (instances of 3, 2 and 1 slices of 7), card 1 whole.
+func migNode() gfltypes.Node {
+	return gfltypes.Node{Id: 4, GpuClass: "A100-40GB", AskPerGpuHour: udpsCoin(7_000_000), Gpus: []gfltypes.GpuInfo{
+		{Uuid: "GPU-a", MemoryMib: 40960, MigCapable: true, MigSlices: 7, MigInstances: []gfltypes.MigInstance{
+			{Uuid: "MIG-a0", MemoryMib: 19968, Slices: 3}, {Uuid: "MIG-a1", MemoryMib: 9856, Slices: 2}, {Uuid: "MIG-a2", MemoryMib: 4864, Slices: 1},
+		}},
+		{Uuid: "GPU-b", MemoryMib: 40960, MigCapable: true},
+	}}
+}
+
+func TestSlotDevices(t *testing.T) {
+	n := migNode()
+	s := types.SlotFromNode(n)
+	require.Equal(t, []types.SlotDevice{
+		{Card: 0, MemoryMib: 19968, Slices: 3, CardSlices: 7}, {Card: 0, MemoryMib: 9856, Slices: 2, CardSlices: 7},
+		{Card: 0, MemoryMib: 4864, Slices: 1, CardSlices: 7}, {Card: 1, MemoryMib: 40960},
+	}, s.Devices)
+	require.Equal(t, uint32(4), s.Gpus)
+	uuids, err := types.DeviceUUIDs(n, []uint32{3, 0})
+	require.NoError(t, err)
+	require.Equal(t, []string{"GPU-b", "MIG-a0"}, uuids)
+	_, err = types.DeviceUUIDs(n, []uint32{4})
+	require.ErrorContains(t, err, "device 4 of node 4")
+	require.Equal(t, []string{"MIG-a0", "MIG-a1", "MIG-a2", "GPU-b"}, gfltypes.SchedulableUUIDs(n.Gpus))
+
+	// a node without MIG keeps no device list
+	plain := n
+	plain.Gpus = []gfltypes.GpuInfo{n.Gpus[1], {Uuid: "GPU-c", MemoryMib: 40960}}
+	require.Empty(t, types.SlotFromNode(plain).Devices)
+	require.Equal(t, uint32(2), types.SlotFromNode(plain).Gpus)
+
+	bits, ok := s.MarkDevices([]uint32{1, 3}, true)
+	require.True(t, ok)
+	s.DevicesUsed = bits
+	require.True(t, s.DeviceUsed(1) && s.DeviceUsed(3) && !s.DeviceUsed(0) && !s.DeviceUsed(2))
+	_, ok = s.MarkDevices([]uint32{3}, true)
+	require.False(t, ok, "taken twice")
+	_, ok = s.MarkDevices([]uint32{0}, false)
+	require.False(t, ok, "released while free")
+	_, ok = s.MarkDevices([]uint32{9}, true)
+	require.False(t, ok, "out of range")
+
+	cases := []struct {
+		name string
+		req  types.Requirements
+		free bool
+		want []uint32
+	}{
+		{"whole only", types.Requirements{}, true, nil},
+		{"whole only, capacity", types.Requirements{}, false, []uint32{3}},
+		{"shared: an instance first", types.Requirements{SharedGpuOk: true}, true, []uint32{0}},
+		{"shared, 10 GB", types.Requirements{SharedGpuOk: true, MinMemoryMib: 10000}, true, []uint32{0}},
+		{"shared, 20 GB: the whole GPU (taken)", types.Requirements{SharedGpuOk: true, MinMemoryMib: 20000}, true, nil},
+		{"two on two cards", types.Requirements{GpuCount: 2, SharedGpuOk: true}, false, []uint32{0, 3}},
+		{"two of one card", types.Requirements{GpuCount: 2, SharedGpuOk: true, MultiSliceOk: true}, true, []uint32{0, 2}},
+		{"three on two cards", types.Requirements{GpuCount: 3, SharedGpuOk: true}, false, nil},
+		{"five: more than the node", types.Requirements{GpuCount: 5, SharedGpuOk: true, MultiSliceOk: true}, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := types.FitDevices(s, tc.req, tc.free)
+			require.Equal(t, tc.want != nil, ok)
+			if ok {
+				require.Equal(t, tc.want, got)
+			}
+		})
+	}
+
+	num, den := types.DevicesShare(s, []uint32{0, 2, 3})
+	require.Equal(t, uint64(840*3/7+840/7+840), num)
+	require.Equal(t, uint64(840), den)
+	// 7 DPS/GPU-h x (3/7 + 1/7 + 1) x 1 h
+	require.Equal(t, sdkmath.NewInt(11_000_000), types.QuoteDevices(s, []uint32{0, 2, 3}, time.Hour))
+	require.Equal(t, sdkmath.NewInt(1_000_000), types.QuoteDevices(s, []uint32{2}, time.Hour))
+}
