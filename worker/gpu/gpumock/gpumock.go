@@ -70,7 +70,7 @@ func (s *DGX) EnableMIGPacked(i int, slices ...MIGSlice) ([]*mock.Device, error)
 func (s *DGX) enableMIG(i int, gap bool, slices ...MIGSlice) ([]*mock.Device, error) {
 	d := s.Dev(i)
 	if _, ret := d.SetMigMode(nvml.DEVICE_MIG_ENABLE); ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("SetMigMode: %v", ret)
+		return nil, fmt.Errorf("SetMigMode: %w", ret)
 	}
 	slots := make([]nvml.Device, 7)
 	var migs []*mock.Device

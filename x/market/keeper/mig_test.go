@@ -34,17 +34,6 @@ func both(edits ...func(n *gfltypes.Node)) func(n *gfltypes.Node) {
 	}
 }
 
-// held is the devices the node's tasks hold, by task.
-func (f *fixture) held(job uint64) map[uint64][]uint32 {
-	out := map[uint64][]uint32{}
-	for _, t := range f.tasks(job) {
-		if t.Status == types.TASK_STATUS_ASSIGNED || t.Status == types.TASK_STATUS_RUNNING {
-			out[t.Id] = t.Devices
-		}
-	}
-	return out
-}
-
 // A card in MIG mode with 7 one-slice instances takes 7 one-GPU tasks that may share, at
 // once, each on an instance of its own at a seventh of the GPU's price; a job that may not
 // share never lands on an instance: it takes the node's whole GPU and waits for it, with
