@@ -86,3 +86,17 @@ func TestSlotDevices(t *testing.T) {
 	require.Equal(t, sdkmath.NewInt(11_000_000), types.QuoteDevices(s, []uint32{0, 2, 3}, time.Hour))
 	require.Equal(t, sdkmath.NewInt(1_000_000), types.QuoteDevices(s, []uint32{2}, time.Hour))
 }
+
+// A genesis slot whose device count or bitmap does not fit its devices is refused.
+func TestGenesisSlotDevices(t *testing.T) {
+	s := types.SlotFromNode(migNode())
+	s.DevicesUsed = []byte{0b1001}
+	ok := types.GenesisState{Params: types.DefaultParams(), Slots: []types.NodeSlot{s}}
+	require.NoError(t, ok.Validate())
+	bad := s
+	bad.Gpus = 2
+	require.ErrorContains(t, types.GenesisState{Params: types.DefaultParams(), Slots: []types.NodeSlot{bad}}.Validate(), "gpus 2, but 4 devices")
+	bad = s
+	bad.DevicesUsed = []byte{1, 0}
+	require.ErrorContains(t, types.GenesisState{Params: types.DefaultParams(), Slots: []types.NodeSlot{bad}}.Validate(), "2 bytes for 4 devices")
+}

@@ -98,6 +98,12 @@ func (gs GenesisState) validate() error {
 			return fmt.Errorf("slots[%d].node_id %d: duplicate", i, s.NodeId)
 		}
 		slots[s.NodeId] = struct{}{}
+		if len(s.Devices) > 0 && s.Gpus != uint32(len(s.Devices)) {
+			return fmt.Errorf("slots[%d]: gpus %d, but %d devices", i, s.Gpus, len(s.Devices))
+		}
+		if len(s.DevicesUsed) > (len(s.Devices)+7)/8 {
+			return fmt.Errorf("slots[%d].devices_used: %d bytes for %d devices", i, len(s.DevicesUsed), len(s.Devices))
+		}
 	}
 	for i, h := range gs.History {
 		if _, ok := jobs[h.JobId]; !ok {
