@@ -28,10 +28,11 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		done := a.bid[job.Id]
 		used := uint32(len(a.pinned))
 		a.mu.Unlock()
-		if done || job.Owner == op || !markettypes.MeetsRequirements(slot, job.Spec) {
+		if done || job.Owner == op || !markettypes.Serves(slot, job.Spec) {
 			continue
 		}
-		b, err := a.o.Bidder.Price(ctx, bidder.Offer{Job: job, GpuClass: a.node.GpuClass, GPUs: uint32(len(a.node.Gpus)), GPUsUsed: used})
+		// GPUs: the node's devices (on a node with MIG, its instances and whole cards)
+		b, err := a.o.Bidder.Price(ctx, bidder.Offer{Job: job, GpuClass: a.node.GpuClass, GPUs: slot.Gpus, GPUsUsed: used})
 		if err != nil {
 			a.log.Warn("pricing", "job", job.Id, "err", err)
 			continue

@@ -69,7 +69,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 		}
 		switch {
 		case !member && pool.Status == markettypes.POOL_STATUS_OPEN && (a.cfg.Pools.Auto || wanted[pool.Id]):
-			if !slot.Active || !markettypes.MeetsRequirements(slot, markettypes.JobSpec{Workload: pool.Spec.Workload, Runtime: pool.Spec.Runtime, Requirements: pool.Spec.Requirements}) {
+			if !slot.Active || !markettypes.Serves(slot, markettypes.JobSpec{Workload: pool.Spec.Workload, Runtime: pool.Spec.Runtime, Requirements: pool.Spec.Requirements}) {
 				continue
 			}
 			poolID := pool.Id

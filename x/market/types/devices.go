@@ -71,6 +71,20 @@ func FitDevices(s NodeSlot, r Requirements, free bool) ([]uint32, bool) {
 	return out, len(out) == need
 }
 
+// Serves reports whether the slot's node can take tasks of the spec, free or not: its
+// hardware, region, runtime and workload, and on a node with MIG devices that fit (what a
+// bid or a pool membership needs).
+func Serves(s NodeSlot, spec JobSpec) bool {
+	if !MeetsRequirements(s, spec) {
+		return false
+	}
+	if len(s.Devices) == 0 {
+		return true
+	}
+	_, ok := FitDevices(s, spec.Requirements, false)
+	return ok
+}
+
 // QuoteDevices is the price of the given devices of the slot for d: the ask per GPU-hour
 // times each device's share of a GPU (a whole GPU 1, a MIG instance its slices over its
 // card's), rounded up to the udps.

@@ -100,3 +100,18 @@ func TestGenesisSlotDevices(t *testing.T) {
 	bad.DevicesUsed = []byte{1, 0}
 	require.ErrorContains(t, types.GenesisState{Params: types.DefaultParams(), Slots: []types.NodeSlot{bad}}.Validate(), "2 bytes for 4 devices")
 }
+
+// A node with MIG serves (bids for, joins pools of) what its devices fit, free or not.
+func TestServes(t *testing.T) {
+	s := types.SlotFromNode(migNode())
+	s.Runtimes = []gfltypes.Runtime{gfltypes.RUNTIME_BUILTIN}
+	s.Workloads = []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_BATCH}
+	spec := types.JobSpec{Runtime: gfltypes.RUNTIME_BUILTIN, Workload: gfltypes.WORKLOAD_CLASS_BATCH, Requirements: types.Requirements{GpuCount: 2}}
+	require.False(t, types.Serves(s, spec), "one whole GPU")
+	spec.Requirements.SharedGpuOk = true
+	require.True(t, types.Serves(s, spec), "an instance and the whole GPU")
+	s.DevicesUsed = []byte{0b1111}
+	require.True(t, types.Serves(s, spec), "busy, but a bid is for later")
+	spec.Requirements.MinMemoryMib = 30000
+	require.False(t, types.Serves(s, spec), "one device of 30 GB")
+}
