@@ -69,7 +69,8 @@ func (a *Agent) solve(ctx context.Context, c gfltypes.Challenge, commit bool) {
 	pc := gflpocp.Challenge{N: c.N, R: c.R}
 	copy(pc.Seed[:], c.Seed)
 	// the node is measured whole: an external solver spreads the challenge over its GPUs
-	gpus := gpuUUIDs(a.node.Gpus)
+	// a card in MIG mode through its instances (CUDA cannot use it whole)
+	gpus := gfltypes.SchedulableUUIDs(a.node.Gpus)
 	a.background(ctx, func(ctx context.Context) error {
 		ans, err := wpocp.Prepare(wpocp.OnDevices(ctx, gpus), a.o.Solver, pc)
 		a.mu.Lock()
@@ -186,12 +187,4 @@ func (a *Agent) beaconValue(ctx context.Context, height int64) ([]byte, error) {
 		return nil, err
 	}
 	return res.Value, nil
-}
-
-// gpuUUIDs are the UUIDs of the devices of a node's GPUs, in its order.
-//
-// A card in MIG mode is reached through its instances (CUDA cannot use it whole): the
-// solve is spread over them.
-func gpuUUIDs(gpus []gfltypes.GpuInfo) []string {
-	return gfltypes.SchedulableUUIDs(gpus)
 }

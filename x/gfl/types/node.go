@@ -183,8 +183,6 @@ func (g GpuInfo) validateMIG(i int) error {
 		switch {
 		case m.Uuid == "" || len(m.Uuid) > maxUUIDLen || strings.ContainsAny(m.Uuid, " \t\n"):
 			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances[%d].uuid %q: must be 1 to %d characters without spaces", i, k, m.Uuid, maxUUIDLen)
-		case m.Uuid == g.Uuid:
-			return errorsmod.Wrapf(ErrDuplicateGpu, "gpus[%d].mig_instances[%d].uuid %s is the GPU's own", i, k, m.Uuid)
 		case m.Profile != "" && !migProfile.MatchString(m.Profile):
 			return errorsmod.Wrapf(ErrInvalidNodeSpec, "gpus[%d].mig_instances[%d].profile %q: must be NVIDIA's name, e.g. 1g.10gb or 1c.2g.20gb (or empty)", i, k, m.Profile)
 		case m.MemoryMib == 0:

@@ -158,10 +158,9 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 			}
 			if holdsNode(t.Status) {
 				gpus += job.Spec.Requirements.GPUs()
-				problems = append(problems, devicesProblems(s, held, job, t)...)
-				if bits, ok := held.MarkDevices(t.Devices, true); ok {
-					held.DevicesUsed = bits
-				}
+				var found []string
+				held.DevicesUsed, found = devicesProblems(s, held, job, t)
+				problems = append(problems, found...)
 			}
 			if inFlight(t.Status) {
 				tasks++
@@ -668,20 +667,22 @@ func (k Keeper) HeldExposure(ctx sdk.Context) (map[string]sdkmath.Int, error) {
 }
 
 // devicesProblems checks the devices a task holding a node was given against the node's
-// slot and the devices its other tasks hold.
-func devicesProblems(s, held types.NodeSlot, job types.Job, t types.Task) []string {
+// slot and the devices its other tasks hold (held), and returns held's bitmap with the
+// task's devices added.
+func devicesProblems(s, held types.NodeSlot, job types.Job, t types.Task) ([]byte, []string) {
 	if len(s.Devices) == 0 {
 		if len(t.Devices) > 0 {
-			return []string{fmt.Sprintf("task %d holds devices %v of node %d, which has no MIG", t.Id, t.Devices, s.NodeId)}
+			return held.DevicesUsed, []string{fmt.Sprintf("task %d holds devices %v of node %d, which has no MIG", t.Id, t.Devices, s.NodeId)}
 		}
-		return nil
+		return held.DevicesUsed, nil
 	}
 	req := job.Spec.Requirements
 	if uint32(len(t.Devices)) != req.GPUs() {
-		return []string{fmt.Sprintf("task %d holds %d devices of node %d, it needs %d", t.Id, len(t.Devices), s.NodeId, req.GPUs())}
+		return held.DevicesUsed, []string{fmt.Sprintf("task %d holds %d devices of node %d, it needs %d", t.Id, len(t.Devices), s.NodeId, req.GPUs())}
 	}
-	if _, ok := held.MarkDevices(t.Devices, true); !ok {
-		return []string{fmt.Sprintf("task %d holds devices %v of node %d: one is unknown, repeated or another task's", t.Id, t.Devices, s.NodeId)}
+	bits, ok := held.MarkDevices(t.Devices, true)
+	if !ok {
+		return held.DevicesUsed, []string{fmt.Sprintf("task %d holds devices %v of node %d: one is unknown, repeated or another task's", t.Id, t.Devices, s.NodeId)}
 	}
 	var out []string
 	cards := map[uint32]bool{}
@@ -695,5 +696,5 @@ func devicesProblems(s, held types.NodeSlot, job types.Job, t types.Task) []stri
 		}
 		cards[d.Card] = true
 	}
-	return out
+	return bits, out
 }

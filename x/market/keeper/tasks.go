@@ -36,18 +36,15 @@ func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, known *types.Node
 		return fmt.Errorf("market: node %d slot out of step: gpus used %d, tasks %d, open tasks %d", nodeID, used, tasks, open)
 	}
 	s.GpusUsed, s.Tasks, s.OpenTasks = uint32(used), uint32(tasks), uint32(open)
-	for _, m := range []struct {
-		devices []uint32
-		use     bool
-	}{{release, false}, {take, true}} {
-		if len(m.devices) == 0 {
-			continue
+	if len(release)+len(take) > 0 {
+		freed, ok := s.MarkDevices(release, false)
+		if ok {
+			s.DevicesUsed = freed
+			s.DevicesUsed, ok = s.MarkDevices(take, true)
 		}
-		bits, ok := s.MarkDevices(m.devices, m.use)
 		if !ok {
-			return fmt.Errorf("market: node %d slot out of step: devices %v (in use %v) cannot be taken=%v", nodeID, m.devices, s.DevicesUsed, m.use)
+			return fmt.Errorf("market: node %d slot out of step: devices in use %v, release %v, take %v", nodeID, old.DevicesUsed, release, take)
 		}
-		s.DevicesUsed = bits
 	}
 	return k.setSlot(ctx, &old, s)
 }

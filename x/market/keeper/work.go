@@ -52,9 +52,9 @@ func (k Keeper) recordWork(ctx context.Context, job types.Job, t types.Task, gro
 	// shares of a card (a one-slice instance of 7 did a seventh of a GPU's work; counted
 	// as a GPU, 7 slices of one card were 7 GPUs' verified work)
 	gpus := uint64(max(len(node.Gpus), 1))
-	share, whole := types.DevicesShare(types.SlotFromNode(node), t.Devices)
-	if len(t.Devices) == 0 {
-		share, whole = uint64(job.Spec.Requirements.GPUs()), 1
+	share, whole := uint64(job.Spec.Requirements.GPUs()), uint64(1)
+	if len(t.Devices) > 0 {
+		share, whole = types.DevicesShare(types.SlotFromNode(node), t.Devices)
 	}
 	c := sdkmath.NewIntFromUint64(corrected).MulRaw(int64(run / time.Second)).
 		Mul(sdkmath.NewIntFromUint64(share)).Quo(sdkmath.NewIntFromUint64(gpus * whole))

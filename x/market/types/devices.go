@@ -90,13 +90,7 @@ func Serves(s NodeSlot, spec JobSpec) bool {
 // card's), rounded up to the udps.
 func QuoteDevices(s NodeSlot, devices []uint32, d time.Duration) sdkmath.Int {
 	num, den := DevicesShare(s, devices)
-	total := s.AskPerGpuHour.Mul(sdkmath.NewIntFromUint64(num)).Mul(sdkmath.NewInt(int64(d)))
-	unit := sdkmath.NewIntFromUint64(den).Mul(sdkmath.NewInt(int64(time.Hour)))
-	q, r := total.Quo(unit), total.Mod(unit)
-	if r.IsPositive() {
-		q = q.AddRaw(1)
-	}
-	return q
+	return quoteShare(s.AskPerGpuHour, num, den, d)
 }
 
 // DevicesShare is how many GPUs the given devices of the slot are, num/den: a whole GPU

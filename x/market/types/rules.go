@@ -120,12 +120,10 @@ func SlotFromNode(n gfltypes.Node) NodeSlot {
 				s.Devices = append(s.Devices, SlotDevice{Card: uint32(card), MemoryMib: m.MemoryMib, Slices: m.Slices, CardSlices: g.MigSlices})
 			}
 		}
+		// the smallest device's memory (shown; FitDevices checks each device's)
 		s.Gpus = uint32(len(s.Devices))
-		s.MinMemoryMib = 0 // per device: FitDevices checks each one's
-		for i, d := range s.Devices {
-			if i == 0 || d.MemoryMib < s.MinMemoryMib {
-				s.MinMemoryMib = d.MemoryMib
-			}
+		for _, d := range s.Devices {
+			s.MinMemoryMib = min(s.MinMemoryMib, d.MemoryMib)
 		}
 	}
 	return s

@@ -393,9 +393,14 @@ func (s JobSpec) Budget() sdkmath.Int {
 // Quote is a node's price for a task from its ask: ask per GPU-hour * GPUs * max duration,
 // rounded up to the udps.
 func Quote(askPerGPUHour sdkmath.Int, gpus uint32, d time.Duration) sdkmath.Int {
-	num := askPerGPUHour.Mul(sdkmath.NewInt(int64(gpus))).Mul(sdkmath.NewInt(int64(d)))
-	hour := sdkmath.NewInt(int64(time.Hour))
-	q, r := num.Quo(hour), num.Mod(hour)
+	return quoteShare(askPerGPUHour, uint64(gpus), 1, d)
+}
+
+// quoteShare is the ask for num/den GPUs for d, rounded up to the udps.
+func quoteShare(askPerGPUHour sdkmath.Int, num, den uint64, d time.Duration) sdkmath.Int {
+	total := askPerGPUHour.Mul(sdkmath.NewIntFromUint64(num)).Mul(sdkmath.NewInt(int64(d)))
+	unit := sdkmath.NewIntFromUint64(den).Mul(sdkmath.NewInt(int64(time.Hour)))
+	q, r := total.Quo(unit), total.Mod(unit)
 	if r.IsPositive() {
 		q = q.AddRaw(1)
 	}
