@@ -70,10 +70,14 @@ install: ## install flopsd and flops-worker into GOBIN, and the GPU solver next 
 # The tests are a test build (-tags flopscheat: a worker that can be told to cheat, for the
 # tests of the chain's verification); the production config's refusal is checked without it.
 TEST_TAGS ?= -tags flopscheat
+# Packages tested at once (go test -p; its default is the CPU count). The end-to-end and
+# load packages spend most of their minutes waiting for blocks, so one more than the
+# CPUs keeps both cores busy while they wait.
+TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 test: build ts-build web ## every test but the long runs: unit, keeper, app, end-to-end, the TypeScript client and the dashboard in Chromium (about 7.5-9 min warm, see README)
 	cd $(TSDIR) && node --test dist/test/vectors.test.js dist/test/spec.test.js
-	go test -count=1 -timeout 30m $(TEST_TAGS) ./...
+	go test -count=1 -timeout 30m -p $(TEST_P) $(TEST_TAGS) ./...
 	go test -count=1 -run 'TestCheatOnlyInTestBuilds' ./worker/config/
 
 test-long: build ## the long runs: the crash matrix (a validator killed mid-run, then all four, restarted; a worker killed mid-task and the only validator killed under it; the demo on 4 validators with one killed; DPS over a real IBC relayer) (about 8 min)

@@ -39,8 +39,17 @@ func checkProposerRandomness(t *testing.T, net *network.Network, val *network.Va
 		require.Len(t, msgs, 1)
 		require.Equal(t, "/flops.gfl.v1.MsgProposerRandomness", msgs[0].TypeUrl, "block %d", h)
 		require.Empty(t, b.Txs[0].Signatures, "placed unsigned")
-		res, err := txs.GetTxsEvent(ctx, &txtypes.GetTxsEventRequest{Query: fmt.Sprintf("tx.height=%d AND message.action='/flops.gfl.v1.MsgProposerRandomness'", h)})
-		require.NoError(t, err, "block %d", h)
+		// CometBFT indexes a block's txs after it commits it, on its own: on a loaded
+		// machine the latest block may not be searchable yet
+		var res *txtypes.GetTxsEventResponse
+		for try := 0; ; try++ {
+			res, err = txs.GetTxsEvent(ctx, &txtypes.GetTxsEventRequest{Query: fmt.Sprintf("tx.height=%d AND message.action='/flops.gfl.v1.MsgProposerRandomness'", h)})
+			require.NoError(t, err, "block %d", h)
+			if len(res.TxResponses) > 0 || try == 50 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		require.Len(t, res.TxResponses, 1, "block %d", h)
 		require.Zero(t, res.TxResponses[0].Code, res.TxResponses[0].RawLog)
 		revealed := false
