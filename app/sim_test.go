@@ -92,30 +92,7 @@ func simState(a *app.App) simsx.SimStateFactory {
 // never settle a task or pass a challenge fails, since it tests nothing there.
 func TestFullAppSimulation(t *testing.T) {
 	var recorders sync.Map // *app.App -> *stateRecorder
-	factory := func(logger log.Logger, db dbm.DB, loadLatest bool, opts servertypes.AppOptions, base ...func(*baseapp.BaseApp)) *app.App {
-		rec := &stateRecorder{seen: map[string]int{}, gemmJobs: map[uint64]bool{}}
-		record := func(b *baseapp.BaseApp) {
-			b.SetStreamingManager(storetypes.StreamingManager{ABCIListeners: []storetypes.ABCIListener{rec}})
-			b.SetCircuitBreaker(rec)
-		}
-		a := simApp(logger, db, loadLatest, opts, append(base, record)...)
-		rec.cdc = a.AppCodec()
-		listFlopsMsgs.Do(func() {
-			for _, url := range a.InterfaceRegistry().ListImplementations(sdk.MsgInterfaceProtoName) {
-				switch {
-				case strings.HasPrefix(url, "/flops.") && (strings.HasSuffix(url, ".MsgUpdateParams") || strings.HasSuffix(url, ".MsgApproveNode")):
-					govMsgs = append(govMsgs, "msg:"+url)
-				case strings.HasPrefix(url, "/flops."):
-					flopsMsgs = append(flopsMsgs, "msg:"+url)
-				}
-			}
-			sort.Strings(flopsMsgs)
-			sort.Strings(govMsgs)
-		})
-		a.CommitMultiStore().AddListeners([]storetypes.StoreKey{a.GetKey(markettypes.StoreKey), a.GetKey(gfltypes.StoreKey), a.GetKey(govtypes.StoreKey)})
-		recorders.Store(a, rec)
-		return a
-	}
+	factory := recordingApp(&recorders)
 	var mu sync.Mutex
 	union := map[string]int{}
 	long := 0
@@ -160,6 +137,35 @@ func TestFullAppSimulation(t *testing.T) {
 			require.Emptyf(tb, missing, "seed %d: the simulation never reached these", ti.Cfg.Seed)
 		}
 	})
+}
+
+// recordingApp is simApp with a stateRecorder (its msgs by type, the states it reached),
+// kept in recorders under the app.
+func recordingApp(recorders *sync.Map) func(log.Logger, dbm.DB, bool, servertypes.AppOptions, ...func(*baseapp.BaseApp)) *app.App {
+	return func(logger log.Logger, db dbm.DB, loadLatest bool, opts servertypes.AppOptions, base ...func(*baseapp.BaseApp)) *app.App {
+		rec := &stateRecorder{seen: map[string]int{}, gemmJobs: map[uint64]bool{}}
+		record := func(b *baseapp.BaseApp) {
+			b.SetStreamingManager(storetypes.StreamingManager{ABCIListeners: []storetypes.ABCIListener{rec}})
+			b.SetCircuitBreaker(rec)
+		}
+		a := simApp(logger, db, loadLatest, opts, append(base, record)...)
+		rec.cdc = a.AppCodec()
+		listFlopsMsgs.Do(func() {
+			for _, url := range a.InterfaceRegistry().ListImplementations(sdk.MsgInterfaceProtoName) {
+				switch {
+				case strings.HasPrefix(url, "/flops.") && (strings.HasSuffix(url, ".MsgUpdateParams") || strings.HasSuffix(url, ".MsgApproveNode")):
+					govMsgs = append(govMsgs, "msg:"+url)
+				case strings.HasPrefix(url, "/flops."):
+					flopsMsgs = append(flopsMsgs, "msg:"+url)
+				}
+			}
+			sort.Strings(flopsMsgs)
+			sort.Strings(govMsgs)
+		})
+		a.CommitMultiStore().AddListeners([]storetypes.StoreKey{a.GetKey(markettypes.StoreKey), a.GetKey(gfltypes.StoreKey), a.GetKey(govtypes.StoreKey)})
+		recorders.Store(a, rec)
+		return a
+	}
 }
 
 // counts prints seen's counts, one a line, by name.
@@ -389,9 +395,18 @@ var simStores = map[string][][]byte{
 // TestAppImportExport: the state after a simulation, exported and imported into a fresh
 // app, is the same in every store (but the prefixes of simStores).
 func TestAppImportExport(t *testing.T) {
-	simsx.RunWithSeeds(t, simApp, simState, simSeeds(), nil, func(tb testing.TB, ti simsx.TestInstance[*app.App], _ []simtypes.Account) {
+	var recorders sync.Map // *app.App -> *stateRecorder
+	simsx.RunWithSeeds(t, recordingApp(&recorders), simState, simSeeds(), nil, func(tb testing.TB, ti simsx.TestInstance[*app.App], _ []simtypes.Account) {
 		tb.Helper()
 		a := ti.App
+		if v, ok := recorders.Load(a); ok {
+			// what the simulation before the export did (make sim-long's report adds these
+			// up over the seeds)
+			rec := v.(*stateRecorder)
+			require.NoError(tb, rec.err)
+			tb.Logf("seed %d, %d blocks, before the export: the msgs that reached their msg server by type (msg:), and the states reached:%s",
+				ti.Cfg.Seed, ti.Cfg.NumBlocks, counts(rec.seen))
+		}
 		exported, err := a.ExportAppStateAndValidators(false, nil, nil)
 		require.NoError(tb, err)
 		fresh := simsx.NewSimulationAppInstance(tb, ti.Cfg, simApp).App
