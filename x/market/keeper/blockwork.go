@@ -64,8 +64,8 @@ const (
 
 // Sweep kinds of SweepCursors.
 const (
-	sweepExpire uint32 = 1
-	sweepCancel uint32 = 2
+	sweepExpire = types.SweepExpire
+	sweepCancel = types.SweepCancel
 )
 
 // EndBlocker runs the market's block work within its budgets.

@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -72,16 +73,8 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.attachEntry(ctx, jobs[t.JobId], t); err != nil {
 			return err
 		}
-		if j := jobs[t.JobId]; j.Status == types.JOB_STATUS_CANCELLED && j.FinishedHeight == 0 && cancellable(t.Status) {
+		if j := jobs[t.JobId]; j.Status == types.JOB_STATUS_CANCELLED && j.FinishedHeight == 0 && t.Role == types.TASK_ROLE_PRIMARY && cancellable(t.Status) {
 			sweeping[j.Id] = true
-		}
-	}
-	// A big job's cancellation goes on in the block work (CancelSweeps, from the task the
-	// exporting chain had reached: its cursor is not exported, so the sweep starts over and
-	// passes the tasks already cancelled). Without it those tasks stayed pending for good.
-	for _, id := range slices.Sorted(maps.Keys(sweeping)) {
-		if err := k.CancelSweeps.Set(ctx, collections.Join(sdk.UnwrapSDKContext(ctx).BlockHeight(), id)); err != nil {
-			return err
 		}
 	}
 	for _, d := range gs.Disputes {
@@ -192,6 +185,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	if err := k.Retries.Import(ctx, gs.Retries); err != nil {
 		return err
 	}
+	if err := k.importSweeps(ctx, gs, sweeping); err != nil {
+		return err
+	}
 	if bal := k.bankKeeper.GetBalance(ctx, k.accountKeeper.GetModuleAddress(types.ModuleName), p.Denom).Amount; !bal.Equal(held) {
 		return fmt.Errorf("market genesis: the escrow account holds %s%s, the jobs and bids %s%s", bal, p.Denom, held, p.Denom)
 	}
@@ -294,7 +290,52 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	if gs.Retries, err = k.Retries.Export(ctx); err != nil {
 		return nil, err
 	}
+	if err := k.CancelSweeps.Walk(ctx, nil, func(key collections.Pair[int64, uint64]) (bool, error) {
+		gs.CancelSweeps = append(gs.CancelSweeps, types.CancelSweep{Height: key.K1(), JobId: key.K2()})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := k.SweepCursors.Walk(ctx, nil, func(key collections.Pair[uint32, uint64], after uint64) (bool, error) {
+		gs.SweepCursors = append(gs.SweepCursors, types.SweepCursor{Kind: key.K1(), JobId: key.K2(), AfterTaskId: after})
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
 	return gs, nil
+}
+
+// importSweeps queues the job sweeps under way where the exporting chain left them: a big
+// job's cancellation (CancelSweeps) and each sweep's cursor. Before the genesis carried
+// them, the import queued a cancellation for every cancelled, unfinished job holding a
+// pending, assigned or running task, and so cancelled the audits, escalations and
+// committee seats of its finished work that the exporting chain went on verifying.
+// sweeping are the cancelled, unfinished jobs with a primary still to cancel: only a
+// sweep under way cancels one, so a genesis from before cancel_sweeps that has none
+// queued (nor its failed sweep waiting in the retries) gets one at the import height.
+func (k Keeper) importSweeps(ctx context.Context, gs *types.GenesisState, sweeping map[uint64]bool) error {
+	for _, s := range gs.CancelSweeps {
+		if err := k.CancelSweeps.Set(ctx, collections.Join(s.Height, s.JobId)); err != nil {
+			return err
+		}
+		delete(sweeping, s.JobId)
+	}
+	for _, c := range gs.SweepCursors {
+		if err := k.SweepCursors.Set(ctx, collections.Join(c.Kind, c.JobId), c.AfterTaskId); err != nil {
+			return err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(sweeping)) {
+		if n, err := k.Retries.Attempt(sdk.UnwrapSDKContext(ctx), blockhook.Item{Kind: kindCancel, ID: id}); err != nil {
+			return err
+		} else if n > 0 {
+			continue
+		}
+		if err := k.CancelSweeps.Set(ctx, collections.Join(sdk.UnwrapSDKContext(ctx).BlockHeight(), id)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // heldEscrow is what the escrow account must hold: every job's escrow and every deposit

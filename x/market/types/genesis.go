@@ -26,6 +26,54 @@ func (gs GenesisState) Validate() error {
 	if err := gs.Retries.Validate(ItemKinds...); err != nil {
 		return errorsmod.Wrap(ErrInvalidGenesis, err.Error())
 	}
+	if err := gs.validateSweeps(); err != nil {
+		return errorsmod.Wrap(ErrInvalidGenesis, err.Error())
+	}
+	return nil
+}
+
+// The kinds of job sweeps (SweepCursor.kind).
+const (
+	// SweepExpire: a job whose deadline passed expires its tasks.
+	SweepExpire uint32 = 1
+	// SweepCancel: a big cancelled job cancels its tasks.
+	SweepCancel uint32 = 2
+)
+
+// validateSweeps: each sweep names a job id the chain gave and appears once. (A sweep may
+// name a job that finished or was pruned since it was queued: its next part ends it.)
+func (gs GenesisState) validateSweeps() error {
+	nextJob, nextTask := max(gs.NextJobId, 1), max(gs.NextTaskId, 1)
+	cancels := map[uint64]bool{}
+	for i, s := range gs.CancelSweeps {
+		if s.JobId == 0 || s.JobId >= nextJob {
+			return fmt.Errorf("cancel_sweeps[%d].job_id %d: must be in [1, next_job_id %d)", i, s.JobId, nextJob)
+		}
+		if s.Height < 0 {
+			return fmt.Errorf("cancel_sweeps[%d].height %d: must not be negative", i, s.Height)
+		}
+		if cancels[s.JobId] {
+			return fmt.Errorf("cancel_sweeps[%d].job_id %d: duplicate", i, s.JobId)
+		}
+		cancels[s.JobId] = true
+	}
+	cursors := map[[2]uint64]bool{}
+	for i, c := range gs.SweepCursors {
+		if c.Kind != SweepExpire && c.Kind != SweepCancel {
+			return fmt.Errorf("sweep_cursors[%d].kind %d: unknown (1 expiry, 2 cancellation)", i, c.Kind)
+		}
+		if c.JobId == 0 || c.JobId >= nextJob {
+			return fmt.Errorf("sweep_cursors[%d].job_id %d: must be in [1, next_job_id %d)", i, c.JobId, nextJob)
+		}
+		if c.AfterTaskId == 0 || c.AfterTaskId >= nextTask {
+			return fmt.Errorf("sweep_cursors[%d].after_task_id %d: must be in [1, next_task_id %d)", i, c.AfterTaskId, nextTask)
+		}
+		key := [2]uint64{uint64(c.Kind), c.JobId}
+		if cursors[key] {
+			return fmt.Errorf("sweep_cursors[%d]: duplicate (kind %d, job %d)", i, c.Kind, c.JobId)
+		}
+		cursors[key] = true
+	}
 	return nil
 }
 

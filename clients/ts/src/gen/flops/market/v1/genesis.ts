@@ -67,7 +67,37 @@ export interface GenesisState {
    * retries: the block hook's failed items, waiting to run again or to be resolved
    * (internal/blockhook).
    */
-  retries: RetryState | undefined;
+  retries:
+    | RetryState
+    | undefined;
+  /**
+   * cancel_sweeps: the big cancelled jobs whose tasks the block work is still cancelling,
+   * by the height their sweep was queued at.
+   */
+  cancelSweeps: CancelSweep[];
+  /**
+   * sweep_cursors: where each job sweep under way (a cancellation, a deadline's expiry)
+   * got to, so that an import goes on from there.
+   */
+  sweepCursors: SweepCursor[];
+}
+
+/** CancelSweep is a cancelled job whose cancellation the block work goes on with. */
+export interface CancelSweep {
+  /** height the sweep was queued at (it is due from then on). */
+  height: bigint;
+  /** job_id of the cancelled job. */
+  jobId: bigint;
+}
+
+/** SweepCursor is where a job sweep under way got to. */
+export interface SweepCursor {
+  /** kind of sweep: 1 the expiry of a job whose deadline passed, 2 a cancellation. */
+  kind: number;
+  /** job_id of the job swept. */
+  jobId: bigint;
+  /** after_task_id: the last task id the sweep handled. */
+  afterTaskId: bigint;
 }
 
 /** ProviderTaskCount is a provider's settled tasks. */
@@ -116,6 +146,8 @@ function createBaseGenesisState(): GenesisState {
     nextPoolId: 0n,
     providerTasks: [],
     retries: undefined,
+    cancelSweeps: [],
+    sweepCursors: [],
   };
 }
 
@@ -186,6 +218,12 @@ export const GenesisState: MessageFns<GenesisState> = {
     }
     if (message.retries !== undefined) {
       RetryState.encode(message.retries, writer.uint32(162).fork()).join();
+    }
+    for (const v of message.cancelSweeps) {
+      CancelSweep.encode(v!, writer.uint32(170).fork()).join();
+    }
+    for (const v of message.sweepCursors) {
+      SweepCursor.encode(v!, writer.uint32(178).fork()).join();
     }
     return writer;
   },
@@ -347,6 +385,22 @@ export const GenesisState: MessageFns<GenesisState> = {
             message.retries = RetryState.decode(reader, reader.uint32());
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.cancelSweeps.push(CancelSweep.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.sweepCursors.push(SweepCursor.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -407,6 +461,16 @@ export const GenesisState: MessageFns<GenesisState> = {
         ? object.provider_tasks.map((e: any) => ProviderTaskCount.fromJSON(e))
         : [],
       retries: isSet(object.retries) ? RetryState.fromJSON(object.retries) : undefined,
+      cancelSweeps: globalThis.Array.isArray(object?.cancelSweeps)
+        ? object.cancelSweeps.map((e: any) => CancelSweep.fromJSON(e))
+        : globalThis.Array.isArray(object?.cancel_sweeps)
+        ? object.cancel_sweeps.map((e: any) => CancelSweep.fromJSON(e))
+        : [],
+      sweepCursors: globalThis.Array.isArray(object?.sweepCursors)
+        ? object.sweepCursors.map((e: any) => SweepCursor.fromJSON(e))
+        : globalThis.Array.isArray(object?.sweep_cursors)
+        ? object.sweep_cursors.map((e: any) => SweepCursor.fromJSON(e))
+        : [],
     };
   },
 
@@ -466,6 +530,12 @@ export const GenesisState: MessageFns<GenesisState> = {
     if (message.retries !== undefined) {
       obj.retries = RetryState.toJSON(message.retries);
     }
+    if (message.cancelSweeps?.length) {
+      obj.cancelSweeps = message.cancelSweeps.map((e) => CancelSweep.toJSON(e));
+    }
+    if (message.sweepCursors?.length) {
+      obj.sweepCursors = message.sweepCursors.map((e) => SweepCursor.toJSON(e));
+    }
     return obj;
   },
 
@@ -502,6 +572,212 @@ export const GenesisState: MessageFns<GenesisState> = {
     message.retries = (object.retries !== undefined && object.retries !== null)
       ? RetryState.fromPartial(object.retries)
       : undefined;
+    message.cancelSweeps = object.cancelSweeps?.map((e) => CancelSweep.fromPartial(e)) || [];
+    message.sweepCursors = object.sweepCursors?.map((e) => SweepCursor.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCancelSweep(): CancelSweep {
+  return { height: 0n, jobId: 0n };
+}
+
+export const CancelSweep: MessageFns<CancelSweep> = {
+  encode(message: CancelSweep, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.height !== 0n) {
+      if (BigInt.asIntN(64, message.height) !== message.height) {
+        throw new globalThis.Error("value provided for field message.height of type int64 too large");
+      }
+      writer.uint32(8).int64(message.height);
+    }
+    if (message.jobId !== 0n) {
+      if (BigInt.asUintN(64, message.jobId) !== message.jobId) {
+        throw new globalThis.Error("value provided for field message.jobId of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.jobId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelSweep {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelSweep();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.height = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.jobId = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelSweep {
+    return {
+      height: isSet(object.height) ? BigInt(object.height) : 0n,
+      jobId: isSet(object.jobId) ? BigInt(object.jobId) : isSet(object.job_id) ? BigInt(object.job_id) : 0n,
+    };
+  },
+
+  toJSON(message: CancelSweep): unknown {
+    const obj: any = {};
+    if (message.height !== 0n) {
+      obj.height = message.height.toString();
+    }
+    if (message.jobId !== 0n) {
+      obj.jobId = message.jobId.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CancelSweep>): CancelSweep {
+    return CancelSweep.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CancelSweep>): CancelSweep {
+    const message = createBaseCancelSweep();
+    message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
+    message.jobId = (object.jobId !== undefined && object.jobId !== null) ? BigInt(object.jobId) : 0n;
+    return message;
+  },
+};
+
+function createBaseSweepCursor(): SweepCursor {
+  return { kind: 0, jobId: 0n, afterTaskId: 0n };
+}
+
+export const SweepCursor: MessageFns<SweepCursor> = {
+  encode(message: SweepCursor, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== 0) {
+      writer.uint32(8).uint32(message.kind);
+    }
+    if (message.jobId !== 0n) {
+      if (BigInt.asUintN(64, message.jobId) !== message.jobId) {
+        throw new globalThis.Error("value provided for field message.jobId of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.jobId);
+    }
+    if (message.afterTaskId !== 0n) {
+      if (BigInt.asUintN(64, message.afterTaskId) !== message.afterTaskId) {
+        throw new globalThis.Error("value provided for field message.afterTaskId of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.afterTaskId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SweepCursor {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSweepCursor();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.kind = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.jobId = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.afterTaskId = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SweepCursor {
+    return {
+      kind: isSet(object.kind) ? globalThis.Number(object.kind) : 0,
+      jobId: isSet(object.jobId) ? BigInt(object.jobId) : isSet(object.job_id) ? BigInt(object.job_id) : 0n,
+      afterTaskId: isSet(object.afterTaskId)
+        ? BigInt(object.afterTaskId)
+        : isSet(object.after_task_id)
+        ? BigInt(object.after_task_id)
+        : 0n,
+    };
+  },
+
+  toJSON(message: SweepCursor): unknown {
+    const obj: any = {};
+    if (message.kind !== 0) {
+      obj.kind = Math.round(message.kind);
+    }
+    if (message.jobId !== 0n) {
+      obj.jobId = message.jobId.toString();
+    }
+    if (message.afterTaskId !== 0n) {
+      obj.afterTaskId = message.afterTaskId.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SweepCursor>): SweepCursor {
+    return SweepCursor.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SweepCursor>): SweepCursor {
+    const message = createBaseSweepCursor();
+    message.kind = object.kind ?? 0;
+    message.jobId = (object.jobId !== undefined && object.jobId !== null) ? BigInt(object.jobId) : 0n;
+    message.afterTaskId = (object.afterTaskId !== undefined && object.afterTaskId !== null)
+      ? BigInt(object.afterTaskId)
+      : 0n;
     return message;
   },
 };
