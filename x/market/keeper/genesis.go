@@ -63,7 +63,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
-	sweeping := map[uint64]bool{} // cancelled jobs with tasks left to cancel
+	sweeping := map[uint64]bool{} // cancelled, unfinished jobs with a primary left to cancel
 	for _, t := range gs.Tasks {
 		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
 			return err

@@ -179,12 +179,7 @@ func TestImportQueuesNoSweepForACancelledJobsAudit(t *testing.T) {
 	require.NotZero(t, audit.Id, "the cancelled job's committed task is audited")
 	require.Contains(t, []types.TaskStatus{types.TASK_STATUS_PENDING, types.TASK_STATUS_ASSIGNED}, audit.Status)
 	require.Equal(t, types.JOB_STATUS_CANCELLED, f.job(id).Status)
-	sweeps := func(f *fixture) int {
-		n, err := countAllSweeps(f)
-		require.NoError(t, err)
-		return n
-	}
-	require.Zero(t, sweeps(f), "the cancellation swept the job at once")
+	require.Zero(t, cancelSweeps(t, f), "the cancellation swept the job at once")
 	gs, err := f.k.ExportGenesis(f.ctx)
 	require.NoError(t, err)
 
@@ -192,16 +187,17 @@ func TestImportQueuesNoSweepForACancelledJobsAudit(t *testing.T) {
 	g.blocks(3)
 	g.bank.FundModule(types.ModuleName, sdk.NewCoins(sdk.NewCoin(udps, f.escrow())))
 	require.NoError(t, g.k.InitGenesis(g.ctx, gs))
-	require.Zero(t, sweeps(g), "no sweep after the import either")
+	require.Zero(t, cancelSweeps(t, g), "no sweep after the import either")
 	g.blocks(2)
 	require.NotEqual(t, types.TASK_STATUS_CANCELLED, g.task(audit.Id).Status, "the audit goes on")
 }
 
-func countAllSweeps(f *fixture) (int, error) {
+// cancelSweeps is the number of queued cancel sweeps.
+func cancelSweeps(t *testing.T, f *fixture) int {
 	n := 0
-	err := f.k.CancelSweeps.Walk(f.ctx, nil, func(collections.Pair[int64, uint64]) (bool, error) {
+	require.NoError(t, f.k.CancelSweeps.Walk(f.ctx, nil, func(collections.Pair[int64, uint64]) (bool, error) {
 		n++
 		return false, nil
-	})
-	return n, err
+	}))
+	return n
 }

@@ -1,7 +1,6 @@
 package types_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -115,31 +114,4 @@ func TestServes(t *testing.T) {
 	require.True(t, types.Serves(s, spec), "busy, but a bid is for later")
 	spec.Requirements.MinMemoryMib = 30000
 	require.False(t, types.Serves(s, spec), "one device of 30 GB")
-}
-
-// The job sweeps under way a genesis carries: job ids the chain gave, each once, a known
-// kind, a cursor on a task id the chain gave.
-func TestGenesisSweeps(t *testing.T) {
-	base := types.GenesisState{Params: types.DefaultParams(), NextJobId: 5, NextTaskId: 50}
-	ok := base
-	ok.CancelSweeps = []types.CancelSweep{{Height: 7, JobId: 4}}
-	ok.SweepCursors = []types.SweepCursor{{Kind: types.SweepCancel, JobId: 4, AfterTaskId: 49}, {Kind: types.SweepExpire, JobId: 4, AfterTaskId: 1}}
-	require.NoError(t, ok.Validate())
-	for want, edit := range map[string]func(*types.GenesisState){
-		"cancel_sweeps[0].job_id 5: must be in [1, next_job_id 5)": func(g *types.GenesisState) { g.CancelSweeps[0].JobId = 5 },
-		"cancel_sweeps[1].job_id 4: duplicate":                     func(g *types.GenesisState) { g.CancelSweeps = append(g.CancelSweeps, g.CancelSweeps[0]) },
-		"cancel_sweeps[0].height -1: must not be negative":         func(g *types.GenesisState) { g.CancelSweeps[0].Height = -1 },
-		"sweep_cursors[0].kind 3: unknown":                         func(g *types.GenesisState) { g.SweepCursors[0].Kind = 3 },
-		"sweep_cursors[1].job_id 0: must be in":                    func(g *types.GenesisState) { g.SweepCursors[1].JobId = 0 },
-		"sweep_cursors[0].after_task_id 50: must be in":            func(g *types.GenesisState) { g.SweepCursors[0].AfterTaskId = 50 },
-		"sweep_cursors[1]: duplicate (kind 2, job 4)":              func(g *types.GenesisState) { g.SweepCursors[1].Kind = types.SweepCancel },
-	} {
-		bad := ok
-		bad.CancelSweeps = slices.Clone(ok.CancelSweeps)
-		bad.SweepCursors = slices.Clone(ok.SweepCursors)
-		edit(&bad)
-		err := bad.Validate()
-		require.ErrorIs(t, err, types.ErrInvalidGenesis, want)
-		require.ErrorContains(t, err, want)
-	}
 }
