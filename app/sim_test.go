@@ -79,10 +79,10 @@ func simApp(logger log.Logger, db dbm.DB, loadLatest bool, opts servertypes.AppO
 func simState(a *app.App) simsx.SimStateFactory {
 	return simsx.SimStateFactory{
 		Codec:         a.AppCodec(),
-		AppStateFn:    simtestutil.AppStateFn(a.AppCodec(), a.SimulationManager(), a.DefaultGenesis()),
+		AppStateFn:    withPoweredNodes(a.AppCodec(), simtestutil.AppStateFn(a.AppCodec(), a.SimulationManager(), a.DefaultGenesis())),
 		BlockedAddr:   app.BlockedAddresses(),
 		AccountSource: a.AccountKeeper,
-		BalanceSource: a.BankKeeper,
+		BalanceSource: liquidBalances{a.BankKeeper},
 	}
 }
 
@@ -205,11 +205,13 @@ var mustReach = []string{
 
 // mustReachLong is what every seed of a long run (make sim-long) reaches besides: results
 // settled and failed, auctions won and lost, pools paying units and closing, failure
-// reports, client challenges, PoCP challenges failed and missed.
+// reports, client challenges, PoCP challenges failed and missed, ugfl burned (the genesis
+// providers' power, sim_genesis_test.go).
 var mustReachLong = []string{
 	"task:TASK_STATUS_SETTLED", "task:TASK_STATUS_FAILED", "bid:BID_STATUS_WON", "bid:BID_STATUS_LOST",
 	"unit:UNIT_STATUS_PAID", "pool:POOL_STATUS_CLOSED", "history:TaskFailureReported", "history:DisputeOpened",
 	"pocp:missed", "pocp:failed", "job:JOB_STATUS_COMPLETED", "gemm-job:JOB_STATUS_COMPLETED", "gemm-unit:UNIT_STATUS_PAID",
+	"ugfl:burned",
 }
 
 // flopsMsgs are "msg:" and every flops Msg's type URL but governance's: a long run of four
@@ -234,6 +236,7 @@ type stateRecorder struct {
 	cdc      codec.Codec
 	seen     map[string]int
 	gemmJobs map[uint64]bool // the BUILTIN_GEMM jobs (a job's record holds no spec)
+	power    *uint64         // the network's power (= the ugfl supply) as last written
 	err      error
 }
 
@@ -332,6 +335,23 @@ func (r *stateRecorder) record(store string, key, value []byte) error {
 		r.seen["challenge:"+c.Status.String()]++
 	case store == gfltypes.StoreKey && is(gfltypes.DrandRoundsKey):
 		r.seen["beacon:drand"]++
+	case store == gfltypes.StoreKey && bytes.Equal(key, gfltypes.NetworkPowerKey.Bytes()):
+		// the ugfl supply: minted or burned since the last write, and held at all (the
+		// genesis providers' nodes, sim_genesis_test.go)
+		var np gfltypes.NetworkPower
+		if err := r.cdc.Unmarshal(value, &np); err != nil {
+			return err
+		}
+		switch {
+		case r.power != nil && np.TotalGflops < *r.power:
+			r.seen["ugfl:burned"]++
+		case r.power != nil && np.TotalGflops > *r.power:
+			r.seen["ugfl:minted"]++
+		}
+		if np.TotalGflops > 0 {
+			r.seen["ugfl:held"]++
+		}
+		r.power = &np.TotalGflops
 	case store == govtypes.StoreKey && is(govtypes.ProposalsKeyPrefix):
 		var prop govv1.Proposal
 		if err := r.cdc.Unmarshal(value, &prop); err != nil {

@@ -228,38 +228,45 @@ func MsgRegisterNodeFactory(k keeper.Keeper, operators Operators) simsx.SimMsgFa
 		if reporter.IsSkipped() {
 			return nil, nil, nil
 		}
-		class := p.GpuClasses[r.Intn(len(p.GpuClasses))]
-		spec := types.NodeSpec{
-			Region: []string{"eu-west", "us-east", "ap-south"}[r.Intn(3)], Endpoint: fmt.Sprintf("https://n%d.sim.example", r.Uint32()),
-			Workloads:     []types.WorkloadClass{types.WORKLOAD_CLASS_TRAINING, types.WORKLOAD_CLASS_INFERENCE, types.WORKLOAD_CLASS_BATCH, types.WORKLOAD_CLASS_RENDERING}[:1+r.Intn(4)],
-			Runtimes:      []types.Runtime{types.RUNTIME_BUILTIN, types.RUNTIME_CONTAINER, types.RUNTIME_PROCESS}[:1+r.Intn(3)],
-			AskPerGpuHour: sdk.NewInt64Coin(sdk.DefaultBondDenom, int64(100_000+r.Intn(2_000_000))), ClaimedGflops: uint64(1 + r.Intn(1000)),
-		}
-		for range gpus {
-			g := types.GpuInfo{
-				Model: "NVIDIA " + class.ModelSubstrings[0], Uuid: fmt.Sprintf("GPU-%016x", r.Uint64()), MemoryMib: class.MinMemoryMib, ComputeCapability: "8.0",
-			}
-			if r.Intn(3) == 0 {
-				// a card in MIG mode: instances of 1 to 3 slices of its 7, each its share of
-				// the memory
-				g.MigCapable, g.MigSlices = true, 7
-				for left := uint32(7); left > 0 && r.Intn(4) != 0; {
-					s := min(uint32(1+r.Intn(3)), left)
-					left -= s
-					g.MigInstances = append(g.MigInstances, types.MigInstance{
-						Uuid: fmt.Sprintf("MIG-%016x", r.Uint64()), Profile: fmt.Sprintf("%dg.%dgb", s, 5*s), MemoryMib: g.MemoryMib * uint64(s) / 8, Slices: s,
-					})
-				}
-				if len(g.MigInstances) == 0 {
-					g.MigSlices = 0 // MIG capable, offered whole
-				}
-			}
-			spec.Gpus = append(spec.Gpus, g)
-		}
+		spec := RandomNodeSpec(r.Rand, p.GpuClasses[r.Intn(len(p.GpuClasses))], gpus)
 		// a GPU already registered (the simulation after an import draws the same ids
 		// again) is refused, as it must be
 		return []simsx.SimAccount{op}, &types.MsgRegisterNode{Operator: op.AddressBech32, Spec: spec}, simutil.Expect(types.ErrInsufficientCollateral, types.ErrDuplicateGpu)
 	})
+}
+
+// RandomNodeSpec is a node of gpus GPUs of class as the simulated operators register it:
+// a region, endpoint, workloads, runtimes and ask at random, and one card in three in MIG
+// mode with 1 to 3-slice instances (or none: offered whole).
+func RandomNodeSpec(r *rand.Rand, class types.GpuClass, gpus int) types.NodeSpec {
+	spec := types.NodeSpec{
+		Region: []string{"eu-west", "us-east", "ap-south"}[r.Intn(3)], Endpoint: fmt.Sprintf("https://n%d.sim.example", r.Uint32()),
+		Workloads:     []types.WorkloadClass{types.WORKLOAD_CLASS_TRAINING, types.WORKLOAD_CLASS_INFERENCE, types.WORKLOAD_CLASS_BATCH, types.WORKLOAD_CLASS_RENDERING}[:1+r.Intn(4)],
+		Runtimes:      []types.Runtime{types.RUNTIME_BUILTIN, types.RUNTIME_CONTAINER, types.RUNTIME_PROCESS}[:1+r.Intn(3)],
+		AskPerGpuHour: sdk.NewInt64Coin(sdk.DefaultBondDenom, int64(100_000+r.Intn(2_000_000))), ClaimedGflops: uint64(1 + r.Intn(1000)),
+	}
+	for range gpus {
+		g := types.GpuInfo{
+			Model: "NVIDIA " + class.ModelSubstrings[0], Uuid: fmt.Sprintf("GPU-%016x", r.Uint64()), MemoryMib: class.MinMemoryMib, ComputeCapability: "8.0",
+		}
+		if r.Intn(3) == 0 {
+			// a card in MIG mode: instances of 1 to 3 slices of its 7, each its share of
+			// the memory
+			g.MigCapable, g.MigSlices = true, 7
+			for left := uint32(7); left > 0 && r.Intn(4) != 0; {
+				s := min(uint32(1+r.Intn(3)), left)
+				left -= s
+				g.MigInstances = append(g.MigInstances, types.MigInstance{
+					Uuid: fmt.Sprintf("MIG-%016x", r.Uint64()), Profile: fmt.Sprintf("%dg.%dgb", s, 5*s), MemoryMib: g.MemoryMib * uint64(s) / 8, Slices: s,
+				})
+			}
+			if len(g.MigInstances) == 0 {
+				g.MigSlices = 0 // MIG capable, offered whole
+			}
+		}
+		spec.Gpus = append(spec.Gpus, g)
+	}
+	return spec
 }
 
 // MsgDeactivateNodeFactory takes a simulated operator's active node out of service; a
@@ -481,13 +488,32 @@ func ugflToMove(ctx context.Context, bk BalanceKeeper, from sdk.AccAddress) sdk.
 	return sdk.NewCoins(held)
 }
 
+// ugflSender is the provider that tries to move ugfl: three times in four one that holds
+// some (the genesis providers' nodes have verified power, app/sim_genesis_test.go), else
+// any account with a spendable balance.
+func ugflSender(ctx context.Context, bk BalanceKeeper, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) simsx.SimAccount {
+	r := data.Rand()
+	if r.Intn(4) != 0 {
+		var holders []sdk.AccAddress
+		for _, a := range data.AllAccounts() {
+			if bk.GetBalance(ctx, a.Address, types.Denom).IsPositive() {
+				holders = append(holders, a.Address)
+			}
+		}
+		if len(holders) > 0 {
+			return data.GetAccountbyAccAddr(reporter, holders[r.Intn(len(holders))])
+		}
+	}
+	return data.AnyAccount(reporter, simsx.WithSpendableBalance())
+}
+
 // MsgSendUgflFactory is a provider trying to sell its verified power: a bank send of its
 // ugfl to another account. GFL is not transferable: x/bank refuses the denom
 // (send_enabled false in every genesis), and a send that went through is the attack
 // working.
 func MsgSendUgflFactory(bk BalanceKeeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *banktypes.MsgSend, simsx.SimDeliveryResultHandler) {
-		from := data.AnyAccount(reporter, simsx.WithSpendableBalance())
+		from := ugflSender(ctx, bk, data, reporter)
 		to := data.AnyAccount(reporter, simsx.ExcludeAccounts(from))
 		if reporter.IsSkipped() {
 			return nil, nil, nil
@@ -502,7 +528,7 @@ func MsgSendUgflFactory(bk BalanceKeeper) simsx.SimMsgFactoryX {
 // The send restriction refuses any move of ugfl that is not x/gfl's own mint or burn.
 func MsgFundCommunityPoolUgflFactory(bk BalanceKeeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *distrtypes.MsgFundCommunityPool, simsx.SimDeliveryResultHandler) {
-		from := data.AnyAccount(reporter, simsx.WithSpendableBalance())
+		from := ugflSender(ctx, bk, data, reporter)
 		if reporter.IsSkipped() {
 			return nil, nil, nil
 		}
