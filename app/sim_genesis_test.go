@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -17,6 +18,7 @@ import (
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	gflsim "github.com/flopsnet/flops/x/gfl/simulation"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -24,8 +26,10 @@ import (
 	stakingslashtypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
-// withPoweredNodes adds to a random genesis 1 to 3 providers (simulation accounts) whose
-// 1 or 2 nodes each already have verified power, as a chain that ran before has them.
+// withRunningNetwork makes a random genesis one of a network that already runs: x/dps's
+// reward pool holds 1 to 10^6 DPS under a max_supply that lets it pay (a chain's genesis
+// funds it; nothing in a simulation would, so no epoch would ever pay a reward), and 1 to
+// 3 providers (simulation accounts) have 1 or 2 nodes each with verified power.
 //
 // Without them no simulated node ever holds ugfl: a PoCP sample is 2*n^3*r FLOPs over the
 // time from the challenge's block to the commitment's, the simulated operators solve the
@@ -51,7 +55,7 @@ import (
 // mints after genesis: no simulated sample is above 0.
 //
 // A genesis file given to the simulator (-Genesis) is left as it is.
-func withPoweredNodes(cdc codec.JSONCodec, fn simtypes.AppStateFn) simtypes.AppStateFn {
+func withRunningNetwork(cdc codec.JSONCodec, fn simtypes.AppStateFn) simtypes.AppStateFn {
 	return func(r *rand.Rand, accs []simtypes.Account, cfg simtypes.Config) (json.RawMessage, []simtypes.Account, string, time.Time) {
 		state, simAccs, chainID, genesisTime := fn(r, accs, cfg)
 		if cfg.GenesisFile != "" || len(simAccs) == 0 {
@@ -61,7 +65,11 @@ func withPoweredNodes(cdc codec.JSONCodec, fn simtypes.AppStateFn) simtypes.AppS
 		if err := json.Unmarshal(state, &raw); err != nil {
 			panic(err)
 		}
-		poweredNodes(r, cdc, simAccs, raw)
+		// its own draws, seeded from the seed's first account, so that the simulator's
+		// draws of operations stay as they were without it
+		own := rand.New(rand.NewSource(int64(binary.BigEndian.Uint64(simAccs[0].Address)))) //nolint:gosec // the simulation's randomness
+		poweredNodes(own, cdc, simAccs, raw)
+		fundRewardPool(own, cdc, raw)
 		state, err := json.Marshal(raw)
 		if err != nil {
 			panic(err)
@@ -70,7 +78,8 @@ func withPoweredNodes(cdc codec.JSONCodec, fn simtypes.AppStateFn) simtypes.AppS
 	}
 }
 
-// poweredNodes edits the modules' genesis in raw (see withPoweredNodes).
+// poweredNodes adds the providers with power to the modules' genesis in raw (see
+// withRunningNetwork).
 func poweredNodes(r *rand.Rand, cdc codec.JSONCodec, accs []simtypes.Account, raw map[string]json.RawMessage) {
 	var (
 		gfl  gfltypes.GenesisState
@@ -152,6 +161,31 @@ func poweredNodes(r *rand.Rand, cdc codec.JSONCodec, accs []simtypes.Account, ra
 	for _, s := range states {
 		raw[s.name] = cdc.MustMarshalJSON(s.gs)
 	}
+}
+
+// fundRewardPool puts 1 to 10^6 DPS in x/dps's reward pool (its module account) and sets
+// max_supply so that the pool may pay it all, and up to 3 times as much again (the
+// simulation's accounts hold more udps than the default 21,000,000 DPS, which would cap
+// every emission at 0; governance's random params put it back).
+func fundRewardPool(r *rand.Rand, cdc codec.JSONCodec, raw map[string]json.RawMessage) {
+	var (
+		bank banktypes.GenesisState
+		dps  dpstypes.GenesisState
+	)
+	cdc.MustUnmarshalJSON(raw[banktypes.ModuleName], &bank)
+	cdc.MustUnmarshalJSON(raw[dpstypes.ModuleName], &dps)
+	pool := sdk.NewCoin(dpstypes.Denom, sdkmath.NewInt(1+r.Int63n(1_000_000)).MulRaw(1_000_000))
+	outside := sdkmath.ZeroInt()
+	for _, b := range bank.Balances {
+		outside = outside.Add(b.Coins.AmountOf(dpstypes.Denom))
+	}
+	bank.Balances = addBalance(bank.Balances, authtypes.NewModuleAddress(dpstypes.ModuleName).String(), pool)
+	if !bank.Supply.IsZero() {
+		bank.Supply = bank.Supply.Add(pool)
+	}
+	dps.Params.MaxSupply = outside.Add(pool.Amount.MulRaw(int64(1 + r.Intn(4))))
+	raw[banktypes.ModuleName] = cdc.MustMarshalJSON(&bank)
+	raw[dpstypes.ModuleName] = cdc.MustMarshalJSON(&dps)
 }
 
 // addBalance adds coin to addr's balance in a bank genesis.

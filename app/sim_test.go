@@ -79,7 +79,7 @@ func simApp(logger log.Logger, db dbm.DB, loadLatest bool, opts servertypes.AppO
 func simState(a *app.App) simsx.SimStateFactory {
 	return simsx.SimStateFactory{
 		Codec:         a.AppCodec(),
-		AppStateFn:    withPoweredNodes(a.AppCodec(), simtestutil.AppStateFn(a.AppCodec(), a.SimulationManager(), a.DefaultGenesis())),
+		AppStateFn:    withRunningNetwork(a.AppCodec(), simtestutil.AppStateFn(a.AppCodec(), a.SimulationManager(), a.DefaultGenesis())),
 		BlockedAddr:   app.BlockedAddresses(),
 		AccountSource: a.AccountKeeper,
 		BalanceSource: liquidBalances{a.BankKeeper},
@@ -162,7 +162,7 @@ func recordingApp(recorders *sync.Map) func(log.Logger, dbm.DB, bool, servertype
 			sort.Strings(flopsMsgs)
 			sort.Strings(govMsgs)
 		})
-		a.CommitMultiStore().AddListeners([]storetypes.StoreKey{a.GetKey(markettypes.StoreKey), a.GetKey(gfltypes.StoreKey), a.GetKey(govtypes.StoreKey)})
+		a.CommitMultiStore().AddListeners([]storetypes.StoreKey{a.GetKey(markettypes.StoreKey), a.GetKey(gfltypes.StoreKey), a.GetKey(govtypes.StoreKey), a.GetKey(dpstypes.StoreKey)})
 		recorders.Store(a, rec)
 		return a
 	}
@@ -205,13 +205,14 @@ var mustReach = []string{
 
 // mustReachLong is what every seed of a long run (make sim-long) reaches besides: results
 // settled and failed, auctions won and lost, pools paying units and closing, failure
-// reports, client challenges, PoCP challenges failed and missed, ugfl burned (the genesis
-// providers' power, sim_genesis_test.go).
+// reports, client challenges, PoCP challenges failed and missed, ugfl burned and DPS
+// paid for availability (the genesis providers' power and reward pool,
+// sim_genesis_test.go).
 var mustReachLong = []string{
 	"task:TASK_STATUS_SETTLED", "task:TASK_STATUS_FAILED", "bid:BID_STATUS_WON", "bid:BID_STATUS_LOST",
 	"unit:UNIT_STATUS_PAID", "pool:POOL_STATUS_CLOSED", "history:TaskFailureReported", "history:DisputeOpened",
 	"pocp:missed", "pocp:failed", "job:JOB_STATUS_COMPLETED", "gemm-job:JOB_STATUS_COMPLETED", "gemm-unit:UNIT_STATUS_PAID",
-	"ugfl:burned",
+	"ugfl:burned", "dps:availability-paid",
 }
 
 // flopsMsgs are "msg:" and every flops Msg's type URL but governance's: a long run of four
@@ -228,10 +229,10 @@ var (
 // drand rounds brought on chain (drand is on in half of the random geneses).
 var mustReachLongRun = []string{"beacon:drand"}
 
-// stateRecorder reads every block's writes to the market's and the index's stores (the
-// commit's change set) and counts the records written by kind and status: a record's last
-// value in each block (a task revealed and verified in one block counts as verified; the
-// history keeps every step).
+// stateRecorder reads every block's writes to the market's, the index's, governance's and
+// the rewards' stores (the commit's change set) and counts the records written by kind
+// and status: a record's last value in each block (a task revealed and verified in one
+// block counts as verified; the history keeps every step).
 type stateRecorder struct {
 	cdc      codec.Codec
 	seen     map[string]int
@@ -335,6 +336,23 @@ func (r *stateRecorder) record(store string, key, value []byte) error {
 		r.seen["challenge:"+c.Status.String()]++
 	case store == gfltypes.StoreKey && is(gfltypes.DrandRoundsKey):
 		r.seen["beacon:drand"]++
+	case store == dpstypes.StoreKey && is(dpstypes.DistributionsKey):
+		// an epoch's emission: the GFL it was shared over, and paid to availability (by
+		// the nodes' power) and to verified work
+		var d dpstypes.Distribution
+		if err := r.cdc.Unmarshal(value, &d); err != nil {
+			return err
+		}
+		r.seen["dps:distribution:"+d.Phase.String()]++
+		if d.TotalGfl > 0 {
+			r.seen["dps:epoch-with-gfl"]++
+		}
+		if d.PaidAvailability.IsPositive() {
+			r.seen["dps:availability-paid"]++
+		}
+		if d.PaidWork.IsPositive() {
+			r.seen["dps:work-paid"]++
+		}
 	case store == gfltypes.StoreKey && bytes.Equal(key, gfltypes.NetworkPowerKey.Bytes()):
 		// the ugfl supply: minted or burned since the last write, and held at all (the
 		// genesis providers' nodes, sim_genesis_test.go)
