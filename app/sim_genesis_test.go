@@ -47,12 +47,13 @@ import (
 //   - x/reputation: the node's record at the initial score.
 //
 // From there the simulation moves the ugfl: until a node's first challenge concludes, its
-// operator holds it (and tries to send or donate it: refused, x/gfl's simulation); then
-// the rebalance takes the median of its samples (0 GFLOP/s), burns the power and
-// re-classes the node below its class's floor; a deactivation burns it at once. The
-// ugfl-supply and ugfl-holders invariants are checked every block on holdings that are
-// not all zero, and every long seed must burn (mustReachLong: "ugfl:burned"). Nothing
-// mints after genesis: no simulated sample is above 0.
+// operator holds it (tries to send or donate it: refused, x/gfl's simulation) and x/dps
+// pays it for availability; then the rebalance takes the median of its samples
+// (0 GFLOP/s), burns the power and, where the class has a floor, re-classes the node; a
+// deactivation burns it at once. The ugfl-supply and ugfl-holders invariants are checked
+// every block on holdings that are not all zero, and every long seed must burn and pay
+// (mustReachLong: "ugfl:burned", "dps:availability-paid"). Nothing mints after genesis:
+// no simulated sample is above 0.
 //
 // A genesis file given to the simulator (-Genesis) is left as it is.
 func withRunningNetwork(cdc codec.JSONCodec, fn simtypes.AppStateFn) simtypes.AppStateFn {
