@@ -51,9 +51,9 @@ import (
 // pays it for availability; then the rebalance takes the median of its samples
 // (0 GFLOP/s), burns the power and, where the class has a floor, re-classes the node; a
 // deactivation burns it at once. The ugfl-supply and ugfl-holders invariants are checked
-// every block on holdings that are not all zero, and every long seed must burn and pay
-// (mustReachLong: "ugfl:burned", "dps:availability-paid"). Nothing mints after genesis:
-// no simulated sample is above 0.
+// every block on holdings that are not all zero; every long seed must burn (mustReachLong:
+// "ugfl:burned") and a long run must pay (mustReachLongRun: "dps:availability-paid").
+// Nothing mints after genesis: no simulated sample is above 0.
 //
 // A genesis file given to the simulator (-Genesis) is left as it is.
 func withRunningNetwork(cdc codec.JSONCodec, fn simtypes.AppStateFn) simtypes.AppStateFn {
