@@ -227,7 +227,7 @@ var (
 // mustReachLongRun is what a long run of four seeds or more reaches in one seed at least:
 // drand rounds brought on chain (drand is on in half of the random geneses), DPS paid
 // for availability (a seed's random shares, rate and min_score may leave the genesis
-// providers' short-lived power unpaid: 2 of 18 seeds of 500 blocks did).
+// providers' short-lived power unpaid: 4 of 24 seeds of 500 blocks did).
 var mustReachLongRun = []string{"beacon:drand", "dps:availability-paid"}
 
 // stateRecorder reads every block's writes to the market's, the index's, governance's and
