@@ -52,7 +52,7 @@ func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) 
 	if err != nil || !ready {
 		return Draw{}, false, err
 	}
-	d, found, err := k.draw(ctx, p, classes, job, t, seed)
+	d, found, err := k.draw(ctx, p, sb, classes, job, t, seed)
 	if err != nil || !found {
 		return Draw{}, found, err
 	}

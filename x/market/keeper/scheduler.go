@@ -387,10 +387,46 @@ type sched struct {
 	jobs     map[uint64]types.Job
 	classes  map[uint64][]string
 	hasNodes map[string]bool // per GPU class: nodes indexed
+	// per GPU class: its members (ClassSize). An assignment, an expiry or a parking never
+	// adds or removes a member (only a node's activation, deactivation or change of class
+	// does, none of which the scheduler makes), so the sizes read once hold for the block.
+	sizes map[string]uint64
+	// operators' addresses decoded from their bech32 form (a candidate's collateral
+	// check needs the bytes; one operator's nodes are many)
+	operators map[string]sdk.AccAddress
 }
 
 func newSched() *sched {
-	return &sched{jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}, hasNodes: map[string]bool{}}
+	return &sched{
+		jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}, hasNodes: map[string]bool{},
+		sizes: map[string]uint64{}, operators: map[string]sdk.AccAddress{},
+	}
+}
+
+// classSize is a class's member count, read once per block.
+func (s *sched) classSize(ctx context.Context, k Keeper, class string) (uint64, error) {
+	if n, ok := s.sizes[class]; ok {
+		return n, nil
+	}
+	n, err := k.ClassSize.Get(ctx, class)
+	if err != nil && !errors.Is(err, collections.ErrNotFound) {
+		return 0, err
+	}
+	s.sizes[class] = n
+	return n, nil
+}
+
+// operator is a node operator's address bytes, decoded once per block.
+func (s *sched) operator(k Keeper, bech string) (sdk.AccAddress, error) {
+	if a, ok := s.operators[bech]; ok {
+		return a, nil
+	}
+	a, err := k.address("operator", bech)
+	if err != nil {
+		return nil, err
+	}
+	s.operators[bech] = a
+	return a, nil
 }
 
 // parkUnplaced parks a pending task no node could take on its own: 1, 2, 4, ... blocks
@@ -453,7 +489,7 @@ func (k Keeper) tryAssign(ctx context.Context, p types.Params, sb *sched, taskID
 	if err != nil {
 		return nil, untouched, err
 	}
-	slot, price, found, err := k.pickNode(ctx, p, classes, job, t, seed)
+	slot, price, found, err := k.pickNode(ctx, p, sb, classes, job, t, seed)
 	if err != nil {
 		return nil, untouched, err
 	}
@@ -563,8 +599,8 @@ type candidate struct {
 }
 
 // pickNode finds the node for a task: power of two choices among the eligible candidates.
-func (k Keeper) pickNode(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task, seed [32]byte) (types.NodeSlot, sdkmath.Int, bool, error) {
-	d, found, err := k.draw(ctx, p, classes, job, t, seed)
+func (k Keeper) pickNode(ctx context.Context, p types.Params, sb *sched, classes []string, job types.Job, t types.Task, seed [32]byte) (types.NodeSlot, sdkmath.Int, bool, error) {
+	d, found, err := k.draw(ctx, p, sb, classes, job, t, seed)
 	if err != nil || !found {
 		return types.NodeSlot{}, sdkmath.Int{}, false, err
 	}
@@ -589,13 +625,13 @@ type drawn struct {
 // sampling finds none (eligible nodes are rarer than one in scheduler_max_scan) does the
 // scheduler fall back to walking the load-ordered index from a random node id, which finds
 // a rare eligible node but favours nodes after gaps in the ids.
-func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job types.Job, t types.Task, seed [32]byte) (drawn, bool, error) {
+func (k Keeper) draw(ctx context.Context, p types.Params, sb *sched, classes []string, job types.Job, t types.Task, seed [32]byte) (drawn, bool, error) {
 	excluded, err := k.excludedNodes(ctx, job, t)
 	if err != nil {
 		return drawn{}, false, err
 	}
 	budget := int(p.SchedulerMaxScan)
-	pool, err := k.sample(ctx, p, classes, job, t.Role, excluded, seed, int(p.SchedulerCandidates), &budget)
+	pool, err := k.sample(ctx, p, sb, classes, job, t.Role, excluded, seed, int(p.SchedulerCandidates), &budget)
 	if err != nil {
 		return drawn{}, false, err
 	}
@@ -610,7 +646,7 @@ func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job 
 		}
 		start := beacon.Below(seed, maxID+1)
 		for _, class := range classes {
-			found, err := k.gather(ctx, p, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
+			found, err := k.gather(ctx, p, sb, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
 			if err != nil {
 				return drawn{}, false, err
 			}
@@ -638,12 +674,12 @@ func (k Keeper) draw(ctx context.Context, p types.Params, classes []string, job 
 
 // sample draws eligible candidates uniformly from the members of classes (see draw).
 // budget counts the members examined.
-func (k Keeper) sample(ctx context.Context, p types.Params, classes []string, job types.Job, role types.TaskRole, excluded exclusion, seed [32]byte, want int, budget *int) ([]candidate, error) {
+func (k Keeper) sample(ctx context.Context, p types.Params, sb *sched, classes []string, job types.Job, role types.TaskRole, excluded exclusion, seed [32]byte, want int, budget *int) ([]candidate, error) {
 	sizes := make([]uint64, len(classes))
 	var total uint64
 	for i, c := range classes {
-		n, err := k.ClassSize.Get(ctx, c)
-		if err != nil && !errors.Is(err, collections.ErrNotFound) {
+		n, err := sb.classSize(ctx, k, c)
+		if err != nil {
 			return nil, err
 		}
 		sizes[i] = n
@@ -666,7 +702,7 @@ func (k Keeper) sample(ctx context.Context, p types.Params, classes []string, jo
 			if err != nil {
 				return err
 			}
-			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
+			c, ok, err := k.eligible(ctx, p, sb, job, role, slot, excluded)
 			if err != nil || !ok {
 				return err
 			}
@@ -716,7 +752,7 @@ func better(x, y candidate) bool {
 // start+1, ...; at most 2 x want reads) and the index is walked only from where that
 // stopped. The probed ids are exactly the first entries of the first idle span, so the
 // candidates are the same as the index walk alone would give.
-func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, excluded exclusion, class string, start, maxID uint64, want int, budget *int) ([]candidate, error) {
+func (k Keeper) gather(ctx context.Context, p types.Params, sb *sched, job types.Job, role types.TaskRole, excluded exclusion, class string, start, maxID uint64, want int, budget *int) ([]candidate, error) {
 	type span struct {
 		from, to collections.Triple[string, uint32, uint64]
 	}
@@ -739,7 +775,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role 
 				continue // not an entry of this span of the index
 			}
 			*budget--
-			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
+			c, ok, err := k.eligible(ctx, p, sb, job, role, slot, excluded)
 			if err != nil {
 				return nil, err
 			}
@@ -780,7 +816,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role 
 				_ = it.Close()
 				return nil, err
 			}
-			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
+			c, ok, err := k.eligible(ctx, p, sb, job, role, slot, excluded)
 			if err != nil {
 				_ = it.Close()
 				return nil, err
@@ -801,7 +837,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role 
 
 // eligible applies every filter of the design to one node for one job, and returns the
 // node's quote and reputation.
-func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, s types.NodeSlot, excluded exclusion) (candidate, bool, error) {
+func (k Keeper) eligible(ctx context.Context, p types.Params, sb *sched, job types.Job, role types.TaskRole, s types.NodeSlot, excluded exclusion) (candidate, bool, error) {
 	req := job.Spec.Requirements
 	need := req.GPUs()
 	switch {
@@ -829,7 +865,7 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, rol
 	if err != nil || !ok {
 		return candidate{}, false, err
 	}
-	op, err := k.address("operator", s.Operator)
+	op, err := sb.operator(k, s.Operator)
 	if err != nil {
 		return candidate{}, false, err
 	}

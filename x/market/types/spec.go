@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"net/url"
 	"path"
@@ -397,7 +398,46 @@ func Quote(askPerGPUHour sdkmath.Int, gpus uint32, d time.Duration) sdkmath.Int 
 }
 
 // quoteShare is the ask for num/den GPUs for d, rounded up to the udps.
+//
+// The scheduler quotes every candidate it examines, so the usual case (an ask, a GPU
+// count and a duration whose product fits 128 bits, a quote that fits 64) is computed in
+// machine words; anything larger, or negative, takes the big-integer path. Both give the
+// same result (TestQuoteWordsMatchBigIntegers).
 func quoteShare(askPerGPUHour sdkmath.Int, num, den uint64, d time.Duration) sdkmath.Int {
+	if q, ok := quoteWords(askPerGPUHour, num, den, d); ok {
+		return sdkmath.NewIntFromUint64(q)
+	}
+	return quoteBig(askPerGPUHour, num, den, d)
+}
+
+// quoteWords is quoteShare in 64-bit words: ok is false when an operand or the result
+// does not fit (the caller then computes it with big integers).
+func quoteWords(askPerGPUHour sdkmath.Int, num, den uint64, d time.Duration) (uint64, bool) {
+	if askPerGPUHour.IsNil() || !askPerGPUHour.IsUint64() || d < 0 || den == 0 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(askPerGPUHour.Uint64(), num)
+	if hi != 0 {
+		return 0, false
+	}
+	hi, lo = bits.Mul64(lo, uint64(d))
+	unitHi, unit := bits.Mul64(den, uint64(time.Hour))
+	if unitHi != 0 || hi >= unit {
+		// the unit does not fit a word, or the quotient would not
+		return 0, false
+	}
+	q, r := bits.Div64(hi, lo, unit)
+	if r != 0 {
+		if q == math.MaxUint64 {
+			return 0, false
+		}
+		q++
+	}
+	return q, true
+}
+
+// quoteBig is quoteShare with big integers.
+func quoteBig(askPerGPUHour sdkmath.Int, num, den uint64, d time.Duration) sdkmath.Int {
 	total := askPerGPUHour.Mul(sdkmath.NewIntFromUint64(num)).Mul(sdkmath.NewInt(int64(d)))
 	unit := sdkmath.NewIntFromUint64(den).Mul(sdkmath.NewInt(int64(time.Hour)))
 	q, r := total.Quo(unit), total.Mod(unit)
