@@ -620,8 +620,9 @@ type drawn struct {
 // drawn, whatever the history of node ids (an operator that registered and deactivated
 // thousands of nodes in front of its own gains nothing), and the two drawn are compared by
 // load, then reputation; a tie keeps the first drawn, itself random. When the members fit
-// in scheduler_max_scan every one is examined; otherwise up to that many are sampled
-// (with replacement) until scheduler_candidates eligible ones are found. Only when
+// in scheduler_max_scan they are examined in a random order (without replacement) until
+// two eligible ones are found; otherwise up to that many are sampled (with replacement)
+// until two are found. Only when
 // sampling finds none (eligible nodes are rarer than one in scheduler_max_scan) does the
 // scheduler fall back to walking the load-ordered index from a random node id, which finds
 // a rare eligible node but favours nodes after gaps in the ids.
@@ -711,20 +712,31 @@ func (k Keeper) sample(ctx context.Context, p types.Params, sb *sched, classes [
 		}
 		return nil
 	}
+	// Two eligible nodes are enough: a pool of more, uniform and distinct, from which
+	// draw then picks two at random, gives the same two as its first two do.
+	want = min(want, 2)
 	if total <= uint64(*budget) {
-		// every member: all the eligible ones make the pool, so that the draw from it is
-		// uniform (stopping at want would favour the first positions)
-		for r := range total {
+		// Every member fits the scan: they are examined in an order drawn from the
+		// beacon (a Fisher-Yates shuffle, drawn as it goes) until two are eligible. The
+		// first two eligible members of a uniformly random order are a uniformly random
+		// pair of the eligible ones, as the pool of all of them would give, and the
+		// draw examines two or three members instead of all of them (up to
+		// scheduler_max_scan) whenever most are eligible. A task that no member can take
+		// still examines every one, so it finds none only when there is none.
+		order := make([]uint64, total)
+		for i := range order {
+			order[i] = uint64(i)
+		}
+		for i := uint64(0); i < total && len(out) < want; i++ {
+			j := i + beacon.Below(beacon.Derive(seed[:], "order", i), total-i)
+			order[i], order[j] = order[j], order[i]
 			*budget--
-			if err := look(r); err != nil {
+			if err := look(order[i]); err != nil {
 				return nil, err
 			}
 		}
 		return out, nil
 	}
-	// Two eligible nodes sampled are enough: a pool of more, uniform and distinct, from
-	// which draw then picks two at random, gives the same two as its first two do.
-	want = min(want, 2)
 	for i := uint64(0); *budget > 0 && len(out) < want; i++ {
 		*budget--
 		if err := look(beacon.Below(beacon.Derive(seed[:], "member", i), total)); err != nil {

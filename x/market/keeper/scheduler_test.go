@@ -6,6 +6,7 @@ import (
 	"cosmossdk.io/collections"
 
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -779,4 +780,58 @@ func TestSchedulerAssignmentFailureInABatchFailsAlone(t *testing.T) {
 	require.Equal(t, len(jobs), assigned+failed, "every other task assigned in the block")
 	require.Zero(t, f.coll.exp(broken).Int64(), "nothing of a failed assignment written")
 	f.assertInvariants()
+}
+
+// A class that fits scheduler_max_scan is examined in a random order until two members
+// are eligible, not member by member to the end: the draw's pool is two, each member is
+// in the drawn pair as often as the others (2 in 10 here, within four standard
+// deviations of the binomial over 1,000 draws), and a task that only one member of 40
+// can take still finds it.
+func TestSmallClassDrawIsUniformAndStopsAtTwo(t *testing.T) {
+	f := newFixture(t, nil)
+	var nodes []uint64
+	for i := range 10 {
+		nodes = append(nodes, f.addNode(f.operator(fmt.Sprint("small", i)), 8, nil))
+	}
+	const draws = 1000
+	inPair := map[uint64]int{}
+	for range draws {
+		job := f.submit(f.gemmSpec(1))
+		d, ok, err := f.k.DrawForTest(f.ctx, f.tasks(job)[0].Id)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, 2, d.Candidates, "two eligible members are enough")
+		require.NotEqual(t, d.A.NodeId, d.B.NodeId)
+		inPair[d.A.NodeId]++
+		inPair[d.B.NodeId]++
+	}
+	// each node is in a pair with probability 2/10
+	mean, sd := draws*0.2, math.Sqrt(draws*0.2*0.8)
+	for _, id := range nodes {
+		require.InDelta(t, mean, float64(inPair[id]), 4*sd, "node %d in %d of %d pairs", id, inPair[id], draws)
+	}
+
+	// one member of 40 can take an 8-GPU task: every draw finds it
+	g := newFixture(t, nil)
+	var big uint64
+	for i := range 40 {
+		gpus := 4
+		if i == 23 {
+			gpus = 8
+		}
+		id := g.addNode(g.operator(fmt.Sprint("rare", i)), gpus, nil)
+		if gpus == 8 {
+			big = id
+		}
+	}
+	for range 20 {
+		spec := g.gemmSpec(1)
+		spec.Requirements.GpuCount = 8
+		job := g.submit(spec)
+		d, ok, err := g.k.DrawForTest(g.ctx, g.tasks(job)[0].Id)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, 1, d.Candidates)
+		require.Equal(t, big, d.Winner.NodeId)
+	}
 }
