@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"cosmossdk.io/collections"
+
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/x/market/types"
@@ -73,4 +75,86 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestAssignmentStoreOps holds an assignment to the store operations it needs: 200
+// one-task jobs assigned in one EndBlock against 2,000 idle nodes, counted by the market
+// keeper's store (the collateral and reputation modules' reads are their own). Every
+// operation goes through the gas meter, two cache layers and IAVL, and costs about the
+// same (BenchmarkEndBlockAssign: 3 to 4 µs each on this machine), so their number is
+// what an assignment costs: a change that adds one fails here, deterministically, where
+// a timing could not, and is a decision to make on purpose (update the table and say why
+// in the commit).
+//
+// Per assignment, read: the task, the job and its spec, the group (in the queue walk and
+// again at the dequeue), the two drawn members and their slots, the job's history
+// counter, the class's idle/loaded counter. Written: the task and its node and provider
+// indexes, the slot, its load index entry (moved: a delete and a set), the class
+// counter, the ack deadline, the history entry and its counter; deleted: the queue entry
+// and the group record.
+func TestAssignmentStoreOps(t *testing.T) {
+	const jobs = 200
+	f := newCountingFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = jobs })
+	for i := range 2000 {
+		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
+	}
+	var ids []uint64
+	for range jobs {
+		ids = append(ids, f.submit(f.gemmSpec(1)))
+	}
+	f.commitStore()
+	ctx, _ := f.ctx.CacheContext()
+	f.ops.On = true
+	require.NoError(t, f.k.EndBlocker(ctx))
+	f.ops.On = false
+	for _, id := range ids {
+		tasks, err := f.k.JobTasksForTest(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, types.TASK_STATUS_ASSIGNED, tasks[0].Status)
+	}
+	per := func(n int) float64 { return float64(n) / jobs }
+	name := map[byte]string{}
+	for _, c := range []struct {
+		name   string
+		prefix collections.Prefix
+	}{
+		{"tasks", types.TasksKey}, {"jobs", types.JobsKey}, {"job specs", types.JobSpecsKey}, {"groups", types.GroupsKey},
+		{"class members", types.ClassMembersKey}, {"slots", types.SlotsKey}, {"history added", types.HistoryAddedKey},
+		{"class nodes", types.ClassNodesKey}, {"tasks by node", types.TasksByNodeKey}, {"tasks by provider", types.TasksByProviderKey},
+		{"sched index", types.SchedIndexKey}, {"ack deadlines", types.AckDeadlinesKey}, {"history", types.HistoryKey},
+		{"assign queue", types.AssignQueueKey}, {"class size", types.ClassSizeKey},
+	} {
+		name[c.prefix.Bytes()[0]] = c.name
+	}
+	// per assignment: what each collection sees jobs times, the block's own reads (the
+	// params, the class's size and counters, once per round of the walk) set apart
+	perBlock := 0
+	byName := func(m map[byte]int) map[string]int {
+		out := map[string]int{}
+		for b, n := range m {
+			k, ok := name[b]
+			if !ok {
+				k = fmt.Sprintf("prefix %d", b)
+			}
+			if n/jobs > 0 {
+				out[k] = n / jobs
+			}
+			perBlock += n % jobs
+		}
+		return out
+	}
+	t.Logf("per assignment: %.2f reads, %.2f writes, %.2f deletes, %.2f iterators, %.2f store opens",
+		per(f.ops.Gets+f.ops.Has), per(f.ops.Sets), per(f.ops.Deletes), per(f.ops.Its), per(f.ops.Opens))
+	require.Equal(t, map[string]int{
+		"tasks": 1, "jobs": 1, "job specs": 1, "groups": 2, "class members": 2, "slots": 2, "history added": 1, "class nodes": 1,
+	}, byName(f.ops.GetsBy), "reads per assignment")
+	require.Equal(t, map[string]int{
+		"tasks": 1, "tasks by node": 1, "tasks by provider": 1, "slots": 1, "sched index": 1, "class nodes": 1,
+		"ack deadlines": 1, "history": 1, "history added": 1,
+	}, byName(f.ops.SetsBy), "writes per assignment")
+	require.Equal(t, map[string]int{"sched index": 1, "assign queue": 1, "groups": 1}, byName(f.ops.DeletesBy), "deletes per assignment")
+	require.LessOrEqual(t, perBlock, 20, "the block's own operations")
+	// the EndBlock's queue and deadline scans and the walk's reads of the next groups: a
+	// few iterators a block (16 here), none per assignment
+	require.LessOrEqual(t, f.ops.Its, 20, "iterators in the block")
 }

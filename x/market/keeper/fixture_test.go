@@ -285,6 +285,8 @@ type fixture struct {
 	// commitEvery commits the store every that many blocks (default 1, as the chain does);
 	// long simulations raise it, as IAVL's commit dominates their run time.
 	commitEvery int64
+	// ops counts the market's store operations while ops.On (newCountingFixture only)
+	ops *keepertest.StoreOps
 }
 
 // clientFunds is what the client holds at the start: 1,000,000 DPS.
@@ -292,6 +294,18 @@ var clientFunds = sdkmath.NewInt(1_000_000_000_000)
 
 // newFixture starts at block 1 with the given params (default if nil).
 func newFixture(t testing.TB, edit func(p *types.Params)) *fixture {
+	t.Helper()
+	return buildFixture(t, edit, false)
+}
+
+// newCountingFixture is newFixture with the market keeper's store operations counted in
+// f.ops while f.ops.On (the fakes' stores are not counted).
+func newCountingFixture(t testing.TB, edit func(p *types.Params)) *fixture {
+	t.Helper()
+	return buildFixture(t, edit, true)
+}
+
+func buildFixture(t testing.TB, edit func(p *types.Params), counting bool) *fixture {
 	t.Helper()
 	env := keepertest.NewEnv(t, types.StoreKey, market.AppModule{})
 	f := &fixture{
@@ -301,7 +315,12 @@ func newFixture(t testing.TB, edit func(p *types.Params)) *fixture {
 		hooks: &hooksFake{}, client: keepertest.Addr("client"),
 	}
 	f.coll = newCollateralFake(env.StoreService, func() context.Context { return f.ctx })
-	f.k = keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.gfl, f.coll, "fee_collector", "dps")
+	svc := env.StoreService
+	if counting {
+		f.ops = &keepertest.StoreOps{}
+		svc = keepertest.Counting(svc, f.ops)
+	}
+	f.k = keeper.NewKeeper(env.Codec, svc, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.gfl, f.coll, "fee_collector", "dps")
 	f.k.SetReputation(f.rep)
 	f.k.SetHooks(f.hooks)
 	gs := types.DefaultGenesisState()
