@@ -10,9 +10,9 @@ import (
 // first byte of the key (the collection's prefix). The counts are exact and deterministic:
 // a test can hold a hot path to the operations it needs, where a timing could not.
 type StoreOps struct {
-	On                                  bool // counting (off: the wrapper only forwards)
+	On                                   bool // counting (off: the wrapper only forwards)
 	Opens, Gets, Has, Sets, Deletes, Its int
-	GetsBy, SetsBy, DeletesBy           map[byte]int
+	GetsBy, SetsBy, DeletesBy            map[byte]int
 }
 
 // Reset zeroes the counts.
