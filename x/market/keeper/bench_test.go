@@ -1,13 +1,18 @@
 package keeper_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"cosmossdk.io/collections"
+	corestore "cosmossdk.io/core/store"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -157,4 +162,78 @@ func TestAssignmentStoreOps(t *testing.T) {
 	// the EndBlock's queue and deadline scans and the walk's reads of the next groups: a
 	// few iterators a block (16 here), none per assignment
 	require.LessOrEqual(t, f.ops.Its, 20, "iterators in the block")
+}
+
+// BenchmarkStoreFloor is the store's part of BenchmarkEndBlockAssign: per "assignment",
+// the operations TestAssignmentStoreOps counts (11 reads of distinct keys already in
+// IAVL, 12 writes and deletes of keys of ~100 bytes) and no scheduler logic, on the same
+// state (10,000 nodes, committed), through the same layers (the gas meter, a unit branch
+// per 16 assignments written back into the block's branch, IAVL). ns/assignment here
+// over BenchmarkEndBlockAssign's is the share of an assignment that is store operations
+// (open=op: the store opened for each operation, as collections does).
+func BenchmarkStoreFloor(b *testing.B) {
+	const assignments, reads, writes, unit = 1000, 11, 12, 16
+	f := newFixture(b, nil)
+	for i := range 10_000 {
+		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
+	}
+	f.commitStore()
+	// every key of the market's store, in a fixed shuffled order: the reads' keys
+	var keys [][]byte
+	it, err := f.env.StoreService.OpenKVStore(f.ctx).Iterator(nil, nil)
+	require.NoError(b, err)
+	for ; it.Valid(); it.Next() {
+		keys = append(keys, slices.Clone(it.Key()))
+	}
+	require.NoError(b, it.Close())
+	require.GreaterOrEqual(b, len(keys), assignments*reads)
+	for i := range keys {
+		j := int(binary.BigEndian.Uint64(blockHash(int64(i))) % uint64(i+1))
+		keys[i], keys[j] = keys[j], keys[i]
+	}
+	value := bytes.Repeat([]byte{7}, 100)
+	for _, c := range []struct {
+		name string
+		// open returns the unit's store for each operation: opened once per unit, or
+		// once per operation as collections does (OpenKVStore unwraps the context and
+		// wraps the store in the gas meter every time)
+		open func(c sdk.Context) func() corestore.KVStore
+	}{
+		{"open=unit", func(c sdk.Context) func() corestore.KVStore {
+			kv := f.env.StoreService.OpenKVStore(c)
+			return func() corestore.KVStore { return kv }
+		}},
+		{"open=op", func(c sdk.Context) func() corestore.KVStore {
+			var cc context.Context = c
+			return func() corestore.KVStore { return f.env.StoreService.OpenKVStore(cc) }
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				block, _ := f.ctx.CacheContext()
+				runtime.GC()
+				b.StartTimer()
+				for u := 0; u < assignments; u += unit {
+					uc, write := block.CacheContext()
+					kv := c.open(uc)
+					for a := u; a < min(u+unit, assignments); a++ {
+						for r := range reads {
+							if _, err := kv().Get(keys[a*reads+r]); err != nil {
+								b.Fatal(err)
+							}
+						}
+						for w := range writes {
+							key := binary.BigEndian.AppendUint64([]byte{0xf0, byte(w)}, uint64(a))
+							if err := kv().Set(key, value); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					write()
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/assignments, "ns/assignment")
+		})
+	}
 }
