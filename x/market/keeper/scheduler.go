@@ -723,15 +723,22 @@ func (k Keeper) sample(ctx context.Context, p types.Params, sb *sched, classes [
 		// draw examines two or three members instead of all of them (up to
 		// scheduler_max_scan) whenever most are eligible. A task that no member can take
 		// still examines every one, so it finds none only when there is none.
-		order := make([]uint64, total)
-		for i := range order {
-			order[i] = uint64(i)
+		//
+		// The shuffle is kept sparse (the positions moved so far): its cost follows the
+		// members examined, not the class's size (scheduler_max_scan may be 100,000).
+		moved := map[uint64]uint64{}
+		at := func(i uint64) uint64 {
+			if v, ok := moved[i]; ok {
+				return v
+			}
+			return i
 		}
 		for i := uint64(0); i < total && len(out) < want; i++ {
 			j := i + beacon.Below(beacon.Derive(seed[:], "order", i), total-i)
-			order[i], order[j] = order[j], order[i]
+			pick := at(j)
+			moved[j] = at(i) // position i is never drawn again
 			*budget--
-			if err := look(order[i]); err != nil {
+			if err := look(pick); err != nil {
 				return nil, err
 			}
 		}
