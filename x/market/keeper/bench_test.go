@@ -89,8 +89,7 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 // 41 µs for the 23 of an assignment on this machine, about 40% of the assignment), so
 // their number sets what an assignment costs: a change that adds one fails here,
 // deterministically, where a timing could not, and is a decision to make on purpose
-// (update the table and say why
-// in the commit).
+// (update the table and say why in the commit).
 //
 // Per assignment, read: the task, the job and its spec, the group (in the queue walk and
 // again at the dequeue), the two drawn members and their slots, the job's history
