@@ -622,10 +622,10 @@ type drawn struct {
 // load, then reputation; a tie keeps the first drawn, itself random. When the members fit
 // in scheduler_max_scan they are examined in a random order (without replacement) until
 // two eligible ones are found; otherwise up to that many are sampled (with replacement)
-// until two are found. Only when
-// sampling finds none (eligible nodes are rarer than one in scheduler_max_scan) does the
-// scheduler fall back to walking the load-ordered index from a random node id, which finds
-// a rare eligible node but favours nodes after gaps in the ids.
+// until two are found. Only when sampling finds none (eligible nodes are rarer than one
+// in scheduler_max_scan) does the scheduler fall back to walking the load-ordered index
+// from a random node id, which finds a rare eligible node but favours nodes after gaps in
+// the ids.
 func (k Keeper) draw(ctx context.Context, p types.Params, sb *sched, classes []string, job types.Job, t types.Task, seed [32]byte) (drawn, bool, error) {
 	excluded, err := k.excludedNodes(ctx, job, t)
 	if err != nil {
