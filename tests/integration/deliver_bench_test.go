@@ -14,8 +14,8 @@ import (
 // BenchmarkDeliverBlock: the time of one FinalizeBlock + Commit of a block of 100 txs
 // signed ahead from one account, bank MsgSends next to one-task MsgSubmitJobs that the
 // block's EndBlock assigns (16 providers with an 8-GPU node each: 128 free GPUs). This is
-// the chain's side of make load's submit-job/bank-send ratio, on one core and without
-// CometBFT, the mempool or the network: ns/tx of submit-job over ns/tx of bank-send is
+// the chain's side of make load's submit-job/bank-send ratio, without CometBFT, CheckTx,
+// the mempool or the network: ns/tx of submit-job over ns/tx of bank-send is
 // the CPU a submission costs the validator. Each iteration runs on a fresh app (the
 // nodes would fill up otherwise); building it is outside the timer.
 func BenchmarkDeliverBlock(b *testing.B) {
