@@ -4,11 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	sdk "github.com/cosmos/cosmos-sdk/types"
-	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
-
 	"github.com/flopsnet/flops/testutil/apptest"
-	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // BenchmarkDeliverBlock: the time of one FinalizeBlock + Commit of a block of 100 txs
@@ -20,17 +16,7 @@ import (
 // nodes would fill up otherwise); building it is outside the timer.
 func BenchmarkDeliverBlock(b *testing.B) {
 	const txs = 100
-	for _, c := range []struct {
-		name string
-		msg  func(a *apptest.App) sdk.Msg
-	}{
-		{"bank-send", func(a *apptest.App) sdk.Msg {
-			return &banktypes.MsgSend{FromAddress: a.Account("client").String(), ToAddress: a.Account("bob").String(), Amount: sdk.NewCoins(sdk.NewInt64Coin("udps", 1))}
-		}},
-		{"submit-job", func(a *apptest.App) sdk.Msg {
-			return &markettypes.MsgSubmitJob{Owner: a.Account("client").String(), Spec: gasJobSpec(a, 1)}
-		}},
-	} {
+	for _, c := range benchTxKinds {
 		b.Run(c.name, func(b *testing.B) {
 			var assigned int
 			for b.Loop() {

@@ -168,11 +168,11 @@ func TestAssignmentStoreOps(t *testing.T) {
 // BenchmarkStoreFloor is the store's part of BenchmarkEndBlockAssign: per "assignment",
 // the operations TestAssignmentStoreOps counts (11 reads of distinct keys already in
 // IAVL; its 9 writes and 3 deletes as 12 writes of new keys of 100 bytes) and no
-// scheduler logic, on the same
-// state (10,000 nodes, committed), through the same layers (the gas meter, a unit branch
-// per 16 assignments written back into the block's branch, IAVL). ns/assignment here
-// over BenchmarkEndBlockAssign's is the share of an assignment that is store operations
-// (open=op: the store opened for each operation, as collections does).
+// scheduler logic, on the same state (10,000 nodes, committed), through the same layers
+// (the gas meter, a unit branch per 16 assignments written back into the block's branch,
+// IAVL). ns/assignment here over BenchmarkEndBlockAssign's is the share of an assignment
+// that is store operations (open=op: the store opened for each operation, as collections
+// does).
 func BenchmarkStoreFloor(b *testing.B) {
 	const assignments, reads, writes, unit = 1000, 11, 12, 16
 	f := newFixture(b, nil)
