@@ -56,6 +56,7 @@ type driver struct {
 	txCfg client.TxConfig
 	mode  signing.SignMode
 	w     *watcher
+	abci  *abciTimer // the validator's ABCI calls, timed (nil: not timed)
 
 	mu  sync.Mutex
 	gas map[string]uint64 // gas limit per kind of tx, from one simulation

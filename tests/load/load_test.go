@@ -106,6 +106,9 @@ type phase struct {
 	firstHeight      int64
 	lastHeight       int64
 	gas              int64 // sum of gas used
+	// what the phase cost the validator's serial ABCI path (blast only: from the first
+	// broadcast to the block holding the last tx)
+	abci abciTotals
 }
 
 func (p phase) txRate() float64   { return float64(p.txs) / p.elapsed.Seconds() }
@@ -153,7 +156,7 @@ func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []
 	require.NoError(t, g.Wait())
 	hashes := make([][]string, len(senders))
 	stopProfile := profilePhase(t, kind)
-	start := time.Now()
+	start, abciBefore := time.Now(), d.abci.totals()
 	g, gctx = errgroup.WithContext(ctx)
 	for s, from := range senders {
 		g.Go(func() error {
@@ -173,7 +176,11 @@ func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []
 	for _, hs := range hashes {
 		all = append(all, hs...)
 	}
+	_, err = d.w.waitAll(ctx, all)
+	require.NoError(t, err)
+	abciAfter := d.abci.totals()
 	p, res := measure(ctx, t, d, start, all, len(all), len(all))
+	p.abci = abciAfter.minus(abciBefore)
 	stopProfile()
 	p.admitted = admitted
 	return p, res
@@ -348,8 +355,8 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	// state on disk: the in-memory DB deadlocked under the large run's queries
 	cfg := network.OnDiskConfig(1)
 	cfg.TimeoutCommit = time.Duration(lc.blockMS) * time.Millisecond
-	clock := newCommitClock()
-	cfg.AppConstructor = clock.listen(cfg.AppConstructor)
+	clock, abciTime := newCommitClock(), newABCITimer()
+	cfg.AppConstructor = abciTime.wrap(clock.listen(cfg.AppConstructor))
 	genesis(t, &cfg, all, worker != nil)
 	net, err := sdknetwork.New(t, t.TempDir(), cfg)
 	require.NoError(t, err)
@@ -365,6 +372,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	defer func() { _ = c.Close() }()
 	d, err := newDriver(c)
 	require.NoError(t, err)
+	d.abci = abciTime
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go d.w.run(wctx)
@@ -816,6 +824,13 @@ func report(t *testing.T, lc loadConfig, bank, bank2, post, claim, jobs phase, t
 	line("submit-job", jobs, jobs.txRate())
 	line("bank-send", bank2, bank2.txRate())
 	t.Logf("txs/s and units/s: first broadcast to the block that holds the last tx; CheckTx/s: to the last tx the mempool took; ratio: units/s (pool phases) or txs/s over the mean bank-send rate %.1f txs/s", base)
+	// the serial ABCI path (abciTimer): what sets each flood's rate on one validator
+	for _, l := range []struct {
+		name string
+		p    phase
+	}{{"bank-send", bank}, {"submit-job", jobs}, {"bank-send", bank2}} {
+		t.Logf("ABCI %-10s %s", l.name, abciLine(l.p))
+	}
 	t.Logf("pool-claim: %.1f units settled/s = %.3fx bank sends/s; %.2f txs/s = %.3fx; %.1f units/tx (a commit tx and a reveal+withdraw tx per %d units); %.0f gas/unit (commit + reveal + share of the withdrawal) = %.2fx a bank send",
 		claim.unitRate(), claim.unitRate()/base, claim.txRate(), claim.txRate()/base, float64(claim.units)/float64(claim.txs), lc.batch,
 		float64(claim.gas)/float64(claim.units), float64(claim.gas)/float64(claim.units)/gasBase)
