@@ -12,8 +12,8 @@ import (
 )
 
 // abciTimer times the validator's ABCI calls that take a tx's CPU: CheckTx (a new tx, and
-// the recheck of every tx still in the mempool after each commit), FinalizeBlock and
-// Commit. CometBFT's local client (proxy.NewLocalClientCreator, as flopsd and the SDK's
+// the recheck of every tx still in the mempool after each commit), PrepareProposal and
+// ProcessProposal, FinalizeBlock and Commit. CometBFT's local client (proxy.NewLocalClientCreator, as flopsd and the SDK's
 // in-process network use it) holds one mutex over all of them, so they run one at a time
 // whatever the cores: their sum per tx bounds the rate one validator can take a kind of
 // tx, and shows which part of a tx's path sets it.
@@ -21,6 +21,7 @@ type abciTimer struct {
 	mu       sync.Mutex
 	checkNew abciSum
 	recheck  abciSum
+	propose  abciSum // PrepareProposal and ProcessProposal
 	finalize abciSum
 	commit   abciSum
 }
@@ -34,14 +35,14 @@ type abciSum struct {
 func (s abciSum) minus(o abciSum) abciSum { return abciSum{n: s.n - o.n, d: s.d - o.d} }
 
 // abciTotals is the timer's sums at one moment.
-type abciTotals struct{ checkNew, recheck, finalize, commit abciSum }
+type abciTotals struct{ checkNew, recheck, propose, finalize, commit abciSum }
 
 func (t abciTotals) minus(o abciTotals) abciTotals {
-	return abciTotals{t.checkNew.minus(o.checkNew), t.recheck.minus(o.recheck), t.finalize.minus(o.finalize), t.commit.minus(o.commit)}
+	return abciTotals{t.checkNew.minus(o.checkNew), t.recheck.minus(o.recheck), t.propose.minus(o.propose), t.finalize.minus(o.finalize), t.commit.minus(o.commit)}
 }
 
 func (t abciTotals) busy() time.Duration {
-	return t.checkNew.d + t.recheck.d + t.finalize.d + t.commit.d
+	return t.checkNew.d + t.recheck.d + t.propose.d + t.finalize.d + t.commit.d
 }
 
 func newABCITimer() *abciTimer { return &abciTimer{} }
@@ -68,7 +69,7 @@ func (a *abciTimer) totals() abciTotals {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return abciTotals{a.checkNew, a.recheck, a.finalize, a.commit}
+	return abciTotals{a.checkNew, a.recheck, a.propose, a.finalize, a.commit}
 }
 
 // timedApp is the validator's app with its CheckTx, FinalizeBlock and Commit timed.
@@ -86,6 +87,16 @@ func (a timedApp) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, erro
 	return a.Application.CheckTx(req)
 }
 
+func (a timedApp) PrepareProposal(req *abci.RequestPrepareProposal) (*abci.ResponsePrepareProposal, error) {
+	defer a.t.add(&a.t.propose, time.Now())
+	return a.Application.PrepareProposal(req)
+}
+
+func (a timedApp) ProcessProposal(req *abci.RequestProcessProposal) (*abci.ResponseProcessProposal, error) {
+	defer a.t.add(&a.t.propose, time.Now())
+	return a.Application.ProcessProposal(req)
+}
+
 func (a timedApp) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFinalizeBlock, error) {
 	defer a.t.add(&a.t.finalize, time.Now())
 	return a.Application.FinalizeBlock(req)
@@ -97,15 +108,15 @@ func (a timedApp) Commit() (*abci.ResponseCommit, error) {
 }
 
 // abciLine says what a phase of txs cost the validator's serial ABCI path, per tx: new
-// CheckTx, rechecks, FinalizeBlock and Commit (ms), the share of the phase's window the
+// CheckTx, rechecks, the proposal calls, FinalizeBlock and Commit (ms), the share of the phase's window the
 // path was busy, and the rate the path alone would allow (1 / its time per tx).
 func abciLine(p phase) string {
 	a, per := p.abci, func(s abciSum) float64 { return float64(s.d.Microseconds()) / 1000 / float64(p.txs) }
 	if p.txs == 0 || a.busy() == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("CheckTx %.3f + recheck %.3f (%.1f per tx) + FinalizeBlock %.3f + Commit %.3f = %.3f ms/tx, busy %.0f%% of the window, bound %.0f txs/s",
-		per(a.checkNew), per(a.recheck), float64(a.recheck.n)/float64(p.txs), per(a.finalize), per(a.commit),
+	return fmt.Sprintf("CheckTx %.3f + recheck %.3f (%.1f per tx) + proposal %.3f + FinalizeBlock %.3f + Commit %.3f = %.3f ms/tx, busy %.0f%% of the window, bound %.0f txs/s",
+		per(a.checkNew), per(a.recheck), float64(a.recheck.n)/float64(p.txs), per(a.propose), per(a.finalize), per(a.commit),
 		float64(a.busy().Microseconds())/1000/float64(p.txs), 100*a.busy().Seconds()/p.elapsed.Seconds(),
 		float64(p.txs)/a.busy().Seconds())
 }
