@@ -108,8 +108,9 @@ func (a timedApp) Commit() (*abci.ResponseCommit, error) {
 }
 
 // abciLine says what a phase of txs cost the validator's serial ABCI path, per tx: new
-// CheckTx, rechecks, the proposal calls, FinalizeBlock and Commit (ms), the share of the phase's window the
-// path was busy, and the rate the path alone would allow (1 / its time per tx).
+// CheckTx, rechecks, the proposal calls, FinalizeBlock and Commit (ms), the share of the
+// phase's window the path was busy, and the rate the path alone would allow (1 / its time
+// per tx).
 func abciLine(p phase) string {
 	a, per := p.abci, func(s abciSum) float64 { return float64(s.d.Microseconds()) / 1000 / float64(p.txs) }
 	if p.txs == 0 || a.busy() == 0 {
