@@ -134,8 +134,8 @@ proto-lint: ## buf lint
 	scripts/protocgen.sh lint
 
 proto-check: proto-gen ## fail if generated code differs from the committed code (Go and the TypeScript client)
-	@git diff --exit-code -- x internal clients/ts || { echo "generated code is stale: run make proto-gen and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- x internal clients/ts); \
+	@git diff --exit-code -- x internal api clients/ts || { echo "generated code is stale: run make proto-gen and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- x internal api clients/ts); \
 	  if [ -n "$$untracked" ]; then echo "untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 localnet: build ## single-validator chain on 127.0.0.1 (Ctrl-C stops it)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the committed Go code under x/*/types from proto/, offline.
+# Regenerates the committed Go code under x/*/types and api/ from proto/, offline.
 #
 # The buf.build registry is not reachable from our machines or CI, so the imported schemas
 # (cosmos-sdk, gogoproto, cosmos-proto, googleapis) are copied from the Go module cache into
@@ -65,6 +65,12 @@ find "$src" -name '*.go' | while read -r f; do
 done
 rm -rf "$out"
 
+# The API v2 (protobuf-go) types, into api/ (buf.gen.api.yaml says why).
+rm -rf build/proto-gen-api api/flops
+buf generate --template buf.gen.api.yaml --path proto/flops
+mkdir -p api
+mv build/proto-gen-api/flops api/flops
+rm -rf build/proto-gen-api
 
 # The TypeScript client (clients/ts): ts-proto, pinned in its package-lock.json, writes the
 # types, codecs and query clients; tools/tsgen writes what ts-proto cannot know from the

@@ -7,6 +7,7 @@ tool (
 	github.com/cosmos/gogoproto/protoc-gen-gocosmos
 	github.com/grpc-ecosystem/grpc-gateway/protoc-gen-grpc-gateway
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc
+	google.golang.org/protobuf/cmd/protoc-gen-go
 )
 
 require (
