@@ -15,10 +15,11 @@ import (
 // the recheck of every tx still in the mempool after each commit), PrepareProposal and
 // ProcessProposal, FinalizeBlock and Commit. CometBFT's local client
 // (proxy.NewLocalClientCreator, as flopsd and the SDK's in-process network use it) holds
-// one mutex over all of them, so they run one at a time whatever the cores: their sum per tx bounds the rate one validator can take a kind of
-// tx, and shows which part of a tx's path sets it. The times are wall time: where the
-// node's other goroutines (gRPC, the indexer, the collector) share the cores, a call's
-// waits for a core are in it, as they are in the rate.
+// one mutex over all of them, so they run one at a time whatever the cores: their sum per
+// tx bounds the rate one validator can take a kind of tx, and shows which part of a tx's
+// path sets it. The times are wall time: where the node's other goroutines (gRPC, the
+// indexer, the collector) share the cores, a call's waits for a core are in it, as they
+// are in the rate.
 type abciTimer struct {
 	mu       sync.Mutex
 	checkNew abciSum
