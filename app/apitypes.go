@@ -5,8 +5,8 @@ package app
 // in the global protobuf registry. The SDK's signing context decodes every message of a
 // tx as an API v2 message to find its signers, in CheckTx and again in FinalizeBlock; a
 // message whose type is registered is decoded by its generated code, one that is not
-// through dynamicpb, by reflection (BenchmarkCheckTx: about 40 µs of a MsgSubmitJob's
-// CheckTx).
+// through dynamicpb, by reflection (BenchmarkCheckTx: the signer check took 50 µs of a
+// MsgSubmitJob's CheckTx that way, 17 µs with these types).
 import (
 	_ "github.com/flopsnet/flops/api/flops/blockhook/v1"
 	_ "github.com/flopsnet/flops/api/flops/dps/v1"
