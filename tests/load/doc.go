@@ -21,6 +21,9 @@
 // FLOPS_LOAD_CPUPROFILE (a directory) writes a CPU profile of each bank-send and
 // submit-job phase there (bank-send-1.prof, submit-job-1.prof, bank-send-2.prof), the node's
 // and the driver's work together, to compare with `go tool pprof -diff_base`.
+// Each bank-send and submit-job flood also logs what a tx cost the validator's serial ABCI
+// path (abciTimer: CheckTx, rechecks, the proposal calls, FinalizeBlock and Commit, which
+// CometBFT's local client runs one at a time) and the rate that bounds.
 // FLOPS_LOAD_WORKER (a flops-worker binary; `make load-worker`) runs a real worker on a
 // node of its own during the submit-job flood and logs its take-up and CPU per task. The node and
 // the driver share the machine: on a busy one the rates drift between phases, which is
