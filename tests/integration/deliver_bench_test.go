@@ -1,14 +1,13 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
+	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/testutil/apptest"
@@ -92,13 +91,12 @@ func BenchmarkDeliverBlock(b *testing.B) {
 func TestSubmissionCommittedKeys(t *testing.T) {
 	const txs = 100
 	a := deliverApp(t)
-	before := committedState(a)
+	before := a.Height()
 	res := a.NextBlock(signedBlock(a, txs, benchTxKinds[1].msg)...)
 	for i, r := range res.TxResults {
 		require.Zero(t, r.Code, "tx %d: %s", i, r.Log)
 	}
 	require.Len(t, a.Events("flops.market.v1.EventTaskAssigned"), txs, "every task assigned in its inclusion block")
-	after := committedState(a)
 
 	market := map[byte]string{}
 	for _, c := range []struct {
@@ -112,23 +110,30 @@ func TestSubmissionCommittedKeys(t *testing.T) {
 	} {
 		market[c.prefix[0]] = c.name
 	}
-	label := func(store, key string) string {
-		if name, ok := market[key[0]]; ok && store == markettypes.StoreKey {
-			return name
-		}
-		return fmt.Sprintf("%s/%d", store, key[0])
-	}
+	// every committed store at the height before the block and now: a key new, changed
+	// or deleted is in diffA once or twice (DiffKVStores lists a changed one twice)
+	old, err := a.CommitMultiStore().CacheMultiStoreWithVersion(before)
+	require.NoError(t, err)
+	ctx := a.Ctx()
 	changed := map[string]int{}
-	for store, keys := range after {
-		for k, v := range keys {
-			if old, ok := before[store][k]; !ok || !bytes.Equal(old, v) {
-				changed[label(store, k)]++
-			}
+	for name, key := range a.CommitMultiStore().(interface {
+		StoreKeysByName() map[string]storetypes.StoreKey
+	}).StoreKeysByName() {
+		kvKey, ok := key.(*storetypes.KVStoreKey)
+		if !ok {
+			continue // transient and memory stores are not committed
 		}
-		for k := range before[store] {
-			if _, ok := keys[k]; !ok {
-				changed[label(store, k)]++
+		diffA, _ := simtestutil.DiffKVStores(old.GetKVStore(kvKey), ctx.KVStore(kvKey), nil)
+		keys := map[string]bool{}
+		for _, pair := range diffA {
+			keys[string(pair.Key)] = true
+		}
+		for k := range keys {
+			label := fmt.Sprintf("%s/%d", name, k[0])
+			if n, ok := market[k[0]]; ok && name == markettypes.StoreKey {
+				label = n
 			}
+			changed[label]++
 		}
 	}
 	perSubmission, perBlock, total := map[string]int{}, 0, 0
@@ -145,32 +150,4 @@ func TestSubmissionCommittedKeys(t *testing.T) {
 		"tasks": 1, "tasks by node": 1, "tasks by provider": 1, "ack deadlines": 1, "history": 1, "history added": 1,
 	}, perSubmission, "keys per submission")
 	require.LessOrEqual(t, perBlock, 80, "the block's own keys")
-}
-
-// committedState is every key and value of every store of the committed state, by store.
-func committedState(a *apptest.App) map[string]map[string][]byte {
-	ctx := a.Ctx()
-	out := map[string]map[string][]byte{}
-	keys := a.CommitMultiStore().(interface {
-		StoreKeysByName() map[string]storetypes.StoreKey
-	}).StoreKeysByName()
-	names := make([]string, 0, len(keys))
-	for name := range keys {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		kv, ok := keys[name].(*storetypes.KVStoreKey)
-		if !ok {
-			continue // transient and memory stores are not committed
-		}
-		m := map[string][]byte{}
-		it := ctx.KVStore(kv).Iterator(nil, nil)
-		for ; it.Valid(); it.Next() {
-			m[string(it.Key())] = bytes.Clone(it.Value())
-		}
-		_ = it.Close()
-		out[name] = m
-	}
-	return out
 }
