@@ -15,6 +15,18 @@
 // phase), and FLOPS_LOAD_TXS, FLOPS_LOAD_UNITS, FLOPS_LOAD_BATCH, FLOPS_LOAD_SENDERS and
 // FLOPS_LOAD_TASKS (tasks per job: more assignments than submissions) override its sizes,
 // and FLOPS_LOAD_BLOCK_MS the validator's timeout_commit (default 500 ms).
+//
+// The senders set what a bank send costs the chain, so `make load` runs twice. With the
+// default 8 senders (500 txs each), a block's bank sends rewrite the same 16 balances and
+// 8 accounts: the state does not grow and their Commit costs almost nothing, while each
+// job leaves eleven new keys. With FLOPS_LOAD_SENDERS=4000 (one tx each per phase, as
+// the many clients of a public chain send), each send writes two balances and an account
+// that no other tx of its block touches. Every account's public key is in genesis, as
+// for an account that has sent before, so no measured tx pays its sender's first-tx key
+// write. Keep the txs of a phase (FLOPS_LOAD_TXS) within the node's mempool, 5,000 txs
+// (CometBFT's default): CometBFT drops a tx that CheckTx accepted when the mempool filled
+// while it was checked, and the sync broadcast still answers code 0. A phase of 8,000 lost
+// exactly 3,000; waitAll fails once 30 blocks pass with none of the missing txs included.
 // FLOPS_LOAD_INDEX_EVENTS (a comma list, as app.toml's index-events) limits the events the
 // node indexes: with only message.action, the submit-job ratio was 0.651x next to 0.660x
 // indexing all (on 276b06d), so the indexing of the assignment events is not what sets it.

@@ -318,12 +318,20 @@ func (w *watcher) included(hash string) (seenTx, bool) {
 	return s, ok
 }
 
+// stallBlocks is how many blocks waitAll waits with none of its missing txs included
+// before it gives up: a tx the node accepted and then dropped (CometBFT does so when its
+// mempool filled while the tx was checked: a flood above the mempool's size) is never
+// included, and the run would otherwise wait out its whole timeout (30 min).
+const stallBlocks = 30
+
 // waitAll waits until every hash is in a block and returns when the last was seen.
 func (w *watcher) waitAll(ctx context.Context, hashes []string) (time.Time, error) {
+	lastMissing, since := -1, int64(0)
 	for {
 		tick := w.next()
 		w.mu.Lock()
 		err := w.err
+		height := w.height
 		var last time.Time
 		missing := 0
 		for _, h := range hashes {
@@ -342,6 +350,11 @@ func (w *watcher) waitAll(ctx context.Context, hashes []string) (time.Time, erro
 		}
 		if missing == 0 {
 			return last, nil
+		}
+		if missing != lastMissing {
+			lastMissing, since = missing, height
+		} else if height-since >= stallBlocks {
+			return time.Time{}, fmt.Errorf("%d of %d txs not in a block, none included in the last %d blocks (a flood larger than the node's mempool?)", missing, len(hashes), height-since)
 		}
 		select {
 		case <-ctx.Done():
