@@ -15,6 +15,9 @@
 // phase), and FLOPS_LOAD_TXS, FLOPS_LOAD_UNITS, FLOPS_LOAD_BATCH, FLOPS_LOAD_SENDERS and
 // FLOPS_LOAD_TASKS (tasks per job: more assignments than submissions) override its sizes,
 // and FLOPS_LOAD_BLOCK_MS the validator's timeout_commit (default 500 ms).
+// FLOPS_LOAD_JOB_RATE paces the submit-jobs (that many a second in all, instead of a
+// flood): the blocks from inclusion to assignment at an offered load under the
+// scheduler's capacity, which a flood, above it by design, cannot show.
 //
 // The senders set what a bank send costs the chain, so `make load` runs twice. With the
 // default 8 senders (500 txs each), a block's bank sends rewrite the same 16 balances and

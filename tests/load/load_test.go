@@ -65,6 +65,7 @@ type loadConfig struct {
 	window  int // claim batches committed and not yet revealed, at most
 	tasks   int // tasks per submitted job (each assigned on its own)
 	blockMS int // the validator's timeout_commit, ms (the block time, less the block's own work)
+	jobRate int // submit-jobs per second, paced (FLOPS_LOAD_JOB_RATE); 0: a flood
 	// worker is a flops-worker binary (FLOPS_LOAD_WORKER) run on a node of its own during
 	// the submit-job flood (loadWorker); empty: none
 	worker string
@@ -83,7 +84,7 @@ func configFromEnv(t *testing.T) loadConfig {
 	}
 	for name, field := range map[string]*int{
 		"FLOPS_LOAD_TXS": &cfg.txs, "FLOPS_LOAD_UNITS": &cfg.units, "FLOPS_LOAD_BATCH": &cfg.batch, "FLOPS_LOAD_SENDERS": &cfg.senders,
-		"FLOPS_LOAD_TASKS": &cfg.tasks, "FLOPS_LOAD_BLOCK_MS": &cfg.blockMS,
+		"FLOPS_LOAD_TASKS": &cfg.tasks, "FLOPS_LOAD_BLOCK_MS": &cfg.blockMS, "FLOPS_LOAD_JOB_RATE": &cfg.jobRate,
 	} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -136,8 +137,10 @@ func measure(ctx context.Context, t *testing.T, d *driver, start time.Time, hash
 	return p, res
 }
 
-// blast sends perSender txs from each sender side by side, one msg each, and measures them.
-func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []*account, perSender int, msg func(from *account, i int) sdk.Msg) (phase, map[string]*sdk.TxResponse) {
+// blast sends perSender txs from each sender side by side, one msg each, and measures
+// them: as fast as the node takes them (rate 0), or rate a second in all, sender s's
+// i-th tx at start + (i x senders + s) / rate.
+func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []*account, perSender int, rate int, msg func(from *account, i int) sdk.Msg) (phase, map[string]*sdk.TxResponse) {
 	t.Helper()
 	require.NoError(t, d.load(ctx, senders...))
 	_, err := d.gasLimit(ctx, kind, senders[0], msg(senders[0], 0)) // simulate before the clock starts
@@ -160,7 +163,15 @@ func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []
 	g, gctx = errgroup.WithContext(ctx)
 	for s, from := range senders {
 		g.Go(func() error {
-			for _, bz := range signed[s] {
+			for i, bz := range signed[s] {
+				if rate > 0 {
+					at := start.Add(time.Duration(i*len(senders)+s) * time.Second / time.Duration(rate))
+					select {
+					case <-gctx.Done():
+						return gctx.Err()
+					case <-time.After(time.Until(at)):
+					}
+				}
 				h, err := d.broadcast(gctx, kind, from, bz)
 				if err != nil {
 					return err
@@ -402,7 +413,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 		for _, a := range all {
 			before[a.name] = balance(ctx, t, c, a.addr)
 		}
-		p, _ := blast(ctx, t, d, "bank-send", senders, perSender, func(from *account, _ int) sdk.Msg {
+		p, _ := blast(ctx, t, d, "bank-send", senders, perSender, 0, func(from *account, _ int) sdk.Msg {
 			to := recipients[indexOf(senders, from)]
 			return banktypes.NewMsgSend(from.addr, to.addr, sdk.NewCoins(sdk.NewInt64Coin(udps, sendAmount)))
 		})
@@ -462,7 +473,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 		before[a.name] = balance(ctx, t, c, a.addr)
 	}
 	jobsStart := time.Now()
-	jobs, _ := blast(ctx, t, d, "submit-job", senders, perSender, func(from *account, _ int) sdk.Msg {
+	jobs, _ := blast(ctx, t, d, "submit-job", senders, perSender, lc.jobRate, func(from *account, _ int) sdk.Msg {
 		return &markettypes.MsgSubmitJob{Owner: from.addr.String(), Spec: spec}
 	})
 	budget := spec.Budget()
@@ -475,6 +486,9 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	require.Equal(t, escrowBefore.Add(budget.MulRaw(int64(lc.txs))).String(), balance(ctx, t, c, escrowAcc).String(), "the escrow holds every job's budget")
 	assigned := waitAssigned(ctx, t, c, d, lc.txs*lc.tasks, provider.addr.String(), workerNode, spec)
 	assigned.logRate(t, jobsStart)
+	if lc.jobRate > 0 {
+		t.Logf("submit-jobs paced at %d/s: %d tasks/s offered to the scheduler", lc.jobRate, lc.jobRate*lc.tasks)
+	}
 	if worker != nil {
 		taken := worker.waitTaken(ctx, t, c)
 		require.NotEmpty(t, taken, "the worker's node took tasks during the flood")
@@ -838,7 +852,11 @@ func report(t *testing.T, lc loadConfig, bank, bank2, post, claim, jobs phase, t
 	t.Logf("pool-claim: %.1f units settled/s = %.3fx bank sends/s; %.2f txs/s = %.3fx; %.1f units/tx (a commit tx and a reveal+withdraw tx per %d units); %.0f gas/unit (commit + reveal + share of the withdrawal) = %.2fx a bank send",
 		claim.unitRate(), claim.unitRate()/base, claim.txRate(), claim.txRate()/base, float64(claim.units)/float64(claim.txs), lc.batch,
 		float64(claim.gas)/float64(claim.units), float64(claim.gas)/float64(claim.units)/gasBase)
-	t.Logf("submit-job: %.1f txs/s = %.3fx bank sends/s (DESIGN.md section 8: >= 0.5x); gas %.0f = %.2fx a bank send (<= 3x)",
-		jobs.txRate(), jobs.txRate()/base, jobs.gasPerTx(), jobs.gasPerTx()/gasBase)
+	paced := ""
+	if lc.jobRate > 0 {
+		paced = fmt.Sprintf(" (paced at %d/s: the rate is the pace, not what the node can take)", lc.jobRate)
+	}
+	t.Logf("submit-job: %.1f txs/s = %.3fx bank sends/s (DESIGN.md section 8: >= 0.5x)%s; gas %.0f = %.2fx a bank send (<= 3x)",
+		jobs.txRate(), jobs.txRate()/base, paced, jobs.gasPerTx(), jobs.gasPerTx()/gasBase)
 	t.Logf("run took %s", total.Round(100*time.Millisecond))
 }
