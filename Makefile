@@ -75,7 +75,7 @@ TEST_TAGS ?= -tags flopscheat
 # CPUs keeps both cores busy while they wait.
 TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
 
-test: build ts-build web ## every test but the long runs: unit, keeper, app, end-to-end, the TypeScript client and the dashboard in Chromium (about 6.5-9 min warm, see README)
+test: build ts-build web ## every test but the long runs: unit, keeper, app, end-to-end, the TypeScript client and the dashboard in Chromium (about 6.5-10 min warm, see README)
 	cd $(TSDIR) && node --test dist/test/vectors.test.js dist/test/spec.test.js
 	go test -count=1 -timeout 30m -p $(TEST_P) $(TEST_TAGS) ./...
 	go test -count=1 -run 'TestCheatOnlyInTestBuilds' ./worker/config/
