@@ -34,9 +34,7 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			f := newFixture(b, func(p *types.Params) { p.MaxAssignPerBlock = jobs })
-			for i := range n {
-				f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
-			}
+			f.addNodes(n)
 			f.commitStore()
 			var ids []uint64
 			for range jobs {
@@ -47,11 +45,7 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 			// once, untimed: one EndBlock assigns every job
 			ctx, _ := f.ctx.CacheContext()
 			require.NoError(b, f.k.EndBlocker(ctx))
-			for _, id := range ids {
-				tasks, err := f.k.JobTasksForTest(ctx, id)
-				require.NoError(b, err)
-				require.Equal(b, types.TASK_STATUS_ASSIGNED, tasks[0].Status)
-			}
+			f.requireAssigned(ctx, ids)
 
 			for _, assign := range []uint32{1, 100, jobs} {
 				b.Run(fmt.Sprintf("assign=%d", assign), func(b *testing.B) {
@@ -94,9 +88,7 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 func BenchmarkEndBlockAssignSameBlock(b *testing.B) {
 	const jobs, nodes = 1000, 10_000
 	f := newFixture(b, func(p *types.Params) { p.MaxAssignPerBlock = jobs })
-	for i := range nodes {
-		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
-	}
+	f.addNodes(nodes)
 	f.commitStore()
 	base := f.ctx
 	defer func() { f.ctx = base }()
@@ -112,11 +104,7 @@ func BenchmarkEndBlockAssignSameBlock(b *testing.B) {
 	// once, untimed: one EndBlock assigns every job submitted in its block
 	ctx, ids := block()
 	require.NoError(b, f.k.EndBlocker(ctx))
-	for _, id := range ids {
-		tasks, err := f.k.JobTasksForTest(ctx, id)
-		require.NoError(b, err)
-		require.Equal(b, types.TASK_STATUS_ASSIGNED, tasks[0].Status)
-	}
+	f.requireAssigned(ctx, ids)
 	for b.Loop() {
 		b.StopTimer()
 		ctx, _ := block()
@@ -147,9 +135,7 @@ func BenchmarkEndBlockAssignSameBlock(b *testing.B) {
 func TestAssignmentStoreOps(t *testing.T) {
 	const jobs = 200
 	f := newCountingFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = jobs })
-	for i := range 2000 {
-		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
-	}
+	f.addNodes(2000)
 	var ids []uint64
 	for range jobs {
 		ids = append(ids, f.submit(f.gemmSpec(1)))
@@ -159,11 +145,7 @@ func TestAssignmentStoreOps(t *testing.T) {
 	f.ops.On = true
 	require.NoError(t, f.k.EndBlocker(ctx))
 	f.ops.On = false
-	for _, id := range ids {
-		tasks, err := f.k.JobTasksForTest(ctx, id)
-		require.NoError(t, err)
-		require.Equal(t, types.TASK_STATUS_ASSIGNED, tasks[0].Status)
-	}
+	f.requireAssigned(ctx, ids)
 	per := func(n int) float64 { return float64(n) / jobs }
 	name := map[byte]string{}
 	for _, c := range []struct {
@@ -222,9 +204,7 @@ func TestAssignmentStoreOps(t *testing.T) {
 func BenchmarkStoreFloor(b *testing.B) {
 	const assignments, reads, writes, unit = 1000, 11, 12, 16
 	f := newFixture(b, nil)
-	for i := range 10_000 {
-		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
-	}
+	f.addNodes(10_000)
 	f.commitStore()
 	// every key of the market's store, in a fixed shuffled order: the reads' keys
 	var keys [][]byte

@@ -427,6 +427,23 @@ func (f *fixture) addNode(op string, gpus int, edit func(n *gfltypes.Node)) uint
 }
 
 // updateNode changes a node in x/gfl and tells the market.
+// addNodes registers n 8-GPU nodes, each of its own operator ("p0", "p1", ...).
+func (f *fixture) addNodes(n int) {
+	for i := range n {
+		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
+	}
+}
+
+// requireAssigned requires the first task of each job to be assigned at ctx.
+func (f *fixture) requireAssigned(ctx sdk.Context, jobs []uint64) {
+	f.t.Helper()
+	for _, id := range jobs {
+		tasks, err := f.k.JobTasksForTest(ctx, id)
+		require.NoError(f.t, err)
+		require.Equal(f.t, types.TASK_STATUS_ASSIGNED, tasks[0].Status, "job %d", id)
+	}
+}
+
 func (f *fixture) updateNode(id uint64, edit func(n *gfltypes.Node)) {
 	n := f.gfl.nodes[id]
 	edit(&n)

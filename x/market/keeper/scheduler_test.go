@@ -332,9 +332,7 @@ func TestSchedulerExpiresTaskWhoseDeadlineCannotBeMet(t *testing.T) {
 // jobs together); the rest are assigned in later blocks.
 func TestSchedulerAssignsAtMostMaxPerBlock(t *testing.T) {
 	f := newFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = 3 })
-	for i := range 10 {
-		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
-	}
+	f.addNodes(10)
 	jobs := []uint64{f.submit(f.gemmSpec(7)), f.submit(f.gemmSpec(1)), f.submit(f.gemmSpec(1)), f.submit(f.gemmSpec(1))}
 	assigned := func() int {
 		n := 0
@@ -359,9 +357,7 @@ func TestSchedulerAssignsAtMostMaxPerBlock(t *testing.T) {
 // order they were submitted in.
 func TestSchedulerPriorityOrder(t *testing.T) {
 	f := newFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = 1 })
-	for i := range 5 {
-		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
-	}
+	f.addNodes(5)
 	job := func(tip int64, deadline time.Duration) uint64 {
 		s := f.gemmSpec(1)
 		s.PriorityTip = sdk.NewInt64Coin(udps, tip)
@@ -650,9 +646,7 @@ func TestSchedulerPaceFollowsTheWorkBudget(t *testing.T) {
 	perBlock := func(budget uint64) (int, keeper.BlockWork) {
 		f := newFixture(t, func(p *types.Params) { p.AssignGasPerBlock = budget })
 		require.Equal(t, types.DefaultParams().MaxAssignPerBlock, f.params().MaxAssignPerBlock)
-		for i := range 400 {
-			f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
-		}
+		f.addNodes(400)
 		var jobs []uint64
 		for range 400 {
 			jobs = append(jobs, f.submit(f.gemmSpec(1)))
@@ -682,9 +676,7 @@ func TestSchedulerPaceFollowsTheWorkBudget(t *testing.T) {
 // parked task's retry waiting.
 func TestSchedulerParkedAloneKeepTheirShareOfTheBudget(t *testing.T) {
 	f := newFixture(t, func(p *types.Params) { p.AssignGasPerBlock = 10_000_000 })
-	for i := range 400 {
-		f.addNode(f.operator(fmt.Sprint("p", i)), 8, nil)
-	}
+	f.addNodes(400)
 	parked := f.submit(f.gemmSpec(1))
 	task := f.tasks(parked)[0]
 	require.NoError(t, f.k.ParkAloneForTest(f.ctx, task.Id))
