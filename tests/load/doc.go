@@ -26,10 +26,13 @@
 // the many clients of a public chain send), each send writes two balances and an account
 // that no other tx of its block touches. Every account's public key is in genesis, as
 // for an account that has sent before, so no measured tx pays its sender's first-tx key
-// write. Keep the txs of a phase (FLOPS_LOAD_TXS) within the node's mempool, 5,000 txs
-// (CometBFT's default): CometBFT drops a tx that CheckTx accepted when the mempool filled
-// while it was checked, and the sync broadcast still answers code 0. A phase of 8,000 lost
-// exactly 3,000; waitAll fails once 30 blocks pass with none of the missing txs included.
+// write. A flood never has more than FLOPS_LOAD_INFLIGHT txs (default 4,000) sent and
+// not yet in a block: the node's mempool holds 5,000 (CometBFT's default), and CometBFT
+// drops a tx that CheckTx accepted when the mempool filled while it was checked, with the
+// sync broadcast still answering code 0 (an ungated phase of 8,000 lost exactly 3,000).
+// A phase of more txs than that is fed as blocks take them, so FLOPS_LOAD_SENDERS=12000
+// FLOPS_LOAD_TXS=12000 runs phases of 12,000 one-tx senders over 7-9 blocks. waitAll
+// still fails once 30 blocks pass with none of the missing txs included.
 // FLOPS_LOAD_INDEX_EVENTS (a comma list, as app.toml's index-events) limits the events the
 // node indexes: with only message.action, the submit-job ratio was 0.651x next to 0.660x
 // indexing all (on 276b06d), so the indexing of the assignment events is not what sets it.

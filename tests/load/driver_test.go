@@ -232,6 +232,7 @@ type watcher struct {
 	mu     sync.Mutex
 	height int64
 	seen   map[string]seenTx
+	total  int           // txs seen in blocks
 	tick   chan struct{} // closed, and replaced, at each new block
 	err    error
 }
@@ -282,6 +283,7 @@ func (w *watcher) run(ctx context.Context) {
 			for _, tx := range res.SdkBlock.Data.Txs {
 				w.seen[txHash(tx)] = seenTx{height: h, at: now}
 			}
+			w.total += len(res.SdkBlock.Data.Txs)
 			w.height = h
 			close(w.tick)
 			w.tick = make(chan struct{})
@@ -316,6 +318,48 @@ func (w *watcher) included(hash string) (seenTx, bool) {
 	defer w.mu.Unlock()
 	s, ok := w.seen[hash]
 	return s, ok
+}
+
+// gate holds a flood to at most n txs sent and not yet seen in a block (n <= 0: no cap).
+// It counts every tx of the blocks it sees from its creation, which are the flood's own
+// while nothing else sends.
+type gate struct {
+	w          *watcher
+	n          int
+	base, sent int
+	mu         sync.Mutex
+}
+
+// gate is a gate for a flood that starts now.
+func (w *watcher) gate(n int) *gate {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return &gate{w: w, n: n, base: w.total}
+}
+
+// enter returns when one more tx may be sent (and counts it sent).
+func (g *gate) enter(ctx context.Context) error {
+	for {
+		tick := g.w.next()
+		g.w.mu.Lock()
+		included, err := g.w.total-g.base, g.w.err
+		g.w.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		g.mu.Lock()
+		if g.n <= 0 || g.sent-included < g.n {
+			g.sent++
+			g.mu.Unlock()
+			return nil
+		}
+		g.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+		}
+	}
 }
 
 // stallBlocks is how many blocks waitAll waits with none of its missing txs included

@@ -66,6 +66,9 @@ type loadConfig struct {
 	tasks   int // tasks per submitted job (each assigned on its own)
 	blockMS int // the validator's timeout_commit, ms (the block time, less the block's own work)
 	jobRate int // submit-jobs per second, paced (FLOPS_LOAD_JOB_RATE); 0: a flood
+	// inFlight caps a flood's txs sent and not yet in a block (FLOPS_LOAD_INFLIGHT), under
+	// the node's mempool (5,000 txs): a phase of more txs is fed as blocks take them
+	inFlight int
 	// worker is a flops-worker binary (FLOPS_LOAD_WORKER) run on a node of its own during
 	// the submit-job flood (loadWorker); empty: none
 	worker string
@@ -73,8 +76,8 @@ type loadConfig struct {
 
 // smallLoad runs in `make test`; FLOPS_LOAD=1 runs largeLoad.
 var (
-	smallLoad = loadConfig{senders: 4, txs: 200, units: 200, batch: 20, window: 8, tasks: 1, blockMS: 500}
-	largeLoad = loadConfig{senders: 8, txs: 4000, units: 10_000, batch: 100, window: 40, tasks: 1, blockMS: 500}
+	smallLoad = loadConfig{senders: 4, txs: 200, units: 200, batch: 20, window: 8, tasks: 1, blockMS: 500, inFlight: 4000}
+	largeLoad = loadConfig{senders: 8, txs: 4000, units: 10_000, batch: 100, window: 40, tasks: 1, blockMS: 500, inFlight: 4000}
 )
 
 func configFromEnv(t *testing.T) loadConfig {
@@ -85,6 +88,7 @@ func configFromEnv(t *testing.T) loadConfig {
 	for name, field := range map[string]*int{
 		"FLOPS_LOAD_TXS": &cfg.txs, "FLOPS_LOAD_UNITS": &cfg.units, "FLOPS_LOAD_BATCH": &cfg.batch, "FLOPS_LOAD_SENDERS": &cfg.senders,
 		"FLOPS_LOAD_TASKS": &cfg.tasks, "FLOPS_LOAD_BLOCK_MS": &cfg.blockMS, "FLOPS_LOAD_JOB_RATE": &cfg.jobRate,
+		"FLOPS_LOAD_INFLIGHT": &cfg.inFlight,
 	} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -139,8 +143,9 @@ func measure(ctx context.Context, t *testing.T, d *driver, start time.Time, hash
 
 // blast sends perSender txs from each sender side by side, one msg each, and measures
 // them: as fast as the node takes them (rate 0), or rate a second in all, sender s's
-// i-th tx at start + (i x senders + s) / rate.
-func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []*account, perSender int, rate int, msg func(from *account, i int) sdk.Msg) (phase, map[string]*sdk.TxResponse) {
+// i-th tx at start + (i x senders + s) / rate; never more than inFlight of them sent and
+// not yet in a block (a phase larger than the node's mempool is fed as blocks take it).
+func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []*account, perSender, rate, inFlight int, msg func(from *account, i int) sdk.Msg) (phase, map[string]*sdk.TxResponse) {
 	t.Helper()
 	require.NoError(t, d.load(ctx, senders...))
 	_, err := d.gasLimit(ctx, kind, senders[0], msg(senders[0], 0)) // simulate before the clock starts
@@ -159,11 +164,15 @@ func blast(ctx context.Context, t *testing.T, d *driver, kind string, senders []
 	require.NoError(t, g.Wait())
 	hashes := make([][]string, len(senders))
 	stopProfile := profilePhase(t, kind)
+	gate := d.w.gate(inFlight)
 	start, abciBefore := time.Now(), d.abci.totals()
 	g, gctx = errgroup.WithContext(ctx)
 	for s, from := range senders {
 		g.Go(func() error {
 			for i, bz := range signed[s] {
+				if err := gate.enter(gctx); err != nil {
+					return err
+				}
 				if rate > 0 {
 					at := start.Add(time.Duration(i*len(senders)+s) * time.Second / time.Duration(rate))
 					select {
@@ -413,7 +422,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 		for _, a := range all {
 			before[a.name] = balance(ctx, t, c, a.addr)
 		}
-		p, _ := blast(ctx, t, d, "bank-send", senders, perSender, 0, func(from *account, _ int) sdk.Msg {
+		p, _ := blast(ctx, t, d, "bank-send", senders, perSender, 0, lc.inFlight, func(from *account, _ int) sdk.Msg {
 			to := recipients[indexOf(senders, from)]
 			return banktypes.NewMsgSend(from.addr, to.addr, sdk.NewCoins(sdk.NewInt64Coin(udps, sendAmount)))
 		})
@@ -473,7 +482,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 		before[a.name] = balance(ctx, t, c, a.addr)
 	}
 	jobsStart := time.Now()
-	jobs, _ := blast(ctx, t, d, "submit-job", senders, perSender, lc.jobRate, func(from *account, _ int) sdk.Msg {
+	jobs, _ := blast(ctx, t, d, "submit-job", senders, perSender, lc.jobRate, lc.inFlight, func(from *account, _ int) sdk.Msg {
 		return &markettypes.MsgSubmitJob{Owner: from.addr.String(), Spec: spec}
 	})
 	budget := spec.Budget()
