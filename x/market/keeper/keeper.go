@@ -217,6 +217,7 @@ func NewKeeper(
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "market: invalid authority %q", authority))
 	}
+	storeService = unitStoreService{storeService} // a unit's store opened once (unitContext)
 	sb := collections.NewSchemaBuilder(storeService)
 	addr := func(s string) (sdk.AccAddress, error) { return addressCodec.StringToBytes(s) }
 	k := Keeper{

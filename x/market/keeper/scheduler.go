@@ -192,7 +192,7 @@ func (w *queueWalk) run(ctx sdk.Context, work []groupWork) error {
 		if steps > 1 {
 			before, spentBefore := w.cursor(), w.r.Budget.Used()
 			err := w.r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
-				var unit context.Context = c // converted once for the batch (tryAssign)
+				unit := w.k.unit(c) // converted once for the batch (tryAssign), its store opened once
 				for n := 0; n < steps && w.wi < len(w.work) && !w.capped(c.GasMeter().GasConsumed()); n++ {
 					if err := w.step(c, unit); err != nil {
 						return err
@@ -350,7 +350,7 @@ func (k Keeper) examine(ctx sdk.Context, p types.Params, r *blockhook.Runner, sb
 	var job *types.Job
 	err := r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
 		var err error
-		job, res, err = k.tryAssign(c, p, sb, id, alone)
+		job, res, err = k.tryAssign(k.unit(c), p, sb, id, alone)
 		return err
 	})
 	switch {
@@ -916,11 +916,19 @@ func (e exclusion) none() bool { return len(e.nodes) == 0 && len(e.operators) ==
 // holding a sibling task of its shard (replicas must run on different nodes of different
 // operators).
 func (k Keeper) excludedNodes(ctx context.Context, job types.Job, t types.Task) (exclusion, error) {
-	ex := exclusion{nodes: make(map[uint64]bool, len(t.ExcludedNodes)+2), operators: map[string]bool{}}
+	// the maps are made when something goes in them: most tasks (a single-replica
+	// primary's first draw) exclude nothing, and a lookup in a nil map finds nothing
+	var ex exclusion
+	if len(t.ExcludedNodes) > 0 {
+		ex.nodes = make(map[uint64]bool, len(t.ExcludedNodes)+2)
+	}
 	for _, n := range t.ExcludedNodes {
 		ex.nodes[n] = true
 	}
 	// a failure report is confirmed or refuted by another operator only
+	if len(t.Failures) > 0 {
+		ex.operators = map[string]bool{}
+	}
 	for _, f := range t.Failures {
 		ex.operators[f.Provider] = true
 	}
@@ -932,6 +940,12 @@ func (k Keeper) excludedNodes(ctx context.Context, job types.Job, t types.Task) 
 	siblings, err := k.siblings(ctx, job, t)
 	if err != nil {
 		return exclusion{}, err
+	}
+	if ex.nodes == nil {
+		ex.nodes = map[uint64]bool{}
+	}
+	if ex.operators == nil {
+		ex.operators = map[string]bool{}
 	}
 	for _, s := range siblings {
 		if s.NodeId != 0 {
