@@ -13,6 +13,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/blockhook"
+	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/x/reputation/types"
 )
 
@@ -75,7 +76,7 @@ func NewKeeper(
 		accountKeeper: ak,
 		gfl:           gk,
 		authority:     authority,
-		Params:        collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
+		Params:        collections.NewItem(sb, types.ParamsKey, "params", collkeys.DecodeOnce(codec.CollValue[types.Params](cdc))),
 		Scoring:       collections.NewItem(sb, types.ScoringKey, "scoring", codec.CollValue[types.ScoringState](cdc)),
 		Scores: collections.NewIndexedMap(sb, types.ScoresKey, "scores", collections.Uint64Key, codec.CollValue[types.NodeScore](cdc), ScoreIndexes{
 			ByRank: indexes.NewMulti(sb, types.ScoresByRankKey, "scores_by_rank", collections.Uint64Key, collections.Uint64Key,

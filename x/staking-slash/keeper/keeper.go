@@ -98,7 +98,7 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 		bankKeeper:    bk,
 		authority:     authority,
 		hooks:         &hooksRef{},
-		Params:        collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
+		Params:        collections.NewItem(sb, types.ParamsKey, "params", collkeys.DecodeOnce(codec.CollValue[types.Params](cdc))),
 		Collaterals: collections.NewMap(sb, types.CollateralsKey, "collaterals",
 			sdk.AccAddressKey, codec.CollValue[types.Collateral](cdc)),
 		Unbondings: collections.NewIndexedMap(sb, types.UnbondingsKey, "unbondings",
