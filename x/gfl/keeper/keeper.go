@@ -15,6 +15,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/unitstore"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -118,6 +119,7 @@ func NewKeeper(
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "gfl: invalid authority %q", authority))
 	}
+	storeService = unitstore.Wrap(storeService) // a unit's store opened once (unitstore)
 	sb := collections.NewSchemaBuilder(storeService)
 	operatorOf := func(operator string) (sdk.AccAddress, error) { return addressCodec.StringToBytes(operator) }
 	k := Keeper{

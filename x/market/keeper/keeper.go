@@ -20,6 +20,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/unitstore"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -217,7 +218,7 @@ func NewKeeper(
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "market: invalid authority %q", authority))
 	}
-	storeService = unitStoreService{storeService} // a unit's store opened once (unitContext)
+	storeService = unitstore.Wrap(storeService) // a unit's store opened once (unitstore)
 	sb := collections.NewSchemaBuilder(storeService)
 	addr := func(s string) (sdk.AccAddress, error) { return addressCodec.StringToBytes(s) }
 	k := Keeper{

@@ -14,6 +14,7 @@ import (
 	"github.com/flopsnet/flops/internal/beacon"
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/unitstore"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -192,7 +193,7 @@ func (w *queueWalk) run(ctx sdk.Context, work []groupWork) error {
 		if steps > 1 {
 			before, spentBefore := w.cursor(), w.r.Budget.Used()
 			err := w.r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
-				unit := w.k.unit(c) // converted once for the batch (tryAssign), its store opened once
+				unit := unitstore.New(c) // converted once for the batch (tryAssign), its stores opened once
 				for n := 0; n < steps && w.wi < len(w.work) && !w.capped(c.GasMeter().GasConsumed()); n++ {
 					if err := w.step(c, unit); err != nil {
 						return err
@@ -350,7 +351,7 @@ func (k Keeper) examine(ctx sdk.Context, p types.Params, r *blockhook.Runner, sb
 	var job *types.Job
 	err := r.Budget.Run(ctx, "market: assign", func(c sdk.Context) error {
 		var err error
-		job, res, err = k.tryAssign(k.unit(c), p, sb, id, alone)
+		job, res, err = k.tryAssign(unitstore.New(c), p, sb, id, alone)
 		return err
 	})
 	switch {

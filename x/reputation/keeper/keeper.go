@@ -14,6 +14,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/unitstore"
 	"github.com/flopsnet/flops/x/reputation/types"
 )
 
@@ -67,6 +68,7 @@ func NewKeeper(
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "reputation: invalid authority %q", authority))
 	}
+	storeService = unitstore.Wrap(storeService) // a unit's store opened once (unitstore)
 	sb := collections.NewSchemaBuilder(storeService)
 	pairKey := collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key)
 	k := Keeper{

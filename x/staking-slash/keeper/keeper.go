@@ -17,6 +17,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/unitstore"
 	"github.com/flopsnet/flops/x/staking-slash/types"
 )
 
@@ -89,6 +90,7 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "stakingslash: invalid authority %q", authority))
 	}
+	storeService = unitstore.Wrap(storeService) // a unit's store opened once (unitstore)
 	sb := collections.NewSchemaBuilder(storeService)
 	k := Keeper{
 		cdc:           cdc,

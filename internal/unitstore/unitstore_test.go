@@ -1,4 +1,4 @@
-package keeper
+package unitstore_test
 
 import (
 	"context"
@@ -10,27 +10,34 @@ import (
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	"github.com/cosmos/cosmos-sdk/testutil"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/unitstore"
 )
 
 var unwrapped int64
 
+// opaque hides a context's type from the compiler, as the keepers' calls do (a context
+// whose type it can see is devirtualized, and the sdk.Context boxed on the stack).
+//
 //go:noinline
 func opaque(c context.Context) context.Context { return c }
 
-// TestUnitContextStore: a unit's context hands every operation the store it opened once,
-// which reads and writes the unit's branch and charges the unit's gas meter; its
-// sdk.Context unwraps without a copy to the heap; and a context derived from it (a branch
-// of its own, here) opens its own store, so the unit's store never leaks into it.
-func TestUnitContextStore(t *testing.T) {
-	key := storetypes.NewKVStoreKey("market")
-	svc := unitStoreService{runtime.NewKVStoreService(key)}
-	k := Keeper{storeService: svc}
-	block := testutil.DefaultContextWithDB(t, key, storetypes.NewTransientStoreKey("t")).Ctx.WithBlockHeight(7)
+// TestUnitStore: a unit's Context hands every operation of a module the store it opened
+// on its first, which reads and writes the unit's branch and charges the unit's gas
+// meter; each module its own store; its sdk.Context unwraps without a copy to the heap;
+// and a context derived from it (a branch of its own) opens its own store, so the unit's
+// store never leaks into it.
+func TestUnitStore(t *testing.T) {
+	key, other := storetypes.NewKVStoreKey("market"), storetypes.NewKVStoreKey("reputation")
+	svc, otherSvc := unitstore.Wrap(runtime.NewKVStoreService(key)), unitstore.Wrap(runtime.NewKVStoreService(other))
+	require.Same(t, svc, unitstore.Wrap(svc), "wrapped once")
+	block := testutil.DefaultContextWithKeys(map[string]*storetypes.KVStoreKey{"market": key, "reputation": other}, nil, nil).WithBlockHeight(7)
 	unitCtx, write := block.WithGasMeter(storetypes.NewGasMeter(1_000_000)).CacheContext()
-	u := k.unit(unitCtx)
+	u := unitstore.New(unitCtx)
 
 	kv := svc.OpenKVStore(u)
-	require.True(t, u.(*unitContext).kv == kv, "the unit's store, opened once")
+	require.True(t, kv == svc.OpenKVStore(u), "the unit's store, opened once")
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = svc.OpenKVStore(opaque(u)) }), "no opening after the first")
 	require.NoError(t, kv.Set([]byte("a"), []byte("1")))
 	require.Positive(t, unitCtx.GasMeter().GasConsumed(), "charged to the unit's meter")
 	got, err := svc.OpenKVStore(unitCtx).Get([]byte("a"))
@@ -40,9 +47,11 @@ func TestUnitContextStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, got, "not the block's until the unit is written back")
 
+	// another module's store: its own, also opened once
+	require.False(t, otherSvc.OpenKVStore(u) == kv)
+	require.True(t, otherSvc.OpenKVStore(u) == otherSvc.OpenKVStore(u))
+
 	require.Equal(t, int64(7), sdk.UnwrapSDKContext(u).BlockHeight())
-	// (through a call the compiler cannot see into, as the scheduler's calls are: a
-	// context whose type it knows is devirtualized and boxed on the stack)
 	opaqueU := opaque(u)
 	require.Zero(t, testing.AllocsPerRun(100, func() { unwrapped = sdk.UnwrapSDKContext(opaqueU).BlockHeight() }), "unwrapped without boxing the context")
 
