@@ -191,7 +191,7 @@ func TestAssignmentStoreOps(t *testing.T) {
 	// the EndBlock's queue and deadline scans and the walk's reads of the next groups: a
 	// few iterators a block (16 here), none per assignment
 	require.LessOrEqual(t, f.ops.Its, 20, "iterators in the block")
-	// a unit of assignments opens the market's store once (unitContext), not once per
+	// a unit of assignments opens the market's store once (internal/unitstore), not once per
 	// operation as the collections would (23 an assignment before)
 	require.LessOrEqual(t, per(f.ops.Opens), 1.5, "store opens per assignment")
 }
