@@ -320,14 +320,12 @@ func (w *watcher) included(hash string) (seenTx, bool) {
 	return s, ok
 }
 
-// gate holds a flood to at most n txs sent and not yet seen in a block (n <= 0: no cap).
-// It counts every tx of the blocks it sees from its creation, which are the flood's own
-// while nothing else sends.
+// gate holds a flood to at most n txs sent and not yet seen in a block. It counts every
+// tx of the blocks it sees from its creation, which are the flood's own while nothing
+// else sends. Its count is kept under the watcher's lock.
 type gate struct {
-	w          *watcher
-	n          int
-	base, sent int
-	mu         sync.Mutex
+	w             *watcher
+	n, base, sent int
 }
 
 // gate is a gate for a flood that starts now.
@@ -340,20 +338,16 @@ func (w *watcher) gate(n int) *gate {
 // enter returns when one more tx may be sent (and counts it sent).
 func (g *gate) enter(ctx context.Context) error {
 	for {
-		tick := g.w.next()
 		g.w.mu.Lock()
-		included, err := g.w.total-g.base, g.w.err
+		tick, err := g.w.tick, g.w.err
+		open := err == nil && g.sent-(g.w.total-g.base) < g.n
+		if open {
+			g.sent++
+		}
 		g.w.mu.Unlock()
-		if err != nil {
+		if err != nil || open {
 			return err
 		}
-		g.mu.Lock()
-		if g.n <= 0 || g.sent-included < g.n {
-			g.sent++
-			g.mu.Unlock()
-			return nil
-		}
-		g.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -426,7 +426,6 @@ func (f *fixture) addNode(op string, gpus int, edit func(n *gfltypes.Node)) uint
 	return n.Id
 }
 
-// updateNode changes a node in x/gfl and tells the market.
 // addNodes registers n 8-GPU nodes, each of its own operator ("p0", "p1", ...).
 func (f *fixture) addNodes(n int) {
 	for i := range n {
@@ -444,6 +443,7 @@ func (f *fixture) requireAssigned(ctx sdk.Context, jobs []uint64) {
 	}
 }
 
+// updateNode changes a node in x/gfl and tells the market.
 func (f *fixture) updateNode(id uint64, edit func(n *gfltypes.Node)) {
 	n := f.gfl.nodes[id]
 	edit(&n)
