@@ -9,6 +9,8 @@ import (
 
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/branch"
 )
 
 // Apply runs fn on a branch of ctx and writes the branch back only if fn returns nil.
@@ -16,7 +18,7 @@ import (
 // to drop or retry the item. Running out of gas is not the item's failure but the
 // meter's: it panics on, to the Budget unit (or the transaction) that owns the meter.
 func Apply(ctx sdk.Context, what string, fn func(ctx sdk.Context) error) (err error) {
-	cacheCtx, write := ctx.CacheContext()
+	cacheCtx, write := branch.Context(ctx)
 	defer func() {
 		if r := recover(); r != nil {
 			switch r.(type) {

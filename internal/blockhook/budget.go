@@ -6,6 +6,8 @@ import (
 
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/internal/branch"
 )
 
 // ErrBudgetSpent: the block's work budget ran out; what was running was not written and
@@ -51,7 +53,7 @@ func (b *Budget) Run(ctx sdk.Context, what string, fn func(ctx sdk.Context) erro
 	}
 	whole := b.Remaining() >= b.limit/2
 	meter := storetypes.NewGasMeter(b.Remaining())
-	cacheCtx, write := ctx.WithGasMeter(meter).CacheContext()
+	cacheCtx, write := branch.Context(ctx.WithGasMeter(meter))
 	defer func() {
 		b.used += meter.GasConsumedToLimit()
 		if r := recover(); r != nil {
