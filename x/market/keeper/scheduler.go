@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -250,9 +251,7 @@ func (w *queueWalk) step(ctx sdk.Context, unit context.Context) error {
 		if err != nil {
 			return err
 		}
-		if job != nil {
-			w.sb.jobs[job.Id] = *job
-		}
+		w.sb.keepJob(job)
 		res = r
 	} else {
 		r, err := w.k.examine(ctx, w.p, w.r, w.sb, id, false)
@@ -361,8 +360,8 @@ func (k Keeper) examine(ctx sdk.Context, p types.Params, r *blockhook.Runner, sb
 		// the job's record as cached may be ahead of the store now: read it again
 		clear(sb.jobs)
 		return untouched, r.Fail(ctx, blockhook.Item{Kind: kindAssign, ID: id}, err, func(c sdk.Context) error { return k.dropFromQueue(c, id) })
-	case job != nil:
-		sb.jobs[job.Id] = *job
+	default:
+		sb.keepJob(job)
 	}
 	return res, nil
 }
@@ -384,10 +383,12 @@ func (k Keeper) dropFromQueue(ctx sdk.Context, taskID uint64) error {
 // sched is what the scheduler keeps for one block: the jobs as last written by this
 // block's assignments and, per job, its allowed GPU classes that have nodes.
 type sched struct {
-	gp       *gfltypes.Params // read when first needed
-	jobs     map[uint64]types.Job
-	classes  map[uint64][]string
-	hasNodes map[string]bool // per GPU class: nodes indexed
+	gp *gfltypes.Params // read when first needed
+	// allClasses: the names of gp's GPU classes, for the jobs that name none
+	allClasses []string
+	jobs       map[uint64]types.Job
+	classes    map[uint64][]string
+	hasNodes   map[string]bool // per GPU class: nodes indexed
 	// per GPU class: its members (ClassSize). An assignment, an expiry or a parking never
 	// adds or removes a member (only a node's activation, deactivation or change of class
 	// does, none of which the scheduler makes), so the sizes read once hold for the block.
@@ -463,7 +464,7 @@ func (k Keeper) tryAssign(ctx context.Context, p types.Params, sb *sched, taskID
 		if job, err = k.loadJob(ctx, t.JobId); err != nil {
 			return nil, untouched, err
 		}
-		sb.jobs[t.JobId] = job
+		sb.keepJob(&job)
 	}
 	if t.Status != types.TASK_STATUS_PENDING {
 		// a stale entry (never left by the core; kept as a guard): drop it, wherever it is
@@ -522,19 +523,24 @@ func (s *sched) classesOf(ctx context.Context, k Keeper, job types.Job) ([]strin
 	}
 	allowed := job.Spec.Requirements.AllowedClasses
 	if len(allowed) == 0 {
-		if s.gp == nil {
-			gp, err := k.gfl.GetParams(ctx)
-			if err != nil {
-				return nil, err
+		if s.allClasses == nil {
+			if s.gp == nil {
+				gp, err := k.gfl.GetParams(ctx)
+				if err != nil {
+					return nil, err
+				}
+				s.gp = &gp
 			}
-			s.gp = &gp
+			s.allClasses = make([]string, 0, len(s.gp.GpuClasses))
+			for _, c := range s.gp.GpuClasses {
+				s.allClasses = append(s.allClasses, c.Name)
+			}
 		}
-		for _, c := range s.gp.GpuClasses {
-			allowed = append(allowed, c.Name)
-		}
+		allowed = s.allClasses
 	}
-	var out []string
-	for _, class := range allowed {
+	// the list returned is read, never changed: it is allowed itself while no class is dropped
+	out := allowed[:0:0]
+	for i, class := range allowed {
 		has, ok := s.hasNodes[class]
 		if !ok {
 			// assignments move nodes between idle and loaded, never in or out of a class
@@ -545,12 +551,31 @@ func (s *sched) classesOf(ctx context.Context, k Keeper, job types.Job) ([]strin
 			has = idle+loaded > 0
 			s.hasNodes[class] = has
 		}
-		if has {
+		switch {
+		case has && len(out) == i:
+			// every class so far kept: out stays allowed's prefix, not a copy
+			out = allowed[:i+1]
+		case has:
 			out = append(out, class)
+		case len(out) == i:
+			out = slices.Clone(out) // the first class dropped: the rest is a list of its own
 		}
 	}
-	s.classes[job.Id] = out
+	if s.keeps(job) {
+		s.classes[job.Id] = out
+	}
 	return out, nil
+}
+
+// keeps says whether the block's scheduler keeps what it learnt of a job (its record, its
+// classes) for the job's next task in the block: a job of one task has none.
+func (s *sched) keeps(job types.Job) bool { return job.Spec.TotalTasks() > 1 }
+
+// keepJob keeps a job's record as this block last wrote it, for the job's next task.
+func (s *sched) keepJob(job *types.Job) {
+	if job != nil && s.keeps(*job) {
+		s.jobs[job.Id] = *job
+	}
 }
 
 // assign gives a pending task to a node at a price: the node's GPUs and the provider's
