@@ -300,3 +300,15 @@ func (k Keeper) LiveJobTaskIDsForTest(ctx context.Context, jobID, after uint64, 
 
 // SameRecordForTest is sameRecord: whether saveJob may leave a job's record unwritten.
 func SameRecordForTest(a, b types.Job) bool { return sameRecord(a, b) }
+
+// ClassesForTest is the scheduler's GPU classes for a job (its allowed classes that have
+// nodes), as a block's first examination of it finds them, and the job's allowed classes
+// as the scheduler's copy of the job holds them after.
+func (k Keeper) ClassesForTest(ctx sdk.Context, jobID uint64) (classes, allowed []string, err error) {
+	job, err := k.loadJob(ctx, jobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	classes, err = newSched().classesOf(ctx, k, job)
+	return classes, job.Spec.Requirements.AllowedClasses, err
+}

@@ -1,6 +1,7 @@
 package keeper_test
 
 import (
+	"slices"
 	"strings"
 
 	"cosmossdk.io/collections"
@@ -825,5 +826,35 @@ func TestSmallClassDrawIsUniformAndStopsAtTwo(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, 1, d.Candidates)
 		require.Equal(t, big, d.Winner.NodeId)
+	}
+}
+
+// TestClassesOfKeepsTheOrderAndTheSpec: the scheduler draws from a job's allowed classes
+// that have nodes, in the job's order; the list it narrows is the job's own (no copy while
+// no class is dropped), so narrowing must leave the job's spec as it was.
+func TestClassesOfKeepsTheOrderAndTheSpec(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addNode(f.operator("a"), 8, nil) // A100-40GB
+	f.addNode(f.operator("h"), 8, func(n *gfltypes.Node) { n.GpuClass = "H100-80GB" })
+	for _, c := range []struct {
+		allowed, want []string
+	}{
+		{[]string{"H100-80GB", "A100-40GB"}, []string{"H100-80GB", "A100-40GB"}},
+		{[]string{"L4-24GB", "H100-80GB", "T4-16GB", "A100-40GB"}, []string{"H100-80GB", "A100-40GB"}},
+		{[]string{"A100-40GB", "L4-24GB", "H100-80GB"}, []string{"A100-40GB", "H100-80GB"}},
+		{[]string{"L4-24GB"}, []string{}},
+		{nil, []string{"A100-40GB", "H100-80GB"}}, // every class of the table, in its order
+	} {
+		spec := f.gemmSpec(1)
+		spec.Requirements.AllowedClasses = slices.Clone(c.allowed)
+		job := f.submit(spec)
+		got, allowed, err := f.k.ClassesForTest(f.ctx, job)
+		require.NoError(t, err)
+		require.Equal(t, c.allowed, allowed, "the job's allowed classes unchanged")
+		if c.allowed == nil {
+			require.ElementsMatch(t, c.want, got, "no class named")
+		} else {
+			require.Equal(t, c.want, append([]string{}, got...), "allowed %v", c.allowed)
+		}
 	}
 }
