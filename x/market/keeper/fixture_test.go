@@ -21,6 +21,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/flopsnet/flops/internal/beacon"
+	"github.com/flopsnet/flops/internal/unitstore"
 	"github.com/flopsnet/flops/testutil/keepertest"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market"
@@ -314,7 +315,8 @@ func buildFixture(t testing.TB, edit func(p *types.Params), counting bool) *fixt
 		rep:   &reputationFake{scores: map[uint64]sdkmath.LegacyDec{}, ineligible: map[uint64]bool{}},
 		hooks: &hooksFake{}, client: keepertest.Addr("client"),
 	}
-	f.coll = newCollateralFake(env.StoreService, func() context.Context { return f.ctx })
+	// wrapped as the real x/staking-slash keeper wraps its own: a unit opens it once
+	f.coll = newCollateralFake(unitstore.Wrap(env.StoreService), func() context.Context { return f.ctx })
 	svc := env.StoreService
 	if counting {
 		f.ops = &keepertest.StoreOps{}
