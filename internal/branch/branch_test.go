@@ -32,25 +32,19 @@ func parentWith(t *testing.T) storetypes.CacheKVStore {
 
 func key(i int) []byte { return []byte(fmt.Sprintf("k%02d", i)) }
 
-// contents lists every key and value of a store, in order.
-func contents(s storetypes.KVStore) []string {
+// iterate lists the keys and values an iterator walks, and closes it.
+func iterate(t *testing.T, it storetypes.Iterator) []string {
+	t.Helper()
 	var out []string
-	it := s.Iterator(nil, nil)
-	defer it.Close()
 	for ; it.Valid(); it.Next() {
 		out = append(out, string(it.Key())+"="+string(it.Value()))
 	}
+	require.NoError(t, it.Close())
 	return out
 }
 
-func iterate(it storetypes.Iterator) []string {
-	defer it.Close()
-	var out []string
-	for ; it.Valid(); it.Next() {
-		out = append(out, string(it.Key())+"="+string(it.Value()))
-	}
-	return out
-}
+// contents lists every key and value of a store, in order.
+func contents(t *testing.T, s storetypes.KVStore) []string { return iterate(t, s.Iterator(nil, nil)) }
 
 // TestBranchActsAsTheSDKBranch runs the same random operations on this package's branch
 // and on the SDK's cache branch, each over its own copy of one parent: every read, every
@@ -88,9 +82,9 @@ func TestBranchActsAsTheSDKBranch(t *testing.T) {
 					start = nil
 				}
 				if r.Intn(2) == 0 {
-					require.Equal(t, iterate(sb.Iterator(start, end)), iterate(sa.Iterator(start, end)), "seed %d op %d: iterator", seed, op)
+					require.Equal(t, iterate(t, sb.Iterator(start, end)), iterate(t, sa.Iterator(start, end)), "seed %d op %d: iterator", seed, op)
 				} else {
-					require.Equal(t, iterate(sb.ReverseIterator(start, end)), iterate(sa.ReverseIterator(start, end)), "seed %d op %d: reverse iterator", seed, op)
+					require.Equal(t, iterate(t, sb.ReverseIterator(start, end)), iterate(t, sa.ReverseIterator(start, end)), "seed %d op %d: reverse iterator", seed, op)
 				}
 			default:
 				// a branch of the branch (as a nested CacheContext makes), written or not
@@ -112,12 +106,12 @@ func TestBranchActsAsTheSDKBranch(t *testing.T) {
 				}
 			}
 		}
-		require.Equal(t, contents(parentWith(t)), contents(parentA), "seed %d: the parent unchanged before the write", seed)
+		require.Equal(t, contents(t, parentWith(t)), contents(t, parentA), "seed %d: the parent unchanged before the write", seed)
 		if seed%4 != 0 {
 			a.Write()
 			b.Write()
 		}
-		require.Equal(t, contents(parentB), contents(parentA), "seed %d: the parent after the write", seed)
+		require.Equal(t, contents(t, parentB), contents(t, parentA), "seed %d: the parent after the write", seed)
 	}
 }
 
