@@ -1,7 +1,8 @@
 // Package blockhook runs one queued item of a block hook (EndBlock work, epoch hooks) in
-// a cache context: its writes land only if it succeeds, and an error or a panic is logged
-// and skipped so that one bad item never halts the chain (DESIGN.md section 7, Osmosis'
-// pattern).
+// a cache context (a branch of the block's state, internal/branch: the SDK's CacheContext
+// without its copy of every key read): its writes land only if it succeeds, and an error
+// or a panic is logged and skipped so that one bad item never halts the chain (DESIGN.md
+// section 7, Osmosis' pattern).
 package blockhook
 
 import (
