@@ -196,3 +196,29 @@ func TestContext(t *testing.T) {
 	gone.KVStore(k1).Delete([]byte("a"))
 	require.True(t, bytes.Equal([]byte("2"), block.KVStore(k1).Get([]byte("a"))), "a unit not written leaves nothing")
 }
+
+// TestContextOtherStores: a unit's transient store is a branch like its others, and its
+// object store is the SDK's branch of it; both land in the block only when the unit is
+// written.
+func TestContextOtherStores(t *testing.T) {
+	key, tkey, okey := storetypes.NewKVStoreKey("kv"), storetypes.NewTransientStoreKey("t"), storetypes.NewObjectStoreKey("o")
+	block := testutil.DefaultContextWithObjectStore(t, key, tkey, okey).Ctx
+	block = block.WithMultiStore(block.MultiStore().CacheMultiStore()) // the block's state, as FinalizeBlock's
+
+	unit, write := branch.Context(block)
+	unit.TransientStore(tkey).Set([]byte("t"), []byte("1"))
+	unit.ObjectStore(okey).Set([]byte("o"), 42)
+	require.Equal(t, 42, unit.ObjectStore(okey).Get([]byte("o")))
+	inner, writeInner := unit.CacheContext() // a keeper's own branch inside the unit
+	inner.ObjectStore(okey).Set([]byte("p"), 7)
+	inner.TransientStore(tkey).Set([]byte("u"), []byte("2"))
+	writeInner()
+	require.Equal(t, 7, unit.ObjectStore(okey).Get([]byte("p")))
+	require.Nil(t, block.TransientStore(tkey).Get([]byte("t")))
+	require.Nil(t, block.ObjectStore(okey).Get([]byte("o")))
+	write()
+	require.Equal(t, []byte("1"), block.TransientStore(tkey).Get([]byte("t")))
+	require.Equal(t, 42, block.ObjectStore(okey).Get([]byte("o")))
+	require.Equal(t, 7, block.ObjectStore(okey).Get([]byte("p")))
+	require.Equal(t, []byte("2"), block.TransientStore(tkey).Get([]byte("u")))
+}
