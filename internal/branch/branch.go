@@ -21,6 +21,7 @@ package branch
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"unsafe"
 
@@ -230,14 +231,7 @@ func (s *KVStore) Write() {
 	clear(s.writes)
 }
 
-func (s *KVStore) sortedKeys() []string {
-	keys := make([]string, 0, len(s.writes))
-	for k := range s.writes {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func (s *KVStore) sortedKeys() []string { return slices.Sorted(maps.Keys(s.writes)) }
 
 // CacheWrap branches the store (the SDK's cache branch over this one).
 func (s *KVStore) CacheWrap() storetypes.CacheWrap { return cachekv.NewStore(s) }

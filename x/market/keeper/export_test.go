@@ -30,10 +30,6 @@ func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) 
 	if err != nil {
 		return Draw{}, false, err
 	}
-	gp, err := k.gfl.GetParams(ctx)
-	if err != nil {
-		return Draw{}, false, err
-	}
 	t, err := k.Tasks.Get(ctx, taskID)
 	if err != nil {
 		return Draw{}, false, err
@@ -43,7 +39,6 @@ func (k Keeper) DrawForTest(ctx sdk.Context, taskID uint64) (Draw, bool, error) 
 		return Draw{}, false, err
 	}
 	sb := newSched()
-	sb.gp = &gp
 	classes, err := sb.classesOf(ctx, k, job)
 	if err != nil {
 		return Draw{}, false, err

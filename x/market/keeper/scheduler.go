@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -16,7 +15,6 @@ import (
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
 	"github.com/flopsnet/flops/internal/unitstore"
-	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -383,8 +381,8 @@ func (k Keeper) dropFromQueue(ctx sdk.Context, taskID uint64) error {
 // sched is what the scheduler keeps for one block: the jobs as last written by this
 // block's assignments and, per job, its allowed GPU classes that have nodes.
 type sched struct {
-	gp *gfltypes.Params // read when first needed
-	// allClasses: the names of gp's GPU classes, for the jobs that name none
+	// allClasses: the names of x/gfl's GPU classes, for the jobs that name none (read when
+	// first needed)
 	allClasses []string
 	jobs       map[uint64]types.Job
 	classes    map[uint64][]string
@@ -524,22 +522,20 @@ func (s *sched) classesOf(ctx context.Context, k Keeper, job types.Job) ([]strin
 	allowed := job.Spec.Requirements.AllowedClasses
 	if len(allowed) == 0 {
 		if s.allClasses == nil {
-			if s.gp == nil {
-				gp, err := k.gfl.GetParams(ctx)
-				if err != nil {
-					return nil, err
-				}
-				s.gp = &gp
+			gp, err := k.gfl.GetParams(ctx)
+			if err != nil {
+				return nil, err
 			}
-			s.allClasses = make([]string, 0, len(s.gp.GpuClasses))
-			for _, c := range s.gp.GpuClasses {
+			s.allClasses = make([]string, 0, len(gp.GpuClasses))
+			for _, c := range gp.GpuClasses {
 				s.allClasses = append(s.allClasses, c.Name)
 			}
 		}
 		allowed = s.allClasses
 	}
-	// the list returned is read, never changed: it is allowed itself while no class is dropped
-	out := allowed[:0:0]
+	// out stays nil while every class is kept, and the result is then allowed itself (read,
+	// never changed); the first class dropped makes it a list of its own
+	var out []string
 	for i, class := range allowed {
 		has, ok := s.hasNodes[class]
 		if !ok {
@@ -552,14 +548,14 @@ func (s *sched) classesOf(ctx context.Context, k Keeper, job types.Job) ([]strin
 			s.hasNodes[class] = has
 		}
 		switch {
-		case has && len(out) == i:
-			// every class so far kept: out stays allowed's prefix, not a copy
-			out = allowed[:i+1]
-		case has:
+		case !has && out == nil:
+			out = append(make([]string, 0, len(allowed)-1), allowed[:i]...)
+		case has && out != nil:
 			out = append(out, class)
-		case len(out) == i:
-			out = slices.Clone(out) // the first class dropped: the rest is a list of its own
 		}
+	}
+	if out == nil {
+		out = allowed
 	}
 	if s.keeps(job) {
 		s.classes[job.Id] = out
