@@ -391,15 +391,12 @@ type sched struct {
 	// adds or removes a member (only a node's activation, deactivation or change of class
 	// does, none of which the scheduler makes), so the sizes read once hold for the block.
 	sizes map[string]uint64
-	// operators' addresses decoded from their bech32 form (a candidate's collateral
-	// check needs the bytes; one operator's nodes are many)
-	operators map[string]sdk.AccAddress
 }
 
 func newSched() *sched {
 	return &sched{
 		jobs: map[uint64]types.Job{}, classes: map[uint64][]string{}, hasNodes: map[string]bool{},
-		sizes: map[string]uint64{}, operators: map[string]sdk.AccAddress{},
+		sizes: map[string]uint64{},
 	}
 }
 
@@ -414,19 +411,6 @@ func (s *sched) classSize(ctx context.Context, k Keeper, class string) (uint64, 
 	}
 	s.sizes[class] = n
 	return n, nil
-}
-
-// operator is a node operator's address bytes, decoded once per block.
-func (s *sched) operator(k Keeper, bech string) (sdk.AccAddress, error) {
-	if a, ok := s.operators[bech]; ok {
-		return a, nil
-	}
-	a, err := k.address("operator", bech)
-	if err != nil {
-		return nil, err
-	}
-	s.operators[bech] = a
-	return a, nil
 }
 
 // parkUnplaced parks a pending task no node could take on its own: 1, 2, 4, ... blocks
@@ -906,7 +890,9 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, sb *sched, job typ
 	if err != nil || !ok {
 		return candidate{}, false, err
 	}
-	op, err := sb.operator(k, s.Operator)
+	// the address codec's memo decodes each operator once (a per-block map in front of it
+	// cost more than it saved: a big network's draws rarely meet one operator twice)
+	op, err := k.address("operator", s.Operator)
 	if err != nil {
 		return candidate{}, false, err
 	}
