@@ -890,8 +890,9 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, sb *sched, job typ
 	if err != nil || !ok {
 		return candidate{}, false, err
 	}
-	// the address codec's memo decodes each operator once (a per-block map in front of it
-	// cost more than it saved: a big network's draws rarely meet one operator twice)
+	// the address codec's memo (its last 8,192 addresses) spares the decoding of an
+	// operator met again; a per-block map in front of it cost more than it saved (a big
+	// network's draws rarely meet one operator twice in a block)
 	op, err := k.address("operator", s.Operator)
 	if err != nil {
 		return candidate{}, false, err
