@@ -653,7 +653,7 @@ func (k Keeper) draw(ctx context.Context, p types.Params, sb *sched, classes []s
 		}
 		start := beacon.Below(seed, maxID+1)
 		for _, class := range classes {
-			found, err := k.gather(ctx, p, sb, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
+			found, err := k.gather(ctx, p, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
 			if err != nil {
 				return drawn{}, false, err
 			}
@@ -709,7 +709,7 @@ func (k Keeper) sample(ctx context.Context, p types.Params, sb *sched, classes [
 			if err != nil {
 				return err
 			}
-			c, ok, err := k.eligible(ctx, p, sb, job, role, slot, excluded)
+			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
 			if err != nil || !ok {
 				return err
 			}
@@ -777,7 +777,7 @@ func better(x, y candidate) bool {
 // start+1, ...; at most 2 x want reads) and the index is walked only from where that
 // stopped. The probed ids are exactly the first entries of the first idle span, so the
 // candidates are the same as the index walk alone would give.
-func (k Keeper) gather(ctx context.Context, p types.Params, sb *sched, job types.Job, role types.TaskRole, excluded exclusion, class string, start, maxID uint64, want int, budget *int) ([]candidate, error) {
+func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, excluded exclusion, class string, start, maxID uint64, want int, budget *int) ([]candidate, error) {
 	type span struct {
 		from, to collections.Triple[string, uint32, uint64]
 	}
@@ -800,7 +800,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, sb *sched, job types
 				continue // not an entry of this span of the index
 			}
 			*budget--
-			c, ok, err := k.eligible(ctx, p, sb, job, role, slot, excluded)
+			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
 			if err != nil {
 				return nil, err
 			}
@@ -841,7 +841,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, sb *sched, job types
 				_ = it.Close()
 				return nil, err
 			}
-			c, ok, err := k.eligible(ctx, p, sb, job, role, slot, excluded)
+			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
 			if err != nil {
 				_ = it.Close()
 				return nil, err
@@ -862,7 +862,7 @@ func (k Keeper) gather(ctx context.Context, p types.Params, sb *sched, job types
 
 // eligible applies every filter of the design to one node for one job, and returns the
 // node's quote and reputation.
-func (k Keeper) eligible(ctx context.Context, p types.Params, sb *sched, job types.Job, role types.TaskRole, s types.NodeSlot, excluded exclusion) (candidate, bool, error) {
+func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, s types.NodeSlot, excluded exclusion) (candidate, bool, error) {
 	req := job.Spec.Requirements
 	need := req.GPUs()
 	switch {
