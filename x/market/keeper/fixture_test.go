@@ -87,6 +87,9 @@ type collateralFake struct {
 	// broken providers (address bytes): AddExposure fails for them while CanAddExposure
 	// says yes, so that their assignments fail in the middle (fault injection)
 	broken map[string]bool
+	// asked counts CanAddExposure's calls per provider (address bytes): the collateral
+	// checks the scheduler makes
+	asked map[string]int
 }
 
 // fakeExposurePrefix is where the fake keeps the exposure, outside the market's prefixes.
@@ -106,7 +109,7 @@ type jailCall struct {
 }
 
 func newCollateralFake(store corestore.KVStoreService, now func() context.Context) *collateralFake {
-	return &collateralFake{bonded: map[string]sdkmath.Int{}, jailed: map[string]bool{}, broken: map[string]bool{}, store: store, now: now}
+	return &collateralFake{bonded: map[string]sdkmath.Int{}, jailed: map[string]bool{}, broken: map[string]bool{}, asked: map[string]int{}, store: store, now: now}
 }
 
 // key is the fake's map key of a bech32 address.
@@ -158,18 +161,23 @@ func (c *collateralFake) exposures() map[string]sdkmath.Int {
 }
 
 func (c *collateralFake) CanAddExposure(ctx context.Context, p sdk.AccAddress, v sdkmath.Int) (bool, error) {
+	c.asked[string(p)]++
+	return c.covers(ctx, p, v), nil
+}
+
+func (c *collateralFake) covers(ctx context.Context, p sdk.AccAddress, v sdkmath.Int) bool {
 	b, ok := c.bonded[string(p)]
 	if !ok || c.jailed[string(p)] {
-		return false, nil
+		return false
 	}
-	return c.expOf(ctx, string(p)).Add(v).LTE(b), nil
+	return c.expOf(ctx, string(p)).Add(v).LTE(b)
 }
 
 func (c *collateralFake) AddExposure(ctx context.Context, p sdk.AccAddress, v sdkmath.Int) error {
 	if c.broken[string(p)] {
 		return fmt.Errorf("collateral of %s: injected failure", p)
 	}
-	if ok, _ := c.CanAddExposure(ctx, p, v); !ok {
+	if !c.covers(ctx, p, v) {
 		return fmt.Errorf("collateral of %s does not cover %s more exposure", p, v)
 	}
 	c.setExp(ctx, string(p), c.expOf(ctx, string(p)).Add(v))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
@@ -20,14 +21,14 @@ import (
 
 // The ASSIGN scheduler (DESIGN.md section 4, x/market). Each block EndBlock examines the
 // tasks at the top of the priority queue (tip, deadline, id) as far as its work budget
-// (assign_gas_per_block) goes, at most max_assign_per_block. For a
-// task it gathers up to scheduler_candidates eligible nodes from the scheduling index,
-// which orders nodes by (GPU class, load, id): idle nodes from a random starting id, then
-// the loaded ones by increasing load, examining at most scheduler_max_scan entries. Two
-// candidates are drawn at random (the beacon) and the less loaded wins; ties go to the
-// better reputation, then the lower id. A task no node can take waits for the next block;
-// one whose deadline can no longer be met expires and is refunded. The cost of one
-// assignment is O(log N + max_scan) in the number of nodes N, never a scan of all nodes.
+// (assign_gas_per_block) goes, at most max_assign_per_block. For a task it draws two
+// eligible nodes uniformly from the members of its GPU classes, from the beacon, examining
+// at most scheduler_max_scan of them, and keeps the less loaded; a tie goes to the better
+// reputation, then to the first drawn (draw). Only when sampling finds none does it walk
+// the scheduling index, which orders nodes by (GPU class, load, id), from a random id. A
+// task no node can take waits; one whose deadline can no longer be met expires and is
+// refunded. The cost of one assignment is O(log N + max_scan) in the number of nodes N,
+// never a scan of all nodes.
 //
 // Eligible: active, not jailed, meets the requirements (GPUs free, class, memory, compute
 // capability, tensor cores, region, workload), load after the assignment <= theta,
@@ -632,40 +633,84 @@ type drawn struct {
 // in scheduler_max_scan) does the scheduler fall back to walking the load-ordered index
 // from a random node id, which finds a rare eligible node but favours nodes after gaps in
 // the ids.
+//
+// The sampled pair is compared before its collateral is asked about: a candidate passes
+// every other filter to be drawn, and only the better of the two must also show that its
+// operator's collateral covers the task's exposure. One that cannot is dropped, the next
+// candidate of the same random order takes its place, and the two are compared again, so
+// the node kept always passes every filter. The loser's collateral is never read: one
+// collateral check per assignment instead of two (the operator's record and exposure
+// read, the exposure compared). A drawn node short of collateral can thus spare the
+// other one a comparison with a third: that favours no one, since both were drawn
+// uniformly, and an operator whose nodes are short gains nothing by it (they are never
+// kept).
 func (k Keeper) draw(ctx context.Context, p types.Params, sb *sched, classes []string, job types.Job, t types.Task, seed [32]byte) (drawn, bool, error) {
 	excluded, err := k.excludedNodes(ctx, job, t)
 	if err != nil {
 		return drawn{}, false, err
 	}
-	budget := int(p.SchedulerMaxScan)
-	pool, err := k.sample(ctx, p, sb, classes, job, t.Role, excluded, seed, int(p.SchedulerCandidates), &budget)
+	s, err := k.newSampler(ctx, p, sb, classes, t.Role, excluded, seed)
 	if err != nil {
 		return drawn{}, false, err
 	}
-	if len(pool) == 0 && budget == 0 {
-		// sampling spent its scan and found none: the walk has a scan of its own (before,
-		// it shared the spent one, so it never ran, and the last free nodes of a busy
-		// network were found only by luck while their tasks backed off)
-		budget = int(p.SchedulerMaxScan)
-		maxID, err := k.MaxSlot.Get(ctx)
-		if err != nil && !errors.Is(err, collections.ErrNotFound) {
-			return drawn{}, false, err
-		}
-		start := beacon.Below(seed, maxID+1)
-		for _, class := range classes {
-			found, err := k.gather(ctx, p, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
+	// two candidates are enough: a pool of more, uniform and distinct, from which the
+	// pair is then drawn at random, gives the same two as its first two do
+	want := min(int(p.SchedulerCandidates), 2)
+	var pool []candidate
+	for {
+		for len(pool) < want {
+			c, found, err := s.next(&p, &job)
 			if err != nil {
 				return drawn{}, false, err
 			}
-			pool = append(pool, found...)
-			if budget <= 0 {
+			if !found {
 				break
 			}
+			pool = append(pool, c)
+		}
+		if len(pool) == 0 {
+			break
+		}
+		d := pick(pool, seed)
+		covered, err := k.covered(ctx, p, job, t.Role, d.best)
+		if err != nil {
+			return drawn{}, false, err
+		}
+		if covered {
+			return d, true, nil
+		}
+		pool = slices.DeleteFunc(pool, func(c candidate) bool { return c.slot.NodeId == d.best.slot.NodeId })
+	}
+	if s.budget != 0 {
+		return drawn{}, false, nil
+	}
+	// sampling spent its scan and found none: the walk has a scan of its own (before, it
+	// shared the spent one, so it never ran, and the last free nodes of a busy network
+	// were found only by luck while their tasks backed off)
+	budget := int(p.SchedulerMaxScan)
+	maxID, err := k.MaxSlot.Get(ctx)
+	if err != nil && !errors.Is(err, collections.ErrNotFound) {
+		return drawn{}, false, err
+	}
+	start := beacon.Below(seed, maxID+1)
+	for _, class := range classes {
+		found, err := k.gather(ctx, p, job, t.Role, excluded, class, start, maxID, int(p.SchedulerCandidates), &budget)
+		if err != nil {
+			return drawn{}, false, err
+		}
+		pool = append(pool, found...)
+		if budget <= 0 {
+			break
 		}
 	}
 	if len(pool) == 0 {
 		return drawn{}, false, nil
 	}
+	return pick(pool, seed), true, nil
+}
+
+// pick draws two of the pool from the beacon (one when it holds one) and keeps the better.
+func pick(pool []candidate, seed [32]byte) drawn {
 	n := uint64(len(pool))
 	a := beacon.Below(beacon.Derive(seed[:], "a"), n)
 	b := a
@@ -676,87 +721,109 @@ func (k Keeper) draw(ctx context.Context, p types.Params, sb *sched, classes []s
 	if better(d.b, d.best) {
 		d.best = d.b
 	}
-	return d, true, nil
+	return d
 }
 
-// sample draws eligible candidates uniformly from the members of classes (see draw).
-// budget counts the members examined.
-func (k Keeper) sample(ctx context.Context, p types.Params, sb *sched, classes []string, job types.Job, role types.TaskRole, excluded exclusion, seed [32]byte, want int, budget *int) ([]candidate, error) {
-	sizes := make([]uint64, len(classes))
-	var total uint64
+// sampler draws members of a task's classes uniformly (see draw), one candidate at a time.
+type sampler struct {
+	k        Keeper
+	ctx      context.Context
+	role     types.TaskRole
+	excluded exclusion
+	seed     [32]byte
+	classes  []string
+	sizes    []uint64
+	total    uint64
+	budget   int  // scheduler_max_scan less the members examined
+	shuffled bool // every member fits the scan: they are examined in a random order
+	moved    map[uint64]uint64
+	seen     map[uint64]bool
+	i        uint64 // the draws made
+}
+
+func (k Keeper) newSampler(ctx context.Context, p types.Params, sb *sched, classes []string, role types.TaskRole, excluded exclusion, seed [32]byte) (sampler, error) {
+	s := sampler{
+		k: k, ctx: ctx, role: role, excluded: excluded, seed: seed, classes: classes,
+		sizes: make([]uint64, len(classes)), budget: int(p.SchedulerMaxScan), seen: map[uint64]bool{},
+	}
 	for i, c := range classes {
 		n, err := sb.classSize(ctx, k, c)
 		if err != nil {
-			return nil, err
+			return sampler{}, err
 		}
-		sizes[i] = n
-		total += n
+		s.sizes[i] = n
+		s.total += n
 	}
-	var out []candidate
-	seen := map[uint64]bool{}
-	look := func(r uint64) error {
-		for i, n := range sizes {
-			if r >= n {
-				r -= n
-				continue
-			}
-			node, err := k.ClassMembers.Get(ctx, collections.Join(classes[i], r))
-			if err != nil || seen[node] {
-				return err // (a member drawn before is not looked at again)
-			}
-			seen[node] = true
-			slot, err := k.Slots.Get(ctx, node)
-			if err != nil {
-				return err
-			}
-			c, ok, err := k.eligible(ctx, p, job, role, slot, excluded)
-			if err != nil || !ok {
-				return err
-			}
-			out = append(out, c)
-			return nil
-		}
-		return nil
+	s.shuffled = s.total <= uint64(s.budget)
+	if s.shuffled {
+		s.moved = map[uint64]uint64{}
 	}
-	// Two eligible nodes are enough: a pool of more, uniform and distinct, from which
-	// draw then picks two at random, gives the same two as its first two do.
-	want = min(want, 2)
-	if total <= uint64(*budget) {
-		// Every member fits the scan: they are examined in an order drawn from the
-		// beacon (a Fisher-Yates shuffle, drawn as it goes) until two are eligible. The
-		// first two eligible members of a uniformly random order are a uniformly random
-		// pair of the eligible ones, as the pool of all of them would give, and the
-		// draw examines two or three members instead of all of them (up to
-		// scheduler_max_scan) whenever most are eligible. A task that no member can take
-		// still examines every one, so it finds none only when there is none.
-		//
-		// The shuffle is kept sparse (the positions moved so far): its cost follows the
-		// members examined, not the class's size (scheduler_max_scan may be 100,000).
-		moved := map[uint64]uint64{}
-		at := func(i uint64) uint64 {
-			if v, ok := moved[i]; ok {
-				return v
+	return s, nil
+}
+
+// next is the next member drawn that passes every filter but the collateral check
+// (candidate); found is false once the scan is spent or, shuffled, every member was
+// examined.
+//
+// Shuffled, the members are examined in an order drawn from the beacon (a Fisher-Yates
+// shuffle, drawn as it goes): the first eligible members of a uniformly random order are
+// a uniformly random choice of the eligible ones, as the pool of all of them would give,
+// and the draw examines two or three members instead of all of them (up to
+// scheduler_max_scan) whenever most are eligible. A task that no member can take still
+// examines every one, so it finds none only when there is none. The shuffle is kept
+// sparse (the positions moved so far): its cost follows the members examined, not the
+// class's size (scheduler_max_scan may be 100,000). Otherwise members are sampled with
+// replacement, one position per draw, until the scan is spent.
+func (s *sampler) next(p *types.Params, job *types.Job) (candidate, bool, error) {
+	for {
+		var r uint64
+		if s.shuffled {
+			if s.i >= s.total {
+				return candidate{}, false, nil
 			}
-			return i
-		}
-		for i := uint64(0); i < total && len(out) < want; i++ {
-			j := i + beacon.Below(beacon.Derive(seed[:], "order", i), total-i)
-			pick := at(j)
-			moved[j] = at(i) // position i is never drawn again
-			*budget--
-			if err := look(pick); err != nil {
-				return nil, err
+			at := func(i uint64) uint64 {
+				if v, ok := s.moved[i]; ok {
+					return v
+				}
+				return i
 			}
+			j := s.i + beacon.Below(beacon.Derive(s.seed[:], "order", s.i), s.total-s.i)
+			r = at(j)
+			s.moved[j] = at(s.i) // position i is never drawn again
+		} else {
+			if s.budget <= 0 {
+				return candidate{}, false, nil
+			}
+			r = beacon.Below(beacon.Derive(s.seed[:], "member", s.i), s.total)
 		}
-		return out, nil
-	}
-	for i := uint64(0); *budget > 0 && len(out) < want; i++ {
-		*budget--
-		if err := look(beacon.Below(beacon.Derive(seed[:], "member", i), total)); err != nil {
-			return nil, err
+		s.i++
+		s.budget--
+		c, ok, err := s.look(p, job, r)
+		if err != nil || ok {
+			return c, ok, err
 		}
 	}
-	return out, nil
+}
+
+// look examines the member at position r of the classes' members.
+func (s *sampler) look(p *types.Params, job *types.Job, r uint64) (candidate, bool, error) {
+	for i, n := range s.sizes {
+		if r >= n {
+			r -= n
+			continue
+		}
+		node, err := s.k.ClassMembers.Get(s.ctx, collections.Join(s.classes[i], r))
+		if err != nil || s.seen[node] {
+			return candidate{}, false, err // (a member drawn before is not looked at again)
+		}
+		s.seen[node] = true
+		slot, err := s.k.Slots.Get(s.ctx, node)
+		if err != nil {
+			return candidate{}, false, err
+		}
+		return s.k.candidate(s.ctx, *p, *job, s.role, slot, s.excluded)
+	}
+	return candidate{}, false, nil
 }
 
 // better: lower load, then higher reputation (a tie keeps the first drawn).
@@ -860,9 +927,22 @@ func (k Keeper) gather(ctx context.Context, p types.Params, job types.Job, role 
 	return out, nil
 }
 
-// eligible applies every filter of the design to one node for one job, and returns the
-// node's quote and reputation.
+// eligible applies every filter of the design to one node for one job (candidate, then
+// covered), and returns the node's quote and reputation.
 func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, s types.NodeSlot, excluded exclusion) (candidate, bool, error) {
+	c, ok, err := k.candidate(ctx, p, job, role, s, excluded)
+	if err != nil || !ok {
+		return candidate{}, false, err
+	}
+	if ok, err := k.covered(ctx, p, job, role, c); err != nil || !ok {
+		return candidate{}, false, err
+	}
+	return c, true, nil
+}
+
+// candidate applies every filter of the design to one node for one job but the
+// collateral check (covered), and returns the node's quote and reputation.
+func (k Keeper) candidate(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, s types.NodeSlot, excluded exclusion) (candidate, bool, error) {
 	req := job.Spec.Requirements
 	need := req.GPUs()
 	switch {
@@ -890,17 +970,20 @@ func (k Keeper) eligible(ctx context.Context, p types.Params, job types.Job, rol
 	if err != nil || !ok {
 		return candidate{}, false, err
 	}
+	return candidate{slot: s, score: score, price: price}, true, nil
+}
+
+// covered: the candidate's operator has the collateral for the exposure the task at its
+// price would add.
+func (k Keeper) covered(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, c candidate) (bool, error) {
 	// the address codec's memo (its last 8,192 addresses) spares the decoding of an
 	// operator met again; a per-block map in front of it cost more than it saved (a big
 	// network's draws rarely meet one operator twice in a block)
-	op, err := k.address("operator", s.Operator)
+	op, err := k.address("operator", c.slot.Operator)
 	if err != nil {
-		return candidate{}, false, err
+		return false, err
 	}
-	if ok, err := k.collateral.CanAddExposure(ctx, op, exposureOf(p, taskValue(job, role, price))); err != nil || !ok {
-		return candidate{}, false, err
-	}
-	return candidate{slot: s, score: score, price: price}, true, nil
+	return k.collateral.CanAddExposure(ctx, op, exposureOf(p, taskValue(job, role, c.price)))
 }
 
 // exclusion is what a task may not run on: nodes that lost it before, and the nodes and

@@ -829,6 +829,56 @@ func TestSmallClassDrawIsUniformAndStopsAtTwo(t *testing.T) {
 	}
 }
 
+// TestDrawAsksOnlyTheKeptCandidatesCollateral: the drawn pair is compared before its
+// collateral is asked about, and only the better one must show it. Ten idle nodes of
+// operators with no collateral score 2 and win every comparison; ten of operators with
+// collateral score 1. Every draw keeps a node with collateral, drawn against another
+// (the short ones are dropped as they win), each of the ten as often as the others; and
+// each draw asks the collateral of the operators with some once: the kept node's, never
+// the loser's (before, every candidate's collateral was read).
+func TestDrawAsksOnlyTheKeptCandidatesCollateral(t *testing.T) {
+	f := newFixture(t, nil)
+	short, covered := map[uint64]bool{}, map[uint64]bool{}
+	var coveredOps []string
+	for i := range 10 {
+		op := f.operator(fmt.Sprint("short", i))
+		f.coll.bond(op, sdkmath.ZeroInt())
+		id := f.addNode(op, 8, nil)
+		f.rep.scores[id] = sdkmath.LegacyNewDec(2)
+		short[id] = true
+		op = f.operator(fmt.Sprint("covered", i))
+		coveredOps = append(coveredOps, op)
+		covered[f.addNode(op, 8, nil)] = true
+	}
+	asked := func() int {
+		n := 0
+		for _, op := range coveredOps {
+			n += f.coll.asked[key(op)]
+		}
+		return n
+	}
+	const draws = 500
+	kept := map[uint64]int{}
+	for range draws {
+		job := f.submit(f.gemmSpec(1))
+		before := asked()
+		d, ok, err := f.k.DrawForTest(f.ctx, f.tasks(job)[0].Id)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.True(t, covered[d.Winner.NodeId], "node %d kept: its operator has no collateral", d.Winner.NodeId)
+		require.True(t, covered[d.A.NodeId] && covered[d.B.NodeId], "the pair compared last is %d and %d", d.A.NodeId, d.B.NodeId)
+		require.Equal(t, 1, asked()-before, "the collateral of the kept node only")
+		kept[d.Winner.NodeId]++
+	}
+	mean, sd := draws*0.1, math.Sqrt(draws*0.1*0.9)
+	for id := range covered {
+		require.InDelta(t, mean, float64(kept[id]), 4*sd, "node %d kept %d times of %d", id, kept[id], draws)
+	}
+	for id := range short {
+		require.Zero(t, kept[id])
+	}
+}
+
 // TestClassesOfKeepsTheOrderAndTheSpec: the scheduler draws from a job's allowed classes
 // that have nodes, in the job's order; the list it narrows is the job's own (no copy while
 // no class is dropped), so narrowing must leave the job's spec as it was.
