@@ -9,7 +9,7 @@
 // read again from its own copy: the block's state under it is a cache already, and nothing
 // else writes to it while the unit runs. This branch keeps the unit's writes alone: a read
 // is the unit's own write of the key, or else the parent's value; the writes go back to the
-// parent in key order, as the SDK's do.
+// parent in key order, as the SDK's do, when the order can matter (KVStore.Write).
 //
 // Iteration needs the writes merged in order with the parent's keys. The first iterator
 // opened on a store of the branch turns that store into the SDK's cache branch (its writes
@@ -95,8 +95,8 @@ func isObject(key storetypes.StoreKey) bool {
 	return ok
 }
 
-// Write writes every store of the branch to its parent, in the order they were opened,
-// each in key order.
+// Write writes every store of the branch to its parent, in the order they were opened
+// (KVStore.Write).
 func (m *MultiStore) Write() {
 	for _, s := range m.opened {
 		s.Write()
@@ -215,20 +215,37 @@ func (s *KVStore) cached() *cachekv.Store {
 	return s.cache
 }
 
-// Write writes the branch's writes to the parent in key order and forgets them.
+// Write writes the branch's writes to the parent and forgets them: in key order, as the
+// SDK's branch does, unless the parent is itself a cache (the SDK's or this package's
+// branch), which keeps its writes in a map and sorts them when it writes them on or
+// opens an iterator. Then the order of the Sets changes nothing the parent holds or
+// will do (each is a map assignment), and sorting them cost 3% of a 1,000-assignment
+// EndBlock. A block hook's unit always writes to the block's cache; a keeper test's may
+// write to the committed store itself, whose tree depends on the order.
 func (s *KVStore) Write() {
 	if s.cache != nil {
 		s.cache.Write()
 		return
 	}
-	for _, k := range s.sortedKeys() {
-		if v := s.writes[k]; v == nil {
-			s.parent.Delete(unsafeBytes(k))
-		} else {
-			s.parent.Set(unsafeBytes(k), v)
+	switch s.parent.(type) {
+	case *cachekv.Store, *KVStore:
+		for k, v := range s.writes { // order-free: see above
+			s.write(k, v)
+		}
+	default:
+		for _, k := range s.sortedKeys() {
+			s.write(k, s.writes[k])
 		}
 	}
 	clear(s.writes)
+}
+
+func (s *KVStore) write(k string, v []byte) {
+	if v == nil {
+		s.parent.Delete(unsafeBytes(k))
+	} else {
+		s.parent.Set(unsafeBytes(k), v)
+	}
 }
 
 func (s *KVStore) sortedKeys() []string { return slices.Sorted(maps.Keys(s.writes)) }

@@ -222,3 +222,59 @@ func TestContextOtherStores(t *testing.T) {
 	require.Equal(t, 7, block.ObjectStore(okey).Get([]byte("p")))
 	require.Equal(t, []byte("2"), block.TransientStore(tkey).Get([]byte("u")))
 }
+
+// recorder is a store that is not a cache (as IAVL is not): it records the order of the
+// writes it is handed.
+type recorder struct {
+	dbadapter.Store
+	order []string
+}
+
+func (r *recorder) Set(k, v []byte) { r.order = append(r.order, string(k)); r.Store.Set(k, v) }
+func (r *recorder) Delete(k []byte) { r.order = append(r.order, "-"+string(k)); r.Store.Delete(k) }
+
+// TestBranchWritesReachAStoreInKeyOrder: a store whose contents depend on the order of
+// its writes (IAVL's tree does) gets the branch's writes in key order, whether the branch
+// writes to it directly or through a cache (the block's state, which the branch then
+// writes to in no particular order, and which sorts them when written).
+func TestBranchWritesReachAStoreInKeyOrder(t *testing.T) {
+	var want []string
+	for i := range 30 {
+		if i%3 == 0 {
+			want = append(want, "-"+string(key(i)))
+		} else {
+			want = append(want, string(key(i)))
+		}
+	}
+	fill := func(s storetypes.KVStore) {
+		for _, i := range rand.New(rand.NewSource(7)).Perm(30) {
+			if i%3 == 0 {
+				s.Delete(key(i))
+			} else {
+				s.Set(key(i), []byte("v"))
+			}
+		}
+	}
+	direct := &recorder{Store: dbadapter.Store{DB: dbm.NewMemDB()}}
+	b := branch.New(fakeMulti{storeAsCache{direct}}).GetKVStore(storetypes.NewKVStoreKey("m")).(*branch.KVStore)
+	fill(b)
+	b.Write()
+	require.Equal(t, want, direct.order, "written to the store itself")
+
+	under := &recorder{Store: dbadapter.Store{DB: dbm.NewMemDB()}}
+	block := cachekv.NewStore(under)
+	b = branch.New(fakeMulti{block}).GetKVStore(storetypes.NewKVStoreKey("m")).(*branch.KVStore)
+	fill(b)
+	b.Write()
+	require.Empty(t, under.order, "held by the block's cache")
+	block.Write()
+	require.Equal(t, want, under.order, "through the block's cache")
+}
+
+// storeAsCache hands a plain store to fakeMulti (whose field is a CacheKVStore).
+type storeAsCache struct{ *recorder }
+
+func (storeAsCache) Write() {}
+func (s storeAsCache) CacheWrap() storetypes.CacheWrap {
+	return cachekv.NewStore(s.recorder)
+}
