@@ -781,15 +781,9 @@ func (s *sampler) next(p *types.Params, job *types.Job) (candidate, bool, error)
 			if s.i >= s.total {
 				return candidate{}, false, nil
 			}
-			at := func(i uint64) uint64 {
-				if v, ok := s.moved[i]; ok {
-					return v
-				}
-				return i
-			}
 			j := s.i + beacon.Below(beacon.Derive(s.seed[:], "order", s.i), s.total-s.i)
-			r = at(j)
-			s.moved[j] = at(s.i) // position i is never drawn again
+			r = s.at(j)
+			s.moved[j] = s.at(s.i) // position i is never drawn again
 		} else {
 			if s.budget <= 0 {
 				return candidate{}, false, nil
@@ -803,6 +797,14 @@ func (s *sampler) next(p *types.Params, job *types.Job) (candidate, bool, error)
 			return c, ok, err
 		}
 	}
+}
+
+// at is the member at position i of the shuffle drawn so far.
+func (s *sampler) at(i uint64) uint64 {
+	if v, ok := s.moved[i]; ok {
+		return v
+	}
+	return i
 }
 
 // look examines the member at position r of the classes' members.
