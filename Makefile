@@ -111,9 +111,9 @@ test-unit: ## unit, keeper and app tests only (no networks)
 test-e2e: build ## end-to-end tests only
 	go test -count=1 -timeout 30m $(TEST_TAGS) ./tests/e2e/...
 
-load: ## the large load run (tests/load, FLOPS_LOAD=1), twice: 8 senders of 500 txs each, then 4,000 senders of one tx each (many accounts); bank sends, a pool, 4,000 submit-jobs all assigned, rates as ratios to bank sends and the blocks from inclusion to assignment (~3 min)
+load: ## the large load run (tests/load, FLOPS_LOAD=1), twice: 8 senders of 500 txs each, then 12,000 senders of one tx each (many accounts, phases of 7-9 blocks); bank sends, a pool, every submit-job assigned, rates as ratios to bank sends and the blocks from inclusion to assignment (~5 min)
 	FLOPS_LOAD=1 go test -count=1 -timeout 30m -run TestPoolThroughputVsBankSend -v ./tests/load/
-	FLOPS_LOAD=1 FLOPS_LOAD_SENDERS=4000 go test -count=1 -timeout 30m -run TestPoolThroughputVsBankSend -v ./tests/load/
+	FLOPS_LOAD=1 FLOPS_LOAD_SENDERS=12000 FLOPS_LOAD_TXS=12000 go test -count=1 -timeout 30m -run TestPoolThroughputVsBankSend -v ./tests/load/
 
 load-worker: build ## make load at 1 s blocks with a real flops-worker (8 mock GPUs) on a node of its own: its take-up of the tasks it is given during the flood, and its CPU per task (~2.5 min)
 	FLOPS_LOAD=1 FLOPS_LOAD_BLOCK_MS=1000 FLOPS_LOAD_WORKER=$(CURDIR)/build/flops-worker go test -count=1 -timeout 30m -run TestPoolThroughputVsBankSend -v ./tests/load/

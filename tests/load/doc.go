@@ -22,9 +22,12 @@
 // The senders set what a bank send costs the chain, so `make load` runs twice. With the
 // default 8 senders (500 txs each), a block's bank sends rewrite the same 16 balances and
 // 8 accounts: the state does not grow and their Commit costs almost nothing, while each
-// job leaves eleven new keys. With FLOPS_LOAD_SENDERS=4000 (one tx each per phase, as
-// the many clients of a public chain send), each send writes two balances and an account
-// that no other tx of its block touches. Every account's public key is in genesis, as
+// job leaves eleven new keys. With FLOPS_LOAD_SENDERS=12000 FLOPS_LOAD_TXS=12000 (one tx
+// each per phase, as the many clients of a public chain send; make load's second run),
+// each send writes two balances and an account that no other tx of its block touches.
+// Its phases take 7-9 blocks; with 4,000 senders (the second run until 2026-11-29) they
+// fit in 2 or 3, and a phase that short measures inclusion latency as much as throughput
+// (report marks it). Every account's public key is in genesis, as
 // for an account that has sent before, so no measured tx pays its sender's first-tx key
 // write. A flood never has more than FLOPS_LOAD_INFLIGHT txs (default 4,000) sent and
 // not yet in a block: the node's mempool holds 5,000 (CometBFT's default), and CometBFT
