@@ -203,12 +203,8 @@ func (s *KVStore) ReverseIterator(start, end []byte) storetypes.Iterator {
 func (s *KVStore) cached() *cachekv.Store {
 	if s.cache == nil {
 		s.cache = cachekv.NewStore(s.parent)
-		for _, k := range s.sortedKeys() {
-			if v := s.writes[k]; v == nil {
-				s.cache.Delete(unsafeBytes(k))
-			} else {
-				s.cache.Set(unsafeBytes(k), v)
-			}
+		for k, v := range s.writes { // order-free: a cache (Write)
+			apply(s.cache, k, v)
 		}
 		s.writes = nil
 	}
@@ -230,25 +226,24 @@ func (s *KVStore) Write() {
 	switch s.parent.(type) {
 	case *cachekv.Store, *KVStore:
 		for k, v := range s.writes { // order-free: see above
-			s.write(k, v)
+			apply(s.parent, k, v)
 		}
 	default:
-		for _, k := range s.sortedKeys() {
-			s.write(k, s.writes[k])
+		for _, k := range slices.Sorted(maps.Keys(s.writes)) {
+			apply(s.parent, k, s.writes[k])
 		}
 	}
 	clear(s.writes)
 }
 
-func (s *KVStore) write(k string, v []byte) {
+// apply writes one of the branch's writes (nil: a deletion) to dst.
+func apply(dst storetypes.KVStore, k string, v []byte) {
 	if v == nil {
-		s.parent.Delete(unsafeBytes(k))
+		dst.Delete(unsafeBytes(k))
 	} else {
-		s.parent.Set(unsafeBytes(k), v)
+		dst.Set(unsafeBytes(k), v)
 	}
 }
-
-func (s *KVStore) sortedKeys() []string { return slices.Sorted(maps.Keys(s.writes)) }
 
 // CacheWrap branches the store (the SDK's cache branch over this one).
 func (s *KVStore) CacheWrap() storetypes.CacheWrap { return cachekv.NewStore(s) }
