@@ -34,6 +34,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/server/api"
 	"github.com/cosmos/cosmos-sdk/server/config"
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
+	"github.com/cosmos/cosmos-sdk/store/v2/rootmulti"
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
@@ -95,6 +96,7 @@ import (
 	"github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/internal/invariant"
 	"github.com/flopsnet/flops/internal/nodemetrics"
+	"github.com/flopsnet/flops/internal/querystore"
 	"github.com/flopsnet/flops/x/dps"
 	dpskeeper "github.com/flopsnet/flops/x/dps/keeper"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
@@ -212,6 +214,11 @@ func New(
 	)
 	if err := bApp.RegisterStreamingServices(appOpts, keys); err != nil {
 		panic(err)
+	}
+	// queries of the latest state (every gRPC call, a broadcast included) reuse the
+	// stores opened at it (internal/querystore)
+	if rms, ok := bApp.CommitMultiStore().(*rootmulti.Store); ok {
+		bApp.SetQueryMultiStore(querystore.New(rms, db))
 	}
 
 	app := &App{
