@@ -33,6 +33,7 @@ package querystore
 
 import (
 	"sync"
+	"sync/atomic"
 
 	dbm "github.com/cosmos/cosmos-db"
 
@@ -48,8 +49,8 @@ type Store struct {
 
 	db dbm.DB // the root multistore's database
 
-	mu sync.Mutex
-	at *opened // the stores opened at a version (the latest when they were opened)
+	at atomic.Pointer[opened] // the stores opened at a version (the latest when they were)
+	mu sync.Mutex             // held while stores are opened: by one query, once a version
 }
 
 // opened is every mounted store at one version: the IAVL ones opened at it (immutable),
@@ -82,10 +83,13 @@ func (s *Store) CacheMultiStoreWithVersion(version int64) (storetypes.CacheMulti
 // open is the stores at version, opened once (false: the root multistore must branch
 // them itself: a store that cannot be opened there, or listeners).
 func (s *Store) open(version int64) (*opened, bool) {
+	if at := s.at.Load(); at != nil && at.version == version {
+		return at, true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.at != nil && s.at.version == version {
-		return s.at, true
+	if at := s.at.Load(); at != nil && at.version == version {
+		return at, true // opened by a query that held the lock first
 	}
 	keys := s.StoreKeysByName()
 	at := &opened{version: version, stores: make(map[storetypes.StoreKey]storetypes.CacheWrapper, len(keys))}
@@ -108,6 +112,6 @@ func (s *Store) open(version int64) (*opened, bool) {
 		}
 		at.stores[key] = imm
 	}
-	s.at = at
+	s.at.Store(at)
 	return at, true
 }

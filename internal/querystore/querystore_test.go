@@ -119,9 +119,9 @@ func TestLatestStateFromStoresOpenedOnce(t *testing.T) {
 	require.Equal(t, v2, c.qs.LatestVersion())
 	require.Equal(t, c.rms.LatestVersion(), c.qs.LatestVersion())
 	require.Equal(t, []byte("3"), read(t, c.qs, v2, c.iavl[2], "a"), "the new latest version")
-	require.Equal(t, v2, c.qs.at.version, "the stores opened at the new version")
+	require.Equal(t, v2, c.qs.at.Load().version, "the stores opened at the new version")
 	require.Equal(t, []byte("1"), read(t, c.qs, v1, c.iavl[2], "a"), "an older version, from the root multistore")
-	require.Equal(t, v2, c.qs.at.version, "an older version is not kept")
+	require.Equal(t, v2, c.qs.at.Load().version, "an older version is not kept")
 
 	_, err = c.qs.CacheMultiStoreWithVersion(v2 + 1)
 	require.Error(t, err, "a future version, as the root multistore says")
