@@ -232,13 +232,14 @@ type watcher struct {
 	mu     sync.Mutex
 	height int64
 	seen   map[string]seenTx
-	total  int           // txs seen in blocks
-	tick   chan struct{} // closed, and replaced, at each new block
+	read   map[int64]time.Time // when it read each block
+	total  int                 // txs seen in blocks
+	tick   chan struct{}       // closed, and replaced, at each new block
 	err    error
 }
 
 func newWatcher(c *chain.Client) *watcher {
-	return &watcher{c: c, seen: map[string]seenTx{}, tick: make(chan struct{})}
+	return &watcher{c: c, seen: map[string]seenTx{}, read: map[int64]time.Time{}, tick: make(chan struct{})}
 }
 
 // run polls the node every 25 ms until ctx ends, starting after the current height.
@@ -284,6 +285,7 @@ func (w *watcher) run(ctx context.Context) {
 				w.seen[txHash(tx)] = seenTx{height: h, at: now}
 			}
 			w.total += len(res.SdkBlock.Data.Txs)
+			w.read[h] = now
 			w.height = h
 			close(w.tick)
 			w.tick = make(chan struct{})
@@ -311,6 +313,14 @@ func (w *watcher) latest() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.height
+}
+
+// readAt is when the watcher read block h (false: not yet).
+func (w *watcher) readAt(h int64) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.read[h]
+	return at, ok
 }
 
 func (w *watcher) included(hash string) (seenTx, bool) {
