@@ -12,7 +12,7 @@
 // to the serial ABCI path on a 2-core machine (FLOPS_LOAD_CPUPROFILE).
 //
 // Here the latest version is read from where the root multistore records it at the end
-// of each commit (one key of the database, rewritten every block: a read of the
+// of each commit (one key of the database, rewritten every block: usually a read of the
 // database's memory table), and the IAVL stores are opened at it once, by the first
 // query after the commit; each query still gets a branch of its own over them (a cache
 // that its writes go to and that nothing else sees), as from the root multistore. An
@@ -28,7 +28,9 @@
 // that height, as it would from the root multistore (baseapp's CreateQueryContext checks
 // that it does).
 //
-// This is the query path only: nothing of the state machine reads it.
+// The recorded version is the root multistore's latest except after LoadVersion at an
+// older height (flopsd export --height), which rewrites nothing: that runs with no query
+// server. This is the query path only: nothing of the state machine reads it.
 package querystore
 
 import (
