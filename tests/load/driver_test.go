@@ -315,12 +315,26 @@ func (w *watcher) latest() int64 {
 	return w.height
 }
 
-// readAt is when the watcher read block h (false: not yet).
-func (w *watcher) readAt(h int64) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	at, ok := w.read[h]
-	return at, ok
+// readAt waits until the watcher has read block h and says when it did.
+func (w *watcher) readAt(ctx context.Context, h int64) (time.Time, error) {
+	for {
+		tick := w.next()
+		w.mu.Lock()
+		at, ok := w.read[h]
+		err := w.err
+		w.mu.Unlock()
+		switch {
+		case ok:
+			return at, nil
+		case err != nil:
+			return time.Time{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-tick:
+		}
+	}
 }
 
 func (w *watcher) included(hash string) (seenTx, bool) {

@@ -564,18 +564,9 @@ func waitAssigned(ctx context.Context, t *testing.T, c *chain.Client, d *driver,
 			}
 			// the time of the last assignment's block as the watcher read it, not of this
 			// read of every task (tens of pages in a large run, seconds on a busy node)
-			for {
-				at, ok := d.w.readAt(a.last)
-				if ok {
-					a.allSeen = at
-					break
-				}
-				select {
-				case <-ctx.Done():
-					t.Fatalf("block %d: %v", a.last, ctx.Err())
-				case <-d.w.next():
-				}
-			}
+			var err error
+			a.allSeen, err = d.w.readAt(ctx, a.last)
+			require.NoError(t, err, "block %d", a.last)
 			sort.Slice(a.delays, func(i, j int) bool { return a.delays[i] < a.delays[j] })
 			perBlock := map[int64]int{}
 			for _, tk := range tasks {
