@@ -58,10 +58,7 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 					defer func() { f.gfl.salt = 0 }()
 					for b.Loop() {
 						b.StopTimer()
-						// each run draws afresh, as each block does: the same draws run
-						// after run would find their members and slots in IAVL's caches
-						// (at 100k nodes they mostly are not)
-						f.gfl.salt++
+						f.gfl.salt++ // new draws (see the doc)
 						ctx, _ := f.ctx.CacheContext()
 						ctx = ctx.WithEventManager(sdk.NewEventManager())
 						if err := f.k.Params.Set(ctx, p); err != nil {
@@ -84,6 +81,39 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestBenchSaltDrawsOtherNodes holds the salt BenchmarkEndBlockAssign raises to what it is
+// for: the same block run with another salt gives its tasks other nodes (with one salt,
+// the benchmark would time the same draws, warm in IAVL's caches, run after run), and
+// the same salt gives the same nodes (the draws stay the beacon's, reproducible).
+func TestBenchSaltDrawsOtherNodes(t *testing.T) {
+	const jobs = 20
+	f := newFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = jobs })
+	f.addNodes(1000)
+	var ids []uint64
+	for range jobs {
+		ids = append(ids, f.submit(f.gemmSpec(1)))
+	}
+	f.commitStore()
+	nodes := func(salt uint64) []uint64 {
+		f.gfl.salt = salt
+		defer func() { f.gfl.salt = 0 }()
+		ctx, _ := f.ctx.CacheContext()
+		require.NoError(t, f.k.EndBlocker(ctx))
+		f.requireAssigned(ctx, ids)
+		var out []uint64
+		for _, id := range ids {
+			tasks, err := f.k.JobTasksForTest(ctx, id)
+			require.NoError(t, err)
+			out = append(out, tasks[0].NodeId)
+		}
+		return out
+	}
+	unsalted, one, two := nodes(0), nodes(1), nodes(2)
+	require.Equal(t, one, nodes(1), "the same salt draws the same nodes")
+	require.NotEqual(t, unsalted, one, "a salt draws other nodes than none")
+	require.NotEqual(t, one, two, "another salt draws other nodes")
 }
 
 // BenchmarkEndBlockAssignSameBlock is BenchmarkEndBlockAssign's 1,000 assignments at

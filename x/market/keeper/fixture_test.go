@@ -58,23 +58,23 @@ func (g *gflFake) Seed(_ context.Context, height int64, domain string, ids ...ui
 	if height < 1 {
 		return [32]byte{}, beacon.ErrUnavailable
 	}
-	if g.salt != 0 {
-		salted := beacon.Derive(blockHash(height), "salt", g.salt)
-		return beacon.Derive(salted[:], domain, ids...), nil
+	return beacon.Derive(g.salted(blockHash(height)), domain, ids...), nil
+}
+
+// salted is the hash a seed derives from: hash itself, or hash mixed with the salt.
+func (g *gflFake) salted(hash []byte) []byte {
+	if g.salt == 0 {
+		return hash
 	}
-	return beacon.Derive(blockHash(height), domain, ids...), nil
+	s := beacon.Derive(hash, "salt", g.salt)
+	return s[:]
 }
 
 // DrawSeed and RecentSeed are x/gfl's with drand off: the last committed block's.
 func (g *gflFake) DrawSeed(ctx context.Context, _ int64, domain string, ids ...uint64) ([32]byte, error) {
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	if sdkCtx.BlockHeight() <= 1 {
-		hash := sdkCtx.HeaderHash()
-		if g.salt != 0 {
-			salted := beacon.Derive(hash, "salt", g.salt)
-			hash = salted[:]
-		}
-		return beacon.Derive(hash, domain, ids...), nil
+		return beacon.Derive(g.salted(sdkCtx.HeaderHash()), domain, ids...), nil
 	}
 	return g.Seed(ctx, sdkCtx.BlockHeight()-1, domain, ids...)
 }
