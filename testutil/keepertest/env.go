@@ -8,14 +8,16 @@ import (
 	"time"
 
 	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
+	dbm "github.com/cosmos/cosmos-db"
 
 	"cosmossdk.io/core/address"
 	corestore "cosmossdk.io/core/store"
+	"cosmossdk.io/log/v2"
 
 	"github.com/cosmos/cosmos-sdk/codec"
 	"github.com/cosmos/cosmos-sdk/runtime"
+	sdkstore "github.com/cosmos/cosmos-sdk/store/v2"
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
-	sdktestutil "github.com/cosmos/cosmos-sdk/testutil"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 	moduletestutil "github.com/cosmos/cosmos-sdk/types/module/testutil"
@@ -41,10 +43,32 @@ var GenesisTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // NewEnv mounts one KV store named storeKey and returns a context at height 1.
 func NewEnv(t testing.TB, storeKey string, modules ...module.AppModuleBasic) Env {
 	t.Helper()
+	return newEnv(t, storeKey, nil, modules...)
+}
+
+// NewEnvWithInterBlockCache is NewEnv with the store behind an SDK inter-block cache, as
+// a node started with --inter-block-cache=true has it (store.NewCommitKVStoreCacheManager:
+// an ARC of 1,000 entries per store).
+func NewEnvWithInterBlockCache(t testing.TB, storeKey string, modules ...module.AppModuleBasic) Env {
+	t.Helper()
+	return newEnv(t, storeKey, sdkstore.NewCommitKVStoreCacheManager(), modules...)
+}
+
+func newEnv(t testing.TB, storeKey string, cache storetypes.MultiStorePersistentCache, modules ...module.AppModuleBasic) Env {
+	t.Helper()
 	key := storetypes.NewKVStoreKey(storeKey)
 	tkey := storetypes.NewTransientStoreKey("transient_" + storeKey)
-	tc := sdktestutil.DefaultContextWithDB(t, key, tkey)
-	ctx := tc.Ctx.WithBlockHeader(cmtproto.Header{Height: 1, Time: GenesisTime, ChainID: "flops-test-1"})
+	db := dbm.NewMemDB()
+	cms := sdkstore.NewCommitMultiStore(db, log.NewNopLogger())
+	if cache != nil {
+		cms.SetInterBlockCache(cache)
+	}
+	cms.MountStoreWithDB(key, storetypes.StoreTypeIAVL, db)
+	cms.MountStoreWithDB(tkey, storetypes.StoreTypeTransient, db)
+	if err := cms.LoadLatestVersion(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := sdk.NewContext(cms, cmtproto.Header{}, false, log.NewNopLogger()).WithBlockHeader(cmtproto.Header{Height: 1, Time: GenesisTime, ChainID: "flops-test-1"})
 	enc := moduletestutil.MakeTestEncodingConfig(modules...)
 	return Env{
 		Ctx:          ctx,

@@ -64,6 +64,7 @@ func config(numValidators int, newDB func(home string) dbm.DB) sdknetwork.Config
 		return sdknetwork.TestFixture{
 			AppConstructor: func(val sdknetwork.ValidatorI) servertypes.Application {
 				home := val.GetCtx().Config.RootDir // the validator's node directory
+				// no inter-block cache, as flopsd runs by default (cmd/flopsd/cmd: noInterBlockCache)
 				return app.New(val.GetCtx().Logger, newDB(home), true,
 					simtestutil.NewAppOptionsWithFlagHome(home),
 					baseapp.SetPruning(pruningtypes.NewPruningOptionsFromString(val.GetAppConfig().Pruning)),

@@ -317,19 +317,18 @@ var clientFunds = sdkmath.NewInt(1_000_000_000_000)
 // newFixture starts at block 1 with the given params (default if nil).
 func newFixture(t testing.TB, edit func(p *types.Params)) *fixture {
 	t.Helper()
-	return buildFixture(t, edit, false)
+	return buildFixture(t, keepertest.NewEnv(t, types.StoreKey, market.AppModule{}), edit, false)
 }
 
 // newCountingFixture is newFixture with the market keeper's store operations counted in
 // f.ops while f.ops.On (the fakes' stores are not counted).
 func newCountingFixture(t testing.TB, edit func(p *types.Params)) *fixture {
 	t.Helper()
-	return buildFixture(t, edit, true)
+	return buildFixture(t, keepertest.NewEnv(t, types.StoreKey, market.AppModule{}), edit, true)
 }
 
-func buildFixture(t testing.TB, edit func(p *types.Params), counting bool) *fixture {
+func buildFixture(t testing.TB, env keepertest.Env, edit func(p *types.Params), counting bool) *fixture {
 	t.Helper()
-	env := keepertest.NewEnv(t, types.StoreKey, market.AppModule{})
 	f := &fixture{
 		t: t, env: env, bank: keepertest.NewBank(),
 		gfl:   &gflFake{nodes: map[uint64]gfltypes.Node{}, params: gfltypes.DefaultParams()},

@@ -1,0 +1,80 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+
+	dbm "github.com/cosmos/cosmos-db"
+
+	"cosmossdk.io/log/v2"
+
+	"github.com/cosmos/cosmos-sdk/server"
+	svrcmd "github.com/cosmos/cosmos-sdk/server/cmd"
+	servertypes "github.com/cosmos/cosmos-sdk/server/types"
+	storecache "github.com/cosmos/cosmos-sdk/store/v2/cache"
+
+	"github.com/flopsnet/flops/app"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// startOptions runs flopsd start with args on home up to the point where it would build
+// the app, and returns the options it would build it with (app.toml, the flags and their
+// defaults, as the SDK resolves them).
+func startOptions(t *testing.T, home string, args ...string) servertypes.AppOptions {
+	t.Helper()
+	root := NewRootCmd()
+	start, _, err := root.Find([]string{"start"})
+	require.NoError(t, err)
+	require.Equal(t, "start", start.Name())
+	var opts servertypes.AppOptions
+	start.PreRunE = nil
+	start.RunE = func(cmd *cobra.Command, _ []string) error {
+		opts = server.GetServerContextFromCmd(cmd).Viper
+		return nil
+	}
+	root.SetArgs(append([]string{"start", "--home", home}, args...))
+	require.NoError(t, svrcmd.Execute(root, "FLOPSD", home))
+	require.NotNil(t, opts)
+	return opts
+}
+
+// cached: the app start would build keeps the market's store behind the SDK's
+// inter-block cache.
+func cached(t *testing.T, opts servertypes.AppOptions) bool {
+	t.Helper()
+	a, ok := newApp(log.NewNopLogger(), dbm.NewMemDB(), opts).(*app.App)
+	require.True(t, ok)
+	defer func() { require.NoError(t, a.Close()) }() // its snapshot store, which the next app opens
+	_, isCache := a.CommitMultiStore().GetKVStore(a.GetKey(markettypes.StoreKey)).(*storecache.CommitKVStoreCache)
+	return isCache
+}
+
+// A node set up as the README says (flopsd init, then start) runs without the SDK's
+// inter-block cache (noInterBlockCache: it slows the market's EndBlock 16-40%), and its
+// app.toml says so; an operator who wants it gets it, from the flag or from app.toml.
+func TestStartHasNoInterBlockCacheByDefault(t *testing.T) {
+	home := t.TempDir()
+	root := NewRootCmd()
+	root.SetOut(&strings.Builder{})
+	root.SetErr(&strings.Builder{})
+	root.SetArgs([]string{"init", "node", "--home", home, "--chain-id", "flops-test-1"})
+	require.NoError(t, svrcmd.Execute(root, "FLOPSD", home))
+	appToml := filepath.Join(home, "config", "app.toml")
+	toml, err := os.ReadFile(appToml)
+	require.NoError(t, err)
+	require.Contains(t, string(toml), "\ninter-block-cache = false\n")
+
+	require.False(t, cached(t, startOptions(t, home)), "by default")
+	require.True(t, cached(t, startOptions(t, home, "--inter-block-cache=true")), "with --inter-block-cache=true")
+	require.NoError(t, os.WriteFile(appToml, []byte(strings.Replace(string(toml), "\ninter-block-cache = false\n", "\ninter-block-cache = true\n", 1)), 0o600))
+	require.True(t, cached(t, startOptions(t, home)), "with inter-block-cache = true in app.toml")
+
+	start, _, err := NewRootCmd().Find([]string{"start"})
+	require.NoError(t, err)
+	require.Equal(t, "false", start.Flags().Lookup(server.FlagInterBlockCache).DefValue, "start --help says the default")
+}
