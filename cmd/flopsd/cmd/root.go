@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -183,6 +184,30 @@ func initAppConfig() (string, any) {
 // EndBlock assigning 1,000 tasks takes 16-40% longer behind it at 1,000 to 100,000
 // nodes (BenchmarkEndBlockAssignInterBlockCache). An operator can still turn it on, in
 // app.toml or with the flag.
+// sequentialOnly makes start refuse a block executor other than "sequential": the SDK
+// offers block-stm (block-executor in app.toml, --block-executor), but only to an app
+// that installs its runner (baseapp/blockexec), and flopsd does not: its modules have
+// not been checked for parallel execution. Without this, the setting would be accepted
+// and the blocks run in sequence all the same.
+func sequentialOnly(startCmd *cobra.Command) {
+	f := startCmd.Flags().Lookup(server.FlagBlockExecutor)
+	if f == nil {
+		panic("flopsd start has no --" + server.FlagBlockExecutor)
+	}
+	f.Usage = `Block executor mode: flopsd supports only "sequential"`
+	pre := startCmd.PreRunE
+	startCmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		v := server.GetServerContextFromCmd(cmd).Viper
+		if e := v.GetString(server.FlagBlockExecutor); e != "" && e != serverconfig.BlockExecutorSequential {
+			return fmt.Errorf("block-executor %q: flopsd executes a block's transactions in sequence (block-stm is not installed: its modules are not checked for parallel execution); set block-executor = %q in app.toml", e, serverconfig.BlockExecutorSequential)
+		}
+		if pre != nil {
+			return pre(cmd, args)
+		}
+		return nil
+	}
+}
+
 func noInterBlockCache(startCmd *cobra.Command) {
 	f := startCmd.Flags().Lookup(server.FlagInterBlockCache)
 	if f == nil {
@@ -207,7 +232,10 @@ func initRootCmd(rootCmd *cobra.Command, tempApp *app.App) {
 		snapshot.Cmd(newApp),
 	)
 
-	server.AddCommands(rootCmd, app.DefaultNodeHome, newApp, appExport, noInterBlockCache)
+	server.AddCommands(rootCmd, app.DefaultNodeHome, newApp, appExport, func(startCmd *cobra.Command) {
+		noInterBlockCache(startCmd)
+		sequentialOnly(startCmd)
+	})
 
 	rootCmd.AddCommand(
 		server.StatusCommand(),

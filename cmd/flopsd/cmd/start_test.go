@@ -32,7 +32,6 @@ func startOptions(t *testing.T, home string, args ...string) servertypes.AppOpti
 	require.NoError(t, err)
 	require.Equal(t, "start", start.Name())
 	var opts servertypes.AppOptions
-	start.PreRunE = nil
 	start.RunE = func(cmd *cobra.Command, _ []string) error {
 		opts = server.GetServerContextFromCmd(cmd).Viper
 		return nil
@@ -77,4 +76,39 @@ func TestStartHasNoInterBlockCacheByDefault(t *testing.T) {
 	start, _, err := NewRootCmd().Find([]string{"start"})
 	require.NoError(t, err)
 	require.Equal(t, "false", start.Flags().Lookup(server.FlagInterBlockCache).DefValue, "start --help says the default")
+}
+
+// block-executor = "block-stm" (app.toml or the flag) is refused at start, with what to
+// set instead: flopsd does not install the SDK's parallel runner, so the setting would
+// be accepted and ignored. "sequential" starts.
+func TestStartRefusesBlockSTM(t *testing.T) {
+	home := t.TempDir()
+	root := NewRootCmd()
+	root.SetOut(&strings.Builder{})
+	root.SetErr(&strings.Builder{})
+	root.SetArgs([]string{"init", "node", "--home", home, "--chain-id", "flops-test-1"})
+	require.NoError(t, svrcmd.Execute(root, "FLOPSD", home))
+	startWith := func(args ...string) error {
+		root := NewRootCmd()
+		start, _, err := root.Find([]string{"start"})
+		require.NoError(t, err)
+		ran := false
+		start.RunE = func(*cobra.Command, []string) error { ran = true; return nil }
+		root.SetArgs(append([]string{"start", "--home", home}, args...))
+		err = svrcmd.Execute(root, "FLOPSD", home)
+		require.Equal(t, err == nil, ran, "start runs exactly when it is not refused")
+		return err
+	}
+	require.NoError(t, startWith())
+	require.NoError(t, startWith("--block-executor", "sequential"))
+	err := startWith("--block-executor", "block-stm")
+	require.ErrorContains(t, err, `block-executor "block-stm": flopsd executes a block's transactions in sequence`)
+	require.ErrorContains(t, err, `set block-executor = "sequential" in app.toml`)
+
+	appToml := filepath.Join(home, "config", "app.toml")
+	toml, err := os.ReadFile(appToml)
+	require.NoError(t, err)
+	require.Contains(t, string(toml), "\nblock-executor = \"sequential\"\n")
+	require.NoError(t, os.WriteFile(appToml, []byte(strings.Replace(string(toml), "\nblock-executor = \"sequential\"\n", "\nblock-executor = \"block-stm\"\n", 1)), 0o600))
+	require.ErrorContains(t, startWith(), `block-executor "block-stm"`)
 }
