@@ -22,6 +22,18 @@ import (
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
+// initHome is a node home set up as the README says: flopsd init.
+func initHome(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	root := NewRootCmd()
+	root.SetOut(&strings.Builder{})
+	root.SetErr(&strings.Builder{})
+	root.SetArgs([]string{"init", "node", "--home", home, "--chain-id", "flops-test-1"})
+	require.NoError(t, svrcmd.Execute(root, "FLOPSD", home))
+	return home
+}
+
 // startOptions runs flopsd start with args on home up to the point where it would build
 // the app, and returns the options it would build it with (app.toml, the flags and their
 // defaults, as the SDK resolves them).
@@ -57,12 +69,7 @@ func cached(t *testing.T, opts servertypes.AppOptions) bool {
 // inter-block cache (noInterBlockCache: it slows the market's EndBlock 16-40%), and its
 // app.toml says so; an operator who wants it gets it, from the flag or from app.toml.
 func TestStartHasNoInterBlockCacheByDefault(t *testing.T) {
-	home := t.TempDir()
-	root := NewRootCmd()
-	root.SetOut(&strings.Builder{})
-	root.SetErr(&strings.Builder{})
-	root.SetArgs([]string{"init", "node", "--home", home, "--chain-id", "flops-test-1"})
-	require.NoError(t, svrcmd.Execute(root, "FLOPSD", home))
+	home := initHome(t)
 	appToml := filepath.Join(home, "config", "app.toml")
 	toml, err := os.ReadFile(appToml)
 	require.NoError(t, err)
@@ -82,12 +89,7 @@ func TestStartHasNoInterBlockCacheByDefault(t *testing.T) {
 // set instead: flopsd does not install the SDK's parallel runner, so the setting would
 // be accepted and ignored. "sequential" starts.
 func TestStartRefusesBlockSTM(t *testing.T) {
-	home := t.TempDir()
-	root := NewRootCmd()
-	root.SetOut(&strings.Builder{})
-	root.SetErr(&strings.Builder{})
-	root.SetArgs([]string{"init", "node", "--home", home, "--chain-id", "flops-test-1"})
-	require.NoError(t, svrcmd.Execute(root, "FLOPSD", home))
+	home := initHome(t)
 	startWith := func(args ...string) error {
 		root := NewRootCmd()
 		start, _, err := root.Find([]string{"start"})
