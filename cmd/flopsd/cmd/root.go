@@ -176,14 +176,6 @@ func initAppConfig() (string, any) {
 	return serverconfig.DefaultConfigTemplate, cfg
 }
 
-// noInterBlockCache makes start's --inter-block-cache default false, as initAppConfig
-// writes it in a new app.toml. The SDK's inter-block cache (an ARC of 1,000 entries in
-// front of each store) sits over IAVL's own cache of 100,000 fast nodes, and its
-// misses and evictions on the scheduler's random reads of nodes cost more than its hits
-// save. The market's
-// EndBlock assigning 1,000 tasks takes 16-40% longer behind it at 1,000 to 100,000
-// nodes (BenchmarkEndBlockAssignInterBlockCache). An operator can still turn it on, in
-// app.toml or with the flag.
 // sequentialOnly makes start refuse a block executor other than "sequential": the SDK
 // offers block-stm (block-executor in app.toml, --block-executor), but only to an app
 // that installs its runner (baseapp/blockexec), and flopsd does not: its modules have
@@ -208,6 +200,13 @@ func sequentialOnly(startCmd *cobra.Command) {
 	}
 }
 
+// noInterBlockCache makes start's --inter-block-cache default false, as initAppConfig
+// writes it in a new app.toml. The SDK's inter-block cache (an ARC of 1,000 entries in
+// front of each store) sits over IAVL's own cache of 100,000 fast nodes, and its misses
+// and evictions on the scheduler's random reads of nodes cost more than its hits save:
+// the market's EndBlock assigning 1,000 tasks takes 16-40% longer behind it at 1,000 to
+// 100,000 nodes (BenchmarkEndBlockAssignInterBlockCache). An operator can still turn it
+// on, in app.toml or with the flag.
 func noInterBlockCache(startCmd *cobra.Command) {
 	f := startCmd.Flags().Lookup(server.FlagInterBlockCache)
 	if f == nil {
