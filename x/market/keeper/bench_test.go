@@ -36,51 +36,57 @@ import (
 // same state with a lower max_assign_per_block, which separates the cost that grows with N
 // from the cost that grows with the assignments already made in the block.
 func BenchmarkEndBlockAssign(b *testing.B) {
-	const jobs = 1000
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			f := newFixture(b, func(p *types.Params) { p.MaxAssignPerBlock = jobs })
-			f.addNodes(n)
-			f.commitStore()
-			var ids []uint64
-			for range jobs {
-				ids = append(ids, f.submit(f.gemmSpec(1)))
-			}
-			f.commitStore()
+			benchEndBlockAssign(b, keepertest.NewEnv(b, types.StoreKey, market.AppModule{}), n, []uint32{1, 100, 1000})
+		})
+	}
+}
 
-			// once, untimed: one EndBlock assigns every job
-			ctx, _ := f.ctx.CacheContext()
-			require.NoError(b, f.k.EndBlocker(ctx))
-			f.requireAssigned(ctx, ids)
+// benchEndBlockAssign is BenchmarkEndBlockAssign at n nodes on env's store: 1,000 jobs
+// pending, one sub-benchmark per max_assign_per_block in assigns.
+func benchEndBlockAssign(b *testing.B, env keepertest.Env, n int, assigns []uint32) {
+	const jobs = 1000
+	f := buildFixture(b, env, func(p *types.Params) { p.MaxAssignPerBlock = jobs }, false)
+	f.addNodes(n)
+	f.commitStore()
+	var ids []uint64
+	for range jobs {
+		ids = append(ids, f.submit(f.gemmSpec(1)))
+	}
+	f.commitStore()
 
-			for _, assign := range []uint32{1, 100, jobs} {
-				b.Run(fmt.Sprintf("assign=%d", assign), func(b *testing.B) {
-					p := f.params()
-					p.MaxAssignPerBlock = assign
-					defer func() { f.gfl.salt = 0 }()
-					for b.Loop() {
-						b.StopTimer()
-						f.gfl.salt++ // new draws (see the doc)
-						ctx, _ := f.ctx.CacheContext()
-						ctx = ctx.WithEventManager(sdk.NewEventManager())
-						if err := f.k.Params.Set(ctx, p); err != nil {
-							b.Fatal(err)
-						}
-						// the garbage of the setup (100k nodes: gigabytes) is collected
-						// here, not by GC workers stealing the timed EndBlock's CPU; the
-						// EndBlock's own garbage is still collected inside the timer
-						runtime.GC()
-						b.StartTimer()
-						if err := f.k.EndBlocker(ctx); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(assign), "ns/assignment")
-					// the work budget an assignment spends (assign_gas_per_block / this =
-					// the assignments a block can make)
-					b.ReportMetric(float64(f.k.LastBlockWork().AssignGas)/float64(assign), "gas/assignment")
-				})
+	// once, untimed: one EndBlock assigns every job
+	ctx, _ := f.ctx.CacheContext()
+	require.NoError(b, f.k.EndBlocker(ctx))
+	f.requireAssigned(ctx, ids)
+
+	for _, assign := range assigns {
+		b.Run(fmt.Sprintf("assign=%d", assign), func(b *testing.B) {
+			p := f.params()
+			p.MaxAssignPerBlock = assign
+			defer func() { f.gfl.salt = 0 }()
+			for b.Loop() {
+				b.StopTimer()
+				f.gfl.salt++ // new draws (see BenchmarkEndBlockAssign)
+				ctx, _ := f.ctx.CacheContext()
+				ctx = ctx.WithEventManager(sdk.NewEventManager())
+				if err := f.k.Params.Set(ctx, p); err != nil {
+					b.Fatal(err)
+				}
+				// the garbage of the setup (100k nodes: gigabytes) is collected here, not
+				// by GC workers stealing the timed EndBlock's CPU; the EndBlock's own
+				// garbage is still collected inside the timer
+				runtime.GC()
+				b.StartTimer()
+				if err := f.k.EndBlocker(ctx); err != nil {
+					b.Fatal(err)
+				}
 			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(assign), "ns/assignment")
+			// the work budget an assignment spends (assign_gas_per_block / this = the
+			// assignments a block can make)
+			b.ReportMetric(float64(f.k.LastBlockWork().AssignGas)/float64(assign), "gas/assignment")
 		})
 	}
 }
@@ -95,36 +101,12 @@ func BenchmarkEndBlockAssign(b *testing.B) {
 // at 1,000 nodes gave 32-34 ms against 40, and at 100,000 nodes 62-74 against 83-100
 // (2 rounds each, BenchmarkEndBlockAssign on a fixture with the cache).
 func BenchmarkEndBlockAssignInterBlockCache(b *testing.B) {
-	const jobs, nodes = 1000, 10_000
 	for _, c := range []struct {
 		name string
 		env  func(testing.TB, string, ...module.AppModuleBasic) keepertest.Env
 	}{{"ibc=none", keepertest.NewEnv}, {"ibc=sdk", keepertest.NewEnvWithInterBlockCache}} {
 		b.Run(c.name, func(b *testing.B) {
-			f := buildFixture(b, c.env(b, types.StoreKey, market.AppModule{}), func(p *types.Params) { p.MaxAssignPerBlock = jobs }, false)
-			f.addNodes(nodes)
-			f.commitStore()
-			var ids []uint64
-			for range jobs {
-				ids = append(ids, f.submit(f.gemmSpec(1)))
-			}
-			f.commitStore()
-			ctx, _ := f.ctx.CacheContext()
-			require.NoError(b, f.k.EndBlocker(ctx))
-			f.requireAssigned(ctx, ids)
-			defer func() { f.gfl.salt = 0 }()
-			for b.Loop() {
-				b.StopTimer()
-				f.gfl.salt++ // new draws (see BenchmarkEndBlockAssign)
-				ctx, _ := f.ctx.CacheContext()
-				ctx = ctx.WithEventManager(sdk.NewEventManager())
-				runtime.GC()
-				b.StartTimer()
-				if err := f.k.EndBlocker(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/jobs, "ns/assignment")
+			benchEndBlockAssign(b, c.env(b, types.StoreKey, market.AppModule{}), 10_000, []uint32{1000})
 		})
 	}
 }
