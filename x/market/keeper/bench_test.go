@@ -50,10 +50,7 @@ func benchEndBlockAssign(b *testing.B, env keepertest.Env, n int, assigns []uint
 	f := buildFixture(b, env, func(p *types.Params) { p.MaxAssignPerBlock = jobs }, false)
 	f.addNodes(n)
 	f.commitStore()
-	var ids []uint64
-	for range jobs {
-		ids = append(ids, f.submit(f.gemmSpec(1)))
-	}
+	ids := f.submitGemms(jobs)
 	f.commitStore()
 
 	// once, untimed: one EndBlock assigns every job
@@ -119,10 +116,7 @@ func TestBenchSaltDrawsOtherNodes(t *testing.T) {
 	const jobs = 20
 	f := newFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = jobs })
 	f.addNodes(1000)
-	var ids []uint64
-	for range jobs {
-		ids = append(ids, f.submit(f.gemmSpec(1)))
-	}
+	ids := f.submitGemms(jobs)
 	f.commitStore()
 	nodes := func(salt uint64) []uint64 {
 		f.gfl.salt = salt
@@ -162,10 +156,7 @@ func BenchmarkEndBlockAssignSameBlock(b *testing.B) {
 	block := func() (sdk.Context, []uint64) {
 		ctx, _ := base.CacheContext()
 		f.ctx = ctx.WithEventManager(sdk.NewEventManager())
-		var ids []uint64
-		for range jobs {
-			ids = append(ids, f.submit(f.gemmSpec(1)))
-		}
+		ids := f.submitGemms(jobs)
 		return f.ctx, ids
 	}
 	// once, untimed: one EndBlock assigns every job submitted in its block
@@ -203,10 +194,7 @@ func TestAssignmentStoreOps(t *testing.T) {
 	const jobs = 200
 	f := newCountingFixture(t, func(p *types.Params) { p.MaxAssignPerBlock = jobs })
 	f.addNodes(2000)
-	var ids []uint64
-	for range jobs {
-		ids = append(ids, f.submit(f.gemmSpec(1)))
-	}
+	ids := f.submitGemms(jobs)
 	f.commitStore()
 	ctx, _ := f.ctx.CacheContext()
 	f.ops.On = true

@@ -496,6 +496,17 @@ func (f *fixture) submit(spec types.JobSpec) uint64 {
 	return f.submitAs(f.client, spec)
 }
 
+// submitGemms submits n one-task GEMM jobs (gemmSpec(1)) from the client and returns
+// their ids, in order.
+func (f *fixture) submitGemms(n int) []uint64 {
+	f.t.Helper()
+	ids := make([]uint64, 0, n)
+	for range n {
+		ids = append(ids, f.submit(f.gemmSpec(1)))
+	}
+	return ids
+}
+
 func (f *fixture) submitAs(owner string, spec types.JobSpec) uint64 {
 	f.t.Helper()
 	res, err := f.ms.SubmitJob(f.ctx, &types.MsgSubmitJob{Owner: owner, Spec: spec})
