@@ -212,6 +212,8 @@ func New(
 		ibcexported.StoreKey, ibctransfertypes.StoreKey,
 		gfltypes.StoreKey, dpstypes.StoreKey, markettypes.StoreKey, reputationtypes.StoreKey, stakingslashtypes.StoreKey,
 	)
+	// not committed: emptied at each commit
+	tkeys := storetypes.NewTransientStoreKeys(markettypes.TransientStoreKey)
 	if err := bApp.RegisterStreamingServices(appOpts, keys); err != nil {
 		panic(err)
 	}
@@ -298,7 +300,8 @@ func New(
 	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper)
 	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper, app.StakingKeeper)
 	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.GFLKeeper)
-	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper,
+	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), runtime.NewTransientStoreService(tkeys[markettypes.TransientStoreKey]),
+		flopsAddr, govAuthority, app.AccountKeeper,
 		app.BankKeeper, app.GFLKeeper, app.StakingSlashKeeper, authtypes.FeeCollectorName, dpstypes.ModuleName)
 	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper,
 		app.GFLKeeper, app.ReputationKeeper)
@@ -397,6 +400,7 @@ func New(
 	app.setUpgradeHandlers()
 
 	app.MountKVStores(keys)
+	app.MountTransientStores(tkeys)
 
 	app.SetInitChainer(app.InitChainer)
 	app.SetPreBlocker(app.PreBlocker)

@@ -31,8 +31,10 @@ import (
 type Env struct {
 	Ctx          sdk.Context
 	StoreService corestore.KVStoreService
-	Codec        codec.Codec
-	AddressCodec address.Codec
+	// TransientService is the transient store mounted next to it.
+	TransientService corestore.TransientStoreService
+	Codec            codec.Codec
+	AddressCodec     address.Codec
 	// Authority is x/gov's module account, the params authority in the app.
 	Authority string
 }
@@ -71,11 +73,12 @@ func newEnv(t testing.TB, storeKey string, cache storetypes.MultiStorePersistent
 	ctx := sdk.NewContext(cms, cmtproto.Header{}, false, log.NewNopLogger()).WithBlockHeader(cmtproto.Header{Height: 1, Time: GenesisTime, ChainID: "flops-test-1"})
 	enc := moduletestutil.MakeTestEncodingConfig(modules...)
 	return Env{
-		Ctx:          ctx,
-		StoreService: runtime.NewKVStoreService(key),
-		Codec:        enc.Codec,
-		AddressCodec: chain.NewAddressCodec(chain.Bech32Prefix),
-		Authority:    authtypes.NewModuleAddress(govtypes.ModuleName).String(),
+		Ctx:              ctx,
+		StoreService:     runtime.NewKVStoreService(key),
+		TransientService: runtime.NewTransientStoreService(tkey),
+		Codec:            enc.Codec,
+		AddressCodec:     chain.NewAddressCodec(chain.Bech32Prefix),
+		Authority:        authtypes.NewModuleAddress(govtypes.ModuleName).String(),
 	}
 }
 

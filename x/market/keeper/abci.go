@@ -270,7 +270,7 @@ func (k Keeper) prunePart(ctx sdk.Context, id uint64) (bool, error) {
 	if err := k.History.Clear(ctx, collections.NewPrefixedPairRange[uint64, uint32](id)); err != nil {
 		return false, err
 	}
-	if err := k.HistoryAdded.Remove(ctx, id); err != nil {
+	if err := k.removeHistoryAdded(ctx, job); err != nil {
 		return false, err
 	}
 	if err := k.JobSpecs.Remove(ctx, id); err != nil {

@@ -342,14 +342,15 @@ func buildFixture(t testing.TB, env keepertest.Env, edit func(p *types.Params), 
 		f.ops = &keepertest.StoreOps{}
 		svc = keepertest.Counting(svc, f.ops)
 	}
-	f.k = keeper.NewKeeper(env.Codec, svc, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.gfl, f.coll, "fee_collector", "dps")
+	f.k = keeper.NewKeeper(env.Codec, svc, env.TransientService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.gfl, f.coll, "fee_collector", "dps")
 	f.k.SetReputation(f.rep)
 	f.k.SetHooks(f.hooks)
 	gs := types.DefaultGenesisState()
 	if edit != nil {
 		edit(&gs.Params)
 	}
-	f.ctx = env.Ctx.WithHeaderHash(blockHash(1)).WithEventManager(sdk.NewEventManager())
+	// a block's execution (FinalizeBlock), where messages and EndBlock run
+	f.ctx = env.Ctx.WithHeaderHash(blockHash(1)).WithEventManager(sdk.NewEventManager()).WithExecMode(sdk.ExecModeFinalize)
 	require.NoError(t, f.k.InitGenesis(f.ctx, gs))
 	f.ms = keeper.NewMsgServerImpl(f.k)
 	f.fund(f.client, clientFunds)

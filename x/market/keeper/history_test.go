@@ -107,7 +107,7 @@ func TestAStepThatOnlyAddsHistoryLeavesTheJobRecordUnwritten(t *testing.T) {
 	require.Equal(t, uint32(1), record.HistoryLen, "entry 0, the submission, is implied")
 
 	writes := 0
-	f.k = keeper.NewKeeper(f.env.Codec, writeCounter{f.env.StoreService, types.JobsKey, &writes}, f.env.AddressCodec, f.env.Authority,
+	f.k = keeper.NewKeeper(f.env.Codec, writeCounter{f.env.StoreService, types.JobsKey, &writes}, f.env.TransientService, f.env.AddressCodec, f.env.Authority,
 		&keepertest.AccountKeeper{}, f.bank, f.gfl, f.coll, "fee_collector", "dps")
 	f.k.SetReputation(f.rep)
 	f.k.SetHooks(f.hooks)
@@ -176,4 +176,65 @@ func TestAHistoryCountedInTheRecordGoesOnFromIt(t *testing.T) {
 	shown, err := keeper.NewQueryServerImpl(f.k).Job(f.ctx, &types.QueryJobRequest{JobId: id})
 	require.NoError(t, err)
 	require.Equal(t, uint32(5), shown.Job.HistoryLen)
+}
+
+// A job submitted in the block being executed reads its history count from the block's
+// transient store (historyAdded). Its entries added in that block (by a message and by
+// the EndBlock) and in the blocks after follow one another without overwriting one, the
+// committed count agrees with the stored entries, and a query (which runs at the last
+// committed height, outside a block) sees the whole history.
+func TestAFreshJobsHistoryFollowsOn(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addNode(f.operator("op"), 8, nil)
+	f.next(time.Second)
+	h := f.ctx.BlockHeight()
+	// block h: a job of two tasks, and one cancelled by its owner in the same block
+	id := f.submit(f.gemmSpec(2))
+	cancelled := f.submit(f.gemmSpec(1))
+	_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: cancelled})
+	require.NoError(t, err)
+	require.NoError(t, f.k.EndBlocker(f.ctx))
+	for _, task := range f.tasks(id) {
+		require.Equal(t, types.TASK_STATUS_ASSIGNED, task.Status)
+	}
+	events := func(ctx sdk.Context, job uint64) []string {
+		hist, err := keeper.NewQueryServerImpl(f.k).JobHistory(ctx, &types.QueryJobHistoryRequest{JobId: job})
+		require.NoError(t, err)
+		var out []string
+		for _, e := range hist.Entries {
+			out = append(out, e.Event)
+		}
+		shown, err := keeper.NewQueryServerImpl(f.k).Job(ctx, &types.QueryJobRequest{JobId: job})
+		require.NoError(t, err)
+		require.Equal(t, uint32(len(out)), shown.Job.HistoryLen, "job %d", job)
+		return out
+	}
+	// stored entries 1..n, n the committed count (and the block's transient copy while
+	// the block runs)
+	requireCounted := func(job uint64, n uint32) {
+		t.Helper()
+		added, err := f.k.HistoryAdded.Get(f.ctx, job)
+		require.NoError(t, err)
+		require.Equal(t, n, added, "job %d", job)
+		for seq := uint32(1); seq <= n+1; seq++ {
+			has, err := f.k.History.Has(f.ctx, collections.Join(job, seq))
+			require.NoError(t, err)
+			require.Equal(t, seq <= n, has, "job %d entry %d", job, seq)
+		}
+	}
+	query := f.ctx.WithExecMode(sdk.ExecModeCheck)
+	require.Equal(t, []string{"JobSubmitted", "TaskAssigned", "TaskAssigned"}, events(query, id))
+	require.Equal(t, "JobCancelled", events(query, cancelled)[1])
+	requireCounted(id, 2)
+	requireCounted(cancelled, uint32(len(events(query, cancelled))-1))
+
+	// block h+1: the job is no longer fresh; its count comes from the committed state
+	f.commitStore()
+	f.ctx = f.ctx.WithBlockHeight(h + 1).WithBlockTime(f.ctx.BlockTime().Add(time.Second)).
+		WithHeaderHash(blockHash(h + 1)).WithEventManager(sdk.NewEventManager())
+	_, err = f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: id})
+	require.NoError(t, err)
+	after := events(f.ctx.WithExecMode(sdk.ExecModeCheck), id)
+	require.Equal(t, []string{"JobSubmitted", "TaskAssigned", "TaskAssigned", "JobCancelled", "TaskCancelled", "TaskCancelled", "JobCancelled"}, after)
+	requireCounted(id, uint32(len(after)-1))
 }

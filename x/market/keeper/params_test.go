@@ -19,7 +19,7 @@ import (
 func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Params]) {
 	env := keepertest.NewEnv(t, types.StoreKey, market.AppModule{})
 	ak := &keepertest.AccountKeeper{}
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, keepertest.NewBank(), nil, nil, "fee_collector", "dps")
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.TransientService, env.AddressCodec, env.Authority, ak, keepertest.NewBank(), nil, nil, "fee_collector", "dps")
 	require.NoError(t, k.InitGenesis(env.Ctx, types.DefaultGenesisState()))
 	// genesis creates the module account
 	require.Contains(t, ak.Created, types.ModuleName)
@@ -74,7 +74,7 @@ func TestParamsLifecycle(t *testing.T) {
 // A genesis with invalid params is refused and stores nothing.
 func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	env := keepertest.NewEnv(t, types.StoreKey, market.AppModule{})
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, keepertest.NewBank(), nil, nil, "fee_collector", "dps")
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.TransientService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, keepertest.NewBank(), nil, nil, "fee_collector", "dps")
 	gs := types.DefaultGenesisState()
 	gs.Params.TakeRatePpm = 2_000_000
 	require.ErrorIs(t, k.InitGenesis(env.Ctx, gs), types.ErrInvalidParams)

@@ -306,7 +306,7 @@ func submittedEntry(job types.Job, denom string) types.HistoryEntry {
 // wrote (the implied entry 0): a step that changes nothing else of the job leaves its
 // record unwritten (saveJob).
 func (k Keeper) addHistory(ctx context.Context, job types.Job, p types.Params, event string, taskID, nodeID uint64, detail string) error {
-	added, err := k.historyAdded(ctx, job.Id)
+	added, err := k.historyAdded(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -319,22 +319,61 @@ func (k Keeper) addHistory(ctx context.Context, job types.Job, p types.Params, e
 	if err := k.History.Set(ctx, collections.Join(job.Id, n), e); err != nil {
 		return err
 	}
-	return k.HistoryAdded.Set(ctx, job.Id, added+1)
+	return k.setHistoryAdded(ctx, job, added+1)
 }
 
 // historyAdded is how many history entries were added to a job after its record last
 // counted them (0 when none).
-func (k Keeper) historyAdded(ctx context.Context, jobID uint64) (uint32, error) {
-	added, err := k.HistoryAdded.Get(ctx, jobID)
+//
+// A job submitted in the block being executed (fresh) has no HistoryAdded entry in the
+// committed state: one written since is in the block's writes, and in
+// freshHistoryAdded, which is read instead. Reading HistoryAdded for it would look for a
+// key that is not there, past every cache down to the node's database. A fresh job's
+// count is written to both (setHistoryAdded), so the two agree. Only a block's execution
+// (FinalizeBlock) reads the transient copy: a query, CheckTx or a simulation runs at the
+// last committed height, where a job "submitted at this height" was committed with its
+// count, and the transient store is empty.
+func (k Keeper) historyAdded(ctx context.Context, job types.Job) (uint32, error) {
+	m := k.HistoryAdded
+	if fresh(ctx, job) {
+		m = k.freshHistoryAdded
+	}
+	added, err := m.Get(ctx, job.Id)
 	if errors.Is(err, collections.ErrNotFound) {
 		return 0, nil
 	}
 	return added, err
 }
 
+// setHistoryAdded writes a job's count of entries added (historyAdded).
+func (k Keeper) setHistoryAdded(ctx context.Context, job types.Job, added uint32) error {
+	if fresh(ctx, job) {
+		if err := k.freshHistoryAdded.Set(ctx, job.Id, added); err != nil {
+			return err
+		}
+	}
+	return k.HistoryAdded.Set(ctx, job.Id, added)
+}
+
+// removeHistoryAdded deletes a job's count of entries added (its history is gone).
+func (k Keeper) removeHistoryAdded(ctx context.Context, job types.Job) error {
+	if fresh(ctx, job) {
+		if err := k.freshHistoryAdded.Remove(ctx, job.Id); err != nil {
+			return err
+		}
+	}
+	return k.HistoryAdded.Remove(ctx, job.Id)
+}
+
+// fresh: the job was submitted in the block being executed.
+func fresh(ctx context.Context, job types.Job) bool {
+	c := sdk.UnwrapSDKContext(ctx)
+	return c.ExecMode() == sdk.ExecModeFinalize && job.SubmittedHeight == c.BlockHeight()
+}
+
 // historyLen is a job's history length: what its record counts and the entries added
 // since.
 func (k Keeper) historyLen(ctx context.Context, job types.Job) (uint32, error) {
-	added, err := k.historyAdded(ctx, job.Id)
+	added, err := k.historyAdded(ctx, job)
 	return job.HistoryLen + added, err
 }

@@ -7,6 +7,9 @@ const (
 	ModuleName = "market"
 	// StoreKey is the KV store key.
 	StoreKey = ModuleName
+	// TransientStoreKey is the transient store key: what the block being executed wrote,
+	// kept for reading back without reaching the committed state (reset at each commit).
+	TransientStoreKey = "transient_" + ModuleName
 
 	// DomainAssign is the beacon domain of the scheduler's draws.
 	DomainAssign = "flops/market/assign"
