@@ -41,7 +41,9 @@
 // indexing all (on 276b06d), so the indexing of the assignment events is not what sets it.
 // FLOPS_LOAD_CPUPROFILE (a directory) writes a CPU profile of each bank-send and
 // submit-job phase there (bank-send-1.prof, submit-job-1.prof, bank-send-2.prof), the node's
-// and the driver's work together, to compare with `go tool pprof -diff_base`.
+// and the driver's work together from the phase's first broadcast to the block of its last
+// tx (not the driver's read of the results after it), to compare with
+// `go tool pprof -diff_base`.
 // Each bank-send and submit-job flood also logs what a tx cost the validator's serial ABCI
 // path (abciTimer: CheckTx, rechecks, the proposal calls, FinalizeBlock and Commit, which
 // CometBFT's local client runs one at a time) and the rate that bounds.
