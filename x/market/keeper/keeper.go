@@ -176,7 +176,7 @@ type Keeper struct {
 	// freshHistoryAdded is HistoryAdded for the jobs submitted in the block being executed,
 	// in the transient store (historyAdded): such a job has no entry in the committed
 	// state, and reading one that is not there reaches the node's database (a miss in
-	// IAVL's caches), 27% of a real node's EndBlock when every assignment read it.
+	// IAVL's caches): 27% of a real node's EndBlock in the 12,000-sender make load.
 	freshHistoryAdded collections.Map[uint64, uint32]
 
 	DisputeSeq collections.Sequence
