@@ -171,6 +171,8 @@ type Keeper struct {
 	// job -> the entries added after the job's record last counted them (its
 	// history_len, written at submission): the history length is the sum, and a step
 	// that adds an entry and changes nothing else of the job does not rewrite its record.
+	// HistoryAdded is written only through setHistoryAdded and removeHistoryAdded, which
+	// keep freshHistoryAdded in step with it.
 	History      collections.Map[collections.Pair[uint64, uint32], types.HistoryEntry]
 	HistoryAdded collections.Map[uint64, uint32]
 	// freshHistoryAdded is HistoryAdded for the jobs submitted in the block being executed,
@@ -222,6 +224,9 @@ func NewKeeper(
 ) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "market: invalid authority %q", authority))
+	}
+	if transientService == nil {
+		panic("market: no transient store service")
 	}
 	storeService = unitstore.Wrap(storeService) // a unit's store opened once (unitstore)
 	sb := collections.NewSchemaBuilder(storeService)
@@ -318,9 +323,6 @@ func NewKeeper(
 		panic(err)
 	}
 	k.Schema = schema
-	if transientService == nil {
-		panic("market: no transient store service")
-	}
 	tsb := collections.NewSchemaBuilderFromAccessor(transientService.OpenTransientStore)
 	k.freshHistoryAdded = collections.NewMap(tsb, collections.NewPrefix(0), "fresh_history_added", collections.Uint64Key, collections.Uint32Value)
 	if _, err := tsb.Build(); err != nil {
