@@ -426,7 +426,7 @@ var simStores = map[string][][]byte{
 	// draw) is rebuilt at import in node id order; the live one is in the order nodes
 	// joined and left (a leaving node's slot takes the last one): the same members, other
 	// positions, both uniform; the slots invariant checks it after the import.
-	markettypes.StoreKey:       {markettypes.AssignQueueKey, markettypes.AssignRetryAtKey, markettypes.AssignRetriesKey, markettypes.WaitingKey, markettypes.GroupsKey, markettypes.GroupRetryAtKey, markettypes.JobDeadlinesKey, markettypes.ClassMembersKey, markettypes.MemberPosKey},
+	markettypes.StoreKey:       {markettypes.AssignQueueKey, markettypes.AssignRetryAtKey, markettypes.AssignRetriesKey, markettypes.WaitingKey, markettypes.GroupsKey, markettypes.GroupRetryAtKey, markettypes.JobDeadlinesKey, markettypes.MemberChunksKey, markettypes.MemberPosKey},
 	reputationtypes.StoreKey:   nil,
 	stakingslashtypes.StoreKey: nil,
 }

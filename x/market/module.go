@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 5
+const ConsensusVersion = 6
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -93,6 +93,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 4, func(ctx sdk.Context) error { return m.Migrate4to5(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 4 to 5: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 5, func(ctx sdk.Context) error { return m.Migrate5to6(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 5 to 6: %w", types.ModuleName, err))
 	}
 }
 

@@ -191,7 +191,7 @@ func BenchmarkEndBlockAssignSameBlock(b *testing.B) {
 // (update the table and say why in the commit).
 //
 // Per assignment, read: the task, the job and its spec, the group (in the queue walk and
-// again at the dequeue), the two drawn members and their slots, the job's history
+// again at the dequeue), the two drawn members (their chunks of 16) and their slots, the job's history
 // counter, the class's idle/loaded counter. Written: the task and its node and provider
 // indexes, the slot, its load index entry (moved: a delete and a set), the class
 // counter, the ack deadline, the history entry and its counter; deleted: the queue entry
@@ -247,7 +247,7 @@ func requireAssignmentOps(t *testing.T, f *fixture, jobs, counter int) {
 		prefix collections.Prefix
 	}{
 		{"tasks", types.TasksKey}, {"jobs", types.JobsKey}, {"job specs", types.JobSpecsKey}, {"groups", types.GroupsKey},
-		{"class members", types.ClassMembersKey}, {"slots", types.SlotsKey}, {"history added", types.HistoryAddedKey},
+		{"member chunks", types.MemberChunksKey}, {"slots", types.SlotsKey}, {"history added", types.HistoryAddedKey},
 		{"class nodes", types.ClassNodesKey}, {"tasks by node", types.TasksByNodeKey}, {"tasks by provider", types.TasksByProviderKey},
 		{"sched index", types.SchedIndexKey}, {"ack deadlines", types.AckDeadlinesKey}, {"history", types.HistoryKey},
 		{"assign queue", types.AssignQueueKey}, {"class size", types.ClassSizeKey},
@@ -274,7 +274,7 @@ func requireAssignmentOps(t *testing.T, f *fixture, jobs, counter int) {
 	t.Logf("per assignment: %.2f reads, %.2f writes, %.2f deletes, %.2f iterators, %.2f store opens",
 		per(keepertest.Total(f.ops.GetsBy)), per(keepertest.Total(f.ops.SetsBy)), per(keepertest.Total(f.ops.DeletesBy)), per(f.ops.Its), per(f.ops.Opens))
 	reads := map[string]int{
-		"tasks": 1, "jobs": 1, "job specs": 1, "groups": 2, "class members": 2, "slots": 2, "class nodes": 1,
+		"tasks": 1, "jobs": 1, "job specs": 1, "groups": 2, "member chunks": 2, "slots": 2, "class nodes": 1,
 	}
 	if counter > 0 {
 		reads["history added"] = counter

@@ -307,3 +307,16 @@ func (k Keeper) ClassesForTest(ctx sdk.Context, jobID uint64) (classes, allowed 
 	classes, err = newSched().classesOf(ctx, k, job)
 	return classes, job.Spec.Requirements.AllowedClasses, err
 }
+
+// MemberChunk is memberChunk: the class positions one MemberChunks key holds.
+const MemberChunk = memberChunk
+
+// MemberAtForTest is the node at a class's position, as the draw reads it.
+func (k Keeper) MemberAtForTest(ctx context.Context, class string, pos uint64) (uint64, error) {
+	return k.memberAt(ctx, class, pos)
+}
+
+// V5MembersForTest is the class members' map as version 5 kept it (prefix 48).
+func (m Migrator) V5MembersForTest() collections.Map[collections.Pair[string, uint64], uint64] {
+	return m.v5Members()
+}

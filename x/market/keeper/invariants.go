@@ -1,6 +1,7 @@
 package keeper
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -238,21 +239,40 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 	}
 	// the draw's dense numbering: every active node at one position of its class,
 	// positions 0..size-1, and the reverse map agrees
-	members := 0
-	if err := k.ClassMembers.Walk(ctx, nil, func(key collections.Pair[string, uint64], node uint64) (bool, error) {
-		members++
-		s, err := k.Slots.Get(ctx, node)
-		switch {
-		case err != nil:
-			problems = append(problems, fmt.Sprintf("member %d of class %q: %v", key.K2(), key.K1(), err))
-		case !s.Active || s.GpuClass != key.K1():
-			problems = append(problems, fmt.Sprintf("node %d at position %d of class %q is not an active node of it", node, key.K2(), key.K1()))
+	members, inClass := 0, map[string]uint64{}
+	if err := k.MemberChunks.Walk(ctx, nil, func(key collections.Pair[string, uint64], chunk []byte) (bool, error) {
+		class := key.K1()
+		inClass[class] += uint64(len(chunk) / 8)
+		size, _ := k.ClassSize.Get(ctx, class)
+		if len(chunk) == 0 || len(chunk)%8 != 0 || len(chunk) > 8*memberChunk {
+			problems = append(problems, fmt.Sprintf("chunk %d of class %q: %d bytes", key.K2(), class, len(chunk)))
+			return false, nil
 		}
-		if pos, err := k.MemberPos.Get(ctx, node); err != nil || pos != key.K2() {
-			problems = append(problems, fmt.Sprintf("node %d at position %d of class %q: reverse position %d (%v)", node, key.K2(), key.K1(), pos, err))
+		for i := 0; i < len(chunk); i += 8 {
+			members++
+			pos, node := key.K2()*memberChunk+uint64(i/8), binary.BigEndian.Uint64(chunk[i:])
+			s, err := k.Slots.Get(ctx, node)
+			switch {
+			case err != nil:
+				problems = append(problems, fmt.Sprintf("member %d of class %q: %v", pos, class, err))
+			case !s.Active || s.GpuClass != class:
+				problems = append(problems, fmt.Sprintf("node %d at position %d of class %q is not an active node of it", node, pos, class))
+			}
+			if at, err := k.MemberPos.Get(ctx, node); err != nil || at != pos {
+				problems = append(problems, fmt.Sprintf("node %d at position %d of class %q: reverse position %d (%v)", node, pos, class, at, err))
+			}
+			if pos >= size {
+				problems = append(problems, fmt.Sprintf("node %d at position %d of class %q of size %d", node, pos, class, size))
+			}
 		}
-		if size, _ := k.ClassSize.Get(ctx, key.K1()); key.K2() >= size {
-			problems = append(problems, fmt.Sprintf("node %d at position %d of class %q of size %d", node, key.K2(), key.K1(), size))
+		return false, nil
+	}); err != nil {
+		problems = append(problems, err.Error())
+	}
+	// every position of a class is held: a draw of any position below the size finds a node
+	if err := k.ClassSize.Walk(ctx, nil, func(class string, size uint64) (bool, error) {
+		if inClass[class] != size {
+			problems = append(problems, fmt.Sprintf("class %q of size %d holds %d members", class, size, inClass[class]))
 		}
 		return false, nil
 	}); err != nil {

@@ -119,12 +119,14 @@ type Keeper struct {
 	ClassNodes collections.Map[string, collections.Pair[uint64, uint64]]
 	// MaxSlot is the highest node id with a slot (the range of the scheduler's random start).
 	MaxSlot collections.Item[uint64]
-	// ClassMembers numbers the schedulable nodes of each GPU class densely,
-	// (class, position) -> node id with positions 0..ClassSize-1, and MemberPos is the
-	// reverse: the scheduler draws nodes uniformly by position, so that the history of
-	// node ids (gaps left by deactivated nodes) cannot weigh a draw. A node that leaves
-	// gives its position to the class's last node.
-	ClassMembers collections.Map[collections.Pair[string, uint64], uint64]
+	// MemberChunks numbers the schedulable nodes of each GPU class densely, positions
+	// 0..ClassSize-1, and MemberPos is the reverse (node id -> position): the scheduler
+	// draws nodes uniformly by position, so that the history of node ids (gaps left by
+	// deactivated nodes) cannot weigh a draw. A node that leaves gives its position to the
+	// class's last node. The positions are packed memberChunk to a key, (class, position /
+	// memberChunk) -> their node ids (members.go): a draw reads one of a class's
+	// size/memberChunk keys, not one of size, so the keys it reads stay in IAVL's caches.
+	MemberChunks collections.Map[collections.Pair[string, uint64], []byte]
 	MemberPos    collections.Map[uint64, uint64]
 	ClassSize    collections.Map[string, uint64]
 
@@ -269,8 +271,8 @@ func NewKeeper(
 		ClassNodes: collections.NewMap(sb, types.ClassNodesKey, "class_nodes", collections.StringKey,
 			collcodec.KeyToValueCodec(collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))),
 		MaxSlot: collections.NewItem(sb, types.MaxSlotKey, "max_slot", collections.Uint64Value),
-		ClassMembers: collections.NewMap(sb, types.ClassMembersKey, "class_members",
-			collections.PairKeyCodec(collections.StringKey, collections.Uint64Key), collections.Uint64Value),
+		MemberChunks: collections.NewMap(sb, types.MemberChunksKey, "member_chunks",
+			collections.PairKeyCodec(collections.StringKey, collections.Uint64Key), collections.BytesValue),
 		MemberPos: collections.NewMap(sb, types.MemberPosKey, "member_pos", collections.Uint64Key, collections.Uint64Value),
 		ClassSize: collections.NewMap(sb, types.ClassSizeKey, "class_size", collections.StringKey, collections.Uint64Value),
 		AssignQueue: collections.NewKeySet(sb, types.AssignQueueKey, "assign_queue",

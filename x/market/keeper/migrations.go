@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"cosmossdk.io/collections"
@@ -134,6 +135,40 @@ func (m Migrator) Migrate4to5(ctx context.Context) error {
 	return nil
 }
 
+// Migrate5to6: the class members move from one key a position (prefix 48) into chunks
+// of memberChunk positions (MemberChunks), their positions and MemberPos unchanged. The
+// work is one read and one delete a member and one write a chunk.
+func (m Migrator) Migrate5to6(ctx context.Context) error {
+	old := m.v5Members()
+	var keys []collections.Pair[string, uint64]
+	var chunks [][]byte
+	var class string
+	var next uint64 // the position the walk expects next of class
+	if err := old.Walk(ctx, nil, func(key collections.Pair[string, uint64], node uint64) (bool, error) {
+		// a class's positions come in order from 0, without a gap (the slots invariant)
+		if len(keys) == 0 || key.K1() != class {
+			class, next = key.K1(), 0
+		}
+		if key.K2() != next {
+			return true, fmt.Errorf("market: migrate class members: class %q has position %d where %d was due", class, key.K2(), next)
+		}
+		next++
+		if ck, off := memberKey(class, key.K2()); off == 0 {
+			keys, chunks = append(keys, ck), append(chunks, make([]byte, 0, 8*memberChunk))
+		}
+		chunks[len(chunks)-1] = binary.BigEndian.AppendUint64(chunks[len(chunks)-1], node)
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	for i, key := range keys {
+		if err := m.k.MemberChunks.Set(ctx, key, chunks[i]); err != nil {
+			return err
+		}
+	}
+	return old.Clear(ctx, nil)
+}
+
 func (m Migrator) dropPrimaryShardRefs(ctx context.Context) error {
 	refs := m.v2ShardRefs()
 	var primaries []collections.Pair[collections.Pair[uint64, uint32], uint64]
@@ -186,6 +221,12 @@ func (m Migrator) compactGroups(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// v5Members are the class members as version 5 kept them: (class, position) -> node id.
+func (m Migrator) v5Members() collections.Map[collections.Pair[string, uint64], uint64] {
+	return collections.NewMap(collections.NewSchemaBuilder(m.k.storeService), collections.NewPrefix(48), "class_members",
+		collections.PairKeyCodec(collections.StringKey, collections.Uint64Key), collections.Uint64Value)
 }
 
 // v3Groups are the scheduler groups' records as version 3 wrote them.

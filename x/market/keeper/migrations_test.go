@@ -1,6 +1,7 @@
 package keeper_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/types/query"
 
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -212,4 +214,66 @@ func TestMigrate4to5MovesTheHistoryCountOutOfTheRecord(t *testing.T) {
 	e, err = f.k.History.Get(f.ctx, collections.Join(b, uint32(1)))
 	require.NoError(t, err)
 	require.Equal(t, "TaskAssigned", e.Event)
+}
+
+// Version 5 kept the class members one key a position (prefix 48); the migration to 6
+// packs them into chunks with their positions (and MemberPos) unchanged, and leaves no
+// old key. The draw then reads the same node at every position.
+func TestMigrate5to6PacksTheClassMembers(t *testing.T) {
+	f := newFixture(t, nil)
+	h100 := func(g *gfltypes.Node) { g.GpuClass = "H100-80GB" }
+	for i := range keeper.MemberChunk + 5 {
+		f.addNode(f.operator(fmt.Sprint("a", i)), 8, nil)
+	}
+	for i := range 3 {
+		f.addNode(f.operator(fmt.Sprint("h", i)), 8, h100)
+	}
+	f.updateNode(2, func(g *gfltypes.Node) { g.Status = gfltypes.NODE_STATUS_INACTIVE }) // a swap
+	classes := map[string][]uint64{"A100-40GB": f.classMembers("A100-40GB"), "H100-80GB": f.classMembers("H100-80GB")}
+	// the chunks by "class/chunk" (a Pair's fields are pointers: it is no map key)
+	readChunks := func() map[string][]byte {
+		out := map[string][]byte{}
+		require.NoError(t, f.k.MemberChunks.Walk(f.ctx, nil, func(k collections.Pair[string, uint64], v []byte) (bool, error) {
+			out[fmt.Sprintf("%s/%d", k.K1(), k.K2())] = v
+			return false, nil
+		}))
+		return out
+	}
+	chunks := readChunks()
+	require.Len(t, chunks, 3)
+
+	// the state as version 5 left it
+	m := keeper.NewMigrator(f.k)
+	v5 := m.V5MembersForTest()
+	for class, nodes := range classes {
+		for pos, node := range nodes {
+			require.NoError(t, v5.Set(f.ctx, collections.Join(class, uint64(pos)), node))
+		}
+	}
+	require.NoError(t, f.k.MemberChunks.Clear(f.ctx, nil))
+
+	require.NoError(t, m.Migrate5to6(f.ctx))
+	require.Equal(t, chunks, readChunks())
+	it, err := v5.Iterate(f.ctx, nil)
+	require.NoError(t, err)
+	require.False(t, it.Valid(), "no version 5 member key is left")
+	require.NoError(t, it.Close())
+	for class, nodes := range classes {
+		require.Equal(t, nodes, f.classMembers(class))
+	}
+	f.assertInvariants()
+	id := f.submit(f.gemmSpec(1))
+	f.next(time.Second)
+	f.requireAssigned(f.ctx, []uint64{id})
+}
+
+// A version 5 class with a hole in its positions (which its invariant forbids) fails the
+// migration with the class named, rather than packing its members at other positions.
+func TestMigrate5to6RefusesAHole(t *testing.T) {
+	f := newFixture(t, nil)
+	m := keeper.NewMigrator(f.k)
+	v5 := m.V5MembersForTest()
+	require.NoError(t, v5.Set(f.ctx, collections.Join("A100-40GB", uint64(0)), 1))
+	require.NoError(t, v5.Set(f.ctx, collections.Join("A100-40GB", uint64(2)), 3))
+	require.ErrorContains(t, m.Migrate5to6(f.ctx), `class "A100-40GB" has position 2 where 1 was due`)
 }

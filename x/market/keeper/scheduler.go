@@ -623,7 +623,7 @@ type drawn struct {
 // draw gathers a task's candidates, draws two of them and keeps the better.
 //
 // Candidates are drawn uniformly from the schedulable members of the task's classes by
-// position (ClassMembers), from the beacon: every eligible node is equally likely to be
+// position (MemberChunks), from the beacon: every eligible node is equally likely to be
 // drawn, whatever the history of node ids (an operator that registered and deactivated
 // thousands of nodes in front of its own gains nothing), and the two drawn are compared by
 // load, then reputation; a tie keeps the first drawn, itself random. When the members fit
@@ -814,7 +814,7 @@ func (s *sampler) look(p *types.Params, job *types.Job, r uint64) (candidate, bo
 			r -= n
 			continue
 		}
-		node, err := s.k.ClassMembers.Get(s.ctx, collections.Join(s.classes[i], r))
+		node, err := s.k.memberAt(s.ctx, s.classes[i], r)
 		if err != nil || s.seen[node] {
 			return candidate{}, false, err // (a member drawn before is not looked at again)
 		}

@@ -110,56 +110,6 @@ func (k Keeper) setSlot(ctx context.Context, old *types.NodeSlot, s types.NodeSl
 	return k.Slots.Set(ctx, s.NodeId, s)
 }
 
-// addMember gives a node the next position of its class.
-func (k Keeper) addMember(ctx context.Context, class string, node uint64) error {
-	n, err := k.ClassSize.Get(ctx, class)
-	if err != nil && !errors.Is(err, collections.ErrNotFound) {
-		return err
-	}
-	if err := k.ClassMembers.Set(ctx, collections.Join(class, n), node); err != nil {
-		return err
-	}
-	if err := k.MemberPos.Set(ctx, node, n); err != nil {
-		return err
-	}
-	return k.ClassSize.Set(ctx, class, n+1)
-}
-
-// removeMember takes a node out of its class: the class's last node takes its position.
-func (k Keeper) removeMember(ctx context.Context, class string, node uint64) error {
-	n, err := k.ClassSize.Get(ctx, class)
-	if err != nil {
-		return fmt.Errorf("market: class %q size: %w", class, err)
-	}
-	pos, err := k.MemberPos.Get(ctx, node)
-	if err != nil {
-		return fmt.Errorf("market: position of node %d: %w", node, err)
-	}
-	last := n - 1
-	if pos != last {
-		moved, err := k.ClassMembers.Get(ctx, collections.Join(class, last))
-		if err != nil {
-			return err
-		}
-		if err := k.ClassMembers.Set(ctx, collections.Join(class, pos), moved); err != nil {
-			return err
-		}
-		if err := k.MemberPos.Set(ctx, moved, pos); err != nil {
-			return err
-		}
-	}
-	if err := k.ClassMembers.Remove(ctx, collections.Join(class, last)); err != nil {
-		return err
-	}
-	if err := k.MemberPos.Remove(ctx, node); err != nil {
-		return err
-	}
-	if last == 0 {
-		return k.ClassSize.Remove(ctx, class)
-	}
-	return k.ClassSize.Set(ctx, class, last)
-}
-
 // countClass moves an indexed slot's class counter (idle or loaded) by d.
 func (k Keeper) countClass(ctx context.Context, s types.NodeSlot, d int64) error {
 	c, err := k.ClassNodes.Get(ctx, s.GpuClass)

@@ -77,18 +77,22 @@ var (
 	SweepCursorsKey  = collections.NewPrefix(45)
 	CancelSweepsKey  = collections.NewPrefix(46)
 	JobSpecsKey      = collections.NewPrefix(47)
-	ClassMembersKey  = collections.NewPrefix(48)
-	MemberPosKey     = collections.NewPrefix(49)
-	ClassSizeKey     = collections.NewPrefix(50)
-	PoolPruneKey     = collections.NewPrefix(51)
-	WaitingKey       = collections.NewPrefix(52)
-	GroupsKey        = collections.NewPrefix(53)
-	GroupRetryAtKey  = collections.NewPrefix(54)
+	// 48 (the class members, one key per position) is retired: MemberChunksKey packs them
+	// (version 6).
+	MemberPosKey    = collections.NewPrefix(49)
+	ClassSizeKey    = collections.NewPrefix(50)
+	PoolPruneKey    = collections.NewPrefix(51)
+	WaitingKey      = collections.NewPrefix(52)
+	GroupsKey       = collections.NewPrefix(53)
+	GroupRetryAtKey = collections.NewPrefix(54)
 	// IDsKey: the next job id and the next task id, in one record (version 3; versions 1
 	// and 2 kept them in JobSeqKey and TaskSeqKey).
 	IDsKey = collections.NewPrefix(55)
 	// HistoryAddedKey: the history entries added to a job after its record counted them.
 	HistoryAddedKey = collections.NewPrefix(56)
+	// MemberChunksKey: the class members' node ids, memberChunk positions a key (version
+	// 6; version 5 kept one key a position in 48).
+	MemberChunksKey = collections.NewPrefix(57)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).
