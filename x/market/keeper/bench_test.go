@@ -191,8 +191,8 @@ func BenchmarkEndBlockAssignSameBlock(b *testing.B) {
 // (update the table and say why in the commit).
 //
 // Per assignment, read: the task, the job and its spec, the group (in the queue walk and
-// again at the dequeue), the two drawn members (their chunks of 16) and their slots, the job's history
-// counter, the class's idle/loaded counter. Written: the task and its node and provider
+// again at the dequeue), the two drawn members (their chunks of 16) and their slots, the
+// job's history counter, the class's idle/loaded counter. Written: the task and its node and provider
 // indexes, the slot, its load index entry (moved: a delete and a set), the class
 // counter, the ack deadline, the history entry and its counter; deleted: the queue entry
 // and the group record.
