@@ -32,7 +32,8 @@ import (
 // Each iteration draws other nodes (a salt in the fake beacon), as each block does: with
 // the same draws every iteration, the members and slots the first one read stayed in
 // IAVL's caches, and at 100k nodes a block with new draws (which mostly miss them)
-// measures about a fifth slower than that.
+// measures about a fifth slower than that. The members are packed 16 a key (members.go),
+// so that the misses left at 100k nodes are the slots'.
 // Besides assign=1000 (the target), assign=1 and assign=100 (the default param) run on the
 // same state with a lower max_assign_per_block, which separates the cost that grows with N
 // from the cost that grows with the assignments already made in the block.
