@@ -7,7 +7,8 @@
 // job's tasks are assigned: the provider registers a free GPU for every job (8-GPU nodes)
 // at an ask its 10-minute tasks can meet, and the run reads from the chain the blocks
 // from each job's inclusion to its task's assignment (p50, p99, a histogram) and the
-// assignments per second.
+// assignments per second. Each flood's txs per block are logged too: how a flood was cut
+// into blocks moves its rate and its latency from one run to the next.
 //
 // `go test ./tests/load/` runs a small configuration (a few hundred transactions, a few
 // blocks a phase: it proves the measurement works, its rates are mostly inclusion

@@ -111,6 +111,7 @@ type phase struct {
 	admitted         time.Duration // first broadcast to the last CheckTx that took a tx (blast only)
 	firstHeight      int64
 	lastHeight       int64
+	perBlock         map[int64]int // the phase's txs in each block
 	gas              int64 // sum of gas used
 	// what the phase cost the validator's serial ABCI path (blast only: from the first
 	// broadcast to the block holding the last tx)
@@ -122,6 +123,15 @@ func (p phase) unitRate() float64 { return float64(p.units) / p.elapsed.Seconds(
 func (p phase) gasPerTx() float64 { return float64(p.gas) / float64(p.txs) }
 func (p phase) blocks() int64     { return p.lastHeight - p.firstHeight + 1 }
 
+// sizes is the phase's txs in each of its blocks, in height order ("1712 2000 ...").
+func (p phase) sizes() string {
+	var out []string
+	for h := p.firstHeight; h <= p.lastHeight; h++ {
+		out = append(out, strconv.Itoa(p.perBlock[h]))
+	}
+	return strings.Join(out, " ")
+}
+
 // measure fills a phase from its txs: all must have succeeded.
 func measure(ctx context.Context, t *testing.T, d *driver, start time.Time, hashes []string, msgs, units int) (phase, map[string]*sdk.TxResponse) {
 	t.Helper()
@@ -129,11 +139,12 @@ func measure(ctx context.Context, t *testing.T, d *driver, start time.Time, hash
 	require.NoError(t, err)
 	res, err := d.results(ctx, hashes)
 	require.NoError(t, err)
-	p := phase{txs: len(hashes), msgs: msgs, units: units, start: start, elapsed: last.Sub(start)}
+	p := phase{txs: len(hashes), msgs: msgs, units: units, start: start, elapsed: last.Sub(start), perBlock: map[int64]int{}}
 	for _, h := range hashes {
 		r := res[h]
 		require.Zero(t, r.Code, "tx %s failed: %s", h, r.RawLog)
 		p.gas += r.GasUsed
+		p.perBlock[r.Height]++
 		if p.firstHeight == 0 || r.Height < p.firstHeight {
 			p.firstHeight = r.Height
 		}
@@ -859,6 +870,14 @@ func report(t *testing.T, lc loadConfig, bank, bank2, post, claim, jobs phase, t
 	line("submit-job", jobs, jobs.txRate())
 	line("bank-send", bank2, bank2.txRate())
 	t.Logf("txs/s and units/s: first broadcast to the block that holds the last tx; CheckTx/s: to the last tx the mempool took; ratio: units/s (pool phases) or txs/s over the mean bank-send rate %.1f txs/s", base)
+	// how each flood was cut into blocks: the first block's share and the block count
+	// move a flood's rate and its assignments' latency as much as the binary does
+	for _, l := range []struct {
+		name string
+		p    phase
+	}{{"bank-send", bank}, {"submit-job", jobs}, {"bank-send", bank2}} {
+		t.Logf("%-10s txs per block: %s", l.name, l.p.sizes())
+	}
 	// the serial ABCI path (abciTimer): what sets each flood's rate on one validator
 	for _, l := range []struct {
 		name string
