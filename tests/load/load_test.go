@@ -112,7 +112,7 @@ type phase struct {
 	firstHeight      int64
 	lastHeight       int64
 	perBlock         map[int64]int // the phase's txs in each block
-	gas              int64 // sum of gas used
+	gas              int64         // sum of gas used
 	// what the phase cost the validator's serial ABCI path (blast only: from the first
 	// broadcast to the block holding the last tx)
 	abci abciTotals
