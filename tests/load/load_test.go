@@ -870,20 +870,15 @@ func report(t *testing.T, lc loadConfig, bank, bank2, post, claim, jobs phase, t
 	line("submit-job", jobs, jobs.txRate())
 	line("bank-send", bank2, bank2.txRate())
 	t.Logf("txs/s and units/s: first broadcast to the block that holds the last tx; CheckTx/s: to the last tx the mempool took; ratio: units/s (pool phases) or txs/s over the mean bank-send rate %.1f txs/s", base)
-	// how each flood was cut into blocks: the first block's share and the block count
-	// move a flood's rate and its assignments' latency as much as the binary does
-	for _, l := range []struct {
-		name string
-		p    phase
-	}{{"bank-send", bank}, {"submit-job", jobs}, {"bank-send", bank2}} {
-		t.Logf("%-10s txs per block: %s", l.name, l.p.sizes())
-	}
-	// the serial ABCI path (abciTimer): what sets each flood's rate on one validator
+	// the serial ABCI path (abciTimer): what sets each flood's rate on one validator; and
+	// how each flood was cut into blocks, which moves its rate and its assignments'
+	// latency from one run to the next (a flood's blocks alternate large and small)
 	for _, l := range []struct {
 		name string
 		p    phase
 	}{{"bank-send", bank}, {"submit-job", jobs}, {"bank-send", bank2}} {
 		t.Logf("ABCI %-10s %s", l.name, abciLine(l.p))
+		t.Logf("     %-10s txs per block: %s", l.name, l.p.sizes())
 	}
 	t.Logf("pool-claim: %.1f units settled/s = %.3fx bank sends/s; %.2f txs/s = %.3fx; %.1f units/tx (a commit tx and a reveal+withdraw tx per %d units); %.0f gas/unit (commit + reveal + share of the withdrawal) = %.2fx a bank send",
 		claim.unitRate(), claim.unitRate()/base, claim.txRate(), claim.txRate()/base, float64(claim.units)/float64(claim.txs), lc.batch,
