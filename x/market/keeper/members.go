@@ -100,31 +100,33 @@ func (k Keeper) removeMember(ctx context.Context, class string, node uint64) err
 	if len(lastChunk) != lastOff+8 {
 		return fmt.Errorf("market: class %q of %d members: last chunk of %d bytes", class, n, len(lastChunk))
 	}
-	moved := binary.BigEndian.Uint64(lastChunk[lastOff:])
-	lastChunk = lastChunk[:lastOff]
+	// the chunk that holds pos (the last one itself when pos is in it) must hold node there
+	key, off := memberKey(class, pos)
+	holder, apart := lastChunk, pos/memberChunk != last/memberChunk // (a Pair's fields are pointers: keys do not compare)
+	if apart {
+		if holder, err = k.chunkOf(ctx, key); err != nil {
+			return err
+		}
+	}
+	if off+8 > len(holder) {
+		return fmt.Errorf("market: member %d of class %q: chunk of %d bytes", pos, class, len(holder))
+	}
+	if at := binary.BigEndian.Uint64(holder[off:]); at != node {
+		return fmt.Errorf("market: node %d at position %d of class %q: the position holds node %d", node, pos, class, at)
+	}
 	if pos != last {
-		key, off := memberKey(class, pos)
-		if pos/memberChunk == last/memberChunk { // (a Pair's fields are pointers: keys do not compare)
-			binary.BigEndian.PutUint64(lastChunk[off:], moved)
-		} else {
-			chunk, err := k.chunkOf(ctx, key)
-			if err != nil {
-				return err
-			}
-			if off+8 > len(chunk) {
-				return fmt.Errorf("market: member %d of class %q: chunk of %d bytes", pos, class, len(chunk))
-			}
-			binary.BigEndian.PutUint64(chunk[off:], moved)
-			if err := k.setChunk(ctx, key, chunk); err != nil {
+		moved := binary.BigEndian.Uint64(lastChunk[lastOff:])
+		binary.BigEndian.PutUint64(holder[off:], moved)
+		if apart {
+			if err := k.setChunk(ctx, key, holder); err != nil {
 				return err
 			}
 		}
 		if err := k.MemberPos.Set(ctx, moved, pos); err != nil {
 			return err
 		}
-	} else if moved != node {
-		return fmt.Errorf("market: node %d at position %d of class %q holds node %d", node, pos, class, moved)
 	}
+	lastChunk = lastChunk[:lastOff]
 	if err := k.setChunk(ctx, lastKey, lastChunk); err != nil {
 		return err
 	}

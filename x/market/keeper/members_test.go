@@ -1,6 +1,7 @@
 package keeper_test
 
 import (
+	"fmt"
 	"testing"
 
 	"cosmossdk.io/collections"
@@ -119,4 +120,18 @@ func TestSlotsInvariantCatchesAMemberHole(t *testing.T) {
 	msg, broken := f.k.SlotsInvariant(f.ctx)
 	require.True(t, broken)
 	require.Contains(t, msg, `class "A100-40GB" of size 4 holds 3 members`)
+}
+
+// A node whose reverse position names another node's position is not removed over it: the
+// removal fails with both nodes named, instead of dropping the other node from the draw.
+func TestRemoveMemberRefusesAPositionHeldByAnother(t *testing.T) {
+	f := newFixture(t, nil)
+	a := f.addNode(f.operator("a"), 8, nil)
+	b := f.addNode(f.operator("b"), 8, nil)
+	f.addNode(f.operator("c"), 8, nil)
+	require.NoError(t, f.k.MemberPos.Set(f.ctx, a, 1)) // b's position
+	n := f.gfl.nodes[a]
+	n.Status = gfltypes.NODE_STATUS_INACTIVE
+	err := f.k.GFLHooks().AfterNodeChanged(f.ctx, n)
+	require.ErrorContains(t, err, fmt.Sprintf("node %d at position 1 of class \"A100-40GB\": the position holds node %d", a, b))
 }
