@@ -26,9 +26,7 @@ import (
 // (pruneChunk tasks). The order: retries of failed items, pool claims past their reveal
 // deadline, auction closes, ack timeouts, lapsed heartbeats, run deadlines, reveal
 // deadlines, audit draws, settlements, job deadlines, cancellations, prunes; then the
-// scheduler; last, the fold of the history counts of the jobs submitted in the block into
-// their records (foldFreshHistory: not budgeted, bounded by the block's submissions).
-// max_timeouts_per_block still caps the queue entries taken per block.
+// scheduler. max_timeouts_per_block still caps the queue entries taken per block.
 //
 // An item that fails (an error or a panic: nothing of it is written) leaves its queue for
 // the retries, due again 1, 2, 4 and 8 blocks later; after blockhook.MaxAttempts failures
@@ -92,8 +90,7 @@ func (k Keeper) EndBlocker(goCtx context.Context) error {
 	if err := k.assignPending(ctx, p, assign); err != nil && !errors.Is(err, blockhook.ErrBudgetSpent) {
 		return err
 	}
-	// last: the history counts of the jobs submitted in this block go into their records
-	return k.foldFreshHistory(ctx)
+	return nil
 }
 
 // sortBlockWrites has the SDK's cache store of the block sort the market's writes of the

@@ -376,17 +376,6 @@ func (f *fixture) next(dt time.Duration) {
 		WithHeaderHash(blockHash(h)).WithEventManager(sdk.NewEventManager())
 }
 
-// nextWithoutEndBlock commits and moves to the next block (1 s later) without running the
-// EndBlocker: what was submitted so far is an earlier block's, assigned by the next
-// EndBlocker (a job assigned in its own block has its history count folded into its
-// record: foldFreshHistory).
-func (f *fixture) nextWithoutEndBlock() {
-	f.commitStore()
-	h := f.ctx.BlockHeight() + 1
-	f.ctx = f.ctx.WithBlockHeight(h).WithBlockTime(f.ctx.BlockTime().Add(time.Second)).
-		WithHeaderHash(blockHash(h)).WithEventManager(sdk.NewEventManager())
-}
-
 // commitStore commits the IAVL store as the chain does after every block. Besides
 // realism, this keeps IAVL's set of unsaved writes small: every iterator scans all of them.
 func (f *fixture) commitStore() {

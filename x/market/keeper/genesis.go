@@ -173,7 +173,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	// chain's HistoryAdded: entries are never removed one by one)
 	for _, j := range gs.Jobs {
 		if n := length[j.Id]; n > j.HistoryLen {
-			if err := k.HistoryAdded.Set(ctx, j.Id, n-j.HistoryLen); err != nil { // committed, whatever the height
+			if err := k.setHistoryAdded(ctx, j, n-j.HistoryLen); err != nil {
 				return err
 			}
 		}

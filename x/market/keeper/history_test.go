@@ -98,14 +98,11 @@ func (s countingStore) Set(k, v []byte) error {
 // An assignment (or an ack, or any step that only adds a history entry) changes nothing of
 // its job's record, so it does not rewrite it: the entry is counted in HistoryAdded. The
 // history reads the same (the Job query's history_len is the whole length), and an
-// export and import carries the count. (A job whose entries are added in its own
-// submission block has them folded into its record instead, which that block writes
-// anyway: TestAFreshJobsHistoryIsFoldedIntoItsRecord.)
+// export and import carries the count.
 func TestAStepThatOnlyAddsHistoryLeavesTheJobRecordUnwritten(t *testing.T) {
 	f := newFixture(t, nil)
 	f.addNode(f.operator("op"), 8, nil)
 	id := f.submit(f.gemmSpec(2))
-	f.nextWithoutEndBlock()
 	record := f.job(id)
 	require.Equal(t, uint32(1), record.HistoryLen, "entry 0, the submission, is implied")
 
@@ -212,18 +209,24 @@ func TestAFreshJobsHistoryFollowsOn(t *testing.T) {
 		require.Equal(t, uint32(len(out)), shown.Job.HistoryLen, "job %d", job)
 		return out
 	}
-	// stored entries 1..n: the first `folded` (its submission block's) counted in its
-	// record, the rest in the committed HistoryAdded
-	requireCounted := func(job uint64, n, folded uint32) {
+	// stored entries 1..n, n the committed count (and the block's transient copy while
+	// the block runs)
+	requireCounted := func(job uint64, n uint32) {
 		t.Helper()
-		requireHistoryCount(t, f, job, n, folded)
+		added, err := f.k.HistoryAdded.Get(f.ctx, job)
+		require.NoError(t, err)
+		require.Equal(t, n, added, "job %d", job)
+		for seq := uint32(1); seq <= n+1; seq++ {
+			has, err := f.k.History.Has(f.ctx, collections.Join(job, seq))
+			require.NoError(t, err)
+			require.Equal(t, seq <= n, has, "job %d entry %d", job, seq)
+		}
 	}
 	query := f.ctx.WithExecMode(sdk.ExecModeCheck)
 	require.Equal(t, []string{"JobSubmitted", "TaskAssigned", "TaskAssigned"}, events(query, id))
 	require.Equal(t, "JobCancelled", events(query, cancelled)[1])
-	requireCounted(id, 2, 2)
-	n := uint32(len(events(query, cancelled)) - 1)
-	requireCounted(cancelled, n, n)
+	requireCounted(id, 2)
+	requireCounted(cancelled, uint32(len(events(query, cancelled))-1))
 
 	// block h+1: the job is no longer fresh; its count comes from the committed state
 	f.commitStore()
@@ -233,77 +236,5 @@ func TestAFreshJobsHistoryFollowsOn(t *testing.T) {
 	require.NoError(t, err)
 	after := events(f.ctx.WithExecMode(sdk.ExecModeCheck), id)
 	require.Equal(t, []string{"JobSubmitted", "TaskAssigned", "TaskAssigned", "JobCancelled", "TaskCancelled", "TaskCancelled", "JobCancelled"}, after)
-	requireCounted(id, uint32(len(after)-1), 2)
-}
-
-// requireHistoryCount: the job's stored entries are 1..n, its record counts entry 0 and
-// the first `folded` (those of its submission block), and the committed HistoryAdded the
-// rest (no key when none).
-func requireHistoryCount(t *testing.T, f *fixture, job uint64, n, folded uint32) {
-	t.Helper()
-	require.Equal(t, 1+folded, f.job(job).HistoryLen, "job %d: its record's count", job)
-	added, err := f.k.HistoryAdded.Get(f.ctx, job)
-	if n == folded {
-		require.ErrorIs(t, err, collections.ErrNotFound, "job %d: a HistoryAdded key for nothing", job)
-	} else {
-		require.NoError(t, err)
-		require.Equal(t, n-folded, added, "job %d: HistoryAdded", job)
-	}
-	for seq := uint32(1); seq <= n+1; seq++ {
-		has, err := f.k.History.Has(f.ctx, collections.Join(job, seq))
-		require.NoError(t, err)
-		require.Equal(t, seq <= n, has, "job %d entry %d", job, seq)
-	}
-}
-
-// A job assigned in its submission block has that block's history entries counted in its
-// record, which the block writes anyway (foldFreshHistory, at the end of the market's
-// EndBlocker), and leaves no HistoryAdded key: one committed key fewer per submission
-// (TestSubmissionCommittedKeys). An entry added to it later in the same block (here a
-// cancellation after the EndBlocker, standing for a later module's EndBlocker reaching
-// the market through a hook) is counted in HistoryAdded, as in any later block; a second
-// EndBlocker in the block folds nothing twice; the count survives an export and import.
-func TestAFreshJobsHistoryIsFoldedIntoItsRecord(t *testing.T) {
-	f := newFixture(t, nil)
-	f.addNode(f.operator("op"), 8, nil)
-	f.next(time.Second)
-	a := f.submit(f.gemmSpec(3))
-	b := f.submit(f.gemmSpec(1))
-	require.NoError(t, f.k.EndBlocker(f.ctx))
-	requireHistoryCount(t, f, a, 3, 3)
-	requireHistoryCount(t, f, b, 1, 1)
-
-	// after the fold, in the same block
-	_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: b})
-	require.NoError(t, err)
-	require.NoError(t, f.k.EndBlocker(f.ctx))
-	hist, err := keeper.NewQueryServerImpl(f.k).JobHistory(f.ctx.WithExecMode(sdk.ExecModeCheck), &types.QueryJobHistoryRequest{JobId: b})
-	require.NoError(t, err)
-	n := uint32(len(hist.Entries) - 1)
-	require.Greater(t, n, uint32(1), "the cancellation added entries")
-	requireHistoryCount(t, f, b, n, 1)
-	requireHistoryCount(t, f, a, 3, 3)
-
-	f.next(time.Second)
-	_, err = f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: a})
-	require.NoError(t, err)
-	hist, err = keeper.NewQueryServerImpl(f.k).JobHistory(f.ctx.WithExecMode(sdk.ExecModeCheck), &types.QueryJobHistoryRequest{JobId: a})
-	require.NoError(t, err)
-	require.Equal(t, "TaskAssigned", hist.Entries[3].Event)
-	require.Equal(t, "JobCancelled", hist.Entries[4].Event, "the next entry follows the folded ones")
-	requireHistoryCount(t, f, a, uint32(len(hist.Entries)-1), 3)
-	f.assertInvariants()
-
-	gs, err := f.k.ExportGenesis(f.ctx)
-	require.NoError(t, err)
-	g := newFixture(t, nil)
-	g.bank.FundModule(types.ModuleName, sdk.NewCoins(sdk.NewCoin(udps, f.bank.ModuleBalance(types.ModuleName, udps))))
-	require.NoError(t, g.k.InitGenesis(g.ctx, gs))
-	for _, id := range []uint64{a, b} {
-		qf, err := keeper.NewQueryServerImpl(f.k).Job(f.ctx, &types.QueryJobRequest{JobId: id})
-		require.NoError(t, err)
-		qg, err := keeper.NewQueryServerImpl(g.k).Job(g.ctx, &types.QueryJobRequest{JobId: id})
-		require.NoError(t, err)
-		require.Equal(t, qf.Job.HistoryLen, qg.Job.HistoryLen, "job %d's history length after an import", id)
-	}
+	requireCounted(id, uint32(len(after)-1))
 }

@@ -173,21 +173,15 @@ type Keeper struct {
 	// job -> the entries added after the job's record last counted them (its
 	// history_len, written at submission): the history length is the sum, and a step
 	// that adds an entry and changes nothing else of the job does not rewrite its record.
-	// A block's execution writes HistoryAdded only through setHistoryAdded and
-	// removeHistoryAdded (genesis and Migrate4to5 write it directly: no job is fresh there).
+	// HistoryAdded is written only through setHistoryAdded and removeHistoryAdded, which
+	// keep freshHistoryAdded in step with it.
 	History      collections.Map[collections.Pair[uint64, uint32], types.HistoryEntry]
 	HistoryAdded collections.Map[uint64, uint32]
-	// freshHistoryAdded counts the entries added to the jobs submitted in the block being
-	// executed (fresh), in the transient store: such a job's record is written in this
-	// block anyway, so the market's EndBlocker folds the count into it (foldFreshHistory)
-	// and the job leaves no HistoryAdded key. Until then the committed HistoryAdded is not
-	// written for a fresh job, nor read (a key not there reaches the node's database, past
-	// IAVL's caches: 27% of a real node's EndBlock in the 12,000-sender make load, before
-	// this copy). historyFoldedAt is the height of the block whose fold has run: a fresh
-	// job's entry added after it (by a later module's EndBlocker, through a hook) is
-	// counted in both, as before the fold existed.
+	// freshHistoryAdded is HistoryAdded for the jobs submitted in the block being executed,
+	// in the transient store (historyAdded): such a job has no entry in the committed
+	// state, and reading one that is not there reaches the node's database (a miss in
+	// IAVL's caches): 27% of a real node's EndBlock in the 12,000-sender make load.
 	freshHistoryAdded collections.Map[uint64, uint32]
-	historyFoldedAt   collections.Item[int64]
 
 	DisputeSeq collections.Sequence
 	Disputes   collections.Map[uint64, types.Dispute]
@@ -333,7 +327,6 @@ func NewKeeper(
 	k.Schema = schema
 	tsb := collections.NewSchemaBuilderFromAccessor(transientService.OpenTransientStore)
 	k.freshHistoryAdded = collections.NewMap(tsb, collections.NewPrefix(0), "fresh_history_added", collections.Uint64Key, collections.Uint32Value)
-	k.historyFoldedAt = collections.NewItem(tsb, collections.NewPrefix(1), "history_folded_at", collections.Int64Value)
 	if _, err := tsb.Build(); err != nil {
 		panic(err)
 	}

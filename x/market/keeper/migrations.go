@@ -124,7 +124,7 @@ func (m Migrator) Migrate4to5(ctx context.Context) error {
 		return err
 	}
 	for _, j := range moved {
-		if err := m.k.HistoryAdded.Set(ctx, j.Id, j.HistoryLen-1); err != nil {
+		if err := m.k.setHistoryAdded(ctx, j, j.HistoryLen-1); err != nil {
 			return err
 		}
 		j.HistoryLen = 1

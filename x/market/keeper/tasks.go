@@ -11,7 +11,6 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/internal/unitstore"
 	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -255,8 +254,7 @@ func submittedEntry(job types.Job, denom string) types.HistoryEntry {
 // (every step also has its typed event). The entries added after submission are counted
 // in HistoryAdded, not in the job's record, whose history_len stays what submission
 // wrote (the implied entry 0): a step that changes nothing else of the job leaves its
-// record unwritten (saveJob). The entries added in the job's own submission block are
-// the exception: they are folded into its record at the block's end (foldFreshHistory).
+// record unwritten (saveJob).
 func (k Keeper) addHistory(ctx context.Context, job types.Job, p types.Params, event string, taskID, nodeID uint64, detail string) error {
 	added, err := k.historyAdded(ctx, job)
 	if err != nil {
@@ -278,12 +276,13 @@ func (k Keeper) addHistory(ctx context.Context, job types.Job, p types.Params, e
 // counted them (0 when none).
 //
 // A job submitted in the block being executed (fresh) has no HistoryAdded entry in the
-// committed state: its count is in freshHistoryAdded, which is read instead. Reading
-// HistoryAdded for it would look for a key that is not there, past every cache down to
-// the node's database. Only a block's execution (FinalizeBlock) reads the transient copy:
-// a query, CheckTx or a simulation runs at the last committed height, where a job
-// "submitted at this height" was committed with its count folded into its record, and
-// the transient store is empty.
+// committed state: one written since is in the block's writes, and in
+// freshHistoryAdded, which is read instead. Reading HistoryAdded for it would look for a
+// key that is not there, past every cache down to the node's database. A fresh job's
+// count is written to both (setHistoryAdded), so the two agree. Only a block's execution
+// (FinalizeBlock) reads the transient copy: a query, CheckTx or a simulation runs at the
+// last committed height, where a job "submitted at this height" was committed with its
+// count, and the transient store is empty.
 func (k Keeper) historyAdded(ctx context.Context, job types.Job) (uint32, error) {
 	m := k.HistoryAdded
 	if fresh(ctx, job) {
@@ -296,76 +295,14 @@ func (k Keeper) historyAdded(ctx context.Context, job types.Job) (uint32, error)
 	return added, err
 }
 
-// setHistoryAdded writes a job's count of entries added (historyAdded). A fresh job's
-// count stays in the block's transient store until the EndBlocker folds it into the job's
-// record (foldFreshHistory); after the fold it is written to both, so that the committed
-// count is right whatever adds to the job later in the block.
+// setHistoryAdded writes a job's count of entries added (historyAdded).
 func (k Keeper) setHistoryAdded(ctx context.Context, job types.Job, added uint32) error {
 	if fresh(ctx, job) {
 		if err := k.freshHistoryAdded.Set(ctx, job.Id, added); err != nil {
 			return err
 		}
-		folded, err := k.historyFolded(ctx)
-		if err != nil || !folded {
-			return err
-		}
 	}
 	return k.HistoryAdded.Set(ctx, job.Id, added)
-}
-
-// historyFolded says whether this block's fold of the fresh jobs' counts has run.
-func (k Keeper) historyFolded(ctx context.Context) (bool, error) {
-	at, err := k.historyFoldedAt.Get(ctx)
-	if errors.Is(err, collections.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil && at == sdk.UnwrapSDKContext(ctx).BlockHeight(), err
-}
-
-// foldFreshHistory adds the entries counted for the jobs submitted in this block
-// (freshHistoryAdded) to their records' history_len, once a block, and marks the block's
-// count folded. A fresh job's record was written in this block (its submission), so
-// rewriting it adds no key to the committed state, where a HistoryAdded entry would be a
-// new key, hashed at the block's end and saved at its commit: one of the eleven keys a
-// submission assigned in its inclusion block left (TestSubmissionCommittedKeys). The work
-// is a read and a write of one record per job submitted in this block with an entry
-// added: bounded by the block's submissions, each of which paid for writing that record
-// once. A record not there (a job removed in the block it was submitted, which removes
-// its count too) has nothing to count; an entry of a job not fresh (the transient store
-// outlives a block only where no commit resets it: tests) was counted in the committed
-// state when it was written, after an earlier block's fold.
-func (k Keeper) foldFreshHistory(ctx context.Context) error {
-	if folded, err := k.historyFolded(ctx); err != nil || folded {
-		return err
-	}
-	it, err := k.freshHistoryAdded.Iterate(ctx, nil)
-	if err != nil {
-		return err
-	}
-	counts, err := it.KeyValues() // read whole: the store is written below
-	if err != nil {
-		return err
-	}
-	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	h := sdkCtx.BlockHeight()
-	ctx = unitstore.New(sdkCtx) // the market's store opened once for the fold
-	for _, c := range counts {
-		if err := k.freshHistoryAdded.Remove(ctx, c.Key); err != nil {
-			return err
-		}
-		j, err := k.jobValues.Get(ctx, c.Key)
-		if errors.Is(err, collections.ErrNotFound) || (err == nil && j.SubmittedHeight != h) || c.Value == 0 {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		j.HistoryLen += c.Value
-		if err := k.jobValues.Set(ctx, c.Key, j); err != nil {
-			return err
-		}
-	}
-	return k.historyFoldedAt.Set(ctx, h)
 }
 
 // removeHistoryAdded deletes a job's count of entries added (its history is gone).
