@@ -88,7 +88,8 @@ func BenchmarkDeliverBlock(b *testing.B) {
 // entry gained measurably, folding away the job's history counter did not).
 //
 // Per submission: the job, its spec and its owner, status and deadline index entries;
-// the task and its node and provider index entries, its ack deadline; the history entry
+// the task and its (provider, node) index entry (two entries, by node and by provider,
+// until store version 7), its ack deadline; the history entry
 // of the assignment and the job's history counter. The block's own (n % 100): the
 // client's balance and sequence, the escrow, the 16 nodes' slots and load index
 // entries, the class counter, the id counters.
@@ -109,7 +110,7 @@ func TestSubmissionCommittedKeys(t *testing.T) {
 	}{
 		{"jobs", markettypes.JobsKey}, {"jobs by owner", markettypes.JobsByOwnerKey}, {"jobs by status", markettypes.JobsByStatusKey},
 		{"job specs", markettypes.JobSpecsKey}, {"job deadlines", markettypes.JobDeadlinesKey}, {"tasks", markettypes.TasksKey},
-		{"tasks by node", markettypes.TasksByNodeKey}, {"tasks by provider", markettypes.TasksByProviderKey},
+		{"tasks by provider and node", markettypes.TasksByProviderNodeKey},
 		{"ack deadlines", markettypes.AckDeadlinesKey}, {"history", markettypes.HistoryKey}, {"history added", markettypes.HistoryAddedKey},
 	} {
 		market[c.prefix[0]] = c.name
@@ -151,7 +152,7 @@ func TestSubmissionCommittedKeys(t *testing.T) {
 	t.Logf("keys written to the committed state: %.2f per submission (%d in the block, %d of them the block's own)", float64(total)/txs, total, perBlock)
 	require.Equal(t, map[string]int{
 		"jobs": 1, "jobs by owner": 1, "jobs by status": 1, "job specs": 1, "job deadlines": 1,
-		"tasks": 1, "tasks by node": 1, "tasks by provider": 1, "ack deadlines": 1, "history": 1, "history added": 1,
+		"tasks": 1, "tasks by provider and node": 1, "ack deadlines": 1, "history": 1, "history added": 1,
 	}, perSubmission, "keys per submission")
 	require.LessOrEqual(t, perBlock, 80, "the block's own keys")
 }

@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 6
+const ConsensusVersion = 7
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -96,6 +96,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 5, func(ctx sdk.Context) error { return m.Migrate5to6(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 5 to 6: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 6, func(ctx sdk.Context) error { return m.Migrate6to7(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 6 to 7: %w", types.ModuleName, err))
 	}
 }
 

@@ -320,3 +320,35 @@ func (k Keeper) MemberAtForTest(ctx context.Context, class string, pos uint64) (
 func (m Migrator) V5MembersForTest() collections.Map[collections.Pair[string, uint64], uint64] {
 	return m.v5Members()
 }
+
+// V6IndexesForTest rewrites the live tasks' (provider, node) index entries as version 6
+// kept them: (node, task) in prefix 8 and (provider, task) in prefix 9, the new index
+// cleared. It returns how many tasks it moved.
+func (m Migrator) V6IndexesForTest(ctx context.Context) (int, error) {
+	old := m.v1Refs()
+	type entry struct {
+		provider sdk.AccAddress
+		node     uint64
+		task     uint64
+	}
+	var entries []entry
+	err := m.k.Tasks.Indexes.ByProviderNode.Walk(ctx, nil, func(ref collections.Pair[sdk.AccAddress, uint64], task uint64) (bool, error) {
+		entries = append(entries, entry{ref.K1(), ref.K2(), task})
+		return false, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if err := old.byNode.Set(ctx, collections.Join(e.node, e.task)); err != nil {
+			return 0, err
+		}
+		if err := old.byProvider.Set(ctx, collections.Join(e.provider, e.task)); err != nil {
+			return 0, err
+		}
+		if err := m.k.Tasks.Indexes.ByProviderNode.Unreference(ctx, e.task, func() (types.Task, error) { return m.k.taskValues.Get(ctx, e.task) }); err != nil {
+			return 0, err
+		}
+	}
+	return len(entries), nil
+}

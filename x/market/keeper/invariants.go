@@ -137,7 +137,11 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 	err := k.Slots.Walk(ctx, nil, func(id uint64, s types.NodeSlot) (bool, error) {
 		var gpus, tasks, open uint32
 		held := types.NodeSlot{Devices: s.Devices} // the devices its tasks hold
-		it, err := k.Tasks.Indexes.ByNode.MatchExact(ctx, id)
+		op, err := k.address("operator", s.Operator)
+		if err != nil {
+			return true, err
+		}
+		it, err := k.Tasks.Indexes.ByProviderNode.MatchExact(ctx, collections.Join(op, id))
 		if err != nil {
 			return true, err
 		}

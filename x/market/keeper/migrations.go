@@ -135,6 +135,57 @@ func (m Migrator) Migrate4to5(ctx context.Context) error {
 	return nil
 }
 
+// Migrate6to7: the tasks-by-node (prefix 8) and tasks-by-provider (prefix 9) indexes
+// become one, keyed (provider, node, task) (TasksByProviderNode): a task with a node has
+// one index entry where it had two. The work is one read of each indexed task, one write
+// and two deletes a task.
+func (m Migrator) Migrate6to7(ctx context.Context) error {
+	old := m.v1Refs()
+	it, err := old.byNode.Iterate(ctx, nil)
+	if err != nil {
+		return err
+	}
+	keys, err := it.Keys()
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		t, err := m.k.taskValues.Get(ctx, key.K2())
+		if err != nil {
+			return fmt.Errorf("migrate 6 to 7: task %d of node %d's index entry: %w", key.K2(), key.K1(), err)
+		}
+		if t.NodeId != key.K1() || t.Provider == "" {
+			return fmt.Errorf("migrate 6 to 7: task %d is indexed under node %d but has node %d, provider %q", t.Id, key.K1(), t.NodeId, t.Provider)
+		}
+		if err := m.k.Tasks.Indexes.ByProviderNode.Reference(ctx, t.Id, t, noTask); err != nil {
+			return err
+		}
+	}
+	// every provider entry's task has a node (the two indexes held the same tasks): one
+	// without would drop out of the provider's list
+	pit, err := old.byProvider.Iterate(ctx, nil)
+	if err != nil {
+		return err
+	}
+	pkeys, err := pit.Keys()
+	if err != nil {
+		return err
+	}
+	for _, key := range pkeys {
+		t, err := m.k.taskValues.Get(ctx, key.K2())
+		if err != nil {
+			return fmt.Errorf("migrate 6 to 7: task %d of a provider's index entry: %w", key.K2(), err)
+		}
+		if t.NodeId == 0 {
+			return fmt.Errorf("migrate 6 to 7: task %d is indexed under provider %s but has no node", t.Id, t.Provider)
+		}
+	}
+	if err := old.byNode.Clear(ctx, nil); err != nil {
+		return err
+	}
+	return old.byProvider.Clear(ctx, nil)
+}
+
 // Migrate5to6: the class members move from one key a position (prefix 48) into chunks
 // of memberChunk positions (MemberChunks), their positions and MemberPos unchanged. The
 // work is one read and one delete a member and one write a chunk.

@@ -2,6 +2,7 @@ package keeper_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"cosmossdk.io/collections"
 
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
 
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -51,11 +53,9 @@ func TestMigrate1to2DropsTheUnassignedTasksIndexEntries(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 
-	it, err := f.k.Tasks.Indexes.ByNode.MatchExact(f.ctx, node)
+	byNode, err := keeper.NewQueryServerImpl(f.k).TasksByNode(f.ctx, &types.QueryTasksByNodeRequest{NodeId: node})
 	require.NoError(t, err)
-	ids, err := it.PrimaryKeys()
-	require.NoError(t, err)
-	require.Len(t, ids, assigned, "the assigned tasks keep their node entries")
+	require.Len(t, byNode.Tasks, assigned, "the assigned tasks keep their node entries")
 	res, err := keeper.NewQueryServerImpl(f.k).TasksByProvider(f.ctx, &types.QueryTasksByProviderRequest{Provider: op})
 	require.NoError(t, err)
 	require.Len(t, res.Tasks, assigned, "and their provider entries")
@@ -276,4 +276,113 @@ func TestMigrate5to6RefusesAHole(t *testing.T) {
 	require.NoError(t, v5.Set(f.ctx, collections.Join("A100-40GB", uint64(0)), 1))
 	require.NoError(t, v5.Set(f.ctx, collections.Join("A100-40GB", uint64(2)), 3))
 	require.ErrorContains(t, m.Migrate5to6(f.ctx), `class "A100-40GB" has position 2 where 1 was due`)
+}
+
+// providerNodeTasks is the ground truth of the tasks index: per provider and per node,
+// the ids of the tasks that have a node, sorted.
+func providerNodeTasks(f *fixture, jobs []uint64) (byProvider map[string][]uint64, byNode map[uint64][]uint64) {
+	byProvider, byNode = map[string][]uint64{}, map[uint64][]uint64{}
+	for _, j := range jobs {
+		for _, t := range f.tasks(j) {
+			if t.NodeId == 0 {
+				continue
+			}
+			byProvider[t.Provider] = append(byProvider[t.Provider], t.Id)
+			byNode[t.NodeId] = append(byNode[t.NodeId], t.Id)
+		}
+	}
+	for _, ids := range byProvider {
+		slices.Sort(ids)
+	}
+	for _, ids := range byNode {
+		slices.Sort(ids)
+	}
+	return byProvider, byNode
+}
+
+// listed pages through TasksByProvider (limit per page, by next key) or TasksByNode and
+// returns the ids, sorted, checking that no task is listed twice.
+func listed(t *testing.T, f *fixture, provider string, node uint64, limit uint64) []uint64 {
+	t.Helper()
+	qs := keeper.NewQueryServerImpl(f.k)
+	var ids []uint64
+	seen := map[uint64]bool{}
+	var key []byte
+	for range 1000 {
+		pg := &query.PageRequest{Key: key, Limit: limit}
+		var tasks []types.Task
+		var next []byte
+		if provider != "" {
+			res, err := qs.TasksByProvider(f.ctx, &types.QueryTasksByProviderRequest{Provider: provider, Pagination: pg})
+			require.NoError(t, err)
+			tasks, next = res.Tasks, res.Pagination.NextKey
+		} else {
+			res, err := qs.TasksByNode(f.ctx, &types.QueryTasksByNodeRequest{NodeId: node, Pagination: pg})
+			require.NoError(t, err)
+			tasks, next = res.Tasks, res.Pagination.NextKey
+		}
+		for _, task := range tasks {
+			require.False(t, seen[task.Id], "task %d listed twice", task.Id)
+			seen[task.Id] = true
+			ids = append(ids, task.Id)
+		}
+		if len(next) == 0 {
+			break
+		}
+		key = next
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Version 7 keeps one index entry a task under (provider, node), where version 6 kept
+// two (by node, by provider). TasksByProvider lists a provider's tasks over all its nodes
+// and no other provider's, TasksByNode a node's, both whole when paged by next key; the
+// migration from 6 moves every entry, leaves none of the old ones, and the lists and the
+// invariants are the same after it.
+func TestMigrate6to7MergesTheNodeAndProviderIndexes(t *testing.T) {
+	f := newFixture(t, nil)
+	a, b := f.operator("a"), f.operator("b")
+	for range 3 {
+		f.addNode(a, 2, nil)
+	}
+	f.addNode(b, 2, nil)
+	var jobs []uint64
+	for range 4 {
+		jobs = append(jobs, f.submit(f.gemmSpec(2)))
+	}
+	f.next(time.Second)
+	byProvider, byNode := providerNodeTasks(f, jobs)
+	require.Len(t, byNode, 4, "every node holds a task")
+	require.Len(t, byProvider[a], 6)
+	check := func() {
+		t.Helper()
+		for _, p := range []string{a, b} {
+			for _, limit := range []uint64{1, 2, 100} {
+				require.Equal(t, byProvider[p], listed(t, f, p, 0, limit), "provider %s, pages of %d", p, limit)
+			}
+		}
+		for node, ids := range byNode {
+			require.Equal(t, ids, listed(t, f, "", node, 1), "node %d", node)
+		}
+		f.assertInvariants()
+	}
+	check()
+
+	m := keeper.NewMigrator(f.k)
+	moved, err := m.V6IndexesForTest(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 8, moved)
+	require.Empty(t, listed(t, f, a, 0, 100), "the version 6 layout: the new index is empty")
+	require.NoError(t, m.Migrate6to7(f.ctx))
+	refs, err := m.V1UnassignedRefsForTest(f.ctx)
+	require.NoError(t, err)
+	require.Zero(t, refs)
+	for _, prefix := range []collections.Prefix{types.TasksByNodeKey, types.TasksByProviderKey} {
+		it, err := f.env.StoreService.OpenKVStore(f.ctx).Iterator(prefix.Bytes(), storetypes.PrefixEndBytes(prefix.Bytes()))
+		require.NoError(t, err)
+		require.False(t, it.Valid(), "a version 6 key of prefix %d is left", prefix.Bytes()[0])
+		require.NoError(t, it.Close())
+	}
+	check()
 }

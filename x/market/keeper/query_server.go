@@ -218,35 +218,49 @@ func (q queryServer) TasksByJob(ctx context.Context, req *types.QueryTasksByJobR
 	return &types.QueryTasksByJobResponse{Tasks: tasks, Pagination: page}, nil
 }
 
-// TasksByNode pages through a node's tasks.
+// TasksByNode pages through a node's tasks: the index's entries under (the node's
+// operator, node). A node's operator never changes; a node unknown to x/gfl has none to
+// look under (its tasks are listed by TasksByProvider).
 func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNodeRequest) (*types.QueryTasksByNodeResponse, error) {
-	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByNode, req.Pagination, tasksOf[uint64](ctx, q.k),
-		query.WithCollectionPaginationPairPrefix[uint64, uint64](req.NodeId))
+	n, err := q.k.gfl.GetNode(ctx, req.NodeId)
+	if err != nil {
+		return nil, err
+	}
+	op, err := q.k.address("operator", n.Operator)
+	if err != nil {
+		return nil, err
+	}
+	type key = collections.Pair[sdk.AccAddress, uint64]
+	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProviderNode, req.Pagination, tasksOf[key](ctx, q.k),
+		query.WithCollectionPaginationPairPrefix[key, uint64](collections.Join(op, req.NodeId)))
 	if err != nil {
 		return nil, err
 	}
 	return &types.QueryTasksByNodeResponse{Tasks: tasks, Pagination: page}, nil
 }
 
-// TasksByProvider pages through a provider's tasks.
+// TasksByProvider pages through a provider's tasks, by node and then task id.
 func (q queryServer) TasksByProvider(ctx context.Context, req *types.QueryTasksByProviderRequest) (*types.QueryTasksByProviderResponse, error) {
 	provider, err := q.k.address("provider", req.Provider)
 	if err != nil {
 		return nil, err
 	}
-	prefix := query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](provider)
+	type key = collections.Pair[sdk.AccAddress, uint64]
+	// the provider's part of the (provider, node) reference: a pair prefix of the index's
+	// (reference, task) keys whose reference is itself a prefix
+	prefix := query.WithCollectionPaginationPairPrefix[key, uint64](collections.PairPrefix[sdk.AccAddress, uint64](provider))
 	if req.Active {
-		tasks, page, err := query.CollectionFilteredPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination,
-			func(key collections.Pair[sdk.AccAddress, uint64], _ collections.NoValue) (bool, error) {
-				t, err := q.k.Tasks.Get(ctx, key.K2())
+		tasks, page, err := query.CollectionFilteredPaginate(ctx, q.k.Tasks.Indexes.ByProviderNode, req.Pagination,
+			func(k collections.Pair[key, uint64], _ collections.NoValue) (bool, error) {
+				t, err := q.k.Tasks.Get(ctx, k.K2())
 				return err == nil && holdsExposure(t.Status), err
-			}, tasksOf[sdk.AccAddress](ctx, q.k), prefix)
+			}, tasksOf[key](ctx, q.k), prefix)
 		if err != nil {
 			return nil, err
 		}
 		return &types.QueryTasksByProviderResponse{Tasks: tasks, Pagination: page}, nil
 	}
-	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination, tasksOf[sdk.AccAddress](ctx, q.k), prefix)
+	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProviderNode, req.Pagination, tasksOf[key](ctx, q.k), prefix)
 	if err != nil {
 		return nil, err
 	}
