@@ -352,3 +352,8 @@ func (m Migrator) V6IndexesForTest(ctx context.Context) (int, error) {
 	}
 	return len(entries), nil
 }
+
+// V6ProviderEntryForTest writes a version 6 tasks-by-provider entry (prefix 9).
+func (m Migrator) V6ProviderEntryForTest(ctx context.Context, provider sdk.AccAddress, task uint64) error {
+	return m.v1Refs().byProvider.Set(ctx, collections.Join(provider, task))
+}

@@ -11,6 +11,7 @@ import (
 	"cosmossdk.io/collections"
 
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
 
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -365,6 +366,7 @@ func TestMigrate6to7MergesTheNodeAndProviderIndexes(t *testing.T) {
 		for node, ids := range byNode {
 			require.Equal(t, ids, listed(t, f, "", node, 1), "node %d", node)
 		}
+		require.Empty(t, listed(t, f, "", 999, 10), "a node x/gfl does not know has no tasks")
 		f.assertInvariants()
 	}
 	check()
@@ -385,4 +387,28 @@ func TestMigrate6to7MergesTheNodeAndProviderIndexes(t *testing.T) {
 		require.NoError(t, it.Close())
 	}
 	check()
+}
+
+// Version 6's two indexes held the same tasks. A provider entry whose task has no node
+// would drop out of the provider's list in version 7: the migration refuses it, naming
+// the task, rather than lose it.
+func TestMigrate6to7RefusesAProviderEntryWithoutANode(t *testing.T) {
+	f := newFixture(t, nil)
+	a := f.operator("a")
+	f.addNode(a, 2, nil)
+	job := f.submit(f.gemmSpec(3)) // two assigned, one pending
+	f.next(time.Second)
+	var pending uint64
+	for _, task := range f.tasks(job) {
+		if task.NodeId == 0 {
+			pending = task.Id
+		}
+	}
+	require.NotZero(t, pending)
+	m := keeper.NewMigrator(f.k)
+	_, err := m.V6IndexesForTest(f.ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.V6ProviderEntryForTest(f.ctx, sdk.MustAccAddressFromBech32(a), pending))
+	err = m.Migrate6to7(f.ctx)
+	require.ErrorContains(t, err, fmt.Sprintf("task %d is indexed under provider", pending))
 }

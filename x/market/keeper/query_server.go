@@ -13,6 +13,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
 
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -219,10 +220,14 @@ func (q queryServer) TasksByJob(ctx context.Context, req *types.QueryTasksByJobR
 }
 
 // TasksByNode pages through a node's tasks: the index's entries under (the node's
-// operator, node). A node's operator never changes; a node unknown to x/gfl has none to
-// look under (its tasks are listed by TasksByProvider).
+// operator, node). A node's operator never changes. A node unknown to x/gfl has none to
+// look under: its list is empty, as a node with no tasks has (a node x/gfl deleted has
+// its tasks listed by TasksByProvider).
 func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNodeRequest) (*types.QueryTasksByNodeResponse, error) {
 	n, err := q.k.gfl.GetNode(ctx, req.NodeId)
+	if errorsmod.IsOf(err, collections.ErrNotFound, gfltypes.ErrNodeNotFound) {
+		return &types.QueryTasksByNodeResponse{Pagination: &query.PageResponse{}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
