@@ -357,3 +357,8 @@ func (m Migrator) V6IndexesForTest(ctx context.Context) (int, error) {
 func (m Migrator) V6ProviderEntryForTest(ctx context.Context, provider sdk.AccAddress, task uint64) error {
 	return m.v1Refs().byProvider.Set(ctx, collections.Join(provider, task))
 }
+
+// V6NodeEntryForTest writes a version 6 tasks-by-node entry (prefix 8).
+func (m Migrator) V6NodeEntryForTest(ctx context.Context, node, task uint64) error {
+	return m.v1Refs().byNode.Set(ctx, collections.Join(node, task))
+}

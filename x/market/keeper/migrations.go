@@ -141,43 +141,39 @@ func (m Migrator) Migrate4to5(ctx context.Context) error {
 // and two deletes a task.
 func (m Migrator) Migrate6to7(ctx context.Context) error {
 	old := m.v1Refs()
-	it, err := old.byNode.Iterate(ctx, nil)
-	if err != nil {
-		return err
-	}
-	keys, err := it.Keys()
-	if err != nil {
-		return err
-	}
-	for _, key := range keys {
-		t, err := m.k.taskValues.Get(ctx, key.K2())
-		if err != nil {
-			return fmt.Errorf("migrate 6 to 7: task %d of node %d's index entry: %w", key.K2(), key.K1(), err)
+	// the two indexes held the same tasks: each node entry's task has that node and a
+	// provider, and each provider entry's task a node (one without would drop out of the
+	// provider's list)
+	task := func(id uint64, entry string, ok func(types.Task) bool) (types.Task, error) {
+		t, err := m.k.taskValues.Get(ctx, id)
+		if err == nil && !ok(t) {
+			err = fmt.Errorf("has node %d, provider %q", t.NodeId, t.Provider)
 		}
-		if t.NodeId != key.K1() || t.Provider == "" {
-			return fmt.Errorf("migrate 6 to 7: task %d is indexed under node %d but has node %d, provider %q", t.Id, key.K1(), t.NodeId, t.Provider)
+		if err != nil {
+			return t, fmt.Errorf("migrate 6 to 7: task %d of %s's index entry: %w", id, entry, err)
+		}
+		return t, nil
+	}
+	byNode, err := keysIn(ctx, old.byNode, nil)
+	if err != nil {
+		return err
+	}
+	for _, key := range byNode {
+		t, err := task(key.K2(), fmt.Sprintf("node %d", key.K1()), func(t types.Task) bool { return t.NodeId == key.K1() && t.Provider != "" })
+		if err != nil {
+			return err
 		}
 		if err := m.k.Tasks.Indexes.ByProviderNode.Reference(ctx, t.Id, t, noTask); err != nil {
 			return err
 		}
 	}
-	// every provider entry's task has a node (the two indexes held the same tasks): one
-	// without would drop out of the provider's list
-	pit, err := old.byProvider.Iterate(ctx, nil)
+	byProvider, err := keysIn(ctx, old.byProvider, nil)
 	if err != nil {
 		return err
 	}
-	pkeys, err := pit.Keys()
-	if err != nil {
-		return err
-	}
-	for _, key := range pkeys {
-		t, err := m.k.taskValues.Get(ctx, key.K2())
-		if err != nil {
-			return fmt.Errorf("migrate 6 to 7: task %d of a provider's index entry: %w", key.K2(), err)
-		}
-		if t.NodeId == 0 {
-			return fmt.Errorf("migrate 6 to 7: task %d is indexed under provider %s but has no node", t.Id, t.Provider)
+	for _, key := range byProvider {
+		if _, err := task(key.K2(), "a provider", func(t types.Task) bool { return t.NodeId != 0 }); err != nil {
+			return err
 		}
 	}
 	if err := old.byNode.Clear(ctx, nil); err != nil {
@@ -330,12 +326,18 @@ func (m Migrator) v1Refs() v1Refs {
 	}
 }
 
-func removeAll[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) error {
+// keysIn reads a key set's keys in a range, whole (a caller that writes the set, or
+// another collection, does so after the iterator is closed).
+func keysIn[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) ([]K, error) {
 	it, err := set.Iterate(ctx, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	keys, err := it.Keys()
+	return it.Keys()
+}
+
+func removeAll[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) error {
+	keys, err := keysIn(ctx, set, r)
 	if err != nil {
 		return err
 	}

@@ -390,25 +390,40 @@ func TestMigrate6to7MergesTheNodeAndProviderIndexes(t *testing.T) {
 }
 
 // Version 6's two indexes held the same tasks. A provider entry whose task has no node
-// would drop out of the provider's list in version 7: the migration refuses it, naming
-// the task, rather than lose it.
-func TestMigrate6to7RefusesAProviderEntryWithoutANode(t *testing.T) {
-	f := newFixture(t, nil)
-	a := f.operator("a")
-	f.addNode(a, 2, nil)
-	job := f.submit(f.gemmSpec(3)) // two assigned, one pending
-	f.next(time.Second)
-	var pending uint64
-	for _, task := range f.tasks(job) {
-		if task.NodeId == 0 {
-			pending = task.Id
-		}
+// would drop out of the provider's list in version 7, and a node entry whose task is not
+// that node's would list it under the wrong node: the migration refuses either, naming
+// the task, rather than lose or misfile it.
+func TestMigrate6to7RefusesAnEntryItsTaskDoesNotMatch(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write func(m keeper.Migrator, f *fixture, op string, pending uint64) error
+		want  string
+	}{
+		{"a provider entry without a node", func(m keeper.Migrator, f *fixture, op string, pending uint64) error {
+			return m.V6ProviderEntryForTest(f.ctx, sdk.MustAccAddressFromBech32(op), pending)
+		}, "task %d of a provider's index entry: has node 0"},
+		{"a node entry of a task without that node", func(m keeper.Migrator, f *fixture, _ string, pending uint64) error {
+			return m.V6NodeEntryForTest(f.ctx, 1, pending)
+		}, "task %d of node 1's index entry: has node 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			a := f.operator("a")
+			f.addNode(a, 2, nil)
+			job := f.submit(f.gemmSpec(3)) // two assigned, one pending
+			f.next(time.Second)
+			var pending uint64
+			for _, task := range f.tasks(job) {
+				if task.NodeId == 0 {
+					pending = task.Id
+				}
+			}
+			require.NotZero(t, pending)
+			m := keeper.NewMigrator(f.k)
+			_, err := m.V6IndexesForTest(f.ctx)
+			require.NoError(t, err)
+			require.NoError(t, c.write(m, f, a, pending))
+			require.ErrorContains(t, m.Migrate6to7(f.ctx), fmt.Sprintf(c.want, pending))
+		})
 	}
-	require.NotZero(t, pending)
-	m := keeper.NewMigrator(f.k)
-	_, err := m.V6IndexesForTest(f.ctx)
-	require.NoError(t, err)
-	require.NoError(t, m.V6ProviderEntryForTest(f.ctx, sdk.MustAccAddressFromBech32(a), pending))
-	err = m.Migrate6to7(f.ctx)
-	require.ErrorContains(t, err, fmt.Sprintf("task %d is indexed under provider", pending))
 }
