@@ -110,7 +110,7 @@ func TestSubmissionCommittedKeys(t *testing.T) {
 	}{
 		{"jobs", markettypes.JobsKey}, {"jobs by owner", markettypes.JobsByOwnerKey}, {"jobs by status", markettypes.JobsByStatusKey},
 		{"job specs", markettypes.JobSpecsKey}, {"job deadlines", markettypes.JobDeadlinesKey}, {"tasks", markettypes.TasksKey},
-		{"tasks by provider", markettypes.TasksByProviderTaskKey},
+		{"tasks by provider and node", markettypes.TasksByProviderNodeKey},
 		{"ack deadlines", markettypes.AckDeadlinesKey}, {"history", markettypes.HistoryKey}, {"history added", markettypes.HistoryAddedKey},
 	} {
 		market[c.prefix[0]] = c.name
@@ -152,7 +152,7 @@ func TestSubmissionCommittedKeys(t *testing.T) {
 	t.Logf("keys written to the committed state: %.2f per submission (%d in the block, %d of them the block's own)", float64(total)/txs, total, perBlock)
 	require.Equal(t, map[string]int{
 		"jobs": 1, "jobs by owner": 1, "jobs by status": 1, "job specs": 1, "job deadlines": 1,
-		"tasks": 1, "tasks by provider": 1, "ack deadlines": 1, "history": 1, "history added": 1,
+		"tasks": 1, "tasks by provider and node": 1, "ack deadlines": 1, "history": 1, "history added": 1,
 	}, perSubmission, "keys per submission")
 	require.LessOrEqual(t, perBlock, 80, "the block's own keys")
 }

@@ -249,7 +249,7 @@ func requireAssignmentOps(t *testing.T, f *fixture, jobs, counter int) {
 	}{
 		{"tasks", types.TasksKey}, {"jobs", types.JobsKey}, {"job specs", types.JobSpecsKey}, {"groups", types.GroupsKey},
 		{"member chunks", types.MemberChunksKey}, {"slots", types.SlotsKey}, {"history added", types.HistoryAddedKey},
-		{"class nodes", types.ClassNodesKey}, {"tasks by provider", types.TasksByProviderTaskKey},
+		{"class nodes", types.ClassNodesKey}, {"tasks by provider and node", types.TasksByProviderNodeKey},
 		{"sched index", types.SchedIndexKey}, {"ack deadlines", types.AckDeadlinesKey}, {"history", types.HistoryKey},
 		{"assign queue", types.AssignQueueKey}, {"class size", types.ClassSizeKey},
 	} {
@@ -282,7 +282,7 @@ func requireAssignmentOps(t *testing.T, f *fixture, jobs, counter int) {
 	}
 	require.Equal(t, reads, byName(f.ops.GetsBy), "reads per assignment")
 	require.Equal(t, map[string]int{
-		"tasks": 1, "tasks by provider": 1, "slots": 1, "sched index": 1, "class nodes": 1,
+		"tasks": 1, "tasks by provider and node": 1, "slots": 1, "sched index": 1, "class nodes": 1,
 		"ack deadlines": 1, "history": 1, "history added": 1,
 	}, byName(f.ops.SetsBy), "writes per assignment")
 	require.Equal(t, map[string]int{"sched index": 1, "assign queue": 1, "groups": 1}, byName(f.ops.DeletesBy), "deletes per assignment")

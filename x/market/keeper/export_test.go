@@ -321,57 +321,36 @@ func (m Migrator) V5MembersForTest() collections.Map[collections.Pair[string, ui
 	return m.v5Members()
 }
 
-// V6IndexesForTest rewrites the live tasks' index entries as version 6 kept them:
-// (node, task) in prefix 8 and (provider, task) in prefix 9, the new index cleared. It
-// returns how many tasks it moved.
+// V6IndexesForTest rewrites the live tasks' (provider, node) index entries as version 6
+// kept them: (node, task) in prefix 8 and (provider, task) in prefix 9, the new index
+// cleared. It returns how many tasks it moved.
 func (m Migrator) V6IndexesForTest(ctx context.Context) (int, error) {
 	old := m.v1Refs()
-	keys, err := keysIn(ctx, m.k.Tasks.Indexes.ByProvider.KeySet, nil)
+	type entry struct {
+		provider sdk.AccAddress
+		node     uint64
+		task     uint64
+	}
+	var entries []entry
+	err := m.k.Tasks.Indexes.ByProviderNode.Walk(ctx, nil, func(ref collections.Pair[sdk.AccAddress, uint64], task uint64) (bool, error) {
+		entries = append(entries, entry{ref.K1(), ref.K2(), task})
+		return false, nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	for _, key := range keys {
-		if err := old.byNode.Set(ctx, collections.Join(key.K3(), key.K2())); err != nil {
+	for _, e := range entries {
+		if err := old.byNode.Set(ctx, collections.Join(e.node, e.task)); err != nil {
 			return 0, err
 		}
-		if err := old.byProvider.Set(ctx, collections.Join(key.K1(), key.K2())); err != nil {
+		if err := old.byProvider.Set(ctx, collections.Join(e.provider, e.task)); err != nil {
 			return 0, err
 		}
-		if err := m.k.Tasks.Indexes.ByProvider.Remove(ctx, key); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
-}
-
-// V7IndexForTest rewrites the live tasks' index entries as version 7 kept them:
-// (provider, node, task) in prefix 58, the new index cleared. It returns how many tasks
-// it moved.
-func (m Migrator) V7IndexForTest(ctx context.Context) (int, error) {
-	keys, err := keysIn(ctx, m.k.Tasks.Indexes.ByProvider.KeySet, nil)
-	if err != nil {
-		return 0, err
-	}
-	for _, key := range keys {
-		if err := m.V7EntryForTest(ctx, key.K1(), key.K3(), key.K2()); err != nil {
-			return 0, err
-		}
-		if err := m.k.Tasks.Indexes.ByProvider.Remove(ctx, key); err != nil {
+		if err := m.k.Tasks.Indexes.ByProviderNode.Unreference(ctx, e.task, func() (types.Task, error) { return m.k.taskValues.Get(ctx, e.task) }); err != nil {
 			return 0, err
 		}
 	}
-	return len(keys), nil
-}
-
-// V7EntryForTest writes a version 7 index entry (prefix 58).
-func (m Migrator) V7EntryForTest(ctx context.Context, provider sdk.AccAddress, node, task uint64) error {
-	return m.v7Index().Set(ctx, collections.Join(collections.Join(provider, node), task))
-}
-
-// V7EntriesForTest counts the version 7 index entries (prefix 58).
-func (m Migrator) V7EntriesForTest(ctx context.Context) (int, error) {
-	keys, err := keysIn(ctx, m.v7Index(), nil)
-	return len(keys), err
+	return len(entries), nil
 }
 
 // V6ProviderEntryForTest writes a version 6 tasks-by-provider entry (prefix 9).

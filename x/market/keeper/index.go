@@ -6,10 +6,6 @@ import (
 
 	"cosmossdk.io/collections"
 	"cosmossdk.io/collections/indexes"
-
-	sdk "github.com/cosmos/cosmos-sdk/types"
-
-	"github.com/flopsnet/flops/x/market/types"
 )
 
 // sparseMulti is a multi index that leaves out the values it has no reference for (a
@@ -58,74 +54,4 @@ func (s *sparseMulti[R, K, V]) Unreference(ctx context.Context, pk K, getValue f
 		return nil
 	}
 	return s.Multi.Unreference(ctx, pk, func() (V, error) { return v, nil })
-}
-
-// providerTaskKey is a providerTasks entry: (provider, task, node).
-type providerTaskKey = collections.Triple[sdk.AccAddress, uint64, uint64]
-
-// providerTasks indexes each task with a node under (provider, task, node) (store
-// version 8). A provider's tasks come in task order, so the tasks a block assigns to one
-// provider are written next to each other and share their path in the tree, where
-// version 7's (provider, node, task) scattered them over the provider's nodes. A node's
-// tasks are its operator's filtered by the key's last part, without reading the tasks.
-type providerTasks struct {
-	collections.KeySet[providerTaskKey]
-	addr func(string) (sdk.AccAddress, error)
-}
-
-func newProviderTasks(sb *collections.SchemaBuilder, addr func(string) (sdk.AccAddress, error)) *providerTasks {
-	return &providerTasks{
-		KeySet: collections.NewKeySet(sb, types.TasksByProviderTaskKey, "tasks_by_provider_task",
-			collections.TripleKeyCodec(sdk.AccAddressKey, collections.Uint64Key, collections.Uint64Key)),
-		addr: addr,
-	}
-}
-
-// hasNode: a task with a node and a provider has an entry; a pending one none.
-func hasNode(t types.Task) bool { return t.NodeId != 0 && t.Provider != "" }
-
-func (p *providerTasks) key(id uint64, t types.Task) (providerTaskKey, error) {
-	a, err := p.addr(t.Provider)
-	return collections.Join3(a, id, t.NodeId), err
-}
-
-// Reference implements collections.Index: the old value's entry goes when its provider
-// or node changed, the new value's is written; an unchanged entry is not rewritten.
-func (p *providerTasks) Reference(ctx context.Context, id uint64, t types.Task, lazyOld func() (types.Task, error)) error {
-	old, err := lazyOld()
-	switch {
-	case errors.Is(err, collections.ErrNotFound):
-	case err != nil:
-		return err
-	case hasNode(old) && hasNode(t) && old.Provider == t.Provider && old.NodeId == t.NodeId:
-		return nil
-	case hasNode(old):
-		if err := p.Unreference(ctx, id, func() (types.Task, error) { return old, nil }); err != nil {
-			return err
-		}
-	}
-	if !hasNode(t) {
-		return nil
-	}
-	k, err := p.key(id, t)
-	if err != nil {
-		return err
-	}
-	return p.Set(ctx, k)
-}
-
-// Unreference implements collections.Index.
-func (p *providerTasks) Unreference(ctx context.Context, id uint64, getValue func() (types.Task, error)) error {
-	t, err := getValue()
-	if err != nil {
-		return err
-	}
-	if !hasNode(t) {
-		return nil
-	}
-	k, err := p.key(id, t)
-	if err != nil {
-		return err
-	}
-	return p.Remove(ctx, k)
 }

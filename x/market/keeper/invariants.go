@@ -134,14 +134,6 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 // holds exactly the active nodes at their current load.
 func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 	var problems []string
-	// the index's entries by node (each slot reads its node's; the walk is in key order)
-	byNode := map[uint64][]providerTaskKey{}
-	if err := k.Tasks.Indexes.ByProvider.Walk(ctx, nil, func(key providerTaskKey) (bool, error) {
-		byNode[key.K3()] = append(byNode[key.K3()], key)
-		return false, nil
-	}); err != nil {
-		return report("slots", "", []string{err.Error()})
-	}
 	err := k.Slots.Walk(ctx, nil, func(id uint64, s types.NodeSlot) (bool, error) {
 		var gpus, tasks, open uint32
 		held := types.NodeSlot{Devices: s.Devices} // the devices its tasks hold
@@ -149,18 +141,24 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 		if err != nil {
 			return true, err
 		}
-		for _, key := range byNode[id] {
-			tid := key.K2()
-			if !key.K1().Equals(op) {
-				problems = append(problems, fmt.Sprintf("node %d: task %d indexed under %s, not its operator %s", id, tid, key.K1(), s.Operator))
-				continue
+		it, err := k.Tasks.Indexes.ByProviderNode.MatchExact(ctx, collections.Join(op, id))
+		if err != nil {
+			return true, err
+		}
+		for ; it.Valid(); it.Next() {
+			tid, err := it.PrimaryKey()
+			if err != nil {
+				_ = it.Close()
+				return true, err
 			}
 			t, err := k.Tasks.Get(ctx, tid)
 			if err != nil {
+				_ = it.Close()
 				return true, err
 			}
 			job, err := k.loadJob(ctx, t.JobId)
 			if err != nil {
+				_ = it.Close()
 				return true, err
 			}
 			if holdsNode(t.Status) {
@@ -176,6 +174,7 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 				open++
 			}
 		}
+		_ = it.Close()
 		if gpus != s.GpusUsed || tasks != s.Tasks || open != s.OpenTasks {
 			problems = append(problems, fmt.Sprintf("node %d: slot says %d GPUs / %d tasks / %d open, its tasks %d / %d / %d", id, s.GpusUsed, s.Tasks, s.OpenTasks, gpus, tasks, open))
 		}

@@ -45,15 +45,16 @@ type TaskIndexes struct {
 	// audits, committee members): its primaries' ids follow from the job's first task id
 	// (shardTasks).
 	ByShard *sparseMulti[collections.Pair[uint64, uint32], uint64, types.Task]
-	// ByProvider holds the tasks with a node under (provider, task, node) (providerTasks):
-	// a provider's tasks by the provider's prefix, a node's by its operator's filtered by
-	// node. One entry a task, written in task order under its provider (README, make load).
-	ByProvider *providerTasks
+	// ByProviderNode holds the tasks with a node, under (provider, node): a provider's
+	// tasks by the provider's prefix, a node's by (its operator, node). One entry a task
+	// where a node's and a provider's index were two, the node's at a random place in the
+	// tree (README, make load).
+	ByProviderNode *sparseMulti[collections.Pair[sdk.AccAddress, uint64], uint64, types.Task]
 }
 
 // IndexesList implements collections.Indexes.
 func (i TaskIndexes) IndexesList() []collections.Index[uint64, types.Task] {
-	return []collections.Index[uint64, types.Task]{i.ByJob, i.ByShard, i.ByProvider}
+	return []collections.Index[uint64, types.Task]{i.ByJob, i.ByShard, i.ByProviderNode}
 }
 
 // wiring is shared by every copy of the keeper, so that dependencies set after the keeper
@@ -257,7 +258,12 @@ func NewKeeper(
 				func(_ uint64, t types.Task) (collections.Pair[uint64, uint32], error) {
 					return collections.Join(t.JobId, t.Index), nil
 				}), func(t types.Task) bool { return t.Role != types.TASK_ROLE_PRIMARY }),
-			ByProvider: newProviderTasks(sb, addr),
+			ByProviderNode: newSparseMulti(indexes.NewMulti(sb, types.TasksByProviderNodeKey, "tasks_by_provider_node",
+				collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key), collections.Uint64Key,
+				func(_ uint64, t types.Task) (collections.Pair[sdk.AccAddress, uint64], error) {
+					p, err := addr(t.Provider)
+					return collections.Join(p, t.NodeId), err
+				}), func(t types.Task) bool { return t.NodeId != 0 && t.Provider != "" }),
 		}),
 		// outside the schema: the same prefixes as Tasks and Jobs, which the schema has
 		taskValues: collections.NewMap(collections.NewSchemaBuilder(storeService), types.TasksKey, "tasks", collections.Uint64Key, newCompactValue(codec.CollValue[types.Task](cdc), taskOmit)),
@@ -494,8 +500,12 @@ func (k Keeper) setTask(ctx context.Context, old, t types.Task) error {
 		return k.Tasks.Set(ctx, t.Id, t)
 	}
 	stored := func() (types.Task, error) { return old, nil }
+	none := noTask
 	if old.NodeId != t.NodeId || old.Provider != t.Provider {
-		if err := k.Tasks.Indexes.ByProvider.Reference(ctx, t.Id, t, stored); err != nil {
+		if err := k.Tasks.Indexes.ByProviderNode.Unreference(ctx, t.Id, stored); err != nil {
+			return err
+		}
+		if err := k.Tasks.Indexes.ByProviderNode.Reference(ctx, t.Id, t, none); err != nil {
 			return err
 		}
 	}

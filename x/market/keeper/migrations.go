@@ -163,11 +163,7 @@ func (m Migrator) Migrate6to7(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		p, err := m.k.address("provider", t.Provider)
-		if err != nil {
-			return fmt.Errorf("migrate 6 to 7: task %d: %w", t.Id, err)
-		}
-		if err := m.v7Index().Set(ctx, collections.Join(collections.Join(p, t.NodeId), t.Id)); err != nil {
+		if err := m.k.Tasks.Indexes.ByProviderNode.Reference(ctx, t.Id, t, noTask); err != nil {
 			return err
 		}
 	}
@@ -184,36 +180,6 @@ func (m Migrator) Migrate6to7(ctx context.Context) error {
 		return err
 	}
 	return old.byProvider.Clear(ctx, nil)
-}
-
-// Migrate7to8: the tasks index's (provider, node, task) entries (prefix 58) become
-// (provider, task, node) (TasksByProviderTask, prefix 59): a provider's tasks in task
-// order, so that an assignment's entry is written next to the block's other entries of
-// its provider rather than at its node's place among them. The work is one read of each
-// indexed task (the entry must be its task's), one write and one delete an entry.
-func (m Migrator) Migrate7to8(ctx context.Context) error {
-	old := m.v7Index()
-	keys, err := keysIn(ctx, old, nil)
-	if err != nil {
-		return err
-	}
-	for _, key := range keys {
-		provider, node, id := key.K1().K1(), key.K1().K2(), key.K2()
-		t, err := m.k.taskValues.Get(ctx, id)
-		if err == nil {
-			var p sdk.AccAddress
-			if p, err = m.k.address("provider", t.Provider); err == nil && (t.NodeId != node || !p.Equals(provider)) {
-				err = fmt.Errorf("has node %d, provider %q", t.NodeId, t.Provider)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("migrate 7 to 8: task %d of the index entry (%s, node %d): %w", id, provider, node, err)
-		}
-		if err := m.k.Tasks.Indexes.ByProvider.Set(ctx, collections.Join3(provider, id, node)); err != nil {
-			return err
-		}
-	}
-	return old.Clear(ctx, nil)
 }
 
 // Migrate5to6: the class members move from one key a position (prefix 48) into chunks
@@ -358,14 +324,6 @@ func (m Migrator) v1Refs() v1Refs {
 		unassignedNode:     collections.NewPrefixedPairRange[uint64, uint64](0),
 		unassignedProvider: collections.NewPrefixedPairRange[sdk.AccAddress, uint64](sdk.AccAddress{}),
 	}
-}
-
-// v7Index is version 7's tasks index (prefix 58): (provider, node, task) as a
-// collections multi index keyed it, the reference (provider, node) then the task.
-func (m Migrator) v7Index() collections.KeySet[collections.Pair[collections.Pair[sdk.AccAddress, uint64], uint64]] {
-	sb := collections.NewSchemaBuilder(m.k.storeService)
-	return collections.NewKeySet(sb, types.TasksByProviderNodeKey, "tasks_by_provider_node",
-		collections.PairKeyCodec(collections.PairKeyCodec(sdk.AccAddressKey, collections.Uint64Key), collections.Uint64Key))
 }
 
 // keysIn reads a key set's keys in a range, whole (a caller that writes the set, or

@@ -302,8 +302,7 @@ func providerNodeTasks(f *fixture, jobs []uint64) (byProvider map[string][]uint6
 }
 
 // listed pages through TasksByProvider (limit per page, by next key) or TasksByNode and
-// returns the ids in the order listed (task order since version 8), checking that no
-// task is listed twice.
+// returns the ids, sorted, checking that no task is listed twice.
 func listed(t *testing.T, f *fixture, provider string, node uint64, limit uint64) []uint64 {
 	t.Helper()
 	qs := keeper.NewQueryServerImpl(f.k)
@@ -333,6 +332,7 @@ func listed(t *testing.T, f *fixture, provider string, node uint64, limit uint64
 		}
 		key = next
 	}
+	slices.Sort(ids)
 	return ids
 }
 
@@ -377,17 +377,13 @@ func TestMigrate6to7MergesTheNodeAndProviderIndexes(t *testing.T) {
 	require.Equal(t, 8, moved)
 	require.Empty(t, listed(t, f, a, 0, 100), "the version 6 layout: the new index is empty")
 	require.NoError(t, m.Migrate6to7(f.ctx))
-	v7, err := m.V7EntriesForTest(f.ctx)
-	require.NoError(t, err)
-	require.Equal(t, 8, v7, "one version 7 entry a task")
-	require.NoError(t, m.Migrate7to8(f.ctx))
 	refs, err := m.V1UnassignedRefsForTest(f.ctx)
 	require.NoError(t, err)
 	require.Zero(t, refs)
-	for _, prefix := range []collections.Prefix{types.TasksByNodeKey, types.TasksByProviderKey, types.TasksByProviderNodeKey} {
+	for _, prefix := range []collections.Prefix{types.TasksByNodeKey, types.TasksByProviderKey} {
 		it, err := f.env.StoreService.OpenKVStore(f.ctx).Iterator(prefix.Bytes(), storetypes.PrefixEndBytes(prefix.Bytes()))
 		require.NoError(t, err)
-		require.False(t, it.Valid(), "an old key of prefix %d is left", prefix.Bytes()[0])
+		require.False(t, it.Valid(), "a version 6 key of prefix %d is left", prefix.Bytes()[0])
 		require.NoError(t, it.Close())
 	}
 	check()
@@ -428,85 +424,6 @@ func TestMigrate6to7RefusesAnEntryItsTaskDoesNotMatch(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, c.write(m, f, a, pending))
 			require.ErrorContains(t, m.Migrate6to7(f.ctx), fmt.Sprintf(c.want, pending))
-		})
-	}
-}
-
-// Version 8 keys the tasks index (provider, task, node), where version 7 keyed it
-// (provider, node, task): a provider's tasks are listed in task order, a node's are its
-// operator's whose key names the node. The migration from 7 moves every entry, leaves
-// none of the old ones, and the lists (paged by next key at 1, 2 and 100 a page) and
-// the invariants are the same after it.
-func TestMigrate7to8KeysTheIndexByTask(t *testing.T) {
-	f := newFixture(t, nil)
-	a, b := f.operator("a"), f.operator("b")
-	for range 3 {
-		f.addNode(a, 2, nil)
-	}
-	f.addNode(b, 2, nil)
-	var jobs []uint64
-	for range 4 {
-		jobs = append(jobs, f.submit(f.gemmSpec(2)))
-	}
-	f.next(time.Second)
-	byProvider, byNode := providerNodeTasks(f, jobs)
-	require.Len(t, byNode, 4, "every node holds a task")
-	// a's six tasks are on its three nodes: the lists below must come in task order
-	require.Len(t, byProvider[a], 6)
-	check := func() {
-		t.Helper()
-		for _, p := range []string{a, b} {
-			for _, limit := range []uint64{1, 2, 100} {
-				require.Equal(t, byProvider[p], listed(t, f, p, 0, limit), "provider %s, pages of %d", p, limit)
-			}
-		}
-		for node, ids := range byNode {
-			for _, limit := range []uint64{1, 100} {
-				require.Equal(t, ids, listed(t, f, "", node, limit), "node %d, pages of %d", node, limit)
-			}
-		}
-		f.assertInvariants()
-	}
-	check()
-
-	m := keeper.NewMigrator(f.k)
-	moved, err := m.V7IndexForTest(f.ctx)
-	require.NoError(t, err)
-	require.Equal(t, 8, moved)
-	require.Empty(t, listed(t, f, a, 0, 100), "the version 7 layout: the new index is empty")
-	require.NoError(t, m.Migrate7to8(f.ctx))
-	v7, err := m.V7EntriesForTest(f.ctx)
-	require.NoError(t, err)
-	require.Zero(t, v7, "no version 7 entry is left")
-	check()
-}
-
-// A version 7 entry whose task does not have that node or provider would list the task
-// under the wrong node or provider in version 8: the migration refuses it, naming the
-// task, rather than misfile it.
-func TestMigrate7to8RefusesAnEntryItsTaskDoesNotMatch(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		node func(assigned uint64) uint64
-		op   func(a, b string) string
-	}{
-		{"another node", func(n uint64) uint64 { return n + 1 }, func(a, _ string) string { return a }},
-		{"another provider", func(n uint64) uint64 { return n }, func(_, b string) string { return b }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t, nil)
-			a, b := f.operator("a"), f.operator("b")
-			f.addNode(a, 2, nil)
-			job := f.submit(f.gemmSpec(1))
-			f.next(time.Second)
-			task := f.tasks(job)[0]
-			require.NotZero(t, task.NodeId)
-			m := keeper.NewMigrator(f.k)
-			_, err := m.V7IndexForTest(f.ctx)
-			require.NoError(t, err)
-			// the task's own entry, and a wrong one
-			require.NoError(t, m.V7EntryForTest(f.ctx, sdk.MustAccAddressFromBech32(c.op(a, b)), c.node(task.NodeId), task.Id))
-			require.ErrorContains(t, m.Migrate7to8(f.ctx), fmt.Sprintf("task %d of the index entry", task.Id))
 		})
 	}
 }

@@ -61,6 +61,12 @@ func jobsOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint6
 	}
 }
 
+func tasksOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint64], collections.NoValue) (types.Task, error) {
+	return func(key collections.Pair[R, uint64], _ collections.NoValue) (types.Task, error) {
+		return k.Tasks.Get(ctx, key.K2())
+	}
+}
+
 // Jobs pages through every job, or the jobs in one status.
 func (q queryServer) Jobs(ctx context.Context, req *types.QueryJobsRequest) (*types.QueryJobsResponse, error) {
 	if req == nil {
@@ -213,13 +219,10 @@ func (q queryServer) TasksByJob(ctx context.Context, req *types.QueryTasksByJobR
 	return &types.QueryTasksByJobResponse{Tasks: tasks, Pagination: page}, nil
 }
 
-// TasksByNode pages through a node's tasks: its operator's index entries (x/gfl's node
-// names the operator, which never changes) whose node is this one, in task order. The
-// node is the entry's last part, so the entries of the operator's other nodes are
-// skipped without reading their tasks; a page costs a walk over the operator's entries
-// up to the page's last task. A node unknown to x/gfl has none to look under: its list
-// is empty, as a node with no tasks has (a node x/gfl deleted has its tasks listed by
-// TasksByProvider).
+// TasksByNode pages through a node's tasks: the index's entries under (the node's
+// operator, node). A node's operator never changes. A node unknown to x/gfl has none to
+// look under: its list is empty, as a node with no tasks has (a node x/gfl deleted has
+// its tasks listed by TasksByProvider).
 func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNodeRequest) (*types.QueryTasksByNodeResponse, error) {
 	n, err := q.k.gfl.GetNode(ctx, req.NodeId)
 	if errorsmod.IsOf(err, collections.ErrNotFound, gfltypes.ErrNodeNotFound) {
@@ -232,52 +235,41 @@ func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNod
 	if err != nil {
 		return nil, err
 	}
-	tasks, page, err := query.CollectionFilteredPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination,
-		func(k providerTaskKey, _ collections.NoValue) (bool, error) { return k.K3() == req.NodeId, nil },
-		providerTask(ctx, q.k), underProvider(op))
+	type key = collections.Pair[sdk.AccAddress, uint64]
+	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProviderNode, req.Pagination, tasksOf[key](ctx, q.k),
+		query.WithCollectionPaginationPairPrefix[key, uint64](collections.Join(op, req.NodeId)))
 	if err != nil {
 		return nil, err
 	}
 	return &types.QueryTasksByNodeResponse{Tasks: tasks, Pagination: page}, nil
 }
 
-// TasksByProvider pages through a provider's tasks, in task order.
+// TasksByProvider pages through a provider's tasks, by node and then task id.
 func (q queryServer) TasksByProvider(ctx context.Context, req *types.QueryTasksByProviderRequest) (*types.QueryTasksByProviderResponse, error) {
 	provider, err := q.k.address("provider", req.Provider)
 	if err != nil {
 		return nil, err
 	}
+	type key = collections.Pair[sdk.AccAddress, uint64]
+	// the provider's part of the (provider, node) reference: a pair prefix of the index's
+	// (reference, task) keys whose reference is itself a prefix
+	prefix := query.WithCollectionPaginationPairPrefix[key, uint64](collections.PairPrefix[sdk.AccAddress, uint64](provider))
 	if req.Active {
-		tasks, page, err := query.CollectionFilteredPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination,
-			func(k providerTaskKey, _ collections.NoValue) (bool, error) {
+		tasks, page, err := query.CollectionFilteredPaginate(ctx, q.k.Tasks.Indexes.ByProviderNode, req.Pagination,
+			func(k collections.Pair[key, uint64], _ collections.NoValue) (bool, error) {
 				t, err := q.k.Tasks.Get(ctx, k.K2())
 				return err == nil && holdsExposure(t.Status), err
-			}, providerTask(ctx, q.k), underProvider(provider))
+			}, tasksOf[key](ctx, q.k), prefix)
 		if err != nil {
 			return nil, err
 		}
 		return &types.QueryTasksByProviderResponse{Tasks: tasks, Pagination: page}, nil
 	}
-	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProvider, req.Pagination, providerTask(ctx, q.k), underProvider(provider))
+	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProviderNode, req.Pagination, tasksOf[key](ctx, q.k), prefix)
 	if err != nil {
 		return nil, err
 	}
 	return &types.QueryTasksByProviderResponse{Tasks: tasks, Pagination: page}, nil
-}
-
-// providerTask reads the task of a providerTasks entry.
-func providerTask(ctx context.Context, k Keeper) func(providerTaskKey, collections.NoValue) (types.Task, error) {
-	return func(key providerTaskKey, _ collections.NoValue) (types.Task, error) {
-		return k.Tasks.Get(ctx, key.K2())
-	}
-}
-
-// underProvider pages the providerTasks entries of one provider.
-func underProvider(p sdk.AccAddress) func(*query.CollectionsPaginateOptions[providerTaskKey]) {
-	return func(o *query.CollectionsPaginateOptions[providerTaskKey]) {
-		prefix := collections.TriplePrefix[sdk.AccAddress, uint64, uint64](p)
-		o.Prefix = &prefix
-	}
 }
 
 // BidsByJob pages through an auction's bids.

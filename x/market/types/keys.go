@@ -93,12 +93,9 @@ var (
 	// MemberChunksKey: the class members' node ids, memberChunk positions a key (version
 	// 6; version 5 kept one key a position in 48).
 	MemberChunksKey = collections.NewPrefix(57)
-	// TasksByProviderNodeKey: (provider, node, task) of each task with a node in version
-	// 7 (version 6 kept (node, task) in 8 and (provider, task) in 9); retired in 8.
+	// TasksByProviderNodeKey: (provider, node, task) of each task with a node (version 7;
+	// version 6 kept (node, task) in 8 and (provider, task) in 9).
 	TasksByProviderNodeKey = collections.NewPrefix(58)
-	// TasksByProviderTaskKey: (provider, task, node) of each task with a node (version 8):
-	// a provider's tasks in task order, the node they run on read from the key.
-	TasksByProviderTaskKey = collections.NewPrefix(59)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).
