@@ -85,7 +85,8 @@ func BenchmarkDeliverBlock(b *testing.B) {
 // Keys do not cost alike: one at a random place in the tree (an entry keyed by node or
 // by owner) dirties a path of its own, while one the block writes in id order next to
 // its other new keys shares theirs (README, make load: leaving out the tasks-by-node
-// entry gained measurably, folding away the job's history counter did not).
+// entry gained in a throwaway's pairs; writing the one index entry left in task order,
+// store version 8, and folding away the job's history counter did not).
 //
 // Per submission: the job, its spec and its owner, status and deadline index entries;
 // the task and its (provider, node) index entry (two entries, by node and by provider,

@@ -499,13 +499,9 @@ func (k Keeper) setTask(ctx context.Context, old, t types.Task) error {
 	if old.Id != t.Id || old.JobId != t.JobId || old.Index != t.Index {
 		return k.Tasks.Set(ctx, t.Id, t)
 	}
-	stored := func() (types.Task, error) { return old, nil }
-	none := noTask
 	if old.NodeId != t.NodeId || old.Provider != t.Provider {
-		if err := k.Tasks.Indexes.ByProviderNode.Unreference(ctx, t.Id, stored); err != nil {
-			return err
-		}
-		if err := k.Tasks.Indexes.ByProviderNode.Reference(ctx, t.Id, t, none); err != nil {
+		// the old entry (if it had one) goes, the new one (if it has one) is written
+		if err := k.Tasks.Indexes.ByProviderNode.Reference(ctx, t.Id, t, func() (types.Task, error) { return old, nil }); err != nil {
 			return err
 		}
 	}

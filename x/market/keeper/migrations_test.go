@@ -1,6 +1,7 @@
 package keeper_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -279,30 +280,34 @@ func TestMigrate5to6RefusesAHole(t *testing.T) {
 	require.ErrorContains(t, m.Migrate5to6(f.ctx), `class "A100-40GB" has position 2 where 1 was due`)
 }
 
-// providerNodeTasks is the ground truth of the tasks index: per provider and per node,
-// the ids of the tasks that have a node, sorted.
+// providerNodeTasks is the ground truth of the tasks index: per provider the ids of its
+// tasks that have a node, by node and then id (TasksByProvider's order); per node its
+// tasks' ids, sorted.
 func providerNodeTasks(f *fixture, jobs []uint64) (byProvider map[string][]uint64, byNode map[uint64][]uint64) {
 	byProvider, byNode = map[string][]uint64{}, map[uint64][]uint64{}
+	var tasks []types.Task
 	for _, j := range jobs {
 		for _, t := range f.tasks(j) {
-			if t.NodeId == 0 {
-				continue
+			if t.NodeId != 0 {
+				tasks = append(tasks, t)
 			}
-			byProvider[t.Provider] = append(byProvider[t.Provider], t.Id)
-			byNode[t.NodeId] = append(byNode[t.NodeId], t.Id)
 		}
 	}
-	for _, ids := range byProvider {
-		slices.Sort(ids)
-	}
-	for _, ids := range byNode {
-		slices.Sort(ids)
+	slices.SortFunc(tasks, func(a, b types.Task) int {
+		if a.NodeId != b.NodeId {
+			return cmp.Compare(a.NodeId, b.NodeId)
+		}
+		return cmp.Compare(a.Id, b.Id)
+	})
+	for _, t := range tasks {
+		byProvider[t.Provider] = append(byProvider[t.Provider], t.Id)
+		byNode[t.NodeId] = append(byNode[t.NodeId], t.Id)
 	}
 	return byProvider, byNode
 }
 
 // listed pages through TasksByProvider (limit per page, by next key) or TasksByNode and
-// returns the ids, sorted, checking that no task is listed twice.
+// returns the ids in the order listed, checking that no task is listed twice.
 func listed(t *testing.T, f *fixture, provider string, node uint64, limit uint64) []uint64 {
 	t.Helper()
 	qs := keeper.NewQueryServerImpl(f.k)
@@ -332,7 +337,6 @@ func listed(t *testing.T, f *fixture, provider string, node uint64, limit uint64
 		}
 		key = next
 	}
-	slices.Sort(ids)
 	return ids
 }
 
