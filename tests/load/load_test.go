@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	dbm "github.com/cosmos/cosmos-db"
+
 	sdkmath "cosmossdk.io/math"
 
 	sdknetwork "github.com/cosmos/cosmos-sdk/testutil/network"
@@ -72,6 +74,8 @@ type loadConfig struct {
 	// worker is a flops-worker binary (FLOPS_LOAD_WORKER) run on a node of its own during
 	// the submit-job flood (loadWorker); empty: none
 	worker string
+	// db is the validator's database (FLOPS_LOAD_DB: goleveldb, the default, or pebbledb)
+	db dbm.BackendType
 }
 
 // smallLoad runs in `make test`; FLOPS_LOAD=1 runs largeLoad.
@@ -98,6 +102,11 @@ func configFromEnv(t *testing.T) loadConfig {
 		}
 	}
 	cfg.worker = os.Getenv("FLOPS_LOAD_WORKER")
+	cfg.db = dbm.GoLevelDBBackend
+	if v := os.Getenv("FLOPS_LOAD_DB"); v != "" {
+		cfg.db = dbm.BackendType(v)
+		require.Contains(t, []dbm.BackendType{dbm.GoLevelDBBackend, dbm.PebbleDBBackend}, cfg.db, "FLOPS_LOAD_DB")
+	}
 	cfg.txs -= cfg.txs % cfg.senders // an equal share per sender
 	require.Positive(t, cfg.txs, "at least one tx per sender")
 	return cfg
@@ -391,7 +400,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	}
 
 	// state on disk: the in-memory DB deadlocked under the large run's queries
-	cfg := network.OnDiskConfig(1)
+	cfg := network.OnDiskConfig(1, lc.db)
 	cfg.TimeoutCommit = time.Duration(lc.blockMS) * time.Millisecond
 	clock, abciTime := newCommitClock(), newABCITimer()
 	cfg.AppConstructor = abciTime.wrap(clock.listen(cfg.AppConstructor))
@@ -851,8 +860,8 @@ func claimUnits(ctx context.Context, t *testing.T, d *driver, prov *account, poo
 func report(t *testing.T, lc loadConfig, bank, bank2, post, claim, jobs phase, total time.Duration) {
 	base := (bank.txRate() + bank2.txRate()) / 2
 	gasBase := float64(bank.gas+bank2.gas) / float64(bank.txs+bank2.txs)
-	t.Logf("load: %d senders, %d bank sends (twice) and %d submit-jobs of %d tasks; pool of %d units, %d per claim tx, at most %d claim txs unrevealed; one validator, %d ms timeout_commit",
-		lc.senders, lc.txs, lc.txs, lc.tasks, lc.units, lc.batch, lc.window, lc.blockMS)
+	t.Logf("load: %d senders, %d bank sends (twice) and %d submit-jobs of %d tasks; pool of %d units, %d per claim tx, at most %d claim txs unrevealed; one validator, %d ms timeout_commit, %s",
+		lc.senders, lc.txs, lc.txs, lc.tasks, lc.units, lc.batch, lc.window, lc.blockMS, lc.db)
 	t.Logf("%-12s %6s %6s %8s %8s %7s %6s %9s %10s", "phase", "txs", "units", "txs/s", "units/s", "ratio", "blocks", "gas/tx", "CheckTx/s")
 	line := func(name string, p phase, rate float64) {
 		admitted, note := "-", ""

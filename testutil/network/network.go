@@ -37,18 +37,26 @@ func DefaultConfig(numValidators int) sdknetwork.Config {
 	return config(numValidators, func(string) dbm.DB { return dbm.NewMemDB() })
 }
 
-// OnDiskConfig is DefaultConfig with each validator's state in goleveldb under its home,
-// for long, query-heavy runs: under the large load the in-memory DB deadlocked (a gRPC
+// OnDiskConfig is DefaultConfig with each validator's state on disk under its home, in
+// backend (goleveldb or pebbledb; CometBFT's block store, state and tx index too), for
+// long, query-heavy runs: under the large load the in-memory DB deadlocked (a gRPC
 // query's MemDB iterator held the DB's read lock waiting for iavl's node DB lock, which
 // the block's Commit held while it waited to write the DB), and every query hung.
-func OnDiskConfig(numValidators int) sdknetwork.Config {
-	return config(numValidators, func(home string) dbm.DB {
-		db, err := dbm.NewGoLevelDB("application", filepath.Join(home, "data"), nil)
+func OnDiskConfig(numValidators int, backend dbm.BackendType) sdknetwork.Config {
+	cfg := config(numValidators, func(home string) dbm.DB {
+		db, err := dbm.NewDB("application", backend, filepath.Join(home, "data"))
 		if err != nil {
 			panic(fmt.Sprintf("validator state in %s: %v", home, err))
 		}
 		return db
 	})
+	inner := cfg.AppConstructor
+	cfg.AppConstructor = func(val sdknetwork.ValidatorI) servertypes.Application {
+		// the node is built from this same config after its app
+		val.GetCtx().Config.DBBackend = string(backend)
+		return inner(val)
+	}
+	return cfg
 }
 
 func config(numValidators int, newDB func(home string) dbm.DB) sdknetwork.Config {
