@@ -17,6 +17,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/codec"
 	"github.com/cosmos/cosmos-sdk/runtime"
 	sdkstore "github.com/cosmos/cosmos-sdk/store/v2"
+	storecache "github.com/cosmos/cosmos-sdk/store/v2/cache"
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
@@ -54,6 +55,12 @@ func NewEnv(t testing.TB, storeKey string, modules ...module.AppModuleBasic) Env
 func NewEnvWithInterBlockCache(t testing.TB, storeKey string, modules ...module.AppModuleBasic) Env {
 	t.Helper()
 	return newEnv(t, storeKey, sdkstore.NewCommitKVStoreCacheManager(), modules...)
+}
+
+// NewEnvWithInterBlockCacheSize is NewEnvWithInterBlockCache with an ARC of size entries.
+func NewEnvWithInterBlockCacheSize(t testing.TB, size uint, storeKey string, modules ...module.AppModuleBasic) Env {
+	t.Helper()
+	return newEnv(t, storeKey, storecache.NewCommitKVStoreCacheManager(size), modules...)
 }
 
 func newEnv(t testing.TB, storeKey string, cache storetypes.MultiStorePersistentCache, modules ...module.AppModuleBasic) Env {
