@@ -41,9 +41,7 @@
 // node indexes: with only message.action, the submit-job ratio was 0.651x next to 0.660x
 // indexing all (on 276b06d), so the indexing of the assignment events is not what sets it.
 // FLOPS_LOAD_DB=pebbledb runs the node on pebble instead of goleveldb (its state,
-// CometBFT's block store, state and tx index): two pairs of floods on 2026-12-02 gave
-// 0.758x and 0.684x against 0.723x and 0.722x, both databases' compactions taking a sixth
-// of the CPU in the submit-job phase (README, make load).
+// CometBFT's block store, state and tx index); README (make load) has what it measured.
 // FLOPS_LOAD_CPUPROFILE (a directory) writes a CPU profile of each bank-send and
 // submit-job phase there (bank-send-1.prof, submit-job-1.prof, bank-send-2.prof), the node's
 // and the driver's work together from the phase's first broadcast to the block of its last

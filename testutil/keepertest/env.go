@@ -54,7 +54,7 @@ func NewEnv(t testing.TB, storeKey string, modules ...module.AppModuleBasic) Env
 // an ARC of 1,000 entries per store).
 func NewEnvWithInterBlockCache(t testing.TB, storeKey string, modules ...module.AppModuleBasic) Env {
 	t.Helper()
-	return newEnv(t, storeKey, sdkstore.NewCommitKVStoreCacheManager(), modules...)
+	return NewEnvWithInterBlockCacheSize(t, storecache.DefaultCommitKVStoreCacheSize, storeKey, modules...)
 }
 
 // NewEnvWithInterBlockCacheSize is NewEnvWithInterBlockCache with an ARC of size entries.
