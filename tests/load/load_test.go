@@ -260,6 +260,27 @@ func profilePhase(t *testing.T, kind string) func() {
 // genesis funds the load accounts and keeps the chain from doing work that is not the
 // load's: no PoCP challenges during the run, and tasks that nobody acks do not lapse (the
 // scheduler still assigns what it can).
+// requireBackend: the validator's databases (the application's state and CometBFT's block
+// store, state and tx index) are on disk in the backend asked for, told apart by the
+// files only each writes: pebble its OPTIONS-<n> file, goleveldb its LOG.
+func requireBackend(t *testing.T, dataDir string, want dbm.BackendType) {
+	t.Helper()
+	for _, name := range []string{"application", "blockstore", "state", "tx_index"} {
+		dir := filepath.Join(dataDir, name+".db")
+		options, err := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+		require.NoError(t, err)
+		_, logErr := os.Stat(filepath.Join(dir, "LOG"))
+		got := dbm.BackendType("neither")
+		switch {
+		case len(options) > 0 && logErr != nil:
+			got = dbm.PebbleDBBackend
+		case len(options) == 0 && logErr == nil:
+			got = dbm.GoLevelDBBackend
+		}
+		require.Equal(t, want, got, "the database in %s", dir)
+	}
+}
+
 func genesis(t *testing.T, cfg *sdknetwork.Config, accs []*account, withWorker bool) {
 	var auth authtypes.GenesisState
 	cfg.Codec.MustUnmarshalJSON(cfg.GenesisState[authtypes.ModuleName], &auth)
@@ -410,6 +431,7 @@ func TestPoolThroughputVsBankSend(t *testing.T) {
 	defer net.Cleanup()
 	_, err = net.WaitForHeightWithTimeout(2, 60*time.Second)
 	require.NoError(t, err)
+	requireBackend(t, net.Validators[0].Ctx.Config.DBDir(), lc.db)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
