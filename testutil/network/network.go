@@ -4,7 +4,6 @@ package network
 
 import (
 	"fmt"
-	"path/filepath"
 	"time"
 
 	dbm "github.com/cosmos/cosmos-db"
@@ -19,6 +18,7 @@ import (
 	moduletestutil "github.com/cosmos/cosmos-sdk/types/module/testutil"
 
 	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/internal/appdb"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -44,7 +44,8 @@ func DefaultConfig(numValidators int) sdknetwork.Config {
 // the block's Commit held while it waited to write the DB), and every query hung.
 func OnDiskConfig(numValidators int, backend dbm.BackendType) sdknetwork.Config {
 	cfg := config(numValidators, func(home string) dbm.DB {
-		db, err := dbm.NewDB("application", backend, filepath.Join(home, "data"))
+		// opened as flopsd start opens it (internal/appdb)
+		db, err := appdb.Open(home, backend, appdb.DefaultOptions())
 		if err != nil {
 			panic(fmt.Sprintf("validator state in %s: %v", home, err))
 		}

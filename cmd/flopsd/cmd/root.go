@@ -43,6 +43,7 @@ import (
 	genutiltypes "github.com/cosmos/cosmos-sdk/x/genutil/types"
 
 	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/internal/appdb"
 	"github.com/flopsnet/flops/internal/chain"
 )
 
@@ -173,7 +174,81 @@ func initAppConfig() (string, any) {
 	cfg.API.Enable = true
 	cfg.GRPC.Enable = true
 	cfg.InterBlockCache = false
-	return serverconfig.DefaultConfigTemplate, cfg
+	return serverconfig.DefaultConfigTemplate + appDBConfigTemplate, appConfig{
+		Config: *cfg,
+		AppDB:  appDBConfig{WriteBufferMiB: appdb.DefaultWriteBufferMiB},
+	}
+}
+
+// appConfig is app.toml: the SDK's settings and flopsd's [app-db] section.
+type appConfig struct {
+	serverconfig.Config `mapstructure:",squash"`
+
+	AppDB appDBConfig `mapstructure:"app-db"`
+}
+
+// appDBConfig is app.toml's [app-db]: how start opens data/application.db.
+type appDBConfig struct {
+	WriteBufferMiB int `mapstructure:"write-buffer-mib"`
+}
+
+// flagAppDBWriteBuffer is start's flag and app.toml's key for the application
+// database's memtable size.
+const flagAppDBWriteBuffer = "app-db.write-buffer-mib"
+
+const appDBConfigTemplate = `
+###############################################################################
+###                      Application Database (flopsd)                      ###
+###############################################################################
+
+[app-db]
+
+# The memtable size, in MiB, of data/application.db on goleveldb (app-db-backend or
+# db_backend). A job submission leaves several new keys in the state; goleveldb's
+# default 4 MiB memtable flushes and compacts them many times over, on the cores the
+# block's execution needs. 0 opens the database with goleveldb's defaults (4 MiB, 2 MiB
+# tables); other backends ignore it. The node holds up to two memtables in memory.
+write-buffer-mib = {{ .AppDB.WriteBufferMiB }}
+`
+
+// addAppDBFlag adds --app-db.write-buffer-mib to start, which checks the setting (from
+// the flag or app.toml) before it opens anything.
+func addAppDBFlag(startCmd *cobra.Command) {
+	startCmd.Flags().Int(flagAppDBWriteBuffer, appdb.DefaultWriteBufferMiB,
+		"Memtable size in MiB of the application database on goleveldb (0: goleveldb's default of 4)")
+	pre := startCmd.PreRunE
+	startCmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if _, err := appDBOptions(cmd); err != nil {
+			return err
+		}
+		if pre != nil {
+			return pre(cmd, args)
+		}
+		return nil
+	}
+}
+
+// appDBOptions are the application database's options that cmd (start) was given.
+func appDBOptions(cmd *cobra.Command) (appdb.Options, error) {
+	v := server.GetServerContextFromCmd(cmd).Viper
+	o := appdb.Options{WriteBufferMiB: v.GetInt(flagAppDBWriteBuffer)}
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("%s: %w", flagAppDBWriteBuffer, err)
+	}
+	return o, nil
+}
+
+// appDBOpener is the opener start uses for data/application.db: appdb.Open with the
+// options startCmd was given. The SDK's other commands that open the database (export,
+// rollback, prune) open it with their defaults: the files are the same either way.
+func appDBOpener(startCmd *cobra.Command) func(rootDir string, backend dbm.BackendType) (dbm.DB, error) {
+	return func(rootDir string, backend dbm.BackendType) (dbm.DB, error) {
+		o, err := appDBOptions(startCmd)
+		if err != nil {
+			return nil, err
+		}
+		return appdb.Open(rootDir, backend, o)
+	}
 }
 
 // sequentialOnly makes start refuse a block executor other than "sequential": the SDK
@@ -231,12 +306,21 @@ func initRootCmd(rootCmd *cobra.Command, tempApp *app.App) {
 		snapshot.Cmd(newApp),
 	)
 
-	server.AddCommands(rootCmd, app.DefaultNodeHome, newApp, appExport, func(startCmd *cobra.Command) {
-		noInterBlockCache(startCmd)
-		sequentialOnly(startCmd)
+	var openAppDB func(rootDir string, backend dbm.BackendType) (dbm.DB, error)
+	server.AddCommandsWithStartCmdOptions(rootCmd, app.DefaultNodeHome, newApp, appExport, server.StartCmdOptions{
+		AddFlags: func(startCmd *cobra.Command) {
+			noInterBlockCache(startCmd)
+			sequentialOnly(startCmd)
+			addAppDBFlag(startCmd)
+			openAppDB = appDBOpener(startCmd)
+		},
+		DBOpener: func(rootDir string, backend dbm.BackendType) (dbm.DB, error) {
+			return openAppDB(rootDir, backend)
+		},
 	})
 
 	rootCmd.AddCommand(
+		server.ModuleHashByHeightQuery(newApp), // as server.AddCommands adds it
 		server.StatusCommand(),
 		genutilcli.Commands(tempApp.TxConfig(), basics, app.DefaultNodeHome),
 		queryCommand(),

@@ -3,8 +3,10 @@ package cmd
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -19,6 +21,7 @@ import (
 	storecache "github.com/cosmos/cosmos-sdk/store/v2/cache"
 
 	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/internal/appdb"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -113,4 +116,68 @@ func TestStartRefusesBlockSTM(t *testing.T) {
 	require.Contains(t, string(toml), "\nblock-executor = \"sequential\"\n")
 	require.NoError(t, os.WriteFile(appToml, []byte(strings.Replace(string(toml), "\nblock-executor = \"sequential\"\n", "\nblock-executor = \"block-stm\"\n", 1)), 0o600))
 	require.ErrorContains(t, startWith(), `block-executor "block-stm"`)
+}
+
+// start opens data/application.db with appdb's options (a 64 MiB goleveldb memtable by
+// default, app.toml's [app-db] write-buffer-mib, or the flag) and refuses a setting out
+// of range before it runs.
+func TestStartOpensAppDBWithWriteBuffer(t *testing.T) {
+	home := initHome(t)
+	appToml := filepath.Join(home, "config", "app.toml")
+	toml, err := os.ReadFile(appToml)
+	require.NoError(t, err)
+	require.Contains(t, string(toml), "\n[app-db]\n")
+	require.Contains(t, string(toml), "\nwrite-buffer-mib = 64\n")
+
+	// flushed reports whether 8 MiB written to the database start opens reached its
+	// tables (a memtable under 8 MiB flushes them).
+	flushed := func(args ...string) (bool, error) {
+		root := NewRootCmd()
+		start, _, err := root.Find([]string{"start"})
+		require.NoError(t, err)
+		open := appDBOpener(start)
+		ran, wrote := false, false
+		start.RunE = func(*cobra.Command, []string) error {
+			ran = true
+			dataHome := t.TempDir()
+			db, err := open(dataHome, dbm.GoLevelDBBackend)
+			if err != nil {
+				return err
+			}
+			defer func() { require.NoError(t, db.Close()) }()
+			batch := db.NewBatch()
+			for i := 0; i < 8*1024; i++ {
+				require.NoError(t, batch.Set([]byte(strconv.Itoa(i)), make([]byte, 1024)))
+			}
+			require.NoError(t, batch.Write())
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !wrote; time.Sleep(20 * time.Millisecond) {
+				tables, err := appdb.TableFiles(dataHome)
+				require.NoError(t, err)
+				wrote = len(tables) > 0
+			}
+			return nil
+		}
+		root.SetArgs(append([]string{"start", "--home", home}, args...))
+		err = svrcmd.Execute(root, "FLOPSD", home)
+		require.Equal(t, err == nil, ran, "start runs exactly when it is not refused")
+		return wrote, err
+	}
+	wrote, err := flushed()
+	require.NoError(t, err)
+	require.False(t, wrote, "64 MiB by default")
+	wrote, err = flushed("--" + flagAppDBWriteBuffer + "=1")
+	require.NoError(t, err)
+	require.True(t, wrote, "1 MiB from the flag")
+
+	_, err = flushed("--" + flagAppDBWriteBuffer + "=-1")
+	require.ErrorContains(t, err, "app-db.write-buffer-mib: application database write buffer -1 MiB: must be 0")
+
+	require.NoError(t, os.WriteFile(appToml, []byte(strings.Replace(string(toml), "\nwrite-buffer-mib = 64\n", "\nwrite-buffer-mib = 1\n", 1)), 0o600))
+	wrote, err = flushed()
+	require.NoError(t, err)
+	require.True(t, wrote, "1 MiB from app.toml")
+
+	start, _, err := NewRootCmd().Find([]string{"start"})
+	require.NoError(t, err)
+	require.Equal(t, "64", start.Flags().Lookup(flagAppDBWriteBuffer).DefValue, "start --help says the default")
 }
