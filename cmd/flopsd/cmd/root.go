@@ -212,14 +212,14 @@ write-buffer-mib = {{ .AppDB.WriteBufferMiB }}
 `
 
 // addAppDBFlag adds --app-db.write-buffer-mib to start, which checks the setting (from
-// the flag or app.toml) before it opens anything.
+// the flag or app.toml) before it runs.
 func addAppDBFlag(startCmd *cobra.Command) {
 	startCmd.Flags().Int(flagAppDBWriteBuffer, appdb.DefaultWriteBufferMiB,
 		"Memtable size in MiB of the application database on goleveldb (0: goleveldb's default of 4)")
 	pre := startCmd.PreRunE
 	startCmd.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if _, err := appDBOptions(cmd); err != nil {
-			return err
+		if err := appDBOptions(cmd).Validate(); err != nil {
+			return fmt.Errorf("%s: %w", flagAppDBWriteBuffer, err)
 		}
 		if pre != nil {
 			return pre(cmd, args)
@@ -229,27 +229,14 @@ func addAppDBFlag(startCmd *cobra.Command) {
 }
 
 // appDBOptions are the application database's options that cmd (start) was given.
-func appDBOptions(cmd *cobra.Command) (appdb.Options, error) {
-	v := server.GetServerContextFromCmd(cmd).Viper
-	o := appdb.Options{WriteBufferMiB: v.GetInt(flagAppDBWriteBuffer)}
-	if err := o.Validate(); err != nil {
-		return o, fmt.Errorf("%s: %w", flagAppDBWriteBuffer, err)
-	}
-	return o, nil
+func appDBOptions(cmd *cobra.Command) appdb.Options {
+	return appdb.Options{WriteBufferMiB: server.GetServerContextFromCmd(cmd).Viper.GetInt(flagAppDBWriteBuffer)}
 }
 
-// appDBOpener is the opener start uses for data/application.db: appdb.Open with the
-// options startCmd was given. The SDK's other commands that open the database (export,
-// rollback, prune) open it with their defaults: the files are the same either way.
-func appDBOpener(startCmd *cobra.Command) func(rootDir string, backend dbm.BackendType) (dbm.DB, error) {
-	return func(rootDir string, backend dbm.BackendType) (dbm.DB, error) {
-		o, err := appDBOptions(startCmd)
-		if err != nil {
-			return nil, err
-		}
-		return appdb.Open(rootDir, backend, o)
-	}
-}
+// openAppDB is how start opens data/application.db (a test swaps it to see what start
+// asks for). The SDK's other commands that open the database (export, rollback, prune)
+// open it with their defaults: the files are the same either way.
+var openAppDB = appdb.Open
 
 // sequentialOnly makes start refuse a block executor other than "sequential": the SDK
 // offers block-stm (block-executor in app.toml, --block-executor), but only to an app
@@ -306,16 +293,16 @@ func initRootCmd(rootCmd *cobra.Command, tempApp *app.App) {
 		snapshot.Cmd(newApp),
 	)
 
-	var openAppDB func(rootDir string, backend dbm.BackendType) (dbm.DB, error)
+	var startCmd *cobra.Command
 	server.AddCommandsWithStartCmdOptions(rootCmd, app.DefaultNodeHome, newApp, appExport, server.StartCmdOptions{
-		AddFlags: func(startCmd *cobra.Command) {
-			noInterBlockCache(startCmd)
-			sequentialOnly(startCmd)
-			addAppDBFlag(startCmd)
-			openAppDB = appDBOpener(startCmd)
+		AddFlags: func(cmd *cobra.Command) {
+			startCmd = cmd
+			noInterBlockCache(cmd)
+			sequentialOnly(cmd)
+			addAppDBFlag(cmd)
 		},
 		DBOpener: func(rootDir string, backend dbm.BackendType) (dbm.DB, error) {
-			return openAppDB(rootDir, backend)
+			return openAppDB(rootDir, backend, appDBOptions(startCmd))
 		},
 	})
 

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,6 +36,22 @@ func initHome(t *testing.T) string {
 	root.SetArgs([]string{"init", "node", "--home", home, "--chain-id", "flops-test-1"})
 	require.NoError(t, svrcmd.Execute(root, "FLOPSD", home))
 	return home
+}
+
+// readAppToml is home's config/app.toml.
+func readAppToml(t *testing.T, home string) string {
+	t.Helper()
+	toml, err := os.ReadFile(filepath.Join(home, "config", "app.toml"))
+	require.NoError(t, err)
+	return string(toml)
+}
+
+// replaceInAppToml replaces old, which home's app.toml must hold, with new.
+func replaceInAppToml(t *testing.T, home, old, new string) {
+	t.Helper()
+	toml := readAppToml(t, home)
+	require.Contains(t, toml, old)
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config", "app.toml"), []byte(strings.Replace(toml, old, new, 1)), 0o600))
 }
 
 // startOptions runs flopsd start with args on home up to the point where it would build
@@ -73,14 +90,11 @@ func cached(t *testing.T, opts servertypes.AppOptions) bool {
 // app.toml says so; an operator who wants it gets it, from the flag or from app.toml.
 func TestStartHasNoInterBlockCacheByDefault(t *testing.T) {
 	home := initHome(t)
-	appToml := filepath.Join(home, "config", "app.toml")
-	toml, err := os.ReadFile(appToml)
-	require.NoError(t, err)
-	require.Contains(t, string(toml), "\ninter-block-cache = false\n")
+	require.Contains(t, readAppToml(t, home), "\ninter-block-cache = false\n")
 
 	require.False(t, cached(t, startOptions(t, home)), "by default")
 	require.True(t, cached(t, startOptions(t, home, "--inter-block-cache=true")), "with --inter-block-cache=true")
-	require.NoError(t, os.WriteFile(appToml, []byte(strings.Replace(string(toml), "\ninter-block-cache = false\n", "\ninter-block-cache = true\n", 1)), 0o600))
+	replaceInAppToml(t, home, "\ninter-block-cache = false\n", "\ninter-block-cache = true\n")
 	require.True(t, cached(t, startOptions(t, home)), "with inter-block-cache = true in app.toml")
 
 	start, _, err := NewRootCmd().Find([]string{"start"})
@@ -110,11 +124,7 @@ func TestStartRefusesBlockSTM(t *testing.T) {
 	require.ErrorContains(t, err, `block-executor "block-stm": flopsd executes a block's transactions in sequence`)
 	require.ErrorContains(t, err, `set block-executor = "sequential" in app.toml`)
 
-	appToml := filepath.Join(home, "config", "app.toml")
-	toml, err := os.ReadFile(appToml)
-	require.NoError(t, err)
-	require.Contains(t, string(toml), "\nblock-executor = \"sequential\"\n")
-	require.NoError(t, os.WriteFile(appToml, []byte(strings.Replace(string(toml), "\nblock-executor = \"sequential\"\n", "\nblock-executor = \"block-stm\"\n", 1)), 0o600))
+	replaceInAppToml(t, home, "\nblock-executor = \"sequential\"\n", "\nblock-executor = \"block-stm\"\n")
 	require.ErrorContains(t, startWith(), `block-executor "block-stm"`)
 }
 
@@ -123,27 +133,24 @@ func TestStartRefusesBlockSTM(t *testing.T) {
 // of range before it runs.
 func TestStartOpensAppDBWithWriteBuffer(t *testing.T) {
 	home := initHome(t)
-	appToml := filepath.Join(home, "config", "app.toml")
-	toml, err := os.ReadFile(appToml)
-	require.NoError(t, err)
-	require.Contains(t, string(toml), "\n[app-db]\n")
-	require.Contains(t, string(toml), "\nwrite-buffer-mib = 64\n")
+	toml := readAppToml(t, home)
+	require.Contains(t, toml, "\n[app-db]\n")
+	require.Contains(t, toml, "\nwrite-buffer-mib = 64\n")
 
-	// flushed reports whether 8 MiB written to the database start opens reached its
-	// tables (a memtable under 8 MiB flushes them).
+	// flushed runs flopsd start with args, up to its opening of the application
+	// database, and reports whether 8 MiB written to what it opened reached its tables
+	// (a memtable under 8 MiB flushes them).
+	stop := errors.New("the test stops start here")
+	defer func(open func(string, dbm.BackendType, appdb.Options) (dbm.DB, error)) { openAppDB = open }(openAppDB)
 	flushed := func(args ...string) (bool, error) {
-		root := NewRootCmd()
-		start, _, err := root.Find([]string{"start"})
-		require.NoError(t, err)
-		open := appDBOpener(start)
-		ran, wrote := false, false
-		start.RunE = func(*cobra.Command, []string) error {
-			ran = true
+		opened, wrote := false, false
+		openAppDB = func(rootDir string, backend dbm.BackendType, o appdb.Options) (dbm.DB, error) {
+			opened = true
+			require.Equal(t, home, rootDir)
+			require.Equal(t, dbm.GoLevelDBBackend, backend)
 			dataHome := t.TempDir()
-			db, err := open(dataHome, dbm.GoLevelDBBackend)
-			if err != nil {
-				return err
-			}
+			db, err := appdb.Open(dataHome, backend, o)
+			require.NoError(t, err)
 			defer func() { require.NoError(t, db.Close()) }()
 			batch := db.NewBatch()
 			for i := 0; i < 8*1024; i++ {
@@ -155,11 +162,16 @@ func TestStartOpensAppDBWithWriteBuffer(t *testing.T) {
 				require.NoError(t, err)
 				wrote = len(tables) > 0
 			}
-			return nil
+			return nil, stop
 		}
+		root := NewRootCmd()
 		root.SetArgs(append([]string{"start", "--home", home}, args...))
-		err = svrcmd.Execute(root, "FLOPSD", home)
-		require.Equal(t, err == nil, ran, "start runs exactly when it is not refused")
+		err := svrcmd.Execute(root, "FLOPSD", home)
+		require.Error(t, err)
+		require.Equal(t, errors.Is(err, stop), opened, "start opens the database exactly when it is not refused")
+		if opened {
+			err = nil
+		}
 		return wrote, err
 	}
 	wrote, err := flushed()
@@ -172,7 +184,7 @@ func TestStartOpensAppDBWithWriteBuffer(t *testing.T) {
 	_, err = flushed("--" + flagAppDBWriteBuffer + "=-1")
 	require.ErrorContains(t, err, "app-db.write-buffer-mib: application database write buffer -1 MiB: must be 0")
 
-	require.NoError(t, os.WriteFile(appToml, []byte(strings.Replace(string(toml), "\nwrite-buffer-mib = 64\n", "\nwrite-buffer-mib = 1\n", 1)), 0o600))
+	replaceInAppToml(t, home, "\nwrite-buffer-mib = 64\n", "\nwrite-buffer-mib = 1\n")
 	wrote, err = flushed()
 	require.NoError(t, err)
 	require.True(t, wrote, "1 MiB from app.toml")
