@@ -77,9 +77,3 @@ func Open(rootDir string, backend dbm.BackendType, o Options) (dbm.DB, error) {
 		CompactionTableSize: compactionTableMiB * opt.MiB,
 	})
 }
-
-// TableFiles lists the sorted tables (*.ldb) of rootDir's application database on
-// goleveldb: what its memtables have been flushed and compacted into so far.
-func TableFiles(rootDir string) ([]string, error) {
-	return filepath.Glob(filepath.Join(rootDir, "data", Name+dbm.DBFileSuffix, "*.ldb"))
-}

@@ -12,6 +12,7 @@ import (
 	dbm "github.com/cosmos/cosmos-db"
 
 	"github.com/flopsnet/flops/internal/appdb"
+	"github.com/flopsnet/flops/internal/appdb/appdbtest"
 )
 
 // write puts n MiB of distinct keys into db, in blocks' worth of batches.
@@ -29,18 +30,6 @@ func write(t *testing.T, db dbm.DB, n int) {
 	}
 }
 
-// tablesWithin waits up to d for the database under home to have flushed a table.
-func tablesWithin(t *testing.T, home string, d time.Duration) []string {
-	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
-		tables, err := appdb.TableFiles(home)
-		require.NoError(t, err)
-		if len(tables) > 0 || time.Now().After(deadline) {
-			return tables
-		}
-	}
-}
-
 // flopsd's database keeps 12 MiB of a flood's writes in its 64 MiB memtable; opened with
 // goleveldb's defaults (the SDK's, WriteBufferMiB 0) it has flushed them into tables.
 func TestOpenWriteBufferHoldsWhatDefaultsFlush(t *testing.T) {
@@ -54,15 +43,15 @@ func TestOpenWriteBufferHoldsWhatDefaultsFlush(t *testing.T) {
 	sdkDB, err := appdb.Open(sdk, dbm.GoLevelDBBackend, appdb.Options{})
 	require.NoError(t, err)
 	write(t, sdkDB, 12)
-	require.NotEmpty(t, tablesWithin(t, sdk, 10*time.Second), "goleveldb's 4 MiB memtable flushes 12 MiB")
-	require.Empty(t, tablesWithin(t, tuned, 200*time.Millisecond), "a 64 MiB memtable holds 12 MiB")
+	require.NotEmpty(t, appdbtest.TablesWithin(t, sdk, 10*time.Second), "goleveldb's 4 MiB memtable flushes 12 MiB")
+	require.Empty(t, appdbtest.TablesWithin(t, tuned, 200*time.Millisecond), "a 64 MiB memtable holds 12 MiB")
 
 	// a 1 MiB memtable flushes too: the setting is what goleveldb gets
 	small := t.TempDir()
 	smallDB, err := appdb.Open(small, dbm.GoLevelDBBackend, appdb.Options{WriteBufferMiB: 1})
 	require.NoError(t, err)
 	write(t, smallDB, 4)
-	require.NotEmpty(t, tablesWithin(t, small, 10*time.Second))
+	require.NotEmpty(t, appdbtest.TablesWithin(t, small, 10*time.Second))
 
 	for _, d := range []dbm.DB{db, sdkDB, smallDB} {
 		require.NoError(t, d.Close())
@@ -77,7 +66,7 @@ func TestOpenFilesReadWithSDKDefaults(t *testing.T) {
 	db, err := appdb.Open(home, dbm.GoLevelDBBackend, appdb.Options{WriteBufferMiB: 1})
 	require.NoError(t, err)
 	write(t, db, 4)
-	require.NotEmpty(t, tablesWithin(t, home, 10*time.Second), "some of it is in tables")
+	require.NotEmpty(t, appdbtest.TablesWithin(t, home, 10*time.Second), "some of it is in tables")
 	require.NoError(t, db.Close())
 
 	sdkDB, err := dbm.NewDB(appdb.Name, dbm.GoLevelDBBackend, filepath.Join(home, "data"))

@@ -23,6 +23,7 @@ import (
 
 	"github.com/flopsnet/flops/app"
 	"github.com/flopsnet/flops/internal/appdb"
+	"github.com/flopsnet/flops/internal/appdb/appdbtest"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -157,11 +158,7 @@ func TestStartOpensAppDBWithWriteBuffer(t *testing.T) {
 				require.NoError(t, batch.Set([]byte(strconv.Itoa(i)), make([]byte, 1024)))
 			}
 			require.NoError(t, batch.Write())
-			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !wrote; time.Sleep(20 * time.Millisecond) {
-				tables, err := appdb.TableFiles(dataHome)
-				require.NoError(t, err)
-				wrote = len(tables) > 0
-			}
+			wrote = len(appdbtest.TablesWithin(t, dataHome, 2*time.Second)) > 0
 			return nil, stop
 		}
 		root := NewRootCmd()
