@@ -125,7 +125,7 @@ load: ## the large load run (tests/load, FLOPS_LOAD=1), twice: 8 senders of 500 
 load-worker: build ## make load at 1 s blocks with a real flops-worker (8 mock GPUs) on a node of its own: its take-up of the tasks it is given during the flood, and its CPU per task (~2.5 min)
 	FLOPS_LOAD=1 FLOPS_LOAD_BLOCK_MS=1000 FLOPS_LOAD_WORKER=$(CURDIR)/build/flops-worker go test -count=1 -timeout 30m -run TestPoolThroughputVsBankSend -v ./tests/load/
 
-bench: ## benchmarks (figures in the issues' closing notes; ~5 min)
+bench: ## benchmarks (figures in the issues' closing notes; ~6 min)
 	go test -run '^$$' -bench . -benchtime 3x ./x/...
 	go test -run '^$$' -bench . -benchtime 100x ./tests/integration/
 

@@ -46,7 +46,14 @@ var GenesisTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // NewEnv mounts one KV store named storeKey and returns a context at height 1.
 func NewEnv(t testing.TB, storeKey string, modules ...module.AppModuleBasic) Env {
 	t.Helper()
-	return newEnv(t, storeKey, nil, modules...)
+	return newEnv(t, dbm.NewMemDB(), storeKey, nil, modules...)
+}
+
+// NewEnvOnDB is NewEnv with the store on db (an on-disk database, as a node's
+// application.db, where NewEnv keeps it in memory).
+func NewEnvOnDB(t testing.TB, db dbm.DB, storeKey string, modules ...module.AppModuleBasic) Env {
+	t.Helper()
+	return newEnv(t, db, storeKey, nil, modules...)
 }
 
 // NewEnvWithInterBlockCache is NewEnv with the store behind an SDK inter-block cache, as
@@ -60,14 +67,13 @@ func NewEnvWithInterBlockCache(t testing.TB, storeKey string, modules ...module.
 // NewEnvWithInterBlockCacheSize is NewEnvWithInterBlockCache with an ARC of size entries.
 func NewEnvWithInterBlockCacheSize(t testing.TB, size uint, storeKey string, modules ...module.AppModuleBasic) Env {
 	t.Helper()
-	return newEnv(t, storeKey, storecache.NewCommitKVStoreCacheManager(size), modules...)
+	return newEnv(t, dbm.NewMemDB(), storeKey, storecache.NewCommitKVStoreCacheManager(size), modules...)
 }
 
-func newEnv(t testing.TB, storeKey string, cache storetypes.MultiStorePersistentCache, modules ...module.AppModuleBasic) Env {
+func newEnv(t testing.TB, db dbm.DB, storeKey string, cache storetypes.MultiStorePersistentCache, modules ...module.AppModuleBasic) Env {
 	t.Helper()
 	key := storetypes.NewKVStoreKey(storeKey)
 	tkey := storetypes.NewTransientStoreKey("transient_" + storeKey)
-	db := dbm.NewMemDB()
 	cms := sdkstore.NewCommitMultiStore(db, log.NewNopLogger())
 	if cache != nil {
 		cms.SetInterBlockCache(cache)
