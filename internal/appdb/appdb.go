@@ -45,7 +45,8 @@ const (
 // Options tunes the application database.
 type Options struct {
 	// WriteBufferMiB is goleveldb's memtable size in MiB; 0 opens the database with the
-	// SDK's options (goleveldb's 4 MiB memtable and 2 MiB tables).
+	// SDK's options (goleveldb's 4 MiB memtable and 2 MiB tables). On another backend Open
+	// takes only 0 and DefaultWriteBufferMiB.
 	WriteBufferMiB int
 }
 
@@ -68,7 +69,15 @@ func Open(rootDir string, backend dbm.BackendType, o Options) (dbm.DB, error) {
 		return nil, err
 	}
 	dir := filepath.Join(rootDir, "data")
-	if backend != dbm.GoLevelDBBackend || o.WriteBufferMiB == 0 {
+	if backend != dbm.GoLevelDBBackend {
+		// the setting is goleveldb's: its default (which app.toml always holds) and 0 open
+		// the database as the SDK does; any other value was asked for and would do nothing
+		if o.WriteBufferMiB != 0 && o.WriteBufferMiB != DefaultWriteBufferMiB {
+			return nil, fmt.Errorf("application database write buffer %d MiB: a goleveldb setting, and the database is on %s (leave it at %d or set 0)", o.WriteBufferMiB, backend, DefaultWriteBufferMiB)
+		}
+		return dbm.NewDB(Name, backend, dir)
+	}
+	if o.WriteBufferMiB == 0 {
 		return dbm.NewDB(Name, backend, dir)
 	}
 	return dbm.NewGoLevelDBWithOpts(Name, dir, &opt.Options{

@@ -104,6 +104,21 @@ func TestOpenRefusesWriteBufferOutOfRange(t *testing.T) {
 	require.NoError(t, appdb.Options{}.Validate())
 }
 
+// Another backend refuses a write buffer set to anything but goleveldb's default or 0: the
+// setting would do nothing there. Nothing is created.
+func TestOpenRefusesWriteBufferOnOtherBackends(t *testing.T) {
+	home := t.TempDir()
+	_, err := appdb.Open(home, dbm.PebbleDBBackend, appdb.Options{WriteBufferMiB: 256})
+	require.ErrorContains(t, err, "application database write buffer 256 MiB: a goleveldb setting, and the database is on pebbledb")
+	entries, err := os.ReadDir(home)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing created")
+
+	db, err := appdb.Open(t.TempDir(), dbm.PebbleDBBackend, appdb.Options{})
+	require.NoError(t, err, "0: the SDK's options")
+	require.NoError(t, db.Close())
+}
+
 // Other backends open as the SDK opens them: the setting is goleveldb's.
 func TestOpenOtherBackends(t *testing.T) {
 	home := t.TempDir()

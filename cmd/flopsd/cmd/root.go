@@ -207,7 +207,8 @@ const appDBConfigTemplate = `
 # db_backend). A job submission leaves several new keys in the state; goleveldb's
 # default 4 MiB memtable flushes and compacts them many times over, on the cores the
 # block's execution needs. 0 opens the database with goleveldb's defaults (4 MiB, 2 MiB
-# tables); other backends ignore it. The node holds up to two memtables in memory.
+# tables). Other backends take only 0 or the default, and open as the SDK opens them.
+# The node holds up to two memtables in memory.
 write-buffer-mib = {{ .AppDB.WriteBufferMiB }}
 `
 
