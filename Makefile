@@ -136,13 +136,11 @@ bench: ## benchmarks (figures in the issues' closing notes; ~6 min)
 	go test -run '^$$' -bench . -benchtime 100x ./tests/integration/
 
 # golangci-lint's govet runs every analyzer go vet runs (.golangci.yml), so go vet is not
-# run on its own as well: that was the same analysis twice. LINT_FLAGS go to golangci-lint
-# (.ci/run lifts its 10 min timeout when it runs it at nice 19 beside the tests).
-LINT_FLAGS ?=
+# run on its own as well: that was the same analysis twice.
 lint: ## gofmt and golangci-lint: go vet's analyzers and the others (generated code excluded)
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	cd tools/lint && GOBIN=$(TOOLS) go install tool
-	$(TOOLS)/golangci-lint run $(LINT_FLAGS) ./...
+	$(TOOLS)/golangci-lint run ./...
 
 proto-gen: ## regenerate the Go code and the TypeScript client's from proto/ (offline)
 	scripts/protocgen.sh

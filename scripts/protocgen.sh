@@ -8,7 +8,6 @@
 #
 #   scripts/protocgen.sh          generate
 #   scripts/protocgen.sh lint     buf lint only
-#   scripts/protocgen.sh tools    build the plugins and buf only (.ci/run, ahead of make proto-check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -17,7 +16,6 @@ mkdir -p "$bin"
 
 (cd tools/protoc && GOBIN=$bin GOFLAGS=-mod=mod go install tool)
 (cd tools/buf && GOBIN=$bin GOFLAGS=-mod=mod go install tool)
-[ "${1:-}" = tools ] && exit 0
 export PATH=$bin:$PATH
 
 moddir() {
