@@ -81,7 +81,8 @@ TEST_TAGS ?= -tags flopscheat
 # test's stack still names files and lines (the pcln table), and the binaries built for
 # people to run (make build) keep theirs. A link of app's test binary took 15.5-16.9 s here
 # instead of 23.7-25.2 (18.5-20.0 CPU-s instead of 27.4-30.6), and a change low in the
-# tree relinks some 40 of them.
+# tree relinks some 40 of them. make load, load-worker and bench keep the default link: the
+# figures in the README and the issues' notes were measured with it.
 TEST_LDFLAGS ?= -ldflags=-w
 # Packages tested at once (go test -p; its default is the CPU count). The end-to-end and
 # load packages spend most of their minutes waiting for blocks, so one more than the
