@@ -48,15 +48,25 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# ours PID: the process is one of this home's nodes (a pid in a stale pids file may have
+# been reused by another process since: it is left alone).
+ours() {
+  local args
+  if [ -r "/proc/$1/cmdline" ]; then args=$(tr '\0' ' ' < "/proc/$1/cmdline")
+  else args=$(ps -o args= -p "$1" 2>/dev/null) || return 1; fi
+  [[ "$args" == *" --home $HOME_DIR/node"* ]]
+}
+
 stop_nodes() {
   [ -f "$HOME_DIR/pids" ] || return 0
+  local pids=()
   while read -r pid; do
-    kill "$pid" 2>/dev/null || true
+    if ours "$pid"; then pids+=("$pid"); kill "$pid" 2>/dev/null || true; fi
   done < "$HOME_DIR/pids"
-  while read -r pid; do
+  for pid in ${pids[@]+"${pids[@]}"}; do
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
-  done < "$HOME_DIR/pids"
+  done
   rm -f "$HOME_DIR/pids"
 }
 
@@ -71,11 +81,38 @@ command -v python3 >/dev/null || { echo "localnet: python3 is required to edit g
 [ "$VALIDATORS" -ge 1 ] 2>/dev/null || { echo "localnet: --validators must be >= 1" >&2; exit 2; }
 
 stop_nodes
-rm -rf "$HOME_DIR"
-mkdir -p "$HOME_DIR"
 
 port() { echo $(( $1 + PORT_OFFSET + 10 * $2 )); }   # port BASE NODE_INDEX
 node_home() { echo "$HOME_DIR/node$1"; }
+
+# Every port a node listens on must be free before anything starts: a chain left running
+# by an earlier localnet or demo (killed outright, its home wiped) would otherwise keep
+# the ports, answer in place of this one, and be reported as this localnet making blocks.
+taken=$(for i in $(seq 0 $((VALIDATORS - 1))); do
+  printf '%s node%s\n' "$(port 26656 "$i") p2p" "$i" "$(port 26657 "$i") rpc" "$i" \
+    "$(port 26660 "$i") metrics" "$i" "$(port 1317 "$i") rest" "$i" "$(port 9090 "$i") grpc" "$i"
+done | python3 -c '
+import socket, sys
+for line in sys.stdin:
+    port, what, node = line.split()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the nodes listen
+    try:
+        s.bind(("127.0.0.1", int(port)))
+    except OSError as e:
+        print("  127.0.0.1:%s (%s %s): %s" % (port, node, what, e.strerror))
+    finally:
+        s.close()
+')
+if [ -n "$taken" ]; then
+  echo "localnet: ports in use, so nothing was started:" >&2
+  echo "$taken" >&2
+  echo "localnet: another localnet or demo still running? Stop it (scripts/localnet.sh stop --home ITS_HOME; 'ss -ltnp' names the process) or shift every port with --port-offset N" >&2
+  exit 1
+fi
+
+rm -rf "$HOME_DIR"
+mkdir -p "$HOME_DIR"
 KR=(--keyring-backend test)
 
 # 1. Homes, validator keys and the shared accounts (in node0's keyring, which clients use).
@@ -224,15 +261,33 @@ for i in $(seq 0 $((VALIDATORS - 1))); do
 done
 
 RPC="http://127.0.0.1:$(port 26657 0)"
-height() { curl -s "$RPC/status" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["sync_info"]["latest_block_height"])' 2>/dev/null || echo 0; }
+NODE0_ID=$("$BIN" comet show-node-id --home "$H0")
+# height: node0's latest block, as its RPC says; 0 while it does not answer. A node
+# other than node0 answering there (another chain took the port after the check above)
+# is refused, not waited on.
+height() {
+  curl -s "$RPC/status" 2>/dev/null | python3 -c '
+import json, sys
+try:
+    r = json.load(sys.stdin)["result"]
+    node, chain, h = r["node_info"]["id"], r["node_info"]["network"], int(r["sync_info"]["latest_block_height"])
+except Exception:
+    print(0); sys.exit()
+print(h if node == sys.argv[1] else "node %s of chain %s" % (node, chain))' "$NODE0_ID" || true
+}
 for _ in $(seq 1 120); do
-  [ "$(height)" -ge 2 ] && break
+  h=$(height)
+  if [[ "$h" == node* ]]; then
+    echo "localnet: $RPC answers as $h, not as this localnet's node0 ($NODE0_ID): another chain holds the port" >&2
+    stop_nodes; exit 1
+  fi
+  [ "$h" -ge 2 ] && break
   if ! kill -0 "$(head -1 "$HOME_DIR/pids")" 2>/dev/null; then
     echo "localnet: node0 exited; see $HOME_DIR/node0.log" >&2; tail -20 "$HOME_DIR/node0.log" >&2; exit 1
   fi
   sleep 0.5
 done
-[ "$(height)" -ge 2 ] || { echo "localnet: no blocks after 60 s; see $HOME_DIR/node0.log" >&2; stop_nodes; exit 1; }
+[ "$h" -ge 2 ] || { echo "localnet: no blocks after 60 s; see $HOME_DIR/node0.log" >&2; stop_nodes; exit 1; }
 
 cat <<EOF
 localnet: $VALIDATORS validator(s) of $CHAIN_ID making blocks (height $(height))

@@ -35,7 +35,8 @@ func main() {
 	if abs, err := filepath.Abs(o.Root); err == nil {
 		o.Root = abs
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// a closed terminal (SIGHUP) stops it as Ctrl-C does: the chain and workers with it
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if _, err := demo.Run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)

@@ -170,6 +170,10 @@ func (d *Demo) scenario(ctx context.Context) error {
 			return fmt.Errorf("%s not built: run `make build` first", d.bin(b))
 		}
 	}
+	// an earlier run killed outright left its chain running on these ports, and its pids
+	// in the home about to be wiped: stop it first (localnet.sh stops only the processes
+	// of that home, and refuses to start while anything else holds a port)
+	d.stopChain()
 	if err := os.RemoveAll(d.o.Home); err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func (d *Demo) start(name, logPath, bin string, args ...string) (*proc, error) {
 	}
 	cmd := exec.Command(bin, args...) //nolint:gosec // our own binaries, our own arguments
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
