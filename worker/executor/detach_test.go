@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flopsnet/flops/testutil/proctest"
 )
 
 // shutdownOnceStarted runs spec and, once file exists, cancels the run with the
@@ -50,7 +52,7 @@ func TestProcessDetachAndAdopt(t *testing.T) {
 	pid := readPID(t, started)
 	killOnCleanup(t, pid)
 	require.NoError(t, syscall.Kill(pid, 0), "the task process is still alive")
-	require.False(t, processGone(pid))
+	require.False(t, proctest.Gone(pid))
 	got, ok := e.Detached(60)
 	require.True(t, ok)
 	require.Equal(t, spec.Command, got.Command)
@@ -102,14 +104,14 @@ func TestProcessAdoptDeadline(t *testing.T) {
 	require.ErrorIs(t, err, ErrDetached)
 	child := readPID(t, pidFile)
 	killOnCleanup(t, child)
-	require.False(t, processGone(child))
+	require.False(t, proctest.Gone(child))
 
 	e2 := newTestExecutor(t, func(o *Options) { o.WorkDir = e.opts.WorkDir })
 	start := time.Now()
 	_, err = e2.Adopt(context.Background(), 62, Hooks{})
 	require.ErrorIs(t, err, ErrMaxDuration)
 	require.Less(t, time.Since(start), 3*time.Second)
-	require.Eventually(t, func() bool { return processGone(child) }, 3*time.Second, 20*time.Millisecond, "the group dies at the deadline")
+	require.Eventually(t, func() bool { return proctest.Gone(child) }, 3*time.Second, 20*time.Millisecond, "the group dies at the deadline")
 	_, ok := e2.Detached(62)
 	require.False(t, ok)
 }
@@ -125,7 +127,7 @@ func TestProcessAdoptLost(t *testing.T) {
 	require.NoError(t, err)
 	require.NotZero(t, rec.StartTicks)
 	require.NoError(t, syscall.Kill(-rec.PID, syscall.SIGKILL)) // the wrapper with it
-	require.Eventually(t, func() bool { return processGone(rec.PID) }, 3*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return proctest.Gone(rec.PID) }, 3*time.Second, 20*time.Millisecond)
 
 	e2 := newTestExecutor(t, func(o *Options) { o.WorkDir = e.opts.WorkDir })
 	_, err = e2.Adopt(context.Background(), 63, Hooks{})
@@ -151,7 +153,7 @@ func TestProcessAbandon(t *testing.T) {
 	killOnCleanup(t, child)
 	e2 := newTestExecutor(t, func(o *Options) { o.WorkDir = e.opts.WorkDir })
 	e2.Abandon(context.Background(), 64)
-	require.Eventually(t, func() bool { return processGone(child) }, 3*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return proctest.Gone(child) }, 3*time.Second, 20*time.Millisecond)
 	require.Empty(t, e2.DetachedTasks())
 }
 

@@ -3,8 +3,6 @@ package executor
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -76,22 +74,6 @@ func readPID(t *testing.T, p string) int {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
 	return pid
-}
-
-// processGone reports whether pid has exited (a zombie awaiting its reaper counts).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	if x := strings.LastIndexByte(s, ')'); x >= 0 && x+2 < len(s) {
-		return s[x+2] == 'Z' || s[x+2] == 'X'
-	}
-	return false
 }
 
 // killOnCleanup makes sure a process a failing test left behind does not outlive it.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flopsnet/flops/testutil/proctest"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -121,7 +122,7 @@ func TestProcessMaxDurationKillsGroup(t *testing.T) {
 			require.Less(t, time.Since(start), 5*time.Second)
 			child := readPID(t, filepath.Join(res.OutputDir, "child.pid"))
 			killOnCleanup(t, child)
-			require.Eventually(t, func() bool { return processGone(child) }, 3*time.Second, 20*time.Millisecond, "the background child must die with the task")
+			require.Eventually(t, func() bool { return proctest.Gone(child) }, 3*time.Second, 20*time.Millisecond, "the background child must die with the task")
 		})
 	}
 }
@@ -147,7 +148,7 @@ func TestProcessCancel(t *testing.T) {
 	require.NotErrorIs(t, err, ErrMaxDuration)
 	child := readPID(t, pidFile)
 	killOnCleanup(t, child)
-	require.Eventually(t, func() bool { return processGone(child) }, 3*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return proctest.Gone(child) }, 3*time.Second, 20*time.Millisecond)
 }
 
 // What a successful command leaves running in its group is killed, and does not hold
@@ -160,7 +161,7 @@ func TestProcessStrayChildrenKilledAtExit(t *testing.T) {
 	require.Less(t, time.Since(start), 2*time.Second, "a stray child holding stdout does not hold the task open")
 	child := readPID(t, filepath.Join(res.OutputDir, "child.pid"))
 	killOnCleanup(t, child)
-	require.Eventually(t, func() bool { return processGone(child) }, 3*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return proctest.Gone(child) }, 3*time.Second, 20*time.Millisecond)
 }
 
 // Run refuses a second run of a task that is running.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flopsnet/flops/testutil/proctest"
 	"github.com/flopsnet/flops/testutil/testdirs"
 	"github.com/flopsnet/flops/testutil/testimage"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -42,7 +43,7 @@ func running(marker string) bool {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(marker)) && !processGone(atoi(p.Name())) {
+		if err == nil && bytes.Contains(b, []byte(marker)) && !proctest.Gone(atoi(p.Name())) {
 			return true
 		}
 	}

@@ -5,12 +5,12 @@ package pocp
 import (
 	"context"
 	"errors"
-	"os"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/flopsnet/flops/testutil/proctest"
 )
 
 // A child the solver leaves behind on its stdout is killed with the process group.
@@ -26,22 +26,10 @@ func TestExternalSolverKillsStrayChildren(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(m[1])
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
+	for !proctest.Gone(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("grandchild %d still running", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// alive reports whether pid runs (a zombie awaiting its reaper counts as dead).
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// pid (comm) STATE ...: the state follows the last ')'.
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-	fields := strings.Fields(rest)
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }

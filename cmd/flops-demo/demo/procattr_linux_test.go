@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flopsnet/flops/testutil/proctest"
 )
 
 // A demo killed outright (SIGKILL: nothing of it runs to stop its children) takes the
@@ -47,25 +49,10 @@ func TestDemoKilledLeavesNoChildRunning(t *testing.T) {
 	}
 	require.NotZero(t, child, "the demo's side started its child")
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
-	require.True(t, alive(child), "the child runs while the demo does")
+	require.False(t, proctest.Gone(child), "the child runs while the demo does")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(child) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	require.False(t, alive(child), "the child of a demo killed with SIGKILL is still running")
-}
-
-// alive: pid is a process that has not exited (a zombie waiting for its reaper has).
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...: the state follows the last ')'
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+	require.Eventually(t, func() bool { return proctest.Gone(child) }, 10*time.Second, 20*time.Millisecond,
+		"the child of a demo killed with SIGKILL is still running")
 }
