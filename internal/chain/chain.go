@@ -29,6 +29,18 @@ const (
 	// then costs 0.001 DPS, a job submission (~250k) 0.0025 DPS. Localnets and the demo
 	// set 0 (scripts/localnet.sh). Wallets: chain/keplr, chain/registry.
 	DefaultMinGasPrice = "0.01" + BondDenom
+	// DefaultQueryGasLimit is the gas one query may spend on a node (app.toml's
+	// query-gas-limit, which `flopsd init` writes, and flopsd start's default where
+	// app.toml has none). The SDK's own default is 0, no limit: one unauthenticated gRPC,
+	// REST or ABCI query could make a public node read a whole table (a filtered page of
+	// tasks reads tasks until it is full, about 600 gas and 2 µs a task, and a page's
+	// limit is the caller's) and hold the answer in memory. At this limit a query stops,
+	// with "Query gas limit exceeded", after about 80,000 tasks read (about 0.15 s here),
+	// or 14,000 with the longest output URIs; a page of 1,000 of those, the dashboard's
+	// largest, spends under a tenth of it (TestWholeTableScanStopsAtQueryGasLimit). The
+	// SDK's app.toml template suggests this value for public nodes. An operator sets 0
+	// for no limit.
+	DefaultQueryGasLimit uint64 = 50_000_000
 )
 
 // SetAddressPrefixes sets flops' bech32 prefixes on an SDK config that is not yet sealed.

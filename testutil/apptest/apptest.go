@@ -42,6 +42,7 @@ import (
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	"github.com/flopsnet/flops/app"
+	"github.com/flopsnet/flops/internal/chain"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -121,7 +122,8 @@ func WithGenesis(fn func(e GenesisEditor)) Option {
 
 // New starts a flops app with one validator (account "validator") and the named
 // accounts, the GPU classes without their PoCP power ranges (its GPUs are mocks), and
-// commits the first block.
+// commits the first block. Its queries (a.Query, the path of every gRPC and ABCI query)
+// are bounded at chain.DefaultQueryGasLimit, as a node flopsd init set up bounds them.
 func New(t testing.TB, opts ...Option) *App {
 	t.Helper()
 	cfg := &config{}
@@ -129,7 +131,7 @@ func New(t testing.TB, opts ...Option) *App {
 		o(cfg)
 	}
 	a := app.New(errorLogger(t), dbm.NewMemDB(), true, simtestutil.AppOptionsMap{flags.FlagHome: t.TempDir()},
-		baseapp.SetChainID(ChainID))
+		baseapp.SetChainID(ChainID), baseapp.SetQueryGasLimit(chain.DefaultQueryGasLimit))
 	ta := &App{
 		App: a, t: t, accounts: map[string]*Account{},
 		blockTime: GenesisTime, BlockInterval: time.Second,

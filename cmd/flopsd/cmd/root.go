@@ -167,10 +167,12 @@ func initCometBFTConfig() *cmtcfg.Config {
 }
 
 // initAppConfig: a non-zero minimum gas price (chain.DefaultMinGasPrice; a localnet sets
-// zero), the REST and gRPC servers on, and no inter-block cache (noInterBlockCache).
+// zero), a gas limit on each query (chain.DefaultQueryGasLimit, boundedQueries), the REST
+// and gRPC servers on, and no inter-block cache (noInterBlockCache).
 func initAppConfig() (string, any) {
 	cfg := serverconfig.DefaultConfig()
 	cfg.MinGasPrices = chain.DefaultMinGasPrice
+	cfg.QueryGasLimit = chain.DefaultQueryGasLimit
 	cfg.API.Enable = true
 	cfg.GRPC.Enable = true
 	cfg.InterBlockCache = false
@@ -282,6 +284,24 @@ func noInterBlockCache(startCmd *cobra.Command) {
 	f.Usage = "Enable the SDK's inter-block cache (an ARC of 1,000 entries per store; flopsd's default is off: it slows the market's EndBlock)"
 }
 
+// boundedQueries makes start's --query-gas-limit default chain.DefaultQueryGasLimit, as
+// initAppConfig writes it in a new app.toml, so that a node whose app.toml has no
+// query-gas-limit (one written before flopsd set it) is not left with the SDK's 0, no
+// limit, which lets one query read a whole table (chain.DefaultQueryGasLimit). An app.toml
+// that says 0 is an operator's choice and is kept; so is the flag.
+func boundedQueries(startCmd *cobra.Command) {
+	f := startCmd.Flags().Lookup(server.FlagQueryGasLimit)
+	if f == nil {
+		panic("flopsd start has no --" + server.FlagQueryGasLimit)
+	}
+	limit := strconv.FormatUint(chain.DefaultQueryGasLimit, 10)
+	if err := f.Value.Set(limit); err != nil {
+		panic(err)
+	}
+	f.DefValue = limit
+	f.Usage = "Maximum gas one gRPC, REST or ABCI query may spend (0: no limit)"
+}
+
 func initRootCmd(rootCmd *cobra.Command, tempApp *app.App) {
 	cfg := sdk.GetConfig()
 	cfg.Seal()
@@ -299,6 +319,7 @@ func initRootCmd(rootCmd *cobra.Command, tempApp *app.App) {
 		AddFlags: func(cmd *cobra.Command) {
 			startCmd = cmd
 			noInterBlockCache(cmd)
+			boundedQueries(cmd)
 			sequentialOnly(cmd)
 			addAppDBFlag(cmd)
 		},

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/flopsnet/flops/app"
 	"github.com/flopsnet/flops/internal/appdb"
 	"github.com/flopsnet/flops/internal/appdb/appdbtest"
+	"github.com/flopsnet/flops/internal/chain"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -101,6 +104,35 @@ func TestStartHasNoInterBlockCacheByDefault(t *testing.T) {
 	start, _, err := NewRootCmd().Find([]string{"start"})
 	require.NoError(t, err)
 	require.Equal(t, "false", start.Flags().Lookup(server.FlagInterBlockCache).DefValue, "start --help says the default")
+}
+
+// queryGasLimit is the gas limit on each query of the app start would build (baseapp's
+// SetQueryGasLimit, from server.DefaultBaseappOptions as newApp calls it).
+func queryGasLimit(t *testing.T, opts servertypes.AppOptions) uint64 {
+	t.Helper()
+	return cast.ToUint64(opts.Get(server.FlagQueryGasLimit))
+}
+
+// A node set up as the README says bounds the gas of each query at
+// chain.DefaultQueryGasLimit (the SDK's default is no limit: one query could read a whole
+// table; tests/integration TestWholeTableScanStopsAtQueryGasLimit), and its app.toml says
+// so. A node whose app.toml predates the setting gets the bound too; an operator who sets
+// 0 (no limit) or another value, in app.toml or with the flag, gets that.
+func TestStartBoundsQueryGas(t *testing.T) {
+	home := initHome(t)
+	line := fmt.Sprintf("\nquery-gas-limit = \"%d\"\n", chain.DefaultQueryGasLimit)
+	require.Contains(t, readAppToml(t, home), line)
+
+	require.Equal(t, chain.DefaultQueryGasLimit, queryGasLimit(t, startOptions(t, home)), "by default")
+	require.Equal(t, uint64(7_000_000), queryGasLimit(t, startOptions(t, home, "--query-gas-limit=7000000")), "with the flag")
+	replaceInAppToml(t, home, line, "\nquery-gas-limit = \"0\"\n")
+	require.Zero(t, queryGasLimit(t, startOptions(t, home)), "with 0 (no limit) in app.toml")
+	replaceInAppToml(t, home, "\nquery-gas-limit = \"0\"\n", "\n")
+	require.Equal(t, chain.DefaultQueryGasLimit, queryGasLimit(t, startOptions(t, home)), "with no query-gas-limit in app.toml")
+
+	start, _, err := NewRootCmd().Find([]string{"start"})
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatUint(chain.DefaultQueryGasLimit, 10), start.Flags().Lookup(server.FlagQueryGasLimit).DefValue, "start --help says the default")
 }
 
 // block-executor = "block-stm" (app.toml or the flag) is refused at start, with what to

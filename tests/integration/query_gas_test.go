@@ -1,0 +1,123 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/codec"
+	serverconfig "github.com/cosmos/cosmos-sdk/server/config"
+	servergrpc "github.com/cosmos/cosmos-sdk/server/grpc"
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+	"github.com/cosmos/cosmos-sdk/types/query"
+
+	"github.com/flopsnet/flops/internal/chain"
+	"github.com/flopsnet/flops/testutil/apptest"
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// TestWholeTableScanStopsAtQueryGasLimit is the attack of a stranger on a public node's
+// query endpoints: the market's Tasks query with a status filter has no index (a page
+// reads tasks until it holds `limit` of them), so asking for a status that no task has,
+// or for a page of a billion, reads the whole table, and the SDK's default query gas limit
+// is none. On a chain whose providers revealed results with the longest output URIs they
+// may (types.MaxURILen), such a query reads tens of megabytes for each call, free, as
+// often as the caller likes. A node set up by flopsd init (TestStartBoundsQueryGas in
+// cmd/flopsd) and the test app stop it at chain.DefaultQueryGasLimit, over gRPC (the
+// REST gateway's path too) and ABCI alike, while the pages the worker, the CLI and the
+// dashboard ask for are answered.
+func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("p1"))
+	provider := a.Account("p1").Address.String()
+	const tasks = 20_000
+	uri := "https://worker.example/out/" + strings.Repeat("x", markettypes.MaxURILen-40)
+	a.Prepare(func(ctx sdk.Context) {
+		for i := uint64(1); i <= tasks; i++ {
+			task := markettypes.Task{
+				Id: i, JobId: i, Status: markettypes.TASK_STATUS_SETTLED, NodeId: 1 + i%100, Provider: provider,
+				Price: sdkmath.NewInt(100_000), Commitment: make([]byte, 32), ResultRoot: make([]byte, 32),
+				OutputUri: fmt.Sprintf("%s%012d", uri, i),
+			}
+			require.NoError(t, a.MarketKeeper.Tasks.Set(ctx, task.Id, task))
+		}
+	})
+	a.NextBlock()
+
+	// the scan, unbounded, reads more than the limit allows: the state is the attack's
+	scan := &markettypes.QueryTasksRequest{Status: markettypes.TASK_STATUS_PENDING, Pagination: &query.PageRequest{Limit: 1}}
+	ctx := a.Ctx().WithGasMeter(storetypes.NewInfiniteGasMeter())
+	res, err := marketkeeper.NewQueryServerImpl(a.MarketKeeper).Tasks(ctx, scan)
+	require.NoError(t, err)
+	require.Empty(t, res.Tasks)
+	require.Greater(t, ctx.GasMeter().GasConsumed(), chain.DefaultQueryGasLimit, "the whole table's read")
+	t.Logf("unbounded, the scan of %d tasks spent %d gas (%d a task)", tasks, ctx.GasMeter().GasConsumed(), ctx.GasMeter().GasConsumed()/tasks)
+
+	// gRPC, as a node serves it (the SDK's gRPC server, as flopsd start builds it)
+	lis := bufconn.Listen(1 << 20)
+	srv, err := servergrpc.NewGRPCServer(client.Context{}.WithInterfaceRegistry(a.InterfaceRegistry()).WithTxConfig(a.TxConfig()).WithChainID(apptest.ChainID), a.App, serverconfig.DefaultConfig().GRPC)
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///node",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec.NewProtoCodec(a.InterfaceRegistry()).GRPCCodec())))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	q := markettypes.NewQueryClient(conn)
+	bg := context.Background()
+
+	for name, req := range map[string]*markettypes.QueryTasksRequest{
+		"a status no task has": scan,
+		"a page of a billion":  {Pagination: &query.PageRequest{Limit: 1_000_000_000}},
+		"a count of them all":  {Pagination: &query.PageRequest{Limit: 1, CountTotal: true}},
+		// with no page limit the SDK counts the whole table (count_total), so a client
+		// of a big chain names one (the CLI's --page-limit; README)
+		"no page limit": {Status: markettypes.TASK_STATUS_SETTLED},
+	} {
+		_, err := q.Tasks(bg, req)
+		require.ErrorContains(t, err, fmt.Sprintf("Query gas limit exceeded: %d", chain.DefaultQueryGasLimit), "gRPC, %s", name)
+
+		bz, err := req.Marshal()
+		require.NoError(t, err)
+		abciRes, err := a.Query(bg, &abci.RequestQuery{Path: "/flops.market.v1.Query/Tasks", Data: bz})
+		require.NoError(t, err)
+		// baseapp's ABCI Query reports the gas meter's out-of-gas panic as a panic that
+		// names the read it stopped at (the same query, unbounded, answers: above)
+		require.Equal(t, sdkerrors.ErrPanic.ABCICode(), abciRes.Code, "ABCI, %s: %s", name, abciRes.Log)
+		require.Regexp(t, `^\{(ReadFlat|ReadPerByte|IterNextFlat|ValuePerByte)\}: panic`, abciRes.Log, "ABCI, %s", name)
+	}
+
+	// what the clients ask is answered: the worker's page of its tasks (200), a page of
+	// 100 in a status, the dashboard's largest page (1,000)
+	mine, err := q.TasksByProvider(bg, &markettypes.QueryTasksByProviderRequest{Provider: provider, Pagination: &query.PageRequest{Limit: 200}})
+	require.NoError(t, err)
+	require.Len(t, mine.Tasks, 200)
+	settled, err := q.Tasks(bg, &markettypes.QueryTasksRequest{Status: markettypes.TASK_STATUS_SETTLED, Pagination: &query.PageRequest{Limit: 100}})
+	require.NoError(t, err)
+	require.Len(t, settled.Tasks, 100)
+	largest := &markettypes.QueryTasksRequest{Pagination: &query.PageRequest{Limit: 1000, Reverse: true}}
+	page, err := q.Tasks(bg, largest)
+	require.NoError(t, err)
+	require.Len(t, page.Tasks, 1000)
+	require.Equal(t, uint64(tasks), page.Tasks[0].Id)
+	ctx = a.Ctx().WithGasMeter(storetypes.NewInfiniteGasMeter())
+	_, err = marketkeeper.NewQueryServerImpl(a.MarketKeeper).Tasks(ctx, largest)
+	require.NoError(t, err)
+	require.Less(t, ctx.GasMeter().GasConsumed(), chain.DefaultQueryGasLimit/10, "a page of 1,000 of the largest tasks")
+	t.Logf("a page of 1,000 tasks spent %d gas", ctx.GasMeter().GasConsumed())
+}
