@@ -5,6 +5,7 @@ import (
 
 	abci "github.com/cometbft/cometbft/abci/types"
 
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 
 	"github.com/flopsnet/flops/internal/nodemetrics"
@@ -31,11 +32,18 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 // query context as a gRPC query does: jobs and nodes counted on their status indexes, the
 // escrow and the reward pool from the module accounts, collateral from x/staking-slash's
 // running totals, the GFL index from the ugfl supply.
+//
+// The read is the node's own, asked by its operator's scraper, not a stranger's query: it
+// is not held to query-gas-limit. A query context's gas meter stops at that limit with a
+// panic, which in a scrape (Collect runs on the Prometheus handler's goroutines) would
+// have ended the node once its jobs outnumbered what one query may read (about 700,000
+// at chain.DefaultQueryGasLimit; TestMetricsScrapeIsNotHeldToTheQueryGasLimit).
 func (app *App) metricsSnapshot() (nodemetrics.Snapshot, error) {
 	ctx, err := app.CreateQueryContext(0, false)
 	if err != nil {
 		return nodemetrics.Snapshot{}, err
 	}
+	ctx = ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
 	s := nodemetrics.Snapshot{Height: ctx.BlockHeight(), Jobs: map[string]uint64{}, Nodes: map[string]uint64{}}
 	for st := int32(1); markettypes.JobStatus_name[st] != ""; st++ {
 		it, err := app.MarketKeeper.Jobs.Indexes.ByStatus.MatchExact(ctx, st)

@@ -1,14 +1,22 @@
 package integration
 
 import (
+	"context"
+	"strings"
 	"testing"
 
+	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+	"github.com/cosmos/cosmos-sdk/types/query"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 
+	"github.com/flopsnet/flops/testutil/apptest"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -99,4 +107,53 @@ func TestNodeMetricsFollowAJob(t *testing.T) {
 	n, err := testutil.GatherAndCount(reg)
 	require.NoError(t, err)
 	require.Greater(t, n, 20)
+}
+
+// TestMetricsScrapeIsNotHeldToTheQueryGasLimit: the metrics' gauges count every job by
+// status through a query context, and a query context's gas meter stops at the node's
+// query-gas-limit with a panic. In a scrape (Collect, on the Prometheus handler's
+// goroutines) that panic would end the node once its jobs outnumbered what one query may
+// read: about 700,000 at chain.DefaultQueryGasLimit, here 1,000 at a limit of 20,000. The
+// scrape is the operator's own read: the same count asked as a query is refused, and the
+// scrape still counts every job.
+func TestMetricsScrapeIsNotHeldToTheQueryGasLimit(t *testing.T) {
+	const jobs = 1000
+	a := apptest.New(t, apptest.WithAccounts("client"), apptest.WithQueryGasLimit(20_000))
+	owner := a.Account("client").Address.String()
+	a.Prepare(func(ctx sdk.Context) {
+		for id := uint64(1); id <= jobs; id++ {
+			require.NoError(t, a.MarketKeeper.Jobs.Set(ctx, id, markettypes.Job{Id: id, Owner: owner, Status: markettypes.JOB_STATUS_ACTIVE}))
+			require.NoError(t, a.MarketKeeper.JobSpecs.Set(ctx, id, markettypes.JobSpec{}))
+		}
+	})
+	a.NextBlock()
+
+	// as a query, the count is over the limit
+	bz, err := (&markettypes.QueryJobsByStatusRequest{Status: markettypes.JOB_STATUS_ACTIVE, Pagination: &query.PageRequest{Limit: 1, CountTotal: true}}).Marshal()
+	require.NoError(t, err)
+	res, err := a.Query(context.Background(), &abci.RequestQuery{Path: "/flops.market.v1.Query/JobsByStatus", Data: bz})
+	require.NoError(t, err)
+	require.Equal(t, sdkerrors.ErrPanic.ABCICode(), res.Code, "the count as a query: %s", res.Log)
+
+	// a scrape, on this goroutine so that a panic fails the test instead of ending it
+	ch := make(chan prometheus.Metric, 256)
+	require.NotPanics(t, func() { a.Metrics().Collect(ch) }, "a scrape")
+	close(ch)
+	active, failures := -1.0, -1.0
+	for m := range ch {
+		var d dto.Metric
+		require.NoError(t, m.Write(&d))
+		switch desc := m.Desc().String(); {
+		case strings.Contains(desc, `"flops_market_jobs"`):
+			for _, l := range d.GetLabel() {
+				if l.GetName() == "status" && l.GetValue() == markettypes.JOB_STATUS_ACTIVE.String() {
+					active = d.GetGauge().GetValue()
+				}
+			}
+		case strings.Contains(desc, `"flops_state_read_failures_total"`):
+			failures = d.GetCounter().GetValue()
+		}
+	}
+	require.Equal(t, float64(jobs), active, "active jobs counted by the scrape")
+	require.Zero(t, failures, "scrapes whose state could not be read")
 }

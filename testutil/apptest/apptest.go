@@ -90,8 +90,9 @@ type App struct {
 }
 
 type config struct {
-	accounts []string
-	genesis  []func(cdcGenesis GenesisEditor)
+	accounts      []string
+	genesis       []func(cdcGenesis GenesisEditor)
+	queryGasLimit uint64
 }
 
 // GenesisEditor lets an option edit a module's genesis before InitChain.
@@ -115,6 +116,13 @@ func WithAccounts(names ...string) Option {
 	return func(c *config) { c.accounts = append(c.accounts, names...) }
 }
 
+// WithQueryGasLimit bounds the app's queries at limit gas instead of
+// chain.DefaultQueryGasLimit: a test of what the limit stops, on a state far smaller than
+// the one the default would need.
+func WithQueryGasLimit(limit uint64) Option {
+	return func(c *config) { c.queryGasLimit = limit }
+}
+
 // WithGenesis edits the genesis state before InitChain.
 func WithGenesis(fn func(e GenesisEditor)) Option {
 	return func(c *config) { c.genesis = append(c.genesis, fn) }
@@ -123,15 +131,16 @@ func WithGenesis(fn func(e GenesisEditor)) Option {
 // New starts a flops app with one validator (account "validator") and the named
 // accounts, the GPU classes without their PoCP power ranges (its GPUs are mocks), and
 // commits the first block. Its queries (a.Query, the path of every gRPC and ABCI query)
-// are bounded at chain.DefaultQueryGasLimit, as a node flopsd init set up bounds them.
+// are bounded at chain.DefaultQueryGasLimit, as a node flopsd init set up bounds them
+// (WithQueryGasLimit).
 func New(t testing.TB, opts ...Option) *App {
 	t.Helper()
-	cfg := &config{}
+	cfg := &config{queryGasLimit: chain.DefaultQueryGasLimit}
 	for _, o := range opts {
 		o(cfg)
 	}
 	a := app.New(errorLogger(t), dbm.NewMemDB(), true, simtestutil.AppOptionsMap{flags.FlagHome: t.TempDir()},
-		baseapp.SetChainID(ChainID), baseapp.SetQueryGasLimit(chain.DefaultQueryGasLimit))
+		baseapp.SetChainID(ChainID), baseapp.SetQueryGasLimit(cfg.queryGasLimit))
 	ta := &App{
 		App: a, t: t, accounts: map[string]*Account{},
 		blockTime: GenesisTime, BlockInterval: time.Second,
