@@ -2,7 +2,8 @@
 // localnet with workers, as the demo leaves it. A client submits a job from the form and
 // sees it settle at the price the chain charged; a bad spec shows the field's error and
 // sends nothing; the provider view shows the node, its verified power and the payment; the
-// network view's GFL is the chain's. Screenshots of the three views go to $OUT.
+// network view's GFL is the chain's, and the figures a big chain's node refuses to read
+// (its query gas limit) leave the rest of that view. Screenshots of the views go to $OUT.
 //
 //   WEB_URL  the dashboard (its config.json names the node and a funded test mnemonic)
 //   RPC      the node's CometBFT RPC, for the chain's side of each check
@@ -277,6 +278,39 @@ test("a node that does not answer is said so, and retried with backoff", async (
   await banner.waitFor({ timeout: 15_000 });
   assert.match(await banner.textContent(), /The node at http:\/\/127\.0\.0\.1:9 does not answer: .+ Retrying in\s+\d+ s\./);
   await dead.close();
+});
+
+test("a figure the node refuses to read leaves the rest of the network view", async () => {
+  // On a big chain the node stops a query that reads a whole table at its gas limit
+  // (flopsd's query-gas-limit): the queue's scan of tasks and the counts of jobs by status.
+  // Its answer is played here on the real node's responses: ABCI code 111222, as
+  // tests/integration TestWholeTableScanStopsAtQueryGasLimit has the node give it.
+  const refused = new Set(["/flops.market.v1.Query/Tasks", "/flops.market.v1.Query/JobsByStatus"]);
+  const big = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  let refusals = 0;
+  await big.route(
+    (url) => url.pathname === "/" || url.pathname === "",
+    async (route) => {
+      const body = route.request().postDataJSON?.();
+      if (route.request().method() !== "POST" || body?.method !== "abci_query" || !refused.has(body.params?.path)) return route.continue();
+      const res = await route.fetch();
+      const json = await res.json();
+      json.result.response = { ...json.result.response, code: 111222, codespace: "sdk", log: "{ValuePerByte}: panic", value: null };
+      refusals++;
+      return route.fulfill({ response: res, json });
+    },
+  );
+  await big.goto(`${WEB_URL}#/network`);
+  await big.getByTestId("gfl-index").waitFor({ timeout: 30_000 });
+  const { power } = await q.gfl.NetworkPower({});
+  assert.equal(await big.getByTestId("gfl-index").textContent(), dps(power.totalGflops).replace(" DPS", " GFL"), "the rest of the view is the chain's");
+  assert.equal(await big.getByTestId("pending-tasks").textContent(), "—");
+  assert.match(await big.getByTestId("pending-refused").textContent(), /The node would not count the tasks waiting .*Query failed with \(111222\): \{ValuePerByte\}: panic/);
+  assert.match(await big.getByTestId("jobs-refused").textContent(), /The node would not count the jobs .*Query failed with \(111222\)/);
+  assert.equal(await big.getByRole("alert").count(), 0, "no error for the view as a whole");
+  assert.ok(refusals >= 2, `the node's refusals were played (${refusals})`);
+  await big.screenshot({ path: `${OUT}/network-refused.png`, fullPage: true });
+  await big.close();
 });
 
 test("the owner challenges a verified result: its bond is locked and a dispute opens", async () => {

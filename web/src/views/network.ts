@@ -1,9 +1,15 @@
 // The network view: the GFL index and its history by epoch, nodes by class, region and
 // status, jobs by status, the queue (pending tasks) and time to assignment, emission per
 // epoch, halving progress and the reward pool.
+//
+// Two of its figures read a whole table: the queue scans tasks for the pending ones, and
+// jobs by status are counted. On a big chain a node stops such a query at its gas limit
+// (flopsd's query-gas-limit); the view then says which figure the node would not give
+// and shows the rest.
 import { html } from "lit";
 import { gflTypes, marketTypes } from "@flopsnet/client";
 
+import { errorText } from "../chain.js";
 import { dec, dps, gfl, jobStatus, nodeStatus, workload } from "../format.js";
 import { all, page } from "../page.js";
 import { View } from "../view.js";
@@ -16,8 +22,8 @@ interface NetworkData {
   byClass: { label: string; value: number }[];
   byRegion: { label: string; value: number }[];
   byStatus: { label: string; value: number }[];
-  jobs: { label: string; value: number }[];
-  pendingTasks: number;
+  jobs: { label: string; value: number }[] | Refused;
+  pendingTasks: number | Refused;
   assignBlocks?: { median: number; max: number; n: number };
   epochs: number[];
   gflByEpoch: Series[];
@@ -36,6 +42,16 @@ const count = <T>(xs: T[], key: (x: T) => string) => {
   return [...m.entries()].sort((a, b) => b[1] - a[1]).map(([label, value]) => ({ label, value }));
 };
 
+/** Refused: a figure the node would not give, and its reason. */
+interface Refused {
+  refused: string;
+}
+
+/** refusable: the query's answer, or the node's refusal of it (the rest of the view is still shown). */
+const refusable = <T>(p: Promise<T>): Promise<T | Refused> => p.catch((e: unknown) => ({ refused: errorText(e) }));
+
+const isRefused = (x: unknown): x is Refused => typeof x === "object" && x !== null && "refused" in x;
+
 const toDate = (t?: { seconds: bigint; nanos: number }) => (t && t.seconds > 0n ? new Date(Number(t.seconds) * 1000) : undefined);
 
 export class NetworkView extends View {
@@ -53,7 +69,7 @@ export class NetworkView extends View {
       q.dps.Era({}),
       q.dps.Pool({}),
       q.dps.Emissions({ pagination: page(100, { reverse: true }) }),
-      q.market.Tasks({ status: marketTypes.TaskStatus.TASK_STATUS_PENDING, pagination: page(1000) }),
+      refusable(q.market.Tasks({ status: marketTypes.TaskStatus.TASK_STATUS_PENDING, pagination: page(1000) })),
       q.market.Jobs({ status: marketTypes.JobStatus.JOB_STATUS_UNSPECIFIED, pagination: page(20, { reverse: true }) }),
     ]);
     const statuses = [
@@ -63,11 +79,13 @@ export class NetworkView extends View {
       marketTypes.JobStatus.JOB_STATUS_FAILED,
       marketTypes.JobStatus.JOB_STATUS_CANCELLED,
     ];
-    const jobs = await Promise.all(
-      statuses.map(async (s) => {
-        const r = await q.market.JobsByStatus({ status: s, pagination: page(1, { countTotal: true }) });
-        return { label: jobStatus(s), value: Number(r.pagination?.total ?? 0n) };
-      }),
+    const jobs = await refusable(
+      Promise.all(
+        statuses.map(async (s) => {
+          const r = await q.market.JobsByStatus({ status: s, pagination: page(1, { countTotal: true }) });
+          return { label: jobStatus(s), value: Number(r.pagination?.total ?? 0n) };
+        }),
+      ),
     );
     // Time to assignment, in blocks, over the tasks of the 20 newest jobs.
     const waits = (
@@ -90,7 +108,7 @@ export class NetworkView extends View {
       byRegion: count(active, (n) => n.region || "no region"),
       byStatus: count(nodes, (n) => nodeStatus(n.status)),
       jobs,
-      pendingTasks: pending.tasks.length,
+      pendingTasks: isRefused(pending) ? pending : pending.tasks.length,
       assignBlocks: waits.length
         ? { median: waits[Math.floor(waits.length / 2)], max: waits[waits.length - 1], n: waits.length }
         : undefined,
@@ -119,7 +137,8 @@ export class NetworkView extends View {
         ? html`<div class="cards">
               <div class="card"><h3>GFL index</h3><p class="big" data-testid="gfl-index">${gfl(d.totalGflops)}</p>
                 <p class="muted">${d.totalGflops.toString()} GFLOP/s verified on ${d.activeNodes.toString()} nodes</p></div>
-              <div class="card"><h3>Queue</h3><p class="big" data-testid="pending-tasks">${d.pendingTasks}</p>
+              <div class="card"><h3>Queue</h3><p class="big" data-testid="pending-tasks">${isRefused(d.pendingTasks) ? "—" : d.pendingTasks}</p>
+                ${isRefused(d.pendingTasks) ? this.refusal("pending-refused", "count the tasks waiting", d.pendingTasks) : ""}
                 <p class="muted">tasks waiting for a node${d.assignBlocks
                   ? html`; assigned after ${d.assignBlocks.median} blocks (median), ${d.assignBlocks.max} at most, over ${d.assignBlocks.n} recent tasks`
                   : ""}</p></div>
@@ -136,11 +155,18 @@ export class NetworkView extends View {
               <flops-bars label="Active nodes by GPU class" .items=${d.byClass}></flops-bars>
               <flops-bars label="Active nodes by region" .items=${d.byRegion}></flops-bars>
               <flops-bars label="Nodes by status" .items=${d.byStatus}></flops-bars>
-              <flops-bars label="Jobs by status" .items=${d.jobs}></flops-bars>
+              ${isRefused(d.jobs)
+                ? html`<figure><figcaption>Jobs by status</figcaption>${this.refusal("jobs-refused", "count the jobs", d.jobs)}</figure>`
+                : html`<flops-bars label="Jobs by status" .items=${d.jobs}></flops-bars>`}
               <flops-bars label="Verified GFLOP/s by workload" .items=${d.byWorkload}></flops-bars>
             </div>`
         : ""}
     </section>`;
+  }
+
+  /** refusal says that the node would not give a figure, and why. */
+  private refusal(testId: string, what: string, r: Refused) {
+    return html`<p class="muted" data-testid=${testId}>The node would not ${what} (a big chain's query can pass the node's gas limit): ${r.refused}</p>`;
   }
 
   private halvingBar(last: Date, next: Date) {
