@@ -44,17 +44,7 @@ func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
 	a := apptest.New(t, apptest.WithAccounts("p1"))
 	provider := a.Account("p1").Address.String()
 	const tasks = 20_000
-	uri := "https://worker.example/out/" + strings.Repeat("x", markettypes.MaxURILen-40)
-	a.Prepare(func(ctx sdk.Context) {
-		for i := uint64(1); i <= tasks; i++ {
-			task := markettypes.Task{
-				Id: i, JobId: i, Status: markettypes.TASK_STATUS_SETTLED, NodeId: 1 + i%100, Provider: provider,
-				Price: sdkmath.NewInt(100_000), Commitment: make([]byte, 32), ResultRoot: make([]byte, 32),
-				OutputUri: fmt.Sprintf("%s%012d", uri, i),
-			}
-			require.NoError(t, a.MarketKeeper.Tasks.Set(ctx, task.Id, task))
-		}
-	})
+	a.Prepare(func(ctx sdk.Context) { settledTasks(t, a, ctx, provider, 1, tasks) })
 	a.NextBlock()
 
 	// the scan, unbounded, reads more than the limit allows: the state is the attack's
@@ -66,19 +56,7 @@ func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
 	require.Greater(t, ctx.GasMeter().GasConsumed(), chain.DefaultQueryGasLimit, "the whole table's read")
 	t.Logf("unbounded, the scan of %d tasks spent %d gas (%d a task)", tasks, ctx.GasMeter().GasConsumed(), ctx.GasMeter().GasConsumed()/tasks)
 
-	// gRPC, as a node serves it (the SDK's gRPC server, as flopsd start builds it)
-	lis := bufconn.Listen(1 << 20)
-	srv, err := servergrpc.NewGRPCServer(client.Context{}.WithInterfaceRegistry(a.InterfaceRegistry()).WithTxConfig(a.TxConfig()).WithChainID(apptest.ChainID), a.App, serverconfig.DefaultConfig().GRPC)
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///node",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec.NewProtoCodec(a.InterfaceRegistry()).GRPCCodec())))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	q := markettypes.NewQueryClient(conn)
+	q := grpcMarket(t, a)
 	bg := context.Background()
 
 	for name, req := range map[string]*markettypes.QueryTasksRequest{
@@ -120,4 +98,92 @@ func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, ctx.GasMeter().GasConsumed(), chain.DefaultQueryGasLimit/10, "a page of 1,000 of the largest tasks")
 	t.Logf("a page of 1,000 tasks spent %d gas", ctx.GasMeter().GasConsumed())
+}
+
+// settledTasks writes tasks from..to of provider, settled, with the longest output URIs a
+// reveal may leave (types.MaxURILen), on 100 nodes: what a busy provider's retained tasks
+// (job_retention_blocks) look like to a query.
+func settledTasks(t *testing.T, a *apptest.App, ctx sdk.Context, provider string, from, to uint64) {
+	t.Helper()
+	uri := "https://worker.example/out/" + strings.Repeat("x", markettypes.MaxURILen-40)
+	for i := from; i <= to; i++ {
+		task := markettypes.Task{
+			Id: i, JobId: i, Status: markettypes.TASK_STATUS_SETTLED, NodeId: 1 + i%100, Provider: provider,
+			Price: sdkmath.NewInt(100_000), Commitment: make([]byte, 32), ResultRoot: make([]byte, 32),
+			OutputUri: fmt.Sprintf("%s%012d", uri, i),
+		}
+		require.NoError(t, a.MarketKeeper.Tasks.Set(ctx, task.Id, task))
+	}
+}
+
+// grpcMarket is a market query client of the app over the SDK's gRPC server, as flopsd
+// start builds it (baseapp's query interceptor, its query gas limit included).
+func grpcMarket(t *testing.T, a *apptest.App) markettypes.QueryClient {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv, err := servergrpc.NewGRPCServer(client.Context{}.WithInterfaceRegistry(a.InterfaceRegistry()).WithTxConfig(a.TxConfig()).WithChainID(apptest.ChainID), a.App, serverconfig.DefaultConfig().GRPC)
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///node",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec.NewProtoCodec(a.InterfaceRegistry()).GRPCCodec())))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return markettypes.NewQueryClient(conn)
+}
+
+// TestBusyProviderWorkerSeesItsTasksUnderTheQueryGasLimit: flops-worker polls its
+// provider's tasks in flight every block (TasksByProvider, active, by next key). A busy
+// provider retains a day's settled tasks (job_retention_blocks), and the active filter
+// reads each to see whether it is in flight: 30,000 with long output URIs are about
+// 110,000,000 gas, twice what a node lets one query spend (chain.DefaultQueryGasLimit),
+// so a page that read them all was refused, and the worker lost sight of the tasks it
+// must run. A page reads at most 5,000 entries; the worker's paging finds every task in
+// flight, each page answered within the limit.
+func TestBusyProviderWorkerSeesItsTasksUnderTheQueryGasLimit(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("p1"))
+	provider := a.Account("p1").Address.String()
+	const retained = 30_000
+	var live []uint64
+	a.Prepare(func(ctx sdk.Context) {
+		settledTasks(t, a, ctx, provider, 1, retained)
+		for i, s := range []markettypes.TaskStatus{markettypes.TASK_STATUS_ASSIGNED, markettypes.TASK_STATUS_RUNNING, markettypes.TASK_STATUS_COMMITTED} {
+			id := uint64(retained + 1 + i)
+			require.NoError(t, a.MarketKeeper.Tasks.Set(ctx, id, markettypes.Task{Id: id, JobId: id, Status: s, NodeId: 100, Provider: provider, Price: sdkmath.NewInt(100_000)}))
+			live = append(live, id)
+		}
+	})
+	a.NextBlock()
+
+	q := grpcMarket(t, a)
+	var found []uint64
+	var key []byte
+	pages := 0
+	for {
+		// the worker's request (worker/agent activeTasks)
+		res, err := q.TasksByProvider(context.Background(), &markettypes.QueryTasksByProviderRequest{
+			Provider: provider, Active: true, Pagination: &query.PageRequest{Key: key, Limit: 200},
+		})
+		require.NoError(t, err, "page %d", pages+1)
+		pages++
+		for _, task := range res.Tasks {
+			found = append(found, task.Id)
+		}
+		if len(res.Pagination.NextKey) == 0 {
+			break
+		}
+		key = res.Pagination.NextKey
+	}
+	require.ElementsMatch(t, live, found, "every task in flight")
+	require.Equal(t, retained/5_000+1, pages, "5,000 entries a page")
+
+	ctx := a.Ctx().WithGasMeter(storetypes.NewInfiniteGasMeter())
+	_, err := marketkeeper.NewQueryServerImpl(a.MarketKeeper).TasksByProvider(ctx, &markettypes.QueryTasksByProviderRequest{
+		Provider: provider, Active: true, Pagination: &query.PageRequest{Limit: 200},
+	})
+	require.NoError(t, err)
+	require.Less(t, ctx.GasMeter().GasConsumed(), chain.DefaultQueryGasLimit/2, "a page of 5,000 of the largest tasks")
+	t.Logf("a page of 5,000 entries spent %d gas", ctx.GasMeter().GasConsumed())
 }

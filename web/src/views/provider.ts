@@ -8,7 +8,7 @@ import { chain as flops, gflTypes, marketTypes, reputationTypes, stakingslashTyp
 
 import { dps, dec, decNumber, gflops, nodeStatus, slashReason, taskStatus } from "../format.js";
 import { epochEnds, epochOf, paymentsTo, powerHistory } from "../chain.js";
-import { page } from "../page.js";
+import { all, page } from "../page.js";
 import { View } from "../view.js";
 import type { Series } from "../chart.js";
 
@@ -64,7 +64,12 @@ export class ProviderView extends View {
       q.stakingslash.SlashHistory({ provider: addr, pagination: page(100, { reverse: true }) }),
       q.reputation.Provider({ operator: addr }),
       q.dps.ProviderRewards({ provider: addr, pagination: page(50, { reverse: true }) }),
-      q.market.TasksByProvider({ provider: addr, active: true, pagination: page(200) }),
+      // a page of the tasks in flight reads at most 5,000 of the provider's retained tasks
+      // and may end short of its limit, so it is paged to the end (or 200 tasks)
+      all(async (p) => {
+        const r = await q.market.TasksByProvider({ provider: addr, active: true, pagination: p });
+        return { items: r.tasks, nextKey: r.pagination?.nextKey };
+      }, 200),
     ]);
     const rows = await Promise.all(
       nodes.nodes.map(async (node): Promise<NodeRow> => {
@@ -127,7 +132,7 @@ export class ProviderView extends View {
         availability: rewardList.reduce((a, r) => a + BigInt(r.availability || "0"), 0n),
         work: rewardList.reduce((a, r) => a + BigInt(r.work || "0"), 0n),
       },
-      inFlight: tasks.tasks,
+      inFlight: tasks,
     };
   }
 

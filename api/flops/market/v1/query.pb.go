@@ -1682,7 +1682,10 @@ type QueryTasksByProviderRequest struct {
 	// pagination over the tasks.
 	Pagination *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
 	// active: only the tasks in flight (assigned, running, committed, revealed or verified
-	// and not yet settled), what flops-worker follows.
+	// and not yet settled), what flops-worker follows. A page of them reads at most 5,000
+	// of the provider's tasks (settled ones stay until pruned), so it may hold fewer than
+	// its limit, or none, and still have a next_key: page until next_key is empty. Offsets
+	// and count_total, which would read every task of the provider, are refused.
 	Active        bool `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -279,7 +279,10 @@ export interface QueryTasksByProviderRequest {
     | undefined;
   /**
    * active: only the tasks in flight (assigned, running, committed, revealed or verified
-   * and not yet settled), what flops-worker follows.
+   * and not yet settled), what flops-worker follows. A page of them reads at most 5,000
+   * of the provider's tasks (settled ones stay until pruned), so it may hold fewer than
+   * its limit, or none, and still have a next_key: page until next_key is empty. Offsets
+   * and count_total, which would read every task of the provider, are refused.
    */
   active: boolean;
 }
