@@ -3,22 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	sdkmath "cosmossdk.io/math"
 
-	"github.com/cosmos/cosmos-sdk/client"
-	"github.com/cosmos/cosmos-sdk/codec"
-	serverconfig "github.com/cosmos/cosmos-sdk/server/config"
-	servergrpc "github.com/cosmos/cosmos-sdk/server/grpc"
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
@@ -117,21 +109,10 @@ func settledTasks(t *testing.T, a *apptest.App, ctx sdk.Context, provider string
 }
 
 // grpcMarket is a market query client of the app over the SDK's gRPC server, as flopsd
-// start builds it (baseapp's query interceptor, its query gas limit included).
+// start serves it (its query gas limit included).
 func grpcMarket(t *testing.T, a *apptest.App) markettypes.QueryClient {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	srv, err := servergrpc.NewGRPCServer(client.Context{}.WithInterfaceRegistry(a.InterfaceRegistry()).WithTxConfig(a.TxConfig()).WithChainID(apptest.ChainID), a.App, serverconfig.DefaultConfig().GRPC)
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///node",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec.NewProtoCodec(a.InterfaceRegistry()).GRPCCodec())))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return markettypes.NewQueryClient(conn)
+	return markettypes.NewQueryClient(a.GRPCConn(t))
 }
 
 // TestBusyProviderWorkerSeesItsTasksUnderTheQueryGasLimit: flops-worker polls its

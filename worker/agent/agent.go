@@ -101,6 +101,9 @@ type Agent struct {
 	params    markettypes.Params
 	// inflight names the actions whose transactions are on their way (see perform)
 	inflight map[string]bool
+	// auctionKey is where the next read of the open auctions starts (openAuctions), for
+	// the slot auctionSlot (marshalled); both are the tick's own
+	auctionKey, auctionSlot []byte
 }
 
 // run is one task's execution on this machine.

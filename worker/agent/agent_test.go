@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,14 +24,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 
+	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/flopsnet/flops/internal/specfile"
 	"github.com/flopsnet/flops/testutil/apptest"
 	"github.com/flopsnet/flops/testutil/testimage"
 	"github.com/flopsnet/flops/worker/agent"
+	"github.com/flopsnet/flops/worker/bidder"
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/executor"
@@ -48,6 +52,7 @@ type appChain struct {
 	a    *apptest.App
 	name string
 	sent *[]string // the type URLs of the msgs submitted, under mu
+	conn grpc.ClientConnInterface
 }
 
 func (c appChain) Address() sdk.AccAddress { return c.a.Account(c.name).Address }
@@ -58,7 +63,13 @@ func (c appChain) Height(context.Context) (int64, time.Time, error) {
 	return c.a.Height(), c.a.BlockTime(), nil
 }
 
-func (c appChain) Conn() grpc.ClientConnInterface { return c.a.QueryConn() }
+// Conn is the app's query router, or the connection the worker was given (workerWith).
+func (c appChain) Conn() grpc.ClientConnInterface {
+	if c.conn != nil {
+		return c.conn
+	}
+	return c.a.QueryConn()
+}
 
 func (c appChain) Submit(_ context.Context, msgs ...sdk.Msg) (*chain.TxResult, error) {
 	c.mu.Lock()
@@ -88,12 +99,26 @@ func newWorker(t *testing.T, mu *sync.Mutex, a *apptest.App, name string, edit f
 // second one on the same home is the first one restarted.
 func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string, edit func(c *config.Config)) *worker {
 	t.Helper()
-	return newWorkerOn(t, mu, a, name, home, gpu.NewCPUOnly("test"), edit)
+	return newWorkerOn(t, mu, a, name, home, gpu.NewCPUOnly("test"), workerWith{}, edit)
+}
+
+// workerWith is what newWorkerOn gives a worker besides its config: the connection it
+// queries the app through (nil: the app's query router; apptest's GRPCConn: the node's
+// gRPC server and its query gas limit) and its bidding policy (nil: the ask policy).
+type workerWith struct {
+	conn   grpc.ClientConnInterface
+	bidder bidder.Policy
+}
+
+// newWorkerWith is newWorker with what w gives.
+func newWorkerWith(t *testing.T, mu *sync.Mutex, a *apptest.App, name string, w workerWith) *worker {
+	t.Helper()
+	return newWorkerOn(t, mu, a, name, t.TempDir(), gpu.NewCPUOnly("test"), w, nil)
 }
 
 // newWorkerOn is a worker whose GPU inventory is gpus (with none listed, node.mock_gpus
-// of them).
-func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string, gpus gpu.Inventory, edit func(c *config.Config)) *worker {
+// of them), with what with gives.
+func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string, gpus gpu.Inventory, with workerWith, edit func(c *config.Config)) *worker {
 	t.Helper()
 	cfg := config.Default(home)
 	cfg.Node.Runtimes = []string{"BUILTIN", "CONTAINER", "PROCESS"}
@@ -116,7 +141,7 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	require.NoError(t, err)
 	sent := new([]string)
 	ag, err := agent.New(agent.Options{
-		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent}, GPUs: gpus, Executor: exec,
+		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent, conn: with.conn}, Bidder: with.bidder, GPUs: gpus, Executor: exec,
 		Solver: wpocp.NewGoSolver(1), Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
 		Now: a.BlockTime,
 	})
@@ -600,4 +625,162 @@ func TestWorkerWaitsForItsClassFloor(t *testing.T) {
 	defer mu.Unlock()
 	require.NotContains(t, *w.sent, sdk.MsgTypeURL(&markettypes.MsgPlaceBid{}), "no bid while it may not be scheduled")
 	require.Contains(t, *w.sent, sdk.MsgTypeURL(&gfltypes.MsgCommitChallenge{}), "it answered its challenges")
+}
+
+// A worker bids on the open auctions it can run however many are open. It used to read
+// the first 100 (the SDK's default page) every block, so behind 100 older auctions (here
+// its own provider's, which it never bids on) a client's new one was never seen, and
+// closed without its bid. It now reads, 10 a query, the auctions opened since its last
+// read.
+func TestWorkerBidsOnAuctionsPastTheFirstHundred(t *testing.T) {
+	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AuctionWindowBlocks = 200 })
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", nil)
+	q := markettypesQuery(a)
+	passChallenge(t, a, w)
+
+	// 100 auctions of the provider's own account, in one block
+	p1 := a.Account("p1")
+	seq := a.AccountKeeper.GetAccount(a.Ctx(), p1.Address).GetSequence()
+	var txs [][]byte
+	for i := range 100 {
+		txs = append(txs, a.SignTxSeq("p1", seq+uint64(i), 400_000,
+			&markettypes.MsgSubmitJob{Owner: p1.String(), Spec: gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION)}))
+	}
+	for i, r := range a.NextBlock(txs...).TxResults {
+		require.Zero(t, r.Code, "job %d: %s", i, r.Log)
+	}
+	tick(t, a, w) // the worker reads them all (none is for it to bid on)
+
+	theirs := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION))
+	open, err := q.OpenAuctions(a.Ctx(), &markettypes.QueryOpenAuctionsRequest{Pagination: &query.PageRequest{Limit: 1, CountTotal: true}})
+	require.NoError(t, err)
+	require.EqualValues(t, 101, open.Pagination.Total, "the client's is the 101st open auction")
+	until(t, a, 5, "a bid on the client's auction", func() bool {
+		bids, err := q.BidsByJob(a.Ctx(), &markettypes.QueryBidsByJobRequest{JobId: theirs.Id})
+		require.NoError(t, err)
+		return len(bids.Bids) > 0
+	}, w)
+}
+
+// The attack of a client on the auctions: open a few dozen auctions with the largest
+// specs a job may have (command, env and task_args at their bounds: about 580 KB each).
+// A worker's read of the open auctions returns each with its spec; its old request, the
+// SDK's default page of 100, then read more than a node lets one query spend (flopsd's
+// query-gas-limit), every worker's read was refused, and no auction after them got a
+// bid. The worker reads 10 auctions a query, each page inside the limit, and bids on the
+// client's auction behind them. Here the worker queries the app through the SDK's gRPC
+// server (apptest.GRPCConn), as a worker queries a node.
+func TestWorkerBidsBehindAuctionsOfTheLargestSpecs(t *testing.T) {
+	a := appWithProvidersEdit(t, []string{"p1", "mallory"}, func(m *markettypes.Params) { m.AuctionWindowBlocks = 200 })
+	var mu sync.Mutex
+	w := newWorkerWith(t, &mu, a, "p1", workerWith{conn: a.GRPCConn(t)})
+	passChallenge(t, a, w)
+
+	// 40 open auctions of the largest specs, ahead of the client's in id order (written
+	// as their submissions leave them: the job in BIDDING and its spec)
+	big := gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION)
+	big.Requirements.GpuCount = 64 // no node serves them: they are only read
+	for i := range 64 {
+		big.Command = append(big.Command, strings.Repeat("c", 1024))
+		big.Env = append(big.Env, markettypes.EnvVar{Name: fmt.Sprintf("V%d", i), Value: strings.Repeat("e", 4096)})
+	}
+	big.TaskArgs = []markettypes.TaskArgs{{Args: []string{strings.Repeat("a", 128<<10)}}, {Args: []string{strings.Repeat("a", 128<<10)}}}
+	mallory := a.Account("mallory").String()
+	a.Prepare(func(ctx sdk.Context) {
+		ids, err := a.MarketKeeper.IDs.Get(ctx)
+		require.NoError(t, err)
+		for id := ids.K1(); id < ids.K1()+40; id++ {
+			require.NoError(t, a.MarketKeeper.Jobs.Set(ctx, id, markettypes.Job{Id: id, Owner: mallory, Status: markettypes.JOB_STATUS_BIDDING}))
+			require.NoError(t, a.MarketKeeper.JobSpecs.Set(ctx, id, big))
+		}
+		require.NoError(t, a.MarketKeeper.IDs.Set(ctx, collections.Join(ids.K1()+40, ids.K2())))
+	})
+	a.NextBlock()
+	q := markettypes.NewQueryClient(a.GRPCConn(t))
+	_, err := q.OpenAuctions(context.Background(), &markettypes.QueryOpenAuctionsRequest{})
+	require.ErrorContains(t, err, "Query gas limit exceeded", "a page of the SDK's default 100 of them")
+
+	theirs := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION))
+	until(t, a, 10, "a bid on the client's auction", func() bool { return bidsOn(t, a, theirs.Id) > 0 }, w)
+}
+
+// flakyBidder fails its first pricing of each job (a bidder script that timed out), then
+// prices as the ask policy does.
+type flakyBidder struct {
+	ask    bidder.Policy
+	failed map[uint64]bool
+}
+
+func (f *flakyBidder) Price(ctx context.Context, o bidder.Offer) (bidder.Bid, error) {
+	if !f.failed[o.Job.Id] {
+		f.failed[o.Job.Id] = true
+		return bidder.Bid{}, errors.New("bidder script: timed out after 5s")
+	}
+	return f.ask.Price(ctx, o)
+}
+
+// An auction whose pricing failed (a bidder script that timed out) is priced again at
+// the next tick, as when the worker read every open auction each block: the worker goes
+// back to it, though it has read past it.
+func TestWorkerPricesAgainAnAuctionWhosePricingFailed(t *testing.T) {
+	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AuctionWindowBlocks = 200 })
+	var mu sync.Mutex
+	flaky := &flakyBidder{ask: bidder.Ask{Default: sdkmath.NewInt(1_000)}, failed: map[uint64]bool{}}
+	w := newWorkerWith(t, &mu, a, "p1", workerWith{bidder: flaky})
+	passChallenge(t, a, w)
+	tick(t, a, w) // caught up with the open auctions (none): the worker reads from here on
+
+	theirs := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION))
+	until(t, a, 5, "a bid on the auction", func() bool { return bidsOn(t, a, theirs.Id) > 0 }, w)
+	require.True(t, flaky.failed[theirs.Id], "its first pricing failed")
+}
+
+// The worker reads each open auction once, but which auctions it serves follows its
+// node (class, region, runtimes, activity): when the node changes, the auctions still
+// open are read again. Here an auction asks for a region the node is not in, and the
+// provider then moves the node there (MsgUpdateNode): the worker bids.
+func TestWorkerReadsTheAuctionsAgainWhenItsNodeChanges(t *testing.T) {
+	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AuctionWindowBlocks = 200 })
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", nil)
+	passChallenge(t, a, w)
+
+	spec := gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION)
+	spec.Requirements.Region = "us-east"
+	theirs := job(t, a, spec)
+	bids := func() int { return bidsOn(t, a, theirs.Id) }
+	for range 3 {
+		tick(t, a, w)
+	}
+	require.Zero(t, bids(), "a node in eu-west does not bid for us-east")
+
+	n := w.agent.Node()
+	a.MustDeliver("p1", &gfltypes.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: gfltypes.NodeSpec{
+		Gpus: n.Gpus, Region: "us-east", Endpoint: n.Endpoint, Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour,
+		ClaimedGflops: n.ClaimedGflops, Runtimes: n.Runtimes,
+	}})
+	// the worker reads its node again every 10 blocks
+	until(t, a, 25, "a bid once the node is in us-east", func() bool { return bids() > 0 }, w)
+	require.Equal(t, "us-east", w.agent.Node().Region)
+}
+
+// passChallenge ticks until the worker's node has passed a PoCP challenge (its node is
+// then active, and may bid).
+func passChallenge(t *testing.T, a *apptest.App, w *worker) {
+	t.Helper()
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	until(t, a, 40, "challenge passed", func() bool {
+		res, err := gq.NodeStats(a.Ctx(), &gfltypes.QueryNodeStatsRequest{NodeId: w.agent.Node().Id})
+		require.NoError(t, err)
+		return res.Stats.Passed > 0
+	}, w)
+}
+
+// bidsOn is the number of bids on an auction.
+func bidsOn(t *testing.T, a *apptest.App, job uint64) int {
+	t.Helper()
+	res, err := markettypesQuery(a).BidsByJob(a.Ctx(), &markettypes.QueryBidsByJobRequest{JobId: job})
+	require.NoError(t, err)
+	return len(res.Bids)
 }

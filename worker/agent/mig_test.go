@@ -45,7 +45,7 @@ func TestWorkerRunsTasksOnTheMIGInstancesTheChainGave(t *testing.T) {
 	// tasks spans 15 blocks, so the ack window is wider than the default 20
 	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AckTimeoutBlocks = 40 })
 	var mu sync.Mutex
-	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, func(c *config.Config) {
+	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, workerWith{}, func(c *config.Config) {
 		c.Node.MockGPUs = 0
 		c.Bond.Amount = "900000000" // 8 GPUs
 	})
