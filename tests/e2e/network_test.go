@@ -72,6 +72,7 @@ func TestNetworkBlocksParamsAndBankSend(t *testing.T) {
 	}
 
 	checkRESTRoutes(t, net.Validators[0])
+	checkQueryPageDefault(t, net.Validators[0])
 
 	// validator 0 sends udps to validator 1
 	v0, v1 := net.Validators[0], net.Validators[1]

@@ -102,7 +102,40 @@ func NewRootCmd() *cobra.Command {
 		panic(err)
 	}
 	flopsTxDefaults(rootCmd)
+	queryPageDefaults(rootCmd)
 	return rootCmd
+}
+
+// queryPageLimit is the page a list query asks for when --page-limit is not given.
+const queryPageLimit = 100
+
+// queryPageDefaults makes every list query ask for a page of queryPageLimit by default.
+// autocli sends the page flags as they are, and a limit of 0 makes the SDK's pagination
+// take its default page of 100 and count every entry of the list too (count_total): on a
+// big chain that count reads a whole table, and the node stops it at its query gas limit
+// (chain.DefaultQueryGasLimit), so `flopsd q market tasks` would have been refused where
+// its first page costs little. The same page, without the count unless
+// --page-count-total asks for it.
+func queryPageDefaults(root *cobra.Command) {
+	q, _, err := root.Find([]string{"query"})
+	if err != nil || q == root {
+		panic("flopsd has no query command")
+	}
+	limit := strconv.Itoa(queryPageLimit)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if f := c.Flags().Lookup("page-limit"); f != nil {
+			if err := f.Value.Set(limit); err != nil {
+				panic(err)
+			}
+			f.DefValue = limit
+			f.Usage = "the page's length (without --page-count-total the list is not counted)"
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(q)
 }
 
 // flopsModules are the flops modules' tx command names.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	svrcmd "github.com/cosmos/cosmos-sdk/server/cmd"
@@ -95,4 +96,31 @@ func TestFlopsTxsEstimateGas(t *testing.T) {
 	c, _, err := root.Find([]string{"tx", "bank", "send"})
 	require.NoError(t, err)
 	require.NotEqual(t, "auto", c.Flags().Lookup("gas").DefValue, "other modules keep the SDK's default")
+}
+
+// Every list query asks for a page of 100 unless told otherwise, and counts the list only
+// when --page-count-total asks: with autocli's limit of 0 the SDK counted every entry,
+// which a node refuses past its query gas limit on a big chain (checkQueryPageDefault in
+// tests/e2e runs one against a network).
+func TestListQueriesAskForAPageWithoutACount(t *testing.T) {
+	root := NewRootCmd()
+	q, _, err := root.Find([]string{"query"})
+	require.NoError(t, err)
+	var lists []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if f := c.Flags().Lookup("page-limit"); f != nil {
+			lists = append(lists, c.CommandPath())
+			require.Equal(t, "100", f.DefValue, c.CommandPath())
+			require.Equal(t, "100", f.Value.String(), c.CommandPath())
+			require.Equal(t, "false", c.Flags().Lookup("page-count-total").DefValue, c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(q)
+	for _, want := range []string{"flopsd query market tasks", "flopsd query market tasks-by-provider", "flopsd query gfl nodes", "flopsd query bank balances"} {
+		require.Contains(t, lists, want)
+	}
 }
