@@ -1,40 +1,45 @@
+//go:build unix
+
 package e2e
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
-	svrcmd "github.com/cosmos/cosmos-sdk/server/cmd"
 	"github.com/cosmos/cosmos-sdk/testutil/network"
-
-	flopsdcmd "github.com/flopsnet/flops/cmd/flopsd/cmd"
 )
 
 // checkQueryPageDefault: a list query from flopsd's CLI asks the node for a page of 100
 // without counting the list, and counts it when --page-count-total asks
 // (cmd/flopsd queryPageDefaults). autocli used to send a limit of 0, with which the SDK
 // counts every entry: on a big chain a count the node refuses past its query gas limit.
+// flopsd runs as a user runs it, a process of its own with its own home (in this process
+// its config templates would replace the SDK's that the in-process networks write).
 func checkQueryPageDefault(t *testing.T, val *network.Validator) {
 	t.Helper()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	bin := filepath.Join(binaries(t, root), "flopsd")
 	total := func(args ...string) (string, int) {
 		t.Helper()
-		// flopsd as a user runs it: its own home, the node named
-		root := flopsdcmd.NewRootCmd()
-		var out bytes.Buffer
-		root.SetOut(&out)
-		root.SetErr(&out)
-		root.SetArgs(append([]string{"query", "auth", "accounts", "--node", val.RPCAddress, "--output", "json"}, args...))
-		require.NoError(t, svrcmd.Execute(root, "FLOPSD", t.TempDir()), out.String())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		args = append([]string{"query", "auth", "accounts", "--node", val.RPCAddress, "--home", t.TempDir(), "--output", "json"}, args...)
+		out, err := exec.CommandContext(ctx, bin, args...).Output() //nolint:gosec // our binary
+		require.NoError(t, err, string(out))
 		var res struct {
 			Accounts   []json.RawMessage `json:"accounts"`
 			Pagination struct {
 				Total string `json:"total"`
 			} `json:"pagination"`
 		}
-		require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+		require.NoError(t, json.Unmarshal(out, &res), string(out))
 		return res.Pagination.Total, len(res.Accounts)
 	}
 	counted, n := total("--page-count-total")
