@@ -9,4 +9,6 @@ import (
 )
 
 // checkQueryPageDefault runs flopsd as a process (cli_page_test.go), on unix only.
-func checkQueryPageDefault(t *testing.T, _ *network.Validator) { t.Log("flopsd's CLI page default: checked on unix") }
+func checkQueryPageDefault(t *testing.T, _ *network.Validator) {
+	t.Log("flopsd's CLI page default: checked on unix")
+}
