@@ -656,11 +656,7 @@ func TestWorkerBidsOnAuctionsPastTheFirstHundred(t *testing.T) {
 	open, err := q.OpenAuctions(a.Ctx(), &markettypes.QueryOpenAuctionsRequest{Pagination: &query.PageRequest{Limit: 1, CountTotal: true}})
 	require.NoError(t, err)
 	require.EqualValues(t, 101, open.Pagination.Total, "the client's is the 101st open auction")
-	until(t, a, 5, "a bid on the client's auction", func() bool {
-		bids, err := q.BidsByJob(a.Ctx(), &markettypes.QueryBidsByJobRequest{JobId: theirs.Id})
-		require.NoError(t, err)
-		return len(bids.Bids) > 0
-	}, w)
+	until(t, a, 5, "a bid on the client's auction", func() bool { return bidsOn(t, a, theirs.Id) > 0 }, w)
 }
 
 // The attack of a client on the auctions: open a few dozen auctions with the largest

@@ -106,8 +106,11 @@ func TestStartHasNoInterBlockCacheByDefault(t *testing.T) {
 	require.Equal(t, "false", start.Flags().Lookup(server.FlagInterBlockCache).DefValue, "start --help says the default")
 }
 
-// queryGasLimit is the gas limit on each query of the app start would build (baseapp's
-// SetQueryGasLimit, from server.DefaultBaseappOptions as newApp calls it).
+// queryGasLimit is the query-gas-limit start resolves (app.toml, the flag, their
+// defaults), which newApp hands to baseapp's SetQueryGasLimit through the SDK's
+// server.DefaultBaseappOptions. An app built here has no block to query, so the limit's
+// effect on queries is tested on a running app (tests/integration
+// TestWholeTableScanStopsAtQueryGasLimit).
 func queryGasLimit(t *testing.T, opts servertypes.AppOptions) uint64 {
 	t.Helper()
 	return cast.ToUint64(opts.Get(server.FlagQueryGasLimit))
