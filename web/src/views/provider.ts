@@ -64,8 +64,8 @@ export class ProviderView extends View {
       q.stakingslash.SlashHistory({ provider: addr, pagination: page(100, { reverse: true }) }),
       q.reputation.Provider({ operator: addr }),
       q.dps.ProviderRewards({ provider: addr, pagination: page(50, { reverse: true }) }),
-      // a page of the tasks in flight reads at most 5,000 of the provider's retained tasks
-      // and may end short of its limit, so it is paged to the end (or 200 tasks)
+      // a page of the tasks in flight (by node, newest first) makes at most 5,000 reads and
+      // may end short of its limit, so it is paged to the end (or 200 tasks)
       all(async (p) => {
         const r = await q.market.TasksByProvider({ provider: addr, active: true, pagination: p });
         return { items: r.tasks, nextKey: r.pagination?.nextKey };

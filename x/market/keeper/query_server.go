@@ -2,7 +2,6 @@ package keeper
 
 import (
 	"context"
-	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -11,7 +10,6 @@ import (
 	errorsmod "cosmossdk.io/errors"
 	sdkmath "cosmossdk.io/math"
 
-	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
 
@@ -222,7 +220,7 @@ func (q queryServer) TasksByJob(ctx context.Context, req *types.QueryTasksByJobR
 }
 
 // TasksByNode pages through a node's tasks: the index's entries under (the node's
-// operator, node). A node's operator never changes. A node unknown to x/gfl has none to
+// operator, node); with active, its tasks in flight (activeTasks). A node's operator never changes. A node unknown to x/gfl has none to
 // look under: its list is empty, as a node with no tasks has (a node x/gfl deleted has
 // its tasks listed by TasksByProvider).
 func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNodeRequest) (*types.QueryTasksByNodeResponse, error) {
@@ -237,6 +235,13 @@ func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNod
 	if err != nil {
 		return nil, err
 	}
+	if req.Active {
+		tasks, page, err := q.activeTasks(ctx, op, &req.NodeId, req.Pagination)
+		if err != nil {
+			return nil, err
+		}
+		return &types.QueryTasksByNodeResponse{Tasks: tasks, Pagination: page}, nil
+	}
 	type key = collections.Pair[sdk.AccAddress, uint64]
 	tasks, page, err := query.CollectionPaginate(ctx, q.k.Tasks.Indexes.ByProviderNode, req.Pagination, tasksOf[key](ctx, q.k),
 		query.WithCollectionPaginationPairPrefix[key, uint64](collections.Join(op, req.NodeId)))
@@ -246,7 +251,8 @@ func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNod
 	return &types.QueryTasksByNodeResponse{Tasks: tasks, Pagination: page}, nil
 }
 
-// TasksByProvider pages through a provider's tasks, by node and then task id.
+// TasksByProvider pages through a provider's tasks, by node and then task id; with
+// active, its tasks in flight (activeTasks).
 func (q queryServer) TasksByProvider(ctx context.Context, req *types.QueryTasksByProviderRequest) (*types.QueryTasksByProviderResponse, error) {
 	provider, err := q.k.address("provider", req.Provider)
 	if err != nil {
@@ -257,7 +263,7 @@ func (q queryServer) TasksByProvider(ctx context.Context, req *types.QueryTasksB
 	// (reference, task) keys whose reference is itself a prefix
 	prefix := query.WithCollectionPaginationPairPrefix[key, uint64](collections.PairPrefix[sdk.AccAddress, uint64](provider))
 	if req.Active {
-		tasks, page, err := q.activeTasks(ctx, provider, req.Pagination)
+		tasks, page, err := q.activeTasks(ctx, provider, nil, req.Pagination)
 		if err != nil {
 			return nil, err
 		}
@@ -268,83 +274,6 @@ func (q queryServer) TasksByProvider(ctx context.Context, req *types.QueryTasksB
 		return nil, err
 	}
 	return &types.QueryTasksByProviderResponse{Tasks: tasks, Pagination: page}, nil
-}
-
-// activeScanPerPage bounds the index entries one page of a provider's active tasks reads.
-// The index holds every task of the provider with a node until it is pruned
-// (job_retention_blocks after its job ends), and each entry's task is read to see whether
-// it is in flight: a provider with a day's tasks retained and a few in flight would
-// otherwise have each page read all of them, every block that its workers poll, and past
-// about 20,000 tasks the node's query gas limit (chain.DefaultQueryGasLimit) would refuse
-// the page, and with it the worker's view of its own tasks. At 5,000 entries a page
-// spends at most about 23,000,000 gas (tasks with the longest output URIs).
-const activeScanPerPage = 5_000
-
-// activeTasks is one page of a provider's tasks in flight, in the index's order (by node,
-// then task id). A page ends when it holds the page's limit or has read
-// activeScanPerPage entries; its next_key resumes at the entry after the last read, so
-// it may hold fewer tasks than the limit, or none, and still have a next_key: a client
-// pages until next_key is empty (flops-worker does). Offsets and count_total would read
-// every entry, and are refused.
-func (q queryServer) activeTasks(ctx context.Context, provider sdk.AccAddress, pg *query.PageRequest) ([]types.Task, *query.PageResponse, error) {
-	if pg == nil {
-		pg = &query.PageRequest{}
-	}
-	if pg.Offset > 0 || pg.CountTotal {
-		return nil, nil, status.Error(codes.InvalidArgument, "active: pages by next_key only (an offset or count_total would read every task of the provider)")
-	}
-	limit := pg.Limit
-	if limit == 0 {
-		limit = query.DefaultLimit
-	}
-	index := q.k.Tasks.Indexes.ByProviderNode
-	type key = collections.Pair[collections.Pair[sdk.AccAddress, uint64], uint64]
-	encode := func(k key) ([]byte, error) {
-		b := make([]byte, index.KeyCodec().Size(k))
-		_, err := index.KeyCodec().Encode(b, k)
-		return b, err
-	}
-	prefix, err := encode(collections.PairPrefix[collections.Pair[sdk.AccAddress, uint64], uint64](collections.PairPrefix[sdk.AccAddress, uint64](provider)))
-	if err != nil {
-		return nil, nil, err
-	}
-	// as the SDK's pagination reads a next_key (the first entry to read, under the prefix)
-	start, end, order := append(slices.Clone(prefix), pg.Key...), storetypes.PrefixEndBytes(prefix), collections.OrderAscending
-	if pg.Reverse {
-		start, end, order = prefix, storetypes.PrefixEndBytes(append(slices.Clone(prefix), pg.Key...)), collections.OrderDescending
-	}
-	it, err := index.IterateRaw(ctx, start, end, order)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { _ = it.Close() }()
-	var (
-		tasks []types.Task
-		page  = &query.PageResponse{}
-	)
-	for read := 0; it.Valid(); it.Next() {
-		k, err := it.Key()
-		if err != nil {
-			return nil, nil, err
-		}
-		if uint64(len(tasks)) == limit || read == activeScanPerPage {
-			full, err := encode(k)
-			if err != nil {
-				return nil, nil, err
-			}
-			page.NextKey = full[len(prefix):] // under the provider's prefix, as the SDK's pages give it
-			break
-		}
-		read++
-		t, err := q.k.Tasks.Get(ctx, k.K2())
-		if err != nil {
-			return nil, nil, err
-		}
-		if holdsExposure(t.Status) {
-			tasks = append(tasks, t)
-		}
-	}
-	return tasks, page, nil
 }
 
 // BidsByJob pages through an auction's bids.

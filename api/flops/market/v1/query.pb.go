@@ -1570,7 +1570,14 @@ type QueryTasksByNodeRequest struct {
 	// node_id of the tasks.
 	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// pagination over the tasks.
-	Pagination    *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	Pagination *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	// active: only the tasks in flight (assigned, running, committed, revealed or verified
+	// and not yet settled), newest first: what flops-worker follows on its machine. As
+	// with QueryTasksByProviderRequest.active, the node's entries are read newest first
+	// until its slot's open_tasks are found, so the page costs the tasks the node ran since
+	// its oldest task in flight, not the ones retained before it; page by next_key (this
+	// query's own form) until it is empty. Offsets and count_total are refused.
+	Active        bool `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1619,10 +1626,17 @@ func (x *QueryTasksByNodeRequest) GetPagination() *v1beta1.PageRequest {
 	return nil
 }
 
+func (x *QueryTasksByNodeRequest) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
 // QueryTasksByNodeResponse lists tasks.
 type QueryTasksByNodeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// tasks in id order.
+	// tasks in id order (newest first with active).
 	Tasks []*Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// pagination of the list.
 	Pagination    *v1beta1.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
@@ -1682,10 +1696,13 @@ type QueryTasksByProviderRequest struct {
 	// pagination over the tasks.
 	Pagination *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
 	// active: only the tasks in flight (assigned, running, committed, revealed or verified
-	// and not yet settled), what flops-worker follows. A page of them reads at most 5,000
-	// of the provider's tasks (settled ones stay until pruned), so it may hold fewer than
-	// its limit, or none, and still have a next_key: page until next_key is empty. Offsets
-	// and count_total, which would read every task of the provider, are refused.
+	// and not yet settled), by node and, within a node, newest first. Settled tasks stay
+	// until pruned (job_retention_blocks); each node's entries are read newest first until
+	// as many as its slot's open_tasks are found, so a node with none in flight costs its
+	// slot and a seek, and a busy one the tasks it ran since its oldest in flight. A page
+	// makes at most 5,000 reads, so it may hold fewer than its limit, or none, and still
+	// have a next_key (this query's own form): page until next_key is empty. Reverse
+	// reverses the order of the nodes. Offsets and count_total are refused.
 	Active        bool `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1745,7 +1762,7 @@ func (x *QueryTasksByProviderRequest) GetActive() bool {
 // QueryTasksByProviderResponse lists tasks.
 type QueryTasksByProviderResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// tasks in id order.
+	// tasks by node, then id (with active, by node and newest first).
 	Tasks []*Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// pagination of the list.
 	Pagination    *v1beta1.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
@@ -2325,12 +2342,13 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x05tasks\x18\x01 \x03(\v2\x15.flops.market.v1.TaskB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x05tasks\x12G\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
-	"pagination\"z\n" +
+	"pagination\"\x92\x01\n" +
 	"\x17QueryTasksByNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12F\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
-	"pagination\"\x9b\x01\n" +
+	"pagination\x12\x16\n" +
+	"\x06active\x18\x03 \x01(\bR\x06active\"\x9b\x01\n" +
 	"\x18QueryTasksByNodeResponse\x126\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x15.flops.market.v1.TaskB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x05tasks\x12G\n" +
 	"\n" +

@@ -258,12 +258,23 @@ export interface QueryTasksByNodeRequest {
   /** node_id of the tasks. */
   nodeId: bigint;
   /** pagination over the tasks. */
-  pagination: PageRequest | undefined;
+  pagination:
+    | PageRequest
+    | undefined;
+  /**
+   * active: only the tasks in flight (assigned, running, committed, revealed or verified
+   * and not yet settled), newest first: what flops-worker follows on its machine. As
+   * with QueryTasksByProviderRequest.active, the node's entries are read newest first
+   * until its slot's open_tasks are found, so the page costs the tasks the node ran since
+   * its oldest task in flight, not the ones retained before it; page by next_key (this
+   * query's own form) until it is empty. Offsets and count_total are refused.
+   */
+  active: boolean;
 }
 
 /** QueryTasksByNodeResponse lists tasks. */
 export interface QueryTasksByNodeResponse {
-  /** tasks in id order. */
+  /** tasks in id order (newest first with active). */
   tasks: Task[];
   /** pagination of the list. */
   pagination: PageResponse | undefined;
@@ -279,17 +290,20 @@ export interface QueryTasksByProviderRequest {
     | undefined;
   /**
    * active: only the tasks in flight (assigned, running, committed, revealed or verified
-   * and not yet settled), what flops-worker follows. A page of them reads at most 5,000
-   * of the provider's tasks (settled ones stay until pruned), so it may hold fewer than
-   * its limit, or none, and still have a next_key: page until next_key is empty. Offsets
-   * and count_total, which would read every task of the provider, are refused.
+   * and not yet settled), by node and, within a node, newest first. Settled tasks stay
+   * until pruned (job_retention_blocks); each node's entries are read newest first until
+   * as many as its slot's open_tasks are found, so a node with none in flight costs its
+   * slot and a seek, and a busy one the tasks it ran since its oldest in flight. A page
+   * makes at most 5,000 reads, so it may hold fewer than its limit, or none, and still
+   * have a next_key (this query's own form): page until next_key is empty. Reverse
+   * reverses the order of the nodes. Offsets and count_total are refused.
    */
   active: boolean;
 }
 
 /** QueryTasksByProviderResponse lists tasks. */
 export interface QueryTasksByProviderResponse {
-  /** tasks in id order. */
+  /** tasks by node, then id (with active, by node and newest first). */
   tasks: Task[];
   /** pagination of the list. */
   pagination: PageResponse | undefined;
@@ -2752,7 +2766,7 @@ export const QueryTasksByJobResponse: MessageFns<QueryTasksByJobResponse> = {
 };
 
 function createBaseQueryTasksByNodeRequest(): QueryTasksByNodeRequest {
-  return { nodeId: 0n, pagination: undefined };
+  return { nodeId: 0n, pagination: undefined, active: false };
 }
 
 export const QueryTasksByNodeRequest: MessageFns<QueryTasksByNodeRequest> = {
@@ -2765,6 +2779,9 @@ export const QueryTasksByNodeRequest: MessageFns<QueryTasksByNodeRequest> = {
     }
     if (message.pagination !== undefined) {
       PageRequest.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    if (message.active !== false) {
+      writer.uint32(24).bool(message.active);
     }
     return writer;
   },
@@ -2798,6 +2815,14 @@ export const QueryTasksByNodeRequest: MessageFns<QueryTasksByNodeRequest> = {
             message.pagination = PageRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.active = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2814,6 +2839,7 @@ export const QueryTasksByNodeRequest: MessageFns<QueryTasksByNodeRequest> = {
     return {
       nodeId: isSet(object.nodeId) ? BigInt(object.nodeId) : isSet(object.node_id) ? BigInt(object.node_id) : 0n,
       pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined,
+      active: isSet(object.active) ? globalThis.Boolean(object.active) : false,
     };
   },
 
@@ -2824,6 +2850,9 @@ export const QueryTasksByNodeRequest: MessageFns<QueryTasksByNodeRequest> = {
     }
     if (message.pagination !== undefined) {
       obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    if (message.active !== false) {
+      obj.active = message.active;
     }
     return obj;
   },
@@ -2837,6 +2866,7 @@ export const QueryTasksByNodeRequest: MessageFns<QueryTasksByNodeRequest> = {
     message.pagination = (object.pagination !== undefined && object.pagination !== null)
       ? PageRequest.fromPartial(object.pagination)
       : undefined;
+    message.active = object.active ?? false;
     return message;
   },
 };
