@@ -21,6 +21,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/codec"
 	"github.com/cosmos/cosmos-sdk/crypto/keyring"
+	"github.com/cosmos/cosmos-sdk/types/query"
 	"github.com/spf13/cobra"
 
 	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
@@ -338,11 +339,19 @@ func statusCmd(g *globals) *cobra.Command {
 				fmt.Printf("collateral: %s udps bonded, %s udps reserved by tasks in flight, jailed %v, slashed %s udps in all\n",
 					cl.Bonded, cl.Exposure, cl.Jailed, cl.SlashedTotal)
 			}
-			nodes, err := c.GFL.NodesByOperator(ctx, &gfltypes.QueryNodesByOperatorRequest{Operator: op})
-			if err != nil {
-				return err
+			var nodes []gfltypes.Node
+			for key := []byte(nil); ; {
+				res, err := c.GFL.NodesByOperator(ctx, &gfltypes.QueryNodesByOperatorRequest{Operator: op, Pagination: &query.PageRequest{Key: key}})
+				if err != nil {
+					return err
+				}
+				nodes = append(nodes, res.Nodes...)
+				if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
+					break
+				}
+				key = res.Pagination.NextKey
 			}
-			for _, n := range nodes.Nodes {
+			for _, n := range nodes {
 				class := n.GpuClass
 				if n.ClaimedClass != "" {
 					// re-classed by its measured power per GPU
@@ -350,14 +359,14 @@ func statusCmd(g *globals) *cobra.Command {
 				}
 				fmt.Printf("node %d: %s, %s, %d GPUs, power %d GFLOP/s (median %d, availability %d ppm)\n",
 					n.Id, class, n.Status, len(n.Gpus), n.PowerGflops, n.MedianGflops, n.AvailabilityPpm)
-			}
-			tasks, err := c.Market.TasksByProvider(ctx, &markettypes.QueryTasksByProviderRequest{Provider: op, Active: true})
-			if err != nil {
-				return err
-			}
-			fmt.Printf("%d tasks in flight\n", len(tasks.Tasks))
-			for _, t := range tasks.Tasks {
-				fmt.Printf("  task %d (job %d, shard %d, %s): %s, price %s udps\n", t.Id, t.JobId, t.Index, t.Role, t.Status, t.Price)
+				tasks, err := chain.TasksInFlight(ctx, c.Market, n.Id)
+				if err != nil {
+					return err
+				}
+				fmt.Printf("  %d tasks in flight\n", len(tasks))
+				for _, t := range tasks {
+					fmt.Printf("  task %d (job %d, shard %d, %s): %s, price %s udps\n", t.Id, t.JobId, t.Index, t.Role, t.Status, t.Price)
+				}
 			}
 			chs, err := c.GFL.OpenChallenges(ctx, &gfltypes.QueryOpenChallengesRequest{Operator: op})
 			if err == nil {

@@ -19,10 +19,10 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	grpctypes "github.com/cosmos/cosmos-sdk/types/grpc"
-	"github.com/cosmos/cosmos-sdk/types/query"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	"github.com/flopsnet/flops/worker/bidder"
+	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/executor"
 	"github.com/flopsnet/flops/worker/gpu"
@@ -398,23 +398,9 @@ func (a *Agent) background(ctx context.Context, fn func(ctx context.Context) err
 	})
 }
 
-// activeTasks lists the tasks in flight for this provider, every page.
+// activeTasks lists the tasks in flight on this machine's node, oldest first.
 func (a *Agent) activeTasks(ctx context.Context) ([]markettypes.Task, error) {
-	var out []markettypes.Task
-	var key []byte
-	for {
-		res, err := a.market.TasksByProvider(ctx, &markettypes.QueryTasksByProviderRequest{
-			Provider: a.o.Chain.Address().String(), Active: true, Pagination: &query.PageRequest{Key: key, Limit: 200},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("tasks: %w", err)
-		}
-		out = append(out, res.Tasks...)
-		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
-			return out, nil
-		}
-		key = res.Pagination.NextKey
-	}
+	return chain.TasksInFlight(ctx, a.market, a.node.Id)
 }
 
 // salt is 32 random bytes for a commitment.
