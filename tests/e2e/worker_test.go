@@ -58,6 +58,9 @@ func TestWorkerEndToEnd(t *testing.T) {
 	image := testimage.Busybox(t) // and CONTAINERS_CONF for the workers' podman
 	began := time.Now()
 	wc := startWorkerChain(t, "client", "p1", "p2", "cheater")
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	binaries(t, root) // flops-worker for its status command, built before any task runs
 	ctx := context.Background()
 	q := wc.client.Market
 
@@ -168,6 +171,7 @@ func TestWorkerEndToEnd(t *testing.T) {
 		runner = wc.byAddress(chattyTask.Provider)
 		return chattyTask.Status == markettypes.TASK_STATUS_RUNNING, chattyTask.Status.String()
 	})
+	statusShown := checkWorkerStatus(t, runner, chattyTask.Id) // while the task runs
 	var live syncBuffer
 	followed := make(chan error, 1)
 	go func() {
@@ -179,7 +183,8 @@ func TestWorkerEndToEnd(t *testing.T) {
 	require.NotContains(t, live.String(), "line 6", "shown before the task ended")
 	require.NoError(t, <-followed)
 	require.Equal(t, "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n", live.String())
-	err := outputs.CopyLog(ctx, http.DefaultClient, wc.endpoint(t, runner.nodeID), chattyTask.Id, "stdout", wc.keys["p1"], false, time.Second, io.Discard)
+	statusShown()
+	err = outputs.CopyLog(ctx, http.DefaultClient, wc.endpoint(t, runner.nodeID), chattyTask.Id, "stdout", wc.keys["p1"], false, time.Second, io.Discard)
 	require.ErrorContains(t, err, "403", "nobody but the owner reads the logs")
 	t.Logf("e) task %d's stdout followed live after %s", chattyTask.Id, time.Since(began).Round(time.Second))
 
