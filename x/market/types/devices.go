@@ -72,10 +72,10 @@ func FitDevices(s NodeSlot, r Requirements, free bool) ([]uint32, bool) {
 }
 
 // Serves reports whether the slot's node can take tasks of the spec, free or not: its
-// hardware, region, runtime and workload, and on a node with MIG devices that fit (what a
-// bid or a pool membership needs).
+// hardware (GPUs enough for a task), region, runtime and workload, and on a node with MIG
+// devices that fit (what a bid or a pool membership needs).
 func Serves(s NodeSlot, spec JobSpec) bool {
-	if !MeetsRequirements(s, spec) {
+	if spec.Requirements.GPUs() > s.Gpus || !MeetsRequirements(s, spec) {
 		return false
 	}
 	if len(s.Devices) == 0 {

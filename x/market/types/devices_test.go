@@ -114,4 +114,13 @@ func TestServes(t *testing.T) {
 	require.True(t, types.Serves(s, spec), "busy, but a bid is for later")
 	spec.Requirements.MinMemoryMib = 30000
 	require.False(t, types.Serves(s, spec), "one device of 30 GB")
+
+	// a node without MIG serves tasks of as many GPUs as it has, no more: the chain refuses
+	// its bids and joins for more, and a worker that sent them paid for each refusal
+	whole := s
+	whole.Devices, whole.DevicesUsed, whole.Gpus, whole.MinMemoryMib = nil, nil, 2, 40960
+	spec = types.JobSpec{Runtime: gfltypes.RUNTIME_BUILTIN, Workload: gfltypes.WORKLOAD_CLASS_BATCH, Requirements: types.Requirements{GpuCount: 2}}
+	require.True(t, types.Serves(whole, spec), "two GPUs, a task of two")
+	spec.Requirements.GpuCount = 3
+	require.False(t, types.Serves(whole, spec), "two GPUs, a task of three")
 }
