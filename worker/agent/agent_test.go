@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -595,6 +596,140 @@ func TestWorkerRestartRevealsItsPoolClaims(t *testing.T) {
 	require.Empty(t, slashes.Slashes, "no claim lapsed")
 }
 
+// bigPools writes n open pools of mallory's with the largest specs the Msg's bounds let
+// through (64 arguments of 1 KiB, 64 variables of 4 KiB: about 330 KB each) that no node
+// of the tests serves (16 GPUs a unit), as their creation leaves them.
+func bigPools(t *testing.T, a *apptest.App, n int) {
+	t.Helper()
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_PROCESS,
+		Requirements: markettypes.Requirements{GpuCount: markettypes.MaxGPUsPerTask}, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		UnitPrice: sdk.NewInt64Coin("udps", 1), Budget: sdk.NewInt64Coin("udps", 1), MaxProviders: 2, UnitMaxDuration: time.Minute,
+	}
+	for i := range markettypes.MaxArgs {
+		spec.Command = append(spec.Command, strings.Repeat("c", markettypes.MaxArgLen))
+		spec.Env = append(spec.Env, markettypes.EnvVar{Name: fmt.Sprintf("V%d", i), Value: strings.Repeat("e", markettypes.MaxEnvValueLen)})
+	}
+	mallory := a.Account("mallory").String()
+	a.Prepare(func(ctx sdk.Context) {
+		for range n {
+			id, err := a.MarketKeeper.PoolSeq.Next(ctx)
+			require.NoError(t, err)
+			require.NoError(t, a.MarketKeeper.Pools.Set(ctx, id, markettypes.Pool{Id: id, Owner: mallory, Spec: spec, Status: markettypes.POOL_STATUS_OPEN,
+				Escrow: sdkmath.NewInt(1), Unpaid: sdkmath.ZeroInt(), NextUnit: 1}))
+		}
+	})
+	a.NextBlock()
+}
+
+// The attack of a client on the pools: each pool comes with its spec, and a pool's spec
+// may be about 330 KB. flops-worker read every pool the chain keeps, 200 a query, every
+// block, before anything it does in a pool, so a client who opened a dozen pools of the
+// largest specs made every worker's read fail (past gRPC's 4 MiB answer, and the node's
+// query gas limit): no worker joined a pool, claimed a unit, or revealed its claims,
+// whose lapse slashes its provider. A worker now follows the pools it is in by id, and
+// reads the others from where it left off, ten a query: behind 40 such pools it joins the
+// client's pool and claims its units, and when 40 more come it reveals its claims, every
+// unit is paid, and nobody is slashed.
+func TestWorkerRevealsPoolClaimsBehindPoolsOfTheLargestSpecs(t *testing.T) {
+	a := appWithProviders(t, "p1", "mallory")
+	var mu sync.Mutex
+	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), gpu.NewCPUOnly("test"), workerWith{conn: a.GRPCConn(t)},
+		func(c *config.Config) { c.Pools.Auto = true; c.Pools.MaxClaims = 3 })
+	bigPools(t, a, 40)
+	q := markettypes.NewQueryClient(a.GRPCConn(t))
+	_, err := q.Pools(context.Background(), &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Limit: 200}})
+	require.Error(t, err, "a page of 200 of them")
+
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
+		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
+		UnitMaxDuration: time.Minute,
+	}
+	owner := a.Account("client").String()
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
+	const pool = 41
+	var inputs []markettypes.Input
+	for i := range 3 {
+		h := sha256.Sum256(fmt.Appendf(nil, "prompt batch %d", i))
+		inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/in/%d", i), Sha256: hex.EncodeToString(h[:])})
+	}
+	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: pool, Units: inputs})
+	committed := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for id := uint64(1); id <= 3; id++ {
+			res, err := q.Unit(a.Ctx(), &markettypes.QueryUnitRequest{PoolId: pool, UnitId: id})
+			require.NoError(t, err)
+			if res.Unit.Status == markettypes.UNIT_STATUS_COMMITTED && res.Unit.NodeId == w.agent.Node().Id {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 0; committed() < 3; i++ {
+		require.Less(t, i, 40, "the worker joined the pool and claimed the three units")
+		tick(t, a, w)
+		for deadline := time.Now().Add(3 * time.Second); committed() < 3 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	bigPools(t, a, 40)
+	until(t, a, 40, "every unit paid", func() bool {
+		res, err := q.Pool(a.Ctx(), &markettypes.QueryPoolRequest{PoolId: pool})
+		require.NoError(t, err)
+		return res.Pool.PaidUnits == 3
+	}, w)
+	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
+	require.NoError(t, err)
+	require.Empty(t, slashes.Slashes, "no claim lapsed")
+}
+
+// A worker reads each pool once (it keeps its place in the list), but a pool whose join
+// the chain refused is read, and joined, again: p1's worker is refused a full pool, and
+// joins it once its one member leaves.
+func TestWorkerJoinsAFullPoolOnceAMemberLeaves(t *testing.T) {
+	a := appWithProviders(t, "p1", "p2")
+	var mu sync.Mutex
+	w1 := newWorker(t, &mu, a, "p1", func(c *config.Config) { c.Pools.Auto = true })
+	w2 := newWorker(t, &mu, a, "p2", nil)
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
+		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 1,
+		UnitMaxDuration: time.Minute,
+	}
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: a.Account("client").String(), Spec: spec})
+	p2 := a.Account("p2").String()
+	a.MustDeliver("p2", &markettypes.MsgJoinPool{Provider: p2, PoolId: 1, NodeId: w2.agent.Node().Id})
+	q := markettypesQuery(a)
+	members := func() []uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		res, err := q.PoolMembers(a.Ctx(), &markettypes.QueryPoolMembersRequest{PoolId: 1})
+		require.NoError(t, err)
+		var ids []uint64
+		for _, m := range res.Members {
+			ids = append(ids, m.NodeId)
+		}
+		return ids
+	}
+	for range 5 {
+		tick(t, a, w1)
+		time.Sleep(50 * time.Millisecond) // the join's tx is sent beside the loop
+	}
+	require.Equal(t, []uint64{w2.agent.Node().Id}, members(), "full: p1 is refused")
+
+	a.MustDeliver("p2", &markettypes.MsgLeavePool{Provider: p2, PoolId: 1, NodeId: w2.agent.Node().Id})
+	until(t, a, 20, "p1 in the pool", func() bool {
+		time.Sleep(50 * time.Millisecond)
+		return slices.Equal(members(), []uint64{w1.agent.Node().Id})
+	}, w1)
+}
+
 // A node whose class has a power floor takes no job until PoCP shows it within the class
 // (x/gfl awaiting_measurement): its worker answers its challenges, follows its node on
 // chain (the sample it passed shows in Agent.Node), and bids in no auction meanwhile
@@ -759,6 +894,44 @@ func TestWorkerReadsTheAuctionsAgainWhenItsNodeChanges(t *testing.T) {
 	// the worker reads its node again every 10 blocks
 	until(t, a, 25, "a bid once the node is in us-east", func() bool { return bids() > 0 }, w)
 	require.Equal(t, "us-east", w.agent.Node().Region)
+}
+
+// The pools a node does not serve are read once, and again when its node changes: a pool
+// for us-east, left alone while the node is in eu-west, is joined once the node moves.
+func TestWorkerReadsThePoolsAgainWhenItsNodeChanges(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", func(c *config.Config) { c.Pools.Auto = true })
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
+		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
+		UnitMaxDuration: time.Minute, Requirements: markettypes.Requirements{Region: "us-east"},
+	}
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: a.Account("client").String(), Spec: spec})
+	q := markettypesQuery(a)
+	members := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		res, err := q.PoolMembers(a.Ctx(), &markettypes.QueryPoolMembersRequest{PoolId: 1})
+		require.NoError(t, err)
+		return len(res.Members)
+	}
+	for range 3 {
+		tick(t, a, w)
+	}
+	require.Zero(t, members(), "a node in eu-west does not join a pool for us-east")
+
+	n := w.agent.Node()
+	a.MustDeliver("p1", &gfltypes.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: gfltypes.NodeSpec{
+		Gpus: n.Gpus, Region: "us-east", Endpoint: n.Endpoint, Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour,
+		ClaimedGflops: n.ClaimedGflops, Runtimes: n.Runtimes,
+	}})
+	// the worker reads its node again every 10 blocks
+	until(t, a, 25, "the pool joined once the node is in us-east", func() bool {
+		time.Sleep(50 * time.Millisecond) // the join's tx is sent beside the loop
+		return members() == 1
+	}, w)
 }
 
 // passChallenge ticks until the worker's node has passed a PoCP challenge (its node is

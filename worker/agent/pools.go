@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -13,6 +14,7 @@ import (
 	"github.com/flopsnet/flops/worker/config"
 
 	"github.com/cosmos/cosmos-sdk/types/query"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -38,19 +40,32 @@ const withdrawAfter = 10
 // unitTaskID numbers a pool unit for the executor's directories (apart from task ids).
 func unitTaskID(pool, unit uint64) uint64 { return 1<<63 | pool<<32 | unit&(1<<32-1) }
 
+const (
+	// poolPage is the pools one query asks for. Each comes with its spec, which the Msg's
+	// bounds let reach about 330 KB (command and env): a page of 200 such pools is more
+	// than gRPC's default 4 MiB answer and than a node lets one query read (flopsd's
+	// query-gas-limit). Ten are at most about 3.3 MB and 10,000,000 gas.
+	poolPage = 10
+	// poolAnswerBytes is the answer a page of pools, or a pool, may be.
+	poolAnswerBytes = 16 << 20
+	// poolPagesPerTick bounds the pools one tick reads (200); a tick that stops there goes
+	// on from the same place at the next.
+	poolPagesPerTick = 20
+)
+
 // poolActions joins the pools the node is eligible for, races for open units (each
 // computed beside the loop and committed the moment it is ready: the first valid
 // commitment claims a unit), reveals its claims, and withdraws its credits in batches.
+//
+// The pools the node is in are followed by id, each tick. The others are read once, from
+// where the last tick left off (newPools): before, every pool the chain keeps was read
+// each block, 200 a query, before anything was done in any pool, so a client who opened
+// a dozen pools of the largest specs had every worker's read refused, and no claim
+// revealed (a lapsed claim slashes its provider).
 func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	if !a.cfg.Pools.Auto && len(a.cfg.Pools.Join) == 0 {
 		return nil
 	}
-	pools, err := a.allPools(ctx)
-	if err != nil {
-		a.log.Warn("pools", "err", err)
-		return nil
-	}
-	a.dropClaimsOfGonePools(pools)
 	wanted := map[uint64]bool{}
 	for _, id := range a.cfg.Pools.Join {
 		wanted[id] = true
@@ -58,72 +73,129 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	op := a.o.Chain.Address().String()
 	slot := markettypes.SlotFromNode(a.node)
 	var acts []action
-	for _, pool := range pools {
+	fresh, err := a.newPools(ctx, slot)
+	if err != nil {
+		a.log.Warn("pools", "err", err) // those read before it are looked at, and the node's pools followed
+	}
+	for _, pool := range fresh {
 		if pool.Owner == op {
 			continue
 		}
+		// after a start, the pools the node is in are found here (closed ones too: claims
+		// to reveal, credits to withdraw)
 		member, err := a.member(ctx, pool.Id)
 		if err != nil {
 			a.log.Warn("pool members", "pool", pool.Id, "err", err)
+			a.rereadPoolsFrom(pool.Id)
 			continue
 		}
-		switch {
-		case !member && pool.Status == markettypes.POOL_STATUS_OPEN && (a.cfg.Pools.Auto || wanted[pool.Id]):
-			if !slot.Active || !markettypes.Serves(slot, markettypes.JobSpec{Workload: pool.Spec.Workload, Runtime: pool.Spec.Runtime, Requirements: pool.Spec.Requirements}) {
-				continue
-			}
-			poolID := pool.Id
-			acts = append(acts, action{what: fmt.Sprintf("join pool %d", pool.Id),
-				msgs: msgs(&markettypes.MsgJoinPool{Provider: op, PoolId: pool.Id, NodeId: a.node.Id}),
-				after: func(err error) {
-					if err == nil || strings.Contains(err.Error(), "already a member") {
-						a.mu.Lock()
-						a.joined[poolID] = true
-						a.mu.Unlock()
-					}
-				}})
-		case member:
-			if pool.Status == markettypes.POOL_STATUS_OPEN {
-				a.race(ctx, height, pool)
-			}
-			acts = append(acts, a.revealUnits(ctx, height, pool)...)
-			if act, ok := a.withdraw(ctx, pool); ok {
-				acts = append(acts, act)
-			}
+		if member || pool.Status != markettypes.POOL_STATUS_OPEN || (!a.cfg.Pools.Auto && !wanted[pool.Id]) {
+			continue
+		}
+		if !slot.Active || !markettypes.Serves(slot, markettypes.JobSpec{Workload: pool.Spec.Workload, Runtime: pool.Spec.Runtime, Requirements: pool.Spec.Requirements}) {
+			continue // read again when the node's slot changes
+		}
+		poolID := pool.Id
+		acts = append(acts, action{what: fmt.Sprintf("join pool %d", pool.Id),
+			msgs: msgs(&markettypes.MsgJoinPool{Provider: op, PoolId: pool.Id, NodeId: a.node.Id}),
+			after: func(err error) {
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				switch {
+				case err == nil || strings.Contains(err.Error(), "already a member"):
+					a.joined[poolID] = true
+				case a.poolRetry == 0 || poolID < a.poolRetry:
+					a.poolRetry = poolID // a full pool, or a failed tx: tried again at the next tick
+				}
+			}})
+	}
+	for _, id := range a.memberPools() {
+		res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(poolAnswerBytes))
+		if status.Code(err) == codes.NotFound {
+			a.poolGone(id)
+			continue
+		} else if err != nil {
+			a.log.Warn("pool", "pool", id, "err", err)
+			continue
+		}
+		pool := res.Pool
+		if pool.Status == markettypes.POOL_STATUS_OPEN {
+			a.race(ctx, height, pool)
+		}
+		acts = append(acts, a.revealUnits(ctx, height, pool)...)
+		if act, ok := a.withdraw(ctx, pool); ok {
+			acts = append(acts, act)
 		}
 	}
 	return acts
 }
 
-// allPools lists every pool the chain keeps, page by page.
-func (a *Agent) allPools(ctx context.Context) ([]markettypes.Pool, error) {
-	var out []markettypes.Pool
-	var key []byte
-	for {
-		res, err := a.market.Pools(ctx, &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Key: key, Limit: 200}})
+// newPools reads the pools the worker has not read yet. Pools are created in id order, so
+// the worker keeps its place (a.poolKey) and each tick reads only the pools created since,
+// however many the chain keeps. The place is dropped, and every pool read again, when the
+// node's slot changes (its class, runtimes, region or activity decide which pools it
+// serves), and goes back to a pool whose join failed.
+func (a *Agent) newPools(ctx context.Context, slot markettypes.NodeSlot) ([]markettypes.Pool, error) {
+	fp, err := slot.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(fp, a.poolSlot) {
+		a.poolKey, a.poolSlot = nil, fp
+	}
+	a.mu.Lock()
+	retry := a.poolRetry
+	a.poolRetry = 0
+	a.mu.Unlock()
+	if retry != 0 {
+		a.rereadPoolsFrom(retry)
+	}
+	var pools []markettypes.Pool
+	for range poolPagesPerTick {
+		res, err := a.market.Pools(ctx, &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Key: a.poolKey, Limit: poolPage}},
+			grpc.MaxCallRecvMsgSize(poolAnswerBytes))
 		if err != nil {
-			return nil, err
+			return pools, err
 		}
-		out = append(out, res.Pools...)
-		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
-			return out, nil
+		pools = append(pools, res.Pools...)
+		if res.Pagination != nil && len(res.Pagination.NextKey) > 0 {
+			a.poolKey = res.Pagination.NextKey
+			continue
 		}
-		key = res.Pagination.NextKey
+		// caught up: the next tick starts after the newest pool read, where the next page
+		// would (the page key of the pools is the pool id, big-endian)
+		if n := len(res.Pools); n > 0 {
+			a.poolKey = binary.BigEndian.AppendUint64(nil, res.Pools[n-1].Id+1)
+		}
+		break
+	}
+	return pools, nil
+}
+
+// rereadPoolsFrom moves the place of the next read of the pools back to pool id, if it is
+// past it.
+func (a *Agent) rereadPoolsFrom(id uint64) {
+	if key := binary.BigEndian.AppendUint64(nil, id); a.poolKey != nil && bytes.Compare(key, a.poolKey) < 0 {
+		a.poolKey = key
 	}
 }
 
-// dropClaimsOfGonePools forgets the claims of pools the chain no longer keeps (pruned
-// after closing): nothing is left to reveal, and a claim kept would hold a slot of
-// pools.max_claims for ever.
-func (a *Agent) dropClaimsOfGonePools(pools []markettypes.Pool) {
-	kept := make(map[uint64]bool, len(pools))
-	for _, p := range pools {
-		kept[p.Id] = true
-	}
+// memberPools lists the pools the node is known to be in, in id order.
+func (a *Agent) memberPools() []uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return sortedKeys(a.joined)
+}
+
+// poolGone forgets a pool the chain no longer keeps (pruned after closing), and its
+// claims: nothing is left to reveal, and a claim kept would hold a slot of
+// pools.max_claims for ever.
+func (a *Agent) poolGone(id uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.joined, id)
 	for key, c := range a.claims {
-		if !kept[c.pool.Id] && c.phase == claimCommitted {
+		if c.pool.Id == id && c.phase == claimCommitted {
 			delete(a.claims, key)
 			_ = a.state.del(key)
 			a.log.Info("claim forgotten: its pool is gone", "pool", c.pool.Id, "unit", c.unit.Id)
@@ -151,6 +223,7 @@ func (a *Agent) adoptClaims(keys []string) {
 			continue
 		}
 		a.claims[key] = &claim{pool: markettypes.Pool{Id: rec.PoolID}, unit: markettypes.Unit{PoolId: rec.PoolID, Id: rec.UnitID}, phase: claimCommitted}
+		a.joined[rec.PoolID] = true // a claim was made as a member: its pool is followed
 		a.log.Info("claim adopted from before a restart", "pool", rec.PoolID, "unit", rec.UnitID)
 	}
 }
@@ -165,7 +238,7 @@ func (a *Agent) member(ctx context.Context, poolID uint64) (bool, error) {
 	}
 	var key []byte
 	for {
-		res, err := a.market.PoolMembers(ctx, &markettypes.QueryPoolMembersRequest{PoolId: poolID, Pagination: &query.PageRequest{Key: key}})
+		res, err := a.market.PoolMembers(ctx, &markettypes.QueryPoolMembersRequest{PoolId: poolID, Pagination: &query.PageRequest{Key: key, Limit: 100}})
 		if err != nil {
 			return false, err
 		}
