@@ -95,10 +95,12 @@ type Agent struct {
 	answers   map[uint64]*challenge // challenge id -> its answer
 	checkpts  map[uint64]executor.Checkpoint
 	lastBeat  int64
-	bid       map[uint64]bool
-	joined    map[uint64]bool
-	claims    map[string]*claim
-	params    markettypes.Params
+	// bid holds the auctions priced, each once: job id -> the auction's close height
+	// (forgotten some blocks after it, forgetClosedAuctions)
+	bid    map[uint64]int64
+	joined map[uint64]bool
+	claims map[string]*claim
+	params markettypes.Params
 	// inflight names the actions whose transactions are on their way (see perform)
 	inflight map[string]bool
 	// auctionKey is where the next read of the open auctions starts (openAuctions), for
@@ -163,7 +165,7 @@ func New(o Options) (*Agent, error) {
 		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
 		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
 		runs: map[uint64]*run{}, pinned: map[string]uint64{}, answers: map[uint64]*challenge{},
-		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]bool{}, joined: map[uint64]bool{}, claims: map[string]*claim{},
+		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, claims: map[string]*claim{},
 		inflight: map[string]bool{},
 	}, nil
 }

@@ -75,6 +75,23 @@ func (a *Agent) rereadAuctionsFrom(id uint64) {
 	}
 }
 
+// auctionForgetBlocks: a priced auction is forgotten this many blocks after its close
+// height. The chain closes an auction in an EndBlock at that height, or a few later under
+// a full work budget; the worker's place in the list of open auctions is past it by then.
+const auctionForgetBlocks = 100
+
+// forgetClosedAuctions drops the auctions priced that have closed: the worker remembered
+// every auction it ever priced, memory that grew with the market for as long as it ran.
+func (a *Agent) forgetClosedAuctions() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, closes := range a.bid {
+		if closes+auctionForgetBlocks < a.height {
+			delete(a.bid, id)
+		}
+	}
+}
+
 // bidActions bids in the open auctions the node can run, at the policy's price. Nothing
 // is reserved before the price is decided; a bid locks the chain's bid deposit and, if it
 // wins, the tasks are assigned to the node like any other.
@@ -84,6 +101,7 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 	if !slot.Active {
 		return nil // not schedulable (inactive, or measured into no class): a bid is refused
 	}
+	a.forgetClosedAuctions()
 	open, err := a.openAuctions(ctx, slot)
 	if err != nil {
 		a.log.Warn("open auctions", "err", err)
@@ -91,7 +109,7 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 	var acts []action
 	for _, job := range open {
 		a.mu.Lock()
-		done := a.bid[job.Id]
+		_, done := a.bid[job.Id]
 		used := uint32(len(a.pinned))
 		a.mu.Unlock()
 		if done || job.Owner == op || !markettypes.Serves(slot, job.Spec) {
@@ -105,7 +123,7 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 			continue
 		}
 		a.mu.Lock()
-		a.bid[job.Id] = true // priced once: a refused bid is not retried every block
+		a.bid[job.Id] = job.AuctionCloseHeight // priced once: a refused bid is not retried every block
 		a.mu.Unlock()
 		if b.Quantity == 0 {
 			a.log.Debug("no bid", "job", job.Id, "reason", b.Reason)
