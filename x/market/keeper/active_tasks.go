@@ -63,8 +63,9 @@ func activeCursorOf(key []byte) (activeCursor, error) {
 // activeTasks is one page of a provider's tasks in flight: by node (in id order, reversed
 // when asked), and within a node newest first. The index holds every task of the
 // provider with a node until it is pruned (job_retention_blocks after its job ends), so a
-// busy provider's hold a day's settled tasks; reading each to see whether it is in flight
-// would cost every poll of its workers (each block) the whole day. Instead a node's slot
+// busy provider's entries are mostly a day's settled tasks; reading each to see whether
+// it is in flight would cost every poll of its workers (each block) the whole day.
+// Instead a node's slot
 // counts its tasks in flight (open_tasks, an invariant of the module), and its entries
 // are read newest first until that many are found: a node with none costs its slot and
 // a seek, a busy one the tasks it holds since its oldest task in flight. A page ends
@@ -92,8 +93,9 @@ func (q queryServer) activeTasks(ctx context.Context, provider sdk.AccAddress, o
 	index := q.k.Tasks.Indexes.ByProviderNode
 	type key = collections.Pair[collections.Pair[sdk.AccAddress, uint64], uint64]
 	codec := index.KeyCodec()
-	pp := make([]byte, codec.Size(collections.PairPrefix[collections.Pair[sdk.AccAddress, uint64], uint64](collections.PairPrefix[sdk.AccAddress, uint64](provider))))
-	if _, err := codec.Encode(pp, collections.PairPrefix[collections.Pair[sdk.AccAddress, uint64], uint64](collections.PairPrefix[sdk.AccAddress, uint64](provider))); err != nil {
+	prefix := collections.PairPrefix[collections.Pair[sdk.AccAddress, uint64], uint64](collections.PairPrefix[sdk.AccAddress, uint64](provider))
+	pp := make([]byte, codec.Size(prefix)) // the provider's entries; a node's add its id, big-endian
+	if _, err := codec.Encode(pp, prefix); err != nil {
 		return nil, nil, err
 	}
 	under := func(b ...[]byte) []byte { return slices.Concat(append([][]byte{pp}, b...)...) }
