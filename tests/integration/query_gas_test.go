@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,7 @@ import (
 	"github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/testutil/apptest"
 	workerchain "github.com/flopsnet/flops/worker/chain"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -192,4 +194,57 @@ func TestBusyProviderWorkerSeesItsTasksUnderTheQueryGasLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, ctx.GasMeter().GasConsumed(), chain.DefaultQueryGasLimit/2, "a page of 5,000 of the largest tasks")
 	t.Logf("a page of 5,000 reads spent %d gas", ctx.GasMeter().GasConsumed())
+}
+
+// TestClientSeesItsPoolsBehindPoolsOfTheLargestSpecs is a stranger's attack on every
+// client's dashboard: its client view listed the client's pools by reading the 500 newest
+// pools, each with its spec, and keeping the client's. A pool's spec may be about 330 KB
+// (64 arguments of 1 KiB, 64 variables of 4 KiB), so 60 such pools opened by mallory made
+// that read more than a node lets one query spend (chain.DefaultQueryGasLimit), and the
+// view failed for everyone. The view now asks PoolsByOwner (the chain's pools by owner
+// index, store version 8), which reads the client's pools only.
+func TestClientSeesItsPoolsBehindPoolsOfTheLargestSpecs(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("client", "mallory"))
+	client, mallory := a.Account("client").Address.String(), a.Account("mallory").Address.String()
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS, Command: []string{"serve"},
+		Verification: markettypes.VERIFICATION_CLASS_NONE, UnitPrice: sdk.NewInt64Coin(udps, 1_000),
+		Budget: sdk.NewInt64Coin(udps, 10_000), MaxProviders: 2, UnitMaxDuration: time.Minute,
+	}
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: client, Spec: spec})
+	big := spec
+	big.Command = nil
+	for i := range markettypes.MaxArgs {
+		big.Command = append(big.Command, strings.Repeat("c", markettypes.MaxArgLen))
+		big.Env = append(big.Env, markettypes.EnvVar{Name: fmt.Sprintf("V%d", i), Value: strings.Repeat("e", markettypes.MaxEnvValueLen)})
+	}
+	a.Prepare(func(ctx sdk.Context) { // as 60 MsgCreatePool of mallory's leave them
+		for range 60 {
+			id, err := a.MarketKeeper.PoolSeq.Next(ctx)
+			require.NoError(t, err)
+			require.NoError(t, a.MarketKeeper.Pools.Set(ctx, id, markettypes.Pool{Id: id, Owner: mallory, Spec: big, Status: markettypes.POOL_STATUS_OPEN,
+				Escrow: sdkmath.NewInt(10_000), Unpaid: sdkmath.ZeroInt(), NextUnit: 1}))
+		}
+	})
+	a.NextBlock()
+
+	ask := func(path string, req interface{ Marshal() ([]byte, error) }) *abci.ResponseQuery {
+		t.Helper()
+		bz, err := req.Marshal()
+		require.NoError(t, err)
+		res, err := a.Query(context.Background(), &abci.RequestQuery{Path: path, Data: bz})
+		require.NoError(t, err)
+		return res
+	}
+	// the dashboard's read before, over ABCI as the dashboard queries
+	old := ask("/flops.market.v1.Query/Pools", &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Limit: 500, Reverse: true}})
+	require.Equal(t, sdkerrors.ErrPanic.ABCICode(), old.Code, "refused at the query gas limit: %s", old.Log)
+	// and now
+	res := ask("/flops.market.v1.Query/PoolsByOwner", &markettypes.QueryPoolsByOwnerRequest{Owner: client, Pagination: &query.PageRequest{Limit: 100, Reverse: true}})
+	require.Zero(t, res.Code, res.Log)
+	var mine markettypes.QueryPoolsByOwnerResponse
+	require.NoError(t, mine.Unmarshal(res.Value))
+	require.Len(t, mine.Pools, 1)
+	require.Equal(t, client, mine.Pools[0].Owner)
+	require.Equal(t, uint64(1), mine.Pools[0].Id)
 }

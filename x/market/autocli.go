@@ -41,6 +41,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "Dispute", Use: "dispute <dispute-id>", Short: "Show a dispute and its committee", PositionalArgs: args("dispute_id")},
 				{RpcMethod: "Pool", Use: "pool <pool-id>", Short: "Show a pool", PositionalArgs: args("pool_id")},
 				{RpcMethod: "Pools", Use: "pools", Short: "List every pool"},
+				{RpcMethod: "PoolsByOwner", Use: "pools-by-owner <owner>", Short: "List the pools a client opened", PositionalArgs: args("owner")},
 				{RpcMethod: "PoolMembers", Use: "pool-members <pool-id>", Short: "List a pool's member nodes", PositionalArgs: args("pool_id")},
 				{RpcMethod: "OpenUnits", Use: "open-units <pool-id>", Short: "List a pool's units waiting for a claim", PositionalArgs: args("pool_id")},
 				{RpcMethod: "Unit", Use: "unit <pool-id> <unit-id>", Short: "Show a pool unit", PositionalArgs: args("pool_id", "unit_id")},

@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 7
+const ConsensusVersion = 8
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -99,6 +99,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 6, func(ctx sdk.Context) error { return m.Migrate6to7(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 6 to 7: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 7, func(ctx sdk.Context) error { return m.Migrate7to8(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 7 to 8: %w", types.ModuleName, err))
 	}
 }
 

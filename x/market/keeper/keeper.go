@@ -35,6 +35,16 @@ func (i JobIndexes) IndexesList() []collections.Index[uint64, types.Job] {
 	return []collections.Index[uint64, types.Job]{i.ByOwner, i.ByStatus}
 }
 
+// PoolIndexes index pools by owner.
+type PoolIndexes struct {
+	ByOwner *indexes.Multi[sdk.AccAddress, uint64, types.Pool]
+}
+
+// IndexesList implements collections.Indexes.
+func (i PoolIndexes) IndexesList() []collections.Index[uint64, types.Pool] {
+	return []collections.Index[uint64, types.Pool]{i.ByOwner}
+}
+
 // TaskIndexes index tasks by job, shard (job, index), node and provider.
 type TaskIndexes struct {
 	// ByJob holds only the tasks added to a job after submission (escalations, audits,
@@ -194,7 +204,7 @@ type Keeper struct {
 	ProviderTasks collections.Map[sdk.AccAddress, uint64]
 
 	PoolSeq collections.Sequence
-	Pools   collections.Map[uint64, types.Pool]
+	Pools   *collections.IndexedMap[uint64, types.Pool, PoolIndexes]
 	// Units: (pool, unit) -> unit; OpenUnits: the units waiting for a claim.
 	Units     collections.Map[collections.Pair[uint64, uint64], types.Unit]
 	OpenUnits collections.KeySet[collections.Pair[uint64, uint64]]
@@ -308,7 +318,10 @@ func NewKeeper(
 		AuditDraws:    collections.NewKeySet(sb, types.AuditDrawsKey, "audit_draws", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		ProviderTasks: collections.NewMap(sb, types.ProviderTasksKey, "provider_tasks", sdk.AccAddressKey, collections.Uint64Value),
 		PoolSeq:       collections.NewSequence(sb, types.PoolSeqKey, "pool_seq"),
-		Pools:         collections.NewMap(sb, types.PoolsKey, "pools", collections.Uint64Key, codec.CollValue[types.Pool](cdc)),
+		Pools: collections.NewIndexedMap(sb, types.PoolsKey, "pools", collections.Uint64Key, codec.CollValue[types.Pool](cdc), PoolIndexes{
+			ByOwner: indexes.NewMulti(sb, types.PoolsByOwnerKey, "pools_by_owner", sdk.AccAddressKey, collections.Uint64Key,
+				func(_ uint64, p types.Pool) (sdk.AccAddress, error) { return addr(p.Owner) }),
+		}),
 		Units: collections.NewMap(sb, types.UnitsKey, "units", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key),
 			codec.CollValue[types.Unit](cdc)),
 		OpenUnits: collections.NewKeySet(sb, types.OpenUnitsKey, "open_units", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key)),

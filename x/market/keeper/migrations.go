@@ -326,6 +326,27 @@ func (m Migrator) v1Refs() v1Refs {
 	}
 }
 
+// Migrate7to8: pools are indexed by owner (PoolsByOwnerKey), so that a client's pools are
+// listed without reading every pool with its spec (PoolsByOwner). The work is one read
+// and one index entry per pool.
+func (m Migrator) Migrate7to8(ctx context.Context) error {
+	it, err := m.k.Pools.Iterate(ctx, nil)
+	if err != nil {
+		return err
+	}
+	pools, err := it.Values() // whole, then indexed: no write while the iterator is open
+	if err != nil {
+		return err
+	}
+	for _, p := range pools {
+		err := m.k.Pools.Indexes.ByOwner.Reference(ctx, p.Id, p, func() (types.Pool, error) { return types.Pool{}, collections.ErrNotFound })
+		if err != nil {
+			return fmt.Errorf("migrate 7 to 8: pool %d: %w", p.Id, err)
+		}
+	}
+	return nil
+}
+
 // keysIn reads a key set's keys in a range, whole (a caller that writes the set, or
 // another collection, does so after the iterator is closed).
 func keysIn[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) ([]K, error) {

@@ -414,6 +414,24 @@ func (q queryServer) Pools(ctx context.Context, req *types.QueryPoolsRequest) (*
 	return &types.QueryPoolsResponse{Pools: pools, Pagination: page}, nil
 }
 
+// PoolsByOwner pages through the pools an owner opened (the pools by owner index), so a
+// client's dashboard reads its own pools, not every pool with its spec.
+func (q queryServer) PoolsByOwner(ctx context.Context, req *types.QueryPoolsByOwnerRequest) (*types.QueryPoolsByOwnerResponse, error) {
+	owner, err := q.k.address("owner", req.Owner)
+	if err != nil {
+		return nil, err
+	}
+	pools, page, err := query.CollectionPaginate(ctx, q.k.Pools.Indexes.ByOwner, req.Pagination,
+		func(key collections.Pair[sdk.AccAddress, uint64], _ collections.NoValue) (types.Pool, error) {
+			return q.k.Pools.Get(ctx, key.K2())
+		},
+		query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](owner))
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryPoolsByOwnerResponse{Pools: pools, Pagination: page}, nil
+}
+
 // PoolMembers pages through a pool's members.
 func (q queryServer) PoolMembers(ctx context.Context, req *types.QueryPoolMembersRequest) (*types.QueryPoolMembersResponse, error) {
 	members, page, err := query.CollectionPaginate(ctx, q.k.PoolMembers, req.Pagination,

@@ -96,6 +96,9 @@ var (
 	// TasksByProviderNodeKey: (provider, node, task) of each task with a node (version 7;
 	// version 6 kept (node, task) in 8 and (provider, task) in 9).
 	TasksByProviderNodeKey = collections.NewPrefix(58)
+	// PoolsByOwnerKey indexes pools by owner (store version 8): a client's pools, without
+	// reading every pool (each with its spec, up to about 330 KB).
+	PoolsByOwnerKey = collections.NewPrefix(59)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).

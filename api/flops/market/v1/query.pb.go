@@ -311,6 +311,116 @@ func (x *QueryPoolsResponse) GetPagination() *v1beta1.PageResponse {
 	return nil
 }
 
+// QueryPoolsByOwnerRequest names a pool owner.
+type QueryPoolsByOwnerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// owner address.
+	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// pagination over the owner's pools.
+	Pagination    *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryPoolsByOwnerRequest) Reset() {
+	*x = QueryPoolsByOwnerRequest{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryPoolsByOwnerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryPoolsByOwnerRequest) ProtoMessage() {}
+
+func (x *QueryPoolsByOwnerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryPoolsByOwnerRequest.ProtoReflect.Descriptor instead.
+func (*QueryPoolsByOwnerRequest) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *QueryPoolsByOwnerRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *QueryPoolsByOwnerRequest) GetPagination() *v1beta1.PageRequest {
+	if x != nil {
+		return x.Pagination
+	}
+	return nil
+}
+
+// QueryPoolsByOwnerResponse lists an owner's pools.
+type QueryPoolsByOwnerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pools in id order (newest first with reverse).
+	Pools []*Pool `protobuf:"bytes,1,rep,name=pools,proto3" json:"pools,omitempty"`
+	// pagination of the list.
+	Pagination    *v1beta1.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryPoolsByOwnerResponse) Reset() {
+	*x = QueryPoolsByOwnerResponse{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryPoolsByOwnerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryPoolsByOwnerResponse) ProtoMessage() {}
+
+func (x *QueryPoolsByOwnerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryPoolsByOwnerResponse.ProtoReflect.Descriptor instead.
+func (*QueryPoolsByOwnerResponse) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *QueryPoolsByOwnerResponse) GetPools() []*Pool {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
+func (x *QueryPoolsByOwnerResponse) GetPagination() *v1beta1.PageResponse {
+	if x != nil {
+		return x.Pagination
+	}
+	return nil
+}
+
 // QueryPoolMembersRequest names a pool.
 type QueryPoolMembersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -324,7 +434,7 @@ type QueryPoolMembersRequest struct {
 
 func (x *QueryPoolMembersRequest) Reset() {
 	*x = QueryPoolMembersRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[6]
+	mi := &file_flops_market_v1_query_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +446,7 @@ func (x *QueryPoolMembersRequest) String() string {
 func (*QueryPoolMembersRequest) ProtoMessage() {}
 
 func (x *QueryPoolMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[6]
+	mi := &file_flops_market_v1_query_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +459,7 @@ func (x *QueryPoolMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryPoolMembersRequest.ProtoReflect.Descriptor instead.
 func (*QueryPoolMembersRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{6}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *QueryPoolMembersRequest) GetPoolId() uint64 {
@@ -379,7 +489,7 @@ type QueryPoolMembersResponse struct {
 
 func (x *QueryPoolMembersResponse) Reset() {
 	*x = QueryPoolMembersResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[7]
+	mi := &file_flops_market_v1_query_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +501,7 @@ func (x *QueryPoolMembersResponse) String() string {
 func (*QueryPoolMembersResponse) ProtoMessage() {}
 
 func (x *QueryPoolMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[7]
+	mi := &file_flops_market_v1_query_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +514,7 @@ func (x *QueryPoolMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryPoolMembersResponse.ProtoReflect.Descriptor instead.
 func (*QueryPoolMembersResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{7}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *QueryPoolMembersResponse) GetMembers() []*PoolMember {
@@ -434,7 +544,7 @@ type QueryOpenUnitsRequest struct {
 
 func (x *QueryOpenUnitsRequest) Reset() {
 	*x = QueryOpenUnitsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[8]
+	mi := &file_flops_market_v1_query_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +556,7 @@ func (x *QueryOpenUnitsRequest) String() string {
 func (*QueryOpenUnitsRequest) ProtoMessage() {}
 
 func (x *QueryOpenUnitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[8]
+	mi := &file_flops_market_v1_query_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +569,7 @@ func (x *QueryOpenUnitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenUnitsRequest.ProtoReflect.Descriptor instead.
 func (*QueryOpenUnitsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{8}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *QueryOpenUnitsRequest) GetPoolId() uint64 {
@@ -489,7 +599,7 @@ type QueryOpenUnitsResponse struct {
 
 func (x *QueryOpenUnitsResponse) Reset() {
 	*x = QueryOpenUnitsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[9]
+	mi := &file_flops_market_v1_query_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +611,7 @@ func (x *QueryOpenUnitsResponse) String() string {
 func (*QueryOpenUnitsResponse) ProtoMessage() {}
 
 func (x *QueryOpenUnitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[9]
+	mi := &file_flops_market_v1_query_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +624,7 @@ func (x *QueryOpenUnitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenUnitsResponse.ProtoReflect.Descriptor instead.
 func (*QueryOpenUnitsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{9}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *QueryOpenUnitsResponse) GetUnits() []*Unit {
@@ -544,7 +654,7 @@ type QueryUnitRequest struct {
 
 func (x *QueryUnitRequest) Reset() {
 	*x = QueryUnitRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[10]
+	mi := &file_flops_market_v1_query_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +666,7 @@ func (x *QueryUnitRequest) String() string {
 func (*QueryUnitRequest) ProtoMessage() {}
 
 func (x *QueryUnitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[10]
+	mi := &file_flops_market_v1_query_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +679,7 @@ func (x *QueryUnitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryUnitRequest.ProtoReflect.Descriptor instead.
 func (*QueryUnitRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{10}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *QueryUnitRequest) GetPoolId() uint64 {
@@ -597,7 +707,7 @@ type QueryUnitResponse struct {
 
 func (x *QueryUnitResponse) Reset() {
 	*x = QueryUnitResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[11]
+	mi := &file_flops_market_v1_query_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +719,7 @@ func (x *QueryUnitResponse) String() string {
 func (*QueryUnitResponse) ProtoMessage() {}
 
 func (x *QueryUnitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[11]
+	mi := &file_flops_market_v1_query_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +732,7 @@ func (x *QueryUnitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryUnitResponse.ProtoReflect.Descriptor instead.
 func (*QueryUnitResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{11}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *QueryUnitResponse) GetUnit() *Unit {
@@ -645,7 +755,7 @@ type QueryPoolEarningsRequest struct {
 
 func (x *QueryPoolEarningsRequest) Reset() {
 	*x = QueryPoolEarningsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[12]
+	mi := &file_flops_market_v1_query_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +767,7 @@ func (x *QueryPoolEarningsRequest) String() string {
 func (*QueryPoolEarningsRequest) ProtoMessage() {}
 
 func (x *QueryPoolEarningsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[12]
+	mi := &file_flops_market_v1_query_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +780,7 @@ func (x *QueryPoolEarningsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryPoolEarningsRequest.ProtoReflect.Descriptor instead.
 func (*QueryPoolEarningsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{12}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QueryPoolEarningsRequest) GetPoolId() uint64 {
@@ -700,7 +810,7 @@ type QueryPoolEarningsResponse struct {
 
 func (x *QueryPoolEarningsResponse) Reset() {
 	*x = QueryPoolEarningsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[13]
+	mi := &file_flops_market_v1_query_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +822,7 @@ func (x *QueryPoolEarningsResponse) String() string {
 func (*QueryPoolEarningsResponse) ProtoMessage() {}
 
 func (x *QueryPoolEarningsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[13]
+	mi := &file_flops_market_v1_query_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +835,7 @@ func (x *QueryPoolEarningsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryPoolEarningsResponse.ProtoReflect.Descriptor instead.
 func (*QueryPoolEarningsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{13}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *QueryPoolEarningsResponse) GetEarnings() string {
@@ -751,7 +861,7 @@ type QueryParamsRequest struct {
 
 func (x *QueryParamsRequest) Reset() {
 	*x = QueryParamsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[14]
+	mi := &file_flops_market_v1_query_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +873,7 @@ func (x *QueryParamsRequest) String() string {
 func (*QueryParamsRequest) ProtoMessage() {}
 
 func (x *QueryParamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[14]
+	mi := &file_flops_market_v1_query_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +886,7 @@ func (x *QueryParamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryParamsRequest.ProtoReflect.Descriptor instead.
 func (*QueryParamsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{14}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{16}
 }
 
 // QueryParamsResponse carries the module parameters.
@@ -790,7 +900,7 @@ type QueryParamsResponse struct {
 
 func (x *QueryParamsResponse) Reset() {
 	*x = QueryParamsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[15]
+	mi := &file_flops_market_v1_query_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +912,7 @@ func (x *QueryParamsResponse) String() string {
 func (*QueryParamsResponse) ProtoMessage() {}
 
 func (x *QueryParamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[15]
+	mi := &file_flops_market_v1_query_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +925,7 @@ func (x *QueryParamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryParamsResponse.ProtoReflect.Descriptor instead.
 func (*QueryParamsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{15}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *QueryParamsResponse) GetParams() *Params {
@@ -836,7 +946,7 @@ type QueryJobRequest struct {
 
 func (x *QueryJobRequest) Reset() {
 	*x = QueryJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[16]
+	mi := &file_flops_market_v1_query_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +958,7 @@ func (x *QueryJobRequest) String() string {
 func (*QueryJobRequest) ProtoMessage() {}
 
 func (x *QueryJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[16]
+	mi := &file_flops_market_v1_query_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +971,7 @@ func (x *QueryJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{16}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QueryJobRequest) GetJobId() uint64 {
@@ -882,7 +992,7 @@ type QueryJobResponse struct {
 
 func (x *QueryJobResponse) Reset() {
 	*x = QueryJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[17]
+	mi := &file_flops_market_v1_query_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +1004,7 @@ func (x *QueryJobResponse) String() string {
 func (*QueryJobResponse) ProtoMessage() {}
 
 func (x *QueryJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[17]
+	mi := &file_flops_market_v1_query_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +1017,7 @@ func (x *QueryJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{17}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *QueryJobResponse) GetJob() *Job {
@@ -930,7 +1040,7 @@ type QueryJobsByOwnerRequest struct {
 
 func (x *QueryJobsByOwnerRequest) Reset() {
 	*x = QueryJobsByOwnerRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[18]
+	mi := &file_flops_market_v1_query_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1052,7 @@ func (x *QueryJobsByOwnerRequest) String() string {
 func (*QueryJobsByOwnerRequest) ProtoMessage() {}
 
 func (x *QueryJobsByOwnerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[18]
+	mi := &file_flops_market_v1_query_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1065,7 @@ func (x *QueryJobsByOwnerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsByOwnerRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobsByOwnerRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{18}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *QueryJobsByOwnerRequest) GetOwner() string {
@@ -985,7 +1095,7 @@ type QueryJobsByOwnerResponse struct {
 
 func (x *QueryJobsByOwnerResponse) Reset() {
 	*x = QueryJobsByOwnerResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[19]
+	mi := &file_flops_market_v1_query_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -997,7 +1107,7 @@ func (x *QueryJobsByOwnerResponse) String() string {
 func (*QueryJobsByOwnerResponse) ProtoMessage() {}
 
 func (x *QueryJobsByOwnerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[19]
+	mi := &file_flops_market_v1_query_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1010,7 +1120,7 @@ func (x *QueryJobsByOwnerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsByOwnerResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobsByOwnerResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{19}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *QueryJobsByOwnerResponse) GetJobs() []*Job {
@@ -1040,7 +1150,7 @@ type QueryJobsByStatusRequest struct {
 
 func (x *QueryJobsByStatusRequest) Reset() {
 	*x = QueryJobsByStatusRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[20]
+	mi := &file_flops_market_v1_query_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1162,7 @@ func (x *QueryJobsByStatusRequest) String() string {
 func (*QueryJobsByStatusRequest) ProtoMessage() {}
 
 func (x *QueryJobsByStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[20]
+	mi := &file_flops_market_v1_query_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1175,7 @@ func (x *QueryJobsByStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsByStatusRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobsByStatusRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{20}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *QueryJobsByStatusRequest) GetStatus() JobStatus {
@@ -1095,7 +1205,7 @@ type QueryJobsByStatusResponse struct {
 
 func (x *QueryJobsByStatusResponse) Reset() {
 	*x = QueryJobsByStatusResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[21]
+	mi := &file_flops_market_v1_query_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1217,7 @@ func (x *QueryJobsByStatusResponse) String() string {
 func (*QueryJobsByStatusResponse) ProtoMessage() {}
 
 func (x *QueryJobsByStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[21]
+	mi := &file_flops_market_v1_query_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1230,7 @@ func (x *QueryJobsByStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsByStatusResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobsByStatusResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{21}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *QueryJobsByStatusResponse) GetJobs() []*Job {
@@ -1152,7 +1262,7 @@ type QueryJobsRequest struct {
 
 func (x *QueryJobsRequest) Reset() {
 	*x = QueryJobsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[22]
+	mi := &file_flops_market_v1_query_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1274,7 @@ func (x *QueryJobsRequest) String() string {
 func (*QueryJobsRequest) ProtoMessage() {}
 
 func (x *QueryJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[22]
+	mi := &file_flops_market_v1_query_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1287,7 @@ func (x *QueryJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{22}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QueryJobsRequest) GetStatus() JobStatus {
@@ -1207,7 +1317,7 @@ type QueryJobsResponse struct {
 
 func (x *QueryJobsResponse) Reset() {
 	*x = QueryJobsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[23]
+	mi := &file_flops_market_v1_query_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1329,7 @@ func (x *QueryJobsResponse) String() string {
 func (*QueryJobsResponse) ProtoMessage() {}
 
 func (x *QueryJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[23]
+	mi := &file_flops_market_v1_query_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1342,7 @@ func (x *QueryJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{23}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *QueryJobsResponse) GetJobs() []*Job {
@@ -1265,7 +1375,7 @@ type QueryTasksRequest struct {
 
 func (x *QueryTasksRequest) Reset() {
 	*x = QueryTasksRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	mi := &file_flops_market_v1_query_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1387,7 @@ func (x *QueryTasksRequest) String() string {
 func (*QueryTasksRequest) ProtoMessage() {}
 
 func (x *QueryTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	mi := &file_flops_market_v1_query_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1400,7 @@ func (x *QueryTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{24}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QueryTasksRequest) GetStatus() TaskStatus {
@@ -1320,7 +1430,7 @@ type QueryTasksResponse struct {
 
 func (x *QueryTasksResponse) Reset() {
 	*x = QueryTasksResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	mi := &file_flops_market_v1_query_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1442,7 @@ func (x *QueryTasksResponse) String() string {
 func (*QueryTasksResponse) ProtoMessage() {}
 
 func (x *QueryTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	mi := &file_flops_market_v1_query_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1455,7 @@ func (x *QueryTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{25}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QueryTasksResponse) GetTasks() []*Task {
@@ -1373,7 +1483,7 @@ type QueryTaskRequest struct {
 
 func (x *QueryTaskRequest) Reset() {
 	*x = QueryTaskRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	mi := &file_flops_market_v1_query_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1495,7 @@ func (x *QueryTaskRequest) String() string {
 func (*QueryTaskRequest) ProtoMessage() {}
 
 func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	mi := &file_flops_market_v1_query_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1508,7 @@ func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskRequest.ProtoReflect.Descriptor instead.
 func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{26}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *QueryTaskRequest) GetTaskId() uint64 {
@@ -1419,7 +1529,7 @@ type QueryTaskResponse struct {
 
 func (x *QueryTaskResponse) Reset() {
 	*x = QueryTaskResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	mi := &file_flops_market_v1_query_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1541,7 @@ func (x *QueryTaskResponse) String() string {
 func (*QueryTaskResponse) ProtoMessage() {}
 
 func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	mi := &file_flops_market_v1_query_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1554,7 @@ func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskResponse.ProtoReflect.Descriptor instead.
 func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{27}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *QueryTaskResponse) GetTask() *Task {
@@ -1467,7 +1577,7 @@ type QueryTasksByJobRequest struct {
 
 func (x *QueryTasksByJobRequest) Reset() {
 	*x = QueryTasksByJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	mi := &file_flops_market_v1_query_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1589,7 @@ func (x *QueryTasksByJobRequest) String() string {
 func (*QueryTasksByJobRequest) ProtoMessage() {}
 
 func (x *QueryTasksByJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	mi := &file_flops_market_v1_query_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1602,7 @@ func (x *QueryTasksByJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{28}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *QueryTasksByJobRequest) GetJobId() uint64 {
@@ -1522,7 +1632,7 @@ type QueryTasksByJobResponse struct {
 
 func (x *QueryTasksByJobResponse) Reset() {
 	*x = QueryTasksByJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	mi := &file_flops_market_v1_query_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +1644,7 @@ func (x *QueryTasksByJobResponse) String() string {
 func (*QueryTasksByJobResponse) ProtoMessage() {}
 
 func (x *QueryTasksByJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	mi := &file_flops_market_v1_query_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +1657,7 @@ func (x *QueryTasksByJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{29}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QueryTasksByJobResponse) GetTasks() []*Task {
@@ -1584,7 +1694,7 @@ type QueryTasksByNodeRequest struct {
 
 func (x *QueryTasksByNodeRequest) Reset() {
 	*x = QueryTasksByNodeRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	mi := &file_flops_market_v1_query_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1706,7 @@ func (x *QueryTasksByNodeRequest) String() string {
 func (*QueryTasksByNodeRequest) ProtoMessage() {}
 
 func (x *QueryTasksByNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	mi := &file_flops_market_v1_query_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1719,7 @@ func (x *QueryTasksByNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByNodeRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByNodeRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{30}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QueryTasksByNodeRequest) GetNodeId() uint64 {
@@ -1646,7 +1756,7 @@ type QueryTasksByNodeResponse struct {
 
 func (x *QueryTasksByNodeResponse) Reset() {
 	*x = QueryTasksByNodeResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	mi := &file_flops_market_v1_query_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +1768,7 @@ func (x *QueryTasksByNodeResponse) String() string {
 func (*QueryTasksByNodeResponse) ProtoMessage() {}
 
 func (x *QueryTasksByNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	mi := &file_flops_market_v1_query_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1781,7 @@ func (x *QueryTasksByNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByNodeResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByNodeResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{31}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QueryTasksByNodeResponse) GetTasks() []*Task {
@@ -1710,7 +1820,7 @@ type QueryTasksByProviderRequest struct {
 
 func (x *QueryTasksByProviderRequest) Reset() {
 	*x = QueryTasksByProviderRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[32]
+	mi := &file_flops_market_v1_query_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1832,7 @@ func (x *QueryTasksByProviderRequest) String() string {
 func (*QueryTasksByProviderRequest) ProtoMessage() {}
 
 func (x *QueryTasksByProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[32]
+	mi := &file_flops_market_v1_query_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1845,7 @@ func (x *QueryTasksByProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByProviderRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByProviderRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{32}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QueryTasksByProviderRequest) GetProvider() string {
@@ -1772,7 +1882,7 @@ type QueryTasksByProviderResponse struct {
 
 func (x *QueryTasksByProviderResponse) Reset() {
 	*x = QueryTasksByProviderResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[33]
+	mi := &file_flops_market_v1_query_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1894,7 @@ func (x *QueryTasksByProviderResponse) String() string {
 func (*QueryTasksByProviderResponse) ProtoMessage() {}
 
 func (x *QueryTasksByProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[33]
+	mi := &file_flops_market_v1_query_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1907,7 @@ func (x *QueryTasksByProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByProviderResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByProviderResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{33}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *QueryTasksByProviderResponse) GetTasks() []*Task {
@@ -1827,7 +1937,7 @@ type QueryBidsByJobRequest struct {
 
 func (x *QueryBidsByJobRequest) Reset() {
 	*x = QueryBidsByJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[34]
+	mi := &file_flops_market_v1_query_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1949,7 @@ func (x *QueryBidsByJobRequest) String() string {
 func (*QueryBidsByJobRequest) ProtoMessage() {}
 
 func (x *QueryBidsByJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[34]
+	mi := &file_flops_market_v1_query_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1962,7 @@ func (x *QueryBidsByJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryBidsByJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryBidsByJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{34}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *QueryBidsByJobRequest) GetJobId() uint64 {
@@ -1882,7 +1992,7 @@ type QueryBidsByJobResponse struct {
 
 func (x *QueryBidsByJobResponse) Reset() {
 	*x = QueryBidsByJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[35]
+	mi := &file_flops_market_v1_query_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +2004,7 @@ func (x *QueryBidsByJobResponse) String() string {
 func (*QueryBidsByJobResponse) ProtoMessage() {}
 
 func (x *QueryBidsByJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[35]
+	mi := &file_flops_market_v1_query_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2017,7 @@ func (x *QueryBidsByJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryBidsByJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryBidsByJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{35}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *QueryBidsByJobResponse) GetBids() []*Bid {
@@ -1935,7 +2045,7 @@ type QueryOpenAuctionsRequest struct {
 
 func (x *QueryOpenAuctionsRequest) Reset() {
 	*x = QueryOpenAuctionsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[36]
+	mi := &file_flops_market_v1_query_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2057,7 @@ func (x *QueryOpenAuctionsRequest) String() string {
 func (*QueryOpenAuctionsRequest) ProtoMessage() {}
 
 func (x *QueryOpenAuctionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[36]
+	mi := &file_flops_market_v1_query_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2070,7 @@ func (x *QueryOpenAuctionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenAuctionsRequest.ProtoReflect.Descriptor instead.
 func (*QueryOpenAuctionsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{36}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *QueryOpenAuctionsRequest) GetPagination() *v1beta1.PageRequest {
@@ -1983,7 +2093,7 @@ type QueryOpenAuctionsResponse struct {
 
 func (x *QueryOpenAuctionsResponse) Reset() {
 	*x = QueryOpenAuctionsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[37]
+	mi := &file_flops_market_v1_query_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2105,7 @@ func (x *QueryOpenAuctionsResponse) String() string {
 func (*QueryOpenAuctionsResponse) ProtoMessage() {}
 
 func (x *QueryOpenAuctionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[37]
+	mi := &file_flops_market_v1_query_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2118,7 @@ func (x *QueryOpenAuctionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenAuctionsResponse.ProtoReflect.Descriptor instead.
 func (*QueryOpenAuctionsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{37}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *QueryOpenAuctionsResponse) GetJobs() []*Job {
@@ -2038,7 +2148,7 @@ type QueryJobHistoryRequest struct {
 
 func (x *QueryJobHistoryRequest) Reset() {
 	*x = QueryJobHistoryRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[38]
+	mi := &file_flops_market_v1_query_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2160,7 @@ func (x *QueryJobHistoryRequest) String() string {
 func (*QueryJobHistoryRequest) ProtoMessage() {}
 
 func (x *QueryJobHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[38]
+	mi := &file_flops_market_v1_query_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2173,7 @@ func (x *QueryJobHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobHistoryRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{38}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *QueryJobHistoryRequest) GetJobId() uint64 {
@@ -2093,7 +2203,7 @@ type QueryJobHistoryResponse struct {
 
 func (x *QueryJobHistoryResponse) Reset() {
 	*x = QueryJobHistoryResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[39]
+	mi := &file_flops_market_v1_query_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2215,7 @@ func (x *QueryJobHistoryResponse) String() string {
 func (*QueryJobHistoryResponse) ProtoMessage() {}
 
 func (x *QueryJobHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[39]
+	mi := &file_flops_market_v1_query_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2228,7 @@ func (x *QueryJobHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobHistoryResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{39}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *QueryJobHistoryResponse) GetEntries() []*HistoryEntry {
@@ -2146,7 +2256,7 @@ type QueryNodeSlotRequest struct {
 
 func (x *QueryNodeSlotRequest) Reset() {
 	*x = QueryNodeSlotRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[40]
+	mi := &file_flops_market_v1_query_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2268,7 @@ func (x *QueryNodeSlotRequest) String() string {
 func (*QueryNodeSlotRequest) ProtoMessage() {}
 
 func (x *QueryNodeSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[40]
+	mi := &file_flops_market_v1_query_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2281,7 @@ func (x *QueryNodeSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryNodeSlotRequest.ProtoReflect.Descriptor instead.
 func (*QueryNodeSlotRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{40}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *QueryNodeSlotRequest) GetNodeId() uint64 {
@@ -2192,7 +2302,7 @@ type QueryNodeSlotResponse struct {
 
 func (x *QueryNodeSlotResponse) Reset() {
 	*x = QueryNodeSlotResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[41]
+	mi := &file_flops_market_v1_query_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2204,7 +2314,7 @@ func (x *QueryNodeSlotResponse) String() string {
 func (*QueryNodeSlotResponse) ProtoMessage() {}
 
 func (x *QueryNodeSlotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[41]
+	mi := &file_flops_market_v1_query_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2217,7 +2327,7 @@ func (x *QueryNodeSlotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryNodeSlotResponse.ProtoReflect.Descriptor instead.
 func (*QueryNodeSlotResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{41}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *QueryNodeSlotResponse) GetSlot() *NodeSlot {
@@ -2246,6 +2356,16 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"pagination\x18\x01 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
 	"pagination\"\x95\x01\n" +
 	"\x12QueryPoolsResponse\x126\n" +
+	"\x05pools\x18\x01 \x03(\v2\x15.flops.market.v1.PoolB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x05pools\x12G\n" +
+	"\n" +
+	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
+	"pagination\"\x92\x01\n" +
+	"\x18QueryPoolsByOwnerRequest\x12.\n" +
+	"\x05owner\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\x05owner\x12F\n" +
+	"\n" +
+	"pagination\x18\x02 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
+	"pagination\"\x9c\x01\n" +
+	"\x19QueryPoolsByOwnerResponse\x126\n" +
 	"\x05pools\x18\x01 \x03(\v2\x15.flops.market.v1.PoolB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x05pools\x12G\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
@@ -2397,7 +2517,7 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x14QueryNodeSlotRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\"Q\n" +
 	"\x15QueryNodeSlotResponse\x128\n" +
-	"\x04slot\x18\x01 \x01(\v2\x19.flops.market.v1.NodeSlotB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04slot2\xf4\x16\n" +
+	"\x04slot\x18\x01 \x01(\v2\x19.flops.market.v1.NodeSlotB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04slot2\x8d\x18\n" +
 	"\x05Query\x12t\n" +
 	"\x06Params\x12#.flops.market.v1.QueryParamsRequest\x1a$.flops.market.v1.QueryParamsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/flops/market/v1/params\x12r\n" +
 	"\x03Job\x12 .flops.market.v1.QueryJobRequest\x1a!.flops.market.v1.QueryJobResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/flops/market/v1/jobs/{job_id}\x12l\n" +
@@ -2417,7 +2537,8 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\bNodeSlot\x12%.flops.market.v1.QueryNodeSlotRequest\x1a&.flops.market.v1.QueryNodeSlotResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /flops/market/v1/nodes/{node_id}\x12\x86\x01\n" +
 	"\aDispute\x12$.flops.market.v1.QueryDisputeRequest\x1a%.flops.market.v1.QueryDisputeResponse\".\x82\xd3\xe4\x93\x02(\x12&/flops/market/v1/disputes/{dispute_id}\x12w\n" +
 	"\x04Pool\x12!.flops.market.v1.QueryPoolRequest\x1a\".flops.market.v1.QueryPoolResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /flops/market/v1/pools/{pool_id}\x12p\n" +
-	"\x05Pools\x12\".flops.market.v1.QueryPoolsRequest\x1a#.flops.market.v1.QueryPoolsResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/flops/market/v1/pools\x12\x94\x01\n" +
+	"\x05Pools\x12\".flops.market.v1.QueryPoolsRequest\x1a#.flops.market.v1.QueryPoolsResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/flops/market/v1/pools\x12\x96\x01\n" +
+	"\fPoolsByOwner\x12).flops.market.v1.QueryPoolsByOwnerRequest\x1a*.flops.market.v1.QueryPoolsByOwnerResponse\"/\x82\xd3\xe4\x93\x02)\x12'/flops/market/v1/pools/by_owner/{owner}\x12\x94\x01\n" +
 	"\vPoolMembers\x12(.flops.market.v1.QueryPoolMembersRequest\x1a).flops.market.v1.QueryPoolMembersResponse\"0\x82\xd3\xe4\x93\x02*\x12(/flops/market/v1/pools/{pool_id}/members\x12\x91\x01\n" +
 	"\tOpenUnits\x12&.flops.market.v1.QueryOpenUnitsRequest\x1a'.flops.market.v1.QueryOpenUnitsResponse\"3\x82\xd3\xe4\x93\x02-\x12+/flops/market/v1/pools/{pool_id}/open_units\x12\x87\x01\n" +
 	"\x04Unit\x12!.flops.market.v1.QueryUnitRequest\x1a\".flops.market.v1.QueryUnitResponse\"8\x82\xd3\xe4\x93\x022\x120/flops/market/v1/pools/{pool_id}/units/{unit_id}\x12\xa3\x01\n" +
@@ -2437,7 +2558,7 @@ func file_flops_market_v1_query_proto_rawDescGZIP() []byte {
 	return file_flops_market_v1_query_proto_rawDescData
 }
 
-var file_flops_market_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_flops_market_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_flops_market_v1_query_proto_goTypes = []any{
 	(*QueryDisputeRequest)(nil),          // 0: flops.market.v1.QueryDisputeRequest
 	(*QueryDisputeResponse)(nil),         // 1: flops.market.v1.QueryDisputeResponse
@@ -2445,154 +2566,161 @@ var file_flops_market_v1_query_proto_goTypes = []any{
 	(*QueryPoolResponse)(nil),            // 3: flops.market.v1.QueryPoolResponse
 	(*QueryPoolsRequest)(nil),            // 4: flops.market.v1.QueryPoolsRequest
 	(*QueryPoolsResponse)(nil),           // 5: flops.market.v1.QueryPoolsResponse
-	(*QueryPoolMembersRequest)(nil),      // 6: flops.market.v1.QueryPoolMembersRequest
-	(*QueryPoolMembersResponse)(nil),     // 7: flops.market.v1.QueryPoolMembersResponse
-	(*QueryOpenUnitsRequest)(nil),        // 8: flops.market.v1.QueryOpenUnitsRequest
-	(*QueryOpenUnitsResponse)(nil),       // 9: flops.market.v1.QueryOpenUnitsResponse
-	(*QueryUnitRequest)(nil),             // 10: flops.market.v1.QueryUnitRequest
-	(*QueryUnitResponse)(nil),            // 11: flops.market.v1.QueryUnitResponse
-	(*QueryPoolEarningsRequest)(nil),     // 12: flops.market.v1.QueryPoolEarningsRequest
-	(*QueryPoolEarningsResponse)(nil),    // 13: flops.market.v1.QueryPoolEarningsResponse
-	(*QueryParamsRequest)(nil),           // 14: flops.market.v1.QueryParamsRequest
-	(*QueryParamsResponse)(nil),          // 15: flops.market.v1.QueryParamsResponse
-	(*QueryJobRequest)(nil),              // 16: flops.market.v1.QueryJobRequest
-	(*QueryJobResponse)(nil),             // 17: flops.market.v1.QueryJobResponse
-	(*QueryJobsByOwnerRequest)(nil),      // 18: flops.market.v1.QueryJobsByOwnerRequest
-	(*QueryJobsByOwnerResponse)(nil),     // 19: flops.market.v1.QueryJobsByOwnerResponse
-	(*QueryJobsByStatusRequest)(nil),     // 20: flops.market.v1.QueryJobsByStatusRequest
-	(*QueryJobsByStatusResponse)(nil),    // 21: flops.market.v1.QueryJobsByStatusResponse
-	(*QueryJobsRequest)(nil),             // 22: flops.market.v1.QueryJobsRequest
-	(*QueryJobsResponse)(nil),            // 23: flops.market.v1.QueryJobsResponse
-	(*QueryTasksRequest)(nil),            // 24: flops.market.v1.QueryTasksRequest
-	(*QueryTasksResponse)(nil),           // 25: flops.market.v1.QueryTasksResponse
-	(*QueryTaskRequest)(nil),             // 26: flops.market.v1.QueryTaskRequest
-	(*QueryTaskResponse)(nil),            // 27: flops.market.v1.QueryTaskResponse
-	(*QueryTasksByJobRequest)(nil),       // 28: flops.market.v1.QueryTasksByJobRequest
-	(*QueryTasksByJobResponse)(nil),      // 29: flops.market.v1.QueryTasksByJobResponse
-	(*QueryTasksByNodeRequest)(nil),      // 30: flops.market.v1.QueryTasksByNodeRequest
-	(*QueryTasksByNodeResponse)(nil),     // 31: flops.market.v1.QueryTasksByNodeResponse
-	(*QueryTasksByProviderRequest)(nil),  // 32: flops.market.v1.QueryTasksByProviderRequest
-	(*QueryTasksByProviderResponse)(nil), // 33: flops.market.v1.QueryTasksByProviderResponse
-	(*QueryBidsByJobRequest)(nil),        // 34: flops.market.v1.QueryBidsByJobRequest
-	(*QueryBidsByJobResponse)(nil),       // 35: flops.market.v1.QueryBidsByJobResponse
-	(*QueryOpenAuctionsRequest)(nil),     // 36: flops.market.v1.QueryOpenAuctionsRequest
-	(*QueryOpenAuctionsResponse)(nil),    // 37: flops.market.v1.QueryOpenAuctionsResponse
-	(*QueryJobHistoryRequest)(nil),       // 38: flops.market.v1.QueryJobHistoryRequest
-	(*QueryJobHistoryResponse)(nil),      // 39: flops.market.v1.QueryJobHistoryResponse
-	(*QueryNodeSlotRequest)(nil),         // 40: flops.market.v1.QueryNodeSlotRequest
-	(*QueryNodeSlotResponse)(nil),        // 41: flops.market.v1.QueryNodeSlotResponse
-	(*Dispute)(nil),                      // 42: flops.market.v1.Dispute
-	(*Pool)(nil),                         // 43: flops.market.v1.Pool
-	(*v1beta1.PageRequest)(nil),          // 44: cosmos.base.query.v1beta1.PageRequest
-	(*v1beta1.PageResponse)(nil),         // 45: cosmos.base.query.v1beta1.PageResponse
-	(*PoolMember)(nil),                   // 46: flops.market.v1.PoolMember
-	(*Unit)(nil),                         // 47: flops.market.v1.Unit
-	(*Params)(nil),                       // 48: flops.market.v1.Params
-	(*Job)(nil),                          // 49: flops.market.v1.Job
-	(JobStatus)(0),                       // 50: flops.market.v1.JobStatus
-	(TaskStatus)(0),                      // 51: flops.market.v1.TaskStatus
-	(*Task)(nil),                         // 52: flops.market.v1.Task
-	(*Bid)(nil),                          // 53: flops.market.v1.Bid
-	(*HistoryEntry)(nil),                 // 54: flops.market.v1.HistoryEntry
-	(*NodeSlot)(nil),                     // 55: flops.market.v1.NodeSlot
+	(*QueryPoolsByOwnerRequest)(nil),     // 6: flops.market.v1.QueryPoolsByOwnerRequest
+	(*QueryPoolsByOwnerResponse)(nil),    // 7: flops.market.v1.QueryPoolsByOwnerResponse
+	(*QueryPoolMembersRequest)(nil),      // 8: flops.market.v1.QueryPoolMembersRequest
+	(*QueryPoolMembersResponse)(nil),     // 9: flops.market.v1.QueryPoolMembersResponse
+	(*QueryOpenUnitsRequest)(nil),        // 10: flops.market.v1.QueryOpenUnitsRequest
+	(*QueryOpenUnitsResponse)(nil),       // 11: flops.market.v1.QueryOpenUnitsResponse
+	(*QueryUnitRequest)(nil),             // 12: flops.market.v1.QueryUnitRequest
+	(*QueryUnitResponse)(nil),            // 13: flops.market.v1.QueryUnitResponse
+	(*QueryPoolEarningsRequest)(nil),     // 14: flops.market.v1.QueryPoolEarningsRequest
+	(*QueryPoolEarningsResponse)(nil),    // 15: flops.market.v1.QueryPoolEarningsResponse
+	(*QueryParamsRequest)(nil),           // 16: flops.market.v1.QueryParamsRequest
+	(*QueryParamsResponse)(nil),          // 17: flops.market.v1.QueryParamsResponse
+	(*QueryJobRequest)(nil),              // 18: flops.market.v1.QueryJobRequest
+	(*QueryJobResponse)(nil),             // 19: flops.market.v1.QueryJobResponse
+	(*QueryJobsByOwnerRequest)(nil),      // 20: flops.market.v1.QueryJobsByOwnerRequest
+	(*QueryJobsByOwnerResponse)(nil),     // 21: flops.market.v1.QueryJobsByOwnerResponse
+	(*QueryJobsByStatusRequest)(nil),     // 22: flops.market.v1.QueryJobsByStatusRequest
+	(*QueryJobsByStatusResponse)(nil),    // 23: flops.market.v1.QueryJobsByStatusResponse
+	(*QueryJobsRequest)(nil),             // 24: flops.market.v1.QueryJobsRequest
+	(*QueryJobsResponse)(nil),            // 25: flops.market.v1.QueryJobsResponse
+	(*QueryTasksRequest)(nil),            // 26: flops.market.v1.QueryTasksRequest
+	(*QueryTasksResponse)(nil),           // 27: flops.market.v1.QueryTasksResponse
+	(*QueryTaskRequest)(nil),             // 28: flops.market.v1.QueryTaskRequest
+	(*QueryTaskResponse)(nil),            // 29: flops.market.v1.QueryTaskResponse
+	(*QueryTasksByJobRequest)(nil),       // 30: flops.market.v1.QueryTasksByJobRequest
+	(*QueryTasksByJobResponse)(nil),      // 31: flops.market.v1.QueryTasksByJobResponse
+	(*QueryTasksByNodeRequest)(nil),      // 32: flops.market.v1.QueryTasksByNodeRequest
+	(*QueryTasksByNodeResponse)(nil),     // 33: flops.market.v1.QueryTasksByNodeResponse
+	(*QueryTasksByProviderRequest)(nil),  // 34: flops.market.v1.QueryTasksByProviderRequest
+	(*QueryTasksByProviderResponse)(nil), // 35: flops.market.v1.QueryTasksByProviderResponse
+	(*QueryBidsByJobRequest)(nil),        // 36: flops.market.v1.QueryBidsByJobRequest
+	(*QueryBidsByJobResponse)(nil),       // 37: flops.market.v1.QueryBidsByJobResponse
+	(*QueryOpenAuctionsRequest)(nil),     // 38: flops.market.v1.QueryOpenAuctionsRequest
+	(*QueryOpenAuctionsResponse)(nil),    // 39: flops.market.v1.QueryOpenAuctionsResponse
+	(*QueryJobHistoryRequest)(nil),       // 40: flops.market.v1.QueryJobHistoryRequest
+	(*QueryJobHistoryResponse)(nil),      // 41: flops.market.v1.QueryJobHistoryResponse
+	(*QueryNodeSlotRequest)(nil),         // 42: flops.market.v1.QueryNodeSlotRequest
+	(*QueryNodeSlotResponse)(nil),        // 43: flops.market.v1.QueryNodeSlotResponse
+	(*Dispute)(nil),                      // 44: flops.market.v1.Dispute
+	(*Pool)(nil),                         // 45: flops.market.v1.Pool
+	(*v1beta1.PageRequest)(nil),          // 46: cosmos.base.query.v1beta1.PageRequest
+	(*v1beta1.PageResponse)(nil),         // 47: cosmos.base.query.v1beta1.PageResponse
+	(*PoolMember)(nil),                   // 48: flops.market.v1.PoolMember
+	(*Unit)(nil),                         // 49: flops.market.v1.Unit
+	(*Params)(nil),                       // 50: flops.market.v1.Params
+	(*Job)(nil),                          // 51: flops.market.v1.Job
+	(JobStatus)(0),                       // 52: flops.market.v1.JobStatus
+	(TaskStatus)(0),                      // 53: flops.market.v1.TaskStatus
+	(*Task)(nil),                         // 54: flops.market.v1.Task
+	(*Bid)(nil),                          // 55: flops.market.v1.Bid
+	(*HistoryEntry)(nil),                 // 56: flops.market.v1.HistoryEntry
+	(*NodeSlot)(nil),                     // 57: flops.market.v1.NodeSlot
 }
 var file_flops_market_v1_query_proto_depIdxs = []int32{
-	42, // 0: flops.market.v1.QueryDisputeResponse.dispute:type_name -> flops.market.v1.Dispute
-	43, // 1: flops.market.v1.QueryPoolResponse.pool:type_name -> flops.market.v1.Pool
-	44, // 2: flops.market.v1.QueryPoolsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	43, // 3: flops.market.v1.QueryPoolsResponse.pools:type_name -> flops.market.v1.Pool
-	45, // 4: flops.market.v1.QueryPoolsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	44, // 5: flops.market.v1.QueryPoolMembersRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	46, // 6: flops.market.v1.QueryPoolMembersResponse.members:type_name -> flops.market.v1.PoolMember
-	45, // 7: flops.market.v1.QueryPoolMembersResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	44, // 8: flops.market.v1.QueryOpenUnitsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	47, // 9: flops.market.v1.QueryOpenUnitsResponse.units:type_name -> flops.market.v1.Unit
-	45, // 10: flops.market.v1.QueryOpenUnitsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	47, // 11: flops.market.v1.QueryUnitResponse.unit:type_name -> flops.market.v1.Unit
-	48, // 12: flops.market.v1.QueryParamsResponse.params:type_name -> flops.market.v1.Params
-	49, // 13: flops.market.v1.QueryJobResponse.job:type_name -> flops.market.v1.Job
-	44, // 14: flops.market.v1.QueryJobsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	49, // 15: flops.market.v1.QueryJobsByOwnerResponse.jobs:type_name -> flops.market.v1.Job
-	45, // 16: flops.market.v1.QueryJobsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 17: flops.market.v1.QueryJobsByStatusRequest.status:type_name -> flops.market.v1.JobStatus
-	44, // 18: flops.market.v1.QueryJobsByStatusRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	49, // 19: flops.market.v1.QueryJobsByStatusResponse.jobs:type_name -> flops.market.v1.Job
-	45, // 20: flops.market.v1.QueryJobsByStatusResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 21: flops.market.v1.QueryJobsRequest.status:type_name -> flops.market.v1.JobStatus
-	44, // 22: flops.market.v1.QueryJobsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	49, // 23: flops.market.v1.QueryJobsResponse.jobs:type_name -> flops.market.v1.Job
-	45, // 24: flops.market.v1.QueryJobsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	51, // 25: flops.market.v1.QueryTasksRequest.status:type_name -> flops.market.v1.TaskStatus
-	44, // 26: flops.market.v1.QueryTasksRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	52, // 27: flops.market.v1.QueryTasksResponse.tasks:type_name -> flops.market.v1.Task
-	45, // 28: flops.market.v1.QueryTasksResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	52, // 29: flops.market.v1.QueryTaskResponse.task:type_name -> flops.market.v1.Task
-	44, // 30: flops.market.v1.QueryTasksByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	52, // 31: flops.market.v1.QueryTasksByJobResponse.tasks:type_name -> flops.market.v1.Task
-	45, // 32: flops.market.v1.QueryTasksByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	44, // 33: flops.market.v1.QueryTasksByNodeRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	52, // 34: flops.market.v1.QueryTasksByNodeResponse.tasks:type_name -> flops.market.v1.Task
-	45, // 35: flops.market.v1.QueryTasksByNodeResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	44, // 36: flops.market.v1.QueryTasksByProviderRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	52, // 37: flops.market.v1.QueryTasksByProviderResponse.tasks:type_name -> flops.market.v1.Task
-	45, // 38: flops.market.v1.QueryTasksByProviderResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	44, // 39: flops.market.v1.QueryBidsByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	53, // 40: flops.market.v1.QueryBidsByJobResponse.bids:type_name -> flops.market.v1.Bid
-	45, // 41: flops.market.v1.QueryBidsByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	44, // 42: flops.market.v1.QueryOpenAuctionsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	49, // 43: flops.market.v1.QueryOpenAuctionsResponse.jobs:type_name -> flops.market.v1.Job
-	45, // 44: flops.market.v1.QueryOpenAuctionsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	44, // 45: flops.market.v1.QueryJobHistoryRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	54, // 46: flops.market.v1.QueryJobHistoryResponse.entries:type_name -> flops.market.v1.HistoryEntry
-	45, // 47: flops.market.v1.QueryJobHistoryResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	55, // 48: flops.market.v1.QueryNodeSlotResponse.slot:type_name -> flops.market.v1.NodeSlot
-	14, // 49: flops.market.v1.Query.Params:input_type -> flops.market.v1.QueryParamsRequest
-	16, // 50: flops.market.v1.Query.Job:input_type -> flops.market.v1.QueryJobRequest
-	22, // 51: flops.market.v1.Query.Jobs:input_type -> flops.market.v1.QueryJobsRequest
-	18, // 52: flops.market.v1.Query.JobsByOwner:input_type -> flops.market.v1.QueryJobsByOwnerRequest
-	20, // 53: flops.market.v1.Query.JobsByStatus:input_type -> flops.market.v1.QueryJobsByStatusRequest
-	26, // 54: flops.market.v1.Query.Task:input_type -> flops.market.v1.QueryTaskRequest
-	24, // 55: flops.market.v1.Query.Tasks:input_type -> flops.market.v1.QueryTasksRequest
-	28, // 56: flops.market.v1.Query.TasksByJob:input_type -> flops.market.v1.QueryTasksByJobRequest
-	30, // 57: flops.market.v1.Query.TasksByNode:input_type -> flops.market.v1.QueryTasksByNodeRequest
-	32, // 58: flops.market.v1.Query.TasksByProvider:input_type -> flops.market.v1.QueryTasksByProviderRequest
-	34, // 59: flops.market.v1.Query.BidsByJob:input_type -> flops.market.v1.QueryBidsByJobRequest
-	36, // 60: flops.market.v1.Query.OpenAuctions:input_type -> flops.market.v1.QueryOpenAuctionsRequest
-	38, // 61: flops.market.v1.Query.JobHistory:input_type -> flops.market.v1.QueryJobHistoryRequest
-	40, // 62: flops.market.v1.Query.NodeSlot:input_type -> flops.market.v1.QueryNodeSlotRequest
-	0,  // 63: flops.market.v1.Query.Dispute:input_type -> flops.market.v1.QueryDisputeRequest
-	2,  // 64: flops.market.v1.Query.Pool:input_type -> flops.market.v1.QueryPoolRequest
-	4,  // 65: flops.market.v1.Query.Pools:input_type -> flops.market.v1.QueryPoolsRequest
-	6,  // 66: flops.market.v1.Query.PoolMembers:input_type -> flops.market.v1.QueryPoolMembersRequest
-	8,  // 67: flops.market.v1.Query.OpenUnits:input_type -> flops.market.v1.QueryOpenUnitsRequest
-	10, // 68: flops.market.v1.Query.Unit:input_type -> flops.market.v1.QueryUnitRequest
-	12, // 69: flops.market.v1.Query.PoolEarnings:input_type -> flops.market.v1.QueryPoolEarningsRequest
-	15, // 70: flops.market.v1.Query.Params:output_type -> flops.market.v1.QueryParamsResponse
-	17, // 71: flops.market.v1.Query.Job:output_type -> flops.market.v1.QueryJobResponse
-	23, // 72: flops.market.v1.Query.Jobs:output_type -> flops.market.v1.QueryJobsResponse
-	19, // 73: flops.market.v1.Query.JobsByOwner:output_type -> flops.market.v1.QueryJobsByOwnerResponse
-	21, // 74: flops.market.v1.Query.JobsByStatus:output_type -> flops.market.v1.QueryJobsByStatusResponse
-	27, // 75: flops.market.v1.Query.Task:output_type -> flops.market.v1.QueryTaskResponse
-	25, // 76: flops.market.v1.Query.Tasks:output_type -> flops.market.v1.QueryTasksResponse
-	29, // 77: flops.market.v1.Query.TasksByJob:output_type -> flops.market.v1.QueryTasksByJobResponse
-	31, // 78: flops.market.v1.Query.TasksByNode:output_type -> flops.market.v1.QueryTasksByNodeResponse
-	33, // 79: flops.market.v1.Query.TasksByProvider:output_type -> flops.market.v1.QueryTasksByProviderResponse
-	35, // 80: flops.market.v1.Query.BidsByJob:output_type -> flops.market.v1.QueryBidsByJobResponse
-	37, // 81: flops.market.v1.Query.OpenAuctions:output_type -> flops.market.v1.QueryOpenAuctionsResponse
-	39, // 82: flops.market.v1.Query.JobHistory:output_type -> flops.market.v1.QueryJobHistoryResponse
-	41, // 83: flops.market.v1.Query.NodeSlot:output_type -> flops.market.v1.QueryNodeSlotResponse
-	1,  // 84: flops.market.v1.Query.Dispute:output_type -> flops.market.v1.QueryDisputeResponse
-	3,  // 85: flops.market.v1.Query.Pool:output_type -> flops.market.v1.QueryPoolResponse
-	5,  // 86: flops.market.v1.Query.Pools:output_type -> flops.market.v1.QueryPoolsResponse
-	7,  // 87: flops.market.v1.Query.PoolMembers:output_type -> flops.market.v1.QueryPoolMembersResponse
-	9,  // 88: flops.market.v1.Query.OpenUnits:output_type -> flops.market.v1.QueryOpenUnitsResponse
-	11, // 89: flops.market.v1.Query.Unit:output_type -> flops.market.v1.QueryUnitResponse
-	13, // 90: flops.market.v1.Query.PoolEarnings:output_type -> flops.market.v1.QueryPoolEarningsResponse
-	70, // [70:91] is the sub-list for method output_type
-	49, // [49:70] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	44, // 0: flops.market.v1.QueryDisputeResponse.dispute:type_name -> flops.market.v1.Dispute
+	45, // 1: flops.market.v1.QueryPoolResponse.pool:type_name -> flops.market.v1.Pool
+	46, // 2: flops.market.v1.QueryPoolsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	45, // 3: flops.market.v1.QueryPoolsResponse.pools:type_name -> flops.market.v1.Pool
+	47, // 4: flops.market.v1.QueryPoolsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	46, // 5: flops.market.v1.QueryPoolsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	45, // 6: flops.market.v1.QueryPoolsByOwnerResponse.pools:type_name -> flops.market.v1.Pool
+	47, // 7: flops.market.v1.QueryPoolsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	46, // 8: flops.market.v1.QueryPoolMembersRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	48, // 9: flops.market.v1.QueryPoolMembersResponse.members:type_name -> flops.market.v1.PoolMember
+	47, // 10: flops.market.v1.QueryPoolMembersResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	46, // 11: flops.market.v1.QueryOpenUnitsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	49, // 12: flops.market.v1.QueryOpenUnitsResponse.units:type_name -> flops.market.v1.Unit
+	47, // 13: flops.market.v1.QueryOpenUnitsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	49, // 14: flops.market.v1.QueryUnitResponse.unit:type_name -> flops.market.v1.Unit
+	50, // 15: flops.market.v1.QueryParamsResponse.params:type_name -> flops.market.v1.Params
+	51, // 16: flops.market.v1.QueryJobResponse.job:type_name -> flops.market.v1.Job
+	46, // 17: flops.market.v1.QueryJobsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	51, // 18: flops.market.v1.QueryJobsByOwnerResponse.jobs:type_name -> flops.market.v1.Job
+	47, // 19: flops.market.v1.QueryJobsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	52, // 20: flops.market.v1.QueryJobsByStatusRequest.status:type_name -> flops.market.v1.JobStatus
+	46, // 21: flops.market.v1.QueryJobsByStatusRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	51, // 22: flops.market.v1.QueryJobsByStatusResponse.jobs:type_name -> flops.market.v1.Job
+	47, // 23: flops.market.v1.QueryJobsByStatusResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	52, // 24: flops.market.v1.QueryJobsRequest.status:type_name -> flops.market.v1.JobStatus
+	46, // 25: flops.market.v1.QueryJobsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	51, // 26: flops.market.v1.QueryJobsResponse.jobs:type_name -> flops.market.v1.Job
+	47, // 27: flops.market.v1.QueryJobsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	53, // 28: flops.market.v1.QueryTasksRequest.status:type_name -> flops.market.v1.TaskStatus
+	46, // 29: flops.market.v1.QueryTasksRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	54, // 30: flops.market.v1.QueryTasksResponse.tasks:type_name -> flops.market.v1.Task
+	47, // 31: flops.market.v1.QueryTasksResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	54, // 32: flops.market.v1.QueryTaskResponse.task:type_name -> flops.market.v1.Task
+	46, // 33: flops.market.v1.QueryTasksByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	54, // 34: flops.market.v1.QueryTasksByJobResponse.tasks:type_name -> flops.market.v1.Task
+	47, // 35: flops.market.v1.QueryTasksByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	46, // 36: flops.market.v1.QueryTasksByNodeRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	54, // 37: flops.market.v1.QueryTasksByNodeResponse.tasks:type_name -> flops.market.v1.Task
+	47, // 38: flops.market.v1.QueryTasksByNodeResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	46, // 39: flops.market.v1.QueryTasksByProviderRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	54, // 40: flops.market.v1.QueryTasksByProviderResponse.tasks:type_name -> flops.market.v1.Task
+	47, // 41: flops.market.v1.QueryTasksByProviderResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	46, // 42: flops.market.v1.QueryBidsByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	55, // 43: flops.market.v1.QueryBidsByJobResponse.bids:type_name -> flops.market.v1.Bid
+	47, // 44: flops.market.v1.QueryBidsByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	46, // 45: flops.market.v1.QueryOpenAuctionsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	51, // 46: flops.market.v1.QueryOpenAuctionsResponse.jobs:type_name -> flops.market.v1.Job
+	47, // 47: flops.market.v1.QueryOpenAuctionsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	46, // 48: flops.market.v1.QueryJobHistoryRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	56, // 49: flops.market.v1.QueryJobHistoryResponse.entries:type_name -> flops.market.v1.HistoryEntry
+	47, // 50: flops.market.v1.QueryJobHistoryResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	57, // 51: flops.market.v1.QueryNodeSlotResponse.slot:type_name -> flops.market.v1.NodeSlot
+	16, // 52: flops.market.v1.Query.Params:input_type -> flops.market.v1.QueryParamsRequest
+	18, // 53: flops.market.v1.Query.Job:input_type -> flops.market.v1.QueryJobRequest
+	24, // 54: flops.market.v1.Query.Jobs:input_type -> flops.market.v1.QueryJobsRequest
+	20, // 55: flops.market.v1.Query.JobsByOwner:input_type -> flops.market.v1.QueryJobsByOwnerRequest
+	22, // 56: flops.market.v1.Query.JobsByStatus:input_type -> flops.market.v1.QueryJobsByStatusRequest
+	28, // 57: flops.market.v1.Query.Task:input_type -> flops.market.v1.QueryTaskRequest
+	26, // 58: flops.market.v1.Query.Tasks:input_type -> flops.market.v1.QueryTasksRequest
+	30, // 59: flops.market.v1.Query.TasksByJob:input_type -> flops.market.v1.QueryTasksByJobRequest
+	32, // 60: flops.market.v1.Query.TasksByNode:input_type -> flops.market.v1.QueryTasksByNodeRequest
+	34, // 61: flops.market.v1.Query.TasksByProvider:input_type -> flops.market.v1.QueryTasksByProviderRequest
+	36, // 62: flops.market.v1.Query.BidsByJob:input_type -> flops.market.v1.QueryBidsByJobRequest
+	38, // 63: flops.market.v1.Query.OpenAuctions:input_type -> flops.market.v1.QueryOpenAuctionsRequest
+	40, // 64: flops.market.v1.Query.JobHistory:input_type -> flops.market.v1.QueryJobHistoryRequest
+	42, // 65: flops.market.v1.Query.NodeSlot:input_type -> flops.market.v1.QueryNodeSlotRequest
+	0,  // 66: flops.market.v1.Query.Dispute:input_type -> flops.market.v1.QueryDisputeRequest
+	2,  // 67: flops.market.v1.Query.Pool:input_type -> flops.market.v1.QueryPoolRequest
+	4,  // 68: flops.market.v1.Query.Pools:input_type -> flops.market.v1.QueryPoolsRequest
+	6,  // 69: flops.market.v1.Query.PoolsByOwner:input_type -> flops.market.v1.QueryPoolsByOwnerRequest
+	8,  // 70: flops.market.v1.Query.PoolMembers:input_type -> flops.market.v1.QueryPoolMembersRequest
+	10, // 71: flops.market.v1.Query.OpenUnits:input_type -> flops.market.v1.QueryOpenUnitsRequest
+	12, // 72: flops.market.v1.Query.Unit:input_type -> flops.market.v1.QueryUnitRequest
+	14, // 73: flops.market.v1.Query.PoolEarnings:input_type -> flops.market.v1.QueryPoolEarningsRequest
+	17, // 74: flops.market.v1.Query.Params:output_type -> flops.market.v1.QueryParamsResponse
+	19, // 75: flops.market.v1.Query.Job:output_type -> flops.market.v1.QueryJobResponse
+	25, // 76: flops.market.v1.Query.Jobs:output_type -> flops.market.v1.QueryJobsResponse
+	21, // 77: flops.market.v1.Query.JobsByOwner:output_type -> flops.market.v1.QueryJobsByOwnerResponse
+	23, // 78: flops.market.v1.Query.JobsByStatus:output_type -> flops.market.v1.QueryJobsByStatusResponse
+	29, // 79: flops.market.v1.Query.Task:output_type -> flops.market.v1.QueryTaskResponse
+	27, // 80: flops.market.v1.Query.Tasks:output_type -> flops.market.v1.QueryTasksResponse
+	31, // 81: flops.market.v1.Query.TasksByJob:output_type -> flops.market.v1.QueryTasksByJobResponse
+	33, // 82: flops.market.v1.Query.TasksByNode:output_type -> flops.market.v1.QueryTasksByNodeResponse
+	35, // 83: flops.market.v1.Query.TasksByProvider:output_type -> flops.market.v1.QueryTasksByProviderResponse
+	37, // 84: flops.market.v1.Query.BidsByJob:output_type -> flops.market.v1.QueryBidsByJobResponse
+	39, // 85: flops.market.v1.Query.OpenAuctions:output_type -> flops.market.v1.QueryOpenAuctionsResponse
+	41, // 86: flops.market.v1.Query.JobHistory:output_type -> flops.market.v1.QueryJobHistoryResponse
+	43, // 87: flops.market.v1.Query.NodeSlot:output_type -> flops.market.v1.QueryNodeSlotResponse
+	1,  // 88: flops.market.v1.Query.Dispute:output_type -> flops.market.v1.QueryDisputeResponse
+	3,  // 89: flops.market.v1.Query.Pool:output_type -> flops.market.v1.QueryPoolResponse
+	5,  // 90: flops.market.v1.Query.Pools:output_type -> flops.market.v1.QueryPoolsResponse
+	7,  // 91: flops.market.v1.Query.PoolsByOwner:output_type -> flops.market.v1.QueryPoolsByOwnerResponse
+	9,  // 92: flops.market.v1.Query.PoolMembers:output_type -> flops.market.v1.QueryPoolMembersResponse
+	11, // 93: flops.market.v1.Query.OpenUnits:output_type -> flops.market.v1.QueryOpenUnitsResponse
+	13, // 94: flops.market.v1.Query.Unit:output_type -> flops.market.v1.QueryUnitResponse
+	15, // 95: flops.market.v1.Query.PoolEarnings:output_type -> flops.market.v1.QueryPoolEarningsResponse
+	74, // [74:96] is the sub-list for method output_type
+	52, // [52:74] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_flops_market_v1_query_proto_init() }
@@ -2607,7 +2735,7 @@ func file_flops_market_v1_query_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_market_v1_query_proto_rawDesc), len(file_flops_market_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -68,6 +68,22 @@ export interface QueryPoolsResponse {
   pagination: PageResponse | undefined;
 }
 
+/** QueryPoolsByOwnerRequest names a pool owner. */
+export interface QueryPoolsByOwnerRequest {
+  /** owner address. */
+  owner: string;
+  /** pagination over the owner's pools. */
+  pagination: PageRequest | undefined;
+}
+
+/** QueryPoolsByOwnerResponse lists an owner's pools. */
+export interface QueryPoolsByOwnerResponse {
+  /** pools in id order (newest first with reverse). */
+  pools: Pool[];
+  /** pagination of the list. */
+  pagination: PageResponse | undefined;
+}
+
 /** QueryPoolMembersRequest names a pool. */
 export interface QueryPoolMembersRequest {
   /** pool_id of the members. */
@@ -799,6 +815,180 @@ export const QueryPoolsResponse: MessageFns<QueryPoolsResponse> = {
   },
   fromPartial(object: DeepPartial<QueryPoolsResponse>): QueryPoolsResponse {
     const message = createBaseQueryPoolsResponse();
+    message.pools = object.pools?.map((e) => Pool.fromPartial(e)) || [];
+    message.pagination = (object.pagination !== undefined && object.pagination !== null)
+      ? PageResponse.fromPartial(object.pagination)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseQueryPoolsByOwnerRequest(): QueryPoolsByOwnerRequest {
+  return { owner: "", pagination: undefined };
+}
+
+export const QueryPoolsByOwnerRequest: MessageFns<QueryPoolsByOwnerRequest> = {
+  encode(message: QueryPoolsByOwnerRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.owner !== "") {
+      writer.uint32(10).string(message.owner);
+    }
+    if (message.pagination !== undefined) {
+      PageRequest.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryPoolsByOwnerRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryPoolsByOwnerRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.owner = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pagination = PageRequest.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QueryPoolsByOwnerRequest {
+    return {
+      owner: isSet(object.owner) ? globalThis.String(object.owner) : "",
+      pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined,
+    };
+  },
+
+  toJSON(message: QueryPoolsByOwnerRequest): unknown {
+    const obj: any = {};
+    if (message.owner !== "") {
+      obj.owner = message.owner;
+    }
+    if (message.pagination !== undefined) {
+      obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QueryPoolsByOwnerRequest>): QueryPoolsByOwnerRequest {
+    return QueryPoolsByOwnerRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QueryPoolsByOwnerRequest>): QueryPoolsByOwnerRequest {
+    const message = createBaseQueryPoolsByOwnerRequest();
+    message.owner = object.owner ?? "";
+    message.pagination = (object.pagination !== undefined && object.pagination !== null)
+      ? PageRequest.fromPartial(object.pagination)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseQueryPoolsByOwnerResponse(): QueryPoolsByOwnerResponse {
+  return { pools: [], pagination: undefined };
+}
+
+export const QueryPoolsByOwnerResponse: MessageFns<QueryPoolsByOwnerResponse> = {
+  encode(message: QueryPoolsByOwnerResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.pools) {
+      Pool.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.pagination !== undefined) {
+      PageResponse.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryPoolsByOwnerResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryPoolsByOwnerResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pools.push(Pool.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pagination = PageResponse.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QueryPoolsByOwnerResponse {
+    return {
+      pools: globalThis.Array.isArray(object?.pools) ? object.pools.map((e: any) => Pool.fromJSON(e)) : [],
+      pagination: isSet(object.pagination) ? PageResponse.fromJSON(object.pagination) : undefined,
+    };
+  },
+
+  toJSON(message: QueryPoolsByOwnerResponse): unknown {
+    const obj: any = {};
+    if (message.pools?.length) {
+      obj.pools = message.pools.map((e) => Pool.toJSON(e));
+    }
+    if (message.pagination !== undefined) {
+      obj.pagination = PageResponse.toJSON(message.pagination);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QueryPoolsByOwnerResponse>): QueryPoolsByOwnerResponse {
+    return QueryPoolsByOwnerResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QueryPoolsByOwnerResponse>): QueryPoolsByOwnerResponse {
+    const message = createBaseQueryPoolsByOwnerResponse();
     message.pools = object.pools?.map((e) => Pool.fromPartial(e)) || [];
     message.pagination = (object.pagination !== undefined && object.pagination !== null)
       ? PageResponse.fromPartial(object.pagination)
@@ -3835,6 +4025,8 @@ export interface Query {
   Pool(request: QueryPoolRequest): Promise<QueryPoolResponse>;
   /** Pools lists every pool. */
   Pools(request: QueryPoolsRequest): Promise<QueryPoolsResponse>;
+  /** PoolsByOwner lists the pools a client opened. */
+  PoolsByOwner(request: QueryPoolsByOwnerRequest): Promise<QueryPoolsByOwnerResponse>;
   /** PoolMembers lists a pool's member nodes. */
   PoolMembers(request: QueryPoolMembersRequest): Promise<QueryPoolMembersResponse>;
   /** OpenUnits lists a pool's units waiting for a claim. */
@@ -3869,6 +4061,7 @@ export class QueryClientImpl implements Query {
     this.Dispute = this.Dispute.bind(this);
     this.Pool = this.Pool.bind(this);
     this.Pools = this.Pools.bind(this);
+    this.PoolsByOwner = this.PoolsByOwner.bind(this);
     this.PoolMembers = this.PoolMembers.bind(this);
     this.OpenUnits = this.OpenUnits.bind(this);
     this.Unit = this.Unit.bind(this);
@@ -3974,6 +4167,12 @@ export class QueryClientImpl implements Query {
     const data = QueryPoolsRequest.encode(request).finish();
     const promise = this.rpc.request(this.service, "Pools", data);
     return promise.then((data) => QueryPoolsResponse.decode(new BinaryReader(data)));
+  }
+
+  PoolsByOwner(request: QueryPoolsByOwnerRequest): Promise<QueryPoolsByOwnerResponse> {
+    const data = QueryPoolsByOwnerRequest.encode(request).finish();
+    const promise = this.rpc.request(this.service, "PoolsByOwner", data);
+    return promise.then((data) => QueryPoolsByOwnerResponse.decode(new BinaryReader(data)));
   }
 
   PoolMembers(request: QueryPoolMembersRequest): Promise<QueryPoolMembersResponse> {
