@@ -137,11 +137,13 @@ export class ClientView extends View {
     const [jobs, bal, pools] = await Promise.all([
       this.chain.q.market.JobsByOwner({ owner: w.address, pagination: page(50, { reverse: true }) }),
       this.chain.q.stargate.getBalance(w.address, "udps"),
-      this.chain.q.market.Pools({ pagination: page(500, { reverse: true }) }),
+      // the client's own pools by the chain's owner index: reading every pool (each with its
+      // spec, up to about 330 KB) let a stranger's big pools make the node refuse the view
+      this.chain.q.market.PoolsByOwner({ owner: w.address, pagination: page(100, { reverse: true }) }),
     ]);
     this.jobs = jobs.jobs;
     this.balance = bal.amount;
-    this.pools = pools.pools.filter((p) => p.owner === w.address);
+    this.pools = pools.pools;
   }
 
   private async connect(kind: "keplr" | "local") {
