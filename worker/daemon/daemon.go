@@ -228,6 +228,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	return err
 }
 
+// idleTimeout closes a keep-alive connection that has asked nothing for this long. The
+// output server is public: with none (net/http's default when no read timeout is set, and
+// a read timeout would cut a followed log), a stranger's idle connections were held open
+// for ever, each a file descriptor of the worker's.
+var idleTimeout = 2 * time.Minute
+
 // serve runs an HTTP server on addr until ctx ends (empty addr: none), over TLS when
 // tlsConf is set.
 func serve(ctx context.Context, addr string, h http.Handler, tlsConf *tls.Config) error {
@@ -238,10 +244,15 @@ func serve(ctx context.Context, addr string, h http.Handler, tlsConf *tls.Config
 	if err != nil {
 		return err
 	}
+	return serveOn(ctx, ln, h, tlsConf)
+}
+
+// serveOn is serve on a listener.
+func serveOn(ctx context.Context, ln net.Listener, h http.Handler, tlsConf *tls.Config) error {
 	if tlsConf != nil {
 		ln = tls.NewListener(ln, tlsConf)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	return telemetry.Serve(ctx, srv, ln)
 }
 

@@ -118,3 +118,39 @@ func withWorkers(c config.Config, n int) config.Config {
 	c.PoCP.Workers = n
 	return c
 }
+
+// A stranger's idle keep-alive connections to the worker's public servers (outputs,
+// telemetry) are closed after idleTimeout: with no timeout a connection that asked once
+// and then nothing was held open for ever, and enough of them would use up the worker's
+// file descriptors. A request answered, the connection is closed once idle.
+func TestServerClosesIdleConnections(t *testing.T) {
+	was := idleTimeout
+	idleTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { idleTimeout = was })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serveOn(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }), nil)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer func() { _ = conn.Close() }()
+	_, err = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: worker\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	b := make([]byte, 4096)
+	n, err := conn.Read(b)
+	require.NoError(t, err)
+	require.Contains(t, string(b[:n]), "200 OK")
+	began := time.Now()
+	_, err = io.ReadAll(conn) // the server closes it when idle; the deadline fails the test
+	require.NoError(t, err, "closed by the server, not by the read deadline")
+	require.Less(t, time.Since(began), 5*time.Second)
+}
