@@ -282,10 +282,11 @@ test("a node that does not answer is said so, and retried with backoff", async (
 
 test("a figure the node refuses to read leaves the rest of the network view", async () => {
   // On a big chain the node stops a query that reads a whole table at its gas limit
-  // (flopsd's query-gas-limit): the queue's scan of tasks and the counts of jobs by status.
+  // (flopsd's query-gas-limit): the queue's scan of tasks, the counts of jobs by status, and
+  // the recent jobs (each with its spec) over which the time to assignment is measured.
   // Its answer is played here on the real node's responses: ABCI code 111222, as
   // tests/integration TestWholeTableScanStopsAtQueryGasLimit has the node give it.
-  const refused = new Set(["/flops.market.v1.Query/Tasks", "/flops.market.v1.Query/JobsByStatus"]);
+  const refused = new Set(["/flops.market.v1.Query/Tasks", "/flops.market.v1.Query/JobsByStatus", "/flops.market.v1.Query/Jobs"]);
   const big = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   let refusals = 0;
   await big.route(
@@ -307,8 +308,9 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   assert.equal(await big.getByTestId("pending-tasks").textContent(), "—");
   assert.match(await big.getByTestId("pending-refused").textContent(), /The node would not count the tasks waiting .*Query failed with \(111222\): \{ValuePerByte\}: panic/);
   assert.match(await big.getByTestId("jobs-refused").textContent(), /The node would not count the jobs .*Query failed with \(111222\)/);
+  assert.match(await big.getByTestId("recent-refused").textContent(), /The node would not read the recent jobs .*Query failed with \(111222\)/);
   assert.equal(await big.getByRole("alert").count(), 0, "no error for the view as a whole");
-  assert.ok(refusals >= 2, `the node's refusals were played (${refusals})`);
+  assert.ok(refusals >= 3, `the node's refusals were played (${refusals})`);
   await big.screenshot({ path: `${OUT}/network-refused.png`, fullPage: true });
   // the view refreshes itself: a route still fetching when the page closes would reject
   // after the test ("Request context disposed") and fail the file

@@ -25,6 +25,8 @@ interface NetworkData {
   jobs: { label: string; value: number }[] | Refused;
   pendingTasks: number | Refused;
   assignBlocks?: { median: number; max: number; n: number };
+  /** the node's refusal of the recent jobs, over which assignBlocks is measured */
+  recentRefused?: Refused;
   epochs: number[];
   gflByEpoch: Series[];
   emissionByEpoch: Series[];
@@ -70,7 +72,9 @@ export class NetworkView extends View {
       q.dps.Pool({}),
       q.dps.Emissions({ pagination: page(100, { reverse: true }) }),
       refusable(q.market.Tasks({ status: marketTypes.TaskStatus.TASK_STATUS_PENDING, pagination: page(1000) })),
-      q.market.Jobs({ status: marketTypes.JobStatus.JOB_STATUS_UNSPECIFIED, pagination: page(20, { reverse: true }) }),
+      // each job comes with its spec (up to about 670 KB): 20 of the largest are most of
+      // what a node lets one query read, so a refusal leaves the rest of the view
+      refusable(q.market.Jobs({ status: marketTypes.JobStatus.JOB_STATUS_UNSPECIFIED, pagination: page(20, { reverse: true }) })),
     ]);
     const statuses = [
       marketTypes.JobStatus.JOB_STATUS_BIDDING,
@@ -90,7 +94,7 @@ export class NetworkView extends View {
     // Time to assignment, in blocks, over the tasks of the 20 newest jobs.
     const waits = (
       await Promise.all(
-        recentJobs.jobs.map(async (job) => {
+        (isRefused(recentJobs) ? [] : recentJobs.jobs).map(async (job) => {
           const tasks = await q.market.TasksByJob({ jobId: job.id, pagination: page(100) });
           return tasks.tasks.filter((t) => t.assignedHeight > 0n).map((t) => Number(t.assignedHeight - job.submittedHeight));
         }),
@@ -109,6 +113,7 @@ export class NetworkView extends View {
       byStatus: count(nodes, (n) => nodeStatus(n.status)),
       jobs,
       pendingTasks: isRefused(pending) ? pending : pending.tasks.length,
+      recentRefused: isRefused(recentJobs) ? recentJobs : undefined,
       assignBlocks: waits.length
         ? { median: waits[Math.floor(waits.length / 2)], max: waits[waits.length - 1], n: waits.length }
         : undefined,
@@ -141,7 +146,8 @@ export class NetworkView extends View {
                 ${isRefused(d.pendingTasks) ? this.refusal("pending-refused", "count the tasks waiting", d.pendingTasks) : ""}
                 <p class="muted">tasks waiting for a node${d.assignBlocks
                   ? html`; assigned after ${d.assignBlocks.median} blocks (median), ${d.assignBlocks.max} at most, over ${d.assignBlocks.n} recent tasks`
-                  : ""}</p></div>
+                  : ""}</p>
+                ${d.recentRefused ? this.refusal("recent-refused", "read the recent jobs (for the time to assignment)", d.recentRefused) : ""}</div>
               <div class="card"><h3>Reward pool</h3><p class="big">${dps(d.pool)}</p><p class="muted">${dps(d.owed)} owed to providers</p></div>
               <div class="card"><h3>Emission era</h3><p class="big">${d.era}</p>
                 <p class="muted">rate ${dec(d.rate, 2)} DPS per GFL${d.nextHalving ? html`; next halving by ${d.nextHalving.toISOString().slice(0, 10)}` : ""}${d.lastHalving
