@@ -558,29 +558,10 @@ func TestWorkerRestartRevealsItsPoolClaims(t *testing.T) {
 	}
 	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: 1, Units: inputs})
 	q := markettypesQuery(a)
-	committed := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for id := uint64(1); id <= 3; id++ {
-			res, err := q.Unit(a.Ctx(), &markettypes.QueryUnitRequest{PoolId: 1, UnitId: id})
-			require.NoError(t, err)
-			if res.Unit.Status == markettypes.UNIT_STATUS_COMMITTED && res.Unit.NodeId == w.agent.Node().Id {
-				n++
-			}
-		}
-		return n
-	}
 	// The first worker joins and claims; it is never ticked again once its three
 	// commitments are on chain (the claims are committed beside the loop), so it reveals
 	// nothing: it is dead.
-	for i := 0; committed() < 3; i++ {
-		require.Less(t, i, 20, "the worker claimed the three units")
-		tick(t, a, w)
-		for deadline := time.Now().Add(3 * time.Second); committed() < 3 && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	claimAll(t, a, &mu, w, 1, 3, 20)
 
 	w2 := newWorkerIn(t, &mu, a, "p1", home, pools)
 	until(t, a, 40, "every unit paid", func() bool {
@@ -594,6 +575,33 @@ func TestWorkerRestartRevealsItsPoolClaims(t *testing.T) {
 	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
 	require.NoError(t, err)
 	require.Empty(t, slashes.Slashes, "no claim lapsed")
+}
+
+// claimAll ticks the worker (at most ticks times) until it holds the commitments of units
+// 1 to units of the pool (claims are committed beside the loop).
+func claimAll(t *testing.T, a *apptest.App, mu *sync.Mutex, w *worker, pool, units uint64, ticks int) {
+	t.Helper()
+	q := markettypesQuery(a)
+	committed := func() uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		n := uint64(0)
+		for id := uint64(1); id <= units; id++ {
+			res, err := q.Unit(a.Ctx(), &markettypes.QueryUnitRequest{PoolId: pool, UnitId: id})
+			require.NoError(t, err)
+			if res.Unit.Status == markettypes.UNIT_STATUS_COMMITTED && res.Unit.NodeId == w.agent.Node().Id {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 0; committed() < units; i++ {
+		require.Less(t, i, ticks, "the worker claimed the %d units of pool %d", units, pool)
+		tick(t, a, w)
+		for deadline := time.Now().Add(3 * time.Second); committed() < units && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // bigPools writes n open pools of mallory's with the largest specs the Msg's bounds let
@@ -656,26 +664,7 @@ func TestWorkerRevealsPoolClaimsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 		inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/in/%d", i), Sha256: hex.EncodeToString(h[:])})
 	}
 	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: pool, Units: inputs})
-	committed := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for id := uint64(1); id <= 3; id++ {
-			res, err := q.Unit(a.Ctx(), &markettypes.QueryUnitRequest{PoolId: pool, UnitId: id})
-			require.NoError(t, err)
-			if res.Unit.Status == markettypes.UNIT_STATUS_COMMITTED && res.Unit.NodeId == w.agent.Node().Id {
-				n++
-			}
-		}
-		return n
-	}
-	for i := 0; committed() < 3; i++ {
-		require.Less(t, i, 40, "the worker joined the pool and claimed the three units")
-		tick(t, a, w)
-		for deadline := time.Now().Add(3 * time.Second); committed() < 3 && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	claimAll(t, a, &mu, w, pool, 3, 40)
 
 	bigPools(t, a, 40)
 	until(t, a, 40, "every unit paid", func() bool {
