@@ -21,7 +21,6 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/codec"
 	"github.com/cosmos/cosmos-sdk/crypto/keyring"
-	"github.com/cosmos/cosmos-sdk/types/query"
 	"github.com/spf13/cobra"
 
 	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
@@ -339,17 +338,9 @@ func statusCmd(g *globals) *cobra.Command {
 				fmt.Printf("collateral: %s udps bonded, %s udps reserved by tasks in flight, jailed %v, slashed %s udps in all\n",
 					cl.Bonded, cl.Exposure, cl.Jailed, cl.SlashedTotal)
 			}
-			var nodes []gfltypes.Node
-			for key := []byte(nil); ; {
-				res, err := c.GFL.NodesByOperator(ctx, &gfltypes.QueryNodesByOperatorRequest{Operator: op, Pagination: &query.PageRequest{Key: key}})
-				if err != nil {
-					return err
-				}
-				nodes = append(nodes, res.Nodes...)
-				if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
-					break
-				}
-				key = res.Pagination.NextKey
+			nodes, err := chain.NodesOf(ctx, c.GFL, op)
+			if err != nil {
+				return err
 			}
 			for _, n := range nodes {
 				class := n.GpuClass

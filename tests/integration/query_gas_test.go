@@ -126,8 +126,8 @@ func grpcMarket(t *testing.T, a *apptest.App) markettypes.QueryClient {
 // (worker/chain TasksInFlight: TasksByNode, active, by next key, over the SDK's gRPC
 // server) finds every task in flight on its node and reads none of the settled ones from
 // before them: the node's slot counts what is in flight. The provider's listing over the
-// same tasks, with slots gone for all but that node (nodes deleted since), reads every
-// entry of those, at most 5,000 a page, and finds the same tasks.
+// same tasks, where the other 99 nodes have no slot (as nodes deleted since), reads
+// every entry of those, at most 5,000 a page, and finds the same tasks.
 func TestBusyProviderWorkerSeesItsTasksUnderTheQueryGasLimit(t *testing.T) {
 	a := apptest.New(t, apptest.WithAccounts("p1"))
 	provider := a.Account("p1").Address.String()

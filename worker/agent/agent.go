@@ -103,14 +103,11 @@ type Agent struct {
 	params markettypes.Params
 	// inflight names the actions whose transactions are on their way (see perform)
 	inflight map[string]bool
-	// auctionKey is where the next read of the open auctions starts (openAuctions), for
-	// the slot auctionSlot (marshalled); both are the tick's own
-	auctionKey, auctionSlot []byte
-	// poolKey is where the next read of the pools starts (newPools), for the slot
-	// poolSlot (marshalled); both are the tick's own. poolRetry (under mu; 0: none) is a
-	// pool whose join failed, read again from there at the next tick.
-	poolKey, poolSlot []byte
-	poolRetry         uint64
+	// auctions and pools are the worker's places in the open auctions and the pools
+	// (listCursor); poolRetry (under mu; 0: none) is a pool whose join failed, read again
+	// from there at the next tick.
+	auctions, pools listCursor
+	poolRetry       uint64
 }
 
 // run is one task's execution on this machine.

@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 
 	"google.golang.org/grpc"
@@ -14,65 +12,16 @@ import (
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
-const (
-	// auctionPage is the open auctions one query asks for. Each comes with its spec,
-	// which the Msg's bounds let reach about 670 KB (command, env, task_args, inputs): a
-	// page of the SDK's default 100 such jobs is more than a node lets one query read
-	// (flopsd's query-gas-limit) and more than gRPC's default 4 MiB answer, so a client
-	// that opened a handful of big auctions first had every worker's read refused and no
-	// auction bid on. Ten are at most about 7 MB and 21,000,000 gas.
-	auctionPage = 10
-	// auctionPageBytes is the answer a page of open auctions may be (gRPC's default is
-	// 4 MiB, a page of ten of the largest specs about 7 MB).
-	auctionPageBytes = 16 << 20
-	// auctionPagesPerTick bounds the auctions one tick reads (200); a tick that stops
-	// there goes on from the same place at the next.
-	auctionPagesPerTick = 20
-)
-
-// openAuctions reads the open auctions the worker has not read yet. Jobs enter the
-// auction (JOB_STATUS_BIDDING) only at submission, so in id order: the worker keeps its
-// place (a.auctionKey) and each tick reads only the auctions opened since, however many
-// are open (before, it read the first 100 every block and never saw the 101st). The
-// place is dropped, and every open auction read again, when the node's slot changes
-// (its class, runtimes, region or activity decide which auctions it serves).
+// openAuctions reads the open auctions the worker has not read yet (a.auctions): before,
+// it read the first 100 every block and never saw the 101st.
 func (a *Agent) openAuctions(ctx context.Context, slot markettypes.NodeSlot) ([]markettypes.Job, error) {
-	fp, err := slot.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(fp, a.auctionSlot) {
-		a.auctionKey, a.auctionSlot = nil, fp
-	}
-	var jobs []markettypes.Job
-	for range auctionPagesPerTick {
-		res, err := a.market.OpenAuctions(ctx, &markettypes.QueryOpenAuctionsRequest{Pagination: &query.PageRequest{Key: a.auctionKey, Limit: auctionPage}},
-			grpc.MaxCallRecvMsgSize(auctionPageBytes))
+	return readList(&a.auctions, slot, func(pg *query.PageRequest, opt grpc.CallOption) ([]markettypes.Job, *query.PageResponse, error) {
+		res, err := a.market.OpenAuctions(ctx, &markettypes.QueryOpenAuctionsRequest{Pagination: pg}, opt)
 		if err != nil {
-			return jobs, err
+			return nil, nil, err
 		}
-		jobs = append(jobs, res.Jobs...)
-		if res.Pagination != nil && len(res.Pagination.NextKey) > 0 {
-			a.auctionKey = res.Pagination.NextKey
-			continue
-		}
-		// caught up: the next tick starts after the newest auction read, where the next
-		// page would (the page key under the status is the job id, big-endian)
-		if n := len(res.Jobs); n > 0 {
-			a.auctionKey = binary.BigEndian.AppendUint64(nil, res.Jobs[n-1].Id+1)
-		}
-		break
-	}
-	return jobs, nil
-}
-
-// rereadAuctionsFrom moves the place of the next read of the open auctions back to job
-// id, if it is past it: an auction whose pricing failed (a bidder script that timed out)
-// is read, and priced, again.
-func (a *Agent) rereadAuctionsFrom(id uint64) {
-	if key := binary.BigEndian.AppendUint64(nil, id); a.auctionKey != nil && bytes.Compare(key, a.auctionKey) < 0 {
-		a.auctionKey = key
-	}
+		return res.Jobs, res.Pagination, nil
+	}, func(j markettypes.Job) uint64 { return j.Id })
 }
 
 // auctionForgetBlocks: a priced auction is forgotten this many blocks after its close
@@ -119,7 +68,7 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		b, err := a.o.Bidder.Price(ctx, bidder.Offer{Job: job, GpuClass: a.node.GpuClass, GPUs: slot.Gpus, GPUsUsed: used})
 		if err != nil {
 			a.log.Warn("pricing", "job", job.Id, "err", err)
-			a.rereadAuctionsFrom(job.Id) // priced again at the next tick, as before
+			a.auctions.rewind(job.Id) // priced again at the next tick, as before
 			continue
 		}
 		a.mu.Lock()

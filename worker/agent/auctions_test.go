@@ -74,7 +74,7 @@ func TestWorkerForgetsClosedAuctions(t *testing.T) {
 		m.open = slices.DeleteFunc(m.open, func(j markettypes.Job) bool { return j.AuctionCloseHeight <= h })
 		m.open = append(m.open, markettypes.Job{Id: uint64(h), Owner: "client", Status: markettypes.JOB_STATUS_BIDDING, Spec: spec, AuctionCloseHeight: h + window})
 		if h%500 == 0 {
-			a.auctionSlot = nil // the node changed: every open auction is read again
+			a.auctions.slot = nil // the node changed: every open auction is read again
 		}
 		require.Empty(t, a.bidActions(context.Background()))
 		most = max(most, len(a.bid))

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -40,19 +39,6 @@ const withdrawAfter = 10
 // unitTaskID numbers a pool unit for the executor's directories (apart from task ids).
 func unitTaskID(pool, unit uint64) uint64 { return 1<<63 | pool<<32 | unit&(1<<32-1) }
 
-const (
-	// poolPage is the pools one query asks for. Each comes with its spec, which the Msg's
-	// bounds let reach about 330 KB (command and env): a page of 200 such pools is more
-	// than gRPC's default 4 MiB answer and than a node lets one query read (flopsd's
-	// query-gas-limit). Ten are at most about 3.3 MB and 10,000,000 gas.
-	poolPage = 10
-	// poolAnswerBytes is the answer a page of pools, or a pool, may be.
-	poolAnswerBytes = 16 << 20
-	// poolPagesPerTick bounds the pools one tick reads (200); a tick that stops there goes
-	// on from the same place at the next.
-	poolPagesPerTick = 20
-)
-
 // poolActions joins the pools the node is eligible for, races for open units (each
 // computed beside the loop and committed the moment it is ready: the first valid
 // commitment claims a unit), reveals its claims, and withdraws its credits in batches.
@@ -86,7 +72,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 		member, err := a.member(ctx, pool.Id)
 		if err != nil {
 			a.log.Warn("pool members", "pool", pool.Id, "err", err)
-			a.rereadPoolsFrom(pool.Id)
+			a.pools.rewind(pool.Id)
 			continue
 		}
 		if member || pool.Status != markettypes.POOL_STATUS_OPEN || (!a.cfg.Pools.Auto && !wanted[pool.Id]) {
@@ -110,7 +96,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 			}})
 	}
 	for _, id := range a.memberPools() {
-		res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(poolAnswerBytes))
+		res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(listAnswerBytes))
 		if status.Code(err) == codes.NotFound {
 			a.poolGone(id)
 			continue
@@ -130,54 +116,23 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	return acts
 }
 
-// newPools reads the pools the worker has not read yet. Pools are created in id order, so
-// the worker keeps its place (a.poolKey) and each tick reads only the pools created since,
-// however many the chain keeps. The place is dropped, and every pool read again, when the
-// node's slot changes (its class, runtimes, region or activity decide which pools it
-// serves), and goes back to a pool whose join failed.
+// newPools reads the pools the worker has not read yet (a.pools), from a pool whose join
+// failed if one did.
 func (a *Agent) newPools(ctx context.Context, slot markettypes.NodeSlot) ([]markettypes.Pool, error) {
-	fp, err := slot.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(fp, a.poolSlot) {
-		a.poolKey, a.poolSlot = nil, fp
-	}
 	a.mu.Lock()
 	retry := a.poolRetry
 	a.poolRetry = 0
 	a.mu.Unlock()
 	if retry != 0 {
-		a.rereadPoolsFrom(retry)
+		a.pools.rewind(retry)
 	}
-	var pools []markettypes.Pool
-	for range poolPagesPerTick {
-		res, err := a.market.Pools(ctx, &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Key: a.poolKey, Limit: poolPage}},
-			grpc.MaxCallRecvMsgSize(poolAnswerBytes))
+	return readList(&a.pools, slot, func(pg *query.PageRequest, opt grpc.CallOption) ([]markettypes.Pool, *query.PageResponse, error) {
+		res, err := a.market.Pools(ctx, &markettypes.QueryPoolsRequest{Pagination: pg}, opt)
 		if err != nil {
-			return pools, err
+			return nil, nil, err
 		}
-		pools = append(pools, res.Pools...)
-		if res.Pagination != nil && len(res.Pagination.NextKey) > 0 {
-			a.poolKey = res.Pagination.NextKey
-			continue
-		}
-		// caught up: the next tick starts after the newest pool read, where the next page
-		// would (the page key of the pools is the pool id, big-endian)
-		if n := len(res.Pools); n > 0 {
-			a.poolKey = binary.BigEndian.AppendUint64(nil, res.Pools[n-1].Id+1)
-		}
-		break
-	}
-	return pools, nil
-}
-
-// rereadPoolsFrom moves the place of the next read of the pools back to pool id, if it is
-// past it.
-func (a *Agent) rereadPoolsFrom(id uint64) {
-	if key := binary.BigEndian.AppendUint64(nil, id); a.poolKey != nil && bytes.Compare(key, a.poolKey) < 0 {
-		a.poolKey = key
-	}
+		return res.Pools, res.Pagination, nil
+	}, func(p markettypes.Pool) uint64 { return p.Id })
 }
 
 // memberPools lists the pools the node is known to be in, in id order.

@@ -10,8 +10,8 @@ import (
 	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
-	"github.com/cosmos/cosmos-sdk/types/query"
 
+	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/gpu"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -146,24 +146,18 @@ func (a *Agent) findNode(ctx context.Context, devs []gpu.Device) (*gfltypes.Node
 	for _, d := range devs {
 		uuids[d.UUID] = true
 	}
-	var key []byte
-	for {
-		res, err := a.gfl.NodesByOperator(ctx, &gfltypes.QueryNodesByOperatorRequest{Operator: a.o.Chain.Address().String(), Pagination: &query.PageRequest{Key: key}})
-		if err != nil {
-			return nil, fmt.Errorf("nodes: %w", err)
-		}
-		for _, n := range res.Nodes {
-			for _, g := range n.Gpus {
-				if uuids[g.Uuid] && n.Status != gfltypes.NODE_STATUS_INACTIVE {
-					return &n, nil
-				}
+	nodes, err := chain.NodesOf(ctx, a.gfl, a.o.Chain.Address().String())
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		for _, g := range n.Gpus {
+			if uuids[g.Uuid] && n.Status != gfltypes.NODE_STATUS_INACTIVE {
+				return &n, nil
 			}
 		}
-		if res.Pagination == nil || len(res.Pagination.NextKey) == 0 {
-			return nil, nil
-		}
-		key = res.Pagination.NextKey
 	}
+	return nil, nil
 }
 
 // nodeSpec is what the node registers: the GPUs, the config, and its claimed power

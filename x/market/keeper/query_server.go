@@ -220,9 +220,9 @@ func (q queryServer) TasksByJob(ctx context.Context, req *types.QueryTasksByJobR
 }
 
 // TasksByNode pages through a node's tasks: the index's entries under (the node's
-// operator, node); with active, its tasks in flight (activeTasks). A node's operator never changes. A node unknown to x/gfl has none to
-// look under: its list is empty, as a node with no tasks has (a node x/gfl deleted has
-// its tasks listed by TasksByProvider).
+// operator, node); with active, its tasks in flight (activeTasks). A node's operator
+// never changes. A node unknown to x/gfl has none to look under: its list is empty, as a
+// node with no tasks has (a node x/gfl deleted has its tasks listed by TasksByProvider).
 func (q queryServer) TasksByNode(ctx context.Context, req *types.QueryTasksByNodeRequest) (*types.QueryTasksByNodeResponse, error) {
 	n, err := q.k.gfl.GetNode(ctx, req.NodeId)
 	if errorsmod.IsOf(err, collections.ErrNotFound, gfltypes.ErrNodeNotFound) {
