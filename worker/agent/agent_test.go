@@ -875,11 +875,7 @@ func TestWorkerReadsTheAuctionsAgainWhenItsNodeChanges(t *testing.T) {
 	}
 	require.Zero(t, bids(), "a node in eu-west does not bid for us-east")
 
-	n := w.agent.Node()
-	a.MustDeliver("p1", &gfltypes.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: gfltypes.NodeSpec{
-		Gpus: n.Gpus, Region: "us-east", Endpoint: n.Endpoint, Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour,
-		ClaimedGflops: n.ClaimedGflops, Runtimes: n.Runtimes,
-	}})
+	moveNode(a, w, "p1", "us-east")
 	// the worker reads its node again every 10 blocks
 	until(t, a, 25, "a bid once the node is in us-east", func() bool { return bids() > 0 }, w)
 	require.Equal(t, "us-east", w.agent.Node().Region)
@@ -911,16 +907,22 @@ func TestWorkerReadsThePoolsAgainWhenItsNodeChanges(t *testing.T) {
 	}
 	require.Zero(t, members(), "a node in eu-west does not join a pool for us-east")
 
-	n := w.agent.Node()
-	a.MustDeliver("p1", &gfltypes.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: gfltypes.NodeSpec{
-		Gpus: n.Gpus, Region: "us-east", Endpoint: n.Endpoint, Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour,
-		ClaimedGflops: n.ClaimedGflops, Runtimes: n.Runtimes,
-	}})
+	moveNode(a, w, "p1", "us-east")
 	// the worker reads its node again every 10 blocks
 	until(t, a, 25, "the pool joined once the node is in us-east", func() bool {
 		time.Sleep(50 * time.Millisecond) // the join's tx is sent beside the loop
 		return members() == 1
 	}, w)
+}
+
+// moveNode moves the worker's node to region on chain (MsgUpdateNode from its operator,
+// account), the rest of its spec kept.
+func moveNode(a *apptest.App, w *worker, account, region string) {
+	n := w.agent.Node()
+	a.MustDeliver(account, &gfltypes.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: gfltypes.NodeSpec{
+		Gpus: n.Gpus, Region: region, Endpoint: n.Endpoint, Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour,
+		ClaimedGflops: n.ClaimedGflops, Runtimes: n.Runtimes,
+	}})
 }
 
 // passChallenge ticks until the worker's node has passed a PoCP challenge (its node is
