@@ -10,6 +10,7 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/stretchr/testify/require"
 
+	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
 
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
@@ -247,4 +248,67 @@ func TestClientSeesItsPoolsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 	require.Len(t, mine.Pools, 1)
 	require.Equal(t, client, mine.Pools[0].Owner)
 	require.Equal(t, uint64(1), mine.Pools[0].Id)
+}
+
+// TestNetworkViewCountsJobsOfABusyChain is the network view's jobs-by-status figure on a
+// busy chain. The view counted each status with JobsByStatus and count_total, which reads
+// an index entry for every job in the status, and the chain keeps every job finished in
+// the last job_retention_blocks (100,000 by default): at ten jobs a block the count of
+// the completed ones is more than a node lets one query spend (chain.DefaultQueryGasLimit),
+// and the figure failed. JobCounts (store version 9) reads one record however many jobs
+// there are.
+func TestNetworkViewCountsJobsOfABusyChain(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("client"))
+	owner := a.Account("client").Address.String()
+	qs := marketkeeper.NewQueryServerImpl(a.MarketKeeper)
+	const step = 2_000
+	var countGas, recordGas []uint64
+	for round := uint64(1); round <= 2; round++ {
+		a.Prepare(func(ctx sdk.Context) { completedJobs(t, a, ctx, owner, step) })
+		a.NextBlock()
+
+		ctx := a.Ctx().WithGasMeter(storetypes.NewInfiniteGasMeter())
+		old, err := qs.JobsByStatus(ctx, &markettypes.QueryJobsByStatusRequest{Status: markettypes.JOB_STATUS_COMPLETED,
+			Pagination: &query.PageRequest{Limit: 1, CountTotal: true}})
+		require.NoError(t, err)
+		require.Equal(t, round*step, old.Pagination.Total)
+		countGas = append(countGas, ctx.GasMeter().GasConsumed())
+
+		bz, err := (&markettypes.QueryJobCountsRequest{}).Marshal()
+		require.NoError(t, err)
+		res, err := a.Query(context.Background(), &abci.RequestQuery{Path: "/flops.market.v1.Query/JobCounts", Data: bz})
+		require.NoError(t, err)
+		require.Zero(t, res.Code, res.Log)
+		var counts markettypes.QueryJobCountsResponse
+		require.NoError(t, counts.Unmarshal(res.Value))
+		require.Equal(t, markettypes.JobCounts{Completed: round * step, NextJobId: round*step + 1}, counts.Counts)
+		require.Equal(t, round*step, counts.Total)
+		ctx = a.Ctx().WithGasMeter(storetypes.NewInfiniteGasMeter())
+		_, err = qs.JobCounts(ctx, &markettypes.QueryJobCountsRequest{})
+		require.NoError(t, err)
+		recordGas = append(recordGas, ctx.GasMeter().GasConsumed())
+	}
+	require.Equal(t, recordGas[0], recordGas[1], "JobCounts reads as much at %d jobs as at %d", 2*step, step)
+	perJob := (countGas[1] - countGas[0]) / step
+	refusedFrom := chain.DefaultQueryGasLimit / perJob
+	t.Logf("count_total: %d gas a job (%d and %d gas at %d and %d jobs), refused from %d jobs; JobCounts: %d gas",
+		perJob, countGas[0], countGas[1], step, 2*step, refusedFrom, recordGas[1])
+	retained := 10 * markettypes.DefaultParams().JobRetentionBlocks
+	require.Less(t, refusedFrom, uint64(retained), "the old count is refused on a chain that finishes ten jobs a block")
+}
+
+// completedJobs writes n jobs of owner, completed, after the last job id, and counts them
+// as store version 9's migration does.
+func completedJobs(t *testing.T, a *apptest.App, ctx sdk.Context, owner string, n uint64) {
+	t.Helper()
+	k := a.MarketKeeper
+	next, nextTask, err := k.PeekIDs(ctx)
+	require.NoError(t, err)
+	for id := next; id < next+n; id++ {
+		require.NoError(t, k.JobSpecs.Set(ctx, id, markettypes.JobSpec{}))
+		require.NoError(t, k.Jobs.Set(ctx, id, markettypes.Job{Id: id, Owner: owner, Status: markettypes.JOB_STATUS_COMPLETED,
+			Escrow: sdkmath.ZeroInt(), ClearingPrice: sdkmath.ZeroInt(), VerificationLeft: sdkmath.ZeroInt(), FinishedHeight: ctx.BlockHeight()}))
+	}
+	require.NoError(t, k.IDs.Set(ctx, collections.Join(next+n, nextTask)))
+	require.NoError(t, marketkeeper.NewMigrator(k).Migrate8to9(ctx))
 }

@@ -29,6 +29,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "Jobs", Use: "jobs", Short: "List every job, or with --status those in a status", Example: "flopsd q market jobs --status JOB_STATUS_ACTIVE --limit 20"},
 				{RpcMethod: "JobsByOwner", Use: "jobs-by-owner <owner>", Short: "List an owner's jobs", PositionalArgs: args("owner")},
 				{RpcMethod: "JobsByStatus", Use: "jobs-by-status <status>", Short: "List the jobs in a status", Example: "flopsd q market jobs-by-status JOB_STATUS_ACTIVE", PositionalArgs: args("status")},
+				{RpcMethod: "JobCounts", Use: "job-counts", Short: "Count the jobs held in each status"},
 				{RpcMethod: "Task", Use: "task <task-id>", Short: "Show a task", PositionalArgs: args("task_id")},
 				{RpcMethod: "Tasks", Use: "all-tasks", Short: "List every task, or with --status those in a status", Example: "flopsd q market all-tasks --status TASK_STATUS_RUNNING"},
 				{RpcMethod: "TasksByJob", Use: "tasks <job-id>", Short: "List a job's tasks", PositionalArgs: args("job_id")},

@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 8
+const ConsensusVersion = 9
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -102,6 +102,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 7, func(ctx sdk.Context) error { return m.Migrate7to8(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 7 to 8: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 8, func(ctx sdk.Context) error { return m.Migrate8to9(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 8 to 9: %w", types.ModuleName, err))
 	}
 }
 

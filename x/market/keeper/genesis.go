@@ -188,6 +188,10 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	if err := k.importSweeps(ctx, gs, sweeping); err != nil {
 		return err
 	}
+	// the counts are the jobs imported, not moves for the first block to fold
+	if err := k.recountJobs(ctx); err != nil {
+		return err
+	}
 	if bal := k.bankKeeper.GetBalance(ctx, k.accountKeeper.GetModuleAddress(types.ModuleName), p.Denom).Amount; !bal.Equal(held) {
 		return fmt.Errorf("market genesis: the escrow account holds %s%s, the jobs and bids %s%s", bal, p.Denom, held, p.Denom)
 	}

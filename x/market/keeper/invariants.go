@@ -21,6 +21,24 @@ func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 	reg.Register(types.ModuleName, "slots", k.SlotsInvariant)
 	reg.Register(types.ModuleName, "due-work", k.DueWorkInvariant)
 	reg.Register(types.ModuleName, "stuck-tasks", k.StuckTasksInvariant)
+	reg.Register(types.ModuleName, "job-counts", k.JobCountsInvariant)
+}
+
+// JobCountsInvariant: the job counts (the record and the jobs submitted since it was
+// written) are the jobs the ByStatus index holds in each status.
+func (k Keeper) JobCountsInvariant(ctx sdk.Context) (string, bool) {
+	var problems []string
+	got, err := k.countJobs(ctx)
+	if err == nil {
+		var want types.JobCounts
+		if want, err = k.indexedJobCounts(ctx); err == nil && got != want {
+			problems = append(problems, fmt.Sprintf("counted %v, indexed %v", got, want))
+		}
+	}
+	if err != nil {
+		return invariant.Format(types.ModuleName, "job-counts", err.Error(), true), true
+	}
+	return report("job-counts", "job counts", problems)
 }
 
 // EscrowInvariant: the escrow account holds exactly the jobs' escrows, the deposits and

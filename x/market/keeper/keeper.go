@@ -195,6 +195,10 @@ type Keeper struct {
 	// IAVL's caches): 27% of a real node's EndBlock in the 12,000-sender make load.
 	freshHistoryAdded collections.Map[uint64, uint32]
 
+	// JobCounts: the jobs held in each status, the jobs from its next_job_id up counted
+	// as ACTIVE (job_counts.go).
+	JobCounts collections.Item[types.JobCounts]
+
 	DisputeSeq collections.Sequence
 	Disputes   collections.Map[uint64, types.Dispute]
 	// AuditDraws: (height the draw is due, task id): single-replica EXACT tasks whose audit
@@ -317,6 +321,7 @@ func NewKeeper(
 		Disputes:      collections.NewMap(sb, types.DisputesKey, "disputes", collections.Uint64Key, codec.CollValue[types.Dispute](cdc)),
 		AuditDraws:    collections.NewKeySet(sb, types.AuditDrawsKey, "audit_draws", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
 		ProviderTasks: collections.NewMap(sb, types.ProviderTasksKey, "provider_tasks", sdk.AccAddressKey, collections.Uint64Value),
+		JobCounts:     collections.NewItem(sb, types.JobCountsKey, "job_counts", codec.CollValue[types.JobCounts](cdc)),
 		PoolSeq:       collections.NewSequence(sb, types.PoolSeqKey, "pool_seq"),
 		Pools: collections.NewIndexedMap(sb, types.PoolsKey, "pools", collections.Uint64Key, codec.CollValue[types.Pool](cdc), PoolIndexes{
 			ByOwner: indexes.NewMulti(sb, types.PoolsByOwnerKey, "pools_by_owner", sdk.AccAddressKey, collections.Uint64Key,
@@ -424,7 +429,13 @@ func (k Keeper) saveJob(ctx context.Context, j types.Job) error {
 	if errors.Is(err, collections.ErrNotFound) {
 		return k.storeNewJob(ctx, j)
 	}
-	if err != nil || old.Owner != j.Owner {
+	if err != nil {
+		return err
+	}
+	if err := k.moveJobCount(ctx, old.Status, j.Status); err != nil {
+		return err
+	}
+	if old.Owner != j.Owner {
 		return k.Jobs.Set(ctx, j.Id, j)
 	}
 	if sameRecord(old, j) {
@@ -480,8 +491,14 @@ func (k Keeper) takeIDs(ctx context.Context, jobs, tasks uint64) (job, task uint
 
 // storeNewJob stores a job that was never stored (a new id, from JobSeq): saveJob without
 // the read of a record it cannot have.
+//
+// A new job counts as ACTIVE in the job counts with nothing written (job_counts.go); one
+// that starts in another status (an auction's, BIDDING) is a move.
 func (k Keeper) storeNewJob(ctx context.Context, j types.Job) error {
 	j.Spec = types.JobSpec{}
+	if err := k.moveJobCount(ctx, types.JOB_STATUS_ACTIVE, j.Status); err != nil {
+		return err
+	}
 	for _, idx := range k.Jobs.Indexes.IndexesList() {
 		if err := idx.Reference(ctx, j.Id, j, noJob); err != nil {
 			return err

@@ -347,6 +347,16 @@ func (m Migrator) Migrate7to8(ctx context.Context) error {
 	return nil
 }
 
+// Migrate8to9: the jobs held in each status are counted (JobCountsKey), so that the
+// counts are read without reading every job (JobCounts). The work is one index entry
+// read per job.
+func (m Migrator) Migrate8to9(ctx context.Context) error {
+	if err := m.k.recountJobs(ctx); err != nil {
+		return fmt.Errorf("migrate 8 to 9: %w", err)
+	}
+	return nil
+}
+
 // keysIn reads a key set's keys in a range, whole (a caller that writes the set, or
 // another collection, does so after the iterator is closed).
 func keysIn[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) ([]K, error) {

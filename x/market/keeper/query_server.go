@@ -108,6 +108,16 @@ func (q queryServer) Tasks(ctx context.Context, req *types.QueryTasksRequest) (*
 	return &types.QueryTasksResponse{Tasks: tasks, Pagination: page}, nil
 }
 
+// JobCounts counts the jobs held in each status (job_counts.go): the same few reads
+// however many jobs there are.
+func (q queryServer) JobCounts(ctx context.Context, _ *types.QueryJobCountsRequest) (*types.QueryJobCountsResponse, error) {
+	c, err := q.k.countJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryJobCountsResponse{Counts: c, Total: jobCountsTotal(c)}, nil
+}
+
 // JobsByOwner pages through an owner's jobs.
 func (q queryServer) JobsByOwner(ctx context.Context, req *types.QueryJobsByOwnerRequest) (*types.QueryJobsByOwnerResponse, error) {
 	owner, err := q.k.address("owner", req.Owner)

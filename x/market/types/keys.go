@@ -99,6 +99,9 @@ var (
 	// PoolsByOwnerKey indexes pools by owner (store version 8): a client's pools, without
 	// reading every pool (each with its spec, up to about 330 KB).
 	PoolsByOwnerKey = collections.NewPrefix(59)
+	// JobCountsKey: how many jobs are held in each status (store version 9), so that they
+	// are counted without reading every job.
+	JobCountsKey = collections.NewPrefix(60)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).

@@ -1247,6 +1247,99 @@ func (x *QueryJobsByStatusResponse) GetPagination() *v1beta1.PageResponse {
 	return nil
 }
 
+// QueryJobCountsRequest asks for the job counts.
+type QueryJobCountsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryJobCountsRequest) Reset() {
+	*x = QueryJobCountsRequest{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryJobCountsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryJobCountsRequest) ProtoMessage() {}
+
+func (x *QueryJobCountsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryJobCountsRequest.ProtoReflect.Descriptor instead.
+func (*QueryJobCountsRequest) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{24}
+}
+
+// QueryJobCountsResponse counts the jobs held, by status.
+type QueryJobCountsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// counts by status, as of the last committed block.
+	Counts *JobCounts `protobuf:"bytes,1,opt,name=counts,proto3" json:"counts,omitempty"`
+	// total of the counts: every job held (the jobs finished longer than
+	// job_retention_blocks ago are pruned).
+	Total         uint64 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryJobCountsResponse) Reset() {
+	*x = QueryJobCountsResponse{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryJobCountsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryJobCountsResponse) ProtoMessage() {}
+
+func (x *QueryJobCountsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryJobCountsResponse.ProtoReflect.Descriptor instead.
+func (*QueryJobCountsResponse) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *QueryJobCountsResponse) GetCounts() *JobCounts {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *QueryJobCountsResponse) GetTotal() uint64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
 // QueryJobsRequest pages through every job, newest last, or those in one status.
 type QueryJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1262,7 +1355,7 @@ type QueryJobsRequest struct {
 
 func (x *QueryJobsRequest) Reset() {
 	*x = QueryJobsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	mi := &file_flops_market_v1_query_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1367,7 @@ func (x *QueryJobsRequest) String() string {
 func (*QueryJobsRequest) ProtoMessage() {}
 
 func (x *QueryJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	mi := &file_flops_market_v1_query_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1380,7 @@ func (x *QueryJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{24}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QueryJobsRequest) GetStatus() JobStatus {
@@ -1317,7 +1410,7 @@ type QueryJobsResponse struct {
 
 func (x *QueryJobsResponse) Reset() {
 	*x = QueryJobsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	mi := &file_flops_market_v1_query_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1422,7 @@ func (x *QueryJobsResponse) String() string {
 func (*QueryJobsResponse) ProtoMessage() {}
 
 func (x *QueryJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	mi := &file_flops_market_v1_query_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1435,7 @@ func (x *QueryJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{25}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QueryJobsResponse) GetJobs() []*Job {
@@ -1375,7 +1468,7 @@ type QueryTasksRequest struct {
 
 func (x *QueryTasksRequest) Reset() {
 	*x = QueryTasksRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	mi := &file_flops_market_v1_query_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1480,7 @@ func (x *QueryTasksRequest) String() string {
 func (*QueryTasksRequest) ProtoMessage() {}
 
 func (x *QueryTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	mi := &file_flops_market_v1_query_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1493,7 @@ func (x *QueryTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{26}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *QueryTasksRequest) GetStatus() TaskStatus {
@@ -1430,7 +1523,7 @@ type QueryTasksResponse struct {
 
 func (x *QueryTasksResponse) Reset() {
 	*x = QueryTasksResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	mi := &file_flops_market_v1_query_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1535,7 @@ func (x *QueryTasksResponse) String() string {
 func (*QueryTasksResponse) ProtoMessage() {}
 
 func (x *QueryTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	mi := &file_flops_market_v1_query_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1548,7 @@ func (x *QueryTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{27}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *QueryTasksResponse) GetTasks() []*Task {
@@ -1483,7 +1576,7 @@ type QueryTaskRequest struct {
 
 func (x *QueryTaskRequest) Reset() {
 	*x = QueryTaskRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	mi := &file_flops_market_v1_query_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1495,7 +1588,7 @@ func (x *QueryTaskRequest) String() string {
 func (*QueryTaskRequest) ProtoMessage() {}
 
 func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	mi := &file_flops_market_v1_query_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1508,7 +1601,7 @@ func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskRequest.ProtoReflect.Descriptor instead.
 func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{28}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *QueryTaskRequest) GetTaskId() uint64 {
@@ -1529,7 +1622,7 @@ type QueryTaskResponse struct {
 
 func (x *QueryTaskResponse) Reset() {
 	*x = QueryTaskResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	mi := &file_flops_market_v1_query_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1634,7 @@ func (x *QueryTaskResponse) String() string {
 func (*QueryTaskResponse) ProtoMessage() {}
 
 func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	mi := &file_flops_market_v1_query_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1647,7 @@ func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskResponse.ProtoReflect.Descriptor instead.
 func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{29}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QueryTaskResponse) GetTask() *Task {
@@ -1577,7 +1670,7 @@ type QueryTasksByJobRequest struct {
 
 func (x *QueryTasksByJobRequest) Reset() {
 	*x = QueryTasksByJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	mi := &file_flops_market_v1_query_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1682,7 @@ func (x *QueryTasksByJobRequest) String() string {
 func (*QueryTasksByJobRequest) ProtoMessage() {}
 
 func (x *QueryTasksByJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	mi := &file_flops_market_v1_query_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1695,7 @@ func (x *QueryTasksByJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{30}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QueryTasksByJobRequest) GetJobId() uint64 {
@@ -1632,7 +1725,7 @@ type QueryTasksByJobResponse struct {
 
 func (x *QueryTasksByJobResponse) Reset() {
 	*x = QueryTasksByJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	mi := &file_flops_market_v1_query_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1737,7 @@ func (x *QueryTasksByJobResponse) String() string {
 func (*QueryTasksByJobResponse) ProtoMessage() {}
 
 func (x *QueryTasksByJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	mi := &file_flops_market_v1_query_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1750,7 @@ func (x *QueryTasksByJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{31}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QueryTasksByJobResponse) GetTasks() []*Task {
@@ -1694,7 +1787,7 @@ type QueryTasksByNodeRequest struct {
 
 func (x *QueryTasksByNodeRequest) Reset() {
 	*x = QueryTasksByNodeRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[32]
+	mi := &file_flops_market_v1_query_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1799,7 @@ func (x *QueryTasksByNodeRequest) String() string {
 func (*QueryTasksByNodeRequest) ProtoMessage() {}
 
 func (x *QueryTasksByNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[32]
+	mi := &file_flops_market_v1_query_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1812,7 @@ func (x *QueryTasksByNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByNodeRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByNodeRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{32}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QueryTasksByNodeRequest) GetNodeId() uint64 {
@@ -1756,7 +1849,7 @@ type QueryTasksByNodeResponse struct {
 
 func (x *QueryTasksByNodeResponse) Reset() {
 	*x = QueryTasksByNodeResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[33]
+	mi := &file_flops_market_v1_query_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1861,7 @@ func (x *QueryTasksByNodeResponse) String() string {
 func (*QueryTasksByNodeResponse) ProtoMessage() {}
 
 func (x *QueryTasksByNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[33]
+	mi := &file_flops_market_v1_query_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1874,7 @@ func (x *QueryTasksByNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByNodeResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByNodeResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{33}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *QueryTasksByNodeResponse) GetTasks() []*Task {
@@ -1820,7 +1913,7 @@ type QueryTasksByProviderRequest struct {
 
 func (x *QueryTasksByProviderRequest) Reset() {
 	*x = QueryTasksByProviderRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[34]
+	mi := &file_flops_market_v1_query_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1925,7 @@ func (x *QueryTasksByProviderRequest) String() string {
 func (*QueryTasksByProviderRequest) ProtoMessage() {}
 
 func (x *QueryTasksByProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[34]
+	mi := &file_flops_market_v1_query_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1938,7 @@ func (x *QueryTasksByProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByProviderRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByProviderRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{34}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *QueryTasksByProviderRequest) GetProvider() string {
@@ -1882,7 +1975,7 @@ type QueryTasksByProviderResponse struct {
 
 func (x *QueryTasksByProviderResponse) Reset() {
 	*x = QueryTasksByProviderResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[35]
+	mi := &file_flops_market_v1_query_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +1987,7 @@ func (x *QueryTasksByProviderResponse) String() string {
 func (*QueryTasksByProviderResponse) ProtoMessage() {}
 
 func (x *QueryTasksByProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[35]
+	mi := &file_flops_market_v1_query_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2000,7 @@ func (x *QueryTasksByProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByProviderResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByProviderResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{35}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *QueryTasksByProviderResponse) GetTasks() []*Task {
@@ -1937,7 +2030,7 @@ type QueryBidsByJobRequest struct {
 
 func (x *QueryBidsByJobRequest) Reset() {
 	*x = QueryBidsByJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[36]
+	mi := &file_flops_market_v1_query_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2042,7 @@ func (x *QueryBidsByJobRequest) String() string {
 func (*QueryBidsByJobRequest) ProtoMessage() {}
 
 func (x *QueryBidsByJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[36]
+	mi := &file_flops_market_v1_query_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2055,7 @@ func (x *QueryBidsByJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryBidsByJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryBidsByJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{36}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *QueryBidsByJobRequest) GetJobId() uint64 {
@@ -1992,7 +2085,7 @@ type QueryBidsByJobResponse struct {
 
 func (x *QueryBidsByJobResponse) Reset() {
 	*x = QueryBidsByJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[37]
+	mi := &file_flops_market_v1_query_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2097,7 @@ func (x *QueryBidsByJobResponse) String() string {
 func (*QueryBidsByJobResponse) ProtoMessage() {}
 
 func (x *QueryBidsByJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[37]
+	mi := &file_flops_market_v1_query_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2110,7 @@ func (x *QueryBidsByJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryBidsByJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryBidsByJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{37}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *QueryBidsByJobResponse) GetBids() []*Bid {
@@ -2045,7 +2138,7 @@ type QueryOpenAuctionsRequest struct {
 
 func (x *QueryOpenAuctionsRequest) Reset() {
 	*x = QueryOpenAuctionsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[38]
+	mi := &file_flops_market_v1_query_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2150,7 @@ func (x *QueryOpenAuctionsRequest) String() string {
 func (*QueryOpenAuctionsRequest) ProtoMessage() {}
 
 func (x *QueryOpenAuctionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[38]
+	mi := &file_flops_market_v1_query_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2163,7 @@ func (x *QueryOpenAuctionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenAuctionsRequest.ProtoReflect.Descriptor instead.
 func (*QueryOpenAuctionsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{38}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *QueryOpenAuctionsRequest) GetPagination() *v1beta1.PageRequest {
@@ -2093,7 +2186,7 @@ type QueryOpenAuctionsResponse struct {
 
 func (x *QueryOpenAuctionsResponse) Reset() {
 	*x = QueryOpenAuctionsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[39]
+	mi := &file_flops_market_v1_query_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2198,7 @@ func (x *QueryOpenAuctionsResponse) String() string {
 func (*QueryOpenAuctionsResponse) ProtoMessage() {}
 
 func (x *QueryOpenAuctionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[39]
+	mi := &file_flops_market_v1_query_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2211,7 @@ func (x *QueryOpenAuctionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenAuctionsResponse.ProtoReflect.Descriptor instead.
 func (*QueryOpenAuctionsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{39}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *QueryOpenAuctionsResponse) GetJobs() []*Job {
@@ -2148,7 +2241,7 @@ type QueryJobHistoryRequest struct {
 
 func (x *QueryJobHistoryRequest) Reset() {
 	*x = QueryJobHistoryRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[40]
+	mi := &file_flops_market_v1_query_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2160,7 +2253,7 @@ func (x *QueryJobHistoryRequest) String() string {
 func (*QueryJobHistoryRequest) ProtoMessage() {}
 
 func (x *QueryJobHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[40]
+	mi := &file_flops_market_v1_query_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2173,7 +2266,7 @@ func (x *QueryJobHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobHistoryRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{40}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *QueryJobHistoryRequest) GetJobId() uint64 {
@@ -2203,7 +2296,7 @@ type QueryJobHistoryResponse struct {
 
 func (x *QueryJobHistoryResponse) Reset() {
 	*x = QueryJobHistoryResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[41]
+	mi := &file_flops_market_v1_query_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2308,7 @@ func (x *QueryJobHistoryResponse) String() string {
 func (*QueryJobHistoryResponse) ProtoMessage() {}
 
 func (x *QueryJobHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[41]
+	mi := &file_flops_market_v1_query_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2321,7 @@ func (x *QueryJobHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobHistoryResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{41}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *QueryJobHistoryResponse) GetEntries() []*HistoryEntry {
@@ -2256,7 +2349,7 @@ type QueryNodeSlotRequest struct {
 
 func (x *QueryNodeSlotRequest) Reset() {
 	*x = QueryNodeSlotRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[42]
+	mi := &file_flops_market_v1_query_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2361,7 @@ func (x *QueryNodeSlotRequest) String() string {
 func (*QueryNodeSlotRequest) ProtoMessage() {}
 
 func (x *QueryNodeSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[42]
+	mi := &file_flops_market_v1_query_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2374,7 @@ func (x *QueryNodeSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryNodeSlotRequest.ProtoReflect.Descriptor instead.
 func (*QueryNodeSlotRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{42}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *QueryNodeSlotRequest) GetNodeId() uint64 {
@@ -2302,7 +2395,7 @@ type QueryNodeSlotResponse struct {
 
 func (x *QueryNodeSlotResponse) Reset() {
 	*x = QueryNodeSlotResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[43]
+	mi := &file_flops_market_v1_query_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2407,7 @@ func (x *QueryNodeSlotResponse) String() string {
 func (*QueryNodeSlotResponse) ProtoMessage() {}
 
 func (x *QueryNodeSlotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[43]
+	mi := &file_flops_market_v1_query_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2420,7 @@ func (x *QueryNodeSlotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryNodeSlotResponse.ProtoReflect.Descriptor instead.
 func (*QueryNodeSlotResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{43}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *QueryNodeSlotResponse) GetSlot() *NodeSlot {
@@ -2428,7 +2521,11 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.flops.market.v1.JobB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04jobs\x12G\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
-	"pagination\"\x8e\x01\n" +
+	"pagination\"\x17\n" +
+	"\x15QueryJobCountsRequest\"m\n" +
+	"\x16QueryJobCountsResponse\x12=\n" +
+	"\x06counts\x18\x01 \x01(\v2\x1a.flops.market.v1.JobCountsB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x06counts\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x04R\x05total\"\x8e\x01\n" +
 	"\x10QueryJobsRequest\x122\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1a.flops.market.v1.JobStatusR\x06status\x12F\n" +
 	"\n" +
@@ -2517,13 +2614,14 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x14QueryNodeSlotRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\"Q\n" +
 	"\x15QueryNodeSlotResponse\x128\n" +
-	"\x04slot\x18\x01 \x01(\v2\x19.flops.market.v1.NodeSlotB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04slot2\x8d\x18\n" +
+	"\x04slot\x18\x01 \x01(\v2\x19.flops.market.v1.NodeSlotB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04slot2\x91\x19\n" +
 	"\x05Query\x12t\n" +
 	"\x06Params\x12#.flops.market.v1.QueryParamsRequest\x1a$.flops.market.v1.QueryParamsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/flops/market/v1/params\x12r\n" +
 	"\x03Job\x12 .flops.market.v1.QueryJobRequest\x1a!.flops.market.v1.QueryJobResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/flops/market/v1/jobs/{job_id}\x12l\n" +
 	"\x04Jobs\x12!.flops.market.v1.QueryJobsRequest\x1a\".flops.market.v1.QueryJobsResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/flops/market/v1/jobs\x12\x92\x01\n" +
 	"\vJobsByOwner\x12(.flops.market.v1.QueryJobsByOwnerRequest\x1a).flops.market.v1.QueryJobsByOwnerResponse\".\x82\xd3\xe4\x93\x02(\x12&/flops/market/v1/jobs/by_owner/{owner}\x12\x97\x01\n" +
-	"\fJobsByStatus\x12).flops.market.v1.QueryJobsByStatusRequest\x1a*.flops.market.v1.QueryJobsByStatusResponse\"0\x82\xd3\xe4\x93\x02*\x12(/flops/market/v1/jobs/by_status/{status}\x12w\n" +
+	"\fJobsByStatus\x12).flops.market.v1.QueryJobsByStatusRequest\x1a*.flops.market.v1.QueryJobsByStatusResponse\"0\x82\xd3\xe4\x93\x02*\x12(/flops/market/v1/jobs/by_status/{status}\x12\x81\x01\n" +
+	"\tJobCounts\x12&.flops.market.v1.QueryJobCountsRequest\x1a'.flops.market.v1.QueryJobCountsResponse\"#\x82\xd3\xe4\x93\x02\x1d\x12\x1b/flops/market/v1/job_counts\x12w\n" +
 	"\x04Task\x12!.flops.market.v1.QueryTaskRequest\x1a\".flops.market.v1.QueryTaskResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /flops/market/v1/tasks/{task_id}\x12\x9d\x01\n" +
 	"\x05Tasks\x12\".flops.market.v1.QueryTasksRequest\x1a#.flops.market.v1.QueryTasksResponse\"K\x82\xd3\xe4\x93\x02EZ+\x12)/flops/market/v1/tasks/by_status/{status}\x12\x16/flops/market/v1/tasks\x12\x8d\x01\n" +
 	"\n" +
@@ -2558,7 +2656,7 @@ func file_flops_market_v1_query_proto_rawDescGZIP() []byte {
 	return file_flops_market_v1_query_proto_rawDescData
 }
 
-var file_flops_market_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_flops_market_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_flops_market_v1_query_proto_goTypes = []any{
 	(*QueryDisputeRequest)(nil),          // 0: flops.market.v1.QueryDisputeRequest
 	(*QueryDisputeResponse)(nil),         // 1: flops.market.v1.QueryDisputeResponse
@@ -2584,143 +2682,149 @@ var file_flops_market_v1_query_proto_goTypes = []any{
 	(*QueryJobsByOwnerResponse)(nil),     // 21: flops.market.v1.QueryJobsByOwnerResponse
 	(*QueryJobsByStatusRequest)(nil),     // 22: flops.market.v1.QueryJobsByStatusRequest
 	(*QueryJobsByStatusResponse)(nil),    // 23: flops.market.v1.QueryJobsByStatusResponse
-	(*QueryJobsRequest)(nil),             // 24: flops.market.v1.QueryJobsRequest
-	(*QueryJobsResponse)(nil),            // 25: flops.market.v1.QueryJobsResponse
-	(*QueryTasksRequest)(nil),            // 26: flops.market.v1.QueryTasksRequest
-	(*QueryTasksResponse)(nil),           // 27: flops.market.v1.QueryTasksResponse
-	(*QueryTaskRequest)(nil),             // 28: flops.market.v1.QueryTaskRequest
-	(*QueryTaskResponse)(nil),            // 29: flops.market.v1.QueryTaskResponse
-	(*QueryTasksByJobRequest)(nil),       // 30: flops.market.v1.QueryTasksByJobRequest
-	(*QueryTasksByJobResponse)(nil),      // 31: flops.market.v1.QueryTasksByJobResponse
-	(*QueryTasksByNodeRequest)(nil),      // 32: flops.market.v1.QueryTasksByNodeRequest
-	(*QueryTasksByNodeResponse)(nil),     // 33: flops.market.v1.QueryTasksByNodeResponse
-	(*QueryTasksByProviderRequest)(nil),  // 34: flops.market.v1.QueryTasksByProviderRequest
-	(*QueryTasksByProviderResponse)(nil), // 35: flops.market.v1.QueryTasksByProviderResponse
-	(*QueryBidsByJobRequest)(nil),        // 36: flops.market.v1.QueryBidsByJobRequest
-	(*QueryBidsByJobResponse)(nil),       // 37: flops.market.v1.QueryBidsByJobResponse
-	(*QueryOpenAuctionsRequest)(nil),     // 38: flops.market.v1.QueryOpenAuctionsRequest
-	(*QueryOpenAuctionsResponse)(nil),    // 39: flops.market.v1.QueryOpenAuctionsResponse
-	(*QueryJobHistoryRequest)(nil),       // 40: flops.market.v1.QueryJobHistoryRequest
-	(*QueryJobHistoryResponse)(nil),      // 41: flops.market.v1.QueryJobHistoryResponse
-	(*QueryNodeSlotRequest)(nil),         // 42: flops.market.v1.QueryNodeSlotRequest
-	(*QueryNodeSlotResponse)(nil),        // 43: flops.market.v1.QueryNodeSlotResponse
-	(*Dispute)(nil),                      // 44: flops.market.v1.Dispute
-	(*Pool)(nil),                         // 45: flops.market.v1.Pool
-	(*v1beta1.PageRequest)(nil),          // 46: cosmos.base.query.v1beta1.PageRequest
-	(*v1beta1.PageResponse)(nil),         // 47: cosmos.base.query.v1beta1.PageResponse
-	(*PoolMember)(nil),                   // 48: flops.market.v1.PoolMember
-	(*Unit)(nil),                         // 49: flops.market.v1.Unit
-	(*Params)(nil),                       // 50: flops.market.v1.Params
-	(*Job)(nil),                          // 51: flops.market.v1.Job
-	(JobStatus)(0),                       // 52: flops.market.v1.JobStatus
-	(TaskStatus)(0),                      // 53: flops.market.v1.TaskStatus
-	(*Task)(nil),                         // 54: flops.market.v1.Task
-	(*Bid)(nil),                          // 55: flops.market.v1.Bid
-	(*HistoryEntry)(nil),                 // 56: flops.market.v1.HistoryEntry
-	(*NodeSlot)(nil),                     // 57: flops.market.v1.NodeSlot
+	(*QueryJobCountsRequest)(nil),        // 24: flops.market.v1.QueryJobCountsRequest
+	(*QueryJobCountsResponse)(nil),       // 25: flops.market.v1.QueryJobCountsResponse
+	(*QueryJobsRequest)(nil),             // 26: flops.market.v1.QueryJobsRequest
+	(*QueryJobsResponse)(nil),            // 27: flops.market.v1.QueryJobsResponse
+	(*QueryTasksRequest)(nil),            // 28: flops.market.v1.QueryTasksRequest
+	(*QueryTasksResponse)(nil),           // 29: flops.market.v1.QueryTasksResponse
+	(*QueryTaskRequest)(nil),             // 30: flops.market.v1.QueryTaskRequest
+	(*QueryTaskResponse)(nil),            // 31: flops.market.v1.QueryTaskResponse
+	(*QueryTasksByJobRequest)(nil),       // 32: flops.market.v1.QueryTasksByJobRequest
+	(*QueryTasksByJobResponse)(nil),      // 33: flops.market.v1.QueryTasksByJobResponse
+	(*QueryTasksByNodeRequest)(nil),      // 34: flops.market.v1.QueryTasksByNodeRequest
+	(*QueryTasksByNodeResponse)(nil),     // 35: flops.market.v1.QueryTasksByNodeResponse
+	(*QueryTasksByProviderRequest)(nil),  // 36: flops.market.v1.QueryTasksByProviderRequest
+	(*QueryTasksByProviderResponse)(nil), // 37: flops.market.v1.QueryTasksByProviderResponse
+	(*QueryBidsByJobRequest)(nil),        // 38: flops.market.v1.QueryBidsByJobRequest
+	(*QueryBidsByJobResponse)(nil),       // 39: flops.market.v1.QueryBidsByJobResponse
+	(*QueryOpenAuctionsRequest)(nil),     // 40: flops.market.v1.QueryOpenAuctionsRequest
+	(*QueryOpenAuctionsResponse)(nil),    // 41: flops.market.v1.QueryOpenAuctionsResponse
+	(*QueryJobHistoryRequest)(nil),       // 42: flops.market.v1.QueryJobHistoryRequest
+	(*QueryJobHistoryResponse)(nil),      // 43: flops.market.v1.QueryJobHistoryResponse
+	(*QueryNodeSlotRequest)(nil),         // 44: flops.market.v1.QueryNodeSlotRequest
+	(*QueryNodeSlotResponse)(nil),        // 45: flops.market.v1.QueryNodeSlotResponse
+	(*Dispute)(nil),                      // 46: flops.market.v1.Dispute
+	(*Pool)(nil),                         // 47: flops.market.v1.Pool
+	(*v1beta1.PageRequest)(nil),          // 48: cosmos.base.query.v1beta1.PageRequest
+	(*v1beta1.PageResponse)(nil),         // 49: cosmos.base.query.v1beta1.PageResponse
+	(*PoolMember)(nil),                   // 50: flops.market.v1.PoolMember
+	(*Unit)(nil),                         // 51: flops.market.v1.Unit
+	(*Params)(nil),                       // 52: flops.market.v1.Params
+	(*Job)(nil),                          // 53: flops.market.v1.Job
+	(JobStatus)(0),                       // 54: flops.market.v1.JobStatus
+	(*JobCounts)(nil),                    // 55: flops.market.v1.JobCounts
+	(TaskStatus)(0),                      // 56: flops.market.v1.TaskStatus
+	(*Task)(nil),                         // 57: flops.market.v1.Task
+	(*Bid)(nil),                          // 58: flops.market.v1.Bid
+	(*HistoryEntry)(nil),                 // 59: flops.market.v1.HistoryEntry
+	(*NodeSlot)(nil),                     // 60: flops.market.v1.NodeSlot
 }
 var file_flops_market_v1_query_proto_depIdxs = []int32{
-	44, // 0: flops.market.v1.QueryDisputeResponse.dispute:type_name -> flops.market.v1.Dispute
-	45, // 1: flops.market.v1.QueryPoolResponse.pool:type_name -> flops.market.v1.Pool
-	46, // 2: flops.market.v1.QueryPoolsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	45, // 3: flops.market.v1.QueryPoolsResponse.pools:type_name -> flops.market.v1.Pool
-	47, // 4: flops.market.v1.QueryPoolsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	46, // 5: flops.market.v1.QueryPoolsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	45, // 6: flops.market.v1.QueryPoolsByOwnerResponse.pools:type_name -> flops.market.v1.Pool
-	47, // 7: flops.market.v1.QueryPoolsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	46, // 8: flops.market.v1.QueryPoolMembersRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	48, // 9: flops.market.v1.QueryPoolMembersResponse.members:type_name -> flops.market.v1.PoolMember
-	47, // 10: flops.market.v1.QueryPoolMembersResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	46, // 11: flops.market.v1.QueryOpenUnitsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	49, // 12: flops.market.v1.QueryOpenUnitsResponse.units:type_name -> flops.market.v1.Unit
-	47, // 13: flops.market.v1.QueryOpenUnitsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	49, // 14: flops.market.v1.QueryUnitResponse.unit:type_name -> flops.market.v1.Unit
-	50, // 15: flops.market.v1.QueryParamsResponse.params:type_name -> flops.market.v1.Params
-	51, // 16: flops.market.v1.QueryJobResponse.job:type_name -> flops.market.v1.Job
-	46, // 17: flops.market.v1.QueryJobsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	51, // 18: flops.market.v1.QueryJobsByOwnerResponse.jobs:type_name -> flops.market.v1.Job
-	47, // 19: flops.market.v1.QueryJobsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	52, // 20: flops.market.v1.QueryJobsByStatusRequest.status:type_name -> flops.market.v1.JobStatus
-	46, // 21: flops.market.v1.QueryJobsByStatusRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	51, // 22: flops.market.v1.QueryJobsByStatusResponse.jobs:type_name -> flops.market.v1.Job
-	47, // 23: flops.market.v1.QueryJobsByStatusResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	52, // 24: flops.market.v1.QueryJobsRequest.status:type_name -> flops.market.v1.JobStatus
-	46, // 25: flops.market.v1.QueryJobsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	51, // 26: flops.market.v1.QueryJobsResponse.jobs:type_name -> flops.market.v1.Job
-	47, // 27: flops.market.v1.QueryJobsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	53, // 28: flops.market.v1.QueryTasksRequest.status:type_name -> flops.market.v1.TaskStatus
-	46, // 29: flops.market.v1.QueryTasksRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	54, // 30: flops.market.v1.QueryTasksResponse.tasks:type_name -> flops.market.v1.Task
-	47, // 31: flops.market.v1.QueryTasksResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	54, // 32: flops.market.v1.QueryTaskResponse.task:type_name -> flops.market.v1.Task
-	46, // 33: flops.market.v1.QueryTasksByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	54, // 34: flops.market.v1.QueryTasksByJobResponse.tasks:type_name -> flops.market.v1.Task
-	47, // 35: flops.market.v1.QueryTasksByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	46, // 36: flops.market.v1.QueryTasksByNodeRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	54, // 37: flops.market.v1.QueryTasksByNodeResponse.tasks:type_name -> flops.market.v1.Task
-	47, // 38: flops.market.v1.QueryTasksByNodeResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	46, // 39: flops.market.v1.QueryTasksByProviderRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	54, // 40: flops.market.v1.QueryTasksByProviderResponse.tasks:type_name -> flops.market.v1.Task
-	47, // 41: flops.market.v1.QueryTasksByProviderResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	46, // 42: flops.market.v1.QueryBidsByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	55, // 43: flops.market.v1.QueryBidsByJobResponse.bids:type_name -> flops.market.v1.Bid
-	47, // 44: flops.market.v1.QueryBidsByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	46, // 45: flops.market.v1.QueryOpenAuctionsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	51, // 46: flops.market.v1.QueryOpenAuctionsResponse.jobs:type_name -> flops.market.v1.Job
-	47, // 47: flops.market.v1.QueryOpenAuctionsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	46, // 48: flops.market.v1.QueryJobHistoryRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	56, // 49: flops.market.v1.QueryJobHistoryResponse.entries:type_name -> flops.market.v1.HistoryEntry
-	47, // 50: flops.market.v1.QueryJobHistoryResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	57, // 51: flops.market.v1.QueryNodeSlotResponse.slot:type_name -> flops.market.v1.NodeSlot
-	16, // 52: flops.market.v1.Query.Params:input_type -> flops.market.v1.QueryParamsRequest
-	18, // 53: flops.market.v1.Query.Job:input_type -> flops.market.v1.QueryJobRequest
-	24, // 54: flops.market.v1.Query.Jobs:input_type -> flops.market.v1.QueryJobsRequest
-	20, // 55: flops.market.v1.Query.JobsByOwner:input_type -> flops.market.v1.QueryJobsByOwnerRequest
-	22, // 56: flops.market.v1.Query.JobsByStatus:input_type -> flops.market.v1.QueryJobsByStatusRequest
-	28, // 57: flops.market.v1.Query.Task:input_type -> flops.market.v1.QueryTaskRequest
-	26, // 58: flops.market.v1.Query.Tasks:input_type -> flops.market.v1.QueryTasksRequest
-	30, // 59: flops.market.v1.Query.TasksByJob:input_type -> flops.market.v1.QueryTasksByJobRequest
-	32, // 60: flops.market.v1.Query.TasksByNode:input_type -> flops.market.v1.QueryTasksByNodeRequest
-	34, // 61: flops.market.v1.Query.TasksByProvider:input_type -> flops.market.v1.QueryTasksByProviderRequest
-	36, // 62: flops.market.v1.Query.BidsByJob:input_type -> flops.market.v1.QueryBidsByJobRequest
-	38, // 63: flops.market.v1.Query.OpenAuctions:input_type -> flops.market.v1.QueryOpenAuctionsRequest
-	40, // 64: flops.market.v1.Query.JobHistory:input_type -> flops.market.v1.QueryJobHistoryRequest
-	42, // 65: flops.market.v1.Query.NodeSlot:input_type -> flops.market.v1.QueryNodeSlotRequest
-	0,  // 66: flops.market.v1.Query.Dispute:input_type -> flops.market.v1.QueryDisputeRequest
-	2,  // 67: flops.market.v1.Query.Pool:input_type -> flops.market.v1.QueryPoolRequest
-	4,  // 68: flops.market.v1.Query.Pools:input_type -> flops.market.v1.QueryPoolsRequest
-	6,  // 69: flops.market.v1.Query.PoolsByOwner:input_type -> flops.market.v1.QueryPoolsByOwnerRequest
-	8,  // 70: flops.market.v1.Query.PoolMembers:input_type -> flops.market.v1.QueryPoolMembersRequest
-	10, // 71: flops.market.v1.Query.OpenUnits:input_type -> flops.market.v1.QueryOpenUnitsRequest
-	12, // 72: flops.market.v1.Query.Unit:input_type -> flops.market.v1.QueryUnitRequest
-	14, // 73: flops.market.v1.Query.PoolEarnings:input_type -> flops.market.v1.QueryPoolEarningsRequest
-	17, // 74: flops.market.v1.Query.Params:output_type -> flops.market.v1.QueryParamsResponse
-	19, // 75: flops.market.v1.Query.Job:output_type -> flops.market.v1.QueryJobResponse
-	25, // 76: flops.market.v1.Query.Jobs:output_type -> flops.market.v1.QueryJobsResponse
-	21, // 77: flops.market.v1.Query.JobsByOwner:output_type -> flops.market.v1.QueryJobsByOwnerResponse
-	23, // 78: flops.market.v1.Query.JobsByStatus:output_type -> flops.market.v1.QueryJobsByStatusResponse
-	29, // 79: flops.market.v1.Query.Task:output_type -> flops.market.v1.QueryTaskResponse
-	27, // 80: flops.market.v1.Query.Tasks:output_type -> flops.market.v1.QueryTasksResponse
-	31, // 81: flops.market.v1.Query.TasksByJob:output_type -> flops.market.v1.QueryTasksByJobResponse
-	33, // 82: flops.market.v1.Query.TasksByNode:output_type -> flops.market.v1.QueryTasksByNodeResponse
-	35, // 83: flops.market.v1.Query.TasksByProvider:output_type -> flops.market.v1.QueryTasksByProviderResponse
-	37, // 84: flops.market.v1.Query.BidsByJob:output_type -> flops.market.v1.QueryBidsByJobResponse
-	39, // 85: flops.market.v1.Query.OpenAuctions:output_type -> flops.market.v1.QueryOpenAuctionsResponse
-	41, // 86: flops.market.v1.Query.JobHistory:output_type -> flops.market.v1.QueryJobHistoryResponse
-	43, // 87: flops.market.v1.Query.NodeSlot:output_type -> flops.market.v1.QueryNodeSlotResponse
-	1,  // 88: flops.market.v1.Query.Dispute:output_type -> flops.market.v1.QueryDisputeResponse
-	3,  // 89: flops.market.v1.Query.Pool:output_type -> flops.market.v1.QueryPoolResponse
-	5,  // 90: flops.market.v1.Query.Pools:output_type -> flops.market.v1.QueryPoolsResponse
-	7,  // 91: flops.market.v1.Query.PoolsByOwner:output_type -> flops.market.v1.QueryPoolsByOwnerResponse
-	9,  // 92: flops.market.v1.Query.PoolMembers:output_type -> flops.market.v1.QueryPoolMembersResponse
-	11, // 93: flops.market.v1.Query.OpenUnits:output_type -> flops.market.v1.QueryOpenUnitsResponse
-	13, // 94: flops.market.v1.Query.Unit:output_type -> flops.market.v1.QueryUnitResponse
-	15, // 95: flops.market.v1.Query.PoolEarnings:output_type -> flops.market.v1.QueryPoolEarningsResponse
-	74, // [74:96] is the sub-list for method output_type
-	52, // [52:74] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	46, // 0: flops.market.v1.QueryDisputeResponse.dispute:type_name -> flops.market.v1.Dispute
+	47, // 1: flops.market.v1.QueryPoolResponse.pool:type_name -> flops.market.v1.Pool
+	48, // 2: flops.market.v1.QueryPoolsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	47, // 3: flops.market.v1.QueryPoolsResponse.pools:type_name -> flops.market.v1.Pool
+	49, // 4: flops.market.v1.QueryPoolsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	48, // 5: flops.market.v1.QueryPoolsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	47, // 6: flops.market.v1.QueryPoolsByOwnerResponse.pools:type_name -> flops.market.v1.Pool
+	49, // 7: flops.market.v1.QueryPoolsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	48, // 8: flops.market.v1.QueryPoolMembersRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	50, // 9: flops.market.v1.QueryPoolMembersResponse.members:type_name -> flops.market.v1.PoolMember
+	49, // 10: flops.market.v1.QueryPoolMembersResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	48, // 11: flops.market.v1.QueryOpenUnitsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	51, // 12: flops.market.v1.QueryOpenUnitsResponse.units:type_name -> flops.market.v1.Unit
+	49, // 13: flops.market.v1.QueryOpenUnitsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	51, // 14: flops.market.v1.QueryUnitResponse.unit:type_name -> flops.market.v1.Unit
+	52, // 15: flops.market.v1.QueryParamsResponse.params:type_name -> flops.market.v1.Params
+	53, // 16: flops.market.v1.QueryJobResponse.job:type_name -> flops.market.v1.Job
+	48, // 17: flops.market.v1.QueryJobsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	53, // 18: flops.market.v1.QueryJobsByOwnerResponse.jobs:type_name -> flops.market.v1.Job
+	49, // 19: flops.market.v1.QueryJobsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	54, // 20: flops.market.v1.QueryJobsByStatusRequest.status:type_name -> flops.market.v1.JobStatus
+	48, // 21: flops.market.v1.QueryJobsByStatusRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	53, // 22: flops.market.v1.QueryJobsByStatusResponse.jobs:type_name -> flops.market.v1.Job
+	49, // 23: flops.market.v1.QueryJobsByStatusResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	55, // 24: flops.market.v1.QueryJobCountsResponse.counts:type_name -> flops.market.v1.JobCounts
+	54, // 25: flops.market.v1.QueryJobsRequest.status:type_name -> flops.market.v1.JobStatus
+	48, // 26: flops.market.v1.QueryJobsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	53, // 27: flops.market.v1.QueryJobsResponse.jobs:type_name -> flops.market.v1.Job
+	49, // 28: flops.market.v1.QueryJobsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 29: flops.market.v1.QueryTasksRequest.status:type_name -> flops.market.v1.TaskStatus
+	48, // 30: flops.market.v1.QueryTasksRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	57, // 31: flops.market.v1.QueryTasksResponse.tasks:type_name -> flops.market.v1.Task
+	49, // 32: flops.market.v1.QueryTasksResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	57, // 33: flops.market.v1.QueryTaskResponse.task:type_name -> flops.market.v1.Task
+	48, // 34: flops.market.v1.QueryTasksByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	57, // 35: flops.market.v1.QueryTasksByJobResponse.tasks:type_name -> flops.market.v1.Task
+	49, // 36: flops.market.v1.QueryTasksByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	48, // 37: flops.market.v1.QueryTasksByNodeRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	57, // 38: flops.market.v1.QueryTasksByNodeResponse.tasks:type_name -> flops.market.v1.Task
+	49, // 39: flops.market.v1.QueryTasksByNodeResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	48, // 40: flops.market.v1.QueryTasksByProviderRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	57, // 41: flops.market.v1.QueryTasksByProviderResponse.tasks:type_name -> flops.market.v1.Task
+	49, // 42: flops.market.v1.QueryTasksByProviderResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	48, // 43: flops.market.v1.QueryBidsByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	58, // 44: flops.market.v1.QueryBidsByJobResponse.bids:type_name -> flops.market.v1.Bid
+	49, // 45: flops.market.v1.QueryBidsByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	48, // 46: flops.market.v1.QueryOpenAuctionsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	53, // 47: flops.market.v1.QueryOpenAuctionsResponse.jobs:type_name -> flops.market.v1.Job
+	49, // 48: flops.market.v1.QueryOpenAuctionsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	48, // 49: flops.market.v1.QueryJobHistoryRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	59, // 50: flops.market.v1.QueryJobHistoryResponse.entries:type_name -> flops.market.v1.HistoryEntry
+	49, // 51: flops.market.v1.QueryJobHistoryResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	60, // 52: flops.market.v1.QueryNodeSlotResponse.slot:type_name -> flops.market.v1.NodeSlot
+	16, // 53: flops.market.v1.Query.Params:input_type -> flops.market.v1.QueryParamsRequest
+	18, // 54: flops.market.v1.Query.Job:input_type -> flops.market.v1.QueryJobRequest
+	26, // 55: flops.market.v1.Query.Jobs:input_type -> flops.market.v1.QueryJobsRequest
+	20, // 56: flops.market.v1.Query.JobsByOwner:input_type -> flops.market.v1.QueryJobsByOwnerRequest
+	22, // 57: flops.market.v1.Query.JobsByStatus:input_type -> flops.market.v1.QueryJobsByStatusRequest
+	24, // 58: flops.market.v1.Query.JobCounts:input_type -> flops.market.v1.QueryJobCountsRequest
+	30, // 59: flops.market.v1.Query.Task:input_type -> flops.market.v1.QueryTaskRequest
+	28, // 60: flops.market.v1.Query.Tasks:input_type -> flops.market.v1.QueryTasksRequest
+	32, // 61: flops.market.v1.Query.TasksByJob:input_type -> flops.market.v1.QueryTasksByJobRequest
+	34, // 62: flops.market.v1.Query.TasksByNode:input_type -> flops.market.v1.QueryTasksByNodeRequest
+	36, // 63: flops.market.v1.Query.TasksByProvider:input_type -> flops.market.v1.QueryTasksByProviderRequest
+	38, // 64: flops.market.v1.Query.BidsByJob:input_type -> flops.market.v1.QueryBidsByJobRequest
+	40, // 65: flops.market.v1.Query.OpenAuctions:input_type -> flops.market.v1.QueryOpenAuctionsRequest
+	42, // 66: flops.market.v1.Query.JobHistory:input_type -> flops.market.v1.QueryJobHistoryRequest
+	44, // 67: flops.market.v1.Query.NodeSlot:input_type -> flops.market.v1.QueryNodeSlotRequest
+	0,  // 68: flops.market.v1.Query.Dispute:input_type -> flops.market.v1.QueryDisputeRequest
+	2,  // 69: flops.market.v1.Query.Pool:input_type -> flops.market.v1.QueryPoolRequest
+	4,  // 70: flops.market.v1.Query.Pools:input_type -> flops.market.v1.QueryPoolsRequest
+	6,  // 71: flops.market.v1.Query.PoolsByOwner:input_type -> flops.market.v1.QueryPoolsByOwnerRequest
+	8,  // 72: flops.market.v1.Query.PoolMembers:input_type -> flops.market.v1.QueryPoolMembersRequest
+	10, // 73: flops.market.v1.Query.OpenUnits:input_type -> flops.market.v1.QueryOpenUnitsRequest
+	12, // 74: flops.market.v1.Query.Unit:input_type -> flops.market.v1.QueryUnitRequest
+	14, // 75: flops.market.v1.Query.PoolEarnings:input_type -> flops.market.v1.QueryPoolEarningsRequest
+	17, // 76: flops.market.v1.Query.Params:output_type -> flops.market.v1.QueryParamsResponse
+	19, // 77: flops.market.v1.Query.Job:output_type -> flops.market.v1.QueryJobResponse
+	27, // 78: flops.market.v1.Query.Jobs:output_type -> flops.market.v1.QueryJobsResponse
+	21, // 79: flops.market.v1.Query.JobsByOwner:output_type -> flops.market.v1.QueryJobsByOwnerResponse
+	23, // 80: flops.market.v1.Query.JobsByStatus:output_type -> flops.market.v1.QueryJobsByStatusResponse
+	25, // 81: flops.market.v1.Query.JobCounts:output_type -> flops.market.v1.QueryJobCountsResponse
+	31, // 82: flops.market.v1.Query.Task:output_type -> flops.market.v1.QueryTaskResponse
+	29, // 83: flops.market.v1.Query.Tasks:output_type -> flops.market.v1.QueryTasksResponse
+	33, // 84: flops.market.v1.Query.TasksByJob:output_type -> flops.market.v1.QueryTasksByJobResponse
+	35, // 85: flops.market.v1.Query.TasksByNode:output_type -> flops.market.v1.QueryTasksByNodeResponse
+	37, // 86: flops.market.v1.Query.TasksByProvider:output_type -> flops.market.v1.QueryTasksByProviderResponse
+	39, // 87: flops.market.v1.Query.BidsByJob:output_type -> flops.market.v1.QueryBidsByJobResponse
+	41, // 88: flops.market.v1.Query.OpenAuctions:output_type -> flops.market.v1.QueryOpenAuctionsResponse
+	43, // 89: flops.market.v1.Query.JobHistory:output_type -> flops.market.v1.QueryJobHistoryResponse
+	45, // 90: flops.market.v1.Query.NodeSlot:output_type -> flops.market.v1.QueryNodeSlotResponse
+	1,  // 91: flops.market.v1.Query.Dispute:output_type -> flops.market.v1.QueryDisputeResponse
+	3,  // 92: flops.market.v1.Query.Pool:output_type -> flops.market.v1.QueryPoolResponse
+	5,  // 93: flops.market.v1.Query.Pools:output_type -> flops.market.v1.QueryPoolsResponse
+	7,  // 94: flops.market.v1.Query.PoolsByOwner:output_type -> flops.market.v1.QueryPoolsByOwnerResponse
+	9,  // 95: flops.market.v1.Query.PoolMembers:output_type -> flops.market.v1.QueryPoolMembersResponse
+	11, // 96: flops.market.v1.Query.OpenUnits:output_type -> flops.market.v1.QueryOpenUnitsResponse
+	13, // 97: flops.market.v1.Query.Unit:output_type -> flops.market.v1.QueryUnitResponse
+	15, // 98: flops.market.v1.Query.PoolEarnings:output_type -> flops.market.v1.QueryPoolEarningsResponse
+	76, // [76:99] is the sub-list for method output_type
+	53, // [53:76] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_flops_market_v1_query_proto_init() }
@@ -2735,7 +2839,7 @@ func file_flops_market_v1_query_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_market_v1_query_proto_rawDesc), len(file_flops_market_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

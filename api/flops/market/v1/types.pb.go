@@ -2414,6 +2414,100 @@ func (x *JobSpec) GetVerificationBudget() *v1beta1.Coin {
 	return nil
 }
 
+// JobCounts is how many jobs the chain holds in each status. The jobs submitted since the
+// record was written, those from next_job_id up, are counted as ACTIVE, the status a job
+// starts in: an ASSIGN job's submission does not write the record.
+type JobCounts struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// bidding: jobs in JOB_STATUS_BIDDING.
+	Bidding uint64 `protobuf:"varint,1,opt,name=bidding,proto3" json:"bidding,omitempty"`
+	// active: jobs in JOB_STATUS_ACTIVE.
+	Active uint64 `protobuf:"varint,2,opt,name=active,proto3" json:"active,omitempty"`
+	// completed: jobs in JOB_STATUS_COMPLETED.
+	Completed uint64 `protobuf:"varint,3,opt,name=completed,proto3" json:"completed,omitempty"`
+	// failed: jobs in JOB_STATUS_FAILED.
+	Failed uint64 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	// cancelled: jobs in JOB_STATUS_CANCELLED.
+	Cancelled uint64 `protobuf:"varint,5,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	// next_job_id: the next job id when counted; every job below it is counted or was
+	// pruned.
+	NextJobId     uint64 `protobuf:"varint,6,opt,name=next_job_id,json=nextJobId,proto3" json:"next_job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobCounts) Reset() {
+	*x = JobCounts{}
+	mi := &file_flops_market_v1_types_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobCounts) ProtoMessage() {}
+
+func (x *JobCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_types_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobCounts.ProtoReflect.Descriptor instead.
+func (*JobCounts) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *JobCounts) GetBidding() uint64 {
+	if x != nil {
+		return x.Bidding
+	}
+	return 0
+}
+
+func (x *JobCounts) GetActive() uint64 {
+	if x != nil {
+		return x.Active
+	}
+	return 0
+}
+
+func (x *JobCounts) GetCompleted() uint64 {
+	if x != nil {
+		return x.Completed
+	}
+	return 0
+}
+
+func (x *JobCounts) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *JobCounts) GetCancelled() uint64 {
+	if x != nil {
+		return x.Cancelled
+	}
+	return 0
+}
+
+func (x *JobCounts) GetNextJobId() uint64 {
+	if x != nil {
+		return x.NextJobId
+	}
+	return 0
+}
+
 // Job is a submitted job and its progress.
 type Job struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2472,7 +2566,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[11]
+	mi := &file_flops_market_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +2578,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[11]
+	mi := &file_flops_market_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +2591,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Job) GetId() uint64 {
@@ -2652,7 +2746,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[12]
+	mi := &file_flops_market_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2664,7 +2758,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[12]
+	mi := &file_flops_market_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2677,7 +2771,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Checkpoint) GetSha256() string {
@@ -2723,7 +2817,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[13]
+	mi := &file_flops_market_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2829,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[13]
+	mi := &file_flops_market_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2842,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Usage) GetGpuSeconds() uint64 {
@@ -2873,7 +2967,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[14]
+	mi := &file_flops_market_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2885,7 +2979,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[14]
+	mi := &file_flops_market_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2898,7 +2992,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Task) GetId() uint64 {
@@ -3208,7 +3302,7 @@ type FailureReport struct {
 
 func (x *FailureReport) Reset() {
 	*x = FailureReport{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[15]
+	mi := &file_flops_market_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3314,7 @@ func (x *FailureReport) String() string {
 func (*FailureReport) ProtoMessage() {}
 
 func (x *FailureReport) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[15]
+	mi := &file_flops_market_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3327,7 @@ func (x *FailureReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailureReport.ProtoReflect.Descriptor instead.
 func (*FailureReport) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FailureReport) GetProvider() string {
@@ -3347,7 +3441,7 @@ type Bid struct {
 
 func (x *Bid) Reset() {
 	*x = Bid{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[16]
+	mi := &file_flops_market_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3359,7 +3453,7 @@ func (x *Bid) String() string {
 func (*Bid) ProtoMessage() {}
 
 func (x *Bid) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[16]
+	mi := &file_flops_market_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3372,7 +3466,7 @@ func (x *Bid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bid.ProtoReflect.Descriptor instead.
 func (*Bid) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Bid) GetJobId() uint64 {
@@ -3490,7 +3584,7 @@ type NodeSlot struct {
 
 func (x *NodeSlot) Reset() {
 	*x = NodeSlot{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[17]
+	mi := &file_flops_market_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3502,7 +3596,7 @@ func (x *NodeSlot) String() string {
 func (*NodeSlot) ProtoMessage() {}
 
 func (x *NodeSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[17]
+	mi := &file_flops_market_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3515,7 +3609,7 @@ func (x *NodeSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSlot.ProtoReflect.Descriptor instead.
 func (*NodeSlot) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeSlot) GetNodeId() uint64 {
@@ -3668,7 +3762,7 @@ type SlotDevice struct {
 
 func (x *SlotDevice) Reset() {
 	*x = SlotDevice{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[18]
+	mi := &file_flops_market_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3680,7 +3774,7 @@ func (x *SlotDevice) String() string {
 func (*SlotDevice) ProtoMessage() {}
 
 func (x *SlotDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[18]
+	mi := &file_flops_market_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3693,7 +3787,7 @@ func (x *SlotDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotDevice.ProtoReflect.Descriptor instead.
 func (*SlotDevice) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SlotDevice) GetCard() uint32 {
@@ -3745,7 +3839,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[19]
+	mi := &file_flops_market_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3757,7 +3851,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[19]
+	mi := &file_flops_market_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3770,7 +3864,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HistoryEntry) GetHeight() int64 {
@@ -3830,7 +3924,7 @@ type PoolMember struct {
 
 func (x *PoolMember) Reset() {
 	*x = PoolMember{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[20]
+	mi := &file_flops_market_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3842,7 +3936,7 @@ func (x *PoolMember) String() string {
 func (*PoolMember) ProtoMessage() {}
 
 func (x *PoolMember) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[20]
+	mi := &file_flops_market_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3855,7 +3949,7 @@ func (x *PoolMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolMember.ProtoReflect.Descriptor instead.
 func (*PoolMember) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PoolMember) GetPoolId() uint64 {
@@ -3898,7 +3992,7 @@ type PoolEarning struct {
 
 func (x *PoolEarning) Reset() {
 	*x = PoolEarning{}
-	mi := &file_flops_market_v1_types_proto_msgTypes[21]
+	mi := &file_flops_market_v1_types_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +4004,7 @@ func (x *PoolEarning) String() string {
 func (*PoolEarning) ProtoMessage() {}
 
 func (x *PoolEarning) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_types_proto_msgTypes[21]
+	mi := &file_flops_market_v1_types_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4017,7 @@ func (x *PoolEarning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolEarning.ProtoReflect.Descriptor instead.
 func (*PoolEarning) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{21}
+	return file_flops_market_v1_types_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PoolEarning) GetPoolId() uint64 {
@@ -4130,7 +4224,14 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x04mode\x18\x10 \x01(\x0e2\x1f.flops.market.v1.AllocationModeR\x04mode\x12Y\n" +
 	"\x13checkpoint_interval\x18\x11 \x01(\v2\x19.google.protobuf.DurationB\r\xc8\xde\x1f\x00\x98\xdf\x1f\x01\xa8\xe7\xb0*\x01R\x12checkpointInterval\x12A\n" +
 	"\abuiltin\x18\x12 \x01(\v2\x1c.flops.market.v1.BuiltinArgsB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\abuiltin\x12U\n" +
-	"\x13verification_budget\x18\x13 \x01(\v2\x19.cosmos.base.v1beta1.CoinB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x12verificationBudget\"\x95\a\n" +
+	"\x13verification_budget\x18\x13 \x01(\v2\x19.cosmos.base.v1beta1.CoinB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x12verificationBudget\"\xb1\x01\n" +
+	"\tJobCounts\x12\x18\n" +
+	"\abidding\x18\x01 \x01(\x04R\abidding\x12\x16\n" +
+	"\x06active\x18\x02 \x01(\x04R\x06active\x12\x1c\n" +
+	"\tcompleted\x18\x03 \x01(\x04R\tcompleted\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\x04R\x06failed\x12\x1c\n" +
+	"\tcancelled\x18\x05 \x01(\x04R\tcancelled\x12\x1e\n" +
+	"\vnext_job_id\x18\x06 \x01(\x04R\tnextJobId\"\x95\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
 	"\x05owner\x18\x02 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\x05owner\x127\n" +
@@ -4400,7 +4501,7 @@ func file_flops_market_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_flops_market_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_flops_market_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_flops_market_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_flops_market_v1_types_proto_goTypes = []any{
 	(TaskRole)(0),                 // 0: flops.market.v1.TaskRole
 	(DisputeKind)(0),              // 1: flops.market.v1.DisputeKind
@@ -4425,80 +4526,81 @@ var file_flops_market_v1_types_proto_goTypes = []any{
 	(*BuiltinArgs)(nil),           // 20: flops.market.v1.BuiltinArgs
 	(*TaskArgs)(nil),              // 21: flops.market.v1.TaskArgs
 	(*JobSpec)(nil),               // 22: flops.market.v1.JobSpec
-	(*Job)(nil),                   // 23: flops.market.v1.Job
-	(*Checkpoint)(nil),            // 24: flops.market.v1.Checkpoint
-	(*Usage)(nil),                 // 25: flops.market.v1.Usage
-	(*Task)(nil),                  // 26: flops.market.v1.Task
-	(*FailureReport)(nil),         // 27: flops.market.v1.FailureReport
-	(*Bid)(nil),                   // 28: flops.market.v1.Bid
-	(*NodeSlot)(nil),              // 29: flops.market.v1.NodeSlot
-	(*SlotDevice)(nil),            // 30: flops.market.v1.SlotDevice
-	(*HistoryEntry)(nil),          // 31: flops.market.v1.HistoryEntry
-	(*PoolMember)(nil),            // 32: flops.market.v1.PoolMember
-	(*PoolEarning)(nil),           // 33: flops.market.v1.PoolEarning
-	(*v1beta1.Coin)(nil),          // 34: cosmos.base.v1beta1.Coin
-	(*durationpb.Duration)(nil),   // 35: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
-	(v1.WorkloadClass)(0),         // 37: flops.gfl.v1.WorkloadClass
-	(v1.Runtime)(0),               // 38: flops.gfl.v1.Runtime
+	(*JobCounts)(nil),             // 23: flops.market.v1.JobCounts
+	(*Job)(nil),                   // 24: flops.market.v1.Job
+	(*Checkpoint)(nil),            // 25: flops.market.v1.Checkpoint
+	(*Usage)(nil),                 // 26: flops.market.v1.Usage
+	(*Task)(nil),                  // 27: flops.market.v1.Task
+	(*FailureReport)(nil),         // 28: flops.market.v1.FailureReport
+	(*Bid)(nil),                   // 29: flops.market.v1.Bid
+	(*NodeSlot)(nil),              // 30: flops.market.v1.NodeSlot
+	(*SlotDevice)(nil),            // 31: flops.market.v1.SlotDevice
+	(*HistoryEntry)(nil),          // 32: flops.market.v1.HistoryEntry
+	(*PoolMember)(nil),            // 33: flops.market.v1.PoolMember
+	(*PoolEarning)(nil),           // 34: flops.market.v1.PoolEarning
+	(*v1beta1.Coin)(nil),          // 35: cosmos.base.v1beta1.Coin
+	(*durationpb.Duration)(nil),   // 36: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
+	(v1.WorkloadClass)(0),         // 38: flops.gfl.v1.WorkloadClass
+	(v1.Runtime)(0),               // 39: flops.gfl.v1.Runtime
 }
 var file_flops_market_v1_types_proto_depIdxs = []int32{
-	34, // 0: flops.market.v1.Params.bid_deposit:type_name -> cosmos.base.v1beta1.Coin
-	34, // 1: flops.market.v1.Params.challenge_bond:type_name -> cosmos.base.v1beta1.Coin
-	35, // 2: flops.market.v1.Params.max_job_duration:type_name -> google.protobuf.Duration
-	35, // 3: flops.market.v1.Params.verification_timeout:type_name -> google.protobuf.Duration
-	35, // 4: flops.market.v1.Params.billing_granularity:type_name -> google.protobuf.Duration
+	35, // 0: flops.market.v1.Params.bid_deposit:type_name -> cosmos.base.v1beta1.Coin
+	35, // 1: flops.market.v1.Params.challenge_bond:type_name -> cosmos.base.v1beta1.Coin
+	36, // 2: flops.market.v1.Params.max_job_duration:type_name -> google.protobuf.Duration
+	36, // 3: flops.market.v1.Params.verification_timeout:type_name -> google.protobuf.Duration
+	36, // 4: flops.market.v1.Params.billing_granularity:type_name -> google.protobuf.Duration
 	1,  // 5: flops.market.v1.Dispute.kind:type_name -> flops.market.v1.DisputeKind
 	2,  // 6: flops.market.v1.Dispute.status:type_name -> flops.market.v1.DisputeStatus
-	36, // 7: flops.market.v1.Dispute.deadline:type_name -> google.protobuf.Timestamp
-	37, // 8: flops.market.v1.PoolSpec.workload:type_name -> flops.gfl.v1.WorkloadClass
-	38, // 9: flops.market.v1.PoolSpec.runtime:type_name -> flops.gfl.v1.Runtime
+	37, // 7: flops.market.v1.Dispute.deadline:type_name -> google.protobuf.Timestamp
+	38, // 8: flops.market.v1.PoolSpec.workload:type_name -> flops.gfl.v1.WorkloadClass
+	39, // 9: flops.market.v1.PoolSpec.runtime:type_name -> flops.gfl.v1.Runtime
 	18, // 10: flops.market.v1.PoolSpec.env:type_name -> flops.market.v1.EnvVar
 	19, // 11: flops.market.v1.PoolSpec.requirements:type_name -> flops.market.v1.Requirements
 	5,  // 12: flops.market.v1.PoolSpec.verification:type_name -> flops.market.v1.VerificationClass
-	34, // 13: flops.market.v1.PoolSpec.unit_price:type_name -> cosmos.base.v1beta1.Coin
-	34, // 14: flops.market.v1.PoolSpec.budget:type_name -> cosmos.base.v1beta1.Coin
+	35, // 13: flops.market.v1.PoolSpec.unit_price:type_name -> cosmos.base.v1beta1.Coin
+	35, // 14: flops.market.v1.PoolSpec.budget:type_name -> cosmos.base.v1beta1.Coin
 	20, // 15: flops.market.v1.PoolSpec.builtin:type_name -> flops.market.v1.BuiltinArgs
-	35, // 16: flops.market.v1.PoolSpec.unit_max_duration:type_name -> google.protobuf.Duration
+	36, // 16: flops.market.v1.PoolSpec.unit_max_duration:type_name -> google.protobuf.Duration
 	14, // 17: flops.market.v1.Pool.spec:type_name -> flops.market.v1.PoolSpec
 	3,  // 18: flops.market.v1.Pool.status:type_name -> flops.market.v1.PoolStatus
 	17, // 19: flops.market.v1.Unit.input:type_name -> flops.market.v1.Input
 	4,  // 20: flops.market.v1.Unit.status:type_name -> flops.market.v1.UnitStatus
-	37, // 21: flops.market.v1.JobSpec.workload:type_name -> flops.gfl.v1.WorkloadClass
-	38, // 22: flops.market.v1.JobSpec.runtime:type_name -> flops.gfl.v1.Runtime
+	38, // 21: flops.market.v1.JobSpec.workload:type_name -> flops.gfl.v1.WorkloadClass
+	39, // 22: flops.market.v1.JobSpec.runtime:type_name -> flops.gfl.v1.Runtime
 	18, // 23: flops.market.v1.JobSpec.env:type_name -> flops.market.v1.EnvVar
 	17, // 24: flops.market.v1.JobSpec.inputs:type_name -> flops.market.v1.Input
 	19, // 25: flops.market.v1.JobSpec.requirements:type_name -> flops.market.v1.Requirements
 	21, // 26: flops.market.v1.JobSpec.task_args:type_name -> flops.market.v1.TaskArgs
 	5,  // 27: flops.market.v1.JobSpec.verification:type_name -> flops.market.v1.VerificationClass
-	34, // 28: flops.market.v1.JobSpec.max_price_per_task:type_name -> cosmos.base.v1beta1.Coin
-	35, // 29: flops.market.v1.JobSpec.max_duration:type_name -> google.protobuf.Duration
-	36, // 30: flops.market.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
-	34, // 31: flops.market.v1.JobSpec.priority_tip:type_name -> cosmos.base.v1beta1.Coin
+	35, // 28: flops.market.v1.JobSpec.max_price_per_task:type_name -> cosmos.base.v1beta1.Coin
+	36, // 29: flops.market.v1.JobSpec.max_duration:type_name -> google.protobuf.Duration
+	37, // 30: flops.market.v1.JobSpec.deadline:type_name -> google.protobuf.Timestamp
+	35, // 31: flops.market.v1.JobSpec.priority_tip:type_name -> cosmos.base.v1beta1.Coin
 	6,  // 32: flops.market.v1.JobSpec.mode:type_name -> flops.market.v1.AllocationMode
-	35, // 33: flops.market.v1.JobSpec.checkpoint_interval:type_name -> google.protobuf.Duration
+	36, // 33: flops.market.v1.JobSpec.checkpoint_interval:type_name -> google.protobuf.Duration
 	20, // 34: flops.market.v1.JobSpec.builtin:type_name -> flops.market.v1.BuiltinArgs
-	34, // 35: flops.market.v1.JobSpec.verification_budget:type_name -> cosmos.base.v1beta1.Coin
+	35, // 35: flops.market.v1.JobSpec.verification_budget:type_name -> cosmos.base.v1beta1.Coin
 	22, // 36: flops.market.v1.Job.spec:type_name -> flops.market.v1.JobSpec
 	7,  // 37: flops.market.v1.Job.status:type_name -> flops.market.v1.JobStatus
-	36, // 38: flops.market.v1.Job.submitted_time:type_name -> google.protobuf.Timestamp
+	37, // 38: flops.market.v1.Job.submitted_time:type_name -> google.protobuf.Timestamp
 	8,  // 39: flops.market.v1.Task.status:type_name -> flops.market.v1.TaskStatus
-	36, // 40: flops.market.v1.Task.started_time:type_name -> google.protobuf.Timestamp
-	36, // 41: flops.market.v1.Task.run_deadline:type_name -> google.protobuf.Timestamp
-	24, // 42: flops.market.v1.Task.checkpoint:type_name -> flops.market.v1.Checkpoint
-	36, // 43: flops.market.v1.Task.commit_time:type_name -> google.protobuf.Timestamp
-	25, // 44: flops.market.v1.Task.usage:type_name -> flops.market.v1.Usage
+	37, // 40: flops.market.v1.Task.started_time:type_name -> google.protobuf.Timestamp
+	37, // 41: flops.market.v1.Task.run_deadline:type_name -> google.protobuf.Timestamp
+	25, // 42: flops.market.v1.Task.checkpoint:type_name -> flops.market.v1.Checkpoint
+	37, // 43: flops.market.v1.Task.commit_time:type_name -> google.protobuf.Timestamp
+	26, // 44: flops.market.v1.Task.usage:type_name -> flops.market.v1.Usage
 	0,  // 45: flops.market.v1.Task.role:type_name -> flops.market.v1.TaskRole
-	36, // 46: flops.market.v1.Task.deadline:type_name -> google.protobuf.Timestamp
-	27, // 47: flops.market.v1.Task.failures:type_name -> flops.market.v1.FailureReport
+	37, // 46: flops.market.v1.Task.deadline:type_name -> google.protobuf.Timestamp
+	28, // 47: flops.market.v1.Task.failures:type_name -> flops.market.v1.FailureReport
 	9,  // 48: flops.market.v1.FailureReport.reason:type_name -> flops.market.v1.FailureReason
-	35, // 49: flops.market.v1.FailureReport.time_used:type_name -> google.protobuf.Duration
+	36, // 49: flops.market.v1.FailureReport.time_used:type_name -> google.protobuf.Duration
 	10, // 50: flops.market.v1.FailureReport.status:type_name -> flops.market.v1.FailureStatus
 	11, // 51: flops.market.v1.Bid.status:type_name -> flops.market.v1.BidStatus
-	37, // 52: flops.market.v1.NodeSlot.workloads:type_name -> flops.gfl.v1.WorkloadClass
-	38, // 53: flops.market.v1.NodeSlot.runtimes:type_name -> flops.gfl.v1.Runtime
-	30, // 54: flops.market.v1.NodeSlot.devices:type_name -> flops.market.v1.SlotDevice
-	36, // 55: flops.market.v1.HistoryEntry.time:type_name -> google.protobuf.Timestamp
+	38, // 52: flops.market.v1.NodeSlot.workloads:type_name -> flops.gfl.v1.WorkloadClass
+	39, // 53: flops.market.v1.NodeSlot.runtimes:type_name -> flops.gfl.v1.Runtime
+	31, // 54: flops.market.v1.NodeSlot.devices:type_name -> flops.market.v1.SlotDevice
+	37, // 55: flops.market.v1.HistoryEntry.time:type_name -> google.protobuf.Timestamp
 	56, // [56:56] is the sub-list for method output_type
 	56, // [56:56] is the sub-list for method input_type
 	56, // [56:56] is the sub-list for extension type_name
@@ -4517,7 +4619,7 @@ func file_flops_market_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_market_v1_types_proto_rawDesc), len(file_flops_market_v1_types_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -12,6 +12,7 @@ import {
   Dispute,
   HistoryEntry,
   Job,
+  JobCounts,
   JobStatus,
   jobStatusFromJSON,
   jobStatusToJSON,
@@ -198,6 +199,23 @@ export interface QueryJobsByStatusResponse {
   jobs: Job[];
   /** pagination of the list. */
   pagination: PageResponse | undefined;
+}
+
+/** QueryJobCountsRequest asks for the job counts. */
+export interface QueryJobCountsRequest {
+}
+
+/** QueryJobCountsResponse counts the jobs held, by status. */
+export interface QueryJobCountsResponse {
+  /** counts by status, as of the last committed block. */
+  counts:
+    | JobCounts
+    | undefined;
+  /**
+   * total of the counts: every job held (the jobs finished longer than
+   * job_retention_blocks ago are pruned).
+   */
+  total: bigint;
 }
 
 /** QueryJobsRequest pages through every job, newest last, or those in one status. */
@@ -2291,6 +2309,148 @@ export const QueryJobsByStatusResponse: MessageFns<QueryJobsByStatusResponse> = 
   },
 };
 
+function createBaseQueryJobCountsRequest(): QueryJobCountsRequest {
+  return {};
+}
+
+export const QueryJobCountsRequest: MessageFns<QueryJobCountsRequest> = {
+  encode(_: QueryJobCountsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryJobCountsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryJobCountsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): QueryJobCountsRequest {
+    return {};
+  },
+
+  toJSON(_: QueryJobCountsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<QueryJobCountsRequest>): QueryJobCountsRequest {
+    return QueryJobCountsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<QueryJobCountsRequest>): QueryJobCountsRequest {
+    const message = createBaseQueryJobCountsRequest();
+    return message;
+  },
+};
+
+function createBaseQueryJobCountsResponse(): QueryJobCountsResponse {
+  return { counts: undefined, total: 0n };
+}
+
+export const QueryJobCountsResponse: MessageFns<QueryJobCountsResponse> = {
+  encode(message: QueryJobCountsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.counts !== undefined) {
+      JobCounts.encode(message.counts, writer.uint32(10).fork()).join();
+    }
+    if (message.total !== 0n) {
+      if (BigInt.asUintN(64, message.total) !== message.total) {
+        throw new globalThis.Error("value provided for field message.total of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.total);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryJobCountsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryJobCountsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.counts = JobCounts.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.total = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QueryJobCountsResponse {
+    return {
+      counts: isSet(object.counts) ? JobCounts.fromJSON(object.counts) : undefined,
+      total: isSet(object.total) ? BigInt(object.total) : 0n,
+    };
+  },
+
+  toJSON(message: QueryJobCountsResponse): unknown {
+    const obj: any = {};
+    if (message.counts !== undefined) {
+      obj.counts = JobCounts.toJSON(message.counts);
+    }
+    if (message.total !== 0n) {
+      obj.total = message.total.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QueryJobCountsResponse>): QueryJobCountsResponse {
+    return QueryJobCountsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QueryJobCountsResponse>): QueryJobCountsResponse {
+    const message = createBaseQueryJobCountsResponse();
+    message.counts = (object.counts !== undefined && object.counts !== null)
+      ? JobCounts.fromPartial(object.counts)
+      : undefined;
+    message.total = (object.total !== undefined && object.total !== null) ? BigInt(object.total) : 0n;
+    return message;
+  },
+};
+
 function createBaseQueryJobsRequest(): QueryJobsRequest {
   return { status: 0, pagination: undefined };
 }
@@ -4001,6 +4161,11 @@ export interface Query {
   JobsByOwner(request: QueryJobsByOwnerRequest): Promise<QueryJobsByOwnerResponse>;
   /** JobsByStatus lists the jobs in a status. */
   JobsByStatus(request: QueryJobsByStatusRequest): Promise<QueryJobsByStatusResponse>;
+  /**
+   * JobCounts counts the jobs the chain holds in each status, in a few reads however
+   * many there are (JobsByStatus with count_total reads every job in the status).
+   */
+  JobCounts(request: QueryJobCountsRequest): Promise<QueryJobCountsResponse>;
   /** Task returns a task. */
   Task(request: QueryTaskRequest): Promise<QueryTaskResponse>;
   /** Tasks lists every task, or the tasks in one status. */
@@ -4049,6 +4214,7 @@ export class QueryClientImpl implements Query {
     this.Jobs = this.Jobs.bind(this);
     this.JobsByOwner = this.JobsByOwner.bind(this);
     this.JobsByStatus = this.JobsByStatus.bind(this);
+    this.JobCounts = this.JobCounts.bind(this);
     this.Task = this.Task.bind(this);
     this.Tasks = this.Tasks.bind(this);
     this.TasksByJob = this.TasksByJob.bind(this);
@@ -4095,6 +4261,12 @@ export class QueryClientImpl implements Query {
     const data = QueryJobsByStatusRequest.encode(request).finish();
     const promise = this.rpc.request(this.service, "JobsByStatus", data);
     return promise.then((data) => QueryJobsByStatusResponse.decode(new BinaryReader(data)));
+  }
+
+  JobCounts(request: QueryJobCountsRequest): Promise<QueryJobCountsResponse> {
+    const data = QueryJobCountsRequest.encode(request).finish();
+    const promise = this.rpc.request(this.service, "JobCounts", data);
+    return promise.then((data) => QueryJobCountsResponse.decode(new BinaryReader(data)));
   }
 
   Task(request: QueryTaskRequest): Promise<QueryTaskResponse> {

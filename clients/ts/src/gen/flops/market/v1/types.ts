@@ -1210,6 +1210,29 @@ export interface JobSpec {
   verificationBudget: Coin | undefined;
 }
 
+/**
+ * JobCounts is how many jobs the chain holds in each status. The jobs submitted since the
+ * record was written, those from next_job_id up, are counted as ACTIVE, the status a job
+ * starts in: an ASSIGN job's submission does not write the record.
+ */
+export interface JobCounts {
+  /** bidding: jobs in JOB_STATUS_BIDDING. */
+  bidding: bigint;
+  /** active: jobs in JOB_STATUS_ACTIVE. */
+  active: bigint;
+  /** completed: jobs in JOB_STATUS_COMPLETED. */
+  completed: bigint;
+  /** failed: jobs in JOB_STATUS_FAILED. */
+  failed: bigint;
+  /** cancelled: jobs in JOB_STATUS_CANCELLED. */
+  cancelled: bigint;
+  /**
+   * next_job_id: the next job id when counted; every job below it is counted or was
+   * pruned.
+   */
+  nextJobId: bigint;
+}
+
 /** Job is a submitted job and its progress. */
 export interface Job {
   /** id is unique per chain. */
@@ -4882,6 +4905,177 @@ export const JobSpec: MessageFns<JobSpec> = {
     message.verificationBudget = (object.verificationBudget !== undefined && object.verificationBudget !== null)
       ? Coin.fromPartial(object.verificationBudget)
       : undefined;
+    return message;
+  },
+};
+
+function createBaseJobCounts(): JobCounts {
+  return { bidding: 0n, active: 0n, completed: 0n, failed: 0n, cancelled: 0n, nextJobId: 0n };
+}
+
+export const JobCounts: MessageFns<JobCounts> = {
+  encode(message: JobCounts, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.bidding !== 0n) {
+      if (BigInt.asUintN(64, message.bidding) !== message.bidding) {
+        throw new globalThis.Error("value provided for field message.bidding of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.bidding);
+    }
+    if (message.active !== 0n) {
+      if (BigInt.asUintN(64, message.active) !== message.active) {
+        throw new globalThis.Error("value provided for field message.active of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.active);
+    }
+    if (message.completed !== 0n) {
+      if (BigInt.asUintN(64, message.completed) !== message.completed) {
+        throw new globalThis.Error("value provided for field message.completed of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.completed);
+    }
+    if (message.failed !== 0n) {
+      if (BigInt.asUintN(64, message.failed) !== message.failed) {
+        throw new globalThis.Error("value provided for field message.failed of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.failed);
+    }
+    if (message.cancelled !== 0n) {
+      if (BigInt.asUintN(64, message.cancelled) !== message.cancelled) {
+        throw new globalThis.Error("value provided for field message.cancelled of type uint64 too large");
+      }
+      writer.uint32(40).uint64(message.cancelled);
+    }
+    if (message.nextJobId !== 0n) {
+      if (BigInt.asUintN(64, message.nextJobId) !== message.nextJobId) {
+        throw new globalThis.Error("value provided for field message.nextJobId of type uint64 too large");
+      }
+      writer.uint32(48).uint64(message.nextJobId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): JobCounts {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJobCounts();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.bidding = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.active = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.completed = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.failed = reader.uint64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.cancelled = reader.uint64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.nextJobId = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): JobCounts {
+    return {
+      bidding: isSet(object.bidding) ? BigInt(object.bidding) : 0n,
+      active: isSet(object.active) ? BigInt(object.active) : 0n,
+      completed: isSet(object.completed) ? BigInt(object.completed) : 0n,
+      failed: isSet(object.failed) ? BigInt(object.failed) : 0n,
+      cancelled: isSet(object.cancelled) ? BigInt(object.cancelled) : 0n,
+      nextJobId: isSet(object.nextJobId)
+        ? BigInt(object.nextJobId)
+        : isSet(object.next_job_id)
+        ? BigInt(object.next_job_id)
+        : 0n,
+    };
+  },
+
+  toJSON(message: JobCounts): unknown {
+    const obj: any = {};
+    if (message.bidding !== 0n) {
+      obj.bidding = message.bidding.toString();
+    }
+    if (message.active !== 0n) {
+      obj.active = message.active.toString();
+    }
+    if (message.completed !== 0n) {
+      obj.completed = message.completed.toString();
+    }
+    if (message.failed !== 0n) {
+      obj.failed = message.failed.toString();
+    }
+    if (message.cancelled !== 0n) {
+      obj.cancelled = message.cancelled.toString();
+    }
+    if (message.nextJobId !== 0n) {
+      obj.nextJobId = message.nextJobId.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<JobCounts>): JobCounts {
+    return JobCounts.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobCounts>): JobCounts {
+    const message = createBaseJobCounts();
+    message.bidding = (object.bidding !== undefined && object.bidding !== null) ? BigInt(object.bidding) : 0n;
+    message.active = (object.active !== undefined && object.active !== null) ? BigInt(object.active) : 0n;
+    message.completed = (object.completed !== undefined && object.completed !== null) ? BigInt(object.completed) : 0n;
+    message.failed = (object.failed !== undefined && object.failed !== null) ? BigInt(object.failed) : 0n;
+    message.cancelled = (object.cancelled !== undefined && object.cancelled !== null) ? BigInt(object.cancelled) : 0n;
+    message.nextJobId = (object.nextJobId !== undefined && object.nextJobId !== null) ? BigInt(object.nextJobId) : 0n;
     return message;
   },
 };
