@@ -11,6 +11,7 @@ import (
 	"github.com/flopsnet/flops/internal/nodemetrics"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -29,15 +30,17 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 }
 
 // metricsSnapshot reads the metrics' gauges from the latest committed state, through a
-// query context as a gRPC query does: jobs and nodes counted on their status indexes, the
-// escrow and the reward pool from the module accounts, collateral from x/staking-slash's
-// running totals, the GFL index from the ugfl supply.
+// query context as a gRPC query does: jobs from the market's counts (JobCounts, one
+// record), nodes counted on their status index, the escrow and the reward pool from the
+// module accounts, collateral from x/staking-slash's running totals, the GFL index from
+// the ugfl supply.
 //
 // The read is the node's own, asked by its operator's scraper, not a stranger's query: it
 // is not held to query-gas-limit. A query context's gas meter stops at that limit with a
 // panic, which in a scrape (Collect runs on the Prometheus handler's goroutines) would
 // have ended the node once its jobs outnumbered what one query may read (about 700,000
-// at chain.DefaultQueryGasLimit; TestMetricsScrapeIsNotHeldToTheQueryGasLimit).
+// at chain.DefaultQueryGasLimit, when they were counted on their index;
+// TestMetricsScrapeIsNotHeldToTheQueryGasLimit).
 func (app *App) metricsSnapshot() (nodemetrics.Snapshot, error) {
 	ctx, err := app.CreateQueryContext(0, false)
 	if err != nil {
@@ -45,12 +48,16 @@ func (app *App) metricsSnapshot() (nodemetrics.Snapshot, error) {
 	}
 	ctx = ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
 	s := nodemetrics.Snapshot{Height: ctx.BlockHeight(), Jobs: map[string]uint64{}, Nodes: map[string]uint64{}}
-	for st := int32(1); markettypes.JobStatus_name[st] != ""; st++ {
-		it, err := app.MarketKeeper.Jobs.Indexes.ByStatus.MatchExact(ctx, st)
-		if err != nil {
-			return s, err
-		}
-		s.Jobs[markettypes.JobStatus_name[st]] = count(it)
+	jobs, err := marketkeeper.NewQueryServerImpl(app.MarketKeeper).JobCounts(ctx, &markettypes.QueryJobCountsRequest{})
+	if err != nil {
+		return s, err
+	}
+	for st, n := range map[markettypes.JobStatus]uint64{
+		markettypes.JOB_STATUS_BIDDING: jobs.Counts.Bidding, markettypes.JOB_STATUS_ACTIVE: jobs.Counts.Active,
+		markettypes.JOB_STATUS_COMPLETED: jobs.Counts.Completed, markettypes.JOB_STATUS_FAILED: jobs.Counts.Failed,
+		markettypes.JOB_STATUS_CANCELLED: jobs.Counts.Cancelled,
+	} {
+		s.Jobs[st.String()] = n
 	}
 	for st := int32(1); gfltypes.NodeStatus_name[st] != ""; st++ {
 		it, err := app.GFLKeeper.Nodes.Indexes.ByStatus.MatchExact(ctx, st)

@@ -11,6 +11,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"cosmossdk.io/collections"
+
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 	"github.com/cosmos/cosmos-sdk/types/query"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/flopsnet/flops/testutil/apptest"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -109,29 +112,36 @@ func TestNodeMetricsFollowAJob(t *testing.T) {
 	require.Greater(t, n, 20)
 }
 
-// TestMetricsScrapeIsNotHeldToTheQueryGasLimit: the metrics' gauges count every job by
+// TestMetricsScrapeIsNotHeldToTheQueryGasLimit: the metrics' gauges count every node by
 // status through a query context, and a query context's gas meter stops at the node's
 // query-gas-limit with a panic. In a scrape (Collect, on the Prometheus handler's
-// goroutines) that panic would end the node once its jobs outnumbered what one query may
-// read: about 700,000 at chain.DefaultQueryGasLimit, here 1,000 at a limit of 20,000. The
-// scrape is the operator's own read: the same count asked as a query is refused, and the
-// scrape still counts every job.
+// goroutines) that panic would end the node once its nodes (or, before the job counts of
+// store version 9, its jobs) outnumbered what one query may read: about 700,000 at
+// chain.DefaultQueryGasLimit, here 1,000 at a limit of 20,000. The scrape is the
+// operator's own read: the same count asked as a query is refused, and the scrape still
+// counts every node, and every job from the market's counts.
 func TestMetricsScrapeIsNotHeldToTheQueryGasLimit(t *testing.T) {
-	const jobs = 1000
-	a := apptest.New(t, apptest.WithAccounts("client"), apptest.WithQueryGasLimit(20_000))
-	owner := a.Account("client").Address.String()
+	const n = 1000
+	a := apptest.New(t, apptest.WithAccounts("client", "op"), apptest.WithQueryGasLimit(20_000))
+	owner, op := a.Account("client").Address.String(), a.Account("op").Address.String()
 	a.Prepare(func(ctx sdk.Context) {
-		for id := uint64(1); id <= jobs; id++ {
+		for id := uint64(1); id <= n; id++ {
 			require.NoError(t, a.MarketKeeper.Jobs.Set(ctx, id, markettypes.Job{Id: id, Owner: owner, Status: markettypes.JOB_STATUS_ACTIVE}))
 			require.NoError(t, a.MarketKeeper.JobSpecs.Set(ctx, id, markettypes.JobSpec{}))
+			require.NoError(t, a.GFLKeeper.Nodes.Set(ctx, id, gfltypes.Node{Id: id, Operator: op, Status: gfltypes.NODE_STATUS_ACTIVE, GpuClass: "A100-40GB"}))
 		}
+		// as n submissions leave the ids (the jobs above the job counts' next_job_id are
+		// counted as active)
+		_, nextTask, err := a.MarketKeeper.PeekIDs(ctx)
+		require.NoError(t, err)
+		require.NoError(t, a.MarketKeeper.IDs.Set(ctx, collections.Join(uint64(n+1), nextTask)))
 	})
 	a.NextBlock()
 
 	// as a query, the count is over the limit
-	bz, err := (&markettypes.QueryJobsByStatusRequest{Status: markettypes.JOB_STATUS_ACTIVE, Pagination: &query.PageRequest{Limit: 1, CountTotal: true}}).Marshal()
+	bz, err := (&gfltypes.QueryNodesByStatusRequest{Status: gfltypes.NODE_STATUS_ACTIVE, Pagination: &query.PageRequest{Limit: 1, CountTotal: true}}).Marshal()
 	require.NoError(t, err)
-	res, err := a.Query(context.Background(), &abci.RequestQuery{Path: "/flops.market.v1.Query/JobsByStatus", Data: bz})
+	res, err := a.Query(context.Background(), &abci.RequestQuery{Path: "/flops.gfl.v1.Query/NodesByStatus", Data: bz})
 	require.NoError(t, err)
 	require.Equal(t, sdkerrors.ErrPanic.ABCICode(), res.Code, "the count as a query: %s", res.Log)
 
@@ -139,21 +149,28 @@ func TestMetricsScrapeIsNotHeldToTheQueryGasLimit(t *testing.T) {
 	ch := make(chan prometheus.Metric, 256)
 	require.NotPanics(t, func() { a.Metrics().Collect(ch) }, "a scrape")
 	close(ch)
-	active, failures := -1.0, -1.0
+	active, nodes, failures := -1.0, -1.0, -1.0
+	labelled := func(d *dto.Metric, value string) bool {
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "status" && l.GetValue() == value {
+				return true
+			}
+		}
+		return false
+	}
 	for m := range ch {
 		var d dto.Metric
 		require.NoError(t, m.Write(&d))
 		switch desc := m.Desc().String(); {
-		case strings.Contains(desc, `"flops_market_jobs"`):
-			for _, l := range d.GetLabel() {
-				if l.GetName() == "status" && l.GetValue() == markettypes.JOB_STATUS_ACTIVE.String() {
-					active = d.GetGauge().GetValue()
-				}
-			}
+		case strings.Contains(desc, `"flops_market_jobs"`) && labelled(&d, markettypes.JOB_STATUS_ACTIVE.String()):
+			active = d.GetGauge().GetValue()
+		case strings.Contains(desc, `"flops_gfl_nodes"`) && labelled(&d, gfltypes.NODE_STATUS_ACTIVE.String()):
+			nodes = d.GetGauge().GetValue()
 		case strings.Contains(desc, `"flops_state_read_failures_total"`):
 			failures = d.GetCounter().GetValue()
 		}
 	}
-	require.Equal(t, float64(jobs), active, "active jobs counted by the scrape")
+	require.Equal(t, float64(n), nodes, "active nodes counted by the scrape")
+	require.Equal(t, float64(n), active, "active jobs, from the job counts")
 	require.Zero(t, failures, "scrapes whose state could not be read")
 }

@@ -282,21 +282,28 @@ test("a node that does not answer is said so, and retried with backoff", async (
 
 test("a figure the node refuses to read leaves the rest of the network view", async () => {
   // On a big chain the node stops a query that reads a whole table at its gas limit
-  // (flopsd's query-gas-limit): the queue's scan of tasks, the counts of jobs by status, and
-  // the recent jobs (each with its spec) over which the time to assignment is measured.
-  // Its answer is played here on the real node's responses: ABCI code 111222, as
-  // tests/integration TestWholeTableScanStopsAtQueryGasLimit has the node give it.
-  const refused = new Set(["/flops.market.v1.Query/Tasks", "/flops.market.v1.Query/JobsByStatus", "/flops.market.v1.Query/Jobs"]);
+  // (flopsd's query-gas-limit): the queue's scan of tasks and the recent jobs (each with
+  // its spec) over which the time to assignment is measured. Its answer is played here on
+  // the real node's responses: ABCI code 111222, as tests/integration
+  // TestWholeTableScanStopsAtQueryGasLimit has the node give it. The job counts are one
+  // record (JobCounts), which a node from before store version 9 does not serve: its
+  // answer, an unknown query path, is played too.
+  const refused = new Set(["/flops.market.v1.Query/Tasks", "/flops.market.v1.Query/Jobs"]);
+  const unknown = "/flops.market.v1.Query/JobCounts";
   const big = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   let refusals = 0;
   await big.route(
     (url) => url.pathname === "/" || url.pathname === "",
     async (route) => {
       const body = route.request().postDataJSON?.();
-      if (route.request().method() !== "POST" || body?.method !== "abci_query" || !refused.has(body.params?.path)) return route.continue();
+      const path = body?.params?.path;
+      if (route.request().method() !== "POST" || body?.method !== "abci_query" || !(refused.has(path) || path === unknown)) return route.continue();
       const res = await route.fetch();
       const json = await res.json();
-      json.result.response = { ...json.result.response, code: 111222, codespace: "sdk", log: "{ValuePerByte}: panic", value: null };
+      json.result.response =
+        path === unknown
+          ? { ...json.result.response, code: 6, codespace: "sdk", log: "unknown query path: unknown request", value: null }
+          : { ...json.result.response, code: 111222, codespace: "sdk", log: "{ValuePerByte}: panic", value: null };
       refusals++;
       return route.fulfill({ response: res, json });
     },
@@ -307,7 +314,7 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   assert.equal(await big.getByTestId("gfl-index").textContent(), dps(power.totalGflops).replace(" DPS", " GFL"), "the rest of the view is the chain's");
   assert.equal(await big.getByTestId("pending-tasks").textContent(), "—");
   assert.match(await big.getByTestId("pending-refused").textContent(), /The node would not count the tasks waiting .*Query failed with \(111222\): \{ValuePerByte\}: panic/);
-  assert.match(await big.getByTestId("jobs-refused").textContent(), /The node would not count the jobs .*Query failed with \(111222\)/);
+  assert.match(await big.getByTestId("jobs-refused").textContent(), /The node would not count the jobs \(a node from before the job counts does not serve them\): Query failed with \(6\): unknown query path/);
   assert.match(await big.getByTestId("recent-refused").textContent(), /The node would not read the recent jobs .*Query failed with \(111222\)/);
   assert.equal(await big.getByRole("alert").count(), 0, "no error for the view as a whole");
   assert.ok(refusals >= 3, `the node's refusals were played (${refusals})`);

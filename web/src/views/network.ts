@@ -2,10 +2,12 @@
 // status, jobs by status, the queue (pending tasks) and time to assignment, emission per
 // epoch, halving progress and the reward pool.
 //
-// Two of its figures read a whole table: the queue scans tasks for the pending ones, and
-// jobs by status are counted. On a big chain a node stops such a query at its gas limit
-// (flopsd's query-gas-limit); the view then says which figure the node would not give
-// and shows the rest.
+// Two of its figures read much of a table: the queue scans tasks for the pending ones,
+// and the time to assignment reads the 20 newest jobs with their specs. On a big chain a
+// node stops such a query at its gas limit (flopsd's query-gas-limit); the view then
+// says which figure the node would not give and shows the rest. Jobs by status are the
+// chain's counts (JobCounts), one record; a node that does not answer it (an older one)
+// is said so the same way.
 import { html } from "lit";
 import { gflTypes, marketTypes } from "@flopsnet/client";
 
@@ -76,19 +78,18 @@ export class NetworkView extends View {
       // what a node lets one query read, so a refusal leaves the rest of the view
       refusable(q.market.Jobs({ status: marketTypes.JobStatus.JOB_STATUS_UNSPECIFIED, pagination: page(20, { reverse: true }) })),
     ]);
-    const statuses = [
-      marketTypes.JobStatus.JOB_STATUS_BIDDING,
-      marketTypes.JobStatus.JOB_STATUS_ACTIVE,
-      marketTypes.JobStatus.JOB_STATUS_COMPLETED,
-      marketTypes.JobStatus.JOB_STATUS_FAILED,
-      marketTypes.JobStatus.JOB_STATUS_CANCELLED,
-    ];
+    // the chain's counts (one record, however many jobs it holds)
     const jobs = await refusable(
-      Promise.all(
-        statuses.map(async (s) => {
-          const r = await q.market.JobsByStatus({ status: s, pagination: page(1, { countTotal: true }) });
-          return { label: jobStatus(s), value: Number(r.pagination?.total ?? 0n) };
-        }),
+      q.market.JobCounts({}).then(({ counts: c }) =>
+        (
+          [
+            [marketTypes.JobStatus.JOB_STATUS_BIDDING, c?.bidding],
+            [marketTypes.JobStatus.JOB_STATUS_ACTIVE, c?.active],
+            [marketTypes.JobStatus.JOB_STATUS_COMPLETED, c?.completed],
+            [marketTypes.JobStatus.JOB_STATUS_FAILED, c?.failed],
+            [marketTypes.JobStatus.JOB_STATUS_CANCELLED, c?.cancelled],
+          ] as const
+        ).map(([s, n]) => ({ label: jobStatus(s), value: Number(n ?? 0n) })),
       ),
     );
     // Time to assignment, in blocks, over the tasks of the 20 newest jobs.
@@ -162,7 +163,7 @@ export class NetworkView extends View {
               <flops-bars label="Active nodes by region" .items=${d.byRegion}></flops-bars>
               <flops-bars label="Nodes by status" .items=${d.byStatus}></flops-bars>
               ${isRefused(d.jobs)
-                ? html`<figure><figcaption>Jobs by status</figcaption>${this.refusal("jobs-refused", "count the jobs", d.jobs)}</figure>`
+                ? html`<figure><figcaption>Jobs by status</figcaption>${this.refusal("jobs-refused", "count the jobs", d.jobs, "a node from before the job counts does not serve them")}</figure>`
                 : html`<flops-bars label="Jobs by status" .items=${d.jobs}></flops-bars>`}
               <flops-bars label="Verified GFLOP/s by workload" .items=${d.byWorkload}></flops-bars>
             </div>`
@@ -170,9 +171,9 @@ export class NetworkView extends View {
     </section>`;
   }
 
-  /** refusal says that the node would not give a figure, and why. */
-  private refusal(testId: string, what: string, r: Refused) {
-    return html`<p class="muted" data-testid=${testId}>The node would not ${what} (a big chain's query can pass the node's gas limit): ${r.refused}</p>`;
+  /** refusal says that the node would not give a figure, and why (why: what may have caused it). */
+  private refusal(testId: string, what: string, r: Refused, why = "a big chain's query can pass the node's gas limit") {
+    return html`<p class="muted" data-testid=${testId}>The node would not ${what} (${why}): ${r.refused}</p>`;
   }
 
   private halvingBar(last: Date, next: Date) {
