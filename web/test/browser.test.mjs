@@ -84,6 +84,10 @@ test("the network view shows the chain's GFL index", async () => {
   );
   assert.ok(power.totalGflops > 0n, "the localnet has verified power");
   await page.getByText("Jobs by status").waitFor();
+  // the demo's tasks were assigned: the time to assignment, from the newest tasks
+  await page.getByText(/assigned after \d+ blocks \(median\), \d+ at most, over [1-9]\d* recent tasks/).waitFor({ timeout: 15_000 });
+  const { counts } = await q.market.JobCounts({});
+  assert.ok(counts.completed > 0n, "the demo's jobs completed");
   await page.screenshot({ path: `${OUT}/network.png`, fullPage: true });
 });
 
@@ -282,13 +286,13 @@ test("a node that does not answer is said so, and retried with backoff", async (
 
 test("a figure the node refuses to read leaves the rest of the network view", async () => {
   // On a big chain the node stops a query that reads a whole table at its gas limit
-  // (flopsd's query-gas-limit): the queue's scan of tasks and the recent jobs (each with
-  // its spec) over which the time to assignment is measured. Its answer is played here on
+  // (flopsd's query-gas-limit): the queue's scan of tasks. Its answer is played here on
   // the real node's responses: ABCI code 111222, as tests/integration
-  // TestWholeTableScanStopsAtQueryGasLimit has the node give it. The job counts are one
+  // TestWholeTableScanStopsAtQueryGasLimit has the node give it, for every Tasks query,
+  // so the newest tasks (the time to assignment) are refused too. The job counts are one
   // record (JobCounts), which a node from before store version 9 does not serve: its
   // answer, an unknown query path, is played too.
-  const refused = new Set(["/flops.market.v1.Query/Tasks", "/flops.market.v1.Query/Jobs"]);
+  const refused = new Set(["/flops.market.v1.Query/Tasks"]);
   const unknown = "/flops.market.v1.Query/JobCounts";
   const big = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   let refusals = 0;
@@ -315,7 +319,7 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   assert.equal(await big.getByTestId("pending-tasks").textContent(), "—");
   assert.match(await big.getByTestId("pending-refused").textContent(), /The node would not count the tasks waiting .*Query failed with \(111222\): \{ValuePerByte\}: panic/);
   assert.match(await big.getByTestId("jobs-refused").textContent(), /The node would not count the jobs \(a node from before the job counts does not serve them\): Query failed with \(6\): unknown query path/);
-  assert.match(await big.getByTestId("recent-refused").textContent(), /The node would not read the recent jobs .*Query failed with \(111222\)/);
+  assert.match(await big.getByTestId("recent-refused").textContent(), /The node would not read the recent tasks \(for the time to assignment\) .*Query failed with \(111222\)/);
   assert.equal(await big.getByRole("alert").count(), 0, "no error for the view as a whole");
   assert.ok(refusals >= 3, `the node's refusals were played (${refusals})`);
   await big.screenshot({ path: `${OUT}/network-refused.png`, fullPage: true });

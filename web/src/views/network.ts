@@ -2,12 +2,11 @@
 // status, jobs by status, the queue (pending tasks) and time to assignment, emission per
 // epoch, halving progress and the reward pool.
 //
-// Two of its figures read much of a table: the queue scans tasks for the pending ones,
-// and the time to assignment reads the 20 newest jobs with their specs. On a big chain a
-// node stops such a query at its gas limit (flopsd's query-gas-limit); the view then
-// says which figure the node would not give and shows the rest. Jobs by status are the
-// chain's counts (JobCounts), one record; a node that does not answer it (an older one)
-// is said so the same way.
+// One of its figures reads a whole table: the queue scans tasks for the pending ones. On
+// a big chain a node stops such a query at its gas limit (flopsd's query-gas-limit); the
+// view then says which figure the node would not give and shows the rest. The time to
+// assignment reads the 200 newest tasks, and jobs by status are the chain's counts
+// (JobCounts, one record); a node that does not answer either is said so the same way.
 import { html } from "lit";
 import { gflTypes, marketTypes } from "@flopsnet/client";
 
@@ -27,7 +26,7 @@ interface NetworkData {
   jobs: { label: string; value: number }[] | Refused;
   pendingTasks: number | Refused;
   assignBlocks?: { median: number; max: number; n: number };
-  /** the node's refusal of the recent jobs, over which assignBlocks is measured */
+  /** the node's refusal of the recent tasks, over which assignBlocks is measured */
   recentRefused?: Refused;
   epochs: number[];
   gflByEpoch: Series[];
@@ -64,7 +63,7 @@ export class NetworkView extends View {
 
   protected async load(): Promise<void> {
     const q = this.chain.q;
-    const [power, nodes, era, pool, emissions, pending, recentJobs] = await Promise.all([
+    const [power, nodes, era, pool, emissions, pending, recentTasks] = await Promise.all([
       q.gfl.NetworkPower({}),
       all(async (p) => {
         const r = await q.gfl.Nodes({ pagination: p });
@@ -74,9 +73,10 @@ export class NetworkView extends View {
       q.dps.Pool({}),
       q.dps.Emissions({ pagination: page(100, { reverse: true }) }),
       refusable(q.market.Tasks({ status: marketTypes.TaskStatus.TASK_STATUS_PENDING, pagination: page(1000) })),
-      // each job comes with its spec (up to about 670 KB): 20 of the largest are most of
-      // what a node lets one query read, so a refusal leaves the rest of the view
-      refusable(q.market.Jobs({ status: marketTypes.JobStatus.JOB_STATUS_UNSPECIFIED, pagination: page(20, { reverse: true }) })),
+      // the newest tasks, for the time to assignment: each says when it last became
+      // pending and when it was assigned (the jobs, each with its spec of up to about
+      // 670 KB, are not read)
+      refusable(q.market.Tasks({ status: marketTypes.TaskStatus.TASK_STATUS_UNSPECIFIED, pagination: page(200, { reverse: true }) })),
     ]);
     // the chain's counts (one record, however many jobs it holds)
     const jobs = await refusable(
@@ -92,16 +92,11 @@ export class NetworkView extends View {
         ).map(([s, n]) => ({ label: jobStatus(s), value: Number(n ?? 0n) })),
       ),
     );
-    // Time to assignment, in blocks, over the tasks of the 20 newest jobs.
-    const waits = (
-      await Promise.all(
-        (isRefused(recentJobs) ? [] : recentJobs.jobs).map(async (job) => {
-          const tasks = await q.market.TasksByJob({ jobId: job.id, pagination: page(100) });
-          return tasks.tasks.filter((t) => t.assignedHeight > 0n).map((t) => Number(t.assignedHeight - job.submittedHeight));
-        }),
-      )
-    )
-      .flat()
+    // Time to assignment, in blocks, over the newest tasks that were assigned (from when
+    // each last became pending: its submission, or its node's giving it back).
+    const waits = (isRefused(recentTasks) ? [] : recentTasks.tasks)
+      .filter((t) => t.pendingHeight > 0n && t.assignedHeight >= t.pendingHeight)
+      .map((t) => Number(t.assignedHeight - t.pendingHeight))
       .sort((a, b) => a - b);
     const dists = [...emissions.distributions].sort((a, b) => Number(a.epoch - b.epoch));
     const active = nodes.filter((n) => n.status === gflTypes.NodeStatus.NODE_STATUS_ACTIVE);
@@ -114,7 +109,7 @@ export class NetworkView extends View {
       byStatus: count(nodes, (n) => nodeStatus(n.status)),
       jobs,
       pendingTasks: isRefused(pending) ? pending : pending.tasks.length,
-      recentRefused: isRefused(recentJobs) ? recentJobs : undefined,
+      recentRefused: isRefused(recentTasks) ? recentTasks : undefined,
       assignBlocks: waits.length
         ? { median: waits[Math.floor(waits.length / 2)], max: waits[waits.length - 1], n: waits.length }
         : undefined,
@@ -148,7 +143,7 @@ export class NetworkView extends View {
                 <p class="muted">tasks waiting for a node${d.assignBlocks
                   ? html`; assigned after ${d.assignBlocks.median} blocks (median), ${d.assignBlocks.max} at most, over ${d.assignBlocks.n} recent tasks`
                   : ""}</p>
-                ${d.recentRefused ? this.refusal("recent-refused", "read the recent jobs (for the time to assignment)", d.recentRefused) : ""}</div>
+                ${d.recentRefused ? this.refusal("recent-refused", "read the recent tasks (for the time to assignment)", d.recentRefused) : ""}</div>
               <div class="card"><h3>Reward pool</h3><p class="big">${dps(d.pool)}</p><p class="muted">${dps(d.owed)} owed to providers</p></div>
               <div class="card"><h3>Emission era</h3><p class="big">${d.era}</p>
                 <p class="muted">rate ${dec(d.rate, 2)} DPS per GFL${d.nextHalving ? html`; next halving by ${d.nextHalving.toISOString().slice(0, 10)}` : ""}${d.lastHalving
