@@ -229,14 +229,7 @@ func TestClientSeesItsPoolsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 	})
 	a.NextBlock()
 
-	ask := func(path string, req interface{ Marshal() ([]byte, error) }) *abci.ResponseQuery {
-		t.Helper()
-		bz, err := req.Marshal()
-		require.NoError(t, err)
-		res, err := a.Query(context.Background(), &abci.RequestQuery{Path: path, Data: bz})
-		require.NoError(t, err)
-		return res
-	}
+	ask := func(path string, req interface{ Marshal() ([]byte, error) }) *abci.ResponseQuery { return abciQuery(t, a, path, req) }
 	// the dashboard's read before, over ABCI as the dashboard queries
 	old := ask("/flops.market.v1.Query/Pools", &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Limit: 500, Reverse: true}})
 	require.Equal(t, sdkerrors.ErrPanic.ABCICode(), old.Code, "refused at the query gas limit: %s", old.Log)
@@ -311,4 +304,103 @@ func completedJobs(t *testing.T, a *apptest.App, ctx sdk.Context, owner string, 
 	}
 	require.NoError(t, k.IDs.Set(ctx, collections.Join(next+n, nextTask)))
 	require.NoError(t, marketkeeper.NewMigrator(k).Migrate8to9(ctx))
+}
+
+// abciQuery asks the app a query over ABCI, as the dashboard and CosmJS clients do.
+func abciQuery(t *testing.T, a *apptest.App, path string, req interface{ Marshal() ([]byte, error) }) *abci.ResponseQuery {
+	t.Helper()
+	bz, err := req.Marshal()
+	require.NoError(t, err)
+	res, err := a.Query(context.Background(), &abci.RequestQuery{Path: path, Data: bz})
+	require.NoError(t, err)
+	return res
+}
+
+// TestClientListsItsJobsOfTheLargestSpecs: the client view lists the client's 50 newest
+// jobs, and each came with its spec. The largest legal spec (maximalJob) is hundreds of
+// kilobytes, so a client whose jobs are that large had its list refused by the node
+// (chain.DefaultQueryGasLimit) from a few dozen of them, and the view failed; the same
+// for anyone's page of every job or of a status, where a stranger's large jobs are the
+// page. The lists now take omit_spec, which reads the jobs' records only, and the views
+// ask for it.
+func TestClientListsItsJobsOfTheLargestSpecs(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("client"))
+	owner := a.Account("client").Address.String()
+	spec := maximalJob(t, a) // and its command and environment at their longest too
+	for i := range spec.Command {
+		spec.Command[i] = fmt.Sprintf("%03d", i) + strings.Repeat("c", markettypes.MaxArgLen-3)
+	}
+	for i := range spec.Env {
+		spec.Env[i].Value = strings.Repeat("v", markettypes.MaxEnvValueLen)
+	}
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	require.NoError(t, spec.Validate(p, a.BlockTime()), "the largest spec is legal")
+	size := spec.Size()
+	n := int(chain.DefaultQueryGasLimit/uint64(3*size)) + 2 // read at 3 gas a byte: the page passes the limit
+	require.Less(t, n, 50, "fewer than the view's page")
+	a.Prepare(func(ctx sdk.Context) { // as n of the client's MsgSubmitJob leave them
+		k := a.MarketKeeper
+		next, nextTask, err := k.PeekIDs(ctx)
+		require.NoError(t, err)
+		for id := next; id < next+uint64(n); id++ {
+			require.NoError(t, k.JobSpecs.Set(ctx, id, spec))
+			require.NoError(t, k.Jobs.Set(ctx, id, markettypes.Job{Id: id, Owner: owner, Status: markettypes.JOB_STATUS_ACTIVE,
+				Escrow: sdkmath.NewInt(1_000), ClearingPrice: sdkmath.ZeroInt(), VerificationLeft: sdkmath.ZeroInt(), SubmittedHeight: ctx.BlockHeight()}))
+		}
+		require.NoError(t, k.IDs.Set(ctx, collections.Join(next+uint64(n), nextTask)))
+	})
+	a.NextBlock()
+	t.Logf("%d jobs of %d bytes of spec each", n, size)
+
+	page := &query.PageRequest{Limit: 50, Reverse: true}
+	lists := []struct {
+		path      string
+		with, not interface{ Marshal() ([]byte, error) }
+		jobs      func([]byte) []markettypes.Job
+	}{
+		{"/flops.market.v1.Query/JobsByOwner",
+			&markettypes.QueryJobsByOwnerRequest{Owner: owner, Pagination: page},
+			&markettypes.QueryJobsByOwnerRequest{Owner: owner, Pagination: page, OmitSpec: true},
+			func(bz []byte) []markettypes.Job {
+				var r markettypes.QueryJobsByOwnerResponse
+				require.NoError(t, r.Unmarshal(bz))
+				return r.Jobs
+			}},
+		{"/flops.market.v1.Query/JobsByStatus",
+			&markettypes.QueryJobsByStatusRequest{Status: markettypes.JOB_STATUS_ACTIVE, Pagination: page},
+			&markettypes.QueryJobsByStatusRequest{Status: markettypes.JOB_STATUS_ACTIVE, Pagination: page, OmitSpec: true},
+			func(bz []byte) []markettypes.Job {
+				var r markettypes.QueryJobsByStatusResponse
+				require.NoError(t, r.Unmarshal(bz))
+				return r.Jobs
+			}},
+		{"/flops.market.v1.Query/Jobs",
+			&markettypes.QueryJobsRequest{Pagination: page},
+			&markettypes.QueryJobsRequest{Pagination: page, OmitSpec: true},
+			func(bz []byte) []markettypes.Job {
+				var r markettypes.QueryJobsResponse
+				require.NoError(t, r.Unmarshal(bz))
+				return r.Jobs
+			}},
+	}
+	for _, l := range lists {
+		old := abciQuery(t, a, l.path, l.with)
+		require.Equal(t, sdkerrors.ErrPanic.ABCICode(), old.Code, "%s with the specs: refused at the query gas limit: %s", l.path, old.Log)
+		res := abciQuery(t, a, l.path, l.not)
+		require.Zero(t, res.Code, "%s without the specs: %s", l.path, res.Log)
+		jobs := l.jobs(res.Value)
+		require.Len(t, jobs, n, l.path)
+		for i, j := range jobs {
+			require.Equal(t, uint64(n-i), j.Id, "%s: newest first", l.path)
+			require.Equal(t, owner, j.Owner)
+			require.Equal(t, (&markettypes.JobSpec{}).Size(), j.Spec.Size(), "%s: job %d without its spec", l.path, j.Id)
+		}
+	}
+	// one job with its spec is still one query away
+	one := abciQuery(t, a, "/flops.market.v1.Query/Job", &markettypes.QueryJobRequest{JobId: 1})
+	require.Zero(t, one.Code, one.Log)
+	var job markettypes.QueryJobResponse
+	require.NoError(t, job.Unmarshal(one.Value))
+	require.Equal(t, size, job.Job.Spec.Size())
 }

@@ -20,15 +20,17 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 		}
 		return out
 	}
+	// the job lists' --omit-spec
+	omitSpec := map[string]*autocliv1.FlagOptions{"omit_spec": {Usage: "list the jobs without their specs (a page of large specs can pass the node's query gas limit; job <id> shows one)"}}
 	return &autocliv1.ModuleOptions{
 		Query: &autocliv1.ServiceCommandDescriptor{
 			Service: "flops.market.v1.Query",
 			RpcCommandOptions: []*autocliv1.RpcCommandOptions{
 				{RpcMethod: "Params", Use: "params", Short: "Show the x/market parameters"},
 				{RpcMethod: "Job", Use: "job <job-id>", Short: "Show a job: spec, status, escrow", PositionalArgs: args("job_id")},
-				{RpcMethod: "Jobs", Use: "jobs", Short: "List every job, or with --status those in a status", Example: "flopsd q market jobs --status JOB_STATUS_ACTIVE --limit 20"},
-				{RpcMethod: "JobsByOwner", Use: "jobs-by-owner <owner>", Short: "List an owner's jobs", PositionalArgs: args("owner")},
-				{RpcMethod: "JobsByStatus", Use: "jobs-by-status <status>", Short: "List the jobs in a status", Example: "flopsd q market jobs-by-status JOB_STATUS_ACTIVE", PositionalArgs: args("status")},
+				{RpcMethod: "Jobs", Use: "jobs", Short: "List every job, or with --status those in a status", Example: "flopsd q market jobs --status JOB_STATUS_ACTIVE --omit-spec --page-limit 20", FlagOptions: omitSpec},
+				{RpcMethod: "JobsByOwner", Use: "jobs-by-owner <owner>", Short: "List an owner's jobs", PositionalArgs: args("owner"), FlagOptions: omitSpec},
+				{RpcMethod: "JobsByStatus", Use: "jobs-by-status <status>", Short: "List the jobs in a status", Example: "flopsd q market jobs-by-status JOB_STATUS_ACTIVE", PositionalArgs: args("status"), FlagOptions: omitSpec},
 				{RpcMethod: "JobCounts", Use: "job-counts", Short: "Count the jobs held in each status"},
 				{RpcMethod: "Task", Use: "task <task-id>", Short: "Show a task", PositionalArgs: args("task_id")},
 				{RpcMethod: "Tasks", Use: "all-tasks", Short: "List every task, or with --status those in a status", Example: "flopsd q market all-tasks --status TASK_STATUS_RUNNING"},

@@ -46,18 +46,37 @@ func (q queryServer) Job(ctx context.Context, req *types.QueryJobRequest) (*type
 // with its spec, and its history_len set to the whole history length (the record's
 // count and the entries added since), never to be saved.
 func (k Keeper) viewJob(ctx context.Context, id uint64) (types.Job, error) {
-	j, err := k.GetJob(ctx, id)
-	if err != nil {
+	return k.listedJob(ctx, id, false)
+}
+
+// listedJob is viewJob, or with omitSpec the job without its spec, which is not read.
+func (k Keeper) listedJob(ctx context.Context, id uint64, omitSpec bool) (types.Job, error) {
+	if !omitSpec {
+		j, err := k.GetJob(ctx, id)
+		if err != nil {
+			return j, err
+		}
+		return k.viewRecord(ctx, j)
+	}
+	j, err := k.Jobs.Get(ctx, id) // the record, stored without its spec (saveJob)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return j, errorsmod.Wrapf(types.ErrJobNotFound, "job %d", id)
+	} else if err != nil {
 		return j, err
 	}
+	return k.viewRecord(ctx, j)
+}
+
+// viewRecord sets a job's history_len to the whole history length, for a query.
+func (k Keeper) viewRecord(ctx context.Context, j types.Job) (types.Job, error) {
 	n, err := k.historyLen(ctx, j)
 	j.HistoryLen = n
 	return j, err
 }
 
-func jobsOf[R any](ctx context.Context, k Keeper) func(collections.Pair[R, uint64], collections.NoValue) (types.Job, error) {
+func jobsOf[R any](ctx context.Context, k Keeper, omitSpec bool) func(collections.Pair[R, uint64], collections.NoValue) (types.Job, error) {
 	return func(key collections.Pair[R, uint64], _ collections.NoValue) (types.Job, error) {
-		return k.viewJob(ctx, key.K2())
+		return k.listedJob(ctx, key.K2(), omitSpec)
 	}
 }
 
@@ -73,13 +92,16 @@ func (q queryServer) Jobs(ctx context.Context, req *types.QueryJobsRequest) (*ty
 		return nil, status.Error(codes.InvalidArgument, "empty request")
 	}
 	if req.Status != types.JOB_STATUS_UNSPECIFIED {
-		res, err := q.JobsByStatus(ctx, &types.QueryJobsByStatusRequest{Status: req.Status, Pagination: req.Pagination})
+		res, err := q.JobsByStatus(ctx, &types.QueryJobsByStatusRequest{Status: req.Status, Pagination: req.Pagination, OmitSpec: req.OmitSpec})
 		if err != nil {
 			return nil, err
 		}
 		return &types.QueryJobsResponse{Jobs: res.Jobs, Pagination: res.Pagination}, nil
 	}
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs, req.Pagination, func(id uint64, _ types.Job) (types.Job, error) {
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs, req.Pagination, func(id uint64, j types.Job) (types.Job, error) {
+		if req.OmitSpec {
+			return q.k.viewRecord(ctx, j) // the record read, without its spec
+		}
 		return q.k.viewJob(ctx, id)
 	})
 	if err != nil {
@@ -124,7 +146,7 @@ func (q queryServer) JobsByOwner(ctx context.Context, req *types.QueryJobsByOwne
 	if err != nil {
 		return nil, err
 	}
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByOwner, req.Pagination, jobsOf[sdk.AccAddress](ctx, q.k),
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByOwner, req.Pagination, jobsOf[sdk.AccAddress](ctx, q.k, req.OmitSpec),
 		query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](owner))
 	if err != nil {
 		return nil, err
@@ -140,7 +162,7 @@ func (q queryServer) JobsByStatus(ctx context.Context, req *types.QueryJobsBySta
 	if _, ok := types.JobStatus_name[int32(req.Status)]; !ok || req.Status == types.JOB_STATUS_UNSPECIFIED {
 		return nil, status.Errorf(codes.InvalidArgument, "status %d: not a job status", req.Status)
 	}
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k),
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k, req.OmitSpec),
 		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(req.Status)))
 	if err != nil {
 		return nil, err
@@ -150,7 +172,8 @@ func (q queryServer) JobsByStatus(ctx context.Context, req *types.QueryJobsBySta
 
 // OpenAuctions pages through the jobs taking bids.
 func (q queryServer) OpenAuctions(ctx context.Context, req *types.QueryOpenAuctionsRequest) (*types.QueryOpenAuctionsResponse, error) {
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k),
+	// with their specs: a provider prices a job from its spec
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k, false),
 		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(types.JOB_STATUS_BIDDING)))
 	if err != nil {
 		return nil, err

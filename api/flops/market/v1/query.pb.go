@@ -1033,7 +1033,11 @@ type QueryJobsByOwnerRequest struct {
 	// owner address.
 	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
 	// pagination over the jobs.
-	Pagination    *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	Pagination *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	// omit_spec: the jobs without their specs (empty), which are not read, so that a
+	// page costs the same whatever the jobs' specs (each up to about 670 KB: 25 of the
+	// largest pass a node's query gas limit). Job returns a job with its spec.
+	OmitSpec      bool `protobuf:"varint,3,opt,name=omit_spec,json=omitSpec,proto3" json:"omit_spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1080,6 +1084,13 @@ func (x *QueryJobsByOwnerRequest) GetPagination() *v1beta1.PageRequest {
 		return x.Pagination
 	}
 	return nil
+}
+
+func (x *QueryJobsByOwnerRequest) GetOmitSpec() bool {
+	if x != nil {
+		return x.OmitSpec
+	}
+	return false
 }
 
 // QueryJobsByOwnerResponse lists jobs.
@@ -1143,7 +1154,11 @@ type QueryJobsByStatusRequest struct {
 	// status of the jobs.
 	Status JobStatus `protobuf:"varint,1,opt,name=status,proto3,enum=flops.market.v1.JobStatus" json:"status,omitempty"`
 	// pagination over the jobs.
-	Pagination    *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	Pagination *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	// omit_spec: the jobs without their specs (empty), which are not read, so that a
+	// page costs the same whatever the jobs' specs (each up to about 670 KB: 25 of the
+	// largest pass a node's query gas limit). Job returns a job with its spec.
+	OmitSpec      bool `protobuf:"varint,3,opt,name=omit_spec,json=omitSpec,proto3" json:"omit_spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1190,6 +1205,13 @@ func (x *QueryJobsByStatusRequest) GetPagination() *v1beta1.PageRequest {
 		return x.Pagination
 	}
 	return nil
+}
+
+func (x *QueryJobsByStatusRequest) GetOmitSpec() bool {
+	if x != nil {
+		return x.OmitSpec
+	}
+	return false
 }
 
 // QueryJobsByStatusResponse lists jobs.
@@ -1348,7 +1370,11 @@ type QueryJobsRequest struct {
 	// /jobs/by_status/{status} takes the name.
 	Status JobStatus `protobuf:"varint,1,opt,name=status,proto3,enum=flops.market.v1.JobStatus" json:"status,omitempty"`
 	// pagination over the jobs.
-	Pagination    *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	Pagination *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	// omit_spec: the jobs without their specs (empty), which are not read, so that a
+	// page costs the same whatever the jobs' specs (each up to about 670 KB: 25 of the
+	// largest pass a node's query gas limit). Job returns a job with its spec.
+	OmitSpec      bool `protobuf:"varint,3,opt,name=omit_spec,json=omitSpec,proto3" json:"omit_spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1395,6 +1421,13 @@ func (x *QueryJobsRequest) GetPagination() *v1beta1.PageRequest {
 		return x.Pagination
 	}
 	return nil
+}
+
+func (x *QueryJobsRequest) GetOmitSpec() bool {
+	if x != nil {
+		return x.OmitSpec
+	}
+	return false
 }
 
 // QueryJobsResponse lists jobs.
@@ -2501,22 +2534,24 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x0fQueryJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\"E\n" +
 	"\x10QueryJobResponse\x121\n" +
-	"\x03job\x18\x01 \x01(\v2\x14.flops.market.v1.JobB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x03job\"\x91\x01\n" +
+	"\x03job\x18\x01 \x01(\v2\x14.flops.market.v1.JobB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x03job\"\xae\x01\n" +
 	"\x17QueryJobsByOwnerRequest\x12.\n" +
 	"\x05owner\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\x05owner\x12F\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
-	"pagination\"\x98\x01\n" +
+	"pagination\x12\x1b\n" +
+	"\tomit_spec\x18\x03 \x01(\bR\bomitSpec\"\x98\x01\n" +
 	"\x18QueryJobsByOwnerResponse\x123\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.flops.market.v1.JobB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04jobs\x12G\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
-	"pagination\"\x96\x01\n" +
+	"pagination\"\xb3\x01\n" +
 	"\x18QueryJobsByStatusRequest\x122\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1a.flops.market.v1.JobStatusR\x06status\x12F\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
-	"pagination\"\x99\x01\n" +
+	"pagination\x12\x1b\n" +
+	"\tomit_spec\x18\x03 \x01(\bR\bomitSpec\"\x99\x01\n" +
 	"\x19QueryJobsByStatusResponse\x123\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.flops.market.v1.JobB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04jobs\x12G\n" +
 	"\n" +
@@ -2525,12 +2560,13 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x15QueryJobCountsRequest\"m\n" +
 	"\x16QueryJobCountsResponse\x12=\n" +
 	"\x06counts\x18\x01 \x01(\v2\x1a.flops.market.v1.JobCountsB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x06counts\x12\x14\n" +
-	"\x05total\x18\x02 \x01(\x04R\x05total\"\x8e\x01\n" +
+	"\x05total\x18\x02 \x01(\x04R\x05total\"\xab\x01\n" +
 	"\x10QueryJobsRequest\x122\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1a.flops.market.v1.JobStatusR\x06status\x12F\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
-	"pagination\"\x91\x01\n" +
+	"pagination\x12\x1b\n" +
+	"\tomit_spec\x18\x03 \x01(\bR\bomitSpec\"\x91\x01\n" +
 	"\x11QueryJobsResponse\x123\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.flops.market.v1.JobB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04jobs\x12G\n" +
 	"\n" +

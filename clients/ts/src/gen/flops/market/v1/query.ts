@@ -174,7 +174,15 @@ export interface QueryJobsByOwnerRequest {
   /** owner address. */
   owner: string;
   /** pagination over the jobs. */
-  pagination: PageRequest | undefined;
+  pagination:
+    | PageRequest
+    | undefined;
+  /**
+   * omit_spec: the jobs without their specs (empty), which are not read, so that a
+   * page costs the same whatever the jobs' specs (each up to about 670 KB: 25 of the
+   * largest pass a node's query gas limit). Job returns a job with its spec.
+   */
+  omitSpec: boolean;
 }
 
 /** QueryJobsByOwnerResponse lists jobs. */
@@ -190,7 +198,15 @@ export interface QueryJobsByStatusRequest {
   /** status of the jobs. */
   status: JobStatus;
   /** pagination over the jobs. */
-  pagination: PageRequest | undefined;
+  pagination:
+    | PageRequest
+    | undefined;
+  /**
+   * omit_spec: the jobs without their specs (empty), which are not read, so that a
+   * page costs the same whatever the jobs' specs (each up to about 670 KB: 25 of the
+   * largest pass a node's query gas limit). Job returns a job with its spec.
+   */
+  omitSpec: boolean;
 }
 
 /** QueryJobsByStatusResponse lists jobs. */
@@ -227,7 +243,15 @@ export interface QueryJobsRequest {
    */
   status: JobStatus;
   /** pagination over the jobs. */
-  pagination: PageRequest | undefined;
+  pagination:
+    | PageRequest
+    | undefined;
+  /**
+   * omit_spec: the jobs without their specs (empty), which are not read, so that a
+   * page costs the same whatever the jobs' specs (each up to about 670 KB: 25 of the
+   * largest pass a node's query gas limit). Job returns a job with its spec.
+   */
+  omitSpec: boolean;
 }
 
 /** QueryJobsResponse lists jobs. */
@@ -1962,7 +1986,7 @@ export const QueryJobResponse: MessageFns<QueryJobResponse> = {
 };
 
 function createBaseQueryJobsByOwnerRequest(): QueryJobsByOwnerRequest {
-  return { owner: "", pagination: undefined };
+  return { owner: "", pagination: undefined, omitSpec: false };
 }
 
 export const QueryJobsByOwnerRequest: MessageFns<QueryJobsByOwnerRequest> = {
@@ -1972,6 +1996,9 @@ export const QueryJobsByOwnerRequest: MessageFns<QueryJobsByOwnerRequest> = {
     }
     if (message.pagination !== undefined) {
       PageRequest.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    if (message.omitSpec !== false) {
+      writer.uint32(24).bool(message.omitSpec);
     }
     return writer;
   },
@@ -2005,6 +2032,14 @@ export const QueryJobsByOwnerRequest: MessageFns<QueryJobsByOwnerRequest> = {
             message.pagination = PageRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.omitSpec = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2021,6 +2056,11 @@ export const QueryJobsByOwnerRequest: MessageFns<QueryJobsByOwnerRequest> = {
     return {
       owner: isSet(object.owner) ? globalThis.String(object.owner) : "",
       pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined,
+      omitSpec: isSet(object.omitSpec)
+        ? globalThis.Boolean(object.omitSpec)
+        : isSet(object.omit_spec)
+        ? globalThis.Boolean(object.omit_spec)
+        : false,
     };
   },
 
@@ -2031,6 +2071,9 @@ export const QueryJobsByOwnerRequest: MessageFns<QueryJobsByOwnerRequest> = {
     }
     if (message.pagination !== undefined) {
       obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    if (message.omitSpec !== false) {
+      obj.omitSpec = message.omitSpec;
     }
     return obj;
   },
@@ -2044,6 +2087,7 @@ export const QueryJobsByOwnerRequest: MessageFns<QueryJobsByOwnerRequest> = {
     message.pagination = (object.pagination !== undefined && object.pagination !== null)
       ? PageRequest.fromPartial(object.pagination)
       : undefined;
+    message.omitSpec = object.omitSpec ?? false;
     return message;
   },
 };
@@ -2136,7 +2180,7 @@ export const QueryJobsByOwnerResponse: MessageFns<QueryJobsByOwnerResponse> = {
 };
 
 function createBaseQueryJobsByStatusRequest(): QueryJobsByStatusRequest {
-  return { status: 0, pagination: undefined };
+  return { status: 0, pagination: undefined, omitSpec: false };
 }
 
 export const QueryJobsByStatusRequest: MessageFns<QueryJobsByStatusRequest> = {
@@ -2146,6 +2190,9 @@ export const QueryJobsByStatusRequest: MessageFns<QueryJobsByStatusRequest> = {
     }
     if (message.pagination !== undefined) {
       PageRequest.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    if (message.omitSpec !== false) {
+      writer.uint32(24).bool(message.omitSpec);
     }
     return writer;
   },
@@ -2179,6 +2226,14 @@ export const QueryJobsByStatusRequest: MessageFns<QueryJobsByStatusRequest> = {
             message.pagination = PageRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.omitSpec = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2195,6 +2250,11 @@ export const QueryJobsByStatusRequest: MessageFns<QueryJobsByStatusRequest> = {
     return {
       status: isSet(object.status) ? jobStatusFromJSON(object.status) : 0,
       pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined,
+      omitSpec: isSet(object.omitSpec)
+        ? globalThis.Boolean(object.omitSpec)
+        : isSet(object.omit_spec)
+        ? globalThis.Boolean(object.omit_spec)
+        : false,
     };
   },
 
@@ -2205,6 +2265,9 @@ export const QueryJobsByStatusRequest: MessageFns<QueryJobsByStatusRequest> = {
     }
     if (message.pagination !== undefined) {
       obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    if (message.omitSpec !== false) {
+      obj.omitSpec = message.omitSpec;
     }
     return obj;
   },
@@ -2218,6 +2281,7 @@ export const QueryJobsByStatusRequest: MessageFns<QueryJobsByStatusRequest> = {
     message.pagination = (object.pagination !== undefined && object.pagination !== null)
       ? PageRequest.fromPartial(object.pagination)
       : undefined;
+    message.omitSpec = object.omitSpec ?? false;
     return message;
   },
 };
@@ -2452,7 +2516,7 @@ export const QueryJobCountsResponse: MessageFns<QueryJobCountsResponse> = {
 };
 
 function createBaseQueryJobsRequest(): QueryJobsRequest {
-  return { status: 0, pagination: undefined };
+  return { status: 0, pagination: undefined, omitSpec: false };
 }
 
 export const QueryJobsRequest: MessageFns<QueryJobsRequest> = {
@@ -2462,6 +2526,9 @@ export const QueryJobsRequest: MessageFns<QueryJobsRequest> = {
     }
     if (message.pagination !== undefined) {
       PageRequest.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    if (message.omitSpec !== false) {
+      writer.uint32(24).bool(message.omitSpec);
     }
     return writer;
   },
@@ -2495,6 +2562,14 @@ export const QueryJobsRequest: MessageFns<QueryJobsRequest> = {
             message.pagination = PageRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.omitSpec = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2511,6 +2586,11 @@ export const QueryJobsRequest: MessageFns<QueryJobsRequest> = {
     return {
       status: isSet(object.status) ? jobStatusFromJSON(object.status) : 0,
       pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined,
+      omitSpec: isSet(object.omitSpec)
+        ? globalThis.Boolean(object.omitSpec)
+        : isSet(object.omit_spec)
+        ? globalThis.Boolean(object.omit_spec)
+        : false,
     };
   },
 
@@ -2521,6 +2601,9 @@ export const QueryJobsRequest: MessageFns<QueryJobsRequest> = {
     }
     if (message.pagination !== undefined) {
       obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    if (message.omitSpec !== false) {
+      obj.omitSpec = message.omitSpec;
     }
     return obj;
   },
@@ -2534,6 +2617,7 @@ export const QueryJobsRequest: MessageFns<QueryJobsRequest> = {
     message.pagination = (object.pagination !== undefined && object.pagination !== null)
       ? PageRequest.fromPartial(object.pagination)
       : undefined;
+    message.omitSpec = object.omitSpec ?? false;
     return message;
   },
 };

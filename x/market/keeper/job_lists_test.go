@@ -1,0 +1,86 @@
+package keeper_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cosmos/cosmos-sdk/types/query"
+
+	"github.com/flopsnet/flops/x/market/keeper"
+	"github.com/flopsnet/flops/x/market/types"
+)
+
+// The job lists with omit_spec give the jobs as without it, history length included,
+// less their specs, in the same order and pages: by owner, by status and every job.
+func TestJobListsOmitTheirSpecs(t *testing.T) {
+	f := newFixture(t, nil)
+	other := f.operator("other")
+	f.fund(other, clientFunds)
+	for i := range 5 {
+		owner := f.client
+		if i%2 == 1 {
+			owner = other
+		}
+		id := f.submitAs(owner, f.unplaceable())
+		if i == 2 {
+			_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: owner, JobId: id}) // a history entry
+			require.NoError(t, err)
+		}
+	}
+	f.blocks(1)
+	qs := keeper.NewQueryServerImpl(f.k)
+	for _, reverse := range []bool{false, true} {
+		page := func() *query.PageRequest { return &query.PageRequest{Limit: 2, Reverse: reverse} }
+		lists := map[string]func(omit bool, pg *query.PageRequest) ([]types.Job, *query.PageResponse){
+			"by owner": func(omit bool, pg *query.PageRequest) ([]types.Job, *query.PageResponse) {
+				r, err := qs.JobsByOwner(f.ctx, &types.QueryJobsByOwnerRequest{Owner: f.client, Pagination: pg, OmitSpec: omit})
+				require.NoError(t, err)
+				return r.Jobs, r.Pagination
+			},
+			"by status": func(omit bool, pg *query.PageRequest) ([]types.Job, *query.PageResponse) {
+				r, err := qs.JobsByStatus(f.ctx, &types.QueryJobsByStatusRequest{Status: types.JOB_STATUS_ACTIVE, Pagination: pg, OmitSpec: omit})
+				require.NoError(t, err)
+				return r.Jobs, r.Pagination
+			},
+			"every job": func(omit bool, pg *query.PageRequest) ([]types.Job, *query.PageResponse) {
+				r, err := qs.Jobs(f.ctx, &types.QueryJobsRequest{Pagination: pg, OmitSpec: omit})
+				require.NoError(t, err)
+				return r.Jobs, r.Pagination
+			},
+			"every job in a status": func(omit bool, pg *query.PageRequest) ([]types.Job, *query.PageResponse) {
+				r, err := qs.Jobs(f.ctx, &types.QueryJobsRequest{Status: types.JOB_STATUS_CANCELLED, Pagination: pg, OmitSpec: omit})
+				require.NoError(t, err)
+				return r.Jobs, r.Pagination
+			},
+		}
+		for name, list := range lists {
+			var with, without []types.Job
+			for _, omit := range []bool{false, true} {
+				pg := page()
+				for {
+					jobs, res := list(omit, pg)
+					if omit {
+						without = append(without, jobs...)
+					} else {
+						with = append(with, jobs...)
+					}
+					if len(res.NextKey) == 0 {
+						break
+					}
+					pg = page()
+					pg.Key = res.NextKey
+				}
+			}
+			require.NotEmpty(t, with, name)
+			for i := range with {
+				require.NotEmpty(t, with[i].Spec.Image, "%s: with its spec", name)
+				one, err := qs.Job(f.ctx, &types.QueryJobRequest{JobId: with[i].Id})
+				require.NoError(t, err)
+				require.Equal(t, one.Job, with[i], "%s: the job as Job shows it", name)
+				with[i].Spec = types.JobSpec{}
+			}
+			require.Equal(t, with, without, "%s, reverse %v", name, reverse)
+		}
+	}
+}
