@@ -135,7 +135,9 @@ export class ClientView extends View {
       return;
     }
     const [jobs, bal, pools] = await Promise.all([
-      this.chain.q.market.JobsByOwner({ owner: w.address, pagination: page(50, { reverse: true }) }),
+      // without their specs (the list shows none): 28 of the largest legal specs pass what
+      // a node lets one query read
+      this.chain.q.market.JobsByOwner({ owner: w.address, omitSpec: true, pagination: page(50, { reverse: true }) }),
       this.chain.q.stargate.getBalance(w.address, "udps"),
       // the client's own pools by the chain's owner index: reading every pool (each with its
       // spec, up to about 330 KB) let a stranger's big pools make the node refuse the view
