@@ -15,7 +15,7 @@ import { after, before, test } from "node:test";
 
 import { chromium } from "playwright-core";
 import { Comet38Client } from "@cosmjs/tendermint-rpc";
-import { connectQuery, marketTypes } from "@flopsnet/client";
+import { connectQuery, gflQuery, gflTypes, marketTypes } from "@flopsnet/client";
 
 const WEB_URL = process.env.WEB_URL ?? "http://127.0.0.1:8080/";
 const RPC = process.env.RPC ?? "http://127.0.0.1:26657";
@@ -84,6 +84,8 @@ test("the network view shows the chain's GFL index", async () => {
   );
   assert.ok(power.totalGflops > 0n, "the localnet has verified power");
   await page.getByText("Jobs by status").waitFor();
+  // every active node counted by class (fewer than the 5,000 the chart reads)
+  await page.getByText("Active nodes by GPU class", { exact: true }).waitFor();
   // the demo's tasks were assigned: the time to assignment, from the newest tasks
   await page.getByText(/assigned after \d+ blocks \(median\), \d+ at most, over [1-9]\d* recent tasks/).waitFor({ timeout: 15_000 });
   const { counts } = await q.market.JobCounts({});
@@ -294,6 +296,14 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   // answer, an unknown query path, is played too.
   const refused = new Set(["/flops.market.v1.Query/Tasks"]);
   const unknown = "/flops.market.v1.Query/JobCounts";
+  // and a network of 7,000 active nodes: the count of the active nodes says so, and the
+  // class and region charts, which read the first 5,000, say what they count
+  const bigCount = 7000n;
+  const activeCount = (path, hex) => {
+    if (path !== "/flops.gfl.v1.Query/NodesByStatus") return false;
+    const req = gflQuery.QueryNodesByStatusRequest.decode(Buffer.from(hex ?? "", "hex"));
+    return req.status === gflTypes.NodeStatus.NODE_STATUS_ACTIVE && req.pagination?.countTotal;
+  };
   const big = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   let refusals = 0;
   await big.route(
@@ -301,7 +311,16 @@ test("a figure the node refuses to read leaves the rest of the network view", as
     async (route) => {
       const body = route.request().postDataJSON?.();
       const path = body?.params?.path;
-      if (route.request().method() !== "POST" || body?.method !== "abci_query" || !(refused.has(path) || path === unknown)) return route.continue();
+      if (route.request().method() !== "POST" || body?.method !== "abci_query") return route.continue();
+      if (activeCount(path, body.params.data)) {
+        const res = await route.fetch();
+        const json = await res.json();
+        const answer = gflQuery.QueryNodesByStatusResponse.decode(Buffer.from(json.result.response.value, "base64"));
+        answer.pagination = { ...answer.pagination, total: bigCount };
+        json.result.response.value = Buffer.from(gflQuery.QueryNodesByStatusResponse.encode(answer).finish()).toString("base64");
+        return route.fulfill({ response: res, json });
+      }
+      if (!(refused.has(path) || path === unknown)) return route.continue();
       const res = await route.fetch();
       const json = await res.json();
       json.result.response =
@@ -319,6 +338,9 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   assert.equal(await big.getByTestId("pending-tasks").textContent(), "—");
   assert.match(await big.getByTestId("pending-refused").textContent(), /The node would not count the tasks waiting .*Query failed with \(111222\): \{ValuePerByte\}: panic/);
   assert.match(await big.getByTestId("jobs-refused").textContent(), /The node would not count the jobs \(a node from before the job counts does not serve them\): Query failed with \(6\): unknown query path/);
+  const { nodes } = await q.gfl.NodesByStatus({ status: gflTypes.NodeStatus.NODE_STATUS_ACTIVE, pagination: undefined });
+  await big.getByText(`Active nodes by GPU class (the first ${nodes.length} of 7,000 active nodes, by id)`).waitFor({ timeout: 5_000 });
+  await big.getByText(`Active nodes by region (the first ${nodes.length} of 7,000 active nodes, by id)`).waitFor({ timeout: 5_000 });
   assert.match(await big.getByTestId("recent-refused").textContent(), /The node would not read the recent tasks \(for the time to assignment\) .*Query failed with \(111222\)/);
   assert.equal(await big.getByRole("alert").count(), 0, "no error for the view as a whole");
   assert.ok(refusals >= 3, `the node's refusals were played (${refusals})`);

@@ -1,6 +1,7 @@
 // The network view: the GFL index and its history by epoch, nodes by class, region and
-// status, jobs by status, the queue (pending tasks) and time to assignment, emission per
-// epoch, halving progress and the reward pool.
+// status (the class and region of the first 5,000 active nodes, said so when there are
+// more; the statuses counted), jobs by status, the queue (pending tasks) and time to
+// assignment, emission per epoch, halving progress and the reward pool.
 //
 // One of its figures reads a whole table: the queue scans tasks for the pending ones. On
 // a big chain a node stops such a query at its gas limit (flopsd's query-gas-limit); the
@@ -22,7 +23,9 @@ interface NetworkData {
   byWorkload: { label: string; value: number }[];
   byClass: { label: string; value: number }[];
   byRegion: { label: string; value: number }[];
-  byStatus: { label: string; value: number }[];
+  byStatus: { label: string; value: number }[] | Refused;
+  /** the active nodes the class and region charts count, when fewer than every active node */
+  activeSampled?: { n: number; of?: number };
   jobs: { label: string; value: number }[] | Refused;
   pendingTasks: number | Refused;
   assignBlocks?: { median: number; max: number; n: number };
@@ -38,6 +41,16 @@ interface NetworkData {
   pool: string;
   owed: string;
 }
+
+/** the node statuses, in enum order */
+const nodeStatuses = [gflTypes.NodeStatus.NODE_STATUS_PENDING, gflTypes.NodeStatus.NODE_STATUS_ACTIVE, gflTypes.NodeStatus.NODE_STATUS_INACTIVE];
+
+/** how many active nodes the class and region charts read (500 a page) */
+const activeSample = 5000;
+
+/** sampled: a chart's caption when it counts only the first of the active nodes. */
+const sampled = (x?: { n: number; of?: number }) =>
+  x ? ` (the first ${x.n.toLocaleString("en-US")} of ${x.of === undefined ? "the" : x.of.toLocaleString("en-US")} active nodes, by id)` : "";
 
 const count = <T>(xs: T[], key: (x: T) => string) => {
   const m = new Map<string, number>();
@@ -63,12 +76,22 @@ export class NetworkView extends View {
 
   protected async load(): Promise<void> {
     const q = this.chain.q;
-    const [power, nodes, era, pool, emissions, pending, recentTasks] = await Promise.all([
+    const [power, nodeCounts, active, era, pool, emissions, pending, recentTasks] = await Promise.all([
       q.gfl.NetworkPower({}),
+      // nodes by status: counted on the chain's status index (every node, read as keys)
+      refusable(
+        Promise.all(
+          nodeStatuses.map(async (s) => {
+            const r = await q.gfl.NodesByStatus({ status: s, pagination: page(1, { countTotal: true }) });
+            return { status: s, label: nodeStatus(s), value: Number(r.pagination?.total ?? 0n) };
+          }),
+        ),
+      ),
+      // the active nodes by class and region: from the first activeSample of them (by id)
       all(async (p) => {
-        const r = await q.gfl.Nodes({ pagination: p });
+        const r = await q.gfl.NodesByStatus({ status: gflTypes.NodeStatus.NODE_STATUS_ACTIVE, pagination: p });
         return { items: r.nodes, nextKey: r.pagination?.nextKey };
-      }),
+      }, activeSample),
       q.dps.Era({}),
       q.dps.Pool({}),
       q.dps.Emissions({ pagination: page(100, { reverse: true }) }),
@@ -99,14 +122,16 @@ export class NetworkView extends View {
       .map((t) => Number(t.assignedHeight - t.pendingHeight))
       .sort((a, b) => a - b);
     const dists = [...emissions.distributions].sort((a, b) => Number(a.epoch - b.epoch));
-    const active = nodes.filter((n) => n.status === gflTypes.NodeStatus.NODE_STATUS_ACTIVE);
+    const activeTotal = isRefused(nodeCounts) ? undefined : nodeCounts.find((c) => c.status === gflTypes.NodeStatus.NODE_STATUS_ACTIVE)?.value;
     this.data = {
       totalGflops: power.power?.totalGflops ?? 0n,
       activeNodes: power.power?.nodes ?? 0n,
       byWorkload: (power.power?.byWorkload ?? []).map((w) => ({ label: workload(w.workload), value: Number(w.gflops) })),
       byClass: count(active, (n) => n.gpuClass || "unclassed"),
       byRegion: count(active, (n) => n.region || "no region"),
-      byStatus: count(nodes, (n) => nodeStatus(n.status)),
+      byStatus: isRefused(nodeCounts) ? nodeCounts : nodeCounts.map(({ label, value }) => ({ label, value })),
+      // the class and region charts are of a sample when the network has more active nodes
+      activeSampled: activeTotal === undefined || active.length < activeTotal ? { n: active.length, of: activeTotal } : undefined,
       jobs,
       pendingTasks: isRefused(pending) ? pending : pending.tasks.length,
       recentRefused: isRefused(recentTasks) ? recentTasks : undefined,
@@ -154,9 +179,11 @@ export class NetworkView extends View {
             <div class="charts">
               <flops-line-chart label="GFL index by epoch" x-label="epoch" .x=${d.epochs} .series=${d.gflByEpoch}></flops-line-chart>
               <flops-line-chart label="Emission per epoch" x-label="epoch" .x=${d.epochs} .series=${d.emissionByEpoch}></flops-line-chart>
-              <flops-bars label="Active nodes by GPU class" .items=${d.byClass}></flops-bars>
-              <flops-bars label="Active nodes by region" .items=${d.byRegion}></flops-bars>
-              <flops-bars label="Nodes by status" .items=${d.byStatus}></flops-bars>
+              <flops-bars label=${`Active nodes by GPU class${sampled(d.activeSampled)}`} .items=${d.byClass}></flops-bars>
+              <flops-bars label=${`Active nodes by region${sampled(d.activeSampled)}`} .items=${d.byRegion}></flops-bars>
+              ${isRefused(d.byStatus)
+                ? html`<figure><figcaption>Nodes by status</figcaption>${this.refusal("nodes-refused", "count the nodes", d.byStatus)}</figure>`
+                : html`<flops-bars label="Nodes by status" .items=${d.byStatus}></flops-bars>`}
               ${isRefused(d.jobs)
                 ? html`<figure><figcaption>Jobs by status</figcaption>${this.refusal("jobs-refused", "count the jobs", d.jobs, "a node from before the job counts does not serve them")}</figure>`
                 : html`<flops-bars label="Jobs by status" .items=${d.jobs}></flops-bars>`}
