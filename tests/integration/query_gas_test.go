@@ -35,7 +35,8 @@ import (
 // often as the caller likes. A node set up by flopsd init (TestStartBoundsQueryGas in
 // cmd/flopsd) and the test app stop it at chain.DefaultQueryGasLimit, over gRPC (the
 // REST gateway's path too) and ABCI alike, while the pages the worker, the CLI and the
-// dashboard ask for are answered.
+// dashboard ask for are answered, and the dashboard counts its queue with Queue, which
+// reads the scheduler's queue, not the tasks.
 func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
 	a := apptest.New(t, apptest.WithAccounts("p1"))
 	provider := a.Account("p1").Address.String()
@@ -94,6 +95,16 @@ func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, ctx.GasMeter().GasConsumed(), chain.DefaultQueryGasLimit/10, "a page of 1,000 of the largest tasks")
 	t.Logf("a page of 1,000 tasks spent %d gas", ctx.GasMeter().GasConsumed())
+
+	// the dashboard's queue figure, which was the scan of pending tasks, reads the
+	// scheduler's queue: nothing of the retained tasks
+	queue, err := q.Queue(bg, &markettypes.QueryQueueRequest{})
+	require.NoError(t, err)
+	require.Equal(t, markettypes.QueryQueueResponse{}, *queue)
+	ctx = a.Ctx().WithGasMeter(storetypes.NewInfiniteGasMeter())
+	_, err = marketkeeper.NewQueryServerImpl(a.MarketKeeper).Queue(ctx, &markettypes.QueryQueueRequest{})
+	require.NoError(t, err)
+	require.Less(t, ctx.GasMeter().GasConsumed(), uint64(10_000), "the queue's count, with %d tasks retained", tasks)
 }
 
 // settledTasks writes tasks from..to of provider, settled, with the longest output URIs a
@@ -229,7 +240,9 @@ func TestClientSeesItsPoolsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 	})
 	a.NextBlock()
 
-	ask := func(path string, req interface{ Marshal() ([]byte, error) }) *abci.ResponseQuery { return abciQuery(t, a, path, req) }
+	ask := func(path string, req interface{ Marshal() ([]byte, error) }) *abci.ResponseQuery {
+		return abciQuery(t, a, path, req)
+	}
 	// the dashboard's read before, over ABCI as the dashboard queries
 	old := ask("/flops.market.v1.Query/Pools", &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Limit: 500, Reverse: true}})
 	require.Equal(t, sdkerrors.ErrPanic.ABCICode(), old.Code, "refused at the query gas limit: %s", old.Log)

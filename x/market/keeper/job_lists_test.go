@@ -84,3 +84,43 @@ func TestJobListsOmitTheirSpecs(t *testing.T) {
 		}
 	}
 }
+
+// queue reads the Queue query.
+func queue(t *testing.T, f *fixture) types.QueryQueueResponse {
+	t.Helper()
+	res, err := keeper.NewQueryServerImpl(f.k).Queue(f.ctx, &types.QueryQueueRequest{})
+	require.NoError(t, err)
+	return *res
+}
+
+// Queue counts the scheduler's queue: the tasks waiting in their groups, queued or parked
+// (no node could take them), and the tasks parked alone; an assigned or cancelled task
+// leaves it.
+func TestQueueCountsTheScheduler(t *testing.T) {
+	f := newFixture(t, nil)
+	f.submit(f.unplaceable())
+	three := f.unplaceable()
+	three.TaskCount = 3
+	b := f.submit(three)
+	require.Equal(t, types.QueryQueueResponse{Waiting: 4, Groups: 2}, queue(t, f), "submitted")
+
+	f.blocks(1)
+	require.Equal(t, types.QueryQueueResponse{Waiting: 4, Groups: 2, GroupsParked: 2}, queue(t, f), "no node could take them")
+
+	require.NoError(t, f.k.ParkAloneForTest(f.ctx, f.tasks(b)[1].Id))
+	require.Equal(t, types.QueryQueueResponse{Waiting: 3, Groups: 2, GroupsParked: 2, Parked: 1}, queue(t, f), "one parked alone")
+
+	_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: b})
+	require.NoError(t, err)
+	require.Equal(t, types.QueryQueueResponse{Waiting: 1, Groups: 1, GroupsParked: 1}, queue(t, f), "cancelled")
+
+	f.addNode(f.operator("p1"), 8, nil)
+	placed := f.submit(f.gemmSpec(2))
+	require.Equal(t, types.QueryQueueResponse{Waiting: 3, Groups: 2, GroupsParked: 1}, queue(t, f), "two more")
+	f.blocks(1)
+	for _, task := range f.tasks(placed) {
+		require.Equal(t, types.TASK_STATUS_ASSIGNED, task.Status)
+	}
+	require.Equal(t, types.QueryQueueResponse{Waiting: 1, Groups: 1, GroupsParked: 1}, queue(t, f), "assigned")
+	f.assertInvariants()
+}

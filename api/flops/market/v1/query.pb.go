@@ -1269,6 +1269,119 @@ func (x *QueryJobsByStatusResponse) GetPagination() *v1beta1.PageResponse {
 	return nil
 }
 
+// QueryQueueRequest asks for the scheduler's queue.
+type QueryQueueRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryQueueRequest) Reset() {
+	*x = QueryQueueRequest{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryQueueRequest) ProtoMessage() {}
+
+func (x *QueryQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryQueueRequest.ProtoReflect.Descriptor instead.
+func (*QueryQueueRequest) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{24}
+}
+
+// QueryQueueResponse counts the scheduler's queue.
+type QueryQueueResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// waiting: the pending tasks waiting in their groups (a job's pending tasks of one
+	// role, which the scheduler takes in priority order).
+	Waiting uint64 `protobuf:"varint,1,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// groups: the groups with a task waiting.
+	Groups uint64 `protobuf:"varint,2,opt,name=groups,proto3" json:"groups,omitempty"`
+	// groups_parked: of those, the groups parked until a later block (no node could take
+	// their tasks at the last try; assign_retry_max_blocks at most).
+	GroupsParked uint64 `protobuf:"varint,3,opt,name=groups_parked,json=groupsParked,proto3" json:"groups_parked,omitempty"`
+	// parked: the pending tasks parked alone until a later block (no node could take them
+	// for a reason of their own: the nodes they exclude).
+	Parked        uint64 `protobuf:"varint,4,opt,name=parked,proto3" json:"parked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryQueueResponse) Reset() {
+	*x = QueryQueueResponse{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryQueueResponse) ProtoMessage() {}
+
+func (x *QueryQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryQueueResponse.ProtoReflect.Descriptor instead.
+func (*QueryQueueResponse) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *QueryQueueResponse) GetWaiting() uint64 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *QueryQueueResponse) GetGroups() uint64 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *QueryQueueResponse) GetGroupsParked() uint64 {
+	if x != nil {
+		return x.GroupsParked
+	}
+	return 0
+}
+
+func (x *QueryQueueResponse) GetParked() uint64 {
+	if x != nil {
+		return x.Parked
+	}
+	return 0
+}
+
 // QueryJobCountsRequest asks for the job counts.
 type QueryJobCountsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1278,7 +1391,7 @@ type QueryJobCountsRequest struct {
 
 func (x *QueryJobCountsRequest) Reset() {
 	*x = QueryJobCountsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	mi := &file_flops_market_v1_query_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1403,7 @@ func (x *QueryJobCountsRequest) String() string {
 func (*QueryJobCountsRequest) ProtoMessage() {}
 
 func (x *QueryJobCountsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[24]
+	mi := &file_flops_market_v1_query_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1416,7 @@ func (x *QueryJobCountsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobCountsRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobCountsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{24}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{26}
 }
 
 // QueryJobCountsResponse counts the jobs held, by status.
@@ -1320,7 +1433,7 @@ type QueryJobCountsResponse struct {
 
 func (x *QueryJobCountsResponse) Reset() {
 	*x = QueryJobCountsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	mi := &file_flops_market_v1_query_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1445,7 @@ func (x *QueryJobCountsResponse) String() string {
 func (*QueryJobCountsResponse) ProtoMessage() {}
 
 func (x *QueryJobCountsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[25]
+	mi := &file_flops_market_v1_query_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1458,7 @@ func (x *QueryJobCountsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobCountsResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobCountsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{25}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QueryJobCountsResponse) GetCounts() *JobCounts {
@@ -1381,7 +1494,7 @@ type QueryJobsRequest struct {
 
 func (x *QueryJobsRequest) Reset() {
 	*x = QueryJobsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	mi := &file_flops_market_v1_query_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1506,7 @@ func (x *QueryJobsRequest) String() string {
 func (*QueryJobsRequest) ProtoMessage() {}
 
 func (x *QueryJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	mi := &file_flops_market_v1_query_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1519,7 @@ func (x *QueryJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{26}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *QueryJobsRequest) GetStatus() JobStatus {
@@ -1443,7 +1556,7 @@ type QueryJobsResponse struct {
 
 func (x *QueryJobsResponse) Reset() {
 	*x = QueryJobsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	mi := &file_flops_market_v1_query_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1568,7 @@ func (x *QueryJobsResponse) String() string {
 func (*QueryJobsResponse) ProtoMessage() {}
 
 func (x *QueryJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	mi := &file_flops_market_v1_query_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1581,7 @@ func (x *QueryJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{27}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *QueryJobsResponse) GetJobs() []*Job {
@@ -1501,7 +1614,7 @@ type QueryTasksRequest struct {
 
 func (x *QueryTasksRequest) Reset() {
 	*x = QueryTasksRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	mi := &file_flops_market_v1_query_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1626,7 @@ func (x *QueryTasksRequest) String() string {
 func (*QueryTasksRequest) ProtoMessage() {}
 
 func (x *QueryTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	mi := &file_flops_market_v1_query_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1639,7 @@ func (x *QueryTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{28}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *QueryTasksRequest) GetStatus() TaskStatus {
@@ -1556,7 +1669,7 @@ type QueryTasksResponse struct {
 
 func (x *QueryTasksResponse) Reset() {
 	*x = QueryTasksResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	mi := &file_flops_market_v1_query_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1681,7 @@ func (x *QueryTasksResponse) String() string {
 func (*QueryTasksResponse) ProtoMessage() {}
 
 func (x *QueryTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	mi := &file_flops_market_v1_query_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1694,7 @@ func (x *QueryTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{29}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QueryTasksResponse) GetTasks() []*Task {
@@ -1609,7 +1722,7 @@ type QueryTaskRequest struct {
 
 func (x *QueryTaskRequest) Reset() {
 	*x = QueryTaskRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	mi := &file_flops_market_v1_query_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1734,7 @@ func (x *QueryTaskRequest) String() string {
 func (*QueryTaskRequest) ProtoMessage() {}
 
 func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	mi := &file_flops_market_v1_query_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1747,7 @@ func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskRequest.ProtoReflect.Descriptor instead.
 func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{30}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QueryTaskRequest) GetTaskId() uint64 {
@@ -1655,7 +1768,7 @@ type QueryTaskResponse struct {
 
 func (x *QueryTaskResponse) Reset() {
 	*x = QueryTaskResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	mi := &file_flops_market_v1_query_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1780,7 @@ func (x *QueryTaskResponse) String() string {
 func (*QueryTaskResponse) ProtoMessage() {}
 
 func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	mi := &file_flops_market_v1_query_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1793,7 @@ func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskResponse.ProtoReflect.Descriptor instead.
 func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{31}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QueryTaskResponse) GetTask() *Task {
@@ -1703,7 +1816,7 @@ type QueryTasksByJobRequest struct {
 
 func (x *QueryTasksByJobRequest) Reset() {
 	*x = QueryTasksByJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[32]
+	mi := &file_flops_market_v1_query_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1828,7 @@ func (x *QueryTasksByJobRequest) String() string {
 func (*QueryTasksByJobRequest) ProtoMessage() {}
 
 func (x *QueryTasksByJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[32]
+	mi := &file_flops_market_v1_query_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1841,7 @@ func (x *QueryTasksByJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{32}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QueryTasksByJobRequest) GetJobId() uint64 {
@@ -1758,7 +1871,7 @@ type QueryTasksByJobResponse struct {
 
 func (x *QueryTasksByJobResponse) Reset() {
 	*x = QueryTasksByJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[33]
+	mi := &file_flops_market_v1_query_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1883,7 @@ func (x *QueryTasksByJobResponse) String() string {
 func (*QueryTasksByJobResponse) ProtoMessage() {}
 
 func (x *QueryTasksByJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[33]
+	mi := &file_flops_market_v1_query_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1896,7 @@ func (x *QueryTasksByJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{33}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *QueryTasksByJobResponse) GetTasks() []*Task {
@@ -1820,7 +1933,7 @@ type QueryTasksByNodeRequest struct {
 
 func (x *QueryTasksByNodeRequest) Reset() {
 	*x = QueryTasksByNodeRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[34]
+	mi := &file_flops_market_v1_query_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1945,7 @@ func (x *QueryTasksByNodeRequest) String() string {
 func (*QueryTasksByNodeRequest) ProtoMessage() {}
 
 func (x *QueryTasksByNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[34]
+	mi := &file_flops_market_v1_query_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1958,7 @@ func (x *QueryTasksByNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByNodeRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByNodeRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{34}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *QueryTasksByNodeRequest) GetNodeId() uint64 {
@@ -1882,7 +1995,7 @@ type QueryTasksByNodeResponse struct {
 
 func (x *QueryTasksByNodeResponse) Reset() {
 	*x = QueryTasksByNodeResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[35]
+	mi := &file_flops_market_v1_query_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +2007,7 @@ func (x *QueryTasksByNodeResponse) String() string {
 func (*QueryTasksByNodeResponse) ProtoMessage() {}
 
 func (x *QueryTasksByNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[35]
+	mi := &file_flops_market_v1_query_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2020,7 @@ func (x *QueryTasksByNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByNodeResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByNodeResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{35}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *QueryTasksByNodeResponse) GetTasks() []*Task {
@@ -1946,7 +2059,7 @@ type QueryTasksByProviderRequest struct {
 
 func (x *QueryTasksByProviderRequest) Reset() {
 	*x = QueryTasksByProviderRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[36]
+	mi := &file_flops_market_v1_query_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2071,7 @@ func (x *QueryTasksByProviderRequest) String() string {
 func (*QueryTasksByProviderRequest) ProtoMessage() {}
 
 func (x *QueryTasksByProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[36]
+	mi := &file_flops_market_v1_query_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2084,7 @@ func (x *QueryTasksByProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByProviderRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByProviderRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{36}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *QueryTasksByProviderRequest) GetProvider() string {
@@ -2008,7 +2121,7 @@ type QueryTasksByProviderResponse struct {
 
 func (x *QueryTasksByProviderResponse) Reset() {
 	*x = QueryTasksByProviderResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[37]
+	mi := &file_flops_market_v1_query_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2133,7 @@ func (x *QueryTasksByProviderResponse) String() string {
 func (*QueryTasksByProviderResponse) ProtoMessage() {}
 
 func (x *QueryTasksByProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[37]
+	mi := &file_flops_market_v1_query_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2146,7 @@ func (x *QueryTasksByProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByProviderResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByProviderResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{37}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *QueryTasksByProviderResponse) GetTasks() []*Task {
@@ -2063,7 +2176,7 @@ type QueryBidsByJobRequest struct {
 
 func (x *QueryBidsByJobRequest) Reset() {
 	*x = QueryBidsByJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[38]
+	mi := &file_flops_market_v1_query_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2188,7 @@ func (x *QueryBidsByJobRequest) String() string {
 func (*QueryBidsByJobRequest) ProtoMessage() {}
 
 func (x *QueryBidsByJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[38]
+	mi := &file_flops_market_v1_query_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2201,7 @@ func (x *QueryBidsByJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryBidsByJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryBidsByJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{38}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *QueryBidsByJobRequest) GetJobId() uint64 {
@@ -2118,7 +2231,7 @@ type QueryBidsByJobResponse struct {
 
 func (x *QueryBidsByJobResponse) Reset() {
 	*x = QueryBidsByJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[39]
+	mi := &file_flops_market_v1_query_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2243,7 @@ func (x *QueryBidsByJobResponse) String() string {
 func (*QueryBidsByJobResponse) ProtoMessage() {}
 
 func (x *QueryBidsByJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[39]
+	mi := &file_flops_market_v1_query_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2256,7 @@ func (x *QueryBidsByJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryBidsByJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryBidsByJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{39}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *QueryBidsByJobResponse) GetBids() []*Bid {
@@ -2171,7 +2284,7 @@ type QueryOpenAuctionsRequest struct {
 
 func (x *QueryOpenAuctionsRequest) Reset() {
 	*x = QueryOpenAuctionsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[40]
+	mi := &file_flops_market_v1_query_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2183,7 +2296,7 @@ func (x *QueryOpenAuctionsRequest) String() string {
 func (*QueryOpenAuctionsRequest) ProtoMessage() {}
 
 func (x *QueryOpenAuctionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[40]
+	mi := &file_flops_market_v1_query_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2196,7 +2309,7 @@ func (x *QueryOpenAuctionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenAuctionsRequest.ProtoReflect.Descriptor instead.
 func (*QueryOpenAuctionsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{40}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *QueryOpenAuctionsRequest) GetPagination() *v1beta1.PageRequest {
@@ -2219,7 +2332,7 @@ type QueryOpenAuctionsResponse struct {
 
 func (x *QueryOpenAuctionsResponse) Reset() {
 	*x = QueryOpenAuctionsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[41]
+	mi := &file_flops_market_v1_query_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2344,7 @@ func (x *QueryOpenAuctionsResponse) String() string {
 func (*QueryOpenAuctionsResponse) ProtoMessage() {}
 
 func (x *QueryOpenAuctionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[41]
+	mi := &file_flops_market_v1_query_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2357,7 @@ func (x *QueryOpenAuctionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenAuctionsResponse.ProtoReflect.Descriptor instead.
 func (*QueryOpenAuctionsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{41}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *QueryOpenAuctionsResponse) GetJobs() []*Job {
@@ -2274,7 +2387,7 @@ type QueryJobHistoryRequest struct {
 
 func (x *QueryJobHistoryRequest) Reset() {
 	*x = QueryJobHistoryRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[42]
+	mi := &file_flops_market_v1_query_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2399,7 @@ func (x *QueryJobHistoryRequest) String() string {
 func (*QueryJobHistoryRequest) ProtoMessage() {}
 
 func (x *QueryJobHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[42]
+	mi := &file_flops_market_v1_query_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2412,7 @@ func (x *QueryJobHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobHistoryRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{42}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *QueryJobHistoryRequest) GetJobId() uint64 {
@@ -2329,7 +2442,7 @@ type QueryJobHistoryResponse struct {
 
 func (x *QueryJobHistoryResponse) Reset() {
 	*x = QueryJobHistoryResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[43]
+	mi := &file_flops_market_v1_query_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2341,7 +2454,7 @@ func (x *QueryJobHistoryResponse) String() string {
 func (*QueryJobHistoryResponse) ProtoMessage() {}
 
 func (x *QueryJobHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[43]
+	mi := &file_flops_market_v1_query_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2354,7 +2467,7 @@ func (x *QueryJobHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobHistoryResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{43}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *QueryJobHistoryResponse) GetEntries() []*HistoryEntry {
@@ -2382,7 +2495,7 @@ type QueryNodeSlotRequest struct {
 
 func (x *QueryNodeSlotRequest) Reset() {
 	*x = QueryNodeSlotRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[44]
+	mi := &file_flops_market_v1_query_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2507,7 @@ func (x *QueryNodeSlotRequest) String() string {
 func (*QueryNodeSlotRequest) ProtoMessage() {}
 
 func (x *QueryNodeSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[44]
+	mi := &file_flops_market_v1_query_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2520,7 @@ func (x *QueryNodeSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryNodeSlotRequest.ProtoReflect.Descriptor instead.
 func (*QueryNodeSlotRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{44}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *QueryNodeSlotRequest) GetNodeId() uint64 {
@@ -2428,7 +2541,7 @@ type QueryNodeSlotResponse struct {
 
 func (x *QueryNodeSlotResponse) Reset() {
 	*x = QueryNodeSlotResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[45]
+	mi := &file_flops_market_v1_query_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2553,7 @@ func (x *QueryNodeSlotResponse) String() string {
 func (*QueryNodeSlotResponse) ProtoMessage() {}
 
 func (x *QueryNodeSlotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[45]
+	mi := &file_flops_market_v1_query_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2566,7 @@ func (x *QueryNodeSlotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryNodeSlotResponse.ProtoReflect.Descriptor instead.
 func (*QueryNodeSlotResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{45}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *QueryNodeSlotResponse) GetSlot() *NodeSlot {
@@ -2556,7 +2669,13 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.flops.market.v1.JobB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04jobs\x12G\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
-	"pagination\"\x17\n" +
+	"pagination\"\x13\n" +
+	"\x11QueryQueueRequest\"\x83\x01\n" +
+	"\x12QueryQueueResponse\x12\x18\n" +
+	"\awaiting\x18\x01 \x01(\x04R\awaiting\x12\x16\n" +
+	"\x06groups\x18\x02 \x01(\x04R\x06groups\x12#\n" +
+	"\rgroups_parked\x18\x03 \x01(\x04R\fgroupsParked\x12\x16\n" +
+	"\x06parked\x18\x04 \x01(\x04R\x06parked\"\x17\n" +
 	"\x15QueryJobCountsRequest\"m\n" +
 	"\x16QueryJobCountsResponse\x12=\n" +
 	"\x06counts\x18\x01 \x01(\v2\x1a.flops.market.v1.JobCountsB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x06counts\x12\x14\n" +
@@ -2650,13 +2769,14 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x14QueryNodeSlotRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\"Q\n" +
 	"\x15QueryNodeSlotResponse\x128\n" +
-	"\x04slot\x18\x01 \x01(\v2\x19.flops.market.v1.NodeSlotB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04slot2\x91\x19\n" +
+	"\x04slot\x18\x01 \x01(\v2\x19.flops.market.v1.NodeSlotB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04slot2\x83\x1a\n" +
 	"\x05Query\x12t\n" +
 	"\x06Params\x12#.flops.market.v1.QueryParamsRequest\x1a$.flops.market.v1.QueryParamsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/flops/market/v1/params\x12r\n" +
 	"\x03Job\x12 .flops.market.v1.QueryJobRequest\x1a!.flops.market.v1.QueryJobResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/flops/market/v1/jobs/{job_id}\x12l\n" +
 	"\x04Jobs\x12!.flops.market.v1.QueryJobsRequest\x1a\".flops.market.v1.QueryJobsResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/flops/market/v1/jobs\x12\x92\x01\n" +
 	"\vJobsByOwner\x12(.flops.market.v1.QueryJobsByOwnerRequest\x1a).flops.market.v1.QueryJobsByOwnerResponse\".\x82\xd3\xe4\x93\x02(\x12&/flops/market/v1/jobs/by_owner/{owner}\x12\x97\x01\n" +
-	"\fJobsByStatus\x12).flops.market.v1.QueryJobsByStatusRequest\x1a*.flops.market.v1.QueryJobsByStatusResponse\"0\x82\xd3\xe4\x93\x02*\x12(/flops/market/v1/jobs/by_status/{status}\x12\x81\x01\n" +
+	"\fJobsByStatus\x12).flops.market.v1.QueryJobsByStatusRequest\x1a*.flops.market.v1.QueryJobsByStatusResponse\"0\x82\xd3\xe4\x93\x02*\x12(/flops/market/v1/jobs/by_status/{status}\x12p\n" +
+	"\x05Queue\x12\".flops.market.v1.QueryQueueRequest\x1a#.flops.market.v1.QueryQueueResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/flops/market/v1/queue\x12\x81\x01\n" +
 	"\tJobCounts\x12&.flops.market.v1.QueryJobCountsRequest\x1a'.flops.market.v1.QueryJobCountsResponse\"#\x82\xd3\xe4\x93\x02\x1d\x12\x1b/flops/market/v1/job_counts\x12w\n" +
 	"\x04Task\x12!.flops.market.v1.QueryTaskRequest\x1a\".flops.market.v1.QueryTaskResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /flops/market/v1/tasks/{task_id}\x12\x9d\x01\n" +
 	"\x05Tasks\x12\".flops.market.v1.QueryTasksRequest\x1a#.flops.market.v1.QueryTasksResponse\"K\x82\xd3\xe4\x93\x02EZ+\x12)/flops/market/v1/tasks/by_status/{status}\x12\x16/flops/market/v1/tasks\x12\x8d\x01\n" +
@@ -2692,7 +2812,7 @@ func file_flops_market_v1_query_proto_rawDescGZIP() []byte {
 	return file_flops_market_v1_query_proto_rawDescData
 }
 
-var file_flops_market_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_flops_market_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_flops_market_v1_query_proto_goTypes = []any{
 	(*QueryDisputeRequest)(nil),          // 0: flops.market.v1.QueryDisputeRequest
 	(*QueryDisputeResponse)(nil),         // 1: flops.market.v1.QueryDisputeResponse
@@ -2718,146 +2838,150 @@ var file_flops_market_v1_query_proto_goTypes = []any{
 	(*QueryJobsByOwnerResponse)(nil),     // 21: flops.market.v1.QueryJobsByOwnerResponse
 	(*QueryJobsByStatusRequest)(nil),     // 22: flops.market.v1.QueryJobsByStatusRequest
 	(*QueryJobsByStatusResponse)(nil),    // 23: flops.market.v1.QueryJobsByStatusResponse
-	(*QueryJobCountsRequest)(nil),        // 24: flops.market.v1.QueryJobCountsRequest
-	(*QueryJobCountsResponse)(nil),       // 25: flops.market.v1.QueryJobCountsResponse
-	(*QueryJobsRequest)(nil),             // 26: flops.market.v1.QueryJobsRequest
-	(*QueryJobsResponse)(nil),            // 27: flops.market.v1.QueryJobsResponse
-	(*QueryTasksRequest)(nil),            // 28: flops.market.v1.QueryTasksRequest
-	(*QueryTasksResponse)(nil),           // 29: flops.market.v1.QueryTasksResponse
-	(*QueryTaskRequest)(nil),             // 30: flops.market.v1.QueryTaskRequest
-	(*QueryTaskResponse)(nil),            // 31: flops.market.v1.QueryTaskResponse
-	(*QueryTasksByJobRequest)(nil),       // 32: flops.market.v1.QueryTasksByJobRequest
-	(*QueryTasksByJobResponse)(nil),      // 33: flops.market.v1.QueryTasksByJobResponse
-	(*QueryTasksByNodeRequest)(nil),      // 34: flops.market.v1.QueryTasksByNodeRequest
-	(*QueryTasksByNodeResponse)(nil),     // 35: flops.market.v1.QueryTasksByNodeResponse
-	(*QueryTasksByProviderRequest)(nil),  // 36: flops.market.v1.QueryTasksByProviderRequest
-	(*QueryTasksByProviderResponse)(nil), // 37: flops.market.v1.QueryTasksByProviderResponse
-	(*QueryBidsByJobRequest)(nil),        // 38: flops.market.v1.QueryBidsByJobRequest
-	(*QueryBidsByJobResponse)(nil),       // 39: flops.market.v1.QueryBidsByJobResponse
-	(*QueryOpenAuctionsRequest)(nil),     // 40: flops.market.v1.QueryOpenAuctionsRequest
-	(*QueryOpenAuctionsResponse)(nil),    // 41: flops.market.v1.QueryOpenAuctionsResponse
-	(*QueryJobHistoryRequest)(nil),       // 42: flops.market.v1.QueryJobHistoryRequest
-	(*QueryJobHistoryResponse)(nil),      // 43: flops.market.v1.QueryJobHistoryResponse
-	(*QueryNodeSlotRequest)(nil),         // 44: flops.market.v1.QueryNodeSlotRequest
-	(*QueryNodeSlotResponse)(nil),        // 45: flops.market.v1.QueryNodeSlotResponse
-	(*Dispute)(nil),                      // 46: flops.market.v1.Dispute
-	(*Pool)(nil),                         // 47: flops.market.v1.Pool
-	(*v1beta1.PageRequest)(nil),          // 48: cosmos.base.query.v1beta1.PageRequest
-	(*v1beta1.PageResponse)(nil),         // 49: cosmos.base.query.v1beta1.PageResponse
-	(*PoolMember)(nil),                   // 50: flops.market.v1.PoolMember
-	(*Unit)(nil),                         // 51: flops.market.v1.Unit
-	(*Params)(nil),                       // 52: flops.market.v1.Params
-	(*Job)(nil),                          // 53: flops.market.v1.Job
-	(JobStatus)(0),                       // 54: flops.market.v1.JobStatus
-	(*JobCounts)(nil),                    // 55: flops.market.v1.JobCounts
-	(TaskStatus)(0),                      // 56: flops.market.v1.TaskStatus
-	(*Task)(nil),                         // 57: flops.market.v1.Task
-	(*Bid)(nil),                          // 58: flops.market.v1.Bid
-	(*HistoryEntry)(nil),                 // 59: flops.market.v1.HistoryEntry
-	(*NodeSlot)(nil),                     // 60: flops.market.v1.NodeSlot
+	(*QueryQueueRequest)(nil),            // 24: flops.market.v1.QueryQueueRequest
+	(*QueryQueueResponse)(nil),           // 25: flops.market.v1.QueryQueueResponse
+	(*QueryJobCountsRequest)(nil),        // 26: flops.market.v1.QueryJobCountsRequest
+	(*QueryJobCountsResponse)(nil),       // 27: flops.market.v1.QueryJobCountsResponse
+	(*QueryJobsRequest)(nil),             // 28: flops.market.v1.QueryJobsRequest
+	(*QueryJobsResponse)(nil),            // 29: flops.market.v1.QueryJobsResponse
+	(*QueryTasksRequest)(nil),            // 30: flops.market.v1.QueryTasksRequest
+	(*QueryTasksResponse)(nil),           // 31: flops.market.v1.QueryTasksResponse
+	(*QueryTaskRequest)(nil),             // 32: flops.market.v1.QueryTaskRequest
+	(*QueryTaskResponse)(nil),            // 33: flops.market.v1.QueryTaskResponse
+	(*QueryTasksByJobRequest)(nil),       // 34: flops.market.v1.QueryTasksByJobRequest
+	(*QueryTasksByJobResponse)(nil),      // 35: flops.market.v1.QueryTasksByJobResponse
+	(*QueryTasksByNodeRequest)(nil),      // 36: flops.market.v1.QueryTasksByNodeRequest
+	(*QueryTasksByNodeResponse)(nil),     // 37: flops.market.v1.QueryTasksByNodeResponse
+	(*QueryTasksByProviderRequest)(nil),  // 38: flops.market.v1.QueryTasksByProviderRequest
+	(*QueryTasksByProviderResponse)(nil), // 39: flops.market.v1.QueryTasksByProviderResponse
+	(*QueryBidsByJobRequest)(nil),        // 40: flops.market.v1.QueryBidsByJobRequest
+	(*QueryBidsByJobResponse)(nil),       // 41: flops.market.v1.QueryBidsByJobResponse
+	(*QueryOpenAuctionsRequest)(nil),     // 42: flops.market.v1.QueryOpenAuctionsRequest
+	(*QueryOpenAuctionsResponse)(nil),    // 43: flops.market.v1.QueryOpenAuctionsResponse
+	(*QueryJobHistoryRequest)(nil),       // 44: flops.market.v1.QueryJobHistoryRequest
+	(*QueryJobHistoryResponse)(nil),      // 45: flops.market.v1.QueryJobHistoryResponse
+	(*QueryNodeSlotRequest)(nil),         // 46: flops.market.v1.QueryNodeSlotRequest
+	(*QueryNodeSlotResponse)(nil),        // 47: flops.market.v1.QueryNodeSlotResponse
+	(*Dispute)(nil),                      // 48: flops.market.v1.Dispute
+	(*Pool)(nil),                         // 49: flops.market.v1.Pool
+	(*v1beta1.PageRequest)(nil),          // 50: cosmos.base.query.v1beta1.PageRequest
+	(*v1beta1.PageResponse)(nil),         // 51: cosmos.base.query.v1beta1.PageResponse
+	(*PoolMember)(nil),                   // 52: flops.market.v1.PoolMember
+	(*Unit)(nil),                         // 53: flops.market.v1.Unit
+	(*Params)(nil),                       // 54: flops.market.v1.Params
+	(*Job)(nil),                          // 55: flops.market.v1.Job
+	(JobStatus)(0),                       // 56: flops.market.v1.JobStatus
+	(*JobCounts)(nil),                    // 57: flops.market.v1.JobCounts
+	(TaskStatus)(0),                      // 58: flops.market.v1.TaskStatus
+	(*Task)(nil),                         // 59: flops.market.v1.Task
+	(*Bid)(nil),                          // 60: flops.market.v1.Bid
+	(*HistoryEntry)(nil),                 // 61: flops.market.v1.HistoryEntry
+	(*NodeSlot)(nil),                     // 62: flops.market.v1.NodeSlot
 }
 var file_flops_market_v1_query_proto_depIdxs = []int32{
-	46, // 0: flops.market.v1.QueryDisputeResponse.dispute:type_name -> flops.market.v1.Dispute
-	47, // 1: flops.market.v1.QueryPoolResponse.pool:type_name -> flops.market.v1.Pool
-	48, // 2: flops.market.v1.QueryPoolsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	47, // 3: flops.market.v1.QueryPoolsResponse.pools:type_name -> flops.market.v1.Pool
-	49, // 4: flops.market.v1.QueryPoolsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	48, // 5: flops.market.v1.QueryPoolsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	47, // 6: flops.market.v1.QueryPoolsByOwnerResponse.pools:type_name -> flops.market.v1.Pool
-	49, // 7: flops.market.v1.QueryPoolsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	48, // 8: flops.market.v1.QueryPoolMembersRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	50, // 9: flops.market.v1.QueryPoolMembersResponse.members:type_name -> flops.market.v1.PoolMember
-	49, // 10: flops.market.v1.QueryPoolMembersResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	48, // 11: flops.market.v1.QueryOpenUnitsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	51, // 12: flops.market.v1.QueryOpenUnitsResponse.units:type_name -> flops.market.v1.Unit
-	49, // 13: flops.market.v1.QueryOpenUnitsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	51, // 14: flops.market.v1.QueryUnitResponse.unit:type_name -> flops.market.v1.Unit
-	52, // 15: flops.market.v1.QueryParamsResponse.params:type_name -> flops.market.v1.Params
-	53, // 16: flops.market.v1.QueryJobResponse.job:type_name -> flops.market.v1.Job
-	48, // 17: flops.market.v1.QueryJobsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	53, // 18: flops.market.v1.QueryJobsByOwnerResponse.jobs:type_name -> flops.market.v1.Job
-	49, // 19: flops.market.v1.QueryJobsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	54, // 20: flops.market.v1.QueryJobsByStatusRequest.status:type_name -> flops.market.v1.JobStatus
-	48, // 21: flops.market.v1.QueryJobsByStatusRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	53, // 22: flops.market.v1.QueryJobsByStatusResponse.jobs:type_name -> flops.market.v1.Job
-	49, // 23: flops.market.v1.QueryJobsByStatusResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	55, // 24: flops.market.v1.QueryJobCountsResponse.counts:type_name -> flops.market.v1.JobCounts
-	54, // 25: flops.market.v1.QueryJobsRequest.status:type_name -> flops.market.v1.JobStatus
-	48, // 26: flops.market.v1.QueryJobsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	53, // 27: flops.market.v1.QueryJobsResponse.jobs:type_name -> flops.market.v1.Job
-	49, // 28: flops.market.v1.QueryJobsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	56, // 29: flops.market.v1.QueryTasksRequest.status:type_name -> flops.market.v1.TaskStatus
-	48, // 30: flops.market.v1.QueryTasksRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	57, // 31: flops.market.v1.QueryTasksResponse.tasks:type_name -> flops.market.v1.Task
-	49, // 32: flops.market.v1.QueryTasksResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	57, // 33: flops.market.v1.QueryTaskResponse.task:type_name -> flops.market.v1.Task
-	48, // 34: flops.market.v1.QueryTasksByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	57, // 35: flops.market.v1.QueryTasksByJobResponse.tasks:type_name -> flops.market.v1.Task
-	49, // 36: flops.market.v1.QueryTasksByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	48, // 37: flops.market.v1.QueryTasksByNodeRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	57, // 38: flops.market.v1.QueryTasksByNodeResponse.tasks:type_name -> flops.market.v1.Task
-	49, // 39: flops.market.v1.QueryTasksByNodeResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	48, // 40: flops.market.v1.QueryTasksByProviderRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	57, // 41: flops.market.v1.QueryTasksByProviderResponse.tasks:type_name -> flops.market.v1.Task
-	49, // 42: flops.market.v1.QueryTasksByProviderResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	48, // 43: flops.market.v1.QueryBidsByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	58, // 44: flops.market.v1.QueryBidsByJobResponse.bids:type_name -> flops.market.v1.Bid
-	49, // 45: flops.market.v1.QueryBidsByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	48, // 46: flops.market.v1.QueryOpenAuctionsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	53, // 47: flops.market.v1.QueryOpenAuctionsResponse.jobs:type_name -> flops.market.v1.Job
-	49, // 48: flops.market.v1.QueryOpenAuctionsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	48, // 49: flops.market.v1.QueryJobHistoryRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	59, // 50: flops.market.v1.QueryJobHistoryResponse.entries:type_name -> flops.market.v1.HistoryEntry
-	49, // 51: flops.market.v1.QueryJobHistoryResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	60, // 52: flops.market.v1.QueryNodeSlotResponse.slot:type_name -> flops.market.v1.NodeSlot
+	48, // 0: flops.market.v1.QueryDisputeResponse.dispute:type_name -> flops.market.v1.Dispute
+	49, // 1: flops.market.v1.QueryPoolResponse.pool:type_name -> flops.market.v1.Pool
+	50, // 2: flops.market.v1.QueryPoolsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	49, // 3: flops.market.v1.QueryPoolsResponse.pools:type_name -> flops.market.v1.Pool
+	51, // 4: flops.market.v1.QueryPoolsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	50, // 5: flops.market.v1.QueryPoolsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	49, // 6: flops.market.v1.QueryPoolsByOwnerResponse.pools:type_name -> flops.market.v1.Pool
+	51, // 7: flops.market.v1.QueryPoolsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	50, // 8: flops.market.v1.QueryPoolMembersRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	52, // 9: flops.market.v1.QueryPoolMembersResponse.members:type_name -> flops.market.v1.PoolMember
+	51, // 10: flops.market.v1.QueryPoolMembersResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	50, // 11: flops.market.v1.QueryOpenUnitsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	53, // 12: flops.market.v1.QueryOpenUnitsResponse.units:type_name -> flops.market.v1.Unit
+	51, // 13: flops.market.v1.QueryOpenUnitsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	53, // 14: flops.market.v1.QueryUnitResponse.unit:type_name -> flops.market.v1.Unit
+	54, // 15: flops.market.v1.QueryParamsResponse.params:type_name -> flops.market.v1.Params
+	55, // 16: flops.market.v1.QueryJobResponse.job:type_name -> flops.market.v1.Job
+	50, // 17: flops.market.v1.QueryJobsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	55, // 18: flops.market.v1.QueryJobsByOwnerResponse.jobs:type_name -> flops.market.v1.Job
+	51, // 19: flops.market.v1.QueryJobsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 20: flops.market.v1.QueryJobsByStatusRequest.status:type_name -> flops.market.v1.JobStatus
+	50, // 21: flops.market.v1.QueryJobsByStatusRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	55, // 22: flops.market.v1.QueryJobsByStatusResponse.jobs:type_name -> flops.market.v1.Job
+	51, // 23: flops.market.v1.QueryJobsByStatusResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	57, // 24: flops.market.v1.QueryJobCountsResponse.counts:type_name -> flops.market.v1.JobCounts
+	56, // 25: flops.market.v1.QueryJobsRequest.status:type_name -> flops.market.v1.JobStatus
+	50, // 26: flops.market.v1.QueryJobsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	55, // 27: flops.market.v1.QueryJobsResponse.jobs:type_name -> flops.market.v1.Job
+	51, // 28: flops.market.v1.QueryJobsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	58, // 29: flops.market.v1.QueryTasksRequest.status:type_name -> flops.market.v1.TaskStatus
+	50, // 30: flops.market.v1.QueryTasksRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	59, // 31: flops.market.v1.QueryTasksResponse.tasks:type_name -> flops.market.v1.Task
+	51, // 32: flops.market.v1.QueryTasksResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	59, // 33: flops.market.v1.QueryTaskResponse.task:type_name -> flops.market.v1.Task
+	50, // 34: flops.market.v1.QueryTasksByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	59, // 35: flops.market.v1.QueryTasksByJobResponse.tasks:type_name -> flops.market.v1.Task
+	51, // 36: flops.market.v1.QueryTasksByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	50, // 37: flops.market.v1.QueryTasksByNodeRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	59, // 38: flops.market.v1.QueryTasksByNodeResponse.tasks:type_name -> flops.market.v1.Task
+	51, // 39: flops.market.v1.QueryTasksByNodeResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	50, // 40: flops.market.v1.QueryTasksByProviderRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	59, // 41: flops.market.v1.QueryTasksByProviderResponse.tasks:type_name -> flops.market.v1.Task
+	51, // 42: flops.market.v1.QueryTasksByProviderResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	50, // 43: flops.market.v1.QueryBidsByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	60, // 44: flops.market.v1.QueryBidsByJobResponse.bids:type_name -> flops.market.v1.Bid
+	51, // 45: flops.market.v1.QueryBidsByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	50, // 46: flops.market.v1.QueryOpenAuctionsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	55, // 47: flops.market.v1.QueryOpenAuctionsResponse.jobs:type_name -> flops.market.v1.Job
+	51, // 48: flops.market.v1.QueryOpenAuctionsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	50, // 49: flops.market.v1.QueryJobHistoryRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	61, // 50: flops.market.v1.QueryJobHistoryResponse.entries:type_name -> flops.market.v1.HistoryEntry
+	51, // 51: flops.market.v1.QueryJobHistoryResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	62, // 52: flops.market.v1.QueryNodeSlotResponse.slot:type_name -> flops.market.v1.NodeSlot
 	16, // 53: flops.market.v1.Query.Params:input_type -> flops.market.v1.QueryParamsRequest
 	18, // 54: flops.market.v1.Query.Job:input_type -> flops.market.v1.QueryJobRequest
-	26, // 55: flops.market.v1.Query.Jobs:input_type -> flops.market.v1.QueryJobsRequest
+	28, // 55: flops.market.v1.Query.Jobs:input_type -> flops.market.v1.QueryJobsRequest
 	20, // 56: flops.market.v1.Query.JobsByOwner:input_type -> flops.market.v1.QueryJobsByOwnerRequest
 	22, // 57: flops.market.v1.Query.JobsByStatus:input_type -> flops.market.v1.QueryJobsByStatusRequest
-	24, // 58: flops.market.v1.Query.JobCounts:input_type -> flops.market.v1.QueryJobCountsRequest
-	30, // 59: flops.market.v1.Query.Task:input_type -> flops.market.v1.QueryTaskRequest
-	28, // 60: flops.market.v1.Query.Tasks:input_type -> flops.market.v1.QueryTasksRequest
-	32, // 61: flops.market.v1.Query.TasksByJob:input_type -> flops.market.v1.QueryTasksByJobRequest
-	34, // 62: flops.market.v1.Query.TasksByNode:input_type -> flops.market.v1.QueryTasksByNodeRequest
-	36, // 63: flops.market.v1.Query.TasksByProvider:input_type -> flops.market.v1.QueryTasksByProviderRequest
-	38, // 64: flops.market.v1.Query.BidsByJob:input_type -> flops.market.v1.QueryBidsByJobRequest
-	40, // 65: flops.market.v1.Query.OpenAuctions:input_type -> flops.market.v1.QueryOpenAuctionsRequest
-	42, // 66: flops.market.v1.Query.JobHistory:input_type -> flops.market.v1.QueryJobHistoryRequest
-	44, // 67: flops.market.v1.Query.NodeSlot:input_type -> flops.market.v1.QueryNodeSlotRequest
-	0,  // 68: flops.market.v1.Query.Dispute:input_type -> flops.market.v1.QueryDisputeRequest
-	2,  // 69: flops.market.v1.Query.Pool:input_type -> flops.market.v1.QueryPoolRequest
-	4,  // 70: flops.market.v1.Query.Pools:input_type -> flops.market.v1.QueryPoolsRequest
-	6,  // 71: flops.market.v1.Query.PoolsByOwner:input_type -> flops.market.v1.QueryPoolsByOwnerRequest
-	8,  // 72: flops.market.v1.Query.PoolMembers:input_type -> flops.market.v1.QueryPoolMembersRequest
-	10, // 73: flops.market.v1.Query.OpenUnits:input_type -> flops.market.v1.QueryOpenUnitsRequest
-	12, // 74: flops.market.v1.Query.Unit:input_type -> flops.market.v1.QueryUnitRequest
-	14, // 75: flops.market.v1.Query.PoolEarnings:input_type -> flops.market.v1.QueryPoolEarningsRequest
-	17, // 76: flops.market.v1.Query.Params:output_type -> flops.market.v1.QueryParamsResponse
-	19, // 77: flops.market.v1.Query.Job:output_type -> flops.market.v1.QueryJobResponse
-	27, // 78: flops.market.v1.Query.Jobs:output_type -> flops.market.v1.QueryJobsResponse
-	21, // 79: flops.market.v1.Query.JobsByOwner:output_type -> flops.market.v1.QueryJobsByOwnerResponse
-	23, // 80: flops.market.v1.Query.JobsByStatus:output_type -> flops.market.v1.QueryJobsByStatusResponse
-	25, // 81: flops.market.v1.Query.JobCounts:output_type -> flops.market.v1.QueryJobCountsResponse
-	31, // 82: flops.market.v1.Query.Task:output_type -> flops.market.v1.QueryTaskResponse
-	29, // 83: flops.market.v1.Query.Tasks:output_type -> flops.market.v1.QueryTasksResponse
-	33, // 84: flops.market.v1.Query.TasksByJob:output_type -> flops.market.v1.QueryTasksByJobResponse
-	35, // 85: flops.market.v1.Query.TasksByNode:output_type -> flops.market.v1.QueryTasksByNodeResponse
-	37, // 86: flops.market.v1.Query.TasksByProvider:output_type -> flops.market.v1.QueryTasksByProviderResponse
-	39, // 87: flops.market.v1.Query.BidsByJob:output_type -> flops.market.v1.QueryBidsByJobResponse
-	41, // 88: flops.market.v1.Query.OpenAuctions:output_type -> flops.market.v1.QueryOpenAuctionsResponse
-	43, // 89: flops.market.v1.Query.JobHistory:output_type -> flops.market.v1.QueryJobHistoryResponse
-	45, // 90: flops.market.v1.Query.NodeSlot:output_type -> flops.market.v1.QueryNodeSlotResponse
-	1,  // 91: flops.market.v1.Query.Dispute:output_type -> flops.market.v1.QueryDisputeResponse
-	3,  // 92: flops.market.v1.Query.Pool:output_type -> flops.market.v1.QueryPoolResponse
-	5,  // 93: flops.market.v1.Query.Pools:output_type -> flops.market.v1.QueryPoolsResponse
-	7,  // 94: flops.market.v1.Query.PoolsByOwner:output_type -> flops.market.v1.QueryPoolsByOwnerResponse
-	9,  // 95: flops.market.v1.Query.PoolMembers:output_type -> flops.market.v1.QueryPoolMembersResponse
-	11, // 96: flops.market.v1.Query.OpenUnits:output_type -> flops.market.v1.QueryOpenUnitsResponse
-	13, // 97: flops.market.v1.Query.Unit:output_type -> flops.market.v1.QueryUnitResponse
-	15, // 98: flops.market.v1.Query.PoolEarnings:output_type -> flops.market.v1.QueryPoolEarningsResponse
-	76, // [76:99] is the sub-list for method output_type
-	53, // [53:76] is the sub-list for method input_type
+	24, // 58: flops.market.v1.Query.Queue:input_type -> flops.market.v1.QueryQueueRequest
+	26, // 59: flops.market.v1.Query.JobCounts:input_type -> flops.market.v1.QueryJobCountsRequest
+	32, // 60: flops.market.v1.Query.Task:input_type -> flops.market.v1.QueryTaskRequest
+	30, // 61: flops.market.v1.Query.Tasks:input_type -> flops.market.v1.QueryTasksRequest
+	34, // 62: flops.market.v1.Query.TasksByJob:input_type -> flops.market.v1.QueryTasksByJobRequest
+	36, // 63: flops.market.v1.Query.TasksByNode:input_type -> flops.market.v1.QueryTasksByNodeRequest
+	38, // 64: flops.market.v1.Query.TasksByProvider:input_type -> flops.market.v1.QueryTasksByProviderRequest
+	40, // 65: flops.market.v1.Query.BidsByJob:input_type -> flops.market.v1.QueryBidsByJobRequest
+	42, // 66: flops.market.v1.Query.OpenAuctions:input_type -> flops.market.v1.QueryOpenAuctionsRequest
+	44, // 67: flops.market.v1.Query.JobHistory:input_type -> flops.market.v1.QueryJobHistoryRequest
+	46, // 68: flops.market.v1.Query.NodeSlot:input_type -> flops.market.v1.QueryNodeSlotRequest
+	0,  // 69: flops.market.v1.Query.Dispute:input_type -> flops.market.v1.QueryDisputeRequest
+	2,  // 70: flops.market.v1.Query.Pool:input_type -> flops.market.v1.QueryPoolRequest
+	4,  // 71: flops.market.v1.Query.Pools:input_type -> flops.market.v1.QueryPoolsRequest
+	6,  // 72: flops.market.v1.Query.PoolsByOwner:input_type -> flops.market.v1.QueryPoolsByOwnerRequest
+	8,  // 73: flops.market.v1.Query.PoolMembers:input_type -> flops.market.v1.QueryPoolMembersRequest
+	10, // 74: flops.market.v1.Query.OpenUnits:input_type -> flops.market.v1.QueryOpenUnitsRequest
+	12, // 75: flops.market.v1.Query.Unit:input_type -> flops.market.v1.QueryUnitRequest
+	14, // 76: flops.market.v1.Query.PoolEarnings:input_type -> flops.market.v1.QueryPoolEarningsRequest
+	17, // 77: flops.market.v1.Query.Params:output_type -> flops.market.v1.QueryParamsResponse
+	19, // 78: flops.market.v1.Query.Job:output_type -> flops.market.v1.QueryJobResponse
+	29, // 79: flops.market.v1.Query.Jobs:output_type -> flops.market.v1.QueryJobsResponse
+	21, // 80: flops.market.v1.Query.JobsByOwner:output_type -> flops.market.v1.QueryJobsByOwnerResponse
+	23, // 81: flops.market.v1.Query.JobsByStatus:output_type -> flops.market.v1.QueryJobsByStatusResponse
+	25, // 82: flops.market.v1.Query.Queue:output_type -> flops.market.v1.QueryQueueResponse
+	27, // 83: flops.market.v1.Query.JobCounts:output_type -> flops.market.v1.QueryJobCountsResponse
+	33, // 84: flops.market.v1.Query.Task:output_type -> flops.market.v1.QueryTaskResponse
+	31, // 85: flops.market.v1.Query.Tasks:output_type -> flops.market.v1.QueryTasksResponse
+	35, // 86: flops.market.v1.Query.TasksByJob:output_type -> flops.market.v1.QueryTasksByJobResponse
+	37, // 87: flops.market.v1.Query.TasksByNode:output_type -> flops.market.v1.QueryTasksByNodeResponse
+	39, // 88: flops.market.v1.Query.TasksByProvider:output_type -> flops.market.v1.QueryTasksByProviderResponse
+	41, // 89: flops.market.v1.Query.BidsByJob:output_type -> flops.market.v1.QueryBidsByJobResponse
+	43, // 90: flops.market.v1.Query.OpenAuctions:output_type -> flops.market.v1.QueryOpenAuctionsResponse
+	45, // 91: flops.market.v1.Query.JobHistory:output_type -> flops.market.v1.QueryJobHistoryResponse
+	47, // 92: flops.market.v1.Query.NodeSlot:output_type -> flops.market.v1.QueryNodeSlotResponse
+	1,  // 93: flops.market.v1.Query.Dispute:output_type -> flops.market.v1.QueryDisputeResponse
+	3,  // 94: flops.market.v1.Query.Pool:output_type -> flops.market.v1.QueryPoolResponse
+	5,  // 95: flops.market.v1.Query.Pools:output_type -> flops.market.v1.QueryPoolsResponse
+	7,  // 96: flops.market.v1.Query.PoolsByOwner:output_type -> flops.market.v1.QueryPoolsByOwnerResponse
+	9,  // 97: flops.market.v1.Query.PoolMembers:output_type -> flops.market.v1.QueryPoolMembersResponse
+	11, // 98: flops.market.v1.Query.OpenUnits:output_type -> flops.market.v1.QueryOpenUnitsResponse
+	13, // 99: flops.market.v1.Query.Unit:output_type -> flops.market.v1.QueryUnitResponse
+	15, // 100: flops.market.v1.Query.PoolEarnings:output_type -> flops.market.v1.QueryPoolEarningsResponse
+	77, // [77:101] is the sub-list for method output_type
+	53, // [53:77] is the sub-list for method input_type
 	53, // [53:53] is the sub-list for extension type_name
 	53, // [53:53] is the sub-list for extension extendee
 	0,  // [0:53] is the sub-list for field type_name
@@ -2875,7 +2999,7 @@ func file_flops_market_v1_query_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_market_v1_query_proto_rawDesc), len(file_flops_market_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

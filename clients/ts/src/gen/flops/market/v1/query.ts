@@ -217,6 +217,31 @@ export interface QueryJobsByStatusResponse {
   pagination: PageResponse | undefined;
 }
 
+/** QueryQueueRequest asks for the scheduler's queue. */
+export interface QueryQueueRequest {
+}
+
+/** QueryQueueResponse counts the scheduler's queue. */
+export interface QueryQueueResponse {
+  /**
+   * waiting: the pending tasks waiting in their groups (a job's pending tasks of one
+   * role, which the scheduler takes in priority order).
+   */
+  waiting: bigint;
+  /** groups: the groups with a task waiting. */
+  groups: bigint;
+  /**
+   * groups_parked: of those, the groups parked until a later block (no node could take
+   * their tasks at the last try; assign_retry_max_blocks at most).
+   */
+  groupsParked: bigint;
+  /**
+   * parked: the pending tasks parked alone until a later block (no node could take them
+   * for a reason of their own: the nodes they exclude).
+   */
+  parked: bigint;
+}
+
 /** QueryJobCountsRequest asks for the job counts. */
 export interface QueryJobCountsRequest {
 }
@@ -2373,6 +2398,193 @@ export const QueryJobsByStatusResponse: MessageFns<QueryJobsByStatusResponse> = 
   },
 };
 
+function createBaseQueryQueueRequest(): QueryQueueRequest {
+  return {};
+}
+
+export const QueryQueueRequest: MessageFns<QueryQueueRequest> = {
+  encode(_: QueryQueueRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryQueueRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryQueueRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): QueryQueueRequest {
+    return {};
+  },
+
+  toJSON(_: QueryQueueRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<QueryQueueRequest>): QueryQueueRequest {
+    return QueryQueueRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<QueryQueueRequest>): QueryQueueRequest {
+    const message = createBaseQueryQueueRequest();
+    return message;
+  },
+};
+
+function createBaseQueryQueueResponse(): QueryQueueResponse {
+  return { waiting: 0n, groups: 0n, groupsParked: 0n, parked: 0n };
+}
+
+export const QueryQueueResponse: MessageFns<QueryQueueResponse> = {
+  encode(message: QueryQueueResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.waiting !== 0n) {
+      if (BigInt.asUintN(64, message.waiting) !== message.waiting) {
+        throw new globalThis.Error("value provided for field message.waiting of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.waiting);
+    }
+    if (message.groups !== 0n) {
+      if (BigInt.asUintN(64, message.groups) !== message.groups) {
+        throw new globalThis.Error("value provided for field message.groups of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.groups);
+    }
+    if (message.groupsParked !== 0n) {
+      if (BigInt.asUintN(64, message.groupsParked) !== message.groupsParked) {
+        throw new globalThis.Error("value provided for field message.groupsParked of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.groupsParked);
+    }
+    if (message.parked !== 0n) {
+      if (BigInt.asUintN(64, message.parked) !== message.parked) {
+        throw new globalThis.Error("value provided for field message.parked of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.parked);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueryQueueResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueryQueueResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.waiting = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.groups = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.groupsParked = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.parked = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QueryQueueResponse {
+    return {
+      waiting: isSet(object.waiting) ? BigInt(object.waiting) : 0n,
+      groups: isSet(object.groups) ? BigInt(object.groups) : 0n,
+      groupsParked: isSet(object.groupsParked)
+        ? BigInt(object.groupsParked)
+        : isSet(object.groups_parked)
+        ? BigInt(object.groups_parked)
+        : 0n,
+      parked: isSet(object.parked) ? BigInt(object.parked) : 0n,
+    };
+  },
+
+  toJSON(message: QueryQueueResponse): unknown {
+    const obj: any = {};
+    if (message.waiting !== 0n) {
+      obj.waiting = message.waiting.toString();
+    }
+    if (message.groups !== 0n) {
+      obj.groups = message.groups.toString();
+    }
+    if (message.groupsParked !== 0n) {
+      obj.groupsParked = message.groupsParked.toString();
+    }
+    if (message.parked !== 0n) {
+      obj.parked = message.parked.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QueryQueueResponse>): QueryQueueResponse {
+    return QueryQueueResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QueryQueueResponse>): QueryQueueResponse {
+    const message = createBaseQueryQueueResponse();
+    message.waiting = (object.waiting !== undefined && object.waiting !== null) ? BigInt(object.waiting) : 0n;
+    message.groups = (object.groups !== undefined && object.groups !== null) ? BigInt(object.groups) : 0n;
+    message.groupsParked = (object.groupsParked !== undefined && object.groupsParked !== null)
+      ? BigInt(object.groupsParked)
+      : 0n;
+    message.parked = (object.parked !== undefined && object.parked !== null) ? BigInt(object.parked) : 0n;
+    return message;
+  },
+};
+
 function createBaseQueryJobCountsRequest(): QueryJobCountsRequest {
   return {};
 }
@@ -4246,6 +4458,12 @@ export interface Query {
   /** JobsByStatus lists the jobs in a status. */
   JobsByStatus(request: QueryJobsByStatusRequest): Promise<QueryJobsByStatusResponse>;
   /**
+   * Queue counts the scheduler's queue: the pending tasks it may take, waiting in their
+   * groups or parked alone. It reads a record per group and a key per task parked alone,
+   * not the tasks the chain retains (Tasks with a status scans them all).
+   */
+  Queue(request: QueryQueueRequest): Promise<QueryQueueResponse>;
+  /**
    * JobCounts counts the jobs the chain holds in each status, in a few reads however
    * many there are (JobsByStatus with count_total reads every job in the status).
    */
@@ -4298,6 +4516,7 @@ export class QueryClientImpl implements Query {
     this.Jobs = this.Jobs.bind(this);
     this.JobsByOwner = this.JobsByOwner.bind(this);
     this.JobsByStatus = this.JobsByStatus.bind(this);
+    this.Queue = this.Queue.bind(this);
     this.JobCounts = this.JobCounts.bind(this);
     this.Task = this.Task.bind(this);
     this.Tasks = this.Tasks.bind(this);
@@ -4345,6 +4564,12 @@ export class QueryClientImpl implements Query {
     const data = QueryJobsByStatusRequest.encode(request).finish();
     const promise = this.rpc.request(this.service, "JobsByStatus", data);
     return promise.then((data) => QueryJobsByStatusResponse.decode(new BinaryReader(data)));
+  }
+
+  Queue(request: QueryQueueRequest): Promise<QueryQueueResponse> {
+    const data = QueryQueueRequest.encode(request).finish();
+    const promise = this.rpc.request(this.service, "Queue", data);
+    return promise.then((data) => QueryQueueResponse.decode(new BinaryReader(data)));
   }
 
   JobCounts(request: QueryJobCountsRequest): Promise<QueryJobCountsResponse> {
