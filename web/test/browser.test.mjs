@@ -84,6 +84,13 @@ test("the network view shows the chain's GFL index", async () => {
   );
   assert.ok(power.totalGflops > 0n, "the localnet has verified power");
   await page.getByText("Jobs by status").waitFor();
+  // the queue: the scheduler's count (Queue), as the chain gives it
+  const { waiting, parked } = await q.market.Queue({});
+  await page.waitForFunction(
+    (w) => document.querySelector('[data-testid="pending-tasks"]')?.textContent === w,
+    String(waiting + parked),
+    { timeout: 15_000 },
+  );
   // every active node counted by class (fewer than the 5,000 the chart reads)
   await page.getByText("Active nodes by GPU class", { exact: true }).waitFor();
   // the demo's tasks were assigned: the time to assignment, from the newest tasks
@@ -287,14 +294,14 @@ test("a node that does not answer is said so, and retried with backoff", async (
 });
 
 test("a figure the node refuses to read leaves the rest of the network view", async () => {
-  // On a big chain the node stops a query that reads a whole table at its gas limit
-  // (flopsd's query-gas-limit): the queue's scan of tasks. Its answer is played here on
-  // the real node's responses: ABCI code 111222, as tests/integration
-  // TestWholeTableScanStopsAtQueryGasLimit has the node give it, for every Tasks query,
-  // so the newest tasks (the time to assignment) are refused too. The job counts are one
+  // The node stops a query that reads more than its gas limit (flopsd's query-gas-limit):
+  // no figure reads a whole table, but the scheduler's queue in a flood of jobs can, and
+  // the newest tasks are refused here too. Its answer is played on the real node's
+  // responses: ABCI code 111222, as tests/integration
+  // TestWholeTableScanStopsAtQueryGasLimit has the node give it. The job counts are one
   // record (JobCounts), which a node from before store version 9 does not serve: its
   // answer, an unknown query path, is played too.
-  const refused = new Set(["/flops.market.v1.Query/Tasks"]);
+  const refused = new Set(["/flops.market.v1.Query/Queue", "/flops.market.v1.Query/Tasks"]);
   const unknown = "/flops.market.v1.Query/JobCounts";
   // and a network of 7,000 active nodes: the count of the active nodes says so, and the
   // class and region charts, which read the first 5,000, say what they count

@@ -3,11 +3,12 @@
 // more; the statuses counted), jobs by status, the queue (pending tasks) and time to
 // assignment, emission per epoch, halving progress and the reward pool.
 //
-// One of its figures reads a whole table: the queue scans tasks for the pending ones. On
-// a big chain a node stops such a query at its gas limit (flopsd's query-gas-limit); the
-// view then says which figure the node would not give and shows the rest. The time to
-// assignment reads the 200 newest tasks, and jobs by status are the chain's counts
-// (JobCounts, one record); a node that does not answer either is said so the same way.
+// No figure reads a whole table: the queue is the scheduler's (Queue, a record a group
+// with a task waiting), the time to assignment reads the 200 newest tasks, jobs by status
+// are the chain's counts (JobCounts, one record), nodes by status are counted on their
+// index. A node that does not answer one of them (a big chain's query past the node's
+// gas limit, or a node from before the query) is said so for that figure, and the view
+// shows the rest.
 import { html } from "lit";
 import { gflTypes, marketTypes } from "@flopsnet/client";
 
@@ -95,7 +96,8 @@ export class NetworkView extends View {
       q.dps.Era({}),
       q.dps.Pool({}),
       q.dps.Emissions({ pagination: page(100, { reverse: true }) }),
-      refusable(q.market.Tasks({ status: marketTypes.TaskStatus.TASK_STATUS_PENDING, pagination: page(1000) })),
+      // the scheduler's queue (a record a group): not a scan of the tasks the chain keeps
+      refusable(q.market.Queue({})),
       // the newest tasks, for the time to assignment: each says when it last became
       // pending and when it was assigned (the jobs, each with its spec of up to about
       // 670 KB, are not read)
@@ -133,7 +135,7 @@ export class NetworkView extends View {
       // the class and region charts are of a sample when the network has more active nodes
       activeSampled: activeTotal === undefined || active.length < activeTotal ? { n: active.length, of: activeTotal } : undefined,
       jobs,
-      pendingTasks: isRefused(pending) ? pending : pending.tasks.length,
+      pendingTasks: isRefused(pending) ? pending : Number(pending.waiting + pending.parked),
       recentRefused: isRefused(recentTasks) ? recentTasks : undefined,
       assignBlocks: waits.length
         ? { median: waits[Math.floor(waits.length / 2)], max: waits[waits.length - 1], n: waits.length }
@@ -164,7 +166,7 @@ export class NetworkView extends View {
               <div class="card"><h3>GFL index</h3><p class="big" data-testid="gfl-index">${gfl(d.totalGflops)}</p>
                 <p class="muted">${d.totalGflops.toString()} GFLOP/s verified on ${d.activeNodes.toString()} nodes</p></div>
               <div class="card"><h3>Queue</h3><p class="big" data-testid="pending-tasks">${isRefused(d.pendingTasks) ? "—" : d.pendingTasks}</p>
-                ${isRefused(d.pendingTasks) ? this.refusal("pending-refused", "count the tasks waiting", d.pendingTasks) : ""}
+                ${isRefused(d.pendingTasks) ? this.refusal("pending-refused", "count the tasks waiting", d.pendingTasks, "a flood's queue can pass the node's gas limit, and a node from before the count does not serve it") : ""}
                 <p class="muted">tasks waiting for a node${d.assignBlocks
                   ? html`; assigned after ${d.assignBlocks.median} blocks (median), ${d.assignBlocks.max} at most, over ${d.assignBlocks.n} recent tasks`
                   : ""}</p>
