@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -488,5 +489,53 @@ func TestAttackLazyClaimerWinsNonePool(t *testing.T) {
 	sd := math.Sqrt(units * 0.25)
 	t.Logf("lazy member %d units, honest member %d (fair %d ± %.1f)", won[nodes["p1"]], won[nodes["p2"]], units/2, sd)
 	require.InDelta(t, units/2, won[nodes["p1"]], 4*sd)
+	a.AssertInvariants()
+}
+
+// TestAttackHugePoolSpecTaxesItsMembers: a pool's record held its spec, whose command and
+// environment may be about 330 KB, and every unit step rewrote the record (a member's
+// commit and reveal, a lapse in the block work): at 30 gas a byte written, about
+// 10,000,000 gas a step with the largest legal spec, paid by the member (a lapse: by the
+// block's queue budget), while the unit price is the owner's to set. The spec is stored
+// apart from the record since store version 10, and a unit step costs its member the
+// same whatever the pool's spec.
+func TestAttackHugePoolSpecTaxesItsMembers(t *testing.T) {
+	a, nodes := marketAppN(t, 1, nil)
+	owner := a.Account("client").String()
+	small := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_PROCESS, Command: []string{"serve"},
+		Verification: markettypes.VERIFICATION_CLASS_NONE, UnitPrice: sdk.NewInt64Coin(udps, 1_000),
+		Budget: sdk.NewInt64Coin(udps, 100_000), MaxProviders: 2, UnitMaxDuration: time.Minute,
+	}
+	huge := small
+	huge.Command, huge.Env = nil, nil
+	for i := range markettypes.MaxArgs {
+		huge.Command = append(huge.Command, fmt.Sprintf("%03d", i)+strings.Repeat("c", markettypes.MaxArgLen-3))
+		huge.Env = append(huge.Env, markettypes.EnvVar{Name: fmt.Sprintf("V%d", i), Value: strings.Repeat("e", markettypes.MaxEnvValueLen)})
+	}
+	t.Logf("the huge spec: %d bytes", huge.Size())
+	gas := map[string][2]int64{}
+	for name, spec := range map[string]markettypes.PoolSpec{"small": small, "huge": huge} {
+		poolID := submittedPool(t, a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec}).Data)
+		a.MustDeliver("p1", &markettypes.MsgJoinPool{Provider: a.Account("p1").String(), PoolId: poolID, NodeId: nodes["p1"]})
+		a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: poolID, Units: unitInputs(1)})
+		acc := a.Account("p1")
+		root := sha256.Sum256([]byte("the unit's result"))
+		salt := []byte("pool-worker-salt-0123")
+		commit := a.Deliver("p1", &markettypes.MsgCommitUnit{Provider: acc.String(), PoolId: poolID, UnitId: 1, NodeId: nodes["p1"],
+			Commitment: markettypes.Commitment(root[:], salt, acc.Address)})
+		require.Zero(t, commit.Code, commit.Log)
+		reveal := a.Deliver("p1", &markettypes.MsgRevealUnit{Provider: acc.String(), PoolId: poolID, UnitId: 1,
+			ResultRoot: root[:], Salt: salt, OutputUri: "https://p1.example.com/out/1"})
+		require.Zero(t, reveal.Code, reveal.Log)
+		pool := getPool(t, a, poolID)
+		require.EqualValues(t, 1, pool.PaidUnits, "the unit paid")
+		require.Equal(t, spec, pool.Spec, "the pool's spec, as the Pool query gives it")
+		gas[name] = [2]int64{commit.GasUsed, reveal.GasUsed}
+	}
+	t.Logf("gas of a commit and a reveal: small spec %v, huge spec %v", gas["small"], gas["huge"])
+	for i, step := range []string{"commit", "reveal"} {
+		require.InDelta(t, gas["small"][i], gas["huge"][i], 5_000, "a unit's %s costs its member the same whatever the spec", step)
+	}
 	a.AssertInvariants()
 }

@@ -234,7 +234,7 @@ func TestClientSeesItsPoolsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 		for range 60 {
 			id, err := a.MarketKeeper.PoolSeq.Next(ctx)
 			require.NoError(t, err)
-			require.NoError(t, a.MarketKeeper.Pools.Set(ctx, id, markettypes.Pool{Id: id, Owner: mallory, Spec: big, Status: markettypes.POOL_STATUS_OPEN,
+			require.NoError(t, a.MarketKeeper.SetPool(ctx, markettypes.Pool{Id: id, Owner: mallory, Spec: big, Status: markettypes.POOL_STATUS_OPEN,
 				Escrow: sdkmath.NewInt(10_000), Unpaid: sdkmath.ZeroInt(), NextUnit: 1}))
 		}
 	})

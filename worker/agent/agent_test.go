@@ -623,7 +623,7 @@ func bigPools(t *testing.T, a *apptest.App, n int) {
 		for range n {
 			id, err := a.MarketKeeper.PoolSeq.Next(ctx)
 			require.NoError(t, err)
-			require.NoError(t, a.MarketKeeper.Pools.Set(ctx, id, markettypes.Pool{Id: id, Owner: mallory, Spec: spec, Status: markettypes.POOL_STATUS_OPEN,
+			require.NoError(t, a.MarketKeeper.SetPool(ctx, markettypes.Pool{Id: id, Owner: mallory, Spec: spec, Status: markettypes.POOL_STATUS_OPEN,
 				Escrow: sdkmath.NewInt(1), Unpaid: sdkmath.ZeroInt(), NextUnit: 1}))
 		}
 	})

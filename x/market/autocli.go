@@ -22,6 +22,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 	}
 	// the job lists' --omit-spec
 	omitSpec := map[string]*autocliv1.FlagOptions{"omit_spec": {Usage: "list the jobs without their specs (a page of large specs can pass the node's query gas limit; job <id> shows one)"}}
+	poolOmitSpec := map[string]*autocliv1.FlagOptions{"omit_spec": {Usage: "list the pools without their specs (pool <id> shows one)"}}
 	return &autocliv1.ModuleOptions{
 		Query: &autocliv1.ServiceCommandDescriptor{
 			Service: "flops.market.v1.Query",
@@ -44,8 +45,8 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "NodeSlot", Use: "node <node-id>", Short: "Show the market's view of a node (load, ask, MIG devices)", PositionalArgs: args("node_id")},
 				{RpcMethod: "Dispute", Use: "dispute <dispute-id>", Short: "Show a dispute and its committee", PositionalArgs: args("dispute_id")},
 				{RpcMethod: "Pool", Use: "pool <pool-id>", Short: "Show a pool", PositionalArgs: args("pool_id")},
-				{RpcMethod: "Pools", Use: "pools", Short: "List every pool"},
-				{RpcMethod: "PoolsByOwner", Use: "pools-by-owner <owner>", Short: "List the pools a client opened", PositionalArgs: args("owner")},
+				{RpcMethod: "Pools", Use: "pools", Short: "List every pool", FlagOptions: poolOmitSpec},
+				{RpcMethod: "PoolsByOwner", Use: "pools-by-owner <owner>", Short: "List the pools a client opened", PositionalArgs: args("owner"), FlagOptions: poolOmitSpec},
 				{RpcMethod: "PoolMembers", Use: "pool-members <pool-id>", Short: "List a pool's member nodes", PositionalArgs: args("pool_id")},
 				{RpcMethod: "OpenUnits", Use: "open-units <pool-id>", Short: "List a pool's units waiting for a claim", PositionalArgs: args("pool_id")},
 				{RpcMethod: "Unit", Use: "unit <pool-id> <unit-id>", Short: "Show a pool unit", PositionalArgs: args("pool_id", "unit_id")},

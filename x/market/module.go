@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 9
+const ConsensusVersion = 10
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -105,6 +105,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 8, func(ctx sdk.Context) error { return m.Migrate8to9(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 8 to 9: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 9, func(ctx sdk.Context) error { return m.Migrate9to10(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 9 to 10: %w", types.ModuleName, err))
 	}
 }
 

@@ -95,7 +95,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 				return err
 			}
 		}
-		if err := k.Pools.Set(ctx, pl.Id, pl); err != nil {
+		if err := k.SetPool(ctx, pl); err != nil {
 			return err
 		}
 	}
@@ -256,8 +256,9 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 		return nil, err
 	}
 	if err := k.Pools.Walk(ctx, nil, func(_ uint64, pl types.Pool) (bool, error) {
+		pl, err := k.viewPool(ctx, pl)
 		gs.Pools = append(gs.Pools, pl)
-		return false, nil
+		return err != nil, err
 	}); err != nil {
 		return nil, err
 	}

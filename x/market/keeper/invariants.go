@@ -120,6 +120,12 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 		problems = append(problems, err.Error())
 	}
 	err = k.Pools.Walk(ctx, nil, func(id uint64, pl types.Pool) (bool, error) {
+		if len(pl.Spec.Command) > 0 || len(pl.Spec.Env) > 0 {
+			problems = append(problems, fmt.Sprintf("pool %d's record holds its command or environment", id))
+		}
+		if has, err := k.PoolSpecs.Has(ctx, id); err != nil || !has {
+			problems = append(problems, fmt.Sprintf("pool %d has no spec (%v)", id, err))
+		}
 		owed := pl.Unpaid.Add(pl.Spec.UnitPrice.Amount.MulRaw(int64(pl.OpenUnits)))
 		switch {
 		case pl.Escrow.LT(owed):

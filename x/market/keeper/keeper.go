@@ -209,6 +209,9 @@ type Keeper struct {
 
 	PoolSeq collections.Sequence
 	Pools   *collections.IndexedMap[uint64, types.Pool, PoolIndexes]
+	// PoolSpecs: each pool's spec as created; its record in Pools holds the spec without
+	// its command and environment (savePool, viewPool).
+	PoolSpecs collections.Map[uint64, types.PoolSpec]
 	// Units: (pool, unit) -> unit; OpenUnits: the units waiting for a claim.
 	Units     collections.Map[collections.Pair[uint64, uint64], types.Unit]
 	OpenUnits collections.KeySet[collections.Pair[uint64, uint64]]
@@ -327,6 +330,7 @@ func NewKeeper(
 			ByOwner: indexes.NewMulti(sb, types.PoolsByOwnerKey, "pools_by_owner", sdk.AccAddressKey, collections.Uint64Key,
 				func(_ uint64, p types.Pool) (sdk.AccAddress, error) { return addr(p.Owner) }),
 		}),
+		PoolSpecs: collections.NewMap(sb, types.PoolSpecsKey, "pool_specs", collections.Uint64Key, codec.CollValue[types.PoolSpec](cdc)),
 		Units: collections.NewMap(sb, types.UnitsKey, "units", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key),
 			codec.CollValue[types.Unit](cdc)),
 		OpenUnits: collections.NewKeySet(sb, types.OpenUnitsKey, "open_units", collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key)),

@@ -357,6 +357,27 @@ func (m Migrator) Migrate8to9(ctx context.Context) error {
 	return nil
 }
 
+// Migrate9to10: each pool's spec is stored apart (PoolSpecsKey) and its record keeps the
+// spec without its command and environment (poolRecord), so that a unit step, which
+// rewrites the record, does not write the spec again. The work is one read and two
+// writes per pool.
+func (m Migrator) Migrate9to10(ctx context.Context) error {
+	it, err := m.k.Pools.Iterate(ctx, nil)
+	if err != nil {
+		return err
+	}
+	pools, err := it.Values() // whole, then written: no write while the iterator is open
+	if err != nil {
+		return err
+	}
+	for _, pl := range pools {
+		if err := m.k.SetPool(ctx, pl); err != nil {
+			return fmt.Errorf("migrate 9 to 10: pool %d: %w", pl.Id, err)
+		}
+	}
+	return nil
+}
+
 // keysIn reads a key set's keys in a range, whole (a caller that writes the set, or
 // another collection, does so after the iterator is closed).
 func keysIn[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) ([]K, error) {

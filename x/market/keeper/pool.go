@@ -103,15 +103,53 @@ func (k Keeper) moveUnit(ctx context.Context, pool types.Pool, u *types.Unit, to
 	if err != nil {
 		return err
 	}
-	return k.Pools.Set(ctx, pool.Id, pool)
+	return k.savePool(ctx, pool)
 }
 
+// getPool is a pool's record (ErrPoolNotFound when there is none): its spec without the
+// command and the environment, which nothing of the state machine reads (viewPool has
+// them).
 func (k Keeper) getPool(ctx context.Context, id uint64) (types.Pool, error) {
 	pl, err := k.Pools.Get(ctx, id)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
 		return pl, errorsmod.Wrapf(types.ErrPoolNotFound, "pool %d", id)
 	}
 	return pl, err
+}
+
+// poolRecord is a pool as its record stores it: the spec without its command and its
+// environment, which the pool's spec in PoolSpecs keeps. The record is rewritten by every
+// unit step (a member's commit and reveal, a lapse), and written whole it cost the member
+// 30 gas a byte of the spec: about 10,000,000 gas a step with the largest legal spec
+// (TestAttackHugePoolSpecTaxesItsMembers).
+func poolRecord(pl types.Pool) types.Pool {
+	pl.Spec.Command, pl.Spec.Env = nil, nil
+	return pl
+}
+
+// SetPool stores a pool whole, as CreatePool leaves it: its spec in PoolSpecs, its record
+// (poolRecord) in Pools (genesis, the store migration, tests).
+func (k Keeper) SetPool(ctx context.Context, pl types.Pool) error {
+	if err := k.PoolSpecs.Set(ctx, pl.Id, pl.Spec); err != nil {
+		return err
+	}
+	return k.savePool(ctx, pl)
+}
+
+// savePool writes a pool's record (poolRecord).
+func (k Keeper) savePool(ctx context.Context, pl types.Pool) error {
+	return k.Pools.Set(ctx, pl.Id, poolRecord(pl))
+}
+
+// viewPool is a pool as the queries and the genesis show it: its record with its whole
+// spec.
+func (k Keeper) viewPool(ctx context.Context, pl types.Pool) (types.Pool, error) {
+	spec, err := k.PoolSpecs.Get(ctx, pl.Id)
+	if err != nil {
+		return pl, fmt.Errorf("market: spec of pool %d: %w", pl.Id, err)
+	}
+	pl.Spec = spec
+	return pl, nil
 }
 
 // CreatePool opens a pool and moves its budget into escrow.
@@ -141,7 +179,7 @@ func (k Keeper) CreatePool(ctx context.Context, ownerAddr sdk.AccAddress, spec t
 		return 0, err
 	}
 	pool := types.Pool{Id: id, Owner: owner, Spec: spec, Status: types.POOL_STATUS_OPEN, Escrow: spec.Budget.Amount, Unpaid: sdkmath.ZeroInt(), NextUnit: 1}
-	if err := k.Pools.Set(ctx, id, pool); err != nil {
+	if err := k.SetPool(ctx, pool); err != nil {
 		return 0, err
 	}
 	return id, k.poolEvent(ctx, id, "created", 0, 0, spec.Budget.Amount)
@@ -193,7 +231,7 @@ func (k Keeper) JoinPool(ctx context.Context, providerAddr sdk.AccAddress, poolI
 		return err
 	}
 	pool.Members++
-	if err := k.Pools.Set(ctx, poolID, pool); err != nil {
+	if err := k.savePool(ctx, pool); err != nil {
 		return err
 	}
 	return k.poolEvent(ctx, poolID, "joined", nodeID, 0, sdkmath.ZeroInt())
@@ -222,7 +260,7 @@ func (k Keeper) LeavePool(ctx context.Context, providerAddr sdk.AccAddress, pool
 		return err
 	}
 	pool.Members--
-	if err := k.Pools.Set(ctx, poolID, pool); err != nil {
+	if err := k.savePool(ctx, pool); err != nil {
 		return err
 	}
 	return k.poolEvent(ctx, poolID, "left", nodeID, 0, sdkmath.ZeroInt())
@@ -309,7 +347,7 @@ func (k Keeper) SubmitUnits(ctx context.Context, ownerAddr sdk.AccAddress, poolI
 		pool.NextUnit++
 		pool.OpenUnits++
 	}
-	if err := k.Pools.Set(ctx, poolID, pool); err != nil {
+	if err := k.savePool(ctx, pool); err != nil {
 		return 0, err
 	}
 	return first, k.poolEvent(ctx, poolID, "units", 0, uint64(len(inputs)), need)
@@ -474,7 +512,7 @@ func (k Keeper) WithdrawPoolEarnings(ctx context.Context, provider sdk.AccAddres
 	if err := k.PoolEarnings.Remove(ctx, collections.Join(poolID, provider)); err != nil {
 		return sdkmath.Int{}, err
 	}
-	if err := k.Pools.Set(ctx, poolID, pool); err != nil {
+	if err := k.savePool(ctx, pool); err != nil {
 		return sdkmath.Int{}, err
 	}
 	return split.Provider, k.poolEvent(ctx, poolID, "withdrawn", e.LastNode, e.Units, split.Provider)
@@ -574,7 +612,7 @@ func (k Keeper) ClosePool(ctx context.Context, ownerAddr sdk.AccAddress, poolID 
 	if err := k.schedulePoolPrune(ctx, p, &pool); err != nil {
 		return sdkmath.Int{}, err
 	}
-	if err := k.Pools.Set(ctx, poolID, pool); err != nil {
+	if err := k.savePool(ctx, pool); err != nil {
 		return sdkmath.Int{}, err
 	}
 	return refund, k.poolEvent(ctx, poolID, "closed", 0, uint64(len(open)), refund)
@@ -613,7 +651,7 @@ func (k Keeper) prunePool(ctx sdk.Context, p types.Params, poolID uint64) error 
 		if err := k.schedulePoolPrune(ctx, p, &pool); err != nil {
 			return err
 		}
-		return k.Pools.Set(ctx, poolID, pool)
+		return k.savePool(ctx, pool)
 	}
 	mi, err := k.PoolMembers.Iterate(ctx, collections.NewPrefixedPairRange[uint64, uint64](poolID))
 	if err != nil {
@@ -640,6 +678,9 @@ func (k Keeper) prunePool(ctx sdk.Context, p types.Params, poolID uint64) error 
 		if err := k.PoolEarnings.Remove(ctx, key); err != nil {
 			return err
 		}
+	}
+	if err := k.PoolSpecs.Remove(ctx, poolID); err != nil {
+		return err
 	}
 	if err := k.Pools.Remove(ctx, poolID); err != nil {
 		return err

@@ -113,3 +113,56 @@ func TestMigrate7to8IndexesPoolsByOwner(t *testing.T) {
 	require.Equal(t, theirs, poolsOf(t, f, other, 0, false))
 	f.assertInvariants()
 }
+
+// Version 10 stores each pool's spec apart from its record, which keeps the spec without
+// its command and environment. The migration from 9 splits a store of version 9's layout
+// (the whole spec in the record); the queries give the pools whole before and after, and
+// without their specs with omit_spec.
+func TestMigrate9to10StoresPoolSpecsApart(t *testing.T) {
+	f := newFixture(t, nil)
+	ids := openPools(t, f, f.client, 3)
+	qs := keeper.NewQueryServerImpl(f.k)
+	whole := map[uint64]types.Pool{}
+	for _, id := range ids {
+		res, err := qs.Pool(f.ctx, &types.QueryPoolRequest{PoolId: id})
+		require.NoError(t, err)
+		require.Equal(t, []string{"serve"}, res.Pool.Spec.Command)
+		whole[id] = res.Pool
+		rec, err := f.k.Pools.Get(f.ctx, id)
+		require.NoError(t, err)
+		require.Empty(t, rec.Spec.Command, "the record holds no command")
+	}
+
+	// version 9's layout: the whole spec in the record, none apart
+	for _, id := range ids {
+		require.NoError(t, f.k.Pools.Set(f.ctx, id, whole[id]))
+		require.NoError(t, f.k.PoolSpecs.Remove(f.ctx, id))
+	}
+	msg, broken := f.k.EscrowInvariant(f.ctx)
+	require.True(t, broken, "version 9's layout is not this version's: %s", msg)
+
+	require.NoError(t, keeper.NewMigrator(f.k).Migrate9to10(f.ctx))
+	for _, id := range ids {
+		rec, err := f.k.Pools.Get(f.ctx, id)
+		require.NoError(t, err)
+		require.Empty(t, rec.Spec.Command)
+		require.Empty(t, rec.Spec.Env)
+		res, err := qs.Pool(f.ctx, &types.QueryPoolRequest{PoolId: id})
+		require.NoError(t, err)
+		require.Equal(t, whole[id], res.Pool)
+	}
+	all, err := qs.PoolsByOwner(f.ctx, &types.QueryPoolsByOwnerRequest{Owner: f.client})
+	require.NoError(t, err)
+	none, err := qs.PoolsByOwner(f.ctx, &types.QueryPoolsByOwnerRequest{Owner: f.client, OmitSpec: true})
+	require.NoError(t, err)
+	every, err := qs.Pools(f.ctx, &types.QueryPoolsRequest{OmitSpec: true})
+	require.NoError(t, err)
+	require.Len(t, all.Pools, 3)
+	for i, pl := range all.Pools {
+		require.Equal(t, whole[pl.Id], pl)
+		pl.Spec = types.PoolSpec{}
+		require.Equal(t, pl, none.Pools[i], "without its spec")
+		require.Equal(t, pl, every.Pools[i], "without its spec")
+	}
+	f.assertInvariants()
+}

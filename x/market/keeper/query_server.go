@@ -454,17 +454,30 @@ func (q queryServer) Pool(ctx context.Context, req *types.QueryPoolRequest) (*ty
 	if err != nil {
 		return nil, err
 	}
+	if pl, err = q.k.viewPool(ctx, pl); err != nil {
+		return nil, err
+	}
 	return &types.QueryPoolResponse{Pool: pl}, nil
 }
 
 // Pools pages through every pool.
 func (q queryServer) Pools(ctx context.Context, req *types.QueryPoolsRequest) (*types.QueryPoolsResponse, error) {
 	pools, page, err := query.CollectionPaginate(ctx, q.k.Pools, req.Pagination,
-		func(_ uint64, pl types.Pool) (types.Pool, error) { return pl, nil })
+		func(_ uint64, pl types.Pool) (types.Pool, error) { return q.k.listedPool(ctx, pl, req.OmitSpec) })
 	if err != nil {
 		return nil, err
 	}
 	return &types.QueryPoolsResponse{Pools: pools, Pagination: page}, nil
+}
+
+// listedPool is a pool of a list: with its whole spec (viewPool), or with omitSpec with
+// none (an empty spec; the spec is not read).
+func (k Keeper) listedPool(ctx context.Context, pl types.Pool, omitSpec bool) (types.Pool, error) {
+	if omitSpec {
+		pl.Spec = types.PoolSpec{}
+		return pl, nil
+	}
+	return k.viewPool(ctx, pl)
 }
 
 // PoolsByOwner pages through the pools an owner opened (the pools by owner index), so a
@@ -476,7 +489,11 @@ func (q queryServer) PoolsByOwner(ctx context.Context, req *types.QueryPoolsByOw
 	}
 	pools, page, err := query.CollectionPaginate(ctx, q.k.Pools.Indexes.ByOwner, req.Pagination,
 		func(key collections.Pair[sdk.AccAddress, uint64], _ collections.NoValue) (types.Pool, error) {
-			return q.k.Pools.Get(ctx, key.K2())
+			pl, err := q.k.Pools.Get(ctx, key.K2())
+			if err != nil {
+				return pl, err
+			}
+			return q.k.listedPool(ctx, pl, req.OmitSpec)
 		},
 		query.WithCollectionPaginationPairPrefix[sdk.AccAddress, uint64](owner))
 	if err != nil {

@@ -102,6 +102,10 @@ var (
 	// JobCountsKey: how many jobs are held in each status (store version 9), so that they
 	// are counted without reading every job.
 	JobCountsKey = collections.NewPrefix(60)
+	// PoolSpecsKey: each pool's spec as created (store version 10). The pool's record,
+	// which every unit step rewrites, holds its spec without the command and the
+	// environment (up to about 330 KB).
+	PoolSpecsKey = collections.NewPrefix(61)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).

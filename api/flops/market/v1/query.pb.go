@@ -214,7 +214,10 @@ func (x *QueryPoolResponse) GetPool() *Pool {
 type QueryPoolsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// pagination over the pools.
-	Pagination    *v1beta1.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	Pagination *v1beta1.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	// omit_spec: the pools without their specs (empty), which are not read (each up to
+	// about 330 KB). Pool returns a pool with its spec.
+	OmitSpec      bool `protobuf:"varint,2,opt,name=omit_spec,json=omitSpec,proto3" json:"omit_spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -254,6 +257,13 @@ func (x *QueryPoolsRequest) GetPagination() *v1beta1.PageRequest {
 		return x.Pagination
 	}
 	return nil
+}
+
+func (x *QueryPoolsRequest) GetOmitSpec() bool {
+	if x != nil {
+		return x.OmitSpec
+	}
+	return false
 }
 
 // QueryPoolsResponse lists pools.
@@ -317,7 +327,10 @@ type QueryPoolsByOwnerRequest struct {
 	// owner address.
 	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
 	// pagination over the owner's pools.
-	Pagination    *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	Pagination *v1beta1.PageRequest `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	// omit_spec: the pools without their specs (empty), which are not read (each up to
+	// about 330 KB). Pool returns a pool with its spec.
+	OmitSpec      bool `protobuf:"varint,3,opt,name=omit_spec,json=omitSpec,proto3" json:"omit_spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -364,6 +377,13 @@ func (x *QueryPoolsByOwnerRequest) GetPagination() *v1beta1.PageRequest {
 		return x.Pagination
 	}
 	return nil
+}
+
+func (x *QueryPoolsByOwnerRequest) GetOmitSpec() bool {
+	if x != nil {
+		return x.OmitSpec
+	}
+	return false
 }
 
 // QueryPoolsByOwnerResponse lists an owner's pools.
@@ -2589,21 +2609,23 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x10QueryPoolRequest\x12\x17\n" +
 	"\apool_id\x18\x01 \x01(\x04R\x06poolId\"I\n" +
 	"\x11QueryPoolResponse\x124\n" +
-	"\x04pool\x18\x01 \x01(\v2\x15.flops.market.v1.PoolB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04pool\"[\n" +
+	"\x04pool\x18\x01 \x01(\v2\x15.flops.market.v1.PoolB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04pool\"x\n" +
 	"\x11QueryPoolsRequest\x12F\n" +
 	"\n" +
 	"pagination\x18\x01 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
-	"pagination\"\x95\x01\n" +
+	"pagination\x12\x1b\n" +
+	"\tomit_spec\x18\x02 \x01(\bR\bomitSpec\"\x95\x01\n" +
 	"\x12QueryPoolsResponse\x126\n" +
 	"\x05pools\x18\x01 \x03(\v2\x15.flops.market.v1.PoolB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x05pools\x12G\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
-	"pagination\"\x92\x01\n" +
+	"pagination\"\xaf\x01\n" +
 	"\x18QueryPoolsByOwnerRequest\x12.\n" +
 	"\x05owner\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\x05owner\x12F\n" +
 	"\n" +
 	"pagination\x18\x02 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
-	"pagination\"\x9c\x01\n" +
+	"pagination\x12\x1b\n" +
+	"\tomit_spec\x18\x03 \x01(\bR\bomitSpec\"\x9c\x01\n" +
 	"\x19QueryPoolsByOwnerResponse\x126\n" +
 	"\x05pools\x18\x01 \x03(\v2\x15.flops.market.v1.PoolB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x05pools\x12G\n" +
 	"\n" +

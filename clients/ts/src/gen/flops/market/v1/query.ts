@@ -58,7 +58,14 @@ export interface QueryPoolResponse {
 /** QueryPoolsRequest pages through pools. */
 export interface QueryPoolsRequest {
   /** pagination over the pools. */
-  pagination: PageRequest | undefined;
+  pagination:
+    | PageRequest
+    | undefined;
+  /**
+   * omit_spec: the pools without their specs (empty), which are not read (each up to
+   * about 330 KB). Pool returns a pool with its spec.
+   */
+  omitSpec: boolean;
 }
 
 /** QueryPoolsResponse lists pools. */
@@ -74,7 +81,14 @@ export interface QueryPoolsByOwnerRequest {
   /** owner address. */
   owner: string;
   /** pagination over the owner's pools. */
-  pagination: PageRequest | undefined;
+  pagination:
+    | PageRequest
+    | undefined;
+  /**
+   * omit_spec: the pools without their specs (empty), which are not read (each up to
+   * about 330 KB). Pool returns a pool with its spec.
+   */
+  omitSpec: boolean;
 }
 
 /** QueryPoolsByOwnerResponse lists an owner's pools. */
@@ -735,13 +749,16 @@ export const QueryPoolResponse: MessageFns<QueryPoolResponse> = {
 };
 
 function createBaseQueryPoolsRequest(): QueryPoolsRequest {
-  return { pagination: undefined };
+  return { pagination: undefined, omitSpec: false };
 }
 
 export const QueryPoolsRequest: MessageFns<QueryPoolsRequest> = {
   encode(message: QueryPoolsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.pagination !== undefined) {
       PageRequest.encode(message.pagination, writer.uint32(10).fork()).join();
+    }
+    if (message.omitSpec !== false) {
+      writer.uint32(16).bool(message.omitSpec);
     }
     return writer;
   },
@@ -767,6 +784,14 @@ export const QueryPoolsRequest: MessageFns<QueryPoolsRequest> = {
             message.pagination = PageRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.omitSpec = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -780,13 +805,23 @@ export const QueryPoolsRequest: MessageFns<QueryPoolsRequest> = {
   },
 
   fromJSON(object: any): QueryPoolsRequest {
-    return { pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined };
+    return {
+      pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined,
+      omitSpec: isSet(object.omitSpec)
+        ? globalThis.Boolean(object.omitSpec)
+        : isSet(object.omit_spec)
+        ? globalThis.Boolean(object.omit_spec)
+        : false,
+    };
   },
 
   toJSON(message: QueryPoolsRequest): unknown {
     const obj: any = {};
     if (message.pagination !== undefined) {
       obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    if (message.omitSpec !== false) {
+      obj.omitSpec = message.omitSpec;
     }
     return obj;
   },
@@ -799,6 +834,7 @@ export const QueryPoolsRequest: MessageFns<QueryPoolsRequest> = {
     message.pagination = (object.pagination !== undefined && object.pagination !== null)
       ? PageRequest.fromPartial(object.pagination)
       : undefined;
+    message.omitSpec = object.omitSpec ?? false;
     return message;
   },
 };
@@ -891,7 +927,7 @@ export const QueryPoolsResponse: MessageFns<QueryPoolsResponse> = {
 };
 
 function createBaseQueryPoolsByOwnerRequest(): QueryPoolsByOwnerRequest {
-  return { owner: "", pagination: undefined };
+  return { owner: "", pagination: undefined, omitSpec: false };
 }
 
 export const QueryPoolsByOwnerRequest: MessageFns<QueryPoolsByOwnerRequest> = {
@@ -901,6 +937,9 @@ export const QueryPoolsByOwnerRequest: MessageFns<QueryPoolsByOwnerRequest> = {
     }
     if (message.pagination !== undefined) {
       PageRequest.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    if (message.omitSpec !== false) {
+      writer.uint32(24).bool(message.omitSpec);
     }
     return writer;
   },
@@ -934,6 +973,14 @@ export const QueryPoolsByOwnerRequest: MessageFns<QueryPoolsByOwnerRequest> = {
             message.pagination = PageRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.omitSpec = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -950,6 +997,11 @@ export const QueryPoolsByOwnerRequest: MessageFns<QueryPoolsByOwnerRequest> = {
     return {
       owner: isSet(object.owner) ? globalThis.String(object.owner) : "",
       pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined,
+      omitSpec: isSet(object.omitSpec)
+        ? globalThis.Boolean(object.omitSpec)
+        : isSet(object.omit_spec)
+        ? globalThis.Boolean(object.omit_spec)
+        : false,
     };
   },
 
@@ -960,6 +1012,9 @@ export const QueryPoolsByOwnerRequest: MessageFns<QueryPoolsByOwnerRequest> = {
     }
     if (message.pagination !== undefined) {
       obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    if (message.omitSpec !== false) {
+      obj.omitSpec = message.omitSpec;
     }
     return obj;
   },
@@ -973,6 +1028,7 @@ export const QueryPoolsByOwnerRequest: MessageFns<QueryPoolsByOwnerRequest> = {
     message.pagination = (object.pagination !== undefined && object.pagination !== null)
       ? PageRequest.fromPartial(object.pagination)
       : undefined;
+    message.omitSpec = object.omitSpec ?? false;
     return message;
   },
 };
