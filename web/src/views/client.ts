@@ -140,8 +140,9 @@ export class ClientView extends View {
       this.chain.q.market.JobsByOwner({ owner: w.address, omitSpec: true, pagination: page(50, { reverse: true }) }),
       this.chain.q.stargate.getBalance(w.address, "udps"),
       // the client's own pools by the chain's owner index: reading every pool (each with its
-      // spec, up to about 330 KB) let a stranger's big pools make the node refuse the view
-      this.chain.q.market.PoolsByOwner({ owner: w.address, pagination: page(100, { reverse: true }) }),
+      // spec, up to about 330 KB) let a stranger's big pools make the node refuse the view;
+      // without their specs, which the list does not show
+      this.chain.q.market.PoolsByOwner({ owner: w.address, omitSpec: true, pagination: page(100, { reverse: true }) }),
     ]);
     this.jobs = jobs.jobs;
     this.balance = bal.amount;
