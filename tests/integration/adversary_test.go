@@ -14,6 +14,7 @@ import (
 
 	"github.com/flopsnet/flops/testutil/apptest"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -390,4 +391,41 @@ func TestAttackHugeUnplaceableJobCostsOneExamination(t *testing.T) {
 	}
 	t.Logf("scheduler gas per block: quiet at most %d; with the maximal job %v", quietMax, huge)
 	require.LessOrEqual(t, busy, watched/int(retryMax)+1, "the maximal job is examined once per back-off period")
+}
+
+// TestAttackHugeJobSpecTaxesTheScheduler: the scheduler reads a job's spec at each
+// examination, charged to the block's assign budget, and a spec's command, environment,
+// inputs and task arguments (its program) are most of a large one: the maximal legal job
+// (310,510 bytes of spec) cost 2,409,319 gas an examination against 568,081 for the same
+// job without them, so a few hundred such jobs, examined once per back-off period each
+// for their lifetime, kept every block's assign budget busy. A program of more than 1 KiB
+// is stored apart since store version 11, and the examinations cost the same; the Job
+// query still gives the spec whole.
+func TestAttackHugeJobSpecTaxesTheScheduler(t *testing.T) {
+	peak := map[bool]uint64{}
+	for _, slim := range []bool{false, true} {
+		a, _ := marketApp(t, nil)
+		s := maximalJob(t, a)
+		if slim {
+			s.Command, s.Env, s.Inputs = []string{"run"}, nil, nil
+			for i := range s.TaskArgs {
+				s.TaskArgs[i].Args = nil
+			}
+		}
+		res := a.NextBlock(a.SignTx("client", uint64(a.ConsensusParamsMaxGas()), &markettypes.MsgSubmitJob{Owner: a.Account("client").String(), Spec: s}))
+		require.Zero(t, res.TxResults[0].Code, res.TxResults[0].Log)
+		next, _, err := a.MarketKeeper.PeekIDs(a.Ctx())
+		require.NoError(t, err)
+		job := next - 1
+		for range 20 { // the scheduler meets it, and again after its back-off
+			a.NextBlock()
+			peak[slim] = max(peak[slim], a.MarketKeeper.LastBlockWork().AssignGas)
+		}
+		got, err := marketkeeper.NewQueryServerImpl(a.MarketKeeper).Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: job})
+		require.NoError(t, err)
+		require.Equal(t, s, got.Job.Spec, "the Job query gives the spec whole")
+		t.Logf("spec of %d bytes: an examination %d gas", s.Size(), peak[slim])
+		a.AssertInvariants()
+	}
+	require.InDelta(t, peak[true], peak[false], 10_000, "an examination costs the same whatever the job's program")
 }

@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 10
+const ConsensusVersion = 11
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -108,6 +108,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 9, func(ctx sdk.Context) error { return m.Migrate9to10(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 9 to 10: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 10, func(ctx sdk.Context) error { return m.Migrate10to11(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 10 to 11: %w", types.ModuleName, err))
 	}
 }
 

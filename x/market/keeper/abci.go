@@ -276,6 +276,11 @@ func (k Keeper) prunePart(ctx sdk.Context, id uint64) (bool, error) {
 	if err := k.JobSpecs.Remove(ctx, id); err != nil {
 		return false, err
 	}
+	if job.ProgramApart {
+		if err := k.JobPrograms.Remove(ctx, id); err != nil {
+			return false, err
+		}
+	}
 	if err := k.moveJobCount(ctx, job.Status, types.JOB_STATUS_UNSPECIFIED); err != nil {
 		return false, err
 	}

@@ -43,10 +43,10 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if t, ok := aPrimary[j.Id]; ok && j.FirstTaskId == 0 {
 			j.FirstTaskId = t.Id - j.Spec.PrimaryOffset(t.Index, t.Replica)
 		}
-		jobs[j.Id] = j
-		if err := k.JobSpecs.Set(ctx, j.Id, j.Spec); err != nil {
+		if err := k.setJobSpec(ctx, &j, j.Spec); err != nil {
 			return err
 		}
+		jobs[j.Id] = j
 		if err := k.saveJob(ctx, j); err != nil {
 			return err
 		}
@@ -214,6 +214,9 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 			return true, err
 		}
 		j.Spec = spec
+		if j.Spec, err = k.wholeSpec(ctx, j); err != nil {
+			return true, err
+		}
 		gs.Jobs = append(gs.Jobs, j)
 		return false, nil
 	}); err != nil {

@@ -62,6 +62,8 @@ func TestSameRecordComparesEveryField(t *testing.T) {
 			switch v.Kind() {
 			case reflect.Uint64, reflect.Uint32:
 				v.SetUint(v.Uint() + 1)
+			case reflect.Bool:
+				v.SetBool(!v.Bool())
 			case reflect.Int64, reflect.Int32:
 				v.SetInt(v.Int() + 1)
 			default:

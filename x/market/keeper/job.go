@@ -96,7 +96,7 @@ func (k Keeper) SubmitJob(ctx context.Context, ownerAddr sdk.AccAddress, spec ty
 	if p.MaxHistoryPerJob > 0 {
 		job.HistoryLen = 1
 	}
-	if err := k.JobSpecs.Set(ctx, id, spec); err != nil {
+	if err := k.setJobSpec(ctx, &job, spec); err != nil {
 		return types.Job{}, err
 	}
 	if err := k.storeNewJob(ctx, job); err != nil {

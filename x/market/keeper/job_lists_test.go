@@ -1,6 +1,8 @@
 package keeper_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -123,4 +125,74 @@ func TestQueueCountsTheScheduler(t *testing.T) {
 	}
 	require.Equal(t, types.QueryQueueResponse{Waiting: 1, Groups: 1, GroupsParked: 1}, queue(t, f), "assigned")
 	f.assertInvariants()
+}
+
+// processSpec is an unplaceable one-task PROCESS job whose command has n arguments of 100
+// bytes.
+func processSpec(f *fixture, n int) types.JobSpec {
+	s := f.unplaceable()
+	s.Runtime, s.Image, s.Builtin = types.RUNTIME_PROCESS, "", types.BuiltinArgs{}
+	s.Command = nil
+	for i := range n {
+		s.Command = append(s.Command, fmt.Sprintf("%03d", i)+strings.Repeat("a", 97))
+	}
+	return s
+}
+
+// A job keeps a program (command, environment, inputs, task arguments) of more than 1 KiB
+// apart from the rest of its spec (version 11): the spec the scheduler reads holds none of
+// it, the Job query and the genesis give the spec whole, a pruning removes both. The
+// migration from 10 splits a store of version 10's layout (every spec whole), and leaves
+// a small program in the spec.
+func TestJobProgramsApart(t *testing.T) {
+	f := newFixture(t, func(p *types.Params) { p.JobRetentionBlocks = 3 })
+	bigSpec, smallSpec := processSpec(f, 20), processSpec(f, 2)
+	big, small := f.submit(bigSpec), f.submit(smallSpec)
+	qs := keeper.NewQueryServerImpl(f.k)
+	check := func(what string) {
+		t.Helper()
+		for id, want := range map[uint64]types.JobSpec{big: bigSpec, small: smallSpec} {
+			res, err := qs.Job(f.ctx, &types.QueryJobRequest{JobId: id})
+			require.NoError(t, err)
+			require.Equal(t, want, res.Job.Spec, "%s: job %d whole", what, id)
+			read, err := f.k.JobSpecs.Get(f.ctx, id)
+			require.NoError(t, err)
+			_, apart := f.k.JobPrograms.Get(f.ctx, id)
+			if id == big {
+				require.Empty(t, read.Command, "%s: the scheduler's read holds no program", what)
+				require.NoError(t, apart)
+				require.True(t, f.job(id).ProgramApart)
+			} else {
+				require.Equal(t, want, read, "%s: a small program stays in the spec", what)
+				require.Error(t, apart)
+				require.False(t, f.job(id).ProgramApart)
+			}
+		}
+		gs, err := f.k.ExportGenesis(f.ctx)
+		require.NoError(t, err)
+		require.Equal(t, bigSpec, gs.Jobs[0].Spec, "%s: the genesis gives the spec whole", what)
+		f.assertInvariants()
+	}
+	check("submitted")
+
+	// version 10's layout: every spec whole, no program apart
+	j := f.job(big)
+	require.NoError(t, f.k.JobSpecs.Set(f.ctx, big, bigSpec))
+	require.NoError(t, f.k.JobPrograms.Remove(f.ctx, big))
+	j.ProgramApart, j.Spec = false, types.JobSpec{}
+	require.NoError(t, f.k.Jobs.Set(f.ctx, big, j))
+	require.NoError(t, keeper.NewMigrator(f.k).Migrate10to11(f.ctx))
+	check("migrated")
+
+	for _, id := range []uint64{big, small} {
+		_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: id})
+		require.NoError(t, err)
+	}
+	f.blocks(5)
+	for _, id := range []uint64{big, small} {
+		_, err := f.k.JobSpecs.Get(f.ctx, id)
+		require.Error(t, err, "pruned")
+		_, err = f.k.JobPrograms.Get(f.ctx, id)
+		require.Error(t, err, "pruned")
+	}
 }

@@ -113,7 +113,10 @@ type Keeper struct {
 	// the spec (loadJob and saveJob join and split them).
 	Jobs     *collections.IndexedMap[uint64, types.Job, JobIndexes]
 	JobSpecs collections.Map[uint64, types.JobSpec]
-	Tasks    *collections.IndexedMap[uint64, types.Task, TaskIndexes]
+	// JobPrograms: the program (command, environment, inputs, task arguments) of each job
+	// that keeps it apart from the rest of its spec (job_program.go).
+	JobPrograms collections.Map[uint64, types.JobSpec]
+	Tasks       *collections.IndexedMap[uint64, types.Task, TaskIndexes]
 	// taskValues and jobValues are the primary maps of Tasks and Jobs alone (the same
 	// keys), for setTask and saveJob.
 	taskValues collections.Map[uint64, types.Task]
@@ -266,7 +269,8 @@ func NewKeeper(
 			ByStatus: indexes.NewMulti(sb, types.JobsByStatusKey, "jobs_by_status", collections.Int32Key, collections.Uint64Key,
 				func(_ uint64, j types.Job) (int32, error) { return int32(j.Status), nil }),
 		}),
-		JobSpecs: collections.NewMap(sb, types.JobSpecsKey, "job_specs", collections.Uint64Key, codec.CollValue[types.JobSpec](cdc)),
+		JobSpecs:    collections.NewMap(sb, types.JobSpecsKey, "job_specs", collections.Uint64Key, codec.CollValue[types.JobSpec](cdc)),
+		JobPrograms: collections.NewMap(sb, types.JobProgramsKey, "job_programs", collections.Uint64Key, codec.CollValue[types.JobSpec](cdc)),
 		Tasks: collections.NewIndexedMap(sb, types.TasksKey, "tasks", collections.Uint64Key, newCompactValue(codec.CollValue[types.Task](cdc), taskOmit), TaskIndexes{
 			ByJob: newSparseMulti(indexes.NewMulti(sb, types.TasksByJobKey, "tasks_by_job", collections.Uint64Key, collections.Uint64Key,
 				func(_ uint64, t types.Task) (uint64, error) { return t.JobId, nil }), func(t types.Task) bool { return t.Role != types.TASK_ROLE_PRIMARY }),
@@ -465,7 +469,8 @@ func sameRecord(a, b types.Job) bool {
 		a.TasksSettled == b.TasksSettled && a.TasksFailed == b.TasksFailed && a.FinishedHeight == b.FinishedHeight &&
 		bytes.Equal(a.GemmSeed, b.GemmSeed) && a.HistoryLen == b.HistoryLen &&
 		intEqual(a.VerificationLeft, b.VerificationLeft) && a.OpenTasks == b.OpenTasks &&
-		a.RevealGas == b.RevealGas && a.RevealCost == b.RevealCost && a.FirstTaskId == b.FirstTaskId
+		a.RevealGas == b.RevealGas && a.RevealCost == b.RevealCost && a.FirstTaskId == b.FirstTaskId &&
+		a.ProgramApart == b.ProgramApart
 }
 
 // intEqual compares two Ints, an unset one (nil) as zero.

@@ -378,6 +378,41 @@ func (m Migrator) Migrate9to10(ctx context.Context) error {
 	return nil
 }
 
+// Migrate10to11: a job with more than programApartBytes of program (command,
+// environment, inputs, task arguments) keeps it apart (JobProgramsKey), so that the
+// scheduler's read of the spec at each examination does not read it (job_program.go).
+// The work is a read of each job's spec, and for those split two writes and the record's.
+func (m Migrator) Migrate10to11(ctx context.Context) error {
+	it, err := m.k.Jobs.Iterate(ctx, nil)
+	if err != nil {
+		return err
+	}
+	ids, err := it.Keys() // whole, then written: no write while the iterator is open
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		spec, err := m.k.JobSpecs.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("migrate 10 to 11: spec of job %d: %w", id, err)
+		}
+		if program := jobProgram(spec); program.Size() <= programApartBytes {
+			continue
+		}
+		j, err := m.k.jobValues.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("migrate 10 to 11: job %d: %w", id, err)
+		}
+		if err := m.k.setJobSpec(ctx, &j, spec); err != nil {
+			return fmt.Errorf("migrate 10 to 11: job %d: %w", id, err)
+		}
+		if err := m.k.jobValues.Set(ctx, id, j); err != nil { // the record, its indexes unchanged
+			return fmt.Errorf("migrate 10 to 11: job %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
 // keysIn reads a key set's keys in a range, whole (a caller that writes the set, or
 // another collection, does so after the iterator is closed).
 func keysIn[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) ([]K, error) {

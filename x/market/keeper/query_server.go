@@ -56,6 +56,9 @@ func (k Keeper) listedJob(ctx context.Context, id uint64, omitSpec bool) (types.
 		if err != nil {
 			return j, err
 		}
+		if j.Spec, err = k.wholeSpec(ctx, j); err != nil {
+			return j, err
+		}
 		return k.viewRecord(ctx, j)
 	}
 	j, err := k.Jobs.Get(ctx, id) // the record, stored without its spec (saveJob)

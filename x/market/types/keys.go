@@ -106,6 +106,10 @@ var (
 	// which every unit step rewrites, holds its spec without the command and the
 	// environment (up to about 330 KB).
 	PoolSpecsKey = collections.NewPrefix(61)
+	// JobProgramsKey: the command, environment, inputs and task arguments of each job
+	// that has more than 1 KiB of them (store version 11), apart from the rest of its spec
+	// in JobSpecsKey, which the scheduler reads at each examination.
+	JobProgramsKey = collections.NewPrefix(62)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).

@@ -2559,7 +2559,11 @@ type Job struct {
 	// submission shard by shard, first_task_id + index x replicas + replica, and are found
 	// from their ids (no index entry of their own); 0 for a job all of whose primaries were
 	// pruned before this field existed.
-	FirstTaskId   uint64 `protobuf:"varint,19,opt,name=first_task_id,json=firstTaskId,proto3" json:"first_task_id,omitempty"`
+	FirstTaskId uint64 `protobuf:"varint,19,opt,name=first_task_id,json=firstTaskId,proto3" json:"first_task_id,omitempty"`
+	// program_apart: the spec's command, environment, inputs and task arguments are stored
+	// apart from the rest of it (store version 11: more than 1 KiB of them), which is what
+	// the scheduler reads; the queries give the spec whole.
+	ProgramApart  bool `protobuf:"varint,20,opt,name=program_apart,json=programApart,proto3" json:"program_apart,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2725,6 +2729,13 @@ func (x *Job) GetFirstTaskId() uint64 {
 		return x.FirstTaskId
 	}
 	return 0
+}
+
+func (x *Job) GetProgramApart() bool {
+	if x != nil {
+		return x.ProgramApart
+	}
+	return false
 }
 
 // Checkpoint is a task's last saved state, handed to the next node on reassignment.
@@ -4231,7 +4242,7 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\tcompleted\x18\x03 \x01(\x04R\tcompleted\x12\x16\n" +
 	"\x06failed\x18\x04 \x01(\x04R\x06failed\x12\x1c\n" +
 	"\tcancelled\x18\x05 \x01(\x04R\tcancelled\x12\x1e\n" +
-	"\vnext_job_id\x18\x06 \x01(\x04R\tnextJobId\"\x95\a\n" +
+	"\vnext_job_id\x18\x06 \x01(\x04R\tnextJobId\"\xba\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
 	"\x05owner\x18\x02 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\x05owner\x127\n" +
@@ -4259,7 +4270,8 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"reveal_gas\x18\x11 \x01(\x04R\trevealGas\x12\x1f\n" +
 	"\vreveal_cost\x18\x12 \x01(\x04R\n" +
 	"revealCost\x12\"\n" +
-	"\rfirst_task_id\x18\x13 \x01(\x04R\vfirstTaskId\"\x80\x01\n" +
+	"\rfirst_task_id\x18\x13 \x01(\x04R\vfirstTaskId\x12#\n" +
+	"\rprogram_apart\x18\x14 \x01(\bR\fprogramApart\"\x80\x01\n" +
 	"\n" +
 	"Checkpoint\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x10\n" +

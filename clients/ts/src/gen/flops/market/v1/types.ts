@@ -1300,6 +1300,12 @@ export interface Job {
    * pruned before this field existed.
    */
   firstTaskId: bigint;
+  /**
+   * program_apart: the spec's command, environment, inputs and task arguments are stored
+   * apart from the rest of it (store version 11: more than 1 KiB of them), which is what
+   * the scheduler reads; the queries give the spec whole.
+   */
+  programApart: boolean;
 }
 
 /** Checkpoint is a task's last saved state, handed to the next node on reassignment. */
@@ -5101,6 +5107,7 @@ function createBaseJob(): Job {
     revealGas: 0n,
     revealCost: 0n,
     firstTaskId: 0n,
+    programApart: false,
   };
 }
 
@@ -5183,6 +5190,9 @@ export const Job: MessageFns<Job> = {
         throw new globalThis.Error("value provided for field message.firstTaskId of type uint64 too large");
       }
       writer.uint32(152).uint64(message.firstTaskId);
+    }
+    if (message.programApart !== false) {
+      writer.uint32(160).bool(message.programApart);
     }
     return writer;
   },
@@ -5352,6 +5362,14 @@ export const Job: MessageFns<Job> = {
             message.firstTaskId = reader.uint64() as bigint;
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.programApart = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5441,6 +5459,11 @@ export const Job: MessageFns<Job> = {
         : isSet(object.first_task_id)
         ? BigInt(object.first_task_id)
         : 0n,
+      programApart: isSet(object.programApart)
+        ? globalThis.Boolean(object.programApart)
+        : isSet(object.program_apart)
+        ? globalThis.Boolean(object.program_apart)
+        : false,
     };
   },
 
@@ -5503,6 +5526,9 @@ export const Job: MessageFns<Job> = {
     if (message.firstTaskId !== 0n) {
       obj.firstTaskId = message.firstTaskId.toString();
     }
+    if (message.programApart !== false) {
+      obj.programApart = message.programApart;
+    }
     return obj;
   },
 
@@ -5542,6 +5568,7 @@ export const Job: MessageFns<Job> = {
     message.firstTaskId = (object.firstTaskId !== undefined && object.firstTaskId !== null)
       ? BigInt(object.firstTaskId)
       : 0n;
+    message.programApart = object.programApart ?? false;
     return message;
   },
 };
