@@ -208,15 +208,12 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	if gs.NextJobId, gs.NextTaskId, err = k.PeekIDs(ctx); err != nil {
 		return nil, err
 	}
-	if err := k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {
-		spec, err := k.JobSpecs.Get(ctx, id)
+	if err := k.Jobs.Walk(ctx, nil, func(_ uint64, j types.Job) (bool, error) {
+		spec, err := k.wholeSpec(ctx, j)
 		if err != nil {
 			return true, err
 		}
 		j.Spec = spec
-		if j.Spec, err = k.wholeSpec(ctx, j); err != nil {
-			return true, err
-		}
 		gs.Jobs = append(gs.Jobs, j)
 		return false, nil
 	}); err != nil {

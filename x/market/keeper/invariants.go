@@ -120,6 +120,8 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 		problems = append(problems, err.Error())
 	}
 	err = k.Pools.Walk(ctx, nil, func(id uint64, pl types.Pool) (bool, error) {
+		// the walk that reads every pool also checks its layout: the record without its
+		// command and environment, its spec stored (poolRecord)
 		if len(pl.Spec.Command) > 0 || len(pl.Spec.Env) > 0 {
 			problems = append(problems, fmt.Sprintf("pool %d's record holds its command or environment", id))
 		}

@@ -35,28 +35,37 @@ func withoutProgram(s types.JobSpec) types.JobSpec {
 // and the rest in JobSpecs. It sets job.ProgramApart to say which; the job's record is
 // the caller's to write.
 func (k Keeper) setJobSpec(ctx context.Context, job *types.Job, spec types.JobSpec) error {
-	program := jobProgram(spec)
-	job.ProgramApart = program.Size() > programApartBytes
+	job.ProgramApart = programApart(spec)
 	if !job.ProgramApart {
 		return k.JobSpecs.Set(ctx, job.Id, spec)
 	}
-	if err := k.JobPrograms.Set(ctx, job.Id, program); err != nil {
+	if err := k.JobPrograms.Set(ctx, job.Id, jobProgram(spec)); err != nil {
 		return err
 	}
 	return k.JobSpecs.Set(ctx, job.Id, withoutProgram(spec))
 }
 
-// wholeSpec is a job's spec with its program (the queries, the genesis): the spec loadJob
-// read, joined with the program kept apart.
+// programApart says whether a spec's program is more than programApartBytes, and kept
+// apart.
+func programApart(s types.JobSpec) bool {
+	p := jobProgram(s)
+	return p.Size() > programApartBytes
+}
+
+// wholeSpec is the spec of a job's record (read without it) with its program (the
+// queries, the genesis): JobSpecs, joined with the program kept apart.
 func (k Keeper) wholeSpec(ctx context.Context, j types.Job) (types.JobSpec, error) {
-	if !j.ProgramApart {
-		return j.Spec, nil
+	s, err := k.JobSpecs.Get(ctx, j.Id)
+	if err != nil || !j.ProgramApart {
+		if err != nil {
+			err = fmt.Errorf("market: spec of job %d: %w", j.Id, err)
+		}
+		return s, err
 	}
 	p, err := k.JobPrograms.Get(ctx, j.Id)
 	if err != nil {
-		return j.Spec, fmt.Errorf("market: program of job %d: %w", j.Id, err)
+		return s, fmt.Errorf("market: program of job %d: %w", j.Id, err)
 	}
-	s := j.Spec
 	s.Command, s.Env, s.Inputs, s.TaskArgs = p.Command, p.Env, p.Inputs, p.TaskArgs
 	return s, nil
 }

@@ -396,7 +396,7 @@ func (m Migrator) Migrate10to11(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate 10 to 11: spec of job %d: %w", id, err)
 		}
-		if program := jobProgram(spec); program.Size() <= programApartBytes {
+		if !programApart(spec) {
 			continue
 		}
 		j, err := m.k.jobValues.Get(ctx, id)

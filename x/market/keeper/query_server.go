@@ -42,38 +42,34 @@ func (q queryServer) Job(ctx context.Context, req *types.QueryJobRequest) (*type
 	return &types.QueryJobResponse{Job: j}, nil
 }
 
-// viewJob is a job as the queries show it (GetJob: ErrJobNotFound when there is none):
-// with its spec, and its history_len set to the whole history length (the record's
-// count and the entries added since), never to be saved.
+// viewJob is a job as the queries show it (ErrJobNotFound when there is none): with its
+// whole spec (wholeSpec), and its history_len set to the whole history length (the
+// record's count and the entries added since), never to be saved.
 func (k Keeper) viewJob(ctx context.Context, id uint64) (types.Job, error) {
 	return k.listedJob(ctx, id, false)
 }
 
 // listedJob is viewJob, or with omitSpec the job without its spec, which is not read.
 func (k Keeper) listedJob(ctx context.Context, id uint64, omitSpec bool) (types.Job, error) {
-	if !omitSpec {
-		j, err := k.GetJob(ctx, id)
-		if err != nil {
-			return j, err
-		}
-		if j.Spec, err = k.wholeSpec(ctx, j); err != nil {
-			return j, err
-		}
-		return k.viewRecord(ctx, j)
-	}
 	j, err := k.Jobs.Get(ctx, id) // the record, stored without its spec (saveJob)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
 		return j, errorsmod.Wrapf(types.ErrJobNotFound, "job %d", id)
 	} else if err != nil {
 		return j, err
 	}
-	return k.viewRecord(ctx, j)
+	return k.listedRecord(ctx, j, omitSpec)
 }
 
-// viewRecord sets a job's history_len to the whole history length, for a query.
-func (k Keeper) viewRecord(ctx context.Context, j types.Job) (types.Job, error) {
+// listedRecord is listedJob from the job's record, read.
+func (k Keeper) listedRecord(ctx context.Context, j types.Job, omitSpec bool) (types.Job, error) {
+	if !omitSpec {
+		var err error
+		if j.Spec, err = k.wholeSpec(ctx, j); err != nil {
+			return j, err
+		}
+	}
 	n, err := k.historyLen(ctx, j)
-	j.HistoryLen = n
+	j.HistoryLen = n // the whole history length: the record's count and the entries added since
 	return j, err
 }
 
@@ -101,11 +97,8 @@ func (q queryServer) Jobs(ctx context.Context, req *types.QueryJobsRequest) (*ty
 		}
 		return &types.QueryJobsResponse{Jobs: res.Jobs, Pagination: res.Pagination}, nil
 	}
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs, req.Pagination, func(id uint64, j types.Job) (types.Job, error) {
-		if req.OmitSpec {
-			return q.k.viewRecord(ctx, j) // the record read, without its spec
-		}
-		return q.k.viewJob(ctx, id)
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs, req.Pagination, func(_ uint64, j types.Job) (types.Job, error) {
+		return q.k.listedRecord(ctx, j, req.OmitSpec)
 	})
 	if err != nil {
 		return nil, err
