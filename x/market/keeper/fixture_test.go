@@ -722,6 +722,8 @@ func (f *fixture) assertInvariants() {
 	require.False(f.t, broken, msg)
 	msg, broken = f.k.JobCountsInvariant(f.ctx)
 	require.False(f.t, broken, msg)
+	msg, broken = f.k.JobSpecsInvariant(f.ctx)
+	require.False(f.t, broken, msg)
 	want, err := f.k.HeldExposure(f.ctx) // tasks in flight, pending failure reports, pool claims
 	require.NoError(f.t, err)
 	held := f.coll.exposures()

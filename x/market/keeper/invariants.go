@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -22,6 +23,90 @@ func (k Keeper) RegisterInvariants(reg invariant.Registrar) {
 	reg.Register(types.ModuleName, "due-work", k.DueWorkInvariant)
 	reg.Register(types.ModuleName, "stuck-tasks", k.StuckTasksInvariant)
 	reg.Register(types.ModuleName, "job-counts", k.JobCountsInvariant)
+	reg.Register(types.ModuleName, "job-specs", k.JobSpecsInvariant)
+}
+
+// JobSpecsInvariant: every job's spec is stored as its record says (job_program.go): in
+// JobSpecs, with its program there if it is at most programApartBytes, else in
+// JobPrograms and not in JobSpecs; and neither holds an entry for a job that has no
+// record (a prune that left a spec behind).
+func (k Keeper) JobSpecsInvariant(ctx sdk.Context) (string, bool) {
+	var problems []string
+	jobs := 0
+	err := k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {
+		jobs++
+		spec, err := k.JobSpecs.Get(ctx, id)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("job %d has no spec (%v)", id, err))
+			return false, nil
+		}
+		prog, err := k.JobPrograms.Get(ctx, id)
+		hasProgram := err == nil
+		if err != nil && !errors.Is(err, collections.ErrNotFound) {
+			return true, err
+		}
+		switch {
+		case j.ProgramApart && !hasProgram:
+			problems = append(problems, fmt.Sprintf("job %d keeps its program apart, and JobPrograms has none", id))
+		case !j.ProgramApart && hasProgram:
+			problems = append(problems, fmt.Sprintf("job %d keeps its program in its spec, and JobPrograms has one", id))
+		case j.ProgramApart:
+			if hasProgramFields(spec) {
+				problems = append(problems, fmt.Sprintf("job %d keeps its program apart, and its spec holds one", id))
+			}
+			if rest, blank := withoutProgram(prog), (types.JobSpec{}); rest.Size() != blank.Size() {
+				problems = append(problems, fmt.Sprintf("job %d's JobPrograms entry holds more than its program", id))
+			}
+			if !programApart(prog) {
+				problems = append(problems, fmt.Sprintf("job %d keeps a program of %d bytes apart (at most %d stay in the spec)", id, programSize(prog), programApartBytes))
+			}
+		case programApart(spec):
+			problems = append(problems, fmt.Sprintf("job %d's spec holds a program of %d bytes (more than %d are kept apart)", id, programSize(spec), programApartBytes))
+		}
+		return false, nil
+	})
+	if err != nil {
+		return invariant.Format(types.ModuleName, "job-specs", err.Error(), true), true
+	}
+	// orphans: the keys alone (a spec is not decoded)
+	for _, m := range []struct {
+		name string
+		keys func() (collections.Iterator[uint64, types.JobSpec], error)
+	}{
+		{"JobSpecs", func() (collections.Iterator[uint64, types.JobSpec], error) { return k.JobSpecs.Iterate(ctx, nil) }},
+		{"JobPrograms", func() (collections.Iterator[uint64, types.JobSpec], error) { return k.JobPrograms.Iterate(ctx, nil) }},
+	} {
+		it, err := m.keys()
+		if err != nil {
+			return invariant.Format(types.ModuleName, "job-specs", err.Error(), true), true
+		}
+		for ; it.Valid(); it.Next() {
+			id, err := it.Key()
+			if err == nil {
+				var has bool
+				if has, err = k.Jobs.Has(ctx, id); err == nil && !has {
+					problems = append(problems, fmt.Sprintf("%s holds job %d, which has no record", m.name, id))
+				}
+			}
+			if err != nil {
+				it.Close()
+				return invariant.Format(types.ModuleName, "job-specs", err.Error(), true), true
+			}
+		}
+		it.Close()
+	}
+	return report("job-specs", fmt.Sprintf("%d jobs", jobs), problems)
+}
+
+// programSize is the encoded size of a spec's program.
+func programSize(s types.JobSpec) int {
+	p := jobProgram(s)
+	return p.Size()
+}
+
+// hasProgramFields says whether a spec holds any of a program's fields.
+func hasProgramFields(s types.JobSpec) bool {
+	return len(s.Command) > 0 || len(s.Env) > 0 || len(s.Inputs) > 0 || len(s.TaskArgs) > 0
 }
 
 // JobCountsInvariant: the job counts (the record and the jobs submitted since it was

@@ -175,6 +175,67 @@ func TestJobProgramsApart(t *testing.T) {
 	}
 	check("submitted")
 
+	// the job-specs invariant: each way a spec can be stored against its record's word
+	broken := func(want string, mess, mend func()) {
+		t.Helper()
+		mess()
+		msg, bad := f.k.JobSpecsInvariant(f.ctx)
+		require.True(t, bad, "%s: not reported", want)
+		require.Contains(t, msg, want)
+		mend()
+		msg, bad = f.k.JobSpecsInvariant(f.ctx)
+		require.False(t, bad, msg)
+	}
+	setJob := func(id uint64, apart bool) func() {
+		return func() {
+			j := f.job(id)
+			j.ProgramApart, j.Spec = apart, types.JobSpec{}
+			require.NoError(t, f.k.Jobs.Set(f.ctx, id, j))
+		}
+	}
+	bigProgram, err := f.k.JobPrograms.Get(f.ctx, big)
+	require.NoError(t, err)
+	bigRest, err := f.k.JobSpecs.Get(f.ctx, big)
+	require.NoError(t, err)
+	restore := func() {
+		require.NoError(t, f.k.JobPrograms.Set(f.ctx, big, bigProgram))
+		require.NoError(t, f.k.JobSpecs.Set(f.ctx, big, bigRest))
+	}
+	broken(fmt.Sprintf("job %d keeps its program apart, and JobPrograms has none", big),
+		func() { require.NoError(t, f.k.JobPrograms.Remove(f.ctx, big)) }, restore)
+	broken(fmt.Sprintf("job %d has no spec", big),
+		func() { require.NoError(t, f.k.JobSpecs.Remove(f.ctx, big)) }, restore)
+	broken(fmt.Sprintf("job %d keeps its program in its spec, and JobPrograms has one", big), setJob(big, false), setJob(big, true))
+	broken(fmt.Sprintf("job %d keeps its program apart, and its spec holds one", big),
+		func() { require.NoError(t, f.k.JobSpecs.Set(f.ctx, big, bigSpec)) }, restore)
+	broken(fmt.Sprintf("job %d's JobPrograms entry holds more than its program", big),
+		func() { require.NoError(t, f.k.JobPrograms.Set(f.ctx, big, bigSpec)) }, restore)
+	broken(fmt.Sprintf("job %d keeps a program of", small), func() {
+		setJob(small, true)()
+		program := types.JobSpec{Command: smallSpec.Command, Env: smallSpec.Env, Inputs: smallSpec.Inputs, TaskArgs: smallSpec.TaskArgs}
+		require.NoError(t, f.k.JobPrograms.Set(f.ctx, small, program))
+		rest := smallSpec
+		rest.Command, rest.Env, rest.Inputs, rest.TaskArgs = nil, nil, nil, nil
+		require.NoError(t, f.k.JobSpecs.Set(f.ctx, small, rest))
+	}, func() {
+		setJob(small, false)()
+		require.NoError(t, f.k.JobPrograms.Remove(f.ctx, small))
+		require.NoError(t, f.k.JobSpecs.Set(f.ctx, small, smallSpec))
+	})
+	broken(fmt.Sprintf("job %d's spec holds a program of", big),
+		func() {
+			setJob(big, false)()
+			require.NoError(t, f.k.JobSpecs.Set(f.ctx, big, bigSpec))
+			require.NoError(t, f.k.JobPrograms.Remove(f.ctx, big))
+		},
+		func() { setJob(big, true)(); restore() })
+	broken("JobSpecs holds job 999, which has no record",
+		func() { require.NoError(t, f.k.JobSpecs.Set(f.ctx, 999, smallSpec)) },
+		func() { require.NoError(t, f.k.JobSpecs.Remove(f.ctx, 999)) })
+	broken("JobPrograms holds job 998, which has no record",
+		func() { require.NoError(t, f.k.JobPrograms.Set(f.ctx, 998, bigProgram)) },
+		func() { require.NoError(t, f.k.JobPrograms.Remove(f.ctx, 998)) })
+
 	// version 10's layout: every spec whole, no program apart
 	j := f.job(big)
 	require.NoError(t, f.k.JobSpecs.Set(f.ctx, big, bigSpec))

@@ -48,8 +48,7 @@ func (k Keeper) setJobSpec(ctx context.Context, job *types.Job, spec types.JobSp
 // programApart says whether a spec's program is more than programApartBytes, and kept
 // apart.
 func programApart(s types.JobSpec) bool {
-	p := jobProgram(s)
-	return p.Size() > programApartBytes
+	return programSize(s) > programApartBytes
 }
 
 // wholeSpec is the spec of a job's record (read without it) with its program (the
