@@ -364,6 +364,36 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   // after the test ("Request context disposed") and fail the file
   await big.unrouteAll({ behavior: "ignoreErrors" });
   await big.close();
+
+  // a node that will not count the nodes by status (each count reads the status index's
+  // keys): the status chart says so, and the class and region charts, which read the
+  // active nodes page by page, say they do not know of how many
+  const blind = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  let countRefusals = 0;
+  await blind.route(
+    (url) => url.pathname === "/" || url.pathname === "",
+    async (route) => {
+      const body = route.request().postDataJSON?.();
+      if (route.request().method() !== "POST" || body?.method !== "abci_query" || body?.params?.path !== "/flops.gfl.v1.Query/NodesByStatus") return route.continue();
+      const req = gflQuery.QueryNodesByStatusRequest.decode(Buffer.from(body.params.data ?? "", "hex"));
+      if (!req.pagination?.countTotal) return route.continue();
+      const res = await route.fetch();
+      const json = await res.json();
+      json.result.response = { ...json.result.response, code: 111222, codespace: "sdk", log: "{ValuePerByte}: panic", value: null };
+      countRefusals++;
+      return route.fulfill({ response: res, json });
+    },
+  );
+  await blind.goto(`${WEB_URL}#/network`);
+  await blind.getByTestId("nodes-refused").waitFor({ timeout: 30_000 });
+  assert.match(await blind.getByTestId("nodes-refused").textContent(), /The node would not count the nodes \(.+\): Query failed with \(111222\)/);
+  await showsChainGfl(blind);
+  const { nodes: active } = await q.gfl.NodesByStatus({ status: gflTypes.NodeStatus.NODE_STATUS_ACTIVE, pagination: undefined });
+  await blind.getByText(`Active nodes by GPU class (the first ${active.length} of the active nodes, by id)`).waitFor({ timeout: 5_000 });
+  assert.equal(await blind.getByRole("alert").count(), 0, "no error for the view as a whole");
+  assert.ok(countRefusals >= 1, `the node's refusals were played (${countRefusals})`);
+  await blind.unrouteAll({ behavior: "ignoreErrors" });
+  await blind.close();
 });
 
 test("the owner challenges a verified result: its bond is locked and a dispute opens", async () => {

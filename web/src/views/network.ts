@@ -170,7 +170,7 @@ export class NetworkView extends View {
                 <p class="muted">tasks waiting for a node${d.assignBlocks
                   ? html`; assigned after ${d.assignBlocks.median} blocks (median), ${d.assignBlocks.max} at most, over ${d.assignBlocks.n} recent tasks`
                   : ""}</p>
-                ${d.recentRefused ? this.refusal("recent-refused", "read the recent tasks (for the time to assignment)", d.recentRefused) : ""}</div>
+                ${d.recentRefused ? this.refusal("recent-refused", "read the recent tasks (for the time to assignment)", d.recentRefused, "a page of 200 tasks reads about a million gas at most: the node's query gas limit may be set lower") : ""}</div>
               <div class="card"><h3>Reward pool</h3><p class="big">${dps(d.pool)}</p><p class="muted">${dps(d.owed)} owed to providers</p></div>
               <div class="card"><h3>Emission era</h3><p class="big">${d.era}</p>
                 <p class="muted">rate ${dec(d.rate, 2)} DPS per GFL${d.nextHalving ? html`; next halving by ${d.nextHalving.toISOString().slice(0, 10)}` : ""}${d.lastHalving
