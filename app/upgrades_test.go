@@ -11,14 +11,14 @@ import (
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
-// x/market's store (1 to 11) and x/gfl's (1 to 2) migrate from their first version to
+// x/market's store (1 to 12) and x/gfl's (1 to 2) migrate from their first version to
 // the one this binary runs, through the module manager as an upgrade's handler
 // (app/upgrades.go) runs it: a version with no migration registered would fail the
 // upgrade at its height.
 func TestStoresMigrateFromTheirFirstVersion(t *testing.T) {
 	a := apptest.New(t)
 	now := a.ModuleManager.GetVersionMap()
-	require.EqualValues(t, 11, now[markettypes.ModuleName], "x/market's store is at version 11")
+	require.EqualValues(t, 12, now[markettypes.ModuleName], "x/market's store is at version 12")
 	require.EqualValues(t, 2, now[gfltypes.ModuleName], "x/gfl's store is at version 2")
 	from := maps.Clone(now)
 	from[markettypes.ModuleName] = 1

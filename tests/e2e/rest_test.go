@@ -73,6 +73,8 @@ var restRoutes = map[string]restRoute{
 	"/flops/market/v1/pools":                               {ok: 200},
 	"/flops/market/v1/job_counts":                          {ok: 200},
 	"/flops/market/v1/queue":                               {ok: 200},
+	"/flops/market/v1/schedulable/by_class":                {ok: 200},
+	"/flops/market/v1/schedulable/by_region":               {ok: 200},
 	"/flops/market/v1/pools/by_owner/{owner}":              {ok: 200, bad: 400},
 	"/flops/market/v1/pools/{pool_id}/members":             {ok: 200, bad: 400},
 	"/flops/market/v1/pools/{pool_id}/open_units":          {ok: 200, bad: 400},

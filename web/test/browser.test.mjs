@@ -15,7 +15,7 @@ import { after, before, test } from "node:test";
 
 import { chromium } from "playwright-core";
 import { Comet38Client } from "@cosmjs/tendermint-rpc";
-import { connectQuery, gflQuery, gflTypes, marketTypes } from "@flopsnet/client";
+import { connectQuery, gflQuery, marketQuery, marketTypes } from "@flopsnet/client";
 
 const WEB_URL = process.env.WEB_URL ?? "http://127.0.0.1:8080/";
 const RPC = process.env.RPC ?? "http://127.0.0.1:26657";
@@ -65,6 +65,21 @@ async function showsChainGfl(pg) {
   }
 }
 
+// waits until a bar chart shows each [label, count] as a bar, and no other bar.
+async function barsShow(pg, label, want) {
+  const bars = pg.getByRole("list", { name: label, exact: true });
+  await bars.waitFor({ timeout: 15_000 });
+  assert.ok(want.length > 0, `${label}: the chain counts some`);
+  const got = await bars.locator("li").evaluateAll((lis) =>
+    lis.map((li) => [li.querySelector(".bar-label")?.textContent, li.querySelector(".bar-value")?.textContent]),
+  );
+  assert.deepEqual(
+    got.sort(),
+    want.map(([l, n]) => [l, String(n)]).sort(),
+    `${label}: the chain's counts`,
+  );
+}
+
 async function pasteSpec(yaml) {
   await page.goto(`${WEB_URL}#/client`);
   await page.getByRole("tab", { name: "Paste a spec" }).click();
@@ -100,8 +115,9 @@ test("the network view shows the chain's GFL index", async () => {
     String(waiting + parked),
     { timeout: 15_000 },
   );
-  // every active node counted by class (fewer than the 5,000 the chart reads)
-  await page.getByText("Active nodes by GPU class", { exact: true }).waitFor();
+  // the schedulable nodes by class and region: the chain's counts
+  await barsShow(page, "Schedulable nodes by GPU class", (await q.market.SchedulableByClass({})).classes.map((c) => [c.gpuClass, c.idle + c.loaded]));
+  await barsShow(page, "Schedulable nodes by region", (await q.market.SchedulableByRegion({})).regions.map((r) => [r.region || "no region", r.nodes]));
   // the demo's tasks were assigned: the time to assignment, from the newest tasks
   await page.getByText(/assigned after \d+ blocks \(median\), \d+ at most, over [1-9]\d* recent tasks/).waitFor({ timeout: 15_000 });
   const { counts } = await q.market.JobCounts({});
@@ -308,18 +324,11 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   // the newest tasks are refused here too. Its answer is played on the real node's
   // responses: ABCI code 111222, as tests/integration
   // TestWholeTableScanStopsAtQueryGasLimit has the node give it. The job counts are one
-  // record (JobCounts), which a node from before store version 9 does not serve: its
-  // answer, an unknown query path, is played too.
+  // record (JobCounts), and the schedulable nodes by region a key a region
+  // (SchedulableByRegion), which a node from before store versions 9 and 12 does not
+  // serve: its answer, an unknown query path, is played too.
   const refused = new Set(["/flops.market.v1.Query/Queue", "/flops.market.v1.Query/Tasks"]);
-  const unknown = "/flops.market.v1.Query/JobCounts";
-  // and a network of 7,000 active nodes: the count of the active nodes says so, and the
-  // class and region charts, which read the first 5,000, say what they count
-  const bigCount = 7000n;
-  const activeCount = (path, hex) => {
-    if (path !== "/flops.gfl.v1.Query/NodesByStatus") return false;
-    const req = gflQuery.QueryNodesByStatusRequest.decode(Buffer.from(hex ?? "", "hex"));
-    return req.status === gflTypes.NodeStatus.NODE_STATUS_ACTIVE && req.pagination?.countTotal;
-  };
+  const unknown = new Set(["/flops.market.v1.Query/JobCounts", "/flops.market.v1.Query/SchedulableByRegion"]);
   const big = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   let refusals = 0;
   await big.route(
@@ -328,19 +337,11 @@ test("a figure the node refuses to read leaves the rest of the network view", as
       const body = route.request().postDataJSON?.();
       const path = body?.params?.path;
       if (route.request().method() !== "POST" || body?.method !== "abci_query") return route.continue();
-      if (activeCount(path, body.params.data)) {
-        const res = await route.fetch();
-        const json = await res.json();
-        const answer = gflQuery.QueryNodesByStatusResponse.decode(Buffer.from(json.result.response.value, "base64"));
-        answer.pagination = { ...answer.pagination, total: bigCount };
-        json.result.response.value = Buffer.from(gflQuery.QueryNodesByStatusResponse.encode(answer).finish()).toString("base64");
-        return route.fulfill({ response: res, json });
-      }
-      if (!(refused.has(path) || path === unknown)) return route.continue();
+      if (!(refused.has(path) || unknown.has(path))) return route.continue();
       const res = await route.fetch();
       const json = await res.json();
       json.result.response =
-        path === unknown
+        unknown.has(path)
           ? { ...json.result.response, code: 6, codespace: "sdk", log: "unknown query path: unknown request", value: null }
           : { ...json.result.response, code: 111222, codespace: "sdk", log: "{ValuePerByte}: panic", value: null };
       refusals++;
@@ -353,12 +354,11 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   assert.equal(await big.getByTestId("pending-tasks").textContent(), "—");
   assert.match(await big.getByTestId("pending-refused").textContent(), /The node would not count the tasks waiting .*Query failed with \(111222\): \{ValuePerByte\}: panic/);
   assert.match(await big.getByTestId("jobs-refused").textContent(), /The node would not count the jobs \(a node from before the job counts does not serve them\): Query failed with \(6\): unknown query path/);
-  const { nodes } = await q.gfl.NodesByStatus({ status: gflTypes.NodeStatus.NODE_STATUS_ACTIVE, pagination: undefined });
-  await big.getByText(`Active nodes by GPU class (the first ${nodes.length} of 7,000 active nodes, by id)`).waitFor({ timeout: 5_000 });
-  await big.getByText(`Active nodes by region (the first ${nodes.length} of 7,000 active nodes, by id)`).waitFor({ timeout: 5_000 });
+  assert.match(await big.getByTestId("regions-refused").textContent(), /The node would not count the schedulable nodes by region \(a node from before the schedulable counts does not serve them\): Query failed with \(6\): unknown query path/);
+  await barsShow(big, "Schedulable nodes by GPU class", (await q.market.SchedulableByClass({})).classes.map((c) => [c.gpuClass, c.idle + c.loaded]));
   assert.match(await big.getByTestId("recent-refused").textContent(), /The node would not read the recent tasks \(for the time to assignment\) .*Query failed with \(111222\)/);
   assert.equal(await big.getByRole("alert").count(), 0, "no error for the view as a whole");
-  assert.ok(refusals >= 3, `the node's refusals were played (${refusals})`);
+  assert.ok(refusals >= 4, `the node's refusals were played (${refusals})`);
   await big.screenshot({ path: `${OUT}/network-refused.png`, fullPage: true });
   // the view refreshes itself: a route still fetching when the page closes would reject
   // after the test ("Request context disposed") and fail the file
@@ -366,15 +366,25 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   await big.close();
 
   // a node that will not count the nodes by status (each count reads the status index's
-  // keys): the status chart says so, and the class and region charts, which read the
-  // active nodes page by page, say they do not know of how many
+  // keys): the status chart says so, and the class chart, the market's counts, is shown;
+  // and a network of 14 regions (the answer rewritten): the region chart shows the 11
+  // with the most nodes and the other 3 as one bar
+  const regions = Array.from({ length: 14 }, (_, i) => ({ region: `r${String(i).padStart(2, "0")}`, nodes: BigInt(14 - i) }));
   const blind = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   let countRefusals = 0;
   await blind.route(
     (url) => url.pathname === "/" || url.pathname === "",
     async (route) => {
       const body = route.request().postDataJSON?.();
-      if (route.request().method() !== "POST" || body?.method !== "abci_query" || body?.params?.path !== "/flops.gfl.v1.Query/NodesByStatus") return route.continue();
+      if (route.request().method() !== "POST" || body?.method !== "abci_query") return route.continue();
+      if (body?.params?.path === "/flops.market.v1.Query/SchedulableByRegion") {
+        const res = await route.fetch();
+        const json = await res.json();
+        const answer = marketQuery.QuerySchedulableByRegionResponse.fromPartial({ regions });
+        json.result.response.value = Buffer.from(marketQuery.QuerySchedulableByRegionResponse.encode(answer).finish()).toString("base64");
+        return route.fulfill({ response: res, json });
+      }
+      if (body?.params?.path !== "/flops.gfl.v1.Query/NodesByStatus") return route.continue();
       const req = gflQuery.QueryNodesByStatusRequest.decode(Buffer.from(body.params.data ?? "", "hex"));
       if (!req.pagination?.countTotal) return route.continue();
       const res = await route.fetch();
@@ -388,8 +398,8 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   await blind.getByTestId("nodes-refused").waitFor({ timeout: 30_000 });
   assert.match(await blind.getByTestId("nodes-refused").textContent(), /The node would not count the nodes \(.+\): Query failed with \(111222\)/);
   await showsChainGfl(blind);
-  const { nodes: active } = await q.gfl.NodesByStatus({ status: gflTypes.NodeStatus.NODE_STATUS_ACTIVE, pagination: undefined });
-  await blind.getByText(`Active nodes by GPU class (the first ${active.length} of the active nodes, by id)`).waitFor({ timeout: 5_000 });
+  await barsShow(blind, "Schedulable nodes by GPU class", (await q.market.SchedulableByClass({})).classes.map((c) => [c.gpuClass, c.idle + c.loaded]));
+  await barsShow(blind, "Schedulable nodes by region", [...regions.slice(0, 11).map((r) => [r.region, r.nodes]), ["3 other regions", 6n]]);
   assert.equal(await blind.getByRole("alert").count(), 0, "no error for the view as a whole");
   assert.ok(countRefusals >= 1, `the node's refusals were played (${countRefusals})`);
   await blind.unrouteAll({ behavior: "ignoreErrors" });

@@ -34,6 +34,8 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "JobsByStatus", Use: "jobs-by-status <status>", Short: "List the jobs in a status", Example: "flopsd q market jobs-by-status JOB_STATUS_ACTIVE", PositionalArgs: args("status"), FlagOptions: omitSpec},
 				{RpcMethod: "JobCounts", Use: "job-counts", Short: "Count the jobs held in each status"},
 				{RpcMethod: "Queue", Use: "queue", Short: "Count the scheduler's queue: tasks waiting for a node, in their groups or parked"},
+				{RpcMethod: "SchedulableByClass", Use: "schedulable-by-class", Short: "Count the schedulable nodes of each GPU class, idle and loaded"},
+				{RpcMethod: "SchedulableByRegion", Use: "schedulable-by-region", Short: "Count the schedulable nodes of each region"},
 				{RpcMethod: "Task", Use: "task <task-id>", Short: "Show a task", PositionalArgs: args("task_id")},
 				{RpcMethod: "Tasks", Use: "all-tasks", Short: "List every task, or with --status those in a status", Example: "flopsd q market all-tasks --status TASK_STATUS_RUNNING"},
 				{RpcMethod: "TasksByJob", Use: "tasks <job-id>", Short: "List a job's tasks", PositionalArgs: args("job_id")},

@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 11
+const ConsensusVersion = 12
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -111,6 +111,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 10, func(ctx sdk.Context) error { return m.Migrate10to11(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 10 to 11: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 11, func(ctx sdk.Context) error { return m.Migrate11to12(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 11 to 12: %w", types.ModuleName, err))
 	}
 }
 

@@ -1,14 +1,14 @@
-// The network view: the GFL index and its history by epoch, nodes by class, region and
-// status (the class and region of the first 5,000 active nodes, said so when there are
-// more; the statuses counted), jobs by status, the queue (pending tasks) and time to
+// The network view: the GFL index and its history by epoch, schedulable nodes by class
+// and region, nodes by status, jobs by status, the queue (pending tasks) and time to
 // assignment, emission per epoch, halving progress and the reward pool.
 //
 // No figure reads a whole table: the queue is the scheduler's (Queue, a record a group
 // with a task waiting), the time to assignment reads the 200 newest tasks, jobs by status
-// are the chain's counts (JobCounts, one record), nodes by status are counted on their
-// index. A node that does not answer one of them (a big chain's query past the node's
-// gas limit, or a node from before the query) is said so for that figure, and the view
-// shows the rest.
+// are the chain's counts (JobCounts, one record), schedulable nodes by class and region
+// are the chain's counts (a key a class or region: SchedulableByClass and
+// SchedulableByRegion), nodes by status are counted on their index. A node that does not
+// answer one of them (a big chain's query past the node's gas limit, or a node from
+// before the query) is said so for that figure, and the view shows the rest.
 import { html } from "lit";
 import { gflTypes, marketTypes } from "@flopsnet/client";
 
@@ -22,11 +22,12 @@ interface NetworkData {
   totalGflops: bigint;
   activeNodes: bigint;
   byWorkload: { label: string; value: number }[];
-  byClass: { label: string; value: number }[];
-  byRegion: { label: string; value: number }[];
+  byClass: { label: string; value: number }[] | Refused;
+  /** the regions with the most schedulable nodes, the rest as one bar */
+  byRegion: { label: string; value: number }[] | Refused;
+  /** the chain has more regions than the view read (regionsRead, by name) */
+  regionsCut: boolean;
   byStatus: { label: string; value: number }[] | Refused;
-  /** the active nodes the class and region charts count, when fewer than every active node */
-  activeSampled?: { n: number; of?: number };
   jobs: { label: string; value: number }[] | Refused;
   pendingTasks: number | Refused;
   assignBlocks?: { median: number; max: number; n: number };
@@ -46,17 +47,20 @@ interface NetworkData {
 /** the node statuses, in enum order */
 const nodeStatuses = [gflTypes.NodeStatus.NODE_STATUS_PENDING, gflTypes.NodeStatus.NODE_STATUS_ACTIVE, gflTypes.NodeStatus.NODE_STATUS_INACTIVE];
 
-/** how many active nodes the class and region charts read (500 a page) */
-const activeSample = 5000;
+/** how many regions the region chart reads (500 a page; a node's region is its
+ * provider's to name, so there may be many), and how many it shows as bars */
+const regionsRead = 5000;
+const regionBars = 12;
 
-/** sampled: a chart's caption when it counts only the first of the active nodes. */
-const sampled = (x?: { n: number; of?: number }) =>
-  x ? ` (the first ${x.n.toLocaleString("en-US")} of ${x.of === undefined ? "the" : x.of.toLocaleString("en-US")} active nodes, by id)` : "";
+/** byCount: bars in descending order of their counts (then by name). */
+const byCount = (items: { label: string; value: number }[]) => [...items].sort((a, b) => b.value - a.value || a.label.localeCompare(b.label));
 
-const count = <T>(xs: T[], key: (x: T) => string) => {
-  const m = new Map<string, number>();
-  for (const x of xs) m.set(key(x), (m.get(key(x)) ?? 0) + 1);
-  return [...m.entries()].sort((a, b) => b[1] - a[1]).map(([label, value]) => ({ label, value }));
+/** topBars: the n - 1 largest counts as bars, the rest summed in one (n bars at most). */
+const topBars = (items: { label: string; value: number }[], n: number, rest: string) => {
+  const sorted = byCount(items);
+  if (sorted.length <= n) return sorted;
+  const others = sorted.slice(n - 1);
+  return [...sorted.slice(0, n - 1), { label: `${others.length} ${rest}`, value: others.reduce((a, x) => a + x.value, 0) }];
 };
 
 /** Refused: a figure the node would not give, and its reason. */
@@ -77,7 +81,7 @@ export class NetworkView extends View {
 
   protected async load(): Promise<void> {
     const q = this.chain.q;
-    const [power, nodeCounts, active, era, pool, emissions, pending, recentTasks] = await Promise.all([
+    const [power, nodeCounts, classes, regions, era, pool, emissions, pending, recentTasks] = await Promise.all([
       q.gfl.NetworkPower({}),
       // nodes by status: counted on the chain's status index (every node, read as keys)
       refusable(
@@ -88,11 +92,19 @@ export class NetworkView extends View {
           }),
         ),
       ),
-      // the active nodes by class and region: from the first activeSample of them (by id)
-      all(async (p) => {
-        const r = await q.gfl.NodesByStatus({ status: gflTypes.NodeStatus.NODE_STATUS_ACTIVE, pagination: p });
-        return { items: r.nodes, nextKey: r.pagination?.nextKey };
-      }, activeSample),
+      // the schedulable nodes by class and region: the chain's counts, a key each
+      refusable(
+        all(async (p) => {
+          const r = await q.market.SchedulableByClass({ pagination: p });
+          return { items: r.classes, nextKey: r.pagination?.nextKey };
+        }),
+      ),
+      refusable(
+        all(async (p) => {
+          const r = await q.market.SchedulableByRegion({ pagination: p });
+          return { items: r.regions, nextKey: r.pagination?.nextKey };
+        }, regionsRead),
+      ),
       q.dps.Era({}),
       q.dps.Pool({}),
       q.dps.Emissions({ pagination: page(100, { reverse: true }) }),
@@ -124,16 +136,22 @@ export class NetworkView extends View {
       .map((t) => Number(t.assignedHeight - t.pendingHeight))
       .sort((a, b) => a - b);
     const dists = [...emissions.distributions].sort((a, b) => Number(a.epoch - b.epoch));
-    const activeTotal = isRefused(nodeCounts) ? undefined : nodeCounts.find((c) => c.status === gflTypes.NodeStatus.NODE_STATUS_ACTIVE)?.value;
     this.data = {
       totalGflops: power.power?.totalGflops ?? 0n,
       activeNodes: power.power?.nodes ?? 0n,
       byWorkload: (power.power?.byWorkload ?? []).map((w) => ({ label: workload(w.workload), value: Number(w.gflops) })),
-      byClass: count(active, (n) => n.gpuClass || "unclassed"),
-      byRegion: count(active, (n) => n.region || "no region"),
+      byClass: isRefused(classes)
+        ? classes
+        : byCount(classes.map((c) => ({ label: c.gpuClass, value: Number(c.idle + c.loaded) }))),
+      byRegion: isRefused(regions)
+        ? regions
+        : topBars(
+            regions.map((r) => ({ label: r.region || "no region", value: Number(r.nodes) })),
+            regionBars,
+            "other regions",
+          ),
+      regionsCut: !isRefused(regions) && regions.length >= regionsRead,
       byStatus: isRefused(nodeCounts) ? nodeCounts : nodeCounts.map(({ label, value }) => ({ label, value })),
-      // the class and region charts are of a sample when the network has more active nodes
-      activeSampled: activeTotal === undefined || active.length < activeTotal ? { n: active.length, of: activeTotal } : undefined,
       jobs,
       pendingTasks: isRefused(pending) ? pending : Number(pending.waiting + pending.parked),
       recentRefused: isRefused(recentTasks) ? recentTasks : undefined,
@@ -181,8 +199,12 @@ export class NetworkView extends View {
             <div class="charts">
               <flops-line-chart label="GFL index by epoch" x-label="epoch" .x=${d.epochs} .series=${d.gflByEpoch}></flops-line-chart>
               <flops-line-chart label="Emission per epoch" x-label="epoch" .x=${d.epochs} .series=${d.emissionByEpoch}></flops-line-chart>
-              <flops-bars label=${`Active nodes by GPU class${sampled(d.activeSampled)}`} .items=${d.byClass}></flops-bars>
-              <flops-bars label=${`Active nodes by region${sampled(d.activeSampled)}`} .items=${d.byRegion}></flops-bars>
+              ${isRefused(d.byClass)
+                ? html`<figure><figcaption>Schedulable nodes by GPU class</figcaption>${this.refusal("classes-refused", "count the schedulable nodes by class", d.byClass, "a node from before the schedulable counts does not serve them")}</figure>`
+                : html`<flops-bars label="Schedulable nodes by GPU class" .items=${d.byClass}></flops-bars>`}
+              ${isRefused(d.byRegion)
+                ? html`<figure><figcaption>Schedulable nodes by region</figcaption>${this.refusal("regions-refused", "count the schedulable nodes by region", d.byRegion, "a node from before the schedulable counts does not serve them")}</figure>`
+                : html`<flops-bars label=${`Schedulable nodes by region${d.regionsCut ? ` (of the first ${regionsRead.toLocaleString("en-US")} regions by name)` : ""}`} .items=${d.byRegion}></flops-bars>`}
               ${isRefused(d.byStatus)
                 ? html`<figure><figcaption>Nodes by status</figcaption>${this.refusal("nodes-refused", "count the nodes", d.byStatus)}</figure>`
                 : html`<flops-bars label="Nodes by status" .items=${d.byStatus}></flops-bars>`}

@@ -242,10 +242,14 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 // its tasks; on a node with MIG, the devices in use are exactly those its tasks hold, each
 // held by one task, as many as the task's GPUs, whole GPUs unless it may share, on
 // different cards unless it may take several slices of one; and the scheduling index
-// holds exactly the active nodes at their current load.
+// holds exactly the active nodes at their current load, counted by class and by region.
 func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 	var problems []string
+	perRegion := map[string]uint64{}
 	err := k.Slots.Walk(ctx, nil, func(id uint64, s types.NodeSlot) (bool, error) {
+		if s.Active {
+			perRegion[s.Region]++
+		}
 		var gpus, tasks, open uint32
 		held := types.NodeSlot{Devices: s.Devices} // the devices its tasks hold
 		op, err := k.address("operator", s.Operator)
@@ -395,6 +399,19 @@ func (k Keeper) SlotsInvariant(ctx sdk.Context) (string, bool) {
 	}
 	if members != active {
 		problems = append(problems, fmt.Sprintf("%d class members for %d active nodes", members, active))
+	}
+	regions := 0
+	if err := k.RegionNodes.Walk(ctx, nil, func(region string, n uint64) (bool, error) {
+		regions++
+		if perRegion[region] != n {
+			problems = append(problems, fmt.Sprintf("region %q: counter %d, active nodes %d", region, n, perRegion[region]))
+		}
+		return false, nil
+	}); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if regions != len(perRegion) {
+		problems = append(problems, fmt.Sprintf("%d region counters for the active nodes' %d regions", regions, len(perRegion)))
 	}
 	return report("slots", fmt.Sprintf("%d active nodes", active), problems)
 }

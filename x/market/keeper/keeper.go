@@ -132,6 +132,9 @@ type Keeper struct {
 	// ClassNodes counts the indexed nodes per GPU class: (idle, loaded). The scheduler reads
 	// one counter instead of opening an iterator on a class with nothing to offer.
 	ClassNodes collections.Map[string, collections.Pair[uint64, uint64]]
+	// RegionNodes counts the indexed nodes per region (SchedulableByRegion); written only
+	// when a node joins, leaves or moves region, not at an assignment.
+	RegionNodes collections.Map[string, uint64]
 	// MaxSlot is the highest node id with a slot (the range of the scheduler's random start).
 	MaxSlot collections.Item[uint64]
 	// MemberChunks numbers the schedulable nodes of each GPU class densely, positions
@@ -295,7 +298,8 @@ func NewKeeper(
 			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key)),
 		ClassNodes: collections.NewMap(sb, types.ClassNodesKey, "class_nodes", collections.StringKey,
 			collcodec.KeyToValueCodec(collections.PairKeyCodec(collections.Uint64Key, collections.Uint64Key))),
-		MaxSlot: collections.NewItem(sb, types.MaxSlotKey, "max_slot", collections.Uint64Value),
+		RegionNodes: collections.NewMap(sb, types.RegionNodesKey, "region_nodes", collections.StringKey, collections.Uint64Value),
+		MaxSlot:     collections.NewItem(sb, types.MaxSlotKey, "max_slot", collections.Uint64Value),
 		MemberChunks: collections.NewMap(sb, types.MemberChunksKey, "member_chunks",
 			collections.PairKeyCodec(collections.StringKey, collections.Uint64Key), collections.BytesValue),
 		MemberPos: collections.NewMap(sb, types.MemberPosKey, "member_pos", collections.Uint64Key, collections.Uint64Value),

@@ -413,6 +413,32 @@ func (m Migrator) Migrate10to11(ctx context.Context) error {
 	return nil
 }
 
+// Migrate11to12: the schedulable nodes are counted by region (RegionNodesKey), for
+// SchedulableByRegion, as setSlot counts them from now on. The work is a read of each
+// node's slot and a write a region.
+func (m Migrator) Migrate11to12(ctx context.Context) error {
+	counts := map[string]uint64{}
+	var regions []string // in the order the walk first meets them (the map decides nothing)
+	if err := m.k.Slots.Walk(ctx, nil, func(_ uint64, s types.NodeSlot) (bool, error) {
+		if !s.Active {
+			return false, nil
+		}
+		if counts[s.Region] == 0 {
+			regions = append(regions, s.Region)
+		}
+		counts[s.Region]++
+		return false, nil
+	}); err != nil {
+		return fmt.Errorf("migrate 11 to 12: %w", err)
+	}
+	for _, r := range regions {
+		if err := m.k.RegionNodes.Set(ctx, r, counts[r]); err != nil {
+			return fmt.Errorf("migrate 11 to 12: region %q: %w", r, err)
+		}
+	}
+	return nil
+}
+
 // keysIn reads a key set's keys in a range, whole (a caller that writes the set, or
 // another collection, does so after the iterator is closed).
 func keysIn[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) ([]K, error) {

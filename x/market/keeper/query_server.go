@@ -146,6 +146,36 @@ func (q queryServer) Queue(ctx context.Context, _ *types.QueryQueueRequest) (*ty
 	return &res, err
 }
 
+// SchedulableByClass pages through the scheduler's counters of each GPU class.
+func (q queryServer) SchedulableByClass(ctx context.Context, req *types.QuerySchedulableByClassRequest) (*types.QuerySchedulableByClassResponse, error) {
+	if req == nil {
+		return nil, status.Error(codes.InvalidArgument, "empty request")
+	}
+	classes, page, err := query.CollectionPaginate(ctx, q.k.ClassNodes, req.Pagination,
+		func(class string, c collections.Pair[uint64, uint64]) (types.ClassNodeCount, error) {
+			return types.ClassNodeCount{GpuClass: class, Idle: c.K1(), Loaded: c.K2()}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &types.QuerySchedulableByClassResponse{Classes: classes, Pagination: page}, nil
+}
+
+// SchedulableByRegion pages through the counts of schedulable nodes of each region.
+func (q queryServer) SchedulableByRegion(ctx context.Context, req *types.QuerySchedulableByRegionRequest) (*types.QuerySchedulableByRegionResponse, error) {
+	if req == nil {
+		return nil, status.Error(codes.InvalidArgument, "empty request")
+	}
+	regions, page, err := query.CollectionPaginate(ctx, q.k.RegionNodes, req.Pagination,
+		func(region string, n uint64) (types.RegionNodeCount, error) {
+			return types.RegionNodeCount{Region: region, Nodes: n}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &types.QuerySchedulableByRegionResponse{Regions: regions, Pagination: page}, nil
+}
+
 // JobCounts counts the jobs held in each status (job_counts.go): the same few reads
 // however many jobs there are.
 func (q queryServer) JobCounts(ctx context.Context, _ *types.QueryJobCountsRequest) (*types.QueryJobCountsResponse, error) {

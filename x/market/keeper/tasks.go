@@ -53,6 +53,18 @@ func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, known *types.Node
 // be nil).
 func (k Keeper) setSlot(ctx context.Context, old *types.NodeSlot, s types.NodeSlot) error {
 	wasMember := old != nil && old.Active
+	if wasMember != s.Active || (wasMember && old.Region != s.Region) {
+		if wasMember {
+			if err := k.countRegion(ctx, old.Region, -1); err != nil {
+				return err
+			}
+		}
+		if s.Active {
+			if err := k.countRegion(ctx, s.Region, +1); err != nil {
+				return err
+			}
+		}
+	}
 	if wasMember && (!s.Active || old.GpuClass != s.GpuClass) {
 		if err := k.removeMember(ctx, old.GpuClass, old.NodeId); err != nil {
 			return err
@@ -132,6 +144,22 @@ func (k Keeper) countClass(ctx context.Context, s types.NodeSlot, d int64) error
 		return k.ClassNodes.Remove(ctx, s.GpuClass)
 	}
 	return k.ClassNodes.Set(ctx, s.GpuClass, collections.Join(idle, loaded))
+}
+
+// countRegion adds d to a region's count of indexed nodes (a count of zero is removed).
+func (k Keeper) countRegion(ctx context.Context, region string, d int64) error {
+	n, err := k.RegionNodes.Get(ctx, region)
+	if err != nil && !errors.Is(err, collections.ErrNotFound) {
+		return err
+	}
+	if d < 0 && n == 0 {
+		return fmt.Errorf("market: region %q counter out of step", region)
+	}
+	n = uint64(int64(n) + d)
+	if n == 0 {
+		return k.RegionNodes.Remove(ctx, region)
+	}
+	return k.RegionNodes.Set(ctx, region, n)
 }
 
 // moveClassCount moves one node of a class between its loaded and idle counts (toIdle:

@@ -110,6 +110,9 @@ var (
 	// that has more than 1 KiB of them (store version 11), apart from the rest of its spec
 	// in JobSpecsKey, which the scheduler reads at each examination.
 	JobProgramsKey = collections.NewPrefix(62)
+	// RegionNodesKey: how many schedulable nodes each region has (store version 12), so
+	// that they are counted without reading every node.
+	RegionNodesKey = collections.NewPrefix(63)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).

@@ -1402,6 +1402,328 @@ func (x *QueryQueueResponse) GetParked() uint64 {
 	return 0
 }
 
+// QuerySchedulableByClassRequest asks for the schedulable nodes of each GPU class.
+type QuerySchedulableByClassRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pagination over the classes, in the order of their names.
+	Pagination    *v1beta1.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuerySchedulableByClassRequest) Reset() {
+	*x = QuerySchedulableByClassRequest{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuerySchedulableByClassRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuerySchedulableByClassRequest) ProtoMessage() {}
+
+func (x *QuerySchedulableByClassRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuerySchedulableByClassRequest.ProtoReflect.Descriptor instead.
+func (*QuerySchedulableByClassRequest) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *QuerySchedulableByClassRequest) GetPagination() *v1beta1.PageRequest {
+	if x != nil {
+		return x.Pagination
+	}
+	return nil
+}
+
+// ClassNodeCount counts the schedulable nodes of a GPU class.
+type ClassNodeCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// gpu_class of the nodes.
+	GpuClass string `protobuf:"bytes,1,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// idle: the nodes with none of their GPUs in use.
+	Idle uint64 `protobuf:"varint,2,opt,name=idle,proto3" json:"idle,omitempty"`
+	// loaded: the nodes with some of their GPUs in use.
+	Loaded        uint64 `protobuf:"varint,3,opt,name=loaded,proto3" json:"loaded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClassNodeCount) Reset() {
+	*x = ClassNodeCount{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClassNodeCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClassNodeCount) ProtoMessage() {}
+
+func (x *ClassNodeCount) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClassNodeCount.ProtoReflect.Descriptor instead.
+func (*ClassNodeCount) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ClassNodeCount) GetGpuClass() string {
+	if x != nil {
+		return x.GpuClass
+	}
+	return ""
+}
+
+func (x *ClassNodeCount) GetIdle() uint64 {
+	if x != nil {
+		return x.Idle
+	}
+	return 0
+}
+
+func (x *ClassNodeCount) GetLoaded() uint64 {
+	if x != nil {
+		return x.Loaded
+	}
+	return 0
+}
+
+// QuerySchedulableByClassResponse counts the schedulable nodes of each GPU class.
+type QuerySchedulableByClassResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// classes with a schedulable node, in the order of their names.
+	Classes []*ClassNodeCount `protobuf:"bytes,1,rep,name=classes,proto3" json:"classes,omitempty"`
+	// pagination of the list.
+	Pagination    *v1beta1.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuerySchedulableByClassResponse) Reset() {
+	*x = QuerySchedulableByClassResponse{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuerySchedulableByClassResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuerySchedulableByClassResponse) ProtoMessage() {}
+
+func (x *QuerySchedulableByClassResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuerySchedulableByClassResponse.ProtoReflect.Descriptor instead.
+func (*QuerySchedulableByClassResponse) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *QuerySchedulableByClassResponse) GetClasses() []*ClassNodeCount {
+	if x != nil {
+		return x.Classes
+	}
+	return nil
+}
+
+func (x *QuerySchedulableByClassResponse) GetPagination() *v1beta1.PageResponse {
+	if x != nil {
+		return x.Pagination
+	}
+	return nil
+}
+
+// QuerySchedulableByRegionRequest asks for the schedulable nodes of each region.
+type QuerySchedulableByRegionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pagination over the regions, in the order of their names (a node's region is its
+	// provider's to name, so there may be many).
+	Pagination    *v1beta1.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuerySchedulableByRegionRequest) Reset() {
+	*x = QuerySchedulableByRegionRequest{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuerySchedulableByRegionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuerySchedulableByRegionRequest) ProtoMessage() {}
+
+func (x *QuerySchedulableByRegionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuerySchedulableByRegionRequest.ProtoReflect.Descriptor instead.
+func (*QuerySchedulableByRegionRequest) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *QuerySchedulableByRegionRequest) GetPagination() *v1beta1.PageRequest {
+	if x != nil {
+		return x.Pagination
+	}
+	return nil
+}
+
+// RegionNodeCount counts the schedulable nodes of a region.
+type RegionNodeCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// region of the nodes (empty: the nodes that name none).
+	Region string `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	// nodes: the schedulable nodes of the region.
+	Nodes         uint64 `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegionNodeCount) Reset() {
+	*x = RegionNodeCount{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionNodeCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionNodeCount) ProtoMessage() {}
+
+func (x *RegionNodeCount) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionNodeCount.ProtoReflect.Descriptor instead.
+func (*RegionNodeCount) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RegionNodeCount) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
+func (x *RegionNodeCount) GetNodes() uint64 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+// QuerySchedulableByRegionResponse counts the schedulable nodes of each region.
+type QuerySchedulableByRegionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// regions with a schedulable node, in the order of their names.
+	Regions []*RegionNodeCount `protobuf:"bytes,1,rep,name=regions,proto3" json:"regions,omitempty"`
+	// pagination of the list.
+	Pagination    *v1beta1.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuerySchedulableByRegionResponse) Reset() {
+	*x = QuerySchedulableByRegionResponse{}
+	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuerySchedulableByRegionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuerySchedulableByRegionResponse) ProtoMessage() {}
+
+func (x *QuerySchedulableByRegionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuerySchedulableByRegionResponse.ProtoReflect.Descriptor instead.
+func (*QuerySchedulableByRegionResponse) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *QuerySchedulableByRegionResponse) GetRegions() []*RegionNodeCount {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+func (x *QuerySchedulableByRegionResponse) GetPagination() *v1beta1.PageResponse {
+	if x != nil {
+		return x.Pagination
+	}
+	return nil
+}
+
 // QueryJobCountsRequest asks for the job counts.
 type QueryJobCountsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1411,7 +1733,7 @@ type QueryJobCountsRequest struct {
 
 func (x *QueryJobCountsRequest) Reset() {
 	*x = QueryJobCountsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	mi := &file_flops_market_v1_query_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1745,7 @@ func (x *QueryJobCountsRequest) String() string {
 func (*QueryJobCountsRequest) ProtoMessage() {}
 
 func (x *QueryJobCountsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[26]
+	mi := &file_flops_market_v1_query_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1758,7 @@ func (x *QueryJobCountsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobCountsRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobCountsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{26}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{32}
 }
 
 // QueryJobCountsResponse counts the jobs held, by status.
@@ -1453,7 +1775,7 @@ type QueryJobCountsResponse struct {
 
 func (x *QueryJobCountsResponse) Reset() {
 	*x = QueryJobCountsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	mi := &file_flops_market_v1_query_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1787,7 @@ func (x *QueryJobCountsResponse) String() string {
 func (*QueryJobCountsResponse) ProtoMessage() {}
 
 func (x *QueryJobCountsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[27]
+	mi := &file_flops_market_v1_query_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1800,7 @@ func (x *QueryJobCountsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobCountsResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobCountsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{27}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QueryJobCountsResponse) GetCounts() *JobCounts {
@@ -1514,7 +1836,7 @@ type QueryJobsRequest struct {
 
 func (x *QueryJobsRequest) Reset() {
 	*x = QueryJobsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	mi := &file_flops_market_v1_query_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1848,7 @@ func (x *QueryJobsRequest) String() string {
 func (*QueryJobsRequest) ProtoMessage() {}
 
 func (x *QueryJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[28]
+	mi := &file_flops_market_v1_query_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1861,7 @@ func (x *QueryJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{28}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QueryJobsRequest) GetStatus() JobStatus {
@@ -1576,7 +1898,7 @@ type QueryJobsResponse struct {
 
 func (x *QueryJobsResponse) Reset() {
 	*x = QueryJobsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	mi := &file_flops_market_v1_query_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1910,7 @@ func (x *QueryJobsResponse) String() string {
 func (*QueryJobsResponse) ProtoMessage() {}
 
 func (x *QueryJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[29]
+	mi := &file_flops_market_v1_query_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1923,7 @@ func (x *QueryJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobsResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{29}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *QueryJobsResponse) GetJobs() []*Job {
@@ -1634,7 +1956,7 @@ type QueryTasksRequest struct {
 
 func (x *QueryTasksRequest) Reset() {
 	*x = QueryTasksRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	mi := &file_flops_market_v1_query_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1968,7 @@ func (x *QueryTasksRequest) String() string {
 func (*QueryTasksRequest) ProtoMessage() {}
 
 func (x *QueryTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[30]
+	mi := &file_flops_market_v1_query_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1981,7 @@ func (x *QueryTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{30}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *QueryTasksRequest) GetStatus() TaskStatus {
@@ -1689,7 +2011,7 @@ type QueryTasksResponse struct {
 
 func (x *QueryTasksResponse) Reset() {
 	*x = QueryTasksResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	mi := &file_flops_market_v1_query_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +2023,7 @@ func (x *QueryTasksResponse) String() string {
 func (*QueryTasksResponse) ProtoMessage() {}
 
 func (x *QueryTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[31]
+	mi := &file_flops_market_v1_query_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +2036,7 @@ func (x *QueryTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{31}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *QueryTasksResponse) GetTasks() []*Task {
@@ -1742,7 +2064,7 @@ type QueryTaskRequest struct {
 
 func (x *QueryTaskRequest) Reset() {
 	*x = QueryTaskRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[32]
+	mi := &file_flops_market_v1_query_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +2076,7 @@ func (x *QueryTaskRequest) String() string {
 func (*QueryTaskRequest) ProtoMessage() {}
 
 func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[32]
+	mi := &file_flops_market_v1_query_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +2089,7 @@ func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskRequest.ProtoReflect.Descriptor instead.
 func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{32}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *QueryTaskRequest) GetTaskId() uint64 {
@@ -1788,7 +2110,7 @@ type QueryTaskResponse struct {
 
 func (x *QueryTaskResponse) Reset() {
 	*x = QueryTaskResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[33]
+	mi := &file_flops_market_v1_query_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +2122,7 @@ func (x *QueryTaskResponse) String() string {
 func (*QueryTaskResponse) ProtoMessage() {}
 
 func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[33]
+	mi := &file_flops_market_v1_query_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +2135,7 @@ func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskResponse.ProtoReflect.Descriptor instead.
 func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{33}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *QueryTaskResponse) GetTask() *Task {
@@ -1836,7 +2158,7 @@ type QueryTasksByJobRequest struct {
 
 func (x *QueryTasksByJobRequest) Reset() {
 	*x = QueryTasksByJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[34]
+	mi := &file_flops_market_v1_query_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +2170,7 @@ func (x *QueryTasksByJobRequest) String() string {
 func (*QueryTasksByJobRequest) ProtoMessage() {}
 
 func (x *QueryTasksByJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[34]
+	mi := &file_flops_market_v1_query_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +2183,7 @@ func (x *QueryTasksByJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{34}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *QueryTasksByJobRequest) GetJobId() uint64 {
@@ -1891,7 +2213,7 @@ type QueryTasksByJobResponse struct {
 
 func (x *QueryTasksByJobResponse) Reset() {
 	*x = QueryTasksByJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[35]
+	mi := &file_flops_market_v1_query_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2225,7 @@ func (x *QueryTasksByJobResponse) String() string {
 func (*QueryTasksByJobResponse) ProtoMessage() {}
 
 func (x *QueryTasksByJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[35]
+	mi := &file_flops_market_v1_query_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2238,7 @@ func (x *QueryTasksByJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{35}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *QueryTasksByJobResponse) GetTasks() []*Task {
@@ -1953,7 +2275,7 @@ type QueryTasksByNodeRequest struct {
 
 func (x *QueryTasksByNodeRequest) Reset() {
 	*x = QueryTasksByNodeRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[36]
+	mi := &file_flops_market_v1_query_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2287,7 @@ func (x *QueryTasksByNodeRequest) String() string {
 func (*QueryTasksByNodeRequest) ProtoMessage() {}
 
 func (x *QueryTasksByNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[36]
+	mi := &file_flops_market_v1_query_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2300,7 @@ func (x *QueryTasksByNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByNodeRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByNodeRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{36}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *QueryTasksByNodeRequest) GetNodeId() uint64 {
@@ -2015,7 +2337,7 @@ type QueryTasksByNodeResponse struct {
 
 func (x *QueryTasksByNodeResponse) Reset() {
 	*x = QueryTasksByNodeResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[37]
+	mi := &file_flops_market_v1_query_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2349,7 @@ func (x *QueryTasksByNodeResponse) String() string {
 func (*QueryTasksByNodeResponse) ProtoMessage() {}
 
 func (x *QueryTasksByNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[37]
+	mi := &file_flops_market_v1_query_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2362,7 @@ func (x *QueryTasksByNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByNodeResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByNodeResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{37}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *QueryTasksByNodeResponse) GetTasks() []*Task {
@@ -2079,7 +2401,7 @@ type QueryTasksByProviderRequest struct {
 
 func (x *QueryTasksByProviderRequest) Reset() {
 	*x = QueryTasksByProviderRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[38]
+	mi := &file_flops_market_v1_query_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2413,7 @@ func (x *QueryTasksByProviderRequest) String() string {
 func (*QueryTasksByProviderRequest) ProtoMessage() {}
 
 func (x *QueryTasksByProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[38]
+	mi := &file_flops_market_v1_query_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2426,7 @@ func (x *QueryTasksByProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByProviderRequest.ProtoReflect.Descriptor instead.
 func (*QueryTasksByProviderRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{38}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *QueryTasksByProviderRequest) GetProvider() string {
@@ -2141,7 +2463,7 @@ type QueryTasksByProviderResponse struct {
 
 func (x *QueryTasksByProviderResponse) Reset() {
 	*x = QueryTasksByProviderResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[39]
+	mi := &file_flops_market_v1_query_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2153,7 +2475,7 @@ func (x *QueryTasksByProviderResponse) String() string {
 func (*QueryTasksByProviderResponse) ProtoMessage() {}
 
 func (x *QueryTasksByProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[39]
+	mi := &file_flops_market_v1_query_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2166,7 +2488,7 @@ func (x *QueryTasksByProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTasksByProviderResponse.ProtoReflect.Descriptor instead.
 func (*QueryTasksByProviderResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{39}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *QueryTasksByProviderResponse) GetTasks() []*Task {
@@ -2196,7 +2518,7 @@ type QueryBidsByJobRequest struct {
 
 func (x *QueryBidsByJobRequest) Reset() {
 	*x = QueryBidsByJobRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[40]
+	mi := &file_flops_market_v1_query_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2530,7 @@ func (x *QueryBidsByJobRequest) String() string {
 func (*QueryBidsByJobRequest) ProtoMessage() {}
 
 func (x *QueryBidsByJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[40]
+	mi := &file_flops_market_v1_query_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2543,7 @@ func (x *QueryBidsByJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryBidsByJobRequest.ProtoReflect.Descriptor instead.
 func (*QueryBidsByJobRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{40}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *QueryBidsByJobRequest) GetJobId() uint64 {
@@ -2251,7 +2573,7 @@ type QueryBidsByJobResponse struct {
 
 func (x *QueryBidsByJobResponse) Reset() {
 	*x = QueryBidsByJobResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[41]
+	mi := &file_flops_market_v1_query_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2585,7 @@ func (x *QueryBidsByJobResponse) String() string {
 func (*QueryBidsByJobResponse) ProtoMessage() {}
 
 func (x *QueryBidsByJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[41]
+	mi := &file_flops_market_v1_query_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2598,7 @@ func (x *QueryBidsByJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryBidsByJobResponse.ProtoReflect.Descriptor instead.
 func (*QueryBidsByJobResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{41}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *QueryBidsByJobResponse) GetBids() []*Bid {
@@ -2304,7 +2626,7 @@ type QueryOpenAuctionsRequest struct {
 
 func (x *QueryOpenAuctionsRequest) Reset() {
 	*x = QueryOpenAuctionsRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[42]
+	mi := &file_flops_market_v1_query_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2638,7 @@ func (x *QueryOpenAuctionsRequest) String() string {
 func (*QueryOpenAuctionsRequest) ProtoMessage() {}
 
 func (x *QueryOpenAuctionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[42]
+	mi := &file_flops_market_v1_query_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2651,7 @@ func (x *QueryOpenAuctionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenAuctionsRequest.ProtoReflect.Descriptor instead.
 func (*QueryOpenAuctionsRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{42}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *QueryOpenAuctionsRequest) GetPagination() *v1beta1.PageRequest {
@@ -2352,7 +2674,7 @@ type QueryOpenAuctionsResponse struct {
 
 func (x *QueryOpenAuctionsResponse) Reset() {
 	*x = QueryOpenAuctionsResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[43]
+	mi := &file_flops_market_v1_query_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2686,7 @@ func (x *QueryOpenAuctionsResponse) String() string {
 func (*QueryOpenAuctionsResponse) ProtoMessage() {}
 
 func (x *QueryOpenAuctionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[43]
+	mi := &file_flops_market_v1_query_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2699,7 @@ func (x *QueryOpenAuctionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryOpenAuctionsResponse.ProtoReflect.Descriptor instead.
 func (*QueryOpenAuctionsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{43}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *QueryOpenAuctionsResponse) GetJobs() []*Job {
@@ -2407,7 +2729,7 @@ type QueryJobHistoryRequest struct {
 
 func (x *QueryJobHistoryRequest) Reset() {
 	*x = QueryJobHistoryRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[44]
+	mi := &file_flops_market_v1_query_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2741,7 @@ func (x *QueryJobHistoryRequest) String() string {
 func (*QueryJobHistoryRequest) ProtoMessage() {}
 
 func (x *QueryJobHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[44]
+	mi := &file_flops_market_v1_query_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2754,7 @@ func (x *QueryJobHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobHistoryRequest.ProtoReflect.Descriptor instead.
 func (*QueryJobHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{44}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *QueryJobHistoryRequest) GetJobId() uint64 {
@@ -2462,7 +2784,7 @@ type QueryJobHistoryResponse struct {
 
 func (x *QueryJobHistoryResponse) Reset() {
 	*x = QueryJobHistoryResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[45]
+	mi := &file_flops_market_v1_query_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2796,7 @@ func (x *QueryJobHistoryResponse) String() string {
 func (*QueryJobHistoryResponse) ProtoMessage() {}
 
 func (x *QueryJobHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[45]
+	mi := &file_flops_market_v1_query_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2809,7 @@ func (x *QueryJobHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryJobHistoryResponse.ProtoReflect.Descriptor instead.
 func (*QueryJobHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{45}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *QueryJobHistoryResponse) GetEntries() []*HistoryEntry {
@@ -2515,7 +2837,7 @@ type QueryNodeSlotRequest struct {
 
 func (x *QueryNodeSlotRequest) Reset() {
 	*x = QueryNodeSlotRequest{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[46]
+	mi := &file_flops_market_v1_query_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2527,7 +2849,7 @@ func (x *QueryNodeSlotRequest) String() string {
 func (*QueryNodeSlotRequest) ProtoMessage() {}
 
 func (x *QueryNodeSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[46]
+	mi := &file_flops_market_v1_query_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2540,7 +2862,7 @@ func (x *QueryNodeSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryNodeSlotRequest.ProtoReflect.Descriptor instead.
 func (*QueryNodeSlotRequest) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{46}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *QueryNodeSlotRequest) GetNodeId() uint64 {
@@ -2561,7 +2883,7 @@ type QueryNodeSlotResponse struct {
 
 func (x *QueryNodeSlotResponse) Reset() {
 	*x = QueryNodeSlotResponse{}
-	mi := &file_flops_market_v1_query_proto_msgTypes[47]
+	mi := &file_flops_market_v1_query_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +2895,7 @@ func (x *QueryNodeSlotResponse) String() string {
 func (*QueryNodeSlotResponse) ProtoMessage() {}
 
 func (x *QueryNodeSlotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_query_proto_msgTypes[47]
+	mi := &file_flops_market_v1_query_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +2908,7 @@ func (x *QueryNodeSlotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryNodeSlotResponse.ProtoReflect.Descriptor instead.
 func (*QueryNodeSlotResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{47}
+	return file_flops_market_v1_query_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *QueryNodeSlotResponse) GetSlot() *NodeSlot {
@@ -2697,7 +3019,32 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\awaiting\x18\x01 \x01(\x04R\awaiting\x12\x16\n" +
 	"\x06groups\x18\x02 \x01(\x04R\x06groups\x12#\n" +
 	"\rgroups_parked\x18\x03 \x01(\x04R\fgroupsParked\x12\x16\n" +
-	"\x06parked\x18\x04 \x01(\x04R\x06parked\"\x17\n" +
+	"\x06parked\x18\x04 \x01(\x04R\x06parked\"h\n" +
+	"\x1eQuerySchedulableByClassRequest\x12F\n" +
+	"\n" +
+	"pagination\x18\x01 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
+	"pagination\"Y\n" +
+	"\x0eClassNodeCount\x12\x1b\n" +
+	"\tgpu_class\x18\x01 \x01(\tR\bgpuClass\x12\x12\n" +
+	"\x04idle\x18\x02 \x01(\x04R\x04idle\x12\x16\n" +
+	"\x06loaded\x18\x03 \x01(\x04R\x06loaded\"\xb0\x01\n" +
+	"\x1fQuerySchedulableByClassResponse\x12D\n" +
+	"\aclasses\x18\x01 \x03(\v2\x1f.flops.market.v1.ClassNodeCountB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\aclasses\x12G\n" +
+	"\n" +
+	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
+	"pagination\"i\n" +
+	"\x1fQuerySchedulableByRegionRequest\x12F\n" +
+	"\n" +
+	"pagination\x18\x01 \x01(\v2&.cosmos.base.query.v1beta1.PageRequestR\n" +
+	"pagination\"?\n" +
+	"\x0fRegionNodeCount\x12\x16\n" +
+	"\x06region\x18\x01 \x01(\tR\x06region\x12\x14\n" +
+	"\x05nodes\x18\x02 \x01(\x04R\x05nodes\"\xb2\x01\n" +
+	" QuerySchedulableByRegionResponse\x12E\n" +
+	"\aregions\x18\x01 \x03(\v2 .flops.market.v1.RegionNodeCountB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\aregions\x12G\n" +
+	"\n" +
+	"pagination\x18\x02 \x01(\v2'.cosmos.base.query.v1beta1.PageResponseR\n" +
+	"pagination\"\x17\n" +
 	"\x15QueryJobCountsRequest\"m\n" +
 	"\x16QueryJobCountsResponse\x12=\n" +
 	"\x06counts\x18\x01 \x01(\v2\x1a.flops.market.v1.JobCountsB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x06counts\x12\x14\n" +
@@ -2791,7 +3138,7 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\x14QueryNodeSlotRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\"Q\n" +
 	"\x15QueryNodeSlotResponse\x128\n" +
-	"\x04slot\x18\x01 \x01(\v2\x19.flops.market.v1.NodeSlotB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04slot2\x83\x1a\n" +
+	"\x04slot\x18\x01 \x01(\v2\x19.flops.market.v1.NodeSlotB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04slot2\xd9\x1c\n" +
 	"\x05Query\x12t\n" +
 	"\x06Params\x12#.flops.market.v1.QueryParamsRequest\x1a$.flops.market.v1.QueryParamsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/flops/market/v1/params\x12r\n" +
 	"\x03Job\x12 .flops.market.v1.QueryJobRequest\x1a!.flops.market.v1.QueryJobResponse\"&\x82\xd3\xe4\x93\x02 \x12\x1e/flops/market/v1/jobs/{job_id}\x12l\n" +
@@ -2799,7 +3146,9 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\vJobsByOwner\x12(.flops.market.v1.QueryJobsByOwnerRequest\x1a).flops.market.v1.QueryJobsByOwnerResponse\".\x82\xd3\xe4\x93\x02(\x12&/flops/market/v1/jobs/by_owner/{owner}\x12\x97\x01\n" +
 	"\fJobsByStatus\x12).flops.market.v1.QueryJobsByStatusRequest\x1a*.flops.market.v1.QueryJobsByStatusResponse\"0\x82\xd3\xe4\x93\x02*\x12(/flops/market/v1/jobs/by_status/{status}\x12p\n" +
 	"\x05Queue\x12\".flops.market.v1.QueryQueueRequest\x1a#.flops.market.v1.QueryQueueResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/flops/market/v1/queue\x12\x81\x01\n" +
-	"\tJobCounts\x12&.flops.market.v1.QueryJobCountsRequest\x1a'.flops.market.v1.QueryJobCountsResponse\"#\x82\xd3\xe4\x93\x02\x1d\x12\x1b/flops/market/v1/job_counts\x12w\n" +
+	"\tJobCounts\x12&.flops.market.v1.QueryJobCountsRequest\x1a'.flops.market.v1.QueryJobCountsResponse\"#\x82\xd3\xe4\x93\x02\x1d\x12\x1b/flops/market/v1/job_counts\x12\xa6\x01\n" +
+	"\x12SchedulableByClass\x12/.flops.market.v1.QuerySchedulableByClassRequest\x1a0.flops.market.v1.QuerySchedulableByClassResponse\"-\x82\xd3\xe4\x93\x02'\x12%/flops/market/v1/schedulable/by_class\x12\xaa\x01\n" +
+	"\x13SchedulableByRegion\x120.flops.market.v1.QuerySchedulableByRegionRequest\x1a1.flops.market.v1.QuerySchedulableByRegionResponse\".\x82\xd3\xe4\x93\x02(\x12&/flops/market/v1/schedulable/by_region\x12w\n" +
 	"\x04Task\x12!.flops.market.v1.QueryTaskRequest\x1a\".flops.market.v1.QueryTaskResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /flops/market/v1/tasks/{task_id}\x12\x9d\x01\n" +
 	"\x05Tasks\x12\".flops.market.v1.QueryTasksRequest\x1a#.flops.market.v1.QueryTasksResponse\"K\x82\xd3\xe4\x93\x02EZ+\x12)/flops/market/v1/tasks/by_status/{status}\x12\x16/flops/market/v1/tasks\x12\x8d\x01\n" +
 	"\n" +
@@ -2834,179 +3183,195 @@ func file_flops_market_v1_query_proto_rawDescGZIP() []byte {
 	return file_flops_market_v1_query_proto_rawDescData
 }
 
-var file_flops_market_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_flops_market_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_flops_market_v1_query_proto_goTypes = []any{
-	(*QueryDisputeRequest)(nil),          // 0: flops.market.v1.QueryDisputeRequest
-	(*QueryDisputeResponse)(nil),         // 1: flops.market.v1.QueryDisputeResponse
-	(*QueryPoolRequest)(nil),             // 2: flops.market.v1.QueryPoolRequest
-	(*QueryPoolResponse)(nil),            // 3: flops.market.v1.QueryPoolResponse
-	(*QueryPoolsRequest)(nil),            // 4: flops.market.v1.QueryPoolsRequest
-	(*QueryPoolsResponse)(nil),           // 5: flops.market.v1.QueryPoolsResponse
-	(*QueryPoolsByOwnerRequest)(nil),     // 6: flops.market.v1.QueryPoolsByOwnerRequest
-	(*QueryPoolsByOwnerResponse)(nil),    // 7: flops.market.v1.QueryPoolsByOwnerResponse
-	(*QueryPoolMembersRequest)(nil),      // 8: flops.market.v1.QueryPoolMembersRequest
-	(*QueryPoolMembersResponse)(nil),     // 9: flops.market.v1.QueryPoolMembersResponse
-	(*QueryOpenUnitsRequest)(nil),        // 10: flops.market.v1.QueryOpenUnitsRequest
-	(*QueryOpenUnitsResponse)(nil),       // 11: flops.market.v1.QueryOpenUnitsResponse
-	(*QueryUnitRequest)(nil),             // 12: flops.market.v1.QueryUnitRequest
-	(*QueryUnitResponse)(nil),            // 13: flops.market.v1.QueryUnitResponse
-	(*QueryPoolEarningsRequest)(nil),     // 14: flops.market.v1.QueryPoolEarningsRequest
-	(*QueryPoolEarningsResponse)(nil),    // 15: flops.market.v1.QueryPoolEarningsResponse
-	(*QueryParamsRequest)(nil),           // 16: flops.market.v1.QueryParamsRequest
-	(*QueryParamsResponse)(nil),          // 17: flops.market.v1.QueryParamsResponse
-	(*QueryJobRequest)(nil),              // 18: flops.market.v1.QueryJobRequest
-	(*QueryJobResponse)(nil),             // 19: flops.market.v1.QueryJobResponse
-	(*QueryJobsByOwnerRequest)(nil),      // 20: flops.market.v1.QueryJobsByOwnerRequest
-	(*QueryJobsByOwnerResponse)(nil),     // 21: flops.market.v1.QueryJobsByOwnerResponse
-	(*QueryJobsByStatusRequest)(nil),     // 22: flops.market.v1.QueryJobsByStatusRequest
-	(*QueryJobsByStatusResponse)(nil),    // 23: flops.market.v1.QueryJobsByStatusResponse
-	(*QueryQueueRequest)(nil),            // 24: flops.market.v1.QueryQueueRequest
-	(*QueryQueueResponse)(nil),           // 25: flops.market.v1.QueryQueueResponse
-	(*QueryJobCountsRequest)(nil),        // 26: flops.market.v1.QueryJobCountsRequest
-	(*QueryJobCountsResponse)(nil),       // 27: flops.market.v1.QueryJobCountsResponse
-	(*QueryJobsRequest)(nil),             // 28: flops.market.v1.QueryJobsRequest
-	(*QueryJobsResponse)(nil),            // 29: flops.market.v1.QueryJobsResponse
-	(*QueryTasksRequest)(nil),            // 30: flops.market.v1.QueryTasksRequest
-	(*QueryTasksResponse)(nil),           // 31: flops.market.v1.QueryTasksResponse
-	(*QueryTaskRequest)(nil),             // 32: flops.market.v1.QueryTaskRequest
-	(*QueryTaskResponse)(nil),            // 33: flops.market.v1.QueryTaskResponse
-	(*QueryTasksByJobRequest)(nil),       // 34: flops.market.v1.QueryTasksByJobRequest
-	(*QueryTasksByJobResponse)(nil),      // 35: flops.market.v1.QueryTasksByJobResponse
-	(*QueryTasksByNodeRequest)(nil),      // 36: flops.market.v1.QueryTasksByNodeRequest
-	(*QueryTasksByNodeResponse)(nil),     // 37: flops.market.v1.QueryTasksByNodeResponse
-	(*QueryTasksByProviderRequest)(nil),  // 38: flops.market.v1.QueryTasksByProviderRequest
-	(*QueryTasksByProviderResponse)(nil), // 39: flops.market.v1.QueryTasksByProviderResponse
-	(*QueryBidsByJobRequest)(nil),        // 40: flops.market.v1.QueryBidsByJobRequest
-	(*QueryBidsByJobResponse)(nil),       // 41: flops.market.v1.QueryBidsByJobResponse
-	(*QueryOpenAuctionsRequest)(nil),     // 42: flops.market.v1.QueryOpenAuctionsRequest
-	(*QueryOpenAuctionsResponse)(nil),    // 43: flops.market.v1.QueryOpenAuctionsResponse
-	(*QueryJobHistoryRequest)(nil),       // 44: flops.market.v1.QueryJobHistoryRequest
-	(*QueryJobHistoryResponse)(nil),      // 45: flops.market.v1.QueryJobHistoryResponse
-	(*QueryNodeSlotRequest)(nil),         // 46: flops.market.v1.QueryNodeSlotRequest
-	(*QueryNodeSlotResponse)(nil),        // 47: flops.market.v1.QueryNodeSlotResponse
-	(*Dispute)(nil),                      // 48: flops.market.v1.Dispute
-	(*Pool)(nil),                         // 49: flops.market.v1.Pool
-	(*v1beta1.PageRequest)(nil),          // 50: cosmos.base.query.v1beta1.PageRequest
-	(*v1beta1.PageResponse)(nil),         // 51: cosmos.base.query.v1beta1.PageResponse
-	(*PoolMember)(nil),                   // 52: flops.market.v1.PoolMember
-	(*Unit)(nil),                         // 53: flops.market.v1.Unit
-	(*Params)(nil),                       // 54: flops.market.v1.Params
-	(*Job)(nil),                          // 55: flops.market.v1.Job
-	(JobStatus)(0),                       // 56: flops.market.v1.JobStatus
-	(*JobCounts)(nil),                    // 57: flops.market.v1.JobCounts
-	(TaskStatus)(0),                      // 58: flops.market.v1.TaskStatus
-	(*Task)(nil),                         // 59: flops.market.v1.Task
-	(*Bid)(nil),                          // 60: flops.market.v1.Bid
-	(*HistoryEntry)(nil),                 // 61: flops.market.v1.HistoryEntry
-	(*NodeSlot)(nil),                     // 62: flops.market.v1.NodeSlot
+	(*QueryDisputeRequest)(nil),              // 0: flops.market.v1.QueryDisputeRequest
+	(*QueryDisputeResponse)(nil),             // 1: flops.market.v1.QueryDisputeResponse
+	(*QueryPoolRequest)(nil),                 // 2: flops.market.v1.QueryPoolRequest
+	(*QueryPoolResponse)(nil),                // 3: flops.market.v1.QueryPoolResponse
+	(*QueryPoolsRequest)(nil),                // 4: flops.market.v1.QueryPoolsRequest
+	(*QueryPoolsResponse)(nil),               // 5: flops.market.v1.QueryPoolsResponse
+	(*QueryPoolsByOwnerRequest)(nil),         // 6: flops.market.v1.QueryPoolsByOwnerRequest
+	(*QueryPoolsByOwnerResponse)(nil),        // 7: flops.market.v1.QueryPoolsByOwnerResponse
+	(*QueryPoolMembersRequest)(nil),          // 8: flops.market.v1.QueryPoolMembersRequest
+	(*QueryPoolMembersResponse)(nil),         // 9: flops.market.v1.QueryPoolMembersResponse
+	(*QueryOpenUnitsRequest)(nil),            // 10: flops.market.v1.QueryOpenUnitsRequest
+	(*QueryOpenUnitsResponse)(nil),           // 11: flops.market.v1.QueryOpenUnitsResponse
+	(*QueryUnitRequest)(nil),                 // 12: flops.market.v1.QueryUnitRequest
+	(*QueryUnitResponse)(nil),                // 13: flops.market.v1.QueryUnitResponse
+	(*QueryPoolEarningsRequest)(nil),         // 14: flops.market.v1.QueryPoolEarningsRequest
+	(*QueryPoolEarningsResponse)(nil),        // 15: flops.market.v1.QueryPoolEarningsResponse
+	(*QueryParamsRequest)(nil),               // 16: flops.market.v1.QueryParamsRequest
+	(*QueryParamsResponse)(nil),              // 17: flops.market.v1.QueryParamsResponse
+	(*QueryJobRequest)(nil),                  // 18: flops.market.v1.QueryJobRequest
+	(*QueryJobResponse)(nil),                 // 19: flops.market.v1.QueryJobResponse
+	(*QueryJobsByOwnerRequest)(nil),          // 20: flops.market.v1.QueryJobsByOwnerRequest
+	(*QueryJobsByOwnerResponse)(nil),         // 21: flops.market.v1.QueryJobsByOwnerResponse
+	(*QueryJobsByStatusRequest)(nil),         // 22: flops.market.v1.QueryJobsByStatusRequest
+	(*QueryJobsByStatusResponse)(nil),        // 23: flops.market.v1.QueryJobsByStatusResponse
+	(*QueryQueueRequest)(nil),                // 24: flops.market.v1.QueryQueueRequest
+	(*QueryQueueResponse)(nil),               // 25: flops.market.v1.QueryQueueResponse
+	(*QuerySchedulableByClassRequest)(nil),   // 26: flops.market.v1.QuerySchedulableByClassRequest
+	(*ClassNodeCount)(nil),                   // 27: flops.market.v1.ClassNodeCount
+	(*QuerySchedulableByClassResponse)(nil),  // 28: flops.market.v1.QuerySchedulableByClassResponse
+	(*QuerySchedulableByRegionRequest)(nil),  // 29: flops.market.v1.QuerySchedulableByRegionRequest
+	(*RegionNodeCount)(nil),                  // 30: flops.market.v1.RegionNodeCount
+	(*QuerySchedulableByRegionResponse)(nil), // 31: flops.market.v1.QuerySchedulableByRegionResponse
+	(*QueryJobCountsRequest)(nil),            // 32: flops.market.v1.QueryJobCountsRequest
+	(*QueryJobCountsResponse)(nil),           // 33: flops.market.v1.QueryJobCountsResponse
+	(*QueryJobsRequest)(nil),                 // 34: flops.market.v1.QueryJobsRequest
+	(*QueryJobsResponse)(nil),                // 35: flops.market.v1.QueryJobsResponse
+	(*QueryTasksRequest)(nil),                // 36: flops.market.v1.QueryTasksRequest
+	(*QueryTasksResponse)(nil),               // 37: flops.market.v1.QueryTasksResponse
+	(*QueryTaskRequest)(nil),                 // 38: flops.market.v1.QueryTaskRequest
+	(*QueryTaskResponse)(nil),                // 39: flops.market.v1.QueryTaskResponse
+	(*QueryTasksByJobRequest)(nil),           // 40: flops.market.v1.QueryTasksByJobRequest
+	(*QueryTasksByJobResponse)(nil),          // 41: flops.market.v1.QueryTasksByJobResponse
+	(*QueryTasksByNodeRequest)(nil),          // 42: flops.market.v1.QueryTasksByNodeRequest
+	(*QueryTasksByNodeResponse)(nil),         // 43: flops.market.v1.QueryTasksByNodeResponse
+	(*QueryTasksByProviderRequest)(nil),      // 44: flops.market.v1.QueryTasksByProviderRequest
+	(*QueryTasksByProviderResponse)(nil),     // 45: flops.market.v1.QueryTasksByProviderResponse
+	(*QueryBidsByJobRequest)(nil),            // 46: flops.market.v1.QueryBidsByJobRequest
+	(*QueryBidsByJobResponse)(nil),           // 47: flops.market.v1.QueryBidsByJobResponse
+	(*QueryOpenAuctionsRequest)(nil),         // 48: flops.market.v1.QueryOpenAuctionsRequest
+	(*QueryOpenAuctionsResponse)(nil),        // 49: flops.market.v1.QueryOpenAuctionsResponse
+	(*QueryJobHistoryRequest)(nil),           // 50: flops.market.v1.QueryJobHistoryRequest
+	(*QueryJobHistoryResponse)(nil),          // 51: flops.market.v1.QueryJobHistoryResponse
+	(*QueryNodeSlotRequest)(nil),             // 52: flops.market.v1.QueryNodeSlotRequest
+	(*QueryNodeSlotResponse)(nil),            // 53: flops.market.v1.QueryNodeSlotResponse
+	(*Dispute)(nil),                          // 54: flops.market.v1.Dispute
+	(*Pool)(nil),                             // 55: flops.market.v1.Pool
+	(*v1beta1.PageRequest)(nil),              // 56: cosmos.base.query.v1beta1.PageRequest
+	(*v1beta1.PageResponse)(nil),             // 57: cosmos.base.query.v1beta1.PageResponse
+	(*PoolMember)(nil),                       // 58: flops.market.v1.PoolMember
+	(*Unit)(nil),                             // 59: flops.market.v1.Unit
+	(*Params)(nil),                           // 60: flops.market.v1.Params
+	(*Job)(nil),                              // 61: flops.market.v1.Job
+	(JobStatus)(0),                           // 62: flops.market.v1.JobStatus
+	(*JobCounts)(nil),                        // 63: flops.market.v1.JobCounts
+	(TaskStatus)(0),                          // 64: flops.market.v1.TaskStatus
+	(*Task)(nil),                             // 65: flops.market.v1.Task
+	(*Bid)(nil),                              // 66: flops.market.v1.Bid
+	(*HistoryEntry)(nil),                     // 67: flops.market.v1.HistoryEntry
+	(*NodeSlot)(nil),                         // 68: flops.market.v1.NodeSlot
 }
 var file_flops_market_v1_query_proto_depIdxs = []int32{
-	48, // 0: flops.market.v1.QueryDisputeResponse.dispute:type_name -> flops.market.v1.Dispute
-	49, // 1: flops.market.v1.QueryPoolResponse.pool:type_name -> flops.market.v1.Pool
-	50, // 2: flops.market.v1.QueryPoolsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	49, // 3: flops.market.v1.QueryPoolsResponse.pools:type_name -> flops.market.v1.Pool
-	51, // 4: flops.market.v1.QueryPoolsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 5: flops.market.v1.QueryPoolsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	49, // 6: flops.market.v1.QueryPoolsByOwnerResponse.pools:type_name -> flops.market.v1.Pool
-	51, // 7: flops.market.v1.QueryPoolsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 8: flops.market.v1.QueryPoolMembersRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	52, // 9: flops.market.v1.QueryPoolMembersResponse.members:type_name -> flops.market.v1.PoolMember
-	51, // 10: flops.market.v1.QueryPoolMembersResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 11: flops.market.v1.QueryOpenUnitsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	53, // 12: flops.market.v1.QueryOpenUnitsResponse.units:type_name -> flops.market.v1.Unit
-	51, // 13: flops.market.v1.QueryOpenUnitsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	53, // 14: flops.market.v1.QueryUnitResponse.unit:type_name -> flops.market.v1.Unit
-	54, // 15: flops.market.v1.QueryParamsResponse.params:type_name -> flops.market.v1.Params
-	55, // 16: flops.market.v1.QueryJobResponse.job:type_name -> flops.market.v1.Job
-	50, // 17: flops.market.v1.QueryJobsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	55, // 18: flops.market.v1.QueryJobsByOwnerResponse.jobs:type_name -> flops.market.v1.Job
-	51, // 19: flops.market.v1.QueryJobsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	56, // 20: flops.market.v1.QueryJobsByStatusRequest.status:type_name -> flops.market.v1.JobStatus
-	50, // 21: flops.market.v1.QueryJobsByStatusRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	55, // 22: flops.market.v1.QueryJobsByStatusResponse.jobs:type_name -> flops.market.v1.Job
-	51, // 23: flops.market.v1.QueryJobsByStatusResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	57, // 24: flops.market.v1.QueryJobCountsResponse.counts:type_name -> flops.market.v1.JobCounts
-	56, // 25: flops.market.v1.QueryJobsRequest.status:type_name -> flops.market.v1.JobStatus
-	50, // 26: flops.market.v1.QueryJobsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	55, // 27: flops.market.v1.QueryJobsResponse.jobs:type_name -> flops.market.v1.Job
-	51, // 28: flops.market.v1.QueryJobsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	58, // 29: flops.market.v1.QueryTasksRequest.status:type_name -> flops.market.v1.TaskStatus
-	50, // 30: flops.market.v1.QueryTasksRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	59, // 31: flops.market.v1.QueryTasksResponse.tasks:type_name -> flops.market.v1.Task
-	51, // 32: flops.market.v1.QueryTasksResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	59, // 33: flops.market.v1.QueryTaskResponse.task:type_name -> flops.market.v1.Task
-	50, // 34: flops.market.v1.QueryTasksByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	59, // 35: flops.market.v1.QueryTasksByJobResponse.tasks:type_name -> flops.market.v1.Task
-	51, // 36: flops.market.v1.QueryTasksByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 37: flops.market.v1.QueryTasksByNodeRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	59, // 38: flops.market.v1.QueryTasksByNodeResponse.tasks:type_name -> flops.market.v1.Task
-	51, // 39: flops.market.v1.QueryTasksByNodeResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 40: flops.market.v1.QueryTasksByProviderRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	59, // 41: flops.market.v1.QueryTasksByProviderResponse.tasks:type_name -> flops.market.v1.Task
-	51, // 42: flops.market.v1.QueryTasksByProviderResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 43: flops.market.v1.QueryBidsByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	60, // 44: flops.market.v1.QueryBidsByJobResponse.bids:type_name -> flops.market.v1.Bid
-	51, // 45: flops.market.v1.QueryBidsByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 46: flops.market.v1.QueryOpenAuctionsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	55, // 47: flops.market.v1.QueryOpenAuctionsResponse.jobs:type_name -> flops.market.v1.Job
-	51, // 48: flops.market.v1.QueryOpenAuctionsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	50, // 49: flops.market.v1.QueryJobHistoryRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
-	61, // 50: flops.market.v1.QueryJobHistoryResponse.entries:type_name -> flops.market.v1.HistoryEntry
-	51, // 51: flops.market.v1.QueryJobHistoryResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
-	62, // 52: flops.market.v1.QueryNodeSlotResponse.slot:type_name -> flops.market.v1.NodeSlot
-	16, // 53: flops.market.v1.Query.Params:input_type -> flops.market.v1.QueryParamsRequest
-	18, // 54: flops.market.v1.Query.Job:input_type -> flops.market.v1.QueryJobRequest
-	28, // 55: flops.market.v1.Query.Jobs:input_type -> flops.market.v1.QueryJobsRequest
-	20, // 56: flops.market.v1.Query.JobsByOwner:input_type -> flops.market.v1.QueryJobsByOwnerRequest
-	22, // 57: flops.market.v1.Query.JobsByStatus:input_type -> flops.market.v1.QueryJobsByStatusRequest
-	24, // 58: flops.market.v1.Query.Queue:input_type -> flops.market.v1.QueryQueueRequest
-	26, // 59: flops.market.v1.Query.JobCounts:input_type -> flops.market.v1.QueryJobCountsRequest
-	32, // 60: flops.market.v1.Query.Task:input_type -> flops.market.v1.QueryTaskRequest
-	30, // 61: flops.market.v1.Query.Tasks:input_type -> flops.market.v1.QueryTasksRequest
-	34, // 62: flops.market.v1.Query.TasksByJob:input_type -> flops.market.v1.QueryTasksByJobRequest
-	36, // 63: flops.market.v1.Query.TasksByNode:input_type -> flops.market.v1.QueryTasksByNodeRequest
-	38, // 64: flops.market.v1.Query.TasksByProvider:input_type -> flops.market.v1.QueryTasksByProviderRequest
-	40, // 65: flops.market.v1.Query.BidsByJob:input_type -> flops.market.v1.QueryBidsByJobRequest
-	42, // 66: flops.market.v1.Query.OpenAuctions:input_type -> flops.market.v1.QueryOpenAuctionsRequest
-	44, // 67: flops.market.v1.Query.JobHistory:input_type -> flops.market.v1.QueryJobHistoryRequest
-	46, // 68: flops.market.v1.Query.NodeSlot:input_type -> flops.market.v1.QueryNodeSlotRequest
-	0,  // 69: flops.market.v1.Query.Dispute:input_type -> flops.market.v1.QueryDisputeRequest
-	2,  // 70: flops.market.v1.Query.Pool:input_type -> flops.market.v1.QueryPoolRequest
-	4,  // 71: flops.market.v1.Query.Pools:input_type -> flops.market.v1.QueryPoolsRequest
-	6,  // 72: flops.market.v1.Query.PoolsByOwner:input_type -> flops.market.v1.QueryPoolsByOwnerRequest
-	8,  // 73: flops.market.v1.Query.PoolMembers:input_type -> flops.market.v1.QueryPoolMembersRequest
-	10, // 74: flops.market.v1.Query.OpenUnits:input_type -> flops.market.v1.QueryOpenUnitsRequest
-	12, // 75: flops.market.v1.Query.Unit:input_type -> flops.market.v1.QueryUnitRequest
-	14, // 76: flops.market.v1.Query.PoolEarnings:input_type -> flops.market.v1.QueryPoolEarningsRequest
-	17, // 77: flops.market.v1.Query.Params:output_type -> flops.market.v1.QueryParamsResponse
-	19, // 78: flops.market.v1.Query.Job:output_type -> flops.market.v1.QueryJobResponse
-	29, // 79: flops.market.v1.Query.Jobs:output_type -> flops.market.v1.QueryJobsResponse
-	21, // 80: flops.market.v1.Query.JobsByOwner:output_type -> flops.market.v1.QueryJobsByOwnerResponse
-	23, // 81: flops.market.v1.Query.JobsByStatus:output_type -> flops.market.v1.QueryJobsByStatusResponse
-	25, // 82: flops.market.v1.Query.Queue:output_type -> flops.market.v1.QueryQueueResponse
-	27, // 83: flops.market.v1.Query.JobCounts:output_type -> flops.market.v1.QueryJobCountsResponse
-	33, // 84: flops.market.v1.Query.Task:output_type -> flops.market.v1.QueryTaskResponse
-	31, // 85: flops.market.v1.Query.Tasks:output_type -> flops.market.v1.QueryTasksResponse
-	35, // 86: flops.market.v1.Query.TasksByJob:output_type -> flops.market.v1.QueryTasksByJobResponse
-	37, // 87: flops.market.v1.Query.TasksByNode:output_type -> flops.market.v1.QueryTasksByNodeResponse
-	39, // 88: flops.market.v1.Query.TasksByProvider:output_type -> flops.market.v1.QueryTasksByProviderResponse
-	41, // 89: flops.market.v1.Query.BidsByJob:output_type -> flops.market.v1.QueryBidsByJobResponse
-	43, // 90: flops.market.v1.Query.OpenAuctions:output_type -> flops.market.v1.QueryOpenAuctionsResponse
-	45, // 91: flops.market.v1.Query.JobHistory:output_type -> flops.market.v1.QueryJobHistoryResponse
-	47, // 92: flops.market.v1.Query.NodeSlot:output_type -> flops.market.v1.QueryNodeSlotResponse
-	1,  // 93: flops.market.v1.Query.Dispute:output_type -> flops.market.v1.QueryDisputeResponse
-	3,  // 94: flops.market.v1.Query.Pool:output_type -> flops.market.v1.QueryPoolResponse
-	5,  // 95: flops.market.v1.Query.Pools:output_type -> flops.market.v1.QueryPoolsResponse
-	7,  // 96: flops.market.v1.Query.PoolsByOwner:output_type -> flops.market.v1.QueryPoolsByOwnerResponse
-	9,  // 97: flops.market.v1.Query.PoolMembers:output_type -> flops.market.v1.QueryPoolMembersResponse
-	11, // 98: flops.market.v1.Query.OpenUnits:output_type -> flops.market.v1.QueryOpenUnitsResponse
-	13, // 99: flops.market.v1.Query.Unit:output_type -> flops.market.v1.QueryUnitResponse
-	15, // 100: flops.market.v1.Query.PoolEarnings:output_type -> flops.market.v1.QueryPoolEarningsResponse
-	77, // [77:101] is the sub-list for method output_type
-	53, // [53:77] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	54, // 0: flops.market.v1.QueryDisputeResponse.dispute:type_name -> flops.market.v1.Dispute
+	55, // 1: flops.market.v1.QueryPoolResponse.pool:type_name -> flops.market.v1.Pool
+	56, // 2: flops.market.v1.QueryPoolsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	55, // 3: flops.market.v1.QueryPoolsResponse.pools:type_name -> flops.market.v1.Pool
+	57, // 4: flops.market.v1.QueryPoolsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 5: flops.market.v1.QueryPoolsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	55, // 6: flops.market.v1.QueryPoolsByOwnerResponse.pools:type_name -> flops.market.v1.Pool
+	57, // 7: flops.market.v1.QueryPoolsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 8: flops.market.v1.QueryPoolMembersRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	58, // 9: flops.market.v1.QueryPoolMembersResponse.members:type_name -> flops.market.v1.PoolMember
+	57, // 10: flops.market.v1.QueryPoolMembersResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 11: flops.market.v1.QueryOpenUnitsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	59, // 12: flops.market.v1.QueryOpenUnitsResponse.units:type_name -> flops.market.v1.Unit
+	57, // 13: flops.market.v1.QueryOpenUnitsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	59, // 14: flops.market.v1.QueryUnitResponse.unit:type_name -> flops.market.v1.Unit
+	60, // 15: flops.market.v1.QueryParamsResponse.params:type_name -> flops.market.v1.Params
+	61, // 16: flops.market.v1.QueryJobResponse.job:type_name -> flops.market.v1.Job
+	56, // 17: flops.market.v1.QueryJobsByOwnerRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	61, // 18: flops.market.v1.QueryJobsByOwnerResponse.jobs:type_name -> flops.market.v1.Job
+	57, // 19: flops.market.v1.QueryJobsByOwnerResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	62, // 20: flops.market.v1.QueryJobsByStatusRequest.status:type_name -> flops.market.v1.JobStatus
+	56, // 21: flops.market.v1.QueryJobsByStatusRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	61, // 22: flops.market.v1.QueryJobsByStatusResponse.jobs:type_name -> flops.market.v1.Job
+	57, // 23: flops.market.v1.QueryJobsByStatusResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 24: flops.market.v1.QuerySchedulableByClassRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	27, // 25: flops.market.v1.QuerySchedulableByClassResponse.classes:type_name -> flops.market.v1.ClassNodeCount
+	57, // 26: flops.market.v1.QuerySchedulableByClassResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 27: flops.market.v1.QuerySchedulableByRegionRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	30, // 28: flops.market.v1.QuerySchedulableByRegionResponse.regions:type_name -> flops.market.v1.RegionNodeCount
+	57, // 29: flops.market.v1.QuerySchedulableByRegionResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	63, // 30: flops.market.v1.QueryJobCountsResponse.counts:type_name -> flops.market.v1.JobCounts
+	62, // 31: flops.market.v1.QueryJobsRequest.status:type_name -> flops.market.v1.JobStatus
+	56, // 32: flops.market.v1.QueryJobsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	61, // 33: flops.market.v1.QueryJobsResponse.jobs:type_name -> flops.market.v1.Job
+	57, // 34: flops.market.v1.QueryJobsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	64, // 35: flops.market.v1.QueryTasksRequest.status:type_name -> flops.market.v1.TaskStatus
+	56, // 36: flops.market.v1.QueryTasksRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	65, // 37: flops.market.v1.QueryTasksResponse.tasks:type_name -> flops.market.v1.Task
+	57, // 38: flops.market.v1.QueryTasksResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	65, // 39: flops.market.v1.QueryTaskResponse.task:type_name -> flops.market.v1.Task
+	56, // 40: flops.market.v1.QueryTasksByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	65, // 41: flops.market.v1.QueryTasksByJobResponse.tasks:type_name -> flops.market.v1.Task
+	57, // 42: flops.market.v1.QueryTasksByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 43: flops.market.v1.QueryTasksByNodeRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	65, // 44: flops.market.v1.QueryTasksByNodeResponse.tasks:type_name -> flops.market.v1.Task
+	57, // 45: flops.market.v1.QueryTasksByNodeResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 46: flops.market.v1.QueryTasksByProviderRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	65, // 47: flops.market.v1.QueryTasksByProviderResponse.tasks:type_name -> flops.market.v1.Task
+	57, // 48: flops.market.v1.QueryTasksByProviderResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 49: flops.market.v1.QueryBidsByJobRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	66, // 50: flops.market.v1.QueryBidsByJobResponse.bids:type_name -> flops.market.v1.Bid
+	57, // 51: flops.market.v1.QueryBidsByJobResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 52: flops.market.v1.QueryOpenAuctionsRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	61, // 53: flops.market.v1.QueryOpenAuctionsResponse.jobs:type_name -> flops.market.v1.Job
+	57, // 54: flops.market.v1.QueryOpenAuctionsResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	56, // 55: flops.market.v1.QueryJobHistoryRequest.pagination:type_name -> cosmos.base.query.v1beta1.PageRequest
+	67, // 56: flops.market.v1.QueryJobHistoryResponse.entries:type_name -> flops.market.v1.HistoryEntry
+	57, // 57: flops.market.v1.QueryJobHistoryResponse.pagination:type_name -> cosmos.base.query.v1beta1.PageResponse
+	68, // 58: flops.market.v1.QueryNodeSlotResponse.slot:type_name -> flops.market.v1.NodeSlot
+	16, // 59: flops.market.v1.Query.Params:input_type -> flops.market.v1.QueryParamsRequest
+	18, // 60: flops.market.v1.Query.Job:input_type -> flops.market.v1.QueryJobRequest
+	34, // 61: flops.market.v1.Query.Jobs:input_type -> flops.market.v1.QueryJobsRequest
+	20, // 62: flops.market.v1.Query.JobsByOwner:input_type -> flops.market.v1.QueryJobsByOwnerRequest
+	22, // 63: flops.market.v1.Query.JobsByStatus:input_type -> flops.market.v1.QueryJobsByStatusRequest
+	24, // 64: flops.market.v1.Query.Queue:input_type -> flops.market.v1.QueryQueueRequest
+	32, // 65: flops.market.v1.Query.JobCounts:input_type -> flops.market.v1.QueryJobCountsRequest
+	26, // 66: flops.market.v1.Query.SchedulableByClass:input_type -> flops.market.v1.QuerySchedulableByClassRequest
+	29, // 67: flops.market.v1.Query.SchedulableByRegion:input_type -> flops.market.v1.QuerySchedulableByRegionRequest
+	38, // 68: flops.market.v1.Query.Task:input_type -> flops.market.v1.QueryTaskRequest
+	36, // 69: flops.market.v1.Query.Tasks:input_type -> flops.market.v1.QueryTasksRequest
+	40, // 70: flops.market.v1.Query.TasksByJob:input_type -> flops.market.v1.QueryTasksByJobRequest
+	42, // 71: flops.market.v1.Query.TasksByNode:input_type -> flops.market.v1.QueryTasksByNodeRequest
+	44, // 72: flops.market.v1.Query.TasksByProvider:input_type -> flops.market.v1.QueryTasksByProviderRequest
+	46, // 73: flops.market.v1.Query.BidsByJob:input_type -> flops.market.v1.QueryBidsByJobRequest
+	48, // 74: flops.market.v1.Query.OpenAuctions:input_type -> flops.market.v1.QueryOpenAuctionsRequest
+	50, // 75: flops.market.v1.Query.JobHistory:input_type -> flops.market.v1.QueryJobHistoryRequest
+	52, // 76: flops.market.v1.Query.NodeSlot:input_type -> flops.market.v1.QueryNodeSlotRequest
+	0,  // 77: flops.market.v1.Query.Dispute:input_type -> flops.market.v1.QueryDisputeRequest
+	2,  // 78: flops.market.v1.Query.Pool:input_type -> flops.market.v1.QueryPoolRequest
+	4,  // 79: flops.market.v1.Query.Pools:input_type -> flops.market.v1.QueryPoolsRequest
+	6,  // 80: flops.market.v1.Query.PoolsByOwner:input_type -> flops.market.v1.QueryPoolsByOwnerRequest
+	8,  // 81: flops.market.v1.Query.PoolMembers:input_type -> flops.market.v1.QueryPoolMembersRequest
+	10, // 82: flops.market.v1.Query.OpenUnits:input_type -> flops.market.v1.QueryOpenUnitsRequest
+	12, // 83: flops.market.v1.Query.Unit:input_type -> flops.market.v1.QueryUnitRequest
+	14, // 84: flops.market.v1.Query.PoolEarnings:input_type -> flops.market.v1.QueryPoolEarningsRequest
+	17, // 85: flops.market.v1.Query.Params:output_type -> flops.market.v1.QueryParamsResponse
+	19, // 86: flops.market.v1.Query.Job:output_type -> flops.market.v1.QueryJobResponse
+	35, // 87: flops.market.v1.Query.Jobs:output_type -> flops.market.v1.QueryJobsResponse
+	21, // 88: flops.market.v1.Query.JobsByOwner:output_type -> flops.market.v1.QueryJobsByOwnerResponse
+	23, // 89: flops.market.v1.Query.JobsByStatus:output_type -> flops.market.v1.QueryJobsByStatusResponse
+	25, // 90: flops.market.v1.Query.Queue:output_type -> flops.market.v1.QueryQueueResponse
+	33, // 91: flops.market.v1.Query.JobCounts:output_type -> flops.market.v1.QueryJobCountsResponse
+	28, // 92: flops.market.v1.Query.SchedulableByClass:output_type -> flops.market.v1.QuerySchedulableByClassResponse
+	31, // 93: flops.market.v1.Query.SchedulableByRegion:output_type -> flops.market.v1.QuerySchedulableByRegionResponse
+	39, // 94: flops.market.v1.Query.Task:output_type -> flops.market.v1.QueryTaskResponse
+	37, // 95: flops.market.v1.Query.Tasks:output_type -> flops.market.v1.QueryTasksResponse
+	41, // 96: flops.market.v1.Query.TasksByJob:output_type -> flops.market.v1.QueryTasksByJobResponse
+	43, // 97: flops.market.v1.Query.TasksByNode:output_type -> flops.market.v1.QueryTasksByNodeResponse
+	45, // 98: flops.market.v1.Query.TasksByProvider:output_type -> flops.market.v1.QueryTasksByProviderResponse
+	47, // 99: flops.market.v1.Query.BidsByJob:output_type -> flops.market.v1.QueryBidsByJobResponse
+	49, // 100: flops.market.v1.Query.OpenAuctions:output_type -> flops.market.v1.QueryOpenAuctionsResponse
+	51, // 101: flops.market.v1.Query.JobHistory:output_type -> flops.market.v1.QueryJobHistoryResponse
+	53, // 102: flops.market.v1.Query.NodeSlot:output_type -> flops.market.v1.QueryNodeSlotResponse
+	1,  // 103: flops.market.v1.Query.Dispute:output_type -> flops.market.v1.QueryDisputeResponse
+	3,  // 104: flops.market.v1.Query.Pool:output_type -> flops.market.v1.QueryPoolResponse
+	5,  // 105: flops.market.v1.Query.Pools:output_type -> flops.market.v1.QueryPoolsResponse
+	7,  // 106: flops.market.v1.Query.PoolsByOwner:output_type -> flops.market.v1.QueryPoolsByOwnerResponse
+	9,  // 107: flops.market.v1.Query.PoolMembers:output_type -> flops.market.v1.QueryPoolMembersResponse
+	11, // 108: flops.market.v1.Query.OpenUnits:output_type -> flops.market.v1.QueryOpenUnitsResponse
+	13, // 109: flops.market.v1.Query.Unit:output_type -> flops.market.v1.QueryUnitResponse
+	15, // 110: flops.market.v1.Query.PoolEarnings:output_type -> flops.market.v1.QueryPoolEarningsResponse
+	85, // [85:111] is the sub-list for method output_type
+	59, // [59:85] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_flops_market_v1_query_proto_init() }
@@ -3021,7 +3386,7 @@ func file_flops_market_v1_query_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_market_v1_query_proto_rawDesc), len(file_flops_market_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -256,6 +256,55 @@ export interface QueryQueueResponse {
   parked: bigint;
 }
 
+/** QuerySchedulableByClassRequest asks for the schedulable nodes of each GPU class. */
+export interface QuerySchedulableByClassRequest {
+  /** pagination over the classes, in the order of their names. */
+  pagination: PageRequest | undefined;
+}
+
+/** ClassNodeCount counts the schedulable nodes of a GPU class. */
+export interface ClassNodeCount {
+  /** gpu_class of the nodes. */
+  gpuClass: string;
+  /** idle: the nodes with none of their GPUs in use. */
+  idle: bigint;
+  /** loaded: the nodes with some of their GPUs in use. */
+  loaded: bigint;
+}
+
+/** QuerySchedulableByClassResponse counts the schedulable nodes of each GPU class. */
+export interface QuerySchedulableByClassResponse {
+  /** classes with a schedulable node, in the order of their names. */
+  classes: ClassNodeCount[];
+  /** pagination of the list. */
+  pagination: PageResponse | undefined;
+}
+
+/** QuerySchedulableByRegionRequest asks for the schedulable nodes of each region. */
+export interface QuerySchedulableByRegionRequest {
+  /**
+   * pagination over the regions, in the order of their names (a node's region is its
+   * provider's to name, so there may be many).
+   */
+  pagination: PageRequest | undefined;
+}
+
+/** RegionNodeCount counts the schedulable nodes of a region. */
+export interface RegionNodeCount {
+  /** region of the nodes (empty: the nodes that name none). */
+  region: string;
+  /** nodes: the schedulable nodes of the region. */
+  nodes: bigint;
+}
+
+/** QuerySchedulableByRegionResponse counts the schedulable nodes of each region. */
+export interface QuerySchedulableByRegionResponse {
+  /** regions with a schedulable node, in the order of their names. */
+  regions: RegionNodeCount[];
+  /** pagination of the list. */
+  pagination: PageResponse | undefined;
+}
+
 /** QueryJobCountsRequest asks for the job counts. */
 export interface QueryJobCountsRequest {
 }
@@ -2641,6 +2690,521 @@ export const QueryQueueResponse: MessageFns<QueryQueueResponse> = {
   },
 };
 
+function createBaseQuerySchedulableByClassRequest(): QuerySchedulableByClassRequest {
+  return { pagination: undefined };
+}
+
+export const QuerySchedulableByClassRequest: MessageFns<QuerySchedulableByClassRequest> = {
+  encode(message: QuerySchedulableByClassRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pagination !== undefined) {
+      PageRequest.encode(message.pagination, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QuerySchedulableByClassRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQuerySchedulableByClassRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pagination = PageRequest.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QuerySchedulableByClassRequest {
+    return { pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined };
+  },
+
+  toJSON(message: QuerySchedulableByClassRequest): unknown {
+    const obj: any = {};
+    if (message.pagination !== undefined) {
+      obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QuerySchedulableByClassRequest>): QuerySchedulableByClassRequest {
+    return QuerySchedulableByClassRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QuerySchedulableByClassRequest>): QuerySchedulableByClassRequest {
+    const message = createBaseQuerySchedulableByClassRequest();
+    message.pagination = (object.pagination !== undefined && object.pagination !== null)
+      ? PageRequest.fromPartial(object.pagination)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseClassNodeCount(): ClassNodeCount {
+  return { gpuClass: "", idle: 0n, loaded: 0n };
+}
+
+export const ClassNodeCount: MessageFns<ClassNodeCount> = {
+  encode(message: ClassNodeCount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.gpuClass !== "") {
+      writer.uint32(10).string(message.gpuClass);
+    }
+    if (message.idle !== 0n) {
+      if (BigInt.asUintN(64, message.idle) !== message.idle) {
+        throw new globalThis.Error("value provided for field message.idle of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.idle);
+    }
+    if (message.loaded !== 0n) {
+      if (BigInt.asUintN(64, message.loaded) !== message.loaded) {
+        throw new globalThis.Error("value provided for field message.loaded of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.loaded);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClassNodeCount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClassNodeCount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.gpuClass = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.idle = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.loaded = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClassNodeCount {
+    return {
+      gpuClass: isSet(object.gpuClass)
+        ? globalThis.String(object.gpuClass)
+        : isSet(object.gpu_class)
+        ? globalThis.String(object.gpu_class)
+        : "",
+      idle: isSet(object.idle) ? BigInt(object.idle) : 0n,
+      loaded: isSet(object.loaded) ? BigInt(object.loaded) : 0n,
+    };
+  },
+
+  toJSON(message: ClassNodeCount): unknown {
+    const obj: any = {};
+    if (message.gpuClass !== "") {
+      obj.gpuClass = message.gpuClass;
+    }
+    if (message.idle !== 0n) {
+      obj.idle = message.idle.toString();
+    }
+    if (message.loaded !== 0n) {
+      obj.loaded = message.loaded.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClassNodeCount>): ClassNodeCount {
+    return ClassNodeCount.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClassNodeCount>): ClassNodeCount {
+    const message = createBaseClassNodeCount();
+    message.gpuClass = object.gpuClass ?? "";
+    message.idle = (object.idle !== undefined && object.idle !== null) ? BigInt(object.idle) : 0n;
+    message.loaded = (object.loaded !== undefined && object.loaded !== null) ? BigInt(object.loaded) : 0n;
+    return message;
+  },
+};
+
+function createBaseQuerySchedulableByClassResponse(): QuerySchedulableByClassResponse {
+  return { classes: [], pagination: undefined };
+}
+
+export const QuerySchedulableByClassResponse: MessageFns<QuerySchedulableByClassResponse> = {
+  encode(message: QuerySchedulableByClassResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.classes) {
+      ClassNodeCount.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.pagination !== undefined) {
+      PageResponse.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QuerySchedulableByClassResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQuerySchedulableByClassResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.classes.push(ClassNodeCount.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pagination = PageResponse.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QuerySchedulableByClassResponse {
+    return {
+      classes: globalThis.Array.isArray(object?.classes)
+        ? object.classes.map((e: any) => ClassNodeCount.fromJSON(e))
+        : [],
+      pagination: isSet(object.pagination) ? PageResponse.fromJSON(object.pagination) : undefined,
+    };
+  },
+
+  toJSON(message: QuerySchedulableByClassResponse): unknown {
+    const obj: any = {};
+    if (message.classes?.length) {
+      obj.classes = message.classes.map((e) => ClassNodeCount.toJSON(e));
+    }
+    if (message.pagination !== undefined) {
+      obj.pagination = PageResponse.toJSON(message.pagination);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QuerySchedulableByClassResponse>): QuerySchedulableByClassResponse {
+    return QuerySchedulableByClassResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QuerySchedulableByClassResponse>): QuerySchedulableByClassResponse {
+    const message = createBaseQuerySchedulableByClassResponse();
+    message.classes = object.classes?.map((e) => ClassNodeCount.fromPartial(e)) || [];
+    message.pagination = (object.pagination !== undefined && object.pagination !== null)
+      ? PageResponse.fromPartial(object.pagination)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseQuerySchedulableByRegionRequest(): QuerySchedulableByRegionRequest {
+  return { pagination: undefined };
+}
+
+export const QuerySchedulableByRegionRequest: MessageFns<QuerySchedulableByRegionRequest> = {
+  encode(message: QuerySchedulableByRegionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pagination !== undefined) {
+      PageRequest.encode(message.pagination, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QuerySchedulableByRegionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQuerySchedulableByRegionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pagination = PageRequest.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QuerySchedulableByRegionRequest {
+    return { pagination: isSet(object.pagination) ? PageRequest.fromJSON(object.pagination) : undefined };
+  },
+
+  toJSON(message: QuerySchedulableByRegionRequest): unknown {
+    const obj: any = {};
+    if (message.pagination !== undefined) {
+      obj.pagination = PageRequest.toJSON(message.pagination);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QuerySchedulableByRegionRequest>): QuerySchedulableByRegionRequest {
+    return QuerySchedulableByRegionRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QuerySchedulableByRegionRequest>): QuerySchedulableByRegionRequest {
+    const message = createBaseQuerySchedulableByRegionRequest();
+    message.pagination = (object.pagination !== undefined && object.pagination !== null)
+      ? PageRequest.fromPartial(object.pagination)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRegionNodeCount(): RegionNodeCount {
+  return { region: "", nodes: 0n };
+}
+
+export const RegionNodeCount: MessageFns<RegionNodeCount> = {
+  encode(message: RegionNodeCount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.region !== "") {
+      writer.uint32(10).string(message.region);
+    }
+    if (message.nodes !== 0n) {
+      if (BigInt.asUintN(64, message.nodes) !== message.nodes) {
+        throw new globalThis.Error("value provided for field message.nodes of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.nodes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RegionNodeCount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRegionNodeCount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.region = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.nodes = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RegionNodeCount {
+    return {
+      region: isSet(object.region) ? globalThis.String(object.region) : "",
+      nodes: isSet(object.nodes) ? BigInt(object.nodes) : 0n,
+    };
+  },
+
+  toJSON(message: RegionNodeCount): unknown {
+    const obj: any = {};
+    if (message.region !== "") {
+      obj.region = message.region;
+    }
+    if (message.nodes !== 0n) {
+      obj.nodes = message.nodes.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RegionNodeCount>): RegionNodeCount {
+    return RegionNodeCount.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RegionNodeCount>): RegionNodeCount {
+    const message = createBaseRegionNodeCount();
+    message.region = object.region ?? "";
+    message.nodes = (object.nodes !== undefined && object.nodes !== null) ? BigInt(object.nodes) : 0n;
+    return message;
+  },
+};
+
+function createBaseQuerySchedulableByRegionResponse(): QuerySchedulableByRegionResponse {
+  return { regions: [], pagination: undefined };
+}
+
+export const QuerySchedulableByRegionResponse: MessageFns<QuerySchedulableByRegionResponse> = {
+  encode(message: QuerySchedulableByRegionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.regions) {
+      RegionNodeCount.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.pagination !== undefined) {
+      PageResponse.encode(message.pagination, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QuerySchedulableByRegionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQuerySchedulableByRegionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.regions.push(RegionNodeCount.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pagination = PageResponse.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QuerySchedulableByRegionResponse {
+    return {
+      regions: globalThis.Array.isArray(object?.regions)
+        ? object.regions.map((e: any) => RegionNodeCount.fromJSON(e))
+        : [],
+      pagination: isSet(object.pagination) ? PageResponse.fromJSON(object.pagination) : undefined,
+    };
+  },
+
+  toJSON(message: QuerySchedulableByRegionResponse): unknown {
+    const obj: any = {};
+    if (message.regions?.length) {
+      obj.regions = message.regions.map((e) => RegionNodeCount.toJSON(e));
+    }
+    if (message.pagination !== undefined) {
+      obj.pagination = PageResponse.toJSON(message.pagination);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<QuerySchedulableByRegionResponse>): QuerySchedulableByRegionResponse {
+    return QuerySchedulableByRegionResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<QuerySchedulableByRegionResponse>): QuerySchedulableByRegionResponse {
+    const message = createBaseQuerySchedulableByRegionResponse();
+    message.regions = object.regions?.map((e) => RegionNodeCount.fromPartial(e)) || [];
+    message.pagination = (object.pagination !== undefined && object.pagination !== null)
+      ? PageResponse.fromPartial(object.pagination)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseQueryJobCountsRequest(): QueryJobCountsRequest {
   return {};
 }
@@ -4524,6 +5088,14 @@ export interface Query {
    * many there are (JobsByStatus with count_total reads every job in the status).
    */
   JobCounts(request: QueryJobCountsRequest): Promise<QueryJobCountsResponse>;
+  /**
+   * SchedulableByClass counts the schedulable nodes (active in x/gfl, in a GPU class and
+   * measured) of each GPU class, idle and loaded: the scheduler's own counters, a key a
+   * class, however many nodes there are.
+   */
+  SchedulableByClass(request: QuerySchedulableByClassRequest): Promise<QuerySchedulableByClassResponse>;
+  /** SchedulableByRegion counts the schedulable nodes of each region, a key a region. */
+  SchedulableByRegion(request: QuerySchedulableByRegionRequest): Promise<QuerySchedulableByRegionResponse>;
   /** Task returns a task. */
   Task(request: QueryTaskRequest): Promise<QueryTaskResponse>;
   /** Tasks lists every task, or the tasks in one status. */
@@ -4574,6 +5146,8 @@ export class QueryClientImpl implements Query {
     this.JobsByStatus = this.JobsByStatus.bind(this);
     this.Queue = this.Queue.bind(this);
     this.JobCounts = this.JobCounts.bind(this);
+    this.SchedulableByClass = this.SchedulableByClass.bind(this);
+    this.SchedulableByRegion = this.SchedulableByRegion.bind(this);
     this.Task = this.Task.bind(this);
     this.Tasks = this.Tasks.bind(this);
     this.TasksByJob = this.TasksByJob.bind(this);
@@ -4632,6 +5206,18 @@ export class QueryClientImpl implements Query {
     const data = QueryJobCountsRequest.encode(request).finish();
     const promise = this.rpc.request(this.service, "JobCounts", data);
     return promise.then((data) => QueryJobCountsResponse.decode(new BinaryReader(data)));
+  }
+
+  SchedulableByClass(request: QuerySchedulableByClassRequest): Promise<QuerySchedulableByClassResponse> {
+    const data = QuerySchedulableByClassRequest.encode(request).finish();
+    const promise = this.rpc.request(this.service, "SchedulableByClass", data);
+    return promise.then((data) => QuerySchedulableByClassResponse.decode(new BinaryReader(data)));
+  }
+
+  SchedulableByRegion(request: QuerySchedulableByRegionRequest): Promise<QuerySchedulableByRegionResponse> {
+    const data = QuerySchedulableByRegionRequest.encode(request).finish();
+    const promise = this.rpc.request(this.service, "SchedulableByRegion", data);
+    return promise.then((data) => QuerySchedulableByRegionResponse.decode(new BinaryReader(data)));
   }
 
   Task(request: QueryTaskRequest): Promise<QueryTaskResponse> {
