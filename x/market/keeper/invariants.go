@@ -80,20 +80,19 @@ func (k Keeper) JobSpecsInvariant(ctx sdk.Context) (string, bool) {
 		if err != nil {
 			return invariant.Format(types.ModuleName, "job-specs", err.Error(), true), true
 		}
-		for ; it.Valid(); it.Next() {
-			id, err := it.Key()
-			if err == nil {
-				var has bool
-				if has, err = k.Jobs.Has(ctx, id); err == nil && !has {
-					problems = append(problems, fmt.Sprintf("%s holds job %d, which has no record", m.name, id))
-				}
-			}
+		ids, err := it.Keys() // the keys alone, the iterator closed
+		if err != nil {
+			return invariant.Format(types.ModuleName, "job-specs", err.Error(), true), true
+		}
+		for _, id := range ids {
+			has, err := k.Jobs.Has(ctx, id)
 			if err != nil {
-				it.Close()
 				return invariant.Format(types.ModuleName, "job-specs", err.Error(), true), true
 			}
+			if !has {
+				problems = append(problems, fmt.Sprintf("%s holds job %d, which has no record", m.name, id))
+			}
 		}
-		it.Close()
 	}
 	return report("job-specs", fmt.Sprintf("%d jobs", jobs), problems)
 }
