@@ -3,6 +3,8 @@ package app
 import (
 	"math/big"
 
+	"cosmossdk.io/collections"
+
 	abci "github.com/cometbft/cometbft/abci/types"
 
 	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
@@ -31,7 +33,8 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 
 // metricsSnapshot reads the metrics' gauges from the latest committed state, through a
 // query context as a gRPC query does: jobs from the market's counts (JobCounts, one
-// record), nodes counted on their status index, the escrow and the reward pool from the
+// record), nodes counted on their status index, schedulable nodes by GPU class from the
+// scheduler's counters, the escrow and the reward pool from the
 // module accounts, collateral from x/staking-slash's running totals, the GFL index from
 // the ugfl supply.
 //
@@ -47,7 +50,7 @@ func (app *App) metricsSnapshot() (nodemetrics.Snapshot, error) {
 		return nodemetrics.Snapshot{}, err
 	}
 	ctx = ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
-	s := nodemetrics.Snapshot{Height: ctx.BlockHeight(), Jobs: map[string]uint64{}, Nodes: map[string]uint64{}}
+	s := nodemetrics.Snapshot{Height: ctx.BlockHeight(), Jobs: map[string]uint64{}, Nodes: map[string]uint64{}, Schedulable: map[string][2]uint64{}}
 	jobs, err := marketkeeper.NewQueryServerImpl(app.MarketKeeper).JobCounts(ctx, &markettypes.QueryJobCountsRequest{})
 	if err != nil {
 		return s, err
@@ -65,6 +68,13 @@ func (app *App) metricsSnapshot() (nodemetrics.Snapshot, error) {
 			return s, err
 		}
 		s.Nodes[gfltypes.NodeStatus_name[st]] = count(it)
+	}
+	// the scheduler's counters, a key a GPU class
+	if err := app.MarketKeeper.ClassNodes.Walk(ctx, nil, func(class string, c collections.Pair[uint64, uint64]) (bool, error) {
+		s.Schedulable[class] = [2]uint64{c.K1(), c.K2()}
+		return false, nil
+	}); err != nil {
+		return s, err
 	}
 	balance := func(module string) *big.Int {
 		return app.BankKeeper.GetBalance(ctx, authtypes.NewModuleAddress(module), BondDenom).Amount.BigInt()

@@ -2,8 +2,8 @@
 // metrics: counters of what each block did, read from its events (jobs submitted and
 // finished, tasks assigned, settled and failed, the udps paid for tasks, DPS emission paid,
 // slashes, PoCP challenges, block-hook failures), and gauges of the latest committed state,
-// read when Prometheus scrapes (jobs by status, escrow held, collateral bonded and
-// unbonding, the reward pool, network GFL).
+// read when Prometheus scrapes (jobs by status, nodes by status, schedulable nodes by GPU
+// class, escrow held, collateral bonded and unbonding, the reward pool, network GFL).
 //
 // It observes; it never writes state. flopsd registers the app's collector with the default
 // registry, which CometBFT's Prometheus listener serves ([instrumentation] in config.toml;
@@ -40,6 +40,9 @@ type Snapshot struct {
 	NetworkGflops *big.Int
 	// Nodes counts the registered nodes by status name.
 	Nodes map[string]uint64
+	// Schedulable counts the schedulable nodes of each GPU class: idle, loaded (the
+	// scheduler's counters; classes are x/gfl's parameters, so the labels are few).
+	Schedulable map[string][2]uint64
 }
 
 // Source reads a Snapshot of the latest committed state (safe while blocks are made: it
@@ -68,6 +71,7 @@ type Metrics struct {
 
 	jobs       *prometheus.Desc
 	nodes      *prometheus.Desc
+	sched      *prometheus.Desc
 	escrow     *prometheus.Desc
 	bonded     *prometheus.Desc
 	unbonding  *prometheus.Desc
@@ -106,6 +110,7 @@ func New(source Source) *Metrics {
 		snapshotFailures: counter("", "state_read_failures_total", "Scrapes whose state gauges could not be read."),
 		jobs:             desc("market", "jobs", "Jobs by status.", "status"),
 		nodes:            desc("gfl", "nodes", "Registered nodes by status.", "status"),
+		sched:            desc("market", "schedulable_nodes", "Schedulable nodes by GPU class and load (idle: none of their GPUs in use).", "gpu_class", "load"),
 		escrow:           desc("market", "escrow_udps", "udps x/market holds in escrow (jobs, pools, bids, challenge bonds)."),
 		bonded:           desc("stakingslash", "collateral_bonded_udps", "Providers' bonded collateral, udps."),
 		unbonding:        desc("stakingslash", "collateral_unbonding_udps", "Providers' unbonding collateral, udps."),
@@ -126,7 +131,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.counters() {
 		c.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{m.jobs, m.nodes, m.escrow, m.bonded, m.unbonding, m.rewardPool, m.gflops, m.height} {
+	for _, d := range []*prometheus.Desc{m.jobs, m.nodes, m.sched, m.escrow, m.bonded, m.unbonding, m.rewardPool, m.gflops, m.height} {
 		ch <- d
 	}
 }
@@ -143,6 +148,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, st := range sortedKeys(s.Nodes) {
 			ch <- prometheus.MustNewConstMetric(m.nodes, prometheus.GaugeValue, float64(s.Nodes[st]), st)
+		}
+		for _, class := range sortedKeys(s.Schedulable) {
+			ch <- prometheus.MustNewConstMetric(m.sched, prometheus.GaugeValue, float64(s.Schedulable[class][0]), class, "idle")
+			ch <- prometheus.MustNewConstMetric(m.sched, prometheus.GaugeValue, float64(s.Schedulable[class][1]), class, "loaded")
 		}
 		for d, v := range map[*prometheus.Desc]*big.Int{m.escrow: s.EscrowUdps, m.bonded: s.BondedUdps, m.unbonding: s.UnbondingUdps,
 			m.rewardPool: s.RewardPoolUdps, m.gflops: s.NetworkGflops} {
@@ -254,4 +263,4 @@ func toFloat(v *big.Int) float64 {
 	return f
 }
 
-func sortedKeys(m map[string]uint64) []string { return slices.Sorted(maps.Keys(m)) }
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

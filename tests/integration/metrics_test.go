@@ -77,6 +77,19 @@ func TestNodeMetricsFollowAJob(t *testing.T) {
 	require.Positive(t, escrow.Int64())
 
 	tasks := jobTasks(t, a, job)
+	// the schedulable nodes of the assigned node's class: one loaded, the others idle
+	busy, err := a.MarketKeeper.Slots.Get(a.Ctx(), tasks[0].NodeId)
+	require.NoError(t, err)
+	inClass := 0
+	require.NoError(t, a.MarketKeeper.Slots.Walk(a.Ctx(), nil, func(_ uint64, s markettypes.NodeSlot) (bool, error) {
+		if s.Active && s.GpuClass == busy.GpuClass {
+			inClass++
+		}
+		return false, nil
+	}))
+	require.Positive(t, inClass)
+	require.Equal(t, 1.0, gauge("flops_market_schedulable_nodes", "gpu_class", busy.GpuClass, "load", "loaded"))
+	require.Equal(t, float64(inClass-1), gauge("flops_market_schedulable_nodes", "gpu_class", busy.GpuClass, "load", "idle"))
 	run(t, a, nodes, tasks[0])
 	p, err := a.MarketKeeper.GetParams(a.Ctx())
 	require.NoError(t, err)
@@ -103,6 +116,8 @@ func TestNodeMetricsFollowAJob(t *testing.T) {
 	supply := a.BankKeeper.GetSupply(a.Ctx(), "ugfl").Amount
 	require.Equal(t, float64(supply.Int64()), gauge("flops_gfl_network_gflops"))
 	require.Equal(t, float64(len(nodes)), gauge("flops_gfl_nodes", "status", "NODE_STATUS_ACTIVE"))
+	require.Equal(t, 0.0, gauge("flops_market_schedulable_nodes", "gpu_class", busy.GpuClass, "load", "loaded"), "the task settled")
+	require.Equal(t, float64(inClass), gauge("flops_market_schedulable_nodes", "gpu_class", busy.GpuClass, "load", "idle"))
 	require.Equal(t, float64(a.Height()), gauge("flops_state_height"))
 	require.Equal(t, 0.0, gauge("flops_state_read_failures_total"))
 
