@@ -65,20 +65,30 @@ async function showsChainGfl(pg) {
   }
 }
 
-// waits until a bar chart shows each [label, count] as a bar, and no other bar.
+// waits until a bar chart shows each [label, count] of want (a list, or a function that
+// reads it from the chain again at each try: a node may stop or start being schedulable
+// between a read of the chain and the view's), and no other bar.
 async function barsShow(pg, label, want) {
   const bars = pg.getByRole("list", { name: label, exact: true });
   await bars.waitFor({ timeout: 15_000 });
-  assert.ok(want.length > 0, `${label}: the chain counts some`);
-  const got = await bars.locator("li").evaluateAll((lis) =>
-    lis.map((li) => [li.querySelector(".bar-label")?.textContent, li.querySelector(".bar-value")?.textContent]),
-  );
-  assert.deepEqual(
-    got.sort(),
-    want.map(([l, n]) => [l, String(n)]).sort(),
-    `${label}: the chain's counts`,
-  );
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const wanted = (typeof want === "function" ? await want() : want).map(([l, n]) => [l, String(n)]).sort();
+    assert.ok(wanted.length > 0, `${label}: the chain counts some`);
+    const got = (
+      await bars.locator("li").evaluateAll((lis) =>
+        lis.map((li) => [li.querySelector(".bar-label")?.textContent, li.querySelector(".bar-value")?.textContent]),
+      )
+    ).sort();
+    if (JSON.stringify(got) === JSON.stringify(wanted)) return;
+    if (Date.now() > deadline) assert.deepEqual(got, wanted, `${label}: the chain's counts`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
+
+// the chain's schedulable nodes by class and by region, as the charts label them
+const chainClasses = async () => (await q.market.SchedulableByClass({})).classes.map((c) => [c.gpuClass, c.idle + c.loaded]);
+const chainRegions = async () => (await q.market.SchedulableByRegion({})).regions.map((r) => [r.region || "no region", r.nodes]);
 
 async function pasteSpec(yaml) {
   await page.goto(`${WEB_URL}#/client`);
@@ -116,8 +126,8 @@ test("the network view shows the chain's GFL index", async () => {
     { timeout: 15_000 },
   );
   // the schedulable nodes by class and region: the chain's counts
-  await barsShow(page, "Schedulable nodes by GPU class", (await q.market.SchedulableByClass({})).classes.map((c) => [c.gpuClass, c.idle + c.loaded]));
-  await barsShow(page, "Schedulable nodes by region", (await q.market.SchedulableByRegion({})).regions.map((r) => [r.region || "no region", r.nodes]));
+  await barsShow(page, "Schedulable nodes by GPU class", chainClasses);
+  await barsShow(page, "Schedulable nodes by region", chainRegions);
   // the demo's tasks were assigned: the time to assignment, from the newest tasks
   await page.getByText(/assigned after \d+ blocks \(median\), \d+ at most, over [1-9]\d* recent tasks/).waitFor({ timeout: 15_000 });
   const { counts } = await q.market.JobCounts({});
@@ -355,7 +365,7 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   assert.match(await big.getByTestId("pending-refused").textContent(), /The node would not count the tasks waiting .*Query failed with \(111222\): \{ValuePerByte\}: panic/);
   assert.match(await big.getByTestId("jobs-refused").textContent(), /The node would not count the jobs \(a node from before the job counts does not serve them\): Query failed with \(6\): unknown query path/);
   assert.match(await big.getByTestId("regions-refused").textContent(), /The node would not count the schedulable nodes by region \(a node from before the schedulable counts does not serve them\): Query failed with \(6\): unknown query path/);
-  await barsShow(big, "Schedulable nodes by GPU class", (await q.market.SchedulableByClass({})).classes.map((c) => [c.gpuClass, c.idle + c.loaded]));
+  await barsShow(big, "Schedulable nodes by GPU class", chainClasses);
   assert.match(await big.getByTestId("recent-refused").textContent(), /The node would not read the recent tasks \(for the time to assignment\) .*Query failed with \(111222\)/);
   assert.equal(await big.getByRole("alert").count(), 0, "no error for the view as a whole");
   assert.ok(refusals >= 4, `the node's refusals were played (${refusals})`);
@@ -398,7 +408,7 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   await blind.getByTestId("nodes-refused").waitFor({ timeout: 30_000 });
   assert.match(await blind.getByTestId("nodes-refused").textContent(), /The node would not count the nodes \(.+\): Query failed with \(111222\)/);
   await showsChainGfl(blind);
-  await barsShow(blind, "Schedulable nodes by GPU class", (await q.market.SchedulableByClass({})).classes.map((c) => [c.gpuClass, c.idle + c.loaded]));
+  await barsShow(blind, "Schedulable nodes by GPU class", chainClasses);
   await barsShow(blind, "Schedulable nodes by region", [...regions.slice(0, 11).map((r) => [r.region, r.nodes]), ["3 other regions", 6n]]);
   assert.equal(await blind.getByRole("alert").count(), 0, "no error for the view as a whole");
   assert.ok(countRefusals >= 1, `the node's refusals were played (${countRefusals})`);
