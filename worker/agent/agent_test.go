@@ -577,6 +577,71 @@ func TestWorkerRestartRevealsItsPoolClaims(t *testing.T) {
 	require.Empty(t, slashes.Slashes, "no claim lapsed")
 }
 
+// A worker that lost its claims of a pool while it was away (they lapsed, the owner
+// closed the pool and the chain pruned it) forgets them when it finds the pool gone: kept,
+// each would hold one of its pools.max_claims for ever, and a worker whose claims are all
+// held so would never claim a unit again. Back, it claims in the owner's next pool, and
+// the records it kept on disk for the lost claims are gone.
+func TestWorkerForgetsTheClaimsOfAPrunedPool(t *testing.T) {
+	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) {
+		m.PoolRevealTimeoutBlocks = 10
+		m.JobRetentionBlocks = 5
+	})
+	var mu sync.Mutex
+	home := t.TempDir()
+	w := newWorkerIn(t, &mu, a, "p1", home, func(c *config.Config) { c.Pools.Auto = true; c.Pools.MaxClaims = 3 })
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
+		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
+		UnitMaxDuration: time.Minute,
+	}
+	owner := a.Account("client").String()
+	units := func(pool uint64, n int) {
+		var inputs []markettypes.Input
+		for i := range n {
+			h := sha256.Sum256(fmt.Appendf(nil, "pool %d batch %d", pool, i))
+			inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/%d/in/%d", pool, i), Sha256: hex.EncodeToString(h[:])})
+		}
+		a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: pool, Units: inputs})
+	}
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
+	units(1, 3)
+	claimAll(t, a, &mu, w, 1, 3, 20)
+	records := func() []string {
+		t.Helper()
+		entries, err := os.ReadDir(filepath.Join(home, "state"))
+		require.NoError(t, err)
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"unit-1-1.json", "unit-1-2.json", "unit-1-3.json"}, records(), "a record a claim")
+
+	// away: its claims lapse, the owner closes the pool, the chain prunes it
+	mu.Lock()
+	a.MustDeliver("client", &markettypes.MsgClosePool{Owner: owner, PoolId: 1})
+	q := markettypesQuery(a)
+	for i := 0; ; i++ {
+		require.Less(t, i, 40, "pool 1 pruned")
+		if _, err := q.Pool(a.Ctx(), &markettypes.QueryPoolRequest{PoolId: 1}); err != nil {
+			break
+		}
+		a.NextBlock()
+	}
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
+	units(2, 3)
+	mu.Unlock()
+
+	// back: the three lost claims are forgotten, and it claims the next pool's units
+	claimAll(t, a, &mu, w, 2, 3, 20)
+	for _, r := range records() {
+		require.True(t, strings.HasPrefix(r, "unit-2-"), "record %s: pool 1's claims are forgotten", r)
+	}
+}
+
 // claimAll ticks the worker (at most ticks times) until it holds the commitments of units
 // 1 to units of the pool (claims are committed beside the loop).
 func claimAll(t *testing.T, a *apptest.App, mu *sync.Mutex, w *worker, pool, units uint64, ticks int) {
