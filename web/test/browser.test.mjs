@@ -65,6 +65,28 @@ async function showsChainGfl(pg) {
   }
 }
 
+// playNode plays the node to a page: each of its ABCI queries goes to answer(path, data
+// as hex), which returns undefined to let the node answer, or a function that gets the
+// node's response and returns the one the page sees (a refusal, a rewritten value).
+async function playNode(pg, answer) {
+  await pg.route(
+    (url) => url.pathname === "/" || url.pathname === "",
+    async (route) => {
+      const body = route.request().postDataJSON?.();
+      if (route.request().method() !== "POST" || body?.method !== "abci_query") return route.continue();
+      const edit = answer(body.params?.path, body.params?.data ?? "");
+      if (!edit) return route.continue();
+      const res = await route.fetch();
+      const json = await res.json();
+      json.result.response = edit(json.result.response);
+      return route.fulfill({ response: res, json });
+    },
+  );
+}
+
+// refusal is the node's refusal of a query: its ABCI code and log, no value.
+const refusal = (code, log) => (response) => ({ ...response, code, codespace: "sdk", log, value: null });
+
 // waits until a bar chart shows each [label, count] of want (a list, or a function that
 // reads it from the chain again at each try: a node may stop or start being schedulable
 // between a read of the chain and the view's), and no other bar.
@@ -341,23 +363,11 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   const unknown = new Set(["/flops.market.v1.Query/JobCounts", "/flops.market.v1.Query/SchedulableByRegion"]);
   const big = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   let refusals = 0;
-  await big.route(
-    (url) => url.pathname === "/" || url.pathname === "",
-    async (route) => {
-      const body = route.request().postDataJSON?.();
-      const path = body?.params?.path;
-      if (route.request().method() !== "POST" || body?.method !== "abci_query") return route.continue();
-      if (!(refused.has(path) || unknown.has(path))) return route.continue();
-      const res = await route.fetch();
-      const json = await res.json();
-      json.result.response =
-        unknown.has(path)
-          ? { ...json.result.response, code: 6, codespace: "sdk", log: "unknown query path: unknown request", value: null }
-          : { ...json.result.response, code: 111222, codespace: "sdk", log: "{ValuePerByte}: panic", value: null };
-      refusals++;
-      return route.fulfill({ response: res, json });
-    },
-  );
+  await playNode(big, (path) => {
+    if (!refused.has(path) && !unknown.has(path)) return undefined;
+    refusals++;
+    return unknown.has(path) ? refusal(6, "unknown query path: unknown request") : refusal(111222, "{ValuePerByte}: panic");
+  });
   await big.goto(`${WEB_URL}#/network`);
   await big.getByTestId("gfl-index").waitFor({ timeout: 30_000 });
   await showsChainGfl(big); // the rest of the view is the chain's
@@ -382,28 +392,15 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   const regions = Array.from({ length: 14 }, (_, i) => ({ region: `r${String(i).padStart(2, "0")}`, nodes: BigInt(14 - i) }));
   const blind = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   let countRefusals = 0;
-  await blind.route(
-    (url) => url.pathname === "/" || url.pathname === "",
-    async (route) => {
-      const body = route.request().postDataJSON?.();
-      if (route.request().method() !== "POST" || body?.method !== "abci_query") return route.continue();
-      if (body?.params?.path === "/flops.market.v1.Query/SchedulableByRegion") {
-        const res = await route.fetch();
-        const json = await res.json();
-        const answer = marketQuery.QuerySchedulableByRegionResponse.fromPartial({ regions });
-        json.result.response.value = Buffer.from(marketQuery.QuerySchedulableByRegionResponse.encode(answer).finish()).toString("base64");
-        return route.fulfill({ response: res, json });
-      }
-      if (body?.params?.path !== "/flops.gfl.v1.Query/NodesByStatus") return route.continue();
-      const req = gflQuery.QueryNodesByStatusRequest.decode(Buffer.from(body.params.data ?? "", "hex"));
-      if (!req.pagination?.countTotal) return route.continue();
-      const res = await route.fetch();
-      const json = await res.json();
-      json.result.response = { ...json.result.response, code: 111222, codespace: "sdk", log: "{ValuePerByte}: panic", value: null };
-      countRefusals++;
-      return route.fulfill({ response: res, json });
-    },
-  );
+  await playNode(blind, (path, data) => {
+    if (path === "/flops.market.v1.Query/SchedulableByRegion") {
+      const value = marketQuery.QuerySchedulableByRegionResponse.encode(marketQuery.QuerySchedulableByRegionResponse.fromPartial({ regions })).finish();
+      return (r) => ({ ...r, value: Buffer.from(value).toString("base64") });
+    }
+    if (path !== "/flops.gfl.v1.Query/NodesByStatus" || !gflQuery.QueryNodesByStatusRequest.decode(Buffer.from(data, "hex")).pagination?.countTotal) return undefined;
+    countRefusals++;
+    return refusal(111222, "{ValuePerByte}: panic");
+  });
   await blind.goto(`${WEB_URL}#/network`);
   await blind.getByTestId("nodes-refused").waitFor({ timeout: 30_000 });
   assert.match(await blind.getByTestId("nodes-refused").textContent(), /The node would not count the nodes \(.+\): Query failed with \(111222\)/);

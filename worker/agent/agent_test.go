@@ -543,20 +543,7 @@ func TestWorkerRestartRevealsItsPoolClaims(t *testing.T) {
 	home := t.TempDir()
 	pools := func(c *config.Config) { c.Pools.Auto = true; c.Pools.MaxClaims = 3 }
 	w := newWorkerIn(t, &mu, a, "p1", home, pools)
-	spec := markettypes.PoolSpec{
-		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
-		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
-		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
-		UnitMaxDuration: time.Minute,
-	}
-	owner := a.Account("client").String()
-	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
-	var inputs []markettypes.Input
-	for i := range 3 {
-		h := sha256.Sum256(fmt.Appendf(nil, "prompt batch %d", i))
-		inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/in/%d", i), Sha256: hex.EncodeToString(h[:])})
-	}
-	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: 1, Units: inputs})
+	require.EqualValues(t, 1, gemmPool(t, a, 3))
 	q := markettypesQuery(a)
 	// The first worker joins and claims; it is never ticked again once its three
 	// commitments are on chain (the claims are committed beside the loop), so it reveals
@@ -590,23 +577,8 @@ func TestWorkerForgetsTheClaimsOfAPrunedPool(t *testing.T) {
 	var mu sync.Mutex
 	home := t.TempDir()
 	w := newWorkerIn(t, &mu, a, "p1", home, func(c *config.Config) { c.Pools.Auto = true; c.Pools.MaxClaims = 3 })
-	spec := markettypes.PoolSpec{
-		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
-		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
-		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
-		UnitMaxDuration: time.Minute,
-	}
 	owner := a.Account("client").String()
-	units := func(pool uint64, n int) {
-		var inputs []markettypes.Input
-		for i := range n {
-			h := sha256.Sum256(fmt.Appendf(nil, "pool %d batch %d", pool, i))
-			inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/%d/in/%d", pool, i), Sha256: hex.EncodeToString(h[:])})
-		}
-		a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: pool, Units: inputs})
-	}
-	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
-	units(1, 3)
+	require.EqualValues(t, 1, gemmPool(t, a, 3))
 	claimAll(t, a, &mu, w, 1, 3, 20)
 	records := func() []string {
 		t.Helper()
@@ -631,8 +603,7 @@ func TestWorkerForgetsTheClaimsOfAPrunedPool(t *testing.T) {
 		}
 		a.NextBlock()
 	}
-	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
-	units(2, 3)
+	require.EqualValues(t, 2, gemmPool(t, a, 3))
 	mu.Unlock()
 
 	// back: the three lost claims are forgotten, and it claims the next pool's units
@@ -640,6 +611,31 @@ func TestWorkerForgetsTheClaimsOfAPrunedPool(t *testing.T) {
 	for _, r := range records() {
 		require.True(t, strings.HasPrefix(r, "unit-2-"), "record %s: pool 1's claims are forgotten", r)
 	}
+}
+
+// gemmPool opens a pool of the client's for BUILTIN gemm units (0.2 DPS a unit, a budget
+// of 1 DPS, two providers at most), posts n units to it and returns its id.
+func gemmPool(t *testing.T, a *apptest.App, n int) uint64 {
+	t.Helper()
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
+		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
+		UnitMaxDuration: time.Minute,
+	}
+	owner := a.Account("client").String()
+	var md sdk.TxMsgData
+	require.NoError(t, md.Unmarshal(a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec}).Data))
+	require.Len(t, md.MsgResponses, 1)
+	var created markettypes.MsgCreatePoolResponse
+	require.NoError(t, created.Unmarshal(md.MsgResponses[0].Value))
+	var inputs []markettypes.Input
+	for i := range n {
+		h := sha256.Sum256(fmt.Appendf(nil, "pool %d batch %d", created.PoolId, i))
+		inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/%d/in/%d", created.PoolId, i), Sha256: hex.EncodeToString(h[:])})
+	}
+	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: created.PoolId, Units: inputs})
+	return created.PoolId
 }
 
 // claimAll ticks the worker (at most ticks times) until it holds the commitments of units
@@ -714,21 +710,8 @@ func TestWorkerRevealsPoolClaimsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 	_, err := q.Pools(context.Background(), &markettypes.QueryPoolsRequest{Pagination: &query.PageRequest{Limit: 200}})
 	require.Error(t, err, "a page of 200 of them")
 
-	spec := markettypes.PoolSpec{
-		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
-		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
-		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
-		UnitMaxDuration: time.Minute,
-	}
-	owner := a.Account("client").String()
-	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
-	const pool = 41
-	var inputs []markettypes.Input
-	for i := range 3 {
-		h := sha256.Sum256(fmt.Appendf(nil, "prompt batch %d", i))
-		inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/in/%d", i), Sha256: hex.EncodeToString(h[:])})
-	}
-	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: pool, Units: inputs})
+	pool := gemmPool(t, a, 3)
+	require.EqualValues(t, 41, pool, "the client's pool behind the 40")
 	claimAll(t, a, &mu, w, pool, 3, 40)
 
 	bigPools(t, a, 40)

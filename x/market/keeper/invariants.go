@@ -71,12 +71,9 @@ func (k Keeper) JobSpecsInvariant(ctx sdk.Context) (string, bool) {
 	// orphans: the keys alone (a spec is not decoded)
 	for _, m := range []struct {
 		name string
-		keys func() (collections.Iterator[uint64, types.JobSpec], error)
-	}{
-		{"JobSpecs", func() (collections.Iterator[uint64, types.JobSpec], error) { return k.JobSpecs.Iterate(ctx, nil) }},
-		{"JobPrograms", func() (collections.Iterator[uint64, types.JobSpec], error) { return k.JobPrograms.Iterate(ctx, nil) }},
-	} {
-		it, err := m.keys()
+		m    collections.Map[uint64, types.JobSpec]
+	}{{"JobSpecs", k.JobSpecs}, {"JobPrograms", k.JobPrograms}} {
+		it, err := m.m.Iterate(ctx, nil)
 		if err != nil {
 			return invariant.Format(types.ModuleName, "job-specs", err.Error(), true), true
 		}
@@ -97,15 +94,16 @@ func (k Keeper) JobSpecsInvariant(ctx sdk.Context) (string, bool) {
 	return report("job-specs", fmt.Sprintf("%d jobs", jobs), problems)
 }
 
+// hasProgramFields says whether a spec holds any of a program's fields (an empty program
+// does not encode to nothing: a spec's coins are always written).
+func hasProgramFields(s types.JobSpec) bool {
+	return len(s.Command) > 0 || len(s.Env) > 0 || len(s.Inputs) > 0 || len(s.TaskArgs) > 0
+}
+
 // programSize is the encoded size of a spec's program.
 func programSize(s types.JobSpec) int {
 	p := jobProgram(s)
 	return p.Size()
-}
-
-// hasProgramFields says whether a spec holds any of a program's fields.
-func hasProgramFields(s types.JobSpec) bool {
-	return len(s.Command) > 0 || len(s.Env) > 0 || len(s.Inputs) > 0 || len(s.TaskArgs) > 0
 }
 
 // JobCountsInvariant: the job counts (the record and the jobs submitted since it was

@@ -66,27 +66,27 @@ func TestSchedulableCountsFollowTheNodes(t *testing.T) {
 	}
 	check("registered", map[string][2]uint64{"A100-40GB": {3, 0}, "H100-80GB": {1, 0}}, map[string]uint64{"": 1, "eu-west": 2, "us-east": 1})
 
-	job := f.submit(f.gemmSpec(1))
+	// a task for b alone (its class and region): b is loaded, its region's count unchanged
+	spec := f.gemmSpec(1)
+	spec.Requirements.AllowedClasses, spec.Requirements.Region = []string{"A100-40GB"}, "us-east"
+	job := f.submit(spec)
 	f.blocks(1)
 	task := f.tasks(job)[0]
 	require.Equal(t, types.TASK_STATUS_ASSIGNED, task.Status)
-	classes := map[string][2]uint64{"A100-40GB": {3, 0}, "H100-80GB": {1, 0}}
-	busy := f.slot(task.NodeId).GpuClass
-	classes[busy] = [2]uint64{classes[busy][0] - 1, 1}
+	require.Equal(t, b, task.NodeId)
+	classes := map[string][2]uint64{"A100-40GB": {2, 1}, "H100-80GB": {1, 0}}
 	check("a task assigned", classes, map[string]uint64{"": 1, "eu-west": 2, "us-east": 1})
 
-	f.updateNode(b, func(n *gfltypes.Node) { n.Region = "us-west" })
+	f.updateNode(b, func(n *gfltypes.Node) { n.Region = "us-west" }) // loaded, and moved
 	check("moved region", classes, map[string]uint64{"": 1, "eu-west": 2, "us-west": 1})
 
-	if busy != "H100-80GB" {
-		f.updateNode(h, func(n *gfltypes.Node) { n.Status = gfltypes.NODE_STATUS_INACTIVE })
-		delete(classes, "H100-80GB")
-		check("left", classes, map[string]uint64{"": 1, "eu-west": 1, "us-west": 1})
-		f.updateNode(h, func(n *gfltypes.Node) { n.Status = gfltypes.NODE_STATUS_ACTIVE })
-		classes["H100-80GB"] = [2]uint64{1, 0}
-	}
+	f.updateNode(h, func(n *gfltypes.Node) { n.Status = gfltypes.NODE_STATUS_INACTIVE })
+	delete(classes, "H100-80GB")
+	check("left", classes, map[string]uint64{"": 1, "eu-west": 1, "us-west": 1})
+	f.updateNode(h, func(n *gfltypes.Node) { n.Status = gfltypes.NODE_STATUS_ACTIVE })
+	classes["H100-80GB"] = [2]uint64{1, 0}
 	f.updateNode(idle, func(n *gfltypes.Node) { n.Status = gfltypes.NODE_STATUS_ACTIVE })
-	classes["A100-40GB"] = [2]uint64{classes["A100-40GB"][0] + 1, classes["A100-40GB"][1]}
+	classes["A100-40GB"] = [2]uint64{3, 1}
 	want := map[string]uint64{"": 1, "eu-west": 2, "us-west": 1, "ap-south": 1}
 	check("activated", classes, want)
 
