@@ -2,7 +2,9 @@ package chain_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -10,17 +12,34 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 
 	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
 	nodeservice "github.com/cosmos/cosmos-sdk/client/grpc/node"
 	sdknetwork "github.com/cosmos/cosmos-sdk/testutil/network"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	flopschain "github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/testutil/network"
 	"github.com/flopsnet/flops/worker/chain"
 )
+
+// losingNode answers the first broadcast as a node whose CheckTx accepted the tx, and
+// drops it, as a validator killed right after does; later broadcasts reach the node.
+type losingNode struct {
+	txtypes.ServiceClient
+	sent [][]byte
+}
+
+func (l *losingNode) BroadcastTx(ctx context.Context, req *txtypes.BroadcastTxRequest, opts ...grpc.CallOption) (*txtypes.BroadcastTxResponse, error) {
+	l.sent = append(l.sent, req.TxBytes)
+	if len(l.sent) == 1 {
+		return &txtypes.BroadcastTxResponse{TxResponse: &sdk.TxResponse{TxHash: fmt.Sprintf("%X", sha256.Sum256(req.TxBytes))}}, nil
+	}
+	return l.ServiceClient.BroadcastTx(ctx, req, opts...)
+}
 
 // Against a real in-process node: 12 transactions submitted at once by one signer are all
 // signed with distinct sequences and land; a transaction the chain refuses comes back as a
@@ -103,9 +122,28 @@ func TestSignerAgainstNode(t *testing.T) {
 		res, err = s.Submit(ctx, send(1))
 		require.NoError(t, err, "the signer recovers from a tx another process signed with its key")
 	})
+	// a tx CheckTx accepted and the node then lost with its mempool (a validator killed
+	// and restarted): the same signed bytes are sent again while the tx is in no block,
+	// and it lands. Before, the signer waited the whole inclusion timeout and failed its
+	// caller (a PoCP reveal past its window in the demo's chain crash).
+	t.Run("TxAcceptedThenLostByTheNode", func(t *testing.T) {
+		defer chain.FastResend(200 * time.Millisecond)()
+		lose := &losingNode{ServiceClient: c.Tx}
+		c.Tx = lose
+		defer func() { c.Tx = lose.ServiceClient }()
+		wait, cancelWait := context.WithTimeout(ctx, 20*time.Second)
+		defer cancelWait()
+		res, err := s.Submit(wait, send(1))
+		require.NoError(t, err, "the lost tx is sent again and lands")
+		require.NotZero(t, res.Height)
+		require.GreaterOrEqual(t, len(lose.sent), 2)
+		for _, bz := range lose.sent[1:] {
+			require.Equal(t, lose.sent[0], bz, "the same signed bytes, not a new signature")
+		}
+	})
 	bal, err = c.Bank.Balance(ctx, &banktypes.QueryBalanceRequest{Address: to.String(), Denom: flopschain.BondDenom})
 	require.NoError(t, err)
-	require.Equal(t, int64(n*100+4), bal.Balance.Amount.Int64())
+	require.Equal(t, int64(n*100+5), bal.Balance.Amount.Int64(), "every tx applied once")
 
 	// the height the app has committed, and that block's time, from the node service
 	_, err = c.Status.Status(ctx, &nodeservice.StatusRequest{})

@@ -13,3 +13,11 @@ func FastSimulateRetries(d time.Duration) (restore func()) {
 	simulateRetry = d
 	return func() { simulateRetry = old }
 }
+
+// FastResend spaces WaitTx's resends of a tx in no block yet by d until the returned func
+// runs.
+func FastResend(d time.Duration) (restore func()) {
+	old := resendEvery
+	resendEvery = d
+	return func() { resendEvery = old }
+}

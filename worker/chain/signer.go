@@ -109,13 +109,13 @@ func (s *Signer) Run(ctx context.Context) error {
 			case <-gctx.Done():
 				return nil
 			case r := <-s.reqs:
-				hash, err := s.send(r)
+				hash, bz, err := s.send(r)
 				if err != nil {
 					r.done <- &outcome{err: err}
 					continue
 				}
 				g.Go(func() error {
-					res, err := s.c.WaitTx(r.ctx, hash)
+					res, err := s.c.WaitTx(r.ctx, hash, bz)
 					r.done <- &outcome{res: res, err: err}
 					return nil
 				})
@@ -153,37 +153,38 @@ func (s *Signer) SubmitMemo(ctx context.Context, memo string, msgs ...sdk.Msg) (
 // send signs one request once and broadcasts those bytes until CheckTx answers: a
 // transport failure or a full mempool resends the same bytes (retryable, with back-off);
 // a sequence mismatch takes the node's sequence (resync) and signs again, once; any other
-// non-zero code is terminal. It returns the hash once CheckTx accepted the tx.
-func (s *Signer) send(r *request) (string, error) {
+// non-zero code is terminal. It returns the hash and the signed bytes once CheckTx
+// accepted the tx.
+func (s *Signer) send(r *request) (string, []byte, error) {
 	if !s.loaded {
 		if err := s.refresh(r.ctx); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		gas, err := s.simulate(r)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		bz, err := s.sign(r, s.seq, gas, true)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		hash, code, log, err := s.broadcastBytes(r.ctx, bz)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		switch {
 		case code == 0 || code == sdkerrors.ErrTxInMempoolCache.ABCICode():
 			s.seq++
-			return hash, nil
+			return hash, bz, nil
 		case code == sdkerrors.ErrWrongSequence.ABCICode() && attempt == 0:
 			if err := s.resync(r.ctx, log); err != nil {
-				return "", err
+				return "", nil, err
 			}
 			continue
 		default:
-			return "", &TxError{Code: code, Log: log, Hash: hash}
+			return "", nil, &TxError{Code: code, Log: log, Hash: hash}
 		}
 	}
 }
@@ -381,12 +382,19 @@ func (c *Client) Account(ctx context.Context, addr sdk.AccAddress) (uint64, uint
 	return acc.GetAccountNumber(), acc.GetSequence(), nil
 }
 
-// WaitTx polls until a broadcast tx is in a block, or the inclusion timeout.
-func (c *Client) WaitTx(ctx context.Context, hash string) (*TxResult, error) {
+// WaitTx polls until a broadcast tx is in a block, or the inclusion timeout. While it is
+// in none, its signed bytes bz are sent again every resendEvery: CheckTx accepting a tx
+// does not keep it, since a validator killed and restarted comes back with an empty
+// mempool, and a tx lost so would otherwise fail its caller after the whole timeout (a
+// PoCP reveal or a task's commit past its window). A node that still holds the tx answers
+// the copy from its cache, and one that committed it refuses the used sequence: the same
+// bytes are never applied twice.
+func (c *Client) WaitTx(ctx context.Context, hash string, bz []byte) (*TxResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.InclusionTimeout)
 	defer cancel()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
+	sent := time.Now()
 	for {
 		res, err := c.Tx.GetTx(ctx, &txtypes.GetTxRequest{Hash: hash})
 		if err == nil && res.TxResponse != nil {
@@ -407,11 +415,33 @@ func (c *Client) WaitTx(ctx context.Context, hash string) (*TxResult, error) {
 		if err != nil && !notFound(err) {
 			c.log.Debug("get tx", "hash", hash, "err", err)
 		}
+		if bz != nil && time.Since(sent) >= resendEvery {
+			c.resend(ctx, hash, bz)
+			sent = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("tx %s not in a block after %s: %w", hash, c.cfg.InclusionTimeout, ctx.Err())
 		case <-t.C:
 		}
+	}
+}
+
+// resendEvery spaces WaitTx's sends of a tx that is in no block yet.
+var resendEvery = 3 * time.Second
+
+// resend sends a waiting tx's bytes once more. Only a node that had lost the tx takes
+// them (code 0); its cache's answer, a used sequence or an unreachable node leave the wait
+// as it was.
+func (c *Client) resend(ctx context.Context, hash string, bz []byte) {
+	res, err := c.Tx.BroadcastTx(ctx, &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
+	switch {
+	case err != nil:
+		c.log.Debug("resend tx", "hash", hash, "err", err)
+	case res.TxResponse.Code == 0:
+		c.log.Warn("tx sent again: the node no longer held it (a restarted node loses its mempool)", "hash", hash)
+	default:
+		c.log.Debug("resend tx", "hash", hash, "code", res.TxResponse.Code, "log", res.TxResponse.RawLog)
 	}
 }
 
