@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,7 +59,8 @@ func TestSignerAgainstNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := chain.Dial(ctx, chain.Config{GRPC: val.AppConfig.GRPC.Address}, log)
+	var resent atomic.Int32
+	c, err := chain.Dial(ctx, chain.Config{GRPC: val.AppConfig.GRPC.Address, Resent: func() { resent.Add(1) }}, log)
 	require.NoError(t, err)
 	defer func() { _ = c.Close() }()
 	require.Equal(t, network.ChainID, c.ChainID())
@@ -133,8 +135,10 @@ func TestSignerAgainstNode(t *testing.T) {
 		defer func() { c.Tx = lose.ServiceClient }()
 		wait, cancelWait := context.WithTimeout(ctx, 20*time.Second)
 		defer cancelWait()
+		require.Zero(t, resent.Load(), "no tx was lost before")
 		res, err := s.Submit(wait, send(1))
 		require.NoError(t, err, "the lost tx is sent again and lands")
+		require.EqualValues(t, 1, resent.Load(), "the node took the lost tx again once (the metric's count)")
 		require.NotZero(t, res.Height)
 		require.GreaterOrEqual(t, len(lose.sent), 2)
 		for _, bz := range lose.sent[1:] {

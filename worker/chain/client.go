@@ -50,6 +50,9 @@ type Config struct {
 	InclusionTimeout time.Duration
 	// Denom of fees (default udps).
 	Denom string
+	// Resent, when set, is called for each tx the node had accepted and then lost (a
+	// restarted node empties its mempool) and took again when WaitTx sent it once more.
+	Resent func()
 	// WaitForNode keeps Dial trying, with a backoff up to 30 s and a warning each time,
 	// while the node does not answer (a worker started before its node, or while the
 	// node restarts) until ctx ends; otherwise Dial fails at once (the CLI's commands).

@@ -440,6 +440,9 @@ func (c *Client) resend(ctx context.Context, hash string, bz []byte) {
 		c.log.Debug("resend tx", "hash", hash, "err", err)
 	case res.TxResponse.Code == 0:
 		c.log.Warn("tx sent again: the node no longer held it (a restarted node loses its mempool)", "hash", hash)
+		if c.cfg.Resent != nil {
+			c.cfg.Resent()
+		}
 	default:
 		c.log.Debug("resend tx", "hash", hash, "code", res.TxResponse.Code, "log", res.TxResponse.RawLog)
 	}

@@ -132,8 +132,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err != nil {
 		return err
 	}
+	metrics := telemetry.New()
 	// a daemon outlives its node's restarts: it waits for the node rather than exiting
-	client, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, TLS: clientTLS, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice, WaitForNode: true}, log.With("component", "chain"))
+	client, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, TLS: clientTLS, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice,
+		WaitForNode: true, Resent: metrics.TxResent}, log.With("component", "chain"))
 	if err != nil {
 		return err
 	}
@@ -162,7 +164,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err != nil {
 		return err
 	}
-	metrics := telemetry.New()
 	metrics.SetInfo(Version, inv.Backend())
 	publicURL := cfg.Outputs.PublicURL
 	if publicURL == "" {

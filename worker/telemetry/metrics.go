@@ -64,6 +64,7 @@ type Metrics struct {
 
 	txBroadcast *prometheus.CounterVec
 	txFailed    *prometheus.CounterVec
+	txResent    prometheus.Counter
 	chainHeight prometheus.Gauge
 	// chainHeightAgeFn reads the age at scrape time.
 	chainHeightAgeFn prometheus.GaugeFunc
@@ -152,6 +153,9 @@ func New(opts ...Option) *Metrics {
 
 	m.txBroadcast = counterVec("txs_broadcast_total", "Transactions broadcast, by Msg type.", labelMsgType)
 	m.txFailed = counterVec("txs_failed_total", "Transactions that failed (rejected, non-zero code, not included), by Msg type.", labelMsgType)
+	m.txResent = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "txs_resent_total",
+		Help: "Transactions the node had accepted and then lost (a restarted node empties its mempool), taken again when the worker sent them once more."})
+	m.reg.MustRegister(m.txResent)
 	m.chainHeight = gauge("chain_height", "Last chain height the worker saw.")
 	m.chainHeightAgeFn = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "chain_height_age_seconds",
@@ -268,6 +272,9 @@ func (m *Metrics) TxFailed(msgTypes ...string) {
 		m.txFailed.WithLabelValues(t).Inc()
 	}
 }
+
+// TxResent counts a transaction the node had lost and took again (chain.Config.Resent).
+func (m *Metrics) TxResent() { m.txResent.Inc() }
 
 // ChainHeight records the latest height seen; the age restarts when the
 // height moves up, so a stalled chain or a lost connection shows as a growing

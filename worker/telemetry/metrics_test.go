@@ -202,6 +202,7 @@ func TestPoCPTxAndInfoMetrics(t *testing.T) {
 	m.TxBroadcast(reveal, hb)
 	m.TxBroadcast(hb)
 	m.TxFailed(reveal)
+	m.TxResent()
 	m.SetInfo("v0.1.0", gpu.BackendNone)
 	m.SetInfo("v0.1.0", gpu.BackendNVML)
 	m.SetReady(true)
@@ -224,12 +225,15 @@ flops_worker_txs_broadcast_total{msg_type="/flops.market.v1.MsgRevealResult"} 1
 # HELP flops_worker_txs_failed_total Transactions that failed (rejected, non-zero code, not included), by Msg type.
 # TYPE flops_worker_txs_failed_total counter
 flops_worker_txs_failed_total{msg_type="/flops.market.v1.MsgRevealResult"} 1
+# HELP flops_worker_txs_resent_total Transactions the node had accepted and then lost (a restarted node empties its mempool), taken again when the worker sent them once more.
+# TYPE flops_worker_txs_resent_total counter
+flops_worker_txs_resent_total 1
 # HELP flops_worker_up 1 while the worker process runs.
 # TYPE flops_worker_up gauge
 flops_worker_up 0
 `
 	compareText(t, gatherText(t, m.Registry(),
-		"flops_worker_pocp_gflops", "flops_worker_txs_broadcast_total", "flops_worker_txs_failed_total",
+		"flops_worker_pocp_gflops", "flops_worker_txs_broadcast_total", "flops_worker_txs_failed_total", "flops_worker_txs_resent_total",
 		"flops_worker_info", "flops_worker_ready", "flops_worker_up"), want)
 	if got := countSeries(t, m.pocpSolve); got != 1 {
 		t.Errorf("%d solve series", got)
