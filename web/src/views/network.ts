@@ -199,22 +199,22 @@ export class NetworkView extends View {
             <div class="charts">
               <flops-line-chart label="GFL index by epoch" x-label="epoch" .x=${d.epochs} .series=${d.gflByEpoch}></flops-line-chart>
               <flops-line-chart label="Emission per epoch" x-label="epoch" .x=${d.epochs} .series=${d.emissionByEpoch}></flops-line-chart>
-              ${isRefused(d.byClass)
-                ? html`<figure><figcaption>Schedulable nodes by GPU class</figcaption>${this.refusal("classes-refused", "count the schedulable nodes by class", d.byClass, "a node from before the schedulable counts does not serve them")}</figure>`
-                : html`<flops-bars label="Schedulable nodes by GPU class" .items=${d.byClass}></flops-bars>`}
-              ${isRefused(d.byRegion)
-                ? html`<figure><figcaption>Schedulable nodes by region</figcaption>${this.refusal("regions-refused", "count the schedulable nodes by region", d.byRegion, "a node from before the schedulable counts does not serve them")}</figure>`
-                : html`<flops-bars label=${`Schedulable nodes by region${d.regionsCut ? ` (of the first ${regionsRead.toLocaleString("en-US")} regions by name)` : ""}`} .items=${d.byRegion}></flops-bars>`}
-              ${isRefused(d.byStatus)
-                ? html`<figure><figcaption>Nodes by status</figcaption>${this.refusal("nodes-refused", "count the nodes", d.byStatus)}</figure>`
-                : html`<flops-bars label="Nodes by status" .items=${d.byStatus}></flops-bars>`}
-              ${isRefused(d.jobs)
-                ? html`<figure><figcaption>Jobs by status</figcaption>${this.refusal("jobs-refused", "count the jobs", d.jobs, "a node from before the job counts does not serve them")}</figure>`
-                : html`<flops-bars label="Jobs by status" .items=${d.jobs}></flops-bars>`}
+              ${this.bars("Schedulable nodes by GPU class", d.byClass, "classes-refused", "count the schedulable nodes by class", "a node from before the schedulable counts does not serve them")}
+              ${this.bars(`Schedulable nodes by region${d.regionsCut ? ` (of the first ${regionsRead.toLocaleString("en-US")} regions by name)` : ""}`, d.byRegion,
+                "regions-refused", "count the schedulable nodes by region", "a node from before the schedulable counts does not serve them")}
+              ${this.bars("Nodes by status", d.byStatus, "nodes-refused", "count the nodes")}
+              ${this.bars("Jobs by status", d.jobs, "jobs-refused", "count the jobs", "a node from before the job counts does not serve them")}
               <flops-bars label="Verified GFLOP/s by workload" .items=${d.byWorkload}></flops-bars>
             </div>`
         : ""}
     </section>`;
+  }
+
+  /** bars is a bar chart of items, or under its label the node's refusal to give them (refusal's arguments). */
+  private bars(label: string, items: { label: string; value: number }[] | Refused, testId: string, what: string, why?: string) {
+    return isRefused(items)
+      ? html`<figure><figcaption>${label}</figcaption>${this.refusal(testId, what, items, why)}</figure>`
+      : html`<flops-bars label=${label} .items=${items}></flops-bars>`;
   }
 
   /** refusal says that the node would not give a figure, and why (why: what may have caused it). */
