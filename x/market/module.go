@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 12
+const ConsensusVersion = 13
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -114,6 +114,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 11, func(ctx sdk.Context) error { return m.Migrate11to12(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 11 to 12: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 12, func(ctx sdk.Context) error { return m.Migrate12to13(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 12 to 13: %w", types.ModuleName, err))
 	}
 }
 

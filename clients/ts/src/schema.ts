@@ -457,6 +457,7 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "verification_timeout", a: "verification_timeout", t: "verificationTimeout", k: "duration", keep: true },
       { n: "billing_granularity", a: "billing_granularity", t: "billingGranularity", k: "duration", keep: true },
       { n: "failure_penalty_multiple", a: "failure_penalty_multiple", t: "failurePenaltyMultiple", k: "uint32" },
+      { n: "task_disk_mib_per_gpu", a: "task_disk_mib_per_gpu", t: "taskDiskMibPerGpu", k: "uint64" },
     ],
   },
   "flops.market.v1.PoolSpec": {

@@ -439,6 +439,23 @@ func (m Migrator) Migrate11to12(ctx context.Context) error {
 	return nil
 }
 
+// Migrate12to13: the params gain task_disk_mib_per_gpu (the disk a task may fill on
+// its provider's machine), which a version 12 chain stores as 0, a value Validate
+// refuses: it is set to the default. The work is one read and one write.
+func (m Migrator) Migrate12to13(ctx context.Context) error {
+	p, err := m.k.Params.Get(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate 12 to 13: %w", err)
+	}
+	if p.TaskDiskMibPerGpu == 0 {
+		p.TaskDiskMibPerGpu = types.DefaultTaskDiskMiBPerGPU
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("migrate 12 to 13: %w", err)
+	}
+	return m.k.Params.Set(ctx, p)
+}
+
 // keysIn reads a key set's keys in a range, whole (a caller that writes the set, or
 // another collection, does so after the iterator is closed).
 func keysIn[K any](ctx context.Context, set collections.KeySet[K], r collections.Ranger[K]) ([]K, error) {

@@ -431,3 +431,23 @@ func TestMigrate6to7RefusesAnEntryItsTaskDoesNotMatch(t *testing.T) {
 		})
 	}
 }
+
+// Version 12's params have no task_disk_mib_per_gpu (stored as 0, which Validate
+// refuses); the migration to 13 sets the default and keeps a value governance set.
+func TestMigrate12to13SetsTheTaskDisk(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.params()
+	p.TaskDiskMibPerGpu = 0
+	require.NoError(t, f.k.Params.Set(f.ctx, p))
+	require.ErrorIs(t, p.Validate(), types.ErrInvalidParams)
+	require.NoError(t, keeper.NewMigrator(f.k).Migrate12to13(f.ctx))
+	got := f.params()
+	require.EqualValues(t, types.DefaultTaskDiskMiBPerGPU, got.TaskDiskMibPerGpu)
+	p.TaskDiskMibPerGpu = types.DefaultTaskDiskMiBPerGPU
+	require.Equal(t, p, got, "nothing else changed")
+
+	got.TaskDiskMibPerGpu = 500 << 10
+	require.NoError(t, f.k.Params.Set(f.ctx, got))
+	require.NoError(t, keeper.NewMigrator(f.k).Migrate12to13(f.ctx))
+	require.EqualValues(t, 500<<10, f.params().TaskDiskMibPerGpu)
+}

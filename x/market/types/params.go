@@ -2,6 +2,7 @@ package types
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	errorsmod "cosmossdk.io/errors"
@@ -59,7 +60,29 @@ func DefaultParams() Params {
 		VerificationTimeout:     6 * time.Hour,
 		BillingGranularity:      time.Minute,
 		FailurePenaltyMultiple:  2,
+		TaskDiskMibPerGpu:       DefaultTaskDiskMiBPerGPU,
 	}
+}
+
+// The disk a task may fill per GPU it asks for (task_disk_mib_per_gpu): the default,
+// 100 GiB (an 8-GPU task gets 800 GiB; governance raises it for the checkpoints of
+// bigger models), and the bounds governance keeps it in: at least 1 GiB, so that no
+// setting fails every job, and at most 16 TiB.
+const (
+	DefaultTaskDiskMiBPerGPU = 100 << 10
+	MinTaskDiskMiBPerGPU     = 1 << 10
+	MaxTaskDiskMiBPerGPU     = 16 << 20
+)
+
+// TaskDiskBytes is the disk a job's task may fill on its provider's machine:
+// task_disk_mib_per_gpu for each GPU the job asks for (at most MaxUint64 bytes, which
+// valid params and specs stay far below).
+func (p Params) TaskDiskBytes(r Requirements) uint64 {
+	gpus := uint64(r.GPUs())
+	if p.TaskDiskMibPerGpu > math.MaxUint64>>20/gpus {
+		return math.MaxUint64
+	}
+	return p.TaskDiskMibPerGpu << 20 * gpus
 }
 
 // GemmRnLimit bounds gemm_max_rn: gemm_n x gemm_r below 2^22 keeps every entry of a
@@ -128,6 +151,7 @@ func (p Params) validate() error {
 		validate.Range("assign_retry_max_blocks", p.AssignRetryMaxBlocks, 1, 10_000),
 		validate.Range("result_penalty_multiple", p.ResultPenaltyMultiple, 1, 1_000),
 		validate.Range("failure_penalty_multiple", p.FailurePenaltyMultiple, 1, 1_000),
+		validate.Range("task_disk_mib_per_gpu", p.TaskDiskMibPerGpu, MinTaskDiskMiBPerGPU, MaxTaskDiskMiBPerGPU),
 		validate.Range("gemm_max_rn", p.GemmMaxRn, 256, GemmRnLimit),
 		validateGasPrice("reveal_gas_price", p.RevealGasPrice),
 	} {

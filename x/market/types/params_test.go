@@ -1,6 +1,7 @@
 package types_test
 
 import (
+	"math"
 	"testing"
 
 	sdkmath "cosmossdk.io/math"
@@ -55,5 +56,31 @@ func TestParamsValidateRejects(t *testing.T) {
 		bad("scheduler_max_scan 4: must be at least scheduler_candidates", func(p *types.Params) { p.SchedulerMaxScan = 4 }),
 		bad("job_retention_blocks", func(p *types.Params) { p.JobRetentionBlocks = 0 }),
 		bad("max_history_per_job", func(p *types.Params) { p.MaxHistoryPerJob = 100_001 }),
+		bad("task_disk_mib_per_gpu", func(p *types.Params) { p.TaskDiskMibPerGpu = 0 }),
+		bad("task_disk_mib_per_gpu", func(p *types.Params) { p.TaskDiskMibPerGpu = types.MinTaskDiskMiBPerGPU - 1 }),
+		bad("task_disk_mib_per_gpu", func(p *types.Params) { p.TaskDiskMibPerGpu = types.MaxTaskDiskMiBPerGPU + 1 }),
 	})
+}
+
+// A task's disk is task_disk_mib_per_gpu for each GPU its job asks for (gpu_count 0 is
+// one GPU), and the product never wraps around.
+func TestTaskDiskBytes(t *testing.T) {
+	p := types.DefaultParams()
+	for _, c := range []struct {
+		perGPU uint64
+		gpus   uint32
+		want   uint64
+	}{
+		{types.DefaultTaskDiskMiBPerGPU, 0, 100 << 30},
+		{types.DefaultTaskDiskMiBPerGPU, 1, 100 << 30},
+		{types.DefaultTaskDiskMiBPerGPU, 8, 800 << 30},
+		{types.MaxTaskDiskMiBPerGPU, types.MaxGPUsPerTask, 256 << 40},
+		{1 << 44, 1 << 20, math.MaxUint64},
+		{math.MaxUint64, 1, math.MaxUint64},
+	} {
+		p.TaskDiskMibPerGpu = c.perGPU
+		if got := p.TaskDiskBytes(types.Requirements{GpuCount: c.gpus}); got != c.want {
+			t.Errorf("%d MiB per GPU x %d GPUs: %d bytes, want %d", c.perGPU, c.gpus, got, c.want)
+		}
+	}
 }

@@ -603,6 +603,9 @@ const (
 	FailureReason_FAILURE_REASON_OUT_OF_MEMORY FailureReason = 4
 	// FAILURE_REASON_TIMEOUT: the job ran past its max_duration.
 	FailureReason_FAILURE_REASON_TIMEOUT FailureReason = 5
+	// FAILURE_REASON_DISK: the job filled more disk than task_disk_mib_per_gpu allows it
+	// (or made more files than a result may hold) and was stopped.
+	FailureReason_FAILURE_REASON_DISK FailureReason = 6
 )
 
 // Enum value maps for FailureReason.
@@ -614,6 +617,7 @@ var (
 		3: "FAILURE_REASON_IMAGE",
 		4: "FAILURE_REASON_OUT_OF_MEMORY",
 		5: "FAILURE_REASON_TIMEOUT",
+		6: "FAILURE_REASON_DISK",
 	}
 	FailureReason_value = map[string]int32{
 		"FAILURE_REASON_UNSPECIFIED":   0,
@@ -622,6 +626,7 @@ var (
 		"FAILURE_REASON_IMAGE":         3,
 		"FAILURE_REASON_OUT_OF_MEMORY": 4,
 		"FAILURE_REASON_TIMEOUT":       5,
+		"FAILURE_REASON_DISK":          6,
 	}
 )
 
@@ -917,8 +922,15 @@ type Params struct {
 	// reserves that much of its provider's collateral (x/market/README.md, "Failure is a
 	// result").
 	FailurePenaltyMultiple uint32 `protobuf:"varint,44,opt,name=failure_penalty_multiple,json=failurePenaltyMultiple,proto3" json:"failure_penalty_multiple,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// task_disk_mib_per_gpu: the disk a task may fill on its provider's machine (its
+	// outputs, checkpoints, scratch files and logs, as the disk's blocks count them), in MiB
+	// per GPU the job asks for (requirements.gpu_count). Every worker holds a task to this
+	// same figure, so a job that writes more fails with FAILURE_REASON_DISK wherever it
+	// runs, and the report of it is confirmed; a provider offers at least this much space
+	// per GPU.
+	TaskDiskMibPerGpu uint64 `protobuf:"varint,45,opt,name=task_disk_mib_per_gpu,json=taskDiskMibPerGpu,proto3" json:"task_disk_mib_per_gpu,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Params) Reset() {
@@ -1255,6 +1267,13 @@ func (x *Params) GetBillingGranularity() *durationpb.Duration {
 func (x *Params) GetFailurePenaltyMultiple() uint32 {
 	if x != nil {
 		return x.FailurePenaltyMultiple
+	}
+	return 0
+}
+
+func (x *Params) GetTaskDiskMibPerGpu() uint64 {
+	if x != nil {
+		return x.TaskDiskMibPerGpu
 	}
 	return 0
 }
@@ -4070,7 +4089,7 @@ var File_flops_market_v1_types_proto protoreflect.FileDescriptor
 
 const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x1bflops/market/v1/types.proto\x12\x0fflops.market.v1\x1a\x14gogoproto/gogo.proto\x1a\x11amino/amino.proto\x1a\x19cosmos_proto/cosmos.proto\x1a\x1ecosmos/base/v1beta1/coin.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18flops/gfl/v1/types.proto\"\xd4\x12\n" +
+	"\x1bflops/market/v1/types.proto\x12\x0fflops.market.v1\x1a\x14gogoproto/gogo.proto\x1a\x11amino/amino.proto\x1a\x19cosmos_proto/cosmos.proto\x1a\x1ecosmos/base/v1beta1/coin.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18flops/gfl/v1/types.proto\"\x86\x13\n" +
 	"\x06Params\x12\x14\n" +
 	"\x05denom\x18\x01 \x01(\tR\x05denom\x12/\n" +
 	"\x14max_assign_per_block\x18\x02 \x01(\rR\x11maxAssignPerBlock\x12,\n" +
@@ -4119,7 +4138,8 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"cosmos.Dec\xa8\xe7\xb0*\x01R\x0erevealGasPrice\x12[\n" +
 	"\x14verification_timeout\x18* \x01(\v2\x19.google.protobuf.DurationB\r\xc8\xde\x1f\x00\x98\xdf\x1f\x01\xa8\xe7\xb0*\x01R\x13verificationTimeout\x12Y\n" +
 	"\x13billing_granularity\x18+ \x01(\v2\x19.google.protobuf.DurationB\r\xc8\xde\x1f\x00\x98\xdf\x1f\x01\xa8\xe7\xb0*\x01R\x12billingGranularity\x128\n" +
-	"\x18failure_penalty_multiple\x18, \x01(\rR\x16failurePenaltyMultiple:\x1a\x8a\xe7\xb0*\x15flops/x/market/Params\"\xfe\x03\n" +
+	"\x18failure_penalty_multiple\x18, \x01(\rR\x16failurePenaltyMultiple\x120\n" +
+	"\x15task_disk_mib_per_gpu\x18- \x01(\x04R\x11taskDiskMibPerGpu:\x1a\x8a\xe7\xb0*\x15flops/x/market/Params\"\xfe\x03\n" +
 	"\aDispute\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1c.flops.market.v1.DisputeKindR\x04kind\x12\x15\n" +
@@ -4474,14 +4494,15 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x12TASK_STATUS_FAILED\x10\b\x12\x17\n" +
 	"\x13TASK_STATUS_EXPIRED\x10\t\x12\x19\n" +
 	"\x15TASK_STATUS_CANCELLED\x10\n" +
-	"\x1a\x04\x88\xa3\x1e\x00*\xc0\x01\n" +
+	"\x1a\x04\x88\xa3\x1e\x00*\xd9\x01\n" +
 	"\rFailureReason\x12\x1e\n" +
 	"\x1aFAILURE_REASON_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13FAILURE_REASON_EXIT\x10\x01\x12\x18\n" +
 	"\x14FAILURE_REASON_INPUT\x10\x02\x12\x18\n" +
 	"\x14FAILURE_REASON_IMAGE\x10\x03\x12 \n" +
 	"\x1cFAILURE_REASON_OUT_OF_MEMORY\x10\x04\x12\x1a\n" +
-	"\x16FAILURE_REASON_TIMEOUT\x10\x05\x1a\x04\x88\xa3\x1e\x00*\xc9\x01\n" +
+	"\x16FAILURE_REASON_TIMEOUT\x10\x05\x12\x17\n" +
+	"\x13FAILURE_REASON_DISK\x10\x06\x1a\x04\x88\xa3\x1e\x00*\xc9\x01\n" +
 	"\rFailureStatus\x12\x1e\n" +
 	"\x1aFAILURE_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16FAILURE_STATUS_PENDING\x10\x01\x12\x1c\n" +

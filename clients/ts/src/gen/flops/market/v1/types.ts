@@ -570,6 +570,11 @@ export enum FailureReason {
   FAILURE_REASON_OUT_OF_MEMORY = 4,
   /** FAILURE_REASON_TIMEOUT - FAILURE_REASON_TIMEOUT: the job ran past its max_duration. */
   FAILURE_REASON_TIMEOUT = 5,
+  /**
+   * FAILURE_REASON_DISK - FAILURE_REASON_DISK: the job filled more disk than task_disk_mib_per_gpu allows it
+   * (or made more files than a result may hold) and was stopped.
+   */
+  FAILURE_REASON_DISK = 6,
   UNRECOGNIZED = -1,
 }
 
@@ -593,6 +598,9 @@ export function failureReasonFromJSON(object: any): FailureReason {
     case 5:
     case "FAILURE_REASON_TIMEOUT":
       return FailureReason.FAILURE_REASON_TIMEOUT;
+    case 6:
+    case "FAILURE_REASON_DISK":
+      return FailureReason.FAILURE_REASON_DISK;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -614,6 +622,8 @@ export function failureReasonToJSON(object: FailureReason): string {
       return "FAILURE_REASON_OUT_OF_MEMORY";
     case FailureReason.FAILURE_REASON_TIMEOUT:
       return "FAILURE_REASON_TIMEOUT";
+    case FailureReason.FAILURE_REASON_DISK:
+      return "FAILURE_REASON_DISK";
     case FailureReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -943,6 +953,15 @@ export interface Params {
    * result").
    */
   failurePenaltyMultiple: number;
+  /**
+   * task_disk_mib_per_gpu: the disk a task may fill on its provider's machine (its
+   * outputs, checkpoints, scratch files and logs, as the disk's blocks count them), in MiB
+   * per GPU the job asks for (requirements.gpu_count). Every worker holds a task to this
+   * same figure, so a job that writes more fails with FAILURE_REASON_DISK wherever it
+   * runs, and the report of it is confirmed; a provider offers at least this much space
+   * per GPU.
+   */
+  taskDiskMibPerGpu: bigint;
 }
 
 /** Dispute is a committee convened over one task's result. */
@@ -1666,6 +1685,7 @@ function createBaseParams(): Params {
     verificationTimeout: undefined,
     billingGranularity: undefined,
     failurePenaltyMultiple: 0,
+    taskDiskMibPerGpu: 0n,
   };
 }
 
@@ -1832,6 +1852,12 @@ export const Params: MessageFns<Params> = {
     }
     if (message.failurePenaltyMultiple !== 0) {
       writer.uint32(352).uint32(message.failurePenaltyMultiple);
+    }
+    if (message.taskDiskMibPerGpu !== 0n) {
+      if (BigInt.asUintN(64, message.taskDiskMibPerGpu) !== message.taskDiskMibPerGpu) {
+        throw new globalThis.Error("value provided for field message.taskDiskMibPerGpu of type uint64 too large");
+      }
+      writer.uint32(360).uint64(message.taskDiskMibPerGpu);
     }
     return writer;
   },
@@ -2201,6 +2227,14 @@ export const Params: MessageFns<Params> = {
             message.failurePenaltyMultiple = reader.uint32();
             continue;
           }
+          case 45: {
+            if (tag !== 360) {
+              break;
+            }
+
+            message.taskDiskMibPerGpu = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2431,6 +2465,11 @@ export const Params: MessageFns<Params> = {
         : isSet(object.failure_penalty_multiple)
         ? globalThis.Number(object.failure_penalty_multiple)
         : 0,
+      taskDiskMibPerGpu: isSet(object.taskDiskMibPerGpu)
+        ? BigInt(object.taskDiskMibPerGpu)
+        : isSet(object.task_disk_mib_per_gpu)
+        ? BigInt(object.task_disk_mib_per_gpu)
+        : 0n,
     };
   },
 
@@ -2568,6 +2607,9 @@ export const Params: MessageFns<Params> = {
     if (message.failurePenaltyMultiple !== 0) {
       obj.failurePenaltyMultiple = Math.round(message.failurePenaltyMultiple);
     }
+    if (message.taskDiskMibPerGpu !== 0n) {
+      obj.taskDiskMibPerGpu = message.taskDiskMibPerGpu.toString();
+    }
     return obj;
   },
 
@@ -2651,6 +2693,9 @@ export const Params: MessageFns<Params> = {
       ? Duration.fromPartial(object.billingGranularity)
       : undefined;
     message.failurePenaltyMultiple = object.failurePenaltyMultiple ?? 0;
+    message.taskDiskMibPerGpu = (object.taskDiskMibPerGpu !== undefined && object.taskDiskMibPerGpu !== null)
+      ? BigInt(object.taskDiskMibPerGpu)
+      : 0n;
     return message;
   },
 };
