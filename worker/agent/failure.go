@@ -26,6 +26,10 @@ func jobFault(runtime markettypes.Runtime, err error) (markettypes.FailureReason
 		return 0, 0, false
 	case errors.Is(err, executor.ErrMaxDuration):
 		return markettypes.FAILURE_REASON_TIMEOUT, 0, true
+	case errors.Is(err, executor.ErrDiskQuota):
+		// every worker holds a task to the chain's task_disk_mib_per_gpu: another
+		// operator's run of it fills its disk too, and confirms the report
+		return markettypes.FAILURE_REASON_DISK, 0, true
 	case errors.Is(err, executor.ErrInputDigest), errors.Is(err, executor.ErrInputFetch):
 		return markettypes.FAILURE_REASON_INPUT, 0, true
 	case errors.As(err, &exit):

@@ -84,6 +84,43 @@ func TestWorkersReportAFailingJob(t *testing.T) {
 	require.Equal(t, "boom\n", string(b[:n]))
 }
 
+// A job that fills its provider's disk: it writes up to 3 GiB where the chain lets a
+// task fill 1 GiB per GPU (task_disk_mib_per_gpu at its minimum), then waits out its
+// max_duration. Each worker stops it at that limit, not its max_duration, and reports
+// FAILURE_REASON_DISK; the second report, from the other operator, confirms the first:
+// the job ends FAILED and neither provider is slashed. Without the limit the first
+// machine holds the whole 3 GiB and the task runs on for its 10 minutes.
+func TestAttackJobFillsTheProvidersDisk(t *testing.T) {
+	a := appWithProvidersEdit(t, []string{"p1", "p2"}, func(m *markettypes.Params) { m.TaskDiskMibPerGpu = markettypes.MinTaskDiskMiBPerGPU })
+	var mu sync.Mutex
+	w1, w2 := newWorker(t, &mu, a, "p1", nil), newWorker(t, &mu, a, "p2", nil)
+	j := job(t, a, processSpec(a, `i=0; while [ $i -lt 48 ]; do dd if=/dev/zero of="$FLOPS_OUTPUT_DIR/fill.$i" bs=1M count=64 2>/dev/null; i=$((i+1)); done; sleep 600`))
+	q := markettypesQuery(a)
+	failed := func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_FAILED
+	}
+	// the runs take the time of their writes: blocks every 100 ms, for at most a minute
+	for deadline := time.Now().Add(time.Minute); !failed() && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		tick(t, a, w1, w2)
+	}
+	require.True(t, failed(), "the job failed on both machines within a minute")
+	task, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: 1})
+	require.NoError(t, err)
+	fs := task.Task.Failures
+	require.Len(t, fs, 2)
+	require.NotEqual(t, fs[0].Provider, fs[1].Provider)
+	for _, f := range fs {
+		require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, f.Status)
+		require.Equal(t, markettypes.FAILURE_REASON_DISK, f.Reason)
+		require.Contains(t, f.Detail, "more than 1073741824 bytes of disk")
+	}
+	ss := sstypes.NewQueryClient(a.QueryConn())
+	require.Zero(t, slashCount(t, a, ss, a.Account("p1").Address))
+	require.Zero(t, slashCount(t, a, ss, a.Account("p2").Address))
+}
+
 // A job that fails on the first machine only (a broken node; here the first run leaves a
 // mark and fails, every later run succeeds): the first worker reports the failure, the
 // task is reassigned and succeeds on the other operator's machine, and the report is

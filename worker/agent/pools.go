@@ -30,6 +30,9 @@ type claim struct {
 	unit  markettypes.Unit
 	res   executor.Result
 	phase claimPhase
+	// disk is the disk its run may fill (the market's task_disk_mib_per_gpu for each GPU
+	// of the pool's spec), read with the params of the block that claimed it
+	disk uint64
 }
 
 // withdrawAfter: credits are withdrawn once this many units are credited (or the pool
@@ -248,7 +251,7 @@ func (a *Agent) race(ctx context.Context, height int64, pool markettypes.Pool) {
 		a.mu.Lock()
 		_, taken := a.claims[key]
 		if !taken && !excluded {
-			a.claims[key] = &claim{pool: pool, unit: u, phase: claimComputing}
+			a.claims[key] = &claim{pool: pool, unit: u, phase: claimComputing, disk: a.params.TaskDiskBytes(pool.Spec.Requirements)}
 		}
 		c := a.claims[key]
 		a.mu.Unlock()
@@ -290,7 +293,7 @@ func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
 	spec := executor.Spec{
 		TaskID: id, Runtime: c.pool.Spec.Runtime, Image: c.pool.Spec.Image,
 		Command: c.pool.Spec.Command, Env: c.pool.Spec.Env, Inputs: []markettypes.Input{c.unit.Input}, Builtin: c.pool.Spec.Builtin,
-		GPUs: gpus, MaxDuration: c.pool.Spec.UnitMaxDuration,
+		GPUs: gpus, MaxDuration: c.pool.Spec.UnitMaxDuration, MaxDiskBytes: c.disk,
 	}
 	if c.pool.Spec.Runtime == markettypes.RUNTIME_BUILTIN && c.pool.Spec.Image == markettypes.BuiltinGemm {
 		g := c.pool.UnitGemm(c.unit)

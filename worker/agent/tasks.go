@@ -136,6 +136,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 		TaskID: t.Id, JobID: t.JobId, Index: t.Index, Runtime: job.Job.Spec.Runtime, Image: job.Job.Spec.Image,
 		Command: job.Job.Spec.ShardCommand(t.Index), Env: job.Job.Spec.Env, Inputs: job.Job.Spec.Inputs, Builtin: job.Job.Spec.Builtin,
 		MaxDuration: runLimit(job.Job.Spec.MaxDuration), GPUs: r.gpus, CheckpointInterval: job.Job.Spec.CheckpointInterval,
+		MaxDiskBytes: a.params.TaskDiskBytes(job.Job.Spec.Requirements),
 	}
 	if spec.Runtime == markettypes.RUNTIME_BUILTIN && spec.Image == markettypes.BuiltinGemm {
 		c := job.Job.GemmChallenge(t.Index)

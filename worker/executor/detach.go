@@ -45,6 +45,8 @@ type runRecord struct {
 	GPUs    []string            `json:"gpus,omitempty"`
 	// CheckpointInterval is the job's checkpoint_interval (0: checkpoints not watched).
 	CheckpointInterval time.Duration `json:"checkpoint_interval,omitempty"`
+	// MaxDiskBytes is the run's Spec.MaxDiskBytes (0: no bound).
+	MaxDiskBytes uint64 `json:"max_disk_bytes,omitempty"`
 	// PID is the wrapper's pid, which is also the process group id of the task.
 	PID int `json:"pid"`
 	// StartTicks is field 22 of /proc/<pid>/stat: the process start time in clock ticks
@@ -188,7 +190,7 @@ func (e *Executor) Adopt(ctx context.Context, taskID uint64, hooks Hooks) (Resul
 		stop = containerStop(ctx, log, rec.ContainerRuntime, rec.Container)
 	}
 	start := time.Now()
-	runErr := e.supervise(ctx, log, p, stop, d, hooks, rec.Resumed, rec.CheckpointInterval)
+	runErr := e.supervise(ctx, log, p, stop, d, hooks, rec.Resumed, rec.CheckpointInterval, rec.MaxDiskBytes)
 	res, err := e.collect(ctx, log, d, runErr)
 	return e.outcome(ctx, log, taskID, start, res, err)
 }

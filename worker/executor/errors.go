@@ -16,6 +16,9 @@ var (
 	ErrInputDigest = errors.New("input sha256 mismatch")
 	// ErrMaxDuration: the task ran past Spec.MaxDuration and was killed.
 	ErrMaxDuration = errors.New("task exceeded its max duration")
+	// ErrDiskQuota: the task's directories held more than Spec.MaxDiskBytes, or more than
+	// MaxOutputFiles files, and it was killed (disk.go).
+	ErrDiskQuota = errors.New("task filled more disk than it may")
 	// ErrNoContainerRuntime: a CONTAINER task on a machine with neither docker nor
 	// podman (or without the one Options.ContainerRuntime names).
 	ErrNoContainerRuntime = errors.New("no container runtime")

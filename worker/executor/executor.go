@@ -82,8 +82,11 @@ type Options struct {
 	Sandbox Sandbox
 	// MaxLogBytes bounds each captured log, stdout and stderr, once the task ends: its
 	// first and last halves are kept (0: DefaultMaxLogBytes). A running task writes its
-	// logs straight to files, unbounded until then.
+	// logs straight to files, bounded until then by its disk (Spec.MaxDiskBytes).
 	MaxLogBytes int64
+	// DiskPoll is how often the disk a running PROCESS or CONTAINER task fills is
+	// measured against its Spec.MaxDiskBytes (0: DefaultDiskPoll).
+	DiskPoll time.Duration
 }
 
 // Spec is one task to run, as the agent assembles it from the chain's job and task.
@@ -113,6 +116,11 @@ type Spec struct {
 	// FLOPS_CHECKPOINT_INTERVAL (seconds) and its checkpoints are reported at most once
 	// per interval (the newest one); 0: checkpoints are not watched.
 	CheckpointInterval time.Duration
+	// MaxDiskBytes bounds the disk a PROCESS or CONTAINER task fills (its outputs, logs,
+	// checkpoints and scratch files): past it, or past MaxOutputFiles files, the task is
+	// killed and Run returns an error wrapping ErrDiskQuota (disk.go). The agent sets the
+	// chain's task_disk_mib_per_gpu for each GPU the job asks for. 0: no bound.
+	MaxDiskBytes uint64
 }
 
 // Checkpoint is a file a task saved in its checkpoint directory.
@@ -209,6 +217,9 @@ func New(o Options) (*Executor, error) {
 	}
 	if o.CheckpointPoll <= 0 {
 		o.CheckpointPoll = DefaultCheckpointPoll
+	}
+	if o.DiskPoll <= 0 {
+		o.DiskPoll = DefaultDiskPoll
 	}
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace

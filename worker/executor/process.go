@@ -213,7 +213,7 @@ func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c c
 		TaskID: spec.TaskID, JobID: spec.JobID, Index: spec.Index, Runtime: spec.Runtime, Image: spec.Image,
 		Command: spec.Command, GPUs: spec.GPUs, PID: p.pid, Started: time.Now().UTC(), Resumed: resumed,
 		ContainerRuntime: c.runtime, Container: c.container, CheckpointInterval: spec.CheckpointInterval,
-		Cgroup: cgroup,
+		Cgroup: cgroup, MaxDiskBytes: spec.MaxDiskBytes,
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		rec.Deadline = dl.UTC()
@@ -224,7 +224,7 @@ func (e *Executor) execute(ctx context.Context, log *slog.Logger, spec Spec, c c
 	if err := writeRunRecord(d.root, rec); err != nil {
 		log.Warn("run record not written: the task will not survive a restart of the worker", "err", err)
 	}
-	return e.supervise(ctx, log, p, c.stop, d, hooks, resumed, spec.CheckpointInterval)
+	return e.supervise(ctx, log, p, c.stop, d, hooks, resumed, spec.CheckpointInterval, spec.MaxDiskBytes)
 }
 
 // lookCommand fails early, as exec would, on a command that cannot be found: the
@@ -256,17 +256,24 @@ func lookCommand(c command) error {
 // ends with ErrWorkerShutdown as its cause it returns at once, an error wrapping
 // ErrDetached and ErrWorkerShutdown, and leaves the process group running with its run
 // record in place. On any other end of ctx it calls stop, then sends SIGTERM to the
-// group, then SIGKILL after KillGrace. Whatever the command leaves running in its group
+// group, then SIGKILL after KillGrace; so it does when the task's directories exceed
+// maxDisk (watchDisk; 0: not watched). Whatever the command leaves running in its group
 // when it exits is killed. The captured logs are then bounded to MaxLogBytes each
 // (boundLog) and the run record removed. It returns nil on exit status 0, an *ExitError
-// otherwise, or context.Cause(ctx) when the task was stopped.
-func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProcess, stop func(), d taskDirs, hooks Hooks, resumed *Checkpoint, interval time.Duration) error {
+// otherwise, or the cause (context.Cause) when the task was stopped: ctx's, or an error
+// wrapping ErrDiskQuota.
+func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProcess, stop func(), d taskDirs, hooks Hooks, resumed *Checkpoint, interval time.Duration, maxDisk uint64) error {
+	ctx, stopTask := context.WithCancelCause(ctx)
+	defer stopTask(nil)
 	watcher := newCheckpointWatcher(d.checkpoint, hooks.Checkpoint, log, resumed, interval)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	var watching sync.WaitGroup
 	if hooks.Checkpoint != nil && interval > 0 {
 		watching.Go(func() { watcher.poll(watchCtx, min(e.opts.CheckpointPoll, interval)) })
+	}
+	if maxDisk > 0 {
+		watching.Go(func() { e.watchDisk(watchCtx, log, d, maxDisk, stopTask) })
 	}
 	if !p.await(ctx, 0) {
 		if errors.Is(context.Cause(ctx), ErrWorkerShutdown) {
@@ -300,6 +307,13 @@ func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProce
 	}
 	if hooks.Checkpoint != nil && interval > 0 {
 		watcher.scan(ctx, true)
+	}
+	if maxDisk > 0 {
+		// what it wrote since the last measure: a task over its disk fails however
+		// its end fell between two measures
+		if excess, _ := diskExcess(log, d, maxDisk); excess != nil {
+			return excess
+		}
 	}
 	return p.status(filepath.Join(d.root, exitFile), stderrTail)
 }
