@@ -55,22 +55,14 @@ func TestWorkersReportAFailingJob(t *testing.T) {
 		require.NoError(t, err)
 		return res.Job.Status == markettypes.JOB_STATUS_FAILED
 	}, w1, w2)
-	task, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: 1})
-	require.NoError(t, err)
-	fs := task.Task.Failures
-	require.Len(t, fs, 2)
-	require.NotEqual(t, fs[0].Provider, fs[1].Provider)
+	fs := confirmedByBoth(t, a, 1)
 	for _, f := range fs {
-		require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, f.Status)
 		require.Equal(t, markettypes.FAILURE_REASON_EXIT, f.Reason)
 		require.Equal(t, int32(2), f.ExitCode)
 		require.Equal(t, "command exited with code 2", f.Detail)
 		require.True(t, f.Paid.IsPositive(), "paid the confirmed time")
 	}
 	require.Equal(t, fs[0].LogRoot, fs[1].LogRoot, "the same job writes the same logs everywhere")
-	ss := sstypes.NewQueryClient(a.QueryConn())
-	require.Zero(t, slashCount(t, a, ss, a.Account("p1").Address))
-	require.Zero(t, slashCount(t, a, ss, a.Account("p2").Address))
 	// the owner reads the logs the root names, from the machine that reported first
 	w := w1
 	if fs[0].Provider == a.Account("p2").String() {
@@ -106,19 +98,28 @@ func TestAttackJobFillsTheProvidersDisk(t *testing.T) {
 		tick(t, a, w1, w2)
 	}
 	require.True(t, failed(), "the job failed on both machines within a minute")
-	task, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: 1})
+	for _, f := range confirmedByBoth(t, a, 1) {
+		require.Equal(t, markettypes.FAILURE_REASON_DISK, f.Reason)
+		require.Contains(t, f.Detail, "more than 1073741824 bytes of disk")
+	}
+}
+
+// confirmedByBoth is a task's two failure reports, from p1's and p2's runs, the second
+// confirming the first; neither provider is slashed.
+func confirmedByBoth(t *testing.T, a *apptest.App, taskID uint64) []markettypes.FailureReport {
+	t.Helper()
+	task, err := markettypesQuery(a).Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: taskID})
 	require.NoError(t, err)
 	fs := task.Task.Failures
 	require.Len(t, fs, 2)
 	require.NotEqual(t, fs[0].Provider, fs[1].Provider)
 	for _, f := range fs {
 		require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, f.Status)
-		require.Equal(t, markettypes.FAILURE_REASON_DISK, f.Reason)
-		require.Contains(t, f.Detail, "more than 1073741824 bytes of disk")
 	}
 	ss := sstypes.NewQueryClient(a.QueryConn())
 	require.Zero(t, slashCount(t, a, ss, a.Account("p1").Address))
 	require.Zero(t, slashCount(t, a, ss, a.Account("p2").Address))
+	return fs
 }
 
 // A job that fails on the first machine only (a broken node; here the first run leaves a
