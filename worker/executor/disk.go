@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -35,63 +37,131 @@ type diskUse struct {
 }
 
 // overDisk measures the task's directories and says how they exceed maxBytes or
-// maxFiles ("" when they do not). It stops counting as soon as they do. A
-// directory it cannot read is an excess too: the task made it unreadable, and its
-// contents could be anything (the result's hashing would fail on it as well).
+// maxFiles ("" when they do not). It stops counting as soon as they do. What the worker
+// cannot measure because of the task is an excess too: a directory made unreadable, or
+// paths nested past the system's limit on a path (PATH_MAX), under which a job would
+// otherwise hide what it writes (the result's hashing would fail on either as well).
 func overDisk(dirs []string, maxBytes uint64, maxFiles int) (string, diskUse, error) {
-	var use diskUse
-	linked := map[[2]uint64]bool{}
-	errOver := errors.New("over")
-	var why string
+	m := diskMeasure{maxBytes: maxBytes, maxFiles: maxFiles, linked: map[[2]uint64]bool{}}
 	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil // removed by the task while it was listed
-				}
-				if errors.Is(err, fs.ErrPermission) {
-					why = fmt.Sprintf("%s cannot be read by the worker", p)
-					return errOver
-				}
-				return err
-			}
-			info, err := d.Info()
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			use.files++
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				if !d.IsDir() && st.Nlink > 1 {
-					key := [2]uint64{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev is not uint64 on every platform
-					if linked[key] {
-						return nil
-					}
-					linked[key] = true
-				}
-				use.bytes += uint64(st.Blocks) * 512
-			} else {
-				use.bytes += uint64(max(info.Size(), 0))
-			}
-			switch {
-			case maxBytes > 0 && use.bytes > maxBytes:
-				why = fmt.Sprintf("more than %d bytes of disk", maxBytes)
-				return errOver
-			case use.files > maxFiles:
-				why = fmt.Sprintf("more than %d files", maxFiles)
-				return errOver
-			}
-			return nil
-		})
-		if errors.Is(err, errOver) {
-			return why, use, nil
+		info, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return "", m.use, err
 		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", use, err
+		err = m.add(info)
+		if err == nil && info.IsDir() {
+			err = m.dir(dir)
+		}
+		if errors.Is(err, errOverDisk) {
+			return m.why, m.use, nil
+		} else if err != nil {
+			return "", m.use, err
 		}
 	}
-	return "", use, nil
+	return "", m.use, nil
+}
+
+// errOverDisk ends a measure that found an excess (diskMeasure.why says which).
+var errOverDisk = errors.New("over its disk")
+
+// diskMeasure is one measure of a task's directories.
+type diskMeasure struct {
+	maxBytes uint64
+	maxFiles int
+	use      diskUse
+	linked   map[[2]uint64]bool // files with more than one link, counted once
+	why      string
+}
+
+// over ends the measure: the directories exceed what the task may hold, for why.
+func (m *diskMeasure) over(format string, args ...any) error {
+	m.why = fmt.Sprintf(format, args...)
+	return errOverDisk
+}
+
+// add counts one entry.
+func (m *diskMeasure) add(info fs.FileInfo) error {
+	m.use.files++
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		key := [2]uint64{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev is not uint64 on every platform
+		if !info.IsDir() && st.Nlink > 1 && m.linked[key] {
+			return nil
+		} else if !info.IsDir() && st.Nlink > 1 {
+			m.linked[key] = true
+		}
+		m.use.bytes += uint64(st.Blocks) * 512
+	} else {
+		m.use.bytes += uint64(max(info.Size(), 0))
+	}
+	switch {
+	case m.maxBytes > 0 && m.use.bytes > m.maxBytes:
+		return m.over("more than %d bytes of disk", m.maxBytes)
+	case m.use.files > m.maxFiles:
+		return m.over("more than %d files", m.maxFiles)
+	}
+	return nil
+}
+
+// taskMade says whether err is one the task's own doing causes, and ends the measure
+// then: a path it made too long, a directory it made unreadable.
+func (m *diskMeasure) taskMade(p string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return m.over("paths longer than the system allows (%d bytes and more)", len(p))
+	case errors.Is(err, fs.ErrPermission):
+		return m.over("%s cannot be read by the worker", p)
+	}
+	return err
+}
+
+// dir counts the entries of directory p, read 1,024 at a time, then those of its
+// subdirectories: one directory is open at a time, whatever the depth, and no more names
+// are held than entries were counted (a directory of millions of entries is not read
+// whole before the count stops). An entry the task removed or moved since it was listed
+// is not counted.
+func (m *diskMeasure) dir(p string) error {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP):
+		return nil // moved, or replaced by a file or a link, since it was listed
+	case err != nil:
+		return m.taskMade(p, err)
+	}
+	var subdirs []string
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			info, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			} else if err != nil {
+				f.Close()
+				return m.taskMade(filepath.Join(p, e.Name()), err)
+			}
+			if err := m.add(info); err != nil {
+				f.Close()
+				return err
+			}
+			if info.IsDir() {
+				subdirs = append(subdirs, e.Name())
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			f.Close()
+			return m.taskMade(p, err)
+		}
+	}
+	f.Close()
+	for _, name := range subdirs {
+		if err := m.dir(filepath.Join(p, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // diskExcess measures a task's writable directories against maxBytes: an error wrapping

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,20 @@ func TestOverDiskCountsTheDisksBlocks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "more than 100 files", why)
 	require.Equal(t, 101, use.files, "counting stops at the first file over")
+}
+
+// A job that nests its directories past PATH_MAX, where no path-based read reaches, and
+// writes there: the worker cannot measure that part of its disk, and stops it for that
+// (a walk that only logged the error measured nothing, every time, and let it fill the
+// disk, the final measure included).
+func TestAttackJobHidesItsDiskPastPathMax(t *testing.T) {
+	e := newTestExecutor(t, func(o *Options) { o.DiskPoll = 50 * time.Millisecond })
+	name := strings.Repeat("d", 200)
+	spec := shellSpec(740, `cd "$FLOPS_OUTPUT_DIR"; i=0; while [ $i -lt 30 ]; do mkdir `+name+` && cd `+name+`; i=$((i+1)); done; j=0; while [ $j -lt 64 ]; do head -c 1048576 /dev/zero >> fill; j=$((j+1)); done; sleep 600`)
+	spec.MaxDuration, spec.MaxDiskBytes = 20*time.Second, 1<<40
+	start := time.Now()
+	_, err := e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrDiskQuota)
+	require.ErrorContains(t, err, "paths longer than the system allows")
+	require.Less(t, time.Since(start), 15*time.Second, "stopped long before its max duration")
 }
