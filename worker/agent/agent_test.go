@@ -109,6 +109,8 @@ func newWorkerIn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 type workerWith struct {
 	conn   grpc.ClientConnInterface
 	bidder bidder.Policy
+	// log also gets the worker's log lines (nil: only the test's log, when verbose)
+	log io.Writer
 }
 
 // newWorkerWith is newWorker with what w gives.
@@ -132,7 +134,11 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	if edit != nil {
 		edit(&cfg)
 	}
-	log := slog.New(slog.NewTextHandler(testWriter(t), nil))
+	logTo := testWriter(t)
+	if with.log != nil {
+		logTo = io.MultiWriter(logTo, with.log)
+	}
+	log := slog.New(slog.NewTextHandler(logTo, nil))
 	// Unsandboxed: these tests follow the agent, and their PROCESS jobs talk to the test
 	// through host paths; the executor's and the end-to-end tests run the sandbox.
 	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log, Workers: 1,

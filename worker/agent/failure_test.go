@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/flopsnet/flops/testutil/apptest"
 	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/executor"
+	"github.com/flopsnet/flops/worker/gpu"
 	"github.com/flopsnet/flops/worker/outputs"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -101,6 +105,33 @@ func TestAttackJobFillsTheProvidersDisk(t *testing.T) {
 	for _, f := range confirmedByBoth(t, a, 1) {
 		require.Equal(t, markettypes.FAILURE_REASON_DISK, f.Reason)
 		require.Contains(t, f.Detail, "more than 1073741824 bytes of disk")
+	}
+}
+
+// A worker whose work directory cannot hold what its tasks may fill (the chain's
+// task_disk_mib_per_gpu for each of its GPUs) says so when it starts: there a job that
+// stays within its disk would fail on a full disk, and the report be refuted. One with
+// the room says nothing.
+func TestWorkerWarnsOfAWorkDirTooSmallForItsTasks(t *testing.T) {
+	var st syscall.Statfs_t
+	require.NoError(t, syscall.Statfs(t.TempDir(), &st))
+	free := st.Bavail * uint64(st.Bsize)
+	for _, c := range []struct {
+		perGPU uint64
+		warns  bool
+	}{
+		{markettypes.MaxTaskDiskMiBPerGPU, free < 2*markettypes.MaxTaskDiskMiBPerGPU<<20},
+		{markettypes.MinTaskDiskMiBPerGPU, free < 2*markettypes.MinTaskDiskMiBPerGPU<<20},
+	} {
+		a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.TaskDiskMibPerGpu = c.perGPU })
+		var logs strings.Builder
+		var mu sync.Mutex
+		newWorkerOn(t, &mu, a, "p1", t.TempDir(), gpu.NewCPUOnly("test"), workerWith{log: &logs}, nil)
+		warned := strings.Contains(logs.String(), "the work directory has less free space than the tasks this machine may run can fill")
+		require.Equal(t, c.warns, warned, "%d MiB per GPU x 2 GPUs, %d bytes free", c.perGPU, free)
+		if warned {
+			require.Contains(t, logs.String(), fmt.Sprintf("tasks_may_fill_bytes=%d", 2*c.perGPU<<20))
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall"
 	"time"
 
 	sdkmath "cosmossdk.io/math"
@@ -15,6 +16,7 @@ import (
 	"github.com/flopsnet/flops/worker/gpu"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
@@ -100,7 +102,33 @@ func (a *Agent) Setup(ctx context.Context) error {
 	if a.node.Status == gfltypes.NODE_STATUS_PENDING {
 		a.log.Warn("the node waits for governance approval (GOVERNED admission)", "node", a.node.Id)
 	}
+	a.checkDiskRoom(ctx)
 	return nil
+}
+
+// checkDiskRoom warns when the work directory's filesystem has less free space than the
+// tasks this machine may run at once may fill: the chain's task_disk_mib_per_gpu for each
+// GPU (or MIG instance) it offers. A job that fills its disk within that limit would then
+// fail here on a full disk and succeed on another provider's machine, which refutes the
+// failure this worker reports, and slashes its provider.
+func (a *Agent) checkDiskRoom(ctx context.Context) {
+	params, err := a.market.Params(ctx, &markettypes.QueryParamsRequest{})
+	if err != nil {
+		a.log.Warn("market params not read: the work directory's free space is not checked", "err", err)
+		return
+	}
+	dir := a.cfg.Executor.WorkDir
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		a.log.Warn("the work directory's free space is not checked", "work_dir", dir, "err", err)
+		return
+	}
+	free := st.Bavail * uint64(st.Bsize) //nolint:gosec,unconvert // Bsize is positive, and not int64 on every platform
+	need := params.Params.TaskDiskBytes(markettypes.Requirements{GpuCount: 1}) * uint64(max(len(a.units), 1))
+	if free < need {
+		a.log.Warn("the work directory has less free space than the tasks this machine may run can fill (task_disk_mib_per_gpu for each GPU): a job that fills its disk within the chain's limit would fail here on a full disk, and the failure this worker reports would be refuted by a run elsewhere",
+			"work_dir", dir, "free_bytes", free, "tasks_may_fill_bytes", need, "task_disk_mib_per_gpu", params.Params.TaskDiskMibPerGpu, "gpus", len(a.units))
+	}
 }
 
 // ensureBond bonds the difference between the target and what is bonded.
