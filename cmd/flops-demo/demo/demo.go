@@ -28,6 +28,7 @@ import (
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/gpu"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // Options of a demo run.
@@ -209,6 +210,9 @@ func (d *Demo) startChain(ctx context.Context) error {
 		// PoCP: a challenge every 12 blocks, sized for ~2 s; short market windows.
 		"--set", "gfl.challenge_interval_blocks=12", "--set", "gfl.challenge_target_seconds=2",
 		"--set", "market.auction_window_blocks=4", "--set", fmt.Sprintf("market.challenge_window_blocks=%d", d.o.ChallengeWindowBlocks),
+		// The demo's jobs write kilobytes: a task's disk of 1 GiB a GPU (the minimum; 100
+		// by default) fits a laptop, and its workers have no free space to warn of.
+		"--set", fmt.Sprintf("market.task_disk_mib_per_gpu=%d", markettypes.MinTaskDiskMiBPerGPU),
 		// A CPU's few GFLOP/s are a millionth of a GPU's: the dev chain pays 1 DPS per 100
 		// ugfl-epochs (mainnet: 1 DPS per 100 GFL), so the epoch's rewards show.
 		"--set", "dps.dps_per_gfl="+demoDPSPerGFL)
