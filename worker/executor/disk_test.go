@@ -157,3 +157,17 @@ func TestAttackJobHidesItsDiskPastPathMax(t *testing.T) {
 	require.ErrorContains(t, err, "paths longer than the system allows")
 	require.Less(t, time.Since(start), 15*time.Second, "stopped long before its max duration")
 }
+
+// The measures of a task's disk take at most a tenth of a core: one that took longer
+// than a tenth of DiskPoll waits ten times its own time.
+func TestDiskMeasuresTakeATenthOfACore(t *testing.T) {
+	for _, c := range []struct{ took, want time.Duration }{
+		{0, 2 * time.Second},
+		{10 * time.Millisecond, 2 * time.Second},
+		{200 * time.Millisecond, 2 * time.Second},
+		{time.Second, 10 * time.Second},
+		{30 * time.Second, 300 * time.Second},
+	} {
+		require.Equal(t, c.want, nextDiskPoll(DefaultDiskPoll, c.took), "a measure of %s", c.took)
+	}
+}
