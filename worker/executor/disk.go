@@ -165,42 +165,71 @@ func (m *diskMeasure) dir(p string) error {
 }
 
 // diskExcess measures a task's writable directories against maxBytes: an error wrapping
-// ErrDiskQuota when they exceed it (overDisk), nil when they do not, and the measure's
-// own error otherwise (measured false).
-func diskExcess(log *slog.Logger, d taskDirs, maxBytes uint64) (excess error, measured bool) {
+// ErrDiskQuota when they exceed it (overDisk), nil when they do not, with what they hold
+// (measured false when the measure itself failed, which is logged).
+func diskExcess(log *slog.Logger, d taskDirs, maxBytes uint64) (use diskUse, measured bool, excess error) {
 	why, use, err := overDisk([]string{d.output, d.checkpoint, d.tmp}, maxBytes, MaxOutputFiles)
 	switch {
 	case err != nil:
 		log.Warn("task disk not measured", "err", err)
-		return nil, false
+		return use, false, nil
 	case why != "":
 		log.Warn("task filled its disk", "limit_bytes", maxBytes, "why", why, "counted_bytes", use.bytes, "counted_files", use.files)
-		return fmt.Errorf("%w: its directories hold %s", ErrDiskQuota, why), true
+		return use, true, fmt.Errorf("%w: its directories hold %s", ErrDiskQuota, why)
 	}
-	return nil, true
+	return use, true, nil
 }
 
-// watchDisk measures a running task's directories every DiskPoll until ctx ends, and
-// stops the task (stop, with diskExcess's error) once they exceed maxBytes. A measure
-// that fails for another reason is logged and tried again. The next measure waits
-// nextDiskPoll: a task of many files is measured less often rather than taking the
-// worker's CPU.
+// watchDisk measures a running task's directories until ctx ends, and stops the task
+// (stop, with diskExcess's error) once they exceed maxBytes. A measure that fails for
+// another reason is logged and tried again. Measures follow nextDiskPoll: a task of
+// many files is measured less often rather than taking the worker's CPU. So that such a
+// task cannot write freely between two measures, the filesystem's free space is read
+// every DiskPoll (one statfs), and a drop since the last measure larger than what the
+// task may still write brings the next measure forward (measureDue).
 func (e *Executor) watchDisk(ctx context.Context, log *slog.Logger, d taskDirs, maxBytes uint64, stop context.CancelCauseFunc) {
-	t := time.NewTimer(e.opts.DiskPoll)
+	t := time.NewTicker(e.opts.DiskPoll)
 	defer t.Stop()
+	var next time.Time
+	var held, freeThen uint64
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		start := time.Now()
-		if excess, _ := diskExcess(log, d, maxBytes); excess != nil {
+		now := time.Now()
+		freeNow := fsFree(d.output)
+		if !measureDue(now, next, freeThen, freeNow, maxBytes-min(held, maxBytes)) {
+			continue
+		}
+		use, measured, excess := diskExcess(log, d, maxBytes)
+		if excess != nil {
 			stop(excess)
 			return
 		}
-		t.Reset(nextDiskPoll(e.opts.DiskPoll, time.Since(start)))
+		if measured {
+			held = use.bytes
+		}
+		freeThen, next = freeNow, now.Add(nextDiskPoll(e.opts.DiskPoll, time.Since(now)))
 	}
+}
+
+// measureDue says whether a task's disk is measured now: its next measure is due, or the
+// filesystem lost more free space since the last one (freeThen, then freeNow; 0 when
+// unknown) than the task may still write (headroom). Any writer's growth counts, the
+// task's or another's: only a disk that fills that fast brings measures forward.
+func measureDue(now, next time.Time, freeThen, freeNow, headroom uint64) bool {
+	return !now.Before(next) || (freeThen > 0 && freeNow > 0 && freeThen > freeNow && freeThen-freeNow > headroom)
+}
+
+// fsFree is the free space of the filesystem that holds dir (0 when it cannot be read).
+func fsFree(dir string) uint64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0
+	}
+	return st.Bavail * uint64(st.Bsize) //nolint:gosec,unconvert // Bsize is positive, and not int64 on every platform
 }
 
 // diskPollShare bounds the CPU a task's measures take: one core's 1/diskPollShare.

@@ -171,3 +171,41 @@ func TestDiskMeasuresTakeATenthOfACore(t *testing.T) {
 		require.Equal(t, c.want, nextDiskPoll(DefaultDiskPoll, c.took), "a measure of %s", c.took)
 	}
 }
+
+// A measure is due at its time, or sooner when the filesystem lost more free space since
+// the last one than the task may still write: a task of many files, measured seldom,
+// cannot fill the disk between two measures.
+func TestDiskMeasureBroughtForwardByAFillingDisk(t *testing.T) {
+	now := time.Unix(1000, 0)
+	later := now.Add(20 * time.Second)
+	for _, c := range []struct {
+		name             string
+		next             time.Time
+		then, free, room uint64
+		due              bool
+	}{
+		{"first measure", time.Time{}, 0, 50 << 30, 0, true},
+		{"its time", now, 50 << 30, 50 << 30, 1 << 30, true},
+		{"not yet, the disk steady", later, 50 << 30, 50 << 30, 1 << 30, false},
+		{"not yet, the disk filling within the task's room", later, 50 << 30, 50<<30 - 1<<29, 1 << 30, false},
+		{"the disk lost more than the task's room", later, 50 << 30, 50<<30 - 1<<30 - 1, 1 << 30, true},
+		{"the disk freed space", later, 50 << 30, 60 << 30, 0, false},
+		{"free space unknown", later, 0, 50 << 30, 0, false},
+	} {
+		require.Equal(t, c.due, measureDue(now, c.next, c.then, c.free, c.room), c.name)
+	}
+}
+
+// A job that first makes tens of thousands of files, so that each measure takes long
+// and the next waits ten times as long, then writes as fast as it can: the free space
+// the filesystem loses brings the next measure forward, and the job is stopped within
+// a poll of its limit. Without that, it wrote on until the stretched measure (1,769 MiB
+// left under a 64 MiB limit here, against 69 MiB with it).
+func TestAttackJobOfManyFilesFillsTheDiskBetweenMeasures(t *testing.T) {
+	e := newTestExecutor(t, func(o *Options) { o.DiskPoll = 20 * time.Millisecond })
+	spec := shellSpec(750, `cd "$FLOPS_OUTPUT_DIR"; mkdir many; cd many; seq 1 40000 | xargs touch; cd ..; while :; do head -c 4194304 /dev/zero >> fill; done`)
+	spec.MaxDuration, spec.MaxDiskBytes = time.Minute, 64<<20
+	_, err := e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrDiskQuota)
+	require.Less(t, duBytes(t, e.dirs(750)), uint64(64<<20+256<<20), "stopped within a poll of its limit")
+}

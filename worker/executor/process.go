@@ -311,7 +311,7 @@ func (e *Executor) supervise(ctx context.Context, log *slog.Logger, p *taskProce
 	if maxDisk > 0 {
 		// what it wrote since the last measure: a task over its disk fails however
 		// its end fell between two measures
-		if excess, _ := diskExcess(log, d, maxDisk); excess != nil {
+		if _, _, excess := diskExcess(log, d, maxDisk); excess != nil {
 			return excess
 		}
 	}
