@@ -186,7 +186,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 			if err == nil {
 				m.TaskCompleted(workload, a.o.Now().Sub(r.started), r.usage)
 			} else {
-				m.TaskFailed(workload, failReason(err), a.o.Now().Sub(r.started))
+				m.TaskFailed(workload, failReason(r.job.Spec.Runtime, err), a.o.Now().Sub(r.started))
 			}
 		}
 		if err == nil {
@@ -203,20 +203,30 @@ func runLimit(max time.Duration) time.Duration {
 	return max - min(max/10, 30*time.Second)
 }
 
-// failReason is a short cause for the failed-task metric.
-func failReason(err error) string {
-	var exit *executor.ExitError
-	switch {
-	case errors.Is(err, context.Canceled):
+// failReason is a short cause for the failed-task metric: the reason a failure report
+// gives, for a run that failed for the job's sake (jobFault), else "cancelled" or
+// "error" (this machine's side).
+func failReason(runtime markettypes.Runtime, err error) string {
+	if errors.Is(err, context.Canceled) {
 		return "cancelled"
-	case errors.Is(err, executor.ErrMaxDuration):
-		return "timeout"
-	case errors.Is(err, executor.ErrInputFetch), errors.Is(err, executor.ErrInputDigest):
-		return "input"
-	case errors.As(err, &exit):
-		return "exit"
 	}
-	return "error"
+	reason, _, fault := jobFault(runtime, err)
+	if !fault {
+		return "error"
+	}
+	switch reason {
+	case markettypes.FAILURE_REASON_OUT_OF_MEMORY:
+		return "oom"
+	case markettypes.FAILURE_REASON_TIMEOUT:
+		return "timeout"
+	case markettypes.FAILURE_REASON_INPUT:
+		return "input"
+	case markettypes.FAILURE_REASON_IMAGE:
+		return "image"
+	case markettypes.FAILURE_REASON_DISK:
+		return "disk"
+	}
+	return "exit"
 }
 
 // finish records a run's outcome: for a success, the record that lets us reveal.

@@ -202,7 +202,8 @@ func (m *Metrics) TaskCompleted(class string, took time.Duration, u markettypes.
 }
 
 // TaskFailed ends a running task without a result; reason is a short cause
-// from a fixed set ("timeout", "exit", "oom", "cancelled" ...).
+// from a fixed set ("timeout", "exit", "oom", "input", "image", "disk", "cancelled",
+// "error": the agent's failReason).
 func (m *Metrics) TaskFailed(class, reason string, took time.Duration) {
 	m.tasksRunning.WithLabelValues(class).Dec()
 	m.tasksFailed.WithLabelValues(class, reason).Inc()
