@@ -28,7 +28,9 @@ const DefaultDiskPoll = 2 * time.Second
 // counts once) and stops the task once they pass its limit, or once it made more files
 // than a result may hold (MaxOutputFiles), which would fill the filesystem's inodes
 // instead. Between two measures a task can write past its limit for up to DiskPoll at the
-// disk's speed; RLIMIT_FSIZE (Sandbox.MaxFileBytes) still bounds each file.
+// disk's speed (watchDisk: a task of very many files is measured less often, but a disk
+// filling faster than it may write brings the measure forward); RLIMIT_FSIZE
+// (Sandbox.MaxFileBytes) still bounds each file.
 
 // diskUse is what a task's directories hold.
 type diskUse struct {
@@ -50,6 +52,7 @@ func overDisk(dirs []string, maxBytes uint64, maxFiles int) (string, diskUse, er
 		} else if err != nil {
 			return "", m.use, err
 		}
+		m.top = dir
 		err = m.add(info)
 		if err == nil && info.IsDir() {
 			err = m.dir(dir)
@@ -72,6 +75,7 @@ type diskMeasure struct {
 	maxFiles int
 	use      diskUse
 	linked   map[[2]uint64]bool // files with more than one link, counted once
+	top      string             // the directory being measured (overDisk's dirs)
 	why      string
 }
 
@@ -111,7 +115,13 @@ func (m *diskMeasure) taskMade(p string, err error) error {
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return m.over("paths longer than the system allows (%d bytes and more)", len(p))
 	case errors.Is(err, fs.ErrPermission):
-		return m.over("%s cannot be read by the worker", p)
+		// named from the task's directory (output/..., tmp/...): the report's detail is
+		// public, the machine's own paths are not
+		rel, relErr := filepath.Rel(filepath.Dir(m.top), p)
+		if relErr != nil {
+			rel = filepath.Base(p)
+		}
+		return m.over("%s cannot be read by the worker", rel)
 	}
 	return err
 }

@@ -3,9 +3,11 @@ package executor
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,4 +210,16 @@ func TestAttackJobOfManyFilesFillsTheDiskBetweenMeasures(t *testing.T) {
 	_, err := e.Run(context.Background(), spec, Hooks{})
 	require.ErrorIs(t, err, ErrDiskQuota)
 	require.Less(t, duBytes(t, e.dirs(750)), uint64(64<<20+256<<20), "stopped within a poll of its limit")
+}
+
+// What the task's own doing keeps the worker from measuring ends the measure as an
+// excess, named from the task's directory: the report's detail is public, and the
+// machine's paths are not in it. Another error is the measure's own.
+func TestDiskMeasureStoppedByTheTask(t *testing.T) {
+	m := diskMeasure{top: "/srv/flops/work/tasks/12/output"}
+	require.ErrorIs(t, m.taskMade("/srv/flops/work/tasks/12/output/a/b", fs.ErrPermission), errOverDisk)
+	require.Equal(t, "output/a/b cannot be read by the worker", m.why)
+	require.ErrorIs(t, m.taskMade("/srv/flops/work/tasks/12/output/d/d/d", syscall.ENAMETOOLONG), errOverDisk)
+	require.Equal(t, "paths longer than the system allows (37 bytes and more)", m.why)
+	require.ErrorIs(t, m.taskMade("/srv/x", syscall.EIO), syscall.EIO)
 }
