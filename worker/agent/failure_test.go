@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -113,9 +112,8 @@ func TestAttackJobFillsTheProvidersDisk(t *testing.T) {
 // stays within its disk would fail on a full disk, and the report be refuted. One with
 // the room says nothing.
 func TestWorkerWarnsOfAWorkDirTooSmallForItsTasks(t *testing.T) {
-	var st syscall.Statfs_t
-	require.NoError(t, syscall.Statfs(t.TempDir(), &st))
-	free := st.Bavail * uint64(st.Bsize)
+	free, err := executor.FreeSpace(t.TempDir())
+	require.NoError(t, err)
 	for _, c := range []struct {
 		perGPU uint64
 		warns  bool

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"syscall"
 	"time"
 
 	sdkmath "cosmossdk.io/math"
@@ -13,6 +12,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/worker/chain"
+	"github.com/flopsnet/flops/worker/executor"
 	"github.com/flopsnet/flops/worker/gpu"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -118,12 +118,11 @@ func (a *Agent) checkDiskRoom(ctx context.Context) {
 		return
 	}
 	dir := a.cfg.Executor.WorkDir
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
+	free, err := executor.FreeSpace(dir)
+	if err != nil {
 		a.log.Warn("the work directory's free space is not checked", "work_dir", dir, "err", err)
 		return
 	}
-	free := st.Bavail * uint64(st.Bsize) //nolint:gosec,unconvert // Bsize is positive, and not int64 on every platform
 	need := params.Params.TaskDiskBytes(markettypes.Requirements{GpuCount: 1}) * uint64(max(len(a.units), 1))
 	if free < need {
 		a.log.Warn("the work directory has less free space than the tasks this machine may run can fill (task_disk_mib_per_gpu for each GPU): a job that fills its disk within the chain's limit would fail here on a full disk, and the failure this worker reports would be refuted by a run elsewhere",

@@ -126,19 +126,34 @@ func (m *diskMeasure) taskMade(p string, err error) error {
 	return err
 }
 
-// dir counts the entries of directory p, read 1,024 at a time, then those of its
-// subdirectories: one directory is open at a time, whatever the depth, and no more names
-// are held than entries were counted (a directory of millions of entries is not read
-// whole before the count stops). An entry the task removed or moved since it was listed
-// is not counted.
+// dir counts the entries of directory p and then those of its subdirectories: one
+// directory is open at a time, whatever the depth.
 func (m *diskMeasure) dir(p string) error {
+	subdirs, err := m.list(p)
+	if err != nil {
+		return err
+	}
+	for _, name := range subdirs {
+		if err := m.dir(filepath.Join(p, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// list counts the entries of directory p, read 1,024 at a time, and returns the names of
+// its subdirectories: no more names are held than entries were counted (a directory of
+// millions of entries is not read whole before the count stops). An entry the task
+// removed or moved since it was listed is not counted.
+func (m *diskMeasure) list(p string) ([]string, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP):
-		return nil // moved, or replaced by a file or a link, since it was listed
+		return nil, nil // moved, or replaced by a file or a link, since it was listed
 	case err != nil:
-		return m.taskMade(p, err)
+		return nil, m.taskMade(p, err)
 	}
+	defer f.Close()
 	var subdirs []string
 	for {
 		ents, err := f.ReadDir(1024)
@@ -147,31 +162,21 @@ func (m *diskMeasure) dir(p string) error {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			} else if err != nil {
-				f.Close()
-				return m.taskMade(filepath.Join(p, e.Name()), err)
+				return nil, m.taskMade(filepath.Join(p, e.Name()), err)
 			}
 			if err := m.add(info); err != nil {
-				f.Close()
-				return err
+				return nil, err
 			}
 			if info.IsDir() {
 				subdirs = append(subdirs, e.Name())
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			break
+			return subdirs, nil
 		} else if err != nil {
-			f.Close()
-			return m.taskMade(p, err)
+			return nil, m.taskMade(p, err)
 		}
 	}
-	f.Close()
-	for _, name := range subdirs {
-		if err := m.dir(filepath.Join(p, name)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // diskExcess measures a task's writable directories against maxBytes: an error wrapping
@@ -209,7 +214,7 @@ func (e *Executor) watchDisk(ctx context.Context, log *slog.Logger, d taskDirs, 
 		case <-t.C:
 		}
 		now := time.Now()
-		freeNow := fsFree(d.output)
+		freeNow, _ := FreeSpace(d.output) // 0, unknown, when it cannot be read
 		if !measureDue(now, next, freeThen, freeNow, maxBytes-min(held, maxBytes)) {
 			continue
 		}
@@ -233,13 +238,14 @@ func measureDue(now, next time.Time, freeThen, freeNow, headroom uint64) bool {
 	return !now.Before(next) || (freeThen > 0 && freeNow > 0 && freeThen > freeNow && freeThen-freeNow > headroom)
 }
 
-// fsFree is the free space of the filesystem that holds dir (0 when it cannot be read).
-func fsFree(dir string) uint64 {
+// FreeSpace is what an unprivileged user may still write on the filesystem that holds
+// dir (statfs: available blocks x block size).
+func FreeSpace(dir string) (uint64, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0
+		return 0, err
 	}
-	return st.Bavail * uint64(st.Bsize) //nolint:gosec,unconvert // Bsize is positive, and not int64 on every platform
+	return st.Bavail * uint64(st.Bsize), nil //nolint:gosec,unconvert // Bsize is positive, and not int64 on every platform
 }
 
 // diskPollShare bounds the CPU a task's measures take: one core's 1/diskPollShare.

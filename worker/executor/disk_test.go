@@ -160,9 +160,9 @@ func TestAttackJobHidesItsDiskPastPathMax(t *testing.T) {
 	require.Less(t, time.Since(start), 15*time.Second, "stopped long before its max duration")
 }
 
-// The measures of a task's disk take at most a tenth of a core: one that took longer
-// than a tenth of DiskPoll waits ten times its own time.
-func TestDiskMeasuresTakeATenthOfACore(t *testing.T) {
+// So that the measures of a task's disk take at most a tenth of a core, one that took
+// longer than a tenth of DiskPoll is followed by a wait of ten times its own time.
+func TestNextDiskMeasureWaitsTenTimesTheLast(t *testing.T) {
 	for _, c := range []struct{ took, want time.Duration }{
 		{0, 2 * time.Second},
 		{10 * time.Millisecond, 2 * time.Second},
