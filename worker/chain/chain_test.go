@@ -31,12 +31,16 @@ import (
 // drops it, as a validator killed right after does; later broadcasts reach the node.
 type losingNode struct {
 	txtypes.ServiceClient
+	mu   sync.Mutex
 	sent [][]byte
 }
 
 func (l *losingNode) BroadcastTx(ctx context.Context, req *txtypes.BroadcastTxRequest, opts ...grpc.CallOption) (*txtypes.BroadcastTxResponse, error) {
+	l.mu.Lock()
 	l.sent = append(l.sent, req.TxBytes)
-	if len(l.sent) == 1 {
+	first := len(l.sent) == 1
+	l.mu.Unlock()
+	if first {
 		return &txtypes.BroadcastTxResponse{TxResponse: &sdk.TxResponse{TxHash: fmt.Sprintf("%X", sha256.Sum256(req.TxBytes))}}, nil
 	}
 	return l.ServiceClient.BroadcastTx(ctx, req, opts...)
@@ -145,9 +149,47 @@ func TestSignerAgainstNode(t *testing.T) {
 			require.Equal(t, lose.sent[0], bz, "the same signed bytes, not a new signature")
 		}
 	})
+	// the node loses tx A, and before A is sent again the signer's next tx B, refused one
+	// sequence ahead, takes the node's sequence, which is A's, and lands: A can never be
+	// in a block. The signer finds B under A's sequence in the chain's index and signs A's
+	// msgs anew. Before, A's caller waited the whole inclusion timeout and failed (a
+	// reveal or a commit past its window), its msgs never applied.
+	t.Run("TxLostAndItsSequenceUsedMeanwhile", func(t *testing.T) {
+		defer chain.FastResend(3 * time.Second)()
+		lose := &losingNode{ServiceClient: c.Tx}
+		c.Tx = lose
+		defer func() { c.Tx = lose.ServiceClient }()
+		wait, cancelWait := context.WithTimeout(ctx, 20*time.Second)
+		defer cancelWait()
+		before := resent.Load()
+		type result struct {
+			res *chain.TxResult
+			err error
+		}
+		a := make(chan result, 1)
+		go func() {
+			res, err := s.Submit(wait, send(1))
+			a <- result{res, err}
+		}()
+		require.Eventually(t, func() bool {
+			lose.mu.Lock()
+			defer lose.mu.Unlock()
+			return len(lose.sent) == 1
+		}, 5*time.Second, 10*time.Millisecond, "A was sent and lost")
+		b, err := s.Submit(wait, send(2)) // not A's msg: at A's sequence that would be A's very bytes
+		require.NoError(t, err, "B takes the node's sequence and lands")
+		ra := <-a
+		require.NoError(t, ra.err, "A's msgs are signed anew and land, before the inclusion timeout")
+		require.Greater(t, ra.res.Height, b.Height, "A lands after B")
+		lose.mu.Lock()
+		lost := fmt.Sprintf("%X", sha256.Sum256(lose.sent[0]))
+		lose.mu.Unlock()
+		require.NotEqual(t, lost, ra.res.Hash, "a new signature, at the next sequence")
+		require.Equal(t, before+1, resent.Load(), "the re-signed tx counts as one the node lost and took again")
+	})
 	bal, err = c.Bank.Balance(ctx, &banktypes.QueryBalanceRequest{Address: to.String(), Denom: flopschain.BondDenom})
 	require.NoError(t, err)
-	require.Equal(t, int64(n*100+5), bal.Balance.Amount.Int64(), "every tx applied once")
+	require.Equal(t, int64(n*100+8), bal.Balance.Amount.Int64(), "every tx applied once")
 
 	// the height the app has committed, and that block's time, from the node service
 	_, err = c.Status.Status(ctx, &nodeservice.StatusRequest{})

@@ -51,7 +51,8 @@ type Config struct {
 	// Denom of fees (default udps).
 	Denom string
 	// Resent, when set, is called for each tx the node had accepted and then lost (a
-	// restarted node empties its mempool) and took again when WaitTx sent it once more.
+	// restarted node empties its mempool) and took again when WaitTx sent it once more,
+	// or whose msgs the Signer signed anew because another tx had used its sequence.
 	Resent func()
 	// WaitForNode keeps Dial trying, with a backoff up to 30 s and a warning each time,
 	// while the node does not answer (a worker started before its node, or while the

@@ -83,7 +83,15 @@ type request struct {
 	msgs []sdk.Msg
 	memo string
 	done chan *outcome
+	// resigned counts the times the request was signed anew because the node lost its tx
+	// and another tx of the account took its sequence (ErrSequenceUsed).
+	resigned int
 }
+
+// maxResign bounds a request's new signatures after ErrSequenceUsed: each one means
+// another tx of the key took the sequence first, which a second process signing with
+// the same key can do every time.
+const maxResign = 3
 
 type outcome struct {
 	res *TxResult
@@ -116,6 +124,9 @@ func (s *Signer) Run(ctx context.Context) error {
 				}
 				g.Go(func() error {
 					res, err := s.c.WaitTx(r.ctx, hash, bz)
+					if errors.Is(err, ErrSequenceUsed) && r.resigned < maxResign && s.resign(gctx, r, err) {
+						return nil
+					}
 					r.done <- &outcome{res: res, err: err}
 					return nil
 				})
@@ -123,6 +134,25 @@ func (s *Signer) Run(ctx context.Context) error {
 		}
 	})
 	return g.Wait()
+}
+
+// resign hands a request whose tx can never be in a block (the node lost it and another
+// tx of the account has used its sequence: ErrSequenceUsed) back to Run to be signed at
+// the next sequence. Its msgs were never applied, so they are applied once. It reports
+// false when Run or the request ended first.
+func (s *Signer) resign(ctx context.Context, r *request, cause error) bool {
+	r.resigned++
+	s.log.Warn("tx lost by the node and its sequence used since: signing its msgs anew", "address", s.addr.String(), "err", cause)
+	if s.c.cfg.Resent != nil {
+		s.c.cfg.Resent()
+	}
+	select {
+	case s.reqs <- r:
+		return true
+	case <-ctx.Done():
+	case <-r.ctx.Done():
+	}
+	return false
 }
 
 // Submit sends msgs in one transaction and waits until it is in a block. The error is a
@@ -207,7 +237,7 @@ func (s *Signer) resync(ctx context.Context, log string) error {
 
 // sequenceMismatch is the SDK's ante refusal of a wrong sequence (x/auth's
 // SigVerificationDecorator).
-var sequenceMismatch = regexp.MustCompile(`account sequence mismatch, expected (\d+), got \d+`)
+var sequenceMismatch = regexp.MustCompile(`account sequence mismatch, expected (\d+), got (\d+)`)
 
 // broadcastBytes sends signed bytes, resending them on retryable failures.
 func (s *Signer) broadcastBytes(ctx context.Context, bz []byte) (hash string, code uint32, log string, err error) {
@@ -388,7 +418,10 @@ func (c *Client) Account(ctx context.Context, addr sdk.AccAddress) (uint64, uint
 // mempool, and a tx lost so would otherwise fail its caller after the whole timeout (a
 // PoCP reveal or a task's commit past its window). A node that still holds the tx answers
 // the copy from its cache, and one that committed it refuses the used sequence: the same
-// bytes are never applied twice.
+// bytes are never applied twice. A refusal of the sequence sends WaitTx to the chain's
+// index for the tx that used it (the ante handler's tx.acc_seq event): that is this tx,
+// in a block, or another one, and then this tx can never be (ErrSequenceUsed), which
+// WaitTx says at once rather than after the timeout.
 func (c *Client) WaitTx(ctx context.Context, hash string, bz []byte) (*TxResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.InclusionTimeout)
 	defer cancel()
@@ -398,25 +431,23 @@ func (c *Client) WaitTx(ctx context.Context, hash string, bz []byte) (*TxResult,
 	for {
 		res, err := c.Tx.GetTx(ctx, &txtypes.GetTxRequest{Hash: hash})
 		if err == nil && res.TxResponse != nil {
-			r := res.TxResponse
-			out := &TxResult{Hash: r.TxHash, Height: r.Height, Code: r.Code, Log: r.RawLog, GasUsed: r.GasUsed, Events: r.Events}
-			if r.Code == 0 && r.Data != "" {
-				if data, err := hex.DecodeString(r.Data); err == nil {
-					var msgData sdk.TxMsgData
-					if err := c.enc.Codec.Unmarshal(data, &msgData); err == nil {
-						for _, any := range msgData.MsgResponses {
-							out.Responses = append(out.Responses, any.Value)
-						}
-					}
-				}
-			}
-			return out, nil
+			return c.txResult(res.TxResponse), nil
 		}
 		if err != nil && !notFound(err) {
 			c.log.Debug("get tx", "hash", hash, "err", err)
 		}
 		if bz != nil && time.Since(sent) >= resendEvery {
-			c.resend(ctx, hash, bz)
+			if c.resend(ctx, hash, bz) {
+				res, err := c.sequenceUser(ctx, bz)
+				switch {
+				case err != nil:
+					c.log.Debug("tx by sequence", "hash", hash, "err", err)
+				case res != nil && strings.EqualFold(res.TxHash, hash):
+					return c.txResult(res), nil
+				case res != nil:
+					return nil, fmt.Errorf("tx %s: %w: tx %s (height %d) took it", hash, ErrSequenceUsed, res.TxHash, res.Height)
+				}
+			}
 			sent = time.Now()
 		}
 		select {
@@ -427,13 +458,35 @@ func (c *Client) WaitTx(ctx context.Context, hash string, bz []byte) (*TxResult,
 	}
 }
 
+// ErrSequenceUsed is a tx the node had accepted and lost, whose sequence another tx of
+// the same account has since used: it can never be in a block, and its msgs were not
+// applied. The Signer signs them anew.
+var ErrSequenceUsed = errors.New("the node lost the tx and another tx has used its sequence")
+
+// txResult is a committed tx's outcome, its msgs' responses decoded.
+func (c *Client) txResult(r *sdk.TxResponse) *TxResult {
+	out := &TxResult{Hash: r.TxHash, Height: r.Height, Code: r.Code, Log: r.RawLog, GasUsed: r.GasUsed, Events: r.Events}
+	if r.Code == 0 && r.Data != "" {
+		if data, err := hex.DecodeString(r.Data); err == nil {
+			var msgData sdk.TxMsgData
+			if err := c.enc.Codec.Unmarshal(data, &msgData); err == nil {
+				for _, any := range msgData.MsgResponses {
+					out.Responses = append(out.Responses, any.Value)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // resendEvery spaces WaitTx's sends of a tx that is in no block yet.
 var resendEvery = 3 * time.Second
 
 // resend sends a waiting tx's bytes once more. Only a node that had lost the tx takes
-// them (code 0); its cache's answer, a used sequence or an unreachable node leave the wait
-// as it was.
-func (c *Client) resend(ctx context.Context, hash string, bz []byte) {
+// them (code 0); its cache's answer, a refused sequence or an unreachable node leave the
+// wait as it was. It reports whether the node refused the tx's sequence as used (it
+// expects a later one): the tx itself, or another, is then in a block.
+func (c *Client) resend(ctx context.Context, hash string, bz []byte) (used bool) {
 	res, err := c.Tx.BroadcastTx(ctx, &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
 	switch {
 	case err != nil:
@@ -445,7 +498,46 @@ func (c *Client) resend(ctx context.Context, hash string, bz []byte) {
 		}
 	default:
 		c.log.Debug("resend tx", "hash", hash, "code", res.TxResponse.Code, "log", res.TxResponse.RawLog)
+		if res.TxResponse.Code == sdkerrors.ErrWrongSequence.ABCICode() {
+			if m := sequenceMismatch.FindStringSubmatch(res.TxResponse.RawLog); m != nil {
+				expected, err1 := strconv.ParseUint(m[1], 10, 64)
+				got, err2 := strconv.ParseUint(m[2], 10, 64)
+				return err1 == nil && err2 == nil && expected > got
+			}
+		}
 	}
+	return false
+}
+
+// sequenceUser finds the committed tx that used the signer's sequence of the signed
+// bytes bz, through the node's index of the ante handler's tx.acc_seq event (one tx an
+// account and sequence). Nil with no error: none indexed yet (the index follows the
+// commit).
+func (c *Client) sequenceUser(ctx context.Context, bz []byte) (*sdk.TxResponse, error) {
+	tx, err := c.enc.TxConfig.TxDecoder()(bz)
+	if err != nil {
+		return nil, err
+	}
+	sigTx, ok := tx.(authsign.SigVerifiableTx)
+	if !ok {
+		return nil, fmt.Errorf("a %T carries no signatures", tx)
+	}
+	sigs, err := sigTx.GetSignaturesV2()
+	if err != nil {
+		return nil, err
+	}
+	if len(sigs) != 1 || sigs[0].PubKey == nil {
+		return nil, fmt.Errorf("%d signatures: the signer signs one", len(sigs))
+	}
+	accSeq := fmt.Sprintf("%s/%d", sdk.AccAddress(sigs[0].PubKey.Address()), sigs[0].Sequence)
+	res, err := c.Tx.GetTxsEvent(ctx, &txtypes.GetTxsEventRequest{Query: fmt.Sprintf("%s.%s='%s'", sdk.EventTypeTx, sdk.AttributeKeyAccountSequence, accSeq), Page: 1, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.TxResponses) == 0 {
+		return nil, nil
+	}
+	return res.TxResponses[0], nil
 }
 
 func notFound(err error) bool {

@@ -154,7 +154,7 @@ func New(opts ...Option) *Metrics {
 	m.txBroadcast = counterVec("txs_broadcast_total", "Transactions broadcast, by Msg type.", labelMsgType)
 	m.txFailed = counterVec("txs_failed_total", "Transactions that failed (rejected, non-zero code, not included), by Msg type.", labelMsgType)
 	m.txResent = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "txs_resent_total",
-		Help: "Transactions the node had accepted and then lost (a restarted node empties its mempool), taken again when the worker sent them once more."})
+		Help: "Transactions the node had accepted and then lost (a restarted node empties its mempool), taken again when the worker sent them once more, or signed anew when another of its transactions had used their sequence meanwhile."})
 	m.reg.MustRegister(m.txResent)
 	m.chainHeight = gauge("chain_height", "Last chain height the worker saw.")
 	m.chainHeightAgeFn = prometheus.NewGaugeFunc(prometheus.GaugeOpts{

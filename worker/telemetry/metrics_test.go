@@ -225,7 +225,7 @@ flops_worker_txs_broadcast_total{msg_type="/flops.market.v1.MsgRevealResult"} 1
 # HELP flops_worker_txs_failed_total Transactions that failed (rejected, non-zero code, not included), by Msg type.
 # TYPE flops_worker_txs_failed_total counter
 flops_worker_txs_failed_total{msg_type="/flops.market.v1.MsgRevealResult"} 1
-# HELP flops_worker_txs_resent_total Transactions the node had accepted and then lost (a restarted node empties its mempool), taken again when the worker sent them once more.
+# HELP flops_worker_txs_resent_total Transactions the node had accepted and then lost (a restarted node empties its mempool), taken again when the worker sent them once more, or signed anew when another of its transactions had used their sequence meanwhile.
 # TYPE flops_worker_txs_resent_total counter
 flops_worker_txs_resent_total 1
 # HELP flops_worker_up 1 while the worker process runs.

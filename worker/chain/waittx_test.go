@@ -1,0 +1,118 @@
+package chain
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+
+	"github.com/flopsnet/flops/app/encoding"
+)
+
+// usedSequenceNode finds no tx by its hash and refuses every broadcast as a used
+// sequence ("expected", "got"): a node whose index lags its commits. Its index of the
+// ante handler's tx.acc_seq events answers from users, one answer a query (the last
+// one again when they run out).
+type usedSequenceNode struct {
+	txtypes.ServiceClient
+	expected, got uint64
+	users         []*sdk.TxResponse
+
+	mu      sync.Mutex
+	queries []string
+}
+
+func (n *usedSequenceNode) GetTx(context.Context, *txtypes.GetTxRequest, ...grpc.CallOption) (*txtypes.GetTxResponse, error) {
+	return nil, status.Error(codes.NotFound, "tx not found")
+}
+
+func (n *usedSequenceNode) BroadcastTx(context.Context, *txtypes.BroadcastTxRequest, ...grpc.CallOption) (*txtypes.BroadcastTxResponse, error) {
+	return &txtypes.BroadcastTxResponse{TxResponse: &sdk.TxResponse{Code: 32,
+		RawLog: fmt.Sprintf("account sequence mismatch, expected %d, got %d: incorrect account sequence", n.expected, n.got)}}, nil
+}
+
+func (n *usedSequenceNode) GetTxsEvent(_ context.Context, req *txtypes.GetTxsEventRequest, _ ...grpc.CallOption) (*txtypes.GetTxsEventResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.queries = append(n.queries, req.Query)
+	if len(n.users) == 0 {
+		return &txtypes.GetTxsEventResponse{}, nil
+	}
+	u := n.users[0]
+	if len(n.users) > 1 {
+		n.users = n.users[1:]
+	}
+	if u == nil {
+		return &txtypes.GetTxsEventResponse{}, nil
+	}
+	return &txtypes.GetTxsEventResponse{TxResponses: []*sdk.TxResponse{u}}, nil
+}
+
+// WaitTx on a tx whose resend the node refuses as a used sequence: the tx that used it,
+// found in the chain's index, decides. This tx: its result (a new signature would apply
+// its msgs twice). Another: ErrSequenceUsed, once the index has it. A refusal that
+// expects an earlier sequence (txs before this one lost too) is no use of this one.
+func TestWaitTxAsksTheIndexWhoUsedTheSequence(t *testing.T) {
+	defer FastResend(20 * time.Millisecond)()
+	enc, err := encoding.Make()
+	require.NoError(t, err)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	priv := secp256k1.GenPrivKey()
+	addr := sdk.AccAddress(priv.PubKey().Address())
+	signed := func(c *Client) (string, []byte) {
+		s := NewSigner(c, priv, log)
+		msg := banktypes.NewMsgSend(addr, addr, sdk.NewCoins(sdk.NewInt64Coin("udps", 1)))
+		bz, err := s.sign(&request{msgs: []sdk.Msg{msg}}, 5, 100_000, true)
+		require.NoError(t, err)
+		return fmt.Sprintf("%X", sha256.Sum256(bz)), bz
+	}
+	query := fmt.Sprintf("tx.acc_seq='%s/5'", addr)
+	wait := func(node *usedSequenceNode, timeout time.Duration) (*TxResult, error) {
+		c := &Client{cfg: Config{InclusionTimeout: timeout, ChainID: "flops-test-1"}, log: log, enc: enc, Tx: node}
+		hash, bz := signed(c)
+		for _, u := range node.users {
+			if u != nil && u.TxHash == "" {
+				u.TxHash = hash
+			}
+		}
+		return c.WaitTx(context.Background(), strings.ToLower(hash), bz)
+	}
+
+	t.Run("ThisTx", func(t *testing.T) {
+		node := &usedSequenceNode{expected: 6, got: 5, users: []*sdk.TxResponse{{Height: 9}}}
+		res, err := wait(node, 10*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, int64(9), res.Height, "the tx's own result, from the index")
+		require.Equal(t, []string{query}, node.queries, "the account and sequence the tx was signed with")
+	})
+	t.Run("AnotherTx", func(t *testing.T) {
+		other := &sdk.TxResponse{TxHash: "0F0F", Height: 11}
+		node := &usedSequenceNode{expected: 6, got: 5, users: []*sdk.TxResponse{nil, nil, other}}
+		_, err := wait(node, 10*time.Second)
+		require.True(t, errors.Is(err, ErrSequenceUsed), "%v", err)
+		require.ErrorContains(t, err, "tx 0F0F (height 11) took it")
+		require.Len(t, node.queries, 3, "asked again until the index had the tx that used it")
+	})
+	t.Run("AnEarlierSequenceExpected", func(t *testing.T) {
+		node := &usedSequenceNode{expected: 4, got: 5, users: []*sdk.TxResponse{{TxHash: "0F0F", Height: 11}}}
+		_, err := wait(node, 300*time.Millisecond)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the tx may still be in a block once the earlier ones are")
+		require.Empty(t, node.queries, "sequence 5 is not used yet: nothing to ask")
+	})
+}
