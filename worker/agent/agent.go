@@ -108,6 +108,10 @@ type Agent struct {
 	// from there at the next tick.
 	auctions, pools listCursor
 	poolRetry       uint64
+	// waiting holds the open pools the node serves and passed over (no work posted, or
+	// Pools.MaxJoined reached), read again from waitNext on (under mu; see poolActions)
+	waiting  map[uint64]bool
+	waitNext uint64
 }
 
 // run is one task's execution on this machine.
@@ -162,7 +166,7 @@ func New(o Options) (*Agent, error) {
 		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
 		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
 		runs: map[uint64]*run{}, pinned: map[string]uint64{}, answers: map[uint64]*challenge{},
-		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, claims: map[string]*claim{},
+		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, claims: map[string]*claim{},
 		inflight: map[string]bool{},
 	}, nil
 }

@@ -635,13 +635,20 @@ func gemmPool(t *testing.T, a *apptest.App, n int) uint64 {
 	require.Len(t, md.MsgResponses, 1)
 	var created markettypes.MsgCreatePoolResponse
 	require.NoError(t, created.Unmarshal(md.MsgResponses[0].Value))
+	if n > 0 {
+		postUnits(a, created.PoolId, n)
+	}
+	return created.PoolId
+}
+
+// postUnits has the client post n units to its pool.
+func postUnits(a *apptest.App, pool uint64, n int) {
 	var inputs []markettypes.Input
 	for i := range n {
-		h := sha256.Sum256(fmt.Appendf(nil, "pool %d batch %d", created.PoolId, i))
-		inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/%d/in/%d", created.PoolId, i), Sha256: hex.EncodeToString(h[:])})
+		h := sha256.Sum256(fmt.Appendf(nil, "pool %d batch %d", pool, i))
+		inputs = append(inputs, markettypes.Input{Uri: fmt.Sprintf("https://client.example.com/%d/in/%d", pool, i), Sha256: hex.EncodeToString(h[:])})
 	}
-	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: owner, PoolId: created.PoolId, Units: inputs})
-	return created.PoolId
+	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: a.Account("client").String(), PoolId: pool, Units: inputs})
 }
 
 // claimAll ticks the worker (at most ticks times) until it holds the commitments of units
@@ -731,6 +738,70 @@ func TestWorkerRevealsPoolClaimsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 	require.Empty(t, slashes.Slashes, "no claim lapsed")
 }
 
+// The attack of a client on the pools' members: a join is a transaction its provider pays
+// for, and each pool a node is in is read every block. A worker joined every open pool
+// its node could serve, so a client who opened pools and posted no work in them had
+// every worker on the chain pay to join each one, and read each one every block after.
+// The worker now joins a pool once it has work posted, and keeps its node in at most
+// pools.max_joined open pools beside those its operator named (pools.join): of five
+// empty pools it joins none, and the named one, empty too, all the same; of three then
+// given work it joins two (max_joined 2); when the client closes one of those two, it
+// joins the third.
+func TestAttackEmptyPoolsDrawAutoWorkersJoinFees(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", func(c *config.Config) {
+		c.Pools.Auto, c.Pools.MaxJoined, c.Pools.Join = true, 2, []uint64{1}
+	})
+	var pools []uint64
+	for range 6 {
+		pools = append(pools, gemmPool(t, a, 0))
+	}
+	require.EqualValues(t, 1, pools[0], "the pool the operator named")
+	q := markettypesQuery(a)
+	in := func() []uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		var ids []uint64
+		for _, id := range pools {
+			res, err := q.PoolMembers(a.Ctx(), &markettypes.QueryPoolMembersRequest{PoolId: id})
+			require.NoError(t, err)
+			if len(res.Members) > 0 {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	settle := func(ticks int) {
+		for range ticks {
+			tick(t, a, w)
+			time.Sleep(50 * time.Millisecond) // a join's tx is sent beside the loop
+		}
+	}
+	settle(6)
+	require.Equal(t, []uint64{pools[0]}, in(), "no work posted: only the named pool joined")
+
+	withWork := []uint64{pools[1], pools[3], pools[5]}
+	for _, id := range withWork {
+		postUnits(a, id, 1)
+	}
+	until(t, a, 20, "pools with work joined", func() bool {
+		time.Sleep(50 * time.Millisecond)
+		return len(in()) == 3
+	}, w)
+	settle(6)
+	joined := in()
+	require.Len(t, joined, 3, "at most pools.max_joined open pools beside the named one")
+	require.Subset(t, withWork, joined[1:], "only pools with work")
+
+	a.MustDeliver("client", &markettypes.MsgClosePool{Owner: a.Account("client").String(), PoolId: joined[1]})
+	until(t, a, 20, "the third pool joined once one closed", func() bool {
+		time.Sleep(50 * time.Millisecond)
+		return len(in()) == 4
+	}, w)
+	require.Equal(t, append([]uint64{pools[0]}, withWork...), in())
+}
+
 // A worker reads each pool once (it keeps its place in the list), but a pool whose join
 // the chain refused is read, and joined, again: p1's worker is refused a full pool, and
 // joins it once its one member leaves.
@@ -748,6 +819,7 @@ func TestWorkerJoinsAFullPoolOnceAMemberLeaves(t *testing.T) {
 	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: a.Account("client").String(), Spec: spec})
 	p2 := a.Account("p2").String()
 	a.MustDeliver("p2", &markettypes.MsgJoinPool{Provider: p2, PoolId: 1, NodeId: w2.agent.Node().Id})
+	postUnits(a, 1, 1) // work posted: a pool p1 would join
 	q := markettypesQuery(a)
 	members := func() []uint64 {
 		mu.Lock()
@@ -948,6 +1020,7 @@ func TestWorkerReadsThePoolsAgainWhenItsNodeChanges(t *testing.T) {
 		UnitMaxDuration: time.Minute, Requirements: markettypes.Requirements{Region: "us-east"},
 	}
 	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: a.Account("client").String(), Spec: spec})
+	postUnits(a, 1, 1)
 	q := markettypesQuery(a)
 	members := func() int {
 		mu.Lock()

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/flopsnet/flops/worker/config"
@@ -51,6 +53,14 @@ func unitTaskID(pool, unit uint64) uint64 { return 1<<63 | pool<<32 | unit&(1<<3
 // each block, 200 a query, before anything was done in any pool, so a client who opened
 // a dozen pools of the largest specs had every worker's read refused, and no claim
 // revealed (a lapsed claim slashes its provider).
+//
+// Pools.Auto joins a pool only when it has work posted (open units), and keeps the node
+// in at most Pools.MaxJoined open pools: a join is a transaction its provider pays for,
+// and each pool the node is in is read every block. Before, a client who opened pools
+// and posted nothing had every worker on the chain pay to join each one, and read it
+// every block after. A pool passed over so is kept (a.waiting) and read again, a few a
+// tick (joinRechecks), until it is joined or closed. Pools named in Pools.Join are joined
+// as they are: the operator chose them.
 func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	if !a.cfg.Pools.Auto && len(a.cfg.Pools.Join) == 0 {
 		return nil
@@ -62,11 +72,43 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	op := a.o.Chain.Address().String()
 	slot := markettypes.SlotFromNode(a.node)
 	var acts []action
+	open := 0 // open pools Auto has the node in, or joining (those in Pools.Join apart)
+	for _, id := range a.memberPools() {
+		res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(listAnswerBytes))
+		if status.Code(err) == codes.NotFound {
+			a.poolGone(id)
+			continue
+		} else if err != nil {
+			a.log.Warn("pool", "pool", id, "err", err)
+			if !wanted[id] {
+				open++ // counted as open while it cannot be read
+			}
+			continue
+		}
+		pool := res.Pool
+		if pool.Status == markettypes.POOL_STATUS_OPEN {
+			if !wanted[id] {
+				open++
+			}
+			a.race(ctx, height, pool)
+		}
+		acts = append(acts, a.revealUnits(ctx, height, pool)...)
+		if act, ok := a.withdraw(ctx, pool); ok {
+			acts = append(acts, act)
+		}
+	}
 	fresh, err := a.newPools(ctx, slot)
 	if err != nil {
 		a.log.Warn("pools", "err", err) // those read before it are looked at, and the node's pools followed
 	}
-	for _, pool := range fresh {
+	a.mu.Lock()
+	for what := range a.inflight {
+		if id, err := strconv.ParseUint(strings.TrimPrefix(what, joinPrefix), 10, 64); err == nil && strings.HasPrefix(what, joinPrefix) && !wanted[id] {
+			open++
+		}
+	}
+	a.mu.Unlock()
+	for _, pool := range append(fresh, a.waitingPools(ctx)...) {
 		if pool.Owner == op {
 			continue
 		}
@@ -79,13 +121,23 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 			continue
 		}
 		if member || pool.Status != markettypes.POOL_STATUS_OPEN || (!a.cfg.Pools.Auto && !wanted[pool.Id]) {
+			a.stopWaiting(pool.Id)
 			continue
 		}
 		if !slot.Active || !markettypes.Serves(slot, markettypes.JobSpec{Workload: pool.Spec.Workload, Runtime: pool.Spec.Runtime, Requirements: pool.Spec.Requirements}) {
+			a.stopWaiting(pool.Id)
 			continue // read again when the node's slot changes
 		}
+		if !wanted[pool.Id] && (pool.OpenUnits == 0 || open >= a.cfg.Pools.MaxJoined) {
+			a.wait(pool.Id)
+			continue
+		}
+		a.stopWaiting(pool.Id)
+		if !wanted[pool.Id] {
+			open++
+		}
 		poolID := pool.Id
-		acts = append(acts, action{what: fmt.Sprintf("join pool %d", pool.Id),
+		acts = append(acts, action{what: fmt.Sprintf("%s%d", joinPrefix, pool.Id),
 			msgs: msgs(&markettypes.MsgJoinPool{Provider: op, PoolId: pool.Id, NodeId: a.node.Id}),
 			after: func(err error) {
 				a.mu.Lock()
@@ -98,25 +150,59 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 				}
 			}})
 	}
-	for _, id := range a.memberPools() {
+	return acts
+}
+
+// joinPrefix names a join's action ("join pool 7"), in flight while its tx is.
+const joinPrefix = "join pool "
+
+// joinRechecks bounds the pools passed over (a.waiting) read again a tick.
+const joinRechecks = 4
+
+// wait keeps a pool passed over (no work posted, or the node in Pools.MaxJoined open
+// pools) to be read again (waitingPools).
+func (a *Agent) wait(id uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.waiting[id] = true
+}
+
+// stopWaiting forgets a pool joined, closed, or not for this node.
+func (a *Agent) stopWaiting(id uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.waiting, id)
+}
+
+// waitingPools reads again up to joinRechecks of the pools passed over, in id order from
+// where the last tick stopped, round the list; one the chain no longer keeps is
+// forgotten.
+func (a *Agent) waitingPools(ctx context.Context) []markettypes.Pool {
+	a.mu.Lock()
+	ids := sortedKeys(a.waiting)
+	from := a.waitNext
+	a.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	start, _ := slices.BinarySearch(ids, from)
+	var pools []markettypes.Pool
+	for i := range min(joinRechecks, len(ids)) {
+		id := ids[(start+i)%len(ids)]
+		a.mu.Lock()
+		a.waitNext = id + 1
+		a.mu.Unlock()
 		res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(listAnswerBytes))
 		if status.Code(err) == codes.NotFound {
-			a.poolGone(id)
+			a.stopWaiting(id)
 			continue
 		} else if err != nil {
 			a.log.Warn("pool", "pool", id, "err", err)
 			continue
 		}
-		pool := res.Pool
-		if pool.Status == markettypes.POOL_STATUS_OPEN {
-			a.race(ctx, height, pool)
-		}
-		acts = append(acts, a.revealUnits(ctx, height, pool)...)
-		if act, ok := a.withdraw(ctx, pool); ok {
-			acts = append(acts, act)
-		}
+		pools = append(pools, res.Pool)
 	}
-	return acts
+	return pools
 }
 
 // newPools reads the pools the worker has not read yet (a.pools), from a pool whose join

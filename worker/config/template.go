@@ -148,9 +148,11 @@ bidder:
   load_markup_ppm: {{y .Bidder.LoadMarkupPPM}}
 
 pools:
-  # pool ids to join; auto joins every open pool the node is eligible for.
+  # pool ids to join; auto joins the open pools the node is eligible for that have work
+  # posted (open units), up to max_joined at once (each join is a tx you pay for).
   join: {{y .Pools.Join}}
   auto: {{y .Pools.Auto}}
+  max_joined: {{y .Pools.MaxJoined}}
   # units claimed and not yet revealed at once.
   max_claims: {{y .Pools.MaxClaims}}
 
