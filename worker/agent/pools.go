@@ -74,18 +74,16 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	var acts []action
 	open := 0 // open pools Auto has the node in, or joining (those in Pools.Join apart)
 	for _, id := range a.memberPools() {
-		res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(listAnswerBytes))
-		if status.Code(err) == codes.NotFound {
+		pool, found, err := a.readPool(ctx, id)
+		if !found {
 			a.poolGone(id)
 			continue
 		} else if err != nil {
-			a.log.Warn("pool", "pool", id, "err", err)
 			if !wanted[id] {
 				open++ // counted as open while it cannot be read
 			}
 			continue
 		}
-		pool := res.Pool
 		if pool.Status == markettypes.POOL_STATUS_OPEN {
 			if !wanted[id] {
 				open++
@@ -192,17 +190,27 @@ func (a *Agent) waitingPools(ctx context.Context) []markettypes.Pool {
 		a.mu.Lock()
 		a.waitNext = id + 1
 		a.mu.Unlock()
-		res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(listAnswerBytes))
-		if status.Code(err) == codes.NotFound {
+		pool, found, err := a.readPool(ctx, id)
+		if !found {
 			a.stopWaiting(id)
-			continue
-		} else if err != nil {
-			a.log.Warn("pool", "pool", id, "err", err)
-			continue
+		} else if err == nil {
+			pools = append(pools, pool)
 		}
-		pools = append(pools, res.Pool)
 	}
 	return pools
+}
+
+// readPool reads a pool by id; found is false for a pool the chain no longer keeps
+// (pruned after closing). Another error is logged, and found is true.
+func (a *Agent) readPool(ctx context.Context, id uint64) (pool markettypes.Pool, found bool, err error) {
+	res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(listAnswerBytes))
+	if status.Code(err) == codes.NotFound {
+		return pool, false, err
+	} else if err != nil {
+		a.log.Warn("pool", "pool", id, "err", err)
+		return pool, true, err
+	}
+	return res.Pool, true, nil
 }
 
 // newPools reads the pools the worker has not read yet (a.pools), from a pool whose join
