@@ -132,13 +132,19 @@ func TestSignerAgainstNode(t *testing.T) {
 	// and restarted): the same signed bytes are sent again while the tx is in no block,
 	// and it lands. Before, the signer waited the whole inclusion timeout and failed its
 	// caller (a PoCP reveal past its window in the demo's chain crash).
-	t.Run("TxAcceptedThenLostByTheNode", func(t *testing.T) {
-		defer chain.FastResend(200 * time.Millisecond)()
-		lose := &losingNode{ServiceClient: c.Tx}
+	// losing puts a losingNode before the node for the rest of a subtest, the lost tx sent
+	// again every resend; wait bounds the subtest's Submits
+	losing := func(t *testing.T, resend time.Duration) (lose *losingNode, wait context.Context) {
+		t.Cleanup(chain.FastResend(resend))
+		lose = &losingNode{ServiceClient: c.Tx}
 		c.Tx = lose
-		defer func() { c.Tx = lose.ServiceClient }()
+		t.Cleanup(func() { c.Tx = lose.ServiceClient })
 		wait, cancelWait := context.WithTimeout(ctx, 20*time.Second)
-		defer cancelWait()
+		t.Cleanup(cancelWait)
+		return lose, wait
+	}
+	t.Run("TxAcceptedThenLostByTheNode", func(t *testing.T) {
+		lose, wait := losing(t, 200*time.Millisecond)
 		require.Zero(t, resent.Load(), "no tx was lost before")
 		res, err := s.Submit(wait, send(1))
 		require.NoError(t, err, "the lost tx is sent again and lands")
@@ -155,12 +161,7 @@ func TestSignerAgainstNode(t *testing.T) {
 	// msgs anew. Before, A's caller waited the whole inclusion timeout and failed (a
 	// reveal or a commit past its window), its msgs never applied.
 	t.Run("TxLostAndItsSequenceUsedMeanwhile", func(t *testing.T) {
-		defer chain.FastResend(3 * time.Second)()
-		lose := &losingNode{ServiceClient: c.Tx}
-		c.Tx = lose
-		defer func() { c.Tx = lose.ServiceClient }()
-		wait, cancelWait := context.WithTimeout(ctx, 20*time.Second)
-		defer cancelWait()
+		lose, wait := losing(t, 3*time.Second)
 		before := resent.Load()
 		type result struct {
 			res *chain.TxResult
