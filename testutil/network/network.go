@@ -19,6 +19,7 @@ import (
 
 	"github.com/flopsnet/flops/app"
 	"github.com/flopsnet/flops/internal/appdb"
+	"github.com/flopsnet/flops/internal/chain"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -73,12 +74,14 @@ func config(numValidators int, newDB func(home string) dbm.DB) sdknetwork.Config
 		return sdknetwork.TestFixture{
 			AppConstructor: func(val sdknetwork.ValidatorI) servertypes.Application {
 				home := val.GetCtx().Config.RootDir // the validator's node directory
-				// no inter-block cache, as flopsd runs by default (cmd/flopsd/cmd: noInterBlockCache)
+				// no inter-block cache, as flopsd runs by default (cmd/flopsd/cmd: noInterBlockCache);
+				// queries bounded as flopsd init sets a node up (query-gas-limit)
 				return app.New(val.GetCtx().Logger, newDB(home), true,
 					simtestutil.NewAppOptionsWithFlagHome(home),
 					baseapp.SetPruning(pruningtypes.NewPruningOptionsFromString(val.GetAppConfig().Pruning)),
 					baseapp.SetMinGasPrices(val.GetAppConfig().MinGasPrices),
 					baseapp.SetChainID(ChainID),
+					baseapp.SetQueryGasLimit(chain.DefaultQueryGasLimit),
 				)
 			},
 			GenesisState: genesis,
