@@ -1,6 +1,7 @@
 package chain_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
 	nodeservice "github.com/cosmos/cosmos-sdk/client/grpc/node"
@@ -28,20 +31,26 @@ import (
 )
 
 // losingNode answers the first broadcast as a node whose CheckTx accepted the tx, and
-// drops it, as a validator killed right after does; later broadcasts reach the node.
+// drops it, as a validator killed right after does; later broadcasts reach the node,
+// except the lost tx's own while unreachable is set (they fail as at a node restarting).
 type losingNode struct {
 	txtypes.ServiceClient
-	mu   sync.Mutex
-	sent [][]byte
+	unreachable atomic.Bool
+	mu          sync.Mutex
+	sent        [][]byte
 }
 
 func (l *losingNode) BroadcastTx(ctx context.Context, req *txtypes.BroadcastTxRequest, opts ...grpc.CallOption) (*txtypes.BroadcastTxResponse, error) {
 	l.mu.Lock()
 	l.sent = append(l.sent, req.TxBytes)
 	first := len(l.sent) == 1
+	again := bytes.Equal(req.TxBytes, l.sent[0])
 	l.mu.Unlock()
-	if first {
+	switch {
+	case first:
 		return &txtypes.BroadcastTxResponse{TxResponse: &sdk.TxResponse{TxHash: fmt.Sprintf("%X", sha256.Sum256(req.TxBytes))}}, nil
+	case again && l.unreachable.Load():
+		return nil, status.Error(codes.Unavailable, "connection refused")
 	}
 	return l.ServiceClient.BroadcastTx(ctx, req, opts...)
 }
@@ -161,7 +170,8 @@ func TestSignerAgainstNode(t *testing.T) {
 	// msgs anew. Before, A's caller waited the whole inclusion timeout and failed (a
 	// reveal or a commit past its window), its msgs never applied.
 	t.Run("TxLostAndItsSequenceUsedMeanwhile", func(t *testing.T) {
-		lose, wait := losing(t, 3*time.Second)
+		lose, wait := losing(t, 200*time.Millisecond)
+		lose.unreachable.Store(true) // A is not sent again before B lands
 		before := resent.Load()
 		type result struct {
 			res *chain.TxResult
@@ -179,6 +189,7 @@ func TestSignerAgainstNode(t *testing.T) {
 		}, 5*time.Second, 10*time.Millisecond, "A was sent and lost")
 		b, err := s.Submit(wait, send(2)) // not A's msg: at A's sequence that would be A's very bytes
 		require.NoError(t, err, "B takes the node's sequence and lands")
+		lose.unreachable.Store(false)
 		ra := <-a
 		require.NoError(t, ra.err, "A's msgs are signed anew and land, before the inclusion timeout")
 		require.Greater(t, ra.res.Height, b.Height, "A lands after B")
