@@ -112,6 +112,9 @@ type Agent struct {
 	// Pools.MaxJoined reached), read again from waitNext on (under mu; see poolActions)
 	waiting  map[uint64]bool
 	waitNext uint64
+	// idleSince holds the height from which a pool the node is in was seen without work
+	// (under mu; see leaveIdle)
+	idleSince map[uint64]int64
 }
 
 // run is one task's execution on this machine.
@@ -166,7 +169,7 @@ func New(o Options) (*Agent, error) {
 		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
 		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
 		runs: map[uint64]*run{}, pinned: map[string]uint64{}, answers: map[uint64]*challenge{},
-		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, claims: map[string]*claim{},
+		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, idleSince: map[uint64]int64{}, claims: map[string]*claim{},
 		inflight: map[string]bool{},
 	}, nil
 }

@@ -742,16 +742,19 @@ func TestWorkerRevealsPoolClaimsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 // for, and each pool a node is in is read every block. A worker joined every open pool
 // its node could serve, so a client who opened pools and posted no work in them had
 // every worker on the chain pay to join each one, and read each one every block after.
-// The worker now joins a pool once it has work posted, and keeps its node in at most
-// pools.max_joined open pools beside those its operator named (pools.join): of five
-// empty pools it joins none, and the named one, empty too, all the same; of three then
-// given work it joins two (max_joined 2); when the client closes one of those two, it
-// joins the third.
+// The worker now joins a pool once it has work posted, while fewer than pools.max_joined
+// of its pools have work (those its operator named in pools.join apart), and leaves a
+// pool idle for pools.leave_idle_blocks, its credits withdrawn. Of five empty pools it
+// joins none, and the named one, empty too, all the same; of three then given work it
+// joins two (max_joined 2), and the third once one of those has no work left: pools
+// whose few units are done do not hold the worker's room (a client's cheap squat against
+// every other pool). Idle, the three are left, credits withdrawn, the named one kept; and
+// one is joined again when work comes back to it.
 func TestAttackEmptyPoolsDrawAutoWorkersJoinFees(t *testing.T) {
 	a := appWithProviders(t, "p1")
 	var mu sync.Mutex
 	w := newWorker(t, &mu, a, "p1", func(c *config.Config) {
-		c.Pools.Auto, c.Pools.MaxJoined, c.Pools.Join = true, 2, []uint64{1}
+		c.Pools.Auto, c.Pools.MaxJoined, c.Pools.Join, c.Pools.LeaveIdleBlocks, c.Pools.MaxClaims = true, 2, []uint64{1}, 5, 1
 	})
 	var pools []uint64
 	for range 6 {
@@ -783,23 +786,42 @@ func TestAttackEmptyPoolsDrawAutoWorkersJoinFees(t *testing.T) {
 
 	withWork := []uint64{pools[1], pools[3], pools[5]}
 	for _, id := range withWork {
-		postUnits(a, id, 1)
+		postUnits(a, id, 3) // one claim at a time (max_claims 1): two pools stay busy some blocks
 	}
-	until(t, a, 20, "pools with work joined", func() bool {
-		time.Sleep(50 * time.Millisecond)
-		return len(in()) == 3
-	}, w)
-	settle(6)
+	settle(3)
 	joined := in()
-	require.Len(t, joined, 3, "at most pools.max_joined open pools beside the named one")
+	require.Len(t, joined, 3, "two pools with work beside the named one (max_joined 2)")
 	require.Subset(t, withWork, joined[1:], "only pools with work")
 
-	a.MustDeliver("client", &markettypes.MsgClosePool{Owner: a.Account("client").String(), PoolId: joined[1]})
-	until(t, a, 20, "the third pool joined once one closed", func() bool {
-		time.Sleep(50 * time.Millisecond)
+	until(t, a, 80, "the third joined once a pool's work is done", func() bool {
+		time.Sleep(20 * time.Millisecond)
 		return len(in()) == 4
 	}, w)
-	require.Equal(t, append([]uint64{pools[0]}, withWork...), in())
+	paid := func(id uint64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		res, err := q.Pool(a.Ctx(), &markettypes.QueryPoolRequest{PoolId: id})
+		require.NoError(t, err)
+		return res.Pool.PaidUnits == 3
+	}
+	until(t, a, 80, "idle pools left, the named one kept", func() bool {
+		time.Sleep(20 * time.Millisecond)
+		return slices.Equal(in(), []uint64{pools[0]})
+	}, w)
+	for _, id := range withWork {
+		require.True(t, paid(id), "pool %d: every unit paid before it was left", id)
+		mu.Lock()
+		res, err := q.PoolEarnings(a.Ctx(), &markettypes.QueryPoolEarningsRequest{PoolId: id, Provider: a.Account("p1").String()})
+		mu.Unlock()
+		require.NoError(t, err)
+		require.True(t, res.Earnings.IsNil() || res.Earnings.IsZero(), "pool %d: credits withdrawn with the leave (%s)", id, res.Earnings)
+	}
+
+	postUnits(a, pools[3], 1)
+	until(t, a, 4, "joined again when work comes back (read again among the pools passed over)", func() bool {
+		time.Sleep(20 * time.Millisecond)
+		return slices.Equal(in(), []uint64{pools[0], pools[3]})
+	}, w)
 }
 
 // A worker reads each pool once (it keeps its place in the list), but a pool whose join

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flopsnet/flops/worker/config"
 
+	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -54,13 +55,16 @@ func unitTaskID(pool, unit uint64) uint64 { return 1<<63 | pool<<32 | unit&(1<<3
 // a dozen pools of the largest specs had every worker's read refused, and no claim
 // revealed (a lapsed claim slashes its provider).
 //
-// Pools.Auto joins a pool only when it has work posted (open units), and keeps the node
-// in at most Pools.MaxJoined open pools: a join is a transaction its provider pays for,
-// and each pool the node is in is read every block. Before, a client who opened pools
-// and posted nothing had every worker on the chain pay to join each one, and read it
-// every block after. A pool passed over so is kept (a.waiting) and read again, a few a
-// tick (joinRechecks), until it is joined or closed. Pools named in Pools.Join are joined
-// as they are: the operator chose them.
+// Pools.Auto joins a pool only when it has work posted (open units), and while fewer
+// than Pools.MaxJoined of the pools it is in have work: a join is a transaction its
+// provider pays for, and each pool the node is in is read every block. Before, a client
+// who opened pools and posted nothing had every worker on the chain pay to join each one,
+// and read it every block after. A pool passed over so is kept (a.waiting) and read
+// again, a few a tick (joinRechecks), until it is joined or closed. A pool the node is in
+// counts while it has work only, so that a client's pools, idle once their few units are
+// done, cannot hold every worker's room against other pools; the node leaves a pool idle
+// for Pools.LeaveIdleBlocks (leaveIdle), and joins it again when work comes. Pools named
+// in Pools.Join are joined, and kept, as they are: the operator chose them.
 func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	if !a.cfg.Pools.Auto && len(a.cfg.Pools.Join) == 0 {
 		return nil
@@ -72,7 +76,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	op := a.o.Chain.Address().String()
 	slot := markettypes.SlotFromNode(a.node)
 	var acts []action
-	open := 0 // open pools Auto has the node in, or joining (those in Pools.Join apart)
+	busy := 0 // pools with work Auto has the node in, or joining (those in Pools.Join apart)
 	for _, id := range a.memberPools() {
 		pool, found, err := a.readPool(ctx, id)
 		if !found {
@@ -80,15 +84,19 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 			continue
 		} else if err != nil {
 			if !wanted[id] {
-				open++ // counted as open while it cannot be read
+				busy++ // counted as busy while it cannot be read
 			}
 			continue
 		}
 		if pool.Status == markettypes.POOL_STATUS_OPEN {
-			if !wanted[id] {
-				open++
+			if !wanted[id] && pool.OpenUnits > 0 {
+				busy++
 			}
 			a.race(ctx, height, pool)
+			if act, ok := a.leaveIdle(ctx, height, pool, wanted[id]); ok {
+				acts = append(acts, act) // no claim of the node left in it; its credits withdrawn with the leave
+				continue
+			}
 		}
 		acts = append(acts, a.revealUnits(ctx, height, pool)...)
 		if act, ok := a.withdraw(ctx, pool); ok {
@@ -102,7 +110,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	a.mu.Lock()
 	for what := range a.inflight {
 		if id, err := strconv.ParseUint(strings.TrimPrefix(what, joinPrefix), 10, 64); err == nil && strings.HasPrefix(what, joinPrefix) && !wanted[id] {
-			open++
+			busy++
 		}
 	}
 	a.mu.Unlock()
@@ -126,13 +134,13 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 			a.stopWaiting(pool.Id)
 			continue // read again when the node's slot changes
 		}
-		if !wanted[pool.Id] && (pool.OpenUnits == 0 || open >= a.cfg.Pools.MaxJoined) {
+		if !wanted[pool.Id] && (pool.OpenUnits == 0 || busy >= a.cfg.Pools.MaxJoined) {
 			a.wait(pool.Id)
 			continue
 		}
 		a.stopWaiting(pool.Id)
 		if !wanted[pool.Id] {
-			open++
+			busy++
 		}
 		poolID := pool.Id
 		acts = append(acts, action{what: fmt.Sprintf("%s%d", joinPrefix, pool.Id),
@@ -157,8 +165,8 @@ const joinPrefix = "join pool "
 // joinRechecks bounds the pools passed over (a.waiting) read again a tick.
 const joinRechecks = 4
 
-// wait keeps a pool passed over (no work posted, or the node in Pools.MaxJoined open
-// pools) to be read again (waitingPools).
+// wait keeps a pool passed over (no work posted, or the node in Pools.MaxJoined pools
+// with work) to be read again (waitingPools).
 func (a *Agent) wait(id uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -198,6 +206,56 @@ func (a *Agent) waitingPools(ctx context.Context) []markettypes.Pool {
 		}
 	}
 	return pools
+}
+
+// leaveIdle leaves an open pool that has had no work (open units) for
+// Pools.LeaveIdleBlocks blocks, once the node holds no claim in it; its credits, if any,
+// are withdrawn in the same transaction (a pool left is no longer followed). The pool is
+// then among those passed over (a.waiting), joined again when work is posted. A pool
+// named in Pools.Join is kept.
+func (a *Agent) leaveIdle(ctx context.Context, height int64, pool markettypes.Pool, named bool) (action, bool) {
+	a.mu.Lock()
+	if named || a.cfg.Pools.LeaveIdleBlocks == 0 || pool.OpenUnits > 0 {
+		delete(a.idleSince, pool.Id)
+		a.mu.Unlock()
+		return action{}, false
+	}
+	since, seen := a.idleSince[pool.Id]
+	if !seen {
+		a.idleSince[pool.Id] = height
+	}
+	claimed := false
+	for _, c := range a.claims {
+		claimed = claimed || c.pool.Id == pool.Id
+	}
+	a.mu.Unlock()
+	if !seen || height-since < a.cfg.Pools.LeaveIdleBlocks || claimed {
+		return action{}, false
+	}
+	op := a.o.Chain.Address().String()
+	var ms []sdk.Msg
+	res, err := a.market.PoolEarnings(ctx, &markettypes.QueryPoolEarningsRequest{PoolId: pool.Id, Provider: op})
+	if err != nil {
+		a.log.Warn("pool earnings", "pool", pool.Id, "err", err)
+		return action{}, false // its credits unknown: not left this tick
+	}
+	if !res.Earnings.IsNil() && res.Earnings.IsPositive() {
+		ms = append(ms, &markettypes.MsgWithdrawPoolEarnings{Provider: op, PoolId: pool.Id})
+	}
+	ms = append(ms, &markettypes.MsgLeavePool{Provider: op, PoolId: pool.Id, NodeId: a.node.Id})
+	id, idle := pool.Id, height-since
+	return action{what: fmt.Sprintf("leave pool %d", pool.Id), msgs: ms,
+		after: func(err error) {
+			if err != nil {
+				return // left at a later tick
+			}
+			a.log.Info("left an idle pool", "pool", id, "idle_blocks", idle, "credits_withdrawn", len(ms) > 1)
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			delete(a.joined, id)
+			delete(a.idleSince, id)
+			a.waiting[id] = true
+		}}, true
 }
 
 // readPool reads a pool by id; found is false for a pool the chain no longer keeps
@@ -322,7 +380,7 @@ func (a *Agent) race(ctx context.Context, height int64, pool markettypes.Pool) {
 	}
 	a.mu.Unlock()
 	free := a.cfg.Pools.MaxClaims - inflight
-	if free <= 0 {
+	if free <= 0 || pool.OpenUnits == 0 {
 		return
 	}
 	res, err := a.market.OpenUnits(ctx, &markettypes.QueryOpenUnitsRequest{PoolId: pool.Id, Pagination: &query.PageRequest{Limit: 100}})

@@ -185,12 +185,15 @@ type Bidder struct {
 // Pools: POOL mode.
 type Pools struct {
 	// Join lists pool ids to join; Auto joins the open pools the node is eligible for
-	// that have work posted (open units), up to MaxJoined.
+	// that have work posted (open units), while fewer than MaxJoined of its pools have.
 	Join []uint64 `json:"join,omitempty"`
 	Auto bool     `json:"auto"`
-	// MaxJoined bounds the open pools Auto keeps the node in (each a join paid for, and
-	// read every block); the pools in Join are joined beside them.
+	// MaxJoined bounds the pools with work Auto keeps the node in (each a join paid for,
+	// and read every block); the pools in Join are joined beside them.
 	MaxJoined int `json:"max_joined"`
+	// LeaveIdleBlocks: Auto leaves a pool that has had no work for this many blocks (its
+	// credits withdrawn), and joins it again when work comes; 0: never.
+	LeaveIdleBlocks int64 `json:"leave_idle_blocks"`
 	// MaxClaims in flight at once.
 	MaxClaims int `json:"max_claims"`
 }
@@ -253,7 +256,7 @@ func Default(home string) Config {
 		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}},
 		PoCP:      PoCP{Solver: "auto", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
 		Bidder:    Bidder{Enabled: true, LoadMarkupPPM: 50_000, PerGPUHour: map[string]string{}},
-		Pools:     Pools{Auto: true, MaxJoined: 8, MaxClaims: 4, Join: []uint64{}},
+		Pools:     Pools{Auto: true, MaxJoined: 8, LeaveIdleBlocks: 600, MaxClaims: 4, Join: []uint64{}},
 		Outputs:   Outputs{Listen: "127.0.0.1:8470"},
 		Telemetry: Telemetry{Listen: "127.0.0.1:9470", SampleEvery: Duration{time.Second}},
 		Beacon:    Beacon{DrandURLs: []string{}},
@@ -344,6 +347,9 @@ func (c Config) Validate() error {
 	}
 	if c.Pools.Auto && c.Pools.MaxJoined < 1 {
 		errs = append(errs, fmt.Errorf("pools.max_joined %d: at least 1 with pools.auto (or auto: false)", c.Pools.MaxJoined))
+	}
+	if c.Pools.LeaveIdleBlocks < 0 {
+		errs = append(errs, fmt.Errorf("pools.leave_idle_blocks %d: 0 (never) or more", c.Pools.LeaveIdleBlocks))
 	}
 	if (c.Pools.Auto || len(c.Pools.Join) > 0) && c.Pools.MaxClaims < 1 {
 		errs = append(errs, fmt.Errorf("pools.max_claims %d: at least 1 when the node takes part in pools", c.Pools.MaxClaims))

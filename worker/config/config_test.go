@@ -35,7 +35,7 @@ func TestRenderLoadsBack(t *testing.T) {
 	c.PoCP = config.PoCP{Solver: "external", External: "/usr/bin/flops-gpu-solver", ExternalArgs: []string{"--device", "0"}, Workers: 4,
 		Timeout: config.Duration{Duration: time.Minute}}
 	c.Bidder = config.Bidder{Enabled: false, Script: "/bin/price", PerGPUHour: map[string]string{"A100-40GB": "1200000", "H100-80GB": "2000000"}, LoadMarkupPPM: 1}
-	c.Pools = config.Pools{Join: []uint64{3, 5}, Auto: false, MaxJoined: 3, MaxClaims: 9}
+	c.Pools = config.Pools{Join: []uint64{3, 5}, Auto: false, MaxJoined: 3, LeaveIdleBlocks: 50, MaxClaims: 9}
 	c.Outputs = config.Outputs{Listen: "0.0.0.0:8470", PublicURL: "https://gpu.example", CheckpointUploadURL: "https://store.example/ckpt",
 		TLSCert: "/etc/flops/cert.pem", TLSKey: "/etc/flops/key.pem"}
 	c.Chain.TLS, c.Chain.TLSCA = true, "/etc/flops/ca.pem"
@@ -65,6 +65,7 @@ func TestValidate(t *testing.T) {
 		"solver":        {func(c *config.Config) { c.PoCP.Solver = "magic" }, "pocp.solver"},
 		"external path": {func(c *config.Config) { c.PoCP.Solver = "external" }, "pocp.external"},
 		"max joined":    {func(c *config.Config) { c.Pools.MaxJoined = 0 }, "pools.max_joined"},
+		"leave idle":    {func(c *config.Config) { c.Pools.LeaveIdleBlocks = -1 }, "pools.leave_idle_blocks"},
 		"max claims":    {func(c *config.Config) { c.Pools.Auto, c.Pools.Join, c.Pools.MaxClaims = false, []uint64{4}, 0 }, "pools.max_claims"},
 	} {
 		c := config.Default(home)

@@ -149,10 +149,12 @@ bidder:
 
 pools:
   # pool ids to join; auto joins the open pools the node is eligible for that have work
-  # posted (open units), up to max_joined at once (each join is a tx you pay for).
+  # posted (open units), while fewer than max_joined of its pools have work (each join is
+  # a tx you pay for), and leaves a pool idle for leave_idle_blocks (0: never).
   join: {{y .Pools.Join}}
   auto: {{y .Pools.Auto}}
   max_joined: {{y .Pools.MaxJoined}}
+  leave_idle_blocks: {{y .Pools.LeaveIdleBlocks}}
   # units claimed and not yet revealed at once.
   max_claims: {{y .Pools.MaxClaims}}
 
