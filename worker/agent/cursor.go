@@ -32,7 +32,8 @@ const (
 // at its end (the open auctions: jobs enter the auction only at submission; the pools):
 // each tick reads only what was added since, however long the list. The place is
 // dropped, and the list read again from its start, when the node's slot changes (its
-// class, runtimes, region or activity decide what it serves). It is the tick's own.
+// class, runtimes, region, ask or activity decide what it serves and bids for; its
+// measured power does not). It is the tick's own.
 type listCursor struct {
 	key  []byte // the next page's key, the id (big-endian) these lists page by
 	slot []byte // the slot (marshalled) the list was read for
@@ -42,6 +43,10 @@ type listCursor struct {
 // the place: after the last item read once caught up, where the next page would start.
 // Items read before a refused page are returned with the error.
 func readList[T any](c *listCursor, slot markettypes.NodeSlot, read func(*query.PageRequest, grpc.CallOption) ([]T, *query.PageResponse, error), id func(T) uint64) ([]T, error) {
+	// the node's measured power moves at every PoCP challenge it passes and decides
+	// nothing these lists are read for (Serves, the bidder's quote): it would have every
+	// worker read every open auction and pool again each challenge interval
+	slot.PowerGflops = 0
 	fp, err := slot.Marshal()
 	if err != nil {
 		return nil, err
