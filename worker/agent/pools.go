@@ -109,8 +109,10 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	}
 	a.mu.Lock()
 	for what := range a.inflight {
-		if id, err := strconv.ParseUint(strings.TrimPrefix(what, joinPrefix), 10, 64); err == nil && strings.HasPrefix(what, joinPrefix) && !wanted[id] {
-			busy++
+		if rest, joining := strings.CutPrefix(what, joinPrefix); joining {
+			if id, err := strconv.ParseUint(rest, 10, 64); err == nil && !wanted[id] {
+				busy++
+			}
 		}
 	}
 	a.mu.Unlock()
@@ -304,6 +306,7 @@ func (a *Agent) poolGone(id uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.joined, id)
+	delete(a.idleSince, id)
 	for key, c := range a.claims {
 		if c.pool.Id == id && c.phase == claimCommitted {
 			delete(a.claims, key)
