@@ -115,6 +115,9 @@ type Agent struct {
 	// idleSince holds the height from which a pool the node is in was seen without work
 	// (under mu; see leaveIdle)
 	idleSince map[uint64]int64
+	// shortOfDeposit: the provider's funds did not cover a bid deposit at the last tick
+	// (under mu; see bidActions)
+	shortOfDeposit bool
 }
 
 // run is one task's execution on this machine.

@@ -30,6 +30,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	"github.com/flopsnet/flops/internal/specfile"
 	"github.com/flopsnet/flops/testutil/apptest"
@@ -1027,6 +1028,58 @@ func TestWorkerReadsTheAuctionsAgainWhenItsNodeChanges(t *testing.T) {
 	// the worker reads its node again every 10 blocks
 	until(t, a, 25, "a bid once the node is in us-east", func() bool { return bids() > 0 }, w)
 	require.Equal(t, "us-east", w.agent.Node().Region)
+}
+
+// The attack of a client on the bidders' deposits: each bid locks params.bid_deposit until
+// its auction closes, and a client may cancel an auction before its close (the deposits
+// come back, and the client's escrow). Mallory opens two auctions just before the
+// client's, draws the worker's bids on hers, which lock what its provider has, and holds
+// them open: the worker's bid on the client's auction was refused for want of a deposit,
+// and the worker, which had marked the auction priced, never bid on it, even once Mallory
+// cancelled. The worker now stops at the first auction it cannot fund, reads and prices
+// none while a deposit is not there, and goes on from that auction when deposits come
+// back: the client's auction gets its bid.
+func TestAttackCancelledAuctionsLockTheBiddersDeposits(t *testing.T) {
+	a := appWithProvidersEdit(t, []string{"p1", "mallory"}, func(m *markettypes.Params) { m.AuctionWindowBlocks = 200 })
+	var mu sync.Mutex
+	w := newWorker(t, &mu, a, "p1", nil)
+	passChallenge(t, a, w)
+	tick(t, a, w) // caught up with the open auctions (none)
+	q := markettypesQuery(a)
+	params, err := q.Params(a.Ctx(), &markettypes.QueryParamsRequest{})
+	require.NoError(t, err)
+	deposit := params.Params.BidDeposit
+	p1 := a.Account("p1").Address
+	spendable := func() sdkmath.Int {
+		return a.BankKeeper.SpendableCoins(a.Ctx(), p1).AmountOf(deposit.Denom)
+	}
+	keep := deposit.Amount.MulRaw(5).QuoRaw(2) // two deposits and a half
+	a.MustDeliver("p1", banktypes.NewMsgSend(p1, a.Account("client").Address, sdk.NewCoins(sdk.NewCoin(deposit.Denom, spendable().Sub(keep)))))
+
+	mallory := a.Account("mallory").String()
+	for range 2 {
+		a.MustDeliver("mallory", &markettypes.MsgSubmitJob{Owner: mallory, Spec: gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION)})
+	}
+	res, err := q.JobsByOwner(a.Ctx(), &markettypes.QueryJobsByOwnerRequest{Owner: mallory})
+	require.NoError(t, err)
+	require.Len(t, res.Jobs, 2)
+	client := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION))
+	for range 5 {
+		tick(t, a, w)
+	}
+	for _, j := range res.Jobs {
+		require.Equal(t, 1, bidsOn(t, a, j.Id), "the worker's bid on Mallory's auction %d", j.Id)
+	}
+	require.True(t, spendable().LT(deposit.Amount), "the provider's funds locked in the two deposits")
+	require.Zero(t, bidsOn(t, a, client.Id), "no deposit to lock for the client's auction")
+
+	for _, j := range res.Jobs {
+		a.MustDeliver("mallory", &markettypes.MsgCancelJob{Owner: mallory, JobId: j.Id})
+	}
+	require.True(t, spendable().GTE(deposit.Amount), "the deposits came back")
+	until(t, a, 5, "a bid on the client's auction once the deposits came back", func() bool {
+		return bidsOn(t, a, client.Id) > 0
+	}, w)
 }
 
 // The pools a node does not serve are read once, and again when its node changes: a pool

@@ -6,7 +6,10 @@ import (
 
 	"google.golang.org/grpc"
 
+	sdkmath "cosmossdk.io/math"
+
 	"github.com/cosmos/cosmos-sdk/types/query"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	"github.com/flopsnet/flops/worker/bidder"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -44,6 +47,14 @@ func (a *Agent) forgetClosedAuctions() {
 // bidActions bids in the open auctions the node can run, at the policy's price. Nothing
 // is reserved before the price is decided; a bid locks the chain's bid deposit and, if it
 // wins, the tasks are assigned to the node like any other.
+//
+// Each bid locks params.bid_deposit until its auction closes. While the provider's
+// account cannot lock one more, the worker reads no further auction and prices none: it
+// goes on from the same place once deposits come back. Before, it priced each auction as
+// it came and marked it priced whether or not the bid went through, so a client who
+// opened auctions, drew every worker's bids and cancelled before the close (the deposits
+// then come back, the client's escrow too) kept the workers' deposits locked meanwhile,
+// and every auction opened in that time never got their bids.
 func (a *Agent) bidActions(ctx context.Context) []action {
 	op := a.o.Chain.Address().String()
 	slot := markettypes.SlotFromNode(a.node)
@@ -51,6 +62,16 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		return nil // not schedulable (inactive, or measured into no class): a bid is refused
 	}
 	a.forgetClosedAuctions()
+	deposit := a.params.BidDeposit
+	if deposit.Amount.IsNil() {
+		deposit.Amount = sdkmath.ZeroInt() // no params read yet
+	}
+	funds, known := a.spendable(ctx, deposit.Denom)
+	if known && funds.LT(deposit.Amount) {
+		a.depositsShort(true)
+		return nil
+	}
+	a.depositsShort(false)
 	open, err := a.openAuctions(ctx, slot)
 	if err != nil {
 		a.log.Warn("open auctions", "err", err)
@@ -63,6 +84,10 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		a.mu.Unlock()
 		if done || job.Owner == op || !markettypes.Serves(slot, job.Spec) {
 			continue
+		}
+		if known && funds.LT(deposit.Amount) {
+			a.auctions.rewind(job.Id) // read and priced once deposits come back
+			break
 		}
 		// GPUs: the node's devices (on a node with MIG, its instances and whole cards)
 		b, err := a.o.Bidder.Price(ctx, bidder.Offer{Job: job, GpuClass: a.node.GpuClass, GPUs: slot.Gpus, GPUsUsed: used})
@@ -78,6 +103,9 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 			a.log.Debug("no bid", "job", job.Id, "reason", b.Reason)
 			continue
 		}
+		if known {
+			funds = funds.Sub(deposit.Amount)
+		}
 		msg := &markettypes.MsgPlaceBid{Provider: op, JobId: job.Id, NodeId: a.node.Id, Price: b.Price, Quantity: b.Quantity}
 		jobID := job.Id
 		acts = append(acts, action{what: fmt.Sprintf("bid on job %d", job.Id), msgs: msgs(msg), after: func(err error) {
@@ -87,4 +115,31 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		}})
 	}
 	return acts
+}
+
+// spendable is the provider's spendable balance in denom; known is false when the node
+// did not answer (the worker then bids as it did, and the chain refuses a bid it cannot
+// fund).
+func (a *Agent) spendable(ctx context.Context, denom string) (sdkmath.Int, bool) {
+	res, err := a.bank.SpendableBalanceByDenom(ctx, &banktypes.QuerySpendableBalanceByDenomRequest{Address: a.o.Chain.Address().String(), Denom: denom})
+	if err != nil || res.Balance == nil {
+		a.log.Warn("spendable balance", "err", err)
+		return sdkmath.Int{}, false
+	}
+	return res.Balance.Amount, true
+}
+
+// depositsShort logs when the provider's funds stop, and start again, to cover a bid
+// deposit.
+func (a *Agent) depositsShort(short bool) {
+	a.mu.Lock()
+	was := a.shortOfDeposit
+	a.shortOfDeposit = short
+	a.mu.Unlock()
+	switch {
+	case short && !was:
+		a.log.Warn("no auction priced until a bid deposit comes back: the provider's spendable balance is below params.bid_deposit", "bid_deposit", a.params.BidDeposit.String())
+	case !short && was:
+		a.log.Info("bid deposits covered again: pricing the open auctions")
+	}
 }

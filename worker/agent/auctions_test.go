@@ -11,8 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 
+	sdkmath "cosmossdk.io/math"
+
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	"github.com/flopsnet/flops/worker/bidder"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -40,6 +43,14 @@ func (m *auctionMarket) OpenAuctions(_ context.Context, req *markettypes.QueryOp
 	return res, nil
 }
 
+// richBank answers that the provider can fund any bid deposit.
+type richBank struct{ banktypes.QueryClient }
+
+func (richBank) SpendableBalanceByDenom(_ context.Context, req *banktypes.QuerySpendableBalanceByDenomRequest, _ ...grpc.CallOption) (*banktypes.QuerySpendableBalanceByDenomResponse, error) {
+	c := sdk.NewCoin("udps", sdkmath.NewInt(1<<62))
+	return &banktypes.QuerySpendableBalanceByDenomResponse{Balance: &c}, nil
+}
+
 // countingBidder counts its pricings, and bids nothing.
 type countingBidder map[uint64]int
 
@@ -65,7 +76,7 @@ func TestWorkerForgetsClosedAuctions(t *testing.T) {
 	priced := countingBidder{}
 	a := &Agent{
 		o: Options{Chain: stubChain{addr: sdk.AccAddress(make([]byte, 20))}, Bidder: priced}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		market: m, node: node, bid: map[uint64]int64{}, pinned: map[string]uint64{},
+		market: m, bank: richBank{}, node: node, bid: map[uint64]int64{}, pinned: map[string]uint64{},
 	}
 	const blocks, window = 2_000, 50
 	most := 0
