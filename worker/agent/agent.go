@@ -115,6 +115,8 @@ type Agent struct {
 	// idleSince holds the height from which a pool the node is in was seen without work
 	// (under mu; see leaveIdle)
 	idleSince map[uint64]int64
+	// poolSpecs holds the specs of the pools the node is in (under mu; see followPool)
+	poolSpecs map[uint64]markettypes.PoolSpec
 	// shortOfDeposit: the provider's funds did not cover a bid deposit at the last tick
 	// (under mu; see bidActions)
 	shortOfDeposit bool
@@ -172,7 +174,7 @@ func New(o Options) (*Agent, error) {
 		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
 		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
 		runs: map[uint64]*run{}, pinned: map[string]uint64{}, answers: map[uint64]*challenge{},
-		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, idleSince: map[uint64]int64{}, claims: map[string]*claim{},
+		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, idleSince: map[uint64]int64{}, poolSpecs: map[uint64]markettypes.PoolSpec{}, claims: map[string]*claim{},
 		inflight: map[string]bool{},
 	}, nil
 }

@@ -754,7 +754,8 @@ func TestWorkerRevealsPoolClaimsBehindPoolsOfTheLargestSpecs(t *testing.T) {
 func TestAttackEmptyPoolsDrawAutoWorkersJoinFees(t *testing.T) {
 	a := appWithProviders(t, "p1")
 	var mu sync.Mutex
-	w := newWorker(t, &mu, a, "p1", func(c *config.Config) {
+	reads := &poolReads{ClientConnInterface: a.QueryConn(), whole: map[uint64]int{}, bare: map[uint64]int{}}
+	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), gpu.NewCPUOnly("test"), workerWith{conn: reads}, func(c *config.Config) {
 		c.Pools.Auto, c.Pools.MaxJoined, c.Pools.Join, c.Pools.LeaveIdleBlocks, c.Pools.MaxClaims = true, 2, []uint64{1}, 5, 1
 	})
 	var pools []uint64
@@ -823,6 +824,32 @@ func TestAttackEmptyPoolsDrawAutoWorkersJoinFees(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return slices.Equal(in(), []uint64{pools[0], pools[3]})
 	}, w)
+
+	// the pools the node is in are read every block, their specs (up to about 330 KB) once
+	reads.mu.Lock()
+	defer reads.mu.Unlock()
+	require.Equal(t, 1, reads.whole[pools[0]], "the named pool's spec read once")
+	require.Greater(t, reads.bare[pools[0]], 30, "its record read every block")
+}
+
+// poolReads counts the worker's reads of one pool by id, with its spec and without.
+type poolReads struct {
+	grpc.ClientConnInterface
+	mu          sync.Mutex
+	whole, bare map[uint64]int
+}
+
+func (r *poolReads) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	if req, ok := args.(*markettypes.QueryPoolRequest); ok {
+		r.mu.Lock()
+		if req.OmitSpec {
+			r.bare[req.PoolId]++
+		} else {
+			r.whole[req.PoolId]++
+		}
+		r.mu.Unlock()
+	}
+	return r.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
 }
 
 // A worker reads each pool once (it keeps its place in the list), but a pool whose join

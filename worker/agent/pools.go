@@ -78,7 +78,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	var acts []action
 	busy := 0 // pools with work Auto has the node in, or joining (those in Pools.Join apart)
 	for _, id := range a.memberPools() {
-		pool, found, err := a.readPool(ctx, id)
+		pool, found, err := a.followPool(ctx, id)
 		if !found {
 			a.poolGone(id)
 			continue
@@ -200,7 +200,7 @@ func (a *Agent) waitingPools(ctx context.Context) []markettypes.Pool {
 		a.mu.Lock()
 		a.waitNext = id + 1
 		a.mu.Unlock()
-		pool, found, err := a.readPool(ctx, id)
+		pool, found, err := a.readPool(ctx, id, false) // a pool passed over is checked against the node again
 		if !found {
 			a.stopWaiting(id)
 		} else if err == nil {
@@ -256,14 +256,16 @@ func (a *Agent) leaveIdle(ctx context.Context, height int64, pool markettypes.Po
 			defer a.mu.Unlock()
 			delete(a.joined, id)
 			delete(a.idleSince, id)
+			delete(a.poolSpecs, id)
 			a.waiting[id] = true
 		}}, true
 }
 
 // readPool reads a pool by id; found is false for a pool the chain no longer keeps
-// (pruned after closing). Another error is logged, and found is true.
-func (a *Agent) readPool(ctx context.Context, id uint64) (pool markettypes.Pool, found bool, err error) {
-	res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id}, grpc.MaxCallRecvMsgSize(listAnswerBytes))
+// (pruned after closing). Another error is logged, and found is true. With omitSpec the
+// pool comes without its spec.
+func (a *Agent) readPool(ctx context.Context, id uint64, omitSpec bool) (pool markettypes.Pool, found bool, err error) {
+	res, err := a.market.Pool(ctx, &markettypes.QueryPoolRequest{PoolId: id, OmitSpec: omitSpec}, grpc.MaxCallRecvMsgSize(listAnswerBytes))
 	if status.Code(err) == codes.NotFound {
 		return pool, false, err
 	} else if err != nil {
@@ -271,6 +273,27 @@ func (a *Agent) readPool(ctx context.Context, id uint64) (pool markettypes.Pool,
 		return pool, true, err
 	}
 	return res.Pool, true, nil
+}
+
+// followPool reads a pool the node is in, as readPool does: its spec, which never
+// changes, once (a.poolSpecs), and its record alone at the blocks after: a spec may be
+// about 330 KB, and the node's pools are read every block.
+func (a *Agent) followPool(ctx context.Context, id uint64) (markettypes.Pool, bool, error) {
+	a.mu.Lock()
+	spec, have := a.poolSpecs[id]
+	a.mu.Unlock()
+	pool, found, err := a.readPool(ctx, id, have)
+	if !found || err != nil {
+		return pool, found, err
+	}
+	if have {
+		pool.Spec = spec
+		return pool, true, nil
+	}
+	a.mu.Lock()
+	a.poolSpecs[id] = pool.Spec
+	a.mu.Unlock()
+	return pool, true, nil
 }
 
 // newPools reads the pools the worker has not read yet (a.pools), from a pool whose join
@@ -307,6 +330,7 @@ func (a *Agent) poolGone(id uint64) {
 	defer a.mu.Unlock()
 	delete(a.joined, id)
 	delete(a.idleSince, id)
+	delete(a.poolSpecs, id)
 	for key, c := range a.claims {
 		if c.pool.Id == id && c.phase == claimCommitted {
 			delete(a.claims, key)

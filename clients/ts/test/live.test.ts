@@ -198,7 +198,7 @@ describe("flops client against a running chain", { skip }, () => {
         const spec = poolSpecFromJSON(example("pool.yaml"));
         const res = await ok(s(), "/flops.market.v1.MsgCreatePool", { owner: s().address, spec });
         const { poolId } = response(res, marketTx.MsgCreatePoolResponse);
-        const pool = await query.market.Pool({ poolId });
+        const pool = await query.market.Pool({ poolId, omitSpec: false });
         assert.equal(pool.pool?.owner, s().address);
         await ok(s(), "/flops.market.v1.MsgSubmitUnits", {
           owner: s().address,

@@ -75,7 +75,7 @@ export class PoolView extends View {
     const id = BigInt(this.poolId);
     const q = this.chain.q.market;
     const [pool, units, members] = await Promise.all([
-      q.Pool({ poolId: id }),
+      q.Pool({ poolId: id, omitSpec: false }),
       q.OpenUnits({ poolId: id, pagination: page(500) }),
       q.PoolMembers({ poolId: id, pagination: page(200) }),
     ]);

@@ -163,6 +163,9 @@ func TestMigrate9to10StoresPoolSpecsApart(t *testing.T) {
 		pl.Spec = types.PoolSpec{}
 		require.Equal(t, pl, none.Pools[i], "without its spec")
 		require.Equal(t, pl, every.Pools[i], "without its spec")
+		one, err := qs.Pool(f.ctx, &types.QueryPoolRequest{PoolId: pl.Id, OmitSpec: true})
+		require.NoError(t, err)
+		require.Equal(t, pl, one.Pool, "one pool without its spec")
 	}
 	f.assertInvariants()
 }

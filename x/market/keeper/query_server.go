@@ -480,7 +480,7 @@ func (q queryServer) Pool(ctx context.Context, req *types.QueryPoolRequest) (*ty
 	if err != nil {
 		return nil, err
 	}
-	if pl, err = q.k.viewPool(ctx, pl); err != nil {
+	if pl, err = q.k.listedPool(ctx, pl, req.OmitSpec); err != nil {
 		return nil, err
 	}
 	return &types.QueryPoolResponse{Pool: pl}, nil

@@ -122,7 +122,10 @@ func (x *QueryDisputeResponse) GetDispute() *Dispute {
 type QueryPoolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// pool_id to return.
-	PoolId        uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	PoolId uint64 `protobuf:"varint,1,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// omit_spec: the pool without its spec (empty), which is not read (up to about 330 KB):
+	// a member that has its spec already follows the pool's record every block this way.
+	OmitSpec      bool `protobuf:"varint,2,opt,name=omit_spec,json=omitSpec,proto3" json:"omit_spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -162,6 +165,13 @@ func (x *QueryPoolRequest) GetPoolId() uint64 {
 		return x.PoolId
 	}
 	return 0
+}
+
+func (x *QueryPoolRequest) GetOmitSpec() bool {
+	if x != nil {
+		return x.OmitSpec
+	}
+	return false
 }
 
 // QueryPoolResponse carries a pool.
@@ -2927,9 +2937,10 @@ const file_flops_market_v1_query_proto_rawDesc = "" +
 	"\n" +
 	"dispute_id\x18\x01 \x01(\x04R\tdisputeId\"U\n" +
 	"\x14QueryDisputeResponse\x12=\n" +
-	"\adispute\x18\x01 \x01(\v2\x18.flops.market.v1.DisputeB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\adispute\"+\n" +
+	"\adispute\x18\x01 \x01(\v2\x18.flops.market.v1.DisputeB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\adispute\"H\n" +
 	"\x10QueryPoolRequest\x12\x17\n" +
-	"\apool_id\x18\x01 \x01(\x04R\x06poolId\"I\n" +
+	"\apool_id\x18\x01 \x01(\x04R\x06poolId\x12\x1b\n" +
+	"\tomit_spec\x18\x02 \x01(\bR\bomitSpec\"I\n" +
 	"\x11QueryPoolResponse\x124\n" +
 	"\x04pool\x18\x01 \x01(\v2\x15.flops.market.v1.PoolB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04pool\"x\n" +
 	"\x11QueryPoolsRequest\x12F\n" +
