@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
 
@@ -67,6 +68,16 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		deposit.Amount = sdkmath.ZeroInt() // no params read yet
 	}
 	funds, known := a.spendable(ctx, deposit.Denom)
+	if known {
+		// the bids on their way lock theirs once they land
+		a.mu.Lock()
+		for what := range a.inflight {
+			if strings.HasPrefix(what, bidPrefix) {
+				funds = funds.Sub(deposit.Amount)
+			}
+		}
+		a.mu.Unlock()
+	}
 	if known && funds.LT(deposit.Amount) {
 		a.depositsShort(true)
 		return nil
@@ -108,7 +119,7 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		}
 		msg := &markettypes.MsgPlaceBid{Provider: op, JobId: job.Id, NodeId: a.node.Id, Price: b.Price, Quantity: b.Quantity}
 		jobID := job.Id
-		acts = append(acts, action{what: fmt.Sprintf("bid on job %d", job.Id), msgs: msgs(msg), after: func(err error) {
+		acts = append(acts, action{what: fmt.Sprintf("%s%d", bidPrefix, job.Id), msgs: msgs(msg), after: func(err error) {
 			if err == nil {
 				a.log.Info("bid placed", "job", jobID, "price", b.Price, "quantity", b.Quantity)
 			}
@@ -116,6 +127,9 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 	}
 	return acts
 }
+
+// bidPrefix names a bid's action ("bid on job 7"), in flight while its tx is.
+const bidPrefix = "bid on job "
 
 // spendable is the provider's spendable balance in denom; known is false when the node
 // did not answer (the worker then bids as it did, and the chain refuses a bid it cannot
