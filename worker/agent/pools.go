@@ -236,12 +236,12 @@ func (a *Agent) leaveIdle(ctx context.Context, height int64, pool markettypes.Po
 	}
 	op := a.o.Chain.Address().String()
 	var ms []sdk.Msg
-	res, err := a.market.PoolEarnings(ctx, &markettypes.QueryPoolEarningsRequest{PoolId: pool.Id, Provider: op})
+	res, err := a.credits(ctx, pool.Id)
 	if err != nil {
 		a.log.Warn("pool earnings", "pool", pool.Id, "err", err)
 		return action{}, false // its credits unknown: not left this tick
 	}
-	if !res.Earnings.IsNil() && res.Earnings.IsPositive() {
+	if res != nil {
 		ms = append(ms, &markettypes.MsgWithdrawPoolEarnings{Provider: op, PoolId: pool.Id})
 	}
 	ms = append(ms, &markettypes.MsgLeavePool{Provider: op, PoolId: pool.Id, NodeId: a.node.Id})
@@ -639,12 +639,24 @@ func (a *Agent) unitGemmProofs(ctx context.Context, c *claim, pool markettypes.P
 	return c.res.Gemm.Proofs(markettypes.GemmSamplePositions(seed, g, samples)), nil
 }
 
+// credits reads the provider's credits in a pool: nil, and no error, when it has none.
+func (a *Agent) credits(ctx context.Context, poolID uint64) (*markettypes.QueryPoolEarningsResponse, error) {
+	res, err := a.market.PoolEarnings(ctx, &markettypes.QueryPoolEarningsRequest{PoolId: poolID, Provider: a.o.Chain.Address().String()})
+	if err != nil {
+		return nil, err
+	}
+	if res.Earnings.IsNil() || !res.Earnings.IsPositive() {
+		return nil, nil
+	}
+	return res, nil
+}
+
 // withdraw takes the node's credits out of a pool once there are enough of them, or the
 // pool closed.
 func (a *Agent) withdraw(ctx context.Context, pool markettypes.Pool) (action, bool) {
 	op := a.o.Chain.Address().String()
-	res, err := a.market.PoolEarnings(ctx, &markettypes.QueryPoolEarningsRequest{PoolId: pool.Id, Provider: op})
-	if err != nil || res.Earnings.IsNil() || !res.Earnings.IsPositive() {
+	res, err := a.credits(ctx, pool.Id)
+	if err != nil || res == nil {
 		return action{}, false
 	}
 	if res.Units < withdrawAfter && pool.Status == markettypes.POOL_STATUS_OPEN {
