@@ -28,7 +28,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 13
+const ConsensusVersion = 14
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -117,6 +117,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 12, func(ctx sdk.Context) error { return m.Migrate12to13(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 12 to 13: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 13, func(ctx sdk.Context) error { return m.Migrate13to14(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 13 to 14: %w", types.ModuleName, err))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"cosmossdk.io/collections"
@@ -125,7 +126,8 @@ func (k Keeper) JobCountsInvariant(ctx sdk.Context) (string, bool) {
 
 // EscrowInvariant: the escrow account holds exactly the jobs' escrows, the deposits and
 // bonds held and the pools' escrows; every job's escrow is its verification budget left
-// plus the unpaid reservations of its unfinished tasks; every pool's escrow covers its
+// plus the unpaid reservations of its unfinished tasks; a won bid holds its deposit only
+// while a task it won is assigned and not yet acked; every pool's escrow covers its
 // unpaid earnings and its open units.
 func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 	p, err := k.Params.Get(ctx)
@@ -142,6 +144,10 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 		problems = append(problems, fmt.Sprintf("escrow account %s%s != jobs and deposits %s%s", bal, p.Denom, held, p.Denom))
 	}
 	err = k.Jobs.Walk(ctx, nil, func(id uint64, j types.Job) (bool, error) {
+		// the won bids that hold their deposits: each until a task it won is acked, so
+		// only while one is still assigned (a won task that ends unacked returns or
+		// forfeits it)
+		var wonHeld []types.Bid
 		if j.Status != types.JOB_STATUS_BIDDING {
 			// a bid's deposit is held while its job bids, not after
 			bids, err := k.jobBids(ctx, id)
@@ -149,14 +155,20 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 				return true, err
 			}
 			for _, b := range bids {
-				if b.Status == types.BID_STATUS_OPEN {
+				switch {
+				case b.Status == types.BID_STATUS_OPEN:
 					problems = append(problems, fmt.Sprintf("job %d (%s) has node %d's bid open", id, j.Status, b.NodeId))
+				case b.Status == types.BID_STATUS_WON && b.Deposit.IsPositive():
+					wonHeld = append(wonHeld, b)
 				}
 			}
 		}
 		if j.FinishedHeight != 0 {
 			if !j.Escrow.IsZero() {
 				problems = append(problems, fmt.Sprintf("finished job %d holds %s", id, j.Escrow))
+			}
+			for _, b := range wonHeld {
+				problems = append(problems, fmt.Sprintf("finished job %d holds node %d's won bid deposit %s", id, b.NodeId, b.Deposit))
 			}
 			return false, nil
 		}
@@ -181,6 +193,13 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 		}
 		if primaries != j.Spec.TotalTasks() {
 			problems = append(problems, fmt.Sprintf("job %d has %d primaries, not %d", id, primaries, j.Spec.TotalTasks()))
+		}
+		for _, b := range wonHeld {
+			if !slices.ContainsFunc(tasks, func(t types.Task) bool {
+				return t.Status == types.TASK_STATUS_ASSIGNED && t.BidNode == b.NodeId
+			}) {
+				problems = append(problems, fmt.Sprintf("job %d holds node %d's won bid deposit %s with no task of the bid assigned", id, b.NodeId, b.Deposit))
+			}
 		}
 		want := j.VerificationLeft
 		open := uint32(0)

@@ -3,7 +3,9 @@ package keeper
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 
 	"cosmossdk.io/collections"
 	collcodec "cosmossdk.io/collections/codec"
@@ -454,6 +456,51 @@ func (m Migrator) Migrate12to13(ctx context.Context) error {
 		return fmt.Errorf("migrate 12 to 13: %w", err)
 	}
 	return m.k.Params.Set(ctx, p)
+}
+
+// Migrate13to14: a task won in an auction that ended before its ack (its owner cancelled
+// it, its job's deadline passed, its block work failed) left its bid WON with the
+// deposit held, where it stayed until the job was pruned with its bids. Version 14
+// returns the deposit when such a task ends (finishTask); this returns those a version
+// 13 chain still holds: a won bid with a deposit and no task of it assigned is paid back
+// and settled. The work is a walk of the bids and, for each job with such a bid, of its
+// tasks; the deposits of jobs already pruned are not recorded anywhere and cannot be.
+func (m Migrator) Migrate13to14(ctx context.Context) error {
+	var won []types.Bid
+	if err := m.k.Bids.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
+		if b.Status == types.BID_STATUS_WON && b.Deposit.IsPositive() {
+			won = append(won, b)
+		}
+		return false, nil
+	}); err != nil {
+		return fmt.Errorf("migrate 13 to 14: %w", err)
+	}
+	// the bids are in (job, node) order: one read of each job's tasks
+	for i := 0; i < len(won); {
+		jobID := won[i].JobId
+		var tasks []types.Task
+		job, err := m.k.loadJob(ctx, jobID)
+		switch {
+		case err == nil:
+			if tasks, err = m.k.jobTasks(ctx, job); err != nil {
+				return fmt.Errorf("migrate 13 to 14: job %d: %w", jobID, err)
+			}
+		case !errors.Is(err, collections.ErrNotFound):
+			return fmt.Errorf("migrate 13 to 14: job %d: %w", jobID, err)
+		}
+		for ; i < len(won) && won[i].JobId == jobID; i++ {
+			b := won[i]
+			if slices.ContainsFunc(tasks, func(t types.Task) bool {
+				return t.Status == types.TASK_STATUS_ASSIGNED && t.BidNode == b.NodeId
+			}) {
+				continue // held until that task's ack
+			}
+			if err := m.k.returnDeposit(ctx, &b, types.BID_STATUS_SETTLED); err != nil {
+				return fmt.Errorf("migrate 13 to 14: bid of node %d on job %d: %w", b.NodeId, jobID, err)
+			}
+		}
+	}
+	return nil
 }
 
 // keysIn reads a key set's keys in a range, whole (a caller that writes the set, or

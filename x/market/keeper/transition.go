@@ -436,6 +436,17 @@ func (k Keeper) finishTask(ctx context.Context, p types.Params, job *types.Job, 
 	if !isFinal(status) {
 		return fmt.Errorf("market: finish task %d as %s: not a final status", t.Id, status)
 	}
+	// A task won in an auction that ends before its ack was ended by its owner (cancelled),
+	// its job's deadline (expired) or the chain (its block work failed): not by its
+	// provider, whose one fault here, never acking, lapses the task and forfeits the
+	// deposit before the task gets here. The won bid's deposit, held until that ack,
+	// returns now: left held, it was lost when the job was pruned with its bids, and an
+	// owner that cancelled between the close and the acks cost each winner its deposit.
+	if t.Status == types.TASK_STATUS_ASSIGNED && t.BidNode != 0 {
+		if err := k.settleBidDeposit(ctx, job, t.BidNode, false); err != nil {
+			return err
+		}
+	}
 	// a pending failure report is decided first: its pay comes out of the reservation
 	if err := k.settleFailures(ctx, p, job, t, status); err != nil {
 		return err

@@ -735,13 +735,15 @@ const (
 	BidStatus_BID_STATUS_UNSPECIFIED BidStatus = 0
 	// BID_STATUS_OPEN: in the auction.
 	BidStatus_BID_STATUS_OPEN BidStatus = 1
-	// BID_STATUS_WON: filled; the deposit is returned at the first ack.
+	// BID_STATUS_WON: filled; the deposit is returned at the first ack of a task it won, or
+	// when the tasks it won end unacked without a lapse (cancelled, expired).
 	BidStatus_BID_STATUS_WON BidStatus = 2
 	// BID_STATUS_LOST: not filled; the deposit was returned.
 	BidStatus_BID_STATUS_LOST BidStatus = 3
 	// BID_STATUS_WITHDRAWN: withdrawn before the close; the deposit was returned.
 	BidStatus_BID_STATUS_WITHDRAWN BidStatus = 4
-	// BID_STATUS_SETTLED: won and the deposit returned.
+	// BID_STATUS_SETTLED: won and the deposit returned (at an ack, or when the tasks it won
+	// ended unacked without a lapse).
 	BidStatus_BID_STATUS_SETTLED BidStatus = 5
 	// BID_STATUS_FORFEITED: won, then a won task was never acked: the deposit went to the owner.
 	BidStatus_BID_STATUS_FORFEITED BidStatus = 6

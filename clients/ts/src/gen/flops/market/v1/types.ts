@@ -715,13 +715,19 @@ export enum BidStatus {
   BID_STATUS_UNSPECIFIED = 0,
   /** BID_STATUS_OPEN - BID_STATUS_OPEN: in the auction. */
   BID_STATUS_OPEN = 1,
-  /** BID_STATUS_WON - BID_STATUS_WON: filled; the deposit is returned at the first ack. */
+  /**
+   * BID_STATUS_WON - BID_STATUS_WON: filled; the deposit is returned at the first ack of a task it won, or
+   * when the tasks it won end unacked without a lapse (cancelled, expired).
+   */
   BID_STATUS_WON = 2,
   /** BID_STATUS_LOST - BID_STATUS_LOST: not filled; the deposit was returned. */
   BID_STATUS_LOST = 3,
   /** BID_STATUS_WITHDRAWN - BID_STATUS_WITHDRAWN: withdrawn before the close; the deposit was returned. */
   BID_STATUS_WITHDRAWN = 4,
-  /** BID_STATUS_SETTLED - BID_STATUS_SETTLED: won and the deposit returned. */
+  /**
+   * BID_STATUS_SETTLED - BID_STATUS_SETTLED: won and the deposit returned (at an ack, or when the tasks it won
+   * ended unacked without a lapse).
+   */
   BID_STATUS_SETTLED = 5,
   /** BID_STATUS_FORFEITED - BID_STATUS_FORFEITED: won, then a won task was never acked: the deposit went to the owner. */
   BID_STATUS_FORFEITED = 6,
