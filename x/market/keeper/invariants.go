@@ -220,6 +220,23 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
+	// a challenge's bond is held while its dispute is open, and the disputed task with it:
+	// a finished job's are all settled (a pruned job's disputes are deleted with it)
+	err = k.Disputes.Walk(ctx, nil, func(id uint64, d types.Dispute) (bool, error) {
+		if !d.Bond.IsPositive() {
+			return false, nil
+		}
+		j, err := k.Jobs.Get(ctx, d.JobId)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("dispute %d holds a bond %s for job %d: %v", id, d.Bond, d.JobId, err))
+		} else if j.FinishedHeight != 0 {
+			problems = append(problems, fmt.Sprintf("finished job %d holds dispute %d's bond %s", d.JobId, id, d.Bond))
+		}
+		return false, nil
+	})
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
 	err = k.Pools.Walk(ctx, nil, func(id uint64, pl types.Pool) (bool, error) {
 		// the walk that reads every pool also checks its layout: the record without its
 		// command and environment, its spec stored (poolRecord)

@@ -1,15 +1,18 @@
 package keeper_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"cosmossdk.io/collections"
+	sdkmath "cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/testutil/keepertest"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -200,4 +203,89 @@ func cancelSweeps(t *testing.T, f *fixture) int {
 		return false, nil
 	}))
 	return n
+}
+
+// The escrow invariant holds a bid's deposit and a challenge's bond to the life of what
+// they are held for: a won bid's deposit only while a task it won is assigned and not
+// yet acked, a dispute's bond only while its job is unfinished. Each state below is the
+// escrow account and the record as a deposit or bond left behind would leave them (the
+// coins still in the account), which the job's pruning would then lose.
+func TestEscrowInvariantHoldsDepositsAndBondsOnlyWhileTheirWorkIsOpen(t *testing.T) {
+	holds := func(t *testing.T, f *fixture) {
+		t.Helper()
+		msg, broken := f.k.EscrowInvariant(f.ctx)
+		require.False(t, broken, msg)
+	}
+	breaks := func(t *testing.T, f *fixture, want string) {
+		t.Helper()
+		msg, broken := f.k.EscrowInvariant(f.ctx)
+		require.True(t, broken, msg)
+		require.Contains(t, msg, want)
+	}
+	// wonAuction: p1 and p2 win the two tasks of an auction (p3 loses), not yet acked
+	wonAuction := func(t *testing.T) (*fixture, uint64, map[string]uint64) {
+		f, job, nodes := auctionFixture(t, "p1", "p2", "p3")
+		for i, n := range []string{"p1", "p2", "p3"} {
+			_, err := f.ms.PlaceBid(f.ctx, &types.MsgPlaceBid{Provider: keepertest.Addr(n), JobId: job, NodeId: nodes[n], Price: sdkmath.NewInt(int64(i+1) * 100_000), Quantity: 1})
+			require.NoError(t, err)
+		}
+		for f.job(job).Status == types.JOB_STATUS_BIDDING {
+			f.blocks(1)
+		}
+		return f, job, nodes
+	}
+	// leaveHeld puts a won bid's deposit back as a version 13 chain left it
+	leaveHeld := func(f *fixture, job, node uint64) sdkmath.Int {
+		key := collections.Join(job, node)
+		b, err := f.k.Bids.Get(f.ctx, key)
+		require.NoError(t, err)
+		b.Status, b.Deposit = types.BID_STATUS_WON, f.params().BidDeposit.Amount
+		require.NoError(t, f.k.Bids.Set(f.ctx, key, b))
+		f.bank.FundModule(types.ModuleName, sdk.NewCoins(f.params().BidDeposit))
+		return b.Deposit
+	}
+
+	t.Run("won bids while their tasks are assigned", func(t *testing.T) {
+		f, job, nodes := wonAuction(t)
+		for _, n := range []string{"p1", "p2"} {
+			b, err := f.k.Bids.Get(f.ctx, collections.Join(job, nodes[n]))
+			require.NoError(t, err)
+			require.Equal(t, types.BID_STATUS_WON, b.Status)
+			require.True(t, b.Deposit.IsPositive())
+		}
+		holds(t, f)
+	})
+
+	t.Run("a won bid's deposit after its task was acked", func(t *testing.T) {
+		f, job, nodes := wonAuction(t)
+		for _, task := range f.tasks(job) {
+			if task.NodeId == nodes["p1"] {
+				f.ack(task)
+			}
+		}
+		holds(t, f)
+		deposit := leaveHeld(f, job, nodes["p1"])
+		breaks(t, f, fmt.Sprintf("job %d holds node %d's won bid deposit %s with no task of the bid assigned", job, nodes["p1"], deposit))
+	})
+
+	t.Run("a won bid's deposit after its job was cancelled", func(t *testing.T) {
+		f, job, nodes := wonAuction(t)
+		_, err := f.ms.CancelJob(f.ctx, &types.MsgCancelJob{Owner: f.client, JobId: job})
+		require.NoError(t, err)
+		require.NotZero(t, f.job(job).FinishedHeight)
+		holds(t, f)
+		deposit := leaveHeld(f, job, nodes["p2"])
+		breaks(t, f, fmt.Sprintf("finished job %d holds node %d's won bid deposit %s", job, nodes["p2"], deposit))
+	})
+
+	t.Run("a dispute's bond after its job finished", func(t *testing.T) {
+		f := newFixture(t, nil)
+		task := f.settleFor("prov", f.client)
+		require.NotZero(t, f.job(task.JobId).FinishedHeight)
+		holds(t, f)
+		bond := f.params().ChallengeBond
+		require.NoError(t, f.k.Disputes.Set(f.ctx, 7, types.Dispute{Id: 7, JobId: task.JobId, TargetTask: task.Id, Bond: bond.Amount, Status: types.DISPUTE_STATUS_OPEN}))
+		f.bank.FundModule(types.ModuleName, sdk.NewCoins(bond))
+		breaks(t, f, fmt.Sprintf("finished job %d holds dispute 7's bond %s", task.JobId, bond.Amount))
+	})
 }
