@@ -13,6 +13,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/testutil/apptest"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -159,6 +160,47 @@ func TestMigrate13to14ReturnsTheDepositsOfEndedWonTasks(t *testing.T) {
 	a.NextBlock()
 	for _, n := range []string{"p1", "p2"} {
 		require.Equal(t, before[n].Sub(deposit), a.Balance(a.Account(n).Address, udps))
+	}
+	a.AssertInvariants()
+}
+
+// An owner must not profit from a winner's ack that never lands: others can keep it out
+// of the chain (a proposer that leaves it out of its blocks, an owner that floods the
+// winner's node or starts a job that takes its machine down beside the ack), and the task
+// then goes to the scheduler at no cost to the owner. Here the owner's accomplice keeps
+// both winners' acks out until ack_timeout_blocks pass: each winner loses its deposit
+// (and is slashed for the abandon, burned), and the deposits go to the reward pool. Before
+// the fix they were paid to the owner: 10 DPS a winner, for an auction it could hold again.
+func TestAttackCensoredAckPaysTheOwnerTheDeposit(t *testing.T) {
+	a, nodes := marketApp(t, nil)
+	deposit := markettypes.DefaultParams().BidDeposit.Amount
+	pool := func() sdkmath.Int { return a.ModuleBalance(dpstypes.ModuleName, udps) }
+	job, before := wonAuction(t, a, nodes, gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION))
+	clientBefore, poolBefore := a.Balance(a.Account("client").Address, udps), pool()
+	won := jobTasks(t, a, job)
+	// no ack lands: the tasks lapse and go to the scheduler (p3's node, and the winners'
+	// are excluded from the task each lost)
+	for {
+		lapsed := true
+		for _, task := range jobTasks(t, a, job) {
+			lapsed = lapsed && task.Reassignments > 0
+		}
+		if lapsed {
+			break
+		}
+		a.NextBlock()
+	}
+	require.Equal(t, clientBefore, a.Balance(a.Account("client").Address, udps), "the owner gains nothing from the lapses")
+	require.Equal(t, poolBefore.Add(deposit.MulRaw(2)), pool(), "the two deposits go to the reward pool")
+	for _, n := range []string{"p1", "p2"} {
+		b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(job, nodes[n]))
+		require.NoError(t, err)
+		require.Equal(t, markettypes.BID_STATUS_FORFEITED, b.Status, n)
+		require.True(t, b.Deposit.IsZero(), n)
+		require.Equal(t, before[n].Sub(deposit), a.Balance(a.Account(n).Address, udps), "%s lost its deposit", n)
+	}
+	for i, task := range jobTasks(t, a, job) {
+		require.Contains(t, task.ExcludedNodes, won[i].NodeId, "task %d goes elsewhere", task.Id)
 	}
 	a.AssertInvariants()
 }

@@ -19,7 +19,9 @@ import (
 // types.ClearAuction (greedy fill by price over reputation factor, uniform clearing price
 // of the first losing unit): winners are assigned their tasks at the clearing price,
 // losers get their deposit back, and tasks nobody won go to the scheduler's queue. A
-// winner's deposit returns at its first ack, or goes to the job's owner if it never acks.
+// winner's deposit returns at its first ack, or when the tasks it won end unacked through
+// no act of its provider (cancelled, expired); it goes to the reward pool if a task it won
+// lapses unacked (settleBidDeposit).
 
 // PlaceBid records a bid and locks its deposit.
 func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, nodeID uint64, price sdkmath.Int, quantity uint32) error {
@@ -197,8 +199,13 @@ func (k Keeper) returnOpenBids(ctx context.Context, job *types.Job, status types
 	return nil
 }
 
-// settleBidDeposit ends a won bid's deposit: returned at the first ack, or forfeited to the
-// job's owner when a won task was never acked.
+// settleBidDeposit ends a won bid's deposit: returned at the first ack, or forfeited when a
+// won task was never acked. A forfeited deposit goes to the reward pool, not to the job's
+// owner: others can keep a winner's ack out of the chain (a proposer that leaves it out of
+// its blocks, an owner that floods the winner's node or starts a job that takes its
+// machine down beside the ack), and the task goes to the scheduler at no cost to the
+// owner, so paying the owner would be a prize for arranging it (as an abandoned task's
+// slash is burned: x/market/README.md, "Collateral at risk").
 func (k Keeper) settleBidDeposit(ctx context.Context, job *types.Job, nodeID uint64, forfeit bool) error {
 	bid, err := k.Bids.Get(ctx, collections.Join(job.Id, nodeID))
 	if err != nil {
@@ -215,7 +222,7 @@ func (k Keeper) settleBidDeposit(ctx context.Context, job *types.Job, nodeID uin
 		return err
 	}
 	if bid.Deposit.IsPositive() {
-		if err := k.payOut(ctx, job.Owner, p.Denom, bid.Deposit); err != nil {
+		if err := k.bankKeeper.SendCoinsFromModuleToModule(ctx, types.ModuleName, k.rewardPool, sdk.NewCoins(sdk.NewCoin(p.Denom, bid.Deposit))); err != nil {
 			return err
 		}
 	}

@@ -745,7 +745,8 @@ const (
 	// BID_STATUS_SETTLED: won and the deposit returned (at an ack, or when the tasks it won
 	// ended unacked without a lapse).
 	BidStatus_BID_STATUS_SETTLED BidStatus = 5
-	// BID_STATUS_FORFEITED: won, then a won task was never acked: the deposit went to the owner.
+	// BID_STATUS_FORFEITED: won, then a won task lapsed unacked: the deposit went to the
+	// reward pool.
 	BidStatus_BID_STATUS_FORFEITED BidStatus = 6
 )
 

@@ -729,7 +729,10 @@ export enum BidStatus {
    * ended unacked without a lapse).
    */
   BID_STATUS_SETTLED = 5,
-  /** BID_STATUS_FORFEITED - BID_STATUS_FORFEITED: won, then a won task was never acked: the deposit went to the owner. */
+  /**
+   * BID_STATUS_FORFEITED - BID_STATUS_FORFEITED: won, then a won task lapsed unacked: the deposit went to the
+   * reward pool.
+   */
   BID_STATUS_FORFEITED = 6,
   UNRECOGNIZED = -1,
 }
