@@ -3,6 +3,7 @@ package keeper
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -229,6 +230,14 @@ func (k Keeper) settleBidDeposit(ctx context.Context, job *types.Job, nodeID uin
 	bid.Deposit = sdkmath.ZeroInt()
 	bid.Status = types.BID_STATUS_FORFEITED
 	return k.Bids.Set(ctx, collections.Join(job.Id, nodeID), bid)
+}
+
+// wonTaskAssigned: one of a job's tasks won by node's bid is assigned and not yet acked,
+// so the bid's deposit is still held for that ack (settleBidDeposit).
+func wonTaskAssigned(tasks []types.Task, node uint64) bool {
+	return slices.ContainsFunc(tasks, func(t types.Task) bool {
+		return t.Status == types.TASK_STATUS_ASSIGNED && t.BidNode == node
+	})
 }
 
 func (k Keeper) jobBids(ctx context.Context, jobID uint64) ([]types.Bid, error) {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"cosmossdk.io/collections"
@@ -195,9 +194,7 @@ func (k Keeper) EscrowInvariant(ctx sdk.Context) (string, bool) {
 			problems = append(problems, fmt.Sprintf("job %d has %d primaries, not %d", id, primaries, j.Spec.TotalTasks()))
 		}
 		for _, b := range wonHeld {
-			if !slices.ContainsFunc(tasks, func(t types.Task) bool {
-				return t.Status == types.TASK_STATUS_ASSIGNED && t.BidNode == b.NodeId
-			}) {
+			if !wonTaskAssigned(tasks, b.NodeId) {
 				problems = append(problems, fmt.Sprintf("job %d holds node %d's won bid deposit %s with no task of the bid assigned", id, b.NodeId, b.Deposit))
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	"cosmossdk.io/collections"
 	collcodec "cosmossdk.io/collections/codec"
@@ -490,9 +489,7 @@ func (m Migrator) Migrate13to14(ctx context.Context) error {
 		}
 		for ; i < len(won) && won[i].JobId == jobID; i++ {
 			b := won[i]
-			if slices.ContainsFunc(tasks, func(t types.Task) bool {
-				return t.Status == types.TASK_STATUS_ASSIGNED && t.BidNode == b.NodeId
-			}) {
+			if wonTaskAssigned(tasks, b.NodeId) {
 				continue // held until that task's ack
 			}
 			if err := m.k.returnDeposit(ctx, &b, types.BID_STATUS_SETTLED); err != nil {
