@@ -235,7 +235,8 @@ func TestEscrowInvariantHoldsDepositsAndBondsOnlyWhileTheirWorkIsOpen(t *testing
 		return f, job, nodes
 	}
 	// leaveHeld puts a won bid's deposit back as a version 13 chain left it
-	leaveHeld := func(f *fixture, job, node uint64) sdkmath.Int {
+	leaveHeld := func(t *testing.T, f *fixture, job, node uint64) sdkmath.Int {
+		t.Helper()
 		key := collections.Join(job, node)
 		b, err := f.k.Bids.Get(f.ctx, key)
 		require.NoError(t, err)
@@ -264,7 +265,7 @@ func TestEscrowInvariantHoldsDepositsAndBondsOnlyWhileTheirWorkIsOpen(t *testing
 			}
 		}
 		holds(t, f)
-		deposit := leaveHeld(f, job, nodes["p1"])
+		deposit := leaveHeld(t, f, job, nodes["p1"])
 		breaks(t, f, fmt.Sprintf("job %d holds node %d's won bid deposit %s with no task of the bid assigned", job, nodes["p1"], deposit))
 	})
 
@@ -274,7 +275,7 @@ func TestEscrowInvariantHoldsDepositsAndBondsOnlyWhileTheirWorkIsOpen(t *testing
 		require.NoError(t, err)
 		require.NotZero(t, f.job(job).FinishedHeight)
 		holds(t, f)
-		deposit := leaveHeld(f, job, nodes["p2"])
+		deposit := leaveHeld(t, f, job, nodes["p2"])
 		breaks(t, f, fmt.Sprintf("finished job %d holds node %d's won bid deposit %s", job, nodes["p2"], deposit))
 	})
 
