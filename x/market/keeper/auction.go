@@ -62,22 +62,25 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 	if err != nil {
 		return err
 	}
-	// an auction's close clears all its bids in one step: their number is bounded
-	n := 0
-	if err := k.Bids.Walk(ctx, collections.NewPrefixedPairRange[uint64, uint64](job.Id), func(collections.Pair[uint64, uint64], types.Bid) (bool, error) {
-		n++
-		return n >= int(p.MaxBidsPerJob), nil
-	}); err != nil {
+	if err := k.bidEligible(ctx, p, job, slot, price); err != nil {
 		return err
 	}
-	if n >= int(p.MaxBidsPerJob) {
-		return errorsmod.Wrapf(types.ErrInvalidBid, "job %d has %d bids, at most max_bids_per_job %d", job.Id, n, p.MaxBidsPerJob)
-	}
-	if err := k.bidEligible(ctx, p, job, slot, price); err != nil {
+	// an auction's close clears all its bids in one step: their number is bounded, by
+	// max_bids_per_job. Only open bids hold a place (a bid withdrawn or outbid is deleted),
+	// and a full auction takes a bid that fills before its dearest open bid, which it
+	// outbids: nodes that fill the places with bids they withdraw, or with dear ones,
+	// cannot keep cheaper bids out of the auction.
+	outbid, err := k.placeFor(ctx, p, job, nodeID, price, qty)
+	if err != nil {
 		return err
 	}
 	if err := k.escrowIn(ctx, provider, sdk.NewCoins(p.BidDeposit)); err != nil {
 		return errorsmod.Wrapf(types.ErrInsufficientFunds, "bid deposit %s: %s", p.BidDeposit, err)
+	}
+	if outbid != nil {
+		if err := k.dropBid(ctx, job, p, outbid, types.BID_STATUS_LOST, "BidOutbid", fmt.Sprintf("by node %d", nodeID)); err != nil {
+			return err
+		}
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	bid := types.Bid{
@@ -152,20 +155,83 @@ func (k Keeper) WithdrawBid(ctx context.Context, providerAddr sdk.AccAddress, jo
 	if err != nil {
 		return err
 	}
-	if err := k.returnDeposit(ctx, &bid, types.BID_STATUS_WITHDRAWN); err != nil {
-		return err
-	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
 	}
-	if err := k.addHistory(ctx, job, p, "BidWithdrawn", 0, nodeID, ""); err != nil {
+	if err := k.dropBid(ctx, job, p, &bid, types.BID_STATUS_WITHDRAWN, "BidWithdrawn", ""); err != nil {
 		return err
 	}
-	if err := k.saveJob(ctx, job); err != nil {
+	return k.saveJob(ctx, job)
+}
+
+// placeFor finds a place for a new bid in a bidding job: free while fewer than
+// max_bids_per_job bids are open; otherwise the dearest open bid's (last in ClearAuction's
+// fill order, by price over reputation factor; a node whose reputation fell below the
+// minimum first, as the close drops it), which it returns to be outbid, if the new bid's
+// price over its node's factor is strictly below that bid's (an equal one does not
+// displace a bid already there). Nothing is written.
+func (k Keeper) placeFor(ctx context.Context, p types.Params, job types.Job, nodeID uint64, price sdkmath.Int, qty uint32) (*types.Bid, error) {
+	var open []types.Bid
+	if err := k.Bids.Walk(ctx, collections.NewPrefixedPairRange[uint64, uint64](job.Id), func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
+		if b.Status == types.BID_STATUS_OPEN {
+			open = append(open, b)
+		}
+		return false, nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(open) < int(p.MaxBidsPerJob) {
+		return nil, nil
+	}
+	offer := func(node uint64, price sdkmath.Int, qty uint32) (types.AuctionBid, bool, error) {
+		score, ok, err := k.wiring.reputation.Reputation(ctx, node)
+		if err != nil || !ok || !score.IsPositive() {
+			return types.AuctionBid{}, false, err
+		}
+		return types.AuctionBid{NodeID: node, Price: price, Quantity: qty, Factor: score}, true, nil
+	}
+	var dearest *types.Bid
+	var dear types.AuctionBid
+	for i := range open {
+		b, ok, err := offer(open[i].NodeId, open[i].Price, open[i].Quantity)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return &open[i], nil // the close would drop it: the first to go
+		}
+		if dearest == nil || types.CompareAuctionBids(b, dear) > 0 {
+			dearest, dear = &open[i], b
+		}
+	}
+	bid, ok, err := offer(nodeID, price, qty)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || !types.CheaperAuctionBid(bid, dear) {
+		return nil, errorsmod.Wrapf(types.ErrInvalidBid, "job %d has max_bids_per_job %d open bids: a bid takes a place only below the dearest, node %d's %s%s (by price over reputation)",
+			job.Id, p.MaxBidsPerJob, dearest.NodeId, dearest.Price, p.Denom)
+	}
+	return dearest, nil
+}
+
+// dropBid ends an open bid before the close (withdrawn, or outbid in a full auction): its
+// deposit returns and its record is deleted, freeing its place (and letting its node bid
+// again); the job's history and an event say so. The caller saves the job.
+func (k Keeper) dropBid(ctx context.Context, job types.Job, p types.Params, bid *types.Bid, status types.BidStatus, history, detail string) error {
+	if bid.Deposit.IsPositive() {
+		if err := k.payOut(ctx, bid.Provider, p.Denom, bid.Deposit); err != nil {
+			return err
+		}
+	}
+	if err := k.Bids.Remove(ctx, collections.Join(bid.JobId, bid.NodeId)); err != nil {
 		return err
 	}
-	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventBid{JobId: jobID, NodeId: nodeID, Status: bid.Status, Price: bid.Price})
+	if err := k.addHistory(ctx, job, p, history, 0, bid.NodeId, detail); err != nil {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventBid{JobId: bid.JobId, NodeId: bid.NodeId, Status: status, Price: bid.Price})
 }
 
 // returnDeposit pays a bid's deposit back to its provider and gives the bid its new status.

@@ -418,21 +418,30 @@ func TestPlaceBidRejects(t *testing.T) {
 	f.assertInvariants()
 }
 
-// Withdrawing an open bid returns its deposit; the node may not bid again on the job.
+// Withdrawing an open bid returns its deposit and deletes the bid, freeing its place in the
+// auction (a withdrawn bid kept would hold one: TestAttackWithdrawnBidsFillTheAuction); the
+// job's history keeps it, and the node may bid again.
 func TestWithdrawBid(t *testing.T) {
 	f, job, nodes := auctionFixture(t, "p1")
 	op := keepertest.Addr("p1")
 	before := f.balance(op)
-	_, err := f.ms.PlaceBid(f.ctx, &types.MsgPlaceBid{Provider: op, JobId: job, NodeId: nodes["p1"], Price: sdkmath.NewInt(1_000_000), Quantity: 1})
+	place := &types.MsgPlaceBid{Provider: op, JobId: job, NodeId: nodes["p1"], Price: sdkmath.NewInt(1_000_000), Quantity: 1}
+	_, err := f.ms.PlaceBid(f.ctx, place)
 	require.NoError(t, err)
 	_, err = f.ms.WithdrawBid(f.ctx, &types.MsgWithdrawBid{Provider: op, JobId: job, NodeId: nodes["p1"]})
 	require.NoError(t, err)
 	require.Equal(t, before, f.balance(op))
-	b, err := f.k.Bids.Get(f.ctx, collections.Join(job, nodes["p1"]))
+	has, err := f.k.Bids.Has(f.ctx, collections.Join(job, nodes["p1"]))
 	require.NoError(t, err)
-	require.Equal(t, types.BID_STATUS_WITHDRAWN, b.Status)
-	require.True(t, b.Deposit.IsZero())
+	require.False(t, has, "the withdrawn bid is deleted")
 	require.True(t, f.hasEvent("EventBid"))
+	hist, err := keeper.NewQueryServerImpl(f.k).JobHistory(f.ctx, &types.QueryJobHistoryRequest{JobId: job})
+	require.NoError(t, err)
+	require.Equal(t, "BidWithdrawn", hist.Entries[len(hist.Entries)-1].Event)
+	f.assertInvariants()
+	_, err = f.ms.PlaceBid(f.ctx, place)
+	require.NoError(t, err, "the node bids again")
+	require.Equal(t, before.Sub(f.params().BidDeposit.Amount), f.balance(op))
 	f.assertInvariants()
 }
 
@@ -505,7 +514,7 @@ func TestWithdrawBidRejects(t *testing.T) {
 		{"unknown node", withdraw("p1", open, 999), types.ErrBidNotFound},
 		{"not the bid's provider", withdraw("p3", open, nodes["p1"]), types.ErrNotProvider},
 		{"the job's owner", &types.MsgWithdrawBid{Provider: f.client, JobId: open, NodeId: nodes["p1"]}, types.ErrNotProvider},
-		{"already withdrawn", withdraw("p2", open, nodes["p2"]), types.ErrInvalidBid},
+		{"already withdrawn", withdraw("p2", open, nodes["p2"]), types.ErrBidNotFound},
 		{"won", withdraw("p1", job, nodes["p1"]), types.ErrInvalidBid},
 		{"lost", withdraw("p3", job, nodes["p3"]), types.ErrInvalidBid},
 	}
@@ -1080,5 +1089,54 @@ func TestAttackAuctionOutlivesItsJobsDeadline(t *testing.T) {
 	f.blocks(int(closeAt - f.ctx.BlockHeight() + 1))
 	require.Equal(t, types.JOB_STATUS_FAILED, f.job(id).Status)
 	require.Equal(t, opBefore, f.balance(op))
+	f.assertInvariants()
+}
+
+// A full auction (max_bids_per_job open bids) takes a bid only below its dearest open bid
+// by price over reputation factor, the order the close fills in, and outbids that one:
+// its deposit returns and it is deleted. A bid whose node fell below the minimum
+// reputation since it bid (the close would drop it) goes first; a bid no cheaper than the
+// dearest is refused and changes nothing.
+func TestFullAuctionTakesOnlyCheaperBids(t *testing.T) {
+	f, job, nodes := auctionFixture(t, "p1", "p2", "p3", "p4", "p5")
+	p := f.params()
+	p.MaxBidsPerJob = 2
+	require.NoError(t, f.k.Params.Set(f.ctx, p))
+	place := func(name string, price int64) error {
+		_, err := f.ms.PlaceBid(f.ctx, &types.MsgPlaceBid{Provider: keepertest.Addr(name), JobId: job, NodeId: nodes[name], Price: sdkmath.NewInt(price), Quantity: 1})
+		return err
+	}
+	has := func(name string) bool {
+		ok, err := f.k.Bids.Has(f.ctx, collections.Join(job, nodes[name]))
+		require.NoError(t, err)
+		return ok
+	}
+	f.rep.scores[nodes["p2"]] = sdkmath.LegacyNewDecWithPrec(5, 1) // 200,000 / 0.5: the dearest
+	require.NoError(t, place("p1", 300_000))
+	require.NoError(t, place("p2", 200_000))
+	before := f.balance(keepertest.Addr("p2"))
+
+	// 400,000 effective, as dear as p2's: refused, nothing changed
+	state := f.snapshot()
+	f.requireRejected(types.ErrInvalidBid, func(ctx sdk.Context) error {
+		_, err := f.ms.PlaceBid(ctx, &types.MsgPlaceBid{Provider: keepertest.Addr("p3"), JobId: job, NodeId: nodes["p3"], Price: sdkmath.NewInt(400_000), Quantity: 1})
+		return err
+	})
+	f.requireUnchanged(state)
+
+	// 350,000 effective: below p2's 400,000 (though p2's price is lower), so p2 is outbid
+	require.NoError(t, place("p3", 350_000))
+	require.False(t, has("p2"), "p2's bid is outbid")
+	require.Equal(t, before.Add(p.BidDeposit.Amount), f.balance(keepertest.Addr("p2")), "p2's deposit is back")
+	require.True(t, has("p1") && has("p3"))
+	f.assertInvariants()
+
+	// p1 falls below the minimum reputation: a bid dearer than both open ones takes its place
+	f.rep.ineligible[nodes["p1"]] = true
+	require.NoError(t, place("p4", 390_000))
+	require.False(t, has("p1"), "the bid the close would drop goes first")
+	require.True(t, has("p3") && has("p4"))
+	// p5 at 390,000 ties p4, the dearest: refused
+	require.ErrorIs(t, place("p5", 390_000), types.ErrInvalidBid)
 	f.assertInvariants()
 }

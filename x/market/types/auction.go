@@ -114,7 +114,7 @@ func ClearAuction(bids []AuctionBid, tasks uint32, maxPrice sdkmath.Int) (Cleari
 			return ClearingResult{}, errorsmod.Wrapf(ErrInvalidBid, "bid %d (node %d): node already bid in bid %d", i, b.NodeID, j)
 		}
 		seen[b.NodeID] = i
-		ranked[i] = rankedAuctionBid{bid: b, price: b.Price.BigInt(), factor: b.Factor.BigInt()}
+		ranked[i] = rankAuctionBid(b)
 	}
 	slices.SortFunc(ranked, compareAuctionBids)
 
@@ -169,6 +169,22 @@ type rankedAuctionBid struct {
 	bid    AuctionBid
 	price  *big.Int
 	factor *big.Int
+}
+
+// CompareAuctionBids is ClearAuction's fill order of two valid bids (positive price and
+// factor): negative when a fills before b, positive after, 0 for the same node.
+func CompareAuctionBids(a, b AuctionBid) int {
+	return compareAuctionBids(rankAuctionBid(a), rankAuctionBid(b))
+}
+
+// CheaperAuctionBid: a's effective price (price over factor) is below b's, exactly.
+func CheaperAuctionBid(a, b AuctionBid) bool {
+	ra, rb := rankAuctionBid(a), rankAuctionBid(b)
+	return new(big.Int).Mul(ra.price, rb.factor).Cmp(new(big.Int).Mul(rb.price, ra.factor)) < 0
+}
+
+func rankAuctionBid(b AuctionBid) rankedAuctionBid {
+	return rankedAuctionBid{bid: b, price: b.Price.BigInt(), factor: b.Factor.BigInt()}
 }
 
 // compareAuctionBids is the fill order: effective price ascending, then factor descending, then

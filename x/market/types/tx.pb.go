@@ -322,7 +322,9 @@ func (m *MsgCancelJobResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgCancelJobResponse proto.InternalMessageInfo
 
-// MsgPlaceBid bids a node.
+// MsgPlaceBid bids a node, locking bid_deposit. An auction with max_bids_per_job open bids
+// takes a bid only below its dearest open bid (price over reputation factor), which it
+// outbids (that bid's deposit returns and it is deleted).
 type MsgPlaceBid struct {
 	// provider: the node's operator.
 	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
@@ -434,7 +436,8 @@ func (m *MsgPlaceBidResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgPlaceBidResponse proto.InternalMessageInfo
 
-// MsgWithdrawBid withdraws a bid.
+// MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (the
+// job's history keeps it; the node may bid again).
 type MsgWithdrawBid struct {
 	// provider: the node's operator.
 	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`

@@ -514,7 +514,8 @@ const (
 	BID_STATUS_WON BidStatus = 2
 	// BID_STATUS_LOST: not filled; the deposit was returned.
 	BID_STATUS_LOST BidStatus = 3
-	// BID_STATUS_WITHDRAWN: withdrawn before the close; the deposit was returned.
+	// BID_STATUS_WITHDRAWN: the job was cancelled before the close; the deposit was returned
+	// (a bid its provider withdraws is deleted).
 	BID_STATUS_WITHDRAWN BidStatus = 4
 	// BID_STATUS_SETTLED: won and the deposit returned (at an ack, or when the tasks it won
 	// ended unacked without a lapse).
@@ -650,7 +651,8 @@ type Params struct {
 	// charges store work: the assignments a block makes are what it buys (about 65,000
 	// gas each), at most max_assign_per_block.
 	AssignGasPerBlock uint64 `protobuf:"varint,37,opt,name=assign_gas_per_block,json=assignGasPerBlock,proto3" json:"assign_gas_per_block,omitempty"`
-	// max_bids_per_job bounds an auction's bids (its close clears them in one step).
+	// max_bids_per_job bounds an auction's open bids (its close clears them in one step); a
+	// full auction takes only a bid below its dearest, which it outbids.
 	MaxBidsPerJob uint32 `protobuf:"varint,38,opt,name=max_bids_per_job,json=maxBidsPerJob,proto3" json:"max_bids_per_job,omitempty"`
 	// max_auction_tasks bounds an AUCTION job's tasks (task_count x replicas).
 	MaxAuctionTasks uint32 `protobuf:"varint,39,opt,name=max_auction_tasks,json=maxAuctionTasks,proto3" json:"max_auction_tasks,omitempty"`

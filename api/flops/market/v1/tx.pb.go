@@ -329,7 +329,9 @@ func (x *MsgCancelJobResponse) GetRefunded() string {
 	return ""
 }
 
-// MsgPlaceBid bids a node.
+// MsgPlaceBid bids a node, locking bid_deposit. An auction with max_bids_per_job open bids
+// takes a bid only below its dearest open bid (price over reputation factor), which it
+// outbids (that bid's deposit returns and it is deleted).
 type MsgPlaceBid struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// provider: the node's operator.
@@ -448,7 +450,8 @@ func (*MsgPlaceBidResponse) Descriptor() ([]byte, []int) {
 	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{7}
 }
 
-// MsgWithdrawBid withdraws a bid.
+// MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (the
+// job's history keeps it; the node may bid again).
 type MsgWithdrawBid struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// provider: the node's operator.

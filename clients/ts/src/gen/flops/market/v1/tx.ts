@@ -67,7 +67,11 @@ export interface MsgCancelJobResponse {
   refunded: string;
 }
 
-/** MsgPlaceBid bids a node. */
+/**
+ * MsgPlaceBid bids a node, locking bid_deposit. An auction with max_bids_per_job open bids
+ * takes a bid only below its dearest open bid (price over reputation factor), which it
+ * outbids (that bid's deposit returns and it is deleted).
+ */
 export interface MsgPlaceBid {
   /** provider: the node's operator. */
   provider: string;
@@ -85,7 +89,10 @@ export interface MsgPlaceBid {
 export interface MsgPlaceBidResponse {
 }
 
-/** MsgWithdrawBid withdraws a bid. */
+/**
+ * MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (the
+ * job's history keeps it; the node may bid again).
+ */
 export interface MsgWithdrawBid {
   /** provider: the node's operator. */
   provider: string;

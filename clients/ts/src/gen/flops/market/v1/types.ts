@@ -722,7 +722,10 @@ export enum BidStatus {
   BID_STATUS_WON = 2,
   /** BID_STATUS_LOST - BID_STATUS_LOST: not filled; the deposit was returned. */
   BID_STATUS_LOST = 3,
-  /** BID_STATUS_WITHDRAWN - BID_STATUS_WITHDRAWN: withdrawn before the close; the deposit was returned. */
+  /**
+   * BID_STATUS_WITHDRAWN - BID_STATUS_WITHDRAWN: the job was cancelled before the close; the deposit was returned
+   * (a bid its provider withdraws is deleted).
+   */
   BID_STATUS_WITHDRAWN = 4,
   /**
    * BID_STATUS_SETTLED - BID_STATUS_SETTLED: won and the deposit returned (at an ack, or when the tasks it won
@@ -921,7 +924,10 @@ export interface Params {
    * gas each), at most max_assign_per_block.
    */
   assignGasPerBlock: bigint;
-  /** max_bids_per_job bounds an auction's bids (its close clears them in one step). */
+  /**
+   * max_bids_per_job bounds an auction's open bids (its close clears them in one step); a
+   * full auction takes only a bid below its dearest, which it outbids.
+   */
   maxBidsPerJob: number;
   /** max_auction_tasks bounds an AUCTION job's tasks (task_count x replicas). */
   maxAuctionTasks: number;
