@@ -8,6 +8,7 @@ import (
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
 
+	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -80,5 +81,38 @@ func TestAttackDearBidsFillTheAuction(t *testing.T) {
 	b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(job, nodes[kept]))
 	require.NoError(t, err)
 	require.Equal(t, markettypes.BID_STATUS_LOST, b.Status)
+	a.AssertInvariants()
+}
+
+// A job's history (at most max_history_per_job entries, the owner's record of its job)
+// is written by the job's own steps, not by strangers' bids: each bid placed, withdrawn or
+// outbid wrote an entry, so a bidder that bid and withdrew over and over (now that a
+// withdrawn bid frees its place), or the auction's bidders together, filled the history
+// before the job's assignment, run and settlement were written. The bids are in the job's
+// bid records and events; the history keeps the auction's clearing. Here
+// max_history_per_job is 8 and p1 bids and withdraws five times before p2 and p3 bid.
+func TestAttackBidsFillTheJobsHistory(t *testing.T) {
+	a, nodes := marketAppN(t, 3, func(p *markettypes.Params) { p.MaxHistoryPerJob = 8; p.AuctionWindowBlocks = 30 })
+	job := submit(t, a, gemmJob(a, 1, markettypes.ALLOCATION_MODE_AUCTION))
+	for range 5 {
+		bid(t, a, "p1", nodes["p1"], job, 400_000)
+		a.MustDeliver("p1", &markettypes.MsgWithdrawBid{Provider: a.Account("p1").String(), JobId: job, NodeId: nodes["p1"]})
+	}
+	bid(t, a, "p2", nodes["p2"], job, 200_000)
+	bid(t, a, "p3", nodes["p3"], job, 300_000)
+	for getJob(t, a, job).Status == markettypes.JOB_STATUS_BIDDING {
+		a.NextBlock()
+	}
+	task := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p2"], task.BidNode)
+	run(t, a, nodes, task)
+	a.NextBlocks(10)
+	hist, err := marketkeeper.NewQueryServerImpl(a.MarketKeeper).JobHistory(a.Ctx(), &markettypes.QueryJobHistoryRequest{JobId: job})
+	require.NoError(t, err)
+	var events []string
+	for _, e := range hist.Entries {
+		events = append(events, e.Event)
+	}
+	require.Equal(t, []string{"JobSubmitted", "TaskAssigned", "AuctionCleared", "TaskRunning", "TaskCommitted", "TaskRevealed", "TaskSettled", "JobCompleted"}, events)
 	a.AssertInvariants()
 }

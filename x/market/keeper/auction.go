@@ -78,7 +78,7 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 		return errorsmod.Wrapf(types.ErrInsufficientFunds, "bid deposit %s: %s", p.BidDeposit, err)
 	}
 	if outbid != nil {
-		if err := k.dropBid(ctx, job, p, outbid, types.BID_STATUS_LOST, "BidOutbid", fmt.Sprintf("by node %d", nodeID)); err != nil {
+		if err := k.dropBid(ctx, p, outbid, types.BID_STATUS_LOST); err != nil {
 			return err
 		}
 	}
@@ -87,13 +87,11 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 		JobId: job.Id, NodeId: nodeID, Provider: signer, Price: price, Quantity: qty,
 		Deposit: p.BidDeposit.Amount, Status: types.BID_STATUS_OPEN, Height: sdkCtx.BlockHeight(),
 	}
+	// No entry in the job's history: it holds at most max_history_per_job entries, the
+	// owner's record of its job's steps, and bids come from anyone (a bidder that bid
+	// and withdrew over and over filled it before the job ran); the bid records and their
+	// events tell the auction, and the history keeps its clearing.
 	if err := k.Bids.Set(ctx, collections.Join(job.Id, nodeID), bid); err != nil {
-		return err
-	}
-	if err := k.addHistory(ctx, job, p, "BidPlaced", 0, nodeID, fmt.Sprintf("%d tasks at %s%s", qty, price, p.Denom)); err != nil {
-		return err
-	}
-	if err := k.saveJob(ctx, job); err != nil {
 		return err
 	}
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventBid{JobId: job.Id, NodeId: nodeID, Status: bid.Status, Price: bid.Price})
@@ -151,18 +149,11 @@ func (k Keeper) WithdrawBid(ctx context.Context, providerAddr sdk.AccAddress, jo
 	if bid.Status != types.BID_STATUS_OPEN {
 		return errorsmod.Wrapf(types.ErrInvalidBid, "bid of node %d is %s", nodeID, bid.Status)
 	}
-	job, err := k.GetJob(ctx, jobID)
-	if err != nil {
-		return err
-	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
 	}
-	if err := k.dropBid(ctx, job, p, &bid, types.BID_STATUS_WITHDRAWN, "BidWithdrawn", ""); err != nil {
-		return err
-	}
-	return k.saveJob(ctx, job)
+	return k.dropBid(ctx, p, &bid, types.BID_STATUS_WITHDRAWN)
 }
 
 // placeFor finds a place for a new bid in a bidding job: free while fewer than
@@ -218,17 +209,14 @@ func (k Keeper) placeFor(ctx context.Context, p types.Params, job types.Job, nod
 
 // dropBid ends an open bid before the close (withdrawn, or outbid in a full auction): its
 // deposit returns and its record is deleted, freeing its place (and letting its node bid
-// again); the job's history and an event say so. The caller saves the job.
-func (k Keeper) dropBid(ctx context.Context, job types.Job, p types.Params, bid *types.Bid, status types.BidStatus, history, detail string) error {
+// again); an event says so (the job's history does not: see PlaceBid).
+func (k Keeper) dropBid(ctx context.Context, p types.Params, bid *types.Bid, status types.BidStatus) error {
 	if bid.Deposit.IsPositive() {
 		if err := k.payOut(ctx, bid.Provider, p.Denom, bid.Deposit); err != nil {
 			return err
 		}
 	}
 	if err := k.Bids.Remove(ctx, collections.Join(bid.JobId, bid.NodeId)); err != nil {
-		return err
-	}
-	if err := k.addHistory(ctx, job, p, history, 0, bid.NodeId, detail); err != nil {
 		return err
 	}
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventBid{JobId: bid.JobId, NodeId: bid.NodeId, Status: status, Price: bid.Price})

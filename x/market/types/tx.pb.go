@@ -436,8 +436,8 @@ func (m *MsgPlaceBidResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgPlaceBidResponse proto.InternalMessageInfo
 
-// MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (the
-// job's history keeps it; the node may bid again).
+// MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (an
+// EventBid says so; the node may bid again).
 type MsgWithdrawBid struct {
 	// provider: the node's operator.
 	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`

@@ -450,8 +450,8 @@ func (*MsgPlaceBidResponse) Descriptor() ([]byte, []int) {
 	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{7}
 }
 
-// MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (the
-// job's history keeps it; the node may bid again).
+// MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (an
+// EventBid says so; the node may bid again).
 type MsgWithdrawBid struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// provider: the node's operator.

@@ -90,8 +90,8 @@ export interface MsgPlaceBidResponse {
 }
 
 /**
- * MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (the
- * job's history keeps it; the node may bid again).
+ * MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (an
+ * EventBid says so; the node may bid again).
  */
 export interface MsgWithdrawBid {
   /** provider: the node's operator. */
