@@ -21,12 +21,12 @@ import (
 // hold a task nothing will ever move: a waiting task with no clock left in its job, an
 // unfinished job with no task left, a pending task of a job the scheduler skips.
 func TestStuckTasksInvariant(t *testing.T) {
-	holds := func(f *fixture) {
+	holds := func(t *testing.T, f *fixture) {
 		t.Helper()
 		msg, broken := f.k.StuckTasksInvariant(f.ctx)
 		require.False(t, broken, msg)
 	}
-	breaks := func(f *fixture, want string) {
+	breaks := func(t *testing.T, f *fixture, want string) {
 		t.Helper()
 		msg, broken := f.k.StuckTasksInvariant(f.ctx)
 		require.True(t, broken, msg)
@@ -36,14 +36,14 @@ func TestStuckTasksInvariant(t *testing.T) {
 	t.Run("a task's life", func(t *testing.T) {
 		f := newFixture(t, nil)
 		job := f.submit(f.unplaceable()) // pending, the scheduler keeps trying
-		holds(f)
+		holds(t, f)
 		task := f.committedTask("a")
-		holds(f)
+		holds(t, f)
 		f.blocks(2)
 		f.reveal(f.task(task.Id))
-		holds(f)
+		holds(t, f)
 		f.blocks(40)
-		holds(f)
+		holds(t, f)
 		f.assertInvariants()
 		require.Zero(t, f.job(job).FinishedHeight)
 	})
@@ -53,7 +53,7 @@ func TestStuckTasksInvariant(t *testing.T) {
 		task := f.committedTask("a")
 		task.Status = types.TASK_STATUS_REVEALED // its reveal deadline was its only clock
 		require.NoError(t, f.k.Tasks.Set(f.ctx, task.Id, task))
-		breaks(f, "wait and no task of the job can move")
+		breaks(t, f, "wait and no task of the job can move")
 	})
 
 	t.Run("unfinished job with every task final", func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestStuckTasksInvariant(t *testing.T) {
 		task := f.committedTask("a")
 		task.Status = types.TASK_STATUS_SETTLED
 		require.NoError(t, f.k.Tasks.Set(f.ctx, task.Id, task))
-		breaks(f, "no task left to finish it")
+		breaks(t, f, "no task left to finish it")
 	})
 
 	t.Run("pending task of a job the scheduler skips", func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestStuckTasksInvariant(t *testing.T) {
 		job := f.job(id)
 		job.Status = types.JOB_STATUS_COMPLETED // but not finished: its task stays pending
 		require.NoError(t, f.k.Jobs.Set(f.ctx, id, job))
-		breaks(f, "is never scheduled and nothing cancels it")
+		breaks(t, f, "is never scheduled and nothing cancels it")
 	})
 }
 
