@@ -211,10 +211,8 @@ func (k Keeper) placeFor(ctx context.Context, p types.Params, job types.Job, nod
 // deposit returns and its record is deleted, freeing its place (and letting its node bid
 // again); an event says so (the job's history does not: see PlaceBid).
 func (k Keeper) dropBid(ctx context.Context, p types.Params, bid *types.Bid, status types.BidStatus) error {
-	if bid.Deposit.IsPositive() {
-		if err := k.payOut(ctx, bid.Provider, p.Denom, bid.Deposit); err != nil {
-			return err
-		}
+	if err := k.payOut(ctx, bid.Provider, p.Denom, bid.Deposit); err != nil {
+		return err
 	}
 	if err := k.Bids.Remove(ctx, collections.Join(bid.JobId, bid.NodeId)); err != nil {
 		return err
@@ -228,10 +226,8 @@ func (k Keeper) returnDeposit(ctx context.Context, bid *types.Bid, status types.
 	if err != nil {
 		return err
 	}
-	if bid.Deposit.IsPositive() {
-		if err := k.payOut(ctx, bid.Provider, p.Denom, bid.Deposit); err != nil {
-			return err
-		}
+	if err := k.payOut(ctx, bid.Provider, p.Denom, bid.Deposit); err != nil {
+		return err
 	}
 	bid.Deposit = sdkmath.ZeroInt()
 	bid.Status = status

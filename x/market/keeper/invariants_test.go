@@ -21,16 +21,10 @@ import (
 // hold a task nothing will ever move: a waiting task with no clock left in its job, an
 // unfinished job with no task left, a pending task of a job the scheduler skips.
 func TestStuckTasksInvariant(t *testing.T) {
-	holds := func(t *testing.T, f *fixture) {
-		t.Helper()
-		msg, broken := f.k.StuckTasksInvariant(f.ctx)
-		require.False(t, broken, msg)
-	}
+	holds := func(t *testing.T, f *fixture) { t.Helper(); invariantHolds(t, f, f.k.StuckTasksInvariant) }
 	breaks := func(t *testing.T, f *fixture, want string) {
 		t.Helper()
-		msg, broken := f.k.StuckTasksInvariant(f.ctx)
-		require.True(t, broken, msg)
-		require.Contains(t, msg, want)
+		invariantBreaks(t, f, f.k.StuckTasksInvariant, want)
 	}
 
 	t.Run("a task's life", func(t *testing.T) {
@@ -211,16 +205,10 @@ func cancelSweeps(t *testing.T, f *fixture) int {
 // escrow account and the record as a deposit or bond left behind would leave them (the
 // coins still in the account), which the job's pruning would then lose.
 func TestEscrowInvariantHoldsDepositsAndBondsOnlyWhileTheirWorkIsOpen(t *testing.T) {
-	holds := func(t *testing.T, f *fixture) {
-		t.Helper()
-		msg, broken := f.k.EscrowInvariant(f.ctx)
-		require.False(t, broken, msg)
-	}
+	holds := func(t *testing.T, f *fixture) { t.Helper(); invariantHolds(t, f, f.k.EscrowInvariant) }
 	breaks := func(t *testing.T, f *fixture, want string) {
 		t.Helper()
-		msg, broken := f.k.EscrowInvariant(f.ctx)
-		require.True(t, broken, msg)
-		require.Contains(t, msg, want)
+		invariantBreaks(t, f, f.k.EscrowInvariant, want)
 	}
 	// wonAuction: p1 and p2 win the two tasks of an auction (p3 loses), not yet acked
 	wonAuction := func(t *testing.T) (*fixture, uint64, map[string]uint64) {
@@ -289,4 +277,19 @@ func TestEscrowInvariantHoldsDepositsAndBondsOnlyWhileTheirWorkIsOpen(t *testing
 		f.bank.FundModule(types.ModuleName, sdk.NewCoins(bond))
 		breaks(t, f, fmt.Sprintf("finished job %d holds dispute 7's bond %s", task.JobId, bond.Amount))
 	})
+}
+
+// invariantHolds and invariantBreaks run one invariant on the fixture's state: it holds,
+// or it breaks with want in its message.
+func invariantHolds(t *testing.T, f *fixture, inv func(sdk.Context) (string, bool)) {
+	t.Helper()
+	msg, broken := inv(f.ctx)
+	require.False(t, broken, msg)
+}
+
+func invariantBreaks(t *testing.T, f *fixture, inv func(sdk.Context) (string, bool), want string) {
+	t.Helper()
+	msg, broken := inv(f.ctx)
+	require.True(t, broken, msg)
+	require.Contains(t, msg, want)
 }

@@ -179,8 +179,13 @@ func CompareAuctionBids(a, b AuctionBid) int {
 
 // CheaperAuctionBid: a's effective price (price over factor) is below b's, exactly.
 func CheaperAuctionBid(a, b AuctionBid) bool {
-	ra, rb := rankAuctionBid(a), rankAuctionBid(b)
-	return new(big.Int).Mul(ra.price, rb.factor).Cmp(new(big.Int).Mul(rb.price, ra.factor)) < 0
+	return compareEffective(rankAuctionBid(a), rankAuctionBid(b)) < 0
+}
+
+// compareEffective compares a.price/a.factor with b.price/b.factor (factors positive),
+// exactly, by cross-multiplying.
+func compareEffective(a, b rankedAuctionBid) int {
+	return new(big.Int).Mul(a.price, b.factor).Cmp(new(big.Int).Mul(b.price, a.factor))
 }
 
 func rankAuctionBid(b AuctionBid) rankedAuctionBid {
@@ -190,10 +195,7 @@ func rankAuctionBid(b AuctionBid) rankedAuctionBid {
 // compareAuctionBids is the fill order: effective price ascending, then factor descending, then
 // NodeID ascending. NodeIDs are distinct, so the order is total.
 func compareAuctionBids(a, b rankedAuctionBid) int {
-	// a.price/a.factor <=> b.price/b.factor, factors positive.
-	lhs := new(big.Int).Mul(a.price, b.factor)
-	rhs := new(big.Int).Mul(b.price, a.factor)
-	if c := lhs.Cmp(rhs); c != 0 {
+	if c := compareEffective(a, b); c != 0 {
 		return c
 	}
 	if c := b.factor.Cmp(a.factor); c != 0 {
