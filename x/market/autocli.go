@@ -64,7 +64,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "CancelJob", Use: "cancel-job <job-id>", Short: "Cancel a job: unstarted tasks refunded at once, running ones paid pro rata", Example: "flopsd tx market cancel-job 7 --from client", PositionalArgs: args("job_id")},
 				{RpcMethod: "PlaceBid", Use: "bid <job-id> <node-id> <price-udps> [quantity]", Short: "Bid a node for an auctioned job (locks the bid deposit)", Example: "flopsd tx market bid 7 1 900000 2 --from provider",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "job_id"}, {ProtoField: "node_id"}, {ProtoField: "price"}, {ProtoField: "quantity", Optional: true}}},
-				{RpcMethod: "WithdrawBid", Use: "withdraw-bid <job-id> <node-id>", Short: "Withdraw a bid before the auction closes", PositionalArgs: args("job_id", "node_id")},
+				{RpcMethod: "WithdrawBid", Use: "withdraw-bid <job-id> <node-id>", Short: "Withdraw a bid before the auction closes (refused once the auction is full: max_bids_per_job open bids are binding)", PositionalArgs: args("job_id", "node_id")},
 				{RpcMethod: "AckTask", Use: "ack <task-id>", Short: "Start an assigned task (flops-worker does this)", PositionalArgs: args("task_id")},
 				{RpcMethod: "Heartbeat", Use: "heartbeat <node-id>", Short: "Keep a node's running tasks alive (flops-worker does this)", PositionalArgs: args("node_id")},
 				{RpcMethod: "Checkpoint", Use: "checkpoint <task-id> <sha256> <uri>", Short: "Record a task's checkpoint", PositionalArgs: args("task_id", "sha256", "uri")},

@@ -22,7 +22,8 @@ import (
 // losers get their deposit back, and tasks nobody won go to the scheduler's queue. A
 // winner's deposit returns at its first ack, or when the tasks it won end unacked through
 // no act of its provider (cancelled, expired); it goes to the reward pool if a task it won
-// lapses unacked (settleBidDeposit).
+// lapses unacked (settleBidDeposit), or if its node is no longer active at the close. A
+// bid may be withdrawn while the auction has a free place; in a full one it is binding.
 
 // PlaceBid records a bid and locks its deposit.
 func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, nodeID uint64, price sdkmath.Int, quantity uint32) error {
@@ -131,7 +132,13 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 	return nil
 }
 
-// WithdrawBid withdraws an open bid and returns its deposit.
+// WithdrawBid withdraws an open bid and returns its deposit, while the auction has a free
+// place. Once max_bids_per_job bids are open, every bid is binding: a place then changes
+// hands only to a cheaper bid (placeFor), never back to a free one. A full auction refuses
+// bids no cheaper than its dearest, so a withdrawal there would let in a bid it refused or
+// outbid: a node that outbid the dearest bid with a price it never meant (or took the last
+// place and refused the next bidders) and withdrew, let its accomplice's dearer bid take
+// the place, and the honest bidders, who price an auction once, were gone.
 func (k Keeper) WithdrawBid(ctx context.Context, providerAddr sdk.AccAddress, jobID, nodeID uint64) error {
 	provider, err := k.addressString("provider", providerAddr)
 	if err != nil {
@@ -153,7 +160,26 @@ func (k Keeper) WithdrawBid(ctx context.Context, providerAddr sdk.AccAddress, jo
 	if err != nil {
 		return err
 	}
+	open, err := k.openBids(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	if len(open) >= int(p.MaxBidsPerJob) {
+		return errorsmod.Wrapf(types.ErrBidBinding, "job %d has max_bids_per_job %d open bids: in a full auction a bid is binding, and only a cheaper bid outbids it", jobID, p.MaxBidsPerJob)
+	}
 	return k.dropBid(ctx, p, &bid, types.BID_STATUS_WITHDRAWN)
+}
+
+// openBids are a bidding job's open bids (at most max_bids_per_job), in node order.
+func (k Keeper) openBids(ctx context.Context, jobID uint64) ([]types.Bid, error) {
+	var open []types.Bid
+	err := k.Bids.Walk(ctx, collections.NewPrefixedPairRange[uint64, uint64](jobID), func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
+		if b.Status == types.BID_STATUS_OPEN {
+			open = append(open, b)
+		}
+		return false, nil
+	})
+	return open, err
 }
 
 // placeFor finds a place for a new bid in a bidding job: free while fewer than
@@ -163,13 +189,8 @@ func (k Keeper) WithdrawBid(ctx context.Context, providerAddr sdk.AccAddress, jo
 // price over its node's factor is strictly below that bid's (an equal one does not
 // displace a bid already there). Nothing is written.
 func (k Keeper) placeFor(ctx context.Context, p types.Params, job types.Job, nodeID uint64, price sdkmath.Int, qty uint32) (*types.Bid, error) {
-	var open []types.Bid
-	if err := k.Bids.Walk(ctx, collections.NewPrefixedPairRange[uint64, uint64](job.Id), func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
-		if b.Status == types.BID_STATUS_OPEN {
-			open = append(open, b)
-		}
-		return false, nil
-	}); err != nil {
+	open, err := k.openBids(ctx, job.Id)
+	if err != nil {
 		return nil, err
 	}
 	if len(open) < int(p.MaxBidsPerJob) {
@@ -272,6 +293,11 @@ func (k Keeper) settleBidDeposit(ctx context.Context, job *types.Job, nodeID uin
 	if err != nil {
 		return err
 	}
+	return k.forfeitDeposit(ctx, p, &bid)
+}
+
+// forfeitDeposit sends a bid's deposit to the reward pool and marks it forfeited.
+func (k Keeper) forfeitDeposit(ctx context.Context, p types.Params, bid *types.Bid) error {
 	if bid.Deposit.IsPositive() {
 		if err := k.bankKeeper.SendCoinsFromModuleToModule(ctx, types.ModuleName, k.rewardPool, sdk.NewCoins(sdk.NewCoin(p.Denom, bid.Deposit))); err != nil {
 			return err
@@ -279,7 +305,7 @@ func (k Keeper) settleBidDeposit(ctx context.Context, job *types.Job, nodeID uin
 	}
 	bid.Deposit = sdkmath.ZeroInt()
 	bid.Status = types.BID_STATUS_FORFEITED
-	return k.Bids.Set(ctx, collections.Join(job.Id, nodeID), bid)
+	return k.Bids.Set(ctx, collections.Join(bid.JobId, bid.NodeId), *bid)
 }
 
 // wonTaskAssigned: one of a job's tasks won by node's bid is assigned and not yet acked,
@@ -348,9 +374,20 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 		job.ClearingPrice = res.ClearingEff.TruncateInt()
 	}
 	filled := uint32(0)
-	won := map[uint64]bool{}
+	won, gone := map[uint64]bool{}, map[uint64]bool{}
 	for _, f := range res.Fills {
 		bid := byNode[f.NodeID]
+		if active, err := k.nodeActive(ctx, f.NodeID); err != nil {
+			return err
+		} else if !active {
+			// The bid won and its node is no longer there to take the tasks (deactivated,
+			// or in another class awaiting its measurement, since it bid): a winner that
+			// never takes what it won, like one whose ack lapses, forfeits its deposit.
+			// Else a node could hold a full auction's cheap place, which refuses dearer
+			// bids, and leave before the close for free; its tasks go to the scheduler.
+			gone[f.NodeID] = true
+			continue
+		}
 		n, err := k.fillBid(ctx, p, &job, &pending, bid, f)
 		if err != nil {
 			return err
@@ -366,13 +403,21 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 	}
 	// In store order (by node id): never a map's order.
 	for _, b := range bids {
-		if _, open := byNode[b.NodeId]; open && !won[b.NodeId] {
+		_, open := byNode[b.NodeId]
+		switch {
+		case !open || won[b.NodeId]:
+		case gone[b.NodeId]:
+			if err := k.forfeitDeposit(ctx, p, &b); err != nil {
+				return err
+			}
+		default:
 			if err := k.returnDeposit(ctx, &b, types.BID_STATUS_LOST); err != nil {
 				return err
 			}
 		}
 	}
-	// Tasks nobody won go to the scheduler, at the job's max price (the job is ACTIVE now).
+	// Tasks nobody won go to the scheduler (the job is ACTIVE now), each at its drawn node's
+	// asking price, at most the job's max price.
 	for i := range pending {
 		if t := &pending[i]; t.Status == types.TASK_STATUS_PENDING {
 			if err := k.transition(ctx, p, &job, t, types.TASK_STATUS_PENDING, step{}, nil); err != nil {
@@ -389,6 +434,15 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 	return ctx.EventManager().EmitTypedEvent(&types.EventAuctionCleared{
 		JobId: jobID, Filled: filled, Unfilled: uint32(len(pending)) - filled, ClearingPrice: job.ClearingPrice,
 	})
+}
+
+// nodeActive says whether a node's slot is there and active (schedulable).
+func (k Keeper) nodeActive(ctx context.Context, nodeID uint64) (bool, error) {
+	s, err := k.Slots.Get(ctx, nodeID)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && s.Active, err
 }
 
 // fillBid assigns up to f.Tasks pending tasks to the bid's node at the fill's pay, never two

@@ -53,7 +53,8 @@ func MsgPlaceBidFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	})
 }
 
-// MsgWithdrawBidFactory withdraws a simulated provider's open bid before its auction closes.
+// MsgWithdrawBidFactory withdraws a simulated provider's open bid before its auction
+// closes; refused in a full auction, whose bids are binding, as expected.
 func MsgWithdrawBidFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgWithdrawBid, simsx.SimDeliveryResultHandler) {
 		bids, err := simutil.Matching(ctx, k.Bids.Walk, func(b types.Bid) bool {
@@ -65,7 +66,7 @@ func MsgWithdrawBidFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		}
 		b := bids[data.Rand().Intn(len(bids))]
 		prov := data.GetAccount(reporter, b.Provider)
-		return []simsx.SimAccount{prov}, &types.MsgWithdrawBid{Provider: b.Provider, JobId: b.JobId, NodeId: b.NodeId}, simutil.Expect(types.ErrInvalidBid)
+		return []simsx.SimAccount{prov}, &types.MsgWithdrawBid{Provider: b.Provider, JobId: b.JobId, NodeId: b.NodeId}, simutil.Expect(types.ErrInvalidBid, types.ErrBidBinding)
 	})
 }
 

@@ -47,4 +47,5 @@ var (
 	ErrUnitReserved      = errorsmod.RegisterWithGRPCCode(ModuleName, 36, codes.FailedPrecondition, "unit reserved for another member")
 	ErrInvalidFailure    = errorsmod.RegisterWithGRPCCode(ModuleName, 37, codes.InvalidArgument, "invalid failure report")
 	ErrInvalidProgress   = errorsmod.RegisterWithGRPCCode(ModuleName, 38, codes.InvalidArgument, "invalid task progress")
+	ErrBidBinding        = errorsmod.RegisterWithGRPCCode(ModuleName, 39, codes.FailedPrecondition, "bid is binding")
 )

@@ -437,7 +437,8 @@ func (m *MsgPlaceBidResponse) XXX_DiscardUnknown() {
 var xxx_messageInfo_MsgPlaceBidResponse proto.InternalMessageInfo
 
 // MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (an
-// EventBid says so; the node may bid again).
+// EventBid says so; the node may bid again). Refused (ErrBidBinding) while the auction is
+// full, with max_bids_per_job open bids: a bid there is binding.
 type MsgWithdrawBid struct {
 	// provider: the node's operator.
 	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
@@ -2437,7 +2438,7 @@ type MsgClient interface {
 	CancelJob(ctx context.Context, in *MsgCancelJob, opts ...grpc.CallOption) (*MsgCancelJobResponse, error)
 	// PlaceBid bids a node for an auctioned job.
 	PlaceBid(ctx context.Context, in *MsgPlaceBid, opts ...grpc.CallOption) (*MsgPlaceBidResponse, error)
-	// WithdrawBid withdraws a bid before the auction closes.
+	// WithdrawBid withdraws a bid before the auction closes, while it has a free place.
 	WithdrawBid(ctx context.Context, in *MsgWithdrawBid, opts ...grpc.CallOption) (*MsgWithdrawBidResponse, error)
 	// AckTask: the assigned provider starts a task.
 	AckTask(ctx context.Context, in *MsgAckTask, opts ...grpc.CallOption) (*MsgAckTaskResponse, error)
@@ -2671,7 +2672,7 @@ type MsgServer interface {
 	CancelJob(context.Context, *MsgCancelJob) (*MsgCancelJobResponse, error)
 	// PlaceBid bids a node for an auctioned job.
 	PlaceBid(context.Context, *MsgPlaceBid) (*MsgPlaceBidResponse, error)
-	// WithdrawBid withdraws a bid before the auction closes.
+	// WithdrawBid withdraws a bid before the auction closes, while it has a free place.
 	WithdrawBid(context.Context, *MsgWithdrawBid) (*MsgWithdrawBidResponse, error)
 	// AckTask: the assigned provider starts a task.
 	AckTask(context.Context, *MsgAckTask) (*MsgAckTaskResponse, error)

@@ -451,7 +451,8 @@ func (*MsgPlaceBidResponse) Descriptor() ([]byte, []int) {
 }
 
 // MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (an
-// EventBid says so; the node may bid again).
+// EventBid says so; the node may bid again). Refused (ErrBidBinding) while the auction is
+// full, with max_bids_per_job open bids: a bid there is binding.
 type MsgWithdrawBid struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// provider: the node's operator.

@@ -91,7 +91,8 @@ export interface MsgPlaceBidResponse {
 
 /**
  * MsgWithdrawBid withdraws an open bid: its deposit returns and the bid is deleted (an
- * EventBid says so; the node may bid again).
+ * EventBid says so; the node may bid again). Refused (ErrBidBinding) while the auction is
+ * full, with max_bids_per_job open bids: a bid there is binding.
  */
 export interface MsgWithdrawBid {
   /** provider: the node's operator. */
@@ -3998,7 +3999,7 @@ export interface Msg {
   CancelJob(request: MsgCancelJob): Promise<MsgCancelJobResponse>;
   /** PlaceBid bids a node for an auctioned job. */
   PlaceBid(request: MsgPlaceBid): Promise<MsgPlaceBidResponse>;
-  /** WithdrawBid withdraws a bid before the auction closes. */
+  /** WithdrawBid withdraws a bid before the auction closes, while it has a free place. */
   WithdrawBid(request: MsgWithdrawBid): Promise<MsgWithdrawBidResponse>;
   /** AckTask: the assigned provider starts a task. */
   AckTask(request: MsgAckTask): Promise<MsgAckTaskResponse>;

@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/flopsnet/flops/testutil/apptest"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// A full auction (max_bids_per_job open bids) takes a new bid only if it is cheaper than
+// its dearest, and honest workers price an auction once. These attacks get a dear bid
+// into a full auction, or keep a cheaper one out, with a cheap bid their provider never
+// means to honour. The auctions here: max_bids_per_job 3, two tasks, max price 400,000
+// udps; honest, p1 at 200,000 and p2 at 250,000 win at the first losing bid's price.
+func bindingAuction(t *testing.T) (a *apptest.App, nodes map[string]uint64, job uint64) {
+	t.Helper()
+	a, nodes = marketAppN(t, 5, func(p *markettypes.Params) { p.MaxBidsPerJob = 3 })
+	spec := gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION)
+	spec.MaxPricePerTask.Amount = sdkmath.NewInt(400_000) // within the providers' collateral
+	job = submit(t, a, spec)
+	bid(t, a, "p1", nodes["p1"], job, 200_000)
+	bid(t, a, "p2", nodes["p2"], job, 250_000)
+	return a, nodes, job
+}
+
+// closeBidding runs blocks until the job's auction has closed, and returns the two
+// tasks' nodes (those the bids won) and the price each is paid.
+func closeBidding(t *testing.T, a *apptest.App, job uint64) (bidNodes []uint64, prices []int64) {
+	t.Helper()
+	for getJob(t, a, job).Status == markettypes.JOB_STATUS_BIDDING {
+		a.NextBlock()
+	}
+	for _, task := range jobTasks(t, a, job) {
+		bidNodes = append(bidNodes, task.BidNode)
+		prices = append(prices, task.Price.Int64())
+	}
+	return bidNodes, prices
+}
+
+// withdraw sends name's MsgWithdrawBid and returns its result code.
+func withdraw(a *apptest.App, name string, node, job uint64) uint32 {
+	return a.Deliver(name, &markettypes.MsgWithdrawBid{Provider: a.Account(name).String(), JobId: job, NodeId: node}).Code
+}
+
+// The attack: honest p3 takes the last place at 300,000 (the price the winners would be
+// paid). p4 outbids it at 1 udps and withdraws, and p5, its accomplice, bids the max
+// price into the freed place: p1 and p2 were paid 400,000 each, and p3, which priced the
+// auction once, was gone. Now a bid in a full auction is binding: p4's withdrawal is
+// refused, p5's dear bid too, and p4 wins a task at the clearing price it bid for.
+func TestAttackOutbidThenWithdrawLetsADearBidIn(t *testing.T) {
+	a, nodes, job := bindingAuction(t)
+	bid(t, a, "p3", nodes["p3"], job, 300_000)
+	bid(t, a, "p4", nodes["p4"], job, 1) // outbids p3, the dearest
+	has, err := a.MarketKeeper.Bids.Has(a.Ctx(), collections.Join(job, nodes["p3"]))
+	require.NoError(t, err)
+	require.False(t, has, "p3's bid is outbid")
+
+	require.Equal(t, markettypes.ErrBidBinding.ABCICode(), withdraw(a, "p4", nodes["p4"], job), "a bid in a full auction is binding")
+	r := a.Deliver("p5", &markettypes.MsgPlaceBid{Provider: a.Account("p5").String(), JobId: job, NodeId: nodes["p5"], Price: sdkmath.NewInt(400_000), Quantity: 1})
+	require.Equal(t, markettypes.ErrInvalidBid.ABCICode(), r.Code, "the full auction refuses a bid no cheaper than its dearest: %s", r.Log)
+	a.AssertInvariants()
+
+	won, prices := closeBidding(t, a, job)
+	require.ElementsMatch(t, []uint64{nodes["p4"], nodes["p1"]}, won, "the two cheapest bids win")
+	require.Equal(t, []int64{250_000, 250_000}, prices, "paid p2's price, the first losing bid's; not the accomplice's max price")
+	a.AssertInvariants()
+}
+
+// The attack: p4 takes the last place at 1 udps; p3's honest bid at 300,000 is refused
+// (no cheaper than the dearest open bid, p2's); p4 withdraws before the close, and p1 and
+// p2 fill both tasks with nothing left over, so both were paid the max price. Now p4
+// cannot withdraw from the full auction: it wins a task, and the price is p2's.
+func TestAttackSquatThenWithdrawKeepsBiddersOut(t *testing.T) {
+	a, nodes, job := bindingAuction(t)
+	bid(t, a, "p4", nodes["p4"], job, 1)
+	r := a.Deliver("p3", &markettypes.MsgPlaceBid{Provider: a.Account("p3").String(), JobId: job, NodeId: nodes["p3"], Price: sdkmath.NewInt(300_000), Quantity: 1})
+	require.Equal(t, markettypes.ErrInvalidBid.ABCICode(), r.Code, "p3's dearer bid is refused by the full auction: %s", r.Log)
+	require.Equal(t, markettypes.ErrBidBinding.ABCICode(), withdraw(a, "p4", nodes["p4"], job), "a bid in a full auction is binding")
+
+	won, prices := closeBidding(t, a, job)
+	require.ElementsMatch(t, []uint64{nodes["p4"], nodes["p1"]}, won)
+	require.Equal(t, []int64{250_000, 250_000}, prices, "paid the first losing bid's price, not the max price")
+	a.AssertInvariants()
+}
+
+// The same squat, left by deactivating the node instead: the bid still wins (it sets the
+// price), its node cannot take the task, which goes to the scheduler (a drawn node's
+// asking price), and p4's deposit came back as a lost bid's. A winner whose node is gone at the close
+// now forfeits its deposit to the reward pool, as a winner whose ack lapses does.
+func TestAttackSquatThenDeactivateKeepsBiddersOut(t *testing.T) {
+	a, nodes, job := bindingAuction(t)
+	deposit := markettypes.DefaultParams().BidDeposit.Amount
+	pool := func() sdkmath.Int { return a.ModuleBalance(dpstypes.ModuleName, udps) }
+	before := a.Balance(a.Account("p4").Address, udps)
+	bid(t, a, "p4", nodes["p4"], job, 1)
+	a.MustDeliver("p4", &gfltypes.MsgDeactivateNode{Operator: a.Account("p4").String(), NodeId: nodes["p4"]})
+	poolBefore := pool()
+
+	won, prices := closeBidding(t, a, job)
+	b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(job, nodes["p4"]))
+	require.NoError(t, err)
+	require.Equal(t, markettypes.BID_STATUS_FORFEITED, b.Status, "the winner whose node left forfeits")
+	require.True(t, b.Deposit.IsZero())
+	require.Equal(t, before.Sub(deposit), a.Balance(a.Account("p4").Address, udps), "p4 lost its deposit")
+	require.Equal(t, poolBefore.Add(deposit), pool(), "the deposit went to the reward pool")
+	require.NotContains(t, won, nodes["p4"])
+	require.Contains(t, won, nodes["p1"], "p1's bid won the other task")
+	require.Contains(t, prices, int64(250_000), "p1 is paid the first losing bid's price")
+	a.AssertInvariants()
+}
