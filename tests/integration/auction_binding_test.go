@@ -8,10 +8,13 @@ import (
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
 
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
 	"github.com/flopsnet/flops/testutil/apptest"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // A full auction (max_bids_per_job open bids) takes a new bid only if it is cheaper than
@@ -19,9 +22,21 @@ import (
 // into a full auction, or keep a cheaper one out, with a cheap bid their provider never
 // means to honour. The auctions here: max_bids_per_job 3, two tasks, max price 400,000
 // udps; honest, p1 at 200,000 and p2 at 250,000 win at the first losing bid's price.
-func bindingAuction(t *testing.T) (a *apptest.App, nodes map[string]uint64, job uint64) {
+// With multiple > 0, result_penalty_multiple is that and every provider but p4 bonds
+// another 400 DPS.
+func bindingAuction(t *testing.T, multiple uint32) (a *apptest.App, nodes map[string]uint64, job uint64) {
 	t.Helper()
-	a, nodes = marketAppN(t, 5, func(p *markettypes.Params) { p.MaxBidsPerJob = 3 })
+	a, nodes = marketAppN(t, 5, func(p *markettypes.Params) {
+		p.MaxBidsPerJob = 3
+		if multiple > 0 {
+			p.ResultPenaltyMultiple = multiple
+		}
+	})
+	if multiple > 0 {
+		for _, n := range []string{"p1", "p2", "p3", "p5"} {
+			a.MustDeliver(n, &sstypes.MsgBond{Provider: a.Account(n).String(), Amount: sdk.NewInt64Coin(udps, 400_000_000)})
+		}
+	}
 	spec := gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION)
 	spec.MaxPricePerTask.Amount = sdkmath.NewInt(400_000) // within the providers' collateral
 	job = submit(t, a, spec)
@@ -55,7 +70,7 @@ func withdraw(a *apptest.App, name string, node, job uint64) uint32 {
 // auction once, was gone. Now a bid in a full auction is binding: p4's withdrawal is
 // refused, p5's dear bid too, and p4 wins a task at the clearing price it bid for.
 func TestAttackOutbidThenWithdrawLetsADearBidIn(t *testing.T) {
-	a, nodes, job := bindingAuction(t)
+	a, nodes, job := bindingAuction(t, 0)
 	bid(t, a, "p3", nodes["p3"], job, 300_000)
 	bid(t, a, "p4", nodes["p4"], job, 1) // outbids p3, the dearest
 	has, err := a.MarketKeeper.Bids.Has(a.Ctx(), collections.Join(job, nodes["p3"]))
@@ -78,7 +93,7 @@ func TestAttackOutbidThenWithdrawLetsADearBidIn(t *testing.T) {
 // p2 fill both tasks with nothing left over, so both were paid the max price. Now p4
 // cannot withdraw from the full auction: it wins a task, and the price is p2's.
 func TestAttackSquatThenWithdrawKeepsBiddersOut(t *testing.T) {
-	a, nodes, job := bindingAuction(t)
+	a, nodes, job := bindingAuction(t, 0)
 	bid(t, a, "p4", nodes["p4"], job, 1)
 	r := a.Deliver("p3", &markettypes.MsgPlaceBid{Provider: a.Account("p3").String(), JobId: job, NodeId: nodes["p3"], Price: sdkmath.NewInt(300_000), Quantity: 1})
 	require.Equal(t, markettypes.ErrInvalidBid.ABCICode(), r.Code, "p3's dearer bid is refused by the full auction: %s", r.Log)
@@ -95,7 +110,7 @@ func TestAttackSquatThenWithdrawKeepsBiddersOut(t *testing.T) {
 // asking price), and p4's deposit came back as a lost bid's. A winner whose node is gone at the close
 // now forfeits its deposit to the reward pool, as a winner whose ack lapses does.
 func TestAttackSquatThenDeactivateKeepsBiddersOut(t *testing.T) {
-	a, nodes, job := bindingAuction(t)
+	a, nodes, job := bindingAuction(t, 0)
 	deposit := markettypes.DefaultParams().BidDeposit.Amount
 	pool := func() sdkmath.Int { return a.ModuleBalance(dpstypes.ModuleName, udps) }
 	before := a.Balance(a.Account("p4").Address, udps)
@@ -113,5 +128,58 @@ func TestAttackSquatThenDeactivateKeepsBiddersOut(t *testing.T) {
 	require.NotContains(t, won, nodes["p4"])
 	require.Contains(t, won, nodes["p1"], "p1's bid won the other task")
 	require.Contains(t, prices, int64(250_000), "p1 is paid the first losing bid's price")
+	a.AssertInvariants()
+}
+
+// The same squat by a node whose collateral covers a task at its own 1 udps but not at the
+// clearing price: at the close it could not take the task it won, which went to the
+// scheduler, and its deposit came back as a lost bid's; it needed no other act. A winner
+// whose collateral does not cover a task at the clearing price now takes it at its own
+// bid's price, which its bid reserved while open: p4 runs a task for 1 udps, or lapses
+// and forfeits. Here result_penalty_multiple is 400: p4's 100 DPS cover a task of
+// 1 udps plus the 0.1 DPS tip, not one of 250,000 plus the tip.
+func TestAttackSquatWithoutCollateralKeepsBiddersOut(t *testing.T) {
+	a, nodes, job := bindingAuction(t, 400)
+	bid(t, a, "p4", nodes["p4"], job, 1)
+	r := a.Deliver("p3", &markettypes.MsgPlaceBid{Provider: a.Account("p3").String(), JobId: job, NodeId: nodes["p3"], Price: sdkmath.NewInt(300_000), Quantity: 1})
+	require.Equal(t, markettypes.ErrInvalidBid.ABCICode(), r.Code, "p3's dearer bid is refused by the full auction: %s", r.Log)
+	a.AssertInvariants()
+
+	won, prices := closeBidding(t, a, job)
+	paid := map[uint64]int64{}
+	for i, n := range won {
+		paid[n] = prices[i]
+	}
+	require.Equal(t, map[uint64]int64{nodes["p1"]: 250_000, nodes["p4"]: 1}, paid,
+		"p1 is paid the clearing price, p4 its own bid's price, which its collateral covers")
+	a.AssertInvariants()
+}
+
+// An open bid reserves its provider's collateral for one task at its price, so that the
+// squatter of the last test cannot bid with collateral to spare and unbond it before the
+// close, leaving too little to take a task even at its own price (its deposit then came
+// back). Here result_penalty_multiple is 1,000: a task of 1 udps plus the 0.1 DPS tip
+// reserves 100.001 DPS, more than the 100 DPS that p4's one GPU keeps bonded.
+func TestAttackSquatThenUnbondKeepsBiddersOut(t *testing.T) {
+	a, nodes, job := bindingAuction(t, 1_000)
+	a.MustDeliver("p4", &sstypes.MsgBond{Provider: a.Account("p4").String(), Amount: sdk.NewInt64Coin(udps, 100_000_000)})
+	bid(t, a, "p4", nodes["p4"], job, 1)
+	exposure := func() sdkmath.Int {
+		c, err := a.StakingSlashKeeper.GetCollateral(a.Ctx(), a.Account("p4").Address)
+		require.NoError(t, err)
+		return c.Exposure
+	}
+	require.Equal(t, sdkmath.NewInt(100_001_000), exposure(), "the open bid reserves one task at its price")
+	r := a.Deliver("p4", &sstypes.MsgUnbond{Provider: a.Account("p4").String(), Amount: sdk.NewInt64Coin(udps, 100_000_000)})
+	require.Equal(t, sstypes.ErrExposureLimit.ABCICode(), r.Code, "the reserved collateral cannot be unbonded: %s", r.Log)
+	a.AssertInvariants()
+
+	won, prices := closeBidding(t, a, job)
+	paid := map[uint64]int64{}
+	for i, n := range won {
+		paid[n] = prices[i]
+	}
+	require.Equal(t, map[uint64]int64{nodes["p1"]: 250_000, nodes["p4"]: 1}, paid)
+	require.Equal(t, sdkmath.NewInt(100_001_000), exposure(), "the reservation is released and the won task reserves its own")
 	a.AssertInvariants()
 }

@@ -83,10 +83,18 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 			return err
 		}
 	}
+	// The bid reserves the collateral of one task at its own price until it leaves the
+	// auction: at the close a winner takes at least one task at its price or better
+	// (fillBid), and no later unbond or assignment can have spent that collateral.
+	exposure := bidExposure(p, job, price)
+	if err := k.addExposure(ctx, signer, exposure); err != nil {
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: %s", nodeID, err)
+	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	bid := types.Bid{
 		JobId: job.Id, NodeId: nodeID, Provider: signer, Price: price, Quantity: qty,
 		Deposit: p.BidDeposit.Amount, Status: types.BID_STATUS_OPEN, Height: sdkCtx.BlockHeight(),
+		Exposure: exposure,
 	}
 	// No entry in the job's history: it holds at most max_history_per_job entries, the
 	// owner's record of its job's steps, and bids come from anyone (a bidder that bid
@@ -123,12 +131,29 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 	if !ok {
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d's reputation is below the minimum", s.NodeId)
 	}
-	exposure := exposureOf(p, taskValue(job, types.TASK_ROLE_PRIMARY, price))
+	exposure := bidExposure(p, job, price)
 	if ok, err := k.canAddExposure(ctx, s.Operator, exposure); err != nil {
 		return err
 	} else if !ok {
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: its operator is jailed or its collateral does not cover %s%s more exposure (value x result_penalty_multiple %d)", s.NodeId, exposure, p.Denom, p.ResultPenaltyMultiple)
 	}
+	return nil
+}
+
+// bidExposure is the collateral an open bid reserves: one task at the bid's price.
+func bidExposure(p types.Params, job types.Job, price sdkmath.Int) sdkmath.Int {
+	return exposureOf(p, taskValue(job, types.TASK_ROLE_PRIMARY, price))
+}
+
+// releaseBid releases the collateral an open bid reserves (none for a bid placed before
+// bids reserved collateral, or one already released) and zeroes it in the record the caller writes.
+func (k Keeper) releaseBid(ctx context.Context, bid *types.Bid) error {
+	if !bid.Exposure.IsNil() && bid.Exposure.IsPositive() {
+		if err := k.releaseExposure(ctx, bid.Provider, bid.Exposure); err != nil {
+			return err
+		}
+	}
+	bid.Exposure = sdkmath.ZeroInt()
 	return nil
 }
 
@@ -232,6 +257,9 @@ func (k Keeper) placeFor(ctx context.Context, p types.Params, job types.Job, nod
 // deposit returns and its record is deleted, freeing its place (and letting its node bid
 // again); an event says so (the job's history does not: see PlaceBid).
 func (k Keeper) dropBid(ctx context.Context, p types.Params, bid *types.Bid, status types.BidStatus) error {
+	if err := k.releaseBid(ctx, bid); err != nil {
+		return err
+	}
 	if err := k.payOut(ctx, bid.Provider, p.Denom, bid.Deposit); err != nil {
 		return err
 	}
@@ -263,6 +291,9 @@ func (k Keeper) returnOpenBids(ctx context.Context, job *types.Job, status types
 	}
 	for _, b := range bids {
 		if b.Status == types.BID_STATUS_OPEN {
+			if err := k.releaseBid(ctx, &b); err != nil {
+				return err
+			}
 			if err := k.returnDeposit(ctx, &b, status); err != nil {
 				return err
 			}
@@ -337,6 +368,15 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 	bids, err := k.jobBids(ctx, jobID)
 	if err != nil {
 		return err
+	}
+	// Every open bid's reserved collateral is released first (each record is written
+	// below, as won, lost or forfeited): a winner's tasks then reserve their own.
+	for i := range bids {
+		if bids[i].Status == types.BID_STATUS_OPEN {
+			if err := k.releaseBid(ctx, &bids[i]); err != nil {
+				return err
+			}
+		}
 	}
 	var offers []types.AuctionBid
 	byNode := map[uint64]types.Bid{}
@@ -447,7 +487,11 @@ func (k Keeper) nodeActive(ctx context.Context, nodeID uint64) (bool, error) {
 
 // fillBid assigns up to f.Tasks pending tasks to the bid's node at the fill's pay, never two
 // replicas of a shard to the same node, and only while the node still has room and
-// collateral (a winner that cannot take a task leaves it to the scheduler).
+// collateral (a winner that cannot take a task leaves it to the scheduler). A winner
+// whose collateral does not cover a task at the clearing price takes it at its own bid's
+// price, which the bid reserved: else a node that bid low with little collateral held a
+// full auction's place, which refuses dearer bids, and gave its tasks up at the close
+// with its deposit back.
 func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending *[]types.Task, bid types.Bid, f types.AuctionFill) (uint32, error) {
 	var n uint32
 	need := job.Spec.Requirements.GPUs()
@@ -476,15 +520,29 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if excluded.excludes(slot) {
 			continue
 		}
-		if ok, err := k.canAddExposure(ctx, slot.Operator, exposureOf(p, taskValue(*job, t.Role, f.Pay))); err != nil || !ok {
+		pay, ok, err := k.winnerPay(ctx, p, *job, t.Role, slot.Operator, f.Pay, bid.Price)
+		if err != nil || !ok {
 			return n, err
 		}
-		if err := k.assign(ctx, p, job, t, slot, f.Pay, bid.NodeId, false); err != nil {
+		if err := k.assign(ctx, p, job, t, slot, pay, bid.NodeId, false); err != nil {
 			return n, err
 		}
 		n++
 	}
 	return n, nil
+}
+
+// winnerPay is what a winner is paid for a task: the fill's pay if its operator's
+// collateral covers that task's exposure, else its own bid's price if that is covered;
+// ok is false when neither is.
+func (k Keeper) winnerPay(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, operator string, pay, price sdkmath.Int) (sdkmath.Int, bool, error) {
+	for _, v := range []sdkmath.Int{pay, sdkmath.MinInt(pay, price)} {
+		ok, err := k.canAddExposure(ctx, operator, exposureOf(p, taskValue(job, role, v)))
+		if err != nil || ok {
+			return v, ok, err
+		}
+	}
+	return sdkmath.Int{}, false, nil
 }
 
 func (k Keeper) pendingTasks(ctx context.Context, job types.Job) ([]types.Task, error) {

@@ -811,8 +811,8 @@ func report(route, summary string, problems []string) (string, bool) {
 
 // HeldExposure is the collateral exposure the market holds for each provider (by its
 // canonical address string): the exposure of every task that holds some, of every
-// failure report waiting for its confirmation and of every pool claim waiting for its
-// reveal. x/staking-slash's exposure of each provider must equal it (the app registers
+// failure report waiting for its confirmation, of every pool claim waiting for its
+// reveal and of every open bid (one task at its price). x/staking-slash's exposure of each provider must equal it (the app registers
 // that invariant, which reads both modules).
 func (k Keeper) HeldExposure(ctx sdk.Context) (map[string]sdkmath.Int, error) {
 	held := map[string]sdkmath.Int{}
@@ -842,6 +842,15 @@ func (k Keeper) HeldExposure(ctx sdk.Context) (map[string]sdkmath.Int, error) {
 	err = k.Units.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], u types.Unit) (bool, error) {
 		if u.Status == types.UNIT_STATUS_COMMITTED {
 			add(u.Provider, u.Exposure)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.Bids.Walk(ctx, nil, func(_ collections.Pair[uint64, uint64], b types.Bid) (bool, error) {
+		if b.Status == types.BID_STATUS_OPEN {
+			add(b.Provider, b.Exposure)
 		}
 		return false, nil
 	})

@@ -139,6 +139,9 @@ func (gs GenesisState) validate() error {
 		if _, err := sdk.AccAddressFromBech32(b.Provider); err != nil {
 			return fmt.Errorf("bids[%d].provider %q: %w", i, b.Provider, err)
 		}
+		if !b.Exposure.IsNil() && (b.Exposure.IsNegative() || b.Status != BID_STATUS_OPEN && !b.Exposure.IsZero()) {
+			return fmt.Errorf("bids[%d].exposure %s: must be non-negative, and zero unless the bid is open", i, b.Exposure)
+		}
 	}
 	slots := map[uint64]struct{}{}
 	for i, s := range gs.Slots {

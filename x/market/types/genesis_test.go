@@ -6,6 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
 	"github.com/flopsnet/flops/x/market/types"
 )
 
@@ -32,5 +36,25 @@ func TestGenesisSweeps(t *testing.T) {
 		err := bad.Validate()
 		require.ErrorIs(t, err, types.ErrInvalidGenesis, want)
 		require.ErrorContains(t, err, want)
+	}
+}
+
+// A bid's reserved collateral: never negative, and held only while the bid is open (the
+// close releases it; x/staking-slash's exposure must match what open bids reserve).
+func TestGenesisBidExposure(t *testing.T) {
+	owner, provider := sdk.AccAddress("owner_______________").String(), sdk.AccAddress("provider____________").String()
+	gs := func(status types.BidStatus, exposure int64) types.GenesisState {
+		return types.GenesisState{
+			Params: types.DefaultParams(), NextJobId: 2, NextTaskId: 1,
+			Jobs: []types.Job{{Id: 1, Owner: owner, Status: types.JOB_STATUS_BIDDING, Escrow: sdkmath.ZeroInt()}},
+			Bids: []types.Bid{{JobId: 1, NodeId: 3, Provider: provider, Status: status, Price: sdkmath.OneInt(), Deposit: sdkmath.OneInt(), Exposure: sdkmath.NewInt(exposure)}},
+		}
+	}
+	require.NoError(t, gs(types.BID_STATUS_OPEN, 2_000_020).Validate())
+	require.NoError(t, gs(types.BID_STATUS_LOST, 0).Validate())
+	for _, bad := range []types.GenesisState{gs(types.BID_STATUS_OPEN, -1), gs(types.BID_STATUS_WON, 5)} {
+		err := bad.Validate()
+		require.ErrorIs(t, err, types.ErrInvalidGenesis)
+		require.ErrorContains(t, err, "bids[0].exposure")
 	}
 }

@@ -3469,7 +3469,12 @@ type Bid struct {
 	// filled: tasks won.
 	Filled uint32 `protobuf:"varint,8,opt,name=filled,proto3" json:"filled,omitempty"`
 	// height of the bid.
-	Height        int64 `protobuf:"varint,9,opt,name=height,proto3" json:"height,omitempty"`
+	Height int64 `protobuf:"varint,9,opt,name=height,proto3" json:"height,omitempty"`
+	// exposure: collateral the open bid reserves of its provider, in udps: one task at the
+	// bid's own price, (price + the job's priority_tip) x result_penalty_multiple, so that
+	// at the close the winner can take a task at least at its own price; released when the
+	// bid leaves the auction (withdrawn, outbid, cancelled, the close). Zero once closed.
+	Exposure      string `protobuf:"bytes,10,opt,name=exposure,proto3" json:"exposure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3565,6 +3570,13 @@ func (x *Bid) GetHeight() int64 {
 		return x.Height
 	}
 	return 0
+}
+
+func (x *Bid) GetExposure() string {
+	if x != nil {
+		return x.Exposure
+	}
+	return ""
 }
 
 // NodeSlot is x/market's view of a node for scheduling, kept in step with x/gfl by hooks.
@@ -4377,7 +4389,7 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"cosmos.Int\xa8\xe7\xb0*\x01R\bexposure\x126\n" +
 	"\x06status\x18\v \x01(\x0e2\x1e.flops.market.v1.FailureStatusR\x06status\x12D\n" +
 	"\x04paid\x18\f \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
-	"cosmos.Int\xa8\xe7\xb0*\x01R\x04paid\"\xff\x02\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\x04paid\"\xcd\x03\n" +
 	"\x03Bid\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x124\n" +
@@ -4389,7 +4401,10 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"cosmos.Int\xa8\xe7\xb0*\x01R\adeposit\x122\n" +
 	"\x06status\x18\a \x01(\x0e2\x1a.flops.market.v1.BidStatusR\x06status\x12\x16\n" +
 	"\x06filled\x18\b \x01(\rR\x06filled\x12\x16\n" +
-	"\x06height\x18\t \x01(\x03R\x06height\"\xdc\x05\n" +
+	"\x06height\x18\t \x01(\x03R\x06height\x12L\n" +
+	"\bexposure\x18\n" +
+	" \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\bexposure\"\xdc\x05\n" +
 	"\bNodeSlot\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x1b\n" +

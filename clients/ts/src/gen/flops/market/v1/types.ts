@@ -1545,6 +1545,13 @@ export interface Bid {
   filled: number;
   /** height of the bid. */
   height: bigint;
+  /**
+   * exposure: collateral the open bid reserves of its provider, in udps: one task at the
+   * bid's own price, (price + the job's priority_tip) x result_penalty_multiple, so that
+   * at the close the winner can take a task at least at its own price; released when the
+   * bid leaves the auction (withdrawn, outbid, cancelled, the close). Zero once closed.
+   */
+  exposure: string;
 }
 
 /** NodeSlot is x/market's view of a node for scheduling, kept in step with x/gfl by hooks. */
@@ -7041,7 +7048,18 @@ export const FailureReport: MessageFns<FailureReport> = {
 };
 
 function createBaseBid(): Bid {
-  return { jobId: 0n, nodeId: 0n, provider: "", price: "", quantity: 0, deposit: "", status: 0, filled: 0, height: 0n };
+  return {
+    jobId: 0n,
+    nodeId: 0n,
+    provider: "",
+    price: "",
+    quantity: 0,
+    deposit: "",
+    status: 0,
+    filled: 0,
+    height: 0n,
+    exposure: "",
+  };
 }
 
 export const Bid: MessageFns<Bid> = {
@@ -7081,6 +7099,9 @@ export const Bid: MessageFns<Bid> = {
         throw new globalThis.Error("value provided for field message.height of type int64 too large");
       }
       writer.uint32(72).int64(message.height);
+    }
+    if (message.exposure !== "") {
+      writer.uint32(82).string(message.exposure);
     }
     return writer;
   },
@@ -7170,6 +7191,14 @@ export const Bid: MessageFns<Bid> = {
             message.height = reader.int64() as bigint;
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.exposure = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7193,6 +7222,7 @@ export const Bid: MessageFns<Bid> = {
       status: isSet(object.status) ? bidStatusFromJSON(object.status) : 0,
       filled: isSet(object.filled) ? globalThis.Number(object.filled) : 0,
       height: isSet(object.height) ? BigInt(object.height) : 0n,
+      exposure: isSet(object.exposure) ? globalThis.String(object.exposure) : "",
     };
   },
 
@@ -7225,6 +7255,9 @@ export const Bid: MessageFns<Bid> = {
     if (message.height !== 0n) {
       obj.height = message.height.toString();
     }
+    if (message.exposure !== "") {
+      obj.exposure = message.exposure;
+    }
     return obj;
   },
 
@@ -7242,6 +7275,7 @@ export const Bid: MessageFns<Bid> = {
     message.status = object.status ?? 0;
     message.filled = object.filled ?? 0;
     message.height = (object.height !== undefined && object.height !== null) ? BigInt(object.height) : 0n;
+    message.exposure = object.exposure ?? "";
     return message;
   },
 };
