@@ -59,6 +59,24 @@ func closeBidding(t *testing.T, a *apptest.App, job uint64) (bidNodes []uint64, 
 	return bidNodes, prices
 }
 
+// squat: p4 takes the auction's last place at 1 udps, and p3's honest bid at 300,000 that
+// follows is refused, no cheaper than the dearest open bid (p2's).
+func squat(t *testing.T, a *apptest.App, nodes map[string]uint64, job uint64) {
+	t.Helper()
+	bid(t, a, "p4", nodes["p4"], job, 1)
+	r := a.Deliver("p3", &markettypes.MsgPlaceBid{Provider: a.Account("p3").String(), JobId: job, NodeId: nodes["p3"], Price: sdkmath.NewInt(300_000), Quantity: 1})
+	require.Equal(t, markettypes.ErrInvalidBid.ABCICode(), r.Code, "p3's dearer bid is refused by the full auction: %s", r.Log)
+}
+
+// paidByNode maps closeBidding's task nodes to their prices.
+func paidByNode(nodes []uint64, prices []int64) map[uint64]int64 {
+	paid := map[uint64]int64{}
+	for i, n := range nodes {
+		paid[n] = prices[i]
+	}
+	return paid
+}
+
 // withdraw sends name's MsgWithdrawBid and returns its result code.
 func withdraw(a *apptest.App, name string, node, job uint64) uint32 {
 	return a.Deliver(name, &markettypes.MsgWithdrawBid{Provider: a.Account(name).String(), JobId: job, NodeId: node}).Code
@@ -94,9 +112,7 @@ func TestAttackOutbidThenWithdrawLetsADearBidIn(t *testing.T) {
 // cannot withdraw from the full auction: it wins a task, and the price is p2's.
 func TestAttackSquatThenWithdrawKeepsBiddersOut(t *testing.T) {
 	a, nodes, job := bindingAuction(t, 0)
-	bid(t, a, "p4", nodes["p4"], job, 1)
-	r := a.Deliver("p3", &markettypes.MsgPlaceBid{Provider: a.Account("p3").String(), JobId: job, NodeId: nodes["p3"], Price: sdkmath.NewInt(300_000), Quantity: 1})
-	require.Equal(t, markettypes.ErrInvalidBid.ABCICode(), r.Code, "p3's dearer bid is refused by the full auction: %s", r.Log)
+	squat(t, a, nodes, job)
 	require.Equal(t, markettypes.ErrBidBinding.ABCICode(), withdraw(a, "p4", nodes["p4"], job), "a bid in a full auction is binding")
 
 	won, prices := closeBidding(t, a, job)
@@ -114,7 +130,7 @@ func TestAttackSquatThenDeactivateKeepsBiddersOut(t *testing.T) {
 	deposit := markettypes.DefaultParams().BidDeposit.Amount
 	pool := func() sdkmath.Int { return a.ModuleBalance(dpstypes.ModuleName, udps) }
 	before := a.Balance(a.Account("p4").Address, udps)
-	bid(t, a, "p4", nodes["p4"], job, 1)
+	squat(t, a, nodes, job)
 	a.MustDeliver("p4", &gfltypes.MsgDeactivateNode{Operator: a.Account("p4").String(), NodeId: nodes["p4"]})
 	poolBefore := pool()
 
@@ -140,16 +156,10 @@ func TestAttackSquatThenDeactivateKeepsBiddersOut(t *testing.T) {
 // 1 udps plus the 0.1 DPS tip, not one of 250,000 plus the tip.
 func TestAttackSquatWithoutCollateralKeepsBiddersOut(t *testing.T) {
 	a, nodes, job := bindingAuction(t, 400)
-	bid(t, a, "p4", nodes["p4"], job, 1)
-	r := a.Deliver("p3", &markettypes.MsgPlaceBid{Provider: a.Account("p3").String(), JobId: job, NodeId: nodes["p3"], Price: sdkmath.NewInt(300_000), Quantity: 1})
-	require.Equal(t, markettypes.ErrInvalidBid.ABCICode(), r.Code, "p3's dearer bid is refused by the full auction: %s", r.Log)
+	squat(t, a, nodes, job)
 	a.AssertInvariants()
 
-	won, prices := closeBidding(t, a, job)
-	paid := map[uint64]int64{}
-	for i, n := range won {
-		paid[n] = prices[i]
-	}
+	paid := paidByNode(closeBidding(t, a, job))
 	require.Equal(t, map[uint64]int64{nodes["p1"]: 250_000, nodes["p4"]: 1}, paid,
 		"p1 is paid the clearing price, p4 its own bid's price, which its collateral covers")
 	a.AssertInvariants()
@@ -174,11 +184,7 @@ func TestAttackSquatThenUnbondKeepsBiddersOut(t *testing.T) {
 	require.Equal(t, sstypes.ErrExposureLimit.ABCICode(), r.Code, "the reserved collateral cannot be unbonded: %s", r.Log)
 	a.AssertInvariants()
 
-	won, prices := closeBidding(t, a, job)
-	paid := map[uint64]int64{}
-	for i, n := range won {
-		paid[n] = prices[i]
-	}
+	paid := paidByNode(closeBidding(t, a, job))
 	require.Equal(t, map[uint64]int64{nodes["p1"]: 250_000, nodes["p4"]: 1}, paid)
 	require.Equal(t, sdkmath.NewInt(100_001_000), exposure(), "the reservation is released and the won task reserves its own")
 	a.AssertInvariants()
