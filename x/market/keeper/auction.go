@@ -414,23 +414,21 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 		job.ClearingPrice = res.ClearingEff.TruncateInt()
 	}
 	filled := uint32(0)
-	won, gone := map[uint64]bool{}, map[uint64]bool{}
+	won, left := map[uint64]bool{}, map[uint64]bool{}
 	for _, f := range res.Fills {
 		bid := byNode[f.NodeID]
-		if active, err := k.nodeActive(ctx, f.NodeID); err != nil {
+		n, gone, err := k.fillBid(ctx, p, &job, &pending, bid, f)
+		if err != nil {
 			return err
-		} else if !active {
+		}
+		if gone {
 			// The bid won and its node is no longer there to take the tasks (deactivated,
 			// or in another class awaiting its measurement, since it bid): a winner that
 			// never takes what it won, like one whose ack lapses, forfeits its deposit.
 			// Else a node could hold a full auction's cheap place, which refuses dearer
 			// bids, and leave before the close for free; its tasks go to the scheduler.
-			gone[f.NodeID] = true
+			left[f.NodeID] = true
 			continue
-		}
-		n, err := k.fillBid(ctx, p, &job, &pending, bid, f)
-		if err != nil {
-			return err
 		}
 		filled += n
 		if n > 0 {
@@ -446,7 +444,7 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 		_, open := byNode[b.NodeId]
 		switch {
 		case !open || won[b.NodeId]:
-		case gone[b.NodeId]:
+		case left[b.NodeId]:
 			if err := k.forfeitDeposit(ctx, p, &b); err != nil {
 				return err
 			}
@@ -476,24 +474,14 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 	})
 }
 
-// nodeActive says whether a node's slot is there and active (schedulable).
-func (k Keeper) nodeActive(ctx context.Context, nodeID uint64) (bool, error) {
-	s, err := k.Slots.Get(ctx, nodeID)
-	if errorsmod.IsOf(err, collections.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil && s.Active, err
-}
-
 // fillBid assigns up to f.Tasks pending tasks to the bid's node at the fill's pay, never two
 // replicas of a shard to the same node, and only while the node still has room and
 // collateral (a winner that cannot take a task leaves it to the scheduler). A winner
 // whose collateral does not cover a task at the clearing price takes it at its own bid's
 // price, which the bid reserved: else a node that bid low with little collateral held a
 // full auction's place, which refuses dearer bids, and gave its tasks up at the close
-// with its deposit back.
-func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending *[]types.Task, bid types.Bid, f types.AuctionFill) (uint32, error) {
-	var n uint32
+// with its deposit back. gone: the node's slot is deleted or not active (no task taken).
+func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending *[]types.Task, bid types.Bid, f types.AuctionFill) (n uint32, gone bool, err error) {
 	need := job.Spec.Requirements.GPUs()
 	for i := range *pending {
 		if n == f.Tasks {
@@ -504,10 +492,15 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 			continue
 		}
 		slot, err := k.Slots.Get(ctx, f.NodeID)
-		if err != nil {
-			return n, err
+		if errorsmod.IsOf(err, collections.ErrNotFound) {
+			return n, true, nil
+		} else if err != nil {
+			return n, false, err
 		}
-		if !slot.Active || slot.GpusUsed+need > slot.Gpus {
+		if !slot.Active {
+			return n, true, nil // inactivity does not change within the fill: n is 0
+		}
+		if slot.GpusUsed+need > slot.Gpus {
 			break // the node has no room left: the rest of its fill goes to the scheduler
 		}
 		if _, ok := types.FitDevices(slot, job.Spec.Requirements, true); len(slot.Devices) > 0 && !ok {
@@ -515,34 +508,33 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		}
 		excluded, err := k.excludedNodes(ctx, *job, *t)
 		if err != nil {
-			return n, err
+			return n, false, err
 		}
 		if excluded.excludes(slot) {
 			continue
 		}
 		pay, ok, err := k.winnerPay(ctx, p, *job, t.Role, slot.Operator, f.Pay, bid.Price)
 		if err != nil || !ok {
-			return n, err
+			return n, false, err
 		}
 		if err := k.assign(ctx, p, job, t, slot, pay, bid.NodeId, false); err != nil {
-			return n, err
+			return n, false, err
 		}
 		n++
 	}
-	return n, nil
+	return n, false, nil
 }
 
 // winnerPay is what a winner is paid for a task: the fill's pay if its operator's
 // collateral covers that task's exposure, else its own bid's price if that is covered;
 // ok is false when neither is.
 func (k Keeper) winnerPay(ctx context.Context, p types.Params, job types.Job, role types.TaskRole, operator string, pay, price sdkmath.Int) (sdkmath.Int, bool, error) {
-	for _, v := range []sdkmath.Int{pay, sdkmath.MinInt(pay, price)} {
-		ok, err := k.canAddExposure(ctx, operator, exposureOf(p, taskValue(job, role, v)))
-		if err != nil || ok {
-			return v, ok, err
-		}
+	ok, err := k.canAddExposure(ctx, operator, exposureOf(p, taskValue(job, role, pay)))
+	if err != nil || ok || !price.LT(pay) {
+		return pay, ok, err
 	}
-	return sdkmath.Int{}, false, nil
+	ok, err = k.canAddExposure(ctx, operator, exposureOf(p, taskValue(job, role, price)))
+	return price, ok, err
 }
 
 func (k Keeper) pendingTasks(ctx context.Context, job types.Job) ([]types.Task, error) {

@@ -812,8 +812,9 @@ func report(route, summary string, problems []string) (string, bool) {
 // HeldExposure is the collateral exposure the market holds for each provider (by its
 // canonical address string): the exposure of every task that holds some, of every
 // failure report waiting for its confirmation, of every pool claim waiting for its
-// reveal and of every open bid (one task at its price). x/staking-slash's exposure of each provider must equal it (the app registers
-// that invariant, which reads both modules).
+// reveal and of every open bid (one task at its price). x/staking-slash's exposure of
+// each provider must equal it (the app registers that invariant, which reads both
+// modules).
 func (k Keeper) HeldExposure(ctx sdk.Context) (map[string]sdkmath.Int, error) {
 	held := map[string]sdkmath.Int{}
 	add := func(provider string, v sdkmath.Int) {
