@@ -25,6 +25,10 @@ type behaviour struct {
 	// is less than its max_duration away, when a verification task bound by the job's
 	// deadline could no longer run
 	late bool
+	// fails: the job fails on this provider's machine, as flops-worker says so: a primary
+	// is reported failed (MsgReportFailure), a verification task answers the failed-run
+	// root
+	fails bool
 }
 
 // trueRoot is the correct result of a shard; a cheater's is different.
@@ -69,8 +73,16 @@ func (d *driver) msgs(name string) []sdk.Msg {
 	next := d.a.Height() + 1
 	for _, t := range res.Tasks {
 		root := trueRoot(t.JobId, t.Index)
-		if b.cheat {
+		switch {
+		case b.cheat:
 			root = cheatRoot(t.JobId, t.Index)
+		case b.fails && t.Role == markettypes.TASK_ROLE_PRIMARY && t.Status == markettypes.TASK_STATUS_RUNNING:
+			logs := sha256.Sum256([]byte(fmt.Sprintf("task %d on %s: exit status 2", t.Id, name)))
+			out = append(out, &markettypes.MsgReportFailure{Provider: acc.String(), TaskId: t.Id, Reason: markettypes.FAILURE_REASON_EXIT,
+				ExitCode: 2, LogRoot: logs[:], Detail: "command exited with code 2"})
+			continue
+		case b.fails:
+			root = markettypes.FailedRoot()
 		}
 		switch t.Status {
 		case markettypes.TASK_STATUS_ASSIGNED:

@@ -37,12 +37,12 @@ func marketAppN(t testing.TB, n int, edit func(p *markettypes.Params)) (*apptest
 
 // marketAppLate has n provider accounts of which only the first registered have a node;
 // registerLate gives the others theirs later.
-func marketAppLate(t testing.TB, n, registered int, edit func(p *markettypes.Params)) (*apptest.App, map[string]uint64) {
+func marketAppLate(t testing.TB, n, registered int, edit func(p *markettypes.Params), opts ...apptest.Option) (*apptest.App, map[string]uint64) {
 	names := []string{"client"}
 	for i := 1; i <= n; i++ {
 		names = append(names, fmt.Sprintf("p%d", i))
 	}
-	a := apptest.New(t, apptest.WithAccounts(names...), apptest.WithGenesis(func(e apptest.GenesisEditor) {
+	a := apptest.New(t, append([]apptest.Option{apptest.WithAccounts(names...), apptest.WithGenesis(func(e apptest.GenesisEditor) {
 		var g gfltypes.GenesisState
 		e.Edit(gfltypes.ModuleName, &g, func() { g.Params.ChallengeIntervalBlocks = 1_000_000 })
 		var m markettypes.GenesisState
@@ -57,7 +57,7 @@ func marketAppLate(t testing.TB, n, registered int, edit func(p *markettypes.Par
 				edit(&m.Params)
 			}
 		})
-	}))
+	})}, opts...)...)
 	nodes := map[string]uint64{}
 	for _, p := range names[1 : 1+registered] {
 		nodes[p] = bondAndRegister(t, a, p, 1)

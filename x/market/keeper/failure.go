@@ -184,6 +184,53 @@ func (k Keeper) payReport(ctx context.Context, p types.Params, job *types.Job, t
 	return k.emitFailure(ctx, *t, *r)
 }
 
+// confirmByVerification confirms a task's pending failure report when the verification
+// of the result that followed it decided that the job fails (its majority, the given
+// members, answered FailedRoot): the report is paid as confirmFailure pays, for the
+// shorter of its run and the quickest of those members' runs, out of the task's
+// reservation. Without it the report of a job that fails, refuted by a made-up result
+// that then lost, ended unconfirmed and its honest provider was slashed.
+func (k Keeper) confirmByVerification(ctx context.Context, p types.Params, job *types.Job, t *types.Task, majority []types.Task) error {
+	i := pendingFailure(*t)
+	if i < 0 {
+		return nil
+	}
+	r := &t.Failures[i]
+	confirmed := r.TimeUsed
+	for _, m := range majority {
+		confirmed = min(confirmed, max(m.CommitTime.Sub(m.StartedTime), 0))
+	}
+	if err := k.payReport(ctx, p, job, t, r, confirmed, types.FAILURE_STATUS_CONFIRMED); err != nil {
+		return err
+	}
+	return k.addHistory(ctx, *job, p, "FailureConfirmed", t.Id, r.NodeId, fmt.Sprintf(
+		"node %d's failure report: the verification of the result that followed it found that the job fails; %s of confirmed time paid (%s%s)",
+		r.NodeId, confirmed.Round(time.Second), r.Paid, p.Denom))
+}
+
+// confirmedFailedReplicas counts the primary replicas of a shard that ended in a
+// confirmed failure: each is a vote that the job fails when the shard's results are
+// compared (decideShard).
+func (k Keeper) confirmedFailedReplicas(ctx context.Context, job types.Job, index uint32) (int, error) {
+	all, err := k.shardTasks(ctx, job, index)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range all {
+		if t.Role != types.TASK_ROLE_PRIMARY || t.Status != types.TASK_STATUS_FAILED {
+			continue
+		}
+		for _, f := range t.Failures {
+			if f.Status == types.FAILURE_STATUS_CONFIRMED {
+				n++
+				break
+			}
+		}
+	}
+	return n, nil
+}
+
 // pendingSibling finds another primary replica of the task's shard whose failure report,
 // from another operator, waits for its confirmation before the replica is placed again.
 func (k Keeper) pendingSibling(ctx context.Context, job types.Job, t types.Task) (types.Task, int, bool, error) {

@@ -274,6 +274,11 @@ func (k Keeper) RevealResult(ctx context.Context, provider sdk.AccAddress, taskI
 	if !bytes.Equal(types.Commitment(msg.ResultRoot, msg.Salt, provider), t.Commitment) {
 		return 0, errorsmod.Wrapf(types.ErrRevealMismatch, "task %d: sha256(root || salt || provider) differs from the commitment", t.Id)
 	}
+	if t.Role == types.TASK_ROLE_PRIMARY && types.IsFailedRoot(msg.ResultRoot) {
+		// a primary's failure goes through MsgReportFailure, which another operator's run
+		// must confirm; revealed as a result, it would be paid as one
+		return 0, errorsmod.Wrapf(types.ErrInvalidReveal, "task %d is a primary: its run's failure is reported with MsgReportFailure; the failed-run root is a verification task's answer", t.Id)
+	}
 	if job.Spec.Verification == types.VERIFICATION_CLASS_BUILTIN_GEMM {
 		if err := k.verifyGemm(ctx, job.GemmChallenge(t.Index), msg.ResultRoot, t.CommitHeight, msg.GemmProofs, types.DomainGemmSample, t.Id); err != nil {
 			return 0, err

@@ -217,6 +217,20 @@ func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *t
 // that resumed from it is neither paid nor slashed nor marked down: a planted checkpoint
 // cannot get an honest successor slashed.
 func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job, t *types.Task, verifiers []sdk.AccAddress, reason string) error {
+	if types.IsFailedRoot(t.ResultRoot) {
+		// A verification task that answered that the job fails, outvoted by a result: a
+		// failure report refuted, slashed as one (max(abandon_slash_ppm, failure_penalty_
+		// multiple x its value), burned: a job that fails on some runs only must not
+		// farm its verifiers' collateral for its owner) and not paid.
+		ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
+		if err := k.slash(ctx, t.Provider, p.AbandonSlashPpm, exposureOfFailure(p, taskValue(*job, t.Role, t.Price)), sstypes.SLASH_REASON_FALSE_FAILURE, "", sdkmath.ZeroInt(), nil, ev); err != nil {
+			return err
+		}
+		if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, false); err != nil {
+			return err
+		}
+		return k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId, reason+"; it answered that the job failed, which the others' results refute")
+	}
 	if a := t.Checkpoint.Author; a != "" && a != t.Provider {
 		ev := sstypes.SlashEvidence{JobId: t.JobId, TaskId: t.Id}
 		if err := k.slash(ctx, a, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, taskValue(*job, t.Role, t.Price), verifiers, ev); err != nil {
@@ -279,7 +293,15 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 		return err
 	}
 
-	// Replicas: a strict majority of equal roots.
+	// Replicas: a strict majority of equal roots. A replica that ended in a confirmed
+	// failure (two operators' runs of it failed) votes FailedRoot: without its vote a
+	// replica that committed a made-up result beside it was the shard's one live member,
+	// verified and paid alone for a job that fails.
+	failed := string(types.FailedRoot())
+	gone, err := k.confirmedFailedReplicas(ctx, *job, members[0].Index)
+	if err != nil {
+		return err
+	}
 	votes := map[string][]int{}
 	var order []string
 	for i, m := range members {
@@ -289,14 +311,23 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 		}
 		votes[key] = append(votes[key], i)
 	}
+	if _, seen := votes[failed]; gone > 0 && !seen {
+		order = append(order, failed)
+	}
+	count := func(key string) int {
+		if key == failed {
+			return len(votes[key]) + gone
+		}
+		return len(votes[key])
+	}
 	best := order[0]
 	for _, key := range order[1:] {
-		if len(votes[key]) > len(votes[best]) {
+		if count(key) > count(best) {
 			best = key
 		}
 	}
 	ev := types.EventVerified{JobId: job.Id, Index: members[0].Index}
-	if 2*len(votes[best]) > len(members) {
+	if 2*count(best) > len(members)+gone {
 		var winnerAddrs []string
 		for _, i := range votes[best] {
 			ev.Majority = append(ev.Majority, members[i].Id)
@@ -315,6 +346,15 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 				continue
 			}
 			ev.Minority = append(ev.Minority, m.Id)
+			if best == failed {
+				var majority []types.Task
+				for _, i := range votes[best] {
+					majority = append(majority, members[i])
+				}
+				if err := k.confirmByVerification(ctx, p, job, m, majority); err != nil {
+					return err
+				}
+			}
 			if err := k.wrongResult(ctx, p, job, m, winners, "result root in the minority of its replicas"); err != nil {
 				return err
 			}
@@ -536,6 +576,13 @@ func (k Keeper) drawAudit(ctx sdk.Context, p types.Params, taskID uint64) error 
 		return err
 	}
 	prob := AuditProbabilityPPM(p, settled, score, t.Price)
+	if pendingFailure(t) >= 0 {
+		// this result would refute another operator's failure report (the report's
+		// provider slashed, this one paid): it is audited for certain, so that a node
+		// that took over a failing task cannot make up a result, refute an honest report
+		// and be paid whenever the draw spares it
+		prob = validate.PPMOne
+	}
 	seed, err := k.gfl.Seed(ctx, t.CommitHeight+1, types.DomainAudit, t.Id)
 	if errors.Is(err, beacon.ErrUnavailable) {
 		// The drand round of the block after the commitment is not on chain yet (or
@@ -698,14 +745,14 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 		if err != nil {
 			return err
 		}
-		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, auditorAddr), d.Id); err != nil {
+		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, auditorAddr), d.Id, decided, committee); err != nil {
 			return err
 		}
-		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id); err != nil {
+		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id, decided, committee); err != nil {
 			return err
 		}
 	case types.DISPUTE_KIND_CHALLENGE:
-		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id); err != nil {
+		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id, decided, committee); err != nil {
 			return err
 		}
 		provider, err := k.acc(target.Provider)
@@ -736,10 +783,22 @@ func disputeWord(s types.DisputeStatus) string {
 }
 
 // settleParty ends a disputed party's wait: verified if right, slashed for a wrong result
-// (rewarding the verifiers) if not.
-func (k Keeper) settleParty(ctx context.Context, p types.Params, job *types.Job, t *types.Task, right bool, verifiers []sdk.AccAddress, dispute uint64) error {
+// (rewarding the verifiers) if not. A committee that decided the job fails confirms the
+// party's pending failure report, if it has one.
+func (k Keeper) settleParty(ctx context.Context, p types.Params, job *types.Job, t *types.Task, right bool, verifiers []sdk.AccAddress, dispute uint64, decided []byte, committee []types.Task) error {
 	if right {
 		return k.verify(ctx, p, job, t)
+	}
+	if types.IsFailedRoot(decided) {
+		var majority []types.Task
+		for _, m := range committee {
+			if bytes.Equal(m.ResultRoot, decided) {
+				majority = append(majority, m)
+			}
+		}
+		if err := k.confirmByVerification(ctx, p, job, t, majority); err != nil {
+			return err
+		}
 	}
 	return k.wrongResult(ctx, p, job, t, verifiers, fmt.Sprintf("overturned by the committee of dispute %d", dispute))
 }

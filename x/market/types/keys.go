@@ -17,6 +17,9 @@ const (
 	DomainGemmSeed = "flops/market/gemm"
 	// DomainPoolUnit is the beacon domain of a NONE pool's unit designations.
 	DomainPoolUnit = "flops/market/pool-unit"
+	// DomainFailedRun is what FailedRoot hashes: the result root of a verification
+	// task whose run of the job failed.
+	DomainFailedRun = "flops/market/failed-run"
 	// DomainAudit is the beacon domain of audit draws.
 	DomainAudit = "flops/market/audit"
 	// DomainGemmSample is the domain of BUILTIN gemm reveal samples.

@@ -30,6 +30,25 @@ func Commitment(root, salt []byte, provider sdk.AccAddress) []byte {
 	return h.Sum(nil)
 }
 
+// FailedRoot is the result root a verification task (an audit, a tie's escalation, a
+// committee member) commits and reveals when its run of the job failed on the job's side
+// (the causes a primary reports with MsgReportFailure): the job's failure is its answer,
+// compared with the other members' roots like any result. A primary reports a failure
+// instead (x/market/README.md, "Failure is a result"), and its reveal of this root is
+// refused. It hashes a domain string, so no Merkle root of outputs is this value:
+//
+//	FailedRoot = sha256(DomainFailedRun)
+func FailedRoot() []byte {
+	h := sha256.Sum256([]byte(DomainFailedRun))
+	return h[:]
+}
+
+// IsFailedRoot: root is FailedRoot.
+func IsFailedRoot(root []byte) bool {
+	h := sha256.Sum256([]byte(DomainFailedRun))
+	return string(root) == string(h[:])
+}
+
 // GemmChallenge is the GEMM a BUILTIN gemm task of the job computes: the job's seed mixed
 // with the shard index, so that every shard is distinct work (docs/pocp.md, section 8):
 //

@@ -36,6 +36,19 @@ func TestCommitmentBindsRootSaltAndProvider(t *testing.T) {
 	}
 }
 
+// The failed-run root is what the proto's comment on MsgRevealResult.result_root says,
+// for every client that compares roots; a caller cannot change it for the next.
+func TestFailedRoot(t *testing.T) {
+	if got := hex.EncodeToString(types.FailedRoot()); got != "06361b09cbfb999fee83e49e817d28ed53829a5d69c178a8eb25e60573522e18" {
+		t.Fatalf("failed-run root %s", got)
+	}
+	r := types.FailedRoot()
+	r[0] ^= 1
+	if !types.IsFailedRoot(types.FailedRoot()) || types.IsFailedRoot(r) || types.IsFailedRoot(nil) {
+		t.Fatal("IsFailedRoot: the root, and only the root")
+	}
+}
+
 func TestGemmChallengePerShard(t *testing.T) {
 	job := types.Job{GemmSeed: []byte{1, 2, 3}, Spec: types.JobSpec{Builtin: types.BuiltinArgs{GemmN: 256, GemmR: 2}}}
 	c := job.GemmChallenge(7)

@@ -1006,7 +1006,11 @@ type MsgRevealResult struct {
 	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
 	// task_id revealed.
 	TaskId uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// result_root: the Merkle root of the output files (32 bytes).
+	// result_root: the Merkle root of the output files (32 bytes). A verification task
+	// (audit, escalation, committee member) whose run of the job failed on the job's side
+	// reveals the failed-run root, sha256("flops/market/failed-run"), compared with the
+	// others like any root; a primary reports its failure with MsgReportFailure instead,
+	// and its reveal of that root is refused.
 	ResultRoot []byte `protobuf:"bytes,3,opt,name=result_root,json=resultRoot,proto3" json:"result_root,omitempty"`
 	// salt of the commitment (16 to 64 bytes).
 	Salt []byte `protobuf:"bytes,4,opt,name=salt,proto3" json:"salt,omitempty"`

@@ -183,7 +183,13 @@ export interface MsgRevealResult {
   provider: string;
   /** task_id revealed. */
   taskId: bigint;
-  /** result_root: the Merkle root of the output files (32 bytes). */
+  /**
+   * result_root: the Merkle root of the output files (32 bytes). A verification task
+   * (audit, escalation, committee member) whose run of the job failed on the job's side
+   * reveals the failed-run root, sha256("flops/market/failed-run"), compared with the
+   * others like any root; a primary reports its failure with MsgReportFailure instead,
+   * and its reveal of that root is refused.
+   */
   resultRoot: Uint8Array;
   /** salt of the commitment (16 to 64 bytes). */
   salt: Uint8Array;

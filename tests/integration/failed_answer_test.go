@@ -1,0 +1,204 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/testutil/apptest"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+	reputationtypes "github.com/flopsnet/flops/x/reputation/types"
+	sskeeper "github.com/flopsnet/flops/x/staking-slash/keeper"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
+)
+
+// A verification task whose run of the job fails answers the failed-run root
+// (markettypes.FailedRoot), compared with the result it verifies like any root
+// (x/market/README.md, "Failure is a result"). These tests play the providers with the
+// driver; worker/agent's TestAttackFakeResultOnAFailingJobSlashesTheAuditors runs real
+// workers.
+
+// slashes is the provider's slash history: reason and amount.
+func slashes(t *testing.T, a *apptest.App, name string) []sstypes.SlashRecord {
+	t.Helper()
+	res, err := sskeeper.NewQueryServerImpl(a.StakingSlashKeeper).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account(name).String()})
+	require.NoError(t, err)
+	return res.Slashes
+}
+
+// TestAttackFakeResultRefutesAFailureReport: p1 runs a single-replica EXACT job that fails
+// and reports it; the task runs again on another operator's node, whose provider makes up
+// a result instead of running it. Unaudited, that result settled: the liar was paid and
+// p1's honest report was refuted and slashed. Here the audit draw would spare the liar
+// (no warm-up, no floor, a perfect reputation), but a result that would refute a failure
+// report is audited for certain; the auditor's run fails too and answers so, the
+// committee's does as well: the made-up result is overturned and its provider slashed
+// for a wrong result and unpaid, and p1's report is confirmed and paid its time.
+func TestAttackFakeResultRefutesAFailureReport(t *testing.T) {
+	a, nodes := marketAppLate(t, 4, 1, func(p *markettypes.Params) {
+		p.AuditWarmupTasks, p.AuditFloorPpm, p.CommitteeSize = 0, 0, 1
+	}, apptest.WithGenesis(func(e apptest.GenesisEditor) {
+		var g reputationtypes.GenesisState
+		e.Edit(reputationtypes.ModuleName, &g, func() { g.Params.InitialScore = sdkmath.LegacyOneDec() })
+	}))
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	d := newDriver(t, a, "p1", "p2", "p3", "p4")
+	d.behaviours["p1"] = behaviour{fails: true}
+	spec := exactJob(a, 1, 0)
+	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	job := submit(t, a, spec)
+	first := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p1"], first.NodeId)
+	d.until(10, "p1 reported the failure", func() bool { return len(task(t, a, first.Id).Failures) == 1 })
+	registerLate(t, a, nodes, "p2", "p3", "p4")
+	d.until(10, "the task assigned again", func() bool { return task(t, a, first.Id).NodeId != 0 })
+	liar := providerOf(nodes, task(t, a, first.Id).NodeId)
+	for _, n := range []string{"p2", "p3", "p4"} {
+		d.behaviours[n] = behaviour{fails: n != liar, cheat: n == liar}
+	}
+	liarStart, liarBond, p1Bond := a.Balance(a.Account(liar).Address, udps), bonded(t, a, liar), bonded(t, a, "p1")
+
+	d.until(300, "job finished", jobDone(t, a, job))
+	a.AssertInvariants()
+	got := task(t, a, first.Id)
+	audits := role(t, a, job, markettypes.TASK_ROLE_AUDIT)
+	require.Len(t, audits, 1, "the result that would refute the report is audited")
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, audits[0].Status)
+	require.Equal(t, markettypes.FailedRoot(), audits[0].ResultRoot)
+	require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dispute(t, a, got.DisputeId).Status)
+	require.Equal(t, markettypes.TASK_STATUS_FAILED, got.Status)
+	require.Equal(t, markettypes.JOB_STATUS_FAILED, getJob(t, a, job).Status)
+
+	require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, got.Failures[0].Status, "p1's report is confirmed")
+	require.True(t, got.Failures[0].Paid.IsPositive(), "and paid its time")
+	require.Equal(t, p1Bond, bonded(t, a, "p1"), "p1 is not slashed")
+	require.Empty(t, slashes(t, a, "p1"))
+
+	s := slashes(t, a, liar)
+	require.Len(t, s, 1)
+	require.Equal(t, sstypes.SLASH_REASON_WRONG_RESULT, s[0].Reason)
+	require.True(t, bonded(t, a, liar).LT(liarBond))
+	require.Equal(t, liarStart, a.Balance(a.Account(liar).Address, udps), "the liar is paid nothing")
+	for _, n := range []string{"p2", "p3", "p4"} {
+		if n != liar {
+			require.Empty(t, slashes(t, a, n), "%s answered that the job fails and is not slashed", n)
+		}
+	}
+}
+
+// TestAttackFakeResultBesideAConfirmedFailureIsPaid: a two-replica EXACT job that fails.
+// One replica's provider makes up a result; the other's reports the failure, which another
+// operator's run confirms. The made-up result was then its shard's one live member, verified
+// alone and paid. The confirmed failure now votes that the job fails: the shard ties, one
+// escalation is added, its run fails and answers so, and the made-up result is in the
+// minority: slashed for a wrong result and unpaid. Nobody else is slashed.
+func TestAttackFakeResultBesideAConfirmedFailureIsPaid(t *testing.T) {
+	a, nodes := marketAppLate(t, 4, 2, nil)
+	spec := exactJob(a, 2, 0)
+	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.Add(spec.PriorityTip.Amount).MulRaw(2))
+	job := submit(t, a, spec)
+	ts := jobTasks(t, a, job)
+	require.Len(t, ts, 2)
+	liar, failer := providerOf(nodes, ts[0].NodeId), providerOf(nodes, ts[1].NodeId)
+	require.NotEqual(t, liar, failer)
+	d := newDriver(t, a, "p1", "p2", "p3", "p4")
+	d.behaviours[liar] = behaviour{cheat: true}
+	d.behaviours[failer] = behaviour{fails: true}
+	d.behaviours["p3"] = behaviour{fails: true}
+	d.behaviours["p4"] = behaviour{fails: true}
+	d.until(10, "the failure reported", func() bool { return len(task(t, a, ts[1].Id).Failures) == 1 })
+	registerLate(t, a, nodes, "p3")
+	d.until(20, "the failure confirmed", func() bool { return task(t, a, ts[1].Id).Status == markettypes.TASK_STATUS_FAILED })
+	require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, task(t, a, ts[1].Id).Failures[0].Status)
+	liarStart := a.Balance(a.Account(liar).Address, udps)
+	registerLate(t, a, nodes, "p4") // the one node left for an escalation
+
+	d.until(300, "job finished", jobDone(t, a, job))
+	a.AssertInvariants()
+	esc := role(t, a, job, markettypes.TASK_ROLE_ESCALATION)
+	require.Len(t, esc, 1, "the made-up result and the confirmed failure tie")
+	require.Equal(t, nodes["p4"], esc[0].NodeId)
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, esc[0].Status)
+	require.Equal(t, markettypes.FailedRoot(), esc[0].ResultRoot)
+	require.Equal(t, markettypes.TASK_STATUS_FAILED, task(t, a, ts[0].Id).Status)
+	require.Equal(t, markettypes.JOB_STATUS_FAILED, getJob(t, a, job).Status)
+	s := slashes(t, a, liar)
+	require.Len(t, s, 1)
+	require.Equal(t, sstypes.SLASH_REASON_WRONG_RESULT, s[0].Reason)
+	require.Equal(t, liarStart, a.Balance(a.Account(liar).Address, udps), "the liar is paid nothing")
+	for _, n := range []string{failer, "p3", "p4"} {
+		require.Empty(t, slashes(t, a, n), "%s is not slashed", n)
+	}
+}
+
+// TestFailedAnswerOutvotedIsARefutedReport: a job that failed on its auditor's machine
+// only (a flaky job, or an auditor that answered "it fails" rather than run it): the
+// committee reproduces the primary's result, which is paid. The auditor is slashed as a
+// refuted failure report is, max(abandon_slash_ppm, failure_penalty_multiple x its value),
+// burned (the owner is not compensated: a job that fails on some runs must not farm its
+// verifiers' collateral), and is not paid.
+func TestFailedAnswerOutvotedIsARefutedReport(t *testing.T) {
+	a, nodes := marketAppLate(t, 3, 1, func(p *markettypes.Params) { p.CommitteeSize = 1 })
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	d := newDriver(t, a, "p1", "p2", "p3")
+	d.behaviours["p2"] = behaviour{fails: true}
+	spec := exactJob(a, 1, 0)
+	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	client := a.Account("client").Address
+	clientStart := a.Balance(client, udps)
+	job := submit(t, a, spec)
+	target := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p1"], target.NodeId)
+	d.until(10, "audit drawn", func() bool { return len(role(t, a, job, markettypes.TASK_ROLE_AUDIT)) == 1 })
+	registerLate(t, a, nodes, "p2")
+	d.until(20, "dispute opened", func() bool { return task(t, a, target.Id).DisputeId != 0 })
+	registerLate(t, a, nodes, "p3")
+	p2Start, p2Bond := a.Balance(a.Account("p2").Address, udps), bonded(t, a, "p2")
+
+	d.until(300, "job finished", jobDone(t, a, job))
+	a.AssertInvariants()
+	dp := dispute(t, a, task(t, a, target.Id).DisputeId)
+	require.Equal(t, markettypes.DISPUTE_STATUS_UPHELD, dp.Status)
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, task(t, a, target.Id).Status)
+	auditor := task(t, a, dp.AuditorTask)
+	require.Equal(t, markettypes.FailedRoot(), auditor.ResultRoot)
+	require.Equal(t, markettypes.TASK_STATUS_FAILED, auditor.Status)
+	require.Contains(t, auditor.Reason, "answered that the job failed")
+
+	s := slashes(t, a, "p2")
+	require.Len(t, s, 1)
+	require.Equal(t, sstypes.SLASH_REASON_FALSE_FAILURE, s[0].Reason)
+	want := sdkmath.MaxInt(p2Bond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6), auditor.Price.MulRaw(int64(p.FailurePenaltyMultiple)))
+	require.Equal(t, p2Bond.Sub(want).String(), bonded(t, a, "p2").String(), "slashed as a refuted failure report")
+	require.Equal(t, p2Start, a.Balance(a.Account("p2").Address, udps), "the auditor is not paid")
+	gross := task(t, a, target.Id).Price.Add(spec.PriorityTip.Amount)
+	member := task(t, a, dp.Committee[0])
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, member.Status)
+	require.Equal(t, clientStart.Sub(gross).Sub(member.Price).String(), a.Balance(client, udps).String(),
+		"the owner pays the result and the committee, and gets nothing of the auditor's slash")
+}
+
+// A primary's failure is a report another operator must confirm: revealed as a result,
+// the failed-run root would be paid as one, so its reveal is refused and changes nothing.
+func TestPrimaryCannotRevealTheFailedRoot(t *testing.T) {
+	a, nodes := marketApp(t, nil)
+	job := submit(t, a, gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN))
+	tk := jobTasks(t, a, job)[0]
+	name := providerOf(nodes, tk.NodeId)
+	addr := a.Account(name)
+	salt := []byte("0123456789abcdef")
+	a.MustDeliver(name, &markettypes.MsgAckTask{Provider: addr.String(), TaskId: tk.Id})
+	a.MustDeliver(name, &markettypes.MsgCommitResult{Provider: addr.String(), TaskId: tk.Id,
+		Commitment: markettypes.Commitment(markettypes.FailedRoot(), salt, addr.Address)})
+	res := a.Deliver(name, &markettypes.MsgRevealResult{Provider: addr.String(), TaskId: tk.Id, ResultRoot: markettypes.FailedRoot(), Salt: salt,
+		OutputUri: "https://" + name + ".example.com/out/a"})
+	require.Equal(t, markettypes.ErrInvalidReveal.ABCICode(), res.Code, res.Log)
+	require.Contains(t, res.Log, "MsgReportFailure")
+	require.Equal(t, markettypes.TASK_STATUS_COMMITTED, task(t, a, tk.Id).Status)
+}
