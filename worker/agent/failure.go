@@ -16,6 +16,12 @@ import (
 // confirms the report (both are paid the confirmed time), a result elsewhere refutes it
 // (this provider is slashed). A failure on this machine's side (no container runtime, a
 // spec this worker cannot run, its own errors) is not reported: the task lapses.
+//
+// A verification task (an audit, a tie's escalation, a committee member) does not report:
+// it reruns work that produced a result, and its run's failure, where every machine would
+// fail alike (answersFailed), is its answer: it commits and reveals markettypes.FailedRoot,
+// which the chain compares with the result like any other root. A made-up result for a job
+// that fails is then outvoted, where its auditors used to lapse and be slashed.
 
 // jobFault says whether a run's error is the job's fault, and how to report it.
 func jobFault(runtime markettypes.Runtime, err error) (markettypes.FailureReason, int32, bool) {
@@ -77,15 +83,7 @@ func (a *Agent) failureAction(ctx context.Context, t markettypes.Task) (action, 
 		a.log.Error("task logs unreadable; the failure is not reported and the task lapses", "task", t.Id, "err", err)
 		return action{}, false
 	}
-	if a.o.Publisher != nil && res.OutputDir != "" {
-		// the owner reads the logs (and whatever the job wrote) as it reads outputs
-		if files, err := executor.ManifestRoot(res.Files); err == nil {
-			res.Root = files
-			if _, err := a.o.Publisher.PublishOutputs(ctx, t.Id, r.job.Owner, res); err != nil {
-				a.log.Warn("publish the failed task's logs", "task", t.Id, "err", err)
-			}
-		}
-	}
+	a.publishFailedRun(ctx, t.Id, r.job.Owner, res)
 	msg := &markettypes.MsgReportFailure{Provider: a.o.Chain.Address().String(), TaskId: t.Id, Reason: reason, ExitCode: code,
 		LogRoot: logRoot[:], Detail: failureDetail(runErr)}
 	return action{what: fmt.Sprintf("report task %d failed", t.Id), msgs: msgs(msg), after: func(err error) {
@@ -98,6 +96,48 @@ func (a *Agent) failureAction(ctx context.Context, t markettypes.Task) (action, 
 		a.mu.Unlock()
 		a.log.Info("task failure reported: it runs again elsewhere to confirm it", "task", t.Id, "reason", reason, "exit_code", code)
 	}}, true
+}
+
+// publishFailedRun publishes a failed run's logs (and whatever the job wrote) for the
+// owner, who reads them as it reads outputs; it returns where ("" when nothing was).
+func (a *Agent) publishFailedRun(ctx context.Context, taskID uint64, owner string, res executor.Result) string {
+	if a.o.Publisher == nil || res.OutputDir == "" {
+		return ""
+	}
+	files, err := executor.ManifestRoot(res.Files)
+	if err != nil {
+		return ""
+	}
+	res.Root = files
+	uri, err := a.o.Publisher.PublishOutputs(ctx, taskID, owner, res)
+	if err != nil {
+		a.log.Warn("publish the failed task's logs", "task", taskID, "err", err)
+		return ""
+	}
+	return uri
+}
+
+// answersFailed says whether a verification task's run that failed with err answers that
+// the job fails (markettypes.FailedRoot, x/market/README.md "Failure is a result"): a
+// clean non-zero exit, a disk filled past the chain's limit, or an input whose bytes do
+// not match its digest, which every machine meets alike. A timeout, the OOM killer, a
+// signal, an image or an input that could not be fetched depend on the machine or the
+// network: such a run is no answer (the task lapses, as a primary's run of it would be
+// reported and confirmed elsewhere), since a machine that runs the job faster, with more
+// memory or a better network may have produced the result being verified.
+func answersFailed(runtime markettypes.Runtime, err error) bool {
+	reason, code, fault := jobFault(runtime, err)
+	switch {
+	case !fault:
+		return false
+	case reason == markettypes.FAILURE_REASON_EXIT:
+		return code > 0
+	case reason == markettypes.FAILURE_REASON_DISK:
+		return true
+	case reason == markettypes.FAILURE_REASON_INPUT:
+		return errors.Is(err, executor.ErrInputDigest)
+	}
+	return false
 }
 
 // failureDetail says a failure in words for the chain, which everyone reads: never the

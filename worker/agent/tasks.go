@@ -241,6 +241,19 @@ func (a *Agent) finish(r *run, res executor.Result, err error) {
 		if err == nil {
 			err = a.state.put(rec)
 		}
+	} else if r.task.Role != markettypes.TASK_ROLE_PRIMARY && answersFailed(r.job.Spec.Runtime, err) {
+		// a verification task's answer is that the job fails: committed and revealed as
+		// markettypes.FailedRoot, compared with the result it verifies
+		rec, ferr := a.recordFailedRun(r, res, usage)
+		if ferr == nil {
+			ferr = a.state.put(rec)
+		}
+		if ferr != nil {
+			a.log.Error("the failed run's answer could not be recorded; the task lapses", "task", r.task.Id, "err", ferr)
+		} else {
+			a.log.Info("the job failed here: this verification task answers that it fails", "task", r.task.Id, "role", r.task.Role, "err", err)
+			err = nil
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -276,6 +289,21 @@ func (a *Agent) recordResult(r *run, res executor.Result, usage marketUsage) (re
 		}
 	}
 	return record{Kind: "task", TaskID: r.task.Id, Root: hexOf(root), Salt: hexOf(s), OutputURI: uri, Usage: usage, Gemm: res.Gemm != nil}, nil
+}
+
+// recordFailedRun makes the record of a verification task whose run failed for the job's
+// sake: the failed-run root, and the logs published for the owner, as a failure report's
+// are.
+func (a *Agent) recordFailedRun(r *run, res executor.Result, usage marketUsage) (record, error) {
+	s, err := salt()
+	if err != nil {
+		return record{}, err
+	}
+	uri := a.publishFailedRun(context.Background(), r.task.Id, r.job.Owner, res)
+	if uri == "" {
+		uri = a.cfg.Node.Endpoint
+	}
+	return record{Kind: "task", TaskID: r.task.Id, Root: hexOf(markettypes.FailedRoot()), Salt: hexOf(s), OutputURI: uri, Usage: usage}, nil
 }
 
 type marketUsage = markettypes.Usage
