@@ -43,6 +43,7 @@ export { AminoConversionError, flopsAminoConverters, messageFromAmino, messageTo
 export { flopsTypes } from "./msgs.js";
 export { msgs as flopsMsgs } from "./schema.js";
 export { jobSpecFromJSON, nodeSpecFromJSON, poolSpecFromJSON, SpecError } from "./spec.js";
+export { FAILED_ROOT_HEX, isFailedRoot } from "./results.js";
 export type { PageRequest } from "./gen/cosmos/base/query/v1beta1/pagination.js";
 
 /** The chain's constants: bech32 prefix, SLIP-44 coin type, the fee and staking denom. */

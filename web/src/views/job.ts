@@ -1,7 +1,7 @@
 // One job: its tasks live (status, provider, price, time used, progress through the
 // lifecycle), its history, and the owner's cancel and challenge buttons.
 import { html } from "lit";
-import { gflTypes, marketTx, marketTypes } from "@flopsnet/client";
+import { gflTypes, isFailedRoot, marketTx, marketTypes } from "@flopsnet/client";
 
 import { toHex } from "@cosmjs/encoding";
 
@@ -121,7 +121,16 @@ export class JobView extends View {
     }
   }
 
-  private verdict(c: Checked) {
+  private verdict(c: Checked, failed: boolean) {
+    if (failed) {
+      // a verification task's run that failed: its answer is the failed-run root, and what
+      // it published is its logs and whatever the job wrote, checked against the manifest
+      const ok = c.rootOk && [...c.files, ...c.logs].every((f) => f.ok);
+      return html`<p data-testid="outputs-verdict" class=${ok ? "ok" : "error"}>
+        This run of the job failed, and the task answered so (the failed-run root).
+        ${ok ? `Its ${c.files.length} file(s) and logs match the manifest.` : "Its files or logs do not match the manifest."}
+      </p>`;
+    }
     const ok = c.rootOk && c.resultRootOk && c.boundOk && c.files.every((f) => f.ok);
     const problems = [
       !c.boundOk ? `${c.bound} is not the result root committed on chain` : "",
@@ -143,7 +152,7 @@ export class JobView extends View {
     return html`<tr class="panel"><td colspan="8">
       ${p.busy ? html`<p class="loading" role="status">Fetching the outputs from the provider…</p>` : ""}
       ${p.error ? html`<p class="error" role="alert">${p.error}</p>` : ""}
-      ${c ? this.verdict(c) : ""}
+      ${c ? this.verdict(c, isFailedRoot(t.resultRoot)) : ""}
       ${c
         ? html`
             <ul class="files">
@@ -220,7 +229,9 @@ export class JobView extends View {
                   const step = STEPS.indexOf(s);
                   return html`<tr data-testid="task-row">
                     <td>#${t.id} <span class="muted">(${t.index}.${t.replica})</span></td>
-                    <td><span class="status s-${s.toLowerCase()}" data-testid="task-status">${s}</span>${t.reason ? html`<br /><small class="muted">${t.reason}</small>` : ""}${this.dispute(t)}</td>
+                    <td><span class="status s-${s.toLowerCase()}" data-testid="task-status">${s}</span>${t.reason ? html`<br /><small class="muted">${t.reason}</small>` : ""}${isFailedRoot(t.resultRoot)
+                      ? html`<br /><small data-testid="task-failed-run">answered: the job failed on its run</small>`
+                      : ""}${this.dispute(t)}</td>
                     <td>${step >= 0
                       ? html`<progress max=${STEPS.length - 1} value=${step} aria-label="task ${t.id} progress">${s}</progress>`
                       : "—"}</td>
