@@ -91,22 +91,21 @@ func TestAttackFakeResultRefutesAFailureReport(t *testing.T) {
 	}
 }
 
-// TestAttackFakeResultBesideAConfirmedFailureIsPaid: a two-replica EXACT job that fails.
-// One replica's provider makes up a result; the other's reports the failure, which another
-// operator's run confirms. The made-up result was then its shard's one live member, verified
-// alone and paid. The confirmed failure now votes that the job fails: the shard ties, one
-// escalation is added, its run fails and answers so, and the made-up result is in the
-// minority: slashed for a wrong result and unpaid. Nobody else is slashed.
-func TestAttackFakeResultBesideAConfirmedFailureIsPaid(t *testing.T) {
-	a, nodes := marketAppLate(t, 4, 2, nil)
+// beside runs a two-replica EXACT job, whose verification budget pays the given number of
+// escalations, until one replica's failure report, from the failer, is confirmed by p3,
+// while the other replica's provider (the liar) committed a made-up result; p4, registered
+// last, is the one node left for an escalation. The job fails on every machine but the
+// liar's.
+func beside(t *testing.T, escalations int64) (a *apptest.App, nodes map[string]uint64, d *driver, job uint64, ts []markettypes.Task, liar, failer string) {
+	a, nodes = marketAppLate(t, 4, 2, nil)
 	spec := exactJob(a, 2, 0)
-	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.Add(spec.PriorityTip.Amount).MulRaw(2))
-	job := submit(t, a, spec)
-	ts := jobTasks(t, a, job)
+	spec.VerificationBudget = sdk.NewCoin(udps, spec.Reserved().MulRaw(escalations))
+	job = submit(t, a, spec)
+	ts = jobTasks(t, a, job)
 	require.Len(t, ts, 2)
-	liar, failer := providerOf(nodes, ts[0].NodeId), providerOf(nodes, ts[1].NodeId)
+	liar, failer = providerOf(nodes, ts[0].NodeId), providerOf(nodes, ts[1].NodeId)
 	require.NotEqual(t, liar, failer)
-	d := newDriver(t, a, "p1", "p2", "p3", "p4")
+	d = newDriver(t, a, "p1", "p2", "p3", "p4")
 	d.behaviours[liar] = behaviour{cheat: true}
 	d.behaviours[failer] = behaviour{fails: true}
 	d.behaviours["p3"] = behaviour{fails: true}
@@ -115,8 +114,19 @@ func TestAttackFakeResultBesideAConfirmedFailureIsPaid(t *testing.T) {
 	registerLate(t, a, nodes, "p3")
 	d.until(20, "the failure confirmed", func() bool { return task(t, a, ts[1].Id).Status == markettypes.TASK_STATUS_FAILED })
 	require.Equal(t, markettypes.FAILURE_STATUS_CONFIRMED, task(t, a, ts[1].Id).Failures[0].Status)
+	registerLate(t, a, nodes, "p4")
+	return a, nodes, d, job, ts, liar, failer
+}
+
+// TestAttackFakeResultBesideAConfirmedFailureIsPaid: a two-replica EXACT job that fails.
+// One replica's provider makes up a result; the other's reports the failure, which another
+// operator's run confirms. The made-up result was then its shard's one live member, verified
+// alone and paid. The confirmed failure now votes that the job fails: the shard ties, one
+// escalation is added, its run fails and answers so, and the made-up result is in the
+// minority: slashed for a wrong result and unpaid. Nobody else is slashed.
+func TestAttackFakeResultBesideAConfirmedFailureIsPaid(t *testing.T) {
+	a, nodes, d, job, ts, liar, failer := beside(t, 1)
 	liarStart := a.Balance(a.Account(liar).Address, udps)
-	registerLate(t, a, nodes, "p4") // the one node left for an escalation
 
 	d.until(300, "job finished", jobDone(t, a, job))
 	a.AssertInvariants()
@@ -134,6 +144,26 @@ func TestAttackFakeResultBesideAConfirmedFailureIsPaid(t *testing.T) {
 	for _, n := range []string{failer, "p3", "p4"} {
 		require.Empty(t, slashes(t, a, n), "%s is not slashed", n)
 	}
+}
+
+// Without a verification budget the same tie cannot be broken, and the rule for an
+// unbreakable tie holds: the result is not paid, nobody is slashed, and the owner gets its
+// reservation back (a replica's result beside a confirmed failure is worth no more trust
+// than one beside a different root).
+func TestConfirmedFailureTiesAResultWithoutBudget(t *testing.T) {
+	a, _, d, job, ts, liar, _ := beside(t, 0)
+	liarStart := a.Balance(a.Account(liar).Address, udps)
+	d.until(300, "job finished", jobDone(t, a, job))
+	a.AssertInvariants()
+	require.Empty(t, role(t, a, job, markettypes.TASK_ROLE_ESCALATION))
+	got := task(t, a, ts[0].Id)
+	require.Equal(t, markettypes.TASK_STATUS_FAILED, got.Status)
+	require.Contains(t, got.Reason, "no escalation is left")
+	require.Equal(t, liarStart, a.Balance(a.Account(liar).Address, udps), "not paid")
+	for _, n := range []string{"p1", "p2", "p3", "p4"} {
+		require.Empty(t, slashes(t, a, n), "%s is not slashed", n)
+	}
+	require.True(t, a.ModuleBalance(markettypes.ModuleName, udps).IsZero(), "nothing stays in escrow")
 }
 
 // TestFailedAnswerOutvotedIsARefutedReport: a job that failed on its auditor's machine
