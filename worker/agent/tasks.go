@@ -189,9 +189,9 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 				m.TaskFailed(workload, failReason(r.job.Spec.Runtime, err), a.o.Now().Sub(r.started))
 			}
 		}
-		if err == nil {
-			a.commitNow(ctx, r)
-		}
+		// a result, or a verification task's answer that the job failed (finish recorded
+		// either and left the run finished); a failed run stays for its report
+		a.commitNow(ctx, r)
 		return nil
 	})
 }
