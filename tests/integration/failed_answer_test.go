@@ -232,3 +232,52 @@ func TestPrimaryCannotRevealTheFailedRoot(t *testing.T) {
 	require.Contains(t, res.Log, "MsgReportFailure")
 	require.Equal(t, markettypes.TASK_STATUS_COMMITTED, task(t, a, tk.Id).Status)
 }
+
+// TestChallengeOverturnsAFakeResultOnAFailingJob: a made-up result for a job that fails
+// everywhere escaped its audit draw (no warm-up, no floor, a perfect reputation) and was
+// verified. Its owner challenges it; the committee's runs fail and answer so, the result is
+// overturned: its provider slashed for a wrong result and unpaid, the owner's bond returned
+// and its price refunded (before, the committee's runs lapsed, the dispute expired, and the
+// result kept its verification and was paid).
+func TestChallengeOverturnsAFakeResultOnAFailingJob(t *testing.T) {
+	a, nodes := marketAppLate(t, 2, 1, func(p *markettypes.Params) {
+		p.AuditWarmupTasks, p.AuditFloorPpm, p.CommitteeSize = 0, 0, 1
+	}, apptest.WithGenesis(func(e apptest.GenesisEditor) {
+		var g reputationtypes.GenesisState
+		e.Edit(reputationtypes.ModuleName, &g, func() { g.Params.InitialScore = sdkmath.LegacyOneDec() })
+	}))
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	d := newDriver(t, a, "p1", "p2")
+	d.behaviours["p1"] = behaviour{cheat: true}
+	d.behaviours["p2"] = behaviour{fails: true}
+	spec := exactJob(a, 1, 0)
+	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	client := a.Account("client").Address
+	clientStart := a.Balance(client, udps)
+	job := submit(t, a, spec)
+	target := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p1"], target.NodeId)
+	d.until(20, "verified unaudited", func() bool { return task(t, a, target.Id).Status == markettypes.TASK_STATUS_VERIFIED })
+	require.Empty(t, role(t, a, job, markettypes.TASK_ROLE_AUDIT))
+	registerLate(t, a, nodes, "p2")
+	p1Start := a.Balance(a.Account("p1").Address, udps)
+	a.MustDeliver("client", &markettypes.MsgChallenge{Owner: client.String(), TaskId: target.Id})
+
+	d.until(300, "job finished", jobDone(t, a, job))
+	a.AssertInvariants()
+	dp := dispute(t, a, task(t, a, target.Id).DisputeId)
+	require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dp.Status)
+	require.Equal(t, markettypes.FailedRoot(), dp.DecidedRoot)
+	require.Equal(t, markettypes.TASK_STATUS_FAILED, task(t, a, target.Id).Status)
+	s := slashes(t, a, "p1")
+	require.Len(t, s, 1)
+	require.Equal(t, sstypes.SLASH_REASON_WRONG_RESULT, s[0].Reason)
+	require.Equal(t, p1Start, a.Balance(a.Account("p1").Address, udps), "the made-up result is not paid")
+	require.Empty(t, slashes(t, a, "p2"))
+	member := task(t, a, dp.Committee[0])
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, member.Status)
+	_, comp, _ := slashSplit(t, a, task(t, a, target.Id).Price.Add(spec.PriorityTip.Amount), 1)
+	require.Equal(t, clientStart.Sub(member.Price).Add(comp).String(), a.Balance(client, udps).String(),
+		"the owner pays the committee only, gets its bond back and the slash's compensation")
+}
