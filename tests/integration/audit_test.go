@@ -68,26 +68,28 @@ func TestAuditDisagreementGoesToCommittee(t *testing.T) {
 			netPrice := paidNet(t, a, sdkmath.NewInt(price))
 			if providerCheats {
 				require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dp.Status)
-				slash, comp, each := slashSplit(t, a, gross, 4) // the auditor and the committee's majority
+				slash, comp, each := slashSplit(t, a, sdkmath.NewInt(price).MulRaw(3), 4) // owed the committee; rewarded: the auditor and the committee's majority
 				require.Equal(t, bondedBefore["p1"].Sub(slash), bonded(t, a, "p1"))
 				require.Equal(t, before["p1"], a.Balance(a.Account("p1").Address, udps), "the cheater is not paid")
 				for _, n := range []string{"p2", "p3", "p4", "p5"} {
 					require.Equal(t, before[n].Add(netPrice).Add(each), a.Balance(a.Account(n).Address, udps), n)
 				}
-				require.Equal(t, clientStart.Sub(sdkmath.NewInt(price).MulRaw(4)).Add(comp), a.Balance(a.Account("client").Address, udps),
-					"the owner pays the auditor and the committee, and is compensated")
+				require.Equal(t, sdkmath.NewInt(price).MulRaw(3), comp)
+				require.Equal(t, clientStart.Sub(sdkmath.NewInt(price)), a.Balance(a.Account("client").Address, udps),
+					"the owner pays the auditor and the committee, and is made good for the committee")
 				require.Equal(t, markettypes.TASK_STATUS_FAILED, task(t, a, target.Id).Status)
 			} else {
 				require.Equal(t, markettypes.DISPUTE_STATUS_UPHELD, dp.Status)
-				slash, comp, each := slashSplit(t, a, sdkmath.NewInt(price), 3) // an audit is worth its price
+				slash, comp, each := slashSplit(t, a, sdkmath.NewInt(price).MulRaw(3), 3) // owed the committee the lie cost
 				require.Equal(t, bondedBefore["p2"].Sub(slash), bonded(t, a, "p2"), "the lying auditor is slashed")
 				require.Equal(t, before["p2"], a.Balance(a.Account("p2").Address, udps))
 				require.Equal(t, before["p1"].Add(paidNet(t, a, gross)), a.Balance(a.Account("p1").Address, udps), "the honest provider is paid")
 				for _, n := range []string{"p3", "p4", "p5"} {
 					require.Equal(t, before[n].Add(netPrice).Add(each), a.Balance(a.Account(n).Address, udps), n)
 				}
-				require.Equal(t, clientStart.Sub(gross).Sub(sdkmath.NewInt(price).MulRaw(3)).Add(comp), a.Balance(a.Account("client").Address, udps),
-					"the owner pays the provider and the committee, the lying auditor nothing, and is compensated")
+				require.Equal(t, sdkmath.NewInt(price).MulRaw(3), comp)
+				require.Equal(t, clientStart.Sub(gross), a.Balance(a.Account("client").Address, udps),
+					"the owner pays the provider and the committee, the lying auditor nothing, and is made good for the committee")
 				require.Equal(t, markettypes.TASK_STATUS_SETTLED, task(t, a, target.Id).Status)
 			}
 		})
@@ -150,15 +152,16 @@ func TestChallengeWonAndLost(t *testing.T) {
 				return
 			}
 			require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dp.Status)
-			slash, comp, each := slashSplit(t, a, gross, 3)
+			slash, comp, each := slashSplit(t, a, committeeCost, 3)
+			require.Equal(t, committeeCost, comp)
 			require.Equal(t, bondedP1.Sub(slash), bonded(t, a, "p1"))
 			require.Equal(t, before["p1"], a.Balance(a.Account("p1").Address, udps), "an overturned result is not paid")
 			for _, n := range []string{"p3", "p4", "p5"} {
 				require.Equal(t, before[n].Add(netPrice).Add(each), a.Balance(a.Account(n).Address, udps), n)
 			}
-			// the owner gets the bond back and the compensation, and pays the other replica
-			// and the committee: the overturned replica's reservation comes back
-			require.Equal(t, clientStart.Sub(gross).Sub(committeeCost).Add(comp), a.Balance(a.Account("client").Address, udps))
+			// the owner gets the bond back, pays the other replica and the committee, and is
+			// made good for the committee; the overturned replica's reservation comes back
+			require.Equal(t, clientStart.Sub(gross), a.Balance(a.Account("client").Address, udps))
 		})
 	}
 }

@@ -46,7 +46,7 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 		atRisk = t.Exposure
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if err := k.slash(ctx, t.Provider, slashPPM, atRisk, slashReason, "", sdkmath.ZeroInt(), nil, ev); err != nil {
+	if err := k.slash(ctx, t.Provider, slashPPM, atRisk, slashReason, "", nil, nil, ev); err != nil {
 		return err
 	}
 	if t.BidNode != 0 && t.Status == types.TASK_STATUS_ASSIGNED {

@@ -53,26 +53,40 @@ func (k Keeper) canAddExposure(ctx context.Context, provider string, v sdkmath.I
 	return k.collateral.CanAddExposure(ctx, addr, v)
 }
 
-// slash slashes a stored provider for a result, compensating a stored owner ("": nobody)
-// with at most value (what the owner paid for the task) and rewarding the verifiers; ppm
-// is first raised by penaltyPPM so that the slash covers exposure. What no beneficiary
-// takes is burned.
-func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure sdkmath.Int, reason sstypes.SlashReason, owner string, value sdkmath.Int, verifiers []sdk.AccAddress, ev sstypes.SlashEvidence) error {
+// slash slashes a stored provider for a result; ppm is first raised by penaltyPPM so that
+// the slash covers exposure. A wrong result compensates the job's owner (owner set) with
+// compensation_ppm of the slash, but at most *owed, what the result cost the owner and is
+// not yet made good (the verification it had to pay because of it), which the compensation
+// paid then lowers: a task's own reservation comes back to its owner when its result is
+// wrong, so compensation up to the task's value made an owner that could cause a wrong
+// result richer than it started. The verifiers are rewarded; what no beneficiary takes is
+// burned.
+func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure sdkmath.Int, reason sstypes.SlashReason, owner string, owed *sdkmath.Int, verifiers []sdk.AccAddress, ev sstypes.SlashEvidence) error {
 	addr, err := k.acc(provider)
 	if err != nil {
 		return err
 	}
-	var compensate sdk.AccAddress
+	b := sstypes.Beneficiaries{Rewarded: verifiers}
 	if owner != "" {
-		if compensate, err = k.acc(owner); err != nil {
+		if b.Compensate, err = k.acc(owner); err != nil {
 			return err
+		}
+		b.CompensationCap = sdkmath.ZeroInt()
+		if owed != nil && owed.IsPositive() {
+			b.CompensationCap = *owed
 		}
 	}
 	if ppm, err = k.penaltyPPM(ctx, addr, ppm, exposure); err != nil {
 		return err
 	}
-	_, err = k.collateral.Slash(ctx, addr, ppm, reason, sstypes.Beneficiaries{Compensate: compensate, CompensationCap: value, Rewarded: verifiers}, ev)
-	return err
+	rec, err := k.collateral.Slash(ctx, addr, ppm, reason, b, ev)
+	if err != nil {
+		return err
+	}
+	if owed != nil && !rec.Compensation.IsNil() {
+		*owed = owed.Sub(rec.Compensation)
+	}
+	return nil
 }
 
 // accs decodes stored accounts.

@@ -291,7 +291,7 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_REFUTED); err != nil {
 			return err
 		}
-		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, r.Exposure, sstypes.SLASH_REASON_FALSE_FAILURE, "", sdkmath.ZeroInt(), nil, ev); err != nil {
+		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, r.Exposure, sstypes.SLASH_REASON_FALSE_FAILURE, "", nil, nil, ev); err != nil {
 			return err
 		}
 		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskVerified(ctx, r.NodeId, false) }); err != nil {
@@ -306,7 +306,7 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_UNCONFIRMED); err != nil {
 			return err
 		}
-		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, sdkmath.ZeroInt(), sstypes.SLASH_REASON_ABANDONED_TASK, "", sdkmath.ZeroInt(), nil, ev); err != nil {
+		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, sdkmath.ZeroInt(), sstypes.SLASH_REASON_ABANDONED_TASK, "", nil, nil, ev); err != nil {
 			return err
 		}
 		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskLapsed(ctx, r.NodeId, "failure report unconfirmed") }); err != nil {

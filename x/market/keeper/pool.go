@@ -704,7 +704,7 @@ func (k Keeper) lapseUnit(ctx sdk.Context, p types.Params, poolID, unitID uint64
 	}
 	// burned, not paid to the owner, as a task's missed reveal is (abci.go, lapse)
 	if err := k.slash(ctx, u.Provider, p.MissedRevealSlashPpm, u.Exposure, sstypes.SLASH_REASON_MISSED_REVEAL,
-		"", sdkmath.ZeroInt(), nil, sstypes.SlashEvidence{NodeId: u.NodeId}); err != nil {
+		"", nil, nil, sstypes.SlashEvidence{NodeId: u.NodeId}); err != nil {
 		return err
 	}
 	if err := k.hooks().AfterTaskLapsed(ctx, u.NodeId, "pool unit claim not revealed"); err != nil {

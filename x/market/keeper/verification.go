@@ -216,14 +216,18 @@ func (k Keeper) verify(ctx context.Context, p types.Params, job *types.Job, t *t
 // over) is the exception: the checkpoint's author is slashed instead, and the provider
 // that resumed from it is neither paid nor slashed nor marked down: a planted checkpoint
 // cannot get an honest successor slashed.
-func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job, t *types.Task, verifiers []sdk.AccAddress, reason string) error {
+//
+// owed is what the disagreement cost the owner (the escalations or the committee it pays
+// for), shared by every result the same decision finds wrong: the owner's compensation
+// comes out of it, and never exceeds it.
+func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job, t *types.Task, verifiers []sdk.AccAddress, reason string, owed *sdkmath.Int) error {
 	if types.IsFailedRoot(t.ResultRoot) {
 		// A verification task that answered that the job fails, outvoted by a result: a
 		// failure report refuted, slashed as one (max(abandon_slash_ppm, failure_penalty_
 		// multiple x its value), burned: a job that fails on some runs only must not
 		// farm its verifiers' collateral for its owner) and not paid.
 		ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-		if err := k.slash(ctx, t.Provider, p.AbandonSlashPpm, exposureOfFailure(p, taskValue(*job, t.Role, t.Price)), sstypes.SLASH_REASON_FALSE_FAILURE, "", sdkmath.ZeroInt(), nil, ev); err != nil {
+		if err := k.slash(ctx, t.Provider, p.AbandonSlashPpm, exposureOfFailure(p, taskValue(*job, t.Role, t.Price)), sstypes.SLASH_REASON_FALSE_FAILURE, "", nil, nil, ev); err != nil {
 			return err
 		}
 		if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, false); err != nil {
@@ -233,14 +237,14 @@ func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job,
 	}
 	if a := t.Checkpoint.Author; a != "" && a != t.Provider {
 		ev := sstypes.SlashEvidence{JobId: t.JobId, TaskId: t.Id}
-		if err := k.slash(ctx, a, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, taskValue(*job, t.Role, t.Price), verifiers, ev); err != nil {
+		if err := k.slash(ctx, a, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, owed, verifiers, ev); err != nil {
 			return err
 		}
 		return k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId,
 			reason+fmt.Sprintf("; resumed from the checkpoint of %s (height %d), which is slashed instead", a, t.Checkpoint.Height))
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if err := k.slash(ctx, t.Provider, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, taskValue(*job, t.Role, t.Price), verifiers, ev); err != nil {
+	if err := k.slash(ctx, t.Provider, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, owed, verifiers, ev); err != nil {
 		return err
 	}
 	if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, false); err != nil {
@@ -337,6 +341,14 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 		if err != nil {
 			return err
 		}
+		// what the disagreement cost the owner: the escalations it pays for (a replica's
+		// own reservation comes back to it when its result is wrong)
+		owed := sdkmath.ZeroInt()
+		for _, i := range votes[best] {
+			if members[i].Role == types.TASK_ROLE_ESCALATION {
+				owed = owed.Add(members[i].Price)
+			}
+		}
 		for i := range members {
 			m := &members[i]
 			if string(m.ResultRoot) == best {
@@ -355,7 +367,7 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 					return err
 				}
 			}
-			if err := k.wrongResult(ctx, p, job, m, winners, "result root in the minority of its replicas"); err != nil {
+			if err := k.wrongResult(ctx, p, job, m, winners, "result root in the minority of its replicas", &owed); err != nil {
 				return err
 			}
 		}
@@ -708,6 +720,13 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 			return err
 		}
 	}
+	// what the dispute cost the owner: the committee members it pays (the majority)
+	owed := sdkmath.ZeroInt()
+	for _, m := range committee {
+		if decided != nil && bytes.Equal(m.ResultRoot, decided) {
+			owed = owed.Add(m.Price)
+		}
+	}
 	var majority []sdk.AccAddress
 	for i := range committee {
 		m := &committee[i]
@@ -724,7 +743,7 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 			}
 			continue
 		}
-		if err := k.wrongResult(ctx, p, job, m, nil, fmt.Sprintf("committee member out of the majority of dispute %d", d.Id)); err != nil {
+		if err := k.wrongResult(ctx, p, job, m, nil, fmt.Sprintf("committee member out of the majority of dispute %d", d.Id), &owed); err != nil {
 			return err
 		}
 	}
@@ -745,14 +764,14 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 		if err != nil {
 			return err
 		}
-		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, auditorAddr), d.Id, decided, committee); err != nil {
+		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, auditorAddr), d.Id, decided, committee, &owed); err != nil {
 			return err
 		}
-		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id, decided, committee); err != nil {
+		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id, decided, committee, &owed); err != nil {
 			return err
 		}
 	case types.DISPUTE_KIND_CHALLENGE:
-		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id, decided, committee); err != nil {
+		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id, decided, committee, &owed); err != nil {
 			return err
 		}
 		provider, err := k.acc(target.Provider)
@@ -785,7 +804,7 @@ func disputeWord(s types.DisputeStatus) string {
 // settleParty ends a disputed party's wait: verified if right, slashed for a wrong result
 // (rewarding the verifiers) if not. A committee that decided the job fails confirms the
 // party's pending failure report, if it has one.
-func (k Keeper) settleParty(ctx context.Context, p types.Params, job *types.Job, t *types.Task, right bool, verifiers []sdk.AccAddress, dispute uint64, decided []byte, committee []types.Task) error {
+func (k Keeper) settleParty(ctx context.Context, p types.Params, job *types.Job, t *types.Task, right bool, verifiers []sdk.AccAddress, dispute uint64, decided []byte, committee []types.Task, owed *sdkmath.Int) error {
 	if right {
 		return k.verify(ctx, p, job, t)
 	}
@@ -800,7 +819,7 @@ func (k Keeper) settleParty(ctx context.Context, p types.Params, job *types.Job,
 			return err
 		}
 	}
-	return k.wrongResult(ctx, p, job, t, verifiers, fmt.Sprintf("overturned by the committee of dispute %d", dispute))
+	return k.wrongResult(ctx, p, job, t, verifiers, fmt.Sprintf("overturned by the committee of dispute %d", dispute), owed)
 }
 
 // settleBond ends a challenge's bond: returned unless the challenge lost (the committee
