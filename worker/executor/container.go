@@ -94,6 +94,7 @@ func containerArgs(p containerParams) []string {
 	args := []string{
 		"run", "--rm",
 		"--name", p.name,
+		"--hostname", TaskHostname,
 		"--label", "flops.task=" + strconv.FormatUint(p.taskID, 10),
 		"--label", "flops.job=" + strconv.FormatUint(p.jobID, 10),
 	}

@@ -27,13 +27,13 @@ func TestContainerArgs(t *testing.T) {
 	p := containerParams{
 		name: "flops-task-5-aa", taskID: 5, jobID: 2, uid: 1000, gid: 1001,
 		input: "/w/tasks/5/work", output: "/w/tasks/5/output", checkpoint: "/w/tasks/5/checkpoint",
-		env:   []string{"HOME=/tmp", "FLOPS_TASK_ID=5"},
+		env:   []string{"HOME=/tmp", "FLOPS_JOB_ID=5"},
 		gpus:  []string{"GPU-aaa", "MIG-bbb"},
 		image: testImage, command: []string{"python", "train.py", "--epochs", "3"},
 		rootless: true,
 	}
 	common := []string{
-		"run", "--rm", "--name", "flops-task-5-aa", "--label", "flops.task=5", "--label", "flops.job=2",
+		"run", "--rm", "--name", "flops-task-5-aa", "--hostname", TaskHostname, "--label", "flops.task=5", "--label", "flops.job=2",
 		"--network", "none", "--init", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777",
 	}
@@ -41,7 +41,7 @@ func TestContainerArgs(t *testing.T) {
 		"--mount", "type=bind,source=/w/tasks/5/work,target=/flops/input,readonly",
 		"--mount", "type=bind,source=/w/tasks/5/output,target=/flops/output",
 		"--mount", "type=bind,source=/w/tasks/5/checkpoint,target=/flops/checkpoint",
-		"--env", "HOME=/tmp", "--env", "FLOPS_TASK_ID=5",
+		"--env", "HOME=/tmp", "--env", "FLOPS_JOB_ID=5",
 	}
 	tail := []string{testImage, "python", "train.py", "--epochs", "3"}
 
@@ -62,7 +62,7 @@ func TestContainerArgs(t *testing.T) {
 
 	// Limits, and a network when the provider allows it.
 	p.memory, p.processes, p.cpus, p.network = 1<<30, 512, 4, true
-	limited := slices.Concat(slices.Delete(slices.Clone(common), 8, 10),
+	limited := slices.Concat(slices.Delete(slices.Clone(common), 10, 12), // without "--network", "none"
 		[]string{"--memory", "1073741824", "--memory-swap", "1073741824", "--pids-limit", "512", "--cpus", "4"})
 	want = slices.Concat(limited, []string{"--user", "65534:65534"}, mounts, tail)
 	require.Equal(t, want, containerArgs(p))
@@ -135,7 +135,7 @@ func TestContainerWithFakeRuntime(t *testing.T) {
 			require.Equal(t, []string{testImage, "python", "train.py"}, args[len(args)-3:])
 			require.Subset(t, args, []string{"--network", "none", "--rm",
 				"type=bind,source=" + d.work + ",target=/flops/input,readonly",
-				"FLOPS_TASK_ID=100", "FLOPS_JOB_ID=4", "FLOPS_SHARD_INDEX=0", "EPOCHS=3",
+				"--hostname", TaskHostname, "FLOPS_JOB_ID=4", "FLOPS_SHARD_INDEX=0", "EPOCHS=3",
 				"FLOPS_INPUT_DIR=/flops/input", "FLOPS_OUTPUT_DIR=/flops/output", "FLOPS_CHECKPOINT_DIR=/flops/checkpoint",
 				"CUDA_VISIBLE_DEVICES=GPU-6f1c5a0e-1111-2222-3333-444455556666"})
 			if flavor == "docker" {
@@ -211,7 +211,7 @@ func TestContainerReal(t *testing.T) {
 	})
 	spec := Spec{
 		TaskID: 104, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: image,
-		Command: []string{"/bin/sh", "-c", `out="$FLOPS_OUTPUT_DIR"; echo "$FLOPS_TASK_ID" > "$out/id"; id -u > "$out/uid"
+		Command: []string{"/bin/sh", "-c", `out="$FLOPS_OUTPUT_DIR"; { echo "$FLOPS_JOB_ID"; hostname; } > "$out/id"; id -u > "$out/uid"
 touch "$FLOPS_INPUT_DIR/x" 2>/dev/null && echo input >> "$out/bad"
 touch /x 2>/dev/null && echo root >> "$out/bad"
 echo t > /tmp/t || { echo tmp; ls -ld /tmp; id; } >> "$out/bad"
@@ -224,7 +224,7 @@ ls /sys/class/net > "$out/net"; true`},
 		require.NoError(t, err)
 		return string(b)
 	}
-	require.Equal(t, "104\n", read("id"))
+	require.Equal(t, "1\n"+TaskHostname+"\n", read("id"))
 	uid := strconv.Itoa(os.Getuid())
 	if os.Getuid() == 0 {
 		uid = strconv.Itoa(NobodyID)

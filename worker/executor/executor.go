@@ -34,6 +34,10 @@ const (
 	DefaultMaxLogBytes    = int64(8) << 20 // 8 MiB per captured stream
 )
 
+// TaskHostname is the hostname every sandboxed or container task sees, whatever the
+// machine: nothing in a task's environment tells one run of a shard from another.
+const TaskHostname = "flops-task"
+
 // Container paths of the task directories (docs/workloads.md section 6).
 const (
 	ContainerInputDir      = "/flops/input"

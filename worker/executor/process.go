@@ -20,9 +20,11 @@ import (
 )
 
 // Environment variables every PROCESS and CONTAINER task gets (docs/workloads.md
-// section 5). A job's own env cannot override them.
+// section 5). A job's own env cannot override them. Each is the same in every run of a
+// shard: a primary's, its replicas', its audit's and its committee's. A task id told a job
+// which run it was, and a job that knows its verification runs can make them disagree with
+// its primary at will and get an honest result overturned (x/market/README.md, Limits).
 const (
-	EnvTaskID        = "FLOPS_TASK_ID"
 	EnvJobID         = "FLOPS_JOB_ID"
 	EnvShardIndex    = "FLOPS_SHARD_INDEX"
 	EnvInputDir      = "FLOPS_INPUT_DIR"
@@ -107,7 +109,6 @@ func taskEnv(log *slog.Logger, spec Spec, base *envList, input, output, checkpoi
 		}
 		env.set(e.Name, e.Value)
 	}
-	env.set(EnvTaskID, strconv.FormatUint(spec.TaskID, 10))
 	env.set(EnvJobID, strconv.FormatUint(spec.JobID, 10))
 	env.set(EnvShardIndex, strconv.FormatUint(uint64(spec.Index), 10))
 	env.set(EnvInputDir, input)

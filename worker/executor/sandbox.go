@@ -244,7 +244,9 @@ func (e *Executor) sandboxed(spec Spec, d taskDirs, argv []string) ([]string, er
 	if s.MaxFileBytes > 0 {
 		out = append(out, "--fsize="+strconv.FormatUint(s.MaxFileBytes, 10))
 	}
-	out = append(out, "--", t.bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL")
+	// one hostname for every task on every machine: a job that read the machine's could
+	// tell its runs apart (TaskHostname)
+	out = append(out, "--", t.bwrap, "--unshare-all", "--hostname", TaskHostname, "--die-with-parent", "--cap-drop", "ALL")
 	if s.Network {
 		out = append(out, "--share-net")
 	}

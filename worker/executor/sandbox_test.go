@@ -74,6 +74,26 @@ true`
 	require.Equal(t, "x", e.Progress(200))
 }
 
+// TestAttackJobTellsItsVerificationRun: a job that can tell its verification runs (an
+// audit, a committee) from its primary run makes them disagree at will, and the
+// committee's majority overturns the primary's honest result (x/market/README.md,
+// Limits). Two runs of one shard under different task ids, as a primary and its audit
+// are, see the same environment and hostname and so produce the same result root; before,
+// FLOPS_TASK_ID told them apart, and a sandboxed task saw the machine's hostname.
+func TestAttackJobTellsItsVerificationRun(t *testing.T) {
+	e := newSandboxExecutor(t, nil)
+	script := `{ env | grep '^FLOPS_' | grep -v '^FLOPS_PROGRESS_FILE=' | sort; hostname; pwd; } > "$FLOPS_OUTPUT_DIR/seen"`
+	primary, err := e.Run(context.Background(), shellSpec(400, script), Hooks{})
+	require.NoError(t, err)
+	audit, err := e.Run(context.Background(), shellSpec(401, script), Hooks{})
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(audit.OutputDir, "seen"))
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "FLOPS_TASK_ID")
+	require.Contains(t, string(b), "\n"+TaskHostname+"\n")
+	require.Equal(t, primary.Root, audit.Root, "the two runs see the same and answer the same:\n%s", b)
+}
+
 // probeFindings runs the malicious client's probe job (issue 16) on e, next to a worker
 // key, another task's outputs and the worker's state, pinned to one of two fake GPUs,
 // and returns what it got away with.
