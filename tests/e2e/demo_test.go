@@ -63,7 +63,7 @@ func TestDemoWorkerAndChainCrash(t *testing.T) {
 	if os.Getenv("FLOPS_LONG_TESTS") == "" {
 		t.Skip("a long run (about 2 min): make test-long")
 	}
-	sum := runDemo(t, demo.Options{Validators: 1, CrashWorker: 1, CrashChain: true, PortOffset: 6500})
+	sum := runDemo(t, demo.Options{Validators: 1, CrashWorker: 1, CrashChain: true, PortOffset: 3000})
 	require.Equal(t, "provider1", sum.WorkerCrashed)
 	require.True(t, sum.ChainCrashed)
 	checkDemo(t, sum)

@@ -34,7 +34,10 @@ func TestLocalnetRefusesAStaleChainOnItsPorts(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	bin := filepath.Join(binaries(t, root), "flopsd")
-	const offset = 7000 // no other test's ports
+	// no other test's ports, and every one below Linux's ephemeral range (32768 up), from
+	// which any process's outgoing connection may take one: at 7000 the metrics port,
+	// 33660, was once taken so, and the test failed on the wrong refusal
+	const offset = 4000
 	rpc := fmt.Sprintf("127.0.0.1:%d", 26657+offset)
 
 	localnet := func(home string) (string, error) {

@@ -38,7 +38,7 @@ func TestDemoStopsTheChainAnEarlierRunLeft(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(bins, b), []byte("#!/bin/sh\nexit 1\n"), 0o755)) //nolint:gosec // an executable stub
 	}
 	var out bytes.Buffer
-	_, err = Run(context.Background(), Options{Root: root, BinDir: bins, Home: home, PortOffset: 7200, Headless: true, Out: &out})
+	_, err = Run(context.Background(), Options{Root: root, BinDir: bins, Home: home, PortOffset: 3500, Headless: true, Out: &out})
 	require.Error(t, err, "the stub flopsd cannot start a chain")
 
 	select {
