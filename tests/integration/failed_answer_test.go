@@ -30,6 +30,21 @@ func slashes(t *testing.T, a *apptest.App, name string) []sstypes.SlashRecord {
 	return res.Slashes
 }
 
+// sparedApp is marketAppLate with n providers, p1's node registered, whose audit draw
+// spares every result but those it must audit for certain (no warm-up, no floor, a perfect
+// starting reputation), and a committee of one.
+func sparedApp(t *testing.T, n int) (*apptest.App, map[string]uint64, markettypes.Params) {
+	a, nodes := marketAppLate(t, n, 1, func(p *markettypes.Params) {
+		p.AuditWarmupTasks, p.AuditFloorPpm, p.CommitteeSize = 0, 0, 1
+	}, apptest.WithGenesis(func(e apptest.GenesisEditor) {
+		var g reputationtypes.GenesisState
+		e.Edit(reputationtypes.ModuleName, &g, func() { g.Params.InitialScore = sdkmath.LegacyOneDec() })
+	}))
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	return a, nodes, p
+}
+
 // TestAttackFakeResultRefutesAFailureReport: p1 runs a single-replica EXACT job that fails
 // and reports it; the task runs again on another operator's node, whose provider makes up
 // a result instead of running it. Unaudited, that result settled: the liar was paid and
@@ -39,14 +54,7 @@ func slashes(t *testing.T, a *apptest.App, name string) []sstypes.SlashRecord {
 // committee's does as well: the made-up result is overturned and its provider slashed
 // for a wrong result and unpaid, and p1's report is confirmed and paid its time.
 func TestAttackFakeResultRefutesAFailureReport(t *testing.T) {
-	a, nodes := marketAppLate(t, 4, 1, func(p *markettypes.Params) {
-		p.AuditWarmupTasks, p.AuditFloorPpm, p.CommitteeSize = 0, 0, 1
-	}, apptest.WithGenesis(func(e apptest.GenesisEditor) {
-		var g reputationtypes.GenesisState
-		e.Edit(reputationtypes.ModuleName, &g, func() { g.Params.InitialScore = sdkmath.LegacyOneDec() })
-	}))
-	p, err := a.MarketKeeper.GetParams(a.Ctx())
-	require.NoError(t, err)
+	a, nodes, p := sparedApp(t, 4)
 	d := newDriver(t, a, "p1", "p2", "p3", "p4")
 	d.behaviours["p1"] = behaviour{fails: true}
 	spec := exactJob(a, 1, 0)
@@ -240,14 +248,7 @@ func TestPrimaryCannotRevealTheFailedRoot(t *testing.T) {
 // and its price refunded (before, the committee's runs lapsed, the dispute expired, and the
 // result kept its verification and was paid).
 func TestChallengeOverturnsAFakeResultOnAFailingJob(t *testing.T) {
-	a, nodes := marketAppLate(t, 2, 1, func(p *markettypes.Params) {
-		p.AuditWarmupTasks, p.AuditFloorPpm, p.CommitteeSize = 0, 0, 1
-	}, apptest.WithGenesis(func(e apptest.GenesisEditor) {
-		var g reputationtypes.GenesisState
-		e.Edit(reputationtypes.ModuleName, &g, func() { g.Params.InitialScore = sdkmath.LegacyOneDec() })
-	}))
-	p, err := a.MarketKeeper.GetParams(a.Ctx())
-	require.NoError(t, err)
+	a, nodes, p := sparedApp(t, 2)
 	d := newDriver(t, a, "p1", "p2")
 	d.behaviours["p1"] = behaviour{cheat: true}
 	d.behaviours["p2"] = behaviour{fails: true}
