@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,27 +209,37 @@ func (k Keeper) confirmByVerification(ctx context.Context, p types.Params, job *
 		r.NodeId, confirmed.Round(time.Second), r.Paid, p.Denom))
 }
 
-// confirmedFailedReplicas counts the primary replicas of a shard that ended in a
-// confirmed failure: each is a vote that the job fails when the shard's results are
-// compared (decideShard).
-func (k Keeper) confirmedFailedReplicas(ctx context.Context, job types.Job, index uint32) (int, error) {
-	all, err := k.shardTasks(ctx, job, index)
-	if err != nil {
-		return 0, err
-	}
+// confirmedFailedReplicas counts a shard's primary replicas that ended in a confirmed
+// failure: each is a vote that the job fails when the shard's results are compared
+// (decideShard).
+func confirmedFailedReplicas(shard []types.Task) int {
+	return countFunc(shard, func(t types.Task) bool {
+		return t.Role == types.TASK_ROLE_PRIMARY && t.Status == types.TASK_STATUS_FAILED &&
+			slices.ContainsFunc(t.Failures, func(f types.FailureReport) bool { return f.Status == types.FAILURE_STATUS_CONFIRMED })
+	})
+}
+
+// countFunc counts the elements of s for which f holds.
+func countFunc[T any](s []T, f func(T) bool) int {
 	n := 0
-	for _, t := range all {
-		if t.Role != types.TASK_ROLE_PRIMARY || t.Status != types.TASK_STATUS_FAILED {
-			continue
-		}
-		for _, f := range t.Failures {
-			if f.Status == types.FAILURE_STATUS_CONFIRMED {
-				n++
-				break
-			}
+	for _, v := range s {
+		if f(v) {
+			n++
 		}
 	}
-	return n, nil
+	return n
+}
+
+// refuteFailure slashes a provider whose failure report, or failed-run answer, another
+// run refuted: max(abandon_slash_ppm, floor), burned whole (a job that fails on some runs
+// only must not farm collateral for its owner), and a failed verification on its node's
+// record.
+func (k Keeper) refuteFailure(ctx context.Context, p types.Params, provider string, node uint64, floor sdkmath.Int, jobID, taskID uint64) error {
+	ev := sstypes.SlashEvidence{NodeId: node, JobId: jobID, TaskId: taskID}
+	if err := k.slash(ctx, provider, p.AbandonSlashPpm, floor, sstypes.SLASH_REASON_FALSE_FAILURE, "", nil, nil, ev); err != nil {
+		return err
+	}
+	return k.nodeHook(ctx, node, func() error { return k.hooks().AfterTaskVerified(ctx, node, false) })
 }
 
 // pendingSibling finds another primary replica of the task's shard whose failure report,
@@ -291,10 +302,7 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_REFUTED); err != nil {
 			return err
 		}
-		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, r.Exposure, sstypes.SLASH_REASON_FALSE_FAILURE, "", nil, nil, ev); err != nil {
-			return err
-		}
-		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskVerified(ctx, r.NodeId, false) }); err != nil {
+		if err := k.refuteFailure(ctx, p, r.Provider, r.NodeId, r.Exposure, t.JobId, t.Id); err != nil {
 			return err
 		}
 		if err := k.addHistory(ctx, *job, p, "FailureRefuted", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: the task settled on node %d; its provider is slashed", r.NodeId, t.NodeId)); err != nil {

@@ -226,11 +226,7 @@ func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job,
 		// failure report refuted, slashed as one (max(abandon_slash_ppm, failure_penalty_
 		// multiple x its value), burned: a job that fails on some runs only must not
 		// farm its verifiers' collateral for its owner) and not paid.
-		ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-		if err := k.slash(ctx, t.Provider, p.AbandonSlashPpm, exposureOfFailure(p, taskValue(*job, t.Role, t.Price)), sstypes.SLASH_REASON_FALSE_FAILURE, "", nil, nil, ev); err != nil {
-			return err
-		}
-		if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, false); err != nil {
+		if err := k.refuteFailure(ctx, p, t.Provider, t.NodeId, exposureOfFailure(p, taskValue(*job, t.Role, t.Price)), t.JobId, t.Id); err != nil {
 			return err
 		}
 		return k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId, reason+"; it answered that the job failed, which the others' results refute")
@@ -301,10 +297,24 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 	// failure (two operators' runs of it failed) votes FailedRoot: without its vote a
 	// replica that committed a made-up result beside it was the shard's one live member,
 	// verified and paid alone for a job that fails.
+	// The shard's tasks are read only when a primary replica has left the group (the
+	// common decision, every replica live, reads nothing more) or for a tie.
 	failed := string(types.FailedRoot())
-	gone, err := k.confirmedFailedReplicas(ctx, *job, members[0].Index)
-	if err != nil {
-		return err
+	var all []types.Task
+	shard := func() ([]types.Task, error) {
+		var err error
+		if all == nil {
+			all, err = k.shardTasks(ctx, *job, members[0].Index)
+		}
+		return all, err
+	}
+	gone := 0
+	if live := countFunc(members, func(m types.Task) bool { return m.Role == types.TASK_ROLE_PRIMARY }); live < int(job.Spec.Replicas) {
+		tasks, err := shard()
+		if err != nil {
+			return err
+		}
+		gone = confirmedFailedReplicas(tasks)
 	}
 	votes := map[string][]int{}
 	var order []string
@@ -344,7 +354,9 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 		// what the disagreement cost the owner: the escalations it pays for (a replica's
 		// own reservation comes back to it when its result is wrong)
 		owed := sdkmath.ZeroInt()
+		var majority []types.Task
 		for _, i := range votes[best] {
+			majority = append(majority, members[i])
 			if members[i].Role == types.TASK_ROLE_ESCALATION {
 				owed = owed.Add(members[i].Price)
 			}
@@ -359,10 +371,6 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 			}
 			ev.Minority = append(ev.Minority, m.Id)
 			if best == failed {
-				var majority []types.Task
-				for _, i := range votes[best] {
-					majority = append(majority, members[i])
-				}
 				if err := k.confirmByVerification(ctx, p, job, m, majority); err != nil {
 					return err
 				}
@@ -375,12 +383,12 @@ func (k Keeper) decideShard(ctx context.Context, p types.Params, job *types.Job,
 	}
 
 	// A tie: one more replica, if the budget and the bound allow.
-	all, err := k.shardTasks(ctx, *job, members[0].Index)
+	tasks, err := shard()
 	if err != nil {
 		return err
 	}
 	escalations := uint32(0)
-	for _, m := range all {
+	for _, m := range tasks {
 		if m.Role == types.TASK_ROLE_ESCALATION {
 			escalations++
 		}
@@ -720,11 +728,16 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 			return err
 		}
 	}
-	// what the dispute cost the owner: the committee members it pays (the majority)
+	// what the dispute cost the owner: the committee members it pays (the majority); when
+	// they found that the job fails, they confirm a disputed party's failure report
 	owed := sdkmath.ZeroInt()
+	var failedRuns []types.Task
 	for _, m := range committee {
 		if decided != nil && bytes.Equal(m.ResultRoot, decided) {
 			owed = owed.Add(m.Price)
+			if types.IsFailedRoot(decided) {
+				failedRuns = append(failedRuns, m)
+			}
 		}
 	}
 	var majority []sdk.AccAddress
@@ -764,14 +777,14 @@ func (k Keeper) decideDispute(ctx context.Context, p types.Params, job *types.Jo
 		if err != nil {
 			return err
 		}
-		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, auditorAddr), d.Id, decided, committee, &owed); err != nil {
+		if err := k.settleParty(ctx, p, job, &target, decided == nil || targetRight, append(majority, auditorAddr), d.Id, failedRuns, &owed); err != nil {
 			return err
 		}
-		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id, decided, committee, &owed); err != nil {
+		if err := k.settleParty(ctx, p, job, &auditor, decided == nil || auditorRight, majority, d.Id, failedRuns, &owed); err != nil {
 			return err
 		}
 	case types.DISPUTE_KIND_CHALLENGE:
-		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id, decided, committee, &owed); err != nil {
+		if err := k.settleParty(ctx, p, job, &target, d.Status != types.DISPUTE_STATUS_OVERTURNED, majority, d.Id, failedRuns, &owed); err != nil {
 			return err
 		}
 		provider, err := k.acc(target.Provider)
@@ -802,20 +815,14 @@ func disputeWord(s types.DisputeStatus) string {
 }
 
 // settleParty ends a disputed party's wait: verified if right, slashed for a wrong result
-// (rewarding the verifiers) if not. A committee that decided the job fails confirms the
-// party's pending failure report, if it has one.
-func (k Keeper) settleParty(ctx context.Context, p types.Params, job *types.Job, t *types.Task, right bool, verifiers []sdk.AccAddress, dispute uint64, decided []byte, committee []types.Task, owed *sdkmath.Int) error {
+// (rewarding the verifiers) if not. failedRuns, the committee's majority when it decided
+// that the job fails, confirm the party's pending failure report, if it has one.
+func (k Keeper) settleParty(ctx context.Context, p types.Params, job *types.Job, t *types.Task, right bool, verifiers []sdk.AccAddress, dispute uint64, failedRuns []types.Task, owed *sdkmath.Int) error {
 	if right {
 		return k.verify(ctx, p, job, t)
 	}
-	if types.IsFailedRoot(decided) {
-		var majority []types.Task
-		for _, m := range committee {
-			if bytes.Equal(m.ResultRoot, decided) {
-				majority = append(majority, m)
-			}
-		}
-		if err := k.confirmByVerification(ctx, p, job, t, majority); err != nil {
+	if len(failedRuns) > 0 {
+		if err := k.confirmByVerification(ctx, p, job, t, failedRuns); err != nil {
 			return err
 		}
 	}

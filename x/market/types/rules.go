@@ -45,8 +45,7 @@ func FailedRoot() []byte {
 
 // IsFailedRoot: root is FailedRoot.
 func IsFailedRoot(root []byte) bool {
-	h := sha256.Sum256([]byte(DomainFailedRun))
-	return string(root) == string(h[:])
+	return string(root) == string(FailedRoot())
 }
 
 // GemmChallenge is the GEMM a BUILTIN gemm task of the job computes: the job's seed mixed
