@@ -60,9 +60,7 @@ func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
 		"a status no task has": scan,
 		"a page of a billion":  {Pagination: &query.PageRequest{Limit: 1_000_000_000}},
 		"a count of them all":  {Pagination: &query.PageRequest{Limit: 1, CountTotal: true}},
-		// with no page limit the SDK counts the whole table (count_total), so a client
-		// of a big chain names one (the CLI's --page-limit; README)
-		"no page limit": {Status: markettypes.TASK_STATUS_SETTLED},
+		"a count without a page limit": {Status: markettypes.TASK_STATUS_SETTLED, Pagination: &query.PageRequest{CountTotal: true}},
 	} {
 		_, err := q.Tasks(bg, req)
 		require.ErrorContains(t, err, fmt.Sprintf("Query gas limit exceeded: %d", chain.DefaultQueryGasLimit), "gRPC, %s", name)
@@ -75,6 +73,26 @@ func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
 		// names the read it stopped at (the same query, unbounded, answers: above)
 		require.Equal(t, sdkerrors.ErrPanic.ABCICode(), abciRes.Code, "ABCI, %s: %s", name, abciRes.Log)
 		require.Regexp(t, `^\{(ReadFlat|ReadPerByte|IterNextFlat|ValuePerByte)\}: panic`, abciRes.Log, "ABCI, %s", name)
+	}
+
+	// a request without a page limit (a bare REST GET) gets a page of 100 and no count:
+	// the SDK's own default counted the whole table, which the node refused
+	// (internal/querypage)
+	for _, req := range []*markettypes.QueryTasksRequest{{Status: markettypes.TASK_STATUS_SETTLED}, {Pagination: &query.PageRequest{}}} {
+		res, err := q.Tasks(bg, req)
+		require.NoError(t, err, "gRPC, no page limit")
+		require.Len(t, res.Tasks, 100)
+		require.Zero(t, res.Pagination.Total)
+		require.NotEmpty(t, res.Pagination.NextKey)
+		bz, err := req.Marshal()
+		require.NoError(t, err)
+		abciRes, err := a.Query(bg, &abci.RequestQuery{Path: "/flops.market.v1.Query/Tasks", Data: bz})
+		require.NoError(t, err)
+		require.Zero(t, abciRes.Code, "ABCI, no page limit: %s", abciRes.Log)
+		var page markettypes.QueryTasksResponse
+		require.NoError(t, page.Unmarshal(abciRes.Value))
+		require.Len(t, page.Tasks, 100)
+		require.Zero(t, page.Pagination.Total)
 	}
 
 	// what the clients ask is answered: the worker's page of its tasks (200), a page of

@@ -19,6 +19,7 @@ import (
 	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 
 	"github.com/flopsnet/flops/internal/invariant"
+	"github.com/flopsnet/flops/internal/querypage"
 	"github.com/flopsnet/flops/x/gfl/keeper"
 	"github.com/flopsnet/flops/x/gfl/simulation"
 	"github.com/flopsnet/flops/x/gfl/types"
@@ -78,7 +79,8 @@ func (AppModule) RegisterGRPCGatewayRoutes(clientCtx client.Context, mux *gwrunt
 // RegisterServices registers the Msg and Query services.
 func (am AppModule) RegisterServices(cfg module.Configurator) {
 	types.RegisterMsgServer(cfg.MsgServer(), keeper.NewMsgServerImpl(am.keeper))
-	types.RegisterQueryServer(cfg.QueryServer(), keeper.NewQueryServerImpl(am.keeper))
+	// a list query without a page limit gets a page of 100, uncounted (internal/querypage)
+	types.RegisterQueryServer(querypage.Registrar(cfg.QueryServer()), keeper.NewQueryServerImpl(am.keeper))
 	m := keeper.NewMigrator(am.keeper)
 	if err := cfg.RegisterMigration(types.ModuleName, 1, func(ctx sdk.Context) error { return m.Migrate1to2(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 1 to 2: %w", types.ModuleName, err))

@@ -11,6 +11,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/testutil/simsx"
 	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 
+	"github.com/flopsnet/flops/internal/querypage"
 	"github.com/flopsnet/flops/x/reputation/simulation"
 
 	gwruntime "github.com/grpc-ecosystem/grpc-gateway/runtime"
@@ -81,7 +82,8 @@ func (AppModule) RegisterGRPCGatewayRoutes(clientCtx client.Context, mux *gwrunt
 // RegisterServices registers the Msg and Query services.
 func (am AppModule) RegisterServices(cfg module.Configurator) {
 	types.RegisterMsgServer(cfg.MsgServer(), keeper.NewMsgServerImpl(am.keeper))
-	types.RegisterQueryServer(cfg.QueryServer(), keeper.NewQueryServerImpl(am.keeper))
+	// a list query without a page limit gets a page of 100, uncounted (internal/querypage)
+	types.RegisterQueryServer(querypage.Registrar(cfg.QueryServer()), keeper.NewQueryServerImpl(am.keeper))
 }
 
 // DefaultGenesis returns the default genesis state as JSON.

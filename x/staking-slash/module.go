@@ -20,6 +20,7 @@ import (
 	simtypes "github.com/cosmos/cosmos-sdk/types/simulation"
 
 	"github.com/flopsnet/flops/internal/invariant"
+	"github.com/flopsnet/flops/internal/querypage"
 	"github.com/flopsnet/flops/x/staking-slash/keeper"
 	"github.com/flopsnet/flops/x/staking-slash/simulation"
 	"github.com/flopsnet/flops/x/staking-slash/types"
@@ -78,7 +79,8 @@ func (AppModule) RegisterGRPCGatewayRoutes(clientCtx client.Context, mux *gwrunt
 // RegisterServices registers the Msg and Query services.
 func (am AppModule) RegisterServices(cfg module.Configurator) {
 	types.RegisterMsgServer(cfg.MsgServer(), keeper.NewMsgServerImpl(am.keeper))
-	types.RegisterQueryServer(cfg.QueryServer(), keeper.NewQueryServerImpl(am.keeper))
+	// a list query without a page limit gets a page of 100, uncounted (internal/querypage)
+	types.RegisterQueryServer(querypage.Registrar(cfg.QueryServer()), keeper.NewQueryServerImpl(am.keeper))
 }
 
 // DefaultGenesis returns the default genesis state as JSON.
