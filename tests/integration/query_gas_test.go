@@ -57,9 +57,9 @@ func TestWholeTableScanStopsAtQueryGasLimit(t *testing.T) {
 	bg := context.Background()
 
 	for name, req := range map[string]*markettypes.QueryTasksRequest{
-		"a status no task has": scan,
-		"a page of a billion":  {Pagination: &query.PageRequest{Limit: 1_000_000_000}},
-		"a count of them all":  {Pagination: &query.PageRequest{Limit: 1, CountTotal: true}},
+		"a status no task has":         scan,
+		"a page of a billion":          {Pagination: &query.PageRequest{Limit: 1_000_000_000}},
+		"a count of them all":          {Pagination: &query.PageRequest{Limit: 1, CountTotal: true}},
 		"a count without a page limit": {Status: markettypes.TASK_STATUS_SETTLED, Pagination: &query.PageRequest{CountTotal: true}},
 	} {
 		_, err := q.Tasks(bg, req)
