@@ -1150,7 +1150,7 @@ func moveNode(a *apptest.App, w *worker, account, region string) {
 	n := w.agent.Node()
 	a.MustDeliver(account, &gfltypes.MsgUpdateNode{Operator: n.Operator, NodeId: n.Id, Spec: gfltypes.NodeSpec{
 		Gpus: n.Gpus, Region: region, Endpoint: n.Endpoint, Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour,
-		ClaimedGflops: n.ClaimedGflops, Runtimes: n.Runtimes,
+		ClaimedGflops: n.ClaimedGflops, Runtimes: n.Runtimes, DiskMibPerGpu: n.DiskMibPerGpu,
 	}})
 }
 

@@ -107,10 +107,11 @@ func (a *Agent) Setup(ctx context.Context) error {
 }
 
 // checkDiskRoom warns when the work directory's filesystem has less free space than the
-// tasks this machine may run at once may fill: the chain's task_disk_mib_per_gpu for each
-// GPU (or MIG instance) it offers. A job that fills its disk within that limit would then
-// fail here on a full disk and succeed on another provider's machine, which refutes the
-// failure this worker reports, and slashes its provider.
+// tasks this machine may run at once may fill: for each GPU (or MIG instance) it offers,
+// the chain's task_disk_mib_per_gpu, or the disk the node offers (node.disk_mib_per_gpu)
+// when that is more. A job that fills its disk within that limit would then fail here on
+// a full disk and succeed on another provider's machine, which refutes the failure this
+// worker reports, and slashes its provider.
 func (a *Agent) checkDiskRoom(ctx context.Context) {
 	params, err := a.market.Params(ctx, &markettypes.QueryParamsRequest{})
 	if err != nil {
@@ -123,10 +124,11 @@ func (a *Agent) checkDiskRoom(ctx context.Context) {
 		a.log.Warn("the work directory's free space is not checked", "work_dir", dir, "err", err)
 		return
 	}
-	need := params.Params.TaskDiskBytes(markettypes.Requirements{GpuCount: 1}) * uint64(max(len(a.units), 1))
+	perGPU := max(params.Params.TaskDiskBytes(markettypes.Requirements{GpuCount: 1}), params.Params.TaskDiskBytes(markettypes.Requirements{GpuCount: 1, DiskMibPerGpu: a.cfg.Node.DiskMiBPerGPU}))
+	need := perGPU * uint64(max(len(a.units), 1))
 	if free < need {
-		a.log.Warn("the work directory has less free space than the tasks this machine may run can fill (task_disk_mib_per_gpu for each GPU): a job that fills its disk within the chain's limit would fail here on a full disk, and the failure this worker reports would be refuted by a run elsewhere",
-			"work_dir", dir, "free_bytes", free, "tasks_may_fill_bytes", need, "task_disk_mib_per_gpu", params.Params.TaskDiskMibPerGpu, "gpus", len(a.units))
+		a.log.Warn("the work directory has less free space than the tasks this machine may run can fill (task_disk_mib_per_gpu, or node.disk_mib_per_gpu when more, for each GPU): a job that fills its disk within its limit would fail here on a full disk, and the failure this worker reports would be refuted by a run elsewhere",
+			"work_dir", dir, "free_bytes", free, "tasks_may_fill_bytes", need, "task_disk_mib_per_gpu", params.Params.TaskDiskMibPerGpu, "disk_mib_per_gpu", a.cfg.Node.DiskMiBPerGPU, "gpus", len(a.units))
 	}
 }
 
@@ -224,11 +226,12 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 	return gfltypes.NodeSpec{
 		Gpus: gpu.ToGpuInfos(devs), Region: a.cfg.Node.Region, Endpoint: a.cfg.Node.Endpoint,
 		Workloads: workloads, Runtimes: runtimes, AskPerGpuHour: sdk.NewCoin("udps", a.cfg.Node.Ask()), ClaimedGflops: claimed,
+		DiskMibPerGpu: a.cfg.Node.DiskMiBPerGPU,
 	}, nil
 }
 
 func specChanged(n gfltypes.Node, s gfltypes.NodeSpec) bool {
-	if n.Region != s.Region || n.Endpoint != s.Endpoint || !n.AskPerGpuHour.Equal(s.AskPerGpuHour) || len(n.Workloads) != len(s.Workloads) {
+	if n.Region != s.Region || n.Endpoint != s.Endpoint || !n.AskPerGpuHour.Equal(s.AskPerGpuHour) || len(n.Workloads) != len(s.Workloads) || n.DiskMibPerGpu != s.DiskMibPerGpu {
 		return true
 	}
 	if !slices.Equal(n.Runtimes, gfltypes.NodeRuntimes(s)) {

@@ -112,6 +112,13 @@ type Node struct {
 	AskPerGPUHour string `json:"ask_per_gpu_hour"`
 	// ClaimedGflops: 0 runs the benchmark at the first start.
 	ClaimedGflops uint64 `json:"claimed_gflops"`
+	// DiskMiBPerGPU is the disk the node offers a task for each GPU it takes, for jobs
+	// that name their disk (requirements.disk_mib_per_gpu): 0 offers none, and the node
+	// takes only the jobs that name none (held to the market's task_disk_mib_per_gpu).
+	// The work directory needs that much free for each GPU; a declaration the disk
+	// cannot hold fails the jobs that count on it here, and their failure reports are
+	// refuted by runs elsewhere.
+	DiskMiBPerGPU uint64 `json:"disk_mib_per_gpu,omitempty"`
 	// MockGPUs > 0 registers that many mock A100 GPUs when the machine has none (demos,
 	// tests); 0 uses what NVML sees.
 	MockGPUs int `json:"mock_gpus,omitempty"`
@@ -324,6 +331,9 @@ func (c Config) Validate() error {
 		if !filepath.IsAbs(ro) || filepath.Clean(ro) == "/" {
 			errs = append(errs, fmt.Errorf("executor.sandbox.read_only %q: an absolute directory other than /", ro))
 		}
+	}
+	if d := c.Node.DiskMiBPerGPU; d != 0 && (d < gfltypes.MinDiskMiBPerGPU || d > gfltypes.MaxDiskMiBPerGPU) {
+		errs = append(errs, fmt.Errorf("node.disk_mib_per_gpu %d: 0 (none offered) or %d to %d", d, gfltypes.MinDiskMiBPerGPU, gfltypes.MaxDiskMiBPerGPU))
 	}
 	if _, err := amount("node.ask_per_gpu_hour", c.Node.AskPerGPUHour); err != nil {
 		errs = append(errs, err)

@@ -81,6 +81,10 @@ node:
   ask_per_gpu_hour: {{y .Node.AskPerGPUHour}}
   # claimed power in GFLOP/s; 0: measured with the PoCP solver at the first start.
   claimed_gflops: {{y .Node.ClaimedGflops}}
+  # disk (MiB) the node offers a task for each GPU, for jobs that name theirs
+  # (requirements.disk_mib_per_gpu); 0: none, and the node takes only jobs that name none
+  # (they may fill the market's task_disk_mib_per_gpu). work_dir needs that much free per GPU.
+  disk_mib_per_gpu: {{y .Node.DiskMiBPerGPU}}
   # >0: register that many mock A100 GPUs when the machine has none (demos and tests only).
   mock_gpus: {{y .Node.MockGPUs}}
   # true: ignore the machine's GPUs (NVML not opened); with mock_gpus, a second demo worker.

@@ -177,6 +177,7 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "ask_per_gpu_hour", a: "ask_per_gpu_hour", t: "askPerGpuHour", k: "message", m: "cosmos.base.v1beta1.Coin", keep: true },
       { n: "claimed_gflops", a: "claimed_gflops", t: "claimedGflops", k: "uint64" },
       { n: "runtimes", a: "runtimes", t: "runtimes", k: "enum", r: true },
+      { n: "disk_mib_per_gpu", a: "disk_mib_per_gpu", t: "diskMibPerGpu", k: "uint64" },
     ],
   },
   "flops.gfl.v1.Params": {
@@ -486,6 +487,7 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "region", a: "region", t: "region", k: "string" },
       { n: "shared_gpu_ok", a: "shared_gpu_ok", t: "sharedGpuOk", k: "bool" },
       { n: "multi_slice_ok", a: "multi_slice_ok", t: "multiSliceOk", k: "bool" },
+      { n: "disk_mib_per_gpu", a: "disk_mib_per_gpu", t: "diskMibPerGpu", k: "uint64" },
     ],
   },
   "flops.market.v1.TaskArgs": {

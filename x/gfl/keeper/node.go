@@ -85,6 +85,7 @@ func applySpec(n *types.Node, s types.NodeSpec) {
 	n.Runtimes = types.NodeRuntimes(s)
 	n.AskPerGpuHour = s.AskPerGpuHour
 	n.ClaimedGflops = s.ClaimedGflops
+	n.DiskMibPerGpu = s.DiskMibPerGpu
 }
 
 // ownedNode returns a node after checking that signer is its operator.

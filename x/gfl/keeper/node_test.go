@@ -117,6 +117,8 @@ func TestRegisterNodeRejections(t *testing.T) {
 		{"zero ask", op, mod(func(s *types.NodeSpec) { s.AskPerGpuHour = sdk.NewInt64Coin("udps", 0) }), types.ErrInvalidNodeSpec},
 		{"zero claimed power", op, mod(func(s *types.NodeSpec) { s.ClaimedGflops = 0 }), types.ErrInvalidNodeSpec},
 		{"claimed power above max", op, mod(func(s *types.NodeSpec) { s.ClaimedGflops = 1 << 41 }), types.ErrInvalidNodeSpec},
+		{"disk below 1 GiB a GPU", op, mod(func(s *types.NodeSpec) { s.DiskMibPerGpu = types.MinDiskMiBPerGPU - 1 }), types.ErrInvalidNodeSpec},
+		{"disk above 16 TiB a GPU", op, mod(func(s *types.NodeSpec) { s.DiskMibPerGpu = types.MaxDiskMiBPerGPU + 1 }), types.ErrInvalidNodeSpec},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,6 +177,14 @@ func TestUpdateNode(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "us-east", f.node(id).Region)
 	require.Equal(t, int64(3_000_000), f.node(id).AskPerGpuHour.Amount.Int64())
+	require.Zero(t, f.node(id).DiskMibPerGpu, "no disk offered")
+
+	// the disk the node offers a task per GPU is the spec's, and the market hears of it
+	s.DiskMibPerGpu = 2 << 20
+	_, err = f.ms.UpdateNode(f.ctx, &types.MsgUpdateNode{Operator: op, NodeId: id, Spec: s})
+	require.NoError(t, err)
+	require.Equal(t, uint64(2<<20), f.node(id).DiskMibPerGpu)
+	require.Equal(t, id, f.hooks.changed[len(f.hooks.changed)-1])
 
 	// growing to 4 GPUs re-locks 4
 	_, err = f.ms.UpdateNode(f.ctx, &types.MsgUpdateNode{Operator: op, NodeId: id, Spec: spec("a", 4)})

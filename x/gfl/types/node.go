@@ -105,6 +105,9 @@ func (s NodeSpec) Validate(p Params) (string, error) {
 	if s.ClaimedGflops == 0 || s.ClaimedGflops > p.MaxClaimedGflops {
 		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "claimed_gflops %d: must be 1 to %d", s.ClaimedGflops, p.MaxClaimedGflops)
 	}
+	if s.DiskMibPerGpu != 0 && (s.DiskMibPerGpu < MinDiskMiBPerGPU || s.DiskMibPerGpu > MaxDiskMiBPerGPU) {
+		return "", errorsmod.Wrapf(ErrInvalidNodeSpec, "disk_mib_per_gpu %d: 0 (none declared) or %d to %d", s.DiskMibPerGpu, MinDiskMiBPerGPU, MaxDiskMiBPerGPU)
+	}
 	return class, nil
 }
 
@@ -356,6 +359,14 @@ func (n Node) Accepts(w WorkloadClass) bool {
 	}
 	return false
 }
+
+// The disk a node may offer a task per GPU (NodeSpec.disk_mib_per_gpu), when it offers
+// any: at least 1 GiB and at most 16 TiB, the bounds of what a job may ask for (x/market's
+// task_disk_mib_per_gpu and requirements.disk_mib_per_gpu).
+const (
+	MinDiskMiBPerGPU = 1 << 10
+	MaxDiskMiBPerGPU = 16 << 20
+)
 
 // DefaultRuntimes are what a node accepts when its spec lists none: the built-in
 // workloads and containers. PROCESS, which runs a job's command on the provider's machine

@@ -117,6 +117,8 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d is operated by the job's owner", s.NodeId)
 	case need > s.Gpus:
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d has %d GPUs, a task needs %d", s.NodeId, s.Gpus, need)
+	case job.Spec.Requirements.DiskMibPerGpu > s.DiskMibPerGpu:
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d offers %d MiB of disk a GPU, the job needs %d (requirements.disk_mib_per_gpu)", s.NodeId, s.DiskMibPerGpu, job.Spec.Requirements.DiskMibPerGpu)
 	case !types.MeetsRequirements(s, job.Spec):
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d does not meet the job's requirements or workload", s.NodeId)
 	}

@@ -352,6 +352,7 @@ func TestPlaceBidRejects(t *testing.T) {
 	assignJob := f.submit(f.unplaceable())
 	job := auction(nil)
 	twoGPUs := auction(func(s *types.JobSpec) { s.Requirements.GpuCount = 2 })
+	bigDisk := auction(func(s *types.JobSpec) { s.Requirements.DiskMibPerGpu = 1 << 20 })
 	_, err = f.ms.PlaceBid(f.ctx, &types.MsgPlaceBid{Provider: keepertest.Addr("p1"), JobId: job, NodeId: nodes["p1"], Price: sdkmath.NewInt(1_000_000), Quantity: 1})
 	require.NoError(t, err)
 	f.coll.jail(keepertest.Addr("jailed"))
@@ -392,6 +393,7 @@ func TestPlaceBidRejects(t *testing.T) {
 		{"inactive node", bid("inactive", job, nodes["inactive"], price, 1), types.ErrNodeNotEligible},
 		{"requirements: region", bid("wrongregion", job, nodes["wrongregion"], price, 1), types.ErrNodeNotEligible},
 		{"requirements: GPUs", bid("onegpu", twoGPUs, nodes["onegpu"], price, 1), types.ErrNodeNotEligible},
+		{"requirements: disk not offered", bid("p2", bigDisk, nodes["p2"], price, 1), types.ErrNodeNotEligible},
 		{"collateral does not cover the price", bid("tiny", job, nodes["tiny"], price, 1), types.ErrNodeNotEligible},
 		{"deposit not affordable", bid("poor", job, nodes["poor"], price, 1), types.ErrInsufficientFunds},
 	}

@@ -93,6 +93,18 @@ func TestSchedulerNeverAssignsToIneligibleNode(t *testing.T) {
 			good: func(n *gfltypes.Node) { n.Region = "us-east" },
 		},
 		{
+			// a job that names its disk: a node that offers none
+			name: "disk not offered",
+			job:  func(s *types.JobSpec) { s.Requirements.DiskMibPerGpu = 200 << 10 },
+			good: func(n *gfltypes.Node) { n.DiskMibPerGpu = 200 << 10 },
+		},
+		{
+			name: "disk offered one MiB short",
+			job:  func(s *types.JobSpec) { s.Requirements.DiskMibPerGpu = 200 << 10 },
+			bad:  func(n *gfltypes.Node) { n.DiskMibPerGpu = 200<<10 - 1 },
+			good: func(n *gfltypes.Node) { n.DiskMibPerGpu = 16 << 20 },
+		},
+		{
 			name: "tensor cores on one GPU missing",
 			job:  func(s *types.JobSpec) { s.Requirements.TensorCores = true },
 			bad:  func(n *gfltypes.Node) { n.Gpus[5].TensorCores = false },

@@ -101,6 +101,37 @@ func TestGenesisSlotDevices(t *testing.T) {
 	require.ErrorContains(t, types.GenesisState{Params: types.DefaultParams(), Slots: []types.NodeSlot{bad}}.Validate(), "2 bytes for 4 devices")
 }
 
+// A job that names its disk (requirements.disk_mib_per_gpu) is served only by nodes that
+// offer at least that much per GPU; a job that names none, by every node, held to the
+// market's task_disk_mib_per_gpu. The offer is the node's spec's, copied to its slot.
+func TestDiskRequirement(t *testing.T) {
+	n := migNode()
+	n.DiskMibPerGpu = 500 << 10
+	n.Runtimes = []gfltypes.Runtime{gfltypes.RUNTIME_BUILTIN}
+	n.Workloads = []gfltypes.WorkloadClass{gfltypes.WORKLOAD_CLASS_BATCH}
+	n.Gpus[0].MigInstances = nil
+	offers := types.SlotFromNode(n)
+	require.Equal(t, uint64(500<<10), offers.DiskMibPerGpu)
+	n.DiskMibPerGpu = 0
+	none := types.SlotFromNode(n)
+	spec := types.JobSpec{Runtime: gfltypes.RUNTIME_BUILTIN, Workload: gfltypes.WORKLOAD_CLASS_BATCH, Requirements: types.Requirements{GpuCount: 2}}
+	for _, c := range []struct {
+		disk        uint64
+		offers, non bool
+	}{
+		{0, true, true}, // none named: any node
+		{types.MinTaskDiskMiBPerGPU, true, false}, // named: only a node that offers
+		{500 << 10, true, false},                  // exactly the offer
+		{500<<10 + 1, false, false},               // more than it offers
+	} {
+		spec.Requirements.DiskMibPerGpu = c.disk
+		require.Equal(t, c.offers, types.MeetsRequirements(offers, spec), "%d MiB, node offers 500 GiB", c.disk)
+		require.Equal(t, c.offers, types.Serves(offers, spec), "%d MiB, node offers 500 GiB", c.disk)
+		require.Equal(t, c.non, types.MeetsRequirements(none, spec), "%d MiB, node offers none", c.disk)
+		require.Equal(t, c.non, types.Serves(none, spec), "%d MiB, node offers none", c.disk)
+	}
+}
+
 // A node with MIG serves (bids for, joins pools of) what its devices fit, free or not.
 func TestServes(t *testing.T) {
 	s := types.SlotFromNode(migNode())

@@ -18,6 +18,11 @@ func MeetsRequirements(s NodeSlot, spec JobSpec) bool {
 	if (len(s.Devices) == 0 && r.MinMemoryMib > s.MinMemoryMib) || (r.TensorCores && !s.TensorCores) || (r.Region != "" && r.Region != s.Region) {
 		return false
 	}
+	// a job that names its disk needs a node that offers that much (one that offers none
+	// takes only the jobs that name none, held to task_disk_mib_per_gpu)
+	if r.DiskMibPerGpu > s.DiskMibPerGpu {
+		return false
+	}
 	if r.MinComputeCapability != "" && CompareComputeCapability(s.ComputeCapability, r.MinComputeCapability) < 0 {
 		return false
 	}

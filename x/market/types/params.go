@@ -11,6 +11,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/validate"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
 // DefaultParams returns the launch parameters (DESIGN.md section 4, x/market).
@@ -67,22 +68,28 @@ func DefaultParams() Params {
 // The disk a task may fill per GPU it asks for (task_disk_mib_per_gpu): the default,
 // 100 GiB (an 8-GPU task gets 800 GiB; governance raises it for the checkpoints of
 // bigger models), and the bounds governance keeps it in: at least 1 GiB, so that no
-// setting fails every job, and at most 16 TiB.
+// setting fails every job, and at most 16 TiB. A job's requirements.disk_mib_per_gpu and
+// a node's offer (x/gfl NodeSpec.disk_mib_per_gpu) are held to the same bounds.
 const (
 	DefaultTaskDiskMiBPerGPU = 100 << 10
-	MinTaskDiskMiBPerGPU     = 1 << 10
-	MaxTaskDiskMiBPerGPU     = 16 << 20
+	MinTaskDiskMiBPerGPU     = gfltypes.MinDiskMiBPerGPU
+	MaxTaskDiskMiBPerGPU     = gfltypes.MaxDiskMiBPerGPU
 )
 
-// TaskDiskBytes is the disk a job's task may fill on its provider's machine:
-// task_disk_mib_per_gpu for each GPU the job asks for (at most MaxUint64 bytes, which
-// valid params and specs stay far below).
+// TaskDiskBytes is the disk a job's task may fill on its provider's machine: the job's
+// requirements.disk_mib_per_gpu, or task_disk_mib_per_gpu when it names none, for each
+// GPU the job asks for (at most MaxUint64 bytes, which valid params and specs stay far
+// below).
 func (p Params) TaskDiskBytes(r Requirements) uint64 {
 	gpus := uint64(r.GPUs())
-	if p.TaskDiskMibPerGpu > math.MaxUint64>>20/gpus {
+	perGPU := p.TaskDiskMibPerGpu
+	if r.DiskMibPerGpu != 0 {
+		perGPU = r.DiskMibPerGpu
+	}
+	if perGPU > math.MaxUint64>>20/gpus {
 		return math.MaxUint64
 	}
-	return p.TaskDiskMibPerGpu << 20 * gpus
+	return perGPU << 20 * gpus
 }
 
 // GemmRnLimit bounds gemm_max_rn: gemm_n x gemm_r below 2^22 keeps every entry of a

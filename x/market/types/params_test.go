@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	sdkmath "cosmossdk.io/math"
+	"github.com/stretchr/testify/require"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -82,5 +83,13 @@ func TestTaskDiskBytes(t *testing.T) {
 		if got := p.TaskDiskBytes(types.Requirements{GpuCount: c.gpus}); got != c.want {
 			t.Errorf("%d MiB per GPU x %d GPUs: %d bytes, want %d", c.perGPU, c.gpus, got, c.want)
 		}
+		// a job that names its disk gets that, whatever the param
+		p.TaskDiskMibPerGpu = types.DefaultTaskDiskMiBPerGPU
+		if got := p.TaskDiskBytes(types.Requirements{GpuCount: c.gpus, DiskMibPerGpu: c.perGPU}); got != c.want {
+			t.Errorf("a job's %d MiB per GPU x %d GPUs: %d bytes, want %d", c.perGPU, c.gpus, got, c.want)
+		}
 	}
+	p.TaskDiskMibPerGpu = types.DefaultTaskDiskMiBPerGPU
+	require.Equal(t, uint64(2<<40), p.TaskDiskBytes(types.Requirements{GpuCount: 2, DiskMibPerGpu: 1 << 20}), "1 TiB a GPU, 2 GPUs")
+	require.Equal(t, uint64(2<<30), p.TaskDiskBytes(types.Requirements{GpuCount: 2, DiskMibPerGpu: 1 << 10}), "below the param too")
 }

@@ -113,7 +113,7 @@ func SlotFromNode(n gfltypes.Node) NodeSlot {
 	s := NodeSlot{
 		NodeId: n.Id, Operator: n.Operator, GpuClass: n.GpuClass, Region: n.Region, Gpus: uint32(len(n.Gpus)),
 		Workloads: n.Workloads, Runtimes: n.Runtimes, AskPerGpuHour: n.AskPerGpuHour.Amount, Active: n.Schedulable() && n.GpuClass != "" && !n.AwaitingMeasurement, PowerGflops: n.PowerGflops,
-		TensorCores: len(n.Gpus) > 0, MigCapable: len(n.Gpus) > 0,
+		TensorCores: len(n.Gpus) > 0, MigCapable: len(n.Gpus) > 0, DiskMibPerGpu: n.DiskMibPerGpu,
 	}
 	mig := false
 	for i, g := range n.Gpus {

@@ -301,6 +301,9 @@ func (r Requirements) validate() error {
 			return specErr("%s", err)
 		}
 	}
+	if r.DiskMibPerGpu != 0 && (r.DiskMibPerGpu < MinTaskDiskMiBPerGPU || r.DiskMibPerGpu > MaxTaskDiskMiBPerGPU) {
+		return specErr("requirements.disk_mib_per_gpu %d: 0 (the market's task_disk_mib_per_gpu) or %d to %d", r.DiskMibPerGpu, MinTaskDiskMiBPerGPU, MaxTaskDiskMiBPerGPU)
+	}
 	return nil
 }
 

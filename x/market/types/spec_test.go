@@ -121,10 +121,16 @@ func TestJobSpecValidateRejects(t *testing.T) {
 		"process 65 arguments":         {"command", pr, func(s *types.JobSpec) { s.Command = repeat("x", types.MaxArgs+1) }},
 		"process argument too long":    {"command[1]", pr, func(s *types.JobSpec) { s.Command[1] = strings.Repeat("a", types.MaxArgLen+1) }},
 		"process argument with NUL":    {"command[2]", pr, func(s *types.JobSpec) { s.Command[2] = "a\x00b" }},
-		"container image by tag":       {"image", ct, func(s *types.JobSpec) { s.Image = "ghcr.io/flopsnet/trainer:latest" }},
-		"container image no repo":      {"image", ct, func(s *types.JobSpec) { s.Image = "@sha256:" + digest }},
-		"container digest short":       {"image", ct, func(s *types.JobSpec) { s.Image = "trainer@sha256:" + digest[1:] }},
-		"container digest uppercase":   {"image", ct, func(s *types.JobSpec) { s.Image = "trainer@sha256:" + strings.ToUpper(digest) }},
+		"disk below 1 GiB": {"requirements.disk_mib_per_gpu", g, func(s *types.JobSpec) {
+			s.Requirements.DiskMibPerGpu = types.MinTaskDiskMiBPerGPU - 1
+		}},
+		"disk above 16 TiB": {"requirements.disk_mib_per_gpu", g, func(s *types.JobSpec) {
+			s.Requirements.DiskMibPerGpu = types.MaxTaskDiskMiBPerGPU + 1
+		}},
+		"container image by tag":     {"image", ct, func(s *types.JobSpec) { s.Image = "ghcr.io/flopsnet/trainer:latest" }},
+		"container image no repo":    {"image", ct, func(s *types.JobSpec) { s.Image = "@sha256:" + digest }},
+		"container digest short":     {"image", ct, func(s *types.JobSpec) { s.Image = "trainer@sha256:" + digest[1:] }},
+		"container digest uppercase": {"image", ct, func(s *types.JobSpec) { s.Image = "trainer@sha256:" + strings.ToUpper(digest) }},
 		"container digest not sha256": {"image", ct, func(s *types.JobSpec) {
 			s.Image = "trainer@sha512:" + digest
 		}},
@@ -266,6 +272,8 @@ func TestJobSpecValidateAcceptsBounds(t *testing.T) {
 		"16 GPUs":                  {gemmSpec, func(s *types.JobSpec) { s.Requirements.GpuCount = types.MaxGPUsPerTask }},
 		"no GPU count (one)":       {gemmSpec, func(s *types.JobSpec) { s.Requirements.GpuCount = 0 }},
 		"compute capability 12.10": {gemmSpec, func(s *types.JobSpec) { s.Requirements.MinComputeCapability = "12.10" }},
+		"disk 1 GiB per GPU":       {gemmSpec, func(s *types.JobSpec) { s.Requirements.DiskMibPerGpu = types.MinTaskDiskMiBPerGPU }},
+		"disk 16 TiB per GPU":      {gemmSpec, func(s *types.JobSpec) { s.Requirements.DiskMibPerGpu = types.MaxTaskDiskMiBPerGPU }},
 		"max tasks":                {gemmSpec, func(s *types.JobSpec) { s.TaskCount = p.MaxTasksPerJob }},
 		"max replicas":             {gemmSpec, func(s *types.JobSpec) { s.Replicas = p.MaxReplicas }},
 		"max duration":             {gemmSpec, func(s *types.JobSpec) { s.MaxDuration, s.Deadline = p.MaxJobDuration, specNow.Add(p.MaxJobDuration) }},

@@ -136,7 +136,13 @@ type NodeSpec struct {
 	// runtimes the node accepts (at most one of each); empty: BUILTIN and CONTAINER.
 	// PROCESS runs the job's command on the provider's machine: only a provider that opts
 	// in lists it.
-	Runtimes      []Runtime `protobuf:"varint,7,rep,packed,name=runtimes,proto3,enum=flops.gfl.v1.Runtime" json:"runtimes,omitempty"`
+	Runtimes []Runtime `protobuf:"varint,7,rep,packed,name=runtimes,proto3,enum=flops.gfl.v1.Runtime" json:"runtimes,omitempty"`
+	// disk_mib_per_gpu: the disk the node offers a task for each GPU it takes (its work
+	// directory's free space over its GPUs, as the worker measures it); a job that names
+	// requirements.disk_mib_per_gpu runs only on nodes that offer at least that much. 0:
+	// none declared, for jobs that name none (they fill at most the market's
+	// task_disk_mib_per_gpu). At most 16 TiB, at least 1 GiB when set.
+	DiskMibPerGpu uint64 `protobuf:"varint,8,opt,name=disk_mib_per_gpu,json=diskMibPerGpu,proto3" json:"disk_mib_per_gpu,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -218,6 +224,13 @@ func (x *NodeSpec) GetRuntimes() []Runtime {
 		return x.Runtimes
 	}
 	return nil
+}
+
+func (x *NodeSpec) GetDiskMibPerGpu() uint64 {
+	if x != nil {
+		return x.DiskMibPerGpu
+	}
+	return 0
 }
 
 // MsgRegisterNode registers a node.
@@ -1198,7 +1211,7 @@ const file_flops_gfl_v1_tx_proto_rawDesc = "" +
 	"\x0fMsgUpdateParams\x126\n" +
 	"\tauthority\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\tauthority\x127\n" +
 	"\x06params\x18\x02 \x01(\v2\x14.flops.gfl.v1.ParamsB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x06params:.\x82\xe7\xb0*\tauthority\x8a\xe7\xb0*\x1bflops/x/gfl/MsgUpdateParams\"\x19\n" +
-	"\x17MsgUpdateParamsResponse\"\xd8\x02\n" +
+	"\x17MsgUpdateParamsResponse\"\x81\x03\n" +
 	"\bNodeSpec\x124\n" +
 	"\x04gpus\x18\x01 \x03(\v2\x15.flops.gfl.v1.GpuInfoB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04gpus\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12\x1a\n" +
@@ -1206,7 +1219,8 @@ const file_flops_gfl_v1_tx_proto_rawDesc = "" +
 	"\tworkloads\x18\x04 \x03(\x0e2\x1b.flops.gfl.v1.WorkloadClassR\tworkloads\x12M\n" +
 	"\x10ask_per_gpu_hour\x18\x05 \x01(\v2\x19.cosmos.base.v1beta1.CoinB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\raskPerGpuHour\x12%\n" +
 	"\x0eclaimed_gflops\x18\x06 \x01(\x04R\rclaimedGflops\x121\n" +
-	"\bruntimes\x18\a \x03(\x0e2\x15.flops.gfl.v1.RuntimeR\bruntimes\"\xad\x01\n" +
+	"\bruntimes\x18\a \x03(\x0e2\x15.flops.gfl.v1.RuntimeR\bruntimes\x12'\n" +
+	"\x10disk_mib_per_gpu\x18\b \x01(\x04R\rdiskMibPerGpu\"\xad\x01\n" +
 	"\x0fMsgRegisterNode\x124\n" +
 	"\boperator\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\boperator\x125\n" +
 	"\x04spec\x18\x02 \x01(\v2\x16.flops.gfl.v1.NodeSpecB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04spec:-\x82\xe7\xb0*\boperator\x8a\xe7\xb0*\x1bflops/x/gfl/MsgRegisterNode\"\x81\x01\n" +

@@ -1212,8 +1212,11 @@ type Node struct {
 	// has shown the node within its range yet (since its registration, or its claim of
 	// another class); it takes no job until one does, or the rebalance places it.
 	AwaitingMeasurement bool `protobuf:"varint,23,opt,name=awaiting_measurement,json=awaitingMeasurement,proto3" json:"awaiting_measurement,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// disk_mib_per_gpu: the disk the node offers a task for each GPU (NodeSpec); 0: none
+	// declared.
+	DiskMibPerGpu uint64 `protobuf:"varint,24,opt,name=disk_mib_per_gpu,json=diskMibPerGpu,proto3" json:"disk_mib_per_gpu,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -1405,6 +1408,13 @@ func (x *Node) GetAwaitingMeasurement() bool {
 		return x.AwaitingMeasurement
 	}
 	return false
+}
+
+func (x *Node) GetDiskMibPerGpu() uint64 {
+	if x != nil {
+		return x.DiskMibPerGpu
+	}
+	return 0
 }
 
 // Challenge is one PoCP challenge (docs/pocp.md). Finished challenges are removed from
@@ -2171,7 +2181,7 @@ const file_flops_gfl_v1_types_proto_rawDesc = "" +
 	"\aprofile\x18\x02 \x01(\tR\aprofile\x12\x1d\n" +
 	"\n" +
 	"memory_mib\x18\x03 \x01(\x04R\tmemoryMib\x12\x16\n" +
-	"\x06slices\x18\x04 \x01(\rR\x06slices\"\xcc\a\n" +
+	"\x06slices\x18\x04 \x01(\rR\x06slices\"\xf5\a\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x124\n" +
 	"\boperator\x18\x02 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\boperator\x124\n" +
@@ -2197,7 +2207,8 @@ const file_flops_gfl_v1_types_proto_rawDesc = "" +
 	"\rretire_height\x18\x14 \x01(\x03R\fretireHeight\x121\n" +
 	"\bruntimes\x18\x15 \x03(\x0e2\x15.flops.gfl.v1.RuntimeR\bruntimes\x12#\n" +
 	"\rclaimed_class\x18\x16 \x01(\tR\fclaimedClass\x121\n" +
-	"\x14awaiting_measurement\x18\x17 \x01(\bR\x13awaitingMeasurement\"\x9c\x05\n" +
+	"\x14awaiting_measurement\x18\x17 \x01(\bR\x13awaitingMeasurement\x12'\n" +
+	"\x10disk_mib_per_gpu\x18\x18 \x01(\x04R\rdiskMibPerGpu\"\x9c\x05\n" +
 	"\tChallenge\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x124\n" +

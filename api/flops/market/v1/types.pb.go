@@ -2028,7 +2028,12 @@ type Requirements struct {
 	SharedGpuOk bool `protobuf:"varint,7,opt,name=shared_gpu_ok,json=sharedGpuOk,proto3" json:"shared_gpu_ok,omitempty"`
 	// multi_slice_ok: with shared_gpu_ok, the task may take several MIG instances of one
 	// card; without it each of its gpu_count devices is on a different card.
-	MultiSliceOk  bool `protobuf:"varint,8,opt,name=multi_slice_ok,json=multiSliceOk,proto3" json:"multi_slice_ok,omitempty"`
+	MultiSliceOk bool `protobuf:"varint,8,opt,name=multi_slice_ok,json=multiSliceOk,proto3" json:"multi_slice_ok,omitempty"`
+	// disk_mib_per_gpu: the disk a task may fill for each GPU it asks for (outputs,
+	// checkpoints, scratch and logs); the task runs only on a node that offers at least
+	// that much (its spec's disk_mib_per_gpu). 0: the market's task_disk_mib_per_gpu, on
+	// any node. When set, within the bounds of task_disk_mib_per_gpu (1 GiB to 16 TiB).
+	DiskMibPerGpu uint64 `protobuf:"varint,9,opt,name=disk_mib_per_gpu,json=diskMibPerGpu,proto3" json:"disk_mib_per_gpu,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2117,6 +2122,13 @@ func (x *Requirements) GetMultiSliceOk() bool {
 		return x.MultiSliceOk
 	}
 	return false
+}
+
+func (x *Requirements) GetDiskMibPerGpu() uint64 {
+	if x != nil {
+		return x.DiskMibPerGpu
+	}
+	return 0
 }
 
 // BuiltinArgs parameterise a BUILTIN workload.
@@ -3624,7 +3636,10 @@ type NodeSlot struct {
 	Devices []*SlotDevice `protobuf:"bytes,18,rep,name=devices,proto3" json:"devices,omitempty"`
 	// devices_used: a bit per device (device i is bit i%8 of byte i/8), set while a task
 	// holds it.
-	DevicesUsed   []byte `protobuf:"bytes,19,opt,name=devices_used,json=devicesUsed,proto3" json:"devices_used,omitempty"`
+	DevicesUsed []byte `protobuf:"bytes,19,opt,name=devices_used,json=devicesUsed,proto3" json:"devices_used,omitempty"`
+	// disk_mib_per_gpu: the disk the node offers a task for each GPU (its spec's); 0: none
+	// declared, for jobs that name none.
+	DiskMibPerGpu uint64 `protobuf:"varint,20,opt,name=disk_mib_per_gpu,json=diskMibPerGpu,proto3" json:"disk_mib_per_gpu,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3790,6 +3805,13 @@ func (x *NodeSlot) GetDevicesUsed() []byte {
 		return x.DevicesUsed
 	}
 	return nil
+}
+
+func (x *NodeSlot) GetDiskMibPerGpu() uint64 {
+	if x != nil {
+		return x.DiskMibPerGpu
+	}
+	return 0
 }
 
 // SlotDevice is one schedulable device of a node with GPUs in MIG mode.
@@ -4235,7 +4257,7 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x04path\x18\x03 \x01(\tR\x04path\"2\n" +
 	"\x06EnvVar\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xb5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xde\x02\n" +
 	"\fRequirements\x12\x1b\n" +
 	"\tgpu_count\x18\x01 \x01(\rR\bgpuCount\x12$\n" +
 	"\x0emin_memory_mib\x18\x02 \x01(\x04R\fminMemoryMib\x124\n" +
@@ -4244,7 +4266,8 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x0fallowed_classes\x18\x05 \x03(\tR\x0eallowedClasses\x12\x16\n" +
 	"\x06region\x18\x06 \x01(\tR\x06region\x12\"\n" +
 	"\rshared_gpu_ok\x18\a \x01(\bR\vsharedGpuOk\x12$\n" +
-	"\x0emulti_slice_ok\x18\b \x01(\bR\fmultiSliceOk\"b\n" +
+	"\x0emulti_slice_ok\x18\b \x01(\bR\fmultiSliceOk\x12'\n" +
+	"\x10disk_mib_per_gpu\x18\t \x01(\x04R\rdiskMibPerGpu\"b\n" +
 	"\vBuiltinArgs\x12\x15\n" +
 	"\x06gemm_n\x18\x01 \x01(\rR\x05gemmN\x12\x15\n" +
 	"\x06gemm_r\x18\x02 \x01(\rR\x05gemmR\x12%\n" +
@@ -4404,7 +4427,7 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x06height\x18\t \x01(\x03R\x06height\x12L\n" +
 	"\bexposure\x18\n" +
 	" \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
-	"cosmos.Int\xa8\xe7\xb0*\x01R\bexposure\"\xdc\x05\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\bexposure\"\x85\x06\n" +
 	"\bNodeSlot\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x1b\n" +
@@ -4428,7 +4451,8 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"open_tasks\x18\x10 \x01(\rR\topenTasks\x121\n" +
 	"\bruntimes\x18\x11 \x03(\x0e2\x15.flops.gfl.v1.RuntimeR\bruntimes\x12@\n" +
 	"\adevices\x18\x12 \x03(\v2\x1b.flops.market.v1.SlotDeviceB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\adevices\x12!\n" +
-	"\fdevices_used\x18\x13 \x01(\fR\vdevicesUsed\"x\n" +
+	"\fdevices_used\x18\x13 \x01(\fR\vdevicesUsed\x12'\n" +
+	"\x10disk_mib_per_gpu\x18\x14 \x01(\x04R\rdiskMibPerGpu\"x\n" +
 	"\n" +
 	"SlotDevice\x12\x12\n" +
 	"\x04card\x18\x01 \x01(\rR\x04card\x12\x1d\n" +

@@ -60,6 +60,14 @@ export interface NodeSpec {
    * in lists it.
    */
   runtimes: Runtime[];
+  /**
+   * disk_mib_per_gpu: the disk the node offers a task for each GPU it takes (its work
+   * directory's free space over its GPUs, as the worker measures it); a job that names
+   * requirements.disk_mib_per_gpu runs only on nodes that offer at least that much. 0:
+   * none declared, for jobs that name none (they fill at most the market's
+   * task_disk_mib_per_gpu). At most 16 TiB, at least 1 GiB when set.
+   */
+  diskMibPerGpu: bigint;
 }
 
 /** MsgRegisterNode registers a node. */
@@ -359,6 +367,7 @@ function createBaseNodeSpec(): NodeSpec {
     askPerGpuHour: undefined,
     claimedGflops: 0n,
     runtimes: [],
+    diskMibPerGpu: 0n,
   };
 }
 
@@ -395,6 +404,12 @@ export const NodeSpec: MessageFns<NodeSpec> = {
         writer.int32(v);
       }
       writer.join();
+    }
+    if (message.diskMibPerGpu !== 0n) {
+      if (BigInt.asUintN(64, message.diskMibPerGpu) !== message.diskMibPerGpu) {
+        throw new globalThis.Error("value provided for field message.diskMibPerGpu of type uint64 too large");
+      }
+      writer.uint32(64).uint64(message.diskMibPerGpu);
     }
     return writer;
   },
@@ -488,6 +503,14 @@ export const NodeSpec: MessageFns<NodeSpec> = {
 
             break;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.diskMibPerGpu = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -519,6 +542,11 @@ export const NodeSpec: MessageFns<NodeSpec> = {
         ? BigInt(object.claimed_gflops)
         : 0n,
       runtimes: globalThis.Array.isArray(object?.runtimes) ? object.runtimes.map((e: any) => runtimeFromJSON(e)) : [],
+      diskMibPerGpu: isSet(object.diskMibPerGpu)
+        ? BigInt(object.diskMibPerGpu)
+        : isSet(object.disk_mib_per_gpu)
+        ? BigInt(object.disk_mib_per_gpu)
+        : 0n,
     };
   },
 
@@ -545,6 +573,9 @@ export const NodeSpec: MessageFns<NodeSpec> = {
     if (message.runtimes?.length) {
       obj.runtimes = message.runtimes.map((e) => runtimeToJSON(e));
     }
+    if (message.diskMibPerGpu !== 0n) {
+      obj.diskMibPerGpu = message.diskMibPerGpu.toString();
+    }
     return obj;
   },
 
@@ -564,6 +595,9 @@ export const NodeSpec: MessageFns<NodeSpec> = {
       ? BigInt(object.claimedGflops)
       : 0n;
     message.runtimes = object.runtimes?.map((e) => e) || [];
+    message.diskMibPerGpu = (object.diskMibPerGpu !== undefined && object.diskMibPerGpu !== null)
+      ? BigInt(object.diskMibPerGpu)
+      : 0n;
     return message;
   },
 };

@@ -554,6 +554,11 @@ export interface Node {
    * another class); it takes no job until one does, or the rebalance places it.
    */
   awaitingMeasurement: boolean;
+  /**
+   * disk_mib_per_gpu: the disk the node offers a task for each GPU (NodeSpec); 0: none
+   * declared.
+   */
+  diskMibPerGpu: bigint;
 }
 
 /**
@@ -2374,6 +2379,7 @@ function createBaseNode(): Node {
     runtimes: [],
     claimedClass: "",
     awaitingMeasurement: false,
+    diskMibPerGpu: 0n,
   };
 }
 
@@ -2485,6 +2491,12 @@ export const Node: MessageFns<Node> = {
     }
     if (message.awaitingMeasurement !== false) {
       writer.uint32(184).bool(message.awaitingMeasurement);
+    }
+    if (message.diskMibPerGpu !== 0n) {
+      if (BigInt.asUintN(64, message.diskMibPerGpu) !== message.diskMibPerGpu) {
+        throw new globalThis.Error("value provided for field message.diskMibPerGpu of type uint64 too large");
+      }
+      writer.uint32(192).uint64(message.diskMibPerGpu);
     }
     return writer;
   },
@@ -2706,6 +2718,14 @@ export const Node: MessageFns<Node> = {
             message.awaitingMeasurement = reader.bool();
             continue;
           }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.diskMibPerGpu = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2803,6 +2823,11 @@ export const Node: MessageFns<Node> = {
         : isSet(object.awaiting_measurement)
         ? globalThis.Boolean(object.awaiting_measurement)
         : false,
+      diskMibPerGpu: isSet(object.diskMibPerGpu)
+        ? BigInt(object.diskMibPerGpu)
+        : isSet(object.disk_mib_per_gpu)
+        ? BigInt(object.disk_mib_per_gpu)
+        : 0n,
     };
   },
 
@@ -2877,6 +2902,9 @@ export const Node: MessageFns<Node> = {
     if (message.awaitingMeasurement !== false) {
       obj.awaitingMeasurement = message.awaitingMeasurement;
     }
+    if (message.diskMibPerGpu !== 0n) {
+      obj.diskMibPerGpu = message.diskMibPerGpu.toString();
+    }
     return obj;
   },
 
@@ -2928,6 +2956,9 @@ export const Node: MessageFns<Node> = {
     message.runtimes = object.runtimes?.map((e) => e) || [];
     message.claimedClass = object.claimedClass ?? "";
     message.awaitingMeasurement = object.awaitingMeasurement ?? false;
+    message.diskMibPerGpu = (object.diskMibPerGpu !== undefined && object.diskMibPerGpu !== null)
+      ? BigInt(object.diskMibPerGpu)
+      : 0n;
     return message;
   },
 };

@@ -1167,6 +1167,13 @@ export interface Requirements {
    * card; without it each of its gpu_count devices is on a different card.
    */
   multiSliceOk: boolean;
+  /**
+   * disk_mib_per_gpu: the disk a task may fill for each GPU it asks for (outputs,
+   * checkpoints, scratch and logs); the task runs only on a node that offers at least
+   * that much (its spec's disk_mib_per_gpu). 0: the market's task_disk_mib_per_gpu, on
+   * any node. When set, within the bounds of task_disk_mib_per_gpu (1 GiB to 16 TiB).
+   */
+  diskMibPerGpu: bigint;
 }
 
 /** BuiltinArgs parameterise a BUILTIN workload. */
@@ -1605,6 +1612,11 @@ export interface NodeSlot {
    * holds it.
    */
   devicesUsed: Uint8Array;
+  /**
+   * disk_mib_per_gpu: the disk the node offers a task for each GPU (its spec's); 0: none
+   * declared, for jobs that name none.
+   */
+  diskMibPerGpu: bigint;
 }
 
 /** SlotDevice is one schedulable device of a node with GPUs in MIG mode. */
@@ -4163,6 +4175,7 @@ function createBaseRequirements(): Requirements {
     region: "",
     sharedGpuOk: false,
     multiSliceOk: false,
+    diskMibPerGpu: 0n,
   };
 }
 
@@ -4194,6 +4207,12 @@ export const Requirements: MessageFns<Requirements> = {
     }
     if (message.multiSliceOk !== false) {
       writer.uint32(64).bool(message.multiSliceOk);
+    }
+    if (message.diskMibPerGpu !== 0n) {
+      if (BigInt.asUintN(64, message.diskMibPerGpu) !== message.diskMibPerGpu) {
+        throw new globalThis.Error("value provided for field message.diskMibPerGpu of type uint64 too large");
+      }
+      writer.uint32(72).uint64(message.diskMibPerGpu);
     }
     return writer;
   },
@@ -4275,6 +4294,14 @@ export const Requirements: MessageFns<Requirements> = {
             message.multiSliceOk = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.diskMibPerGpu = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4325,6 +4352,11 @@ export const Requirements: MessageFns<Requirements> = {
         : isSet(object.multi_slice_ok)
         ? globalThis.Boolean(object.multi_slice_ok)
         : false,
+      diskMibPerGpu: isSet(object.diskMibPerGpu)
+        ? BigInt(object.diskMibPerGpu)
+        : isSet(object.disk_mib_per_gpu)
+        ? BigInt(object.disk_mib_per_gpu)
+        : 0n,
     };
   },
 
@@ -4354,6 +4386,9 @@ export const Requirements: MessageFns<Requirements> = {
     if (message.multiSliceOk !== false) {
       obj.multiSliceOk = message.multiSliceOk;
     }
+    if (message.diskMibPerGpu !== 0n) {
+      obj.diskMibPerGpu = message.diskMibPerGpu.toString();
+    }
     return obj;
   },
 
@@ -4372,6 +4407,9 @@ export const Requirements: MessageFns<Requirements> = {
     message.region = object.region ?? "";
     message.sharedGpuOk = object.sharedGpuOk ?? false;
     message.multiSliceOk = object.multiSliceOk ?? false;
+    message.diskMibPerGpu = (object.diskMibPerGpu !== undefined && object.diskMibPerGpu !== null)
+      ? BigInt(object.diskMibPerGpu)
+      : 0n;
     return message;
   },
 };
@@ -7301,6 +7339,7 @@ function createBaseNodeSlot(): NodeSlot {
     runtimes: [],
     devices: [],
     devicesUsed: new Uint8Array(0),
+    diskMibPerGpu: 0n,
   };
 }
 
@@ -7379,6 +7418,12 @@ export const NodeSlot: MessageFns<NodeSlot> = {
     }
     if (message.devicesUsed.length !== 0) {
       writer.uint32(154).bytes(message.devicesUsed);
+    }
+    if (message.diskMibPerGpu !== 0n) {
+      if (BigInt.asUintN(64, message.diskMibPerGpu) !== message.diskMibPerGpu) {
+        throw new globalThis.Error("value provided for field message.diskMibPerGpu of type uint64 too large");
+      }
+      writer.uint32(160).uint64(message.diskMibPerGpu);
     }
     return writer;
   },
@@ -7568,6 +7613,14 @@ export const NodeSlot: MessageFns<NodeSlot> = {
             message.devicesUsed = reader.bytes();
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.diskMibPerGpu = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7647,6 +7700,11 @@ export const NodeSlot: MessageFns<NodeSlot> = {
         : isSet(object.devices_used)
         ? bytesFromBase64(object.devices_used)
         : new Uint8Array(0),
+      diskMibPerGpu: isSet(object.diskMibPerGpu)
+        ? BigInt(object.diskMibPerGpu)
+        : isSet(object.disk_mib_per_gpu)
+        ? BigInt(object.disk_mib_per_gpu)
+        : 0n,
     };
   },
 
@@ -7709,6 +7767,9 @@ export const NodeSlot: MessageFns<NodeSlot> = {
     if (message.devicesUsed.length !== 0) {
       obj.devicesUsed = base64FromBytes(message.devicesUsed);
     }
+    if (message.diskMibPerGpu !== 0n) {
+      obj.diskMibPerGpu = message.diskMibPerGpu.toString();
+    }
     return obj;
   },
 
@@ -7740,6 +7801,9 @@ export const NodeSlot: MessageFns<NodeSlot> = {
     message.runtimes = object.runtimes?.map((e) => e) || [];
     message.devices = object.devices?.map((e) => SlotDevice.fromPartial(e)) || [];
     message.devicesUsed = object.devicesUsed ?? new Uint8Array(0);
+    message.diskMibPerGpu = (object.diskMibPerGpu !== undefined && object.diskMibPerGpu !== null)
+      ? BigInt(object.diskMibPerGpu)
+      : 0n;
     return message;
   },
 };
