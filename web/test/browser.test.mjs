@@ -321,6 +321,13 @@ test("the provider view shows the node, its verified power and the payment", asy
     if (shown === want || Date.now() > until) break;
   }
   assert.equal(shown, want);
+  // the disk the node offers a task per GPU, as its spec says (the demo's first node
+  // offers 2 GiB, the others none)
+  const { node: registered } = await q.gfl.Node({ nodeId: t.nodeId });
+  assert.equal(
+    await node.getByTestId("node-disk").textContent(),
+    registered.diskMibPerGpu > 0n ? `${registered.diskMibPerGpu / 1024n} GiB disk offered per GPU` : "no disk offered beyond the market's default",
+  );
   const payments = await page.getByTestId("payments").textContent();
   assert.notEqual(payments, "0 DPS", "the task's payment shows in the provider's earnings");
   // earnings per epoch: every payment is in an epoch's row, and the task's is in the epoch

@@ -284,6 +284,11 @@ func (d *Demo) startWorkers(ctx context.Context) error {
 		cfg.Node.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", out)
 		cfg.Node.MockGPUs, cfg.Node.NoNVML = gpusPerNode, i > 0 && !d.mockGPU
 		cfg.Node.AskPerGPUHour = strconv.Itoa(1_000_000 + 500_000*i) // different asks: the auction has a price to discover
+		if i == 0 {
+			// the first node offers 2 GiB of disk a GPU: a job that names its disk
+			// (requirements.disk_mib_per_gpu, up to that) runs there
+			cfg.Node.DiskMiBPerGPU = 2 << 10
+		}
 		cfg.Outputs.Listen = fmt.Sprintf("127.0.0.1:%d", out)
 		cfg.Telemetry.Listen = fmt.Sprintf("127.0.0.1:%d", tel)
 		perm := os.FileMode(0o700)

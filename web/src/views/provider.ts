@@ -193,7 +193,7 @@ export class ProviderView extends View {
         ${d.nodes.map(
           (n) => html`<article class="node" data-testid="node" aria-label="node ${n.node.id}">
             <h4>Node #${n.node.id} <span class="status s-${nodeStatus(n.node.status).toLowerCase()}">${nodeStatus(n.node.status)}</span></h4>
-            <p>${n.node.gpus.length} × ${n.node.gpus[0]?.model ?? "GPU"} · class <strong>${n.node.gpuClass || "—"}</strong> · ${n.node.region || "no region"}</p>
+            <p>${n.node.gpus.length} × ${n.node.gpus[0]?.model ?? "GPU"} · class <strong>${n.node.gpuClass || "—"}</strong> · ${n.node.region || "no region"} · <span data-testid="node-disk">${n.node.diskMibPerGpu > 0n ? `${n.node.diskMibPerGpu % 1024n === 0n ? `${n.node.diskMibPerGpu / 1024n} GiB` : `${n.node.diskMibPerGpu} MiB`} disk offered per GPU` : "no disk offered beyond the market's default"}</span></p>
             <p>Verified power <strong data-testid="node-power">${gflops(n.power)}</strong> <span class="muted">(median ${gflops(n.median)}, claimed
               ${gflops(n.node.claimedGflops)}, availability ${(n.availabilityPpm / 10000).toFixed(1)}%)</span></p>
             <p>PoCP this epoch: ${n.stats ? html`${n.stats.passed} passed, ${n.stats.failed} failed, ${n.stats.missed} missed of ${n.stats.issued}` : "none yet"}</p>
