@@ -3,7 +3,6 @@ package agent_test
 import (
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,15 +31,7 @@ func TestJobNamesItsDiskAndRunsWhereOffered(t *testing.T) {
 	spec.Requirements.DiskMibPerGpu = markettypes.MinTaskDiskMiBPerGPU
 	j := job(t, a, spec)
 	q := markettypesQuery(a)
-	failed := func() bool {
-		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
-		require.NoError(t, err)
-		return res.Job.Status == markettypes.JOB_STATUS_FAILED
-	}
-	for deadline := time.Now().Add(time.Minute); !failed() && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		tick(t, a, w1, w2, w3)
-	}
-	require.True(t, failed(), "the job failed on both offering machines within a minute")
+	require.True(t, failsWithinAMinute(t, a, j.Id, w1, w2, w3), "the job failed on both offering machines within a minute")
 	task, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: 1})
 	require.NoError(t, err)
 	fs := task.Task.Failures

@@ -90,17 +90,7 @@ func TestAttackJobFillsTheProvidersDisk(t *testing.T) {
 	var mu sync.Mutex
 	w1, w2 := newWorker(t, &mu, a, "p1", nil), newWorker(t, &mu, a, "p2", nil)
 	j := job(t, a, processSpec(a, `i=0; while [ $i -lt 48 ]; do dd if=/dev/zero of="$FLOPS_OUTPUT_DIR/fill.$i" bs=1M count=64 2>/dev/null; i=$((i+1)); done; sleep 600`))
-	q := markettypesQuery(a)
-	failed := func() bool {
-		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
-		require.NoError(t, err)
-		return res.Job.Status == markettypes.JOB_STATUS_FAILED
-	}
-	// the runs take the time of their writes: blocks every 100 ms, for at most a minute
-	for deadline := time.Now().Add(time.Minute); !failed() && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		tick(t, a, w1, w2)
-	}
-	require.True(t, failed(), "the job failed on both machines within a minute")
+	require.True(t, failsWithinAMinute(t, a, j.Id, w1, w2), "the job failed on both machines within a minute")
 	for _, f := range confirmedByBoth(t, a, 1) {
 		require.Equal(t, markettypes.FAILURE_REASON_DISK, f.Reason)
 		require.Contains(t, f.Detail, "more than 1073741824 bytes of disk")
@@ -131,6 +121,21 @@ func TestWorkerWarnsOfAWorkDirTooSmallForItsTasks(t *testing.T) {
 			require.Contains(t, logs.String(), fmt.Sprintf("tasks_may_fill_bytes=%d", 2*c.perGPU<<20))
 		}
 	}
+}
+
+// failsWithinAMinute ticks the workers every 100 ms (runs that take the time of their
+// writes) until the job has FAILED, for at most a minute, and says whether it did.
+func failsWithinAMinute(t *testing.T, a *apptest.App, jobID uint64, ws ...*worker) bool {
+	t.Helper()
+	failed := func() bool {
+		res, err := markettypesQuery(a).Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: jobID})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_FAILED
+	}
+	for deadline := time.Now().Add(time.Minute); !failed() && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		tick(t, a, ws...)
+	}
+	return failed()
 }
 
 // confirmedByBoth is a task's two failure reports, from p1's and p2's runs, the second
