@@ -245,6 +245,9 @@ func RandomNodeSpec(r *rand.Rand, class types.GpuClass, gpus int) types.NodeSpec
 		Runtimes:      []types.Runtime{types.RUNTIME_BUILTIN, types.RUNTIME_CONTAINER, types.RUNTIME_PROCESS}[:1+r.Intn(3)],
 		AskPerGpuHour: sdk.NewInt64Coin(sdk.DefaultBondDenom, int64(100_000+r.Intn(2_000_000))), ClaimedGflops: uint64(1 + r.Intn(1000)),
 	}
+	if r.Intn(2) == 0 {
+		spec.DiskMibPerGpu = uint64(1+r.Intn(4)) << 10 // 1 to 4 GiB a GPU offered
+	}
 	for range gpus {
 		g := types.GpuInfo{
 			Model: "NVIDIA " + class.ModelSubstrings[0], Uuid: fmt.Sprintf("GPU-%016x", r.Uint64()), MemoryMib: class.MinMemoryMib, ComputeCapability: "8.0",
@@ -459,6 +462,7 @@ func MsgUpdateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 			Gpus: append([]types.GpuInfo(nil), n.Gpus...), Workloads: n.Workloads, Runtimes: n.Runtimes, ClaimedGflops: n.ClaimedGflops,
 			Region: []string{"eu-west", "us-east", "ap-south"}[r.Intn(3)], Endpoint: fmt.Sprintf("https://n%d.sim.example", r.Uint32()),
 			AskPerGpuHour: sdk.NewInt64Coin(n.AskPerGpuHour.Denom, int64(100_000+r.Intn(2_000_000))),
+			DiskMibPerGpu: []uint64{0, n.DiskMibPerGpu, 4 << 10}[r.Intn(3)],
 		}
 		if r.Intn(4) == 0 {
 			if len(spec.Gpus) > 1 && r.Intn(2) == 0 {

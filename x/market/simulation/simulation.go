@@ -95,6 +95,10 @@ func MsgSubmitJobFactory(k keeper.Keeper) simsx.SimMsgFactoryFn[*types.MsgSubmit
 			spec.Requirements.SharedGpuOk = true
 			spec.Requirements.MultiSliceOk = r.Intn(3) == 0
 		}
+		// a job in four names its disk, 1 to 4 GiB a GPU: it runs only on nodes that offer it
+		if r.Intn(4) == 0 {
+			spec.Requirements.DiskMibPerGpu = uint64(1+r.Intn(4)) << 10
+		}
 		switch r.Intn(4) {
 		case 0:
 			spec.Runtime, spec.Image, spec.Builtin = types.RUNTIME_BUILTIN, types.BuiltinGemm, types.BuiltinArgs{GemmN: 256, GemmR: 1}
