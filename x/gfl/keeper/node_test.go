@@ -375,3 +375,27 @@ func TestRegisterNodeWithMIG(t *testing.T) {
 	require.Empty(t, f.node(id).Gpus[0].MigInstances)
 	f.register(op, other)
 }
+
+// The disk a node offers goes through a genesis: exported, validated, imported, the same;
+// a value out of its bounds is refused.
+func TestNodeDiskOfferInGenesis(t *testing.T) {
+	f := newFixture(t, nil)
+	op := f.operator("alice", 4)
+	s := spec("a", 2)
+	s.DiskMibPerGpu = 2 << 20
+	id := f.register(op, s)
+	exported, err := f.k.ExportGenesis(f.ctx)
+	require.NoError(t, err)
+	require.NoError(t, exported.Validate())
+	g := newFixture(t, nil)
+	g.bank.Fund(sdkAddr(op), f.bank.GetAllBalances(f.ctx, sdkAddr(op)))
+	require.NoError(t, g.k.InitGenesis(g.ctx, exported))
+	require.Equal(t, uint64(2<<20), g.node(id).DiskMibPerGpu)
+
+	for _, bad := range []uint64{types.MinDiskMiBPerGPU - 1, types.MaxDiskMiBPerGPU + 1} {
+		gs := exported
+		gs.Nodes = append([]types.Node(nil), exported.Nodes...)
+		gs.Nodes[0].DiskMibPerGpu = bad
+		require.ErrorContains(t, gs.Validate(), "nodes[0].disk_mib_per_gpu")
+	}
+}

@@ -62,6 +62,9 @@ func (gs GenesisState) validate() error {
 		if n.Status != NODE_STATUS_ACTIVE && n.PowerGflops != 0 {
 			return fmt.Errorf("nodes[%d]: %s node with power %d", i, n.Status, n.PowerGflops)
 		}
+		if n.DiskMibPerGpu != 0 && (n.DiskMibPerGpu < MinDiskMiBPerGPU || n.DiskMibPerGpu > MaxDiskMiBPerGPU) {
+			return fmt.Errorf("nodes[%d].disk_mib_per_gpu %d: 0 or %d to %d", i, n.DiskMibPerGpu, MinDiskMiBPerGPU, MaxDiskMiBPerGPU)
+		}
 		nodes[n.Id] = n
 	}
 	type roundCount struct{ issued, members uint32 }
