@@ -13,6 +13,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/testutil/apptest"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	marketkeeper "github.com/flopsnet/flops/x/market/keeper"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sskeeper "github.com/flopsnet/flops/x/staking-slash/keeper"
@@ -181,5 +182,51 @@ func TestAttackJobThatMakesProvidersAbandonPaysItsOwnerNothing(t *testing.T) {
 	require.True(t, slash.IsPositive(), "the abandoning provider is slashed")
 	require.Equal(t, before.client.String(), readLedger(a).client.String(), "the owner gets none of the slash")
 	require.Equal(t, supply.Sub(slash).String(), a.BankKeeper.GetSupply(a.Ctx(), udps).Amount.String(), "the slash is burned")
+	a.AssertInvariants()
+}
+
+// The attack of a client on the only provider that can run its job, on the wired app: a
+// job naming a disk that only p1's node offers (requirements.disk_mib_per_gpu; a region,
+// class or runtime only one operator offers does the same) fails on purpose. p1 reports
+// the failure honestly; no other operator's node can be given the task, so nothing
+// decides the report. It ended UNCONFIRMED, and p1 was slashed abandon_slash_ppm of its
+// bond, burned, for each such job, which cost the client its fees. Now it ends UNDECIDED:
+// p1's bond, its exposure and the supply are as before the job; p1 is not paid.
+func TestWiredAttackFailingJobOnlyOneOperatorCanRun(t *testing.T) {
+	a, nodes := marketApp(t, nil)
+	p1 := a.Account("p1").String()
+	spec := a100("p1", 1)
+	spec.DiskMibPerGpu = 2 << 20
+	a.MustDeliver("p1", &gfltypes.MsgUpdateNode{Operator: p1, NodeId: nodes["p1"], Spec: spec})
+	job := gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN)
+	job.Requirements.DiskMibPerGpu = 1 << 20
+	id := submit(t, a, job)
+	first := jobTasks(t, a, id)[0]
+	require.Equal(t, nodes["p1"], first.NodeId, "the only node that offers the disk")
+	bond := bonded(t, a, "p1")
+	supply := a.BankKeeper.GetSupply(a.Ctx(), udps).Amount
+	reportAfter(t, a, nodes, first, time.Minute)
+
+	// the task waits, placed nowhere, until its deadline (the job's)
+	a.BlockInterval = task(t, a, first.Id).Deadline.Sub(a.BlockTime())
+	a.NextBlock()
+	a.BlockInterval = time.Second
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	a.NextBlocks(int(p.AssignRetryMaxBlocks) + 1)
+
+	got := task(t, a, first.Id)
+	require.Equal(t, markettypes.TASK_STATUS_EXPIRED, got.Status)
+	require.Equal(t, markettypes.FAILURE_STATUS_UNDECIDED, got.Failures[0].Status)
+	require.True(t, got.Failures[0].Paid.IsZero())
+	require.Equal(t, bond.String(), bonded(t, a, "p1").String(), "not slashed")
+	require.Equal(t, supply.String(), a.BankKeeper.GetSupply(a.Ctx(), udps).Amount.String(), "nothing burned")
+	res, err := sskeeper.NewQueryServerImpl(a.StakingSlashKeeper).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: p1})
+	require.NoError(t, err)
+	require.Empty(t, res.Slashes)
+	c, err := a.StakingSlashKeeper.GetCollateral(a.Ctx(), a.Account("p1").Address)
+	require.NoError(t, err)
+	require.True(t, c.Exposure.IsZero(), "the report's reserved collateral is released")
+	require.True(t, c.SlashedTotal.IsZero(), "no slash")
 	a.AssertInvariants()
 }

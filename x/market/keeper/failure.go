@@ -35,8 +35,14 @@ import (
 //     Its provider is slashed max(abandon_slash_ppm, failure_penalty_multiple x the
 //     task's value), burned (neither the owner nor the refuting provider gains: a job
 //     that fails on some nodes only could otherwise farm slashes), and is not paid.
-//   - The task ends otherwise (expired, out of reassignments, a wrong result): the report
-//     is UNCONFIRMED and treated as an abandoned task (abandon_slash_ppm, burned).
+//   - The task ends otherwise (expired, out of reassignments, a wrong result) after another
+//     operator's node was given it: the report is UNCONFIRMED and treated as an abandoned
+//     task (abandon_slash_ppm, burned).
+//   - The task ends before any other operator's node was given it (none eligible and free
+//     until its deadline): UNDECIDED, neither paid nor slashed. Nothing shows the report
+//     false, and a client can shape a job that only one operator's nodes can run (a region,
+//     class, runtime or disk that only they offer): slashing the report then would let
+//     that client burn an honest provider's collateral with failing jobs at no cost.
 //   - The owner cancels first: CANCELLED; the provider is paid its time, as a cancelled
 //     running task is.
 //
@@ -289,7 +295,8 @@ func (k Keeper) confirmSiblings(ctx context.Context, p types.Params, job *types.
 
 // settleFailures decides the pending failure report of a task that becomes final with
 // the given status (finishTask calls it before the task's reservation is refunded):
-// SETTLED refutes it, CANCELLED pays its time, any other end leaves it unconfirmed.
+// SETTLED refutes it, CANCELLED pays its time, any other end leaves it unconfirmed, or
+// undecided when no other operator's node was given the task.
 func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.Job, t *types.Task, status types.TaskStatus) error {
 	i := pendingFailure(*t)
 	if i < 0 {
@@ -297,8 +304,8 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 	}
 	r := &t.Failures[i]
 	ev := sstypes.SlashEvidence{NodeId: r.NodeId, JobId: t.JobId, TaskId: t.Id}
-	switch status {
-	case types.TASK_STATUS_SETTLED:
+	switch {
+	case status == types.TASK_STATUS_SETTLED:
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_REFUTED); err != nil {
 			return err
 		}
@@ -308,8 +315,15 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.addHistory(ctx, *job, p, "FailureRefuted", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: the task settled on node %d; its provider is slashed", r.NodeId, t.NodeId)); err != nil {
 			return err
 		}
-	case types.TASK_STATUS_CANCELLED:
+	case status == types.TASK_STATUS_CANCELLED:
 		return k.payReport(ctx, p, job, t, r, r.TimeUsed, types.FAILURE_STATUS_CANCELLED)
+	case !r.Rerun:
+		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_UNDECIDED); err != nil {
+			return err
+		}
+		if err := k.addHistory(ctx, *job, p, "FailureUndecided", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: no other operator's node was given the task before it ended; neither paid nor slashed", r.NodeId)); err != nil {
+			return err
+		}
 	default:
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_UNCONFIRMED); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/validate"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -192,6 +193,7 @@ func TestFailureUnconfirmedIsTreatedAsAbandoning(t *testing.T) {
 	f.reportFailure(task, 3)
 	other := f.untilAssigned(task.Id)
 	require.Equal(t, types.TASK_STATUS_ASSIGNED, other.Status)
+	require.True(t, other.Failures[0].Rerun, "another operator's node was given the task")
 	for range f.params().AckTimeoutBlocks + 1 {
 		f.blocks(1)
 	}
@@ -209,6 +211,50 @@ func TestFailureUnconfirmedIsTreatedAsAbandoning(t *testing.T) {
 	require.Equal(t, f.params().AbandonSlashPpm, mine[0].ppm)
 	require.Empty(t, mine[0].owner)
 	require.True(t, f.coll.exp(reporter).IsZero())
+	f.assertInvariants()
+}
+
+// The attack of a client on the only provider that can run its job: a job whose
+// requirements only one operator's nodes meet (here a region only p1 is in; a rare class,
+// the PROCESS runtime or a large disk offer do the same) fails on purpose. Its honest
+// provider reports the failure, and no other operator's node can ever run the task to
+// decide the report. It ended UNCONFIRMED and was slashed abandon_slash_ppm of the
+// provider's collateral, burned, for a job that cost the client nothing but fees: a cheap
+// way to burn a chosen provider's bond. Now the report ends UNDECIDED: neither paid nor
+// slashed, no lapse in the provider's reputation, its reserved collateral released.
+func TestAttackFailingJobOnlyOneOperatorCanRunSlashesItsProvider(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addNode(f.operator("p1"), 8, func(n *gfltypes.Node) { n.Region = "lonely-1" })
+	f.addNode(f.operator("p2"), 8, nil) // another region: never eligible
+	spec := f.gemmSpec(1)
+	spec.Requirements.Region = "lonely-1"
+	job := f.submit(spec)
+	f.blocks(1)
+	task := f.tasks(job)[0]
+	reporter := f.operator("p1")
+	require.Equal(t, reporter, task.Provider, "the only eligible node")
+	f.ack(task)
+	f.next(2 * time.Minute)
+	require.Equal(t, types.FAILURE_STATUS_PENDING, f.reportFailure(f.task(task.Id), 1))
+	require.False(t, f.coll.exp(reporter).IsZero(), "the report reserves collateral while pending")
+	lapsed := len(f.hooks.lapsed)
+	// to the task's own deadline (the later of the job's and the report + max_duration +
+	// verification_timeout)
+	f.next(f.task(task.Id).Deadline.Sub(f.ctx.BlockTime()))
+	// the queue looks at the waiting task again within assign_retry_max_blocks
+	for i := 0; i <= int(f.params().AssignRetryMaxBlocks) && f.task(task.Id).Status == types.TASK_STATUS_PENDING; i++ {
+		f.blocks(1)
+	}
+
+	got := f.task(task.Id)
+	require.Equal(t, types.TASK_STATUS_EXPIRED, got.Status)
+	require.False(t, got.Failures[0].Rerun, "no other operator's node was given it")
+	require.Equal(t, types.FAILURE_STATUS_UNDECIDED, got.Failures[0].Status)
+	require.True(t, got.Failures[0].Paid.IsZero(), "not paid")
+	require.Empty(t, f.coll.slashes, "not slashed")
+	require.Len(t, f.hooks.lapsed, lapsed, "no lapse in its reputation")
+	require.True(t, f.coll.exp(reporter).IsZero(), "the reserved collateral is released")
+	require.Contains(t, f.history(job), "FailureUndecided")
 	f.assertInvariants()
 }
 

@@ -586,6 +586,11 @@ func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *t
 		t.AssignedHeight = h
 		t.AckDeadlineHeight = h + int64(p.AckTimeoutBlocks)
 		t.Devices = devices
+		// a pending failure report now has a run to decide it (the scheduler places such a
+		// task away from the reporting operator's nodes)
+		if i := pendingFailure(*t); i >= 0 {
+			t.Failures[i].Rerun = true
+		}
 	}); err != nil {
 		return err
 	}

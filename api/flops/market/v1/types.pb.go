@@ -672,12 +672,17 @@ const (
 	// FAILURE_STATUS_REFUTED: another node ran the task to a settled result: the report was
 	// the provider's fault. Slashed (failure_penalty_multiple), burned; not paid.
 	FailureStatus_FAILURE_STATUS_REFUTED FailureStatus = 3
-	// FAILURE_STATUS_UNCONFIRMED: the task ended without another node's run deciding it:
+	// FAILURE_STATUS_UNCONFIRMED: the task ended after another operator's node was given it
+	// (a run that lapsed, or gave a wrong result) without a run deciding the report:
 	// treated as an abandoned task (abandon_slash_ppm, burned); not paid.
 	FailureStatus_FAILURE_STATUS_UNCONFIRMED FailureStatus = 4
 	// FAILURE_STATUS_CANCELLED: the owner cancelled the job first: paid its time, as a
 	// cancelled running task is.
 	FailureStatus_FAILURE_STATUS_CANCELLED FailureStatus = 5
+	// FAILURE_STATUS_UNDECIDED: the task ended before any other operator's node was given
+	// it (none eligible and free until its deadline): nothing shows the report true or
+	// false. Neither paid nor slashed; its reserved collateral is released.
+	FailureStatus_FAILURE_STATUS_UNDECIDED FailureStatus = 6
 )
 
 // Enum value maps for FailureStatus.
@@ -689,6 +694,7 @@ var (
 		3: "FAILURE_STATUS_REFUTED",
 		4: "FAILURE_STATUS_UNCONFIRMED",
 		5: "FAILURE_STATUS_CANCELLED",
+		6: "FAILURE_STATUS_UNDECIDED",
 	}
 	FailureStatus_value = map[string]int32{
 		"FAILURE_STATUS_UNSPECIFIED": 0,
@@ -697,6 +703,7 @@ var (
 		"FAILURE_STATUS_REFUTED":     3,
 		"FAILURE_STATUS_UNCONFIRMED": 4,
 		"FAILURE_STATUS_CANCELLED":   5,
+		"FAILURE_STATUS_UNDECIDED":   6,
 	}
 )
 
@@ -3342,7 +3349,10 @@ type FailureReport struct {
 	// status of the report.
 	Status FailureStatus `protobuf:"varint,11,opt,name=status,proto3,enum=flops.market.v1.FailureStatus" json:"status,omitempty"`
 	// paid to the provider for the report's time, udps (gross).
-	Paid          string `protobuf:"bytes,12,opt,name=paid,proto3" json:"paid,omitempty"`
+	Paid string `protobuf:"bytes,12,opt,name=paid,proto3" json:"paid,omitempty"`
+	// rerun: another operator's node was given the task while the report was pending (its
+	// run decides the report; without one the report ends UNDECIDED).
+	Rerun         bool `protobuf:"varint,13,opt,name=rerun,proto3" json:"rerun,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3459,6 +3469,13 @@ func (x *FailureReport) GetPaid() string {
 		return x.Paid
 	}
 	return ""
+}
+
+func (x *FailureReport) GetRerun() bool {
+	if x != nil {
+		return x.Rerun
+	}
+	return false
 }
 
 // Bid is one node's offer in an auction.
@@ -4395,7 +4412,7 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x0fprogress_height\x18$ \x01(\x03R\x0eprogressHeight\x12*\n" +
 	"\x11audit_draw_height\x18% \x01(\x03R\x0fauditDrawHeight\x12%\n" +
 	"\x0epending_height\x18& \x01(\x03R\rpendingHeight\x12\x18\n" +
-	"\adevices\x18' \x03(\rR\adevices\"\xd9\x04\n" +
+	"\adevices\x18' \x03(\rR\adevices\"\xef\x04\n" +
 	"\rFailureReport\x124\n" +
 	"\bprovider\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\bprovider\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x126\n" +
@@ -4412,7 +4429,8 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"cosmos.Int\xa8\xe7\xb0*\x01R\bexposure\x126\n" +
 	"\x06status\x18\v \x01(\x0e2\x1e.flops.market.v1.FailureStatusR\x06status\x12D\n" +
 	"\x04paid\x18\f \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
-	"cosmos.Int\xa8\xe7\xb0*\x01R\x04paid\"\xcd\x03\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\x04paid\x12\x14\n" +
+	"\x05rerun\x18\r \x01(\bR\x05rerun\"\xcd\x03\n" +
 	"\x03Bid\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x124\n" +
@@ -4546,14 +4564,15 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x14FAILURE_REASON_IMAGE\x10\x03\x12 \n" +
 	"\x1cFAILURE_REASON_OUT_OF_MEMORY\x10\x04\x12\x1a\n" +
 	"\x16FAILURE_REASON_TIMEOUT\x10\x05\x12\x17\n" +
-	"\x13FAILURE_REASON_DISK\x10\x06\x1a\x04\x88\xa3\x1e\x00*\xc9\x01\n" +
+	"\x13FAILURE_REASON_DISK\x10\x06\x1a\x04\x88\xa3\x1e\x00*\xe7\x01\n" +
 	"\rFailureStatus\x12\x1e\n" +
 	"\x1aFAILURE_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16FAILURE_STATUS_PENDING\x10\x01\x12\x1c\n" +
 	"\x18FAILURE_STATUS_CONFIRMED\x10\x02\x12\x1a\n" +
 	"\x16FAILURE_STATUS_REFUTED\x10\x03\x12\x1e\n" +
 	"\x1aFAILURE_STATUS_UNCONFIRMED\x10\x04\x12\x1c\n" +
-	"\x18FAILURE_STATUS_CANCELLED\x10\x05\x1a\x04\x88\xa3\x1e\x00*\xb7\x01\n" +
+	"\x18FAILURE_STATUS_CANCELLED\x10\x05\x12\x1c\n" +
+	"\x18FAILURE_STATUS_UNDECIDED\x10\x06\x1a\x04\x88\xa3\x1e\x00*\xb7\x01\n" +
 	"\tBidStatus\x12\x1a\n" +
 	"\x16BID_STATUS_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fBID_STATUS_OPEN\x10\x01\x12\x12\n" +

@@ -650,7 +650,8 @@ export enum FailureStatus {
    */
   FAILURE_STATUS_REFUTED = 3,
   /**
-   * FAILURE_STATUS_UNCONFIRMED - FAILURE_STATUS_UNCONFIRMED: the task ended without another node's run deciding it:
+   * FAILURE_STATUS_UNCONFIRMED - FAILURE_STATUS_UNCONFIRMED: the task ended after another operator's node was given it
+   * (a run that lapsed, or gave a wrong result) without a run deciding the report:
    * treated as an abandoned task (abandon_slash_ppm, burned); not paid.
    */
   FAILURE_STATUS_UNCONFIRMED = 4,
@@ -659,6 +660,12 @@ export enum FailureStatus {
    * cancelled running task is.
    */
   FAILURE_STATUS_CANCELLED = 5,
+  /**
+   * FAILURE_STATUS_UNDECIDED - FAILURE_STATUS_UNDECIDED: the task ended before any other operator's node was given
+   * it (none eligible and free until its deadline): nothing shows the report true or
+   * false. Neither paid nor slashed; its reserved collateral is released.
+   */
+  FAILURE_STATUS_UNDECIDED = 6,
   UNRECOGNIZED = -1,
 }
 
@@ -682,6 +689,9 @@ export function failureStatusFromJSON(object: any): FailureStatus {
     case 5:
     case "FAILURE_STATUS_CANCELLED":
       return FailureStatus.FAILURE_STATUS_CANCELLED;
+    case 6:
+    case "FAILURE_STATUS_UNDECIDED":
+      return FailureStatus.FAILURE_STATUS_UNDECIDED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -703,6 +713,8 @@ export function failureStatusToJSON(object: FailureStatus): string {
       return "FAILURE_STATUS_UNCONFIRMED";
     case FailureStatus.FAILURE_STATUS_CANCELLED:
       return "FAILURE_STATUS_CANCELLED";
+    case FailureStatus.FAILURE_STATUS_UNDECIDED:
+      return "FAILURE_STATUS_UNDECIDED";
     case FailureStatus.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -1530,6 +1542,11 @@ export interface FailureReport {
   status: FailureStatus;
   /** paid to the provider for the report's time, udps (gross). */
   paid: string;
+  /**
+   * rerun: another operator's node was given the task while the report was pending (its
+   * run decides the report; without one the report ends UNDECIDED).
+   */
+  rerun: boolean;
 }
 
 /** Bid is one node's offer in an auction. */
@@ -6821,6 +6838,7 @@ function createBaseFailureReport(): FailureReport {
     exposure: "",
     status: 0,
     paid: "",
+    rerun: false,
   };
 }
 
@@ -6867,6 +6885,9 @@ export const FailureReport: MessageFns<FailureReport> = {
     }
     if (message.paid !== "") {
       writer.uint32(98).string(message.paid);
+    }
+    if (message.rerun !== false) {
+      writer.uint32(104).bool(message.rerun);
     }
     return writer;
   },
@@ -6980,6 +7001,14 @@ export const FailureReport: MessageFns<FailureReport> = {
             message.paid = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.rerun = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7018,6 +7047,7 @@ export const FailureReport: MessageFns<FailureReport> = {
       exposure: isSet(object.exposure) ? globalThis.String(object.exposure) : "",
       status: isSet(object.status) ? failureStatusFromJSON(object.status) : 0,
       paid: isSet(object.paid) ? globalThis.String(object.paid) : "",
+      rerun: isSet(object.rerun) ? globalThis.Boolean(object.rerun) : false,
     };
   },
 
@@ -7059,6 +7089,9 @@ export const FailureReport: MessageFns<FailureReport> = {
     if (message.paid !== "") {
       obj.paid = message.paid;
     }
+    if (message.rerun !== false) {
+      obj.rerun = message.rerun;
+    }
     return obj;
   },
 
@@ -7081,6 +7114,7 @@ export const FailureReport: MessageFns<FailureReport> = {
     message.exposure = object.exposure ?? "";
     message.status = object.status ?? 0;
     message.paid = object.paid ?? "";
+    message.rerun = object.rerun ?? false;
     return message;
   },
 };
