@@ -28,7 +28,7 @@ func TestRenderLoadsBack(t *testing.T) {
 	c.Chain = config.Chain{GRPC: "node.example:9090", ChainID: "flops-1", GasPrice: 0.025, PollInterval: config.Duration{Duration: 400 * time.Millisecond}}
 	c.Key = config.Key{Name: "p \"2\"", Backend: "file", Dir: filepath.Join(home, "keys")}
 	c.Node = config.Node{ID: 7, Region: "eu-west", Endpoint: "https://gpu.example:8470", Workloads: []string{"TRAINING"}, Runtimes: []string{"BUILTIN", "PROCESS"},
-		AskPerGPUHour: "2500000", ClaimedGflops: 900, MockGPUs: 2, NoNVML: true}
+		AskPerGPUHour: "2500000", ClaimedGflops: 900, DiskMiBPerGPU: 512 << 10, MockGPUs: 2, NoNVML: true}
 	c.Bond.Amount = "500000000"
 	c.Executor = config.Executor{WorkDir: filepath.Join(home, "w"), ContainerRuntime: "podman", IPFSGateway: "https://ipfs.io", Workers: 8, MaxTasks: 3,
 		PrivateInputs: true, Sandbox: config.Sandbox{Network: true, MemoryMiBPerGPU: 4096, CPUsPerGPU: 2, Processes: 100, ReadOnly: []string{"/usr", "/etc"}, MaxFileMiB: 1024, Cgroup: "/sys/fs/cgroup/flops"}}
@@ -61,6 +61,8 @@ func TestValidate(t *testing.T) {
 		"endpoint":      {func(c *config.Config) { c.Node.Endpoint = "ftp://x" }, "node.endpoint"},
 		"workload":      {func(c *config.Config) { c.Node.Workloads = []string{"MINING"} }, "node.workloads"},
 		"ask":           {func(c *config.Config) { c.Node.AskPerGPUHour = "-1" }, "ask_per_gpu_hour"},
+		"disk low":      {func(c *config.Config) { c.Node.DiskMiBPerGPU = 1023 }, "node.disk_mib_per_gpu"},
+		"disk high":     {func(c *config.Config) { c.Node.DiskMiBPerGPU = 16<<20 + 1 }, "node.disk_mib_per_gpu"},
 		"bond":          {func(c *config.Config) { c.Bond.Amount = "lots" }, "bond.amount"},
 		"solver":        {func(c *config.Config) { c.PoCP.Solver = "magic" }, "pocp.solver"},
 		"external path": {func(c *config.Config) { c.PoCP.Solver = "external" }, "pocp.external"},
