@@ -38,6 +38,27 @@ export const jobStatus = (s: marketTypes.JobStatus) => strip(marketTypes.jobStat
 export const nodeStatus = (s: gflTypes.NodeStatus) => strip(gflTypes.nodeStatusToJSON(s), "NODE_STATUS_");
 export const workload = (s: gflTypes.WorkloadClass) => strip(gflTypes.workloadClassToJSON(s), "WORKLOAD_CLASS_");
 export const slashReason = (s: stakingslashTypes.SlashReason) => strip(stakingslashTypes.slashReasonToJSON(s), "SLASH_REASON_");
+export const failureReason = (s: marketTypes.FailureReason) => strip(marketTypes.failureReasonToJSON(s), "FAILURE_REASON_");
+
+/** failureOutcome says what became of a provider's failure report, as the owner reads it. */
+export function failureOutcome(s: marketTypes.FailureStatus): string {
+  switch (s) {
+    case marketTypes.FailureStatus.FAILURE_STATUS_PENDING:
+      return "pending: the task runs again on another operator's node to decide it";
+    case marketTypes.FailureStatus.FAILURE_STATUS_CONFIRMED:
+      return "confirmed by another operator's run: both paid the confirmed time";
+    case marketTypes.FailureStatus.FAILURE_STATUS_REFUTED:
+      return "refuted: another node produced a result; the reporter was slashed";
+    case marketTypes.FailureStatus.FAILURE_STATUS_UNCONFIRMED:
+      return "unconfirmed: the rerun decided nothing; the reporter was slashed as for an abandoned task";
+    case marketTypes.FailureStatus.FAILURE_STATUS_CANCELLED:
+      return "cancelled with the job: the reporter was paid its time";
+    case marketTypes.FailureStatus.FAILURE_STATUS_UNDECIDED:
+      return "undecided: no other operator's node could take the task; nobody paid or slashed";
+    default:
+      return strip(marketTypes.failureStatusToJSON(s), "FAILURE_STATUS_");
+  }
+}
 
 /** decNumber reads a cosmos.Dec: the wire form is an integer scaled by 10^18
  * ("999999999656402560" is 0.999999999656402560); a string with a point is read as is. */

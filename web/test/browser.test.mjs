@@ -347,6 +347,39 @@ test("the provider view shows the node, its verified power and the payment", asy
   await page.screenshot({ path: `${OUT}/provider.png`, fullPage: true });
 });
 
+test("the job view says what became of each failure report", async () => {
+  // A failing job is not part of the demo's run: the node's answer for the submitted job's
+  // tasks is played with a report of each status added to its first task (the chain's own
+  // outcomes are tests/integration's; here, what the owner reads of them).
+  const statuses = [
+    [marketTypes.FailureStatus.FAILURE_STATUS_CONFIRMED, /confirmed by another operator's run/],
+    [marketTypes.FailureStatus.FAILURE_STATUS_REFUTED, /refuted: .* the reporter was slashed/],
+    [marketTypes.FailureStatus.FAILURE_STATUS_UNDECIDED, /undecided: no other operator's node could take the task; nobody paid or slashed/],
+  ];
+  const played = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  await playNode(played, (path) => {
+    if (path !== "/flops.market.v1.Query/TasksByJob") return undefined;
+    return (response) => {
+      const res = marketQuery.QueryTasksByJobResponse.decode(Buffer.from(response.value, "base64"));
+      if (res.tasks.length === 0) return response;
+      res.tasks[0].failures = statuses.map(([status], i) =>
+        marketTypes.FailureReport.fromPartial({ provider: res.tasks[0].provider, nodeId: BigInt(70 + i), reason: marketTypes.FailureReason.FAILURE_REASON_EXIT,
+          exitCode: 2, detail: "exit status 2", status, price: "0", exposure: "0", paid: "0" }));
+      return { ...response, value: Buffer.from(marketQuery.QueryTasksByJobResponse.encode(res).finish()).toString("base64") };
+    };
+  });
+  await played.goto(`${WEB_URL}#/job/${jobId}`);
+  const reports = played.getByTestId("task-failure");
+  await reports.first().waitFor({ timeout: 30_000 });
+  const shown = await reports.allTextContents();
+  assert.equal(shown.length, statuses.length);
+  statuses.forEach(([, want], i) => {
+    assert.match(shown[i], new RegExp(`^failure reported by node #${70 + i} \\(EXIT, exit code 2\\): `));
+    assert.match(shown[i], want);
+  });
+  await played.close();
+});
+
 test("a node that does not answer is said so, and retried with backoff", async () => {
   // a page of its own: its refused connections are the point, not console errors
   const dead = await browser.newPage({ viewport: { width: 1366, height: 768 } });

@@ -5,7 +5,7 @@ import { gflTypes, isFailedRoot, marketTx, marketTypes } from "@flopsnet/client"
 
 import { toHex } from "@cosmjs/encoding";
 
-import { disputeStatus, dps, jobStatus, short, taskStatus } from "../format.js";
+import { disputeStatus, dps, failureOutcome, failureReason, jobStatus, short, taskStatus } from "../format.js";
 import { fetchOutputs, readLog, type Checked } from "../outputs.js";
 import { page } from "../page.js";
 import { send } from "../tx.js";
@@ -231,7 +231,9 @@ export class JobView extends View {
                     <td>#${t.id} <span class="muted">(${t.index}.${t.replica})</span></td>
                     <td><span class="status s-${s.toLowerCase()}" data-testid="task-status">${s}</span>${t.reason ? html`<br /><small class="muted">${t.reason}</small>` : ""}${isFailedRoot(t.resultRoot)
                       ? html`<br /><small data-testid="task-failed-run">answered: the job failed on its run</small>`
-                      : ""}${this.dispute(t)}</td>
+                      : ""}${t.failures.map(
+                      (f) => html`<br /><small data-testid="task-failure">failure reported by node #${f.nodeId} (${failureReason(f.reason)}${f.exitCode !== 0 ? `, exit code ${f.exitCode}` : ""}): ${failureOutcome(f.status)}</small>`,
+                    )}${this.dispute(t)}</td>
                     <td>${step >= 0
                       ? html`<progress max=${STEPS.length - 1} value=${step} aria-label="task ${t.id} progress">${s}</progress>`
                       : "—"}</td>
