@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,8 +83,12 @@ type Agent struct {
 
 	node     gfltypes.Node
 	nodeRead int64 // the height node was last read at (refreshNode)
-	devices  []gpu.Device
-	units    []string // schedulable GPU (or MIG) UUIDs
+	// pendingSpec (nil: none) is the node's spec as this machine has it now, which the
+	// chain refused to take while the node had tasks in flight (a GPU added or gone since
+	// the registration): refreshNode sends it again
+	pendingSpec *gfltypes.NodeSpec
+	devices     []gpu.Device
+	units       []string // schedulable GPU (or MIG) UUIDs
 
 	bg *errgroup.Group
 
@@ -210,6 +215,33 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	a.mu.Lock()
 	a.node = got.Node
 	a.mu.Unlock()
+	if a.pendingSpec != nil {
+		a.updateNode(ctx, *a.pendingSpec)
+	}
+}
+
+// updateNode sends the node's spec as this machine has it. A change of its GPUs waits,
+// on the chain, until the node has no task in flight: the worker then runs what it holds
+// under the spec registered and sends the new one again at its next read of the node
+// (refreshNode). It fails only on another refusal.
+func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
+	op := a.o.Chain.Address().String()
+	err := a.submit(ctx, "update node", &gfltypes.MsgUpdateNode{Operator: op, NodeId: a.node.Id, Spec: spec})
+	switch {
+	case err == nil:
+		a.pendingSpec = nil
+		a.log.Info("node updated", "node", a.node.Id, "gpus", len(spec.Gpus))
+		return nil
+	case strings.Contains(err.Error(), gfltypes.ErrNodeBusy.Error()):
+		if a.pendingSpec == nil {
+			a.log.Warn("the node's GPUs changed, and the chain keeps a node's GPUs while it has tasks in flight: the worker runs them under the registered spec and sends the new one again once they end",
+				"node", a.node.Id, "gpus_registered", len(a.node.Gpus), "gpus_now", len(spec.Gpus))
+		}
+		a.pendingSpec = &spec
+		return nil
+	default:
+		return fmt.Errorf("update node %d: %w", a.node.Id, err)
+	}
 }
 
 // logClass says which class the chain puts the node in, when it is not the one claimed.

@@ -1173,3 +1173,37 @@ func bidsOn(t *testing.T, a *apptest.App, job uint64) int {
 	require.NoError(t, err)
 	return len(res.Bids)
 }
+
+// A worker restarted on a machine whose GPUs changed since its node was registered (a
+// card added here; one that died is the same) registers them: the chain keeps a node's
+// GPUs while it has tasks in flight, so the worker runs the task it holds under the spec
+// registered, and sends the new one again once the task has ended. Before, the worker
+// never compared its GPUs with the node's, and the chain kept the old list for good; a
+// first version that did, and stopped at the chain's refusal, would not have started at
+// all while it held a task.
+func TestWorkerRegistersItsGPUsOnceItsTasksEnd(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	home := t.TempDir()
+	w := newWorkerIn(t, &mu, a, "p1", home, nil)
+	require.Len(t, w.agent.Node().Gpus, 2)
+	j := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_ASSIGN))
+	q := markettypesQuery(a)
+	tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
+	require.NoError(t, err)
+	require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, tasks.Tasks[0].Status, "the node holds a task")
+
+	// the next start, with a third GPU
+	w2 := newWorkerIn(t, &mu, a, "p1", home, func(c *config.Config) { c.Node.MockGPUs = 3 })
+	require.Equal(t, w.agent.Node().Id, w2.agent.Node().Id, "the same node")
+	require.Len(t, w2.agent.Node().Gpus, 2, "kept while the task is in flight")
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	until(t, a, 80, "the job completed and the node has its three GPUs", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: w2.agent.Node().Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED && len(n.Node.Gpus) == 3
+	}, w2)
+	a.AssertInvariants()
+}

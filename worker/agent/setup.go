@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,10 +74,12 @@ func (a *Agent) Setup(ctx context.Context) error {
 		}
 		a.log.Info("node registered", "node", node.Id, "class", node.GpuClass, "status", node.Status, "gpus", len(node.Gpus), "claimed_gflops", spec.ClaimedGflops)
 	case specChanged(*node, spec):
-		if err := a.submit(ctx, "update node", &gfltypes.MsgUpdateNode{Operator: op, NodeId: node.Id, Spec: spec}); err != nil {
-			return fmt.Errorf("update node %d: %w", node.Id, err)
+		a.mu.Lock()
+		a.node = *node
+		a.mu.Unlock()
+		if err := a.updateNode(ctx, spec); err != nil {
+			return err
 		}
-		a.log.Info("node updated", "node", node.Id)
 	default:
 		a.log.Info("node found", "node", node.Id, "class", node.GpuClass, "status", node.Status)
 	}
@@ -230,7 +233,12 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 	}, nil
 }
 
+// specChanged: the machine's node spec differs from the node registered, its GPUs (as
+// x/gfl compares them: every field) included.
 func specChanged(n gfltypes.Node, s gfltypes.NodeSpec) bool {
+	if !sameGPUs(n.Gpus, s.Gpus) {
+		return true
+	}
 	if n.Region != s.Region || n.Endpoint != s.Endpoint || !n.AskPerGpuHour.Equal(s.AskPerGpuHour) || len(n.Workloads) != len(s.Workloads) || n.DiskMibPerGpu != s.DiskMibPerGpu {
 		return true
 	}
@@ -243,6 +251,16 @@ func specChanged(n gfltypes.Node, s gfltypes.NodeSpec) bool {
 		}
 	}
 	return false
+}
+
+// sameGPUs compares two GPU lists field by field, in order, as x/gfl does to tell an
+// inventory change.
+func sameGPUs(a, b []gfltypes.GpuInfo) bool {
+	return slices.EqualFunc(a, b, func(x, y gfltypes.GpuInfo) bool {
+		bx, errX := x.Marshal()
+		by, errY := y.Marshal()
+		return errX == nil && errY == nil && bytes.Equal(bx, by)
+	})
 }
 
 // MockDevices are n A100-40GB GPUs with UUIDs derived from the operator's address, for
