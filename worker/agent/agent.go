@@ -216,7 +216,11 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	a.node = got.Node
 	a.mu.Unlock()
 	if a.pendingSpec != nil {
-		a.updateNode(ctx, *a.pendingSpec)
+		if err := a.updateNode(ctx, *a.pendingSpec); err != nil {
+			// refused for another reason than the tasks in flight (the spec is checked at
+			// the start, so the chain's params changed): said, and tried again at the next read
+			a.log.Warn("the node's new spec was refused", "node", a.node.Id, "err", err)
+		}
 	}
 }
 
