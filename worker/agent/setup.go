@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -236,7 +235,7 @@ func (a *Agent) nodeSpec(ctx context.Context, devs []gpu.Device, node *gfltypes.
 // specChanged: the machine's node spec differs from the node registered, its GPUs (as
 // x/gfl compares them: every field) included.
 func specChanged(n gfltypes.Node, s gfltypes.NodeSpec) bool {
-	if !sameGPUs(n.Gpus, s.Gpus) {
+	if !gfltypes.SameGPUs(n.Gpus, s.Gpus) {
 		return true
 	}
 	if n.Region != s.Region || n.Endpoint != s.Endpoint || !n.AskPerGpuHour.Equal(s.AskPerGpuHour) || len(n.Workloads) != len(s.Workloads) || n.DiskMibPerGpu != s.DiskMibPerGpu {
@@ -251,16 +250,6 @@ func specChanged(n gfltypes.Node, s gfltypes.NodeSpec) bool {
 		}
 	}
 	return false
-}
-
-// sameGPUs compares two GPU lists field by field, in order, as x/gfl does to tell an
-// inventory change.
-func sameGPUs(a, b []gfltypes.GpuInfo) bool {
-	return slices.EqualFunc(a, b, func(x, y gfltypes.GpuInfo) bool {
-		bx, errX := x.Marshal()
-		by, errY := y.Marshal()
-		return errX == nil && errY == nil && bytes.Equal(bx, by)
-	})
 }
 
 // MockDevices are n A100-40GB GPUs with UUIDs derived from the operator's address, for

@@ -1,7 +1,6 @@
 package keeper
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -147,7 +146,7 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 		// another class claimed: it takes jobs in it once PoCP shows the class's floor
 		awaiting = p.AwaitsMeasurement(class)
 	}
-	inventoryChanged := class != node.GpuClass || !sameGPUs(node.Gpus, spec.Gpus)
+	inventoryChanged := class != node.GpuClass || !types.SameGPUs(node.Gpus, spec.Gpus)
 	if inventoryChanged {
 		if err := k.gflHooks().BeforeNodeChange(ctx, node); err != nil {
 			return node, errorsmod.Wrapf(types.ErrNodeBusy, "node %d: %s", id, err)
@@ -198,21 +197,6 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 		return types.Node{}, err
 	}
 	return node, nil
-}
-
-func sameGPUs(a, b []types.GpuInfo) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		// every field, those to come too (the encoding is deterministic)
-		x, errX := a[i].Marshal()
-		y, errY := b[i].Marshal()
-		if errX != nil || errY != nil || !bytes.Equal(x, y) {
-			return false
-		}
-	}
-	return true
 }
 
 // DeactivateNode takes a node off the market: its power is burned at once and its

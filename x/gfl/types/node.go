@@ -1,6 +1,7 @@
 package types
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -367,6 +368,17 @@ const (
 	MinDiskMiBPerGPU = 1 << 10
 	MaxDiskMiBPerGPU = 16 << 20
 )
+
+// SameGPUs says whether two GPU lists are the same inventory: every field of every GPU
+// (those to come too: the encoding is deterministic), in order. x/gfl holds a change of a
+// node's inventory until its tasks in flight end; the worker tells one by it.
+func SameGPUs(a, b []GpuInfo) bool {
+	return slices.EqualFunc(a, b, func(x, y GpuInfo) bool {
+		bx, errX := x.Marshal()
+		by, errY := y.Marshal()
+		return errX == nil && errY == nil && bytes.Equal(bx, by)
+	})
+}
 
 // DefaultRuntimes are what a node accepts when its spec lists none: the built-in
 // workloads and containers. PROCESS, which runs a job's command on the provider's machine

@@ -109,3 +109,16 @@ func TestMeasuredClass(t *testing.T) {
 	require.Equal(t, "A100-40GB", p.MeasuredClass("A100-40GB", a100, 0))
 	require.NotZero(t, types.DefaultGpuClasses()[0].MinGflopsPerGpu, "WithoutPowerRanges copies")
 }
+
+// SameGPUs compares every field of every GPU, in order.
+func TestSameGPUs(t *testing.T) {
+	gpus := []types.GpuInfo{{Model: "NVIDIA A100-SXM4-40GB", Uuid: "GPU-a", MemoryMib: 40960}, {Model: "NVIDIA A100-SXM4-40GB", Uuid: "GPU-b", MemoryMib: 40960}}
+	same := append([]types.GpuInfo(nil), gpus...)
+	require.True(t, types.SameGPUs(gpus, same))
+	require.True(t, types.SameGPUs(nil, []types.GpuInfo{}))
+	require.False(t, types.SameGPUs(gpus, gpus[:1]), "one gone")
+	require.False(t, types.SameGPUs(gpus, []types.GpuInfo{gpus[1], gpus[0]}), "another order")
+	other := append([]types.GpuInfo(nil), gpus...)
+	other[1].MigInstances = []types.MigInstance{{Uuid: "MIG-b0", MemoryMib: 4864, Slices: 1}}
+	require.False(t, types.SameGPUs(gpus, other), "a MIG instance made")
+}
