@@ -45,8 +45,7 @@ func TestAuditDisagreementGoesToCommittee(t *testing.T) {
 			d := newDriver(t, a, "p1", "p2", "p3", "p4", "p5")
 			d.behaviours["p1"] = behaviour{cheat: providerCheats}
 			d.behaviours["p2"] = behaviour{cheat: !providerCheats}
-			spec := exactJob(a, 1, 0)
-			spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+			spec := committeeJob(a, p)
 			clientStart := a.Balance(a.Account("client").Address, udps)
 			job := submit(t, a, spec)
 			target := jobTasks(t, a, job)[0]

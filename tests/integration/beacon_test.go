@@ -55,8 +55,7 @@ func TestAuditDrawWaitsForDrandRound(t *testing.T) {
 	bondAndRegister(t, a, "p1", 1)
 	p, _ := a.MarketKeeper.GetParams(a.Ctx())
 	d := newDriver(t, a, "p1", "p2")
-	spec := exactJob(a, 1, 0)
-	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	spec := committeeJob(a, p)
 	job := submit(t, a, spec)
 	target := jobTasks(t, a, job)[0]
 	// the relay runs until the commitment: the task's own draw waits for its round too

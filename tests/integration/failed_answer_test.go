@@ -57,8 +57,7 @@ func TestAttackFakeResultRefutesAFailureReport(t *testing.T) {
 	a, nodes, p := sparedApp(t, 4)
 	d := newDriver(t, a, "p1", "p2", "p3", "p4")
 	d.behaviours["p1"] = behaviour{fails: true}
-	spec := exactJob(a, 1, 0)
-	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	spec := committeeJob(a, p)
 	job := submit(t, a, spec)
 	first := jobTasks(t, a, job)[0]
 	require.Equal(t, nodes["p1"], first.NodeId)
@@ -186,8 +185,7 @@ func TestFailedAnswerOutvotedIsARefutedReport(t *testing.T) {
 	require.NoError(t, err)
 	d := newDriver(t, a, "p1", "p2", "p3")
 	d.behaviours["p2"] = behaviour{fails: true}
-	spec := exactJob(a, 1, 0)
-	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	spec := committeeJob(a, p)
 	client := a.Account("client").Address
 	clientStart := a.Balance(client, udps)
 	job := submit(t, a, spec)
@@ -252,8 +250,7 @@ func TestChallengeOverturnsAFakeResultOnAFailingJob(t *testing.T) {
 	d := newDriver(t, a, "p1", "p2")
 	d.behaviours["p1"] = behaviour{cheat: true}
 	d.behaviours["p2"] = behaviour{fails: true}
-	spec := exactJob(a, 1, 0)
-	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	spec := committeeJob(a, p)
 	client := a.Account("client").Address
 	clientStart := a.Balance(client, udps)
 	job := submit(t, a, spec)

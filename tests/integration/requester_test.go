@@ -26,9 +26,8 @@ func TestAttackOwnerProfitsFromOverturningAnHonestResult(t *testing.T) {
 	p, err := a.MarketKeeper.GetParams(a.Ctx())
 	require.NoError(t, err)
 	d := newDriver(t, a, "p1", "p2", "p3", "p4", "p5")
-	spec := exactJob(a, 1, 0)
+	spec := committeeJob(a, p)
 	spec.PriorityTip = sdk.NewInt64Coin(udps, 2_000_000)
-	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
 	client := a.Account("client").Address
 	start := a.Balance(client, udps)
 	job := submit(t, a, spec)

@@ -88,9 +88,8 @@ func TestAttackDisputeWithoutCommitteeEndsByTimeout(t *testing.T) {
 			if !tc.challenge {
 				d.behaviours["p2"] = behaviour{cheat: true} // the audit disagrees
 			}
-			spec := exactJob(a, 1, 0)
+			spec := committeeJob(a, p)
 			spec.MaxDuration = time.Minute
-			spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
 			client := a.Account("client").Address
 			clientStart := a.Balance(client, udps)
 			job := submit(t, a, spec)
@@ -155,9 +154,8 @@ func TestAuditThatCannotRunPaysNothingAndSlashesNobody(t *testing.T) {
 	})
 	d := newDriver(t, a, "p1")
 	p, _ := a.MarketKeeper.GetParams(a.Ctx())
-	spec := exactJob(a, 1, 0)
+	spec := committeeJob(a, p)
 	spec.MaxDuration = time.Minute
-	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
 	client := a.Account("client").Address
 	clientStart := a.Balance(client, udps)
 	job := submit(t, a, spec)
@@ -219,8 +217,7 @@ func TestAttackWashFarmsWarmup(t *testing.T) {
 	require.Equal(t, repBefore.String(), repAfter.String(), "wash tasks raised the reputation")
 
 	// a stranger's task: still in the warm-up, audited with certainty
-	stranger := exactJob(a, 1, 0)
-	stranger.VerificationBudget = sdk.NewCoin(udps, stranger.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	stranger := committeeJob(a, p)
 	job := submit(t, a, stranger)
 	d.until(100, "job finished", jobDone(t, a, job))
 	require.Len(t, role(t, a, job, markettypes.TASK_ROLE_AUDIT), 1, "the stranger's task is audited")
@@ -236,8 +233,7 @@ func TestAttackPlantedCheckpointSlashesSuccessor(t *testing.T) {
 	a, nodes := marketAppLate(t, 6, 1, nil) // p1 plants; p2 resumes; p3 audits; p4..p6 judge
 	p, _ := a.MarketKeeper.GetParams(a.Ctx())
 	d := newDriver(t, a, "p1", "p2", "p3", "p4", "p5", "p6")
-	spec := exactJob(a, 1, 0)
-	spec.VerificationBudget = sdk.NewCoin(udps, spec.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	spec := committeeJob(a, p)
 	job := submit(t, a, spec)
 	target := jobTasks(t, a, job)[0]
 	require.Equal(t, nodes["p1"], target.NodeId)

@@ -25,6 +25,14 @@ func exactJob(a *apptest.App, replicas uint32, budget int64) markettypes.JobSpec
 	return s
 }
 
+// committeeJob is exactJob with one replica and a verification budget that pays an audit
+// and a full committee (committee_size members) at the max price.
+func committeeJob(a *apptest.App, p markettypes.Params) markettypes.JobSpec {
+	s := exactJob(a, 1, 0)
+	s.VerificationBudget = sdk.NewCoin(udps, s.MaxPricePerTask.Amount.MulRaw(1+int64(p.CommitteeSize)))
+	return s
+}
+
 func task(t testing.TB, a *apptest.App, id uint64) markettypes.Task {
 	t.Helper()
 	tk, err := a.MarketKeeper.GetTask(a.Ctx(), id)
