@@ -108,9 +108,9 @@ func holdsCollateralLock(s types.NodeStatus) bool {
 	return s == types.NODE_STATUS_ACTIVE || s == types.NODE_STATUS_PENDING
 }
 
-// UpdateNode replaces a node's spec. A change of inventory (GPUs or class) is refused
-// while the node has work in flight, re-locks collateral for the new GPU count and moves
-// the node's power to its new class.
+// UpdateNode replaces a node's spec. A change of inventory (GPUs or class) is put to the
+// hooks first (x/market refuses one that the node's work in flight would not survive),
+// re-locks collateral for the new GPU count and moves the node's power to its new class.
 func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, spec types.NodeSpec) (types.Node, error) {
 	node, err := k.ownedNode(ctx, op, id)
 	if err != nil {
@@ -148,7 +148,10 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 	}
 	inventoryChanged := class != node.GpuClass || !types.SameGPUs(node.Gpus, spec.Gpus)
 	if inventoryChanged {
-		if err := k.gflHooks().BeforeNodeChange(ctx, node); err != nil {
+		next := node
+		next.GpuClass, next.ClaimedClass, next.AwaitingMeasurement = class, claimedClass, awaiting
+		applySpec(&next, spec)
+		if err := k.gflHooks().BeforeNodeChange(ctx, node, &next); err != nil {
 			return node, errorsmod.Wrapf(types.ErrNodeBusy, "node %d: %s", id, err)
 		}
 		if holdsCollateralLock(node.Status) {
@@ -226,7 +229,7 @@ func (k Keeper) DeactivateNode(ctx context.Context, op sdk.AccAddress, id uint64
 			return err
 		}
 	}
-	if err := k.gflHooks().BeforeNodeChange(ctx, node); err != nil {
+	if err := k.gflHooks().BeforeNodeChange(ctx, node, nil); err != nil {
 		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: %s", id, err)
 	}
 	if err := k.setNodePower(ctx, &node, 0); err != nil {

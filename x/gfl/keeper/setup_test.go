@@ -111,8 +111,8 @@ type hooks struct {
 	deleted    []uint64
 }
 
-func (h *hooks) BeforeNodeChange(context.Context, types.Node) error { return h.veto }
-func (h *hooks) BeforeNodeDelete(context.Context, types.Node) error { return h.deleteVeto }
+func (h *hooks) BeforeNodeChange(context.Context, types.Node, *types.Node) error { return h.veto }
+func (h *hooks) BeforeNodeDelete(context.Context, types.Node) error              { return h.deleteVeto }
 func (h *hooks) AfterNodeDeleted(_ context.Context, n types.Node) error {
 	if h.fail != nil {
 		return h.fail

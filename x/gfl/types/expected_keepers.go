@@ -45,9 +45,10 @@ type CollateralKeeper interface {
 // node with work in flight and re-indexes changed nodes; x/reputation counts challenge
 // outcomes.
 type GFLHooks interface {
-	// BeforeNodeChange is called before a node is deactivated or its inventory changes;
-	// an error vetoes the change.
-	BeforeNodeChange(ctx context.Context, node Node) error
+	// BeforeNodeChange is called before a node is deactivated (next nil) or its
+	// inventory changes (next: the node as the change would leave it); an error vetoes
+	// the change.
+	BeforeNodeChange(ctx context.Context, node Node, next *Node) error
 	// AfterNodeChanged is called after a node's status, spec or class changed; an error
 	// (the hook wrote nothing) fails the change.
 	AfterNodeChanged(ctx context.Context, node Node) error
@@ -68,9 +69,9 @@ type MultiGFLHooks []GFLHooks
 var _ GFLHooks = MultiGFLHooks{}
 
 // BeforeNodeChange implements GFLHooks.
-func (m MultiGFLHooks) BeforeNodeChange(ctx context.Context, node Node) error {
+func (m MultiGFLHooks) BeforeNodeChange(ctx context.Context, node Node, next *Node) error {
 	for _, h := range m {
-		if err := h.BeforeNodeChange(ctx, node); err != nil {
+		if err := h.BeforeNodeChange(ctx, node, next); err != nil {
 			return err
 		}
 	}

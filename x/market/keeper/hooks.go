@@ -19,16 +19,34 @@ func (k Keeper) GFLHooks() gfltypes.GFLHooks { return gflHooks{k} }
 
 type gflHooks struct{ k Keeper }
 
-// BeforeNodeChange vetoes a change to a node with tasks assigned, running or committed.
-func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node) error {
+// BeforeNodeChange vetoes the deactivation of a node with tasks assigned, running or
+// committed, and a change of its inventory that those tasks would not survive. A node
+// without MIG devices, before and after, that keeps its class and at least as many GPUs
+// as its tasks hold may change them while they run: the chain counts the GPUs a task
+// holds, not which ones, so a card that failed (or was added) is taken at once instead
+// of waiting for a moment without work, which a busy node may never have, while the
+// scheduler kept giving tasks to the card that is gone. With MIG the chain gave each task
+// exact devices, which a new inventory would renumber.
+func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node, next *gfltypes.Node) error {
 	s, err := h.k.Slots.Get(ctx, n.Id)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	if s.Tasks > 0 {
+	if s.Tasks == 0 {
+		return nil
+	}
+	if next == nil {
 		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight", n.Id, s.Tasks)
+	}
+	switch after := types.SlotFromNode(*next); {
+	case next.GpuClass != n.GpuClass:
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight: its class cannot change from %q to %q under them", n.Id, s.Tasks, n.GpuClass, next.GpuClass)
+	case len(s.Devices) > 0 || len(after.Devices) > 0:
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight on MIG devices the chain gave them: its GPUs cannot change under them", n.Id, s.Tasks)
+	case after.Gpus < s.GpusUsed:
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight on %d GPUs: the change leaves %d", n.Id, s.Tasks, s.GpusUsed, after.Gpus)
 	}
 	return nil
 }
@@ -44,7 +62,7 @@ func (h gflHooks) AfterNodeChanged(ctx context.Context, n gfltypes.Node) error {
 		s.GpusUsed, s.Tasks, s.OpenTasks = old.GpusUsed, old.Tasks, old.OpenTasks
 		if slices.Equal(s.Devices, old.Devices) {
 			s.DevicesUsed = old.DevicesUsed
-		} // else an inventory change, refused while a task holds the node (BeforeNodeChange)
+		} // else a change of MIG devices, refused while a task holds the node (BeforeNodeChange)
 		oldp = &old
 	case !errorsmod.IsOf(err, collections.ErrNotFound):
 		return err

@@ -147,7 +147,9 @@ type gflHooks struct{ k Keeper }
 var _ gfltypes.GFLHooks = gflHooks{}
 
 // BeforeNodeChange never vetoes.
-func (gflHooks) BeforeNodeChange(context.Context, gfltypes.Node) error { return nil }
+func (gflHooks) BeforeNodeChange(context.Context, gfltypes.Node, *gfltypes.Node) error {
+	return nil
+}
 
 // BeforeNodeDelete never vetoes.
 func (gflHooks) BeforeNodeDelete(context.Context, gfltypes.Node) error { return nil }

@@ -110,7 +110,7 @@ func TestNodesBecomeKnown(t *testing.T) {
 	res, err = f.qs.Provider(f.ctx, &types.QueryProviderRequest{Operator: operator("carol")})
 	require.NoError(t, err)
 	require.Zero(t, res.Nodes)
-	require.NoError(t, f.k.GFLHooks().BeforeNodeChange(f.ctx, moved))
+	require.NoError(t, f.k.GFLHooks().BeforeNodeChange(f.ctx, moved, nil))
 	f.requireInvariants()
 }
 
