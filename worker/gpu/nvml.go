@@ -107,8 +107,10 @@ func (n *NVML) checkOpen(ctx context.Context) error {
 	return nil
 }
 
-// Devices lists every GPU with its MIG devices. A GPU that fails a required
-// query (UUID, name, memory, compute capability) fails the whole listing;
+// Devices lists every GPU with its MIG devices. A GPU that NVML reports lost (fallen off
+// the bus, a fatal Xid: NVML_ERROR_GPU_IS_LOST) is left out and logged, so that one failed
+// card does not take the machine's other GPUs off the market; any other GPU that fails a
+// required query (UUID, name, memory, compute capability) fails the whole listing;
 // optional facts (power limit, MIG) that NVML does not support read as zero.
 func (n *NVML) Devices(ctx context.Context) ([]Device, error) {
 	if err := n.checkOpen(ctx); err != nil {
@@ -126,9 +128,17 @@ func (n *NVML) Devices(ctx context.Context) ([]Device, error) {
 		}
 		h, ret := n.lib.DeviceGetHandleByIndex(i)
 		if !ok(ret) {
+			if errors.Is(ret, nvml.ERROR_GPU_IS_LOST) {
+				n.log.Error("GPU lost: left out of the inventory until the machine is repaired", "index", i, "err", ret)
+				continue
+			}
 			return nil, fmt.Errorf("nvml device %d: handle: %w", i, ret)
 		}
 		d, err := n.device(i, h, mig)
+		if errors.Is(err, nvml.ERROR_GPU_IS_LOST) {
+			n.log.Error("GPU lost: left out of the inventory until the machine is repaired", "index", i, "err", err)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

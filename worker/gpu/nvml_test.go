@@ -148,16 +148,40 @@ func TestDevicesOptionalFactsUnsupported(t *testing.T) {
 	}
 }
 
-// A GPU that fails a required query fails the listing, naming the GPU and the
-// NVML error.
+// A GPU that NVML reports lost (at its handle or at any required query) is left out of
+// the listing and the machine's other GPUs are listed; a GPU that fails a required query
+// any other way fails the listing, naming the GPU and the NVML error.
 func TestDevicesLostGPU(t *testing.T) {
 	s := newDGX(t)
 	s.dev(4).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	byIndex := s.DeviceGetHandleByIndexFunc
+	s.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if i == 6 {
+			return nil, nvml.ERROR_GPU_IS_LOST
+		}
+		return byIndex(i)
+	}
 	inv := openMock(t, s)
 
-	_, err := inv.Devices(context.Background())
-	if !errors.Is(err, nvml.ERROR_GPU_IS_LOST) || !strings.Contains(err.Error(), s.dev(4).UUID) {
-		t.Fatalf("err = %v, want GPU_IS_LOST naming GPU 4", err)
+	devs, err := inv.Devices(context.Background())
+	if err != nil {
+		t.Fatalf("Devices: %v", err)
+	}
+	var got []int
+	for _, d := range devs {
+		got = append(got, d.Index)
+		if d.UUID == s.dev(4).UUID || d.UUID == s.dev(6).UUID {
+			t.Fatalf("a lost GPU listed: %+v", d)
+		}
+	}
+	if want := []int{0, 1, 2, 3, 5, 7}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("indexes %v, want %v", got, want)
+	}
+
+	s.dev(2).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_UNKNOWN }
+	_, err = inv.Devices(context.Background())
+	if !errors.Is(err, nvml.ERROR_UNKNOWN) || !strings.Contains(err.Error(), s.dev(2).UUID) {
+		t.Fatalf("err = %v, want ERROR_UNKNOWN naming GPU 2", err)
 	}
 }
 
