@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,11 +85,12 @@ type Agent struct {
 	node     gfltypes.Node
 	nodeRead int64 // the height node was last read at (refreshNode)
 	// pendingSpec (nil: none) is the node's spec as this machine has it now, which the
-	// chain refused to take while the node had tasks in flight (a GPU added or gone since
-	// the registration): refreshNode sends it again
+	// chain refused to take under the node's tasks in flight (updateNode): refreshNode
+	// sends it again
 	pendingSpec *gfltypes.NodeSpec
-	devices     []gpu.Device
-	units       []string // schedulable GPU (or MIG) UUIDs
+	devices     []gpu.Device // the offerable GPUs as last read (watchGPUs)
+	mockGPUs    bool         // devices are node.mock_gpus', not the machine's
+	units       []string     // schedulable GPU (or MIG) UUIDs, under mu
 
 	bg *errgroup.Group
 
@@ -215,6 +217,9 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	a.mu.Lock()
 	a.node = got.Node
 	a.mu.Unlock()
+	if a.watchGPUs(ctx) {
+		return
+	}
 	if a.pendingSpec != nil {
 		if err := a.updateNode(ctx, *a.pendingSpec); err != nil {
 			// refused for another reason than the tasks in flight (the spec is checked at
@@ -224,10 +229,73 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	}
 }
 
-// updateNode sends the node's spec as this machine has it. A change of its GPUs waits,
-// on the chain, until the node has no task in flight: the worker then runs what it holds
-// under the spec registered and sends the new one again at its next read of the node
-// (refreshNode). It fails only on another refusal.
+// watchGPUs reads the machine's GPUs again (at each read of the node) and, when they
+// changed since the last read, stops giving new tasks the ones that are gone and sends
+// the node's spec with the GPUs it has now; it says whether it sent one. A card that
+// fails while the worker runs (NVML reports it lost, and gpu.NVML leaves it out) is so
+// taken off the chain within nodeRefreshBlocks: x/market takes a change of GPUs while
+// tasks are in flight as long as the node keeps its class and enough GPUs for them, so
+// the scheduler stops giving tasks to the card that is gone, which would run on no GPU
+// here and fail. Tasks already running on it are not moved: they fail on their own.
+func (a *Agent) watchGPUs(ctx context.Context) bool {
+	if a.mockGPUs {
+		return false // nothing to read again
+	}
+	devs, err := a.o.GPUs.Devices(ctx)
+	if err != nil {
+		a.log.Warn("GPU inventory", "err", err)
+		return false
+	}
+	devs, _ = gpu.Offerable(devs)
+	now := gpu.ToGpuInfos(devs)
+	if gfltypes.SameGPUs(gpu.ToGpuInfos(a.devices), now) {
+		return false
+	}
+	units := gpu.SchedulableUUIDs(devs)
+	a.log.Warn("the machine's GPUs changed: new tasks get only those there now, and the node's spec follows",
+		"node", a.node.Id, "gone", missing(gpu.SchedulableUUIDs(a.devices), units), "added", missing(units, gpu.SchedulableUUIDs(a.devices)))
+	a.mu.Lock()
+	a.devices, a.units = devs, units
+	a.mu.Unlock()
+	if len(devs) == 0 {
+		a.log.Error("no GPU left on this machine: the node keeps its registered GPUs on the chain, and tasks given to them fail here; deactivate it (flopsd tx gfl deactivate-node) or repair the machine", "node", a.node.Id)
+		return false
+	}
+	spec := specOf(a.Node())
+	if a.pendingSpec != nil {
+		spec = *a.pendingSpec
+	}
+	spec.Gpus = now
+	if err := a.updateNode(ctx, spec); err != nil {
+		a.log.Warn("the node's new spec was refused", "node", a.node.Id, "err", err)
+	}
+	return true
+}
+
+// missing lists the entries of a that are not in b.
+func missing(a, b []string) []string {
+	var out []string
+	for _, u := range a {
+		if !slices.Contains(b, u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// specOf is the spec a node was registered or last updated with.
+func specOf(n gfltypes.Node) gfltypes.NodeSpec {
+	return gfltypes.NodeSpec{
+		Gpus: n.Gpus, Region: n.Region, Endpoint: n.Endpoint, Workloads: n.Workloads, AskPerGpuHour: n.AskPerGpuHour,
+		ClaimedGflops: n.ClaimedGflops, Runtimes: n.Runtimes, DiskMibPerGpu: n.DiskMibPerGpu,
+	}
+}
+
+// updateNode sends the node's spec as this machine has it. x/market refuses a change of
+// GPUs that the node's tasks in flight would not survive (fewer GPUs than they hold, a
+// change of class or of MIG devices): the worker then runs what it holds under the spec
+// registered and sends the new one again at each read of the node (refreshNode) until it
+// lands. It fails only on another refusal.
 func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
 	op := a.o.Chain.Address().String()
 	err := a.submit(ctx, "update node", &gfltypes.MsgUpdateNode{Operator: op, NodeId: a.node.Id, Spec: spec})
@@ -238,7 +306,7 @@ func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
 		return nil
 	case strings.Contains(err.Error(), gfltypes.ErrNodeBusy.Error()):
 		if a.pendingSpec == nil {
-			a.log.Warn("the node's GPUs changed, and the chain keeps a node's GPUs while it has tasks in flight: the worker runs them under the registered spec and sends the new one again once they end",
+			a.log.Warn("the node's GPUs changed, and the chain keeps them while the node's tasks in flight need them: the worker runs those under the registered spec and sends the new one again until it lands",
 				"node", a.node.Id, "gpus_registered", len(a.node.Gpus), "gpus_now", len(spec.Gpus))
 		}
 		a.pendingSpec = &spec

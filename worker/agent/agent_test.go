@@ -1174,36 +1174,55 @@ func bidsOn(t *testing.T, a *apptest.App, job uint64) int {
 	return len(res.Bids)
 }
 
-// A worker restarted on a machine whose GPUs changed since its node was registered (a
-// card added here; one that died is the same) registers them: the chain keeps a node's
-// GPUs while it has tasks in flight, so the worker runs the task it holds under the spec
-// registered, and sends the new one again once the task has ended. Before, the worker
-// never compared its GPUs with the node's, and the chain kept the old list for good; a
-// first version that did, and stopped at the chain's refusal, would not have started at
-// all while it held a task.
+// A worker restarted on a machine whose GPUs changed since its node was registered
+// registers them. A card added while the node holds a task is taken at once (the task
+// keeps its GPU). A change the chain refuses while the node holds tasks (here two tasks
+// on the node's GPUs and one card left: the tasks hold more GPUs than the machine has
+// now) is sent again at each read of the node: the worker runs what it holds under the
+// spec registered, and the spec lands once the tasks have ended. Before, the worker never
+// compared its GPUs with the node's, and the chain kept the old list for good; a first
+// version that did, and stopped at the chain's refusal, would not have started at all
+// while it held a task.
 func TestWorkerRegistersItsGPUsOnceItsTasksEnd(t *testing.T) {
 	a := appWithProviders(t, "p1")
 	var mu sync.Mutex
 	home := t.TempDir()
 	w := newWorkerIn(t, &mu, a, "p1", home, nil)
 	require.Len(t, w.agent.Node().Gpus, 2)
-	j := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_ASSIGN))
 	q := markettypesQuery(a)
-	tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
-	require.NoError(t, err)
-	require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, tasks.Tasks[0].Status, "the node holds a task")
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	inFlight := func(j markettypes.Job) {
+		t.Helper()
+		tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		for _, tk := range tasks.Tasks {
+			require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, tk.Status, "the node holds the job's tasks")
+		}
+	}
+	completedWith := func(j markettypes.Job, gpus int, ws ...*worker) {
+		t.Helper()
+		until(t, a, 80, fmt.Sprintf("the job completed and the node has %d GPUs", gpus), func() bool {
+			res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+			require.NoError(t, err)
+			n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: w.agent.Node().Id})
+			require.NoError(t, err)
+			return res.Job.Status == markettypes.JOB_STATUS_COMPLETED && len(n.Node.Gpus) == gpus
+		}, ws...)
+	}
+	j := job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_ASSIGN))
+	inFlight(j)
 
-	// the next start, with a third GPU
+	// the next start, with a third GPU: taken beside the tasks in flight
 	w2 := newWorkerIn(t, &mu, a, "p1", home, func(c *config.Config) { c.Node.MockGPUs = 3 })
 	require.Equal(t, w.agent.Node().Id, w2.agent.Node().Id, "the same node")
-	require.Len(t, w2.agent.Node().Gpus, 2, "kept while the task is in flight")
-	gq := gfltypes.NewQueryClient(a.QueryConn())
-	until(t, a, 80, "the job completed and the node has its three GPUs", func() bool {
-		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
-		require.NoError(t, err)
-		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: w2.agent.Node().Id})
-		require.NoError(t, err)
-		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED && len(n.Node.Gpus) == 3
-	}, w2)
+	require.Len(t, w2.agent.Node().Gpus, 3, "a card added is taken while the tasks are in flight")
+	completedWith(j, 3, w2)
+
+	// the next start, with one GPU left under the job's two tasks: refused until they end
+	j = job(t, a, gemmSpec(a, markettypes.ALLOCATION_MODE_ASSIGN))
+	inFlight(j)
+	w3 := newWorkerIn(t, &mu, a, "p1", home, func(c *config.Config) { c.Node.MockGPUs = 1 })
+	require.Len(t, w3.agent.Node().Gpus, 3, "kept while the tasks hold more GPUs than are left")
+	completedWith(j, 1, w3)
 	a.AssertInvariants()
 }

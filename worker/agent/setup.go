@@ -36,7 +36,8 @@ func (a *Agent) Setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("GPU inventory: %w", err)
 	}
-	if len(devs) == 0 && a.cfg.Node.MockGPUs > 0 {
+	mock := len(devs) == 0 && a.cfg.Node.MockGPUs > 0
+	if mock {
 		devs = MockDevices(a.o.Chain.Address(), a.cfg.Node.MockGPUs)
 		a.log.Info("no GPU found: registering mock GPUs", "gpus", len(devs))
 	}
@@ -47,7 +48,9 @@ func (a *Agent) Setup(ctx context.Context) error {
 	if len(devs) == 0 {
 		return fmt.Errorf("no GPU on this machine (%s) and node.mock_gpus is 0: nothing to sell", gpu.FallbackReason(a.o.GPUs))
 	}
-	a.devices, a.units = devs, gpu.SchedulableUUIDs(devs)
+	a.mu.Lock()
+	a.devices, a.units, a.mockGPUs = devs, gpu.SchedulableUUIDs(devs), mock
+	a.mu.Unlock()
 	if err := a.ensureBond(ctx, uint64(len(devs))); err != nil {
 		return err
 	}

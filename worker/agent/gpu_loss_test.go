@@ -1,0 +1,114 @@
+//go:build cgo
+
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/require"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/worker/config"
+	"github.com/flopsnet/flops/worker/gpu"
+	"github.com/flopsnet/flops/worker/gpu/gpumock"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// A card of a busy 8-GPU machine is lost (NVML answers NVML_ERROR_GPU_IS_LOST for it from
+// then on) while two tasks are in flight on the node. The worker reads its GPUs again with
+// its node, and the chain takes the node's spec without the card while the tasks are still
+// in flight, so a job of six tasks that comes next gets five GPUs of the seven left, its
+// sixth task waiting for one of them. Before, the worker read its GPUs at its start only,
+// and the chain kept the eight GPUs of a node with work in flight: all six were placed,
+// one on the card that was gone. Every task here ran on a card that was there, once, and
+// every one was settled.
+func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
+	s := gpumock.NewDGX()
+	inv, err := gpu.OpenLibrary(s, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inv.Close() })
+	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AckTimeoutBlocks = 40 })
+	var mu sync.Mutex
+	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, workerWith{}, func(c *config.Config) {
+		c.Node.MockGPUs = 0
+		c.Bond.Amount = "900000000" // 8 GPUs
+	})
+	nodeID := w.agent.Node().Id
+	require.Len(t, w.agent.Node().Gpus, 8)
+	lost, _ := s.Dev(7).GetUUID()
+
+	seen := filepath.Join(t.TempDir(), "seen")
+	spec := func(tag string, tasks uint32) markettypes.JobSpec {
+		return markettypes.JobSpec{
+			Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS,
+			Command:   []string{"sh", "-c", `echo "$TAG $CUDA_VISIBLE_DEVICES" >> "$SEEN"; echo ok > "$FLOPS_OUTPUT_DIR/out"`},
+			Env:       []markettypes.EnvVar{{Name: "SEEN", Value: seen}, {Name: "TAG", Value: tag}},
+			TaskCount: tasks, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
+			Requirements:    markettypes.Requirements{GpuCount: 1},
+			MaxPricePerTask: sdk.NewInt64Coin("udps", 2_000_000), MaxDuration: 10 * time.Minute, Deadline: a.BlockTime().Add(time.Hour),
+			PriorityTip: sdk.NewInt64Coin("udps", 0), Mode: markettypes.ALLOCATION_MODE_ASSIGN, VerificationBudget: sdk.NewInt64Coin("udps", 0),
+		}
+	}
+	q := markettypesQuery(a)
+	tasksOf := func(id uint64) []markettypes.Task {
+		res, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: id})
+		require.NoError(t, err)
+		return res.Tasks
+	}
+	// The tests drive the worker block by block and it runs tasks in line, so the first
+	// job's two tasks are kept in flight by not letting it act until its next read of the
+	// node (every 10 blocks), where it reads its GPUs again before it acks them.
+	first := job(t, a, spec("first", 2))
+	for range 10 {
+		a.NextBlock()
+	}
+	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	tick(t, a, w)
+	a.NextBlock() // the update's block, if the worker's tick sent it last
+	n, err := gfltypes.NewQueryClient(a.QueryConn()).Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+	require.NoError(t, err)
+	require.Len(t, n.Node.Gpus, 7, "the lost card is off the chain")
+	slot, err := q.NodeSlot(a.Ctx(), &markettypes.QueryNodeSlotRequest{NodeId: nodeID})
+	require.NoError(t, err)
+	require.Equal(t, uint32(2), slot.Slot.GpusUsed, "taken while the first job's tasks were in flight")
+	for _, tk := range tasksOf(first.Id) {
+		require.Equal(t, nodeID, tk.NodeId)
+	}
+
+	second := job(t, a, spec("second", 6))
+	pending := 0
+	for _, tk := range tasksOf(second.Id) {
+		if tk.Status == markettypes.TASK_STATUS_PENDING {
+			pending++
+		}
+	}
+	require.Equal(t, 1, pending, "seven GPUs, two busy: five of the six tasks placed")
+	until(t, a, 120, "both jobs completed", func() bool {
+		for _, id := range []uint64{first.Id, second.Id} {
+			res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: id})
+			require.NoError(t, err)
+			if res.Job.Status != markettypes.JOB_STATUS_COMPLETED {
+				return false
+			}
+		}
+		return true
+	}, w)
+	b, err := os.ReadFile(seen)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 8, "each task ran once")
+	for _, line := range lines {
+		_, dev, _ := strings.Cut(line, " ")
+		require.True(t, strings.HasPrefix(dev, "GPU-"), "a task ran without a GPU: %q", line)
+		require.NotEqual(t, lost, dev, "a task ran on the lost GPU")
+	}
+	a.AssertInvariants()
+}
