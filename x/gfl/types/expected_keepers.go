@@ -41,9 +41,9 @@ type CollateralKeeper interface {
 	Jail(ctx context.Context, provider sdk.AccAddress, until time.Time, evidence sstypes.SlashEvidence) error
 }
 
-// GFLHooks let other modules follow nodes and challenges. x/market vetoes changes to a
-// node with work in flight and re-indexes changed nodes; x/reputation counts challenge
-// outcomes.
+// GFLHooks let other modules follow nodes and challenges. x/market vetoes the
+// deactivation of a node with work in flight and the inventory changes its tasks would not
+// survive, and re-indexes changed nodes; x/reputation counts challenge outcomes.
 type GFLHooks interface {
 	// BeforeNodeChange is called before a node is deactivated (next nil) or its
 	// inventory changes (next: the node as the change would leave it); an error vetoes

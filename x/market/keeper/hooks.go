@@ -14,7 +14,7 @@ import (
 
 // GFLHooks returns the x/gfl hooks of the market: it keeps its node slots and scheduling
 // index in step with the registry and refuses to let a node with work in flight be
-// deactivated or re-equipped.
+// deactivated, or re-equipped in a way its tasks would not survive.
 func (k Keeper) GFLHooks() gfltypes.GFLHooks { return gflHooks{k} }
 
 type gflHooks struct{ k Keeper }
