@@ -82,6 +82,11 @@ func (k Keeper) rebalanceNode(ctx sdk.Context, p types.Params, id, epoch uint64)
 			node.AwaitingMeasurement = false
 		}
 	}
+	if limit, ok := p.PowerCap(node); ok && power > limit {
+		// answered by more than the GPUs it declares, or declaring fewer since it was
+		// measured (docs/pocp.md, "Power per declared GPU")
+		power = limit
+	}
 	if err := k.setNodePower(ctx, &node, power); err != nil {
 		return err
 	}

@@ -303,3 +303,48 @@ func TestAttackReclaimEveryEpoch(t *testing.T) {
 		f.requireSupplyInvariant()
 	}
 }
+
+// TestAttackOneGPUAnswersForACluster: an operator registers a node of one A100-40GB,
+// locking one GPU's collateral, and answers its challenges with a cluster behind it: 9
+// PFLOP/s, nine times what any A100 can do. Before, the node was credited all of it as
+// index power (and the availability reward that follows it), while the market could sell
+// one GPU of it. Now its power is capped at the ceiling of the classes that hold its GPU's
+// 40 GiB (1 PFLOP/s: A100-40GB and RTX4090-24GB): the rebalance puts it in no class
+// (nothing in the table fits 9 PFLOP/s a GPU of 40 GiB), and its power is 1,000,000, its
+// measurement kept as measured. A node of two A100s measured within
+// the ceiling keeps its power whole; the first node, updated to declare a second GPU
+// without a new measurement, is credited two ceilings at the next rebalance, and one
+// again once it declares one.
+func TestAttackOneGPUAnswersForACluster(t *testing.T) {
+	f := newFixture(t, func(p *types.Params) { p.ChallengeIntervalBlocks = 1000 })
+	require.Equal(t, types.DefaultGpuClasses(), f.params().GpuClasses, "the launch table")
+	op := f.operator("mallory", 10)
+	cluster := f.register(op, spec("cluster", 1))
+	honest := f.register(f.operator("alice", 10), spec("honest", 2))
+	f.blocks(1)
+
+	f.setStats(cluster, 3, 0, 0, 8_000_000, 9_000_000, 10_000_000)
+	f.setStats(honest, 3, 0, 0, 1_500_000, 1_600_000, 1_700_000) // 800,000 a GPU
+	f.rebalance()
+	n := f.node(cluster)
+	require.Equal(t, uint64(9_000_000), n.MedianGflops, "what it measured")
+	require.Equal(t, "", n.GpuClass, "above every class's ceiling for its memory")
+	require.Equal(t, uint64(1_000_000), n.PowerGflops, "one A100's ceiling")
+	require.Equal(t, uint64(1_600_000), f.node(honest).PowerGflops, "within the ceiling: whole")
+	require.Equal(t, "A100-40GB", f.node(honest).GpuClass)
+
+	// declaring more GPUs raises the cap, fewer lowers it, without a new measurement
+	update := func(gpus int) {
+		s := spec("cluster", gpus)
+		_, err := f.ms.UpdateNode(f.ctx, &types.MsgUpdateNode{Operator: op, NodeId: cluster, Spec: s})
+		require.NoError(t, err)
+	}
+	update(2)
+	f.setStats(cluster, 3, 0, 0, 8_000_000, 9_000_000, 10_000_000)
+	f.rebalance()
+	require.Equal(t, uint64(2_000_000), f.node(cluster).PowerGflops)
+	update(1)
+	f.rebalance() // no sample this epoch: the power kept, under the new cap
+	require.Equal(t, uint64(1_000_000), f.node(cluster).PowerGflops)
+	f.requireSupplyInvariant()
+}

@@ -3,6 +3,7 @@ package types
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -325,6 +326,46 @@ func (p Params) Class(class string) (GpuClass, bool) {
 func (p Params) AwaitsMeasurement(class string) bool {
 	c, ok := p.Class(class)
 	return ok && c.MinGflopsPerGpu > 0
+}
+
+// PowerCap is the most index power the node is credited, and whether there is such a
+// bound: for each of its GPUs, the highest ceiling (max_gflops_per_gpu) among the classes
+// whose memory range holds the GPU's memory (among all classes when none does), summed;
+// none when one of those classes has no ceiling. As for MeasuredClass, memory and power
+// are the evidence, not model names. A node measured above that is answered by more than
+// the GPUs it declares (a cluster behind one registered GPU): this keeps the power it is
+// credited, and its availability reward, within what its declared GPUs, each locking
+// collateral, could do.
+func (p Params) PowerCap(n Node) (uint64, bool) {
+	if len(p.GpuClasses) == 0 {
+		return 0, false
+	}
+	var total uint64
+	for _, g := range n.Gpus {
+		best, held := uint64(0), false
+		for _, c := range p.GpuClasses {
+			if c.holdsMemoryOf(g) {
+				held = true
+				if c.MaxGflopsPerGpu == 0 {
+					return 0, false
+				}
+				best = max(best, c.MaxGflopsPerGpu)
+			}
+		}
+		if !held {
+			for _, c := range p.GpuClasses {
+				if c.MaxGflopsPerGpu == 0 {
+					return 0, false
+				}
+				best = max(best, c.MaxGflopsPerGpu)
+			}
+		}
+		if total > math.MaxUint64-best {
+			return math.MaxUint64, true
+		}
+		total += best
+	}
+	return total, true
 }
 
 // PerGPU is a power sample of the node per GPU: what a class's range bounds.

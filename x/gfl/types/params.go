@@ -36,9 +36,9 @@ var WorkloadClasses = []WorkloadClass{
 // class (H200): memory bandwidth (TB/s), memory capacity (GB), dense fp16 tensor
 // throughput, and NVLink bandwidth (PCIe-only cards get PCIe 5.0 x16 over NVLink 4).
 func DefaultGpuClasses() []GpuClass {
-	class := func(name string, subs []string, minMiB, maxMiB, floor uint64, bw, mem, tensor, ic uint32) GpuClass {
+	class := func(name string, subs []string, minMiB, maxMiB, floor, ceiling uint64, bw, mem, tensor, ic uint32) GpuClass {
 		return GpuClass{
-			Name: name, ModelSubstrings: subs, MinMemoryMib: minMiB, MaxMemoryMib: maxMiB, MinGflopsPerGpu: floor,
+			Name: name, ModelSubstrings: subs, MinMemoryMib: minMiB, MaxMemoryMib: maxMiB, MinGflopsPerGpu: floor, MaxGflopsPerGpu: ceiling,
 			Factors: PerformanceFactors{MemoryBandwidthPpm: bw, MemoryCapacityPpm: mem, TensorCoresPpm: tensor, InterconnectPpm: ic},
 		}
 	}
@@ -49,13 +49,20 @@ func DefaultGpuClasses() []GpuClass {
 	// (a few GFLOP/s a core) stays thousands of times under: a CPU or a lesser card
 	// registered under a class's model name is re-classed at its first rebalance. They
 	// are to be calibrated on real cards (docs/pocp.md).
+	//
+	// The ceilings are about 1.5x each card's dense int8 tensor-core peak, more than any
+	// exact path of the card can reach (H100 SXM and H200 1,979 TOPS, A100 624, L40S 733,
+	// RTX 4090 661): a node measured above its class's ceiling is answered by more than
+	// the GPUs it declares, and its index power is capped at its GPU count times the
+	// ceiling (Params.PowerCap), so that declared GPUs, each locking its collateral,
+	// bound the power credited.
 	return []GpuClass{
-		class("H200-141GB", []string{"H200"}, 130_000, 0, 10_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000),
-		class("H100-80GB", []string{"H100"}, 76_000, 100_000, 10_000, 698_000, 567_000, 1_000_000, 1_000_000),
-		class("A100-80GB", []string{"A100"}, 76_000, 0, 4_000, 424_000, 567_000, 315_000, 667_000),
-		class("A100-40GB", []string{"A100"}, 38_000, 42_000, 4_000, 324_000, 284_000, 315_000, 667_000),
-		class("L40S-48GB", []string{"L40S"}, 44_000, 0, 15_000, 180_000, 340_000, 366_000, 71_000),
-		class("RTX4090-24GB", []string{"4090"}, 22_000, 0, 15_000, 210_000, 170_000, 167_000, 71_000),
+		class("H200-141GB", []string{"H200"}, 130_000, 0, 10_000, 3_000_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000),
+		class("H100-80GB", []string{"H100"}, 76_000, 100_000, 10_000, 3_000_000, 698_000, 567_000, 1_000_000, 1_000_000),
+		class("A100-80GB", []string{"A100"}, 76_000, 0, 4_000, 1_000_000, 424_000, 567_000, 315_000, 667_000),
+		class("A100-40GB", []string{"A100"}, 38_000, 42_000, 4_000, 1_000_000, 324_000, 284_000, 315_000, 667_000),
+		class("L40S-48GB", []string{"L40S"}, 44_000, 0, 15_000, 1_100_000, 180_000, 340_000, 366_000, 71_000),
+		class("RTX4090-24GB", []string{"4090"}, 22_000, 0, 15_000, 1_000_000, 210_000, 170_000, 167_000, 71_000),
 	}
 }
 

@@ -1,6 +1,7 @@
 package types_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -88,7 +89,8 @@ func TestMeasuredClass(t *testing.T) {
 	p := types.DefaultParams()
 	a100 := []types.GpuInfo{{Model: "NVIDIA A100-SXM4-40GB", MemoryMib: 40960}, {Model: "NVIDIA A100-SXM4-40GB", MemoryMib: 40960}}
 	require.Equal(t, "A100-40GB", p.MeasuredClass("A100-40GB", a100, 4_000), "at the floor")
-	require.Equal(t, "A100-40GB", p.MeasuredClass("A100-40GB", a100, 1<<40), "no ceiling")
+	require.Equal(t, "A100-40GB", p.MeasuredClass("A100-40GB", a100, 1_000_000), "at the ceiling")
+	require.Equal(t, "", p.MeasuredClass("A100-40GB", a100, 1_000_001), "above it, and above every ceiling its memory allows")
 	require.Equal(t, "", p.MeasuredClass("A100-40GB", a100, 3_999), "under every floor its memory allows")
 	// 24 GiB cards whose claimed class left the table: the 4090's class holds the
 	// memory, whatever the model name says; under its floor, none
@@ -108,6 +110,47 @@ func TestMeasuredClass(t *testing.T) {
 	p.GpuClasses = types.WithoutPowerRanges(p.GpuClasses)
 	require.Equal(t, "A100-40GB", p.MeasuredClass("A100-40GB", a100, 0))
 	require.NotZero(t, types.DefaultGpuClasses()[0].MinGflopsPerGpu, "WithoutPowerRanges copies")
+}
+
+// PowerCap: for each GPU declared, the highest ceiling among the classes that hold its
+// memory (the table's highest when none does); none when one of them has no ceiling (a
+// dev chain's table); saturating.
+func TestPowerCap(t *testing.T) {
+	p := types.DefaultParams()
+	gpus := func(n int, mib uint64) []types.GpuInfo {
+		out := make([]types.GpuInfo, n)
+		for i := range out {
+			out[i] = types.GpuInfo{Model: "NVIDIA A100-SXM4-40GB", MemoryMib: mib}
+		}
+		return out
+	}
+	a100 := types.Node{GpuClass: "A100-40GB", Gpus: gpus(3, 40960)}
+	limit, ok := p.PowerCap(a100)
+	require.True(t, ok)
+	require.Equal(t, uint64(3_000_000), limit, "A100-40GB and RTX4090-24GB hold 40 GiB: 1,000,000 each")
+	measured := a100
+	measured.GpuClass, measured.ClaimedClass = "", "A100-40GB" // re-classed into none
+	limit, _ = p.PowerCap(measured)
+	require.Equal(t, uint64(3_000_000), limit, "the class it is in does not matter")
+	renamed := types.Node{GpuClass: "T4-16GB", Gpus: gpus(2, 81559)}
+	limit, _ = p.PowerCap(renamed)
+	require.Equal(t, uint64(6_000_000), limit, "80 GiB: H100-80GB's 3,000,000, whatever the model name")
+	mixed := types.Node{Gpus: append(gpus(1, 40960), gpus(1, 81559)...)}
+	limit, _ = p.PowerCap(mixed)
+	require.Equal(t, uint64(4_000_000), limit)
+	limit, _ = p.PowerCap(types.Node{Gpus: gpus(2, 1024)})
+	require.Equal(t, uint64(6_000_000), limit, "memory no class holds: the table's highest ceiling")
+	p.GpuClasses[3].MaxGflopsPerGpu = 1 << 62
+	limit, _ = p.PowerCap(types.Node{Gpus: gpus(8, 40960)})
+	require.Equal(t, uint64(math.MaxUint64), limit, "saturates")
+	p.GpuClasses[5].MaxGflopsPerGpu = 0 // RTX4090-24GB holds 40 GiB too
+	_, ok = p.PowerCap(a100)
+	require.False(t, ok, "a class that holds the memory has no ceiling")
+	_, ok = p.PowerCap(types.Node{Gpus: gpus(2, 1024)})
+	require.False(t, ok, "no class holds it, and one class has no ceiling")
+	p.GpuClasses = types.WithoutPowerRanges(types.DefaultGpuClasses())
+	_, ok = p.PowerCap(a100)
+	require.False(t, ok, "no ceilings")
 }
 
 // SameGPUs compares every field of every GPU, in order.
