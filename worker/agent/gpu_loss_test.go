@@ -8,12 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
-
-	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/gpu"
@@ -46,27 +43,12 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 	lost, _ := s.Dev(7).GetUUID()
 
 	seen := filepath.Join(t.TempDir(), "seen")
-	spec := func(tag string, tasks uint32) markettypes.JobSpec {
-		return markettypes.JobSpec{
-			Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS,
-			Command:   []string{"sh", "-c", `echo "$TAG $CUDA_VISIBLE_DEVICES" >> "$SEEN"; echo ok > "$FLOPS_OUTPUT_DIR/out"`},
-			Env:       []markettypes.EnvVar{{Name: "SEEN", Value: seen}, {Name: "TAG", Value: tag}},
-			TaskCount: tasks, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
-			Requirements:    markettypes.Requirements{GpuCount: 1},
-			MaxPricePerTask: sdk.NewInt64Coin("udps", 2_000_000), MaxDuration: 10 * time.Minute, Deadline: a.BlockTime().Add(time.Hour),
-			PriorityTip: sdk.NewInt64Coin("udps", 0), Mode: markettypes.ALLOCATION_MODE_ASSIGN, VerificationBudget: sdk.NewInt64Coin("udps", 0),
-		}
-	}
 	q := markettypesQuery(a)
-	tasksOf := func(id uint64) []markettypes.Task {
-		res, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: id})
-		require.NoError(t, err)
-		return res.Tasks
-	}
+	tasksOf := func(id uint64) []markettypes.Task { return tasksOfJob(t, a, id) }
 	// The tests drive the worker block by block and it runs tasks in line, so the first
 	// job's two tasks are kept in flight by not letting it act until its next read of the
 	// node (every 10 blocks), where it reads its GPUs again before it acks them.
-	first := job(t, a, spec("first", 2))
+	first := job(t, a, seenJob(a, seen, "first", 2))
 	for range 10 {
 		a.NextBlock()
 	}
@@ -83,7 +65,7 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 		require.Equal(t, nodeID, tk.NodeId)
 	}
 
-	second := job(t, a, spec("second", 6))
+	second := job(t, a, seenJob(a, seen, "second", 6))
 	pending := 0
 	for _, tk := range tasksOf(second.Id) {
 		if tk.Status == markettypes.TASK_STATUS_PENDING {
@@ -91,16 +73,7 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, pending, "seven GPUs, two busy: five of the six tasks placed")
-	until(t, a, 120, "both jobs completed", func() bool {
-		for _, id := range []uint64{first.Id, second.Id} {
-			res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: id})
-			require.NoError(t, err)
-			if res.Job.Status != markettypes.JOB_STATUS_COMPLETED {
-				return false
-			}
-		}
-		return true
-	}, w)
+	untilCompleted(t, a, 120, w, first.Id, second.Id)
 	b, err := os.ReadFile(seen)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

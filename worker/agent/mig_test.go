@@ -3,6 +3,7 @@
 package agent_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/testutil/apptest"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/gpu"
 	"github.com/flopsnet/flops/worker/gpu/gpumock"
@@ -60,23 +62,13 @@ func TestWorkerRunsTasksOnTheMIGInstancesTheChainGave(t *testing.T) {
 
 	seen := filepath.Join(t.TempDir(), "seen")
 	spec := func(tag string, tasks uint32, shared bool) markettypes.JobSpec {
-		return markettypes.JobSpec{
-			Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS,
-			Command:   []string{"sh", "-c", `echo "$TAG $CUDA_VISIBLE_DEVICES" >> "$SEEN"; echo ok > "$FLOPS_OUTPUT_DIR/out"`},
-			Env:       []markettypes.EnvVar{{Name: "SEEN", Value: seen}, {Name: "TAG", Value: tag}},
-			TaskCount: tasks, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
-			Requirements:    markettypes.Requirements{GpuCount: 1, SharedGpuOk: shared},
-			MaxPricePerTask: sdk.NewInt64Coin("udps", 2_000_000), MaxDuration: 10 * time.Minute, Deadline: a.BlockTime().Add(time.Hour),
-			PriorityTip: sdk.NewInt64Coin("udps", 0), Mode: markettypes.ALLOCATION_MODE_ASSIGN, VerificationBudget: sdk.NewInt64Coin("udps", 0),
-		}
+		s := seenJob(a, seen, tag, tasks)
+		s.Requirements.SharedGpuOk = shared
+		return s
 	}
 	whole := job(t, a, spec("whole", 8, false))
 	shared := job(t, a, spec("shared", 7, true))
-	tasksOf := func(id uint64) []markettypes.Task {
-		res, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: id})
-		require.NoError(t, err)
-		return res.Tasks
-	}
+	tasksOf := func(id uint64) []markettypes.Task { return tasksOfJob(t, a, id) }
 	// both jobs are in: 7 whole GPUs and 7 instances taken, the 8th whole task waiting
 	sharedDevices := map[uint32]bool{}
 	for _, tk := range tasksOf(shared.Id) {
@@ -96,16 +88,7 @@ func TestWorkerRunsTasksOnTheMIGInstancesTheChainGave(t *testing.T) {
 	}
 	require.Equal(t, 1, pending, "no 8th whole GPU: it waits")
 
-	until(t, a, 80, "both jobs completed", func() bool {
-		for _, id := range []uint64{whole.Id, shared.Id} {
-			res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: id})
-			require.NoError(t, err)
-			if res.Job.Status != markettypes.JOB_STATUS_COMPLETED {
-				return false
-			}
-		}
-		return true
-	}, w)
+	untilCompleted(t, a, 80, w, whole.Id, shared.Id)
 	b, err := os.ReadFile(seen)
 	require.NoError(t, err)
 	var migUUIDs []string
@@ -130,4 +113,41 @@ func TestWorkerRunsTasksOnTheMIGInstancesTheChainGave(t *testing.T) {
 		require.Equal(t, markettypes.TASK_STATUS_SETTLED, tk.Status)
 	}
 	a.AssertInvariants()
+}
+
+// seenJob is a PROCESS job of tasks of one GPU each that append "TAG CUDA_VISIBLE_DEVICES"
+// to the file seen, each line the devices a task ran on.
+func seenJob(a *apptest.App, seen, tag string, tasks uint32) markettypes.JobSpec {
+	return markettypes.JobSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_BATCH, Runtime: markettypes.RUNTIME_PROCESS,
+		Command:   []string{"sh", "-c", `echo "$TAG $CUDA_VISIBLE_DEVICES" >> "$SEEN"; echo ok > "$FLOPS_OUTPUT_DIR/out"`},
+		Env:       []markettypes.EnvVar{{Name: "SEEN", Value: seen}, {Name: "TAG", Value: tag}},
+		TaskCount: tasks, Replicas: 1, Verification: markettypes.VERIFICATION_CLASS_NONE,
+		Requirements:    markettypes.Requirements{GpuCount: 1},
+		MaxPricePerTask: sdk.NewInt64Coin("udps", 2_000_000), MaxDuration: 10 * time.Minute, Deadline: a.BlockTime().Add(time.Hour),
+		PriorityTip: sdk.NewInt64Coin("udps", 0), Mode: markettypes.ALLOCATION_MODE_ASSIGN, VerificationBudget: sdk.NewInt64Coin("udps", 0),
+	}
+}
+
+// tasksOfJob is a job's tasks, as the chain has them.
+func tasksOfJob(t *testing.T, a *apptest.App, id uint64) []markettypes.Task {
+	t.Helper()
+	res, err := markettypesQuery(a).TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: id})
+	require.NoError(t, err)
+	return res.Tasks
+}
+
+// untilCompleted steps blocks, the workers acting, until every job named is completed.
+func untilCompleted(t *testing.T, a *apptest.App, limit int, w *worker, jobs ...uint64) {
+	t.Helper()
+	until(t, a, limit, fmt.Sprintf("jobs %v completed", jobs), func() bool {
+		for _, id := range jobs {
+			res, err := markettypesQuery(a).Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: id})
+			require.NoError(t, err)
+			if res.Job.Status != markettypes.JOB_STATUS_COMPLETED {
+				return false
+			}
+		}
+		return true
+	}, w)
 }
