@@ -6,14 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
 
-	"github.com/flopsnet/flops/worker/config"
-	"github.com/flopsnet/flops/worker/gpu"
 	"github.com/flopsnet/flops/worker/gpu/gpumock"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
@@ -29,15 +26,7 @@ import (
 // every one was settled.
 func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 	s := gpumock.NewDGX()
-	inv, err := gpu.OpenLibrary(s, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = inv.Close() })
-	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AckTimeoutBlocks = 40 })
-	var mu sync.Mutex
-	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, workerWith{}, func(c *config.Config) {
-		c.Node.MockGPUs = 0
-		c.Bond.Amount = "900000000" // 8 GPUs
-	})
+	a, w := dgxWorker(t, s)
 	nodeID := w.agent.Node().Id
 	require.Len(t, w.agent.Node().Gpus, 8)
 	lost, _ := s.Dev(7).GetUUID()

@@ -39,18 +39,7 @@ func TestWorkerRunsTasksOnTheMIGInstancesTheChainGave(t *testing.T) {
 	}
 	migs, err := s.EnableMIGPacked(0, one...)
 	require.NoError(t, err)
-	inv, err := gpu.OpenLibrary(s, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = inv.Close() })
-
-	// every tx of the worker is a block of its own here: a tick acking or committing 14
-	// tasks spans 15 blocks, so the ack window is wider than the default 20
-	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AckTimeoutBlocks = 40 })
-	var mu sync.Mutex
-	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, workerWith{}, func(c *config.Config) {
-		c.Node.MockGPUs = 0
-		c.Bond.Amount = "900000000" // 8 GPUs
-	})
+	a, w := dgxWorker(t, s)
 	node := w.agent.Node()
 	require.Len(t, node.Gpus, 8)
 	require.Len(t, node.Gpus[0].MigInstances, 7)
@@ -150,4 +139,21 @@ func untilCompleted(t *testing.T, a *apptest.App, limit int, w *worker, jobs ...
 		}
 		return true
 	}, w)
+}
+
+// dgxWorker is an app with provider p1 and p1's worker on the DGX mock s (8 GPUs bonded).
+// Every tx of the worker is a block of its own here: a tick acking or committing 14 tasks
+// spans 15 blocks, so the ack window is wider than the default 20.
+func dgxWorker(t *testing.T, s *gpumock.DGX) (*apptest.App, *worker) {
+	t.Helper()
+	inv, err := gpu.OpenLibrary(s, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inv.Close() })
+	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AckTimeoutBlocks = 40 })
+	var mu sync.Mutex
+	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, workerWith{}, func(c *config.Config) {
+		c.Node.MockGPUs = 0
+		c.Bond.Amount = "900000000" // 8 GPUs
+	})
+	return a, w
 }
