@@ -303,6 +303,17 @@ func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
 	case err == nil:
 		a.pendingSpec = nil
 		a.log.Info("node updated", "node", a.node.Id, "gpus", len(spec.Gpus))
+		// read at once: the chain numbers a MIG node's devices from its GPUs, so a task
+		// given a device after this must be mapped on the new list, not the one read
+		// before (up to nodeRefreshBlocks old)
+		if got, err := a.gfl.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: a.node.Id}); err == nil {
+			a.mu.Lock()
+			a.node = got.Node
+			a.mu.Unlock()
+		} else {
+			a.log.Warn("node", "node", a.node.Id, "err", err)
+			a.nodeRead = 0 // read again at the next block
+		}
 		return nil
 	case strings.Contains(err.Error(), gfltypes.ErrNodeBusy.Error()):
 		if a.pendingSpec == nil {

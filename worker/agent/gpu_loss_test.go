@@ -74,3 +74,53 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 	}
 	a.AssertInvariants()
 }
+
+// A MIG node's card fails while a task holds one of its devices: the chain refuses the
+// change under it (its tasks hold exact device indices) and the worker sends it again at
+// each read of its node; it lands once the task has ended, and the devices after the lost
+// card are numbered one card lower. The next task the chain gives device 7, which is now
+// card 2, runs on card 2. Before, the worker went on mapping device indices on the node
+// as it read it before the update (up to 10 blocks old), so the task ran on card 1, the
+// card that was gone.
+func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
+	s := gpumock.NewDGX()
+	var one []gpumock.MIGSlice
+	for range 7 {
+		one = append(one, gpumock.MIGSlice{GIProfile: nvml.GPU_INSTANCE_PROFILE_1_SLICE})
+	}
+	_, err := s.EnableMIGPacked(0, one...)
+	require.NoError(t, err)
+	a, w := dgxWorker(t, s)
+	nodeID := w.agent.Node().Id
+	card1, _ := s.Dev(1).GetUUID()
+	card2, _ := s.Dev(2).GetUUID()
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	gpus := func() int {
+		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+		require.NoError(t, err)
+		return len(n.Node.Gpus)
+	}
+
+	seen := filepath.Join(t.TempDir(), "seen")
+	shared := seenJob(a, seen, "first", 1)
+	shared.Requirements.SharedGpuOk = true // a MIG instance of card 0
+	first := job(t, a, shared)
+	require.Less(t, tasksOfJob(t, a, first.Id)[0].Devices[0], uint32(7))
+	for range 10 { // the worker's next read of its node comes with its next tick
+		a.NextBlock()
+	}
+	s.Dev(1).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	tick(t, a, w)
+	require.Equal(t, 8, gpus(), "refused under the MIG task")
+	untilCompleted(t, a, 40, w, first.Id)
+	until(t, a, 20, "the node has the seven cards left", func() bool { return gpus() == 7 }, w)
+
+	second := job(t, a, seenJob(a, seen, "second", 1)) // a whole GPU
+	require.Equal(t, []uint32{7}, tasksOfJob(t, a, second.Id)[0].Devices, "the first whole GPU: card 2 now")
+	untilCompleted(t, a, 40, w, second.Id)
+	b, err := os.ReadFile(seen)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "second "+card2+"\n")
+	require.NotContains(t, string(b), card1)
+	a.AssertInvariants()
+}
