@@ -272,6 +272,13 @@ func (a *Agent) watchGPUs(ctx context.Context) bool {
 	return true
 }
 
+// present keeps the GPU (or MIG) UUIDs the machine has now (units).
+func (a *Agent) present(uuids []string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(uuids), func(u string) bool { return !slices.Contains(a.units, u) })
+}
+
 // missing lists the entries of a that are not in b.
 func missing(a, b []string) []string {
 	var out []string

@@ -112,6 +112,8 @@ type workerWith struct {
 	bidder bidder.Policy
 	// log also gets the worker's log lines (nil: only the test's log, when verbose)
 	log io.Writer
+	// solver answers PoCP (nil: the Go solver)
+	solver wpocp.Solver
 }
 
 // newWorkerWith is newWorker with what w gives.
@@ -148,9 +150,13 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	store, err := outputs.Open(home + "/outputs")
 	require.NoError(t, err)
 	sent := new([]string)
+	var solver wpocp.Solver = wpocp.NewGoSolver(1)
+	if with.solver != nil {
+		solver = with.solver
+	}
 	ag, err := agent.New(agent.Options{
 		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent, conn: with.conn}, Bidder: with.bidder, GPUs: gpus, Executor: exec,
-		Solver: wpocp.NewGoSolver(1), Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
+		Solver: solver, Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
 		Now: a.BlockTime,
 	})
 	require.NoError(t, err)

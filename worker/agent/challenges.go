@@ -69,8 +69,10 @@ func (a *Agent) solve(ctx context.Context, c gfltypes.Challenge, commit bool) {
 	pc := gflpocp.Challenge{N: c.N, R: c.R}
 	copy(pc.Seed[:], c.Seed)
 	// the node is measured whole: an external solver spreads the challenge over its GPUs
-	// a card in MIG mode through its instances (CUDA cannot use it whole)
-	gpus := gfltypes.SchedulableUUIDs(a.node.Gpus)
+	// a card in MIG mode through its instances (CUDA cannot use it whole), those of the
+	// registered node that the machine still has (a card lost since waits in the node's
+	// spec while the chain refuses the change under its tasks)
+	gpus := a.present(gfltypes.SchedulableUUIDs(a.node.Gpus))
 	a.background(ctx, func(ctx context.Context) error {
 		ans, err := wpocp.Prepare(wpocp.OnDevices(ctx, gpus), a.o.Solver, pc)
 		a.mu.Lock()

@@ -3,15 +3,19 @@
 package agent_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flopsnet/flops/worker/gpu/gpumock"
+	wpocp "github.com/flopsnet/flops/worker/pocp"
+	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -123,4 +127,56 @@ func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
 	require.Contains(t, string(b), "second "+card2+"\n")
 	require.NotContains(t, string(b), card1)
 	a.AssertInvariants()
+}
+
+// devicesSeen is a PoCP solver (the Go solver's answers) that records the GPUs each
+// challenge was given to spread over.
+type devicesSeen struct {
+	wpocp.Solver
+	mu   sync.Mutex
+	seen [][]string
+}
+
+func (d *devicesSeen) Solve(ctx context.Context, c gflpocp.Challenge) ([]int32, error) {
+	d.mu.Lock()
+	d.seen = append(d.seen, wpocp.DevicesOf(ctx))
+	d.mu.Unlock()
+	return d.Solver.Solve(ctx, c)
+}
+
+// A card lost while the node's tasks hold every GPU: the chain refuses the node's spec
+// without it (eight GPUs held, seven left), so the node keeps eight GPUs on the chain
+// meanwhile. The PoCP challenge answered then is spread over the seven cards there:
+// before, the worker gave its solver every GPU of the registered node, the lost card
+// included, on which an external solver's program fails.
+func TestWorkerAnswersChallengesOnTheGPUsItHas(t *testing.T) {
+	s := gpumock.NewDGX()
+	solver := &devicesSeen{Solver: wpocp.NewGoSolver(1)}
+	a, w := dgxWorkerWith(t, s, workerWith{solver: solver})
+	nodeID := w.agent.Node().Id
+	lost, _ := s.Dev(7).GetUUID()
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	first := job(t, a, seenJob(a, filepath.Join(t.TempDir(), "seen"), "first", 8))
+	for range 10 {
+		a.NextBlock()
+	}
+	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	solver.mu.Lock()
+	solver.seen = nil
+	solver.mu.Unlock()
+	tick(t, a, w)
+	n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+	require.NoError(t, err)
+	require.Len(t, n.Node.Gpus, 8, "refused: the tasks hold eight")
+	until(t, a, 60, "a challenge answered", func() bool {
+		solver.mu.Lock()
+		defer solver.mu.Unlock()
+		return len(solver.seen) > 0
+	}, w)
+	solver.mu.Lock()
+	got := solver.seen[0]
+	solver.mu.Unlock()
+	require.Len(t, got, 7)
+	require.NotContains(t, got, lost)
+	untilCompleted(t, a, 80, w, first.Id)
 }

@@ -146,12 +146,18 @@ func untilCompleted(t *testing.T, a *apptest.App, limit int, w *worker, jobs ...
 // spans 15 blocks, so the ack window is wider than the default 20.
 func dgxWorker(t *testing.T, s *gpumock.DGX) (*apptest.App, *worker) {
 	t.Helper()
+	return dgxWorkerWith(t, s, workerWith{})
+}
+
+// dgxWorkerWith is dgxWorker with what with gives.
+func dgxWorkerWith(t *testing.T, s *gpumock.DGX, with workerWith) (*apptest.App, *worker) {
+	t.Helper()
 	inv, err := gpu.OpenLibrary(s, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = inv.Close() })
 	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AckTimeoutBlocks = 40 })
 	var mu sync.Mutex
-	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, workerWith{}, func(c *config.Config) {
+	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, with, func(c *config.Config) {
 		c.Node.MockGPUs = 0
 		c.Bond.Amount = "900000000" // 8 GPUs
 	})
