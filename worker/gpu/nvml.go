@@ -71,6 +71,8 @@ type NVML struct {
 	// mig maps each MIG device UUID seen by the last Devices call to its
 	// handle: NVML's by-UUID lookup does not find MIG devices on every driver.
 	mig map[string]nvml.Device
+	// lost holds the indexes of the GPUs NVML reported lost, each logged once
+	lost map[int]bool
 }
 
 var _ Inventory = (*NVML)(nil)
@@ -129,14 +131,14 @@ func (n *NVML) Devices(ctx context.Context) ([]Device, error) {
 		h, ret := n.lib.DeviceGetHandleByIndex(i)
 		if !ok(ret) {
 			if errors.Is(ret, nvml.ERROR_GPU_IS_LOST) {
-				n.log.Error("GPU lost: left out of the inventory until the machine is repaired", "index", i, "err", ret)
+				n.gpuLost(i, ret)
 				continue
 			}
 			return nil, fmt.Errorf("nvml device %d: handle: %w", i, ret)
 		}
 		d, err := n.device(i, h, mig)
 		if errors.Is(err, nvml.ERROR_GPU_IS_LOST) {
-			n.log.Error("GPU lost: left out of the inventory until the machine is repaired", "index", i, "err", err)
+			n.gpuLost(i, err)
 			continue
 		}
 		if err != nil {
@@ -148,6 +150,20 @@ func (n *NVML) Devices(ctx context.Context) ([]Device, error) {
 	n.mig = mig
 	n.mu.Unlock()
 	return devs, nil
+}
+
+// gpuLost logs, once, that NVML reports GPU i lost.
+func (n *NVML) gpuLost(i int, err error) {
+	n.mu.Lock()
+	first := !n.lost[i]
+	if n.lost == nil {
+		n.lost = map[int]bool{}
+	}
+	n.lost[i] = true
+	n.mu.Unlock()
+	if first {
+		n.log.Error("GPU lost: left out of the inventory until the machine is repaired", "index", i, "err", err)
+	}
 }
 
 func (n *NVML) device(index int, h nvml.Device, mig map[string]nvml.Device) (Device, error) {

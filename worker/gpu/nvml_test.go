@@ -5,6 +5,7 @@ package gpu
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -161,11 +162,22 @@ func TestDevicesLostGPU(t *testing.T) {
 		}
 		return byIndex(i)
 	}
-	inv := openMock(t, s)
+	var logs strings.Builder
+	inv, err := OpenLibrary(s, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatalf("OpenLibrary: %v", err)
+	}
+	t.Cleanup(func() { _ = inv.Close() })
 
 	devs, err := inv.Devices(context.Background())
 	if err != nil {
 		t.Fatalf("Devices: %v", err)
+	}
+	if _, err := inv.Devices(context.Background()); err != nil {
+		t.Fatalf("Devices: %v", err)
+	}
+	if n := strings.Count(logs.String(), "GPU lost"); n != 2 {
+		t.Fatalf("%d lines of a lost GPU over two listings, want one for each of the 2 GPUs:\n%s", n, logs.String())
 	}
 	var got []int
 	for _, d := range devs {
