@@ -150,9 +150,9 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	store, err := outputs.Open(home + "/outputs")
 	require.NoError(t, err)
 	sent := new([]string)
-	var solver wpocp.Solver = wpocp.NewGoSolver(1)
-	if with.solver != nil {
-		solver = with.solver
+	solver := with.solver
+	if solver == nil {
+		solver = wpocp.NewGoSolver(1)
 	}
 	ag, err := agent.New(agent.Options{
 		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent, conn: with.conn}, Bidder: with.bidder, GPUs: gpus, Executor: exec,
