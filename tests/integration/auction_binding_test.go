@@ -189,3 +189,76 @@ func TestAttackSquatThenUnbondKeepsBiddersOut(t *testing.T) {
 	require.Equal(t, sdkmath.NewInt(100_001_000), exposure(), "the reservation is released and the won task reserves its own")
 	a.AssertInvariants()
 }
+
+// The same squat in an auction of 2-GPU tasks on 2-GPU nodes, left by declaring one GPU
+// before the close: the bid won and set the price, its node had no room for a task, which
+// went to the scheduler, and p4's deposit came back as a lost bid's, as a busy winner's
+// does. A winner whose node has fewer GPUs than a task needs at the close took them away
+// itself since it bid (its load is the scheduler's doing; its size is its own): it now
+// forfeits its deposit, as one whose node left does.
+func TestAttackSquatThenDropGPUsKeepsBiddersOut(t *testing.T) {
+	a, nodes := marketAppLate(t, 5, 0, func(p *markettypes.Params) { p.MaxBidsPerJob = 3 })
+	for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+		nodes[p] = bondAndRegister(t, a, p, 2)
+	}
+	spec := gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION)
+	spec.MaxPricePerTask.Amount = sdkmath.NewInt(400_000)
+	spec.Requirements.GpuCount = 2
+	job := submit(t, a, spec)
+	bid(t, a, "p1", nodes["p1"], job, 200_000)
+	bid(t, a, "p2", nodes["p2"], job, 250_000)
+	deposit := markettypes.DefaultParams().BidDeposit.Amount
+	pool := func() sdkmath.Int { return a.ModuleBalance(dpstypes.ModuleName, udps) }
+	before := a.Balance(a.Account("p4").Address, udps)
+	squat(t, a, nodes, job)
+	a.MustDeliver("p4", &gfltypes.MsgUpdateNode{Operator: a.Account("p4").String(), NodeId: nodes["p4"], Spec: a100("p4", 1)})
+	poolBefore := pool()
+
+	won, prices := closeBidding(t, a, job)
+	b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(job, nodes["p4"]))
+	require.NoError(t, err)
+	require.Equal(t, markettypes.BID_STATUS_FORFEITED, b.Status, "the winner that shrank its node forfeits")
+	require.Equal(t, before.Sub(deposit), a.Balance(a.Account("p4").Address, udps), "p4 lost its deposit")
+	require.Equal(t, poolBefore.Add(deposit), pool(), "the deposit went to the reward pool")
+	require.NotContains(t, won, nodes["p4"])
+	require.Contains(t, won, nodes["p1"], "p1's bid won the other task")
+	require.Contains(t, prices, int64(250_000), "p1 is paid the first losing bid's price")
+	a.AssertInvariants()
+}
+
+// The same on a node with MIG: p4 squats an auction of whole-GPU tasks with one card
+// whole and one in MIG mode, then carves the whole card into instances before the close.
+// Its node still counts more devices than a task needs, but none of the task's shape: it
+// forfeits, as a node too small does.
+func TestAttackSquatThenCarveMIGKeepsBiddersOut(t *testing.T) {
+	a, nodes := marketAppLate(t, 5, 3, func(p *markettypes.Params) { p.MaxBidsPerJob = 3 })
+	carved := func(wholeCards int) gfltypes.NodeSpec {
+		s := a100("p4", 2)
+		for i := range s.Gpus[wholeCards:] {
+			g := &s.Gpus[wholeCards+i]
+			g.MigCapable, g.MigSlices = true, 7
+			g.MigInstances = []gfltypes.MigInstance{
+				{Uuid: g.Uuid + "-mig-0", MemoryMib: 19968, Slices: 3}, {Uuid: g.Uuid + "-mig-1", MemoryMib: 19968, Slices: 3},
+			}
+		}
+		return s
+	}
+	p4 := a.Account("p4").String()
+	a.MustDeliver("p4", &sstypes.MsgBond{Provider: p4, Amount: sdk.NewInt64Coin(udps, 200_000_000)},
+		&gfltypes.MsgRegisterNode{Operator: p4, Spec: carved(1)})
+	nodes["p4"] = nodeOf(t, a, "p4")
+	spec := gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION)
+	spec.MaxPricePerTask.Amount = sdkmath.NewInt(400_000)
+	job := submit(t, a, spec)
+	bid(t, a, "p1", nodes["p1"], job, 200_000)
+	bid(t, a, "p2", nodes["p2"], job, 250_000)
+	squat(t, a, nodes, job)
+	a.MustDeliver("p4", &gfltypes.MsgUpdateNode{Operator: p4, NodeId: nodes["p4"], Spec: carved(0)})
+
+	won, _ := closeBidding(t, a, job)
+	b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(job, nodes["p4"]))
+	require.NoError(t, err)
+	require.Equal(t, markettypes.BID_STATUS_FORFEITED, b.Status, "no whole GPU left: it forfeits")
+	require.NotContains(t, won, nodes["p4"])
+	a.AssertInvariants()
+}

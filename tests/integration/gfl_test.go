@@ -45,6 +45,12 @@ func bondAndRegister(t testing.TB, a *apptest.App, account string, gpus int) uin
 		&gfltypes.MsgRegisterNode{Operator: op, Spec: a100(account, gpus)},
 	)
 	_ = res
+	return nodeOf(t, a, account)
+}
+
+// nodeOf is the id of account's first node.
+func nodeOf(t testing.TB, a *apptest.App, account string) uint64 {
+	t.Helper()
 	nodes, err := a.GFLKeeper.Nodes.Indexes.ByOperator.MatchExact(a.Ctx(), a.Account(account).Address)
 	require.NoError(t, err)
 	defer func() { _ = nodes.Close() }()

@@ -425,7 +425,8 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 		}
 		if gone {
 			// The bid won and its node is no longer there to take the tasks (deactivated,
-			// or in another class awaiting its measurement, since it bid): a winner that
+			// in another class awaiting its measurement, or with fewer GPUs than a task
+			// needs, since it bid): a winner that
 			// never takes what it won, like one whose ack lapses, forfeits its deposit.
 			// Else a node could hold a full auction's cheap place, which refuses dearer
 			// bids, and leave before the close for free; its tasks go to the scheduler.
@@ -482,7 +483,8 @@ func (k Keeper) closeAuction(ctx sdk.Context, p types.Params, jobID uint64) erro
 // whose collateral does not cover a task at the clearing price takes it at its own bid's
 // price, which the bid reserved: else a node that bid low with little collateral held a
 // full auction's place, which refuses dearer bids, and gave its tasks up at the close
-// with its deposit back. gone: the node's slot is deleted or not active (no task taken).
+// with its deposit back. gone: the node's slot is deleted, not active, or too small for a
+// task now (no task taken).
 func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending *[]types.Task, bid types.Bid, f types.AuctionFill) (n uint32, gone bool, err error) {
 	need := job.Spec.Requirements.GPUs()
 	for i := range *pending {
@@ -501,6 +503,15 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		}
 		if !slot.Active {
 			return n, true, nil // inactivity does not change within the fill: n is 0
+		}
+		if need > slot.Gpus {
+			// fewer GPUs (or MIG devices) than a task needs, which its bid had: its
+			// provider took them away since it bid (the size does not change within the
+			// fill: n is 0), as good as gone; a full node is only busy (below)
+			return n, true, nil
+		}
+		if _, ok := types.FitDevices(slot, job.Spec.Requirements, false); len(slot.Devices) > 0 && !ok {
+			return n, true, nil // no devices of the task's shape left at all (MIG)
 		}
 		if slot.GpusUsed+need > slot.Gpus {
 			break // the node has no room left: the rest of its fill goes to the scheduler
