@@ -190,40 +190,66 @@ func TestAttackSquatThenUnbondKeepsBiddersOut(t *testing.T) {
 	a.AssertInvariants()
 }
 
-// The same squat in an auction of 2-GPU tasks on 2-GPU nodes, left by declaring one GPU
-// before the close: the bid won and set the price, its node had no room for a task, which
-// went to the scheduler, and p4's deposit came back as a lost bid's, as a busy winner's
-// does. A winner whose node has fewer GPUs than a task needs at the close took them away
-// itself since it bid (its load is the scheduler's doing; its size is its own): it now
-// forfeits its deposit, as one whose node left does.
-func TestAttackSquatThenDropGPUsKeepsBiddersOut(t *testing.T) {
-	a, nodes := marketAppLate(t, 5, 0, func(p *markettypes.Params) { p.MaxBidsPerJob = 3 })
-	for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
-		nodes[p] = bondAndRegister(t, a, p, 2)
-	}
-	spec := gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION)
-	spec.MaxPricePerTask.Amount = sdkmath.NewInt(400_000)
-	spec.Requirements.GpuCount = 2
-	job := submit(t, a, spec)
-	bid(t, a, "p1", nodes["p1"], job, 200_000)
-	bid(t, a, "p2", nodes["p2"], job, 250_000)
-	deposit := markettypes.DefaultParams().BidDeposit.Amount
-	pool := func() sdkmath.Int { return a.ModuleBalance(dpstypes.ModuleName, udps) }
-	before := a.Balance(a.Account("p4").Address, udps)
-	squat(t, a, nodes, job)
-	a.MustDeliver("p4", &gfltypes.MsgUpdateNode{Operator: a.Account("p4").String(), NodeId: nodes["p4"], Spec: a100("p4", 1)})
-	poolBefore := pool()
+// The same squat, left by changing the node so that it no longer fits the job before the
+// close: fewer GPUs than a task needs (2-GPU tasks on 2-GPU nodes), another region than
+// the job names, or less disk a GPU than the job names. The bid won and set the price,
+// and its node either had no room for a task, which went to the scheduler with p4's
+// deposit back as a busy winner's, or took the task it no longer fitted. A winner whose
+// node no longer fits the job at the close changed it itself since it bid (its load is
+// the scheduler's doing; its spec is its own): it now forfeits its deposit, as one whose
+// node left does, and its task goes to the scheduler.
+func TestAttackSquatThenShrinkKeepsBiddersOut(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		job   func(*markettypes.JobSpec)
+		after func(*gfltypes.NodeSpec)
+	}{
+		{"fewer GPUs", func(j *markettypes.JobSpec) { j.Requirements.GpuCount = 2 }, func(s *gfltypes.NodeSpec) { s.Gpus = s.Gpus[:1] }},
+		{"another region", func(j *markettypes.JobSpec) { j.Requirements.Region = "eu-west" }, func(s *gfltypes.NodeSpec) { s.Region = "us-east" }},
+		{"less disk", func(j *markettypes.JobSpec) { j.Requirements.DiskMibPerGpu = 2048 }, func(s *gfltypes.NodeSpec) { s.DiskMibPerGpu = 1024 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, nodes := marketAppLate(t, 5, 0, func(p *markettypes.Params) { p.MaxBidsPerJob = 3 })
+			node := func(p string) gfltypes.NodeSpec {
+				s := a100(p, 2)
+				s.DiskMibPerGpu = 2048
+				return s
+			}
+			for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+				a.MustDeliver(p, &sstypes.MsgBond{Provider: a.Account(p).String(), Amount: sdk.NewInt64Coin(udps, 200_000_000)},
+					&gfltypes.MsgRegisterNode{Operator: a.Account(p).String(), Spec: node(p)})
+				nodes[p] = nodeOf(t, a, p)
+			}
+			spec := gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION)
+			spec.MaxPricePerTask.Amount = sdkmath.NewInt(400_000)
+			c.job(&spec)
+			job := submit(t, a, spec)
+			bid(t, a, "p1", nodes["p1"], job, 200_000)
+			bid(t, a, "p2", nodes["p2"], job, 250_000)
+			deposit := markettypes.DefaultParams().BidDeposit.Amount
+			pool := func() sdkmath.Int { return a.ModuleBalance(dpstypes.ModuleName, udps) }
+			before := a.Balance(a.Account("p4").Address, udps)
+			squat(t, a, nodes, job)
+			changed := node("p4")
+			c.after(&changed)
+			a.MustDeliver("p4", &gfltypes.MsgUpdateNode{Operator: a.Account("p4").String(), NodeId: nodes["p4"], Spec: changed})
+			poolBefore := pool()
 
-	won, prices := closeBidding(t, a, job)
-	b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(job, nodes["p4"]))
-	require.NoError(t, err)
-	require.Equal(t, markettypes.BID_STATUS_FORFEITED, b.Status, "the winner that shrank its node forfeits")
-	require.Equal(t, before.Sub(deposit), a.Balance(a.Account("p4").Address, udps), "p4 lost its deposit")
-	require.Equal(t, poolBefore.Add(deposit), pool(), "the deposit went to the reward pool")
-	require.NotContains(t, won, nodes["p4"])
-	require.Contains(t, won, nodes["p1"], "p1's bid won the other task")
-	require.Contains(t, prices, int64(250_000), "p1 is paid the first losing bid's price")
-	a.AssertInvariants()
+			won, prices := closeBidding(t, a, job)
+			b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(job, nodes["p4"]))
+			require.NoError(t, err)
+			require.Equal(t, markettypes.BID_STATUS_FORFEITED, b.Status, "the winner that changed its node forfeits")
+			require.Equal(t, before.Sub(deposit), a.Balance(a.Account("p4").Address, udps), "p4 lost its deposit")
+			require.Equal(t, poolBefore.Add(deposit), pool(), "the deposit went to the reward pool")
+			require.NotContains(t, won, nodes["p4"])
+			require.Contains(t, won, nodes["p1"], "p1's bid won the other task")
+			require.Contains(t, prices, int64(250_000), "p1 is paid the first losing bid's price")
+			for _, tk := range jobTasks(t, a, job) {
+				require.NotEqual(t, nodes["p4"], tk.NodeId, "no task on the node that no longer fits")
+			}
+			a.AssertInvariants()
+		})
+	}
 }
 
 // The same on a node with MIG: p4 squats an auction of whole-GPU tasks with one card

@@ -106,6 +106,17 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventBid{JobId: job.Id, NodeId: nodeID, Status: bid.Status, Price: bid.Price})
 }
 
+// fitsJob: the node can take the job's tasks, its load aside: enough GPUs, the disk the
+// job names, its requirements and workload, and on a node with MIG devices of the
+// task's shape.
+func fitsJob(s types.NodeSlot, spec types.JobSpec) bool {
+	if spec.Requirements.GPUs() > s.Gpus || spec.Requirements.DiskMibPerGpu > s.DiskMibPerGpu || !types.MeetsRequirements(s, spec) {
+		return false
+	}
+	_, ok := types.FitDevices(s, spec.Requirements, false)
+	return len(s.Devices) == 0 || ok
+}
+
 // bidEligible applies the scheduler's filters (but the node's current load: a bid is an
 // offer for later) to a bidding node.
 func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, s types.NodeSlot, price sdkmath.Int) error {
@@ -504,14 +515,12 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if !slot.Active {
 			return n, true, nil // inactivity does not change within the fill: n is 0
 		}
-		if need > slot.Gpus {
-			// fewer GPUs (or MIG devices) than a task needs, which its bid had: its
-			// provider took them away since it bid (the size does not change within the
-			// fill: n is 0), as good as gone; a full node is only busy (below)
+		if !fitsJob(slot, job.Spec) {
+			// the node no longer fits the job as its bid did: its provider changed it since
+			// (fewer GPUs, another region, less disk offered, whole cards carved into MIG
+			// instances...; nothing of it changes within the fill: n is 0), as good as
+			// gone; a node the scheduler filled meanwhile is only busy (below)
 			return n, true, nil
-		}
-		if _, ok := types.FitDevices(slot, job.Spec.Requirements, false); len(slot.Devices) > 0 && !ok {
-			return n, true, nil // no devices of the task's shape left at all (MIG)
 		}
 		if slot.GpusUsed+need > slot.Gpus {
 			break // the node has no room left: the rest of its fill goes to the scheduler
