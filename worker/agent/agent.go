@@ -104,7 +104,12 @@ type Agent struct {
 	lastBeat  int64
 	// bid holds the auctions priced, each once: job id -> the auction's close height
 	// (forgotten some blocks after it, forgetClosedAuctions)
-	bid    map[uint64]int64
+	bid map[uint64]int64
+	// placed holds the auctions this node's bid went into (job ids), forgotten with bid;
+	// refit: the node's spec changed since, and its bids are checked against it
+	// (withdrawActions)
+	placed map[uint64]bool
+	refit  bool
 	joined map[uint64]bool
 	claims map[string]*claim
 	params markettypes.Params
@@ -309,6 +314,7 @@ func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
 	switch {
 	case err == nil:
 		a.pendingSpec = nil
+		a.refit = true
 		a.log.Info("node updated", "node", a.node.Id, "gpus", len(spec.Gpus))
 		// read at once: the chain numbers a MIG node's devices from its GPUs, so a task
 		// given a device after this must be mapped on the new list, not the one read
@@ -422,6 +428,7 @@ func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) err
 	actions = append(actions, a.taskActions(ctx, height, tasks)...)
 	actions = append(actions, a.challengeActions(ctx, height)...)
 	if a.cfg.Bidder.Enabled {
+		actions = append(actions, a.withdrawActions(ctx)...)
 		actions = append(actions, a.bidActions(ctx)...)
 	}
 	actions = append(actions, a.poolActions(ctx, height)...)

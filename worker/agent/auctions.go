@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -41,8 +42,57 @@ func (a *Agent) forgetClosedAuctions() {
 	for id, closes := range a.bid {
 		if closes+auctionForgetBlocks < a.height {
 			delete(a.bid, id)
+			delete(a.placed, id)
 		}
 	}
+}
+
+// withdrawActions withdraws, once the node's spec changed (a card lost, another region or
+// disk offer), the node's bids in open auctions it no longer fits: at the close a winner
+// whose node does not fit the job forfeits its deposit (markettypes.FitsJob). The chain
+// refuses a withdrawal from a full auction, where a bid is binding: the worker says so,
+// and the bid stands.
+func (a *Agent) withdrawActions(ctx context.Context) []action {
+	if !a.refit {
+		return nil
+	}
+	a.refit = false
+	op := a.o.Chain.Address().String()
+	slot := markettypes.SlotFromNode(a.Node())
+	a.mu.Lock()
+	var open []uint64
+	for id := range a.placed {
+		if a.bid[id] >= a.height {
+			open = append(open, id)
+		}
+	}
+	a.mu.Unlock()
+	slices.Sort(open)
+	var acts []action
+	for _, id := range open {
+		res, err := a.market.Job(ctx, &markettypes.QueryJobRequest{JobId: id})
+		if err != nil {
+			a.log.Warn("job", "job", id, "err", err)
+			continue
+		}
+		if markettypes.FitsJob(slot, res.Job.Spec) {
+			continue
+		}
+		jobID := id
+		acts = append(acts, action{what: fmt.Sprintf("withdraw the bid on job %d", id),
+			msgs: msgs(&markettypes.MsgWithdrawBid{Provider: op, JobId: id, NodeId: a.node.Id}), after: func(err error) {
+				switch {
+				case err == nil:
+					a.mu.Lock()
+					delete(a.placed, jobID)
+					a.mu.Unlock()
+					a.log.Info("bid withdrawn: the node no longer fits the job", "job", jobID)
+				case strings.Contains(err.Error(), markettypes.ErrBidBinding.Error()):
+					a.log.Warn("the node no longer fits a job whose full auction holds its bid (binding): if it wins, its deposit is forfeited", "job", jobID)
+				}
+			}})
+	}
+	return acts
 }
 
 // bidActions bids in the open auctions the node can run, at the policy's price. Nothing
@@ -121,6 +171,12 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		jobID := job.Id
 		acts = append(acts, action{what: fmt.Sprintf("%s%d", bidPrefix, job.Id), msgs: msgs(msg), after: func(err error) {
 			if err == nil {
+				a.mu.Lock()
+				if a.placed == nil {
+					a.placed = map[uint64]bool{}
+				}
+				a.placed[jobID] = true
+				a.mu.Unlock()
 				a.log.Info("bid placed", "job", jobID, "price", b.Price, "quantity", b.Quantity)
 			}
 		}})

@@ -13,6 +13,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
 
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/flopsnet/flops/worker/config"
+	"github.com/flopsnet/flops/worker/gpu"
 	"github.com/flopsnet/flops/worker/gpu/gpumock"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
 	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
@@ -179,4 +183,37 @@ func TestWorkerAnswersChallengesOnTheGPUsItHas(t *testing.T) {
 	require.Len(t, got, 7)
 	require.NotContains(t, got, lost)
 	untilCompleted(t, a, 80, w, first.Id)
+}
+
+// A worker bid on an auction of a task that needs all eight of its GPUs; a card is lost
+// before the close. The chain takes the node's seven GPUs, and a winner whose node no
+// longer fits the job forfeits its deposit at the close: the worker withdraws that bid at
+// once (the auction is not full, so the bid is not binding), and its deposit comes back.
+// Before, the bid stood.
+func TestWorkerWithdrawsBidsItsNodeNoLongerFits(t *testing.T) {
+	s := gpumock.NewDGX()
+	inv, err := gpu.OpenLibrary(s, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inv.Close() })
+	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AuctionWindowBlocks = 200 })
+	var mu sync.Mutex
+	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, workerWith{}, func(c *config.Config) {
+		c.Node.MockGPUs = 0
+		c.Bond.Amount = "900000000" // 8 GPUs
+	})
+	nodeID := w.agent.Node().Id
+	spec := gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION)
+	spec.TaskCount, spec.Requirements.GpuCount = 1, 8
+	spec.MaxPricePerTask = sdk.NewInt64Coin("udps", 100_000_000)
+	j := job(t, a, spec)
+	until(t, a, 10, "a bid on the auction", func() bool { return bidsOn(t, a, j.Id) > 0 }, w)
+
+	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	until(t, a, 20, "the node has seven GPUs and its bid is withdrawn", func() bool {
+		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+		require.NoError(t, err)
+		return len(n.Node.Gpus) == 7 && bidsOn(t, a, j.Id) == 0
+	}, w)
+	a.AssertInvariants()
 }

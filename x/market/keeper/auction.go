@@ -106,17 +106,6 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventBid{JobId: job.Id, NodeId: nodeID, Status: bid.Status, Price: bid.Price})
 }
 
-// fitsJob: the node can take the job's tasks, its load aside: enough GPUs, the disk the
-// job names, its requirements and workload, and on a node with MIG devices of the
-// task's shape.
-func fitsJob(s types.NodeSlot, spec types.JobSpec) bool {
-	if spec.Requirements.GPUs() > s.Gpus || spec.Requirements.DiskMibPerGpu > s.DiskMibPerGpu || !types.MeetsRequirements(s, spec) {
-		return false
-	}
-	_, ok := types.FitDevices(s, spec.Requirements, false)
-	return len(s.Devices) == 0 || ok
-}
-
 // bidEligible applies the scheduler's filters (but the node's current load: a bid is an
 // offer for later) to a bidding node.
 func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, s types.NodeSlot, price sdkmath.Int) error {
@@ -515,7 +504,7 @@ func (k Keeper) fillBid(ctx sdk.Context, p types.Params, job *types.Job, pending
 		if !slot.Active {
 			return n, true, nil // inactivity does not change within the fill: n is 0
 		}
-		if !fitsJob(slot, job.Spec) {
+		if !types.FitsJob(slot, job.Spec) {
 			// the node no longer fits the job as its bid did: its provider changed it since
 			// (fewer GPUs, another region, less disk offered, whole cards carved into MIG
 			// instances...; nothing of it changes within the fill: n is 0), as good as

@@ -126,3 +126,15 @@ func DeviceUUIDs(n gfltypes.Node, indices []uint32) ([]string, error) {
 	}
 	return out, nil
 }
+
+// FitsJob: the node can take the job's tasks, its load aside: enough GPUs, the disk the
+// job names, its requirements and workload, and on a node with MIG devices of the
+// task's shape. An auction's winner whose node no longer fits at the close forfeits its
+// deposit; flops-worker withdraws its bids that its node no longer fits.
+func FitsJob(s NodeSlot, spec JobSpec) bool {
+	if spec.Requirements.GPUs() > s.Gpus || spec.Requirements.DiskMibPerGpu > s.DiskMibPerGpu || !MeetsRequirements(s, spec) {
+		return false
+	}
+	_, ok := FitDevices(s, spec.Requirements, false)
+	return len(s.Devices) == 0 || ok
+}
