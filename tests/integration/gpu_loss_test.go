@@ -64,10 +64,7 @@ func TestBusyNodeLosesAGPU(t *testing.T) {
 	spec := a100("p1", 4)
 	spec.Gpus = spec.Gpus[:3]
 	// two GPUs would not, nor a class the tasks were not matched in
-	refused(gfltypes.NodeSpec{
-		Region: spec.Region, Endpoint: spec.Endpoint, Workloads: spec.Workloads, Runtimes: spec.Runtimes,
-		AskPerGpuHour: spec.AskPerGpuHour, ClaimedGflops: spec.ClaimedGflops, Gpus: spec.Gpus[:2],
-	}, "node 1 has 3 tasks in flight on 3 GPUs: the change leaves 2")
+	refused(a100("p1", 2), "node 1 has 3 tasks in flight on 3 GPUs: the change leaves 2")
 	h100 := a100("p1", 4)
 	for i := range h100.Gpus {
 		h100.Gpus[i].Model, h100.Gpus[i].MemoryMib, h100.Gpus[i].ComputeCapability = "NVIDIA H100 80GB HBM3", 81559, "9.0"

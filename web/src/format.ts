@@ -40,24 +40,18 @@ export const workload = (s: gflTypes.WorkloadClass) => strip(gflTypes.workloadCl
 export const slashReason = (s: stakingslashTypes.SlashReason) => strip(stakingslashTypes.slashReasonToJSON(s), "SLASH_REASON_");
 export const failureReason = (s: marketTypes.FailureReason) => strip(marketTypes.failureReasonToJSON(s), "FAILURE_REASON_");
 
+const failureOutcomes: Partial<Record<marketTypes.FailureStatus, string>> = {
+  [marketTypes.FailureStatus.FAILURE_STATUS_PENDING]: "pending: the task runs again on another operator's node to decide it",
+  [marketTypes.FailureStatus.FAILURE_STATUS_CONFIRMED]: "confirmed by another operator's run: both paid the confirmed time",
+  [marketTypes.FailureStatus.FAILURE_STATUS_REFUTED]: "refuted: another node produced a result; the reporter was slashed",
+  [marketTypes.FailureStatus.FAILURE_STATUS_UNCONFIRMED]: "unconfirmed: the rerun decided nothing; the reporter was slashed as for an abandoned task",
+  [marketTypes.FailureStatus.FAILURE_STATUS_CANCELLED]: "cancelled with the job: the reporter was paid its time",
+  [marketTypes.FailureStatus.FAILURE_STATUS_UNDECIDED]: "undecided: no other operator's node could take the task; nobody paid or slashed",
+};
+
 /** failureOutcome says what became of a provider's failure report, as the owner reads it. */
 export function failureOutcome(s: marketTypes.FailureStatus): string {
-  switch (s) {
-    case marketTypes.FailureStatus.FAILURE_STATUS_PENDING:
-      return "pending: the task runs again on another operator's node to decide it";
-    case marketTypes.FailureStatus.FAILURE_STATUS_CONFIRMED:
-      return "confirmed by another operator's run: both paid the confirmed time";
-    case marketTypes.FailureStatus.FAILURE_STATUS_REFUTED:
-      return "refuted: another node produced a result; the reporter was slashed";
-    case marketTypes.FailureStatus.FAILURE_STATUS_UNCONFIRMED:
-      return "unconfirmed: the rerun decided nothing; the reporter was slashed as for an abandoned task";
-    case marketTypes.FailureStatus.FAILURE_STATUS_CANCELLED:
-      return "cancelled with the job: the reporter was paid its time";
-    case marketTypes.FailureStatus.FAILURE_STATUS_UNDECIDED:
-      return "undecided: no other operator's node could take the task; nobody paid or slashed";
-    default:
-      return strip(marketTypes.failureStatusToJSON(s), "FAILURE_STATUS_");
-  }
+  return failureOutcomes[s] ?? strip(marketTypes.failureStatusToJSON(s), "FAILURE_STATUS_");
 }
 
 /** decNumber reads a cosmos.Dec: the wire form is an integer scaled by 10^18

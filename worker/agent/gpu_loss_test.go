@@ -15,8 +15,6 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/flopsnet/flops/worker/config"
-	"github.com/flopsnet/flops/worker/gpu"
 	"github.com/flopsnet/flops/worker/gpu/gpumock"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
 	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
@@ -156,7 +154,7 @@ func (d *devicesSeen) Solve(ctx context.Context, c gflpocp.Challenge) ([]int32, 
 func TestWorkerAnswersChallengesOnTheGPUsItHas(t *testing.T) {
 	s := gpumock.NewDGX()
 	solver := &devicesSeen{Solver: wpocp.NewGoSolver(1)}
-	a, w := dgxWorkerWith(t, s, workerWith{solver: solver})
+	a, w := dgxWorkerWith(t, s, workerWith{solver: solver}, nil)
 	nodeID := w.agent.Node().Id
 	lost, _ := s.Dev(7).GetUUID()
 	gq := gfltypes.NewQueryClient(a.QueryConn())
@@ -192,15 +190,7 @@ func TestWorkerAnswersChallengesOnTheGPUsItHas(t *testing.T) {
 // Before, the bid stood.
 func TestWorkerWithdrawsBidsItsNodeNoLongerFits(t *testing.T) {
 	s := gpumock.NewDGX()
-	inv, err := gpu.OpenLibrary(s, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = inv.Close() })
-	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AuctionWindowBlocks = 200 })
-	var mu sync.Mutex
-	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, workerWith{}, func(c *config.Config) {
-		c.Node.MockGPUs = 0
-		c.Bond.Amount = "900000000" // 8 GPUs
-	})
+	a, w := dgxWorkerWith(t, s, workerWith{}, func(m *markettypes.Params) { m.AuctionWindowBlocks = 200 })
 	nodeID := w.agent.Node().Id
 	spec := gemmSpec(a, markettypes.ALLOCATION_MODE_AUCTION)
 	spec.TaskCount, spec.Requirements.GpuCount = 1, 8

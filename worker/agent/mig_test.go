@@ -146,16 +146,22 @@ func untilCompleted(t *testing.T, a *apptest.App, limit int, w *worker, jobs ...
 // spans 15 blocks, so the ack window is wider than the default 20.
 func dgxWorker(t *testing.T, s *gpumock.DGX) (*apptest.App, *worker) {
 	t.Helper()
-	return dgxWorkerWith(t, s, workerWith{})
+	return dgxWorkerWith(t, s, workerWith{}, nil)
 }
 
-// dgxWorkerWith is dgxWorker with what with gives.
-func dgxWorkerWith(t *testing.T, s *gpumock.DGX, with workerWith) (*apptest.App, *worker) {
+// dgxWorkerWith is dgxWorker with what with gives, and the market's params edited (nil:
+// as dgxWorker's).
+func dgxWorkerWith(t *testing.T, s *gpumock.DGX, with workerWith, edit func(*markettypes.Params)) (*apptest.App, *worker) {
 	t.Helper()
 	inv, err := gpu.OpenLibrary(s, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = inv.Close() })
-	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) { m.AckTimeoutBlocks = 40 })
+	a := appWithProvidersEdit(t, []string{"p1"}, func(m *markettypes.Params) {
+		m.AckTimeoutBlocks = 40
+		if edit != nil {
+			edit(m)
+		}
+	})
 	var mu sync.Mutex
 	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), inv, with, func(c *config.Config) {
 		c.Node.MockGPUs = 0
