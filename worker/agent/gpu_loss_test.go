@@ -89,13 +89,7 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 // as it read it before the update (up to 10 blocks old), so the task ran on card 1, the
 // card that was gone.
 func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
-	s := gpumock.NewDGX()
-	var one []gpumock.MIGSlice
-	for range 7 {
-		one = append(one, gpumock.MIGSlice{GIProfile: nvml.GPU_INSTANCE_PROFILE_1_SLICE})
-	}
-	_, err := s.EnableMIGPacked(0, one...)
-	require.NoError(t, err)
+	s, _ := dgxCard0InSevenSlices(t)
 	a, w := dgxWorker(t, s)
 	nodeID := w.agent.Node().Id
 	card1, _ := s.Dev(1).GetUUID()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/stretchr/testify/require"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -32,13 +33,7 @@ import (
 // worker runs each task on exactly the device the chain gave it (its
 // CUDA_VISIBLE_DEVICES), every task is settled, and the slot invariant held throughout.
 func TestWorkerRunsTasksOnTheMIGInstancesTheChainGave(t *testing.T) {
-	s := gpumock.NewDGX()
-	var one []gpumock.MIGSlice
-	for range 7 {
-		one = append(one, gpumock.MIGSlice{GIProfile: nvml.GPU_INSTANCE_PROFILE_1_SLICE})
-	}
-	migs, err := s.EnableMIGPacked(0, one...)
-	require.NoError(t, err)
+	s, migs := dgxCard0InSevenSlices(t)
 	a, w := dgxWorker(t, s)
 	node := w.agent.Node()
 	require.Len(t, node.Gpus, 8)
@@ -168,4 +163,18 @@ func dgxWorkerWith(t *testing.T, s *gpumock.DGX, with workerWith, edit func(*mar
 		c.Bond.Amount = "900000000" // 8 GPUs
 	})
 	return a, w
+}
+
+// dgxCard0InSevenSlices is the DGX mock with GPU 0 in MIG mode, carved into 7 one-slice
+// instances (returned in slot order), the other 7 GPUs whole.
+func dgxCard0InSevenSlices(t *testing.T) (*gpumock.DGX, []*mock.Device) {
+	t.Helper()
+	s := gpumock.NewDGX()
+	var one []gpumock.MIGSlice
+	for range 7 {
+		one = append(one, gpumock.MIGSlice{GIProfile: nvml.GPU_INSTANCE_PROFILE_1_SLICE})
+	}
+	migs, err := s.EnableMIGPacked(0, one...)
+	require.NoError(t, err)
+	return s, migs
 }
