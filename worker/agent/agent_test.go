@@ -114,6 +114,21 @@ type workerWith struct {
 	log io.Writer
 	// solver answers PoCP (nil: the Go solver)
 	solver wpocp.Solver
+	// beside: the worker's reads of the chain and of its clock take the test's mutex, so
+	// that its runs may go on beside the test's blocks (lockedTick)
+	beside bool
+}
+
+// lockedConn is a connection whose calls hold mu.
+type lockedConn struct {
+	grpc.ClientConnInterface
+	mu *sync.Mutex
+}
+
+func (c lockedConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
 }
 
 // newWorkerWith is newWorker with what w gives.
@@ -154,10 +169,22 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	if solver == nil {
 		solver = wpocp.NewGoSolver(1)
 	}
+	conn, now := with.conn, a.BlockTime
+	if with.beside {
+		if conn == nil {
+			conn = a.QueryConn()
+		}
+		conn = lockedConn{ClientConnInterface: conn, mu: mu}
+		now = func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return a.BlockTime()
+		}
+	}
 	ag, err := agent.New(agent.Options{
-		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent, conn: with.conn}, Bidder: with.bidder, GPUs: gpus, Executor: exec,
+		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent, conn: conn}, Bidder: with.bidder, GPUs: gpus, Executor: exec,
 		Solver: solver, Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
-		Now: a.BlockTime,
+		Now: now,
 	})
 	require.NoError(t, err)
 	require.NoError(t, ag.Setup(context.Background()))

@@ -20,6 +20,7 @@ import (
 	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // A card of a busy 8-GPU machine is lost (NVML answers NVML_ERROR_GPU_IS_LOST for it from
@@ -78,6 +79,51 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 		require.True(t, strings.HasPrefix(dev, "GPU-"), "a task ran without a GPU: %q", line)
 		require.NotEqual(t, lost, dev, "a task ran on the lost GPU")
 	}
+	a.AssertInvariants()
+}
+
+// A card of an idle 8-GPU machine fails after the chain gave the node a task of eight
+// GPUs and before the worker started it. The worker reads its GPUs again (its read of the
+// node comes first at that tick) and has seven; the chain keeps the node's eight while the
+// task holds them. The task waits, unacked, and never runs on the seven cards: its ack
+// lapses and the chain takes it back (the lapse slashes the provider: its hardware failed
+// the task), and the node's spec without the card lands then. Before, the worker ran it on
+// the seven cards that were free: the client paid for eight GPUs and had its job run on
+// seven (on a machine whose other cards were busy, on none).
+func TestWorkerRunsNoTaskShortOfItsGPUs(t *testing.T) {
+	s := gpumock.NewDGX()
+	a, w := dgxWorker(t, s)
+	nodeID := w.agent.Node().Id
+	seen := filepath.Join(t.TempDir(), "seen")
+	spec := seenJob(a, seen, "eight", 1)
+	spec.Requirements.GpuCount = 8
+	spec.MaxPricePerTask = sdk.NewInt64Coin("udps", 100_000_000)
+	j := job(t, a, spec)
+	task := func() markettypes.Task { return tasksOfJob(t, a, j.Id)[0] }
+	require.Equal(t, nodeID, task().NodeId)
+	for range 10 { // the worker's next read of its node comes with its next tick
+		a.NextBlock()
+	}
+	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	tick(t, a, w)
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	gpus := func() int {
+		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+		require.NoError(t, err)
+		return len(n.Node.Gpus)
+	}
+	require.Equal(t, 8, gpus(), "refused under the task")
+	require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, task().Status, "not acked")
+	require.NoFileExists(t, seen, "the task ran short of its GPUs")
+
+	until(t, a, 60, "the task taken back from the node, and the node's seven GPUs on the chain", func() bool {
+		return task().NodeId != nodeID && gpus() == 7
+	}, w)
+	require.NoFileExists(t, seen, "the task ran here")
+	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
+	require.NoError(t, err)
+	require.Len(t, slashes.Slashes, 1)
+	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, slashes.Slashes[0].Reason)
 	a.AssertInvariants()
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -36,14 +37,47 @@ type claim struct {
 	// disk is the disk its run may fill (the market's task_disk_mib_per_gpu for each GPU
 	// of the pool's spec), read with the params of the block that claimed it
 	disk uint64
+	// gpus: the GPUs pinned for its run; cancel ends the run (a task needs its GPUs:
+	// giveUpUnits), givenUp says it was so ended (under mu)
+	gpus    []string
+	cancel  context.CancelFunc
+	givenUp bool
 }
 
 // withdrawAfter: credits are withdrawn once this many units are credited (or the pool
 // closed): one transfer for many units.
 const withdrawAfter = 10
 
-// unitTaskID numbers a pool unit for the executor's directories (apart from task ids).
+// unitTaskID numbers a pool unit for the executor's directories and the GPU pins (apart
+// from task ids).
 func unitTaskID(pool, unit uint64) uint64 { return 1<<63 | pool<<32 | unit&(1<<32-1) }
+
+// isUnitRun: the id is a pool unit's (unitTaskID), not a task's.
+func isUnitRun(id uint64) bool { return id&(1<<63) != 0 }
+
+// giveUpUnits ends the runs of the pool units that hold the given GPU (or MIG) UUIDs, for
+// a task of the chain's that needs them (pinFree): a unit is a race nothing on chain holds
+// the node to, a task is not. Their pins go when their runs return. It names the units
+// (a.mu held).
+func (a *Agent) giveUpUnits(uuids []string) string {
+	ids := map[uint64]bool{}
+	for _, u := range uuids {
+		ids[a.pinned[u]] = true
+	}
+	var names []string
+	for _, key := range slices.Sorted(maps.Keys(a.claims)) {
+		c := a.claims[key]
+		if !ids[unitTaskID(c.pool.Id, c.unit.Id)] || c.cancel == nil {
+			continue
+		}
+		if !c.givenUp {
+			c.givenUp = true
+			c.cancel()
+		}
+		names = append(names, fmt.Sprintf("%d/%d", c.pool.Id, c.unit.Id))
+	}
+	return strings.Join(names, ", ")
+}
 
 // poolActions joins the pools the node is eligible for, races for open units (each
 // computed beside the loop and committed the moment it is ready: the first valid
@@ -429,16 +463,31 @@ func (a *Agent) race(ctx context.Context, height int64, pool markettypes.Pool) {
 		}
 		a.mu.Lock()
 		_, taken := a.claims[key]
-		if !taken && !excluded {
-			a.claims[key] = &claim{pool: pool, unit: u, phase: claimComputing, disk: a.params.TaskDiskBytes(pool.Spec.Requirements)}
-		}
-		c := a.claims[key]
 		a.mu.Unlock()
 		if taken || excluded {
 			continue
 		}
+		// A unit runs on GPUs of its own, pinned as a task's are, all it needs or none:
+		// the race is run only with GPUs no run holds, and not while a task of the
+		// chain's waits for GPUs here (gpuShortfall). Before, a unit claimed on a busy
+		// machine ran on the GPUs that were free, or on none.
+		a.mu.Lock()
+		waiting := len(a.gpuWait) > 0
+		a.mu.Unlock()
+		if waiting {
+			return
+		}
+		gpus, ok := a.pin(unitTaskID(pool.Id, u.Id), pool.Spec.Requirements.GPUs())
+		if !ok {
+			return
+		}
+		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		c := &claim{pool: pool, unit: u, phase: claimComputing, disk: a.params.TaskDiskBytes(pool.Spec.Requirements), gpus: gpus, cancel: cancel}
+		a.mu.Lock()
+		a.claims[key] = c
+		a.mu.Unlock()
 		free--
-		a.background(ctx, func(ctx context.Context) error { return a.claimUnit(ctx, c) })
+		a.background(ctx, func(ctx context.Context) error { return a.claimUnit(ctx, runCtx, c) })
 	}
 }
 
@@ -450,9 +499,10 @@ func (a *Agent) order(unit uint64) uint64 {
 	return binary.BigEndian.Uint64(h[:8])
 }
 
-// claimUnit computes a unit and commits to its result; a unit someone else claimed first
-// is dropped.
-func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
+// claimUnit computes a unit, on the GPUs race pinned for it and within the pool's
+// unit_max_duration, and commits to its result; a unit someone else claimed first, or
+// given up for a task (runCtx cancelled: giveUpUnits), is dropped.
+func (a *Agent) claimUnit(ctx, runCtx context.Context, c *claim) error {
 	key := unitKey(c.pool.Id, c.unit.Id)
 	drop := func() {
 		a.mu.Lock()
@@ -460,10 +510,7 @@ func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
 		a.mu.Unlock()
 		_ = a.state.del(key)
 	}
-	// a unit runs on GPUs of its own, pinned as a task's are, and within the pool's
-	// unit_max_duration
 	id := unitTaskID(c.pool.Id, c.unit.Id)
-	gpus := a.pin(id, c.pool.Spec.Requirements.GPUs())
 	defer func() {
 		a.mu.Lock()
 		a.unpin(id)
@@ -472,7 +519,7 @@ func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
 	spec := executor.Spec{
 		TaskID: id, Runtime: c.pool.Spec.Runtime, Image: c.pool.Spec.Image,
 		Command: c.pool.Spec.Command, Env: c.pool.Spec.Env, Inputs: []markettypes.Input{c.unit.Input}, Builtin: c.pool.Spec.Builtin,
-		GPUs: gpus, MaxDuration: c.pool.Spec.UnitMaxDuration, MaxDiskBytes: c.disk,
+		GPUs: c.gpus, MaxDuration: c.pool.Spec.UnitMaxDuration, MaxDiskBytes: c.disk,
 	}
 	if c.pool.Spec.Runtime == markettypes.RUNTIME_BUILTIN && c.pool.Spec.Image == markettypes.BuiltinGemm {
 		g := c.pool.UnitGemm(c.unit)
@@ -481,10 +528,17 @@ func (a *Agent) claimUnit(ctx context.Context, c *claim) error {
 	}
 	// A pool unit is not adopted after a restart (the race for it starts over): a
 	// shutdown kills its process as a cancel does, rather than leave it detached.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
+	defer c.cancel()
+	defer context.AfterFunc(ctx, c.cancel)()
 	res, err := a.o.Executor.Run(runCtx, spec, executor.Hooks{})
+	a.mu.Lock()
+	givenUp := c.givenUp
+	a.mu.Unlock()
+	if givenUp {
+		drop()
+		a.log.Info("unit given up: a task needs its GPUs", "pool", c.pool.Id, "unit", c.unit.Id)
+		return nil
+	}
 	if err != nil {
 		drop()
 		return fmt.Errorf("pool %d unit %d: %w", c.pool.Id, c.unit.Id, err)

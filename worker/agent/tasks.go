@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flopsnet/flops/worker/config"
@@ -35,7 +36,9 @@ func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettyp
 		switch t.Status {
 		case markettypes.TASK_STATUS_ASSIGNED:
 			busy = true
-			a.start(ctx, t)
+			if !a.start(ctx, t) {
+				continue // waits, unacked, for the GPUs the chain gave it (gpuShortfall)
+			}
 			acts = append(acts, action{what: fmt.Sprintf("ack task %d", t.Id), msgs: msgs(&markettypes.MsgAckTask{Provider: op, TaskId: t.Id}),
 				after: func(err error) {
 					if err != nil {
@@ -91,18 +94,20 @@ func (a *Agent) uncommitted(taskID uint64) bool {
 	return ok && (r.phase == phaseRunning || r.phase == phaseFinished || r.phase == phaseFailed)
 }
 
-// start runs a task on this machine unless it already runs (or ran) here.
-func (a *Agent) start(ctx context.Context, t markettypes.Task) {
+// start runs a task on this machine unless it already runs (or ran) here. It says
+// whether the task runs (or ran) here: false while the GPUs the chain gave it are not
+// free on this machine (gpuShortfall), and then nothing of it runs.
+func (a *Agent) start(ctx context.Context, t markettypes.Task) bool {
 	a.mu.Lock()
 	if _, ok := a.runs[t.Id]; ok {
 		a.mu.Unlock()
-		return
+		return true
 	}
 	if rec, ok, _ := a.state.get(taskKey(t.Id)); ok {
 		// finished and recorded before a restart: nothing to run, the commit follows
 		a.runs[t.Id] = &run{task: t, phase: phaseFinished, usage: rec.Usage}
 		a.mu.Unlock()
-		return
+		return true
 	}
 	r := &run{task: t, started: a.o.Now()}
 	a.runs[t.Id] = r
@@ -111,12 +116,13 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 	job, err := a.market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.JobId})
 	if err != nil {
 		a.finish(r, executor.Result{}, fmt.Errorf("job %d: %w", t.JobId, err))
-		return
+		return true
 	}
 	r.job = job.Job
 	// A run a previous start of this worker left running (executor.ErrDetached) is
 	// adopted, on the GPUs it was pinned to, instead of started again.
 	detached, adopt := a.o.Executor.Detached(t.Id)
+	var short string // why the task cannot have its GPUs now
 	switch {
 	case adopt:
 		r.gpus = a.pinAll(t.Id, detached.GPUs)
@@ -126,12 +132,22 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 		uuids, err := markettypes.DeviceUUIDs(a.Node(), t.Devices)
 		if err != nil {
 			a.finish(r, executor.Result{}, fmt.Errorf("task %d: %w", t.Id, err))
-			return
+			return true
 		}
-		r.gpus = a.pinAll(t.Id, uuids)
+		r.gpus, short = a.pinDevices(t.Id, uuids)
 	default:
-		r.gpus = a.pin(t.Id, job.Job.Spec.Requirements.GPUs())
+		r.gpus, short = a.pinFree(t.Id, job.Job.Spec.Requirements.GPUs())
 	}
+	if short != "" {
+		a.mu.Lock()
+		delete(a.runs, t.Id)
+		a.mu.Unlock()
+		a.gpuShortfall(t, short)
+		return false
+	}
+	a.mu.Lock()
+	delete(a.gpuWait, t.Id)
+	a.mu.Unlock()
 	spec := executor.Spec{
 		TaskID: t.Id, JobID: t.JobId, Index: t.Index, Runtime: job.Job.Spec.Runtime, Image: job.Job.Spec.Image,
 		Command: job.Job.Spec.ShardCommand(t.Index), Env: job.Job.Spec.Env, Inputs: job.Job.Spec.Inputs, Builtin: job.Job.Spec.Builtin,
@@ -194,6 +210,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) {
 		a.commitNow(ctx, r)
 		return nil
 	})
+	return true
 }
 
 // runLimit is how long a task may run here: its max_duration less a margin in which a
@@ -520,6 +537,11 @@ func (a *Agent) forget(active []markettypes.Task) {
 			gone = append(gone, id)
 		}
 	}
+	for id := range a.gpuWait {
+		if !live[id] {
+			delete(a.gpuWait, id) // given to another node, or ended
+		}
+	}
 	a.mu.Unlock()
 	for _, id := range a.o.Executor.DetachedTasks() {
 		a.mu.Lock()
@@ -541,24 +563,114 @@ func (a *Agent) forget(active []markettypes.Task) {
 	}
 }
 
-// pin reserves n GPU (or MIG) UUIDs for a task.
-func (a *Agent) pin(taskID uint64, n uint32) []string {
+// pin reserves n free GPU (or MIG) UUIDs for a task or a pool unit, all or none.
+func (a *Agent) pin(taskID uint64, n uint32) ([]string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []string
+	free := a.freeUnits()
+	if uint32(len(free)) < n {
+		return nil, false
+	}
+	for _, u := range free[:n] {
+		a.pinned[u] = taskID
+	}
+	return free[:n], true
+}
+
+// freeUnits are the machine's GPU (or MIG) UUIDs no run holds (a.mu held).
+func (a *Agent) freeUnits() []string {
+	var free []string
 	for _, u := range a.units {
-		if uint32(len(out)) == n {
-			break
-		}
 		if _, used := a.pinned[u]; !used {
-			a.pinned[u] = taskID
-			out = append(out, u)
+			free = append(free, u)
 		}
 	}
-	if uint32(len(out)) < n {
-		a.log.Warn("fewer free GPUs than the task needs: it runs on what is free", "task", taskID, "need", n, "free", len(out))
+	return free
+}
+
+// A task runs only on as many GPUs as its job asks for, and on a node with MIG only on
+// the devices the chain gave it. The chain counts those as free on the node, and the
+// machine may not have them free:
+//   - pool units claimed here hold them (the chain does not count a pool's units on the
+//     node's GPUs): the task comes first, and the units it needs are given up (their race
+//     is lost, nothing is on chain yet) for the task to start at the next tick;
+//   - a card failed and the chain keeps the node's spec with it while the node's tasks
+//     in flight need its GPUs (watchGPUs sends the spec without it again at each read of
+//     the node, and it lands once they no longer do);
+//   - a run the chain no longer has on the node holds them until forget stops it, after
+//     this tick's actions.
+//
+// Such a task waits, unacked, and pool units claim nothing meanwhile. If the GPUs never
+// come free, its ack lapses and the chain gives it to another node (the lapse costs
+// abandon_slash_ppm of the provider's collateral: its hardware failed the task). Before, it
+// ran on the GPUs that were free, or on none, so a job that paid for eight GPUs ran on
+// seven, or a GPU job ran on none and failed, and its failure report was refuted.
+
+// pinFree reserves n free GPU (or MIG) UUIDs for a task, or says why it cannot, giving up
+// the pool units that hold the ones it lacks if that is enough.
+func (a *Agent) pinFree(taskID uint64, n uint32) ([]string, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	free := a.freeUnits()
+	if uint32(len(free)) >= n {
+		for _, u := range free[:n] {
+			a.pinned[u] = taskID
+		}
+		return free[:n], ""
 	}
-	return out
+	lack := int(n) - len(free)
+	var units []string // held by pool units, in the machine's order
+	for _, u := range a.units {
+		if id, used := a.pinned[u]; used && isUnitRun(id) {
+			units = append(units, u)
+		}
+	}
+	if len(units) >= lack {
+		given := a.giveUpUnits(units[:lack])
+		return nil, fmt.Sprintf("%d of the %d GPUs it needs are free; pool units %s give theirs up", len(free), n, given)
+	}
+	return nil, fmt.Sprintf("%d of the %d GPUs it needs are on the machine and free", len(free), n)
+}
+
+// pinDevices reserves the GPU (or MIG) UUIDs the chain gave a task on a node with MIG, or
+// says why it cannot, giving up the pool units that hold them if that is enough.
+func (a *Agent) pinDevices(taskID uint64, uuids []string) ([]string, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var held []string
+	for _, u := range uuids {
+		if !slices.Contains(a.units, u) {
+			return nil, fmt.Sprintf("device %s is not on the machine", u)
+		}
+		id, used := a.pinned[u]
+		switch {
+		case !used || id == taskID:
+		case isUnitRun(id):
+			held = append(held, u)
+		default:
+			return nil, fmt.Sprintf("device %s is held by task %d", u, id)
+		}
+	}
+	if len(held) > 0 {
+		return nil, fmt.Sprintf("pool units %s give its devices up", a.giveUpUnits(held))
+	}
+	for _, u := range uuids {
+		a.pinned[u] = taskID
+	}
+	return uuids, ""
+}
+
+// gpuShortfall records that a task waits for its GPUs (why: pinFree's or pinDevices'),
+// and says so once.
+func (a *Agent) gpuShortfall(t markettypes.Task, why string) {
+	a.mu.Lock()
+	_, said := a.gpuWait[t.Id]
+	a.gpuWait[t.Id] = true
+	a.mu.Unlock()
+	if !said {
+		a.log.Warn("the task waits for the GPUs the chain gave it, unacked: it does not run short of them; still waiting at its ack deadline, it goes to another node",
+			"task", t.Id, "job", t.JobId, "status", t.Status, "why", why, "ack_deadline_height", t.AckDeadlineHeight)
+	}
 }
 
 // pinAll reserves the given GPU (or MIG) UUIDs for a task: those an adopted run was
