@@ -161,7 +161,7 @@ func TestAttackAminoJSONRelayEditsEveryMsg(t *testing.T) {
 	signer := a.Account("client")
 	msgs, err := msgfill.FlopsMsgs()
 	require.NoError(t, err)
-	require.Len(t, msgs, 36)
+	require.Len(t, msgs, 37)
 	for _, md := range msgs {
 		t.Run(string(md.ParentFile().Package())+"."+string(md.Name()), func(t *testing.T) {
 			msg, _, err := msgfill.Filled(md, signer.String())

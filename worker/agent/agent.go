@@ -104,7 +104,7 @@ type Agent struct {
 	lastBeat  int64
 	// gpuWait holds the tasks in flight here that wait for their GPUs (gpuShortfall):
 	// while any does, pool units claim nothing
-	gpuWait map[uint64]bool
+	gpuWait map[uint64]gpuWait
 	// bid holds the auctions priced, each once: job id -> the auction's close height
 	// (forgotten some blocks after it, forgetClosedAuctions)
 	bid map[uint64]int64
@@ -188,7 +188,7 @@ func New(o Options) (*Agent, error) {
 		o: o, cfg: o.Config, log: o.Log.With("component", "agent"), state: st,
 		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
 		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
-		runs: map[uint64]*run{}, pinned: map[string]uint64{}, gpuWait: map[uint64]bool{}, answers: map[uint64]*challenge{},
+		runs: map[uint64]*run{}, pinned: map[string]uint64{}, gpuWait: map[uint64]gpuWait{}, answers: map[uint64]*challenge{},
 		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, idleSince: map[uint64]int64{}, poolSpecs: map[uint64]markettypes.PoolSpec{}, claims: map[string]*claim{},
 		inflight: map[string]bool{},
 	}, nil

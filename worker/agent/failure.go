@@ -14,8 +14,14 @@ import (
 // the root of its captured logs, which are published like outputs so that the owner can
 // read them. The chain runs the task again on another operator's node: a second failure
 // confirms the report (both are paid the confirmed time), a result elsewhere refutes it
-// (this provider is slashed). A failure on this machine's side (no container runtime, a
-// spec this worker cannot run, its own errors) is not reported: the task lapses.
+// (this provider is slashed).
+//
+// A run that failed on this machine's side (jobFault says no: a runtime it lacks, a spec
+// it cannot run, a GPU lost under the run, its own errors) is released (MsgReleaseTask):
+// the task goes to another node at once, at what its lapse would cost (abandon_slash_ppm),
+// instead of the job waiting for that lapse. So is a verification task's run that failed
+// without answering (a timeout or the OOM killer: another machine may do better), which
+// the chain would refuse as a report.
 //
 // A verification task (an audit, a tie's escalation, a committee member) does not report:
 // it reruns work that produced a result, and its run's failure, where every machine would
@@ -23,12 +29,17 @@ import (
 // which the chain compares with the result like any other root. A made-up result for a job
 // that fails is then outvoted, where its auditors used to lapse and be slashed.
 
+// errGPULost: a GPU a run was given is gone from the machine (NVML reports it lost): the
+// run failed on the machine's side, whatever the job's command said (gpuLostUnder).
+var errGPULost = errors.New("a GPU of the run is gone from the machine")
+
 // jobFault says whether a run's error is the job's fault, and how to report it.
 func jobFault(runtime markettypes.Runtime, err error) (markettypes.FailureReason, int32, bool) {
 	var exit *executor.ExitError
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, executor.ErrWorkerShutdown),
-		errors.Is(err, executor.ErrNoContainerRuntime), errors.Is(err, executor.ErrInvalidSpec), errors.Is(err, executor.ErrTaskLost):
+		errors.Is(err, executor.ErrNoContainerRuntime), errors.Is(err, executor.ErrInvalidSpec), errors.Is(err, executor.ErrTaskLost),
+		errors.Is(err, errGPULost):
 		return 0, 0, false
 	case errors.Is(err, executor.ErrMaxDuration):
 		return markettypes.FAILURE_REASON_TIMEOUT, 0, true
@@ -66,9 +77,9 @@ func (a *Agent) failureAction(ctx context.Context, t markettypes.Task) (action, 
 		return action{}, false
 	}
 	reason, code, fault := jobFault(r.job.Spec.Runtime, r.err)
-	if !fault {
+	if !fault || r.task.Role != markettypes.TASK_ROLE_PRIMARY {
 		a.mu.Unlock()
-		return action{}, false
+		return action{}, false // releaseAction's
 	}
 	r.phase = phaseReporting
 	res, runErr := r.res, r.err
@@ -96,6 +107,47 @@ func (a *Agent) failureAction(ctx context.Context, t markettypes.Task) (action, 
 		a.mu.Unlock()
 		a.log.Info("task failure reported: it runs again elsewhere to confirm it", "task", t.Id, "reason", reason, "exit_code", code)
 	}}, true
+}
+
+// releaseAction gives back a task whose run failed here on this machine's side, or (a
+// verification task) without answering, once, while the chain shows it on this node.
+func (a *Agent) releaseAction(t markettypes.Task) (action, bool) {
+	a.mu.Lock()
+	r, ok := a.runs[t.Id]
+	if !ok || r.phase != phaseFailed || errors.Is(r.err, context.Canceled) || errors.Is(r.err, executor.ErrWorkerShutdown) {
+		a.mu.Unlock()
+		return action{}, false // not failed, or stopped by this worker (its run is gone or left to the next start)
+	}
+	if _, _, fault := jobFault(r.job.Spec.Runtime, r.err); fault && r.task.Role == markettypes.TASK_ROLE_PRIMARY {
+		a.mu.Unlock()
+		return action{}, false // failureAction's
+	}
+	r.phase = phaseReporting
+	why := failureDetail(r.err)
+	if errors.Is(r.err, errGPULost) {
+		why = errGPULost.Error() + ": " + why
+	}
+	a.mu.Unlock()
+	return a.releaseTask(t, why, func(err error) {
+		a.mu.Lock()
+		r.phase = phaseReported
+		if err != nil {
+			r.phase = phaseFailed // try again next block
+		}
+		a.mu.Unlock()
+	}), true
+}
+
+// releaseTask is the action that gives a task back to the chain (MsgReleaseTask), why in
+// its history; after is told how it went.
+func (a *Agent) releaseTask(t markettypes.Task, why string, after func(error)) action {
+	msg := &markettypes.MsgReleaseTask{Provider: a.o.Chain.Address().String(), TaskId: t.Id, Reason: executor.PrintableLine(why, markettypes.MaxFailureDetailLen)}
+	return action{what: fmt.Sprintf("release task %d", t.Id), msgs: msgs(msg), after: func(err error) {
+		if err == nil {
+			a.log.Warn("task given back to the chain: this machine cannot run it; it goes to another node, at the cost of a lapse (abandon_slash_ppm)", "task", t.Id, "job", t.JobId, "why", why)
+		}
+		after(err)
+	}}
 }
 
 // publishFailedRun publishes a failed run's logs (and whatever the job wrote) for the

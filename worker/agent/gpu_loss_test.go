@@ -85,9 +85,9 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 // A card of an idle 8-GPU machine fails after the chain gave the node a task of eight
 // GPUs and before the worker started it. The worker reads its GPUs again (its read of the
 // node comes first at that tick) and has seven; the chain keeps the node's eight while the
-// task holds them. The task waits, unacked, and never runs on the seven cards: its ack
-// lapses and the chain takes it back (the lapse slashes the provider: its hardware failed
-// the task), and the node's spec without the card lands then. Before, the worker ran it on
+// task holds them. The worker never runs the task on the seven cards: it gives it back at
+// once (MsgReleaseTask, slashed as an abandoned task, as the ack's lapse would be), and
+// the node's spec without the card lands at its next read. Before, the worker ran it on
 // the seven cards that were free: the client paid for eight GPUs and had its job run on
 // seven (on a machine whose other cards were busy, on none).
 func TestWorkerRunsNoTaskShortOfItsGPUs(t *testing.T) {
@@ -113,13 +113,46 @@ func TestWorkerRunsNoTaskShortOfItsGPUs(t *testing.T) {
 		return len(n.Node.Gpus)
 	}
 	require.Equal(t, 8, gpus(), "refused under the task")
-	require.Equal(t, markettypes.TASK_STATUS_ASSIGNED, task().Status, "not acked")
+	got := task()
+	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
+	require.Contains(t, got.ExcludedNodes, nodeID)
 	require.NoFileExists(t, seen, "the task ran short of its GPUs")
+	hist, err := markettypesQuery(a).JobHistory(a.Ctx(), &markettypes.QueryJobHistoryRequest{JobId: j.Id})
+	require.NoError(t, err)
+	require.Contains(t, hist.Entries[len(hist.Entries)-1].Detail, "released by its provider: its GPUs are not on the machine: it needs 8 GPUs and the machine has 7")
 
-	until(t, a, 60, "the task taken back from the node, and the node's seven GPUs on the chain", func() bool {
-		return task().NodeId != nodeID && gpus() == 7
-	}, w)
+	until(t, a, 12, "the node's seven GPUs on the chain", func() bool { return gpus() == 7 }, w)
 	require.NoFileExists(t, seen, "the task ran here")
+	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
+	require.NoError(t, err)
+	require.Len(t, slashes.Slashes, 1)
+	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, slashes.Slashes[0].Reason)
+	a.AssertInvariants()
+}
+
+// A card fails under a task that runs on it, and the job's command exits non-zero. The
+// failure is the machine's, not the job's: the worker gives the task back (a lapse's
+// slash) instead of reporting that the job failed, which another node's result would
+// refute (a refuted report is slashed as a wrong result). Before, it reported the exit.
+func TestWorkerGivesBackATaskWhoseGPUWasLostUnderIt(t *testing.T) {
+	s := gpumock.NewDGX()
+	a, w := dgxWorker(t, s)
+	nodeID := w.agent.Node().Id
+	spec := seenJob(a, filepath.Join(t.TempDir(), "seen"), "lost", 1)
+	spec.Command = []string{"sh", "-c", "echo 'CUDA error: unspecified launch failure' >&2; exit 3"}
+	j := job(t, a, spec)
+	require.Equal(t, nodeID, tasksOfJob(t, a, j.Id)[0].NodeId)
+	// the card the task is given (the machine's first) is lost after the worker's last
+	// read of its GPUs: its next read is nodeRefreshBlocks away
+	s.Dev(0).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	tick(t, a, w)
+	got := tasksOfJob(t, a, j.Id)[0]
+	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
+	require.Empty(t, got.Failures, "no failure reported")
+	require.Contains(t, got.ExcludedNodes, nodeID)
+	hist, err := markettypesQuery(a).JobHistory(a.Ctx(), &markettypes.QueryJobHistoryRequest{JobId: j.Id})
+	require.NoError(t, err)
+	require.Contains(t, hist.Entries[len(hist.Entries)-1].Detail, "released by its provider: a GPU of the run is gone from the machine")
 	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
 	require.NoError(t, err)
 	require.Len(t, slashes.Slashes, 1)

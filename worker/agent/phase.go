@@ -8,7 +8,8 @@ package agent
 // runPhase is where a task's execution on this machine stands.
 //
 //	running    -> finished (result recorded) | failed (the run failed here)
-//	failed     -> reporting (the job's fault: its failure report is on its way)
+//	failed     -> reporting (the job's fault: its failure report is on its way; the
+//	              machine's: its release is)
 //	reporting  -> reported (accepted: the chain runs the task elsewhere) | failed (refused)
 //	finished   -> committing (the commitment is on its way)
 //	committing -> committed (accepted) | finished (refused, or the record unreadable)

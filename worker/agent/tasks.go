@@ -37,7 +37,16 @@ func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettyp
 		case markettypes.TASK_STATUS_ASSIGNED:
 			busy = true
 			if !a.start(ctx, t) {
-				continue // waits, unacked, for the GPUs the chain gave it (gpuShortfall)
+				// waits, unacked, for the GPUs the chain gave it, or gives it back if they
+				// are gone from the machine (gpuShortfall)
+				if act, ok := a.gpusGoneAction(t); ok {
+					acts = append(acts, act)
+				}
+				continue
+			}
+			if act, ok := a.releaseAction(t); ok {
+				acts = append(acts, act) // failed at once, on this machine's side
+				continue
 			}
 			acts = append(acts, action{what: fmt.Sprintf("ack task %d", t.Id), msgs: msgs(&markettypes.MsgAckTask{Provider: op, TaskId: t.Id}),
 				after: func(err error) {
@@ -55,6 +64,9 @@ func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettyp
 				acts = append(acts, act)
 			}
 			if act, ok := a.failureAction(ctx, t); ok {
+				acts = append(acts, act)
+			}
+			if act, ok := a.releaseAction(t); ok {
 				acts = append(acts, act)
 			}
 			if act, ok := a.checkpointAction(t); ok {
@@ -123,6 +135,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) bool {
 	// adopted, on the GPUs it was pinned to, instead of started again.
 	detached, adopt := a.o.Executor.Detached(t.Id)
 	var short string // why the task cannot have its GPUs now
+	var gone bool    // and they are not on the machine
 	switch {
 	case adopt:
 		r.gpus = a.pinAll(t.Id, detached.GPUs)
@@ -134,15 +147,15 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) bool {
 			a.finish(r, executor.Result{}, fmt.Errorf("task %d: %w", t.Id, err))
 			return true
 		}
-		r.gpus, short = a.pinDevices(t.Id, uuids)
+		r.gpus, short, gone = a.pinDevices(t.Id, uuids)
 	default:
-		r.gpus, short = a.pinFree(t.Id, job.Job.Spec.Requirements.GPUs())
+		r.gpus, short, gone = a.pinFree(t.Id, job.Job.Spec.Requirements.GPUs())
 	}
 	if short != "" {
 		a.mu.Lock()
 		delete(a.runs, t.Id)
 		a.mu.Unlock()
-		a.gpuShortfall(t, short)
+		a.gpuShortfall(t, short, gone)
 		return false
 	}
 	a.mu.Lock()
@@ -197,6 +210,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) bool {
 			a.log.Info("worker shutting down: task left to the next start", "task", t.Id, "detached", errors.Is(err, executor.ErrDetached))
 			return nil
 		}
+		err = a.gpuLostUnder(ctx, r.gpus, err)
 		a.finish(r, res, err)
 		if m := a.o.Metrics; m != nil {
 			if err == nil {
@@ -600,15 +614,17 @@ func (a *Agent) freeUnits() []string {
 //   - a run the chain no longer has on the node holds them until forget stops it, after
 //     this tick's actions.
 //
-// Such a task waits, unacked, and pool units claim nothing meanwhile. If the GPUs never
-// come free, its ack lapses and the chain gives it to another node (the lapse costs
-// abandon_slash_ppm of the provider's collateral: its hardware failed the task). Before, it
-// ran on the GPUs that were free, or on none, so a job that paid for eight GPUs ran on
-// seven, or a GPU job ran on none and failed, and its failure report was refuted.
+// Such a task waits, unacked, and pool units claim nothing meanwhile; one whose GPUs are
+// not on the machine (more than it has, or a device the chain gave it that is gone) is
+// given back at once (MsgReleaseTask: it goes to another node, and the release costs
+// abandon_slash_ppm of the provider's collateral, as the ack's lapse would: its hardware
+// failed the task). Before, it ran on the GPUs that were free, or on none, so a job that
+// paid for eight GPUs ran on seven, or a GPU job ran on none and failed, and its failure
+// report was refuted.
 
 // pinFree reserves n free GPU (or MIG) UUIDs for a task, or says why it cannot, giving up
 // the pool units that hold the ones it lacks if that is enough.
-func (a *Agent) pinFree(taskID uint64, n uint32) ([]string, string) {
+func (a *Agent) pinFree(taskID uint64, n uint32) (pinned []string, why string, gone bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	free := a.freeUnits()
@@ -616,7 +632,10 @@ func (a *Agent) pinFree(taskID uint64, n uint32) ([]string, string) {
 		for _, u := range free[:n] {
 			a.pinned[u] = taskID
 		}
-		return free[:n], ""
+		return free[:n], "", false
+	}
+	if uint32(len(a.units)) < n {
+		return nil, fmt.Sprintf("it needs %d GPUs and the machine has %d", n, len(a.units)), true
 	}
 	lack := int(n) - len(free)
 	var units []string // held by pool units, in the machine's order
@@ -627,20 +646,20 @@ func (a *Agent) pinFree(taskID uint64, n uint32) ([]string, string) {
 	}
 	if len(units) >= lack {
 		given := a.giveUpUnits(units[:lack])
-		return nil, fmt.Sprintf("%d of the %d GPUs it needs are free; pool units %s give theirs up", len(free), n, given)
+		return nil, fmt.Sprintf("%d of the %d GPUs it needs are free; pool units %s give theirs up", len(free), n, given), false
 	}
-	return nil, fmt.Sprintf("%d of the %d GPUs it needs are on the machine and free", len(free), n)
+	return nil, fmt.Sprintf("%d of the %d GPUs it needs are free", len(free), n), false
 }
 
 // pinDevices reserves the GPU (or MIG) UUIDs the chain gave a task on a node with MIG, or
 // says why it cannot, giving up the pool units that hold them if that is enough.
-func (a *Agent) pinDevices(taskID uint64, uuids []string) ([]string, string) {
+func (a *Agent) pinDevices(taskID uint64, uuids []string) (pinned []string, why string, gone bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var held []string
 	for _, u := range uuids {
 		if !slices.Contains(a.units, u) {
-			return nil, fmt.Sprintf("device %s is not on the machine", u)
+			return nil, fmt.Sprintf("device %s is not on the machine", u), true
 		}
 		id, used := a.pinned[u]
 		switch {
@@ -648,29 +667,81 @@ func (a *Agent) pinDevices(taskID uint64, uuids []string) ([]string, string) {
 		case isUnitRun(id):
 			held = append(held, u)
 		default:
-			return nil, fmt.Sprintf("device %s is held by task %d", u, id)
+			return nil, fmt.Sprintf("device %s is held by task %d", u, id), false
 		}
 	}
 	if len(held) > 0 {
-		return nil, fmt.Sprintf("pool units %s give its devices up", a.giveUpUnits(held))
+		return nil, fmt.Sprintf("pool units %s give its devices up", a.giveUpUnits(held)), false
 	}
 	for _, u := range uuids {
 		a.pinned[u] = taskID
 	}
-	return uuids, ""
+	return uuids, "", false
 }
 
-// gpuShortfall records that a task waits for its GPUs (why: pinFree's or pinDevices'),
-// and says so once.
-func (a *Agent) gpuShortfall(t markettypes.Task, why string) {
+// gpuShortfall records that a task cannot have its GPUs (why and gone: pinFree's or
+// pinDevices'), and says so once while it waits for them.
+func (a *Agent) gpuShortfall(t markettypes.Task, why string, gone bool) {
 	a.mu.Lock()
-	_, said := a.gpuWait[t.Id]
-	a.gpuWait[t.Id] = true
+	w, said := a.gpuWait[t.Id]
+	a.gpuWait[t.Id] = gpuWait{why: why, gone: gone, releasing: w.releasing}
 	a.mu.Unlock()
-	if !said {
+	if !said && !gone {
 		a.log.Warn("the task waits for the GPUs the chain gave it, unacked: it does not run short of them; still waiting at its ack deadline, it goes to another node",
 			"task", t.Id, "job", t.JobId, "status", t.Status, "why", why, "ack_deadline_height", t.AckDeadlineHeight)
 	}
+}
+
+// gpuWait is why a task waits for its GPUs (gpuShortfall); gone: they are not on the
+// machine, and the task is given back (releasing: that is on its way).
+type gpuWait struct {
+	why             string
+	gone, releasing bool
+}
+
+// gpusGoneAction gives back a task whose GPUs are not on the machine, once at a time.
+func (a *Agent) gpusGoneAction(t markettypes.Task) (action, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := a.gpuWait[t.Id]
+	if !w.gone || w.releasing {
+		return action{}, false
+	}
+	w.releasing = true
+	a.gpuWait[t.Id] = w
+	return a.releaseTask(t, "its GPUs are not on the machine: "+w.why, func(err error) {
+		if err != nil {
+			a.mu.Lock()
+			if w, ok := a.gpuWait[t.Id]; ok {
+				w.releasing = false // tried again at the next tick
+				a.gpuWait[t.Id] = w
+			}
+			a.mu.Unlock()
+		}
+	}), true
+}
+
+// gpuLostUnder wraps a failed run's error in errGPULost when a GPU it ran on is no longer
+// on the machine, read again now: the run failed on the machine's side, and the task is
+// given back (releaseAction), where a report of the job's failure would be refuted by
+// another node's result.
+func (a *Agent) gpuLostUnder(ctx context.Context, gpus []string, err error) error {
+	if err == nil || a.mockGPUs || len(gpus) == 0 || errors.Is(err, context.Canceled) || errors.Is(err, executor.ErrWorkerShutdown) {
+		return err
+	}
+	devs, derr := a.o.GPUs.Devices(ctx)
+	if derr != nil {
+		a.log.Warn("GPU inventory, after a run failed", "err", derr)
+		return err
+	}
+	devs, _ = gpu.Offerable(devs)
+	have := gpu.SchedulableUUIDs(devs)
+	for _, u := range gpus {
+		if !slices.Contains(have, u) {
+			return fmt.Errorf("%w (%s): %w", errGPULost, u, err)
+		}
+	}
+	return err
 }
 
 // pinAll reserves the given GPU (or MIG) UUIDs for a task: those an adopted run was

@@ -73,3 +73,48 @@ func TestAttackFakeResultOnAFailingJobSlashesTheAuditors(t *testing.T) {
 	require.Zero(t, slashCount(t, a, ss, a.Account("p2").Address), "the auditor is not slashed")
 	require.Zero(t, slashCount(t, a, ss, a.Account("p3").Address), "the committee member is not slashed")
 }
+
+// An audit whose run fails without answering (a signal ended it: a machine with more
+// memory or time may do better, so it is no answer that the job fails) is given back to
+// the chain at once (MsgReleaseTask), which draws another auditor. Before, the auditor's
+// worker sent a failure report, which the chain refuses for a verification task, again
+// at every block until the audit's heartbeat lapsed.
+func TestWorkerGivesBackAnAuditThatDidNotAnswer(t *testing.T) {
+	a := appWithProvidersEdit(t, []string{"p1", "p2"}, func(m *markettypes.Params) { m.CommitteeSize = 1 })
+	var mu sync.Mutex
+	liar := newWorkerIn(t, &mu, a, "p1", filepath.Join(t.TempDir(), "liar"), nil)
+	spec := processSpec(a, `case "$FLOPS_OUTPUT_DIR" in */liar/*) echo made-up > "$FLOPS_OUTPUT_DIR/out" ;; *) kill -TERM $$ ;; esac`)
+	spec.Verification = markettypes.VERIFICATION_CLASS_EXACT
+	spec.VerificationBudget = sdk.NewCoin("udps", spec.MaxPricePerTask.Amount.MulRaw(2))
+	j := job(t, a, spec)
+	q := markettypesQuery(a)
+	until(t, a, 80, "the task runs on the liar's node", func() bool {
+		res, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: j.FirstTaskId})
+		require.NoError(t, err)
+		return res.Task.Status == markettypes.TASK_STATUS_RUNNING && res.Task.NodeId == liar.agent.Node().Id
+	}, liar)
+	auditor := newWorker(t, &mu, a, "p2", nil)
+	sent := func(typeURL string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, u := range *auditor.sent {
+			if u == typeURL {
+				n++
+			}
+		}
+		return n
+	}
+	until(t, a, 120, "the auditor gave its audit back", func() bool { return sent("/flops.market.v1.MsgReleaseTask") > 0 }, liar, auditor)
+	require.Zero(t, sent("/flops.market.v1.MsgReportFailure"), "no failure report, which the chain refuses for an audit")
+	tasks := tasksOfJob(t, a, j.Id)
+	var audit *markettypes.Task
+	for i := range tasks {
+		if tasks[i].Role == markettypes.TASK_ROLE_AUDIT {
+			audit = &tasks[i]
+		}
+	}
+	require.NotNil(t, audit)
+	require.Contains(t, audit.ExcludedNodes, auditor.agent.Node().Id, "given back: not drawn again for that node")
+	require.Equal(t, 1, slashCount(t, a, sstypes.NewQueryClient(a.QueryConn()), a.Account("p2").Address), "a lapse's slash")
+}

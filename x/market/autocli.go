@@ -72,6 +72,8 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "RevealResult", Use: "reveal <task-id> <result-root-hex> <salt-hex> <output-uri>", Short: "Reveal a committed result", PositionalArgs: args("task_id", "result_root", "salt", "output_uri")},
 				{RpcMethod: "ReportFailure", Use: "report-failure <task-id> <reason> <exit-code> <log-root-hex>", Short: "Report that a running task failed for the job's sake (flops-worker does this); it runs again elsewhere to confirm",
 					Example: "flopsd tx market report-failure 12 exit 2 9f86d0...08 --detail 'exit status 2' --from provider", PositionalArgs: args("task_id", "reason", "exit_code", "log_root")},
+				{RpcMethod: "ReleaseTask", Use: "release-task <task-id> [reason]", Short: "Give back an assigned or running task your machine cannot run: it goes to another node at once, at the cost of a lapse (abandon_slash_ppm; flops-worker does this when a task's GPU is lost)",
+					Example: "flopsd tx market release-task 12 'GPU 3 fell off the bus' --from provider", PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "task_id"}, {ProtoField: "reason", Optional: true}}},
 				{RpcMethod: "Challenge", Use: "challenge <task-id>", Short: "Challenge a verified result in its challenge window (locks the challenge bond; a committee decides)", Example: "flopsd tx market challenge 12 --from client", PositionalArgs: args("task_id")},
 				{RpcMethod: "CreatePool", Skip: true}, // client/cli: reads a spec file
 				{RpcMethod: "JoinPool", Use: "join-pool <pool-id> <node-id>", Short: "Add an eligible node to a pool", PositionalArgs: args("pool_id", "node_id")},

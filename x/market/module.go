@@ -192,6 +192,7 @@ func (am AppModule) WeightedOperationsX(w simsx.WeightSource, reg simsx.Registry
 	reg.Add(w.Get("msg_withdraw_bid", 15), simulation.MsgWithdrawBidFactory(am.keeper))
 	reg.Add(w.Get("msg_checkpoint", 30), simulation.MsgCheckpointFactory(am.keeper))
 	reg.Add(w.Get("msg_report_failure", 15), simulation.MsgReportFailureFactory(am.keeper))
+	reg.Add(w.Get("msg_release_task", 5), simulation.MsgReleaseTaskFactory(am.keeper))
 	reg.Add(w.Get("msg_challenge", 90), simulation.MsgChallengeFactory(am.keeper))
 	reg.Add(w.Get("msg_create_pool", 30), simulation.MsgCreatePoolFactory(am.keeper))
 	reg.Add(w.Get("msg_join_pool", 60), simulation.MsgJoinPoolFactory(am.keeper))

@@ -25,6 +25,7 @@ import { MsgHeartbeat as market_MsgHeartbeat } from "./gen/flops/market/v1/tx.js
 import { MsgJoinPool as market_MsgJoinPool } from "./gen/flops/market/v1/tx.js";
 import { MsgLeavePool as market_MsgLeavePool } from "./gen/flops/market/v1/tx.js";
 import { MsgPlaceBid as market_MsgPlaceBid } from "./gen/flops/market/v1/tx.js";
+import { MsgReleaseTask as market_MsgReleaseTask } from "./gen/flops/market/v1/tx.js";
 import { MsgReportFailure as market_MsgReportFailure } from "./gen/flops/market/v1/tx.js";
 import { MsgRevealResult as market_MsgRevealResult } from "./gen/flops/market/v1/tx.js";
 import { MsgRevealUnit as market_MsgRevealUnit } from "./gen/flops/market/v1/tx.js";
@@ -64,6 +65,7 @@ export const flopsTypes: ReadonlyArray<[string, GeneratedType]> = [
   ["/flops.market.v1.MsgJoinPool", market_MsgJoinPool],
   ["/flops.market.v1.MsgLeavePool", market_MsgLeavePool],
   ["/flops.market.v1.MsgPlaceBid", market_MsgPlaceBid],
+  ["/flops.market.v1.MsgReleaseTask", market_MsgReleaseTask],
   ["/flops.market.v1.MsgReportFailure", market_MsgReportFailure],
   ["/flops.market.v1.MsgRevealResult", market_MsgRevealResult],
   ["/flops.market.v1.MsgRevealUnit", market_MsgRevealUnit],

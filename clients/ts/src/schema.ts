@@ -348,6 +348,13 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "quantity", a: "quantity", t: "quantity", k: "uint32" },
     ],
   },
+  "flops.market.v1.MsgReleaseTask": {
+    f: [
+      { n: "provider", a: "provider", t: "provider", k: "string" },
+      { n: "task_id", a: "task_id", t: "taskId", k: "uint64" },
+      { n: "reason", a: "reason", t: "reason", k: "string" },
+    ],
+  },
   "flops.market.v1.MsgReportFailure": {
     f: [
       { n: "provider", a: "provider", t: "provider", k: "string" },
@@ -592,6 +599,7 @@ export const msgs: { typeUrl: string; aminoName: string; signer: string }[] = [
   { typeUrl: "/flops.market.v1.MsgJoinPool", aminoName: "flops/x/market/MsgJoinPool", signer: "provider" },
   { typeUrl: "/flops.market.v1.MsgLeavePool", aminoName: "flops/x/market/MsgLeavePool", signer: "provider" },
   { typeUrl: "/flops.market.v1.MsgPlaceBid", aminoName: "flops/x/market/MsgPlaceBid", signer: "provider" },
+  { typeUrl: "/flops.market.v1.MsgReleaseTask", aminoName: "flops/x/market/MsgReleaseTask", signer: "provider" },
   { typeUrl: "/flops.market.v1.MsgReportFailure", aminoName: "flops/x/market/MsgReportFailure", signer: "provider" },
   { typeUrl: "/flops.market.v1.MsgRevealResult", aminoName: "flops/x/market/MsgRevealResult", signer: "provider" },
   { typeUrl: "/flops.market.v1.MsgRevealUnit", aminoName: "flops/x/market/MsgRevealUnit", signer: "provider" },

@@ -13,6 +13,7 @@ import (
 	"github.com/flopsnet/flops/internal/validate"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
+	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // The provider's side of a task: ASSIGNED -> RUNNING (ack) -> COMMITTED (commit) ->
@@ -81,6 +82,37 @@ func (k Keeper) AckTask(ctx context.Context, provider sdk.AccAddress, id uint64)
 		}
 	}
 	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTaskStatus{TaskId: id, JobId: t.JobId, NodeId: t.NodeId, Status: t.Status})
+}
+
+// ReleaseTask gives back a task its provider's machine cannot run (ASSIGNED, or RUNNING:
+// not once its result is committed): it lapses at once, as it would at its ack or
+// heartbeat deadline, with the same slash (abandon_slash_ppm), deposit forfeit and
+// reputation event, and goes to another node (or ends, out of reassignments). A release
+// costs what waiting for the lapse costs, so it is never a way out of a dearer outcome;
+// it spares the job the wait. reason is kept in the task's history.
+func (k Keeper) ReleaseTask(ctx context.Context, provider sdk.AccAddress, id uint64, reason string) error {
+	if err := validate.Size("reason", len(reason), types.MaxFailureDetailLen); err != nil {
+		return err
+	}
+	if !types.PrintableLine(reason) {
+		return errorsmod.Wrap(types.ErrInvalidRelease, "reason must be printable UTF-8 on one line")
+	}
+	t, _, err := k.providerTask(ctx, provider, id, types.TASK_STATUS_ASSIGNED)
+	if errorsmod.IsOf(err, types.ErrInvalidTaskStatus) && t.Status == types.TASK_STATUS_RUNNING {
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	p, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	why := "released by its provider"
+	if reason != "" {
+		why += ": " + reason
+	}
+	return k.lapse(sdk.UnwrapSDKContext(ctx), p, t, why, p.AbandonSlashPpm, sstypes.SLASH_REASON_ABANDONED_TASK)
 }
 
 // Heartbeat keeps every running task of a node alive for heartbeat_timeout_blocks, and

@@ -158,6 +158,18 @@ func (m msgServer) ReportFailure(ctx context.Context, msg *types.MsgReportFailur
 	return &types.MsgReportFailureResponse{Status: status}, nil
 }
 
+// ReleaseTask gives back a task its provider's machine cannot run.
+func (m msgServer) ReleaseTask(ctx context.Context, msg *types.MsgReleaseTask) (*types.MsgReleaseTaskResponse, error) {
+	signer, err := m.k.address("provider", msg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.k.ReleaseTask(ctx, signer, msg.TaskId, msg.Reason); err != nil {
+		return nil, err
+	}
+	return &types.MsgReleaseTaskResponse{}, nil
+}
+
 // RevealResult opens a committed result.
 func (m msgServer) RevealResult(ctx context.Context, msg *types.MsgRevealResult) (*types.MsgRevealResultResponse, error) {
 	signer, err := m.k.address("provider", msg.Provider)

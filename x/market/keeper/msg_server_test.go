@@ -646,6 +646,85 @@ func TestAckTimeoutLapses(t *testing.T) {
 	f.assertInvariants()
 }
 
+// ---------------------------------------------------------------- ReleaseTask
+
+// A provider gives back an assigned task and a running one: each lapses at once, as at its
+// ack or heartbeat deadline (TestAckTimeoutLapses): slashed abandon_slash_ppm, burned, the
+// lapse hook, back to the queue never to that node, the reason in the task's history.
+func TestReleaseTask(t *testing.T) {
+	for _, running := range []bool{false, true} {
+		t.Run(fmt.Sprintf("running=%v", running), func(t *testing.T) {
+			f := newFixture(t, nil)
+			task := f.assignedTask("p1")
+			if running {
+				task = f.runningTask("p2")
+			}
+			_, err := f.ms.ReleaseTask(f.ctx, &types.MsgReleaseTask{Provider: task.Provider, TaskId: task.Id, Reason: "GPU 3 fell off the bus"})
+			require.NoError(t, err)
+			got := f.task(task.Id)
+			require.Equal(t, types.TASK_STATUS_PENDING, got.Status)
+			require.Equal(t, []uint64{task.NodeId}, got.ExcludedNodes)
+			require.Equal(t, uint32(1), got.Reassignments)
+			require.Empty(t, got.Provider)
+			require.Len(t, f.coll.slashes, 1)
+			s := f.coll.slashes[0]
+			require.Equal(t, task.Provider, s.provider)
+			require.Equal(t, f.params().AbandonSlashPpm, s.ppm)
+			require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, s.reason)
+			require.Empty(t, s.owner)
+			require.Equal(t, []uint64{task.NodeId}, f.hooks.lapsed)
+			require.True(t, f.coll.exp(task.Provider).IsZero())
+			require.True(t, f.hasEvent("EventTaskReassigned"))
+			hist, err := keeper.NewQueryServerImpl(f.k).JobHistory(f.ctx, &types.QueryJobHistoryRequest{JobId: task.JobId})
+			require.NoError(t, err)
+			last := hist.Entries[len(hist.Entries)-1]
+			require.Contains(t, last.Detail, "released by its provider: GPU 3 fell off the bus")
+			f.assertInvariants()
+		})
+	}
+}
+
+func TestReleaseTaskRejects(t *testing.T) {
+	f := newFixture(t, nil)
+	assigned := f.assignedTask("p1")
+	running := f.runningTask("p2")
+	committed := f.committedTask("p3")
+	pending := f.tasks(f.submit(f.unplaceable()))[0]
+	release := func(provider string, id uint64, reason string) *types.MsgReleaseTask {
+		return &types.MsgReleaseTask{Provider: provider, TaskId: id, Reason: reason}
+	}
+	cases := []struct {
+		name string
+		msg  *types.MsgReleaseTask
+		err  error
+	}{
+		{"unknown task", release(assigned.Provider, 999, ""), types.ErrTaskNotFound},
+		{"another provider", release(running.Provider, assigned.Id, ""), types.ErrNotProvider},
+		{"the job's owner", release(f.client, assigned.Id, ""), types.ErrNotProvider},
+		{"pending task", release(assigned.Provider, pending.Id, ""), types.ErrNotProvider},
+		// once committed, a lapse costs a missed reveal's slash: no release out of it
+		{"committed", release(committed.Provider, committed.Id, ""), types.ErrInvalidTaskStatus},
+		{"reason too long", release(assigned.Provider, assigned.Id, strings.Repeat("x", types.MaxFailureDetailLen+1)), validate.ErrTooLarge},
+		{"reason on two lines", release(assigned.Provider, assigned.Id, "GPU\nlost"), types.ErrInvalidRelease},
+	}
+	for _, bad := range badAddresses {
+		cases = append(cases, struct {
+			name string
+			msg  *types.MsgReleaseTask
+			err  error
+		}{"provider address: " + bad.name, release(bad.addr, assigned.Id, ""), types.ErrInvalidAddress})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f.requireRejected(tc.err, func(ctx sdk.Context) error {
+				_, err := f.ms.ReleaseTask(ctx, tc.msg)
+				return err
+			})
+		})
+	}
+	f.assertInvariants()
+}
+
 // ---------------------------------------------------------------- Heartbeat
 
 // Heartbeats keep a running task alive past the heartbeat timeout; when they stop the task

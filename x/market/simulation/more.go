@@ -104,6 +104,22 @@ func MsgReportFailureFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	})
 }
 
+// MsgReleaseTaskFactory: a simulated provider gives back an assigned or running task (it
+// lapses at once: slashed as abandoned, the task to another node).
+func MsgReleaseTaskFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
+	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgReleaseTask, simsx.SimDeliveryResultHandler) {
+		want := types.TASK_STATUS_ASSIGNED
+		if data.Rand().Intn(2) == 0 {
+			want = types.TASK_STATUS_RUNNING
+		}
+		t, prov, ok := pickTask(ctx, k, data, reporter, want)
+		if !ok {
+			return nil, nil, nil
+		}
+		return []simsx.SimAccount{prov}, &types.MsgReleaseTask{Provider: t.Provider, TaskId: t.Id, Reason: "simulated GPU failure"}, nil
+	})
+}
+
 // MsgChallengeFactory: a simulated client challenges a verified result of its job in the
 // challenge window (a committee reruns it); refused when the job's verification budget
 // cannot pay a committee or the client cannot post the bond.

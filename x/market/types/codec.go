@@ -21,6 +21,7 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgCommitResult{}, "flops/x/market/MsgCommitResult")
 	legacy.RegisterAminoMsg(cdc, &MsgRevealResult{}, "flops/x/market/MsgRevealResult")
 	legacy.RegisterAminoMsg(cdc, &MsgReportFailure{}, "flops/x/market/MsgReportFailure")
+	legacy.RegisterAminoMsg(cdc, &MsgReleaseTask{}, "flops/x/market/MsgReleaseTask")
 	legacy.RegisterAminoMsg(cdc, &MsgChallenge{}, "flops/x/market/MsgChallenge")
 	legacy.RegisterAminoMsg(cdc, &MsgCreatePool{}, "flops/x/market/MsgCreatePool")
 	legacy.RegisterAminoMsg(cdc, &MsgJoinPool{}, "flops/x/market/MsgJoinPool")
@@ -40,7 +41,7 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgAckTask{}, &MsgHeartbeat{}, &MsgCheckpoint{}, &MsgCommitResult{}, &MsgRevealResult{},
 		&MsgChallenge{}, &MsgCreatePool{}, &MsgJoinPool{}, &MsgLeavePool{}, &MsgSubmitUnits{},
 		&MsgCommitUnit{}, &MsgRevealUnit{}, &MsgWithdrawPoolEarnings{}, &MsgClosePool{},
-		&MsgReportFailure{},
+		&MsgReportFailure{}, &MsgReleaseTask{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

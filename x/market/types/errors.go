@@ -48,4 +48,5 @@ var (
 	ErrInvalidFailure    = errorsmod.RegisterWithGRPCCode(ModuleName, 37, codes.InvalidArgument, "invalid failure report")
 	ErrInvalidProgress   = errorsmod.RegisterWithGRPCCode(ModuleName, 38, codes.InvalidArgument, "invalid task progress")
 	ErrBidBinding        = errorsmod.RegisterWithGRPCCode(ModuleName, 39, codes.FailedPrecondition, "bid is binding")
+	ErrInvalidRelease    = errorsmod.RegisterWithGRPCCode(ModuleName, 40, codes.InvalidArgument, "invalid task release")
 )

@@ -1210,6 +1210,110 @@ func (x *MsgReportFailure) GetDetail() string {
 	return ""
 }
 
+// MsgReleaseTask gives back a task its provider's machine cannot run. It costs what a
+// lapse costs (abandon_slash_ppm of the provider's collateral, a won auction's deposit,
+// the reputation of an abandoned task): it spares the job the wait for the lapse, and
+// nothing else.
+type MsgReleaseTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// provider the task is assigned to.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// task_id given back: ASSIGNED, or RUNNING with no commitment.
+	TaskId uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// reason in words (the task's history keeps it), at most 256 bytes.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MsgReleaseTask) Reset() {
+	*x = MsgReleaseTask{}
+	mi := &file_flops_market_v1_tx_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MsgReleaseTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MsgReleaseTask) ProtoMessage() {}
+
+func (x *MsgReleaseTask) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_tx_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MsgReleaseTask.ProtoReflect.Descriptor instead.
+func (*MsgReleaseTask) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *MsgReleaseTask) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *MsgReleaseTask) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *MsgReleaseTask) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// MsgReleaseTaskResponse is empty.
+type MsgReleaseTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MsgReleaseTaskResponse) Reset() {
+	*x = MsgReleaseTaskResponse{}
+	mi := &file_flops_market_v1_tx_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MsgReleaseTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MsgReleaseTaskResponse) ProtoMessage() {}
+
+func (x *MsgReleaseTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_market_v1_tx_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MsgReleaseTaskResponse.ProtoReflect.Descriptor instead.
+func (*MsgReleaseTaskResponse) Descriptor() ([]byte, []int) {
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{22}
+}
+
 // MsgReportFailureResponse says what the report did.
 type MsgReportFailureResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1222,7 +1326,7 @@ type MsgReportFailureResponse struct {
 
 func (x *MsgReportFailureResponse) Reset() {
 	*x = MsgReportFailureResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[21]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1338,7 @@ func (x *MsgReportFailureResponse) String() string {
 func (*MsgReportFailureResponse) ProtoMessage() {}
 
 func (x *MsgReportFailureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[21]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1351,7 @@ func (x *MsgReportFailureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgReportFailureResponse.ProtoReflect.Descriptor instead.
 func (*MsgReportFailureResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{21}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MsgReportFailureResponse) GetStatus() FailureStatus {
@@ -1268,7 +1372,7 @@ type MsgRevealResultResponse struct {
 
 func (x *MsgRevealResultResponse) Reset() {
 	*x = MsgRevealResultResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[22]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1384,7 @@ func (x *MsgRevealResultResponse) String() string {
 func (*MsgRevealResultResponse) ProtoMessage() {}
 
 func (x *MsgRevealResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[22]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1397,7 @@ func (x *MsgRevealResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgRevealResultResponse.ProtoReflect.Descriptor instead.
 func (*MsgRevealResultResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{22}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *MsgRevealResultResponse) GetSettleHeight() int64 {
@@ -1316,7 +1420,7 @@ type MsgChallenge struct {
 
 func (x *MsgChallenge) Reset() {
 	*x = MsgChallenge{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[23]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1432,7 @@ func (x *MsgChallenge) String() string {
 func (*MsgChallenge) ProtoMessage() {}
 
 func (x *MsgChallenge) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[23]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1445,7 @@ func (x *MsgChallenge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgChallenge.ProtoReflect.Descriptor instead.
 func (*MsgChallenge) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{23}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *MsgChallenge) GetOwner() string {
@@ -1369,7 +1473,7 @@ type MsgChallengeResponse struct {
 
 func (x *MsgChallengeResponse) Reset() {
 	*x = MsgChallengeResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[24]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1485,7 @@ func (x *MsgChallengeResponse) String() string {
 func (*MsgChallengeResponse) ProtoMessage() {}
 
 func (x *MsgChallengeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[24]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1498,7 @@ func (x *MsgChallengeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgChallengeResponse.ProtoReflect.Descriptor instead.
 func (*MsgChallengeResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{24}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MsgChallengeResponse) GetDisputeId() uint64 {
@@ -1417,7 +1521,7 @@ type MsgCreatePool struct {
 
 func (x *MsgCreatePool) Reset() {
 	*x = MsgCreatePool{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[25]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1533,7 @@ func (x *MsgCreatePool) String() string {
 func (*MsgCreatePool) ProtoMessage() {}
 
 func (x *MsgCreatePool) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[25]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1546,7 @@ func (x *MsgCreatePool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgCreatePool.ProtoReflect.Descriptor instead.
 func (*MsgCreatePool) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{25}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MsgCreatePool) GetOwner() string {
@@ -1470,7 +1574,7 @@ type MsgCreatePoolResponse struct {
 
 func (x *MsgCreatePoolResponse) Reset() {
 	*x = MsgCreatePoolResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[26]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1586,7 @@ func (x *MsgCreatePoolResponse) String() string {
 func (*MsgCreatePoolResponse) ProtoMessage() {}
 
 func (x *MsgCreatePoolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[26]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1599,7 @@ func (x *MsgCreatePoolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgCreatePoolResponse.ProtoReflect.Descriptor instead.
 func (*MsgCreatePoolResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{26}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MsgCreatePoolResponse) GetPoolId() uint64 {
@@ -1520,7 +1624,7 @@ type MsgJoinPool struct {
 
 func (x *MsgJoinPool) Reset() {
 	*x = MsgJoinPool{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[27]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1636,7 @@ func (x *MsgJoinPool) String() string {
 func (*MsgJoinPool) ProtoMessage() {}
 
 func (x *MsgJoinPool) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[27]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1649,7 @@ func (x *MsgJoinPool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgJoinPool.ProtoReflect.Descriptor instead.
 func (*MsgJoinPool) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{27}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MsgJoinPool) GetProvider() string {
@@ -1578,7 +1682,7 @@ type MsgJoinPoolResponse struct {
 
 func (x *MsgJoinPoolResponse) Reset() {
 	*x = MsgJoinPoolResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[28]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1694,7 @@ func (x *MsgJoinPoolResponse) String() string {
 func (*MsgJoinPoolResponse) ProtoMessage() {}
 
 func (x *MsgJoinPoolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[28]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1707,7 @@ func (x *MsgJoinPoolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgJoinPoolResponse.ProtoReflect.Descriptor instead.
 func (*MsgJoinPoolResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{28}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{30}
 }
 
 // MsgLeavePool takes a node out of a pool.
@@ -1621,7 +1725,7 @@ type MsgLeavePool struct {
 
 func (x *MsgLeavePool) Reset() {
 	*x = MsgLeavePool{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[29]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1737,7 @@ func (x *MsgLeavePool) String() string {
 func (*MsgLeavePool) ProtoMessage() {}
 
 func (x *MsgLeavePool) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[29]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1750,7 @@ func (x *MsgLeavePool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgLeavePool.ProtoReflect.Descriptor instead.
 func (*MsgLeavePool) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{29}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MsgLeavePool) GetProvider() string {
@@ -1679,7 +1783,7 @@ type MsgLeavePoolResponse struct {
 
 func (x *MsgLeavePoolResponse) Reset() {
 	*x = MsgLeavePoolResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[30]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1795,7 @@ func (x *MsgLeavePoolResponse) String() string {
 func (*MsgLeavePoolResponse) ProtoMessage() {}
 
 func (x *MsgLeavePoolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[30]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1808,7 @@ func (x *MsgLeavePoolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgLeavePoolResponse.ProtoReflect.Descriptor instead.
 func (*MsgLeavePoolResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{30}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{32}
 }
 
 // MsgSubmitUnits posts unit inputs.
@@ -1722,7 +1826,7 @@ type MsgSubmitUnits struct {
 
 func (x *MsgSubmitUnits) Reset() {
 	*x = MsgSubmitUnits{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[31]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +1838,7 @@ func (x *MsgSubmitUnits) String() string {
 func (*MsgSubmitUnits) ProtoMessage() {}
 
 func (x *MsgSubmitUnits) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[31]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +1851,7 @@ func (x *MsgSubmitUnits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgSubmitUnits.ProtoReflect.Descriptor instead.
 func (*MsgSubmitUnits) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{31}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MsgSubmitUnits) GetOwner() string {
@@ -1782,7 +1886,7 @@ type MsgSubmitUnitsResponse struct {
 
 func (x *MsgSubmitUnitsResponse) Reset() {
 	*x = MsgSubmitUnitsResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[32]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1898,7 @@ func (x *MsgSubmitUnitsResponse) String() string {
 func (*MsgSubmitUnitsResponse) ProtoMessage() {}
 
 func (x *MsgSubmitUnitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[32]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1911,7 @@ func (x *MsgSubmitUnitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgSubmitUnitsResponse.ProtoReflect.Descriptor instead.
 func (*MsgSubmitUnitsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{32}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MsgSubmitUnitsResponse) GetFirstUnit() uint64 {
@@ -1836,7 +1940,7 @@ type MsgCommitUnit struct {
 
 func (x *MsgCommitUnit) Reset() {
 	*x = MsgCommitUnit{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[33]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1952,7 @@ func (x *MsgCommitUnit) String() string {
 func (*MsgCommitUnit) ProtoMessage() {}
 
 func (x *MsgCommitUnit) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[33]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +1965,7 @@ func (x *MsgCommitUnit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgCommitUnit.ProtoReflect.Descriptor instead.
 func (*MsgCommitUnit) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{33}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MsgCommitUnit) GetProvider() string {
@@ -1910,7 +2014,7 @@ type MsgCommitUnitResponse struct {
 
 func (x *MsgCommitUnitResponse) Reset() {
 	*x = MsgCommitUnitResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[34]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +2026,7 @@ func (x *MsgCommitUnitResponse) String() string {
 func (*MsgCommitUnitResponse) ProtoMessage() {}
 
 func (x *MsgCommitUnitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[34]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2039,7 @@ func (x *MsgCommitUnitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgCommitUnitResponse.ProtoReflect.Descriptor instead.
 func (*MsgCommitUnitResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{34}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MsgCommitUnitResponse) GetRevealDeadlineHeight() int64 {
@@ -1968,7 +2072,7 @@ type MsgRevealUnit struct {
 
 func (x *MsgRevealUnit) Reset() {
 	*x = MsgRevealUnit{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[35]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2084,7 @@ func (x *MsgRevealUnit) String() string {
 func (*MsgRevealUnit) ProtoMessage() {}
 
 func (x *MsgRevealUnit) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[35]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2097,7 @@ func (x *MsgRevealUnit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgRevealUnit.ProtoReflect.Descriptor instead.
 func (*MsgRevealUnit) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{35}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MsgRevealUnit) GetProvider() string {
@@ -2054,7 +2158,7 @@ type MsgRevealUnitResponse struct {
 
 func (x *MsgRevealUnitResponse) Reset() {
 	*x = MsgRevealUnitResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[36]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2170,7 @@ func (x *MsgRevealUnitResponse) String() string {
 func (*MsgRevealUnitResponse) ProtoMessage() {}
 
 func (x *MsgRevealUnitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[36]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2183,7 @@ func (x *MsgRevealUnitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgRevealUnitResponse.ProtoReflect.Descriptor instead.
 func (*MsgRevealUnitResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{36}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{38}
 }
 
 // MsgWithdrawPoolEarnings pays out a provider's credited units.
@@ -2095,7 +2199,7 @@ type MsgWithdrawPoolEarnings struct {
 
 func (x *MsgWithdrawPoolEarnings) Reset() {
 	*x = MsgWithdrawPoolEarnings{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[37]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2211,7 @@ func (x *MsgWithdrawPoolEarnings) String() string {
 func (*MsgWithdrawPoolEarnings) ProtoMessage() {}
 
 func (x *MsgWithdrawPoolEarnings) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[37]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2224,7 @@ func (x *MsgWithdrawPoolEarnings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgWithdrawPoolEarnings.ProtoReflect.Descriptor instead.
 func (*MsgWithdrawPoolEarnings) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{37}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MsgWithdrawPoolEarnings) GetProvider() string {
@@ -2148,7 +2252,7 @@ type MsgWithdrawPoolEarningsResponse struct {
 
 func (x *MsgWithdrawPoolEarningsResponse) Reset() {
 	*x = MsgWithdrawPoolEarningsResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[38]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2160,7 +2264,7 @@ func (x *MsgWithdrawPoolEarningsResponse) String() string {
 func (*MsgWithdrawPoolEarningsResponse) ProtoMessage() {}
 
 func (x *MsgWithdrawPoolEarningsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[38]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2173,7 +2277,7 @@ func (x *MsgWithdrawPoolEarningsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgWithdrawPoolEarningsResponse.ProtoReflect.Descriptor instead.
 func (*MsgWithdrawPoolEarningsResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{38}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MsgWithdrawPoolEarningsResponse) GetPaid() string {
@@ -2196,7 +2300,7 @@ type MsgClosePool struct {
 
 func (x *MsgClosePool) Reset() {
 	*x = MsgClosePool{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[39]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2312,7 @@ func (x *MsgClosePool) String() string {
 func (*MsgClosePool) ProtoMessage() {}
 
 func (x *MsgClosePool) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[39]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2325,7 @@ func (x *MsgClosePool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgClosePool.ProtoReflect.Descriptor instead.
 func (*MsgClosePool) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{39}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *MsgClosePool) GetOwner() string {
@@ -2249,7 +2353,7 @@ type MsgClosePoolResponse struct {
 
 func (x *MsgClosePoolResponse) Reset() {
 	*x = MsgClosePoolResponse{}
-	mi := &file_flops_market_v1_tx_proto_msgTypes[40]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2365,7 @@ func (x *MsgClosePoolResponse) String() string {
 func (*MsgClosePoolResponse) ProtoMessage() {}
 
 func (x *MsgClosePoolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_market_v1_tx_proto_msgTypes[40]
+	mi := &file_flops_market_v1_tx_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2378,7 @@ func (x *MsgClosePoolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsgClosePoolResponse.ProtoReflect.Descriptor instead.
 func (*MsgClosePoolResponse) Descriptor() ([]byte, []int) {
-	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{40}
+	return file_flops_market_v1_tx_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *MsgClosePoolResponse) GetRefunded() string {
@@ -2362,7 +2466,12 @@ const file_flops_market_v1_tx_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\x0e2\x1e.flops.market.v1.FailureReasonR\x06reason\x12\x1b\n" +
 	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x19\n" +
 	"\blog_root\x18\x05 \x01(\fR\alogRoot\x12\x16\n" +
-	"\x06detail\x18\x06 \x01(\tR\x06detail:1\x82\xe7\xb0*\bprovider\x8a\xe7\xb0*\x1fflops/x/market/MsgReportFailure\"R\n" +
+	"\x06detail\x18\x06 \x01(\tR\x06detail:1\x82\xe7\xb0*\bprovider\x8a\xe7\xb0*\x1fflops/x/market/MsgReportFailure\"\xa8\x01\n" +
+	"\x0eMsgReleaseTask\x124\n" +
+	"\bprovider\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\bprovider\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x04R\x06taskId\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason:/\x82\xe7\xb0*\bprovider\x8a\xe7\xb0*\x1dflops/x/market/MsgReleaseTask\"\x18\n" +
+	"\x16MsgReleaseTaskResponse\"R\n" +
 	"\x18MsgReportFailureResponse\x126\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1e.flops.market.v1.FailureStatusR\x06status\">\n" +
 	"\x17MsgRevealResultResponse\x12#\n" +
@@ -2428,7 +2537,7 @@ const file_flops_market_v1_tx_proto_rawDesc = "" +
 	"\apool_id\x18\x02 \x01(\x04R\x06poolId:*\x82\xe7\xb0*\x05owner\x8a\xe7\xb0*\x1bflops/x/market/MsgClosePool\"d\n" +
 	"\x14MsgClosePoolResponse\x12L\n" +
 	"\brefunded\x18\x01 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
-	"cosmos.Int\xa8\xe7\xb0*\x01R\brefunded2\xdc\r\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\brefunded2\xb5\x0e\n" +
 	"\x03Msg\x12Z\n" +
 	"\fUpdateParams\x12 .flops.market.v1.MsgUpdateParams\x1a(.flops.market.v1.MsgUpdateParamsResponse\x12Q\n" +
 	"\tSubmitJob\x12\x1d.flops.market.v1.MsgSubmitJob\x1a%.flops.market.v1.MsgSubmitJobResponse\x12Q\n" +
@@ -2441,7 +2550,8 @@ const file_flops_market_v1_tx_proto_rawDesc = "" +
 	"Checkpoint\x12\x1e.flops.market.v1.MsgCheckpoint\x1a&.flops.market.v1.MsgCheckpointResponse\x12Z\n" +
 	"\fCommitResult\x12 .flops.market.v1.MsgCommitResult\x1a(.flops.market.v1.MsgCommitResultResponse\x12Z\n" +
 	"\fRevealResult\x12 .flops.market.v1.MsgRevealResult\x1a(.flops.market.v1.MsgRevealResultResponse\x12]\n" +
-	"\rReportFailure\x12!.flops.market.v1.MsgReportFailure\x1a).flops.market.v1.MsgReportFailureResponse\x12Q\n" +
+	"\rReportFailure\x12!.flops.market.v1.MsgReportFailure\x1a).flops.market.v1.MsgReportFailureResponse\x12W\n" +
+	"\vReleaseTask\x12\x1f.flops.market.v1.MsgReleaseTask\x1a'.flops.market.v1.MsgReleaseTaskResponse\x12Q\n" +
 	"\tChallenge\x12\x1d.flops.market.v1.MsgChallenge\x1a%.flops.market.v1.MsgChallengeResponse\x12T\n" +
 	"\n" +
 	"CreatePool\x12\x1e.flops.market.v1.MsgCreatePool\x1a&.flops.market.v1.MsgCreatePoolResponse\x12N\n" +
@@ -2468,7 +2578,7 @@ func file_flops_market_v1_tx_proto_rawDescGZIP() []byte {
 	return file_flops_market_v1_tx_proto_rawDescData
 }
 
-var file_flops_market_v1_tx_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_flops_market_v1_tx_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_flops_market_v1_tx_proto_goTypes = []any{
 	(*MsgUpdateParams)(nil),                 // 0: flops.market.v1.MsgUpdateParams
 	(*MsgUpdateParamsResponse)(nil),         // 1: flops.market.v1.MsgUpdateParamsResponse
@@ -2491,46 +2601,48 @@ var file_flops_market_v1_tx_proto_goTypes = []any{
 	(*MsgCommitResultResponse)(nil),         // 18: flops.market.v1.MsgCommitResultResponse
 	(*MsgRevealResult)(nil),                 // 19: flops.market.v1.MsgRevealResult
 	(*MsgReportFailure)(nil),                // 20: flops.market.v1.MsgReportFailure
-	(*MsgReportFailureResponse)(nil),        // 21: flops.market.v1.MsgReportFailureResponse
-	(*MsgRevealResultResponse)(nil),         // 22: flops.market.v1.MsgRevealResultResponse
-	(*MsgChallenge)(nil),                    // 23: flops.market.v1.MsgChallenge
-	(*MsgChallengeResponse)(nil),            // 24: flops.market.v1.MsgChallengeResponse
-	(*MsgCreatePool)(nil),                   // 25: flops.market.v1.MsgCreatePool
-	(*MsgCreatePoolResponse)(nil),           // 26: flops.market.v1.MsgCreatePoolResponse
-	(*MsgJoinPool)(nil),                     // 27: flops.market.v1.MsgJoinPool
-	(*MsgJoinPoolResponse)(nil),             // 28: flops.market.v1.MsgJoinPoolResponse
-	(*MsgLeavePool)(nil),                    // 29: flops.market.v1.MsgLeavePool
-	(*MsgLeavePoolResponse)(nil),            // 30: flops.market.v1.MsgLeavePoolResponse
-	(*MsgSubmitUnits)(nil),                  // 31: flops.market.v1.MsgSubmitUnits
-	(*MsgSubmitUnitsResponse)(nil),          // 32: flops.market.v1.MsgSubmitUnitsResponse
-	(*MsgCommitUnit)(nil),                   // 33: flops.market.v1.MsgCommitUnit
-	(*MsgCommitUnitResponse)(nil),           // 34: flops.market.v1.MsgCommitUnitResponse
-	(*MsgRevealUnit)(nil),                   // 35: flops.market.v1.MsgRevealUnit
-	(*MsgRevealUnitResponse)(nil),           // 36: flops.market.v1.MsgRevealUnitResponse
-	(*MsgWithdrawPoolEarnings)(nil),         // 37: flops.market.v1.MsgWithdrawPoolEarnings
-	(*MsgWithdrawPoolEarningsResponse)(nil), // 38: flops.market.v1.MsgWithdrawPoolEarningsResponse
-	(*MsgClosePool)(nil),                    // 39: flops.market.v1.MsgClosePool
-	(*MsgClosePoolResponse)(nil),            // 40: flops.market.v1.MsgClosePoolResponse
-	(*Params)(nil),                          // 41: flops.market.v1.Params
-	(*JobSpec)(nil),                         // 42: flops.market.v1.JobSpec
-	(*Usage)(nil),                           // 43: flops.market.v1.Usage
-	(*v1.ChunkProof)(nil),                   // 44: flops.gfl.v1.ChunkProof
-	(FailureReason)(0),                      // 45: flops.market.v1.FailureReason
-	(FailureStatus)(0),                      // 46: flops.market.v1.FailureStatus
-	(*PoolSpec)(nil),                        // 47: flops.market.v1.PoolSpec
-	(*Input)(nil),                           // 48: flops.market.v1.Input
+	(*MsgReleaseTask)(nil),                  // 21: flops.market.v1.MsgReleaseTask
+	(*MsgReleaseTaskResponse)(nil),          // 22: flops.market.v1.MsgReleaseTaskResponse
+	(*MsgReportFailureResponse)(nil),        // 23: flops.market.v1.MsgReportFailureResponse
+	(*MsgRevealResultResponse)(nil),         // 24: flops.market.v1.MsgRevealResultResponse
+	(*MsgChallenge)(nil),                    // 25: flops.market.v1.MsgChallenge
+	(*MsgChallengeResponse)(nil),            // 26: flops.market.v1.MsgChallengeResponse
+	(*MsgCreatePool)(nil),                   // 27: flops.market.v1.MsgCreatePool
+	(*MsgCreatePoolResponse)(nil),           // 28: flops.market.v1.MsgCreatePoolResponse
+	(*MsgJoinPool)(nil),                     // 29: flops.market.v1.MsgJoinPool
+	(*MsgJoinPoolResponse)(nil),             // 30: flops.market.v1.MsgJoinPoolResponse
+	(*MsgLeavePool)(nil),                    // 31: flops.market.v1.MsgLeavePool
+	(*MsgLeavePoolResponse)(nil),            // 32: flops.market.v1.MsgLeavePoolResponse
+	(*MsgSubmitUnits)(nil),                  // 33: flops.market.v1.MsgSubmitUnits
+	(*MsgSubmitUnitsResponse)(nil),          // 34: flops.market.v1.MsgSubmitUnitsResponse
+	(*MsgCommitUnit)(nil),                   // 35: flops.market.v1.MsgCommitUnit
+	(*MsgCommitUnitResponse)(nil),           // 36: flops.market.v1.MsgCommitUnitResponse
+	(*MsgRevealUnit)(nil),                   // 37: flops.market.v1.MsgRevealUnit
+	(*MsgRevealUnitResponse)(nil),           // 38: flops.market.v1.MsgRevealUnitResponse
+	(*MsgWithdrawPoolEarnings)(nil),         // 39: flops.market.v1.MsgWithdrawPoolEarnings
+	(*MsgWithdrawPoolEarningsResponse)(nil), // 40: flops.market.v1.MsgWithdrawPoolEarningsResponse
+	(*MsgClosePool)(nil),                    // 41: flops.market.v1.MsgClosePool
+	(*MsgClosePoolResponse)(nil),            // 42: flops.market.v1.MsgClosePoolResponse
+	(*Params)(nil),                          // 43: flops.market.v1.Params
+	(*JobSpec)(nil),                         // 44: flops.market.v1.JobSpec
+	(*Usage)(nil),                           // 45: flops.market.v1.Usage
+	(*v1.ChunkProof)(nil),                   // 46: flops.gfl.v1.ChunkProof
+	(FailureReason)(0),                      // 47: flops.market.v1.FailureReason
+	(FailureStatus)(0),                      // 48: flops.market.v1.FailureStatus
+	(*PoolSpec)(nil),                        // 49: flops.market.v1.PoolSpec
+	(*Input)(nil),                           // 50: flops.market.v1.Input
 }
 var file_flops_market_v1_tx_proto_depIdxs = []int32{
-	41, // 0: flops.market.v1.MsgUpdateParams.params:type_name -> flops.market.v1.Params
-	42, // 1: flops.market.v1.MsgSubmitJob.spec:type_name -> flops.market.v1.JobSpec
+	43, // 0: flops.market.v1.MsgUpdateParams.params:type_name -> flops.market.v1.Params
+	44, // 1: flops.market.v1.MsgSubmitJob.spec:type_name -> flops.market.v1.JobSpec
 	13, // 2: flops.market.v1.MsgHeartbeat.progress:type_name -> flops.market.v1.TaskProgress
-	43, // 3: flops.market.v1.MsgRevealResult.usage:type_name -> flops.market.v1.Usage
-	44, // 4: flops.market.v1.MsgRevealResult.gemm_proofs:type_name -> flops.gfl.v1.ChunkProof
-	45, // 5: flops.market.v1.MsgReportFailure.reason:type_name -> flops.market.v1.FailureReason
-	46, // 6: flops.market.v1.MsgReportFailureResponse.status:type_name -> flops.market.v1.FailureStatus
-	47, // 7: flops.market.v1.MsgCreatePool.spec:type_name -> flops.market.v1.PoolSpec
-	48, // 8: flops.market.v1.MsgSubmitUnits.units:type_name -> flops.market.v1.Input
-	44, // 9: flops.market.v1.MsgRevealUnit.gemm_proofs:type_name -> flops.gfl.v1.ChunkProof
+	45, // 3: flops.market.v1.MsgRevealResult.usage:type_name -> flops.market.v1.Usage
+	46, // 4: flops.market.v1.MsgRevealResult.gemm_proofs:type_name -> flops.gfl.v1.ChunkProof
+	47, // 5: flops.market.v1.MsgReportFailure.reason:type_name -> flops.market.v1.FailureReason
+	48, // 6: flops.market.v1.MsgReportFailureResponse.status:type_name -> flops.market.v1.FailureStatus
+	49, // 7: flops.market.v1.MsgCreatePool.spec:type_name -> flops.market.v1.PoolSpec
+	50, // 8: flops.market.v1.MsgSubmitUnits.units:type_name -> flops.market.v1.Input
+	46, // 9: flops.market.v1.MsgRevealUnit.gemm_proofs:type_name -> flops.gfl.v1.ChunkProof
 	0,  // 10: flops.market.v1.Msg.UpdateParams:input_type -> flops.market.v1.MsgUpdateParams
 	2,  // 11: flops.market.v1.Msg.SubmitJob:input_type -> flops.market.v1.MsgSubmitJob
 	4,  // 12: flops.market.v1.Msg.CancelJob:input_type -> flops.market.v1.MsgCancelJob
@@ -2542,37 +2654,39 @@ var file_flops_market_v1_tx_proto_depIdxs = []int32{
 	17, // 18: flops.market.v1.Msg.CommitResult:input_type -> flops.market.v1.MsgCommitResult
 	19, // 19: flops.market.v1.Msg.RevealResult:input_type -> flops.market.v1.MsgRevealResult
 	20, // 20: flops.market.v1.Msg.ReportFailure:input_type -> flops.market.v1.MsgReportFailure
-	23, // 21: flops.market.v1.Msg.Challenge:input_type -> flops.market.v1.MsgChallenge
-	25, // 22: flops.market.v1.Msg.CreatePool:input_type -> flops.market.v1.MsgCreatePool
-	27, // 23: flops.market.v1.Msg.JoinPool:input_type -> flops.market.v1.MsgJoinPool
-	29, // 24: flops.market.v1.Msg.LeavePool:input_type -> flops.market.v1.MsgLeavePool
-	31, // 25: flops.market.v1.Msg.SubmitUnits:input_type -> flops.market.v1.MsgSubmitUnits
-	33, // 26: flops.market.v1.Msg.CommitUnit:input_type -> flops.market.v1.MsgCommitUnit
-	35, // 27: flops.market.v1.Msg.RevealUnit:input_type -> flops.market.v1.MsgRevealUnit
-	37, // 28: flops.market.v1.Msg.WithdrawPoolEarnings:input_type -> flops.market.v1.MsgWithdrawPoolEarnings
-	39, // 29: flops.market.v1.Msg.ClosePool:input_type -> flops.market.v1.MsgClosePool
-	1,  // 30: flops.market.v1.Msg.UpdateParams:output_type -> flops.market.v1.MsgUpdateParamsResponse
-	3,  // 31: flops.market.v1.Msg.SubmitJob:output_type -> flops.market.v1.MsgSubmitJobResponse
-	5,  // 32: flops.market.v1.Msg.CancelJob:output_type -> flops.market.v1.MsgCancelJobResponse
-	7,  // 33: flops.market.v1.Msg.PlaceBid:output_type -> flops.market.v1.MsgPlaceBidResponse
-	9,  // 34: flops.market.v1.Msg.WithdrawBid:output_type -> flops.market.v1.MsgWithdrawBidResponse
-	11, // 35: flops.market.v1.Msg.AckTask:output_type -> flops.market.v1.MsgAckTaskResponse
-	14, // 36: flops.market.v1.Msg.Heartbeat:output_type -> flops.market.v1.MsgHeartbeatResponse
-	16, // 37: flops.market.v1.Msg.Checkpoint:output_type -> flops.market.v1.MsgCheckpointResponse
-	18, // 38: flops.market.v1.Msg.CommitResult:output_type -> flops.market.v1.MsgCommitResultResponse
-	22, // 39: flops.market.v1.Msg.RevealResult:output_type -> flops.market.v1.MsgRevealResultResponse
-	21, // 40: flops.market.v1.Msg.ReportFailure:output_type -> flops.market.v1.MsgReportFailureResponse
-	24, // 41: flops.market.v1.Msg.Challenge:output_type -> flops.market.v1.MsgChallengeResponse
-	26, // 42: flops.market.v1.Msg.CreatePool:output_type -> flops.market.v1.MsgCreatePoolResponse
-	28, // 43: flops.market.v1.Msg.JoinPool:output_type -> flops.market.v1.MsgJoinPoolResponse
-	30, // 44: flops.market.v1.Msg.LeavePool:output_type -> flops.market.v1.MsgLeavePoolResponse
-	32, // 45: flops.market.v1.Msg.SubmitUnits:output_type -> flops.market.v1.MsgSubmitUnitsResponse
-	34, // 46: flops.market.v1.Msg.CommitUnit:output_type -> flops.market.v1.MsgCommitUnitResponse
-	36, // 47: flops.market.v1.Msg.RevealUnit:output_type -> flops.market.v1.MsgRevealUnitResponse
-	38, // 48: flops.market.v1.Msg.WithdrawPoolEarnings:output_type -> flops.market.v1.MsgWithdrawPoolEarningsResponse
-	40, // 49: flops.market.v1.Msg.ClosePool:output_type -> flops.market.v1.MsgClosePoolResponse
-	30, // [30:50] is the sub-list for method output_type
-	10, // [10:30] is the sub-list for method input_type
+	21, // 21: flops.market.v1.Msg.ReleaseTask:input_type -> flops.market.v1.MsgReleaseTask
+	25, // 22: flops.market.v1.Msg.Challenge:input_type -> flops.market.v1.MsgChallenge
+	27, // 23: flops.market.v1.Msg.CreatePool:input_type -> flops.market.v1.MsgCreatePool
+	29, // 24: flops.market.v1.Msg.JoinPool:input_type -> flops.market.v1.MsgJoinPool
+	31, // 25: flops.market.v1.Msg.LeavePool:input_type -> flops.market.v1.MsgLeavePool
+	33, // 26: flops.market.v1.Msg.SubmitUnits:input_type -> flops.market.v1.MsgSubmitUnits
+	35, // 27: flops.market.v1.Msg.CommitUnit:input_type -> flops.market.v1.MsgCommitUnit
+	37, // 28: flops.market.v1.Msg.RevealUnit:input_type -> flops.market.v1.MsgRevealUnit
+	39, // 29: flops.market.v1.Msg.WithdrawPoolEarnings:input_type -> flops.market.v1.MsgWithdrawPoolEarnings
+	41, // 30: flops.market.v1.Msg.ClosePool:input_type -> flops.market.v1.MsgClosePool
+	1,  // 31: flops.market.v1.Msg.UpdateParams:output_type -> flops.market.v1.MsgUpdateParamsResponse
+	3,  // 32: flops.market.v1.Msg.SubmitJob:output_type -> flops.market.v1.MsgSubmitJobResponse
+	5,  // 33: flops.market.v1.Msg.CancelJob:output_type -> flops.market.v1.MsgCancelJobResponse
+	7,  // 34: flops.market.v1.Msg.PlaceBid:output_type -> flops.market.v1.MsgPlaceBidResponse
+	9,  // 35: flops.market.v1.Msg.WithdrawBid:output_type -> flops.market.v1.MsgWithdrawBidResponse
+	11, // 36: flops.market.v1.Msg.AckTask:output_type -> flops.market.v1.MsgAckTaskResponse
+	14, // 37: flops.market.v1.Msg.Heartbeat:output_type -> flops.market.v1.MsgHeartbeatResponse
+	16, // 38: flops.market.v1.Msg.Checkpoint:output_type -> flops.market.v1.MsgCheckpointResponse
+	18, // 39: flops.market.v1.Msg.CommitResult:output_type -> flops.market.v1.MsgCommitResultResponse
+	24, // 40: flops.market.v1.Msg.RevealResult:output_type -> flops.market.v1.MsgRevealResultResponse
+	23, // 41: flops.market.v1.Msg.ReportFailure:output_type -> flops.market.v1.MsgReportFailureResponse
+	22, // 42: flops.market.v1.Msg.ReleaseTask:output_type -> flops.market.v1.MsgReleaseTaskResponse
+	26, // 43: flops.market.v1.Msg.Challenge:output_type -> flops.market.v1.MsgChallengeResponse
+	28, // 44: flops.market.v1.Msg.CreatePool:output_type -> flops.market.v1.MsgCreatePoolResponse
+	30, // 45: flops.market.v1.Msg.JoinPool:output_type -> flops.market.v1.MsgJoinPoolResponse
+	32, // 46: flops.market.v1.Msg.LeavePool:output_type -> flops.market.v1.MsgLeavePoolResponse
+	34, // 47: flops.market.v1.Msg.SubmitUnits:output_type -> flops.market.v1.MsgSubmitUnitsResponse
+	36, // 48: flops.market.v1.Msg.CommitUnit:output_type -> flops.market.v1.MsgCommitUnitResponse
+	38, // 49: flops.market.v1.Msg.RevealUnit:output_type -> flops.market.v1.MsgRevealUnitResponse
+	40, // 50: flops.market.v1.Msg.WithdrawPoolEarnings:output_type -> flops.market.v1.MsgWithdrawPoolEarningsResponse
+	42, // 51: flops.market.v1.Msg.ClosePool:output_type -> flops.market.v1.MsgClosePoolResponse
+	31, // [31:52] is the sub-list for method output_type
+	10, // [10:31] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -2590,7 +2704,7 @@ func file_flops_market_v1_tx_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_market_v1_tx_proto_rawDesc), len(file_flops_market_v1_tx_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -222,6 +222,25 @@ export interface MsgReportFailure {
   detail: string;
 }
 
+/**
+ * MsgReleaseTask gives back a task its provider's machine cannot run. It costs what a
+ * lapse costs (abandon_slash_ppm of the provider's collateral, a won auction's deposit,
+ * the reputation of an abandoned task): it spares the job the wait for the lapse, and
+ * nothing else.
+ */
+export interface MsgReleaseTask {
+  /** provider the task is assigned to. */
+  provider: string;
+  /** task_id given back: ASSIGNED, or RUNNING with no commitment. */
+  taskId: bigint;
+  /** reason in words (the task's history keeps it), at most 256 bytes. */
+  reason: string;
+}
+
+/** MsgReleaseTaskResponse is empty. */
+export interface MsgReleaseTaskResponse {
+}
+
 /** MsgReportFailureResponse says what the report did. */
 export interface MsgReportFailureResponse {
   /**
@@ -2258,6 +2277,162 @@ export const MsgReportFailure: MessageFns<MsgReportFailure> = {
   },
 };
 
+function createBaseMsgReleaseTask(): MsgReleaseTask {
+  return { provider: "", taskId: 0n, reason: "" };
+}
+
+export const MsgReleaseTask: MessageFns<MsgReleaseTask> = {
+  encode(message: MsgReleaseTask, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.provider !== "") {
+      writer.uint32(10).string(message.provider);
+    }
+    if (message.taskId !== 0n) {
+      if (BigInt.asUintN(64, message.taskId) !== message.taskId) {
+        throw new globalThis.Error("value provided for field message.taskId of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.taskId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MsgReleaseTask {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMsgReleaseTask();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.taskId = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MsgReleaseTask {
+    return {
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
+      taskId: isSet(object.taskId) ? BigInt(object.taskId) : isSet(object.task_id) ? BigInt(object.task_id) : 0n,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: MsgReleaseTask): unknown {
+    const obj: any = {};
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
+    if (message.taskId !== 0n) {
+      obj.taskId = message.taskId.toString();
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MsgReleaseTask>): MsgReleaseTask {
+    return MsgReleaseTask.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MsgReleaseTask>): MsgReleaseTask {
+    const message = createBaseMsgReleaseTask();
+    message.provider = object.provider ?? "";
+    message.taskId = (object.taskId !== undefined && object.taskId !== null) ? BigInt(object.taskId) : 0n;
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseMsgReleaseTaskResponse(): MsgReleaseTaskResponse {
+  return {};
+}
+
+export const MsgReleaseTaskResponse: MessageFns<MsgReleaseTaskResponse> = {
+  encode(_: MsgReleaseTaskResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MsgReleaseTaskResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMsgReleaseTaskResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): MsgReleaseTaskResponse {
+    return {};
+  },
+
+  toJSON(_: MsgReleaseTaskResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<MsgReleaseTaskResponse>): MsgReleaseTaskResponse {
+    return MsgReleaseTaskResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<MsgReleaseTaskResponse>): MsgReleaseTaskResponse {
+    const message = createBaseMsgReleaseTaskResponse();
+    return message;
+  },
+};
+
 function createBaseMsgReportFailureResponse(): MsgReportFailureResponse {
   return { status: 0 };
 }
@@ -4023,6 +4198,12 @@ export interface Msg {
    * memory, past max_duration): the task runs again elsewhere to confirm it.
    */
   ReportFailure(request: MsgReportFailure): Promise<MsgReportFailureResponse>;
+  /**
+   * ReleaseTask: the provider gives back an assigned or running task its machine cannot
+   * run (a GPU failed, the machine is going down): the task goes to another node at once,
+   * as it would when its ack or heartbeat lapsed, at the same cost to the provider.
+   */
+  ReleaseTask(request: MsgReleaseTask): Promise<MsgReleaseTaskResponse>;
   /** Challenge disputes a revealed result within its challenge window (owner only). */
   Challenge(request: MsgChallenge): Promise<MsgChallengeResponse>;
   /** CreatePool opens a pool for continuous inference, its budget into escrow. */
@@ -4061,6 +4242,7 @@ export class MsgClientImpl implements Msg {
     this.CommitResult = this.CommitResult.bind(this);
     this.RevealResult = this.RevealResult.bind(this);
     this.ReportFailure = this.ReportFailure.bind(this);
+    this.ReleaseTask = this.ReleaseTask.bind(this);
     this.Challenge = this.Challenge.bind(this);
     this.CreatePool = this.CreatePool.bind(this);
     this.JoinPool = this.JoinPool.bind(this);
@@ -4135,6 +4317,12 @@ export class MsgClientImpl implements Msg {
     const data = MsgReportFailure.encode(request).finish();
     const promise = this.rpc.request(this.service, "ReportFailure", data);
     return promise.then((data) => MsgReportFailureResponse.decode(new BinaryReader(data)));
+  }
+
+  ReleaseTask(request: MsgReleaseTask): Promise<MsgReleaseTaskResponse> {
+    const data = MsgReleaseTask.encode(request).finish();
+    const promise = this.rpc.request(this.service, "ReleaseTask", data);
+    return promise.then((data) => MsgReleaseTaskResponse.decode(new BinaryReader(data)));
   }
 
   Challenge(request: MsgChallenge): Promise<MsgChallengeResponse> {
