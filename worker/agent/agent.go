@@ -44,6 +44,7 @@ type Metrics interface {
 	TxBroadcast(msgTypes ...string)
 	TxFailed(msgTypes ...string)
 	ChainHeight(height int64)
+	TasksWaitingForGPUs(n int)
 }
 
 // Publisher makes a finished task's outputs and a running task's checkpoints available
@@ -441,6 +442,12 @@ func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) err
 	}
 	a.perform(ctx, actions)
 	a.forget(tasks)
+	if m := a.o.Metrics; m != nil {
+		a.mu.Lock()
+		waiting := len(a.gpuWait)
+		a.mu.Unlock()
+		m.TasksWaitingForGPUs(waiting)
+	}
 	return nil
 }
 

@@ -43,6 +43,7 @@ import (
 	"github.com/flopsnet/flops/worker/gpu"
 	"github.com/flopsnet/flops/worker/outputs"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
+	"github.com/flopsnet/flops/worker/telemetry"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -117,6 +118,8 @@ type workerWith struct {
 	// beside: the worker's reads of the chain and of its clock take the test's mutex, so
 	// that its runs may go on beside the test's blocks (lockedTick)
 	beside bool
+	// metrics the worker reports to (nil: none)
+	metrics *telemetry.Metrics
 }
 
 // lockedConn is a connection whose calls hold mu.
@@ -181,11 +184,15 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 			return a.BlockTime()
 		}
 	}
-	ag, err := agent.New(agent.Options{
+	opts := agent.Options{
 		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent, conn: conn}, Bidder: with.bidder, GPUs: gpus, Executor: exec,
 		Solver: solver, Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
 		Now: now,
-	})
+	}
+	if with.metrics != nil {
+		opts.Metrics = with.metrics
+	}
+	ag, err := agent.New(opts)
 	require.NoError(t, err)
 	require.NoError(t, ag.Setup(context.Background()))
 	return &worker{name: name, agent: ag, store: store, sent: sent}

@@ -13,8 +13,8 @@ import (
 )
 
 // The failed-task metric's reason is the one the failure report gives (the kernel's
-// OOM kill is "oom", a job over its disk "disk"), and "cancelled" or "error" for a run
-// that failed on this machine's side.
+// OOM kill is "oom", a job over its disk "disk"), and "cancelled", "gpu_lost" or "error"
+// for a run that failed on this machine's side.
 func TestFailReasonFollowsTheReport(t *testing.T) {
 	for _, c := range []struct {
 		runtime markettypes.Runtime
@@ -31,6 +31,8 @@ func TestFailReasonFollowsTheReport(t *testing.T) {
 		{markettypes.RUNTIME_PROCESS, &executor.ExitError{Code: 2}, "exit"},
 		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: docker", executor.ErrNoContainerRuntime), "error"},
 		{markettypes.RUNTIME_PROCESS, errors.New("disk full on the worker's side"), "error"},
+		// an exit on a card that fell off the bus is the machine's failure
+		{markettypes.RUNTIME_PROCESS, fmt.Errorf("%w (GPU-0): %w", errGPULost, &executor.ExitError{Code: 3}), "gpu_lost"},
 	} {
 		require.Equal(t, c.want, failReason(c.runtime, c.err), "%v", c.err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/gpu"
+	"github.com/flopsnet/flops/worker/telemetry"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
@@ -33,7 +34,19 @@ import (
 func TestWorkerGivesUpPoolUnitsForATasksGPUs(t *testing.T) {
 	a := appWithProviders(t, "p1")
 	var mu sync.Mutex
-	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), gpu.NewCPUOnly("test"), workerWith{beside: true}, func(c *config.Config) {
+	metrics := telemetry.New(telemetry.WithoutRuntimeCollectors())
+	waiting := func() float64 {
+		families, err := metrics.Registry().Gather()
+		require.NoError(t, err)
+		for _, f := range families {
+			if f.GetName() == "flops_worker_tasks_waiting_for_gpus" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no flops_worker_tasks_waiting_for_gpus")
+		return 0
+	}
+	w := newWorkerOn(t, &mu, a, "p1", t.TempDir(), gpu.NewCPUOnly("test"), workerWith{beside: true, metrics: metrics}, func(c *config.Config) {
 		c.Pools.Auto, c.Pools.MaxClaims = true, 2
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -93,7 +106,10 @@ func TestWorkerGivesUpPoolUnitsForATasksGPUs(t *testing.T) {
 	mu.Lock()
 	j := job(t, a, spec)
 	mu.Unlock()
+	step()
+	require.Equal(t, 1.0, waiting(), "the task waits while the units give its GPUs up")
 	waitFor("the task ran", 20, func() bool { return len(lines()) == 3 })
+	require.Zero(t, waiting())
 	ran := lines()[2]
 	require.Regexp(t, `^task [^,\s]+,[^,\s]+$`, ran, "the task ran on both GPUs")
 	gpus := strings.Split(strings.TrimPrefix(ran, "task "), ",")

@@ -235,14 +235,17 @@ func runLimit(max time.Duration) time.Duration {
 }
 
 // failReason is a short cause for the failed-task metric: the reason a failure report
-// gives, for a run that failed for the job's sake (jobFault), else "cancelled" or
-// "error" (this machine's side).
+// gives, for a run that failed for the job's sake (jobFault), else "cancelled",
+// "gpu_lost" or "error" (this machine's side).
 func failReason(runtime markettypes.Runtime, err error) string {
 	if errors.Is(err, context.Canceled) {
 		return "cancelled"
 	}
 	reason, _, fault := jobFault(runtime, err)
-	if !fault {
+	switch {
+	case errors.Is(err, errGPULost):
+		return "gpu_lost"
+	case !fault:
 		return "error"
 	}
 	switch reason {

@@ -44,6 +44,7 @@ type Metrics struct {
 	info  *prometheus.GaugeVec
 
 	tasksRunning   *prometheus.GaugeVec
+	tasksWaiting   prometheus.Gauge
 	tasksCompleted *prometheus.CounterVec
 	tasksFailed    *prometheus.CounterVec
 	taskDuration   *prometheus.HistogramVec
@@ -128,6 +129,7 @@ func New(opts ...Option) *Metrics {
 	m.info = gaugeVec("info", "Constant 1, labelled with the worker's version and GPU backend.", "version", "gpu_backend")
 
 	m.tasksRunning = gaugeVec("tasks_running", "Tasks executing now, by workload class.", labelClass)
+	m.tasksWaiting = gauge("tasks_waiting_for_gpus", "Tasks the chain gave this node that wait for their GPUs here, unacked (held by another run; pool units give theirs up). One that stays up points at a GPU the machine lost, or at runs the chain no longer has here.")
 	m.tasksCompleted = counterVec("tasks_completed_total", "Tasks that finished with a result, by workload class.", labelClass)
 	m.tasksFailed = counterVec("tasks_failed_total", "Tasks that failed, by workload class and reason.", labelClass, labelReason)
 	m.taskDuration = histVec("task_duration_seconds", "Wall time of a task's execution.",
@@ -186,6 +188,9 @@ func (m *Metrics) SetReady(ready bool) { m.ready.Set(boolFloat(ready)) }
 func (m *Metrics) TaskStarted(class string) {
 	m.tasksRunning.WithLabelValues(class).Inc()
 }
+
+// TasksWaitingForGPUs sets how many tasks wait for their GPUs here.
+func (m *Metrics) TasksWaitingForGPUs(n int) { m.tasksWaiting.Set(float64(n)) }
 
 // ObserveDispatch records a task's dispatch latency: the assigning block's time to the
 // start of its execution.

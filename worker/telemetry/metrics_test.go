@@ -203,6 +203,8 @@ func TestPoCPTxAndInfoMetrics(t *testing.T) {
 	m.TxBroadcast(hb)
 	m.TxFailed(reveal)
 	m.TxResent()
+	m.TasksWaitingForGPUs(3)
+	m.TasksWaitingForGPUs(2)
 	m.SetInfo("v0.1.0", gpu.BackendNone)
 	m.SetInfo("v0.1.0", gpu.BackendNVML)
 	m.SetReady(true)
@@ -218,6 +220,9 @@ flops_worker_pocp_gflops{solver="cpu"} 40
 # HELP flops_worker_ready 1 when the worker is ready to take tasks (registered, bonded, chain in sync).
 # TYPE flops_worker_ready gauge
 flops_worker_ready 1
+# HELP flops_worker_tasks_waiting_for_gpus Tasks the chain gave this node that wait for their GPUs here, unacked (held by another run; pool units give theirs up). One that stays up points at a GPU the machine lost, or at runs the chain no longer has here.
+# TYPE flops_worker_tasks_waiting_for_gpus gauge
+flops_worker_tasks_waiting_for_gpus 2
 # HELP flops_worker_txs_broadcast_total Transactions broadcast, by Msg type.
 # TYPE flops_worker_txs_broadcast_total counter
 flops_worker_txs_broadcast_total{msg_type="/flops.market.v1.MsgHeartbeat"} 2
@@ -233,7 +238,7 @@ flops_worker_txs_resent_total 1
 flops_worker_up 0
 `
 	compareText(t, gatherText(t, m.Registry(),
-		"flops_worker_pocp_gflops", "flops_worker_txs_broadcast_total", "flops_worker_txs_failed_total", "flops_worker_txs_resent_total",
+		"flops_worker_pocp_gflops", "flops_worker_tasks_waiting_for_gpus", "flops_worker_txs_broadcast_total", "flops_worker_txs_failed_total", "flops_worker_txs_resent_total",
 		"flops_worker_info", "flops_worker_ready", "flops_worker_up"), want)
 	if got := countSeries(t, m.pocpSolve); got != 1 {
 		t.Errorf("%d solve series", got)
