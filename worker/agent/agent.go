@@ -250,12 +250,11 @@ func (a *Agent) watchGPUs(ctx context.Context) bool {
 	if a.mockGPUs {
 		return false // nothing to read again
 	}
-	devs, err := a.o.GPUs.Devices(ctx)
+	devs, err := a.offerableGPUs(ctx)
 	if err != nil {
 		a.log.Warn("GPU inventory", "err", err)
 		return false
 	}
-	devs, _ = gpu.Offerable(devs)
 	now := gpu.ToGpuInfos(devs)
 	if gfltypes.SameGPUs(gpu.ToGpuInfos(a.devices), now) {
 		return false
@@ -279,6 +278,17 @@ func (a *Agent) watchGPUs(ctx context.Context) bool {
 		a.log.Warn("the node's new spec was refused", "node", a.node.Id, "err", err)
 	}
 	return true
+}
+
+// offerableGPUs reads the machine's GPUs again: those it may offer (gpu.Offerable; a card
+// NVML reports lost is not listed).
+func (a *Agent) offerableGPUs(ctx context.Context) ([]gpu.Device, error) {
+	devs, err := a.o.GPUs.Devices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	devs, _ = gpu.Offerable(devs)
+	return devs, nil
 }
 
 // present keeps the GPU (or MIG) UUIDs the machine has now (units).

@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/testutil/apptest"
 	"github.com/flopsnet/flops/worker/gpu/gpumock"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
 	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
@@ -117,17 +118,24 @@ func TestWorkerRunsNoTaskShortOfItsGPUs(t *testing.T) {
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
 	require.Contains(t, got.ExcludedNodes, nodeID)
 	require.NoFileExists(t, seen, "the task ran short of its GPUs")
-	hist, err := markettypesQuery(a).JobHistory(a.Ctx(), &markettypes.QueryJobHistoryRequest{JobId: j.Id})
-	require.NoError(t, err)
-	require.Contains(t, hist.Entries[len(hist.Entries)-1].Detail, "released by its provider: its GPUs are not on the machine: it needs 8 GPUs and the machine has 7")
+	requireGivenBack(t, a, "p1", j.Id, "its GPUs are not on the machine: it needs 8 GPUs and the machine has 7")
 
 	until(t, a, 12, "the node's seven GPUs on the chain", func() bool { return gpus() == 7 }, w)
 	require.NoFileExists(t, seen, "the task ran here")
-	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
+	a.AssertInvariants()
+}
+
+// requireGivenBack: the provider named gave its task of the job back (MsgReleaseTask,
+// why in the job's last history entry) and was slashed once, as for an abandoned task.
+func requireGivenBack(t *testing.T, a *apptest.App, provider string, job uint64, why string) {
+	t.Helper()
+	hist, err := markettypesQuery(a).JobHistory(a.Ctx(), &markettypes.QueryJobHistoryRequest{JobId: job})
+	require.NoError(t, err)
+	require.Contains(t, hist.Entries[len(hist.Entries)-1].Detail, "released by its provider: "+why)
+	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account(provider).String()})
 	require.NoError(t, err)
 	require.Len(t, slashes.Slashes, 1)
 	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, slashes.Slashes[0].Reason)
-	a.AssertInvariants()
 }
 
 // A card fails under a task that runs on it, and the job's command exits non-zero. The
@@ -150,13 +158,7 @@ func TestWorkerGivesBackATaskWhoseGPUWasLostUnderIt(t *testing.T) {
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
 	require.Empty(t, got.Failures, "no failure reported")
 	require.Contains(t, got.ExcludedNodes, nodeID)
-	hist, err := markettypesQuery(a).JobHistory(a.Ctx(), &markettypes.QueryJobHistoryRequest{JobId: j.Id})
-	require.NoError(t, err)
-	require.Contains(t, hist.Entries[len(hist.Entries)-1].Detail, "released by its provider: a GPU of the run is gone from the machine")
-	slashes, err := sstypes.NewQueryClient(a.QueryConn()).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account("p1").String()})
-	require.NoError(t, err)
-	require.Len(t, slashes.Slashes, 1)
-	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, slashes.Slashes[0].Reason)
+	requireGivenBack(t, a, "p1", j.Id, "a GPU of the run is gone from the machine")
 	a.AssertInvariants()
 }
 

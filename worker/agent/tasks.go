@@ -732,12 +732,11 @@ func (a *Agent) gpuLostUnder(ctx context.Context, gpus []string, err error) erro
 	if err == nil || a.mockGPUs || len(gpus) == 0 || errors.Is(err, context.Canceled) || errors.Is(err, executor.ErrWorkerShutdown) {
 		return err
 	}
-	devs, derr := a.o.GPUs.Devices(ctx)
+	devs, derr := a.offerableGPUs(ctx)
 	if derr != nil {
 		a.log.Warn("GPU inventory, after a run failed", "err", derr)
 		return err
 	}
-	devs, _ = gpu.Offerable(devs)
 	have := gpu.SchedulableUUIDs(devs)
 	for _, u := range gpus {
 		if !slices.Contains(have, u) {
