@@ -125,6 +125,30 @@ func TestWorkerRunsNoTaskShortOfItsGPUs(t *testing.T) {
 	a.AssertInvariants()
 }
 
+// The same with a task already running (acked; here by hand, as a worker that stopped
+// before running it would have): the worker, back with seven cards, gives it back at once
+// instead of heartbeating a task it cannot run until its run deadline.
+func TestWorkerGivesBackARunningTaskShortOfItsGPUs(t *testing.T) {
+	s := gpumock.NewDGX()
+	a, w := dgxWorker(t, s)
+	spec := seenJob(a, filepath.Join(t.TempDir(), "seen"), "eight", 1)
+	spec.Requirements.GpuCount = 8
+	spec.MaxPricePerTask = sdk.NewInt64Coin("udps", 100_000_000)
+	j := job(t, a, spec)
+	a.MustDeliver("p1", &markettypes.MsgAckTask{Provider: a.Account("p1").String(), TaskId: j.FirstTaskId})
+	require.Equal(t, markettypes.TASK_STATUS_RUNNING, tasksOfJob(t, a, j.Id)[0].Status)
+	for range 10 {
+		a.NextBlock()
+	}
+	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	tick(t, a, w)
+	got := tasksOfJob(t, a, j.Id)[0]
+	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
+	require.Contains(t, got.ExcludedNodes, w.agent.Node().Id)
+	requireGivenBack(t, a, "p1", j.Id, "its GPUs are not on the machine: it needs 8 GPUs and the machine has 7")
+	a.AssertInvariants()
+}
+
 // requireGivenBack: the provider named gave its task of the job back (MsgReleaseTask,
 // why in the job's last history entry) and was slashed once, as for an abandoned task.
 func requireGivenBack(t *testing.T, a *apptest.App, provider string, job uint64, why string) {

@@ -56,7 +56,13 @@ func (a *Agent) taskActions(ctx context.Context, height int64, tasks []markettyp
 				}})
 		case markettypes.TASK_STATUS_RUNNING:
 			busy = true
-			a.start(ctx, t)
+			if !a.start(ctx, t) {
+				// run again after a restart, and its GPUs are not free here
+				if act, ok := a.gpusGoneAction(t); ok {
+					acts = append(acts, act)
+				}
+				continue
+			}
 			if pr := a.o.Executor.Progress(t.Id); pr != "" && pr != t.Progress && len(progress) < markettypes.MaxProgressPerHeartbeat && a.uncommitted(t.Id) {
 				progress = append(progress, markettypes.TaskProgress{TaskId: t.Id, Progress: pr})
 			}
