@@ -141,7 +141,7 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 	for _, job := range open {
 		a.mu.Lock()
 		_, done := a.bid[job.Id]
-		used := uint32(len(a.pinned))
+		used := a.gpusHeldByTasks()
 		a.mu.Unlock()
 		if done || job.Owner == op || !markettypes.Serves(slot, job.Spec) {
 			continue

@@ -600,6 +600,18 @@ func (a *Agent) pin(taskID uint64, n uint32) ([]string, bool) {
 	return free[:n], true
 }
 
+// gpusHeldByTasks counts the GPU (or MIG) UUIDs the chain's tasks hold here: pool units
+// give theirs up for a task (pinFree), so the bidder counts them free (a.mu held).
+func (a *Agent) gpusHeldByTasks() uint32 {
+	n := uint32(0)
+	for _, id := range a.pinned {
+		if !isUnitRun(id) {
+			n++
+		}
+	}
+	return n
+}
+
 // freeUnits are the machine's GPU (or MIG) UUIDs no run holds (a.mu held).
 func (a *Agent) freeUnits() []string {
 	var free []string
