@@ -150,6 +150,9 @@ type run struct {
 	meter   *gpu.Meter
 	usage   markettypes.Usage
 	gpus    []string
+	// lostGPU: a GPU of the run that is gone from the machine, for which the run was
+	// stopped (stopRunsOn; under mu)
+	lostGPU string
 }
 
 // challenge is a PoCP challenge being answered.
@@ -245,7 +248,8 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 // taken off the chain within nodeRefreshBlocks: x/market takes a change of GPUs while
 // tasks are in flight as long as the node keeps its class and enough GPUs for them, so
 // the scheduler stops giving tasks to the card that is gone, which would run on no GPU
-// here and fail. Tasks already running on it are not moved: they fail on their own.
+// here and fail. The runs on a card that is gone are stopped (stopRunsOn): their tasks
+// are given back, where they would have hung on the card until their max_duration.
 func (a *Agent) watchGPUs(ctx context.Context) bool {
 	if a.mockGPUs {
 		return false // nothing to read again
@@ -260,11 +264,13 @@ func (a *Agent) watchGPUs(ctx context.Context) bool {
 		return false
 	}
 	units := gpu.SchedulableUUIDs(devs)
+	gone := missing(gpu.SchedulableUUIDs(a.devices), units)
 	a.log.Warn("the machine's GPUs changed: new tasks get only those there now, and the node's spec follows",
-		"node", a.node.Id, "gone", missing(gpu.SchedulableUUIDs(a.devices), units), "added", missing(units, gpu.SchedulableUUIDs(a.devices)))
+		"node", a.node.Id, "gone", gone, "added", missing(units, gpu.SchedulableUUIDs(a.devices)))
 	a.mu.Lock()
 	a.devices, a.units = devs, units
 	a.mu.Unlock()
+	a.stopRunsOn(gone)
 	if len(devs) == 0 {
 		a.log.Error("no GPU left on this machine: the node keeps its registered GPUs on the chain, and tasks given to them fail here; deactivate it (flopsd tx gfl deactivate-node) or repair the machine", "node", a.node.Id)
 		return false
@@ -278,6 +284,40 @@ func (a *Agent) watchGPUs(ctx context.Context) bool {
 		a.log.Warn("the node's new spec was refused", "node", a.node.Id, "err", err)
 	}
 	return true
+}
+
+// stopRunsOn stops the runs on the GPUs (or MIG devices) that are gone from the machine:
+// a task's run fails with errGPULost (its task is given back: releaseAction), a pool
+// unit's is given up.
+func (a *Agent) stopRunsOn(gone []string) {
+	if len(gone) == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var units []string
+	for _, u := range gone {
+		if id, ok := a.pinned[u]; ok && isUnitRun(id) {
+			units = append(units, u)
+		}
+	}
+	if len(units) > 0 {
+		a.giveUpUnits(units)
+	}
+	for _, id := range sortedKeys(a.runs) {
+		r := a.runs[id]
+		if r.phase != phaseRunning || r.cancel == nil || r.lostGPU != "" {
+			continue
+		}
+		for _, u := range r.gpus {
+			if slices.Contains(gone, u) {
+				r.lostGPU = u
+				r.cancel()
+				a.log.Warn("the task's run is stopped: a GPU it runs on is gone from the machine; the task is given back", "task", id, "gpu", u)
+				break
+			}
+		}
+	}
 }
 
 // offerableGPUs reads the machine's GPUs again: those it may offer (gpu.Offerable; a card

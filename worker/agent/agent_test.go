@@ -90,7 +90,8 @@ type worker struct {
 	name  string
 	agent *agent.Agent
 	store *outputs.Store
-	sent  *[]string // the type URLs of the msgs it submitted (read under the test's mu)
+	sent  *[]string   // the type URLs of the msgs it submitted (read under the test's mu)
+	mu    *sync.Mutex // the test's mutex, which its chain calls hold
 }
 
 func newWorker(t *testing.T, mu *sync.Mutex, a *apptest.App, name string, edit func(c *config.Config)) *worker {
@@ -195,7 +196,7 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	ag, err := agent.New(opts)
 	require.NoError(t, err)
 	require.NoError(t, ag.Setup(context.Background()))
-	return &worker{name: name, agent: ag, store: store, sent: sent}
+	return &worker{name: name, agent: ag, store: store, sent: sent, mu: mu}
 }
 
 // tick runs one block and lets every worker act on it.

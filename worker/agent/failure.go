@@ -114,7 +114,8 @@ func (a *Agent) failureAction(ctx context.Context, t markettypes.Task) (action, 
 func (a *Agent) releaseAction(t markettypes.Task) (action, bool) {
 	a.mu.Lock()
 	r, ok := a.runs[t.Id]
-	if !ok || r.phase != phaseFailed || errors.Is(r.err, context.Canceled) || errors.Is(r.err, executor.ErrWorkerShutdown) {
+	stopped := (errors.Is(r.err, context.Canceled) && !errors.Is(r.err, errGPULost)) || errors.Is(r.err, executor.ErrWorkerShutdown)
+	if !ok || r.phase != phaseFailed || stopped {
 		a.mu.Unlock()
 		return action{}, false // not failed, or stopped by this worker (its run is gone or left to the next start)
 	}

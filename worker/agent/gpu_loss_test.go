@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -146,6 +148,59 @@ func TestWorkerGivesBackARunningTaskShortOfItsGPUs(t *testing.T) {
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
 	require.Contains(t, got.ExcludedNodes, w.agent.Node().Id)
 	requireGivenBack(t, a, "p1", j.Id, "its GPUs are not on the machine: it needs 8 GPUs and the machine has 7")
+	a.AssertInvariants()
+}
+
+// A card fails under a task whose run hangs on it (a CUDA call that never returns, here a
+// sleep). At its next read of its GPUs the worker stops the run and gives the task back,
+// which goes to another node. Before, the run hung until its max_duration (ten minutes
+// here), the task heartbeated as running all the while.
+func TestWorkerStopsTheRunsOnALostGPU(t *testing.T) {
+	s := gpumock.NewDGX()
+	a, w := dgxWorkerWith(t, s, workerWith{beside: true}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var g errgroup.Group
+	w.agent.RunBeside(&g)
+	t.Cleanup(func() { cancel(); _ = g.Wait() })
+	step := func() {
+		w.mu.Lock()
+		a.NextBlock()
+		h, bt := a.Height(), a.BlockTime()
+		w.mu.Unlock()
+		require.NoError(t, w.agent.Tick(ctx, h, bt))
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	spec := seenJob(a, started, "hang", 1)
+	spec.Command = []string{"sh", "-c", `echo "$CUDA_VISIBLE_DEVICES" > "$SEEN"; exec sleep 600`}
+	var j markettypes.Job
+	w.mu.Lock()
+	j = job(t, a, spec)
+	w.mu.Unlock()
+	card0, _ := s.Dev(0).GetUUID()
+	// the card the task is given (the machine's first) fails as it starts, after the
+	// worker's last read of its GPUs
+	s.Dev(0).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	step()
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(started)
+		return err == nil && strings.TrimSpace(string(b)) == card0
+	}, 10*time.Second, 20*time.Millisecond, "the run started on card 0")
+	task := func() markettypes.Task {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return tasksOfJob(t, a, j.Id)[0]
+	}
+	for i := 0; task().Status != markettypes.TASK_STATUS_PENDING; i++ {
+		require.Less(t, i, 15, "the task given back within the worker's next read of its GPUs")
+		step()
+		for deadline := time.Now().Add(time.Second); task().Status != markettypes.TASK_STATUS_PENDING && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	require.Contains(t, tasksOfJob(t, a, j.Id)[0].ExcludedNodes, w.agent.Node().Id)
+	requireGivenBack(t, a, "p1", j.Id, "a GPU of the run is gone from the machine")
 	a.AssertInvariants()
 }
 

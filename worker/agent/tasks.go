@@ -216,7 +216,14 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) bool {
 			a.log.Info("worker shutting down: task left to the next start", "task", t.Id, "detached", errors.Is(err, executor.ErrDetached))
 			return nil
 		}
-		err = a.gpuLostUnder(ctx, r.gpus, err)
+		a.mu.Lock()
+		lost := r.lostGPU
+		a.mu.Unlock()
+		if lost != "" {
+			err = fmt.Errorf("%w (%s): the run was stopped: %w", errGPULost, lost, err)
+		} else {
+			err = a.gpuLostUnder(ctx, r.gpus, err)
+		}
 		a.finish(r, res, err)
 		if m := a.o.Metrics; m != nil {
 			if err == nil {
@@ -244,13 +251,12 @@ func runLimit(max time.Duration) time.Duration {
 // gives, for a run that failed for the job's sake (jobFault), else "cancelled",
 // "gpu_lost" or "error" (this machine's side).
 func failReason(runtime markettypes.Runtime, err error) string {
-	if errors.Is(err, context.Canceled) {
-		return "cancelled"
-	}
 	reason, _, fault := jobFault(runtime, err)
 	switch {
 	case errors.Is(err, errGPULost):
 		return "gpu_lost"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
 	case !fault:
 		return "error"
 	}
