@@ -106,6 +106,9 @@ type Agent struct {
 	// gpuWait holds the tasks in flight here that wait for their GPUs (gpuShortfall):
 	// while any does, pool units claim nothing
 	gpuWait map[uint64]gpuWait
+	// nodeStale: the node is read again at the next tick, whatever nodeRefreshBlocks says
+	// (a task given back may let the chain take the node's spec it refused)
+	nodeStale bool
 	// bid holds the auctions priced, each once: job id -> the auction's close height
 	// (forgotten some blocks after it, forgetClosedAuctions)
 	bid map[uint64]int64
@@ -214,7 +217,11 @@ const nodeRefreshBlocks = 10
 // would bid in are skipped, as the chain would refuse them). The node is written under
 // mu (Node reads it from other goroutines); the tick's own reads need no lock.
 func (a *Agent) refreshNode(ctx context.Context, height int64) {
-	if height-a.nodeRead < nodeRefreshBlocks {
+	a.mu.Lock()
+	stale := a.nodeStale
+	a.nodeStale = false
+	a.mu.Unlock()
+	if height-a.nodeRead < nodeRefreshBlocks && !stale {
 		return
 	}
 	got, err := a.gfl.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: a.node.Id})

@@ -122,7 +122,9 @@ func TestWorkerRunsNoTaskShortOfItsGPUs(t *testing.T) {
 	require.NoFileExists(t, seen, "the task ran short of its GPUs")
 	requireGivenBack(t, a, "p1", j.Id, "its GPUs are not on the machine: it needs 8 GPUs and the machine has 7")
 
-	until(t, a, 12, "the node's seven GPUs on the chain", func() bool { return gpus() == 7 }, w)
+	// the worker reads its node again at once after a release, and sends the spec the
+	// chain refused under the task: it lands at the next tick, not nodeRefreshBlocks later
+	until(t, a, 2, "the node's seven GPUs on the chain", func() bool { return gpus() == 7 }, w)
 	require.NoFileExists(t, seen, "the task ran here")
 	a.AssertInvariants()
 }

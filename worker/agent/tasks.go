@@ -675,6 +675,13 @@ func (a *Agent) pinFree(taskID uint64, n uint32) (pinned []string, why string, g
 		given := a.giveUpUnits(units[:lack])
 		return nil, fmt.Sprintf("%d of the %d GPUs it needs are free; pool units %s give theirs up", len(free), n, given), false
 	}
+	// The machine has fewer GPUs than its node on the chain (a card lost, and the node's
+	// spec without it refused while tasks held its GPUs): the chain counted GPUs free that
+	// are not, and the task's would come free only as other tasks end, long after its ack
+	// deadline.
+	if registered := len(gfltypes.SchedulableUUIDs(a.node.Gpus)); len(a.units) < registered {
+		return nil, fmt.Sprintf("%d of the %d GPUs it needs are free, and the machine has %d of the %d its node has on the chain", len(free), n, len(a.units), registered), true
+	}
 	return nil, fmt.Sprintf("%d of the %d GPUs it needs are free", len(free), n), false
 }
 
