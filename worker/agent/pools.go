@@ -536,7 +536,7 @@ func (a *Agent) claimUnit(ctx, runCtx context.Context, c *claim) error {
 	a.mu.Unlock()
 	if givenUp {
 		drop()
-		a.log.Info("unit given up: a task needs its GPUs", "pool", c.pool.Id, "unit", c.unit.Id)
+		a.log.Info("unit given up: a task needs its GPUs, or one of them is gone", "pool", c.pool.Id, "unit", c.unit.Id)
 		return nil
 	}
 	if err != nil {
