@@ -106,6 +106,8 @@ type Agent struct {
 	// gpuWait holds the tasks in flight here that wait for their GPUs (gpuShortfall):
 	// while any does, pool units claim nothing
 	gpuWait map[uint64]gpuWait
+	// earningsRead holds the height each pool's credits were last read at (withdraw)
+	earningsRead map[uint64]int64
 	// nodeStale: the node is read again at the next tick, whatever nodeRefreshBlocks says
 	// (a task given back may let the chain take the node's spec it refused)
 	nodeStale bool
@@ -195,7 +197,7 @@ func New(o Options) (*Agent, error) {
 		o: o, cfg: o.Config, log: o.Log.With("component", "agent"), state: st,
 		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
 		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
-		runs: map[uint64]*run{}, pinned: map[string]uint64{}, gpuWait: map[uint64]gpuWait{}, answers: map[uint64]*challenge{},
+		runs: map[uint64]*run{}, pinned: map[string]uint64{}, gpuWait: map[uint64]gpuWait{}, earningsRead: map[uint64]int64{}, answers: map[uint64]*challenge{},
 		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, idleSince: map[uint64]int64{}, poolSpecs: map[uint64]markettypes.PoolSpec{}, claims: map[string]*claim{},
 		inflight: map[string]bool{},
 	}, nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -133,7 +134,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 			}
 		}
 		acts = append(acts, a.revealUnits(ctx, height, pool)...)
-		if act, ok := a.withdraw(ctx, pool); ok {
+		if act, ok := a.withdraw(ctx, height, pool); ok {
 			acts = append(acts, act)
 		}
 	}
@@ -291,6 +292,7 @@ func (a *Agent) leaveIdle(ctx context.Context, height int64, pool markettypes.Po
 			delete(a.joined, id)
 			delete(a.idleSince, id)
 			delete(a.poolSpecs, id)
+			delete(a.earningsRead, id)
 			a.waiting[id] = true
 		}}, true
 }
@@ -365,6 +367,7 @@ func (a *Agent) poolGone(id uint64) {
 	delete(a.joined, id)
 	delete(a.idleSince, id)
 	delete(a.poolSpecs, id)
+	delete(a.earningsRead, id)
 	for key, c := range a.claims {
 		if c.pool.Id == id && c.phase == claimCommitted {
 			delete(a.claims, key)
@@ -705,11 +708,36 @@ func (a *Agent) credits(ctx context.Context, poolID uint64) (*markettypes.QueryP
 	return res, nil
 }
 
+// earningsReadBlocks: an open pool's credits are read once in so many blocks (withdraw);
+// creditsGone marks a closed pool whose credits are all withdrawn.
+const (
+	earningsReadBlocks = 10
+	creditsGone        = int64(math.MaxInt64)
+)
+
 // withdraw takes the node's credits out of a pool once there are enough of them, or the
-// pool closed.
-func (a *Agent) withdraw(ctx context.Context, pool markettypes.Pool) (action, bool) {
+// pool closed. An open pool's credits are read every earningsReadBlocks blocks: they are
+// withdrawn withdrawAfter units at a time, and the read was a query a block for each pool
+// of each worker, which a node serving many workers answers for all of them.
+func (a *Agent) withdraw(ctx context.Context, height int64, pool markettypes.Pool) (action, bool) {
+	closed := pool.Status != markettypes.POOL_STATUS_OPEN
+	a.mu.Lock()
+	last, read := a.earningsRead[pool.Id]
+	due := !read || height-last >= earningsReadBlocks || (closed && last != creditsGone)
+	if due {
+		a.earningsRead[pool.Id] = height
+	}
+	a.mu.Unlock()
+	if !due {
+		return action{}, false
+	}
 	op := a.o.Chain.Address().String()
 	res, err := a.credits(ctx, pool.Id)
+	if err == nil && res == nil && closed {
+		a.mu.Lock()
+		a.earningsRead[pool.Id] = creditsGone // nothing more comes from a closed pool
+		a.mu.Unlock()
+	}
 	if err != nil || res == nil {
 		return action{}, false
 	}
