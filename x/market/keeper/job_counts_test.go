@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	storetypes "github.com/cosmos/cosmos-sdk/store/v2/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/flopsnet/flops/x/market/keeper"
 	"github.com/flopsnet/flops/x/market/types"
@@ -25,6 +27,71 @@ func requireJobCounts(t *testing.T, f *fixture, want types.JobCounts, what strin
 	require.Equal(t, want.Bidding+want.Active+want.Completed+want.Failed+want.Cancelled, res.Total, what)
 	msg, broken := f.k.JobCountsInvariant(f.ctx)
 	require.False(t, broken, msg)
+	// the lists' count_total answers the same (read from the record, not counted)
+	qs := keeper.NewQueryServerImpl(f.k)
+	counted := &query.PageRequest{Limit: 1, CountTotal: true}
+	all, err := qs.Jobs(f.ctx, &types.QueryJobsRequest{Pagination: counted})
+	require.NoError(t, err, what)
+	require.Equal(t, res.Total, all.Pagination.Total, "%s: jobs", what)
+	open, err := qs.OpenAuctions(f.ctx, &types.QueryOpenAuctionsRequest{Pagination: counted})
+	require.NoError(t, err, what)
+	require.Equal(t, want.Bidding, open.Pagination.Total, "%s: open auctions", what)
+	for s, n := range map[types.JobStatus]uint64{
+		types.JOB_STATUS_BIDDING: want.Bidding, types.JOB_STATUS_ACTIVE: want.Active, types.JOB_STATUS_COMPLETED: want.Completed,
+		types.JOB_STATUS_FAILED: want.Failed, types.JOB_STATUS_CANCELLED: want.Cancelled,
+	} {
+		in, err := qs.JobsByStatus(f.ctx, &types.QueryJobsByStatusRequest{Status: s, Pagination: counted})
+		require.NoError(t, err, what)
+		require.Equal(t, n, in.Pagination.Total, "%s: %s", what, s)
+		byStatus, err := qs.Jobs(f.ctx, &types.QueryJobsRequest{Status: s, Pagination: counted})
+		require.NoError(t, err, what)
+		require.Equal(t, n, byStatus.Pagination.Total, "%s: jobs in %s", what, s)
+	}
+}
+
+// A list of jobs answers count_total from the job counts record: its gas does not grow
+// with the jobs the chain keeps. Before, the SDK's pagination read every entry of the
+// list to count it, so a big chain's node refused the first page of its jobs with their
+// total at its query gas limit.
+func TestJobListsCountFromTheRecord(t *testing.T) {
+	f := newFixture(t, nil)
+	qs := keeper.NewQueryServerImpl(f.k)
+	gasOf := func(list func(ctx sdk.Context) (uint64, error)) (uint64, uint64) {
+		ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+		total, err := list(ctx)
+		require.NoError(t, err)
+		return total, ctx.GasMeter().GasConsumed()
+	}
+	counted := &query.PageRequest{Limit: 1, CountTotal: true}
+	lists := map[string]func(ctx sdk.Context) (uint64, error){
+		"jobs": func(ctx sdk.Context) (uint64, error) {
+			res, err := qs.Jobs(ctx, &types.QueryJobsRequest{Pagination: counted, OmitSpec: true})
+			return res.GetPagination().GetTotal(), err
+		},
+		"active jobs": func(ctx sdk.Context) (uint64, error) {
+			res, err := qs.JobsByStatus(ctx, &types.QueryJobsByStatusRequest{Status: types.JOB_STATUS_ACTIVE, Pagination: counted, OmitSpec: true})
+			return res.GetPagination().GetTotal(), err
+		},
+	}
+	for range 10 {
+		f.submit(f.unplaceable())
+	}
+	f.blocks(1)
+	few := map[string]uint64{}
+	for name, list := range lists {
+		total, gas := gasOf(list)
+		require.Equal(t, uint64(10), total, name)
+		few[name] = gas
+	}
+	for range 300 {
+		f.submit(f.unplaceable())
+	}
+	f.blocks(1)
+	for name, list := range lists {
+		total, gas := gasOf(list)
+		require.Equal(t, uint64(310), total, name)
+		require.Equal(t, few[name], gas, "%s: the count's gas with 310 jobs as with 10", name)
+	}
 }
 
 // The job counts follow a job through every status (an auction's bidding, active,

@@ -97,13 +97,61 @@ func (q queryServer) Jobs(ctx context.Context, req *types.QueryJobsRequest) (*ty
 		}
 		return &types.QueryJobsResponse{Jobs: res.Jobs, Pagination: res.Pagination}, nil
 	}
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs, req.Pagination, func(_ uint64, j types.Job) (types.Job, error) {
+	pg, counted := countedJobs(req.Pagination)
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs, pg, func(_ uint64, j types.Job) (types.Job, error) {
 		return q.k.listedRecord(ctx, j, req.OmitSpec)
 	})
 	if err != nil {
 		return nil, err
 	}
+	if counted {
+		if err := q.jobsTotal(ctx, page, jobCountsTotal); err != nil {
+			return nil, err
+		}
+	}
 	return &types.QueryJobsResponse{Jobs: jobs, Pagination: page}, nil
+}
+
+// countedJobs: a first page of a list of jobs (no key) that asks count_total is paged
+// without the SDK's count, which reads every entry of the list (a big chain's node
+// refuses that at its query gas limit); its total comes from the job counts record
+// instead (jobsTotal), one read. It returns the request to page with.
+func countedJobs(pg *query.PageRequest) (*query.PageRequest, bool) {
+	if pg == nil || !pg.CountTotal || len(pg.Key) > 0 {
+		return pg, false
+	}
+	c := *pg
+	c.CountTotal = false
+	return &c, true
+}
+
+// jobsTotal sets a page's total: of, applied to the job counts (countJobs).
+func (q queryServer) jobsTotal(ctx context.Context, page *query.PageResponse, of func(types.JobCounts) uint64) error {
+	c, err := q.k.countJobs(ctx)
+	if err != nil {
+		return err
+	}
+	page.Total = of(c)
+	return nil
+}
+
+// jobsIn is the count of the jobs in a status.
+func jobsIn(s types.JobStatus) func(types.JobCounts) uint64 {
+	return func(c types.JobCounts) uint64 {
+		switch s {
+		case types.JOB_STATUS_BIDDING:
+			return c.Bidding
+		case types.JOB_STATUS_ACTIVE:
+			return c.Active
+		case types.JOB_STATUS_COMPLETED:
+			return c.Completed
+		case types.JOB_STATUS_FAILED:
+			return c.Failed
+		case types.JOB_STATUS_CANCELLED:
+			return c.Cancelled
+		}
+		return 0
+	}
 }
 
 // Tasks pages through every task, or the tasks in one status (no index: a filtered page
@@ -208,10 +256,16 @@ func (q queryServer) JobsByStatus(ctx context.Context, req *types.QueryJobsBySta
 	if _, ok := types.JobStatus_name[int32(req.Status)]; !ok || req.Status == types.JOB_STATUS_UNSPECIFIED {
 		return nil, status.Errorf(codes.InvalidArgument, "status %d: not a job status", req.Status)
 	}
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k, req.OmitSpec),
+	pg, counted := countedJobs(req.Pagination)
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, pg, jobsOf[int32](ctx, q.k, req.OmitSpec),
 		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(req.Status)))
 	if err != nil {
 		return nil, err
+	}
+	if counted {
+		if err := q.jobsTotal(ctx, page, jobsIn(req.Status)); err != nil {
+			return nil, err
+		}
 	}
 	return &types.QueryJobsByStatusResponse{Jobs: jobs, Pagination: page}, nil
 }
@@ -219,10 +273,16 @@ func (q queryServer) JobsByStatus(ctx context.Context, req *types.QueryJobsBySta
 // OpenAuctions pages through the jobs taking bids.
 func (q queryServer) OpenAuctions(ctx context.Context, req *types.QueryOpenAuctionsRequest) (*types.QueryOpenAuctionsResponse, error) {
 	// with their specs: a provider prices a job from its spec
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, req.Pagination, jobsOf[int32](ctx, q.k, false),
+	pg, counted := countedJobs(req.Pagination)
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, pg, jobsOf[int32](ctx, q.k, false),
 		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(types.JOB_STATUS_BIDDING)))
 	if err != nil {
 		return nil, err
+	}
+	if counted {
+		if err := q.jobsTotal(ctx, page, jobsIn(types.JOB_STATUS_BIDDING)); err != nil {
+			return nil, err
+		}
 	}
 	return &types.QueryOpenAuctionsResponse{Jobs: jobs, Pagination: page}, nil
 }
