@@ -114,10 +114,13 @@ func (a *Agent) failureAction(ctx context.Context, t markettypes.Task) (action, 
 func (a *Agent) releaseAction(t markettypes.Task) (action, bool) {
 	a.mu.Lock()
 	r, ok := a.runs[t.Id]
-	stopped := (errors.Is(r.err, context.Canceled) && !errors.Is(r.err, errGPULost)) || errors.Is(r.err, executor.ErrWorkerShutdown)
-	if !ok || r.phase != phaseFailed || stopped {
+	if !ok || r.phase != phaseFailed {
 		a.mu.Unlock()
-		return action{}, false // not failed, or stopped by this worker (its run is gone or left to the next start)
+		return action{}, false // no run here (stopped meanwhile), or not failed
+	}
+	if (errors.Is(r.err, context.Canceled) && !errors.Is(r.err, errGPULost)) || errors.Is(r.err, executor.ErrWorkerShutdown) {
+		a.mu.Unlock()
+		return action{}, false // stopped by this worker (its run is gone or left to the next start)
 	}
 	if _, _, fault := jobFault(r.job.Spec.Runtime, r.err); fault && r.task.Role == markettypes.TASK_ROLE_PRIMARY {
 		a.mu.Unlock()

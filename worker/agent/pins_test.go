@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // pinsOf is an agent's GPU bookkeeping alone: a node of registered GPUs on the chain, the
 // machine's units (the first of them), and the pins given.
 func pinsOf(registered, units int, pinned map[string]uint64) *Agent {
-	a := &Agent{log: slog.New(slog.NewTextHandler(io.Discard, nil)), pinned: pinned, gpuWait: map[uint64]gpuWait{}}
+	a := &Agent{log: slog.New(slog.NewTextHandler(io.Discard, nil)), pinned: pinned, gpuWait: map[uint64]gpuWait{}, runs: map[uint64]*run{}}
 	for i := range registered {
 		u := fmt.Sprintf("GPU-%d", i)
 		a.node.Gpus = append(a.node.Gpus, gfltypes.GpuInfo{Uuid: u})
@@ -55,4 +56,13 @@ func TestPinFreeTellsWaitingFromGone(t *testing.T) {
 			require.Equal(t, c.gone, gone, why)
 		})
 	}
+}
+
+// A task whose run is no longer here (stopped by a refused ack between the tick's start
+// and its actions) has nothing to give back: releaseAction says so. It read the run's
+// error before it checked that there was a run, and panicked.
+func TestReleaseActionWithoutARun(t *testing.T) {
+	a := pinsOf(1, 1, map[string]uint64{})
+	_, ok := a.releaseAction(markettypes.Task{Id: 7, Status: markettypes.TASK_STATUS_ASSIGNED})
+	require.False(t, ok)
 }
