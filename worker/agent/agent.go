@@ -198,7 +198,7 @@ func New(o Options) (*Agent, error) {
 		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
 		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
 		runs: map[uint64]*run{}, pinned: map[string]uint64{}, gpuWait: map[uint64]gpuWait{}, earningsRead: map[uint64]int64{}, answers: map[uint64]*challenge{},
-		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, idleSince: map[uint64]int64{}, poolSpecs: map[uint64]markettypes.PoolSpec{}, claims: map[string]*claim{},
+		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, placed: map[uint64]bool{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, idleSince: map[uint64]int64{}, poolSpecs: map[uint64]markettypes.PoolSpec{}, claims: map[string]*claim{},
 		inflight: map[string]bool{},
 	}, nil
 }

@@ -172,9 +172,6 @@ func (a *Agent) bidActions(ctx context.Context) []action {
 		acts = append(acts, action{what: fmt.Sprintf("%s%d", bidPrefix, job.Id), msgs: msgs(msg), after: func(err error) {
 			if err == nil {
 				a.mu.Lock()
-				if a.placed == nil {
-					a.placed = map[uint64]bool{}
-				}
 				a.placed[jobID] = true
 				a.mu.Unlock()
 				a.log.Info("bid placed", "job", jobID, "price", b.Price, "quantity", b.Quantity)

@@ -342,23 +342,16 @@ func (p Params) PowerCap(n Node) (uint64, bool) {
 	}
 	var total uint64
 	for _, g := range n.Gpus {
-		best, held := uint64(0), false
+		held := slices.ContainsFunc(p.GpuClasses, func(c GpuClass) bool { return c.holdsMemoryOf(g) })
+		best := uint64(0)
 		for _, c := range p.GpuClasses {
-			if c.holdsMemoryOf(g) {
-				held = true
-				if c.MaxGflopsPerGpu == 0 {
-					return 0, false
-				}
-				best = max(best, c.MaxGflopsPerGpu)
+			if held && !c.holdsMemoryOf(g) {
+				continue // the classes that hold its memory, or all when none does
 			}
-		}
-		if !held {
-			for _, c := range p.GpuClasses {
-				if c.MaxGflopsPerGpu == 0 {
-					return 0, false
-				}
-				best = max(best, c.MaxGflopsPerGpu)
+			if c.MaxGflopsPerGpu == 0 {
+				return 0, false
 			}
+			best = max(best, c.MaxGflopsPerGpu)
 		}
 		if total > math.MaxUint64-best {
 			return math.MaxUint64, true

@@ -135,23 +135,31 @@ func (q queryServer) jobsTotal(ctx context.Context, page *query.PageResponse, of
 	return nil
 }
 
-// jobsIn is the count of the jobs in a status.
+// jobsIn is the count of the jobs in a status (countOf).
 func jobsIn(s types.JobStatus) func(types.JobCounts) uint64 {
 	return func(c types.JobCounts) uint64 {
-		switch s {
-		case types.JOB_STATUS_BIDDING:
-			return c.Bidding
-		case types.JOB_STATUS_ACTIVE:
-			return c.Active
-		case types.JOB_STATUS_COMPLETED:
-			return c.Completed
-		case types.JOB_STATUS_FAILED:
-			return c.Failed
-		case types.JOB_STATUS_CANCELLED:
-			return c.Cancelled
+		if n := countOf(&c, s); n != nil {
+			return *n
 		}
 		return 0
 	}
+}
+
+// jobsInStatus pages through the jobs in a status (the ByStatus index), counted from the
+// job counts record (countedJobs).
+func (q queryServer) jobsInStatus(ctx context.Context, s types.JobStatus, pagination *query.PageRequest, omitSpec bool) ([]types.Job, *query.PageResponse, error) {
+	pg, counted := countedJobs(pagination)
+	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, pg, jobsOf[int32](ctx, q.k, omitSpec),
+		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(s)))
+	if err != nil {
+		return nil, nil, err
+	}
+	if counted {
+		if err := q.jobsTotal(ctx, page, jobsIn(s)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return jobs, page, nil
 }
 
 // Tasks pages through every task, or the tasks in one status (no index: a filtered page
@@ -256,16 +264,9 @@ func (q queryServer) JobsByStatus(ctx context.Context, req *types.QueryJobsBySta
 	if _, ok := types.JobStatus_name[int32(req.Status)]; !ok || req.Status == types.JOB_STATUS_UNSPECIFIED {
 		return nil, status.Errorf(codes.InvalidArgument, "status %d: not a job status", req.Status)
 	}
-	pg, counted := countedJobs(req.Pagination)
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, pg, jobsOf[int32](ctx, q.k, req.OmitSpec),
-		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(req.Status)))
+	jobs, page, err := q.jobsInStatus(ctx, req.Status, req.Pagination, req.OmitSpec)
 	if err != nil {
 		return nil, err
-	}
-	if counted {
-		if err := q.jobsTotal(ctx, page, jobsIn(req.Status)); err != nil {
-			return nil, err
-		}
 	}
 	return &types.QueryJobsByStatusResponse{Jobs: jobs, Pagination: page}, nil
 }
@@ -273,16 +274,9 @@ func (q queryServer) JobsByStatus(ctx context.Context, req *types.QueryJobsBySta
 // OpenAuctions pages through the jobs taking bids.
 func (q queryServer) OpenAuctions(ctx context.Context, req *types.QueryOpenAuctionsRequest) (*types.QueryOpenAuctionsResponse, error) {
 	// with their specs: a provider prices a job from its spec
-	pg, counted := countedJobs(req.Pagination)
-	jobs, page, err := query.CollectionPaginate(ctx, q.k.Jobs.Indexes.ByStatus, pg, jobsOf[int32](ctx, q.k, false),
-		query.WithCollectionPaginationPairPrefix[int32, uint64](int32(types.JOB_STATUS_BIDDING)))
+	jobs, page, err := q.jobsInStatus(ctx, types.JOB_STATUS_BIDDING, req.Pagination, false)
 	if err != nil {
 		return nil, err
-	}
-	if counted {
-		if err := q.jobsTotal(ctx, page, jobsIn(types.JOB_STATUS_BIDDING)); err != nil {
-			return nil, err
-		}
 	}
 	return &types.QueryOpenAuctionsResponse{Jobs: jobs, Pagination: page}, nil
 }
