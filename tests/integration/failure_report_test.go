@@ -111,42 +111,77 @@ func TestWiredJobFailingEverywhereEndsFailed(t *testing.T) {
 
 // A job that fails on one node only (a broken node, or a provider that would rather not
 // run it and reports a failure): the task is reassigned and succeeds on another operator's
-// node. The report is refuted: its provider is slashed, the slash is burned (the owner
-// gains nothing from it, so a client cannot farm slashes with a job that fails on some
-// nodes), the owner is not charged for the failed run, and the refuting provider is paid
-// its run.
+// node, its result audited for certain (it would refute the report) and confirmed. The
+// report is refuted: its provider is slashed, the slash is burned (the owner gains
+// nothing from it, so a client cannot farm slashes with a job that fails on some nodes),
+// the owner is not charged for the failed run, and the refuting provider is paid its run.
 func TestWiredAttackFalseFailureReportIsRefuted(t *testing.T) {
-	a, nodes, p, job, first := failureApp(t)
-	spec := getJob(t, a, job).Spec
-	liar := providerOf(nodes, first.NodeId)
+	a, nodes, p := sparedApp(t, 3)
+	spec := committeeJob(a, p)
+	job := submit(t, a, spec)
+	first := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p1"], first.NodeId)
+	d := newDriver(t, a, "p1", "p2", "p3")
+	d.behaviours["p1"] = behaviour{fails: true}
+	d.until(10, "p1 reported the failure", func() bool { return len(task(t, a, first.Id).Failures) == 1 })
+	d.behaviours["p1"] = behaviour{} // it never failed: a lie
+	registerLate(t, a, nodes, "p2", "p3")
 	before := readLedger(a)
-	liarBond := bonded(t, a, liar)
+	liarBond := bonded(t, a, "p1")
 	supply := a.BankKeeper.GetSupply(a.Ctx(), udps).Amount
-	reportAfter(t, a, nodes, first, time.Second)
 
-	second := nextAssignment(t, a, first.Id)
-	honest := providerOf(nodes, second.NodeId)
-	require.NotEqual(t, liar, honest)
-	run(t, a, nodes, second)
-	a.NextBlocks(int(p.ChallengeWindowBlocks) + 1)
-
+	d.until(300, "job finished", jobDone(t, a, job))
 	got := task(t, a, first.Id)
 	require.Equal(t, markettypes.TASK_STATUS_SETTLED, got.Status)
+	require.NotEqual(t, a.Account("p1").String(), got.Provider)
 	require.Equal(t, markettypes.JOB_STATUS_COMPLETED, getJob(t, a, job).Status)
+	audits := role(t, a, job, markettypes.TASK_ROLE_AUDIT)
+	require.Len(t, audits, 1, "the result that would refute the report is audited")
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, audits[0].Status)
 	require.Equal(t, markettypes.FAILURE_STATUS_REFUTED, got.Failures[0].Status)
+	require.True(t, got.Failures[0].Paid.IsZero(), "a refuted report is not paid")
 	slash := liarBond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6)
-	require.Equal(t, liarBond.Sub(slash).String(), bonded(t, a, liar).String(), "slashed max(abandon_slash_ppm, 2x the task's value)")
-	gross := markettypes.TimePrice(second.Price, got.CommitTime.Sub(got.StartedTime), spec.MaxDuration, p.BillingGranularity).Add(spec.PriorityTip.Amount)
+	require.Equal(t, liarBond.Sub(slash).String(), bonded(t, a, "p1").String(), "slashed max(abandon_slash_ppm, 2x the task's value)")
 	after := readLedger(a)
-	require.Equal(t, before.client.Add(got.Reserved).Sub(gross).String(), after.client.String(), "the owner pays the run that produced the result, and no more")
+	require.Equal(t, before.client.Add(got.Reserved).Sub(got.Paid).Add(spec.VerificationBudget.Amount).Sub(audits[0].Paid).String(), after.client.String(),
+		"the owner pays the run that produced the result and its audit, and no more")
 	require.Equal(t, supply.Sub(slash).String(), a.BankKeeper.GetSupply(a.Ctx(), udps).Amount.String(), "the slash is burned")
 	var reasons []sstypes.SlashReason
-	res, err := sskeeper.NewQueryServerImpl(a.StakingSlashKeeper).SlashHistory(a.Ctx(), &sstypes.QuerySlashHistoryRequest{Provider: a.Account(liar).String()})
-	require.NoError(t, err)
-	for _, r := range res.Slashes {
+	for _, r := range slashes(t, a, "p1") {
 		reasons = append(reasons, r.Reason)
 	}
 	require.Equal(t, []sstypes.SlashReason{sstypes.SLASH_REASON_FALSE_FAILURE}, reasons)
+	a.AssertInvariants()
+}
+
+// TestWiredAttackMadeUpResultOnANoneJob: a NONE job fails on every machine; p1 reports it
+// honestly, and the next node given the task makes up a result. Nothing verifies a NONE
+// result, so it settles (the owner chose liveness only) and it refuted p1's report: p1
+// was slashed for a false failure, max(abandon_slash_ppm, 2 x the task's value). Now the
+// report ends UNCONFIRMED, slashed as an abandoned task, abandon_slash_ppm only.
+func TestWiredAttackMadeUpResultOnANoneJob(t *testing.T) {
+	a, nodes, p := sparedApp(t, 2)
+	spec := gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN) // NONE
+	// the task's value: 2x it is more than abandon_slash_ppm of p1's bond
+	spec.PriorityTip = sdk.NewCoin(udps, bonded(t, a, "p1").MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6))
+	job := submit(t, a, spec)
+	first := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p1"], first.NodeId)
+	d := newDriver(t, a, "p1", "p2")
+	d.behaviours["p1"] = behaviour{fails: true}
+	d.behaviours["p2"] = behaviour{cheat: true}
+	d.until(10, "p1 reported the failure", func() bool { return len(task(t, a, first.Id).Failures) == 1 })
+	registerLate(t, a, nodes, "p2")
+	bond := bonded(t, a, "p1")
+	d.until(100, "job finished", jobDone(t, a, job))
+	got := task(t, a, first.Id)
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, got.Status)
+	require.Equal(t, markettypes.FAILURE_STATUS_UNCONFIRMED, got.Failures[0].Status)
+	slash := bond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6)
+	require.Equal(t, bond.Sub(slash).String(), bonded(t, a, "p1").String(), "abandon_slash_ppm, not 2x the task's value")
+	s := slashes(t, a, "p1")
+	require.Len(t, s, 1)
+	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, s[0].Reason)
 	a.AssertInvariants()
 }
 

@@ -43,8 +43,8 @@ export const failureReason = (s: marketTypes.FailureReason) => strip(marketTypes
 const failureOutcomes: Partial<Record<marketTypes.FailureStatus, string>> = {
   [marketTypes.FailureStatus.FAILURE_STATUS_PENDING]: "pending: the task runs again on another operator's node to decide it",
   [marketTypes.FailureStatus.FAILURE_STATUS_CONFIRMED]: "confirmed by another operator's run: both paid the confirmed time",
-  [marketTypes.FailureStatus.FAILURE_STATUS_REFUTED]: "refuted: another node produced a result; the reporter was slashed",
-  [marketTypes.FailureStatus.FAILURE_STATUS_UNCONFIRMED]: "unconfirmed: the rerun decided nothing; the reporter was slashed as for an abandoned task",
+  [marketTypes.FailureStatus.FAILURE_STATUS_REFUTED]: "refuted: another node produced a verified result; the reporter was slashed",
+  [marketTypes.FailureStatus.FAILURE_STATUS_UNCONFIRMED]: "unconfirmed: the rerun decided nothing (it lapsed, was wrong, or is a NONE job's unverified result); the reporter was slashed as for an abandoned task",
   [marketTypes.FailureStatus.FAILURE_STATUS_CANCELLED]: "cancelled with the job: the reporter was paid its time",
   [marketTypes.FailureStatus.FAILURE_STATUS_UNDECIDED]: "undecided: no other operator's node could take the task; nobody paid or slashed",
 };

@@ -158,21 +158,26 @@ func confirmedByBoth(t *testing.T, a *apptest.App, taskID uint64) []markettypes.
 
 // A job that fails on the first machine only (a broken node; here the first run leaves a
 // mark and fails, every later run succeeds): the first worker reports the failure, the
-// task is reassigned and succeeds on the other operator's machine, and the report is
-// refuted: its provider is slashed, the owner pays only the run that succeeded.
+// task is reassigned and succeeds on another operator's machine, its result audited (as
+// every result that would refute a report is) by a third run that agrees, and the report
+// is refuted: its provider is slashed, the owner pays only the runs that succeeded. (A
+// NONE job's result verifies nothing, and refutes no report: TestWiredAttackMadeUpResultOnANoneJob.)
 func TestWorkersFailureOnOneNodeOnlyIsRefuted(t *testing.T) {
-	a := appWithProviders(t, "p1", "p2")
+	a := appWithProviders(t, "p1", "p2", "p3")
 	var mu sync.Mutex
-	w1, w2 := newWorker(t, &mu, a, "p1", nil), newWorker(t, &mu, a, "p2", nil)
+	w1, w2, w3 := newWorker(t, &mu, a, "p1", nil), newWorker(t, &mu, a, "p2", nil), newWorker(t, &mu, a, "p3", nil)
 	mark := filepath.Join(t.TempDir(), "broken-once")
-	j := job(t, a, processSpec(a, `if [ ! -e "$MARK" ]; then touch "$MARK"; exit 3; fi; echo ok > "$FLOPS_OUTPUT_DIR/out"`,
-		markettypes.EnvVar{Name: "MARK", Value: mark}))
+	spec := processSpec(a, `if [ ! -e "$MARK" ]; then touch "$MARK"; exit 3; fi; echo ok > "$FLOPS_OUTPUT_DIR/out"`,
+		markettypes.EnvVar{Name: "MARK", Value: mark})
+	spec.Verification = markettypes.VERIFICATION_CLASS_EXACT
+	spec.VerificationBudget = sdk.NewCoin("udps", spec.MaxPricePerTask.Amount.MulRaw(4))
+	j := job(t, a, spec)
 	q := markettypesQuery(a)
 	until(t, a, 80, "job completed", func() bool {
 		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
 		require.NoError(t, err)
 		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
-	}, w1, w2)
+	}, w1, w2, w3)
 	task, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: 1})
 	require.NoError(t, err)
 	require.Equal(t, markettypes.TASK_STATUS_SETTLED, task.Task.Status)
@@ -188,6 +193,16 @@ func TestWorkersFailureOnOneNodeOnlyIsRefuted(t *testing.T) {
 	require.Len(t, res.Slashes, 1)
 	require.Equal(t, sstypes.SLASH_REASON_FALSE_FAILURE, res.Slashes[0].Reason)
 	require.True(t, task.Task.Paid.IsPositive())
+	tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
+	require.NoError(t, err)
+	var audits []markettypes.Task
+	for _, tk := range tasks.Tasks {
+		if tk.Role == markettypes.TASK_ROLE_AUDIT {
+			audits = append(audits, tk)
+		}
+	}
+	require.Len(t, audits, 1, "the result that refutes the report is audited")
+	require.Equal(t, markettypes.TASK_STATUS_SETTLED, audits[0].Status)
 }
 
 // A running task writes its progress to FLOPS_PROGRESS_FILE; the worker carries it to

@@ -35,6 +35,9 @@ import (
 //     Its provider is slashed max(abandon_slash_ppm, failure_penalty_multiple x the
 //     task's value), burned (neither the owner nor the refuting provider gains: a job
 //     that fails on some nodes only could otherwise farm slashes), and is not paid.
+//     A NONE job's result is verified by nothing (any node could make one up to get an
+//     honest report refuted), and NONE is never slashed for correctness: its report is
+//     UNCONFIRMED instead, as below, and holds no collateral of its own while pending.
 //   - The task ends otherwise (expired, out of reassignments, a wrong result) after another
 //     operator's node was given it: the report is UNCONFIRMED and treated as an abandoned
 //     task (abandon_slash_ppm, burned).
@@ -131,8 +134,12 @@ func (k Keeper) ReportFailure(ctx context.Context, provider sdk.AccAddress, id u
 	} else if found {
 		return types.FAILURE_STATUS_CONFIRMED, k.confirmSiblings(ctx, p, &job, &sib, i, &t, report)
 	}
-	// waiting for its confirmation, the report holds collateral in place of the run's
-	report.Exposure = exposureOfFailure(p, taskValue(job, t.Role, t.Price))
+	// waiting for its confirmation, the report holds collateral in place of the run's:
+	// what a refuted report is slashed at least. A NONE job's report is never refuted
+	// (settleFailures), so it holds none
+	if job.Spec.Verification != types.VERIFICATION_CLASS_NONE {
+		report.Exposure = exposureOfFailure(p, taskValue(job, t.Role, t.Price))
+	}
 	from := t.NodeId
 	deadline := now.Add(job.Spec.MaxDuration + p.VerificationTimeout)
 	if d := taskDeadline(job, t); d.After(deadline) {
@@ -295,7 +302,8 @@ func (k Keeper) confirmSiblings(ctx context.Context, p types.Params, job *types.
 
 // settleFailures decides the pending failure report of a task that becomes final with
 // the given status (finishTask calls it before the task's reservation is refunded):
-// SETTLED refutes it, CANCELLED pays its time, any other end leaves it unconfirmed, or
+// SETTLED refutes it (a NONE job's result leaves it unconfirmed: nothing verified it),
+// CANCELLED pays its time, any other end leaves it unconfirmed, or
 // undecided when no other operator's node was given the task.
 func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.Job, t *types.Task, status types.TaskStatus) error {
 	i := pendingFailure(*t)
@@ -304,8 +312,9 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 	}
 	r := &t.Failures[i]
 	ev := sstypes.SlashEvidence{NodeId: r.NodeId, JobId: t.JobId, TaskId: t.Id}
+	unverified := job.Spec.Verification == types.VERIFICATION_CLASS_NONE
 	switch {
-	case status == types.TASK_STATUS_SETTLED:
+	case status == types.TASK_STATUS_SETTLED && !unverified:
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_REFUTED); err != nil {
 			return err
 		}
@@ -334,7 +343,13 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskLapsed(ctx, r.NodeId, "failure report unconfirmed") }); err != nil {
 			return err
 		}
-		if err := k.addHistory(ctx, *job, p, "FailureUnconfirmed", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: no other run decided it; treated as an abandoned task", r.NodeId)); err != nil {
+		detail := fmt.Sprintf("node %d's failure report: no other run decided it; treated as an abandoned task", r.NodeId)
+		if status == types.TASK_STATUS_SETTLED {
+			// a NONE job's result is nobody's evidence: it could be made up (nothing
+			// checks it), and a slash for a wrong report would be a correctness slash
+			detail = fmt.Sprintf("node %d's failure report: the task settled on node %d with a result the job does not verify (NONE), which neither confirms nor refutes it; treated as an abandoned task", r.NodeId, t.NodeId)
+		}
+		if err := k.addHistory(ctx, *job, p, "FailureUnconfirmed", t.Id, r.NodeId, detail); err != nil {
 			return err
 		}
 	}

@@ -37,10 +37,15 @@ func (f *fixture) reportFailure(task types.Task, code int32) types.FailureStatus
 // failingSetup is two operators with one node each and a one-task job assigned to one of
 // them, acked.
 func failingSetup(t *testing.T, edit func(p *types.Params)) (*fixture, uint64, types.Task) {
+	return failingSetupWith(t, edit, func(f *fixture) types.JobSpec { return f.gemmSpec(1) })
+}
+
+// failingSetupWith is failingSetup with the job the given spec.
+func failingSetupWith(t *testing.T, edit func(p *types.Params), spec func(*fixture) types.JobSpec) (*fixture, uint64, types.Task) {
 	f := newFixture(t, edit)
 	f.addNode(f.operator("p1"), 8, nil)
 	f.addNode(f.operator("p2"), 8, nil)
-	job := f.submit(f.gemmSpec(1))
+	job := f.submit(spec(f))
 	f.blocks(1)
 	task := f.tasks(job)[0]
 	require.Equal(t, types.TASK_STATUS_ASSIGNED, task.Status)
@@ -67,8 +72,7 @@ func TestFailureConfirmedByAnotherOperatorFailsTheJob(t *testing.T) {
 	require.Len(t, got.Failures, 1)
 	require.Equal(t, types.FAILURE_STATUS_PENDING, got.Failures[0].Status)
 	require.Equal(t, 3*time.Minute, got.Failures[0].TimeUsed)
-	value := quote10m.Add(f.job(job).Spec.PriorityTip.Amount)
-	require.Equal(t, value.MulRaw(2).String(), f.coll.exp(first).String(), "the report reserves 2x the task's value until it is decided")
+	require.True(t, f.coll.exp(first).IsZero(), "the run's exposure is released; a NONE job's report, never refuted, reserves none (a verified job's: TestAttackFalseFailureReportIsRefuted)")
 	f.assertInvariants()
 
 	second := f.untilAssigned(task.Id)
@@ -111,27 +115,67 @@ func (f *fixture) history(job uint64) string {
 	return b.String()
 }
 
+// exactSpec is gemmSpec(1) verified EXACT, with a verification budget for its audits.
+func (f *fixture) exactSpec() types.JobSpec {
+	spec := f.gemmSpec(1)
+	spec.Verification = types.VERIFICATION_CLASS_EXACT
+	spec.VerificationBudget = sdk.NewInt64Coin(udps, 20_000_000)
+	return spec
+}
+
+// verifiedByAudit plays a committed EXACT result whose audit is drawn for certain (it
+// would refute a failure report): the audit is placed on another operator's node, runs,
+// and agrees; both reveal, and the result settles after its challenge window. It returns
+// the audit.
+func (f *fixture) verifiedByAudit(job uint64, task types.Task) types.Task {
+	f.t.Helper()
+	var audit types.Task
+	for range 10 {
+		f.blocks(1)
+		for _, tk := range f.tasks(job) {
+			if tk.Role == types.TASK_ROLE_AUDIT && tk.Status == types.TASK_STATUS_ASSIGNED {
+				audit = tk
+			}
+		}
+		if audit.Id != 0 {
+			break
+		}
+	}
+	require.NotZero(f.t, audit.Id, "the result that would refute the report is audited")
+	require.NotEqual(f.t, task.Provider, audit.Provider)
+	f.ack(audit)
+	f.blocks(1)
+	f.commit(audit)
+	f.blocks(1)
+	f.reveal(task)
+	f.reveal(audit)
+	for range f.params().ChallengeWindowBlocks + 2 {
+		f.blocks(1)
+	}
+	return f.task(audit.Id)
+}
+
 // A provider that does not want to run a task reports it failed a second after its ack.
-// The task runs on another operator's node and settles: the report is refuted, its
-// provider slashed (burned: no compensation and no reward, so that neither an owner with
-// a job that fails on some nodes only nor the refuting provider gains from it) and never
-// paid; the owner pays only the run that produced the result.
+// The task runs on another operator's node and settles, its result verified (audited, as
+// every result that would refute a report is): the report is refuted, its provider
+// slashed (burned: no compensation and no reward, so that neither an owner with a job
+// that fails on some nodes only nor the refuting provider gains from it) and never paid;
+// the owner pays only the run that produced the result and its audit.
 func TestAttackFalseFailureReportIsRefuted(t *testing.T) {
-	f, job, task := failingSetup(t, nil)
+	f, job, task := failingSetupWith(t, nil, (*fixture).exactSpec)
+	f.addNode(f.operator("p3"), 8, nil) // the auditor's
 	clientBefore := f.balance(f.client)
 	liar := task.Provider
 	f.next(time.Second)
 	require.Equal(t, types.FAILURE_STATUS_PENDING, f.reportFailure(task, 1))
+	value := quote10m.Add(f.job(job).Spec.PriorityTip.Amount)
+	require.Equal(t, value.MulRaw(2).String(), f.coll.exp(liar).String(), "a verified job's report reserves 2x the task's value")
 
 	honest := f.untilAssigned(task.Id)
 	f.ack(honest)
 	f.next(3 * time.Minute)
 	f.commit(honest)
-	f.blocks(1)
-	f.reveal(honest)
-	for range f.params().ChallengeWindowBlocks + 2 {
-		f.blocks(1)
-	}
+	audit := f.verifiedByAudit(job, honest)
 	got := f.task(task.Id)
 	require.Equal(t, types.TASK_STATUS_SETTLED, got.Status)
 	require.Equal(t, types.JOB_STATUS_COMPLETED, f.job(job).Status)
@@ -146,7 +190,9 @@ func TestAttackFalseFailureReportIsRefuted(t *testing.T) {
 	tip := f.job(job).Spec.PriorityTip.Amount
 	want := types.TimePrice(quote10m, 3*time.Minute, 10*time.Minute, time.Minute).Add(tip)
 	require.Equal(t, want.String(), got.Paid.String(), "the owner pays only the run that produced the result")
-	require.Equal(t, clientBefore.Add(got.Reserved).Sub(want).String(), f.balance(f.client).String())
+	require.True(t, audit.Paid.IsPositive())
+	require.Equal(t, clientBefore.Add(got.Reserved).Sub(want).Add(f.job(job).Spec.VerificationBudget.Amount).Sub(audit.Paid).String(),
+		f.balance(f.client).String(), "and its audit, out of the verification budget")
 	require.True(t, f.coll.exp(liar).IsZero())
 	require.Contains(t, f.history(job), "FailureRefuted")
 	f.assertInvariants()
@@ -159,28 +205,77 @@ func TestFalseFailureSlashCoversTwiceTheValue(t *testing.T) {
 	small := f.operator("small")
 	f.coll.bond(small, sdkmath.NewInt(30_000_000)) // 30 DPS bonded: backs the run's 20x exposure
 	f.addNode(small, 8, nil)
-	spec := f.gemmSpec(1)
+	spec := f.exactSpec()
 	spec.PriorityTip = sdk.NewInt64Coin(udps, 1_000_000) // value 1.166667 DPS: 2x is 7.8% of the bond
 	job := f.submit(spec)
 	f.blocks(1)
 	task := f.tasks(job)[0]
 	require.Equal(t, small, task.Provider, "the only node")
 	f.addNode(f.operator("p2"), 8, nil) // the one that will refute it
+	f.addNode(f.operator("p3"), 8, nil) // the auditor's
 	f.ack(task)
 	f.blocks(1)
 	f.reportFailure(f.task(task.Id), 1)
 	honest := f.untilAssigned(task.Id)
+	require.NotEqual(t, small, honest.Provider)
 	f.ack(honest)
 	f.blocks(1)
 	f.commit(honest)
-	f.blocks(1)
-	f.reveal(honest)
-	for range f.params().ChallengeWindowBlocks + 2 {
-		f.blocks(1)
-	}
+	f.verifiedByAudit(job, honest)
+	require.Equal(t, types.FAILURE_STATUS_REFUTED, f.task(task.Id).Failures[0].Status)
 	require.Len(t, f.coll.slashes, 1)
 	// ceil(2 x 1,166,667 x 1e6 / 30,000,000) ppm
 	require.Equal(t, uint32(77_778), f.coll.slashes[0].ppm)
+	f.assertInvariants()
+}
+
+// The attack of a provider on a competitor's honest report: a NONE job fails on every
+// machine, its first provider reports it, and the node given the task next (another
+// operator's) makes up a result instead of running it. Nothing verifies a NONE result, so
+// it settled and refuted the honest report: its provider was slashed max(abandon_slash_ppm,
+// 2 x the task's value) for a false failure and marked down as for a wrong result, all on
+// the word of a result anyone could make up, though NONE is never slashed for
+// correctness. Now such a report ends UNCONFIRMED: treated as an abandoned task
+// (abandon_slash_ppm, burned; a lapse in reputation), which is what giving a NONE task up
+// costs any other way, and it reserves no 2x collateral while it waits.
+func TestAttackMadeUpResultOnANoneJobRefutesAnHonestReport(t *testing.T) {
+	f := newFixture(t, nil)
+	honest := f.operator("honest")
+	f.coll.bond(honest, sdkmath.NewInt(30_000_000))
+	f.addNode(honest, 8, nil)
+	spec := f.gemmSpec(1)                                // NONE
+	spec.PriorityTip = sdk.NewInt64Coin(udps, 1_000_000) // value 1.166667 DPS: 2x is 7.8% of the bond
+	job := f.submit(spec)
+	f.blocks(1)
+	task := f.tasks(job)[0]
+	require.Equal(t, honest, task.Provider)
+	f.addNode(f.operator("liar"), 8, nil)
+	f.ack(task)
+	f.blocks(1)
+	require.Equal(t, types.FAILURE_STATUS_PENDING, f.reportFailure(f.task(task.Id), 1))
+	require.True(t, f.coll.exp(honest).IsZero(), "a NONE job's pending report holds no collateral: it is never refuted")
+	liar := f.untilAssigned(task.Id)
+	require.NotEqual(t, honest, liar.Provider)
+	f.ack(liar)
+	f.blocks(1)
+	f.commit(liar) // a root it made up: nothing checks it
+	f.blocks(1)
+	f.reveal(liar)
+	for range f.params().ChallengeWindowBlocks + 2 {
+		f.blocks(1)
+	}
+	got := f.task(task.Id)
+	require.Equal(t, types.TASK_STATUS_SETTLED, got.Status, "the owner chose liveness only: the result is paid")
+	require.Equal(t, types.FAILURE_STATUS_UNCONFIRMED, got.Failures[0].Status, "not refuted by an unverified result")
+	require.True(t, got.Failures[0].Paid.IsZero())
+	require.Len(t, f.coll.slashes, 1)
+	s := f.coll.slashes[0]
+	require.Equal(t, honest, s.provider)
+	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, s.reason, "not a false failure")
+	require.Equal(t, f.params().AbandonSlashPpm, s.ppm, "what giving the task up costs, not 2x its value (77,778 ppm of this bond)")
+	require.Empty(t, s.owner)
+	require.True(t, f.coll.exp(honest).IsZero())
+	require.Contains(t, f.history(job), "a result the job does not verify (NONE)")
 	f.assertInvariants()
 }
 
@@ -226,7 +321,7 @@ func TestAttackFailingJobOnlyOneOperatorCanRunSlashesItsProvider(t *testing.T) {
 	f := newFixture(t, nil)
 	f.addNode(f.operator("p1"), 8, func(n *gfltypes.Node) { n.Region = "lonely-1" })
 	f.addNode(f.operator("p2"), 8, nil) // another region: never eligible
-	spec := f.gemmSpec(1)
+	spec := f.exactSpec()               // (a NONE job's report holds no collateral while pending)
 	spec.Requirements.Region = "lonely-1"
 	job := f.submit(spec)
 	f.blocks(1)
@@ -408,7 +503,7 @@ func TestReplicaReportsConfirmEachOther(t *testing.T) {
 // report's then added on its own, which the cap refused: the provider could only abandon
 // the task and be slashed for it.
 func TestAttackCapForcesAbandonOfAFailedTask(t *testing.T) {
-	f, job, task := failingSetup(t, nil)
+	f, job, task := failingSetupWith(t, nil, (*fixture).exactSpec) // a NONE job's report holds nothing
 	before := f.coll.exp(task.Provider)
 	require.True(t, before.IsPositive())
 	// the cap is now below even the report's hold (a tenth of the run's)

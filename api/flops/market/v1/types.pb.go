@@ -669,12 +669,13 @@ const (
 	// FAILURE_STATUS_CONFIRMED: another operator's node failed the same task too: the job's
 	// fault. Both are paid the confirmed time (the shorter of the two), nobody is slashed.
 	FailureStatus_FAILURE_STATUS_CONFIRMED FailureStatus = 2
-	// FAILURE_STATUS_REFUTED: another node ran the task to a settled result: the report was
-	// the provider's fault. Slashed (failure_penalty_multiple), burned; not paid.
+	// FAILURE_STATUS_REFUTED: another node ran the task to a settled, verified result: the
+	// report was the provider's fault. Slashed (failure_penalty_multiple), burned; not paid.
 	FailureStatus_FAILURE_STATUS_REFUTED FailureStatus = 3
 	// FAILURE_STATUS_UNCONFIRMED: the task ended after another operator's node was given it
-	// (a run that lapsed, or gave a wrong result) without a run deciding the report:
-	// treated as an abandoned task (abandon_slash_ppm, burned); not paid.
+	// (a run that lapsed, or gave a wrong result, or a NONE job's unverified result) without
+	// a run deciding the report: treated as an abandoned task (abandon_slash_ppm, burned);
+	// not paid.
 	FailureStatus_FAILURE_STATUS_UNCONFIRMED FailureStatus = 4
 	// FAILURE_STATUS_CANCELLED: the owner cancelled the job first: paid its time, as a
 	// cancelled running task is.

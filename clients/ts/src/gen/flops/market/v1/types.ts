@@ -645,14 +645,15 @@ export enum FailureStatus {
    */
   FAILURE_STATUS_CONFIRMED = 2,
   /**
-   * FAILURE_STATUS_REFUTED - FAILURE_STATUS_REFUTED: another node ran the task to a settled result: the report was
-   * the provider's fault. Slashed (failure_penalty_multiple), burned; not paid.
+   * FAILURE_STATUS_REFUTED - FAILURE_STATUS_REFUTED: another node ran the task to a settled, verified result: the
+   * report was the provider's fault. Slashed (failure_penalty_multiple), burned; not paid.
    */
   FAILURE_STATUS_REFUTED = 3,
   /**
    * FAILURE_STATUS_UNCONFIRMED - FAILURE_STATUS_UNCONFIRMED: the task ended after another operator's node was given it
-   * (a run that lapsed, or gave a wrong result) without a run deciding the report:
-   * treated as an abandoned task (abandon_slash_ppm, burned); not paid.
+   * (a run that lapsed, or gave a wrong result, or a NONE job's unverified result) without
+   * a run deciding the report: treated as an abandoned task (abandon_slash_ppm, burned);
+   * not paid.
    */
   FAILURE_STATUS_UNCONFIRMED = 4,
   /**
