@@ -185,6 +185,44 @@ func TestWiredAttackMadeUpResultOnANoneJob(t *testing.T) {
 	a.AssertInvariants()
 }
 
+// TestWiredAttackOwnersNodeLapsesTheRerun: a client that also runs a node (p2, another
+// account, 100 DPS bonded) has it lapse the rerun of its failing job, reported honestly
+// by p1, which has ten times the bond. The report ends UNCONFIRMED. p1 was slashed
+// abandon_slash_ppm of its whole bond, ten times what the lapse cost p2; now at most what
+// it cost p2.
+func TestWiredAttackOwnersNodeLapsesTheRerun(t *testing.T) {
+	a, nodes := marketAppLate(t, 2, 1, func(p *markettypes.Params) { p.MaxReassignments = 0 })
+	p, err := a.MarketKeeper.GetParams(a.Ctx())
+	require.NoError(t, err)
+	a.MustDeliver("p1", &sstypes.MsgBond{Provider: a.Account("p1").String(), Amount: sdk.NewInt64Coin(udps, 900_000_000)})
+	job := submit(t, a, committeeJob(a, p))
+	first := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p1"], first.NodeId)
+	d := newDriver(t, a, "p1", "p2")
+	d.behaviours["p1"] = behaviour{fails: true}
+	d.behaviours["p2"] = behaviour{silent: true}
+	d.until(10, "p1 reported the failure", func() bool { return len(task(t, a, first.Id).Failures) == 1 })
+	registerLate(t, a, nodes, "p2")
+	p1Bond, p2Bond := bonded(t, a, "p1"), bonded(t, a, "p2")
+	require.Equal(t, p2Bond.MulRaw(10).String(), p1Bond.String())
+	d.until(60, "job finished", jobDone(t, a, job))
+
+	got := task(t, a, first.Id)
+	require.True(t, got.Failures[0].Rerun)
+	require.Equal(t, markettypes.FAILURE_STATUS_UNCONFIRMED, got.Failures[0].Status)
+	p2Lost := p2Bond.Sub(bonded(t, a, "p2"))
+	require.Equal(t, p2Bond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6).String(), p2Lost.String(), "the lapse cost p2 abandon_slash_ppm")
+	require.Equal(t, p2Lost.String(), got.Failures[0].RerunSlashed.String())
+	p1Lost := p1Bond.Sub(bonded(t, a, "p1"))
+	require.True(t, p1Lost.IsPositive(), "an unconfirmed report still costs")
+	require.True(t, p1Lost.LTE(p2Lost), "p1 lost %s, at most the %s the lapse cost p2 (abandon_slash_ppm of its bond: %s)",
+		p1Lost, p2Lost, p1Bond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6))
+	s := slashes(t, a, "p1")
+	require.Len(t, s, 1)
+	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, s[0].Reason)
+	a.AssertInvariants()
+}
+
 // The exposure invariant reads both modules: a provider's exposure in x/staking-slash is
 // what x/market holds for it. Exposure that nobody holds (it would lock collateral for
 // good), or a held exposure released early (it would let a slash be dodged), breaks it.

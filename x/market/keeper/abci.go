@@ -46,9 +46,11 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 		atRisk = t.Exposure
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if err := k.slash(ctx, t.Provider, slashPPM, atRisk, slashReason, "", nil, nil, ev); err != nil {
+	took, err := k.slashed(ctx, t.Provider, slashPPM, atRisk, slashReason, "", nil, nil, ev)
+	if err != nil {
 		return err
 	}
+	addRerunSlashed(&t, t.Provider, took)
 	if t.BidNode != 0 && t.Status == types.TASK_STATUS_ASSIGNED {
 		if err := k.settleBidDeposit(ctx, &job, t.BidNode, true); err != nil {
 			return err

@@ -62,14 +62,20 @@ func (k Keeper) canAddExposure(ctx context.Context, provider string, v sdkmath.I
 // result richer than it started. The verifiers are rewarded; what no beneficiary takes is
 // burned.
 func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure sdkmath.Int, reason sstypes.SlashReason, owner string, owed *sdkmath.Int, verifiers []sdk.AccAddress, ev sstypes.SlashEvidence) error {
+	_, err := k.slashed(ctx, provider, ppm, exposure, reason, owner, owed, verifiers, ev)
+	return err
+}
+
+// slashed is slash, saying how much it took.
+func (k Keeper) slashed(ctx context.Context, provider string, ppm uint32, exposure sdkmath.Int, reason sstypes.SlashReason, owner string, owed *sdkmath.Int, verifiers []sdk.AccAddress, ev sstypes.SlashEvidence) (sdkmath.Int, error) {
 	addr, err := k.acc(provider)
 	if err != nil {
-		return err
+		return sdkmath.Int{}, err
 	}
 	b := sstypes.Beneficiaries{Rewarded: verifiers}
 	if owner != "" {
 		if b.Compensate, err = k.acc(owner); err != nil {
-			return err
+			return sdkmath.Int{}, err
 		}
 		b.CompensationCap = sdkmath.ZeroInt()
 		if owed != nil && owed.IsPositive() {
@@ -77,16 +83,25 @@ func (k Keeper) slash(ctx context.Context, provider string, ppm uint32, exposure
 		}
 	}
 	if ppm, err = k.penaltyPPM(ctx, addr, ppm, exposure); err != nil {
-		return err
+		return sdkmath.Int{}, err
 	}
 	rec, err := k.collateral.Slash(ctx, addr, ppm, reason, b, ev)
 	if err != nil {
-		return err
+		return sdkmath.Int{}, err
 	}
 	if owed != nil && !rec.Compensation.IsNil() {
 		*owed = owed.Sub(rec.Compensation)
 	}
-	return nil
+	return intOrZero(rec.Amount), nil
+}
+
+// intOrZero is x, or zero when x is nil (a field a record written before it existed
+// does not hold).
+func intOrZero(x sdkmath.Int) sdkmath.Int {
+	if x.IsNil() {
+		return sdkmath.ZeroInt()
+	}
+	return x
 }
 
 // accs decodes stored accounts.

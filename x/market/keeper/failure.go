@@ -122,7 +122,7 @@ func (k Keeper) ReportFailure(ctx context.Context, provider sdk.AccAddress, id u
 	report := types.FailureReport{
 		Provider: t.Provider, NodeId: t.NodeId, Reason: f.Reason, ExitCode: f.ExitCode, LogRoot: f.LogRoot, Detail: f.Detail,
 		Height: sdkCtx.BlockHeight(), TimeUsed: max(now.Sub(t.StartedTime), 0), Price: t.Price,
-		Exposure: sdkmath.ZeroInt(), Status: types.FAILURE_STATUS_PENDING, Paid: sdkmath.ZeroInt(),
+		Exposure: sdkmath.ZeroInt(), Status: types.FAILURE_STATUS_PENDING, Paid: sdkmath.ZeroInt(), RerunSlashed: sdkmath.ZeroInt(),
 	}
 	if prev >= 0 {
 		return types.FAILURE_STATUS_CONFIRMED, k.confirmFailure(ctx, p, &job, &t, prev, report)
@@ -337,23 +337,78 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_UNCONFIRMED); err != nil {
 			return err
 		}
-		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, sdkmath.ZeroInt(), sstypes.SLASH_REASON_ABANDONED_TASK, "", nil, nil, ev); err != nil {
-			return err
-		}
-		if err := k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskLapsed(ctx, r.NodeId, "failure report unconfirmed") }); err != nil {
-			return err
-		}
 		detail := fmt.Sprintf("node %d's failure report: no other run decided it; treated as an abandoned task", r.NodeId)
 		if status == types.TASK_STATUS_SETTLED {
 			// a NONE job's result is nobody's evidence: it could be made up (nothing
 			// checks it), and a slash for a wrong report would be a correctness slash
 			detail = fmt.Sprintf("node %d's failure report: the task settled on node %d with a result the job does not verify (NONE), which neither confirms nor refutes it; treated as an abandoned task", r.NodeId, t.NodeId)
 		}
+		if err := k.slashUnconfirmed(ctx, p, *t, r, status, ev); err != nil {
+			return err
+		}
 		if err := k.addHistory(ctx, *job, p, "FailureUnconfirmed", t.Id, r.NodeId, detail); err != nil {
 			return err
 		}
 	}
 	return k.emitFailure(ctx, *t, *r)
+}
+
+// addRerunSlashed adds to the task's pending failure report what the provider of a run
+// given the task since (another operator's: the scheduler keeps the report's away) was
+// slashed for that run. An unconfirmed report is slashed at most that much
+// (settleFailures).
+func addRerunSlashed(t *types.Task, provider string, amount sdkmath.Int) {
+	i := pendingFailure(*t)
+	if i < 0 || provider == t.Failures[i].Provider || !amount.IsPositive() {
+		return
+	}
+	r := &t.Failures[i]
+	r.RerunSlashed = intOrZero(r.RerunSlashed).Add(amount)
+}
+
+// slashUnconfirmed slashes an unconfirmed report as an abandoned task: abandon_slash_ppm of
+// its provider's collateral, burned, with a lapse in its reputation; but never more than
+// giving the task up cost the runs that left the report undecided (rerun_slashed: their
+// lapses, missed reveals, wrong results), or, for a NONE job's settled result, than giving
+// it up would have cost the provider that settled it (abandon_slash_ppm of its bonded
+// collateral). Otherwise a client whose own node (under another account, with a small
+// bond) is the only other one its failing job can run on has that node lapse the rerun,
+// or settle a made-up result of a NONE job, and burns abandon_slash_ppm of the honest
+// reporter's bond, however large, for as much of its own small one or for nothing. A
+// false report still costs its provider as much as the honest run it put to work, so it
+// is no free way out of a task (MsgReleaseTask costs abandon_slash_ppm). A report no run
+// was slashed for (the task ended while its rerun ran) costs nothing. A report recorded
+// before rerun_slashed existed has none: the full rate, as then.
+func (k Keeper) slashUnconfirmed(ctx context.Context, p types.Params, t types.Task, r *types.FailureReport, status types.TaskStatus, ev sstypes.SlashEvidence) error {
+	limit := r.RerunSlashed
+	if status == types.TASK_STATUS_SETTLED {
+		settler, err := k.acc(t.Provider)
+		if err != nil {
+			return err
+		}
+		c, err := k.collateral.GetCollateral(ctx, settler)
+		if err != nil {
+			return err
+		}
+		if limit, err = sstypes.PPMOf(c.Bonded, uint64(p.AbandonSlashPpm)); err != nil {
+			return err
+		}
+	}
+	if !limit.IsNil() && !limit.IsPositive() {
+		return nil
+	}
+	addr, err := k.acc(r.Provider)
+	if err != nil {
+		return err
+	}
+	if limit.IsNil() {
+		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, sdkmath.ZeroInt(), sstypes.SLASH_REASON_ABANDONED_TASK, "", nil, nil, ev); err != nil {
+			return err
+		}
+	} else if _, err := k.collateral.SlashAtMost(ctx, addr, p.AbandonSlashPpm, limit, sstypes.SLASH_REASON_ABANDONED_TASK, sstypes.Beneficiaries{}, ev); err != nil {
+		return err
+	}
+	return k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskLapsed(ctx, r.NodeId, "failure report unconfirmed") })
 }
 
 // decideFailure gives a report its final status; the exposure a pending one holds is

@@ -309,6 +309,82 @@ func TestFailureUnconfirmedIsTreatedAsAbandoning(t *testing.T) {
 	f.assertInvariants()
 }
 
+// The attack of a client that also runs a node, under another account with a small bond,
+// on a provider with a big one: a job that fails on purpose and that only those two can
+// run (a region only they are in). The honest provider reports the failure; the task can
+// go only to the client's node, which gives it up (never acks) or, for a NONE job, makes
+// a result up. Either way the report ends unconfirmed, and its provider was slashed
+// abandon_slash_ppm of its whole bond (10,000,000,000 udps of 1,000,000 DPS here) for as
+// much of the client's 10 DPS (100,000 udps), or for nothing. Now an unconfirmed report
+// is slashed at most what giving the task up cost, or would have cost, the rerun's
+// provider: the two lose the same.
+func TestAttackOwnersNodeLeavesAReportUnconfirmed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		none bool // the job is NONE and the client's node settles a made-up result
+	}{
+		{"the rerun lapses", false},
+		{"a NONE job's rerun makes a result up", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, func(p *types.Params) { p.MaxReassignments = 0 })
+			honest := f.operator("honest") // 1,000,000 DPS bonded
+			f.addNode(honest, 8, func(n *gfltypes.Node) { n.Region = "rare" })
+			spec := f.exactSpec()
+			if c.none {
+				spec = f.gemmSpec(1)
+			}
+			spec.Requirements.Region = "rare"
+			job := f.submit(spec)
+			f.blocks(1)
+			task := f.tasks(job)[0]
+			require.Equal(t, honest, task.Provider)
+			sybil := f.operator("sybil")
+			f.coll.bond(sybil, sdkmath.NewInt(10_000_000)) // 10 DPS: covers the task's exposure
+			f.addNode(sybil, 8, func(n *gfltypes.Node) { n.Region = "rare" })
+			f.ack(task)
+			f.blocks(1)
+			f.reportFailure(f.task(task.Id), 1)
+			rerun := f.untilAssigned(task.Id)
+			require.Equal(t, sybil, rerun.Provider, "the only other node the job can run on")
+			if c.none {
+				f.ack(rerun)
+				f.blocks(1)
+				f.commit(rerun)
+				f.blocks(1)
+				f.reveal(rerun)
+				for range f.params().ChallengeWindowBlocks + 2 {
+					f.blocks(1)
+				}
+			} else {
+				for range f.params().AckTimeoutBlocks + 1 {
+					f.blocks(1)
+				}
+			}
+			got := f.task(task.Id)
+			require.Equal(t, types.FAILURE_STATUS_UNCONFIRMED, got.Failures[0].Status)
+			abandon := f.params().AbandonSlashPpm
+			sybilCost := sdkmath.NewInt(10_000_000).MulRaw(int64(abandon)).QuoRaw(1_000_000) // 100,000 udps
+			if !c.none {
+				require.Equal(t, sybilCost.String(), got.Failures[0].RerunSlashed.String(), "what the lapse cost the client's node")
+			}
+			var mine []slashCall
+			for _, s := range f.coll.slashes {
+				if s.provider == honest {
+					mine = append(mine, s)
+				}
+			}
+			require.Len(t, mine, 1)
+			require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, mine[0].reason)
+			// floor(100,000 x 1e6 / 1e12) = 100 ppm of the honest bond: 100,000 udps, not
+			// abandon_slash_ppm of it
+			require.Equal(t, uint32(sybilCost.MulRaw(1_000_000).QuoRaw(1_000_000_000_000).Int64()), mine[0].ppm)
+			require.Less(t, mine[0].ppm, abandon)
+			f.assertInvariants()
+		})
+	}
+}
+
 // The attack of a client on the only provider that can run its job: a job whose
 // requirements only one operator's nodes meet (here a region only p1 is in; a rare class,
 // the PROCESS runtime or a large disk offer do the same) fails on purpose. Its honest

@@ -213,9 +213,26 @@ func (c *collateralFake) GetCollateral(ctx context.Context, p sdk.AccAddress) (s
 	return sstypes.Collateral{Provider: p.String(), Bonded: b, Exposure: c.expOf(ctx, string(p))}, nil
 }
 
+// Slash records the call; the record's amount is the fraction of the bond (the bond
+// itself is left as it is).
 func (c *collateralFake) Slash(_ context.Context, p sdk.AccAddress, ppm uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, ev sstypes.SlashEvidence) (sstypes.SlashRecord, error) {
 	c.slashes = append(c.slashes, slashCall{provider: p.String(), ppm: ppm, reason: reason, evidence: ev, owner: b.Compensate.String()})
-	return sstypes.SlashRecord{Provider: p.String(), Reason: reason, FractionPpm: ppm}, nil
+	bonded, ok := c.bonded[string(p)]
+	if !ok {
+		bonded = sdkmath.ZeroInt()
+	}
+	amount, err := sstypes.PPMOf(bonded, uint64(ppm))
+	return sstypes.SlashRecord{Provider: p.String(), Reason: reason, FractionPpm: ppm, Amount: amount}, err
+}
+
+// SlashAtMost is x/staking-slash's, on the bond alone.
+func (c *collateralFake) SlashAtMost(ctx context.Context, p sdk.AccAddress, ppm uint32, limit sdkmath.Int, reason sstypes.SlashReason, b sstypes.Beneficiaries, ev sstypes.SlashEvidence) (sstypes.SlashRecord, error) {
+	if bonded, ok := c.bonded[string(p)]; ok && bonded.IsPositive() {
+		if most := limit.MulRaw(1_000_000).Quo(bonded); most.LT(sdkmath.NewInt(int64(ppm))) {
+			ppm = uint32(most.Int64())
+		}
+	}
+	return c.Slash(ctx, p, ppm, reason, b, ev)
 }
 
 func (c *collateralFake) Jail(_ context.Context, p sdk.AccAddress, until time.Time, _ sstypes.SlashEvidence) error {

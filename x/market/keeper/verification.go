@@ -233,16 +233,20 @@ func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job,
 	}
 	if a := t.Checkpoint.Author; a != "" && a != t.Provider {
 		ev := sstypes.SlashEvidence{JobId: t.JobId, TaskId: t.Id}
-		if err := k.slash(ctx, a, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, owed, verifiers, ev); err != nil {
+		took, err := k.slashed(ctx, a, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, owed, verifiers, ev)
+		if err != nil {
 			return err
 		}
+		addRerunSlashed(t, a, took)
 		return k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId,
 			reason+fmt.Sprintf("; resumed from the checkpoint of %s (height %d), which is slashed instead", a, t.Checkpoint.Height))
 	}
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	if err := k.slash(ctx, t.Provider, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, owed, verifiers, ev); err != nil {
+	took, err := k.slashed(ctx, t.Provider, p.WrongResultSlashPpm, t.Exposure, sstypes.SLASH_REASON_WRONG_RESULT, job.Owner, owed, verifiers, ev)
+	if err != nil {
 		return err
 	}
+	addRerunSlashed(t, t.Provider, took)
 	if err := k.hooks().AfterTaskVerified(ctx, t.NodeId, false); err != nil {
 		return err
 	}

@@ -46,6 +46,8 @@ type CollateralKeeper interface {
 	ReleaseExposure(ctx context.Context, provider sdk.AccAddress, value sdkmath.Int) error
 	GetCollateral(ctx context.Context, provider sdk.AccAddress) (sstypes.Collateral, error)
 	Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, evidence sstypes.SlashEvidence) (sstypes.SlashRecord, error)
+	// SlashAtMost is Slash with the fraction lowered so that the total is at most limit.
+	SlashAtMost(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, limit sdkmath.Int, reason sstypes.SlashReason, b sstypes.Beneficiaries, evidence sstypes.SlashEvidence) (sstypes.SlashRecord, error)
 	Jail(ctx context.Context, provider sdk.AccAddress, until time.Time, evidence sstypes.SlashEvidence) error
 }
 

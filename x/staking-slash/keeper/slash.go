@@ -67,6 +67,44 @@ func (k Keeper) Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM 
 	return rec, nil
 }
 
+// SlashAtMost is Slash with its total at most limit (zero or more): the fraction is
+// lowered, when it must be, to the largest whose total does not pass limit,
+// floor(limit * 1e6 / (bonded + unbonding)), so that every part is still cut at one
+// fraction. The record says the fraction taken.
+func (k Keeper) SlashAtMost(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, limit sdkmath.Int, reason types.SlashReason, b types.Beneficiaries, evidence types.SlashEvidence) (types.SlashRecord, error) {
+	if limit.IsNil() || limit.IsNegative() {
+		return types.SlashRecord{}, errorsmod.Wrapf(types.ErrInvalidSlash, "limit %s: must be zero or more", limit)
+	}
+	if err := checkAddress("provider", provider); err != nil {
+		return types.SlashRecord{}, err
+	}
+	if err := validate.PPM("fraction", fractionPPM); err != nil {
+		return types.SlashRecord{}, errorsmod.Wrap(types.ErrInvalidSlash, err.Error())
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	cacheCtx, _ := sdkCtx.CacheContext()
+	// the fraction is decided on what the cut would reach; Slash then checks the rest
+	c, _, err := k.getCollateral(cacheCtx, provider)
+	if err != nil {
+		return types.SlashRecord{}, err
+	}
+	entries, err := k.ProviderUnbondings(cacheCtx, provider)
+	if err != nil {
+		return types.SlashRecord{}, err
+	}
+	base := c.Bonded
+	for _, e := range entries {
+		base = base.Add(e.Amount)
+	}
+	if base.IsPositive() {
+		// sum of floor(part * f / 1e6) <= floor(base * f / 1e6) <= limit
+		if most := limit.MulRaw(validate.PPMOne).Quo(base); most.LT(sdkmath.NewIntFromUint64(uint64(fractionPPM))) {
+			fractionPPM = uint32(most.Uint64())
+		}
+	}
+	return k.Slash(ctx, provider, fractionPPM, reason, b, evidence)
+}
+
 func (k Keeper) slash(ctx sdk.Context, provider sdk.AccAddress, f uint32, reason types.SlashReason, b types.Beneficiaries, evidence types.SlashEvidence) (types.SlashRecord, error) {
 	p, err := k.Params.Get(ctx)
 	if err != nil {

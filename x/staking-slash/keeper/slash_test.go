@@ -179,6 +179,46 @@ func TestSlashCompensationCapped(t *testing.T) {
 	}
 }
 
+// SlashAtMost takes the fraction asked for when its total stays within the limit, and
+// otherwise the largest fraction whose total does, bonded and unbonding parts alike: the
+// total never passes the limit.
+func TestSlashAtMost(t *testing.T) {
+	prov := addr("provider")
+	for _, tc := range []struct {
+		name         string
+		limit        int64
+		wantFraction uint32
+		wantTotal    int64
+	}{
+		// 1% of 1,000,000 bonded and 200,000 unbonding: 12,000
+		{"within the limit", 50_000, 10_000, 12_000},
+		{"at the limit", 12_000, 10_000, 12_000},
+		// floor(3,000 x 1e6 / 1,200,000) = 2,500 ppm: 2,500 + 500
+		{"lowered to the limit", 3_000, 2_500, 3_000},
+		// floor(1,000 x 1e6 / 1,200,000) = 833 ppm: 833 + 166
+		{"lowered, rounding down", 1_000, 833, 999},
+		{"zero limit", 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.bond(prov, 1_200_000)
+			f.unbond(prov, 200_000)
+			rec, err := f.k.SlashAtMost(f.ctx, prov, 10_000, sdkmath.NewInt(tc.limit), types.SLASH_REASON_ABANDONED_TASK, types.Beneficiaries{}, types.SlashEvidence{})
+			require.NoError(t, err)
+			require.Equal(t, tc.wantFraction, rec.FractionPpm)
+			require.EqualValues(t, tc.wantTotal, rec.Amount.Int64())
+			require.LessOrEqual(t, rec.Amount.Int64(), tc.limit)
+			f.requireInvariants()
+		})
+	}
+	f := newFixture(t)
+	f.bond(prov, 1_000)
+	for _, limit := range []sdkmath.Int{{}, sdkmath.NewInt(-1)} {
+		_, err := f.k.SlashAtMost(f.ctx, prov, 10_000, limit, types.SLASH_REASON_ABANDONED_TASK, types.Beneficiaries{}, types.SlashEvidence{})
+		require.ErrorIs(t, err, types.ErrInvalidSlash, "limit %s", limit)
+	}
+}
+
 // A provider with nothing bonded or unbonding gets a zero record, not an error; it is kept
 // in the history and reported to the hooks, and no coin moves.
 func TestSlashNothingBonded(t *testing.T) {

@@ -674,8 +674,8 @@ const (
 	FailureStatus_FAILURE_STATUS_REFUTED FailureStatus = 3
 	// FAILURE_STATUS_UNCONFIRMED: the task ended after another operator's node was given it
 	// (a run that lapsed, or gave a wrong result, or a NONE job's unverified result) without
-	// a run deciding the report: treated as an abandoned task (abandon_slash_ppm, burned);
-	// not paid.
+	// a run deciding the report: treated as an abandoned task (abandon_slash_ppm, burned, at
+	// most what the runs that left it undecided were slashed: rerun_slashed); not paid.
 	FailureStatus_FAILURE_STATUS_UNCONFIRMED FailureStatus = 4
 	// FAILURE_STATUS_CANCELLED: the owner cancelled the job first: paid its time, as a
 	// cancelled running task is.
@@ -3353,7 +3353,12 @@ type FailureReport struct {
 	Paid string `protobuf:"bytes,12,opt,name=paid,proto3" json:"paid,omitempty"`
 	// rerun: another operator's node was given the task while the report was pending (its
 	// run decides the report; without one the report ends UNDECIDED).
-	Rerun         bool `protobuf:"varint,13,opt,name=rerun,proto3" json:"rerun,omitempty"`
+	Rerun bool `protobuf:"varint,13,opt,name=rerun,proto3" json:"rerun,omitempty"`
+	// rerun_slashed: what the runs given the task while the report was pending were
+	// slashed for it (a lapse, a missed reveal, a wrong result), udps. An UNCONFIRMED
+	// report's slash is at most this: a rerun that lapses on purpose (the owner's own node
+	// under another account) costs the honest reporter no more than it cost the lapser.
+	RerunSlashed  string `protobuf:"bytes,14,opt,name=rerun_slashed,json=rerunSlashed,proto3" json:"rerun_slashed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3477,6 +3482,13 @@ func (x *FailureReport) GetRerun() bool {
 		return x.Rerun
 	}
 	return false
+}
+
+func (x *FailureReport) GetRerunSlashed() string {
+	if x != nil {
+		return x.RerunSlashed
+	}
+	return ""
 }
 
 // Bid is one node's offer in an auction.
@@ -4413,7 +4425,7 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x0fprogress_height\x18$ \x01(\x03R\x0eprogressHeight\x12*\n" +
 	"\x11audit_draw_height\x18% \x01(\x03R\x0fauditDrawHeight\x12%\n" +
 	"\x0epending_height\x18& \x01(\x03R\rpendingHeight\x12\x18\n" +
-	"\adevices\x18' \x03(\rR\adevices\"\xef\x04\n" +
+	"\adevices\x18' \x03(\rR\adevices\"\xc6\x05\n" +
 	"\rFailureReport\x124\n" +
 	"\bprovider\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\bprovider\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x126\n" +
@@ -4431,7 +4443,9 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x06status\x18\v \x01(\x0e2\x1e.flops.market.v1.FailureStatusR\x06status\x12D\n" +
 	"\x04paid\x18\f \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
 	"cosmos.Int\xa8\xe7\xb0*\x01R\x04paid\x12\x14\n" +
-	"\x05rerun\x18\r \x01(\bR\x05rerun\"\xcd\x03\n" +
+	"\x05rerun\x18\r \x01(\bR\x05rerun\x12U\n" +
+	"\rrerun_slashed\x18\x0e \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\frerunSlashed\"\xcd\x03\n" +
 	"\x03Bid\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x124\n" +

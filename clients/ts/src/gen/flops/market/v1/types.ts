@@ -652,8 +652,8 @@ export enum FailureStatus {
   /**
    * FAILURE_STATUS_UNCONFIRMED - FAILURE_STATUS_UNCONFIRMED: the task ended after another operator's node was given it
    * (a run that lapsed, or gave a wrong result, or a NONE job's unverified result) without
-   * a run deciding the report: treated as an abandoned task (abandon_slash_ppm, burned);
-   * not paid.
+   * a run deciding the report: treated as an abandoned task (abandon_slash_ppm, burned, at
+   * most what the runs that left it undecided were slashed: rerun_slashed); not paid.
    */
   FAILURE_STATUS_UNCONFIRMED = 4,
   /**
@@ -1548,6 +1548,13 @@ export interface FailureReport {
    * run decides the report; without one the report ends UNDECIDED).
    */
   rerun: boolean;
+  /**
+   * rerun_slashed: what the runs given the task while the report was pending were
+   * slashed for it (a lapse, a missed reveal, a wrong result), udps. An UNCONFIRMED
+   * report's slash is at most this: a rerun that lapses on purpose (the owner's own node
+   * under another account) costs the honest reporter no more than it cost the lapser.
+   */
+  rerunSlashed: string;
 }
 
 /** Bid is one node's offer in an auction. */
@@ -6840,6 +6847,7 @@ function createBaseFailureReport(): FailureReport {
     status: 0,
     paid: "",
     rerun: false,
+    rerunSlashed: "",
   };
 }
 
@@ -6889,6 +6897,9 @@ export const FailureReport: MessageFns<FailureReport> = {
     }
     if (message.rerun !== false) {
       writer.uint32(104).bool(message.rerun);
+    }
+    if (message.rerunSlashed !== "") {
+      writer.uint32(114).string(message.rerunSlashed);
     }
     return writer;
   },
@@ -7010,6 +7021,14 @@ export const FailureReport: MessageFns<FailureReport> = {
             message.rerun = reader.bool();
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.rerunSlashed = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7049,6 +7068,11 @@ export const FailureReport: MessageFns<FailureReport> = {
       status: isSet(object.status) ? failureStatusFromJSON(object.status) : 0,
       paid: isSet(object.paid) ? globalThis.String(object.paid) : "",
       rerun: isSet(object.rerun) ? globalThis.Boolean(object.rerun) : false,
+      rerunSlashed: isSet(object.rerunSlashed)
+        ? globalThis.String(object.rerunSlashed)
+        : isSet(object.rerun_slashed)
+        ? globalThis.String(object.rerun_slashed)
+        : "",
     };
   },
 
@@ -7093,6 +7117,9 @@ export const FailureReport: MessageFns<FailureReport> = {
     if (message.rerun !== false) {
       obj.rerun = message.rerun;
     }
+    if (message.rerunSlashed !== "") {
+      obj.rerunSlashed = message.rerunSlashed;
+    }
     return obj;
   },
 
@@ -7116,6 +7143,7 @@ export const FailureReport: MessageFns<FailureReport> = {
     message.status = object.status ?? 0;
     message.paid = object.paid ?? "";
     message.rerun = object.rerun ?? false;
+    message.rerunSlashed = object.rerunSlashed ?? "";
     return message;
   },
 };
