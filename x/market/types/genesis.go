@@ -119,6 +119,11 @@ func (gs GenesisState) validate() error {
 				return fmt.Errorf("tasks[%d].provider %q: %w", i, t.Provider, err)
 			}
 		}
+		for j, f := range t.Failures {
+			if !f.RerunSlashed.IsNil() && f.RerunSlashed.IsNegative() {
+				return fmt.Errorf("tasks[%d].failures[%d].rerun_slashed %s: must not be negative", i, j, f.RerunSlashed)
+			}
+		}
 		if !taskFinal(t.Status) {
 			open[t.JobId]++
 		}

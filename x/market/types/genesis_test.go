@@ -58,3 +58,23 @@ func TestGenesisBidExposure(t *testing.T) {
 		require.ErrorContains(t, err, "bids[0].exposure")
 	}
 }
+
+// What a task's failure report says the reruns were slashed is never negative: an
+// unconfirmed report is slashed at most that much.
+func TestGenesisRerunSlashed(t *testing.T) {
+	owner := sdk.AccAddress("owner_______________").String()
+	gs := func(slashed sdkmath.Int) types.GenesisState {
+		return types.GenesisState{
+			Params: types.DefaultParams(), NextJobId: 2, NextTaskId: 2,
+			Jobs: []types.Job{{Id: 1, Owner: owner, Status: types.JOB_STATUS_ACTIVE, Escrow: sdkmath.ZeroInt(), FirstTaskId: 1, OpenTasks: 1,
+				Spec: types.JobSpec{TaskCount: 1, Replicas: 1}}},
+			Tasks: []types.Task{{Id: 1, JobId: 1, Status: types.TASK_STATUS_PENDING, Role: types.TASK_ROLE_PRIMARY,
+				Failures: []types.FailureReport{{Status: types.FAILURE_STATUS_PENDING, RerunSlashed: slashed}}}},
+		}
+	}
+	require.NoError(t, gs(sdkmath.NewInt(7)).Validate())
+	require.NoError(t, gs(sdkmath.Int{}).Validate(), "a report from before the field")
+	err := gs(sdkmath.NewInt(-1)).Validate()
+	require.ErrorIs(t, err, types.ErrInvalidGenesis)
+	require.ErrorContains(t, err, "tasks[0].failures[0].rerun_slashed -1: must not be negative")
+}
