@@ -232,7 +232,7 @@ export class JobView extends View {
                     <td><span class="status s-${s.toLowerCase()}" data-testid="task-status">${s}</span>${t.reason ? html`<br /><small class="muted">${t.reason}</small>` : ""}${isFailedRoot(t.resultRoot)
                       ? html`<br /><small data-testid="task-failed-run">answered: the job failed on its run</small>`
                       : ""}${t.failures.map(
-                      (f) => html`<br /><small data-testid="task-failure">failure reported by node #${f.nodeId} (${failureReason(f.reason)}${f.exitCode !== 0 ? `, exit code ${f.exitCode}` : ""}): ${failureOutcome(f.status)}</small>`,
+                      (f) => html`<br /><small data-testid="task-failure">failure reported by node #${f.nodeId} (${failureReason(f.reason)}${f.exitCode !== 0 ? `, exit code ${f.exitCode}` : ""}): ${failureOutcome(f.status)}${f.rerunSlashed && f.rerunSlashed !== "0" ? ` (its reruns were slashed ${dps(f.rerunSlashed)}: the most it loses unconfirmed)` : ""}</small>`,
                     )}${this.dispute(t)}</td>
                     <td>${step >= 0
                       ? html`<progress max=${STEPS.length - 1} value=${step} aria-label="task ${t.id} progress">${s}</progress>`
