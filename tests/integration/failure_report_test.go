@@ -2,6 +2,7 @@ package integration
 
 import (
 	"crypto/sha256"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,33 @@ func reportAfter(t *testing.T, a *apptest.App, nodes map[string]uint64, task mar
 	var out markettypes.MsgReportFailureResponse
 	require.NoError(t, out.Unmarshal(md.MsgResponses[0].Value))
 	return &out
+}
+
+// reportedByP1 submits spec, whose one task p1's node (the only one registered) takes and
+// reports failed, played by a driver; then the other providers get their nodes and the
+// given behaviours (p1's: honest, unless given). It returns the driver, the job and the
+// task.
+func reportedByP1(t *testing.T, a *apptest.App, nodes map[string]uint64, spec markettypes.JobSpec, later map[string]behaviour) (*driver, uint64, markettypes.Task) {
+	t.Helper()
+	job := submit(t, a, spec)
+	first := jobTasks(t, a, job)[0]
+	require.Equal(t, nodes["p1"], first.NodeId)
+	names := []string{"p1"}
+	for n := range later {
+		if n != "p1" {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	d := newDriver(t, a, names...)
+	d.behaviours["p1"] = behaviour{fails: true}
+	d.until(10, "p1 reported the failure", func() bool { return len(task(t, a, first.Id).Failures) == 1 })
+	d.behaviours["p1"] = later["p1"]
+	registerLate(t, a, nodes, names[1:]...)
+	for n, b := range later {
+		d.behaviours[n] = b
+	}
+	return d, job, first
 }
 
 // nextAssignment steps blocks until the task is assigned again.
@@ -118,14 +146,8 @@ func TestWiredJobFailingEverywhereEndsFailed(t *testing.T) {
 func TestWiredAttackFalseFailureReportIsRefuted(t *testing.T) {
 	a, nodes, p := sparedApp(t, 3)
 	spec := committeeJob(a, p)
-	job := submit(t, a, spec)
-	first := jobTasks(t, a, job)[0]
-	require.Equal(t, nodes["p1"], first.NodeId)
-	d := newDriver(t, a, "p1", "p2", "p3")
-	d.behaviours["p1"] = behaviour{fails: true}
-	d.until(10, "p1 reported the failure", func() bool { return len(task(t, a, first.Id).Failures) == 1 })
-	d.behaviours["p1"] = behaviour{} // it never failed: a lie
-	registerLate(t, a, nodes, "p2", "p3")
+	// p1's job never failed: a lie
+	d, job, first := reportedByP1(t, a, nodes, spec, map[string]behaviour{"p2": {}, "p3": {}})
 	before := readLedger(a)
 	liarBond := bonded(t, a, "p1")
 	supply := a.BankKeeper.GetSupply(a.Ctx(), udps).Amount
@@ -164,14 +186,7 @@ func TestWiredAttackMadeUpResultOnANoneJob(t *testing.T) {
 	spec := gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN) // NONE
 	// the task's value: 2x it is more than abandon_slash_ppm of p1's bond
 	spec.PriorityTip = sdk.NewCoin(udps, bonded(t, a, "p1").MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6))
-	job := submit(t, a, spec)
-	first := jobTasks(t, a, job)[0]
-	require.Equal(t, nodes["p1"], first.NodeId)
-	d := newDriver(t, a, "p1", "p2")
-	d.behaviours["p1"] = behaviour{fails: true}
-	d.behaviours["p2"] = behaviour{cheat: true}
-	d.until(10, "p1 reported the failure", func() bool { return len(task(t, a, first.Id).Failures) == 1 })
-	registerLate(t, a, nodes, "p2")
+	d, job, first := reportedByP1(t, a, nodes, spec, map[string]behaviour{"p1": {fails: true}, "p2": {cheat: true}})
 	bond := bonded(t, a, "p1")
 	d.until(100, "job finished", jobDone(t, a, job))
 	got := task(t, a, first.Id)
@@ -195,14 +210,7 @@ func TestWiredAttackOwnersNodeLapsesTheRerun(t *testing.T) {
 	p, err := a.MarketKeeper.GetParams(a.Ctx())
 	require.NoError(t, err)
 	a.MustDeliver("p1", &sstypes.MsgBond{Provider: a.Account("p1").String(), Amount: sdk.NewInt64Coin(udps, 900_000_000)})
-	job := submit(t, a, committeeJob(a, p))
-	first := jobTasks(t, a, job)[0]
-	require.Equal(t, nodes["p1"], first.NodeId)
-	d := newDriver(t, a, "p1", "p2")
-	d.behaviours["p1"] = behaviour{fails: true}
-	d.behaviours["p2"] = behaviour{silent: true}
-	d.until(10, "p1 reported the failure", func() bool { return len(task(t, a, first.Id).Failures) == 1 })
-	registerLate(t, a, nodes, "p2")
+	d, job, first := reportedByP1(t, a, nodes, committeeJob(a, p), map[string]behaviour{"p1": {fails: true}, "p2": {silent: true}})
 	p1Bond, p2Bond := bonded(t, a, "p1"), bonded(t, a, "p2")
 	require.Equal(t, p2Bond.MulRaw(10).String(), p1Bond.String())
 	d.until(60, "job finished", jobDone(t, a, job))

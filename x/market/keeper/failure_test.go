@@ -295,12 +295,7 @@ func TestFailureUnconfirmedIsTreatedAsAbandoning(t *testing.T) {
 	got := f.task(task.Id)
 	require.Equal(t, types.TASK_STATUS_FAILED, got.Status)
 	require.Equal(t, types.FAILURE_STATUS_UNCONFIRMED, got.Failures[0].Status)
-	var mine []slashCall
-	for _, s := range f.coll.slashes {
-		if s.provider == reporter {
-			mine = append(mine, s)
-		}
-	}
+	mine := f.coll.slashesOf(reporter)
 	require.Len(t, mine, 1)
 	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, mine[0].reason)
 	require.Equal(t, f.params().AbandonSlashPpm, mine[0].ppm)
@@ -368,12 +363,7 @@ func TestAttackOwnersNodeLeavesAReportUnconfirmed(t *testing.T) {
 			if !c.none {
 				require.Equal(t, sybilCost.String(), got.Failures[0].RerunSlashed.String(), "what the lapse cost the client's node")
 			}
-			var mine []slashCall
-			for _, s := range f.coll.slashes {
-				if s.provider == honest {
-					mine = append(mine, s)
-				}
-			}
+			mine := f.coll.slashesOf(honest)
 			require.Len(t, mine, 1)
 			require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, mine[0].reason)
 			// floor(100,000 x 1e6 / 1e12) = 100 ppm of the honest bond: 100,000 udps, not

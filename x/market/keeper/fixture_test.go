@@ -225,6 +225,17 @@ func (c *collateralFake) Slash(_ context.Context, p sdk.AccAddress, ppm uint32, 
 	return sstypes.SlashRecord{Provider: p.String(), Reason: reason, FractionPpm: ppm, Amount: amount}, err
 }
 
+// slashesOf is the slashes of one provider, in order.
+func (c *collateralFake) slashesOf(provider string) []slashCall {
+	var out []slashCall
+	for _, s := range c.slashes {
+		if s.provider == provider {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // SlashAtMost is x/staking-slash's, on the bond alone.
 func (c *collateralFake) SlashAtMost(ctx context.Context, p sdk.AccAddress, ppm uint32, limit sdkmath.Int, reason sstypes.SlashReason, b sstypes.Beneficiaries, ev sstypes.SlashEvidence) (sstypes.SlashRecord, error) {
 	if bonded, ok := c.bonded[string(p)]; ok && bonded.IsPositive() {
