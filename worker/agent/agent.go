@@ -111,6 +111,8 @@ type Agent struct {
 	// nodeStale: the node is read again at the next tick, whatever nodeRefreshBlocks says
 	// (a task given back may let the chain take the node's spec it refused)
 	nodeStale bool
+	// gpuErr is the last failed read of the machine's GPUs, logged once until it changes
+	gpuErr string
 	// bid holds the auctions priced, each once: job id -> the auction's close height
 	// (forgotten some blocks after it, forgetClosedAuctions)
 	bid map[uint64]int64
@@ -214,15 +216,18 @@ func (a *Agent) Node() gfltypes.Node {
 // status the chain's rebalances move.
 const nodeRefreshBlocks = 10
 
-// refreshNode re-reads the node every nodeRefreshBlocks blocks, and says when the chain
-// re-classed it (a node measured into no class takes no job: the auctions and pools it
-// would bid in are skipped, as the chain would refuse them). The node is written under
-// mu (Node reads it from other goroutines); the tick's own reads need no lock.
+// refreshNode reads the machine's GPUs at every block (watchGPUs: a card lost is taken off
+// the chain at the next block, and no task is given it meanwhile beyond that block) and
+// re-reads the node every nodeRefreshBlocks blocks, saying when the chain re-classed it
+// (a node measured into no class takes no job: the auctions and pools it would bid in are
+// skipped, as the chain would refuse them). The node is written under mu (Node reads it
+// from other goroutines); the tick's own reads need no lock.
 func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	a.mu.Lock()
 	stale := a.nodeStale
 	a.nodeStale = false
 	a.mu.Unlock()
+	sent := a.watchGPUs(ctx)
 	if height-a.nodeRead < nodeRefreshBlocks && !stale {
 		return
 	}
@@ -238,7 +243,7 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	a.mu.Lock()
 	a.node = got.Node
 	a.mu.Unlock()
-	if a.watchGPUs(ctx) {
+	if sent {
 		return
 	}
 	if a.pendingSpec != nil {
@@ -250,11 +255,11 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	}
 }
 
-// watchGPUs reads the machine's GPUs again (at each read of the node) and, when they
-// changed since the last read, stops giving new tasks the ones that are gone and sends
-// the node's spec with the GPUs it has now; it says whether it sent one. A card that
-// fails while the worker runs (NVML reports it lost, and gpu.NVML leaves it out) is so
-// taken off the chain within nodeRefreshBlocks: x/market takes a change of GPUs while
+// watchGPUs reads the machine's GPUs again (at every block) and, when they changed since
+// the last read, stops giving new tasks the ones that are gone and sends the node's spec
+// with the GPUs it has now; it says whether it sent one. A card that fails while the
+// worker runs (NVML reports it lost, and gpu.NVML leaves it out) is so taken off the
+// chain at the next block: x/market takes a change of GPUs while
 // tasks are in flight as long as the node keeps its class and enough GPUs for them, so
 // the scheduler stops giving tasks to the card that is gone, which would run on no GPU
 // here and fail. The runs on a card that is gone are stopped (stopRunsOn): their tasks
@@ -265,9 +270,13 @@ func (a *Agent) watchGPUs(ctx context.Context) bool {
 	}
 	devs, err := a.offerableGPUs(ctx)
 	if err != nil {
-		a.log.Warn("GPU inventory", "err", err)
+		if err.Error() != a.gpuErr {
+			a.log.Warn("GPU inventory", "err", err)
+			a.gpuErr = err.Error()
+		}
 		return false
 	}
+	a.gpuErr = ""
 	now := gpu.ToGpuInfos(devs)
 	if gfltypes.SameGPUs(gpu.ToGpuInfos(a.devices), now) {
 		return false

@@ -45,8 +45,8 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 	q := markettypesQuery(a)
 	tasksOf := func(id uint64) []markettypes.Task { return tasksOfJob(t, a, id) }
 	// The tests drive the worker block by block and it runs tasks in line, so the first
-	// job's two tasks are kept in flight by not letting it act until its next read of the
-	// node (every 10 blocks), where it reads its GPUs again before it acks them.
+	// job's two tasks are kept in flight by not letting it act until its next tick, where
+	// it reads its GPUs again (and its node) before it acks them.
 	first := job(t, a, seenJob(a, seen, "first", 2))
 	for range 10 {
 		a.NextBlock()
@@ -85,9 +85,34 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 	a.AssertInvariants()
 }
 
+// A card fails between two of the worker's reads of its node (every 10 blocks). The
+// worker reads its GPUs at every block, so the node's spec without the card is on the
+// chain a block later, and the scheduler gives the card no task after that. Before, the
+// GPUs were read with the node: for up to 10 blocks the chain went on giving the card
+// tasks, each of which then failed on the machine and was given back, its provider
+// slashed abandon_slash_ppm of its bond each time.
+func TestWorkerTakesALostGPUOffTheChainAtTheNextBlock(t *testing.T) {
+	s := gpumock.NewDGX()
+	a, w := dgxWorker(t, s)
+	nodeID := w.agent.Node().Id
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	gpus := func() int {
+		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+		require.NoError(t, err)
+		return len(n.Node.Gpus)
+	}
+	tick(t, a, w) // the worker has read its node: its next read is 10 blocks away
+	require.Equal(t, 8, gpus())
+	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	tick(t, a, w)
+	a.NextBlock() // the update's block
+	require.Equal(t, 7, gpus(), "the lost card is off the chain a block after it failed")
+	a.AssertInvariants()
+}
+
 // A card of an idle 8-GPU machine fails after the chain gave the node a task of eight
-// GPUs and before the worker started it. The worker reads its GPUs again (its read of the
-// node comes first at that tick) and has seven; the chain keeps the node's eight while the
+// GPUs and before the worker started it. The worker reads its GPUs again (first at each
+// tick) and has seven; the chain keeps the node's eight while the
 // task holds them. The worker never runs the task on the seven cards: it gives it back at
 // once (MsgReleaseTask, slashed as an abandoned task, as the ack's lapse would be), and
 // the node's spec without the card lands at its next read. Before, the worker ran it on
@@ -180,8 +205,8 @@ func TestWorkerStopsTheRunsOnALostGPU(t *testing.T) {
 	w.mu.Unlock()
 	card0, _ := s.Dev(0).GetUUID()
 	// the card the task is given (the machine's first) fails as it starts, after the
-	// worker's last read of its GPUs
-	s.Dev(0).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	// tick's read of the machine's GPUs
+	lostAfterReads(s, 0, 1)
 	step()
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(started)
@@ -231,9 +256,9 @@ func TestWorkerGivesBackATaskWhoseGPUWasLostUnderIt(t *testing.T) {
 	spec.Command = []string{"sh", "-c", "echo 'CUDA error: unspecified launch failure' >&2; exit 3"}
 	j := job(t, a, spec)
 	require.Equal(t, nodeID, tasksOfJob(t, a, j.Id)[0].NodeId)
-	// the card the task is given (the machine's first) is lost after the worker's last
-	// read of its GPUs: its next read is nodeRefreshBlocks away
-	s.Dev(0).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	// the card the task is given (the machine's first) is lost under the run, after the
+	// tick's read of the machine's GPUs
+	lostAfterReads(s, 0, 1)
 	tick(t, a, w)
 	got := tasksOfJob(t, a, j.Id)[0]
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
@@ -362,4 +387,21 @@ func TestWorkerWithdrawsBidsItsNodeNoLongerFits(t *testing.T) {
 		return len(n.Node.Gpus) == 7 && bidsOn(t, a, j.Id) == 0
 	}, w)
 	a.AssertInvariants()
+}
+
+// lostAfterReads has card i answer NVML's memory query reads more times, then report
+// itself lost (NVML_ERROR_GPU_IS_LOST): a card that fails after the worker read it.
+func lostAfterReads(s *gpumock.DGX, i, reads int) {
+	dev := s.Dev(i)
+	was := dev.GetMemoryInfoFunc
+	var mu sync.Mutex
+	dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+		mu.Lock()
+		defer mu.Unlock()
+		if reads > 0 {
+			reads--
+			return was()
+		}
+		return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST
+	}
 }
