@@ -355,6 +355,7 @@ test("the job view says what became of each failure report", async () => {
     [marketTypes.FailureStatus.FAILURE_STATUS_CONFIRMED, /confirmed by another operator's run/],
     [marketTypes.FailureStatus.FAILURE_STATUS_REFUTED, /refuted: .* the reporter was slashed/],
     [marketTypes.FailureStatus.FAILURE_STATUS_UNDECIDED, /undecided: no other operator's node could take the task; nobody paid or slashed/],
+    [marketTypes.FailureStatus.FAILURE_STATUS_UNCONFIRMED, /unconfirmed: .*abandoned task \(its reruns were slashed 1 DPS: the most it loses unconfirmed\)$/, "1000000"],
   ];
   const played = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   await playNode(played, (path) => {
@@ -362,9 +363,9 @@ test("the job view says what became of each failure report", async () => {
     return (response) => {
       const res = marketQuery.QueryTasksByJobResponse.decode(Buffer.from(response.value, "base64"));
       if (res.tasks.length === 0) return response;
-      res.tasks[0].failures = statuses.map(([status], i) =>
+      res.tasks[0].failures = statuses.map(([status, , rerunSlashed], i) =>
         marketTypes.FailureReport.fromPartial({ provider: res.tasks[0].provider, nodeId: BigInt(70 + i), reason: marketTypes.FailureReason.FAILURE_REASON_EXIT,
-          exitCode: 2, detail: "exit status 2", status, price: "0", exposure: "0", paid: "0" }));
+          exitCode: 2, detail: "exit status 2", status, price: "0", exposure: "0", paid: "0", rerunSlashed: rerunSlashed ?? "0" }));
       return { ...response, value: Buffer.from(marketQuery.QueryTasksByJobResponse.encode(res).finish()).toString("base64") };
     };
   });
