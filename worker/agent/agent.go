@@ -408,6 +408,9 @@ func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
 		a.pendingSpec = &spec
 		return nil
 	default:
+		// sent again at the next read of the node (refreshNode): the machine's GPUs are
+		// recorded as read, so nothing else would send them
+		a.pendingSpec = &spec
 		return fmt.Errorf("update node %d: %w", a.node.Id, err)
 	}
 }

@@ -56,6 +56,9 @@ type appChain struct {
 	name string
 	sent *[]string // the type URLs of the msgs submitted, under mu
 	conn grpc.ClientConnInterface
+	// fail, if set, may fail a submission before it reaches the chain (a node that
+	// cannot be reached, a tx lost): called under mu
+	fail func(msgs []sdk.Msg) error
 }
 
 func (c appChain) Address() sdk.AccAddress { return c.a.Account(c.name).Address }
@@ -79,6 +82,11 @@ func (c appChain) Submit(_ context.Context, msgs ...sdk.Msg) (*chain.TxResult, e
 	defer c.mu.Unlock()
 	for _, m := range msgs {
 		*c.sent = append(*c.sent, sdk.MsgTypeURL(m))
+	}
+	if c.fail != nil {
+		if err := c.fail(msgs); err != nil {
+			return nil, err
+		}
 	}
 	r := c.a.Deliver(c.name, msgs...)
 	res := &chain.TxResult{Height: c.a.Height(), Code: r.Code, Log: r.Log, GasUsed: r.GasUsed, Events: r.Events}
@@ -121,6 +129,8 @@ type workerWith struct {
 	beside bool
 	// metrics the worker reports to (nil: none)
 	metrics *telemetry.Metrics
+	// fail may fail the worker's submissions (appChain.fail)
+	fail func(msgs []sdk.Msg) error
 }
 
 // lockedConn is a connection whose calls hold mu.
@@ -186,7 +196,7 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 		}
 	}
 	opts := agent.Options{
-		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent, conn: conn}, Bidder: with.bidder, GPUs: gpus, Executor: exec,
+		Config: cfg, Log: log, Chain: appChain{mu: mu, a: a, name: name, sent: sent, conn: conn, fail: with.fail}, Bidder: with.bidder, GPUs: gpus, Executor: exec,
 		Solver: solver, Publisher: &agent.LocalPublisher{Store: store, BaseURL: cfg.Node.Endpoint, Dir: home + "/ckpt"},
 		Now: now,
 	}

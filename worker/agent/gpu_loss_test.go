@@ -4,6 +4,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,6 +108,39 @@ func TestWorkerTakesALostGPUOffTheChainAtTheNextBlock(t *testing.T) {
 	tick(t, a, w)
 	a.NextBlock() // the update's block
 	require.Equal(t, 7, gpus(), "the lost card is off the chain a block after it failed")
+	a.AssertInvariants()
+}
+
+// The worker's update of its node's spec after a card was lost does not reach the chain
+// (the node it talks to is down for a moment). It is sent again at the worker's next read
+// of its node. Before, the worker had recorded the new GPUs and never sent them again: the
+// chain kept the lost card, and gave it tasks, until the worker restarted.
+func TestWorkerSendsAFailedGPUUpdateAgain(t *testing.T) {
+	s := gpumock.NewDGX()
+	failed := 0
+	a, w := dgxWorkerWith(t, s, workerWith{fail: func(msgs []sdk.Msg) error {
+		if _, ok := msgs[0].(*gfltypes.MsgUpdateNode); ok && failed == 0 {
+			failed++
+			return errors.New("rpc error: code = Unavailable desc = connection refused")
+		}
+		return nil
+	}}, nil)
+	nodeID := w.agent.Node().Id
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	gpus := func() int {
+		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+		require.NoError(t, err)
+		return len(n.Node.Gpus)
+	}
+	tick(t, a, w)
+	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	tick(t, a, w)
+	require.Equal(t, 1, failed, "the update was sent and failed")
+	require.Equal(t, 8, gpus())
+	for range 11 { // to the worker's next read of its node, and the block after
+		tick(t, a, w)
+	}
+	require.Equal(t, 7, gpus(), "sent again")
 	a.AssertInvariants()
 }
 
