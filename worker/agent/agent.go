@@ -111,8 +111,9 @@ type Agent struct {
 	// nodeStale: the node is read again at the next tick, whatever nodeRefreshBlocks says
 	// (a task given back may let the chain take the node's spec it refused)
 	nodeStale bool
-	// gpuErr is the last failed read of the machine's GPUs, logged once until it changes
-	gpuErr string
+	// gpuErr is the last failed read of the machine's GPUs, and specErr the last refusal
+	// of pendingSpec, each logged once until it changes
+	gpuErr, specErr string
 	// bid holds the auctions priced, each once: job id -> the auction's close height
 	// (forgotten some blocks after it, forgetClosedAuctions)
 	bid map[uint64]int64
@@ -227,7 +228,16 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	stale := a.nodeStale
 	a.nodeStale = false
 	a.mu.Unlock()
-	sent := a.watchGPUs(ctx)
+	if !a.watchGPUs(ctx) && a.pendingSpec != nil {
+		// a spec the chain refused is sent again at every block, so that it lands at the
+		// first block the node's tasks let it (a busy node may be free for a block only)
+		if err := a.updateNode(ctx, *a.pendingSpec); err != nil && err.Error() != a.specErr {
+			// refused for another reason than the tasks in flight (the spec is checked at
+			// the start, so the chain's params changed), or not sent: said once
+			a.log.Warn("the node's new spec was refused", "node", a.node.Id, "err", err)
+			a.specErr = err.Error()
+		}
+	}
 	if height-a.nodeRead < nodeRefreshBlocks && !stale {
 		return
 	}
@@ -243,16 +253,6 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	a.mu.Lock()
 	a.node = got.Node
 	a.mu.Unlock()
-	if sent {
-		return
-	}
-	if a.pendingSpec != nil {
-		if err := a.updateNode(ctx, *a.pendingSpec); err != nil {
-			// refused for another reason than the tasks in flight (the spec is checked at
-			// the start, so the chain's params changed): said, and tried again at the next read
-			a.log.Warn("the node's new spec was refused", "node", a.node.Id, "err", err)
-		}
-	}
 }
 
 // watchGPUs reads the machine's GPUs again (at every block) and, when they changed since
@@ -378,14 +378,13 @@ func specOf(n gfltypes.Node) gfltypes.NodeSpec {
 // updateNode sends the node's spec as this machine has it. x/market refuses a change of
 // GPUs that the node's tasks in flight would not survive (fewer GPUs than they hold, a
 // change of class or of MIG devices): the worker then runs what it holds under the spec
-// registered and sends the new one again at each read of the node (refreshNode) until it
-// lands. It fails only on another refusal.
+// registered and sends the new one again at every block (refreshNode) until it lands. It fails only on another refusal.
 func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
 	op := a.o.Chain.Address().String()
 	err := a.submit(ctx, "update node", &gfltypes.MsgUpdateNode{Operator: op, NodeId: a.node.Id, Spec: spec})
 	switch {
 	case err == nil:
-		a.pendingSpec = nil
+		a.pendingSpec, a.specErr = nil, ""
 		a.refit = true
 		a.log.Info("node updated", "node", a.node.Id, "gpus", len(spec.Gpus))
 		// read at once: the chain numbers a MIG node's devices from its GPUs, so a task
@@ -408,8 +407,8 @@ func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
 		a.pendingSpec = &spec
 		return nil
 	default:
-		// sent again at the next read of the node (refreshNode): the machine's GPUs are
-		// recorded as read, so nothing else would send them
+		// sent again at the next block (refreshNode): the machine's GPUs are recorded as
+		// read, so nothing else would send them
 		a.pendingSpec = &spec
 		return fmt.Errorf("update node %d: %w", a.node.Id, err)
 	}

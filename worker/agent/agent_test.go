@@ -1229,7 +1229,7 @@ func bidsOn(t *testing.T, a *apptest.App, job uint64) int {
 // registers them. A card added while the node holds a task is taken at once (the task
 // keeps its GPU). A change the chain refuses while the node holds tasks (here two tasks
 // on the node's GPUs and one card left: the tasks hold more GPUs than the machine has
-// now) is sent again at each read of the node: the worker runs what it holds under the
+// now) is sent again at every block: the worker runs what it holds under the
 // spec registered, and the spec lands once the tasks have ended. Before, the worker never
 // compared its GPUs with the node's, and the chain kept the old list for good; a first
 // version that did, and stopped at the chain's refusal, would not have started at all

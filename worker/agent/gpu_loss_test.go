@@ -112,8 +112,8 @@ func TestWorkerTakesALostGPUOffTheChainAtTheNextBlock(t *testing.T) {
 }
 
 // The worker's update of its node's spec after a card was lost does not reach the chain
-// (the node it talks to is down for a moment). It is sent again at the worker's next read
-// of its node. Before, the worker had recorded the new GPUs and never sent them again: the
+// (the node it talks to is down for a moment). It is sent again at the next block.
+// Before, the worker had recorded the new GPUs and never sent them again: the
 // chain kept the lost card, and gave it tasks, until the worker restarted.
 func TestWorkerSendsAFailedGPUUpdateAgain(t *testing.T) {
 	s := gpumock.NewDGX()
@@ -137,9 +137,8 @@ func TestWorkerSendsAFailedGPUUpdateAgain(t *testing.T) {
 	tick(t, a, w)
 	require.Equal(t, 1, failed, "the update was sent and failed")
 	require.Equal(t, 8, gpus())
-	for range 11 { // to the worker's next read of its node, and the block after
-		tick(t, a, w)
-	}
+	tick(t, a, w)
+	a.NextBlock() // the update's block
 	require.Equal(t, 7, gpus(), "sent again")
 	a.AssertInvariants()
 }
@@ -304,7 +303,7 @@ func TestWorkerGivesBackATaskWhoseGPUWasLostUnderIt(t *testing.T) {
 
 // A MIG node's card fails while a task holds one of its devices: the chain refuses the
 // change under it (its tasks hold exact device indices) and the worker sends it again at
-// each read of its node; it lands once the task has ended, and the devices after the lost
+// every block; it lands once the task has ended, and the devices after the lost
 // card are numbered one card lower. The next task the chain gives device 7, which is now
 // card 2, runs on card 2. Before, the worker went on mapping device indices on the node
 // as it read it before the update (up to 10 blocks old), so the task ran on card 1, the
@@ -343,6 +342,63 @@ func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), "second "+card2+"\n")
 	require.NotContains(t, string(b), card1)
+	a.AssertInvariants()
+}
+
+// A MIG node's card fails while a task holds a device: the chain refuses the node's spec
+// without the card until no task is in flight, and the worker sends it again at every
+// block, so it lands at the first block the node is free. Before, it was sent again only
+// at the worker's reads of its node (every 10 blocks): a node whose tasks follow each
+// other closely could pass every such block busy, and the chain went on giving the lost
+// card's devices tasks, each given back and slashed.
+func TestWorkerSendsARefusedMIGUpdateAtEachBlock(t *testing.T) {
+	s, _ := dgxCard0InSevenSlices(t)
+	a, w := dgxWorker(t, s)
+	nodeID := w.agent.Node().Id
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	gpus := func() int {
+		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+		require.NoError(t, err)
+		return len(n.Node.Gpus)
+	}
+	updates := func() int { // the MsgUpdateNode the worker sent
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n := 0
+		for _, u := range *w.sent {
+			if u == sdk.MsgTypeURL(&gfltypes.MsgUpdateNode{}) {
+				n++
+			}
+		}
+		return n
+	}
+	shared := seenJob(a, filepath.Join(t.TempDir(), "seen"), "first", 1)
+	shared.Requirements.SharedGpuOk = true // a MIG instance of card 0
+	first := job(t, a, shared)
+	for range 10 { // the worker's next read of its node comes with its next tick
+		a.NextBlock()
+	}
+	s.Dev(1).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	tick(t, a, w) // reads its node, and its GPUs: the update is refused
+	require.Equal(t, 8, gpus(), "refused under the MIG task")
+	require.Equal(t, 1, updates())
+	inFlight := func() bool {
+		switch tasksOfJob(t, a, first.Id)[0].Status {
+		case markettypes.TASK_STATUS_ASSIGNED, markettypes.TASK_STATUS_RUNNING, markettypes.TASK_STATUS_COMMITTED:
+			return true
+		}
+		return false
+	}
+	require.True(t, inFlight())
+	tick(t, a, w) // its next read of its node is 10 blocks away
+	require.Equal(t, 2, updates(), "sent again at the next block")
+	for i := 0; inFlight(); i++ {
+		require.Less(t, i, 8, "the task ran and revealed")
+		tick(t, a, w)
+	}
+	tick(t, a, w)
+	a.NextBlock()
+	require.Equal(t, 7, gpus(), "landed once the node was free")
 	a.AssertInvariants()
 }
 

@@ -636,8 +636,8 @@ func (a *Agent) freeUnits() []string {
 //     node's GPUs): the task comes first, and the units it needs are given up (their race
 //     is lost, nothing is on chain yet) for the task to start at the next tick;
 //   - a card failed and the chain keeps the node's spec with it while the node's tasks
-//     in flight need its GPUs (watchGPUs sends the spec without it again at each read of
-//     the node, and it lands once they no longer do);
+//     in flight need its GPUs (refreshNode sends the spec without it again at every
+//     block, and it lands once they no longer do);
 //   - a run the chain no longer has on the node holds them until forget stops it, after
 //     this tick's actions.
 //
