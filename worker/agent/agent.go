@@ -380,8 +380,12 @@ func specOf(n gfltypes.Node) gfltypes.NodeSpec {
 // change of class or of MIG devices): the worker then runs what it holds under the spec
 // registered and sends the new one again at every block (refreshNode) until it lands. It fails only on another refusal.
 func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
+	what := "update node"
+	if a.pendingSpec != nil {
+		what = updateAgain // refused before, and likely now: logged by refreshNode, once
+	}
 	op := a.o.Chain.Address().String()
-	err := a.submit(ctx, "update node", &gfltypes.MsgUpdateNode{Operator: op, NodeId: a.node.Id, Spec: spec})
+	err := a.submit(ctx, what, &gfltypes.MsgUpdateNode{Operator: op, NodeId: a.node.Id, Spec: spec})
 	switch {
 	case err == nil:
 		a.pendingSpec, a.specErr = nil, ""
@@ -587,6 +591,10 @@ func (a *Agent) perform(ctx context.Context, actions []action) {
 }
 
 // submit sends msgs in one tx and reports it.
+// updateAgain is the submission of a node spec the chain refused before, sent again at
+// every block until it lands: its failures are not logged one by one.
+const updateAgain = "update node again"
+
 func (a *Agent) submit(ctx context.Context, what string, msgs ...sdk.Msg) error {
 	_, err := a.o.Chain.Submit(ctx, msgs...)
 	if m := a.o.Metrics; m != nil {
@@ -599,9 +607,12 @@ func (a *Agent) submit(ctx context.Context, what string, msgs ...sdk.Msg) error 
 			m.TxFailed(types...)
 		}
 	}
-	if err != nil {
+	switch {
+	case err != nil && what == updateAgain:
+		a.log.Debug("tx failed", "what", what, "err", err)
+	case err != nil:
 		a.log.Warn("tx failed", "what", what, "err", err)
-	} else {
+	default:
 		a.log.Debug("tx landed", "what", what)
 	}
 	return err
