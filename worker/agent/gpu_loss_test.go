@@ -96,12 +96,7 @@ func TestWorkerTakesALostGPUOffTheChainAtTheNextBlock(t *testing.T) {
 	s := gpumock.NewDGX()
 	a, w := dgxWorker(t, s)
 	nodeID := w.agent.Node().Id
-	gq := gfltypes.NewQueryClient(a.QueryConn())
-	gpus := func() int {
-		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
-		require.NoError(t, err)
-		return len(n.Node.Gpus)
-	}
+	gpus := func() int { return nodeGPUs(t, a, nodeID) }
 	tick(t, a, w) // the worker has read its node: its next read is 10 blocks away
 	require.Equal(t, 8, gpus())
 	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
@@ -126,12 +121,7 @@ func TestWorkerSendsAFailedGPUUpdateAgain(t *testing.T) {
 		return nil
 	}}, nil)
 	nodeID := w.agent.Node().Id
-	gq := gfltypes.NewQueryClient(a.QueryConn())
-	gpus := func() int {
-		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
-		require.NoError(t, err)
-		return len(n.Node.Gpus)
-	}
+	gpus := func() int { return nodeGPUs(t, a, nodeID) }
 	tick(t, a, w)
 	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
 	tick(t, a, w)
@@ -167,12 +157,7 @@ func TestWorkerRunsNoTaskShortOfItsGPUs(t *testing.T) {
 	}
 	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
 	tick(t, a, w)
-	gq := gfltypes.NewQueryClient(a.QueryConn())
-	gpus := func() int {
-		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
-		require.NoError(t, err)
-		return len(n.Node.Gpus)
-	}
+	gpus := func() int { return nodeGPUs(t, a, nodeID) }
 	require.Equal(t, 8, gpus(), "refused under the task")
 	got := task()
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
@@ -314,12 +299,7 @@ func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
 	nodeID := w.agent.Node().Id
 	card1, _ := s.Dev(1).GetUUID()
 	card2, _ := s.Dev(2).GetUUID()
-	gq := gfltypes.NewQueryClient(a.QueryConn())
-	gpus := func() int {
-		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
-		require.NoError(t, err)
-		return len(n.Node.Gpus)
-	}
+	gpus := func() int { return nodeGPUs(t, a, nodeID) }
 
 	seen := filepath.Join(t.TempDir(), "seen")
 	shared := seenJob(a, seen, "first", 1)
@@ -355,12 +335,7 @@ func TestWorkerSendsARefusedMIGUpdateAtEachBlock(t *testing.T) {
 	s, _ := dgxCard0InSevenSlices(t)
 	a, w := dgxWorker(t, s)
 	nodeID := w.agent.Node().Id
-	gq := gfltypes.NewQueryClient(a.QueryConn())
-	gpus := func() int {
-		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
-		require.NoError(t, err)
-		return len(n.Node.Gpus)
-	}
+	gpus := func() int { return nodeGPUs(t, a, nodeID) }
 	updates := func() int { // the MsgUpdateNode the worker sent
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -494,4 +469,12 @@ func lostAfterReads(s *gpumock.DGX, i, reads int) {
 		}
 		return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST
 	}
+}
+
+// nodeGPUs is how many GPUs the chain lists for the node.
+func nodeGPUs(t *testing.T, a *apptest.App, nodeID uint64) int {
+	t.Helper()
+	n, err := gfltypes.NewQueryClient(a.QueryConn()).Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
+	require.NoError(t, err)
+	return len(n.Node.Gpus)
 }
