@@ -22,6 +22,44 @@ import (
 // bid, both win (p3's dearer bid loses), and both tasks are assigned to them, not yet
 // acked. It returns the job
 // and the two winners' balances before they bid.
+// wonByTwo is an auction of two tasks that p1 and p2 won (p3 lost), not yet acked, with
+// what the owner, the reward pool and the winners held after the close.
+type wonByTwo struct {
+	a              *apptest.App
+	nodes          map[string]uint64
+	job            uint64
+	won            []markettypes.Task
+	deposit        sdkmath.Int
+	before         map[string]sdkmath.Int // the winners' balances before they bid
+	client, reward sdkmath.Int
+}
+
+func newWonByTwo(t *testing.T) wonByTwo {
+	a, nodes := marketApp(t, nil)
+	job, before := wonAuction(t, a, nodes, gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION))
+	return wonByTwo{a: a, nodes: nodes, job: job, won: jobTasks(t, a, job), deposit: markettypes.DefaultParams().BidDeposit.Amount,
+		before: before, client: a.Balance(a.Account("client").Address, udps), reward: a.ModuleBalance(dpstypes.ModuleName, udps)}
+}
+
+// requireForfeited: both winners' tasks went unacked (how, in words): the owner gained
+// nothing, both deposits went to the reward pool, both bids are forfeited, and each task
+// excludes the node that won it.
+func (w wonByTwo) requireForfeited(t *testing.T, how string) {
+	t.Helper()
+	a := w.a
+	require.Equal(t, w.client, a.Balance(a.Account("client").Address, udps), "the owner gains nothing from %s", how)
+	require.Equal(t, w.reward.Add(w.deposit.MulRaw(2)), a.ModuleBalance(dpstypes.ModuleName, udps), "the two deposits go to the reward pool")
+	for _, n := range []string{"p1", "p2"} {
+		b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(w.job, w.nodes[n]))
+		require.NoError(t, err)
+		require.Equal(t, markettypes.BID_STATUS_FORFEITED, b.Status, n)
+		require.True(t, b.Deposit.IsZero(), n)
+	}
+	for i, task := range jobTasks(t, a, w.job) {
+		require.Contains(t, task.ExcludedNodes, w.won[i].NodeId, "task %d goes elsewhere", task.Id)
+	}
+}
+
 func wonAuction(t *testing.T, a *apptest.App, nodes map[string]uint64, spec markettypes.JobSpec) (uint64, map[string]sdkmath.Int) {
 	t.Helper()
 	before := map[string]sdkmath.Int{}
@@ -172,12 +210,8 @@ func TestMigrate13to14ReturnsTheDepositsOfEndedWonTasks(t *testing.T) {
 // (and is slashed for the abandon, burned), and the deposits go to the reward pool. Before
 // the fix they were paid to the owner: 10 DPS a winner, for an auction it could hold again.
 func TestAttackCensoredAckPaysTheOwnerTheDeposit(t *testing.T) {
-	a, nodes := marketApp(t, nil)
-	deposit := markettypes.DefaultParams().BidDeposit.Amount
-	pool := func() sdkmath.Int { return a.ModuleBalance(dpstypes.ModuleName, udps) }
-	job, before := wonAuction(t, a, nodes, gemmJob(a, 2, markettypes.ALLOCATION_MODE_AUCTION))
-	clientBefore, poolBefore := a.Balance(a.Account("client").Address, udps), pool()
-	won := jobTasks(t, a, job)
+	w := newWonByTwo(t)
+	a, job := w.a, w.job
 	// no ack lands: the tasks lapse and go to the scheduler (p3's node, and the winners'
 	// are excluded from the task each lost)
 	for {
@@ -190,17 +224,9 @@ func TestAttackCensoredAckPaysTheOwnerTheDeposit(t *testing.T) {
 		}
 		a.NextBlock()
 	}
-	require.Equal(t, clientBefore, a.Balance(a.Account("client").Address, udps), "the owner gains nothing from the lapses")
-	require.Equal(t, poolBefore.Add(deposit.MulRaw(2)), pool(), "the two deposits go to the reward pool")
+	w.requireForfeited(t, "the lapses")
 	for _, n := range []string{"p1", "p2"} {
-		b, err := a.MarketKeeper.Bids.Get(a.Ctx(), collections.Join(job, nodes[n]))
-		require.NoError(t, err)
-		require.Equal(t, markettypes.BID_STATUS_FORFEITED, b.Status, n)
-		require.True(t, b.Deposit.IsZero(), n)
-		require.Equal(t, before[n].Sub(deposit), a.Balance(a.Account(n).Address, udps), "%s lost its deposit", n)
-	}
-	for i, task := range jobTasks(t, a, job) {
-		require.Contains(t, task.ExcludedNodes, won[i].NodeId, "task %d goes elsewhere", task.Id)
+		require.Equal(t, w.before[n].Sub(w.deposit), a.Balance(a.Account(n).Address, udps), "%s lost its deposit", n)
 	}
 	a.AssertInvariants()
 }

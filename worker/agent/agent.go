@@ -108,9 +108,6 @@ type Agent struct {
 	gpuWait map[uint64]gpuWait
 	// earningsRead holds the height each pool's credits were last read at (withdraw)
 	earningsRead map[uint64]int64
-	// nodeStale: the node is read again at the next tick, whatever nodeRefreshBlocks says
-	// (a task given back may let the chain take the node's spec it refused)
-	nodeStale bool
 	// gpuErr is the last failed read of the machine's GPUs, and specErr the last refusal
 	// of pendingSpec, each logged once until it changes
 	gpuErr, specErr string
@@ -224,10 +221,6 @@ const nodeRefreshBlocks = 10
 // skipped, as the chain would refuse them). The node is written under mu (Node reads it
 // from other goroutines); the tick's own reads need no lock.
 func (a *Agent) refreshNode(ctx context.Context, height int64) {
-	a.mu.Lock()
-	stale := a.nodeStale
-	a.nodeStale = false
-	a.mu.Unlock()
 	if !a.watchGPUs(ctx) && a.pendingSpec != nil {
 		// a spec the chain refused is sent again at every block, so that it lands at the
 		// first block the node's tasks let it (a busy node may be free for a block only)
@@ -238,7 +231,7 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 			a.specErr = err.Error()
 		}
 	}
-	if height-a.nodeRead < nodeRefreshBlocks && !stale {
+	if height-a.nodeRead < nodeRefreshBlocks {
 		return
 	}
 	got, err := a.gfl.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: a.node.Id})

@@ -149,9 +149,6 @@ func (a *Agent) releaseTask(t markettypes.Task, why string, after func(error)) a
 	return action{what: fmt.Sprintf("release task %d", t.Id), msgs: msgs(msg), after: func(err error) {
 		if err == nil {
 			a.log.Warn("task given back to the chain: this machine cannot run it; it goes to another node, at the cost of a lapse (abandon_slash_ppm)", "task", t.Id, "job", t.JobId, "why", why)
-			a.mu.Lock()
-			a.nodeStale = true // a spec the chain refused under the task is sent again
-			a.mu.Unlock()
 		}
 		after(err)
 	}}

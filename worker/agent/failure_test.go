@@ -35,6 +35,14 @@ func processSpec(a interface{ BlockTime() time.Time }, script string, env ...mar
 	}
 }
 
+// exact makes spec verified EXACT, with a verification budget for runs more runs at its
+// max price (an audit, a committee's members).
+func exact(spec markettypes.JobSpec, runs int64) markettypes.JobSpec {
+	spec.Verification = markettypes.VERIFICATION_CLASS_EXACT
+	spec.VerificationBudget = sdk.NewCoin("udps", spec.MaxPricePerTask.Amount.MulRaw(runs))
+	return spec
+}
+
 func slashCount(t *testing.T, a interface {
 	Ctx() sdk.Context
 }, q sstypes.QueryClient, addr sdk.AccAddress) int {
@@ -167,11 +175,8 @@ func TestWorkersFailureOnOneNodeOnlyIsRefuted(t *testing.T) {
 	var mu sync.Mutex
 	w1, w2, w3 := newWorker(t, &mu, a, "p1", nil), newWorker(t, &mu, a, "p2", nil), newWorker(t, &mu, a, "p3", nil)
 	mark := filepath.Join(t.TempDir(), "broken-once")
-	spec := processSpec(a, `if [ ! -e "$MARK" ]; then touch "$MARK"; exit 3; fi; echo ok > "$FLOPS_OUTPUT_DIR/out"`,
-		markettypes.EnvVar{Name: "MARK", Value: mark})
-	spec.Verification = markettypes.VERIFICATION_CLASS_EXACT
-	spec.VerificationBudget = sdk.NewCoin("udps", spec.MaxPricePerTask.Amount.MulRaw(4))
-	j := job(t, a, spec)
+	j := job(t, a, exact(processSpec(a, `if [ ! -e "$MARK" ]; then touch "$MARK"; exit 3; fi; echo ok > "$FLOPS_OUTPUT_DIR/out"`,
+		markettypes.EnvVar{Name: "MARK", Value: mark}), 4))
 	q := markettypesQuery(a)
 	until(t, a, 80, "job completed", func() bool {
 		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})

@@ -52,7 +52,7 @@ func TestWorkerTakesALostGPUOffTheChain(t *testing.T) {
 	for range 10 {
 		a.NextBlock()
 	}
-	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 7, 0)
 	tick(t, a, w)
 	a.NextBlock() // the update's block, if the worker's tick sent it last
 	n, err := gfltypes.NewQueryClient(a.QueryConn()).Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
@@ -99,7 +99,7 @@ func TestWorkerTakesALostGPUOffTheChainAtTheNextBlock(t *testing.T) {
 	gpus := func() int { return nodeGPUs(t, a, nodeID) }
 	tick(t, a, w) // the worker has read its node: its next read is 10 blocks away
 	require.Equal(t, 8, gpus())
-	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 7, 0)
 	tick(t, a, w)
 	a.NextBlock() // the update's block
 	require.Equal(t, 7, gpus(), "the lost card is off the chain a block after it failed")
@@ -123,7 +123,7 @@ func TestWorkerSendsAFailedGPUUpdateAgain(t *testing.T) {
 	nodeID := w.agent.Node().Id
 	gpus := func() int { return nodeGPUs(t, a, nodeID) }
 	tick(t, a, w)
-	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 7, 0)
 	tick(t, a, w)
 	require.Equal(t, 1, failed, "the update was sent and failed")
 	require.Equal(t, 8, gpus())
@@ -155,7 +155,7 @@ func TestWorkerRunsNoTaskShortOfItsGPUs(t *testing.T) {
 	for range 10 { // the worker's next read of its node comes with its next tick
 		a.NextBlock()
 	}
-	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 7, 0)
 	tick(t, a, w)
 	gpus := func() int { return nodeGPUs(t, a, nodeID) }
 	require.Equal(t, 8, gpus(), "refused under the task")
@@ -187,7 +187,7 @@ func TestWorkerGivesBackARunningTaskShortOfItsGPUs(t *testing.T) {
 	for range 10 {
 		a.NextBlock()
 	}
-	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 7, 0)
 	tick(t, a, w)
 	got := tasksOfJob(t, a, j.Id)[0]
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
@@ -224,7 +224,7 @@ func TestWorkerStopsTheRunsOnALostGPU(t *testing.T) {
 	card0, _ := s.Dev(0).GetUUID()
 	// the card the task is given (the machine's first) fails as it starts, after the
 	// tick's read of the machine's GPUs
-	lostAfterReads(s, 0, 1)
+	loseCard(s, 0, 1)
 	step()
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(started)
@@ -276,7 +276,7 @@ func TestWorkerGivesBackATaskWhoseGPUWasLostUnderIt(t *testing.T) {
 	require.Equal(t, nodeID, tasksOfJob(t, a, j.Id)[0].NodeId)
 	// the card the task is given (the machine's first) is lost under the run, after the
 	// tick's read of the machine's GPUs
-	lostAfterReads(s, 0, 1)
+	loseCard(s, 0, 1)
 	tick(t, a, w)
 	got := tasksOfJob(t, a, j.Id)[0]
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, got.Status, "given back")
@@ -309,7 +309,7 @@ func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
 	for range 10 { // the worker's next read of its node comes with its next tick
 		a.NextBlock()
 	}
-	s.Dev(1).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 1, 0)
 	tick(t, a, w)
 	require.Equal(t, 8, gpus(), "refused under the MIG task")
 	untilCompleted(t, a, 40, w, first.Id)
@@ -353,7 +353,7 @@ func TestWorkerSendsARefusedMIGUpdateAtEachBlock(t *testing.T) {
 	for range 10 { // the worker's next read of its node comes with its next tick
 		a.NextBlock()
 	}
-	s.Dev(1).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 1, 0)
 	tick(t, a, w) // reads its node, and its GPUs: the update is refused
 	require.Equal(t, 8, gpus(), "refused under the MIG task")
 	require.Equal(t, 1, updates())
@@ -408,7 +408,7 @@ func TestWorkerAnswersChallengesOnTheGPUsItHas(t *testing.T) {
 	for range 10 {
 		a.NextBlock()
 	}
-	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 7, 0)
 	solver.mu.Lock()
 	solver.seen = nil
 	solver.mu.Unlock()
@@ -444,7 +444,7 @@ func TestWorkerWithdrawsBidsItsNodeNoLongerFits(t *testing.T) {
 	j := job(t, a, spec)
 	until(t, a, 10, "a bid on the auction", func() bool { return bidsOn(t, a, j.Id) > 0 }, w)
 
-	s.Dev(7).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST }
+	loseCard(s, 7, 0)
 	gq := gfltypes.NewQueryClient(a.QueryConn())
 	until(t, a, 20, "the node has seven GPUs and its bid is withdrawn", func() bool {
 		n, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: nodeID})
@@ -454,9 +454,10 @@ func TestWorkerWithdrawsBidsItsNodeNoLongerFits(t *testing.T) {
 	a.AssertInvariants()
 }
 
-// lostAfterReads has card i answer NVML's memory query reads more times, then report
-// itself lost (NVML_ERROR_GPU_IS_LOST): a card that fails after the worker read it.
-func lostAfterReads(s *gpumock.DGX, i, reads int) {
+// loseCard has card i answer NVML's memory query reads more times, then report itself
+// lost (NVML_ERROR_GPU_IS_LOST) for good: with reads > 0, a card that fails after the
+// worker read it.
+func loseCard(s *gpumock.DGX, i, reads int) {
 	dev := s.Dev(i)
 	was := dev.GetMemoryInfoFunc
 	var mu sync.Mutex

@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	sdk "github.com/cosmos/cosmos-sdk/types"
-
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -27,10 +25,8 @@ func TestAttackFakeResultOnAFailingJobSlashesTheAuditors(t *testing.T) {
 	a := appWithProvidersEdit(t, []string{"p1", "p2", "p3"}, func(m *markettypes.Params) { m.CommitteeSize = 1 })
 	var mu sync.Mutex
 	liar := newWorkerIn(t, &mu, a, "p1", filepath.Join(t.TempDir(), "liar"), nil)
-	spec := processSpec(a, `case "$FLOPS_OUTPUT_DIR" in */liar/*) echo made-up > "$FLOPS_OUTPUT_DIR/out" ;; *) echo boom >&2; exit 2 ;; esac`)
-	spec.Verification = markettypes.VERIFICATION_CLASS_EXACT
-	spec.VerificationBudget = sdk.NewCoin("udps", spec.MaxPricePerTask.Amount.MulRaw(2)) // an audit and a committee of 1
-	j := job(t, a, spec)
+	// a budget for an audit and a committee of 1
+	j := job(t, a, exact(processSpec(a, `case "$FLOPS_OUTPUT_DIR" in */liar/*) echo made-up > "$FLOPS_OUTPUT_DIR/out" ;; *) echo boom >&2; exit 2 ;; esac`), 2))
 	q := markettypesQuery(a)
 	getTask := func(id uint64) markettypes.Task {
 		res, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: id})
@@ -83,10 +79,7 @@ func TestWorkerGivesBackAnAuditThatDidNotAnswer(t *testing.T) {
 	a := appWithProvidersEdit(t, []string{"p1", "p2"}, func(m *markettypes.Params) { m.CommitteeSize = 1 })
 	var mu sync.Mutex
 	liar := newWorkerIn(t, &mu, a, "p1", filepath.Join(t.TempDir(), "liar"), nil)
-	spec := processSpec(a, `case "$FLOPS_OUTPUT_DIR" in */liar/*) echo made-up > "$FLOPS_OUTPUT_DIR/out" ;; *) kill -TERM $$ ;; esac`)
-	spec.Verification = markettypes.VERIFICATION_CLASS_EXACT
-	spec.VerificationBudget = sdk.NewCoin("udps", spec.MaxPricePerTask.Amount.MulRaw(2))
-	j := job(t, a, spec)
+	j := job(t, a, exact(processSpec(a, `case "$FLOPS_OUTPUT_DIR" in */liar/*) echo made-up > "$FLOPS_OUTPUT_DIR/out" ;; *) kill -TERM $$ ;; esac`), 2))
 	q := markettypesQuery(a)
 	until(t, a, 80, "the task runs on the liar's node", func() bool {
 		res, err := q.Task(a.Ctx(), &markettypes.QueryTaskRequest{TaskId: j.FirstTaskId})

@@ -81,14 +81,12 @@ func (k Keeper) SlashAtMost(ctx context.Context, provider sdk.AccAddress, fracti
 	if err := validate.PPM("fraction", fractionPPM); err != nil {
 		return types.SlashRecord{}, errorsmod.Wrap(types.ErrInvalidSlash, err.Error())
 	}
-	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	cacheCtx, _ := sdkCtx.CacheContext()
 	// the fraction is decided on what the cut would reach; Slash then checks the rest
-	c, _, err := k.getCollateral(cacheCtx, provider)
+	c, _, err := k.getCollateral(ctx, provider)
 	if err != nil {
 		return types.SlashRecord{}, err
 	}
-	entries, err := k.ProviderUnbondings(cacheCtx, provider)
+	entries, err := k.ProviderUnbondings(ctx, provider)
 	if err != nil {
 		return types.SlashRecord{}, err
 	}
