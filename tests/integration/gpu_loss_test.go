@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	abci "github.com/cometbft/cometbft/abci/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -19,8 +21,9 @@ import (
 // failed on that machine. Now the change is taken while the tasks in flight keep enough
 // GPUs: the node has one GPU fewer at once, its collateral lock follows, and the next job
 // gets only the GPUs that are left. A change that the tasks in flight would not survive
-// (fewer GPUs than they hold, another class, a node with MIG devices, whose tasks the
-// chain gave exact devices) is still refused, and changes nothing.
+// (fewer GPUs than they hold, another class, on a node with MIG a device a task holds) is
+// still refused, and changes nothing; on a node with MIG, whose tasks the chain gave exact
+// devices, a change that keeps them renumbers them, once they run.
 func TestBusyNodeLosesAGPU(t *testing.T) {
 	a, nodes := marketAppLate(t, 2, 0, nil)
 	id := bondAndRegister(t, a, "p1", 4)
@@ -98,22 +101,62 @@ func TestBusyNodeLosesAGPU(t *testing.T) {
 	require.Equal(t, uint32(4), slot().Gpus)
 	require.Equal(t, uint64(4), locked())
 
-	// a node with MIG: its tasks hold exact devices, which a new inventory renumbers
-	mig := a100("p2", 2)
+	// a node with MIG: its tasks hold exact devices, which a new inventory renumbers when
+	// it keeps them (by UUID, alike), once the tasks holding them run
+	mig := a100("p2", 3)
 	mig.Region = "us-east"
-	mig.Gpus[0].MigCapable, mig.Gpus[0].MigSlices = true, 7
-	mig.Gpus[0].MigInstances = []gfltypes.MigInstance{{Uuid: "MIG-p2-0", MemoryMib: 19968, Slices: 3}, {Uuid: "MIG-p2-1", MemoryMib: 19968, Slices: 3}}
+	for i, name := range []string{"a", "b"} {
+		mig.Gpus[i].MigCapable, mig.Gpus[i].MigSlices = true, 7
+		mig.Gpus[i].MigInstances = []gfltypes.MigInstance{{Uuid: "MIG-p2-" + name + "0", MemoryMib: 19968, Slices: 3}, {Uuid: "MIG-p2-" + name + "1", MemoryMib: 19968, Slices: 3}}
+	}
 	p2 := a.Account("p2")
-	a.MustDeliver("p2", &sstypes.MsgBond{Provider: p2.String(), Amount: sdk.NewInt64Coin(udps, 200_000_000)},
+	a.MustDeliver("p2", &sstypes.MsgBond{Provider: p2.String(), Amount: sdk.NewInt64Coin(udps, 300_000_000)},
 		&gfltypes.MsgRegisterNode{Operator: p2.String(), Spec: mig})
 	onMIG := gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN)
 	onMIG.Requirements.Region = "us-east"
 	third := submit(t, a, onMIG)
 	migTask := jobTasks(t, a, third)[0]
-	require.Len(t, migTask.Devices, 1, "a device of the MIG node")
-	mig.Gpus = mig.Gpus[:1]
-	r := a.Deliver("p2", &gfltypes.MsgUpdateNode{Operator: p2.String(), NodeId: migTask.NodeId, Spec: mig})
+	require.Equal(t, []uint32{4}, migTask.Devices, "the whole card 2")
+	migNode := func() gfltypes.Node {
+		n, err := a.GFLKeeper.GetNode(a.Ctx(), migTask.NodeId)
+		require.NoError(t, err)
+		return n
+	}
+	pinned, err := markettypes.DeviceUUIDs(migNode(), migTask.Devices)
+	require.NoError(t, err)
+	require.Equal(t, []string{mig.Gpus[2].Uuid}, pinned)
+	updateMIG := func(edit func(s *gfltypes.NodeSpec)) *abci.ExecTxResult {
+		spec := mig
+		spec.Gpus = slices.Clone(mig.Gpus)
+		edit(&spec)
+		return a.Deliver("p2", &gfltypes.MsgUpdateNode{Operator: p2.String(), NodeId: migTask.NodeId, Spec: spec})
+	}
+	loseCard := func(i int) func(s *gfltypes.NodeSpec) {
+		return func(s *gfltypes.NodeSpec) { s.Gpus = slices.Delete(s.Gpus, i, i+1) }
+	}
+	r := updateMIG(loseCard(0))
 	require.Equal(t, gfltypes.ErrNodeBusy.ABCICode(), r.Code, r.Log)
-	require.Contains(t, r.Log, "on MIG devices the chain gave them")
+	require.Contains(t, r.Log, "held by a task assigned and not yet started")
+	a.MustDeliver("p2", &markettypes.MsgAckTask{Provider: p2.String(), TaskId: migTask.Id})
+	r = updateMIG(loseCard(2))
+	require.Equal(t, gfltypes.ErrNodeBusy.ABCICode(), r.Code, r.Log)
+	require.Contains(t, r.Log, "runs on its device 4, which the change takes away or alters")
+	require.Len(t, migNode().Gpus, 3)
+
+	r = updateMIG(loseCard(0))
+	require.Zero(t, r.Code, r.Log)
+	migTask = jobTasks(t, a, third)[0]
+	require.Equal(t, markettypes.TASK_STATUS_RUNNING, migTask.Status)
+	require.Equal(t, []uint32{2}, migTask.Devices, "card 2 is device 2 now")
+	again, err := markettypes.DeviceUUIDs(migNode(), migTask.Devices)
+	require.NoError(t, err)
+	require.Equal(t, pinned, again, "the worker pins the same GPU")
+	ms, err := a.MarketKeeper.Slots.Get(a.Ctx(), migTask.NodeId)
+	require.NoError(t, err)
+	require.Len(t, ms.Devices, 3)
+	require.True(t, ms.DeviceUsed(2))
+	c, err := a.StakingSlashKeeper.GetCollateral(a.Ctx(), p2.Address)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), c.LockedGpus, "the lost card's collateral unlocked")
 	a.AssertInvariants()
 }

@@ -502,6 +502,30 @@ func (f *fixture) updateNode(id uint64, edit func(n *gfltypes.Node)) {
 	require.NoError(f.t, f.k.GFLHooks().AfterNodeChanged(f.ctx, n))
 }
 
+// changeNode changes a node's inventory as x/gfl's UpdateNode does, in one transaction:
+// the market's veto (which may move the tasks holding its devices), then the change and
+// the hook after it. edit changes a copy of the node.
+func (f *fixture) changeNode(id uint64, edit func(n *gfltypes.Node)) error {
+	return f.tx(func(ctx sdk.Context) error {
+		n := f.gfl.nodes[id]
+		next := n
+		next.Gpus = make([]gfltypes.GpuInfo, len(n.Gpus))
+		for i, g := range n.Gpus {
+			g.MigInstances = slices.Clone(g.MigInstances)
+			next.Gpus[i] = g
+		}
+		edit(&next)
+		if err := f.k.GFLHooks().BeforeNodeChange(ctx, n, &next); err != nil {
+			return err
+		}
+		if err := f.k.GFLHooks().AfterNodeChanged(ctx, next); err != nil {
+			return err
+		}
+		f.gfl.nodes[id] = next
+		return nil
+	})
+}
+
 // gemmSpec is a 1-GPU BUILTIN gemm batch job of tasks tasks: at most 5 DPS per task, 10
 // minutes per task, a day to finish, a 0.1 DPS tip, no verification.
 func (f *fixture) gemmSpec(tasks uint32) types.JobSpec {

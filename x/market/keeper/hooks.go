@@ -8,6 +8,8 @@ import (
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
+	"github.com/flopsnet/flops/internal/collkeys"
+
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	"github.com/flopsnet/flops/x/market/types"
 )
@@ -20,13 +22,18 @@ func (k Keeper) GFLHooks() gfltypes.GFLHooks { return gflHooks{k} }
 type gflHooks struct{ k Keeper }
 
 // BeforeNodeChange vetoes the deactivation of a node with tasks assigned, running or
-// committed, and a change of its inventory that those tasks would not survive. A node
-// without MIG devices, before and after, that keeps its class and at least as many GPUs
-// as its tasks hold may change them while they run: the chain counts the GPUs a task
-// holds, not which ones, so a card that failed (or was added) is taken at once instead
-// of waiting for a moment without work, which a busy node may never have, while the
-// scheduler kept giving tasks to the card that is gone. With MIG the chain gave each task
-// exact devices, which a new inventory would renumber.
+// committed, and a change of its inventory that those tasks would not survive. A node that
+// keeps its class may change its GPUs under tasks that hold none (committed: their work is
+// done), and while tasks hold some:
+//   - without MIG devices, before and after, when it keeps at least as many GPUs as its
+//     tasks hold: the chain counts the GPUs a task holds, not which ones;
+//   - with MIG devices, before and after, when every device its tasks hold stays, alike
+//     (renumberDevices): the chain gave each task exact devices, which the change
+//     renumbers.
+//
+// So a card that failed (or was added) is taken at once instead of waiting for a moment
+// without work, which a busy node may never have, while the scheduler kept giving tasks to
+// the card that is gone, each given back and slashed.
 func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node, next *gfltypes.Node) error {
 	s, err := h.k.Slots.Get(ctx, n.Id)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
@@ -43,12 +50,75 @@ func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node, next *g
 	switch after := types.SlotFromNode(*next); {
 	case next.GpuClass != n.GpuClass:
 		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight: its class cannot change from %q to %q under them", n.Id, s.Tasks, n.GpuClass, next.GpuClass)
+	case s.GpusUsed == 0:
+		return nil
+	case len(s.Devices) > 0 && len(after.Devices) > 0:
+		return h.k.renumberDevices(ctx, n, *next, s)
 	case len(s.Devices) > 0 || len(after.Devices) > 0:
-		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight on MIG devices the chain gave them: its GPUs cannot change under them", n.Id, s.Tasks)
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks on its GPUs: they cannot go into or out of MIG mode under them", n.Id, s.Tasks)
 	case after.Gpus < s.GpusUsed:
 		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight on %d GPUs: the change leaves %d", n.Id, s.Tasks, s.GpusUsed, after.Gpus)
 	}
 	return nil
+}
+
+// renumberDevices moves the tasks holding devices of a node with MIG to its devices after
+// a change of its inventory (next), and its slot with them, or refuses the change when a
+// device one of them holds would go or change (DeviceRenumbering): a card lost under a
+// task waits for that task to end or be given back. The devices of a running task are
+// found through NodeRunning, at most one task a device; a task assigned and not yet
+// acknowledged holds devices too, but only a walk of every assigned task on the chain
+// would find it, so the change waits for it to start (its worker's next block) or go.
+// The change follows in the same transaction (x/gfl's UpdateNode), which a later failure
+// reverts whole; AfterNodeChanged then finds the slot as it would write it.
+func (k Keeper) renumberDevices(ctx context.Context, n, next gfltypes.Node, s types.NodeSlot) error {
+	to := types.DeviceRenumbering(n, next)
+	if len(to) != len(s.Devices) {
+		return fmt.Errorf("market: node %d has %d devices, its slot %d", n.Id, len(to), len(s.Devices))
+	}
+	after := types.SlotFromNode(next)
+	keys, err := collkeys.CollectKeys(ctx, k.NodeRunning, collections.NewPrefixedPairRange[uint64, uint64](n.Id), len(s.Devices)+1)
+	if err != nil {
+		return err
+	}
+	held := types.NodeSlot{Devices: s.Devices}      // what the running tasks hold, as numbered now
+	moved := types.NodeSlot{Devices: after.Devices} // and after the change
+	tasks := make([]types.Task, 0, len(keys))
+	for _, key := range keys {
+		t, err := k.Tasks.Get(ctx, key.K2())
+		if err != nil {
+			return err
+		}
+		bits, ok := held.MarkDevices(t.Devices, true)
+		if !ok {
+			return fmt.Errorf("market: task %d holds devices %v of node %d: one is unknown or another task's", t.Id, t.Devices, n.Id)
+		}
+		held.DevicesUsed = bits
+		devices := make([]uint32, len(t.Devices))
+		for i, d := range t.Devices {
+			if to[d] < 0 {
+				return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: task %d runs on its device %d, which the change takes away or alters", n.Id, t.Id, d)
+			}
+			devices[i] = uint32(to[d])
+		}
+		if moved.DevicesUsed, ok = moved.MarkDevices(devices, true); !ok {
+			return fmt.Errorf("market: node %d: task %d's devices %v renumbered to %v, one taken twice", n.Id, t.Id, t.Devices, devices)
+		}
+		t.Devices = devices
+		tasks = append(tasks, t)
+	}
+	for i := range s.Devices {
+		if s.DeviceUsed(i) && !held.DeviceUsed(i) {
+			return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: its device %d is held by a task assigned and not yet started: its GPUs can change once that task runs or goes", n.Id, i)
+		}
+	}
+	for _, t := range tasks {
+		if err := k.Tasks.Set(ctx, t.Id, t); err != nil {
+			return err
+		}
+	}
+	after.GpusUsed, after.Tasks, after.OpenTasks, after.DevicesUsed = s.GpusUsed, s.Tasks, s.OpenTasks, moved.DevicesUsed
+	return k.setSlot(ctx, &s, after)
 }
 
 // AfterNodeChanged refreshes the node's slot, keeping its usage counters; a failure fails
@@ -62,7 +132,7 @@ func (h gflHooks) AfterNodeChanged(ctx context.Context, n gfltypes.Node) error {
 		s.GpusUsed, s.Tasks, s.OpenTasks = old.GpusUsed, old.Tasks, old.OpenTasks
 		if slices.Equal(s.Devices, old.Devices) {
 			s.DevicesUsed = old.DevicesUsed
-		} // else a change of MIG devices, refused while a task holds the node (BeforeNodeChange)
+		} // else new MIG devices, none held: BeforeNodeChange moved the held ones and the slot
 		oldp = &old
 	case !errorsmod.IsOf(err, collections.ErrNotFound):
 		return err

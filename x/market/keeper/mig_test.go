@@ -2,6 +2,7 @@ package keeper_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -198,4 +199,169 @@ func TestAttackMIGSlicesInflateVerifiedWork(t *testing.T) {
 	require.Equal(t, 7, n, "7 tasks settled")
 	require.True(t, slices.LTE(card), "7 slices of a card report %s GFLOP-s, the whole card %s", slices, card)
 	require.True(t, slices.MulRaw(100).GTE(card.MulRaw(99)), "and about as much: %s vs %s", slices, card)
+}
+
+// threeCards: card 0 and card 1 in MIG mode as a 3-slice and a 4-slice instance, card 2
+// whole. Devices: 0 (card 0, 3 slices), 1 (card 0, 4), 2 (card 1, 3), 3 (card 1, 4), 4
+// (card 2 whole).
+var threeCards = both(migCard(0, 3, 4), migCard(1, 3, 4))
+
+// runningOnMIG is a node of threeCards with two running tasks: one that may share on
+// device 0, one on the whole card 2 (device 4).
+func runningOnMIG(t *testing.T) (f *fixture, node uint64, shared, whole types.Task) {
+	f = newFixture(t, nil)
+	node = f.addNode(f.operator("p1"), 3, threeCards)
+	spec := f.gemmSpec(1)
+	spec.Requirements.SharedGpuOk = true
+	a := f.submit(spec)
+	b := f.submit(f.gemmSpec(1))
+	f.blocks(1)
+	shared, whole = f.tasks(a)[0], f.tasks(b)[0]
+	require.Equal(t, []uint32{0}, shared.Devices)
+	require.Equal(t, []uint32{4}, whole.Devices)
+	require.Equal(t, uint32(360), shared.DeviceShare, "3/7 of a GPU, in 840ths")
+	require.Equal(t, uint32(types.DeviceShareDen), whole.DeviceShare)
+	f.ack(shared)
+	f.ack(whole)
+	return f, node, f.task(shared.Id), f.task(whole.Id)
+}
+
+// pinned is what the node's worker pins a task to: the UUIDs of its devices.
+func (f *fixture) pinned(task types.Task) []string {
+	f.t.Helper()
+	uuids, err := types.DeviceUUIDs(f.gfl.nodes[task.NodeId], task.Devices)
+	require.NoError(f.t, err)
+	return uuids
+}
+
+// A card of a node with MIG fails under its running tasks, on other cards: the change is
+// taken at once, the tasks' devices renumbered to the same devices (the worker pins the
+// same UUIDs), and the lost card's devices are given no task. Before, any change of a MIG
+// node's devices waited for a moment without tasks in flight, which a busy node may never
+// have, while the scheduler went on giving the lost card's devices tasks, each given back
+// and slashed.
+func TestMIGNodeLosesACardUnderRunningTasks(t *testing.T) {
+	f, node, shared, whole := runningOnMIG(t)
+	pins := [][]string{f.pinned(shared), f.pinned(whole)}
+	require.NoError(t, f.changeNode(node, func(n *gfltypes.Node) { n.Gpus = slices.Delete(n.Gpus, 1, 2) }))
+
+	shared, whole = f.task(shared.Id), f.task(whole.Id)
+	require.Equal(t, []uint32{0}, shared.Devices)
+	require.Equal(t, []uint32{2}, whole.Devices, "card 2 is the third device now")
+	require.Equal(t, pins, [][]string{f.pinned(shared), f.pinned(whole)}, "the same devices")
+	s := f.slot(node)
+	require.Len(t, s.Devices, 3)
+	require.Equal(t, uint32(2), s.GpusUsed)
+	require.Equal(t, []bool{true, false, true}, []bool{s.DeviceUsed(0), s.DeviceUsed(1), s.DeviceUsed(2)})
+	f.assertInvariants()
+
+	// two more tasks that may share: one takes the free 4-slice instance of card 0, the
+	// other waits (before the change it would have taken card 1's)
+	spec := f.gemmSpec(2)
+	spec.Requirements.SharedGpuOk = true
+	more := f.submit(spec)
+	f.blocks(1)
+	tasks := f.tasks(more)
+	require.Equal(t, []uint32{1}, tasks[0].Devices)
+	require.Equal(t, types.TASK_STATUS_PENDING, tasks[1].Status)
+	f.assertInvariants()
+
+	// the card comes back: taken too (once the new task runs), its devices free
+	f.ack(tasks[0])
+	require.NoError(t, f.changeNode(node, func(n *gfltypes.Node) { n.Gpus = a100(node, n.Operator, 3, threeCards).Gpus }))
+	f.blocks(1)
+	require.Equal(t, []uint32{2}, f.task(tasks[1].Id).Devices, "card 1's 3-slice instance")
+	require.Equal(t, []uint32{4}, f.task(whole.Id).Devices)
+	require.Equal(t, pins[1], f.pinned(f.task(whole.Id)))
+	f.assertInvariants()
+}
+
+// A change of a MIG node's inventory under running tasks that would take away or alter a
+// device one of them holds is refused, changing nothing; so is one while a task assigned
+// and not yet started holds devices (its devices cannot be found without a walk of every
+// assigned task): it is taken once the task runs.
+func TestMIGNodeKeepsTheDevicesItsTasksHold(t *testing.T) {
+	f, node, shared, _ := runningOnMIG(t)
+	for _, c := range []struct {
+		name string
+		edit func(n *gfltypes.Node)
+		want string
+	}{
+		{"card 0 lost", func(n *gfltypes.Node) { n.Gpus = n.Gpus[1:] }, fmt.Sprintf("task %d runs on its device 0, which the change takes away or alters", shared.Id)},
+		{"card 2 into MIG mode", migCard(2, 7), "its device 4"},
+		{"instance resized", func(n *gfltypes.Node) {
+			n.Gpus[0].MigInstances[0].Slices, n.Gpus[0].MigInstances[0].MemoryMib = 2, 11702
+		}, "its device 0"},
+		{"instance moved to another card", func(n *gfltypes.Node) {
+			n.Gpus[1].MigInstances[0].Uuid, n.Gpus[0].MigInstances[0].Uuid = n.Gpus[0].MigInstances[0].Uuid, n.Gpus[1].MigInstances[0].Uuid
+		}, "its device 0"},
+		{"out of MIG mode", func(n *gfltypes.Node) {
+			for i := range n.Gpus {
+				n.Gpus[i].MigInstances, n.Gpus[i].MigSlices = nil, 0
+			}
+		}, "into or out of MIG mode"},
+	} {
+		before := f.snapshot()
+		err := f.changeNode(node, c.edit)
+		require.ErrorIs(t, err, types.ErrNodeBusy, c.name)
+		require.ErrorContains(t, err, c.want, c.name)
+		f.requireUnchanged(before)
+	}
+
+	// a task assigned to card 0's other instance, not started: card 1 waits for it
+	spec := f.gemmSpec(1)
+	spec.Requirements.SharedGpuOk = true
+	job := f.submit(spec)
+	f.blocks(1)
+	waiting := f.tasks(job)[0]
+	require.Equal(t, []uint32{1}, waiting.Devices)
+	before := f.snapshot()
+	lose1 := func(n *gfltypes.Node) { n.Gpus = slices.Delete(n.Gpus, 1, 2) }
+	err := f.changeNode(node, lose1)
+	require.ErrorIs(t, err, types.ErrNodeBusy)
+	require.ErrorContains(t, err, "its device 1 is held by a task assigned and not yet started")
+	f.requireUnchanged(before)
+	f.ack(waiting)
+	require.NoError(t, f.changeNode(node, lose1))
+	require.Equal(t, []uint32{1}, f.task(waiting.Id).Devices)
+	f.assertInvariants()
+}
+
+// A provider runs a one-slice task on a MIG instance and, once it has revealed (its node
+// free of tasks in flight), takes the card out of MIG mode so that the task's device
+// index names a whole GPU: its settlement reported a whole GPU's verified work for a
+// seventh of one (7x the rewards' weight). A task's share is fixed at its assignment
+// (device_share).
+func TestAttackMIGReshapeBeforeSettlementInflatesVerifiedWork(t *testing.T) {
+	run := func(t *testing.T, reshape bool) sdkmath.Int {
+		f := newFixture(t, nil)
+		node := f.addNode(f.operator("p1"), 2, migCard(1, 1, 1, 1, 1, 1, 1, 1))
+		spec := f.gemmSpec(1)
+		spec.Requirements.SharedGpuOk = true
+		job := f.submit(spec)
+		f.blocks(1)
+		task := f.tasks(job)[0]
+		require.Equal(t, []uint32{1}, task.Devices, "a one-slice instance of card 1")
+		f.ack(task)
+		f.next(time.Minute)
+		f.commit(task)
+		f.blocks(1)
+		f.reveal(task)
+		if reshape {
+			// card 1 whole, card 0 in MIG mode: device 1 is card 1's whole GPU now
+			require.NoError(t, f.changeNode(node, func(n *gfltypes.Node) {
+				n.Gpus[1].MigInstances, n.Gpus[1].MigSlices = nil, 0
+				migCard(0, 7)(n)
+			}))
+			require.Zero(t, f.slot(node).Devices[1].Slices)
+		}
+		f.blocks(int(f.params().ChallengeWindowBlocks) + 2)
+		require.Equal(t, types.TASK_STATUS_SETTLED, f.task(task.Id).Status)
+		require.Len(t, f.hooks.work, 1)
+		f.assertInvariants()
+		return f.hooks.work[0].GflopSeconds
+	}
+	honest, reshaped := run(t, false), run(t, true)
+	require.True(t, honest.IsPositive())
+	require.Equal(t, honest.String(), reshaped.String(), "a seventh of a GPU's minute either way")
 }

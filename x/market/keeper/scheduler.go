@@ -568,12 +568,14 @@ func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *t
 	exposure := exposureOf(p, taskValue(*job, t.Role, price))
 	h := sdkCtx.BlockHeight()
 	var devices []uint32
+	var share uint64
 	if len(slot.Devices) > 0 {
 		// the exact devices (whole GPUs or MIG instances) it runs on: its worker pins these
 		var ok bool
 		if devices, ok = types.FitDevices(slot, job.Spec.Requirements, true); !ok {
 			return fmt.Errorf("market: node %d has no free devices for task %d", slot.NodeId, t.Id)
 		}
+		share, _ = types.DevicesShare(slot, devices)
 	}
 	if err := k.transition(ctx, p, job, t, types.TASK_STATUS_ASSIGNED, step{
 		history: "TaskAssigned", node: slot.NodeId, detail: "price " + price.String() + p.Denom, slot: &slot, jobAsStored: jobAsStored,
@@ -586,6 +588,7 @@ func (k Keeper) assign(ctx context.Context, p types.Params, job *types.Job, t *t
 		t.AssignedHeight = h
 		t.AckDeadlineHeight = h + int64(p.AckTimeoutBlocks)
 		t.Devices = devices
+		t.DeviceShare = uint32(share) // at most 840 a device of a node's few
 		// a pending failure report now has a run to decide it (the scheduler places such a
 		// task away from the reporting operator's nodes)
 		if i := pendingFailure(*t); i >= 0 {

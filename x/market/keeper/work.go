@@ -50,10 +50,15 @@ func (k Keeper) recordWork(ctx context.Context, job types.Job, t types.Task, gro
 	run = min(max(run, 0), job.Spec.MaxDuration)
 	// the task's share of the node's power: its GPUs, or on a node with MIG its devices'
 	// shares of a card (a one-slice instance of 7 did a seventh of a GPU's work; counted
-	// as a GPU, 7 slices of one card were 7 GPUs' verified work)
+	// as a GPU, 7 slices of one card were 7 GPUs' verified work), as at its assignment:
+	// the node's devices may have changed since (a task assigned before device_share
+	// reads them as they are now)
 	gpus := uint64(max(len(node.Gpus), 1))
 	share, whole := uint64(job.Spec.Requirements.GPUs()), uint64(1)
-	if len(t.Devices) > 0 {
+	switch {
+	case t.DeviceShare > 0:
+		share, whole = uint64(t.DeviceShare), types.DeviceShareDen
+	case len(t.Devices) > 0:
 		share, whole = types.DevicesShare(types.SlotFromNode(node), t.Devices)
 	}
 	c := sdkmath.NewIntFromUint64(corrected).MulRaw(int64(run / time.Second)).

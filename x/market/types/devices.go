@@ -93,11 +93,15 @@ func QuoteDevices(s NodeSlot, devices []uint32, d time.Duration) sdkmath.Int {
 	return quoteShare(s.AskPerGpuHour, num, den, d)
 }
 
+// DeviceShareDen is the denominator of a share of a GPU (DevicesShare, Task.device_share):
+// 840, the lcm of every slice count a card may have (1 to 8), so every share is exact.
+const DeviceShareDen = 840
+
 // DevicesShare is how many GPUs the given devices of the slot are, num/den: a whole GPU
-// 1, a MIG instance its slices over its card's. Exact: den is 840, the lcm of every slice
-// count a card may have (1 to 8). An index out of range counts nothing.
+// 1, a MIG instance its slices over its card's; den is DeviceShareDen. An index out of
+// range counts nothing.
 func DevicesShare(s NodeSlot, devices []uint32) (num, den uint64) {
-	const lcm = 840
+	const lcm = DeviceShareDen
 	for _, i := range devices {
 		if int(i) >= len(s.Devices) {
 			continue
@@ -125,6 +129,41 @@ func DeviceUUIDs(n gfltypes.Node, indices []uint32) ([]string, error) {
 		out = append(out, all[i])
 	}
 	return out, nil
+}
+
+// DeviceRenumbering maps the devices of a node with MIG (NodeSlot.devices) before a change
+// of its inventory to its devices after: to[i] is the index after of device i, or -1
+// where the device is gone or not alike. Alike: the same UUID on the same card (by the
+// card's UUID), with the same memory, slices and card slices, so that a task holding it
+// keeps what it was given, priced and placed for (its cards apart or shared).
+func DeviceRenumbering(before, after gfltypes.Node) []int {
+	type device struct {
+		SlotDevice
+		uuid, card string
+	}
+	devices := func(n gfltypes.Node) []device {
+		s := SlotFromNode(n)
+		uuids := gfltypes.SchedulableUUIDs(n.Gpus)
+		out := make([]device, len(s.Devices))
+		for i, d := range s.Devices {
+			out[i] = device{SlotDevice: d, uuid: uuids[i], card: n.Gpus[d.Card].Uuid}
+			out[i].Card = 0 // its place among the cards may move; its card's UUID may not
+		}
+		return out
+	}
+	was, is := devices(before), devices(after)
+	at := make(map[string]int, len(is))
+	for j, d := range is {
+		at[d.uuid] = j
+	}
+	to := make([]int, len(was))
+	for i, d := range was {
+		to[i] = -1
+		if j, ok := at[d.uuid]; ok && is[j] == d {
+			to[i] = j
+		}
+	}
+	return to
 }
 
 // FitsJob: the node can take the job's tasks, its load aside: enough GPUs, the disk the

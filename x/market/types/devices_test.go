@@ -155,3 +155,41 @@ func TestServes(t *testing.T) {
 	spec.Requirements.GpuCount = 3
 	require.False(t, types.Serves(whole, spec), "two GPUs, a task of three")
 }
+
+// A device keeps its place in a new inventory only as itself: the same UUID on the same
+// card with the same memory and slices; cards moving (one lost before it) renumber it.
+func TestDeviceRenumbering(t *testing.T) {
+	edit := func(e func(n *gfltypes.Node)) gfltypes.Node {
+		n := migNode()
+		e(&n)
+		return n
+	}
+	added := gfltypes.GpuInfo{Uuid: "GPU-c", MemoryMib: 40960}
+	for _, c := range []struct {
+		name  string
+		after gfltypes.Node
+		want  []int
+	}{
+		{"unchanged", migNode(), []int{0, 1, 2, 3}},
+		{"a card added first", edit(func(n *gfltypes.Node) { n.Gpus = append([]gfltypes.GpuInfo{added}, n.Gpus...) }), []int{1, 2, 3, 4}},
+		{"card 1 lost", edit(func(n *gfltypes.Node) { n.Gpus = n.Gpus[:1] }), []int{0, 1, 2, -1}},
+		{"card 0 lost, another in MIG mode", edit(func(n *gfltypes.Node) {
+			c := added
+			c.MigSlices, c.MigInstances = 7, []gfltypes.MigInstance{{Uuid: "MIG-c0", MemoryMib: 40192, Slices: 7}}
+			n.Gpus = []gfltypes.GpuInfo{n.Gpus[1], c}
+		}), []int{-1, -1, -1, 0}},
+		{"out of MIG mode: no devices", edit(func(n *gfltypes.Node) { n.Gpus = n.Gpus[1:] }), []int{-1, -1, -1, -1}},
+		{"an instance gone", edit(func(n *gfltypes.Node) { n.Gpus[0].MigInstances = n.Gpus[0].MigInstances[1:] }), []int{-1, 0, 1, 2}},
+		{"an instance resized", edit(func(n *gfltypes.Node) { n.Gpus[0].MigInstances[2].Slices = 2 }), []int{0, 1, -1, 3}},
+		{"an instance with less memory", edit(func(n *gfltypes.Node) { n.Gpus[0].MigInstances[1].MemoryMib-- }), []int{0, -1, 2, 3}},
+		{"card 1 into MIG mode", edit(func(n *gfltypes.Node) {
+			n.Gpus[1].MigSlices, n.Gpus[1].MigInstances = 7, []gfltypes.MigInstance{{Uuid: "MIG-b0", MemoryMib: 40192, Slices: 7}}
+		}), []int{0, 1, 2, -1}},
+		{"an instance's UUID under the other card", edit(func(n *gfltypes.Node) {
+			n.Gpus[0].MigInstances = n.Gpus[0].MigInstances[:2]
+			n.Gpus[1].MigSlices, n.Gpus[1].MigInstances = 7, []gfltypes.MigInstance{{Uuid: "MIG-a2", MemoryMib: 4864, Slices: 1}}
+		}), []int{0, 1, -1, -1}},
+	} {
+		require.Equal(t, c.want, types.DeviceRenumbering(migNode(), c.after), c.name)
+	}
+}

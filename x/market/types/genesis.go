@@ -119,6 +119,9 @@ func (gs GenesisState) validate() error {
 				return fmt.Errorf("tasks[%d].provider %q: %w", i, t.Provider, err)
 			}
 		}
+		if t.DeviceShare > DeviceShareDen*uint32(len(t.Devices)) {
+			return fmt.Errorf("tasks[%d].device_share %d: more than its %d devices (%d each at most)", i, t.DeviceShare, len(t.Devices), DeviceShareDen)
+		}
 		for j, f := range t.Failures {
 			if !f.RerunSlashed.IsNil() && f.RerunSlashed.IsNegative() {
 				return fmt.Errorf("tasks[%d].failures[%d].rerun_slashed %s: must not be negative", i, j, f.RerunSlashed)

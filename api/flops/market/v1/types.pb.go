@@ -3014,8 +3014,17 @@ type Task struct {
 	PendingHeight int64 `protobuf:"varint,38,opt,name=pending_height,json=pendingHeight,proto3" json:"pending_height,omitempty"`
 	// devices: on a node with GPUs in MIG mode, the indices in the node's devices
 	// (NodeSlot.devices) the task was given; the worker pins exactly these. Empty on a node
-	// without MIG (any of its free GPUs).
-	Devices       []uint32 `protobuf:"varint,39,rep,packed,name=devices,proto3" json:"devices,omitempty"`
+	// without MIG (any of its free GPUs). While the task holds the node (assigned or
+	// running) they follow the node's inventory: a change that keeps every device a task
+	// holds (by UUID, alike) renumbers them; after that they are the indices at its last
+	// renumbering, kept for the record.
+	Devices []uint32 `protobuf:"varint,39,rep,packed,name=devices,proto3" json:"devices,omitempty"`
+	// device_share: on a node with MIG, the share of a GPU the task's devices are, in
+	// 840ths (a whole GPU 840, a MIG instance its slices over its card's; DevicesShare),
+	// fixed at its assignment: its verified work is counted for that share whatever the
+	// node's inventory is at its settlement. 0 without devices (and on a task assigned
+	// before the field, whose share is read from the node's devices at its settlement).
+	DeviceShare   uint32 `protobuf:"varint,40,opt,name=device_share,json=deviceShare,proto3" json:"device_share,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3321,6 +3330,13 @@ func (x *Task) GetDevices() []uint32 {
 		return x.Devices
 	}
 	return nil
+}
+
+func (x *Task) GetDeviceShare() uint32 {
+	if x != nil {
+		return x.DeviceShare
+	}
+	return 0
 }
 
 // FailureReport is a provider's report that a task failed on its node for the job's sake.
@@ -4372,7 +4388,7 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\vgpu_seconds\x18\x01 \x01(\x04R\n" +
 	"gpuSeconds\x12#\n" +
 	"\renergy_joules\x18\x02 \x01(\x04R\fenergyJoules\x12\x1b\n" +
-	"\tgpu_uuids\x18\x03 \x03(\tR\bgpuUuids\"\xfa\r\n" +
+	"\tgpu_uuids\x18\x03 \x03(\tR\bgpuUuids\"\x9d\x0e\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x14\n" +
@@ -4425,7 +4441,8 @@ const file_flops_market_v1_types_proto_rawDesc = "" +
 	"\x0fprogress_height\x18$ \x01(\x03R\x0eprogressHeight\x12*\n" +
 	"\x11audit_draw_height\x18% \x01(\x03R\x0fauditDrawHeight\x12%\n" +
 	"\x0epending_height\x18& \x01(\x03R\rpendingHeight\x12\x18\n" +
-	"\adevices\x18' \x03(\rR\adevices\"\xc6\x05\n" +
+	"\adevices\x18' \x03(\rR\adevices\x12!\n" +
+	"\fdevice_share\x18( \x01(\rR\vdeviceShare\"\xc6\x05\n" +
 	"\rFailureReport\x124\n" +
 	"\bprovider\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\bprovider\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x126\n" +

@@ -1507,9 +1507,20 @@ export interface Task {
   /**
    * devices: on a node with GPUs in MIG mode, the indices in the node's devices
    * (NodeSlot.devices) the task was given; the worker pins exactly these. Empty on a node
-   * without MIG (any of its free GPUs).
+   * without MIG (any of its free GPUs). While the task holds the node (assigned or
+   * running) they follow the node's inventory: a change that keeps every device a task
+   * holds (by UUID, alike) renumbers them; after that they are the indices at its last
+   * renumbering, kept for the record.
    */
   devices: number[];
+  /**
+   * device_share: on a node with MIG, the share of a GPU the task's devices are, in
+   * 840ths (a whole GPU 840, a MIG instance its slices over its card's; DevicesShare),
+   * fixed at its assignment: its verified work is counted for that share whatever the
+   * node's inventory is at its settlement. 0 without devices (and on a task assigned
+   * before the field, whose share is read from the node's devices at its settlement).
+   */
+  deviceShare: number;
 }
 
 /** FailureReport is a provider's report that a task failed on its node for the job's sake. */
@@ -5987,6 +5998,7 @@ function createBaseTask(): Task {
     auditDrawHeight: 0n,
     pendingHeight: 0n,
     devices: [],
+    deviceShare: 0,
   };
 }
 
@@ -6161,6 +6173,9 @@ export const Task: MessageFns<Task> = {
         writer.uint32(v);
       }
       writer.join();
+    }
+    if (message.deviceShare !== 0) {
+      writer.uint32(320).uint32(message.deviceShare);
     }
     return writer;
   },
@@ -6510,6 +6525,14 @@ export const Task: MessageFns<Task> = {
 
             break;
           }
+          case 40: {
+            if (tag !== 320) {
+              break;
+            }
+
+            message.deviceShare = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6631,6 +6654,11 @@ export const Task: MessageFns<Task> = {
       devices: globalThis.Array.isArray(object?.devices)
         ? object.devices.map((e: any) => globalThis.Number(e))
         : [],
+      deviceShare: isSet(object.deviceShare)
+        ? globalThis.Number(object.deviceShare)
+        : isSet(object.device_share)
+        ? globalThis.Number(object.device_share)
+        : 0,
     };
   },
 
@@ -6753,6 +6781,9 @@ export const Task: MessageFns<Task> = {
     if (message.devices?.length) {
       obj.devices = message.devices.map((e) => Math.round(e));
     }
+    if (message.deviceShare !== 0) {
+      obj.deviceShare = Math.round(message.deviceShare);
+    }
     return obj;
   },
 
@@ -6828,6 +6859,7 @@ export const Task: MessageFns<Task> = {
       ? BigInt(object.pendingHeight)
       : 0n;
     message.devices = object.devices?.map((e) => e) || [];
+    message.deviceShare = object.deviceShare ?? 0;
     return message;
   },
 };
