@@ -286,13 +286,12 @@ func TestWorkerGivesBackATaskWhoseGPUWasLostUnderIt(t *testing.T) {
 	a.AssertInvariants()
 }
 
-// A MIG node's card fails while a task holds a device of another card: the chain refuses
-// the change while that task is assigned and not started (its devices cannot be found
-// then) and the worker sends it again at every block; it lands once the task runs, which
-// keeps its device, renumbered, and the devices after the lost card are numbered one
-// card lower. The next task the chain gives device 7, which is now card 2, runs on card
-// 2. Before, the worker went on mapping device indices on the node as it read it before
-// the update (up to 10 blocks old), so the task ran on card 1, the card that was gone.
+// A MIG node's card fails while a task holds a device of another card: the change lands
+// at the next block, under the task (its device keeps its index), and the devices after
+// the lost card are numbered one card lower. The next task the chain gives device 7,
+// which is now card 2, runs on card 2. Before, the worker went on mapping device indices
+// on the node as it read it before the update (up to 10 blocks old), so the task ran on
+// card 1, the card that was gone.
 func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
 	s, _ := dgxCard0InSevenSlices(t)
 	a, w := dgxWorker(t, s)
@@ -311,9 +310,8 @@ func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
 	}
 	loseCard(s, 1, 0)
 	tick(t, a, w)
-	require.Equal(t, 8, gpus(), "refused under the task not started")
+	require.Equal(t, 7, gpus(), "taken under the task")
 	untilCompleted(t, a, 40, w, first.Id)
-	until(t, a, 20, "the node has the seven cards left", func() bool { return gpus() == 7 }, w)
 
 	second := job(t, a, seenJob(a, seen, "second", 1)) // a whole GPU
 	require.Equal(t, []uint32{7}, tasksOfJob(t, a, second.Id)[0].Devices, "the first whole GPU: card 2 now")
@@ -325,13 +323,14 @@ func TestWorkerMapsDevicesOnTheNodeItJustUpdated(t *testing.T) {
 	a.AssertInvariants()
 }
 
-// A MIG node's card fails while a task of another card is assigned and not started: the
-// chain refuses the node's spec without the card until the task runs, and the worker
-// sends it again at the next block, where it lands under the running task. Before, it was
-// sent again only at the worker's reads of its node (every 10 blocks), and the chain
-// refused any change of a MIG node's devices while a task was in flight: a node whose
-// tasks follow each other closely could pass every such block busy, and the chain went on
-// giving the lost card's devices tasks, each given back and slashed.
+// A MIG node's card fails under a task assigned to it and not started: the chain refuses
+// the node's spec without the card until the task is given back (the worker does so at
+// once: its GPU is gone), and the worker sends the spec again at the next block, where
+// it lands. Before, it was sent again only at the worker's reads of its node (every 10
+// blocks), and the chain refused any change of a MIG node's devices while a task was in
+// flight: a node whose tasks follow each other closely could pass every such block busy,
+// and the chain went on giving the lost card's devices tasks, each given back and
+// slashed.
 func TestWorkerSendsARefusedMIGUpdateAtEachBlock(t *testing.T) {
 	s, _ := dgxCard0InSevenSlices(t)
 	a, w := dgxWorker(t, s)
@@ -348,22 +347,20 @@ func TestWorkerSendsARefusedMIGUpdateAtEachBlock(t *testing.T) {
 		}
 		return n
 	}
-	shared := seenJob(a, filepath.Join(t.TempDir(), "seen"), "first", 1)
-	shared.Requirements.SharedGpuOk = true // a MIG instance of card 0
-	first := job(t, a, shared)
+	first := job(t, a, seenJob(a, filepath.Join(t.TempDir(), "seen"), "first", 1))
+	require.Equal(t, []uint32{7}, tasksOfJob(t, a, first.Id)[0].Devices, "a whole GPU: card 1")
 	for range 10 { // the worker's next read of its node comes with its next tick
 		a.NextBlock()
 	}
 	loseCard(s, 1, 0)
-	tick(t, a, w) // reads its node, and its GPUs: the update is refused
-	require.Equal(t, 8, gpus(), "refused under the task not started")
+	tick(t, a, w) // reads its node, and its GPUs: the update is refused, the task given back
+	require.Equal(t, 8, gpus(), "refused under the task not given back yet")
 	require.Equal(t, 1, updates())
 	tick(t, a, w) // its next read of its node is 10 blocks away
 	require.Equal(t, 2, updates(), "sent again at the next block")
-	require.Equal(t, 7, gpus(), "landed under the running task")
-	require.Contains(t, []markettypes.TaskStatus{markettypes.TASK_STATUS_RUNNING, markettypes.TASK_STATUS_COMMITTED},
-		tasksOfJob(t, a, first.Id)[0].Status, "in flight (the test's worker runs it within the tick)")
-	untilCompleted(t, a, 40, w, first.Id)
+	require.Equal(t, 7, gpus(), "landed once the task was given back")
+	requireGivenBack(t, a, "p1", first.Id, "its GPUs are not on the machine")
+	tick(t, a, w)
 	require.Equal(t, 2, updates(), "not sent again once landed")
 	a.AssertInvariants()
 }

@@ -27,13 +27,15 @@ type gflHooks struct{ k Keeper }
 // done), and while tasks hold some:
 //   - without MIG devices, before and after, when it keeps at least as many GPUs as its
 //     tasks hold: the chain counts the GPUs a task holds, not which ones;
-//   - with MIG devices, before and after, when every device its tasks hold stays, alike
+//   - with MIG devices before, when every device its tasks hold stays, alike
 //     (renumberDevices): the chain gave each task exact devices, which the change
-//     renumbers.
+//     renumbers (or forgets, when no card is in MIG mode after and the tasks hold whole
+//     cards).
 //
-// So a card that failed (or was added) is taken at once instead of waiting for a moment
-// without work, which a busy node may never have, while the scheduler kept giving tasks to
-// the card that is gone, each given back and slashed.
+// Cards going into MIG mode under tasks are refused: the chain does not know which GPUs
+// those tasks run on. So a card that failed (or was added) is taken at once instead of
+// waiting for a moment without work, which a busy node may never have, while the
+// scheduler kept giving tasks to the card that is gone, each given back and slashed.
 func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node, next *gfltypes.Node) error {
 	s, err := h.k.Slots.Get(ctx, n.Id)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
@@ -52,10 +54,10 @@ func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node, next *g
 		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight: its class cannot change from %q to %q under them", n.Id, s.Tasks, n.GpuClass, next.GpuClass)
 	case s.GpusUsed == 0:
 		return nil
-	case len(s.Devices) > 0 && len(after.Devices) > 0:
+	case len(s.Devices) > 0:
 		return h.k.renumberDevices(ctx, n, *next, s)
-	case len(s.Devices) > 0 || len(after.Devices) > 0:
-		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks on its GPUs: they cannot go into or out of MIG mode under them", n.Id, s.Tasks)
+	case len(after.Devices) > 0:
+		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks on its GPUs: its cards cannot go into MIG mode under them (the chain does not know which GPUs they run on)", n.Id, s.Tasks)
 	case after.Gpus < s.GpusUsed:
 		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight on %d GPUs: the change leaves %d", n.Id, s.Tasks, s.GpusUsed, after.Gpus)
 	}
@@ -66,17 +68,21 @@ func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node, next *g
 // a change of its inventory (next), and its slot with them, or refuses the change when a
 // device one of them holds would go or change (DeviceRenumbering): a card lost under a
 // task waits for that task to end or be given back. The devices of a running task are
-// found through NodeRunning, at most one task a device; a task assigned and not yet
+// found through NodeRunning, at most one task a device. A task assigned and not yet
 // acknowledged holds devices too, but only a walk of every assigned task on the chain
-// would find it, so the change waits for it to start (its worker's next block) or go.
-// The change follows in the same transaction (x/gfl's UpdateNode), which a later failure
-// reverts whole; AfterNodeChanged then finds the slot as it would write it.
+// would find it: its devices must keep their index (a card lost or added after them), or
+// the change waits for it to start (its worker's next block) or go. With no card in MIG
+// mode after, the tasks' devices are forgotten: the node's GPUs are counted, and its
+// worker has pinned theirs. The change follows in the same transaction (x/gfl's
+// UpdateNode), which a later failure reverts whole; AfterNodeChanged then finds the slot
+// as it would write it.
 func (k Keeper) renumberDevices(ctx context.Context, n, next gfltypes.Node, s types.NodeSlot) error {
 	to := types.DeviceRenumbering(n, next)
 	if len(to) != len(s.Devices) {
 		return fmt.Errorf("market: node %d has %d devices, its slot %d", n.Id, len(to), len(s.Devices))
 	}
 	after := types.SlotFromNode(next)
+	mig := len(after.Devices) > 0
 	keys, err := collkeys.CollectKeys(ctx, k.NodeRunning, collections.NewPrefixedPairRange[uint64, uint64](n.Id), len(s.Devices)+1)
 	if err != nil {
 		return err
@@ -101,15 +107,24 @@ func (k Keeper) renumberDevices(ctx context.Context, n, next gfltypes.Node, s ty
 			}
 			devices[i] = uint32(to[d])
 		}
-		if moved.DevicesUsed, ok = moved.MarkDevices(devices, true); !ok {
+		if !mig {
+			devices = nil
+		} else if moved.DevicesUsed, ok = moved.MarkDevices(devices, true); !ok {
 			return fmt.Errorf("market: node %d: task %d's devices %v renumbered to %v, one taken twice", n.Id, t.Id, t.Devices, devices)
 		}
 		t.Devices = devices
 		tasks = append(tasks, t)
 	}
 	for i := range s.Devices {
-		if s.DeviceUsed(i) && !held.DeviceUsed(i) {
-			return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: its device %d is held by a task assigned and not yet started: its GPUs can change once that task runs or goes", n.Id, i)
+		if !s.DeviceUsed(i) || held.DeviceUsed(i) {
+			continue
+		}
+		if !mig || to[i] != i {
+			return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: its device %d is held by a task assigned and not yet started, whose devices the change would move: it can change once that task runs or goes", n.Id, i)
+		}
+		var ok bool
+		if moved.DevicesUsed, ok = moved.MarkDevices([]uint32{uint32(i)}, true); !ok {
+			return fmt.Errorf("market: node %d: device %d held twice after the change", n.Id, i)
 		}
 	}
 	for _, t := range tasks {

@@ -299,7 +299,7 @@ func TestMIGNodeKeepsTheDevicesItsTasksHold(t *testing.T) {
 			for i := range n.Gpus {
 				n.Gpus[i].MigInstances, n.Gpus[i].MigSlices = nil, 0
 			}
-		}, "into or out of MIG mode"},
+		}, "its device 0"},
 	} {
 		before := f.snapshot()
 		err := f.changeNode(node, c.edit)
@@ -308,23 +308,86 @@ func TestMIGNodeKeepsTheDevicesItsTasksHold(t *testing.T) {
 		f.requireUnchanged(before)
 	}
 
-	// a task assigned to card 0's other instance, not started: card 1 waits for it
+}
+
+// A task assigned to a MIG node and not started holds devices the chain cannot find
+// without a walk of every assigned task: a change that would move them waits for it to
+// run; one that keeps their index (a card lost after them) is taken.
+func TestMIGNodeChangeUnderATaskNotStarted(t *testing.T) {
+	f := newFixture(t, nil)
+	node := f.addNode(f.operator("p1"), 3, threeCards)
+	whole := f.submit(f.gemmSpec(1))
 	spec := f.gemmSpec(1)
 	spec.Requirements.SharedGpuOk = true
-	job := f.submit(spec)
+	shared := f.submit(spec)
 	f.blocks(1)
-	waiting := f.tasks(job)[0]
-	require.Equal(t, []uint32{1}, waiting.Devices)
+	w, sh := f.tasks(whole)[0], f.tasks(shared)[0]
+	require.Equal(t, []uint32{4}, w.Devices)
+	require.Equal(t, []uint32{0}, sh.Devices)
+
 	before := f.snapshot()
 	lose1 := func(n *gfltypes.Node) { n.Gpus = slices.Delete(n.Gpus, 1, 2) }
 	err := f.changeNode(node, lose1)
 	require.ErrorIs(t, err, types.ErrNodeBusy)
-	require.ErrorContains(t, err, "its device 1 is held by a task assigned and not yet started")
+	require.ErrorContains(t, err, "its device 4 is held by a task assigned and not yet started, whose devices the change would move")
 	f.requireUnchanged(before)
-	f.ack(waiting)
+
+	f.ack(w) // running: found, and renumbered; the task on device 0 keeps its index
 	require.NoError(t, f.changeNode(node, lose1))
-	require.Equal(t, []uint32{1}, f.task(waiting.Id).Devices)
+	require.Equal(t, []uint32{2}, f.task(w.Id).Devices)
+	require.Equal(t, []uint32{0}, f.task(sh.Id).Devices)
+	require.Equal(t, types.TASK_STATUS_ASSIGNED, f.task(sh.Id).Status)
+	s := f.slot(node)
+	require.Equal(t, []bool{true, false, true}, []bool{s.DeviceUsed(0), s.DeviceUsed(1), s.DeviceUsed(2)})
 	f.assertInvariants()
+	f.ack(sh)
+	f.assertInvariants()
+}
+
+// A MIG node whose only card in MIG mode fails, under a task on a whole card, becomes a
+// node without MIG at once: the task's devices are forgotten (its worker has pinned its
+// GPU; the node's GPUs are counted), and its share stays a whole GPU's. While that task
+// is not started, and while a task runs on the lost card's instances, it waits.
+func TestMIGNodeLeavesMIGModeUnderATaskOnAWholeCard(t *testing.T) {
+	f := newFixture(t, nil)
+	node := f.addNode(f.operator("p1"), 3, migCard(0, 3, 4))
+	spec := f.gemmSpec(1)
+	spec.Requirements.SharedGpuOk = true
+	onInstance := f.tasks(f.submit(spec))[0]
+	job := f.submit(f.gemmSpec(1))
+	f.blocks(1)
+	onInstance, task := f.task(onInstance.Id), f.tasks(job)[0]
+	require.Equal(t, []uint32{0}, onInstance.Devices)
+	require.Equal(t, []uint32{2}, task.Devices, "card 1, whole")
+	f.ack(onInstance)
+	lose0 := func(n *gfltypes.Node) { n.Gpus = n.Gpus[1:] }
+	before := f.snapshot()
+	err := f.changeNode(node, lose0)
+	require.ErrorIs(t, err, types.ErrNodeBusy)
+	require.ErrorContains(t, err, fmt.Sprintf("task %d runs on its device 0", onInstance.Id))
+	f.requireUnchanged(before)
+	_, err = f.ms.ReleaseTask(f.ctx, &types.MsgReleaseTask{Provider: onInstance.Provider, TaskId: onInstance.Id, Reason: "its GPU is gone"})
+	require.NoError(t, err)
+
+	err = f.changeNode(node, lose0)
+	require.ErrorContains(t, err, "its device 2 is held by a task assigned and not yet started")
+	f.ack(task)
+	require.NoError(t, f.changeNode(node, lose0))
+	task = f.task(task.Id)
+	require.Empty(t, task.Devices)
+	require.Equal(t, uint32(types.DeviceShareDen), task.DeviceShare)
+	s := f.slot(node)
+	require.Empty(t, s.Devices)
+	require.Equal(t, uint32(2), s.Gpus)
+	require.Equal(t, uint32(1), s.GpusUsed)
+	f.assertInvariants()
+
+	// cards going into MIG mode under it: refused (the chain does not know its GPU)
+	before = f.snapshot()
+	err = f.changeNode(node, migCard(1, 7))
+	require.ErrorIs(t, err, types.ErrNodeBusy)
+	require.ErrorContains(t, err, "cannot go into MIG mode under them")
+	f.requireUnchanged(before)
 }
 
 // A provider runs a one-slice task on a MIG instance and, once it has revealed (its node

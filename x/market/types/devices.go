@@ -132,20 +132,26 @@ func DeviceUUIDs(n gfltypes.Node, indices []uint32) ([]string, error) {
 }
 
 // DeviceRenumbering maps the devices of a node with MIG (NodeSlot.devices) before a change
-// of its inventory to its devices after: to[i] is the index after of device i, or -1
-// where the device is gone or not alike. Alike: the same UUID on the same card (by the
-// card's UUID), with the same memory, slices and card slices, so that a task holding it
-// keeps what it was given, priced and placed for (its cards apart or shared).
+// of its inventory to its devices after, or to its cards when it has no MIG after (each
+// card a device, as a node with MIG lists a whole card): to[i] is the index after of
+// device i, or -1 where the device is gone or not alike. Alike: the same UUID on the same
+// card (by the card's UUID), with the same memory, slices and card slices, so that a task
+// holding it keeps what it was given, priced and placed for (its cards apart or shared).
 func DeviceRenumbering(before, after gfltypes.Node) []int {
 	type device struct {
 		SlotDevice
 		uuid, card string
 	}
 	devices := func(n gfltypes.Node) []device {
-		s := SlotFromNode(n)
+		list := SlotFromNode(n).Devices
+		if len(list) == 0 {
+			for card, g := range n.Gpus {
+				list = append(list, SlotDevice{Card: uint32(card), MemoryMib: g.MemoryMib})
+			}
+		}
 		uuids := gfltypes.SchedulableUUIDs(n.Gpus)
-		out := make([]device, len(s.Devices))
-		for i, d := range s.Devices {
+		out := make([]device, len(list))
+		for i, d := range list {
 			out[i] = device{SlotDevice: d, uuid: uuids[i], card: n.Gpus[d.Card].Uuid}
 			out[i].Card = 0 // its place among the cards may move; its card's UUID may not
 		}

@@ -178,7 +178,8 @@ func TestDeviceRenumbering(t *testing.T) {
 			c.MigSlices, c.MigInstances = 7, []gfltypes.MigInstance{{Uuid: "MIG-c0", MemoryMib: 40192, Slices: 7}}
 			n.Gpus = []gfltypes.GpuInfo{n.Gpus[1], c}
 		}), []int{-1, -1, -1, 0}},
-		{"out of MIG mode: no devices", edit(func(n *gfltypes.Node) { n.Gpus = n.Gpus[1:] }), []int{-1, -1, -1, -1}},
+		{"out of MIG mode: its cards", edit(func(n *gfltypes.Node) { n.Gpus[0].MigInstances, n.Gpus[0].MigSlices = nil, 0 }), []int{-1, -1, -1, 1}},
+		{"out of MIG mode with card 0 lost", edit(func(n *gfltypes.Node) { n.Gpus = n.Gpus[1:] }), []int{-1, -1, -1, 0}},
 		{"an instance gone", edit(func(n *gfltypes.Node) { n.Gpus[0].MigInstances = n.Gpus[0].MigInstances[1:] }), []int{-1, 0, 1, 2}},
 		{"an instance resized", edit(func(n *gfltypes.Node) { n.Gpus[0].MigInstances[2].Slices = 2 }), []int{0, 1, -1, 3}},
 		{"an instance with less memory", edit(func(n *gfltypes.Node) { n.Gpus[0].MigInstances[1].MemoryMib-- }), []int{0, -1, 2, 3}},
