@@ -13,6 +13,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/blockhook"
+	"github.com/flopsnet/flops/internal/sdkint"
 	"github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
@@ -579,17 +580,10 @@ func addPaid(d *types.Distribution, kind string, amt sdkmath.Int) {
 
 func addDeferred(d *types.Distribution, kind string, amt sdkmath.Int) {
 	if kind == types.RewardKindWork {
-		d.DeferredWork = orZero(d.DeferredWork).Add(amt)
+		d.DeferredWork = sdkint.OrZero(d.DeferredWork).Add(amt)
 	} else {
-		d.DeferredAvailability = orZero(d.DeferredAvailability).Add(amt)
+		d.DeferredAvailability = sdkint.OrZero(d.DeferredAvailability).Add(amt)
 	}
-}
-
-func orZero(i sdkmath.Int) sdkmath.Int {
-	if i.IsNil() {
-		return sdkmath.ZeroInt()
-	}
-	return i
 }
 
 // deferredKey is a deferred payout's key: its item's kind and ids.
@@ -650,7 +644,7 @@ func (k Keeper) pay(ctx sdk.Context, epoch uint64, to sdk.AccAddress, nodeID uin
 // (its deferred payouts, reserved in the pool).
 func (k Keeper) finish(ctx sdk.Context, d types.Distribution, aborted bool) error {
 	paid := d.PaidAvailability.Add(d.PaidWork)
-	owed := orZero(d.DeferredAvailability).Add(orZero(d.DeferredWork))
+	owed := sdkint.OrZero(d.DeferredAvailability).Add(sdkint.OrZero(d.DeferredWork))
 	d.Remainder = d.Emission.Sub(paid)
 	d.Phase = types.DISTRIBUTION_PHASE_DONE
 	d.EndHeight = ctx.BlockHeight()
@@ -753,7 +747,7 @@ func (k Keeper) pruneDistribution(ctx sdk.Context, epoch uint64) error {
 	} else if err != nil {
 		return err
 	}
-	if orZero(old.DeferredAvailability).Add(orZero(old.DeferredWork)).IsPositive() {
+	if sdkint.OrZero(old.DeferredAvailability).Add(sdkint.OrZero(old.DeferredWork)).IsPositive() {
 		return nil
 	}
 	return k.Distributions.Remove(ctx, old.Epoch)

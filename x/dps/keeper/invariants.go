@@ -10,6 +10,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/invariant"
+	"github.com/flopsnet/flops/internal/sdkint"
 	"github.com/flopsnet/flops/x/dps/types"
 )
 
@@ -35,7 +36,7 @@ func (k Keeper) PoolInvariant(ctx sdk.Context) (string, bool) {
 	balance := k.PoolBalance(ctx)
 	owed := reserved
 	if found {
-		owed = owed.Add(d.Owed()).Sub(orZero(d.DeferredAvailability)).Sub(orZero(d.DeferredWork))
+		owed = owed.Add(d.Owed()).Sub(sdkint.OrZero(d.DeferredAvailability)).Sub(sdkint.OrZero(d.DeferredWork))
 	}
 	broken := balance.LT(owed)
 	msg := fmt.Sprintf("pool %s%s, owed by the distribution in progress and the deferred payouts %s%s (deferred %s%s)",
@@ -111,9 +112,9 @@ func (k Keeper) DistributionsInvariant(ctx sdk.Context) (string, bool) {
 		if !ok {
 			o = sums{sdkmath.ZeroInt(), sdkmath.ZeroInt()}
 		}
-		if !o.avail.Equal(orZero(d.DeferredAvailability)) || !o.work.Equal(orZero(d.DeferredWork)) {
+		if !o.avail.Equal(sdkint.OrZero(d.DeferredAvailability)) || !o.work.Equal(sdkint.OrZero(d.DeferredWork)) {
 			problems = append(problems, fmt.Sprintf("epoch %d defers %s availability and %s work, its deferred payouts owe %s and %s",
-				d.Epoch, orZero(d.DeferredAvailability), orZero(d.DeferredWork), o.avail, o.work))
+				d.Epoch, sdkint.OrZero(d.DeferredAvailability), sdkint.OrZero(d.DeferredWork), o.avail, o.work))
 		}
 		s, ok := history[d.Epoch]
 		if !ok {

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/sdkint"
 	"github.com/flopsnet/flops/internal/validate"
 )
 
@@ -188,9 +189,9 @@ func (gs GenesisState) validateDeferred() error {
 		}
 		delete(owedA, d.Epoch)
 		delete(owedW, d.Epoch)
-		if !a.Equal(orZero(d.DeferredAvailability)) || !w.Equal(orZero(d.DeferredWork)) {
+		if !a.Equal(sdkint.OrZero(d.DeferredAvailability)) || !w.Equal(sdkint.OrZero(d.DeferredWork)) {
 			return fmt.Errorf("distribution of epoch %d defers %s availability and %s work, its deferred payouts owe %s and %s",
-				d.Epoch, orZero(d.DeferredAvailability), orZero(d.DeferredWork), a, w)
+				d.Epoch, sdkint.OrZero(d.DeferredAvailability), sdkint.OrZero(d.DeferredWork), a, w)
 		}
 	}
 	for _, dp := range gs.DeferredPayouts {
@@ -279,7 +280,7 @@ func (d Distribution) Validate(done bool) error {
 		{"replenished", d.Replenished}, {"gfl_credit", d.GflCredit}, {"uncapped", d.Uncapped},
 		{"emission", d.Emission}, {"availability", d.Availability}, {"work", d.Work},
 		{"paid_availability", d.PaidAvailability}, {"paid_work", d.PaidWork}, {"remainder", d.Remainder},
-		{"deferred_availability", orZero(d.DeferredAvailability)}, {"deferred_work", orZero(d.DeferredWork)},
+		{"deferred_availability", sdkint.OrZero(d.DeferredAvailability)}, {"deferred_work", sdkint.OrZero(d.DeferredWork)},
 	} {
 		if err := validate.NonNegativeInt(fmt.Sprintf("epoch %d %s", d.Epoch, f.name), f.v); err != nil {
 			return err
@@ -291,9 +292,9 @@ func (d Distribution) Validate(done bool) error {
 	if !d.Availability.Add(d.Work).Equal(d.Emission) {
 		return fmt.Errorf("epoch %d: availability %s + work %s != emission %s", d.Epoch, d.Availability, d.Work, d.Emission)
 	}
-	if d.PaidAvailability.Add(orZero(d.DeferredAvailability)).GT(d.Availability) || d.PaidWork.Add(orZero(d.DeferredWork)).GT(d.Work) {
+	if d.PaidAvailability.Add(sdkint.OrZero(d.DeferredAvailability)).GT(d.Availability) || d.PaidWork.Add(sdkint.OrZero(d.DeferredWork)).GT(d.Work) {
 		return fmt.Errorf("epoch %d: paid %s availability and %s work, deferred %s and %s, more than planned %s and %s",
-			d.Epoch, d.PaidAvailability, d.PaidWork, orZero(d.DeferredAvailability), orZero(d.DeferredWork), d.Availability, d.Work)
+			d.Epoch, d.PaidAvailability, d.PaidWork, sdkint.OrZero(d.DeferredAvailability), sdkint.OrZero(d.DeferredWork), d.Availability, d.Work)
 	}
 	if _, ok := HalvingCause_name[int32(d.Halving)]; !ok {
 		return fmt.Errorf("epoch %d: unknown halving cause %d", d.Epoch, d.Halving)
@@ -341,11 +342,4 @@ func (d Distribution) Validate(done bool) error {
 		}
 	}
 	return nil
-}
-
-func orZero(i sdkmath.Int) sdkmath.Int {
-	if i.IsNil() {
-		return sdkmath.ZeroInt()
-	}
-	return i
 }

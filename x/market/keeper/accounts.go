@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/sdkint"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
@@ -92,16 +93,7 @@ func (k Keeper) slashed(ctx context.Context, provider string, ppm uint32, exposu
 	if owed != nil && !rec.Compensation.IsNil() {
 		*owed = owed.Sub(rec.Compensation)
 	}
-	return intOrZero(rec.Amount), nil
-}
-
-// intOrZero is x, or zero when x is nil (a field a record written before it existed
-// does not hold).
-func intOrZero(x sdkmath.Int) sdkmath.Int {
-	if x.IsNil() {
-		return sdkmath.ZeroInt()
-	}
-	return x
+	return sdkint.OrZero(rec.Amount), nil
 }
 
 // accs decodes stored accounts.

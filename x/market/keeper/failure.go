@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/sdkint"
 	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -363,7 +364,7 @@ func addRerunSlashed(t *types.Task, provider string, amount sdkmath.Int) {
 		return
 	}
 	r := &t.Failures[i]
-	r.RerunSlashed = intOrZero(r.RerunSlashed).Add(amount)
+	r.RerunSlashed = sdkint.OrZero(r.RerunSlashed).Add(amount)
 }
 
 // slashUnconfirmed slashes an unconfirmed report as an abandoned task: abandon_slash_ppm of
