@@ -381,6 +381,9 @@ func TestMIGNodeLeavesMIGModeUnderATaskOnAWholeCard(t *testing.T) {
 	require.Equal(t, uint32(2), s.Gpus)
 	require.Equal(t, uint32(1), s.GpusUsed)
 	f.assertInvariants()
+	gs, err := f.k.ExportGenesis(f.ctx)
+	require.NoError(t, err)
+	require.NoError(t, gs.Validate(), "a genesis holds it")
 
 	// cards going into MIG mode under it: refused (the chain does not know its GPU)
 	before = f.snapshot()

@@ -119,8 +119,10 @@ func (gs GenesisState) validate() error {
 				return fmt.Errorf("tasks[%d].provider %q: %w", i, t.Provider, err)
 			}
 		}
-		if t.DeviceShare > DeviceShareDen*uint32(len(t.Devices)) {
-			return fmt.Errorf("tasks[%d].device_share %d: more than its %d devices (%d each at most)", i, t.DeviceShare, len(t.Devices), DeviceShareDen)
+		// the share is fixed at the assignment, the devices may be forgotten since (a node
+		// that left MIG mode): a task's GPUs bound it
+		if gpus := jobs[t.JobId].Spec.Requirements.GPUs(); uint64(t.DeviceShare) > DeviceShareDen*uint64(gpus) {
+			return fmt.Errorf("tasks[%d].device_share %d: more than its job's %d GPUs (%d each)", i, t.DeviceShare, gpus, DeviceShareDen)
 		}
 		for j, f := range t.Failures {
 			if !f.RerunSlashed.IsNil() && f.RerunSlashed.IsNegative() {

@@ -81,27 +81,19 @@ func TestGenesisRerunSlashed(t *testing.T) {
 
 func TestGenesisDeviceShare(t *testing.T) {
 	owner := sdk.AccAddress("owner_______________").String()
-	gs := func(devices []uint32, share uint32) types.GenesisState {
+	gs := func(gpus uint32, devices []uint32, share uint32) types.GenesisState {
 		return types.GenesisState{
 			Params: types.DefaultParams(), NextJobId: 2, NextTaskId: 2,
 			Jobs: []types.Job{{Id: 1, Owner: owner, Status: types.JOB_STATUS_ACTIVE, Escrow: sdkmath.ZeroInt(), FirstTaskId: 1, OpenTasks: 1,
-				Spec: types.JobSpec{TaskCount: 1, Replicas: 1}}},
+				Spec: types.JobSpec{TaskCount: 1, Replicas: 1, Requirements: types.Requirements{GpuCount: gpus}}}},
 			Tasks: []types.Task{{Id: 1, JobId: 1, Status: types.TASK_STATUS_PENDING, Role: types.TASK_ROLE_PRIMARY, Devices: devices, DeviceShare: share}},
 		}
 	}
-	require.NoError(t, gs([]uint32{0, 3}, 2*types.DeviceShareDen).Validate(), "two whole GPUs")
-	require.NoError(t, gs([]uint32{2}, 120).Validate(), "a one-slice instance of 7")
-	require.NoError(t, gs([]uint32{2}, 0).Validate(), "a task from before the field")
-	for _, c := range []struct {
-		devices []uint32
-		share   uint32
-		want    string
-	}{
-		{nil, 1, "tasks[0].device_share 1: more than its 0 devices"},
-		{[]uint32{4}, types.DeviceShareDen + 1, "tasks[0].device_share 841: more than its 1 devices"},
-	} {
-		err := gs(c.devices, c.share).Validate()
-		require.ErrorIs(t, err, types.ErrInvalidGenesis)
-		require.ErrorContains(t, err, c.want)
-	}
+	require.NoError(t, gs(2, []uint32{0, 3}, 2*types.DeviceShareDen).Validate(), "two whole GPUs")
+	require.NoError(t, gs(1, []uint32{2}, 120).Validate(), "a one-slice instance of 7")
+	require.NoError(t, gs(1, []uint32{2}, 0).Validate(), "a task from before the field")
+	require.NoError(t, gs(1, nil, types.DeviceShareDen).Validate(), "its devices forgotten: its node left MIG mode")
+	err := gs(2, []uint32{4, 5}, 2*types.DeviceShareDen+1).Validate()
+	require.ErrorIs(t, err, types.ErrInvalidGenesis)
+	require.ErrorContains(t, err, "tasks[0].device_share 1681: more than its job's 2 GPUs (840 each)")
 }

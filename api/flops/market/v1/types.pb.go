@@ -3016,14 +3016,15 @@ type Task struct {
 	// (NodeSlot.devices) the task was given; the worker pins exactly these. Empty on a node
 	// without MIG (any of its free GPUs). While the task holds the node (assigned or
 	// running) they follow the node's inventory: a change that keeps every device a task
-	// holds (by UUID, alike) renumbers them; after that they are the indices at its last
-	// renumbering, kept for the record.
+	// holds (by UUID, alike) renumbers them, or empties them when no card is left in MIG
+	// mode; after that they are the indices at its last renumbering, kept for the record.
 	Devices []uint32 `protobuf:"varint,39,rep,packed,name=devices,proto3" json:"devices,omitempty"`
 	// device_share: on a node with MIG, the share of a GPU the task's devices are, in
 	// 840ths (a whole GPU 840, a MIG instance its slices over its card's; DevicesShare),
 	// fixed at its assignment: its verified work is counted for that share whatever the
-	// node's inventory is at its settlement. 0 without devices (and on a task assigned
-	// before the field, whose share is read from the node's devices at its settlement).
+	// node's inventory is at its settlement. 0 on a node without MIG at its assignment
+	// (and on a task assigned before the field, whose share is read from the node's
+	// devices at its settlement).
 	DeviceShare   uint32 `protobuf:"varint,40,opt,name=device_share,json=deviceShare,proto3" json:"device_share,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
