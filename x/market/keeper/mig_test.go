@@ -27,6 +27,13 @@ func migCard(i int, slices ...uint32) func(n *gfltypes.Node) {
 	}
 }
 
+// sharedSpec is gemmSpec of a job whose tasks may run on MIG instances (shared_gpu_ok).
+func (f *fixture) sharedSpec(tasks uint32) types.JobSpec {
+	spec := f.gemmSpec(tasks)
+	spec.Requirements.SharedGpuOk = true
+	return spec
+}
+
 func both(edits ...func(n *gfltypes.Node)) func(n *gfltypes.Node) {
 	return func(n *gfltypes.Node) {
 		for _, e := range edits {
@@ -137,9 +144,7 @@ func TestMIGBidNeedsFittingDevices(t *testing.T) {
 func TestMIGInvariantCatchesDoubleBooking(t *testing.T) {
 	f := newFixture(t, nil)
 	node := f.addNode(f.operator("p1"), 1, migCard(0, 1, 1, 1, 1, 1, 1, 1))
-	spec := f.gemmSpec(2)
-	spec.Requirements.SharedGpuOk = true
-	job := f.submit(spec)
+	job := f.submit(f.sharedSpec(2))
 	f.blocks(1)
 	tasks := f.tasks(job)
 	require.Equal(t, []uint32{0}, tasks[0].Devices)
@@ -165,8 +170,7 @@ func TestAttackMIGSlicesInflateVerifiedWork(t *testing.T) {
 		spec := f.gemmSpec(1)
 		if mig {
 			edit = migCard(0, 1, 1, 1, 1, 1, 1, 1)
-			spec = f.gemmSpec(7)
-			spec.Requirements.SharedGpuOk = true
+			spec = f.sharedSpec(7)
 		}
 		f.addNode(f.operator("p1"), 1, edit)
 		job := f.submit(spec)
@@ -211,9 +215,7 @@ var threeCards = both(migCard(0, 3, 4), migCard(1, 3, 4))
 func runningOnMIG(t *testing.T) (f *fixture, node uint64, shared, whole types.Task) {
 	f = newFixture(t, nil)
 	node = f.addNode(f.operator("p1"), 3, threeCards)
-	spec := f.gemmSpec(1)
-	spec.Requirements.SharedGpuOk = true
-	a := f.submit(spec)
+	a := f.submit(f.sharedSpec(1))
 	b := f.submit(f.gemmSpec(1))
 	f.blocks(1)
 	shared, whole = f.tasks(a)[0], f.tasks(b)[0]
@@ -257,9 +259,7 @@ func TestMIGNodeLosesACardUnderRunningTasks(t *testing.T) {
 
 	// two more tasks that may share: one takes the free 4-slice instance of card 0, the
 	// other waits (before the change it would have taken card 1's)
-	spec := f.gemmSpec(2)
-	spec.Requirements.SharedGpuOk = true
-	more := f.submit(spec)
+	more := f.submit(f.sharedSpec(2))
 	f.blocks(1)
 	tasks := f.tasks(more)
 	require.Equal(t, []uint32{1}, tasks[0].Devices)
@@ -317,9 +317,7 @@ func TestMIGNodeChangeUnderATaskNotStarted(t *testing.T) {
 	f := newFixture(t, nil)
 	node := f.addNode(f.operator("p1"), 3, threeCards)
 	whole := f.submit(f.gemmSpec(1))
-	spec := f.gemmSpec(1)
-	spec.Requirements.SharedGpuOk = true
-	shared := f.submit(spec)
+	shared := f.submit(f.sharedSpec(1))
 	f.blocks(1)
 	w, sh := f.tasks(whole)[0], f.tasks(shared)[0]
 	require.Equal(t, []uint32{4}, w.Devices)
@@ -351,9 +349,7 @@ func TestMIGNodeChangeUnderATaskNotStarted(t *testing.T) {
 func TestMIGNodeLeavesMIGModeUnderATaskOnAWholeCard(t *testing.T) {
 	f := newFixture(t, nil)
 	node := f.addNode(f.operator("p1"), 3, migCard(0, 3, 4))
-	spec := f.gemmSpec(1)
-	spec.Requirements.SharedGpuOk = true
-	onInstance := f.tasks(f.submit(spec))[0]
+	onInstance := f.tasks(f.submit(f.sharedSpec(1)))[0]
 	job := f.submit(f.gemmSpec(1))
 	f.blocks(1)
 	onInstance, task := f.task(onInstance.Id), f.tasks(job)[0]
@@ -402,9 +398,7 @@ func TestAttackMIGReshapeBeforeSettlementInflatesVerifiedWork(t *testing.T) {
 	run := func(t *testing.T, reshape bool) sdkmath.Int {
 		f := newFixture(t, nil)
 		node := f.addNode(f.operator("p1"), 2, migCard(1, 1, 1, 1, 1, 1, 1, 1))
-		spec := f.gemmSpec(1)
-		spec.Requirements.SharedGpuOk = true
-		job := f.submit(spec)
+		job := f.submit(f.sharedSpec(1))
 		f.blocks(1)
 		task := f.tasks(job)[0]
 		require.Equal(t, []uint32{1}, task.Devices, "a one-slice instance of card 1")
