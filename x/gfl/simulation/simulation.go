@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand" // nolint:determinism // simulation only: the simulator's seeded *rand.Rand draws the operations, never in the state machine
+	"slices"
 	"sync"
 	"time"
 
@@ -448,8 +449,9 @@ func pickChallenge(ctx context.Context, k keeper.Keeper, data *simsx.ChainDataSo
 }
 
 // MsgUpdateNodeFactory changes an active node's ask, region and endpoint and, one time in
-// four, its inventory (a GPU more or less): refused while the node has work in flight
-// (ErrNodeBusy) or when the collateral does not cover the new GPU
+// four, its inventory (a GPU more, or any one of its GPUs lost, which on a node with MIG
+// renumbers the devices after it): refused when the node's work in flight would not
+// survive it (ErrNodeBusy) or when the collateral does not cover the new GPU
 // (ErrInsufficientCollateral), as expected.
 func MsgUpdateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgUpdateNode, simsx.SimDeliveryResultHandler) {
@@ -466,10 +468,15 @@ func MsgUpdateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		}
 		if r.Intn(4) == 0 {
 			if len(spec.Gpus) > 1 && r.Intn(2) == 0 {
-				spec.Gpus = spec.Gpus[:len(spec.Gpus)-1]
+				lost := r.Intn(len(spec.Gpus))
+				spec.Gpus = slices.Delete(spec.Gpus, lost, lost+1)
 			} else {
 				g := spec.Gpus[0]
 				g.Uuid = fmt.Sprintf("GPU-%016x", r.Uint64())
+				g.MigInstances = slices.Clone(g.MigInstances)
+				for i := range g.MigInstances {
+					g.MigInstances[i].Uuid = fmt.Sprintf("MIG-%016x", r.Uint64())
+				}
 				spec.Gpus = append(spec.Gpus, g)
 			}
 		}
