@@ -101,19 +101,18 @@ const DeviceShareDen = 840
 // 1, a MIG instance its slices over its card's; den is DeviceShareDen. An index out of
 // range counts nothing.
 func DevicesShare(s NodeSlot, devices []uint32) (num, den uint64) {
-	const lcm = DeviceShareDen
 	for _, i := range devices {
 		if int(i) >= len(s.Devices) {
 			continue
 		}
 		dev := s.Devices[i]
 		if dev.Slices == 0 || dev.CardSlices == 0 || dev.CardSlices > 8 {
-			num += lcm
+			num += DeviceShareDen
 			continue
 		}
-		num += lcm * uint64(dev.Slices) / uint64(dev.CardSlices)
+		num += DeviceShareDen * uint64(dev.Slices) / uint64(dev.CardSlices)
 	}
-	return num, lcm
+	return num, DeviceShareDen
 }
 
 // DeviceUUIDs are the UUIDs of a node's devices in the order of NodeSlot.devices (each GPU
