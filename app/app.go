@@ -304,7 +304,7 @@ func New(
 		flopsAddr, govAuthority, app.AccountKeeper,
 		app.BankKeeper, app.GFLKeeper, app.StakingSlashKeeper, authtypes.FeeCollectorName, dpstypes.ModuleName)
 	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper,
-		app.GFLKeeper, app.ReputationKeeper)
+		app.GFLKeeper, app.ReputationKeeper, app.MarketKeeper)
 
 	// the modules' views of each other, and the hooks that feed reputation and rewards:
 	// x/market reports providers' behaviour to x/reputation and verified work to x/dps
@@ -482,7 +482,23 @@ func (app *App) InitChainer(ctx sdk.Context, req *abci.RequestInitChain) (*abci.
 	if err := app.UpgradeKeeper.SetModuleVersionMap(ctx, app.ModuleManager.GetVersionMap()); err != nil {
 		return nil, err
 	}
-	return app.ModuleManager.InitGenesis(ctx, app.appCodec, genesisState)
+	res, err := app.ModuleManager.InitGenesis(ctx, app.appCodec, genesisState)
+	if err != nil {
+		return nil, err
+	}
+	// a rule across two modules' params, which neither module's genesis check sees
+	take, err := app.MarketKeeper.TakeRatePpm(ctx)
+	if err != nil {
+		return nil, err
+	}
+	workCap, err := app.DPSKeeper.WorkRewardCapPpm(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := markettypes.WashLoopLoses(take, workCap); err != nil {
+		return nil, fmt.Errorf("genesis: %w", err)
+	}
+	return res, nil
 }
 
 // LoadHeight loads the state at a height.

@@ -135,6 +135,23 @@ func WithGenesis(fn func(e GenesisEditor)) Option {
 // (WithQueryGasLimit).
 func New(t testing.TB, opts ...Option) *App {
 	t.Helper()
+	ta, err := start(t, opts...)
+	require.NoError(t, err)
+	ta.NextBlock()
+	return ta
+}
+
+// InitChainError is the error of the chain's InitChain for the genesis opts make (nil
+// when the chain starts): for a genesis each module's own check lets through.
+func InitChainError(t testing.TB, opts ...Option) error {
+	t.Helper()
+	_, err := start(t, opts...)
+	return err
+}
+
+// start builds the app and runs InitChain.
+func start(t testing.TB, opts ...Option) (*App, error) {
+	t.Helper()
 	cfg := &config{queryGasLimit: chain.DefaultQueryGasLimit}
 	for _, o := range opts {
 		o(cfg)
@@ -182,9 +199,7 @@ func New(t testing.TB, opts ...Option) *App {
 		AppStateBytes:   stateBytes,
 		InitialHeight:   1,
 	})
-	require.NoError(t, err)
-	ta.NextBlock()
-	return ta
+	return ta, err
 }
 
 func (a *App) addAccount(name string) {

@@ -149,6 +149,13 @@ func (k Keeper) EarnsWork(ctx context.Context, payer, provider sdk.AccAddress) (
 	return k.earnsWork(ctx, payer, provider)
 }
 
+// WorkRewardCapPpm implements x/market's WorkRules: the most work earns, per fee, which
+// x/market's take must stay above.
+func (k Keeper) WorkRewardCapPpm(ctx context.Context) (uint64, error) {
+	p, err := k.Params.Get(ctx)
+	return p.WorkRewardCapPpm, err
+}
+
 // earnsWork is EarnsWork.
 func (k Keeper) earnsWork(ctx context.Context, payer, provider sdk.AccAddress) (bool, error) {
 	if provider.Equals(payer) {

@@ -31,6 +31,7 @@ type Keeper struct {
 	bankKeeper    types.BankKeeper
 	gfl           types.GFLKeeper
 	reputation    types.ReputationKeeper
+	market        types.MarketKeeper
 	// authority may update params (x/gov's module account).
 	authority string
 
@@ -70,9 +71,10 @@ type Keeper struct {
 // NewKeeper builds the keeper; it panics on a malformed authority or schema, which only
 // happens while wiring the app. gfl (network power, nodes, rebalance state) and
 // reputation (reward multipliers) are read by the distribution; nil leaves distributions
-// waiting (a keeper test of the rest of the module).
+// waiting (a keeper test of the rest of the module). market's take bounds the work reward
+// cap a params update may set; nil: a chain without x/market, whose work earns no fees.
 func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string,
-	ak types.AccountKeeper, bk types.BankKeeper, gfl types.GFLKeeper, reputation types.ReputationKeeper,
+	ak types.AccountKeeper, bk types.BankKeeper, gfl types.GFLKeeper, reputation types.ReputationKeeper, market types.MarketKeeper,
 ) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "dps: invalid authority %q", authority))
@@ -86,6 +88,7 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 		bankKeeper:    bk,
 		gfl:           gfl,
 		reputation:    reputation,
+		market:        market,
 		authority:     authority,
 		Params:        collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		EraState:      collections.NewItem(sb, types.EraKey, "era", codec.CollValue[types.EraState](cdc)),

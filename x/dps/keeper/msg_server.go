@@ -8,6 +8,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/x/dps/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 type msgServer struct{ Keeper }
@@ -24,6 +25,15 @@ func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams)
 	}
 	if err := msg.Params.Validate(); err != nil {
 		return nil, err
+	}
+	if m.market != nil {
+		take, err := m.market.TakeRatePpm(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := markettypes.WashLoopLoses(take, msg.Params.WorkRewardCapPpm); err != nil {
+			return nil, errorsmod.Wrapf(types.ErrInvalidParams, "work_reward_cap_ppm: %s; raise the take first (in one proposal, x/market's update before x/dps's)", err)
+		}
 	}
 	if err := m.Params.Set(ctx, msg.Params); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/flopsnet/flops/x/dps"
 	"github.com/flopsnet/flops/x/dps/keeper"
 	"github.com/flopsnet/flops/x/dps/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // setupParams builds the keeper on a fresh store with default genesis and adapts it to
@@ -17,7 +18,8 @@ import (
 func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Params]) {
 	env := keepertest.NewEnv(t, types.StoreKey, dps.AppModule{})
 	ak := &keepertest.AccountKeeper{}
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, newFakeBank(env.StoreService), nil, nil)
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, newFakeBank(env.StoreService), nil, nil,
+		marketTake(markettypes.DefaultParams().TakeRatePpm))
 	require.NoError(t, k.InitGenesis(env.Ctx, types.DefaultGenesisState()))
 	// genesis creates the module account
 	require.Contains(t, ak.Created, types.ModuleName)
@@ -50,6 +52,32 @@ func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Pa
 	}
 }
 
+// marketTake is x/market's take_rate_ppm.
+type marketTake uint32
+
+func (m marketTake) TakeRatePpm(context.Context) (uint32, error) { return uint32(m), nil }
+
+// A params update whose work reward cap is not below x/market's take (5%) is refused and
+// changes nothing: wash work would pay (markettypes.WashLoopLoses).
+func TestParamsUpdateKeepsTheWorkCapBelowTheTake(t *testing.T) {
+	env, pk := setupParams(t)
+	for _, c := range []uint64{50_000, 50_001, 1_000_000} {
+		p := types.DefaultParams()
+		p.WorkRewardCapPpm = c
+		err := pk.Update(env.Ctx, env.Authority, p)
+		require.ErrorIs(t, err, types.ErrInvalidParams, "cap %d", c)
+		require.ErrorContains(t, err, "raise the take first")
+		got, err := pk.Get(env.Ctx)
+		require.NoError(t, err)
+		require.Equal(t, types.DefaultParams().WorkRewardCapPpm, got.WorkRewardCapPpm)
+	}
+	for _, c := range []uint64{49_999, 0} {
+		p := types.DefaultParams()
+		p.WorkRewardCapPpm = c
+		require.NoError(t, pk.Update(env.Ctx, env.Authority, p), "cap %d", c)
+	}
+}
+
 func TestParamsLifecycle(t *testing.T) {
 	keepertest.RunParamsSuite(t, keepertest.ParamsHarness[types.Params, *types.Params]{
 		Setup: setupParams,
@@ -72,7 +100,7 @@ func TestParamsLifecycle(t *testing.T) {
 // A genesis with invalid params is refused and stores nothing.
 func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	env := keepertest.NewEnv(t, types.StoreKey, dps.AppModule{})
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, newFakeBank(env.StoreService), nil, nil)
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, newFakeBank(env.StoreService), nil, nil, nil)
 	gs := types.DefaultGenesisState()
 	gs.Params.EmissionSharePpm = 2_000_000
 	require.ErrorIs(t, k.InitGenesis(env.Ctx, gs), types.ErrInvalidParams)

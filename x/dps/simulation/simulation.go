@@ -14,6 +14,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/types/module"
 
 	"github.com/flopsnet/flops/x/dps/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // RandomParams are valid params drawn around the defaults: emission and availability
@@ -26,7 +27,8 @@ func RandomParams(r *rand.Rand) types.Params {
 	p.DpsPerGfl = sdkmath.LegacyNewDecWithPrec(int64(1+r.Intn(10_000)), 4) // 0.0001 to 1
 	p.HalvingPeriod = time.Duration(1+r.Intn(365*24)) * time.Hour
 	p.HalvingThreshold = sdkmath.NewInt(int64(1 + r.Intn(1_000_000_000)))
-	p.WorkRewardCapPpm = uint64(r.Intn(100_001))
+	// below x/market's take, which the simulations keep at its default (WashLoopLoses)
+	p.WorkRewardCapPpm = uint64(r.Intn(int(markettypes.DefaultParams().TakeRatePpm)))
 	p.MaxPayoutsPerBlock = uint32(1 + r.Intn(200))
 	p.DistributionRetentionEpochs = uint32(1 + r.Intn(500))
 	for i := range p.WorkloadWeights {

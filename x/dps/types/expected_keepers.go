@@ -38,3 +38,9 @@ type ReputationKeeper interface {
 	Reputation(ctx context.Context, nodeID uint64) (sdkmath.LegacyDec, bool, error)
 	ProviderReputation(ctx context.Context, operator sdk.AccAddress) (sdkmath.LegacyDec, bool, error)
 }
+
+// MarketKeeper is x/market's take on every provider payment: the work reward cap must
+// stay below it (x/market's WashLoopLoses).
+type MarketKeeper interface {
+	TakeRatePpm(ctx context.Context) (uint32, error)
+}

@@ -416,6 +416,13 @@ func (k Keeper) Authority() string { return k.authority }
 // GetParams returns the stored params.
 func (k Keeper) GetParams(ctx context.Context) (types.Params, error) { return k.Params.Get(ctx) }
 
+// TakeRatePpm is the take on every provider payment (x/dps keeps its work reward cap below
+// it).
+func (k Keeper) TakeRatePpm(ctx context.Context) (uint32, error) {
+	p, err := k.Params.Get(ctx)
+	return p.TakeRatePpm, err
+}
+
 // loadJob reads a job with its spec.
 func (k Keeper) loadJob(ctx context.Context, id uint64) (types.Job, error) {
 	j, err := k.Jobs.Get(ctx, id)

@@ -36,6 +36,13 @@ func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams)
 		// one denom: a change would strand what the escrow account holds
 		return nil, errorsmod.Wrapf(types.ErrInvalidParams, "denom %s -> %s: the market denom cannot be changed by a params update", old.Denom, msg.Params.Denom)
 	}
+	workCap, err := m.k.wiring.workRules.WorkRewardCapPpm(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := types.WashLoopLoses(msg.Params.TakeRatePpm, workCap); err != nil {
+		return nil, errorsmod.Wrapf(types.ErrInvalidParams, "take_rate_ppm: %s; lower the cap first (in one proposal, x/dps's update before x/market's)", err)
+	}
 	if err := m.k.Params.Set(ctx, msg.Params); err != nil {
 		return nil, err
 	}

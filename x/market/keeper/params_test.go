@@ -71,6 +71,38 @@ func TestParamsLifecycle(t *testing.T) {
 	})
 }
 
+// workCap is x/dps's work_reward_cap_ppm, with AllWorkCounts's rule of whose work counts.
+type workCap struct {
+	types.AllWorkCounts
+	ppm uint64
+}
+
+func (w workCap) WorkRewardCapPpm(context.Context) (uint64, error) { return w.ppm, nil }
+
+// A params update whose take is not above x/dps's work reward cap (4%) is refused and
+// changes nothing: wash work would pay (types.WashLoopLoses).
+func TestParamsUpdateKeepsTheTakeAboveTheWorkCap(t *testing.T) {
+	env := keepertest.NewEnv(t, types.StoreKey, market.AppModule{})
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.TransientService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, keepertest.NewBank(), nil, nil, "fee_collector", "dps")
+	k.SetWorkRules(workCap{ppm: 40_000})
+	require.NoError(t, k.InitGenesis(env.Ctx, types.DefaultGenesisState()))
+	ms := keeper.NewMsgServerImpl(k)
+	for _, take := range []uint32{40_000, 39_999, 0} {
+		p := types.DefaultParams()
+		p.TakeRatePpm = take
+		_, err := ms.UpdateParams(env.Ctx, &types.MsgUpdateParams{Authority: env.Authority, Params: p})
+		require.ErrorIs(t, err, types.ErrInvalidParams, "take %d", take)
+		require.ErrorContains(t, err, "lower the cap first")
+		got, err := k.Params.Get(env.Ctx)
+		require.NoError(t, err)
+		require.Equal(t, types.DefaultParams().TakeRatePpm, got.TakeRatePpm)
+	}
+	p := types.DefaultParams()
+	p.TakeRatePpm = 40_001
+	_, err := ms.UpdateParams(env.Ctx, &types.MsgUpdateParams{Authority: env.Authority, Params: p})
+	require.NoError(t, err)
+}
+
 // A genesis with invalid params is refused and stores nothing.
 func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	env := keepertest.NewEnv(t, types.StoreKey, market.AppModule{})

@@ -71,6 +71,9 @@ type WorkRules interface {
 	// EarnsWork: work provider did for payer counts, i.e. they are not the same account
 	// and the provider never funded the payer (wash work does not count).
 	EarnsWork(ctx context.Context, payer, provider sdk.AccAddress) (bool, error)
+	// WorkRewardCapPpm is the most work can earn, per fee (x/dps's work_reward_cap_ppm):
+	// the market's take must stay above it (WashLoopLoses).
+	WorkRewardCapPpm(ctx context.Context) (uint64, error)
 }
 
 // AllWorkCounts is the WorkRules of a market without x/dps (keeper unit tests).
@@ -80,6 +83,9 @@ type AllWorkCounts struct{}
 func (AllWorkCounts) EarnsWork(_ context.Context, payer, provider sdk.AccAddress) (bool, error) {
 	return !payer.Equals(provider), nil
 }
+
+// WorkRewardCapPpm implements WorkRules: without x/dps, work earns no reward.
+func (AllWorkCounts) WorkRewardCapPpm(context.Context) (uint64, error) { return 0, nil }
 
 // MarketHooks tell other modules (x/reputation) about providers' behaviour. A hook that
 // fails returns its error having written nothing; x/market then fails the step that

@@ -3,6 +3,7 @@ package types
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -102,6 +103,23 @@ func SplitPayment(gross sdkmath.Int, takeRatePPM, poolSharePPM uint32) Payment {
 	take := gross.MulRaw(int64(takeRatePPM)).QuoRaw(validate.PPMOne)
 	pool := take.MulRaw(int64(poolSharePPM)).QuoRaw(validate.PPMOne)
 	return Payment{Provider: gross.Sub(take), Pool: pool, FeeCollector: take.Sub(pool)}
+}
+
+// WashLoopLoses is the rule that keeps wash work from paying: a provider that pays for
+// jobs on its own nodes through an account the chain cannot link to it (funded through an
+// intermediary, over IBC or off chain) pays x/market's take, take_rate_ppm of the fees F
+// it routes, and earns at most x/dps's work_reward_cap_ppm of F as work reward. So the
+// cap must be below the take, or 0 (work earns nothing). x/market's and x/dps's params
+// updates and the chain's genesis are held to it (x/dps/README.md, "Self-dealing does not
+// pay"); the error names both params.
+func WashLoopLoses(takeRatePpm uint32, workRewardCapPpm uint64) error {
+	if workRewardCapPpm == 0 || workRewardCapPpm < uint64(takeRatePpm) {
+		return nil
+	}
+	return fmt.Errorf("x/dps's work_reward_cap_ppm %d is not below x/market's take_rate_ppm %d: "+
+		"a provider paying for jobs on its own nodes through an account it funded out of the chain's sight "+
+		"would earn more work reward than the take it pays (x/dps README, \"Self-dealing does not pay\")",
+		workRewardCapPpm, takeRatePpm)
 }
 
 // SlotFromNode is the market's view of an x/gfl node: its class, region, GPUs, the

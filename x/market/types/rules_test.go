@@ -3,6 +3,7 @@ package types_test
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -115,6 +116,31 @@ func TestSplitPayment(t *testing.T) {
 				t.Fatal("the parts do not add up to the gross payment")
 			}
 		})
+	}
+}
+
+// WashLoopLoses: the work reward cap must be below the take, or 0.
+func TestWashLoopLoses(t *testing.T) {
+	for _, tc := range []struct {
+		take uint32
+		cap  uint64
+		ok   bool
+	}{
+		{50_000, 40_000, true}, // the defaults
+		{50_000, 49_999, true},
+		{50_000, 50_000, false},
+		{50_000, 60_000, false},
+		{0, 0, true},  // no take, no work reward
+		{0, 1, false}, // no take, any work reward
+		{1_000_000, 0, true},
+		{1_000_000, 999_999, true},
+		{1_000_000, 1_000_000, false},
+	} {
+		err := types.WashLoopLoses(tc.take, tc.cap)
+		want := fmt.Sprintf("work_reward_cap_ppm %d is not below x/market's take_rate_ppm %d", tc.cap, tc.take)
+		if tc.ok && err != nil || !tc.ok && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Fatalf("take %d, cap %d: %v", tc.take, tc.cap, err)
+		}
 	}
 }
 

@@ -221,9 +221,10 @@ type Params struct {
 	// availability_share_ppm: share of E paid pro rata to GFL; the rest pays verified work.
 	AvailabilitySharePpm uint32 `protobuf:"varint,7,opt,name=availability_share_ppm,json=availabilitySharePpm,proto3" json:"availability_share_ppm,omitempty"`
 	// work_reward_cap_ppm: a provider's work reward is at most this times the fees it
-	// earned from other accounts in the epoch (1,000,000 = 1x, the most allowed). Keep it
-	// below x/market's take_rate (default 40,000 against a 5% take) so that paying oneself
-	// through another account always loses (x/dps/README.md).
+	// earned from other accounts in the epoch (1,000,000 = 1x, the most allowed). It must be
+	// below x/market's take_rate, or 0 (default 40,000 against a 5% take), so that paying
+	// oneself through another account always loses; a params update or genesis that breaks
+	// this is refused (x/dps/README.md).
 	WorkRewardCapPpm uint64 `protobuf:"varint,8,opt,name=work_reward_cap_ppm,json=workRewardCapPpm,proto3" json:"work_reward_cap_ppm,omitempty"`
 	// workload_weights: W per workload class for verified work C_i * W_i.
 	WorkloadWeights []*WorkloadWeight `protobuf:"bytes,9,rep,name=workload_weights,json=workloadWeights,proto3" json:"workload_weights,omitempty"`

@@ -820,7 +820,9 @@ type Params struct {
 	// load_threshold_ppm (theta): a node is eligible while its GPUs in use / GPUs after the
 	// assignment stay at or below this (1,000,000 = all GPUs busy).
 	LoadThresholdPpm uint32 `protobuf:"varint,3,opt,name=load_threshold_ppm,json=loadThresholdPpm,proto3" json:"load_threshold_ppm,omitempty"`
-	// take_rate_ppm: protocol take on every provider payment.
+	// take_rate_ppm: protocol take on every provider payment; above x/dps's
+	// work_reward_cap_ppm unless that is 0 (a params update or genesis that breaks this is
+	// refused: wash work would pay).
 	TakeRatePpm uint32 `protobuf:"varint,4,opt,name=take_rate_ppm,json=takeRatePpm,proto3" json:"take_rate_ppm,omitempty"`
 	// take_pool_share_ppm: share of the take sent to the x/dps reward pool; the rest goes to
 	// the fee collector (validators).

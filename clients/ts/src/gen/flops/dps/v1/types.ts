@@ -158,9 +158,10 @@ export interface Params {
   availabilitySharePpm: number;
   /**
    * work_reward_cap_ppm: a provider's work reward is at most this times the fees it
-   * earned from other accounts in the epoch (1,000,000 = 1x, the most allowed). Keep it
-   * below x/market's take_rate (default 40,000 against a 5% take) so that paying oneself
-   * through another account always loses (x/dps/README.md).
+   * earned from other accounts in the epoch (1,000,000 = 1x, the most allowed). It must be
+   * below x/market's take_rate, or 0 (default 40,000 against a 5% take), so that paying
+   * oneself through another account always loses; a params update or genesis that breaks
+   * this is refused (x/dps/README.md).
    */
   workRewardCapPpm: bigint;
   /** workload_weights: W per workload class for verified work C_i * W_i. */

@@ -820,7 +820,11 @@ export interface Params {
    * assignment stay at or below this (1,000,000 = all GPUs busy).
    */
   loadThresholdPpm: number;
-  /** take_rate_ppm: protocol take on every provider payment. */
+  /**
+   * take_rate_ppm: protocol take on every provider payment; above x/dps's
+   * work_reward_cap_ppm unless that is 0 (a params update or genesis that breaks this is
+   * refused: wash work would pay).
+   */
   takeRatePpm: number;
   /**
    * take_pool_share_ppm: share of the take sent to the x/dps reward pool; the rest goes to

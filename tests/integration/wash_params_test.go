@@ -1,0 +1,128 @@
+package integration
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
+	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
+
+	"github.com/flopsnet/flops/testutil/apptest"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// fastGov: proposals need a 1 DPS deposit and vote for 3 s (3 blocks).
+func fastGov(e apptest.GenesisEditor) {
+	var gov govv1.GenesisState
+	e.Edit(govtypes.ModuleName, &gov, func() {
+		voting, expedited := 3*time.Second, 2*time.Second
+		gov.Params.MinDeposit = sdk.NewCoins(sdk.NewInt64Coin(udps, 1_000_000))
+		gov.Params.ExpeditedMinDeposit = sdk.NewCoins(sdk.NewInt64Coin(udps, 2_000_000))
+		gov.Params.VotingPeriod, gov.Params.ExpeditedVotingPeriod = &voting, &expedited
+	})
+}
+
+// decideProposal submits msgs as one proposal from proposer, votes it yes with the
+// validator (all the bonded stake), runs the chain past the voting period and returns the
+// proposal as it ended.
+func decideProposal(t *testing.T, a *apptest.App, proposer string, msgs ...sdk.Msg) govv1.Proposal {
+	t.Helper()
+	id, err := a.GovKeeper.ProposalID.Peek(a.Ctx())
+	require.NoError(t, err)
+	submit, err := govv1.NewMsgSubmitProposal(msgs, sdk.NewCoins(sdk.NewInt64Coin(udps, 1_000_000)), a.Account(proposer).String(), "", "params", "params", false)
+	require.NoError(t, err)
+	a.MustDeliver(proposer, submit)
+	a.MustDeliver("validator", govv1.NewMsgVote(a.Account("validator").Address, id, govv1.OptionYes, ""))
+	a.NextBlocks(4)
+	p, err := a.GovKeeper.Proposals.Get(a.Ctx(), id)
+	require.NoError(t, err)
+	require.NotEqual(t, govv1.StatusVotingPeriod, p.Status, "proposal %d still voting", id)
+	return p
+}
+
+// TestAttackParamsUpdateMakesWashLoopsPay: providers with a say in governance vote for a
+// work reward cap at or above the market's take (or a take at or below the cap). Wash work
+// through an account they funded out of the chain's sight (an intermediary, IBC) would
+// then earn more work reward than the take it pays: DPS for nothing. Each such proposal
+// fails and changes nothing; both params move together when the take goes up first (or
+// the cap comes down first). Before, each module checked only its own params: the cap
+// went to 6% under a 5% take.
+func TestAttackParamsUpdateMakesWashLoopsPay(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("alice"), apptest.WithGenesis(fastGov))
+	gov := authtypes.NewModuleAddress(govtypes.ModuleName).String()
+	params := func() (markettypes.Params, dpstypes.Params) {
+		mp, err := a.MarketKeeper.Params.Get(a.Ctx())
+		require.NoError(t, err)
+		dp, err := a.DPSKeeper.Params.Get(a.Ctx())
+		require.NoError(t, err)
+		return mp, dp
+	}
+	take := func(ppm uint32) sdk.Msg {
+		mp, _ := params()
+		mp.TakeRatePpm = ppm
+		return &markettypes.MsgUpdateParams{Authority: gov, Params: mp}
+	}
+	workCap := func(ppm uint64) sdk.Msg {
+		_, dp := params()
+		dp.WorkRewardCapPpm = ppm
+		return &dpstypes.MsgUpdateParams{Authority: gov, Params: dp}
+	}
+	requireParams := func(wantTake uint32, wantCap uint64) {
+		t.Helper()
+		mp, dp := params()
+		require.Equal(t, wantTake, mp.TakeRatePpm, "take_rate_ppm")
+		require.Equal(t, wantCap, dp.WorkRewardCapPpm, "work_reward_cap_ppm")
+	}
+	requireParams(50_000, 40_000) // the defaults: the loop loses 1% of what it routes
+
+	for _, c := range []struct {
+		name string
+		msgs []sdk.Msg
+	}{
+		{"the cap above the take", []sdk.Msg{workCap(60_000)}},
+		{"the cap at the take", []sdk.Msg{workCap(50_000)}},
+		{"the take below the cap", []sdk.Msg{take(30_000)}},
+		{"the take at the cap", []sdk.Msg{take(40_000)}},
+		// both above the old values, the cap first: it meets the old take and fails the
+		// proposal, whose take is not kept either
+		{"the cap raised before the take", []sdk.Msg{workCap(90_000), take(100_000)}},
+	} {
+		p := decideProposal(t, a, "alice", c.msgs...)
+		require.Equal(t, govv1.StatusFailed, p.Status, "%s: %s", c.name, p.FailedReason)
+		require.Contains(t, p.FailedReason, "is not below x/market's take_rate_ppm", c.name)
+		requireParams(50_000, 40_000)
+	}
+
+	// raised together, the take first; lowered together, the cap first
+	p := decideProposal(t, a, "alice", take(100_000), workCap(90_000))
+	require.Equal(t, govv1.StatusPassed, p.Status, p.FailedReason)
+	requireParams(100_000, 90_000)
+	p = decideProposal(t, a, "alice", workCap(10_000), take(20_000))
+	require.Equal(t, govv1.StatusPassed, p.Status, p.FailedReason)
+	requireParams(20_000, 10_000)
+	// a cap of 0 (work earns no reward) holds under any take, even none
+	p = decideProposal(t, a, "alice", workCap(0), take(0))
+	require.Equal(t, govv1.StatusPassed, p.Status, p.FailedReason)
+	requireParams(0, 0)
+	a.AssertInvariants()
+}
+
+// A genesis whose work reward cap is not below the market's take passes each module's
+// own check, and the chain refuses to start from it.
+func TestGenesisWhereWashLoopsPayIsRefused(t *testing.T) {
+	withCap := func(ppm uint64) apptest.Option {
+		return apptest.WithGenesis(func(e apptest.GenesisEditor) {
+			var gs dpstypes.GenesisState
+			e.Edit(dpstypes.ModuleName, &gs, func() { gs.Params.WorkRewardCapPpm = ppm })
+		})
+	}
+	take := markettypes.DefaultParams().TakeRatePpm
+	err := apptest.InitChainError(t, withCap(uint64(take)))
+	require.ErrorContains(t, err, "work_reward_cap_ppm 50000 is not below x/market's take_rate_ppm 50000")
+	require.NoError(t, apptest.InitChainError(t, withCap(uint64(take)-1)))
+}
