@@ -482,41 +482,39 @@ func (app *App) InitChainer(ctx sdk.Context, req *abci.RequestInitChain) (*abci.
 	if err := app.UpgradeKeeper.SetModuleVersionMap(ctx, app.ModuleManager.GetVersionMap()); err != nil {
 		return nil, err
 	}
-	res, err := app.ModuleManager.InitGenesis(ctx, app.appCodec, genesisState)
-	if err != nil {
-		return nil, err
-	}
-	// a rule across two modules' params, which neither module's genesis check sees
-	take, err := app.MarketKeeper.TakeRatePpm(ctx)
-	if err != nil {
-		return nil, err
-	}
-	workCap, err := app.DPSKeeper.WorkRewardCapPpm(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := markettypes.WashLoopLoses(take, workCap); err != nil {
+	if err := CheckGenesisAcrossModules(app.appCodec, genesisState); err != nil {
 		return nil, fmt.Errorf("genesis: %w", err)
 	}
-	return res, nil
+	return app.ModuleManager.InitGenesis(ctx, app.appCodec, genesisState)
 }
 
 // CheckGenesisAcrossModules checks the rules between modules' genesis params that each
 // module's own ValidateGenesis cannot see (a section left out counts as the module's
-// default): x/dps's work reward cap below x/market's take (markettypes.WashLoopLoses).
-// `flopsd genesis validate` runs it; InitChainer checks the same rule on the state it
-// initialised.
+// default). `flopsd genesis validate` runs it, and InitChain refuses a genesis that fails
+// it:
+//   - one money: x/market's denom (escrow, prices, deposits) and x/staking-slash's
+//     collateral_denom are the chain's bond denom, the one node asks are quoted in,
+//     x/dps's reward pool counts and its funding links watch. A market in another denom
+//     would compare exposure with collateral across denoms, quote against asks it cannot
+//     compare with, and send its take to a pool that never counts it;
+//   - wash work loses: x/dps's work reward cap below x/market's take
+//     (markettypes.WashLoopLoses).
 func CheckGenesisAcrossModules(cdc codec.JSONCodec, gs GenesisState) error {
-	market, dps := markettypes.DefaultGenesisState(), dpstypes.DefaultGenesisState()
-	if bz, ok := gs[markettypes.ModuleName]; ok {
-		if err := cdc.UnmarshalJSON(bz, market); err != nil {
-			return fmt.Errorf("%s genesis: %w", markettypes.ModuleName, err)
+	market, dps, collateral := markettypes.DefaultGenesisState(), dpstypes.DefaultGenesisState(), stakingslashtypes.DefaultGenesisState()
+	for _, m := range []struct {
+		name string
+		v    proto.Message
+	}{{markettypes.ModuleName, market}, {dpstypes.ModuleName, dps}, {stakingslashtypes.ModuleName, collateral}} {
+		if bz, ok := gs[m.name]; ok {
+			if err := cdc.UnmarshalJSON(bz, m.v); err != nil {
+				return fmt.Errorf("%s genesis: %w", m.name, err)
+			}
 		}
 	}
-	if bz, ok := gs[dpstypes.ModuleName]; ok {
-		if err := cdc.UnmarshalJSON(bz, dps); err != nil {
-			return fmt.Errorf("%s genesis: %w", dpstypes.ModuleName, err)
-		}
+	if market.Params.Denom != BondDenom || collateral.Params.CollateralDenom != BondDenom {
+		return fmt.Errorf("x/market's denom %q and x/staking-slash's collateral_denom %q must both be the chain's bond denom %q: "+
+			"node asks are quoted in it, exposure is weighed against collateral, and x/market's take refills x/dps's reward pool in it",
+			market.Params.Denom, collateral.Params.CollateralDenom, BondDenom)
 	}
 	return markettypes.WashLoopLoses(market.Params.TakeRatePpm, dps.Params.WorkRewardCapPpm)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/flopsnet/flops/testutil/apptest"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
+	stakingslashtypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
 // fastGov: proposals need a 1 DPS deposit and vote for 3 s (3 blocks).
@@ -125,4 +126,24 @@ func TestGenesisWhereWashLoopsPayIsRefused(t *testing.T) {
 	err := apptest.InitChainError(t, withCap(uint64(take)))
 	require.ErrorContains(t, err, "work_reward_cap_ppm 50000 is not below x/market's take_rate_ppm 50000")
 	require.NoError(t, apptest.InitChainError(t, withCap(uint64(take)-1)))
+}
+
+// A genesis whose market or collateral is in another denom than the chain's (a market
+// priced in an IBC stablecoin, say) passes each module's own check, and the chain refuses
+// to start from it: node asks are in udps, exposure is weighed against udps collateral,
+// and the take's pool share would land in x/dps's pool in a denom it never counts.
+func TestGenesisInAnotherDenomIsRefused(t *testing.T) {
+	const other = "ibc/usdc"
+	market := apptest.WithGenesis(func(e apptest.GenesisEditor) {
+		var gs markettypes.GenesisState
+		e.Edit(markettypes.ModuleName, &gs, func() {
+			gs.Params.Denom, gs.Params.BidDeposit.Denom, gs.Params.ChallengeBond.Denom = other, other, other
+		})
+	})
+	require.ErrorContains(t, apptest.InitChainError(t, market), `x/market's denom "ibc/usdc" and x/staking-slash's collateral_denom "udps" must both be the chain's bond denom "udps"`)
+	collateral := apptest.WithGenesis(func(e apptest.GenesisEditor) {
+		var gs stakingslashtypes.GenesisState
+		e.Edit(stakingslashtypes.ModuleName, &gs, func() { gs.Params.CollateralDenom = other })
+	})
+	require.ErrorContains(t, apptest.InitChainError(t, collateral), `x/market's denom "udps" and x/staking-slash's collateral_denom "ibc/usdc" must both`)
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,4 +42,18 @@ func TestGenesisValidateChecksRulesAcrossModules(t *testing.T) {
 	out, err = validateGenesis(t, home)
 	require.ErrorContains(t, err, "work_reward_cap_ppm 50000 is not below x/market's take_rate_ppm 50000")
 	require.NotContains(t, out, "valid genesis file")
+
+	// the market in another denom than the chain's
+	var gen map[string]any
+	require.NoError(t, json.Unmarshal(bz, &gen))
+	params := gen["app_state"].(map[string]any)["market"].(map[string]any)["params"].(map[string]any)
+	params["denom"] = "uatom"
+	for _, c := range []string{"bid_deposit", "challenge_bond"} {
+		params[c].(map[string]any)["denom"] = "uatom"
+	}
+	bz, err = json.Marshal(gen)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, bz, 0o600))
+	_, err = validateGenesis(t, home)
+	require.ErrorContains(t, err, `must both be the chain's bond denom "udps"`)
 }
