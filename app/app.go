@@ -4,10 +4,13 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	dbm "github.com/cosmos/cosmos-db"
 	"github.com/cosmos/gogoproto/proto"
@@ -298,13 +301,13 @@ func New(
 	// flops' modules decode addresses without the SDK codec's global-config lookup
 	flopsAddr := chain.NewAddressCodec(sdk.GetConfig().GetBech32AccountAddrPrefix())
 	app.StakingSlashKeeper = stakingslashkeeper.NewKeeper(appCodec, store(stakingslashtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper)
-	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper, app.StakingKeeper)
-	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.GFLKeeper)
+	app.GFLKeeper = gflkeeper.NewKeeper(appCodec, store(gfltypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper, app.StakingSlashKeeper, app.StakingKeeper, epochsView{&app.EpochsKeeper})
+	app.ReputationKeeper = reputationkeeper.NewKeeper(appCodec, store(reputationtypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.GFLKeeper, epochsView{&app.EpochsKeeper})
 	app.MarketKeeper = marketkeeper.NewKeeper(appCodec, store(markettypes.StoreKey), runtime.NewTransientStoreService(tkeys[markettypes.TransientStoreKey]),
 		flopsAddr, govAuthority, app.AccountKeeper,
 		app.BankKeeper, app.GFLKeeper, app.StakingSlashKeeper, authtypes.FeeCollectorName, dpstypes.ModuleName)
 	app.DPSKeeper = dpskeeper.NewKeeper(appCodec, store(dpstypes.StoreKey), flopsAddr, govAuthority, app.AccountKeeper, app.BankKeeper,
-		app.GFLKeeper, app.ReputationKeeper, app.MarketKeeper)
+		app.GFLKeeper, app.ReputationKeeper, app.MarketKeeper, epochsView{&app.EpochsKeeper})
 
 	// the modules' views of each other, and the hooks that feed reputation and rewards:
 	// x/market reports providers' behaviour to x/reputation and verified work to x/dps
@@ -498,17 +501,42 @@ func (app *App) InitChainer(ctx sdk.Context, req *abci.RequestInitChain) (*abci.
 //     would compare exposure with collateral across denoms, quote against asks it cannot
 //     compare with, and send its take to a pool that never counts it;
 //   - wash work loses: x/dps's work reward cap below x/market's take
-//     (markettypes.WashLoopLoses).
+//     (markettypes.WashLoopLoses);
+//   - every epoch a module follows (x/gfl's rebalance, x/reputation's scoring, x/dps's
+//     distribution) is one x/epochs runs: none can be added later, so the module's epoch
+//     work would never run (epochref).
 func CheckGenesisAcrossModules(cdc codec.JSONCodec, gs GenesisState) error {
 	market, dps, collateral := markettypes.DefaultGenesisState(), dpstypes.DefaultGenesisState(), stakingslashtypes.DefaultGenesisState()
+	gfl, reputation := gfltypes.DefaultGenesisState(), reputationtypes.DefaultGenesisState()
+	epochs := &epochstypes.GenesisState{}
+	if _, ok := gs[epochstypes.ModuleName]; !ok {
+		gs = maps.Clone(gs)
+		gs[epochstypes.ModuleName] = epochsBasic{}.DefaultGenesis(cdc)
+	}
 	for _, m := range []struct {
 		name string
 		v    proto.Message
-	}{{markettypes.ModuleName, market}, {dpstypes.ModuleName, dps}, {stakingslashtypes.ModuleName, collateral}} {
+	}{
+		{markettypes.ModuleName, market}, {dpstypes.ModuleName, dps}, {stakingslashtypes.ModuleName, collateral},
+		{gfltypes.ModuleName, gfl}, {reputationtypes.ModuleName, reputation}, {epochstypes.ModuleName, epochs},
+	} {
 		if bz, ok := gs[m.name]; ok {
 			if err := cdc.UnmarshalJSON(bz, m.v); err != nil {
 				return fmt.Errorf("%s genesis: %w", m.name, err)
 			}
+		}
+	}
+	runs := make([]string, len(epochs.Epochs))
+	for i, e := range epochs.Epochs {
+		runs[i] = e.Identifier
+	}
+	for _, f := range []struct{ module, epoch string }{
+		{gfltypes.ModuleName, gfl.Params.EpochIdentifier}, {reputationtypes.ModuleName, reputation.Params.EpochIdentifier},
+		{dpstypes.ModuleName, dps.Params.EpochIdentifier},
+	} {
+		if !slices.Contains(runs, f.epoch) {
+			return fmt.Errorf("x/%s's epoch_identifier %q is not an epoch x/epochs runs (%s), and no message adds one: its epoch work would never run",
+				f.module, f.epoch, strings.Join(runs, ", "))
 		}
 	}
 	if market.Params.Denom != BondDenom || collateral.Params.CollateralDenom != BondDenom {
@@ -517,6 +545,14 @@ func CheckGenesisAcrossModules(cdc codec.JSONCodec, gs GenesisState) error {
 			market.Params.Denom, collateral.Params.CollateralDenom, BondDenom)
 	}
 	return markettypes.WashLoopLoses(market.Params.TakeRatePpm, dps.Params.WorkRewardCapPpm)
+}
+
+// epochsView is x/epochs' epochs for the modules that follow one (epochref.Epochs).
+type epochsView struct{ k *epochskeeper.Keeper }
+
+// HasEpoch implements epochref.Epochs.
+func (e epochsView) HasEpoch(ctx context.Context, identifier string) (bool, error) {
+	return e.k.EpochInfo.Has(ctx, identifier)
 }
 
 // LoadHeight loads the state at a height.

@@ -2,6 +2,7 @@ package keepertest
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/cosmos/gogoproto/proto"
@@ -26,6 +27,17 @@ type ParamsHarness[P any, PP interface {
 	ErrInvalidParams    error
 	// ParamsUpdatedEvent is the proto name of the module's EventParamsUpdated.
 	ParamsUpdatedEvent string
+	// FollowingEpoch, for a module that follows an x/epochs epoch, is the default params
+	// with its epoch_identifier set; Setup's keeper must know the epochs as Epochs{"flops"}.
+	FollowingEpoch func(identifier string) P
+}
+
+// Epochs are the epochs x/epochs runs, for a keeper that checks the epoch it follows.
+type Epochs []string
+
+// HasEpoch implements epochref.Epochs.
+func (e Epochs) HasEpoch(_ context.Context, identifier string) (bool, error) {
+	return slices.Contains(e, identifier), nil
 }
 
 // ParamsKeeper is what the suite drives.
@@ -90,6 +102,21 @@ func RunParamsSuite[P any, PP interface {
 		require.NoError(t, err)
 		requireSame[P, PP](t, before, after)
 	})
+
+	if h.FollowingEpoch != nil {
+		t.Run("an epoch x/epochs does not run is rejected and nothing changes", func(t *testing.T) {
+			env, k := h.Setup(t)
+			before, err := k.Get(env.Ctx)
+			require.NoError(t, err)
+			err = k.Update(env.Ctx, env.Authority, h.FollowingEpoch("flopz"))
+			require.ErrorIs(t, err, h.ErrInvalidParams)
+			require.ErrorContains(t, err, `epoch_identifier "flopz": x/epochs runs no such epoch`)
+			after, err := k.Get(env.Ctx)
+			require.NoError(t, err)
+			requireSame[P, PP](t, before, after)
+			require.NoError(t, k.Update(env.Ctx, env.Authority, h.FollowingEpoch("flops")))
+		})
+	}
 
 	t.Run("genesis export then import round-trips", func(t *testing.T) {
 		env, k := h.Setup(t)

@@ -291,7 +291,7 @@ func (f *fixture) pool() sdkmath.Int { return f.balance(poolAddr) }
 // setKeeper (re)builds the keeper on the fixture's store with the given x/gfl and
 // x/reputation (nil: none).
 func (f *fixture) setKeeper(gfl types.GFLKeeper, rep types.ReputationKeeper) {
-	f.k = keeper.NewKeeper(f.env.Codec, f.env.StoreService, f.env.AddressCodec, f.env.Authority, &keepertest.AccountKeeper{}, f.bank, gfl, rep, nil)
+	f.k = keeper.NewKeeper(f.env.Codec, f.env.StoreService, f.env.AddressCodec, f.env.Authority, &keepertest.AccountKeeper{}, f.bank, gfl, rep, nil, nil)
 	f.ms, f.qs = keeper.NewMsgServerImpl(f.k), keeper.NewQueryServerImpl(f.k)
 }
 

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/internal/blockhook"
+	"github.com/flopsnet/flops/internal/epochref"
 	"github.com/flopsnet/flops/x/dps/types"
 )
 
@@ -32,6 +33,9 @@ type Keeper struct {
 	gfl           types.GFLKeeper
 	reputation    types.ReputationKeeper
 	market        types.MarketKeeper
+	// epochs are the epochs x/epochs runs: epoch_identifier must name one (nil: not
+	// checked, a keeper test without x/epochs)
+	epochs epochref.Epochs
 	// authority may update params (x/gov's module account).
 	authority string
 
@@ -73,8 +77,10 @@ type Keeper struct {
 // reputation (reward multipliers) are read by the distribution; nil leaves distributions
 // waiting (a keeper test of the rest of the module). market's take bounds the work reward
 // cap a params update may set; nil: a chain without x/market, whose work earns no fees.
+// epochs are x/epochs' epochs, one of which epoch_identifier must name.
 func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string,
 	ak types.AccountKeeper, bk types.BankKeeper, gfl types.GFLKeeper, reputation types.ReputationKeeper, market types.MarketKeeper,
+	epochs epochref.Epochs,
 ) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "dps: invalid authority %q", authority))
@@ -89,6 +95,7 @@ func NewKeeper(cdc codec.BinaryCodec, storeService corestore.KVStoreService, add
 		gfl:           gfl,
 		reputation:    reputation,
 		market:        market,
+		epochs:        epochs,
 		authority:     authority,
 		Params:        collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		EraState:      collections.NewItem(sb, types.EraKey, "era", codec.CollValue[types.EraState](cdc)),

@@ -19,7 +19,7 @@ func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Pa
 	env := keepertest.NewEnv(t, types.StoreKey, dps.AppModule{})
 	ak := &keepertest.AccountKeeper{}
 	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, newFakeBank(env.StoreService), nil, nil,
-		marketTake(markettypes.DefaultParams().TakeRatePpm))
+		marketTake(markettypes.DefaultParams().TakeRatePpm), keepertest.Epochs{"flops"})
 	require.NoError(t, k.InitGenesis(env.Ctx, types.DefaultGenesisState()))
 	// genesis creates the module account
 	require.Contains(t, ak.Created, types.ModuleName)
@@ -94,13 +94,18 @@ func TestParamsLifecycle(t *testing.T) {
 		ErrInvalidAuthority: types.ErrInvalidAuthority,
 		ErrInvalidParams:    types.ErrInvalidParams,
 		ParamsUpdatedEvent:  "flops.dps.v1.EventParamsUpdated",
+		FollowingEpoch: func(identifier string) types.Params {
+			p := types.DefaultParams()
+			p.EpochIdentifier = identifier
+			return p
+		},
 	})
 }
 
 // A genesis with invalid params is refused and stores nothing.
 func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	env := keepertest.NewEnv(t, types.StoreKey, dps.AppModule{})
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, newFakeBank(env.StoreService), nil, nil, nil)
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, newFakeBank(env.StoreService), nil, nil, nil, nil)
 	gs := types.DefaultGenesisState()
 	gs.Params.EmissionSharePpm = 2_000_000
 	require.ErrorIs(t, k.InitGenesis(env.Ctx, gs), types.ErrInvalidParams)

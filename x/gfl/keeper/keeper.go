@@ -15,6 +15,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/epochref"
 	"github.com/flopsnet/flops/internal/unitstore"
 	"github.com/flopsnet/flops/x/gfl/types"
 )
@@ -58,6 +59,9 @@ type Keeper struct {
 	// authority may update params and approve nodes (x/gov's module account).
 	authority string
 	hooks     *hooksHolder
+	// epochs are the epochs x/epochs runs: epoch_identifier must name one (nil: not
+	// checked, a keeper test without x/epochs)
+	epochs epochref.Epochs
 
 	Schema collections.Schema
 	Params collections.Item[types.Params]
@@ -114,7 +118,7 @@ type Keeper struct {
 // happens while wiring the app.
 func NewKeeper(
 	cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string,
-	ak types.AccountKeeper, bk types.BankKeeper, ck types.CollateralKeeper, vk types.ValidatorKeeper,
+	ak types.AccountKeeper, bk types.BankKeeper, ck types.CollateralKeeper, vk types.ValidatorKeeper, epochs epochref.Epochs,
 ) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "gfl: invalid authority %q", authority))
@@ -124,7 +128,7 @@ func NewKeeper(
 	operatorOf := func(operator string) (sdk.AccAddress, error) { return addressCodec.StringToBytes(operator) }
 	k := Keeper{
 		cdc: cdc, storeService: storeService, addressCodec: addressCodec, authority: authority,
-		accountKeeper: ak, bankKeeper: bk, collateral: ck, validators: vk, hooks: &hooksHolder{},
+		accountKeeper: ak, bankKeeper: bk, collateral: ck, validators: vk, epochs: epochs, hooks: &hooksHolder{},
 
 		Params:  collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		NodeSeq: collections.NewSequence(sb, types.NodeSeqKey, "node_seq"),

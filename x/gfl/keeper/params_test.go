@@ -17,7 +17,7 @@ import (
 func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Params]) {
 	env := keepertest.NewEnv(t, types.StoreKey, gfl.AppModule{})
 	ak := &keepertest.AccountKeeper{}
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, keepertest.NewBank(), newCollateral(), proposers{})
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, keepertest.NewBank(), newCollateral(), proposers{}, keepertest.Epochs{"flops"})
 	require.NoError(t, k.InitGenesis(env.Ctx, types.DefaultGenesisState()))
 	// genesis creates the module account
 	require.Contains(t, ak.Created, types.ModuleName)
@@ -66,13 +66,18 @@ func TestParamsLifecycle(t *testing.T) {
 		ErrInvalidAuthority: types.ErrInvalidAuthority,
 		ErrInvalidParams:    types.ErrInvalidParams,
 		ParamsUpdatedEvent:  "flops.gfl.v1.EventParamsUpdated",
+		FollowingEpoch: func(identifier string) types.Params {
+			p := types.DefaultParams()
+			p.EpochIdentifier = identifier
+			return p
+		},
 	})
 }
 
 // A genesis with invalid params is refused and stores nothing.
 func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	env := keepertest.NewEnv(t, types.StoreKey, gfl.AppModule{})
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, keepertest.NewBank(), newCollateral(), proposers{})
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, keepertest.NewBank(), newCollateral(), proposers{}, nil)
 	gs := types.DefaultGenesisState()
 	gs.Params.ChallengeSamples = 0
 	require.ErrorIs(t, k.InitGenesis(env.Ctx, gs), types.ErrInvalidParams)

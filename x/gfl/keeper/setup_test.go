@@ -157,7 +157,7 @@ func newFixture(t *testing.T, edit func(p *types.Params)) *fixture {
 	t.Helper()
 	env := keepertest.NewEnv(t, types.StoreKey, gfl.AppModule{})
 	f := &fixture{t: t, env: env, bank: keepertest.NewBank(), coll: newCollateral(), hooks: &hooks{}, validators: proposers{}}
-	f.k = keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.coll, f.validators)
+	f.k = keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, f.bank, f.coll, f.validators, nil)
 	f.k.SetHooks(f.hooks)
 	gs := types.DefaultGenesisState()
 	if edit != nil {

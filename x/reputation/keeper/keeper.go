@@ -14,6 +14,7 @@ import (
 
 	"github.com/flopsnet/flops/internal/blockhook"
 	"github.com/flopsnet/flops/internal/collkeys"
+	"github.com/flopsnet/flops/internal/epochref"
 	"github.com/flopsnet/flops/internal/unitstore"
 	"github.com/flopsnet/flops/x/reputation/types"
 )
@@ -36,6 +37,9 @@ type Keeper struct {
 	addressCodec  address.Codec
 	accountKeeper types.AccountKeeper
 	gfl           types.GFLKeeper
+	// epochs are the epochs x/epochs runs: epoch_identifier must name one (nil: not
+	// checked, a keeper test without x/epochs)
+	epochs epochref.Epochs
 	// authority may update params (x/gov's module account).
 	authority string
 
@@ -63,7 +67,7 @@ type Keeper struct {
 // happens while wiring the app.
 func NewKeeper(
 	cdc codec.BinaryCodec, storeService corestore.KVStoreService, addressCodec address.Codec, authority string,
-	ak types.AccountKeeper, gk types.GFLKeeper,
+	ak types.AccountKeeper, gk types.GFLKeeper, epochs epochref.Epochs,
 ) Keeper {
 	if _, err := addressCodec.StringToBytes(authority); err != nil {
 		panic(errorsmod.Wrapf(err, "reputation: invalid authority %q", authority))
@@ -77,6 +81,7 @@ func NewKeeper(
 		addressCodec:  addressCodec,
 		accountKeeper: ak,
 		gfl:           gk,
+		epochs:        epochs,
 		authority:     authority,
 		Params:        collections.NewItem(sb, types.ParamsKey, "params", collkeys.DecodeOnce(codec.CollValue[types.Params](cdc))),
 		Scoring:       collections.NewItem(sb, types.ScoringKey, "scoring", codec.CollValue[types.ScoringState](cdc)),

@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/flopsnet/flops/internal/epochref"
 	"github.com/flopsnet/flops/x/reputation/types"
 )
 
@@ -23,6 +24,9 @@ func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams)
 		return nil, errorsmod.Wrapf(types.ErrInvalidAuthority, "expected %s, got %s", m.authority, msg.Authority)
 	}
 	if err := msg.Params.Validate(); err != nil {
+		return nil, err
+	}
+	if err := epochref.Check(ctx, m.epochs, msg.Params.EpochIdentifier, types.ErrInvalidParams); err != nil {
 		return nil, err
 	}
 	if err := m.Params.Set(ctx, msg.Params); err != nil {

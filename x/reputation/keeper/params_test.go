@@ -18,7 +18,7 @@ import (
 func setupParams(t *testing.T) (keepertest.Env, keepertest.ParamsKeeper[types.Params]) {
 	env := keepertest.NewEnv(t, types.StoreKey, reputation.AppModule{})
 	ak := &keepertest.AccountKeeper{}
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, &fakeGFL{})
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, ak, &fakeGFL{}, keepertest.Epochs{"flops"})
 	require.NoError(t, k.InitGenesis(env.Ctx, types.DefaultGenesisState()))
 	// genesis creates the module account
 	require.Contains(t, ak.Created, types.ModuleName)
@@ -70,13 +70,18 @@ func TestParamsLifecycle(t *testing.T) {
 		ErrInvalidAuthority: types.ErrInvalidAuthority,
 		ErrInvalidParams:    types.ErrInvalidParams,
 		ParamsUpdatedEvent:  "flops.reputation.v1.EventParamsUpdated",
+		FollowingEpoch: func(identifier string) types.Params {
+			p := types.DefaultParams()
+			p.EpochIdentifier = identifier
+			return p
+		},
 	})
 }
 
 // A genesis with invalid params is refused and stores nothing.
 func TestInitGenesisRejectsInvalidParams(t *testing.T) {
 	env := keepertest.NewEnv(t, types.StoreKey, reputation.AppModule{})
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, &fakeGFL{})
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, &fakeGFL{}, nil)
 	gs := types.DefaultGenesisState()
 	gs.Params.Alpha = sdkmath.LegacyNewDec(2)
 	require.ErrorIs(t, k.InitGenesis(env.Ctx, gs), types.ErrInvalidParams)

@@ -67,7 +67,7 @@ func newFixture(t *testing.T, params ...func(*types.Params)) *fixture {
 	t.Helper()
 	env := keepertest.NewEnv(t, types.StoreKey, reputation.AppModule{})
 	gfl := &fakeGFL{nodes: map[uint64]gfltypes.Node{}}
-	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, gfl)
+	k := keeper.NewKeeper(env.Codec, env.StoreService, env.AddressCodec, env.Authority, &keepertest.AccountKeeper{}, gfl, nil)
 	gs := types.DefaultGenesisState()
 	gs.Params = testParams()
 	for _, mutate := range params {

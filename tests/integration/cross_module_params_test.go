@@ -13,7 +13,9 @@ import (
 
 	"github.com/flopsnet/flops/testutil/apptest"
 	dpstypes "github.com/flopsnet/flops/x/dps/types"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
+	reputationtypes "github.com/flopsnet/flops/x/reputation/types"
 	stakingslashtypes "github.com/flopsnet/flops/x/staking-slash/types"
 )
 
@@ -146,4 +148,46 @@ func TestGenesisInAnotherDenomIsRefused(t *testing.T) {
 		e.Edit(stakingslashtypes.ModuleName, &gs, func() { gs.Params.CollateralDenom = other })
 	})
 	require.ErrorContains(t, apptest.InitChainError(t, collateral), `x/market's denom "udps" and x/staking-slash's collateral_denom "ibc/usdc" must both`)
+}
+
+// A module told to follow an epoch x/epochs does not run would never again rebalance
+// (x/gfl), score (x/reputation) or distribute (x/dps), and nothing would fail: x/epochs
+// takes no message that adds an epoch. A proposal naming one fails and changes nothing;
+// a genesis naming one is refused.
+func TestEpochNoOneRunsIsRefused(t *testing.T) {
+	a := apptest.New(t, apptest.WithAccounts("alice"), apptest.WithGenesis(fastGov))
+	gov := authtypes.NewModuleAddress(govtypes.ModuleName).String()
+	gp, err := a.GFLKeeper.Params.Get(a.Ctx())
+	require.NoError(t, err)
+	rp, err := a.ReputationKeeper.Params.Get(a.Ctx())
+	require.NoError(t, err)
+	dp, err := a.DPSKeeper.Params.Get(a.Ctx())
+	require.NoError(t, err)
+	gp.EpochIdentifier, rp.EpochIdentifier, dp.EpochIdentifier = "flopz", "flopz", "flopz"
+	for _, msg := range []sdk.Msg{
+		&gfltypes.MsgUpdateParams{Authority: gov, Params: gp},
+		&reputationtypes.MsgUpdateParams{Authority: gov, Params: rp},
+		&dpstypes.MsgUpdateParams{Authority: gov, Params: dp},
+	} {
+		p := decideProposal(t, a, "alice", msg)
+		require.Equal(t, govv1.StatusFailed, p.Status, sdk.MsgTypeURL(msg))
+		require.Contains(t, p.FailedReason, `epoch_identifier "flopz": x/epochs runs no such epoch`)
+	}
+	gp, err = a.GFLKeeper.Params.Get(a.Ctx())
+	require.NoError(t, err)
+	rp, err = a.ReputationKeeper.Params.Get(a.Ctx())
+	require.NoError(t, err)
+	dp, err = a.DPSKeeper.Params.Get(a.Ctx())
+	require.NoError(t, err)
+	require.Equal(t, []string{"flops", "flops", "flops"}, []string{gp.EpochIdentifier, rp.EpochIdentifier, dp.EpochIdentifier})
+	// another epoch x/epochs runs may be followed
+	gp.EpochIdentifier = "day"
+	p := decideProposal(t, a, "alice", &gfltypes.MsgUpdateParams{Authority: gov, Params: gp})
+	require.Equal(t, govv1.StatusPassed, p.Status, p.FailedReason)
+
+	err = apptest.InitChainError(t, apptest.WithGenesis(func(e apptest.GenesisEditor) {
+		var gs reputationtypes.GenesisState
+		e.Edit(reputationtypes.ModuleName, &gs, func() { gs.Params.EpochIdentifier = "flopz" })
+	}))
+	require.ErrorContains(t, err, `x/reputation's epoch_identifier "flopz" is not an epoch x/epochs runs (day, hour, minute, week, flops)`)
 }
