@@ -11,7 +11,7 @@ import (
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
-// x/market's store (1 to 14) and x/gfl's (1 to 2) migrate from their first version to
+// x/market's store (1 to 15) and x/gfl's (1 to 2) migrate from their first version to
 // the one this binary runs, through the module manager as an upgrade's handler
 // (app/upgrades.go) runs it: a version with no migration registered would fail the
 // upgrade at its height. The market's params as a version 12 chain stored them (no
@@ -19,7 +19,7 @@ import (
 func TestStoresMigrateFromTheirFirstVersion(t *testing.T) {
 	a := apptest.New(t)
 	now := a.ModuleManager.GetVersionMap()
-	require.EqualValues(t, 14, now[markettypes.ModuleName], "x/market's store is at version 14")
+	require.EqualValues(t, 15, now[markettypes.ModuleName], "x/market's store is at version 15")
 	require.EqualValues(t, 2, now[gfltypes.ModuleName], "x/gfl's store is at version 2")
 	p, err := a.MarketKeeper.Params.Get(a.Ctx())
 	require.NoError(t, err)

@@ -29,7 +29,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 14
+const ConsensusVersion = 15
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -122,6 +122,9 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	}
 	if err := cfg.RegisterMigration(types.ModuleName, 13, func(ctx sdk.Context) error { return m.Migrate13to14(ctx) }); err != nil {
 		panic(fmt.Errorf("%s: migration 13 to 14: %w", types.ModuleName, err))
+	}
+	if err := cfg.RegisterMigration(types.ModuleName, 14, func(ctx sdk.Context) error { return m.Migrate14to15(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 14 to 15: %w", types.ModuleName, err))
 	}
 }
 

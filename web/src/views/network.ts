@@ -2,9 +2,9 @@
 // and region, nodes by status, jobs by status, the queue (pending tasks) and time to
 // assignment, emission per epoch, halving progress and the reward pool.
 //
-// No figure reads a whole table: the queue is the scheduler's (Queue, a record a group
-// with a task waiting), the time to assignment reads the 200 newest tasks, jobs by status
-// are the chain's counts (JobCounts, one record), schedulable nodes by class and region
+// No figure reads a whole table: the queue is the scheduler's counts (Queue, one record),
+// the time to assignment reads the 200 newest tasks, jobs by status are the chain's
+// counts (JobCounts, one record), schedulable nodes by class and region
 // are the chain's counts (a key a class or region: SchedulableByClass and
 // SchedulableByRegion), nodes by status are counted on their index. A node that does not
 // answer one of them (a big chain's query past the node's gas limit, or a node from
@@ -108,7 +108,7 @@ export class NetworkView extends View {
       q.dps.Era({}),
       q.dps.Pool({}),
       q.dps.Emissions({ pagination: page(100, { reverse: true }) }),
-      // the scheduler's queue (a record a group): not a scan of the tasks the chain keeps
+      // the scheduler queue's counts (one record): not a scan of the tasks the chain keeps
       refusable(q.market.Queue({})),
       // the newest tasks, for the time to assignment: each says when it last became
       // pending and when it was assigned (the jobs, each with its spec of up to about
@@ -184,7 +184,7 @@ export class NetworkView extends View {
               <div class="card"><h3>GFL index</h3><p class="big" data-testid="gfl-index">${gfl(d.totalGflops)}</p>
                 <p class="muted">${d.totalGflops.toString()} GFLOP/s verified on ${d.activeNodes.toString()} nodes</p></div>
               <div class="card"><h3>Queue</h3><p class="big" data-testid="pending-tasks">${isRefused(d.pendingTasks) ? "—" : d.pendingTasks}</p>
-                ${isRefused(d.pendingTasks) ? this.refusal("pending-refused", "count the tasks waiting", d.pendingTasks, "a flood's queue can pass the node's gas limit, and a node from before the count does not serve it") : ""}
+                ${isRefused(d.pendingTasks) ? this.refusal("pending-refused", "count the tasks waiting", d.pendingTasks, "a node from before the market's store version 15 walks the queue, which a flood takes past its gas limit") : ""}
                 <p class="muted">tasks waiting for a node${d.assignBlocks
                   ? html`; assigned after ${d.assignBlocks.median} blocks (median), ${d.assignBlocks.max} at most, over ${d.assignBlocks.n} recent tasks`
                   : ""}</p>

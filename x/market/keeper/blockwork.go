@@ -90,7 +90,8 @@ func (k Keeper) EndBlocker(goCtx context.Context) error {
 	if err := k.assignPending(ctx, p, assign); err != nil && !errors.Is(err, blockhook.ErrBudgetSpent) {
 		return err
 	}
-	return nil
+	// last: the block's moves of the queue (its txs' and this EndBlocker's) into its counts
+	return k.foldQueueCounts(ctx)
 }
 
 // sortBlockWrites has the SDK's cache store of the block sort the market's writes of the

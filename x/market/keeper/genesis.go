@@ -192,6 +192,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	if err := k.recountJobs(ctx); err != nil {
 		return err
 	}
+	if err := k.recountQueue(ctx); err != nil {
+		return err
+	}
 	if bal := k.bankKeeper.GetBalance(ctx, k.accountKeeper.GetModuleAddress(types.ModuleName), p.Denom).Amount; !bal.Equal(held) {
 		return fmt.Errorf("market genesis: the escrow account holds %s%s, the jobs and bids %s%s", bal, p.Denom, held, p.Denom)
 	}

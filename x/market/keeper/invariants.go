@@ -683,7 +683,8 @@ func (k Keeper) hasEntry(ctx sdk.Context, job types.Job, t types.Task) (bool, st
 // has a record that counts them and knows its lowest one (or says it does not; a group of
 // one names its task and has no waiting set entry, one of several has an entry each), and is
 // either queued at its job's priority or parked with its retry entry, never both; no
-// group is queued, parked or recorded without a waiting task.
+// group is queued, parked or recorded without a waiting task; the queue's counts (kept and
+// pending) are those of a walk.
 func (k Keeper) groupProblems(ctx sdk.Context) []string {
 	var problems []string
 	type tally struct {
@@ -778,7 +779,7 @@ func (k Keeper) groupProblems(ctx sdk.Context) []string {
 	count("queued groups", n, err, queued)
 	n, err = countKeys(ctx, k.GroupRetryAt)
 	count("group retry entries", n, err, len(groups)-queued)
-	return problems
+	return append(problems, k.queueCountProblems(ctx)...)
 }
 
 func groupsOfOne(ctx sdk.Context, groups collections.Map[group, groupValue]) (int, error) {

@@ -204,6 +204,11 @@ type Keeper struct {
 	// JobCounts: the jobs held in each status, the jobs from its next_job_id up counted
 	// as ACTIVE (job_counts.go).
 	JobCounts collections.Item[types.JobCounts]
+	// QueueCounts: the scheduler queue's groups, waiting tasks, parked groups and tasks
+	// parked alone, as of the last EndBlocker; QueueMoves: their moves since
+	// (queue_counts.go).
+	QueueCounts collections.Item[queueCounts]
+	QueueMoves  collections.Item[queueMoves]
 
 	DisputeSeq collections.Sequence
 	Disputes   collections.Map[uint64, types.Dispute]
@@ -353,6 +358,8 @@ func NewKeeper(
 		SweepCursors: collections.NewMap(sb, types.SweepCursorsKey, "sweep_cursors",
 			collections.PairKeyCodec(collections.Uint32Key, collections.Uint64Key), collections.Uint64Value),
 		CancelSweeps: collections.NewKeySet(sb, types.CancelSweepsKey, "cancel_sweeps", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
+		QueueCounts:  collections.NewItem(sb, types.QueueCountsKey, "queue_counts", newQueueCountsCodec()),
+		QueueMoves:   collections.NewItem(sb, types.QueueMovesKey, "queue_moves", queueMovesCodec),
 	}
 	schema, err := sb.Build()
 	if err != nil {

@@ -522,3 +522,14 @@ func removeAll[K any](ctx context.Context, set collections.KeySet[K], r collecti
 	}
 	return nil
 }
+
+// Migrate14to15: version 15 keeps the scheduler queue's counts in one record
+// (QueueCounts, queue_counts.go) instead of the Queue query walking every group; this
+// counts the queue a version 14 chain holds. The work is a walk of the groups and of the
+// tasks parked alone, once.
+func (m Migrator) Migrate14to15(ctx context.Context) error {
+	if err := m.k.recountQueue(ctx); err != nil {
+		return fmt.Errorf("migrate 14 to 15: %w", err)
+	}
+	return nil
+}

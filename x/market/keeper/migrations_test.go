@@ -451,3 +451,25 @@ func TestMigrate12to13SetsTheTaskDisk(t *testing.T) {
 	require.NoError(t, keeper.NewMigrator(f.k).Migrate12to13(f.ctx))
 	require.EqualValues(t, 500<<10, f.params().TaskDiskMibPerGpu)
 }
+
+// Version 14 kept no queue counts (the Queue query walked the groups); the migration to
+// 15 counts the queue a chain holds: groups queued and parked, tasks parked alone.
+func TestMigrate14to15CountsTheQueue(t *testing.T) {
+	f := newFixture(t, nil)
+	f.submit(f.unplaceable())
+	f.blocks(1) // parked: no node
+	three := f.unplaceable()
+	three.TaskCount = 3
+	b := f.submit(three)
+	f.blocks(1)
+	require.NoError(t, f.k.ParkAloneForTest(f.ctx, f.tasks(b)[1].Id))
+	f.blocks(1)
+	want := types.QueryQueueResponse{Groups: 2, Waiting: 3, GroupsParked: 2, Parked: 1}
+	require.Equal(t, want, queue(t, f))
+
+	require.NoError(t, f.k.QueueCounts.Remove(f.ctx)) // a version 14 store
+	require.Equal(t, types.QueryQueueResponse{}, queue(t, f))
+	require.NoError(t, keeper.NewMigrator(f.k).Migrate14to15(f.ctx))
+	require.Equal(t, want, queue(t, f))
+	f.assertInvariants()
+}

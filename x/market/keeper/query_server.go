@@ -182,24 +182,14 @@ func (q queryServer) Tasks(ctx context.Context, req *types.QueryTasksRequest) (*
 	return &types.QueryTasksResponse{Tasks: tasks, Pagination: page}, nil
 }
 
-// Queue counts the scheduler's queue (queue.go): a record read per group with a task
-// waiting, a key per task parked alone.
+// Queue counts the scheduler's queue (queue.go) from its counts (queue_counts.go): the
+// same two reads however long the queue is.
 func (q queryServer) Queue(ctx context.Context, _ *types.QueryQueueRequest) (*types.QueryQueueResponse, error) {
-	var res types.QueryQueueResponse
-	err := q.k.Groups.Walk(ctx, nil, func(_ group, v groupValue) (bool, error) {
-		res.Groups++
-		res.Waiting += v.K1()
-		if v.K3() != 0 {
-			res.GroupsParked++
-		}
-		return false, nil
-	})
+	res, err := q.k.queueCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	parked, err := countKeys(sdk.UnwrapSDKContext(ctx), q.k.AssignRetryAt)
-	res.Parked = uint64(parked)
-	return &res, err
+	return &res, nil
 }
 
 // SchedulableByClass pages through the scheduler's counters of each GPU class.

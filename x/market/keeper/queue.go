@@ -79,6 +79,9 @@ func (k Keeper) enqueue(ctx context.Context, job types.Job, t types.Task) error 
 		if err := k.setGroup(ctx, g, groupState{size: 1, first: t.Id}); err != nil {
 			return err
 		}
+		if err := k.moveQueueCounts(ctx, 1, 1, 0, 0); err != nil {
+			return err
+		}
 		return k.AssignQueue.Set(ctx, groupKey(job, t.Role))
 	}
 	if s.size == 1 {
@@ -93,6 +96,9 @@ func (k Keeper) enqueue(ctx context.Context, job types.Job, t types.Task) error 
 	s.size++
 	if s.first != 0 && t.Id < s.first {
 		s.first = t.Id
+	}
+	if err := k.moveQueueCounts(ctx, 0, 1, 0, 0); err != nil {
+		return err
 	}
 	return k.setGroup(ctx, g, s)
 }
@@ -112,7 +118,13 @@ func (k Keeper) dequeue(ctx context.Context, job types.Job, t types.Task) error 
 			return err
 		}
 		if s.parked != 0 {
+			if err := k.moveQueueCounts(ctx, -1, -1, -1, 0); err != nil {
+				return err
+			}
 			return k.GroupRetryAt.Remove(ctx, collections.Join3(s.parked, g.K1(), g.K2()))
+		}
+		if err := k.moveQueueCounts(ctx, -1, -1, 0, 0); err != nil {
+			return err
 		}
 		return k.AssignQueue.Remove(ctx, groupKey(job, t.Role))
 	}
@@ -128,6 +140,9 @@ func (k Keeper) dequeue(ctx context.Context, job types.Job, t types.Task) error 
 		return err
 	}
 	if err := k.Waiting.Remove(ctx, wk); err != nil {
+		return err
+	}
+	if err := k.moveQueueCounts(ctx, 0, -1, 0, 0); err != nil {
 		return err
 	}
 	s.size--
@@ -225,6 +240,9 @@ func (k Keeper) parkGroup(ctx context.Context, p types.Params, job types.Job, ro
 	if err := k.setGroup(ctx, g, s); err != nil {
 		return err
 	}
+	if err := k.moveQueueCounts(ctx, 0, 0, 1, 0); err != nil {
+		return err
+	}
 	return k.GroupRetryAt.Set(ctx, collections.Join3(s.parked, job.Id, int32(role)))
 }
 
@@ -242,6 +260,9 @@ func (k Keeper) requeueGroup(ctx context.Context, g group) error {
 	}
 	s.parked = 0
 	if err := k.setGroup(ctx, g, s); err != nil {
+		return err
+	}
+	if err := k.moveQueueCounts(ctx, 0, 0, -1, 0); err != nil {
 		return err
 	}
 	spec, err := k.JobSpecs.Get(ctx, g.K1())
@@ -273,6 +294,9 @@ func (k Keeper) park(ctx context.Context, job types.Job, t types.Task, at int64,
 	if err := k.AssignRetries.Set(ctx, t.Id, collections.Join(at, tries)); err != nil {
 		return err
 	}
+	if err := k.moveQueueCounts(ctx, 0, 0, 0, 1); err != nil {
+		return err
+	}
 	return k.AssignRetryAt.Set(ctx, collections.Join(at, t.Id))
 }
 
@@ -285,6 +309,9 @@ func (k Keeper) unpark(ctx context.Context, taskID uint64) (bool, error) {
 		return false, err
 	}
 	if err := k.AssignRetryAt.Remove(ctx, collections.Join(r.K1(), taskID)); err != nil {
+		return false, err
+	}
+	if err := k.moveQueueCounts(ctx, 0, 0, 0, -1); err != nil {
 		return false, err
 	}
 	return true, k.AssignRetries.Remove(ctx, taskID)

@@ -246,6 +246,9 @@ func (k Keeper) insertPrimaries(ctx context.Context, job *types.Job, tasks []typ
 	if err := k.setGroup(ctx, groupOf(first), groupState{size: uint64(len(waiting)), first: first.Id}); err != nil {
 		return err
 	}
+	if err := k.moveQueueCounts(ctx, 1, int64(len(waiting)), 0, 0); err != nil {
+		return err
+	}
 	return k.AssignQueue.Set(ctx, groupKey(*job, types.TASK_ROLE_PRIMARY))
 }
 

@@ -116,6 +116,12 @@ var (
 	// RegionNodesKey: how many schedulable nodes each region has (store version 12), so
 	// that they are counted without reading every node.
 	RegionNodesKey = collections.NewPrefix(63)
+	// QueueCountsKey: the scheduler queue's counts (store version 15), so that the queue
+	// is counted without reading every group.
+	QueueCountsKey = collections.NewPrefix(64)
+	// QueueMovesKey: the moves of the queue's counts since the last EndBlocker added them
+	// up (store version 15).
+	QueueMovesKey = collections.NewPrefix(65)
 )
 
 // Item kinds of the module's block work (internal/blockhook items; each kind is the queue its items come from).
