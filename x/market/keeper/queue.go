@@ -22,6 +22,9 @@ import (
 //   - parked alone (AssignRetryAt, AssignRetries): it found no node for a reason of its
 //     own, the nodes it excludes, while its group may still be placed.
 //
+// Every change here moves the queue's counts (queue_counts.go), which the Queue query
+// reads instead of the groups.
+//
 // A group is queued or parked only while it has a waiting task. Parking a group costs
 // the same whatever its size: a job of 5,000 tasks nobody can take costs a block one
 // examination when its retry comes, not one per task.
