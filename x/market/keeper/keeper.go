@@ -358,7 +358,7 @@ func NewKeeper(
 		SweepCursors: collections.NewMap(sb, types.SweepCursorsKey, "sweep_cursors",
 			collections.PairKeyCodec(collections.Uint32Key, collections.Uint64Key), collections.Uint64Value),
 		CancelSweeps: collections.NewKeySet(sb, types.CancelSweepsKey, "cancel_sweeps", collections.PairKeyCodec(collections.Int64Key, collections.Uint64Key)),
-		QueueCounts:  collections.NewItem(sb, types.QueueCountsKey, "queue_counts", newQueueCountsCodec()),
+		QueueCounts:  collections.NewItem(sb, types.QueueCountsKey, "queue_counts", queueCountsCodec),
 		QueueMoves:   collections.NewItem(sb, types.QueueMovesKey, "queue_moves", queueMovesCodec),
 	}
 	schema, err := sb.Build()
