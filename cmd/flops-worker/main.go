@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -30,7 +28,6 @@ import (
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/daemon"
-	"github.com/flopsnet/flops/worker/executor"
 	"github.com/flopsnet/flops/worker/gpu"
 	"github.com/flopsnet/flops/worker/outputs"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
@@ -453,26 +450,22 @@ func fetchCmd(g *globals) *cobra.Command {
 			if !ok {
 				return fmt.Errorf("task %d: output URI %q is not a flops-worker output server", id, t.Task.OutputUri)
 			}
-			m, err := outputs.FetchManifest(ctx, http.DefaultClient, base, id, priv)
-			if err != nil {
-				return err
-			}
-			if !strings.EqualFold(m.ResultRoot, hex.EncodeToString(t.Task.ResultRoot)) {
-				return fmt.Errorf("task %d: the server's result root %s is not the one revealed on chain %x", id, m.ResultRoot, t.Task.ResultRoot)
-			}
 			if dir == "" {
 				dir = fmt.Sprintf("task-%d", id)
 			}
-			if err := outputs.Fetch(ctx, http.DefaultClient, base, id, priv, dir); err != nil {
-				return err
+			want := outputs.Committed{ResultRoot: t.Task.ResultRoot}
+			how := "the root of the files is the result root revealed on chain"
+			job, err := c.Market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.Task.JobId})
+			if err != nil {
+				return fmt.Errorf("job %d of task %d: %w", t.Task.JobId, id, err)
 			}
-			how := "the files match the server's manifest, whose result root is the chain's"
-			if job, err := c.Market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.Task.JobId}); err == nil &&
-				job.Job.Spec.Runtime == markettypes.RUNTIME_BUILTIN && job.Job.Spec.Image == markettypes.BuiltinGemm {
-				if err := checkProduct(filepath.Join(dir, executor.ProductFile), job.Job.Spec.Builtin.GemmN, t.Task.ResultRoot); err != nil {
-					return fmt.Errorf("task %d: %w", id, err)
-				}
+			if job.Job.Spec.Runtime == markettypes.RUNTIME_BUILTIN && job.Job.Spec.Image == markettypes.BuiltinGemm {
+				want.GemmN = job.Job.Spec.Builtin.GemmN
 				how = "the product's Merkle root, rebuilt here, is the one verified on chain"
+			}
+			m, err := outputs.Fetch(ctx, http.DefaultClient, base, id, priv, dir, want)
+			if err != nil {
+				return err
 			}
 			fmt.Printf("task %d: %d file(s) in %s; result root %s: %s\n", id, len(m.Files), dir, hex.EncodeToString(t.Task.ResultRoot), how)
 			return nil
@@ -566,22 +559,4 @@ func logsCmd(g *globals) *cobra.Command {
 
 func versionCmd() *cobra.Command {
 	return &cobra.Command{Use: "version", Short: "Print the version", Run: func(*cobra.Command, []string) { fmt.Println(daemon.Version) }}
-}
-
-// checkProduct rebuilds the pocp Merkle tree of a downloaded GEMM product and compares
-// its root with the one the chain verified.
-func checkProduct(path string, n uint32, root []byte) error {
-	bz, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	prod, err := executor.ParseProduct(bz, n)
-	if err != nil {
-		return err
-	}
-	got := gflpocp.BuildTree(prod, n, runtime.NumCPU()).Root()
-	if !bytes.Equal(got[:], root) {
-		return fmt.Errorf("the product's Merkle root %x is not the result root on chain %x", got, root)
-	}
-	return nil
 }

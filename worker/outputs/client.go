@@ -1,6 +1,7 @@
 package outputs
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +21,7 @@ import (
 	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
 
 	"github.com/flopsnet/flops/worker/executor"
+	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
 )
 
 // maxManifestBytes bounds a manifest a client reads.
@@ -69,8 +73,10 @@ func get(ctx context.Context, client *http.Client, u string, priv cryptotypes.Pr
 	return resp, nil
 }
 
-// FetchManifest downloads and checks a task's manifest (Manifest.Verify). Compare its
-// ResultRoot with the task's result root on chain to know it is the committed result.
+// FetchManifest downloads and checks a task's manifest (Manifest.Verify): well formed
+// and its root the root of its files. That is not yet the committed result: a provider
+// can copy the chain's result root into a manifest of other files. Fetch holds it to
+// the chain.
 func FetchManifest(ctx context.Context, client *http.Client, baseURL string, taskID uint64, priv cryptotypes.PrivKey) (Manifest, error) {
 	resp, err := get(ctx, client, manifestURL(baseURL, taskID), priv)
 	if err != nil {
@@ -91,29 +97,87 @@ func FetchManifest(ctx context.Context, client *http.Client, baseURL string, tas
 	return m, nil
 }
 
-// Fetch downloads all outputs and logs of a task into dir, signed by the owner's key
-// priv: the manifest is checked (paths, and its root recomputed from the files), then
-// every file is written at its path under dir only once its size and sha256 match the
-// manifest. A file that does not match is an error and is not kept.
-func Fetch(ctx context.Context, client *http.Client, baseURL string, taskID uint64, priv cryptotypes.PrivKey, dir string) error {
+// Committed is what the chain holds of a task's result, which the files fetched from its
+// provider must be: the result root the provider revealed and, for a BUILTIN gemm task,
+// the order of its product (0 for every other workload).
+type Committed struct {
+	ResultRoot []byte
+	GemmN      uint32
+}
+
+// Fetch downloads a task's outputs and logs into dir, signed by the owner's key priv,
+// and holds them to the result on chain. It reads the manifest once (FetchManifest) and
+// requires it to be that result before it downloads anything: its result root the
+// chain's and, for every workload but BUILTIN gemm, the root of its files the chain's
+// too, so that each file, kept only once its size and sha256 match the manifest, is the
+// committed output. A BUILTIN gemm task's result root is the PoCP root of its product,
+// so its product (executor.ProductFile) must be listed, and is kept only once the root
+// rebuilt from its bytes is the chain's; its other files, if any, are bound only by the
+// manifest. Logs are never part of a result root: they are checked against the
+// manifest alone. On an error, the files already kept are the committed ones and the
+// one that failed is not kept. It returns the manifest it fetched.
+func Fetch(ctx context.Context, client *http.Client, baseURL string, taskID uint64, priv cryptotypes.PrivKey, dir string, want Committed) (Manifest, error) {
 	m, err := FetchManifest(ctx, client, baseURL, taskID, priv)
+	if err != nil {
+		return Manifest{}, err
+	}
+	chainRoot := hex.EncodeToString(want.ResultRoot)
+	if m.ResultRoot != chainRoot {
+		return Manifest{}, fmt.Errorf("task %d: the server's result root %s is not the one revealed on chain %s", taskID, m.ResultRoot, chainRoot)
+	}
+	var check func(executor.OutputFile, string) error
+	if want.GemmN == 0 {
+		if m.Root != chainRoot {
+			return Manifest{}, fmt.Errorf("task %d: the server's files have the root %s, not the result root revealed on chain %s", taskID, m.Root, chainRoot)
+		}
+	} else {
+		if !slices.ContainsFunc(m.Files, func(f executor.OutputFile) bool { return f.Path == executor.ProductFile }) {
+			return Manifest{}, fmt.Errorf("task %d: the server's manifest lists no %s, the product whose root is on chain", taskID, executor.ProductFile)
+		}
+		check = func(f executor.OutputFile, tmp string) error {
+			if f.Path != executor.ProductFile {
+				return nil
+			}
+			return CheckProduct(tmp, want.GemmN, want.ResultRoot)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Manifest{}, err
+	}
+	for _, f := range m.Files {
+		if err := fetchFile(ctx, client, baseURL, taskID, priv, dir, f, check); err != nil {
+			return Manifest{}, err
+		}
+	}
+	for _, f := range m.Logs {
+		if err := fetchFile(ctx, client, baseURL, taskID, priv, dir, f, nil); err != nil {
+			return Manifest{}, err
+		}
+	}
+	return m, nil
+}
+
+// CheckProduct checks that the file at path is a BUILTIN gemm product of order n whose
+// PoCP Merkle root is root.
+func CheckProduct(path string, n uint32, root []byte) error {
+	bz, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	prod, err := executor.ParseProduct(bz, n)
+	if err != nil {
 		return err
 	}
-	for _, list := range [][]executor.OutputFile{m.Files, m.Logs} {
-		for _, f := range list {
-			if err := fetchFile(ctx, client, baseURL, taskID, priv, dir, f); err != nil {
-				return err
-			}
-		}
+	got := gflpocp.BuildTree(prod, n, runtime.NumCPU()).Root()
+	if !bytes.Equal(got[:], root) {
+		return fmt.Errorf("the product's Merkle root %x is not the result root on chain %x", got, root)
 	}
 	return nil
 }
 
-func fetchFile(ctx context.Context, client *http.Client, baseURL string, taskID uint64, priv cryptotypes.PrivKey, dir string, f executor.OutputFile) error {
+// fetchFile downloads f to its path under dir once its size and sha256 match, and check,
+// if not nil, accepts the downloaded file.
+func fetchFile(ctx context.Context, client *http.Client, baseURL string, taskID uint64, priv cryptotypes.PrivKey, dir string, f executor.OutputFile, check func(executor.OutputFile, string) error) error {
 	// Verify has checked the path is clean and relative; check again where it lands.
 	dst := filepath.Join(dir, filepath.FromSlash(f.Path))
 	if !validOutputPath(f.Path) || !filepath.IsLocal(filepath.FromSlash(f.Path)) {
@@ -142,6 +206,11 @@ func fetchFile(ctx context.Context, client *http.Client, baseURL string, taskID 
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); n != f.Size || got != f.SHA256 {
 		return fmt.Errorf("output %q: received %d bytes with sha256 %s, the manifest lists %d bytes with %s", f.Path, n, got, f.Size, f.SHA256)
+	}
+	if check != nil {
+		if err := check(f, tmp.Name()); err != nil {
+			return fmt.Errorf("output %q: %w", f.Path, err)
+		}
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err

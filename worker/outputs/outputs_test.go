@@ -117,7 +117,9 @@ func (f *fixture) do(t *testing.T, path string, key cryptotypes.PrivKey, at time
 func TestOwnerFetches(t *testing.T) {
 	f := newFixture(t)
 	dir := t.TempDir()
-	require.NoError(t, Fetch(context.Background(), f.srv.Client(), f.srv.URL, 7, f.owner, dir))
+	fetched, err := Fetch(context.Background(), f.srv.Client(), f.srv.URL, 7, f.owner, dir, Committed{ResultRoot: f.result.Root[:]})
+	require.NoError(t, err)
+	require.Equal(t, f.result.Files, fetched.Files)
 	for p, c := range outputsOfTask7 {
 		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
 		require.NoError(t, err, p)
@@ -259,7 +261,7 @@ func TestFetchVerifies(t *testing.T) {
 			}))
 			defer srv.Close()
 			dir := t.TempDir()
-			err := Fetch(context.Background(), srv.Client(), srv.URL, 1, owner, dir)
+			_, err := Fetch(context.Background(), srv.Client(), srv.URL, 1, owner, dir, Committed{ResultRoot: root[:]})
 			require.ErrorContains(t, err, tc.msg)
 			_, statErr := os.Stat(filepath.Join(dir, "out.txt"))
 			require.True(t, os.IsNotExist(statErr), "a file that does not verify is not kept")
