@@ -459,7 +459,11 @@ func fetchCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("job %d of task %d: %w", t.Task.JobId, id, err)
 			}
-			if job.Job.Spec.Runtime == markettypes.RUNTIME_BUILTIN && job.Job.Spec.Image == markettypes.BuiltinGemm {
+			switch {
+			case markettypes.IsFailedRoot(t.Task.ResultRoot):
+				want.FailedRun = true
+				how = "the job failed on this verification run, which answered the failed-run root: that root binds no file, so its files and logs are checked against the server's manifest only"
+			case job.Job.Spec.Runtime == markettypes.RUNTIME_BUILTIN && job.Job.Spec.Image == markettypes.BuiltinGemm:
 				want.GemmN = job.Job.Spec.Builtin.GemmN
 				how = "the product's Merkle root, rebuilt here, is the one verified on chain"
 			}

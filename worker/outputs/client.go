@@ -99,10 +99,13 @@ func FetchManifest(ctx context.Context, client *http.Client, baseURL string, tas
 
 // Committed is what the chain holds of a task's result, which the files fetched from its
 // provider must be: the result root the provider revealed and, for a BUILTIN gemm task,
-// the order of its product (0 for every other workload).
+// the order of its product (0 for every other workload). FailedRun is a verification
+// task that answered the failed-run root (x/market's FailedRoot): that root binds no file,
+// so what its run left (logs, partial outputs) can only be checked against the manifest.
 type Committed struct {
 	ResultRoot []byte
 	GemmN      uint32
+	FailedRun  bool
 }
 
 // Fetch downloads a task's outputs and logs into dir, signed by the owner's key priv,
@@ -114,7 +117,7 @@ type Committed struct {
 // so its product (executor.ProductFile) must be listed, and is kept only once the root
 // rebuilt from its bytes is the chain's; its other files, if any, are bound only by the
 // manifest. Logs are never part of a result root: they are checked against the
-// manifest alone. On an error, the files already kept are the committed ones and the
+// manifest alone, as every file of a FailedRun is. On an error, the files already kept are the committed ones and the
 // one that failed is not kept. It returns the manifest it fetched.
 func Fetch(ctx context.Context, client *http.Client, baseURL string, taskID uint64, priv cryptotypes.PrivKey, dir string, want Committed) (Manifest, error) {
 	m, err := FetchManifest(ctx, client, baseURL, taskID, priv)
@@ -122,18 +125,18 @@ func Fetch(ctx context.Context, client *http.Client, baseURL string, taskID uint
 		return Manifest{}, err
 	}
 	chainRoot := hex.EncodeToString(want.ResultRoot)
-	if m.ResultRoot != chainRoot {
+	switch {
+	case want.FailedRun:
+		// nothing on chain to hold the files to: each is checked against the manifest
+	case m.ResultRoot != chainRoot:
 		return Manifest{}, fmt.Errorf("task %d: the server's result root %s is not the one revealed on chain %s", taskID, m.ResultRoot, chainRoot)
+	case want.GemmN == 0 && m.Root != chainRoot:
+		return Manifest{}, fmt.Errorf("task %d: the server's files have the root %s, not the result root revealed on chain %s", taskID, m.Root, chainRoot)
+	case want.GemmN > 0 && !slices.ContainsFunc(m.Files, func(f executor.OutputFile) bool { return f.Path == executor.ProductFile }):
+		return Manifest{}, fmt.Errorf("task %d: the server's manifest lists no %s, the product whose root is on chain", taskID, executor.ProductFile)
 	}
 	var check func(executor.OutputFile, string) error
-	if want.GemmN == 0 {
-		if m.Root != chainRoot {
-			return Manifest{}, fmt.Errorf("task %d: the server's files have the root %s, not the result root revealed on chain %s", taskID, m.Root, chainRoot)
-		}
-	} else {
-		if !slices.ContainsFunc(m.Files, func(f executor.OutputFile) bool { return f.Path == executor.ProductFile }) {
-			return Manifest{}, fmt.Errorf("task %d: the server's manifest lists no %s, the product whose root is on chain", taskID, executor.ProductFile)
-		}
+	if want.GemmN > 0 && !want.FailedRun {
 		check = func(f executor.OutputFile, tmp string) error {
 			if f.Path != executor.ProductFile {
 				return nil

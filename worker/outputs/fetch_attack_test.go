@@ -19,6 +19,7 @@ import (
 
 	"github.com/flopsnet/flops/worker/executor"
 	gflpocp "github.com/flopsnet/flops/x/gfl/pocp"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // servedOutputs is what a provider's output server serves: a manifest of files and the
@@ -204,5 +205,35 @@ func TestFetchRefusesAnotherResultRoot(t *testing.T) {
 	other := sha(t, "another result")
 	_, err := Fetch(context.Background(), srv.Client(), srv.URL, 6, owner, dir, Committed{ResultRoot: other})
 	require.ErrorContains(t, err, "the server's result root "+mine.manifest.ResultRoot+" is not the one revealed on chain "+hex.EncodeToString(other))
+	requireEmpty(t, dir)
+}
+
+// A verification task whose run of the job failed answered the failed-run root, which
+// binds no file: what its run left is fetched and checked against the manifest alone, and
+// a file that does not match it is still not kept.
+func TestFetchAFailedRunChecksTheManifestOnly(t *testing.T) {
+	owner := secp256k1.GenPrivKey()
+	left := outputsOf(t, 9, map[string]string{"partial.txt": "half done"}, nil)
+	left.manifest.Logs = []executor.OutputFile{{Path: executor.LogDir + "/stderr.log", Size: 4, SHA256: hex.EncodeToString(sha(t, "oom\n"))}}
+	left.contents[executor.LogDir+"/stderr.log"] = "oom\n"
+	failed := markettypes.FailedRoot()
+	var manifests atomic.Int32
+	srv := providerServer(t, &manifests, func(int32) servedOutputs { return left }, left)
+
+	dir := t.TempDir()
+	_, err := Fetch(context.Background(), srv.Client(), srv.URL, 9, owner, dir, Committed{ResultRoot: failed})
+	require.ErrorContains(t, err, "is not the one revealed on chain "+hex.EncodeToString(failed), "without FailedRun the failed root is a result root like any")
+	requireEmpty(t, dir)
+
+	_, err = Fetch(context.Background(), srv.Client(), srv.URL, 9, owner, dir, Committed{ResultRoot: failed, FailedRun: true})
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, executor.LogDir, "stderr.log"))
+	require.NoError(t, err)
+	require.Equal(t, "oom\n", string(b))
+
+	left.contents["partial.txt"] = "tampered"
+	dir = t.TempDir()
+	_, err = Fetch(context.Background(), srv.Client(), srv.URL, 9, owner, dir, Committed{ResultRoot: failed, FailedRun: true})
+	require.ErrorContains(t, err, `output "partial.txt"`)
 	requireEmpty(t, dir)
 }
