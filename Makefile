@@ -90,7 +90,7 @@ TEST_LDFLAGS ?= -ldflags=-w
 TEST_P ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 test: build ts-build web ## every test but the long runs: unit, keeper, app, end-to-end, the TypeScript client and the dashboard in Chromium (about 6.5-10 min warm, see README)
-	cd $(TSDIR) && node --test dist/test/vectors.test.js dist/test/spec.test.js
+	cd $(TSDIR) && node --test dist/test/vectors.test.js dist/test/spec.test.js dist/test/results.test.js dist/test/outputs.test.js
 	go test -count=1 -timeout 30m -p $(TEST_P) $(TEST_TAGS) $(TEST_LDFLAGS) ./...
 	go test -count=1 $(TEST_LDFLAGS) -run 'TestCheatOnlyInTestBuilds' ./worker/config/
 

@@ -44,6 +44,10 @@ export { flopsTypes } from "./msgs.js";
 export { msgs as flopsMsgs } from "./schema.js";
 export { jobSpecFromJSON, nodeSpecFromJSON, poolSpecFromJSON, SpecError } from "./spec.js";
 export { FAILED_ROOT_HEX, isFailedRoot } from "./results.js";
+export {
+  fetchOutputs, manifestRoot, productRoot, readLog, signedFetch, MAX_LOG_CHUNK, MAX_MANIFEST_BYTES, PRODUCT_FILE,
+} from "./outputs.js";
+export type { Checked, CheckedFile, FetchOutputsOptions, Manifest, OutputFile, OutputSigner } from "./outputs.js";
 export type { PageRequest } from "./gen/cosmos/base/query/v1beta1/pagination.js";
 
 /** The chain's constants: bech32 prefix, SLIP-44 coin type, the fee and staking denom. */

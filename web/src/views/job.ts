@@ -1,12 +1,11 @@
 // One job: its tasks live (status, provider, price, time used, progress through the
 // lifecycle), its history, and the owner's cancel and challenge buttons.
 import { html } from "lit";
-import { gflTypes, isFailedRoot, marketTx, marketTypes } from "@flopsnet/client";
+import { fetchOutputs, gflTypes, isFailedRoot, marketTx, marketTypes, readLog, type Checked } from "@flopsnet/client";
 
 import { toHex } from "@cosmjs/encoding";
 
 import { disputeStatus, dps, failureOutcome, failureReason, jobStatus, short, taskStatus } from "../format.js";
-import { fetchOutputs, readLog, type Checked } from "../outputs.js";
 import { page } from "../page.js";
 import { send } from "../tx.js";
 import { View } from "../view.js";
@@ -122,6 +121,12 @@ export class JobView extends View {
   }
 
   private verdict(c: Checked, failed: boolean) {
+    if (!c.downloaded) {
+      // the manifest is not the committed result: nothing was downloaded
+      return html`<p data-testid="outputs-verdict" class="error">
+        Not verified: the provider's manifest is not the result committed on chain (${c.refused}), so no file was downloaded.
+      </p>`;
+    }
     if (failed) {
       // a verification task's run that failed: its answer is the failed-run root, and what
       // it published is its logs and whatever the job wrote, checked against the manifest

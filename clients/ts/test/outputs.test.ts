@@ -1,0 +1,210 @@
+// fetchOutputs against a provider's output server played here, honest and not: the
+// manifest is held to the chain's result root before anything is downloaded, files are
+// cut off past their size in the manifest, downloads are bounded in number, and the roots
+// are the Go worker's (vectors computed by worker/executor.ManifestRoot and
+// x/gfl/pocp.BuildTree).
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, test } from "node:test";
+
+import {
+  FAILED_ROOT_HEX, fetchOutputs, manifestRoot, MAX_LOG_CHUNK, productRoot, PRODUCT_FILE, readLog, type Manifest, type OutputSigner,
+} from "../src/index.js";
+
+const signer: OutputSigner = {
+  address: "flops1owner",
+  signArbitrary: async () => ({ pubkey: new Uint8Array(33), signature: new Uint8Array(64) }),
+};
+
+const hex = (b: string | Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+/** served is what the provider serves: a manifest and each path's body. */
+interface Served {
+  manifest: Manifest;
+  bodies: Map<string, Uint8Array | ((res: ServerResponse) => void)>;
+}
+
+function outputsOf(taskId: number, contents: Record<string, string | Uint8Array>, resultRoot?: string): Served {
+  const files = Object.entries(contents).map(([path, c]) => ({ path, size: typeof c === "string" ? Buffer.byteLength(c) : c.length, sha256: hex(c) }));
+  const root = manifestRoot(files);
+  const bodies = new Map<string, Uint8Array | ((res: ServerResponse) => void)>();
+  for (const [p, c] of Object.entries(contents)) bodies.set(p, typeof c === "string" ? new TextEncoder().encode(c) : c);
+  return { manifest: { task_id: String(taskId), root, result_root: resultRoot ?? root, files, logs: [] }, bodies };
+}
+
+/** provider serves what serve() returns, and counts the requests and the most at once. */
+async function provider(serve: () => Served) {
+  const stats = { manifests: 0, files: 0, inFlight: 0, maxInFlight: 0 };
+  const srv = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const s = serve();
+    const path = decodeURIComponent(new URL(req.url!, "http://x").pathname);
+    if (path.endsWith("/outputs")) {
+      stats.manifests++;
+      res.setHeader("Content-Type", "application/json");
+      res.end(JSON.stringify(s.manifest));
+      return;
+    }
+    const [, file] = path.split("/outputs/");
+    const body = s.bodies.get(file);
+    stats.files++;
+    stats.inFlight++;
+    stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
+    res.on("close", () => stats.inFlight--);
+    if (body === undefined) {
+      res.statusCode = 404;
+      res.end(JSON.stringify({ error: "not found" }));
+    } else if (typeof body === "function") {
+      body(res);
+    } else {
+      setTimeout(() => res.end(body), 5); // long enough for downloads to overlap
+    }
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  after(() => srv.close());
+  const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  return { stats, url: (taskId: number) => `${base}/v1/tasks/${taskId}/outputs`, base };
+}
+
+test("manifest and product roots are the Go worker's", () => {
+  const files = [
+    { path: "model.bin", size: 15, sha256: "4fbd1d6cdfe6f3e4e9fa4c2ad5eb71b8cbc8b0e1b1d7b0f5a8e7c5c5c5c5c5c5" },
+    { path: "a b/c%d.txt", size: 3, sha256: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+    { path: "métrics/loss.csv", size: 0, sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+  ];
+  assert.equal(manifestRoot(files), "f3f42a171df0a600ee87544b8cc601097e09554329d4c41290e98dad7437d422");
+  assert.equal(manifestRoot([]), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  assert.equal(productRoot(product(3)), "a1a7b47ea509a47d480d43d9746960dc4a2a67040c746e54dd50db1f56315253");
+});
+
+/** product is a 256 x 256 gemm product: s[i] = seed x (i mod 997 - 498), little-endian. */
+function product(seed: number): Uint8Array {
+  const s = new Int32Array(256 * 256);
+  for (let i = 0; i < s.length; i++) s[i] = seed * ((i % 997) - 498);
+  return new Uint8Array(s.buffer);
+}
+
+test("the committed files are downloaded and verified", async () => {
+  const honest = outputsOf(7, { "model.bin": "trained weights", "loss.csv": "1,0.5\n" });
+  const p = await provider(() => honest);
+  const c = await fetchOutputs(p.url(7), 7n, signer, honest.manifest.root, false);
+  assert.ok(c.downloaded && c.rootOk && c.resultRootOk && c.boundOk);
+  assert.deepEqual(c.files.map((f) => [f.path, f.ok, f.body]), [["model.bin", true, undefined], ["loss.csv", true, undefined]]);
+  const kept = await fetchOutputs(p.url(7), 7n, signer, honest.manifest.root, false, { keep: (path) => path === "loss.csv" });
+  assert.equal(new TextDecoder().decode(kept.files[1].body), "1,0.5\n");
+});
+
+// A provider that revealed the right root serves other files under a manifest with the
+// chain's root copied into result_root: nothing is downloaded.
+test("attack: a provider serves other files under the chain's root", async () => {
+  const honest = outputsOf(3, { "model.bin": "trained weights" });
+  const fake = outputsOf(3, { "model.bin": "random weights" }, honest.manifest.root);
+  const p = await provider(() => fake);
+  const c = await fetchOutputs(p.url(3), 3n, signer, honest.manifest.root, false);
+  assert.equal(c.resultRootOk, true, "the copied field matches");
+  assert.equal(c.boundOk, false);
+  assert.equal(c.downloaded, false);
+  assert.equal(p.stats.files, 0, "no file was requested");
+  assert.match(c.files[0].problem!, /not downloaded: the manifest is not the result committed on chain/);
+  assert.equal(c.refused, `its files have the root ${fake.manifest.root}, not the result root revealed on chain ${honest.manifest.root}`);
+});
+
+// A provider streams without end under a file the manifest says is small: the read stops
+// past the manifest's size, and the caller holds no more than that.
+test("attack: a provider streams more than the manifest says", async () => {
+  const big = outputsOf(4, { "out.txt": "0123456789" });
+  let sent = 0;
+  big.bodies.set("out.txt", (res) => {
+    const chunk = Buffer.alloc(64 << 10, 120);
+    const pump = () => {
+      while (!res.destroyed && sent < 512 << 20) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once("drain", pump);
+      }
+      res.end();
+    };
+    pump();
+  });
+  const p = await provider(() => big);
+  const c = await fetchOutputs(p.url(4), 4n, signer, big.manifest.root, false);
+  assert.equal(c.files[0].ok, false);
+  assert.match(c.files[0].problem!, /more than the 10 bytes the manifest says/);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.ok(sent < 64 << 20, `the provider could send ${sent} bytes before the read was cancelled`);
+});
+
+// A manifest of many files is downloaded a few at a time, not all at once.
+test("attack: a manifest of many files is downloaded a few at a time", async () => {
+  const contents: Record<string, string> = {};
+  for (let i = 0; i < 60; i++) contents[`f${i}.txt`] = `file ${i}`;
+  const many = outputsOf(5, contents);
+  const p = await provider(() => many);
+  const c = await fetchOutputs(p.url(5), 5n, signer, many.manifest.root, false);
+  assert.ok(c.boundOk && c.files.every((f) => f.ok));
+  assert.equal(p.stats.files, 60);
+  assert.ok(p.stats.maxInFlight <= 4 && p.stats.maxInFlight >= 2, `${p.stats.maxInFlight} downloads at once`);
+});
+
+// A BUILTIN gemm task's result root is its product's PoCP root: another product listed
+// under the chain's root is not bound; the right one is.
+test("attack: a provider serves another gemm product under the chain's root", async () => {
+  const chainRoot = productRoot(product(3));
+  const wrong = outputsOf(6, { [PRODUCT_FILE]: product(5) }, chainRoot);
+  let serving = wrong;
+  const p = await provider(() => serving);
+  let c = await fetchOutputs(p.url(6), 6n, signer, chainRoot, true);
+  assert.ok(c.files[0].ok, "it matches its manifest");
+  assert.equal(c.boundOk, false);
+  assert.equal(c.files[0].body, undefined, "the product is not kept unless asked");
+
+  serving = outputsOf(6, { "readme.txt": "elsewhere" }, chainRoot);
+  c = await fetchOutputs(p.url(6), 6n, signer, chainRoot, true);
+  assert.equal(c.downloaded, false, "no product listed: nothing is downloaded");
+  assert.equal(c.refused, `it lists no ${PRODUCT_FILE}, the product whose root is on chain`);
+
+  serving = outputsOf(6, { [PRODUCT_FILE]: product(3) }, chainRoot);
+  c = await fetchOutputs(p.url(6), 6n, signer, chainRoot, true);
+  assert.ok(c.downloaded && c.boundOk && c.files[0].ok);
+});
+
+test("a failed run's files are checked against the manifest only", async () => {
+  const left = outputsOf(8, { "partial.txt": "half done" });
+  const p = await provider(() => left);
+  const c = await fetchOutputs(p.url(8), 8n, signer, FAILED_ROOT_HEX, false);
+  assert.ok(c.failedRun && c.downloaded && c.rootOk && c.files.every((f) => f.ok));
+  assert.equal(c.boundOk, false, "the failed-run root binds no file");
+});
+
+test("what is not a manifest is refused", async () => {
+  for (const bad of [{ task_id: "9" }, { task_id: "9", root: "", result_root: "", files: [{ path: 1 }], logs: [] }, "[]"]) {
+    const p = await provider(() => ({ manifest: bad as unknown as Manifest, bodies: new Map() }));
+    await assert.rejects(fetchOutputs(p.url(9), 9n, signer, FAILED_ROOT_HEX, false), /not a manifest/);
+  }
+  const other = outputsOf(10, { "a.txt": "a" });
+  const p = await provider(() => other);
+  await assert.rejects(fetchOutputs(p.url(10), 11n, signer, other.manifest.root, false), /the manifest is for task 10, not 11/);
+});
+
+test("readLog reads at most a chunk and never goes back", async () => {
+  let header = "-5";
+  let body = Buffer.from("hello");
+  const srv = createServer((_req, res) => {
+    res.setHeader("X-Flops-Log-Offset", header);
+    res.setHeader("X-Flops-Task-Running", "true");
+    res.end(body);
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  after(() => srv.close());
+  const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  let r = await readLog(base, 1n, "stdout", 100, signer);
+  assert.deepEqual(r, { text: "hello", next: 105, running: true });
+  header = "not a number";
+  r = await readLog(base, 1n, "stdout", 100, signer);
+  assert.equal(r.next, 105);
+  header = "130";
+  r = await readLog(base, 1n, "stdout", 100, signer);
+  assert.equal(r.next, 130);
+  body = Buffer.alloc(MAX_LOG_CHUNK + 1, 97);
+  await assert.rejects(readLog(base, 1n, "stdout", 0, signer), /more than 1048576 bytes/);
+});
