@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -113,24 +114,51 @@ func build(conf string) (string, string) {
 	}
 	sum := sha256.Sum256(bz)
 	tag := "localhost/flops-test-busybox:" + hex.EncodeToString(sum[:6]) + "-2"
+	env := append(os.Environ(), "CONTAINERS_CONF="+conf)
+	// Test binaries of several packages run at once: each imported the image anew, which
+	// moved the tag to its own import and left another binary's pinned reference naming
+	// nothing (podman then tried to pull it). One import at a time, and the tag, once
+	// there, is used as it is (its name holds the busybox digest and the layout's version).
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "flops-testimage.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return "", err.Error()
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", "lock: " + err.Error()
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	if ref, ok := pinnedRef(env, tag); ok {
+		return runnable(env, ref)
+	}
 	tar := filepath.Join(root, "..", filepath.Base(root)+".tar")
 	defer func() { _ = os.Remove(tar) }()
 	if out, err := exec.Command("tar", "-C", root, "-cf", tar, ".").CombinedOutput(); err != nil {
 		return "", "tar: " + string(out)
 	}
-	env := append(os.Environ(), "CONTAINERS_CONF="+conf)
 	imp := exec.Command("podman", "import", tar, tag)
 	imp.Env = env
 	if out, err := imp.CombinedOutput(); err != nil {
 		return "", "podman import: " + strings.TrimSpace(string(out))
 	}
+	ref, ok := pinnedRef(env, tag)
+	if !ok {
+		return "", "podman image inspect " + tag + ": no digest"
+	}
+	return runnable(env, ref)
+}
+
+// pinnedRef is tag's image pinned by digest, if podman holds it.
+func pinnedRef(env []string, tag string) (string, bool) {
 	insp := exec.Command("podman", "image", "inspect", tag, "--format", "{{index .RepoDigests 0}}")
 	insp.Env = env
 	out, err := insp.Output()
-	if err != nil {
-		return "", "podman image inspect: " + err.Error()
-	}
 	ref := strings.TrimSpace(string(out))
+	return ref, err == nil && ref != ""
+}
+
+// runnable returns ref if podman runs a container of it, else why not.
+func runnable(env []string, ref string) (string, string) {
 	run := exec.Command("podman", "run", "--rm", "--network", "none", ref, "/bin/true")
 	run.Env = env
 	if out, err := run.CombinedOutput(); err != nil {

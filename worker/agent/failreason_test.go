@@ -28,6 +28,8 @@ func TestFailReasonFollowsTheReport(t *testing.T) {
 		{markettypes.RUNTIME_PROCESS, &executor.ExitError{Code: -1, Signal: "killed"}, "oom"},
 		{markettypes.RUNTIME_CONTAINER, &executor.ExitError{Code: 137}, "oom"},
 		{markettypes.RUNTIME_CONTAINER, &executor.ExitError{Code: 125}, "image"},
+		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: image x is 9 bytes", executor.ErrImageTooLarge), "image"},
+		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: image x: not found", executor.ErrImage), "image"},
 		{markettypes.RUNTIME_PROCESS, &executor.ExitError{Code: 2}, "exit"},
 		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: docker", executor.ErrNoContainerRuntime), "error"},
 		{markettypes.RUNTIME_PROCESS, errors.New("disk full on the worker's side"), "error"},
@@ -39,8 +41,8 @@ func TestFailReasonFollowsTheReport(t *testing.T) {
 }
 
 // A verification task answers that the job fails only for the failures every machine
-// meets alike: a clean non-zero exit, a disk past the chain's limit, an input whose bytes
-// do not match its digest. A timeout, an OOM kill, a signal, an image or input that could
+// meets alike: a clean non-zero exit, a disk past the chain's limit, an image larger than
+// the task's disk, an input whose bytes do not match its digest. A timeout, an OOM kill, a signal, an image or input that could
 // not be fetched, or this machine's own errors are no answer (the task lapses): a faster,
 // larger or better-connected machine may have produced the result under verification.
 func TestVerificationAnswersOnlyMachineIndependentFailures(t *testing.T) {
@@ -59,6 +61,8 @@ func TestVerificationAnswersOnlyMachineIndependentFailures(t *testing.T) {
 		{markettypes.RUNTIME_PROCESS, &executor.ExitError{Code: -1, Signal: "segmentation fault"}, false},
 		{markettypes.RUNTIME_CONTAINER, &executor.ExitError{Code: 137}, false},
 		{markettypes.RUNTIME_CONTAINER, &executor.ExitError{Code: 125}, false},
+		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: image x is 9 bytes", executor.ErrImageTooLarge), true},
+		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: image x: its registry does not serve its manifest", executor.ErrImage), false},
 		{markettypes.RUNTIME_PROCESS, fmt.Errorf("task 1: %w", context.Canceled), false},
 		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: docker", executor.ErrNoContainerRuntime), false},
 		{markettypes.RUNTIME_PROCESS, errors.New("disk full on the worker's side"), false},

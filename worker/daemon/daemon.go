@@ -154,9 +154,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 		return err
 	}
 	solver := Solver(ctx, cfg, inv, log)
+	inputs := executor.InputClient(cfg.Executor.PrivateInputs, gatewayAddr(cfg.Executor.IPFSGateway))
 	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log.With("component", "executor"),
 		IPFSGateway: cfg.Executor.IPFSGateway, ContainerRuntime: cfg.Executor.ContainerRuntime, Workers: cfg.Executor.Workers, GemmSolver: solver,
-		Sandbox: sandbox, HTTPClient: executor.InputClient(cfg.Executor.PrivateInputs, gatewayAddr(cfg.Executor.IPFSGateway))})
+		Sandbox: sandbox, HTTPClient: inputs, RegistryTransport: inputs.Transport})
 	if err != nil {
 		return err
 	}

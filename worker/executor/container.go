@@ -161,6 +161,9 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 			return command{}, fmt.Errorf("work directory %q: a path with ',', '=', '\"' or a newline cannot be bind-mounted", dir)
 		}
 	}
+	if err := e.checkImage(ctx, log, bin, spec); err != nil {
+		return command{}, err
+	}
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
 	name := fmt.Sprintf("flops-task-%d-%s", spec.TaskID, hex.EncodeToString(nonce[:]))

@@ -71,7 +71,8 @@ func TestContainerArgs(t *testing.T) {
 // fakeRuntime is a docker or podman stand-in that records each invocation's arguments
 // (NUL-separated, in <dir>/<subcommand>.args), and for "run" writes a file into the
 // output mount, prints a line, then sleeps for $FAKE_RUNTIME_SLEEP and exits with
-// $FAKE_RUNTIME_EXIT.
+// $FAKE_RUNTIME_EXIT; "image" (inspect) says the image is there unless
+// $FAKE_RUNTIME_IMAGE_ABSENT is set.
 const fakeRuntime = `#!/bin/sh
 : > "$FAKE_RUNTIME_DIR/$1.args"
 for a in "$@"; do printf '%s\0' "$a" >> "$FAKE_RUNTIME_DIR/$1.args"; done
@@ -87,6 +88,9 @@ run)
   [ -n "$FAKE_RUNTIME_SLEEP" ] && sleep "$FAKE_RUNTIME_SLEEP"
   exit "${FAKE_RUNTIME_EXIT:-0}"
   ;;
+image)
+  [ -n "$FAKE_RUNTIME_IMAGE_ABSENT" ] && exit 1
+  ;;
 esac
 exit 0
 `
@@ -100,6 +104,7 @@ func installFakeRuntime(t *testing.T, name string) string {
 	t.Setenv("FAKE_RUNTIME_DIR", rec)
 	t.Setenv("FAKE_RUNTIME_SLEEP", "")
 	t.Setenv("FAKE_RUNTIME_EXIT", "")
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "")
 	return rec
 }
 

@@ -59,6 +59,11 @@ type Options struct {
 	// HTTPClient fetches inputs and checkpoints (nil: a client without a timeout; the
 	// task's context bounds every request).
 	HTTPClient *http.Client
+	// RegistryTransport reads CONTAINER images' manifests from their registries before
+	// the runtime pulls them (checkImage); nil: http.DefaultTransport. The daemon gives it
+	// the inputs' transport, so that a job's image is read from the provider's own
+	// network only where its inputs may be.
+	RegistryTransport http.RoundTripper
 	// IPFSGateway is the base URL through which ipfs:// inputs are fetched:
 	// ipfs://CID/p is read from IPFSGateway + "/ipfs/CID/p". Empty: ipfs inputs fail.
 	IPFSGateway string

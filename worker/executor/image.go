@@ -1,0 +1,130 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"runtime"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// ErrImage: a CONTAINER task's image is refused before the runtime pulls it: its
+// registry does not serve its manifest, or the image, as the manifest lists it, is larger
+// than the task's disk (Spec.MaxDiskBytes). Either is the job's, as a pull that fails is:
+// every worker reads the same manifest (the image is pinned by digest) against the same
+// bound (the chain's disk per GPU), so another operator's run of the task fails alike.
+var ErrImage = errors.New("container image refused")
+
+// ErrImageTooLarge is the ErrImage of an image larger than the task's disk: the same on
+// every machine of the same architecture, so a verification run may answer with it (an
+// unreadable registry may be this machine's network).
+var ErrImageTooLarge = fmt.Errorf("%w: larger than the task's disk", ErrImage)
+
+// imageCheckTimeout bounds one read of an image's manifest from its registry.
+const imageCheckTimeout = 2 * time.Minute
+
+// imageSize is the size of an image as its registry lists it for this machine's
+// platform (linux and the worker's architecture): its config and layers, compressed,
+// as a pull downloads them. An image index is resolved to the platform's manifest.
+// Registries are reached as the runtime reaches them for a pull: the default registry
+// (docker.io) for a short name, credentials from the docker and podman login files
+// (authn.DefaultKeychain), plain HTTP only for localhost and private addresses.
+func imageSize(ctx context.Context, ref string, tr http.RoundTripper) (uint64, error) {
+	r, err := name.ParseReference(ref, name.StrictValidation)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, imageCheckTimeout)
+	defer cancel()
+	opts := []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
+	}
+	if tr != nil {
+		opts = append(opts, remote.WithTransport(tr))
+	}
+	img, err := remote.Image(r, opts...)
+	if err != nil {
+		return 0, err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return 0, err
+	}
+	total := uint64(max(m.Config.Size, 0))
+	for _, l := range m.Layers {
+		if l.Size < 0 {
+			return 0, fmt.Errorf("layer %s: negative size %d", l.Digest, l.Size)
+		}
+		total += uint64(l.Size)
+	}
+	return total, nil
+}
+
+// imageLocal says whether the runtime already holds ref (nothing to pull).
+func imageLocal(ctx context.Context, bin, ref string) bool {
+	ictx, cancel := context.WithTimeout(ctx, containerStopTimeout)
+	defer cancel()
+	return exec.CommandContext(ictx, bin, "image", "inspect", "--format", "{{.Id}}", ref).Run() == nil
+}
+
+// checkImage refuses a CONTAINER task's image that the runtime would have to pull and
+// that its registry does not list, or lists larger than the task's disk (0: no bound, and
+// no registry read). An image the runtime holds already is not read: it takes no more
+// disk. A registry that fails for a while (a network error, 429 or 5xx) is read again,
+// fetchAttempts times in all.
+func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string, spec Spec) error {
+	if spec.MaxDiskBytes == 0 || imageLocal(ctx, bin, spec.Image) {
+		return nil
+	}
+	backoff := fetchBackoff
+	for attempt := 1; ; attempt++ {
+		size, err := imageSize(ctx, spec.Image, e.opts.RegistryTransport)
+		if err == nil {
+			if size > spec.MaxDiskBytes {
+				return fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, size, spec.MaxDiskBytes)
+			}
+			log.Info("container image checked", "image", spec.Image, "bytes", size)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if !transientRegistryError(err) || attempt == fetchAttempts {
+			return fmt.Errorf("%w: image %s: its registry does not serve its manifest: %w", ErrImage, spec.Image, err)
+		}
+		log.Warn("reading the image's manifest failed; retrying", "image", spec.Image, "attempt", attempt, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		backoff *= 2
+	}
+}
+
+// transientRegistryError: a registry's answer worth asking again (429, 5xx), or no
+// answer at all.
+func transientRegistryError(err error) bool {
+	if errors.Is(err, ErrInputFetch) {
+		return false // an address the inputs' transport refuses (executor.private_inputs)
+	}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return te.StatusCode == http.StatusTooManyRequests || te.StatusCode >= 500
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
+}

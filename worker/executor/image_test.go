@@ -1,0 +1,280 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flopsnet/flops/testutil/testimage"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// manifestRegistry serves image manifests, and nothing else, over the registry API: a
+// manifest may list layers of any size without their bytes, as a registry's manifest is
+// all the check reads. The first failFirst manifest requests are answered 503.
+type manifestRegistry struct {
+	mu        sync.Mutex
+	manifests map[string][]byte // digest -> manifest
+	hits      atomic.Int32
+	failFirst int32
+	srv       *httptest.Server
+}
+
+func newManifestRegistry(t *testing.T) *manifestRegistry {
+	r := &manifestRegistry{manifests: map[string][]byte{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/v2/" {
+			return
+		}
+		_, ref, ok := strings.Cut(req.URL.Path, "/manifests/")
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		if n := r.hits.Add(1); n <= r.failFirst {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		r.mu.Lock()
+		m, found := r.manifests[ref]
+		r.mu.Unlock()
+		if !found {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`)
+			return
+		}
+		var mt struct {
+			MediaType string `json:"mediaType"`
+		}
+		_ = json.Unmarshal(m, &mt)
+		w.Header().Set("Content-Type", mt.MediaType)
+		w.Header().Set("Docker-Content-Digest", ref)
+		w.Header().Set("Content-Length", fmt.Sprint(len(m)))
+		if req.Method != http.MethodHead {
+			_, _ = w.Write(m)
+		}
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// put stores a manifest and returns its pinned reference under repo.
+func (r *manifestRegistry) put(t *testing.T, repo string, m any) string {
+	bz, err := json.Marshal(m)
+	require.NoError(t, err)
+	sum := sha256.Sum256(bz)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	r.mu.Lock()
+	r.manifests[digest] = bz
+	r.mu.Unlock()
+	return strings.TrimPrefix(r.srv.URL, "http://") + "/" + repo + "@" + digest
+}
+
+func fakeDigest(s string) v1.Hash {
+	sum := sha256.Sum256([]byte(s))
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+}
+
+// imageOf is a manifest of layers of the sizes given, with a 400-byte config.
+func imageOf(layers ...int64) v1.Manifest {
+	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1,
+		Config: v1.Descriptor{MediaType: types.OCIConfigJSON, Size: 400, Digest: fakeDigest("config")}}
+	for i, size := range layers {
+		m.Layers = append(m.Layers, v1.Descriptor{MediaType: types.OCILayer, Size: size, Digest: fakeDigest(fmt.Sprint("layer", i))})
+	}
+	return m
+}
+
+// A job names an image that fills its provider's disk: a pinned image whose layers come
+// to 3 GiB where the task may fill 1 GiB. The runtime would have pulled it whole into its
+// own storage, outside the task's directories the disk bound watches, and kept it after
+// the task. The executor reads the image's manifest first and refuses it with
+// ErrImageTooLarge, without running the runtime; an image index is judged by this
+// machine's platform's image.
+func TestAttackJobImageFillsTheDisk(t *testing.T) {
+	rec := installFakeRuntime(t, "podman")
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
+	reg := newManifestRegistry(t)
+	e := newTestExecutor(t, nil)
+	huge := reg.put(t, "flops/huge", imageOf(1<<30, 1<<30, 1<<30))
+
+	spec := containerSpec(300)
+	spec.Image, spec.MaxDiskBytes = huge, 1<<30
+	_, err := e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrImageTooLarge)
+	require.ErrorContains(t, err, fmt.Sprintf("image %s is %d bytes as its registry lists it, the task's disk %d bytes", huge, 3<<30+400, 1<<30))
+	_, statErr := os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull or run it")
+
+	// an index: this platform's image is the huge one, another platform's is small
+	small := imageOf(1 << 20)
+	index := func(mine v1.Manifest) v1.IndexManifest {
+		other := "arm64"
+		if runtime.GOARCH == "arm64" {
+			other = "amd64"
+		}
+		desc := func(m v1.Manifest, arch string) v1.Descriptor {
+			ref := reg.put(t, "flops/multi", m)
+			_, digest, _ := strings.Cut(ref, "@")
+			h, err := v1.NewHash(digest)
+			require.NoError(t, err)
+			bz, _ := json.Marshal(m)
+			return v1.Descriptor{MediaType: types.OCIManifestSchema1, Size: int64(len(bz)), Digest: h, Platform: &v1.Platform{OS: "linux", Architecture: arch}}
+		}
+		return v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex,
+			Manifests: []v1.Descriptor{desc(small, other), desc(mine, runtime.GOARCH)}}
+	}
+	spec.TaskID, spec.Image = 301, reg.put(t, "flops/multi", index(imageOf(1<<30, 1<<30)))
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrImageTooLarge)
+	_, statErr = os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr))
+
+	// this platform's image within the disk: the runtime runs it
+	spec.TaskID, spec.Image = 302, reg.put(t, "flops/multi", index(small))
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	args := recordedArgs(t, rec, "run")
+	require.Equal(t, spec.Image, args[len(args)-3])
+}
+
+// The image check reads the registry only for an image the runtime does not hold, and
+// only under a disk bound; it asks a busy registry again, refuses a manifest the registry
+// does not have (ErrImage, not ErrImageTooLarge: it may be this machine's network) and,
+// through the inputs' transport, an image on the provider's own network.
+func TestImageCheck(t *testing.T) {
+	rec := installFakeRuntime(t, "podman")
+	reg := newManifestRegistry(t)
+	e := newTestExecutor(t, nil)
+	fits := reg.put(t, "flops/fits", imageOf(4<<20))
+	run := func(id uint64, image string, disk uint64) error {
+		_ = os.Remove(filepath.Join(rec, "run.args"))
+		spec := containerSpec(id)
+		spec.Image, spec.MaxDiskBytes = image, disk
+		_, err := e.Run(context.Background(), spec, Hooks{})
+		return err
+	}
+
+	// held by the runtime already: nothing is read
+	require.NoError(t, run(310, fits, 1<<20))
+	require.Zero(t, reg.hits.Load())
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
+	// no disk bound: nothing is read
+	require.NoError(t, run(311, fits, 0))
+	require.Zero(t, reg.hits.Load())
+	// within the bound
+	require.NoError(t, run(312, fits, 8<<20))
+	require.Equal(t, int32(1), reg.hits.Load())
+	// a registry busy twice, then answering
+	reg.hits.Store(0)
+	reg.failFirst = 2
+	require.NoError(t, run(313, fits, 8<<20))
+	require.Equal(t, int32(3), reg.hits.Load())
+	// a manifest the registry does not have: refused at once
+	reg.hits.Store(0)
+	reg.failFirst = 0
+	_, digest, _ := strings.Cut(fits, "@")
+	missing := strings.Replace(fits, digest, "sha256:"+strings.Repeat("ab", 32), 1)
+	err := run(314, missing, 8<<20)
+	require.ErrorIs(t, err, ErrImage)
+	require.False(t, errors.Is(err, ErrImageTooLarge))
+	require.ErrorContains(t, err, "its registry does not serve its manifest")
+	require.Equal(t, int32(1), reg.hits.Load())
+	_, statErr := os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr))
+
+	// the inputs' transport, which keeps jobs off the provider's own network
+	reg.hits.Store(0)
+	guarded := newTestExecutor(t, func(o *Options) { o.RegistryTransport = InputClient(false).Transport })
+	spec := containerSpec(315)
+	spec.Image, spec.MaxDiskBytes = fits, 8<<20
+	_, err = guarded.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrImage)
+	require.ErrorContains(t, err, "is not public")
+	require.Zero(t, reg.hits.Load())
+}
+
+// On real podman: an image too large for the task's disk is refused before podman pulls
+// it (podman holds no trace of it after), and an image within it is pulled from its
+// registry and runs, the size the check reads agreeing with what podman pulls.
+func TestImageCheckOnPodman(t *testing.T) {
+	local := testimage.Busybox(t)
+	// the test image, pushed to a registry of its own (plain HTTP on 127.0.0.1)
+	tarPath := filepath.Join(t.TempDir(), "busybox.tar")
+	out, err := osexec.Command("podman", "save", "--format", "docker-archive", "-o", tarPath, local).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	base, err := tarball.ImageFromPath(tarPath, nil)
+	require.NoError(t, err)
+	// an image of its own (a label no other has), so that podman holds nothing of it
+	// before the pull, and removing it after touches no other test's image
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	cfg, err := base.ConfigFile()
+	require.NoError(t, err)
+	cfg.Config.Labels = map[string]string{"flops.test": hex.EncodeToString(nonce[:])}
+	img, err := mutate.ConfigFile(base, cfg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	tag, err := name.ParseReference(host + "/flops/busybox:test")
+	require.NoError(t, err)
+	require.NoError(t, remote.Write(tag, img))
+	digest, err := img.Digest()
+	require.NoError(t, err)
+	pinned := host + "/flops/busybox@" + digest.String()
+	conf := filepath.Join(t.TempDir(), "registries.conf")
+	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf("[[registry]]\nlocation = %q\ninsecure = true\n", host)), 0o644))
+	t.Setenv("CONTAINERS_REGISTRIES_CONF", conf)
+	id, err := img.ConfigName()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = osexec.Command("podman", "rmi", "-f", id.Hex).Run() })
+
+	m, err := img.Manifest()
+	require.NoError(t, err)
+	size := uint64(m.Config.Size)
+	for _, l := range m.Layers {
+		size += uint64(l.Size)
+	}
+	e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman" })
+	spec := Spec{TaskID: 320, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: pinned, MaxDiskBytes: size - 1,
+		Command: []string{"/bin/sh", "-c", `echo pulled > "$FLOPS_OUTPUT_DIR/ok"`}}
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrImageTooLarge)
+	require.ErrorContains(t, err, fmt.Sprintf("is %d bytes as its registry lists it", size))
+	require.Error(t, osexec.Command("podman", "image", "exists", pinned).Run(), "podman did not pull it")
+
+	spec.TaskID, spec.MaxDiskBytes = 321, size
+	res, err := e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(res.OutputDir, "ok"))
+	require.NoError(t, err)
+	require.Equal(t, "pulled\n", string(b))
+	require.NoError(t, osexec.Command("podman", "image", "exists", pinned).Run())
+}
