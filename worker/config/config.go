@@ -143,10 +143,22 @@ type Executor struct {
 	MaxTasks int `json:"max_tasks,omitempty"`
 	// Sandbox confines PROCESS tasks and limits CONTAINER ones.
 	Sandbox Sandbox `json:"sandbox"`
-	// PrivateInputs lets jobs fetch inputs from loopback, private and link-local
-	// addresses (a provider's own network): off by default.
+	// PrivateInputs lets jobs fetch inputs, and name container images (whose manifests
+	// the worker reads before a pull), at loopback, private and link-local addresses (a
+	// provider's own network): off by default.
 	PrivateInputs bool `json:"private_inputs"`
+	// ImageCacheGiB bounds the container images the worker pulled for tasks that it keeps
+	// for later tasks (their size in the runtime's storage); past it the least recently
+	// used are removed as tasks end. 0: each is removed after its task. The runtime's
+	// other images are never touched.
+	ImageCacheGiB uint64 `json:"image_cache_gib"`
 }
+
+// DefaultImageCacheGiB is executor.image_cache_gib when the file does not set it.
+const DefaultImageCacheGiB = 100
+
+// maxImageCacheGiB bounds executor.image_cache_gib (1 PiB).
+const maxImageCacheGiB = 1 << 20
 
 // Sandbox: limits of a task (executor.Sandbox).
 type Sandbox struct {
@@ -260,7 +272,7 @@ func Default(home string) Config {
 		Key:       Key{Name: "provider", Backend: "file", Dir: filepath.Join(home, "keyring"), PassphraseFile: filepath.Join(home, "keyring-passphrase")},
 		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, Runtimes: []string{"BUILTIN", "CONTAINER"}, AskPerGPUHour: "1000000"},
 		Bond:      Bond{Amount: "100000000"},
-		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}},
+		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}, ImageCacheGiB: DefaultImageCacheGiB},
 		PoCP:      PoCP{Solver: "auto", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
 		Bidder:    Bidder{Enabled: true, LoadMarkupPPM: 50_000, PerGPUHour: map[string]string{}},
 		Pools:     Pools{Auto: true, MaxJoined: 8, LeaveIdleBlocks: 600, MaxClaims: 4, Join: []uint64{}},
@@ -363,6 +375,9 @@ func (c Config) Validate() error {
 	}
 	if (c.Pools.Auto || len(c.Pools.Join) > 0) && c.Pools.MaxClaims < 1 {
 		errs = append(errs, fmt.Errorf("pools.max_claims %d: at least 1 when the node takes part in pools", c.Pools.MaxClaims))
+	}
+	if c.Executor.ImageCacheGiB > maxImageCacheGiB {
+		errs = append(errs, fmt.Errorf("executor.image_cache_gib %d: at most %d", c.Executor.ImageCacheGiB, maxImageCacheGiB))
 	}
 	if c.Executor.WorkDir == "" || c.StateDir == "" {
 		errs = append(errs, errors.New("executor.work_dir and state_dir: required"))

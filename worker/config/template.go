@@ -106,8 +106,13 @@ executor:
   workers: {{y .Executor.Workers}}
   # tasks at once; 0: one per GPU.
   max_tasks: {{y .Executor.MaxTasks}}
-  # let jobs fetch inputs from loopback, private and link-local addresses (your own network).
+  # let jobs fetch inputs, and name container images, at loopback, private and link-local
+  # addresses (your own network).
   private_inputs: {{y .Executor.PrivateInputs}}
+  # container images pulled for tasks stay for later tasks up to this many GiB (their size
+  # in docker's or podman's storage), the least recently used removed first; 0 removes
+  # each after its task. Images you pulled yourself are never removed.
+  image_cache_gib: {{y .Executor.ImageCacheGiB}}
   # PROCESS tasks run in a bubblewrap sandbox (apt-get install bubblewrap): their own
   # namespaces, a read-only view of read_only, their own directories and GPUs only, as
   # nobody when the worker runs as root. CONTAINER tasks get the same limits.

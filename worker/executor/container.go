@@ -161,7 +161,8 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 			return command{}, fmt.Errorf("work directory %q: a path with ',', '=', '\"' or a newline cannot be bind-mounted", dir)
 		}
 	}
-	if err := e.checkImage(ctx, log, bin, spec); err != nil {
+	pull, err := e.checkImage(ctx, log, bin, spec)
+	if err != nil {
 		return command{}, err
 	}
 	var nonce [4]byte
@@ -196,7 +197,7 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 	})
 	log.Info("container task", "runtime", bin, "container", name)
 	return command{argv: append([]string{bin}, args...), dir: d.tmp, env: os.Environ(), stop: containerStop(ctx, log, bin, name),
-		container: name, runtime: bin, owned: owned}, nil
+		container: name, runtime: bin, owned: owned, image: spec.Image, pull: pull}, nil
 }
 
 // containerStop removes a task's container, since killing the runtime client does not

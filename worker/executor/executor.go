@@ -64,6 +64,11 @@ type Options struct {
 	// the inputs' transport, so that a job's image is read from the provider's own
 	// network only where its inputs may be.
 	RegistryTransport http.RoundTripper
+	// ImageCacheBytes bounds the images the worker pulled for CONTAINER tasks that it
+	// keeps for later tasks, by their size in the runtime's storage: once a task ends, the
+	// least recently used are removed until the rest fit (imagecache.go). 0: each is
+	// removed after its task. Images the worker did not pull are never removed.
+	ImageCacheBytes uint64
 	// IPFSGateway is the base URL through which ipfs:// inputs are fetched:
 	// ipfs://CID/p is read from IPFSGateway + "/ipfs/CID/p". Empty: ipfs inputs fail.
 	IPFSGateway string
@@ -188,6 +193,8 @@ type Executor struct {
 	rtOnce          sync.Once // the container runtime, auto-detected once
 	rtBin, rtFlavor string
 
+	images *imageCache
+
 	mu      sync.Mutex
 	running map[uint64]struct{}
 }
@@ -254,6 +261,7 @@ func New(o Options) (*Executor, error) {
 		log:     o.Log.With("component", "executor"),
 		client:  o.HTTPClient,
 		sandbox: tools,
+		images:  newImageCache(abs, o.ImageCacheBytes),
 		running: map[uint64]struct{}{},
 	}, nil
 }
@@ -427,7 +435,13 @@ func (e *Executor) run(ctx context.Context, log *slog.Logger, spec Spec, hooks H
 				return Result{OutputDir: d.output}, err
 			}
 		}
+		if c.image != "" {
+			e.images.acquire(c.image)
+		}
 		runErr := e.execute(ctx, log, spec, c, d, hooks, resumed)
+		if c.image != "" {
+			e.images.release(ctx, log, c.runtime, c.image, c.pull, time.Now())
+		}
 		return e.collect(ctx, log, d, runErr)
 	}
 }

@@ -83,32 +83,38 @@ func imageLocal(ctx context.Context, bin, ref string) bool {
 // no registry read). An image the runtime holds already is not read: it takes no more
 // disk. A registry that fails for a while (a network error, 429 or 5xx) is read again,
 // fetchAttempts times in all.
-func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string, spec Spec) error {
-	if spec.MaxDiskBytes == 0 || imageLocal(ctx, bin, spec.Image) {
-		return nil
+//
+// It says whether the runtime will pull the image (it does not hold it), for the image
+// cache.
+func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string, spec Spec) (pull bool, err error) {
+	if imageLocal(ctx, bin, spec.Image) {
+		return false, nil
+	}
+	if spec.MaxDiskBytes == 0 {
+		return true, nil
 	}
 	backoff := fetchBackoff
 	for attempt := 1; ; attempt++ {
 		size, err := imageSize(ctx, spec.Image, e.opts.RegistryTransport)
 		if err == nil {
 			if size > spec.MaxDiskBytes {
-				return fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, size, spec.MaxDiskBytes)
+				return false, fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, size, spec.MaxDiskBytes)
 			}
 			log.Info("container image checked", "image", spec.Image, "bytes", size)
-			return nil
+			return true, nil
 		}
 		if ctx.Err() != nil {
-			return context.Cause(ctx)
+			return false, context.Cause(ctx)
 		}
 		if !transientRegistryError(err) || attempt == fetchAttempts {
-			return fmt.Errorf("%w: image %s: its registry does not serve its manifest: %w", ErrImage, spec.Image, err)
+			return false, fmt.Errorf("%w: image %s: its registry does not serve its manifest: %w", ErrImage, spec.Image, err)
 		}
 		log.Warn("reading the image's manifest failed; retrying", "image", spec.Image, "attempt", attempt, "err", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return context.Cause(ctx)
+			return false, context.Cause(ctx)
 		case <-t.C:
 		}
 		backoff *= 2

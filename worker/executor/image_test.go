@@ -222,7 +222,8 @@ func TestImageCheck(t *testing.T) {
 
 // On real podman: an image too large for the task's disk is refused before podman pulls
 // it (podman holds no trace of it after), and an image within it is pulled from its
-// registry and runs, the size the check reads agreeing with what podman pulls.
+// registry and runs, the size the check reads agreeing with what podman pulls; the pulled
+// image is removed after its task, or kept within the image cache.
 func TestImageCheckOnPodman(t *testing.T) {
 	local := testimage.Busybox(t)
 	// the test image, pushed to a registry of its own (plain HTTP on 127.0.0.1)
@@ -276,5 +277,17 @@ func TestImageCheckOnPodman(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(res.OutputDir, "ok"))
 	require.NoError(t, err)
 	require.Equal(t, "pulled\n", string(b))
+	require.Error(t, osexec.Command("podman", "image", "exists", pinned).Run(), "an image cache of 0 keeps no pulled image")
+
+	// with room in the cache it stays for the next task, which does not pull it again
+	cached := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman"; o.ImageCacheBytes = 1 << 30 })
+	spec.TaskID = 322
+	_, err = cached.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
 	require.NoError(t, osexec.Command("podman", "image", "exists", pinned).Run())
+	recs, err := cached.images.load()
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.Equal(t, pinned, recs[0].Ref)
+	require.Positive(t, recs[0].Bytes, "its size in podman's storage")
 }
