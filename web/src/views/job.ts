@@ -10,6 +10,8 @@ import { page } from "../page.js";
 import { send } from "../tx.js";
 import { View } from "../view.js";
 
+/** LOG_KEPT bounds the characters of a followed log the page keeps (the newest). */
+const LOG_KEPT = 2 << 20;
 const STEPS = ["PENDING", "ASSIGNED", "RUNNING", "COMMITTED", "REVEALED", "VERIFIED", "SETTLED"];
 const FINAL_JOB = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
 
@@ -113,7 +115,11 @@ export class JobView extends View {
     const p = this.panels[k] ?? { log: "", offset: 0 };
     try {
       const r = await readLog(endpoint, t.id, "stdout", p.offset, this.chain.wallet!);
-      this.setPanel(t.id, { open: true, log: p.log + r.text, offset: r.next, following: r.running, error: undefined });
+      // the page keeps the last LOG_KEPT characters: a task that writes without end would
+      // otherwise fill the tab's memory as it is followed
+      let log = p.log + r.text;
+      if (log.length > LOG_KEPT) log = "[earlier output not kept here]\n" + log.slice(log.length - LOG_KEPT);
+      this.setPanel(t.id, { open: true, log, offset: r.next, following: r.running, error: undefined });
       if (r.running && this.isConnected) this.logTimers.set(k, setTimeout(() => void this.logs(t), 2000));
     } catch (e) {
       this.setPanel(t.id, { open: true, error: e instanceof Error ? e.message : String(e), following: false });
