@@ -15,11 +15,17 @@ import (
 // validateGenesis runs flopsd genesis validate on home's genesis; its output and error.
 func validateGenesis(t *testing.T, home string) (string, error) {
 	t.Helper()
+	return genesisCmd(t, home, "validate")
+}
+
+// genesisCmd runs flopsd genesis <sub> on home; its output and error.
+func genesisCmd(t *testing.T, home, sub string) (string, error) {
+	t.Helper()
 	root := NewRootCmd()
 	var out strings.Builder
 	root.SetOut(&out)
 	root.SetErr(&strings.Builder{})
-	root.SetArgs([]string{"genesis", "validate", "--home", home})
+	root.SetArgs([]string{"genesis", sub, "--home", home})
 	err := svrcmd.Execute(root, "FLOPSD", home)
 	return out.String(), err
 }
@@ -42,6 +48,14 @@ func TestGenesisValidateChecksRulesAcrossModules(t *testing.T) {
 	out, err = validateGenesis(t, home)
 	require.ErrorContains(t, err, "work_reward_cap_ppm 50000 is not below x/market's take_rate_ppm 50000")
 	require.NotContains(t, out, "valid genesis file")
+	// collect-gentxs writes no genesis the chain would refuse at its launch
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	_, err = genesisCmd(t, home, "collect-gentxs")
+	require.ErrorContains(t, err, "work_reward_cap_ppm 50000 is not below x/market's take_rate_ppm 50000")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the genesis is left as it was")
 
 	// the market in another denom than the chain's
 	var gen map[string]any

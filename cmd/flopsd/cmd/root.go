@@ -108,28 +108,32 @@ func NewRootCmd() *cobra.Command {
 	return rootCmd
 }
 
-// genesisValidateAcrossModules makes `flopsd genesis validate` also check the rules
-// between modules' params (app.CheckGenesisAcrossModules), which the SDK's check of each
-// module alone does not see and InitChain would refuse: a file that validates starts.
-// A file it cannot read or decode goes on to the SDK's check, which says what is wrong.
+// genesisValidateAcrossModules makes `flopsd genesis validate` and `flopsd genesis
+// collect-gentxs` also check the rules between modules' params
+// (app.CheckGenesisAcrossModules), which the SDK's check of each module alone does not see
+// and InitChain would refuse: a file that validates starts, and collect-gentxs writes no
+// genesis the chain would refuse at its launch. A file it cannot read or decode goes on
+// to the SDK's command, which says what is wrong.
 func genesisValidateAcrossModules(root *cobra.Command) {
-	v, _, err := root.Find([]string{"genesis", "validate"})
-	if err != nil || v.Name() != "validate" || v.RunE == nil {
-		panic("flopsd has no genesis validate command")
-	}
-	inner := v.RunE
-	v.RunE = func(cmd *cobra.Command, args []string) error {
-		path := server.GetServerContextFromCmd(cmd).Config.GenesisFile()
-		if len(args) > 0 {
-			path = args[0]
+	for _, name := range []string{"validate", "collect-gentxs"} {
+		v, _, err := root.Find([]string{"genesis", name})
+		if err != nil || v.Name() != name || v.RunE == nil {
+			panic("flopsd has no genesis " + name + " command")
 		}
-		var gs app.GenesisState
-		if gen, err := genutiltypes.AppGenesisFromFile(path); err == nil && json.Unmarshal(gen.AppState, &gs) == nil {
-			if err := app.CheckGenesisAcrossModules(client.GetClientContextFromCmd(cmd).Codec, gs); err != nil {
-				return fmt.Errorf("error validating genesis file %s: %w", path, err)
+		inner := v.RunE
+		v.RunE = func(cmd *cobra.Command, args []string) error {
+			path := server.GetServerContextFromCmd(cmd).Config.GenesisFile()
+			if name == "validate" && len(args) > 0 {
+				path = args[0]
 			}
+			var gs app.GenesisState
+			if gen, err := genutiltypes.AppGenesisFromFile(path); err == nil && json.Unmarshal(gen.AppState, &gs) == nil {
+				if err := app.CheckGenesisAcrossModules(client.GetClientContextFromCmd(cmd).Codec, gs); err != nil {
+					return fmt.Errorf("error validating genesis file %s: %w", path, err)
+				}
+			}
+			return inner(cmd, args)
 		}
-		return inner(cmd, args)
 	}
 }
 
