@@ -116,44 +116,47 @@ func unauthorized(format string, args ...any) error {
 
 var nonceHex = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// authenticate checks a signed request and returns the signer's address bytes: the
-// public key must hash to the address header, the timestamp be within MaxClockSkew of
-// now, the host be one of hosts (any when hosts is empty), the signature verify over
-// SignedMessage, and the nonce be new (seen records it).
-func authenticate(r *http.Request, now time.Time, hosts []string, seen *nonces) (addr []byte, bech string, err error) {
+// authenticate checks a signed request and returns the signer's address bytes and the
+// request's nonce: the public key must hash to the address header, the timestamp be
+// within MaxClockSkew of now, the host be one of hosts (any when hosts is empty), and the
+// signature verify over SignedMessage. The nonce is not spent here: the caller spends it
+// (nonces.use) once the signer is known to be entitled to the request, so that a
+// stranger's requests, signed by keys of its own, use up nothing the owners need.
+func authenticate(r *http.Request, now time.Time, hosts []string) (addr []byte, bech, nonce string, err error) {
 	bech = r.Header.Get(HeaderAddress)
-	pubB64, tsText, sigB64, nonce := r.Header.Get(HeaderPubkey), r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature), r.Header.Get(HeaderNonce)
+	pubB64, tsText, sigB64 := r.Header.Get(HeaderPubkey), r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature)
+	nonce = r.Header.Get(HeaderNonce)
 	if bech == "" || pubB64 == "" || tsText == "" || sigB64 == "" || nonce == "" {
-		return nil, "", unauthorized("a signed request needs the headers %s, %s, %s, %s and %s", HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderNonce, HeaderSignature)
+		return nil, "", "", unauthorized("a signed request needs the headers %s, %s, %s, %s and %s", HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderNonce, HeaderSignature)
 	}
 	if !nonceHex.MatchString(nonce) {
-		return nil, "", unauthorized("%s %q: must be 32 lowercase hex characters", HeaderNonce, nonce)
+		return nil, "", "", unauthorized("%s %q: must be 32 lowercase hex characters", HeaderNonce, nonce)
 	}
 	if len(hosts) > 0 && !slices.Contains(hosts, strings.ToLower(r.Host)) {
-		return nil, "", unauthorized("the request was signed for host %q, which is not this server (%s)", r.Host, strings.Join(hosts, ", "))
+		return nil, "", "", unauthorized("the request was signed for host %q, which is not this server (%s)", r.Host, strings.Join(hosts, ", "))
 	}
 	hrp, addr, err := bech32.DecodeAndConvert(bech)
 	if err != nil || hrp != chain.Bech32Prefix {
-		return nil, "", unauthorized("%s %q: not a %s bech32 address", HeaderAddress, bech, chain.Bech32Prefix)
+		return nil, "", "", unauthorized("%s %q: not a %s bech32 address", HeaderAddress, bech, chain.Bech32Prefix)
 	}
 	key, err := base64.StdEncoding.DecodeString(pubB64)
 	if err != nil || len(key) != secp256k1.PubKeySize {
-		return nil, "", unauthorized("%s: must be a base64 compressed secp256k1 public key (%d bytes)", HeaderPubkey, secp256k1.PubKeySize)
+		return nil, "", "", unauthorized("%s: must be a base64 compressed secp256k1 public key (%d bytes)", HeaderPubkey, secp256k1.PubKeySize)
 	}
 	pub := &secp256k1.PubKey{Key: key}
 	if !bytes.Equal(pub.Address(), addr) {
-		return nil, "", unauthorized("%s does not belong to %s %s", HeaderPubkey, HeaderAddress, bech)
+		return nil, "", "", unauthorized("%s does not belong to %s %s", HeaderPubkey, HeaderAddress, bech)
 	}
 	ts, err := strconv.ParseInt(tsText, 10, 64)
 	if err != nil {
-		return nil, "", unauthorized("%s %q: must be unix seconds", HeaderTimestamp, tsText)
+		return nil, "", "", unauthorized("%s %q: must be unix seconds", HeaderTimestamp, tsText)
 	}
 	if skew := now.Sub(time.Unix(ts, 0)); skew > MaxClockSkew || skew < -MaxClockSkew {
-		return nil, "", unauthorized("%s %d is %s from the server's clock; at most %s is accepted", HeaderTimestamp, ts, skew.Round(time.Second), MaxClockSkew)
+		return nil, "", "", unauthorized("%s %d is %s from the server's clock; at most %s is accepted", HeaderTimestamp, ts, skew.Round(time.Second), MaxClockSkew)
 	}
 	sig, err := base64.StdEncoding.DecodeString(sigB64)
 	if err != nil {
-		return nil, "", unauthorized("%s: not base64", HeaderSignature)
+		return nil, "", "", unauthorized("%s: not base64", HeaderSignature)
 	}
 	signed := SignedMessage(r.Method, r.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts, nonce)
 	switch mode := r.Header.Get(HeaderSignMode); mode {
@@ -161,39 +164,54 @@ func authenticate(r *http.Request, now time.Time, hosts []string, seen *nonces) 
 	case SignModeADR036:
 		signed = ADR036SignDoc(bech, signed)
 	default:
-		return nil, "", unauthorized("%s %q: must be raw or %s", HeaderSignMode, mode, SignModeADR036)
+		return nil, "", "", unauthorized("%s %q: must be raw or %s", HeaderSignMode, mode, SignModeADR036)
 	}
 	if !pub.VerifySignature(signed, sig) {
-		return nil, "", unauthorized("%s does not verify for %s %s%s?%s at %d", HeaderSignature, r.Method, r.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts)
+		return nil, "", "", unauthorized("%s does not verify for %s %s%s?%s at %d", HeaderSignature, r.Method, r.Host, r.URL.EscapedPath(), r.URL.RawQuery, ts)
 	}
-	if err := seen.use(nonce, now); err != nil {
-		return nil, "", err
-	}
-	return addr, bech, nil
+	return addr, bech, nonce, nil
 }
 
-// maxNonces bounds the nonces remembered at once (each for 2 x MaxClockSkew): past it,
-// requests are refused until old ones expire.
-const maxNonces = 1 << 20
+// maxNonces bounds the nonces remembered at once (each for 2 x MaxClockSkew), and
+// maxNoncesPerSigner those of one signer: past either, requests are refused until old
+// ones expire, so one owner's flood of requests does not lock the others out. Vars for
+// tests.
+var (
+	maxNonces          = 1 << 20
+	maxNoncesPerSigner = 1 << 16
+)
 
 // nonces are the nonces of the requests accepted within the clock skew window: a
 // request's timestamp cannot be older than that, so a nonce need not be kept longer.
 type nonces struct {
-	mu     sync.Mutex
-	seen   map[string]time.Time // nonce -> when it may be forgotten
-	pruned time.Time
+	mu       sync.Mutex
+	seen     map[string]spentNonce
+	bySigner map[string]int
+	pruned   time.Time
 }
 
-func (n *nonces) use(nonce string, now time.Time) error {
+// spentNonce is a nonce's signer and when it may be forgotten.
+type spentNonce struct {
+	signer string
+	until  time.Time
+}
+
+func (n *nonces) use(signer, nonce string, now time.Time) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.seen == nil {
-		n.seen = map[string]time.Time{}
+		n.seen, n.bySigner = map[string]spentNonce{}, map[string]int{}
 	}
-	if now.Sub(n.pruned) > time.Minute || len(n.seen) >= maxNonces {
-		for k, until := range n.seen {
-			if now.After(until) {
+	// expired nonces are dropped each minute, or each second while a bound is reached (not
+	// at every request then: a full walk each time would be the flood's reward)
+	full := len(n.seen) >= maxNonces || n.bySigner[signer] >= maxNoncesPerSigner
+	if since := now.Sub(n.pruned); since > time.Minute || (full && since > time.Second) {
+		for k, sn := range n.seen {
+			if now.After(sn.until) {
 				delete(n.seen, k)
+				if n.bySigner[sn.signer]--; n.bySigner[sn.signer] <= 0 {
+					delete(n.bySigner, sn.signer)
+				}
 			}
 		}
 		n.pruned = now
@@ -201,9 +219,13 @@ func (n *nonces) use(nonce string, now time.Time) error {
 	if _, replayed := n.seen[nonce]; replayed {
 		return unauthorized("%s %s was used before: a signed request is good for one use", HeaderNonce, nonce)
 	}
+	if n.bySigner[signer] >= maxNoncesPerSigner {
+		return &authError{http.StatusTooManyRequests, fmt.Sprintf("%s sent more than %d signed requests in the last %s: try again later", signer, maxNoncesPerSigner, 2*MaxClockSkew)}
+	}
 	if len(n.seen) >= maxNonces {
 		return &authError{http.StatusServiceUnavailable, "too many signed requests in the last minutes: try again later"}
 	}
-	n.seen[nonce] = now.Add(2 * MaxClockSkew)
+	n.seen[nonce] = spentNonce{signer: signer, until: now.Add(2 * MaxClockSkew)}
+	n.bySigner[signer]++
 	return nil
 }

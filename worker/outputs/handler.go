@@ -35,7 +35,9 @@ var ErrTaskNotFound = errors.New("task not found")
 // task; now is the clock the timestamps are checked against. Refusals are JSON
 // {"error": "..."}: 400 a malformed id or path, 401 a missing, stale or bad signature,
 // 403 a signer who is not the owner, 404 an unknown task, no stored outputs or an
-// unlisted path, 503 when the owner cannot be looked up.
+// unlisted path, 429 an owner past its signed requests of the last minutes
+// (maxNoncesPerSigner), 503 when the owner cannot be looked up. A request's nonce is
+// spent only once its signer is found to be the owner.
 func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (string, error), now func() time.Time, opts ...Option) http.Handler {
 	h := &handler{store: store, ownerOf: ownerOf, now: now, nonces: &nonces{}}
 	for _, o := range opts {
@@ -207,15 +209,10 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (uint64, boo
 		writeError(w, http.StatusBadRequest, "task id %q: must be a decimal number", r.PathValue("id"))
 		return 0, false
 	}
-	signer, signerText, err := authenticate(r, h.now(), h.hosts, h.nonces)
+	now := h.now()
+	signer, signerText, nonce, err := authenticate(r, now, h.hosts)
 	if err != nil {
-		var ae *authError
-		if errors.As(err, &ae) {
-			w.Header().Set("WWW-Authenticate", `FlopsSignature realm="outputs"`)
-			writeError(w, ae.status, "%s", ae.msg)
-		} else {
-			writeError(w, http.StatusInternalServerError, "authentication failed")
-		}
+		writeAuthError(w, err)
 		return 0, false
 	}
 	owner, err := h.ownerOf(r.Context(), taskID)
@@ -232,7 +229,23 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (uint64, boo
 		writeError(w, http.StatusForbidden, "%s is not the owner of task %d", signerText, taskID)
 		return 0, false
 	}
+	// the nonce is spent only now, by the owner: a request refused above can be sent again
+	// and is refused again, and strangers' requests fill nothing
+	if err := h.nonces.use(signerText, nonce, now); err != nil {
+		writeAuthError(w, err)
+		return 0, false
+	}
 	return taskID, true
+}
+
+func writeAuthError(w http.ResponseWriter, err error) {
+	var ae *authError
+	if errors.As(err, &ae) {
+		w.Header().Set("WWW-Authenticate", `FlopsSignature realm="outputs"`)
+		writeError(w, ae.status, "%s", ae.msg)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "authentication failed")
 }
 
 func (h *handler) serveManifest(w http.ResponseWriter, r *http.Request) {

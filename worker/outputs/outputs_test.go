@@ -597,3 +597,51 @@ func TestCORSForTheDashboard(t *testing.T) {
 	status, _ = f.do(t, "/v1/tasks/7/outputs", nil, f.clock(), func(r *http.Request) { r.Header.Set("Origin", "http://127.0.0.1:8800") })
 	require.Equal(t, http.StatusUnauthorized, status)
 }
+
+// Strangers sign requests for an owner's task with keys of their own, and one owner
+// floods the server with its own: the nonces of strangers' requests were spent before the
+// owner check, so enough of them filled the server's nonce store and every owner was
+// refused (503) for the clock-skew window. A nonce is now spent only by the task's owner,
+// and one signer holds at most maxNoncesPerSigner of them: the flooding owner is refused
+// (429), the others are served.
+func TestAttackStrangersFillTheNonceStore(t *testing.T) {
+	saved, savedPer := maxNonces, maxNoncesPerSigner
+	maxNonces, maxNoncesPerSigner = 8, 4
+	t.Cleanup(func() { maxNonces, maxNoncesPerSigner = saved, savedPer })
+	f := newFixture(t)
+	other := secp256k1.GenPrivKey() // the owner of task 8
+	owners := map[uint64]string{7: addrOf(t, f.owner), 8: addrOf(t, other)}
+	h := Handler(f.store, func(_ context.Context, id uint64) (string, error) { return owners[id], nil }, f.clock)
+	send := func(key cryptotypes.PrivKey, task uint64) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/"+strconv.FormatUint(task, 10)+"/outputs", nil)
+		require.NoError(t, err)
+		require.NoError(t, SignRequest(req, key, f.clock()))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	for range 50 {
+		status, _ := send(secp256k1.GenPrivKey(), 7)
+		require.Equal(t, http.StatusForbidden, status)
+	}
+	status, body := send(f.owner, 7)
+	require.Equal(t, http.StatusOK, status, "strangers spent no nonce: %s", body)
+
+	// the owner of task 7 floods its own task
+	for range 3 {
+		status, body = send(f.owner, 7)
+		require.Equal(t, http.StatusOK, status, body)
+	}
+	status, body = send(f.owner, 7)
+	require.Equal(t, http.StatusTooManyRequests, status)
+	require.Contains(t, body, "sent more than 4 signed requests")
+	// another owner is served meanwhile (task 8 has no stored outputs: 404 past the checks)
+	status, body = send(other, 8)
+	require.Equal(t, http.StatusNotFound, status, body)
+	// once the window has passed, the flooding owner is served again
+	f.mu.Lock()
+	f.now = f.now.Add(2*MaxClockSkew + time.Second)
+	f.mu.Unlock()
+	status, body = send(f.owner, 7)
+	require.Equal(t, http.StatusOK, status, body)
+}
