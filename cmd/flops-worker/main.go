@@ -467,7 +467,7 @@ func fetchCmd(g *globals) *cobra.Command {
 				want.GemmN = job.Job.Spec.Builtin.GemmN
 				how = "the product's Merkle root, rebuilt here, is the one verified on chain"
 			}
-			m, err := outputs.Fetch(ctx, http.DefaultClient, base, id, priv, dir, want)
+			m, err := outputs.Fetch(ctx, providerClient(), base, id, priv, dir, want)
 			if err != nil {
 				return err
 			}
@@ -478,6 +478,15 @@ func fetchCmd(g *globals) *cobra.Command {
 	owner.add(cmd)
 	cmd.Flags().StringVar(&dir, "out", "", "where to put the files (default task-<id>)")
 	return cmd
+}
+
+// providerClient is the HTTP client the owner's commands reach a provider's output server
+// with: a provider that does not begin to answer within a minute is given up on, rather
+// than holding the command for ever.
+func providerClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = time.Minute
+	return &http.Client{Transport: tr}
 }
 
 // ownerFlags are a job owner's key and node, for the commands that sign as the owner.
@@ -551,7 +560,7 @@ func logsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("task %d: node %d: %w", id, node, err)
 			}
-			return outputs.CopyLog(ctx, http.DefaultClient, n.Node.Endpoint, id, stream, priv, follow, poll, cmd.OutOrStdout())
+			return outputs.CopyLog(ctx, providerClient(), n.Node.Endpoint, id, stream, priv, follow, poll, cmd.OutOrStdout())
 		},
 	}
 	owner.add(cmd)
