@@ -77,7 +77,10 @@ type containerParams struct {
 	env        []string // NAME=VALUE
 	gpus       []string
 	image      string
-	command    []string
+	// pull: the runtime must take the image from its registry (--pull=always), even if it
+	// holds an image of that digest under another name (imageLocal)
+	pull    bool
+	command []string
 	// limits (0: none) and the network
 	memory    uint64 // bytes
 	processes uint64
@@ -97,6 +100,9 @@ func containerArgs(p containerParams) []string {
 		"--hostname", TaskHostname,
 		"--label", "flops.task=" + strconv.FormatUint(p.taskID, 10),
 		"--label", "flops.job=" + strconv.FormatUint(p.jobID, 10),
+	}
+	if p.pull {
+		args = append(args, "--pull=always")
 	}
 	if !p.network {
 		args = append(args, "--network", "none")
@@ -161,7 +167,7 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 			return command{}, fmt.Errorf("work directory %q: a path with ',', '=', '\"' or a newline cannot be bind-mounted", dir)
 		}
 	}
-	pull, err := e.checkImage(ctx, log, bin, spec)
+	pull, fresh, err := e.checkImage(ctx, log, bin, spec)
 	if err != nil {
 		return command{}, err
 	}
@@ -194,10 +200,11 @@ func (e *Executor) containerCommand(ctx context.Context, log *slog.Logger, spec 
 		input: d.work, output: d.output, checkpoint: d.checkpoint,
 		env: env.list(), gpus: devices, image: spec.Image, command: spec.Command,
 		memory: sb.MemoryPerGPU * gpus, processes: sb.Processes, cpus: sb.CPUsPerGPU * gpus, network: sb.Network,
+		pull: pull,
 	})
 	log.Info("container task", "runtime", bin, "container", name)
 	return command{argv: append([]string{bin}, args...), dir: d.tmp, env: os.Environ(), stop: containerStop(ctx, log, bin, name),
-		container: name, runtime: bin, owned: owned, image: spec.Image, pull: pull}, nil
+		container: name, runtime: bin, owned: owned, image: spec.Image, fresh: fresh}, nil
 }
 
 // containerStop removes a task's container, since killing the runtime client does not

@@ -71,7 +71,8 @@ func TestContainerArgs(t *testing.T) {
 // fakeRuntime is a docker or podman stand-in that records each invocation's arguments
 // (NUL-separated, in <dir>/<subcommand>.args), and for "run" writes a file into the
 // output mount, prints a line, then sleeps for $FAKE_RUNTIME_SLEEP and exits with
-// $FAKE_RUNTIME_EXIT; "image" (inspect) says the image is there unless
+// $FAKE_RUNTIME_EXIT; "image" (inspect) says the image is there under its own name
+// (or under the names $FAKE_RUNTIME_IMAGE_NAMES lists, JSON) unless
 // $FAKE_RUNTIME_IMAGE_ABSENT is set.
 const fakeRuntime = `#!/bin/sh
 : > "$FAKE_RUNTIME_DIR/$1.args"
@@ -90,6 +91,7 @@ run)
   ;;
 image)
   [ -n "$FAKE_RUNTIME_IMAGE_ABSENT" ] && exit 1
+  if [ -n "$FAKE_RUNTIME_IMAGE_NAMES" ]; then echo "$FAKE_RUNTIME_IMAGE_NAMES"; else echo "[\"$5\"]"; fi
   ;;
 esac
 exit 0
@@ -105,6 +107,7 @@ func installFakeRuntime(t *testing.T, name string) string {
 	t.Setenv("FAKE_RUNTIME_SLEEP", "")
 	t.Setenv("FAKE_RUNTIME_EXIT", "")
 	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "")
+	t.Setenv("FAKE_RUNTIME_IMAGE_NAMES", "")
 	return rec
 }
 

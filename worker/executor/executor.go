@@ -440,7 +440,7 @@ func (e *Executor) run(ctx context.Context, log *slog.Logger, spec Spec, hooks H
 		}
 		runErr := e.execute(ctx, log, spec, c, d, hooks, resumed)
 		if c.image != "" {
-			e.images.release(ctx, log, c.runtime, c.image, c.pull, time.Now())
+			e.images.release(ctx, log, c.runtime, c.image, c.fresh, time.Now())
 		}
 		return e.collect(ctx, log, d, runErr)
 	}

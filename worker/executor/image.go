@@ -2,12 +2,14 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os/exec"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -39,7 +41,7 @@ const imageCheckTimeout = 2 * time.Minute
 // (docker.io) for a short name, credentials from the docker and podman login files
 // (authn.DefaultKeychain), plain HTTP only for localhost and private addresses.
 func imageSize(ctx context.Context, ref string, tr http.RoundTripper) (uint64, error) {
-	r, err := name.ParseReference(ref, name.StrictValidation)
+	r, err := registryRef(ref)
 	if err != nil {
 		return 0, err
 	}
@@ -71,11 +73,50 @@ func imageSize(ctx context.Context, ref string, tr http.RoundTripper) (uint64, e
 	return total, nil
 }
 
-// imageLocal says whether the runtime already holds ref (nothing to pull).
-func imageLocal(ctx context.Context, bin, ref string) bool {
+// errOwnMachine is an image named on "localhost", which docker and podman read from a
+// registry on the provider's own machine: nothing there is for a job to name unless the
+// runtime already holds it.
+var errOwnMachine = errors.New(`names a registry on the provider's own machine ("localhost/"), which holds no such image`)
+
+// registryRef parses an image reference as the runtime reads it: a short name on
+// docker.io (library/ for one without a path), a first component with a '.' or ':' the
+// registry. "localhost/..." is refused (errOwnMachine): the runtimes read it from this
+// machine, where go-containerregistry would read docker.io.
+func registryRef(ref string) (name.Reference, error) {
+	if first, _, ok := strings.Cut(ref, "/"); ok && strings.EqualFold(first, "localhost") {
+		return nil, errOwnMachine
+	}
+	return name.ParseReference(ref)
+}
+
+// imageLocal says whether the runtime already holds ref's content (held) and whether it
+// holds it under ref's own name (named: nothing to pull). podman takes repo@digest for any
+// image it holds with that digest, whatever its name: a job that named another repository
+// with the digest of an image the provider holds (a private build of its own) would have
+// run that image without any registry vouching for it under the job's name. Such an
+// image is read from the job's registry and pulled (--pull=always); being held, it is
+// not the image cache's to remove.
+func imageLocal(ctx context.Context, bin, ref string) (held, named bool) {
+	want, err := name.ParseReference(ref)
+	if err != nil {
+		return false, false
+	}
 	ictx, cancel := context.WithTimeout(ctx, containerStopTimeout)
 	defer cancel()
-	return exec.CommandContext(ictx, bin, "image", "inspect", "--format", "{{.Id}}", ref).Run() == nil
+	out, err := exec.CommandContext(ictx, bin, "image", "inspect", "--format", "{{json .RepoDigests}}", ref).Output()
+	if err != nil {
+		return false, false
+	}
+	var names []string
+	if json.Unmarshal(out, &names) != nil {
+		return true, false
+	}
+	for _, n := range names {
+		if have, err := name.ParseReference(n); err == nil && have.Name() == want.Name() {
+			return true, true
+		}
+	}
+	return true, false
 }
 
 // checkImage refuses a CONTAINER task's image that the runtime would have to pull and
@@ -84,37 +125,39 @@ func imageLocal(ctx context.Context, bin, ref string) bool {
 // disk. A registry that fails for a while (a network error, 429 or 5xx) is read again,
 // fetchAttempts times in all.
 //
-// It says whether the runtime will pull the image (it does not hold it), for the image
-// cache.
-func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string, spec Spec) (pull bool, err error) {
-	if imageLocal(ctx, bin, spec.Image) {
-		return false, nil
+// It says whether the runtime must pull the image (pull: it does not hold it under its
+// name) and whether the pull brings an image the runtime did not hold at all (fresh: the
+// image cache's to remove later).
+func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string, spec Spec) (pull, fresh bool, err error) {
+	held, named := imageLocal(ctx, bin, spec.Image)
+	if named {
+		return false, false, nil
 	}
 	if spec.MaxDiskBytes == 0 {
-		return true, nil
+		return true, !held, nil
 	}
 	backoff := fetchBackoff
 	for attempt := 1; ; attempt++ {
 		size, err := imageSize(ctx, spec.Image, e.opts.RegistryTransport)
 		if err == nil {
 			if size > spec.MaxDiskBytes {
-				return false, fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, size, spec.MaxDiskBytes)
+				return false, false, fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, size, spec.MaxDiskBytes)
 			}
 			log.Info("container image checked", "image", spec.Image, "bytes", size)
-			return true, nil
+			return true, !held, nil
 		}
 		if ctx.Err() != nil {
-			return false, context.Cause(ctx)
+			return false, false, context.Cause(ctx)
 		}
 		if !transientRegistryError(err) || attempt == fetchAttempts {
-			return false, fmt.Errorf("%w: image %s: its registry does not serve its manifest: %w", ErrImage, spec.Image, err)
+			return false, false, fmt.Errorf("%w: image %s: its registry does not serve its manifest: %w", ErrImage, spec.Image, err)
 		}
 		log.Warn("reading the image's manifest failed; retrying", "image", spec.Image, "attempt", attempt, "err", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false, context.Cause(ctx)
+			return false, false, context.Cause(ctx)
 		case <-t.C:
 		}
 		backoff *= 2

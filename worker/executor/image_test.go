@@ -291,3 +291,67 @@ func TestImageCheckOnPodman(t *testing.T) {
 	require.Equal(t, pinned, recs[0].Ref)
 	require.Positive(t, recs[0].Bytes, "its size in podman's storage")
 }
+
+// A job names the digest of an image the provider holds, under a repository of the
+// job's choosing: podman takes repo@digest for any image it holds with that digest, so
+// the job ran the provider's own image (a private build) with no registry serving it under
+// that name. Such an image is read from the job's registry and pulled (--pull=always):
+// where the registry does not serve it the task fails with ErrImage and the provider's
+// image never runs, and the provider's image stays (the image cache removes only what the
+// worker pulled fresh).
+func TestAttackJobRunsTheProvidersPrivateImage(t *testing.T) {
+	local := testimage.Busybox(t) // the provider's "private" image
+	_, digest, _ := strings.Cut(local, "@")
+	reg := newManifestRegistry(t) // serves nothing
+	host := strings.TrimPrefix(reg.srv.URL, "http://")
+	conf := filepath.Join(t.TempDir(), "registries.conf")
+	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf("[[registry]]\nlocation = %q\ninsecure = true\n", host)), 0o644))
+	t.Setenv("CONTAINERS_REGISTRIES_CONF", conf)
+	borrowed := host + "/someone/anything@" + digest
+	require.NoError(t, osexec.Command("podman", "image", "inspect", borrowed).Run(), "podman takes the borrowed name for the provider's image")
+
+	e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman" })
+	spec := Spec{TaskID: 330, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: borrowed, MaxDiskBytes: 1 << 30,
+		Command: []string{"/bin/sh", "-c", `echo ran > "$FLOPS_OUTPUT_DIR/ran"`}}
+	res, err := e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrImage)
+	require.ErrorContains(t, err, "its registry does not serve its manifest")
+	_, statErr := os.Stat(filepath.Join(res.OutputDir, "ran"))
+	require.True(t, os.IsNotExist(statErr), "the provider's image did not run")
+
+	// without a disk bound nothing is read first: the runtime must pull it, and cannot
+	spec.TaskID, spec.MaxDiskBytes = 331, 0
+	res, err = e.Run(context.Background(), spec, Hooks{})
+	var exit *ExitError
+	require.True(t, errors.As(err, &exit), "%v", err)
+	require.Equal(t, 125, exit.Code, "the pull fails")
+	_, statErr = os.Stat(filepath.Join(res.OutputDir, "ran"))
+	require.True(t, os.IsNotExist(statErr), "the provider's image did not run")
+	require.NoError(t, osexec.Command("podman", "image", "exists", local).Run(), "the provider's image stays")
+
+	// under its own name the image is the provider's to run, from what it holds
+	spec.TaskID, spec.Image = 332, local
+	res, err = e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(res.OutputDir, "ran"))
+	require.NoError(t, osexec.Command("podman", "image", "exists", local).Run())
+}
+
+// Image names are read as docker and podman read them: a short name on docker.io, a
+// first component with a '.' or ':' the registry; "localhost/..." names the provider's
+// own machine and is not read from any registry.
+func TestRegistryRef(t *testing.T) {
+	const d = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for in, want := range map[string]string{
+		"busybox" + d:                     "index.docker.io/library/busybox" + d,
+		"pytorch/pytorch" + d:             "index.docker.io/pytorch/pytorch" + d,
+		"ghcr.io/flopsnet/train" + d:      "ghcr.io/flopsnet/train" + d,
+		"registry.example:5000/a/b/c" + d: "registry.example:5000/a/b/c" + d,
+	} {
+		r, err := registryRef(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, r.Name(), in)
+	}
+	_, err := registryRef("localhost/flops-test-busybox" + d)
+	require.ErrorIs(t, err, errOwnMachine)
+}

@@ -121,12 +121,14 @@ func (c *imageCache) evict(ctx context.Context, log *slog.Logger, bin string, im
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerStopTimeout)
 		out, err := exec.CommandContext(rctx, bin, "rmi", im.Ref).CombinedOutput()
 		cancel()
-		if err != nil && imageLocal(ctx, bin, im.Ref) {
-			// in use by a container (a task adopted after a restart), or the runtime's error:
-			// kept, and tried again after the next task
-			log.Warn("pulled image not removed", "image", im.Ref, "err", err, "output", strings.TrimSpace(string(out)))
-			kept = append(kept, im)
-			continue
+		if err != nil {
+			if held, _ := imageLocal(ctx, bin, im.Ref); held {
+				// in use by a container (a task adopted after a restart), or the runtime's
+				// error: kept, and tried again after the next task
+				log.Warn("pulled image not removed", "image", im.Ref, "err", err, "output", strings.TrimSpace(string(out)))
+				kept = append(kept, im)
+				continue
+			}
 		}
 		total -= im.Bytes
 		log.Info("pulled image removed", "image", im.Ref, "bytes", im.Bytes, "cache_bytes", total, "budget_bytes", c.budget)

@@ -28,7 +28,7 @@ run)
   exit 0 ;;
 image)
   k=$(key "$5"); [ -f "$d/images/$k" ] || exit 1
-  case "$4" in *Size*) cat "$d/images/$k" ;; *) echo id ;; esac
+  case "$4" in *Size*) cat "$d/images/$k" ;; *) echo "[\"$5\"]" ;; esac
   exit 0 ;;
 rmi)
   k=$(key "$2")

@@ -67,10 +67,10 @@ type command struct {
 	stop      func()
 	container string
 	runtime   string
-	// image is a CONTAINER task's image, and pull whether the runtime pulls it for the
-	// task (it did not hold it): the image cache's.
+	// image is a CONTAINER task's image, and fresh whether the runtime pulls it for the
+	// task without holding it before: the image cache's.
 	image string
-	pull  bool
+	fresh bool
 }
 
 // envList is an ordered environment in which a later set replaces an earlier one.
