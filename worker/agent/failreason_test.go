@@ -56,6 +56,7 @@ func TestVerificationAnswersOnlyMachineIndependentFailures(t *testing.T) {
 		{markettypes.RUNTIME_PROCESS, fmt.Errorf("%w: its directories hold more than 1 bytes of disk", executor.ErrDiskQuota), true},
 		{markettypes.RUNTIME_PROCESS, fmt.Errorf("input x: %w", executor.ErrInputDigest), true},
 		{markettypes.RUNTIME_PROCESS, fmt.Errorf("input x: %w", executor.ErrInputFetch), false},
+		{markettypes.RUNTIME_PROCESS, fmt.Errorf("input x: %w", executor.ErrInputTooLarge), true},
 		{markettypes.RUNTIME_PROCESS, fmt.Errorf("task 1 stopped: %w (10m0s)", executor.ErrMaxDuration), false},
 		{markettypes.RUNTIME_PROCESS, &executor.ExitError{Code: -1, Signal: "killed"}, false},
 		{markettypes.RUNTIME_PROCESS, &executor.ExitError{Code: -1, Signal: "segmentation fault"}, false},

@@ -180,7 +180,7 @@ func (a *Agent) publishFailedRun(ctx context.Context, taskID uint64, owner strin
 // answersFailed says whether a verification task's run that failed with err answers that
 // the job fails (markettypes.FailedRoot, x/market/README.md "Failure is a result"): a
 // clean non-zero exit, a disk filled past the chain's limit, an image its registry lists
-// larger than the task's disk, or an input whose bytes do not match its digest, which
+// or inputs larger than the task's disk, or an input whose bytes do not match its digest, which
 // every machine meets alike. A timeout, the OOM killer, a
 // signal, an image or an input that could not be fetched depend on the machine or the
 // network: such a run is no answer (the task lapses, as a primary's run of it would be
@@ -196,7 +196,7 @@ func answersFailed(runtime markettypes.Runtime, err error) bool {
 	case reason == markettypes.FAILURE_REASON_DISK:
 		return true
 	case reason == markettypes.FAILURE_REASON_INPUT:
-		return errors.Is(err, executor.ErrInputDigest)
+		return errors.Is(err, executor.ErrInputDigest) || errors.Is(err, executor.ErrInputTooLarge)
 	case reason == markettypes.FAILURE_REASON_IMAGE:
 		return errors.Is(err, executor.ErrImageTooLarge)
 	}

@@ -12,6 +12,10 @@ var (
 	ErrInvalidSpec = errors.New("invalid task spec")
 	// ErrInputFetch: an input could not be downloaded.
 	ErrInputFetch = errors.New("input fetch failed")
+	// ErrInputTooLarge: the inputs come to more than the task's disk (Spec.MaxDiskBytes):
+	// the same on every machine, since their content is pinned by digest and the bound is
+	// the chain's. It is an ErrInputFetch.
+	ErrInputTooLarge = fmt.Errorf("%w: the inputs are larger than the task's disk", ErrInputFetch)
 	// ErrInputDigest: an input's content does not match the sha256 the job names.
 	ErrInputDigest = errors.New("input sha256 mismatch")
 	// ErrMaxDuration: the task ran past Spec.MaxDuration and was killed.

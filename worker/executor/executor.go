@@ -403,7 +403,7 @@ func (e *Executor) run(ctx context.Context, log *slog.Logger, spec Spec, hooks H
 		return Result{}, err
 	}
 	if spec.Runtime != markettypes.RUNTIME_BUILTIN || spec.Image != markettypes.BuiltinGemm { // gemm reads no input
-		if err := e.fetchInputs(ctx, log, spec.Inputs, d.work); err != nil {
+		if err := e.fetchInputs(ctx, log, spec.Inputs, d.work, spec.MaxDiskBytes); err != nil {
 			return Result{OutputDir: d.output}, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -42,13 +43,35 @@ func (t transientError) Error() string { return t.err.Error() }
 func (t transientError) Unwrap() error { return t.err }
 
 // fetchInputs puts every input at its path in the working directory, fetched (or taken
-// from the cache) and verified against its digest.
-func (e *Executor) fetchInputs(ctx context.Context, log *slog.Logger, inputs []markettypes.Input, work string) error {
+// from the cache) and verified against its digest. With a disk bound (maxDisk, the task's
+// Spec.MaxDiskBytes; 0: none) the inputs, in their order, may come to that much in all: a
+// download is cut off past what is left of it, and a cached input larger than that is
+// not used, with ErrInputTooLarge. Before, an input could be as large as MaxInputBytes (1
+// TiB by default), each of them, and was downloaded whole into the cache, outside the
+// directories the disk bound watches.
+func (e *Executor) fetchInputs(ctx context.Context, log *slog.Logger, inputs []markettypes.Input, work string, maxDisk uint64) error {
+	var used uint64
 	for i, in := range inputs {
-		cached, err := e.cached(ctx, log, in.Uri, in.Sha256)
+		limit, bounded := e.opts.MaxInputBytes, false
+		if maxDisk > 0 {
+			left := int64(min(maxDisk-min(used, maxDisk), math.MaxInt64))
+			if left < limit {
+				limit, bounded = left, true
+			}
+		}
+		cached, err := e.cached(ctx, log, in.Uri, in.Sha256, limit, bounded)
 		if err != nil {
 			return fmt.Errorf("input %d (%s, for %s): %w", i, redact(in.Uri), inputPath(inputs, i), err)
 		}
+		st, err := os.Stat(cached)
+		if err != nil {
+			return fmt.Errorf("input %d: %w", i, err)
+		}
+		if bounded && st.Size() > limit {
+			return fmt.Errorf("input %d (%s, for %s): %d bytes, and the inputs before it %d: more than the task's disk of %d bytes: %w",
+				i, redact(in.Uri), inputPath(inputs, i), st.Size(), used, maxDisk, ErrInputTooLarge)
+		}
+		used += uint64(st.Size())
 		dst := filepath.Join(work, filepath.FromSlash(inputPath(inputs, i)))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("input %d: %w", i, err)
@@ -85,7 +108,10 @@ func (e *Executor) cachePath(digest string) string {
 
 // cached returns the cache file holding the content of digest, downloading it from uri
 // when it is not cached or the cached copy no longer matches.
-func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest string) (string, error) {
+//
+// A download is cut off past max bytes: with ErrInputTooLarge when max is the task's disk
+// (diskBound), else with ErrInputFetch (the worker's own MaxInputBytes).
+func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest string, max int64, diskBound bool) (string, error) {
 	if err := markettypes.ValidateSHA256Hex(digest); err != nil {
 		return "", fmt.Errorf("sha256: %w: %w", err, ErrInvalidSpec)
 	}
@@ -110,7 +136,7 @@ func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest str
 	}
 	backoff := fetchBackoff
 	for attempt := 1; ; attempt++ {
-		err := e.download(ctx, src, dst, digest)
+		err := e.download(ctx, src, dst, digest, max, diskBound)
 		if err == nil {
 			log.Info("input fetched", "uri", redact(uri), "sha256", digest)
 			return dst, nil
@@ -166,7 +192,7 @@ func (e *Executor) resolve(uri string) (string, error) {
 
 // download fetches src into dst through a temporary file, checking the digest before
 // the file takes its place.
-func (e *Executor) download(ctx context.Context, src, dst, digest string) error {
+func (e *Executor) download(ctx context.Context, src, dst, digest string, max int64, diskBound bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInputFetch)
@@ -188,9 +214,12 @@ func (e *Executor) download(ctx context.Context, src, dst, digest string) error 
 		}
 		return err
 	}
-	max := e.opts.MaxInputBytes
+	tooLarge := ErrInputFetch
+	if diskBound {
+		tooLarge = ErrInputTooLarge // the task's disk: the same on every machine
+	}
 	if resp.ContentLength > max {
-		return fmt.Errorf("GET %s: %d bytes, more than the limit of %d: %w", redact(src), resp.ContentLength, max, ErrInputFetch)
+		return fmt.Errorf("GET %s: %d bytes, more than the limit of %d: %w", redact(src), resp.ContentLength, max, tooLarge)
 	}
 	tmp, err := os.CreateTemp(filepath.Join(e.opts.WorkDir, "cache", "tmp"), "fetch-*")
 	if err != nil {
@@ -208,7 +237,7 @@ func (e *Executor) download(ctx context.Context, src, dst, digest string) error 
 	case err != nil:
 		return transientError{fmt.Errorf("GET %s: reading the body after %d bytes: %w: %w", redact(src), n, err, ErrInputFetch)}
 	case n > max:
-		return fmt.Errorf("GET %s: more than the limit of %d bytes: %w", redact(src), max, ErrInputFetch)
+		return fmt.Errorf("GET %s: more than the limit of %d bytes: %w", redact(src), max, tooLarge)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != digest {
 		return fmt.Errorf("GET %s: content of %d bytes has sha256 %s, the job names %s: %w", redact(src), n, got, digest, ErrInputDigest)
@@ -264,7 +293,7 @@ func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Che
 	if cp.URI == "" {
 		return "", fmt.Errorf("resume checkpoint %s: no file at %q and no URI: %w", cp.SHA256, cp.Path, ErrInputFetch)
 	}
-	p, err := e.cached(ctx, log, cp.URI, cp.SHA256)
+	p, err := e.cached(ctx, log, cp.URI, cp.SHA256, e.opts.MaxInputBytes, false)
 	if err != nil {
 		return "", fmt.Errorf("resume checkpoint (%s): %w", redact(cp.URI), err)
 	}

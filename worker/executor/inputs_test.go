@@ -2,12 +2,15 @@ package executor
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -209,4 +212,67 @@ func TestAttackInputFromThePrivateNetwork(t *testing.T) {
 		"fe80::1": false, "fd00::1": false, "0.0.0.0": false, "::ffff:127.0.0.1": false, "224.0.0.1": false} {
 		require.Equal(t, public, PublicAddr(netip.MustParseAddr(addr)), addr)
 	}
+}
+
+// A job names inputs larger than its task's disk: each input could be as large as the
+// worker's MaxInputBytes (1 TiB by default) and was downloaded whole into the input
+// cache, outside the directories the disk bound watches. The inputs, in their order, now
+// come to at most the task's disk: a download is cut off past what is left of it, a
+// cached input that does not fit is not used, both with ErrInputTooLarge (the same on
+// every machine: a verification run answers with it), and nothing is kept of the cut
+// download.
+func TestAttackJobInputsFillTheDisk(t *testing.T) {
+	big := strings.Repeat("x", 3<<20)
+	half := strings.Repeat("y", 3<<19)
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := map[string]string{"/big": big, "/half": half, "/half2": half + "z"}[r.URL.Path]
+		n, _ := io.WriteString(w, body)
+		served.Add(int64(n))
+	}))
+	defer srv.Close()
+	e := newTestExecutor(t, nil)
+
+	spec := shellSpec(70, "true")
+	spec.MaxDiskBytes = 2 << 20
+	spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/big", Sha256: sha256Hex([]byte(big)), Path: "big"}}
+	_, err := e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrInputTooLarge)
+	require.ErrorIs(t, err, ErrInputFetch)
+	_, statErr := os.Stat(e.cachePath(sha256Hex([]byte(big))))
+	require.True(t, os.IsNotExist(statErr), "nothing kept of the cut download")
+	entries, err := os.ReadDir(filepath.Join(e.opts.WorkDir, "cache", "tmp"))
+	require.NoError(t, err)
+	require.Empty(t, entries)
+
+	// two inputs of 1.5 MiB each: the second passes what the first left
+	spec = shellSpec(71, "true")
+	spec.MaxDiskBytes = 2 << 20
+	spec.Inputs = []markettypes.Input{
+		{Uri: srv.URL + "/half", Sha256: sha256Hex([]byte(half)), Path: "a"},
+		{Uri: srv.URL + "/half2", Sha256: sha256Hex([]byte(half + "z")), Path: "b"},
+	}
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrInputTooLarge)
+	require.ErrorContains(t, err, "input 1")
+
+	// the first input is cached now: under a smaller disk it is not used either
+	first := spec.Inputs[:1]
+	spec = shellSpec(72, "true")
+	spec.MaxDiskBytes = 1 << 20
+	spec.Inputs = first
+	before := served.Load()
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrInputTooLarge)
+	require.ErrorContains(t, err, "more than the task's disk")
+	require.Equal(t, before, served.Load(), "taken from the cache, not downloaded")
+
+	// within the disk, or with no disk bound, they run
+	spec.TaskID, spec.MaxDiskBytes = 73, 2<<20
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	spec = shellSpec(74, "true")
+	spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/big", Sha256: sha256Hex([]byte(big)), Path: "big"}}
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
 }
