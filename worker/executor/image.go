@@ -121,8 +121,8 @@ func imageLocal(ctx context.Context, bin, ref string) (held, named bool) {
 
 // checkImage refuses a CONTAINER task's image that the runtime would have to pull and
 // that its registry does not list, or lists larger than the task's disk (0: no bound, and
-// no registry read). An image the runtime holds already is not read: it takes no more
-// disk. A registry that fails for a while (a network error, 429 or 5xx) is read again,
+// no registry read). An image the runtime holds under its own name is not read: it takes
+// no more disk (one held only under another name is read and pulled, imageLocal). A registry that fails for a while (a network error, 429 or 5xx) is read again,
 // fetchAttempts times in all.
 //
 // It says whether the runtime must pull the image (pull: it does not hold it under its
