@@ -152,12 +152,18 @@ type Executor struct {
 	// used are removed as tasks end. 0: each is removed after its task. The runtime's
 	// other images are never touched.
 	ImageCacheGiB uint64 `json:"image_cache_gib"`
+	// InputCacheGiB bounds the inputs and checkpoints kept for later tasks; past it the
+	// least recently used (and unused for an hour) are removed as tasks end. 0: no bound.
+	InputCacheGiB uint64 `json:"input_cache_gib"`
 }
+
+// DefaultInputCacheGiB is executor.input_cache_gib when the file does not set it.
+const DefaultInputCacheGiB = 200
 
 // DefaultImageCacheGiB is executor.image_cache_gib when the file does not set it.
 const DefaultImageCacheGiB = 100
 
-// maxImageCacheGiB bounds executor.image_cache_gib (1 PiB).
+// maxImageCacheGiB bounds executor.image_cache_gib and input_cache_gib (1 PiB).
 const maxImageCacheGiB = 1 << 20
 
 // Sandbox: limits of a task (executor.Sandbox).
@@ -272,7 +278,7 @@ func Default(home string) Config {
 		Key:       Key{Name: "provider", Backend: "file", Dir: filepath.Join(home, "keyring"), PassphraseFile: filepath.Join(home, "keyring-passphrase")},
 		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, Runtimes: []string{"BUILTIN", "CONTAINER"}, AskPerGPUHour: "1000000"},
 		Bond:      Bond{Amount: "100000000"},
-		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}, ImageCacheGiB: DefaultImageCacheGiB},
+		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}, ImageCacheGiB: DefaultImageCacheGiB, InputCacheGiB: DefaultInputCacheGiB},
 		PoCP:      PoCP{Solver: "auto", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
 		Bidder:    Bidder{Enabled: true, LoadMarkupPPM: 50_000, PerGPUHour: map[string]string{}},
 		Pools:     Pools{Auto: true, MaxJoined: 8, LeaveIdleBlocks: 600, MaxClaims: 4, Join: []uint64{}},
@@ -378,6 +384,9 @@ func (c Config) Validate() error {
 	}
 	if c.Executor.ImageCacheGiB > maxImageCacheGiB {
 		errs = append(errs, fmt.Errorf("executor.image_cache_gib %d: at most %d", c.Executor.ImageCacheGiB, maxImageCacheGiB))
+	}
+	if c.Executor.InputCacheGiB > maxImageCacheGiB {
+		errs = append(errs, fmt.Errorf("executor.input_cache_gib %d: at most %d", c.Executor.InputCacheGiB, maxImageCacheGiB))
 	}
 	if c.Executor.WorkDir == "" || c.StateDir == "" {
 		errs = append(errs, errors.New("executor.work_dir and state_dir: required"))

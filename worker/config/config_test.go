@@ -31,7 +31,7 @@ func TestRenderLoadsBack(t *testing.T) {
 		AskPerGPUHour: "2500000", ClaimedGflops: 900, DiskMiBPerGPU: 512 << 10, MockGPUs: 2, NoNVML: true}
 	c.Bond.Amount = "500000000"
 	c.Executor = config.Executor{WorkDir: filepath.Join(home, "w"), ContainerRuntime: "podman", IPFSGateway: "https://ipfs.io", Workers: 8, MaxTasks: 3,
-		PrivateInputs: true, ImageCacheGiB: 7, Sandbox: config.Sandbox{Network: true, MemoryMiBPerGPU: 4096, CPUsPerGPU: 2, Processes: 100, ReadOnly: []string{"/usr", "/etc"}, MaxFileMiB: 1024, Cgroup: "/sys/fs/cgroup/flops"}}
+		PrivateInputs: true, ImageCacheGiB: 7, InputCacheGiB: 9, Sandbox: config.Sandbox{Network: true, MemoryMiBPerGPU: 4096, CPUsPerGPU: 2, Processes: 100, ReadOnly: []string{"/usr", "/etc"}, MaxFileMiB: 1024, Cgroup: "/sys/fs/cgroup/flops"}}
 	c.PoCP = config.PoCP{Solver: "external", External: "/usr/bin/flops-gpu-solver", ExternalArgs: []string{"--device", "0"}, Workers: 4,
 		Timeout: config.Duration{Duration: time.Minute}}
 	c.Bidder = config.Bidder{Enabled: false, Script: "/bin/price", PerGPUHour: map[string]string{"A100-40GB": "1200000", "H100-80GB": "2000000"}, LoadMarkupPPM: 1}
@@ -70,6 +70,7 @@ func TestValidate(t *testing.T) {
 		"leave idle":    {func(c *config.Config) { c.Pools.LeaveIdleBlocks = -1 }, "pools.leave_idle_blocks"},
 		"max claims":    {func(c *config.Config) { c.Pools.Auto, c.Pools.Join, c.Pools.MaxClaims = false, []uint64{4}, 0 }, "pools.max_claims"},
 		"image cache":   {func(c *config.Config) { c.Executor.ImageCacheGiB = 1<<20 + 1 }, "executor.image_cache_gib"},
+		"input cache":   {func(c *config.Config) { c.Executor.InputCacheGiB = 1<<20 + 1 }, "executor.input_cache_gib"},
 	} {
 		c := config.Default(home)
 		tc.edit(&c)
@@ -86,6 +87,7 @@ func TestValidate(t *testing.T) {
 	old, err := config.Load(path, home)
 	require.NoError(t, err)
 	require.Equal(t, uint64(config.DefaultImageCacheGiB), old.Executor.ImageCacheGiB)
+	require.Equal(t, uint64(config.DefaultInputCacheGiB), old.Executor.InputCacheGiB)
 	classes, err := config.Default(home).Node.WorkloadClasses()
 	require.NoError(t, err)
 	require.Len(t, classes, 4)

@@ -113,6 +113,10 @@ executor:
   # in docker's or podman's storage), the least recently used removed first; 0 removes
   # each after its task. Images you pulled yourself are never removed.
   image_cache_gib: {{y .Executor.ImageCacheGiB}}
+  # inputs and checkpoints downloaded for tasks stay in work_dir/cache for later tasks up
+  # to this many GiB, the least recently used (and unused for an hour) removed first; 0
+  # keeps them all.
+  input_cache_gib: {{y .Executor.InputCacheGiB}}
   # PROCESS tasks run in a bubblewrap sandbox (apt-get install bubblewrap): their own
   # namespaces, a read-only view of read_only, their own directories and GPUs only, as
   # nobody when the worker runs as root. CONTAINER tasks get the same limits.

@@ -64,6 +64,10 @@ type Options struct {
 	// the inputs' transport, so that a job's image is read from the provider's own
 	// network only where its inputs may be.
 	RegistryTransport http.RoundTripper
+	// InputCacheBytes bounds the inputs and checkpoints kept in the cache for later tasks:
+	// once a task ends, the least recently used are removed until the rest fit, sparing
+	// any used within the last hour (inputcache.go). 0: no bound.
+	InputCacheBytes uint64
 	// ImageCacheBytes bounds the images the worker pulled for CONTAINER tasks that it
 	// keeps for later tasks, by their size in the runtime's storage: once a task ends, the
 	// least recently used are removed until the rest fit (imagecache.go). 0: each is
@@ -343,6 +347,7 @@ func (e *Executor) Run(ctx context.Context, spec Spec, hooks Hooks) (Result, err
 	start := time.Now()
 	log.Info("task starting", "runtime", spec.Runtime.String(), "image", spec.Image, "inputs", len(spec.Inputs), "gpus", len(spec.GPUs))
 	res, err := e.run(ctx, log, spec, hooks)
+	e.pruneInputCache(log, time.Now())
 	return e.outcome(ctx, log, spec.TaskID, start, res, err)
 }
 

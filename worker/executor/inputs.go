@@ -123,6 +123,7 @@ func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest str
 		}
 		if got == digest {
 			log.Debug("input cached", "sha256", digest)
+			touchCached(dst, time.Now())
 			return dst, nil
 		}
 		log.Warn("cached input was modified; fetching it again", "sha256", digest, "now", got)
@@ -274,6 +275,7 @@ func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Che
 		if got, err := hashFile(ctx, cp.Path); err == nil && got == cp.SHA256 {
 			if _, err := os.Stat(dst); err == nil {
 				if got, err := hashFile(ctx, dst); err == nil && got == cp.SHA256 {
+					touchCached(dst, time.Now())
 					return dst, nil
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -276,4 +277,73 @@ func TestAttackJobInputsFillTheDisk(t *testing.T) {
 	spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/big", Sha256: sha256Hex([]byte(big)), Path: "big"}}
 	_, err = e.Run(context.Background(), spec, Hooks{})
 	require.NoError(t, err)
+}
+
+// Jobs name a new input each: the cache kept every input any job named, for good, and
+// filled the provider's disk however small each task's inputs. Once a task ends, the
+// cache is pruned to its budget, least recently used first, sparing any input used within
+// the last hour; an input used again is kept over older ones.
+func TestAttackJobsFillTheInputCache(t *testing.T) {
+	body := func(n string) string { return strings.Repeat(n, 1<<20) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, body(strings.TrimPrefix(r.URL.Path, "/")))
+	}))
+	defer srv.Close()
+	e := newTestExecutor(t, func(o *Options) { o.InputCacheBytes = 2 << 20 })
+	cached := func(n string) bool {
+		_, err := os.Stat(e.cachePath(sha256Hex([]byte(body(n)))))
+		return err == nil
+	}
+	// ages the cache: every file as if last used d earlier
+	age := func(d time.Duration) {
+		entries, err := os.ReadDir(filepath.Join(e.opts.WorkDir, "cache", "sha256"))
+		require.NoError(t, err)
+		for _, de := range entries {
+			info, err := de.Info()
+			require.NoError(t, err)
+			when := info.ModTime().Add(-d)
+			require.NoError(t, os.Chtimes(filepath.Join(e.opts.WorkDir, "cache", "sha256", de.Name()), when, when))
+		}
+	}
+	id := uint64(80)
+	run := func(n string) {
+		id++
+		spec := shellSpec(id, "true")
+		spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/" + n, Sha256: sha256Hex([]byte(body(n))), Path: "in"}}
+		_, err := e.Run(context.Background(), spec, Hooks{})
+		require.NoError(t, err)
+	}
+	run("a")
+	age(3 * time.Hour)
+	run("b")
+	age(2 * time.Hour)
+	run("c")
+	require.False(t, cached("a"), "3 MiB over a budget of 2: the least recently used goes")
+	require.True(t, cached("b") && cached("c"))
+
+	age(2 * time.Hour)
+	run("b") // used again: now the most recent
+	run("d")
+	require.False(t, cached("c"), "c, not b, was the least recently used")
+	require.True(t, cached("b") && cached("d"))
+
+	// inputs used within the hour stay, over the budget for a while
+	run("e")
+	require.True(t, cached("b") && cached("d") && cached("e"))
+	age(2 * time.Hour)
+	run("e")
+	require.True(t, cached("b") != cached("d"), "once an hour old, one of the two goes: back within the budget")
+	require.True(t, cached("e"))
+
+	// without a budget nothing is removed
+	unbounded := newTestExecutor(t, nil)
+	for _, n := range []string{"f", "g", "h"} {
+		id++
+		spec := shellSpec(id, "true")
+		spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/" + n, Sha256: sha256Hex([]byte(body(n))), Path: "in"}}
+		_, err := unbounded.Run(context.Background(), spec, Hooks{})
+		require.NoError(t, err)
+		_, err = os.Stat(unbounded.cachePath(sha256Hex([]byte(body(n)))))
+		require.NoError(t, err)
+	}
 }
