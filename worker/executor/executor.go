@@ -398,11 +398,20 @@ func (e *Executor) run(ctx context.Context, log *slog.Logger, spec Spec, hooks H
 	if spec.Resume != nil && spec.Runtime != markettypes.RUNTIME_BUILTIN {
 		// Staged in the cache first: the previous checkpoint may live in the directory
 		// that prepare empties.
-		p, err := e.stageCheckpoint(ctx, log, *spec.Resume)
-		if err != nil {
+		// A checkpoint that cannot be had (its URI gone with the machine that wrote it, a
+		// digest it does not match, more than the task's disk) is the previous run's, not
+		// the job's: the task starts from the beginning, to the same result, instead of
+		// failing as if its job did (which another operator's run would have confirmed,
+		// failing the job for a provider's lost or planted checkpoint).
+		p, err := e.stageCheckpoint(ctx, log, *spec.Resume, spec.MaxDiskBytes)
+		switch {
+		case err == nil:
+			resume = p
+		case ctx.Err() != nil:
 			return Result{}, err
+		default:
+			log.Warn("the checkpoint to resume from cannot be used: starting from the beginning", "sha256", spec.Resume.SHA256, "err", err)
 		}
-		resume = p
 	}
 	if err := prepare(d); err != nil {
 		return Result{}, err

@@ -268,8 +268,9 @@ func redact(uri string) string {
 }
 
 // stageCheckpoint puts the checkpoint to resume from into the cache (from its local path
-// when that file still matches, else from its URI) and returns the cache file.
-func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Checkpoint) (string, error) {
+// when that file still matches, else from its URI, cut off past maxDisk bytes, the task's
+// disk; 0: the worker's MaxInputBytes) and returns the cache file.
+func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Checkpoint, maxDisk uint64) (string, error) {
 	dst := e.cachePath(cp.SHA256)
 	if cp.Path != "" {
 		if got, err := hashFile(ctx, cp.Path); err == nil && got == cp.SHA256 {
@@ -295,7 +296,11 @@ func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Che
 	if cp.URI == "" {
 		return "", fmt.Errorf("resume checkpoint %s: no file at %q and no URI: %w", cp.SHA256, cp.Path, ErrInputFetch)
 	}
-	p, err := e.cached(ctx, log, cp.URI, cp.SHA256, e.opts.MaxInputBytes, false)
+	limit, bounded := e.opts.MaxInputBytes, false
+	if maxDisk > 0 && maxDisk < uint64(limit) {
+		limit, bounded = int64(maxDisk), true
+	}
+	p, err := e.cached(ctx, log, cp.URI, cp.SHA256, limit, bounded)
 	if err != nil {
 		return "", fmt.Errorf("resume checkpoint (%s): %w", redact(cp.URI), err)
 	}

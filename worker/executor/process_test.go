@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -268,10 +270,45 @@ func TestProcessResumeFromURI(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, state, b)
 
-	spec.TaskID = 43
-	spec.Resume = &Checkpoint{SHA256: sha256Hex([]byte("something else")), URI: srv.URL + "/checkpoints/epoch3.bin"}
-	_, err = e.Run(context.Background(), spec, Hooks{})
-	require.ErrorIs(t, err, ErrInputDigest)
+}
+
+// A previous run's checkpoint that cannot be had fails nothing: its URI gone with the
+// machine that wrote it, content that does not match its digest, or more than the task's
+// disk, the task starts from the beginning. It had failed with the job's fault
+// (FAILURE_REASON_INPUT), which another operator's run of the task confirmed, so a
+// provider that recorded a checkpoint no one could fetch, then abandoned the task, failed
+// its client's job.
+func TestAttackUnusableCheckpointFailsTheJob(t *testing.T) {
+	state := []byte("model weights after epoch 3")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/gone":
+			http.NotFound(w, r)
+		case "/huge":
+			_, _ = w.Write(make([]byte, 2<<20))
+		default:
+			_, _ = w.Write(state)
+		}
+	}))
+	defer srv.Close()
+	e := newTestExecutor(t, nil)
+	script := `if [ -f "$FLOPS_CHECKPOINT_DIR/epoch3.bin" ]; then cat "$FLOPS_CHECKPOINT_DIR/epoch3.bin"; else echo from the beginning; fi > "$FLOPS_OUTPUT_DIR/resumed"`
+	huge := sha256.Sum256(make([]byte, 2<<20))
+	for id, cp := range map[uint64]Checkpoint{
+		43: {SHA256: sha256Hex([]byte("something else")), URI: srv.URL + "/checkpoints/epoch3.bin"},
+		44: {SHA256: sha256Hex(state), URI: srv.URL + "/gone"},
+		45: {SHA256: hex.EncodeToString(huge[:]), URI: srv.URL + "/huge/epoch3.bin"},
+		46: {SHA256: sha256Hex(state), Path: "/gone/elsewhere/epoch3.bin"},
+	} {
+		spec := shellSpec(id, script)
+		spec.MaxDiskBytes = 1 << 20
+		spec.Resume = &cp
+		res, err := e.Run(context.Background(), spec, Hooks{})
+		require.NoError(t, err, "task %d", id)
+		b, err := os.ReadFile(filepath.Join(res.OutputDir, "resumed"))
+		require.NoError(t, err)
+		require.Equal(t, "from the beginning\n", string(b), "task %d", id)
+	}
 }
 
 // The captured log keeps its head and tail and says how much it left out.
