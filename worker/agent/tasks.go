@@ -590,6 +590,33 @@ func (a *Agent) forget(active []markettypes.Task) {
 		delete(a.checkpts, id)
 		a.mu.Unlock()
 	}
+	a.removeTaskDirs(live)
+}
+
+// removeTaskDirs removes the directories of tasks no longer in flight here (their
+// inputs, outputs, checkpoints and scratch files): what the owner fetches was stored with
+// the outputs when the run ended. They had stayed for good, so every task a node ran,
+// honest or not, kept up to its disk bound on the provider's disk. A run still under way
+// (stopping after a cancel) or left running by a previous start is removed at a later
+// block; pool units' runs keep theirs.
+func (a *Agent) removeTaskDirs(live map[uint64]bool) {
+	detached := map[uint64]bool{}
+	for _, id := range a.o.Executor.DetachedTasks() {
+		detached[id] = true
+	}
+	for _, id := range a.o.Executor.TaskDirs() {
+		a.mu.Lock()
+		_, ours := a.runs[id]
+		a.mu.Unlock()
+		if live[id] || ours || detached[id] || isUnitRun(id) {
+			continue
+		}
+		if err := a.o.Executor.Cleanup(id); err == nil {
+			a.log.Debug("task directory removed", "task", id)
+		} else if !errors.Is(err, executor.ErrTaskRunning) {
+			a.log.Warn("task directory not removed", "task", id, "err", err)
+		}
+	}
 }
 
 // pin reserves n free GPU (or MIG) UUIDs for a task or a pool unit, all or none.

@@ -110,6 +110,17 @@ func (e *Executor) Detached(taskID uint64) (Spec, bool) {
 
 // DetachedTasks lists the tasks with a run record, in no order.
 func (e *Executor) DetachedTasks() []uint64 {
+	var out []uint64
+	for _, id := range e.TaskDirs() {
+		if _, err := os.Stat(filepath.Join(e.TaskDir(id), runFile)); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TaskDirs lists the tasks that have a directory here (TaskDir), in no given order.
+func (e *Executor) TaskDirs() []uint64 {
 	entries, err := os.ReadDir(filepath.Join(e.opts.WorkDir, "tasks"))
 	if err != nil {
 		return nil
@@ -120,9 +131,7 @@ func (e *Executor) DetachedTasks() []uint64 {
 		if err != nil || !de.IsDir() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(e.TaskDir(id), runFile)); err == nil {
-			out = append(out, id)
-		}
+		out = append(out, id)
 	}
 	return out
 }

@@ -1,0 +1,57 @@
+package agent_test
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+// A task's directory (its inputs, outputs, checkpoints, scratch) stayed on the provider's
+// disk for good once the task was over, beside the copy of its outputs the owner fetches:
+// every job a node ran, honest or not, kept up to its disk bound there, and a client's
+// stream of cheap jobs filled the provider's disk. Once the task is no longer in flight
+// here its directory is removed, and the owner still gets the outputs from the store; a
+// directory a previous start of the worker left for a task long gone is removed too.
+func TestAttackJobsFillTheDiskWithTaskDirectories(t *testing.T) {
+	a := appWithProviders(t, "p1")
+	var mu sync.Mutex
+	home := t.TempDir()
+	w := newWorkerIn(t, &mu, a, "p1", home, nil)
+	tasksDir := filepath.Join(home, "work", "tasks")
+	orphan := filepath.Join(tasksDir, "424242", "output")
+	require.NoError(t, os.MkdirAll(orphan, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(orphan, "left.bin"), make([]byte, 1<<20), 0o644))
+
+	j := job(t, a, processSpec(a, `head -c 1048576 /dev/zero > "$FLOPS_OUTPUT_DIR/big"; echo done > "$FLOPS_OUTPUT_DIR/r"`))
+	q := markettypesQuery(a)
+	until(t, a, 40, "job completed", func() bool {
+		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
+		require.NoError(t, err)
+		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
+	}, w)
+	tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
+	require.NoError(t, err)
+	id := tasks.Tasks[0].Id
+	gone := func(dir string) func() bool {
+		return func() bool {
+			_, err := os.Stat(dir)
+			return os.IsNotExist(err)
+		}
+	}
+	until(t, a, 10, "the task's directory removed", gone(filepath.Join(tasksDir, strconv.FormatUint(id, 10))), w)
+	until(t, a, 10, "the orphan directory removed", gone(filepath.Dir(orphan)), w)
+
+	f, _, err := w.store.OpenFile(id, "r")
+	require.NoError(t, err, "the owner still gets the outputs")
+	b, err := io.ReadAll(f)
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+	require.Equal(t, "done\n", string(b))
+}
