@@ -235,7 +235,13 @@ type Outputs struct {
 	// CheckpointUploadURL (optional): checkpoints are also PUT to <url>/<sha256>, so the
 	// node that takes a task over can resume it even when this machine is gone.
 	CheckpointUploadURL string `json:"checkpoint_upload_url,omitempty"`
+	// Retention is how long a task's stored outputs and logs are kept for its owner after
+	// its run ends (then forgotten, checked hourly); 0 keeps them for good.
+	Retention Duration `json:"retention"`
 }
+
+// DefaultOutputsRetention is outputs.retention when the file does not set it.
+const DefaultOutputsRetention = 7 * 24 * time.Hour
 
 // Beacon: the drand relay. With the chain's drand beacon on (x/gfl params.drand), the
 // draws of a block wait until someone puts the drand round bound to it on chain; the
@@ -282,7 +288,7 @@ func Default(home string) Config {
 		PoCP:      PoCP{Solver: "auto", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
 		Bidder:    Bidder{Enabled: true, LoadMarkupPPM: 50_000, PerGPUHour: map[string]string{}},
 		Pools:     Pools{Auto: true, MaxJoined: 8, LeaveIdleBlocks: 600, MaxClaims: 4, Join: []uint64{}},
-		Outputs:   Outputs{Listen: "127.0.0.1:8470"},
+		Outputs:   Outputs{Listen: "127.0.0.1:8470", Retention: Duration{DefaultOutputsRetention}},
 		Telemetry: Telemetry{Listen: "127.0.0.1:9470", SampleEvery: Duration{time.Second}},
 		Beacon:    Beacon{DrandURLs: []string{}},
 		StateDir:  filepath.Join(home, "state"),
@@ -384,6 +390,9 @@ func (c Config) Validate() error {
 	}
 	if c.Executor.ImageCacheGiB > maxImageCacheGiB {
 		errs = append(errs, fmt.Errorf("executor.image_cache_gib %d: at most %d", c.Executor.ImageCacheGiB, maxImageCacheGiB))
+	}
+	if c.Outputs.Retention.Duration < 0 {
+		errs = append(errs, fmt.Errorf("outputs.retention %s: 0 (for good) or more", c.Outputs.Retention.Duration))
 	}
 	if c.Executor.InputCacheGiB > maxImageCacheGiB {
 		errs = append(errs, fmt.Errorf("executor.input_cache_gib %d: at most %d", c.Executor.InputCacheGiB, maxImageCacheGiB))

@@ -37,7 +37,7 @@ func TestRenderLoadsBack(t *testing.T) {
 	c.Bidder = config.Bidder{Enabled: false, Script: "/bin/price", PerGPUHour: map[string]string{"A100-40GB": "1200000", "H100-80GB": "2000000"}, LoadMarkupPPM: 1}
 	c.Pools = config.Pools{Join: []uint64{3, 5}, Auto: false, MaxJoined: 3, LeaveIdleBlocks: 50, MaxClaims: 9}
 	c.Outputs = config.Outputs{Listen: "0.0.0.0:8470", PublicURL: "https://gpu.example", CheckpointUploadURL: "https://store.example/ckpt",
-		TLSCert: "/etc/flops/cert.pem", TLSKey: "/etc/flops/key.pem"}
+		TLSCert: "/etc/flops/cert.pem", TLSKey: "/etc/flops/key.pem", Retention: config.Duration{Duration: 36 * time.Hour}}
 	c.Chain.TLS, c.Chain.TLSCA = true, "/etc/flops/ca.pem"
 	c.Telemetry.Listen, c.Telemetry.SampleEvery = "0.0.0.0:9470", config.Duration{Duration: 5 * time.Second}
 	c.StateDir = filepath.Join(home, "s")
@@ -71,6 +71,7 @@ func TestValidate(t *testing.T) {
 		"max claims":    {func(c *config.Config) { c.Pools.Auto, c.Pools.Join, c.Pools.MaxClaims = false, []uint64{4}, 0 }, "pools.max_claims"},
 		"image cache":   {func(c *config.Config) { c.Executor.ImageCacheGiB = 1<<20 + 1 }, "executor.image_cache_gib"},
 		"input cache":   {func(c *config.Config) { c.Executor.InputCacheGiB = 1<<20 + 1 }, "executor.input_cache_gib"},
+		"retention":     {func(c *config.Config) { c.Outputs.Retention.Duration = -time.Hour }, "outputs.retention"},
 	} {
 		c := config.Default(home)
 		tc.edit(&c)
@@ -88,6 +89,7 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(config.DefaultImageCacheGiB), old.Executor.ImageCacheGiB)
 	require.Equal(t, uint64(config.DefaultInputCacheGiB), old.Executor.InputCacheGiB)
+	require.Equal(t, config.DefaultOutputsRetention, old.Outputs.Retention.Duration)
 	classes, err := config.Default(home).Node.WorkloadClasses()
 	require.NoError(t, err)
 	require.Len(t, classes, 4)

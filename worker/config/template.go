@@ -180,6 +180,9 @@ outputs:
   tls_key: {{y .Outputs.TLSKey}}
   # also PUT checkpoints to <url>/<sha256> (a store that outlives this machine); empty: served here only.
   checkpoint_upload_url: {{y .Outputs.CheckpointUploadURL}}
+  # how long a task's outputs and logs stay for its owner to fetch after its run ends (then
+  # removed, checked hourly); 0 keeps them for good.
+  retention: {{y .Outputs.Retention}}
 
 telemetry:
   # Prometheus /metrics, /healthz and /readyz.

@@ -184,6 +184,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return signer.Run(ctx) })
 	g.Go(func() error {
+		pruneOutputs(ctx, store, cfg.Outputs.Retention.Duration, time.Hour, log.With("component", "outputs"))
+		return nil
+	})
+	g.Go(func() error {
 		return telemetry.RunSampler(ctx, inv, metrics, cfg.Telemetry.SampleEvery.Duration, log.With("component", "telemetry"))
 	})
 	var isReady atomic.Bool
@@ -372,5 +376,27 @@ func ownerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (string, 
 			return "", err
 		}
 		return j.Job.Owner, nil
+	}
+}
+
+// pruneOutputs forgets the stored outputs of tasks whose runs ended more than retention
+// ago, at start and then every interval, until ctx ends (retention 0: never).
+func pruneOutputs(ctx context.Context, store *outputs.Store, retention, interval time.Duration, log *slog.Logger) {
+	if retention <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := store.Prune(ctx, time.Now().Add(-retention)); err != nil {
+			log.Warn("stored outputs not pruned", "err", err)
+		} else if n > 0 {
+			log.Info("stored outputs past their retention removed", "tasks", n, "retention", retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }

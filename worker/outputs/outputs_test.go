@@ -645,3 +645,36 @@ func TestAttackStrangersFillTheNonceStore(t *testing.T) {
 	status, body = send(f.owner, 7)
 	require.Equal(t, http.StatusOK, status, body)
 }
+
+// The store kept every task's outputs for good: a node's disk filled with what its
+// clients had long fetched or never would. Prune forgets the tasks stored before a cutoff
+// and reclaims their contents, keeping the contents a newer task also lists.
+func TestAttackStoredOutputsFillTheDisk(t *testing.T) {
+	f := newFixture(t) // task 7
+	_, err := f.store.Put(context.Background(), 8, f.result) // the same contents, later
+	require.NoError(t, err)
+	old := time.Now().Add(-48 * time.Hour)
+	require.NoError(t, os.Chtimes(f.store.manifestPath(7), old, old))
+
+	n, err := f.store.Prune(context.Background(), time.Now().Add(-24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = f.store.Manifest(7)
+	require.ErrorIs(t, err, ErrNotFound)
+	file, _, err := f.store.OpenFile(8, "model.bin")
+	require.NoError(t, err, "task 8 lists the same contents: they stay")
+	require.NoError(t, file.Close())
+
+	require.NoError(t, os.Chtimes(f.store.manifestPath(8), old, old))
+	n, err = f.store.Prune(context.Background(), time.Now().Add(-24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	blobs := 0
+	require.NoError(t, filepath.WalkDir(filepath.Join(f.store.dir, "blobs"), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			blobs++
+		}
+		return err
+	}))
+	require.Zero(t, blobs, "no task lists them: reclaimed")
+}

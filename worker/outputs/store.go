@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"sync"
 	"syscall"
 
@@ -269,6 +270,42 @@ func (s *Store) Remove(taskID uint64) error {
 		return err
 	}
 	return nil
+}
+
+// Prune forgets the outputs of every task stored before cutoff (its manifest's time)
+// and reclaims the contents no remaining task lists; it returns how many tasks it forgot.
+// The store kept every task's outputs for good, so a node's disk filled with what its
+// clients had long fetched or never would.
+func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	entries, err := os.ReadDir(filepath.Join(s.dir, "tasks"))
+	if err != nil {
+		return 0, err
+	}
+	forgot := 0
+	for _, de := range entries {
+		id, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok {
+			continue
+		}
+		taskID, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			continue
+		}
+		info, err := de.Info()
+		if err != nil || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		if err := s.Remove(taskID); err != nil {
+			return forgot, err
+		}
+		forgot++
+	}
+	if forgot > 0 {
+		if _, err := s.GC(ctx); err != nil {
+			return forgot, err
+		}
+	}
+	return forgot, nil
 }
 
 // GC deletes the contents that no manifest lists and returns how many it deleted.
