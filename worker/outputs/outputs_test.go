@@ -650,7 +650,7 @@ func TestAttackStrangersFillTheNonceStore(t *testing.T) {
 // clients had long fetched or never would. Prune forgets the tasks stored before a cutoff
 // and reclaims their contents, keeping the contents a newer task also lists.
 func TestAttackStoredOutputsFillTheDisk(t *testing.T) {
-	f := newFixture(t) // task 7
+	f := newFixture(t)                                       // task 7
 	_, err := f.store.Put(context.Background(), 8, f.result) // the same contents, later
 	require.NoError(t, err)
 	old := time.Now().Add(-48 * time.Hour)

@@ -14,9 +14,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/flopsnet/flops/worker/executor"
 )
