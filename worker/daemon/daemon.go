@@ -184,7 +184,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return signer.Run(ctx) })
 	g.Go(func() error {
-		pruneOutputs(ctx, store, cfg.Outputs.Retention.Duration, time.Hour, log.With("component", "outputs"))
+		pruneOutputs(ctx, store, ckptDir, cfg.Outputs.Retention.Duration, time.Hour, log.With("component", "outputs"))
 		return nil
 	})
 	g.Go(func() error {
@@ -380,18 +380,30 @@ func ownerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (string, 
 }
 
 // pruneOutputs forgets the stored outputs of tasks whose runs ended more than retention
-// ago, at start and then every interval, until ctx ends (retention 0: never).
-func pruneOutputs(ctx context.Context, store *outputs.Store, retention, interval time.Duration, log *slog.Logger) {
+// ago, and the checkpoints published (in ckptDir) before then, at start and then every
+// interval, until ctx ends (retention 0: never). A task in flight checkpoints more often
+// than that; its successor resumes from the newest.
+func pruneOutputs(ctx context.Context, store *outputs.Store, ckptDir string, retention, interval time.Duration, log *slog.Logger) {
 	if retention <= 0 {
 		return
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if n, err := store.Prune(ctx, time.Now().Add(-retention)); err != nil {
+		cutoff := time.Now().Add(-retention)
+		if n, err := store.Prune(ctx, cutoff); err != nil {
 			log.Warn("stored outputs not pruned", "err", err)
 		} else if n > 0 {
 			log.Info("stored outputs past their retention removed", "tasks", n, "retention", retention)
+		}
+		if entries, err := os.ReadDir(ckptDir); err == nil {
+			for _, de := range entries {
+				if info, err := de.Info(); err == nil && info.Mode().IsRegular() && info.ModTime().Before(cutoff) {
+					if err := os.Remove(filepath.Join(ckptDir, de.Name())); err != nil {
+						log.Warn("published checkpoint not removed", "file", de.Name(), "err", err)
+					}
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():

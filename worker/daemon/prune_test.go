@@ -14,8 +14,8 @@ import (
 	"github.com/flopsnet/flops/worker/outputs"
 )
 
-// The daemon forgets stored outputs past outputs.retention at start and then every
-// interval; a retention of 0 keeps them for good.
+// The daemon forgets stored outputs and published checkpoints past outputs.retention at
+// start and then every interval; a retention of 0 keeps them for good.
 func TestPruneOutputsKeepsTheRetention(t *testing.T) {
 	out := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(out, "r.txt"), []byte("result"), 0o644))
@@ -33,16 +33,23 @@ func TestPruneOutputsKeepsTheRetention(t *testing.T) {
 	old := time.Now().Add(-10 * 24 * time.Hour)
 	require.NoError(t, os.Chtimes(filepath.Join(dir, "tasks", "1.json"), old, old))
 	log := slog.New(slog.DiscardHandler)
+	ckpts := t.TempDir()
+	for _, name := range []string{"old", "new"} {
+		require.NoError(t, os.WriteFile(filepath.Join(ckpts, name), []byte(name), 0o600))
+	}
+	require.NoError(t, os.Chtimes(filepath.Join(ckpts, "old"), old, old))
 
-	pruneOutputs(context.Background(), store, 0, time.Millisecond, log) // returns at once
+	pruneOutputs(context.Background(), store, ckpts, 0, time.Millisecond, log) // returns at once
 	_, err = store.Manifest(1)
 	require.NoError(t, err, "retention 0 keeps them")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	pruneOutputs(ctx, store, 7*24*time.Hour, 10*time.Millisecond, log)
+	pruneOutputs(ctx, store, ckpts, 7*24*time.Hour, 10*time.Millisecond, log)
 	_, err = store.Manifest(1)
 	require.ErrorIs(t, err, outputs.ErrNotFound, "10 days old, past 7")
 	_, err = store.Manifest(2)
 	require.NoError(t, err)
+	require.NoFileExists(t, filepath.Join(ckpts, "old"), "a checkpoint published 10 days ago")
+	require.FileExists(t, filepath.Join(ckpts, "new"))
 }
