@@ -272,25 +272,36 @@ func (s *Store) Remove(taskID uint64) error {
 	return nil
 }
 
-// Prune forgets the outputs of every task stored before cutoff (its manifest's time)
-// and reclaims the contents no remaining task lists; it returns how many tasks it forgot.
-// The store kept every task's outputs for good, so a node's disk filled with what its
-// clients had long fetched or never would.
-func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+// manifestFiles are the stored tasks' manifest files, by task id.
+func (s *Store) manifestFiles() (map[uint64]os.DirEntry, error) {
 	entries, err := os.ReadDir(filepath.Join(s.dir, "tasks"))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	forgot := 0
+	out := make(map[uint64]os.DirEntry, len(entries))
 	for _, de := range entries {
 		id, ok := strings.CutSuffix(de.Name(), ".json")
 		if !ok {
 			continue
 		}
-		taskID, err := strconv.ParseUint(id, 10, 64)
-		if err != nil {
-			continue
+		if taskID, err := strconv.ParseUint(id, 10, 64); err == nil {
+			out[taskID] = de
 		}
+	}
+	return out, nil
+}
+
+// Prune forgets the outputs of every task stored before cutoff (its manifest's time)
+// and reclaims the contents no remaining task lists; it returns how many tasks it forgot.
+// The store kept every task's outputs for good, so a node's disk filled with what its
+// clients had long fetched or never would.
+func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	tasks, err := s.manifestFiles()
+	if err != nil {
+		return 0, err
+	}
+	forgot := 0
+	for taskID, de := range tasks {
 		info, err := de.Info()
 		if err != nil || !info.ModTime().Before(cutoff) {
 			continue
@@ -313,19 +324,11 @@ func (s *Store) GC(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	live := map[string]bool{}
-	entries, err := os.ReadDir(filepath.Join(s.dir, "tasks"))
+	tasks, err := s.manifestFiles()
 	if err != nil {
 		return 0, err
 	}
-	for _, de := range entries {
-		id, ok := strings.CutSuffix(de.Name(), ".json")
-		if !ok {
-			continue
-		}
-		taskID, err := strconv.ParseUint(id, 10, 64)
-		if err != nil {
-			continue
-		}
+	for taskID := range tasks {
 		m, err := s.manifest(taskID)
 		if err != nil {
 			return 0, err
