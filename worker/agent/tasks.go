@@ -598,17 +598,25 @@ func (a *Agent) forget(active []markettypes.Task) {
 // the outputs when the run ended. They had stayed for good, so every task a node ran,
 // honest or not, kept up to its disk bound on the provider's disk. A run still under way
 // (stopping after a cancel) or left running by a previous start is removed at a later
-// block; pool units' runs keep theirs.
+// block. A pool unit's run keeps its directory while this node holds the unit's claim
+// (its outputs are published before the commitment; a revealed or forgotten claim needs
+// none of it).
 func (a *Agent) removeTaskDirs(live map[uint64]bool) {
 	detached := map[uint64]bool{}
 	for _, id := range a.o.Executor.DetachedTasks() {
 		detached[id] = true
 	}
+	a.mu.Lock()
+	claimed := make(map[uint64]bool, len(a.claims))
+	for _, c := range a.claims {
+		claimed[unitTaskID(c.pool.Id, c.unit.Id)] = true
+	}
+	a.mu.Unlock()
 	for _, id := range a.o.Executor.TaskDirs() {
 		a.mu.Lock()
 		_, ours := a.runs[id]
 		a.mu.Unlock()
-		if live[id] || ours || detached[id] || isUnitRun(id) {
+		if live[id] || ours || detached[id] || claimed[id] {
 			continue
 		}
 		if err := a.o.Executor.Cleanup(id); err == nil {
