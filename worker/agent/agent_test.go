@@ -481,14 +481,25 @@ func TestWorkerPoolUnitSeesItsGPU(t *testing.T) {
 	a := appWithProviders(t, "p1")
 	var mu sync.Mutex
 	w := newWorker(t, &mu, a, "p1", func(c *config.Config) { c.Pools.Auto = true; c.Pools.MaxClaims = 1 })
+	seen := filepath.Join(t.TempDir(), "seen")
+	runOneUnitPool(t, a, w, `echo "gpus=$CUDA_VISIBLE_DEVICES" >> "$SEEN"; echo ok > "$FLOPS_OUTPUT_DIR/out"`,
+		markettypes.EnvVar{Name: "SEEN", Value: seen})
+	b, err := os.ReadFile(seen)
+	require.NoError(t, err)
+	require.Regexp(t, `^gpus=\S+\n$`, string(b), "the unit ran once, on a pinned GPU")
+}
+
+// runOneUnitPool has the client open pool 1 of PROCESS units running script (one GPU
+// each, no verification), post one unit with an input, and ticks w until the unit is
+// paid.
+func runOneUnitPool(t *testing.T, a *apptest.App, w *worker, script string, env ...markettypes.EnvVar) {
+	t.Helper()
 	content := []byte("unit input")
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write(content) }))
 	defer srv.Close()
-	seen := filepath.Join(t.TempDir(), "seen")
 	spec := markettypes.PoolSpec{
 		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_PROCESS,
-		Command:      []string{"sh", "-c", `echo "gpus=$CUDA_VISIBLE_DEVICES" >> "$SEEN"; echo ok > "$FLOPS_OUTPUT_DIR/out"`},
-		Env:          []markettypes.EnvVar{{Name: "SEEN", Value: seen}},
+		Command: []string{"sh", "-c", script}, Env: env,
 		Requirements: markettypes.Requirements{GpuCount: 1}, Verification: markettypes.VERIFICATION_CLASS_NONE,
 		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
 		UnitMaxDuration: time.Minute,
@@ -503,9 +514,6 @@ func TestWorkerPoolUnitSeesItsGPU(t *testing.T) {
 		require.NoError(t, err)
 		return res.Pool.PaidUnits == 1
 	}, w)
-	b, err := os.ReadFile(seen)
-	require.NoError(t, err)
-	require.Regexp(t, `^gpus=\S+\n$`, string(b), "the unit ran once, on a pinned GPU")
 }
 
 // examples/container-job.yaml, pinned by scripts/example-image.sh to the image it builds,

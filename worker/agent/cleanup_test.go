@@ -1,23 +1,16 @@
 package agent_test
 
 import (
-	"crypto/sha256"
-	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
-	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flopsnet/flops/worker/config"
-	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -72,26 +65,7 @@ func TestPoolUnitDirectoriesRemovedOnceRevealed(t *testing.T) {
 	var mu sync.Mutex
 	home := t.TempDir()
 	w := newWorkerIn(t, &mu, a, "p1", home, func(c *config.Config) { c.Pools.Auto = true; c.Pools.MaxClaims = 1 })
-	content := []byte("unit input")
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { _, _ = rw.Write(content) }))
-	defer srv.Close()
-	spec := markettypes.PoolSpec{
-		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_PROCESS,
-		Command:      []string{"sh", "-c", `head -c 65536 /dev/zero > "$FLOPS_OUTPUT_DIR/scratch"; echo ok > "$FLOPS_OUTPUT_DIR/out"`},
-		Requirements: markettypes.Requirements{GpuCount: 1}, Verification: markettypes.VERIFICATION_CLASS_NONE,
-		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 2,
-		UnitMaxDuration: time.Minute,
-	}
-	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: a.Account("client").String(), Spec: spec})
-	a.MustDeliver("client", &markettypes.MsgSubmitUnits{Owner: a.Account("client").String(), PoolId: 1, Units: []markettypes.Input{
-		{Uri: srv.URL + "/unit", Sha256: fmt.Sprintf("%x", sha256.Sum256(content)), Path: "in/unit"},
-	}})
-	q := markettypesQuery(a)
-	until(t, a, 40, "unit paid", func() bool {
-		res, err := q.Pool(a.Ctx(), &markettypes.QueryPoolRequest{PoolId: 1})
-		require.NoError(t, err)
-		return res.Pool.PaidUnits == 1
-	}, w)
+	runOneUnitPool(t, a, w, `head -c 65536 /dev/zero > "$FLOPS_OUTPUT_DIR/scratch"; echo ok > "$FLOPS_OUTPUT_DIR/out"`)
 	tasksDir := filepath.Join(home, "work", "tasks")
 	until(t, a, 10, "the unit's run directory removed", func() bool {
 		entries, err := os.ReadDir(tasksDir)

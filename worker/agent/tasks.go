@@ -572,7 +572,9 @@ func (a *Agent) forget(active []markettypes.Task) {
 		}
 	}
 	a.mu.Unlock()
+	detached := map[uint64]bool{}
 	for _, id := range a.o.Executor.DetachedTasks() {
+		detached[id] = true
 		a.mu.Lock()
 		_, running := a.runs[id]
 		a.mu.Unlock()
@@ -590,7 +592,7 @@ func (a *Agent) forget(active []markettypes.Task) {
 		delete(a.checkpts, id)
 		a.mu.Unlock()
 	}
-	a.removeTaskDirs(live)
+	a.removeTaskDirs(live, detached)
 }
 
 // removeTaskDirs removes the directories of tasks no longer in flight here (their
@@ -601,22 +603,18 @@ func (a *Agent) forget(active []markettypes.Task) {
 // block. A pool unit's run keeps its directory while this node holds the unit's claim
 // (its outputs are published before the commitment; a revealed or forgotten claim needs
 // none of it).
-func (a *Agent) removeTaskDirs(live map[uint64]bool) {
-	detached := map[uint64]bool{}
-	for _, id := range a.o.Executor.DetachedTasks() {
-		detached[id] = true
-	}
+func (a *Agent) removeTaskDirs(live, detached map[uint64]bool) {
 	a.mu.Lock()
-	claimed := make(map[uint64]bool, len(a.claims))
+	held := make(map[uint64]bool, len(a.claims)+len(a.runs))
 	for _, c := range a.claims {
-		claimed[unitTaskID(c.pool.Id, c.unit.Id)] = true
+		held[unitTaskID(c.pool.Id, c.unit.Id)] = true
+	}
+	for id := range a.runs {
+		held[id] = true
 	}
 	a.mu.Unlock()
 	for _, id := range a.o.Executor.TaskDirs() {
-		a.mu.Lock()
-		_, ours := a.runs[id]
-		a.mu.Unlock()
-		if live[id] || ours || detached[id] || claimed[id] {
+		if live[id] || held[id] || detached[id] {
 			continue
 		}
 		if err := a.o.Executor.Cleanup(id); err == nil {

@@ -163,8 +163,8 @@ const DefaultInputCacheGiB = 200
 // DefaultImageCacheGiB is executor.image_cache_gib when the file does not set it.
 const DefaultImageCacheGiB = 100
 
-// maxImageCacheGiB bounds executor.image_cache_gib and input_cache_gib (1 PiB).
-const maxImageCacheGiB = 1 << 20
+// maxCacheGiB bounds executor.image_cache_gib and input_cache_gib (1 PiB).
+const maxCacheGiB = 1 << 20
 
 // Sandbox: limits of a task (executor.Sandbox).
 type Sandbox struct {
@@ -388,14 +388,14 @@ func (c Config) Validate() error {
 	if (c.Pools.Auto || len(c.Pools.Join) > 0) && c.Pools.MaxClaims < 1 {
 		errs = append(errs, fmt.Errorf("pools.max_claims %d: at least 1 when the node takes part in pools", c.Pools.MaxClaims))
 	}
-	if c.Executor.ImageCacheGiB > maxImageCacheGiB {
-		errs = append(errs, fmt.Errorf("executor.image_cache_gib %d: at most %d", c.Executor.ImageCacheGiB, maxImageCacheGiB))
+	if c.Executor.ImageCacheGiB > maxCacheGiB {
+		errs = append(errs, fmt.Errorf("executor.image_cache_gib %d: at most %d", c.Executor.ImageCacheGiB, maxCacheGiB))
 	}
 	if c.Outputs.Retention.Duration < 0 {
 		errs = append(errs, fmt.Errorf("outputs.retention %s: 0 (for good) or more", c.Outputs.Retention.Duration))
 	}
-	if c.Executor.InputCacheGiB > maxImageCacheGiB {
-		errs = append(errs, fmt.Errorf("executor.input_cache_gib %d: at most %d", c.Executor.InputCacheGiB, maxImageCacheGiB))
+	if c.Executor.InputCacheGiB > maxCacheGiB {
+		errs = append(errs, fmt.Errorf("executor.input_cache_gib %d: at most %d", c.Executor.InputCacheGiB, maxCacheGiB))
 	}
 	if c.Executor.WorkDir == "" || c.StateDir == "" {
 		errs = append(errs, errors.New("executor.work_dir and state_dir: required"))

@@ -136,32 +136,21 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 	if spec.MaxDiskBytes == 0 {
 		return true, !held, nil
 	}
-	backoff := fetchBackoff
-	for attempt := 1; ; attempt++ {
-		size, err := imageSize(ctx, spec.Image, e.opts.RegistryTransport)
-		if err == nil {
-			if size > spec.MaxDiskBytes {
-				return false, false, fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, size, spec.MaxDiskBytes)
-			}
-			log.Info("container image checked", "image", spec.Image, "bytes", size)
-			return true, !held, nil
-		}
-		if ctx.Err() != nil {
-			return false, false, context.Cause(ctx)
-		}
-		if !transientRegistryError(err) || attempt == fetchAttempts {
-			return false, false, fmt.Errorf("%w: image %s: its registry does not serve its manifest: %w", ErrImage, spec.Image, err)
-		}
-		log.Warn("reading the image's manifest failed; retrying", "image", spec.Image, "attempt", attempt, "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, false, context.Cause(ctx)
-		case <-t.C:
-		}
-		backoff *= 2
+	var size uint64
+	err = retry(ctx, log, "reading the image's manifest", transientRegistryError, func() (err error) {
+		size, err = imageSize(ctx, spec.Image, e.opts.RegistryTransport)
+		return err
+	}, "image", spec.Image)
+	switch {
+	case ctx.Err() != nil:
+		return false, false, context.Cause(ctx)
+	case err != nil:
+		return false, false, fmt.Errorf("%w: image %s: its registry does not serve its manifest: %w", ErrImage, spec.Image, err)
+	case size > spec.MaxDiskBytes:
+		return false, false, fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, size, spec.MaxDiskBytes)
 	}
+	log.Info("container image checked", "image", spec.Image, "bytes", size)
+	return true, !held, nil
 }
 
 // transientRegistryError: a registry's answer worth asking again (429, 5xx), or no

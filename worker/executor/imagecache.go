@@ -72,11 +72,11 @@ func (c *imageCache) acquire(ref string) {
 	c.inUse[ref]++
 }
 
-// release ends a task's use of ref: an image it pulled (pulled) or pulled for an earlier
-// task is recorded as used now, with its size in the runtime's storage; then the images
+// release ends a task's use of ref: an image its pull brought fresh (fresh: the runtime
+// held no image of that digest), or one pulled for an earlier task, is recorded as used now, with its size in the runtime's storage; then the images
 // past the budget are removed, least recently used first. Errors are logged: a task's
 // result never depends on them.
-func (c *imageCache) release(ctx context.Context, log *slog.Logger, bin, ref string, pulled bool, now time.Time) {
+func (c *imageCache) release(ctx context.Context, log *slog.Logger, bin, ref string, fresh bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inUse[ref]--; c.inUse[ref] <= 0 {
@@ -91,7 +91,7 @@ func (c *imageCache) release(ctx context.Context, log *slog.Logger, bin, ref str
 	switch {
 	case i >= 0:
 		imgs[i].LastUsed = now
-	case pulled:
+	case fresh:
 		if size, ok := imageStorageSize(ctx, bin, ref); ok {
 			imgs = append(imgs, cachedImage{Ref: ref, Bytes: size, LastUsed: now})
 		} else {

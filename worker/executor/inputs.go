@@ -52,13 +52,7 @@ func (t transientError) Unwrap() error { return t.err }
 func (e *Executor) fetchInputs(ctx context.Context, log *slog.Logger, inputs []markettypes.Input, work string, maxDisk uint64) error {
 	var used uint64
 	for i, in := range inputs {
-		limit, bounded := e.opts.MaxInputBytes, false
-		if maxDisk > 0 {
-			left := int64(min(maxDisk-min(used, maxDisk), math.MaxInt64))
-			if left < limit {
-				limit, bounded = left, true
-			}
-		}
+		limit, bounded := e.downloadLimit(maxDisk, used)
 		cached, err := e.cached(ctx, log, in.Uri, in.Sha256, limit, bounded)
 		if err != nil {
 			return fmt.Errorf("input %d (%s, for %s): %w", i, redact(in.Uri), inputPath(inputs, i), err)
@@ -85,6 +79,19 @@ func (e *Executor) fetchInputs(ctx context.Context, log *slog.Logger, inputs []m
 		}
 	}
 	return nil
+}
+
+// downloadLimit is the most one download may bring when used bytes of the task's disk
+// (maxDisk; 0: no bound) are taken: what is left of the disk, and then bounded says the
+// disk sets it, or the worker's own MaxInputBytes.
+func (e *Executor) downloadLimit(maxDisk, used uint64) (limit int64, bounded bool) {
+	limit = e.opts.MaxInputBytes
+	if maxDisk > 0 {
+		if left := int64(min(maxDisk-min(used, maxDisk), math.MaxInt64)); left < limit {
+			return left, true
+		}
+	}
+	return limit, false
 }
 
 // inputPath is where input i goes in the working directory: its path, or, for an input
@@ -135,23 +142,34 @@ func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest str
 	if err != nil {
 		return "", err
 	}
+	transient := func(err error) bool {
+		var tr transientError
+		return errors.As(err, &tr)
+	}
+	if err := retry(ctx, log, "input fetch", transient, func() error { return e.download(ctx, src, dst, digest, max, diskBound) },
+		"uri", redact(uri)); err != nil {
+		return "", err
+	}
+	log.Info("input fetched", "uri", redact(uri), "sha256", digest)
+	return dst, nil
+}
+
+// retry calls try up to fetchAttempts times, fetchBackoff doubling between tries, while
+// it fails with an error that transient says may pass and ctx lasts, and returns its
+// last error (nil once it succeeds).
+func retry(ctx context.Context, log *slog.Logger, what string, transient func(error) bool, try func() error, attrs ...any) error {
 	backoff := fetchBackoff
 	for attempt := 1; ; attempt++ {
-		err := e.download(ctx, src, dst, digest, max, diskBound)
-		if err == nil {
-			log.Info("input fetched", "uri", redact(uri), "sha256", digest)
-			return dst, nil
+		err := try()
+		if err == nil || !transient(err) || attempt == fetchAttempts || ctx.Err() != nil {
+			return err
 		}
-		var tr transientError
-		if !errors.As(err, &tr) || attempt == fetchAttempts || ctx.Err() != nil {
-			return "", err
-		}
-		log.Warn("input fetch failed; retrying", "uri", redact(uri), "attempt", attempt, "err", err)
+		log.Warn(what+" failed; retrying", append(attrs, "attempt", attempt, "err", err)...)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return "", err
+			return err
 		case <-t.C:
 		}
 		backoff *= 2
@@ -296,10 +314,7 @@ func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Che
 	if cp.URI == "" {
 		return "", fmt.Errorf("resume checkpoint %s: no file at %q and no URI: %w", cp.SHA256, cp.Path, ErrInputFetch)
 	}
-	limit, bounded := e.opts.MaxInputBytes, false
-	if maxDisk > 0 && maxDisk < uint64(limit) {
-		limit, bounded = int64(maxDisk), true
-	}
+	limit, bounded := e.downloadLimit(maxDisk, 0)
 	p, err := e.cached(ctx, log, cp.URI, cp.SHA256, limit, bounded)
 	if err != nil {
 		return "", fmt.Errorf("resume checkpoint (%s): %w", redact(cp.URI), err)
