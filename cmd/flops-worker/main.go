@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -467,7 +466,7 @@ func fetchCmd(g *globals) *cobra.Command {
 				want.GemmN = job.Job.Spec.Builtin.GemmN
 				how = "the product's Merkle root, rebuilt here, is the one verified on chain"
 			}
-			m, err := outputs.Fetch(ctx, providerClient(), base, id, priv, dir, want)
+			m, err := outputs.Fetch(ctx, outputs.NewClient(outputs.ProviderHeaderTimeout), base, id, priv, dir, want)
 			if err != nil {
 				return err
 			}
@@ -478,15 +477,6 @@ func fetchCmd(g *globals) *cobra.Command {
 	owner.add(cmd)
 	cmd.Flags().StringVar(&dir, "out", "", "where to put the files (default task-<id>)")
 	return cmd
-}
-
-// providerClient is the HTTP client the owner's commands reach a provider's output server
-// with: a provider that does not begin to answer within a minute is given up on, rather
-// than holding the command for ever.
-func providerClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.ResponseHeaderTimeout = time.Minute
-	return &http.Client{Transport: tr}
 }
 
 // ownerFlags are a job owner's key and node, for the commands that sign as the owner.
@@ -560,7 +550,7 @@ func logsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("task %d: node %d: %w", id, node, err)
 			}
-			return outputs.CopyLog(ctx, providerClient(), n.Node.Endpoint, id, stream, priv, follow, poll, cmd.OutOrStdout())
+			return outputs.CopyLog(ctx, outputs.NewClient(outputs.ProviderHeaderTimeout), n.Node.Endpoint, id, stream, priv, follow, poll, cmd.OutOrStdout())
 		},
 	}
 	owner.add(cmd)

@@ -27,6 +27,20 @@ import (
 // maxManifestBytes bounds a manifest a client reads.
 const maxManifestBytes = 256 << 20
 
+// ProviderHeaderTimeout is how long an owner's client waits for a provider's output
+// server to begin its answer (NewClient).
+const ProviderHeaderTimeout = time.Minute
+
+// NewClient is the HTTP client an owner reaches a provider's output server with: a
+// server that does not begin to answer within headerTimeout is given up on, where
+// http.DefaultClient would have waited for ever on a provider that accepts the
+// connection and says nothing.
+func NewClient(headerTimeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = headerTimeout
+	return &http.Client{Transport: tr}
+}
+
 // manifestURL and fileURL are the routes of Handler under baseURL (scheme and host;
 // a path prefix is not supported, since the signature covers the path).
 func manifestURL(baseURL string, taskID uint64) string {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
 	"github.com/stretchr/testify/require"
@@ -236,4 +237,19 @@ func TestFetchAFailedRunChecksTheManifestOnly(t *testing.T) {
 	_, err = Fetch(context.Background(), srv.Client(), srv.URL, 9, owner, dir, Committed{ResultRoot: failed, FailedRun: true})
 	require.ErrorContains(t, err, `output "partial.txt"`)
 	requireEmpty(t, dir)
+}
+
+// A provider accepts the owner's connection and never answers: http.DefaultClient, which
+// flops-worker fetch and logs used, waited for ever. NewClient gives up once the server
+// has not begun its answer within the timeout.
+func TestAttackSilentProviderHoldsTheOwnersFetch(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Fetch(ctx, NewClient(100*time.Millisecond), srv.URL, 1, secp256k1.GenPrivKey(), t.TempDir(), Committed{ResultRoot: make([]byte, 32)})
+	require.ErrorContains(t, err, "timeout awaiting response headers")
+	require.NoError(t, ctx.Err(), "the client gave up, not the test's deadline")
 }
