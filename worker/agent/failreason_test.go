@@ -63,7 +63,7 @@ func TestVerificationAnswersOnlyMachineIndependentFailures(t *testing.T) {
 		{markettypes.RUNTIME_CONTAINER, &executor.ExitError{Code: 137}, false},
 		{markettypes.RUNTIME_CONTAINER, &executor.ExitError{Code: 125}, false},
 		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: image x is 9 bytes", executor.ErrImageTooLarge), true},
-		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: image x: its registry does not serve its manifest", executor.ErrImage), false},
+		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: image x: its registry does not serve it", executor.ErrImage), false},
 		{markettypes.RUNTIME_PROCESS, fmt.Errorf("task 1: %w", context.Canceled), false},
 		{markettypes.RUNTIME_CONTAINER, fmt.Errorf("%w: docker", executor.ErrNoContainerRuntime), false},
 		{markettypes.RUNTIME_PROCESS, errors.New("disk full on the worker's side"), false},

@@ -48,8 +48,9 @@ func jobFault(runtime markettypes.Runtime, err error) (markettypes.FailureReason
 		// operator's run of it fills its disk too, and confirms the report
 		return markettypes.FAILURE_REASON_DISK, 0, true
 	case errors.Is(err, executor.ErrImage):
-		// its registry does not serve the pinned manifest, or lists the image larger than
-		// the task's disk (the chain's disk per GPU): alike on every worker
+		// its registry does not serve the pinned image, or the image, as listed or as its
+		// layers unpack, is larger than the task's disk (the chain's disk per GPU): alike on
+		// every worker
 		return markettypes.FAILURE_REASON_IMAGE, 0, true
 	case errors.Is(err, executor.ErrInputDigest), errors.Is(err, executor.ErrInputFetch):
 		return markettypes.FAILURE_REASON_INPUT, 0, true
@@ -179,8 +180,8 @@ func (a *Agent) publishFailedRun(ctx context.Context, taskID uint64, owner strin
 
 // answersFailed says whether a verification task's run that failed with err answers that
 // the job fails (markettypes.FailedRoot, x/market/README.md "Failure is a result"): a
-// clean non-zero exit, a disk filled past the chain's limit, an image its registry lists
-// or inputs larger than the task's disk, or an input whose bytes do not match its digest, which
+// clean non-zero exit, a disk filled past the chain's limit, an image (as its registry
+// lists it or as its layers unpack) or inputs larger than the task's disk, or an input whose bytes do not match its digest, which
 // every machine meets alike. A timeout, the OOM killer, a
 // signal, an image or an input that could not be fetched depend on the machine or the
 // network: such a run is no answer (the task lapses, as a primary's run of it would be

@@ -1,16 +1,25 @@
 package executor
 
 import (
+	"bufio"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -20,10 +29,11 @@ import (
 )
 
 // ErrImage: a CONTAINER task's image is refused before the runtime pulls it: its
-// registry does not serve its manifest, or the image, as the manifest lists it, is larger
-// than the task's disk (Spec.MaxDiskBytes). Either is the job's, as a pull that fails is:
-// every worker reads the same manifest (the image is pinned by digest) against the same
-// bound (the chain's disk per GPU), so another operator's run of the task fails alike.
+// registry does not serve it, or the image, as its manifest lists it or as its layers
+// unpack, is larger than the task's disk (Spec.MaxDiskBytes). Either is the job's, as a
+// pull that fails is: every worker reads the same manifest and layers (the image is
+// pinned by digest) against the same bound (the chain's disk per GPU), so another
+// operator's run of the task fails alike.
 var ErrImage = errors.New("container image refused")
 
 // ErrImageTooLarge is the ErrImage of an image larger than the task's disk: the same on
@@ -34,43 +44,165 @@ var ErrImageTooLarge = fmt.Errorf("%w: larger than the task's disk", ErrImage)
 // imageCheckTimeout bounds one read of an image's manifest from its registry.
 const imageCheckTimeout = 2 * time.Minute
 
-// imageSize is the size of an image as its registry lists it for this machine's
-// platform (linux and the worker's architecture): its config and layers, compressed,
-// as a pull downloads them. An image index is resolved to the platform's manifest.
+// imageLayerReads is how many of an image's layers imageSize reads at once.
+const imageLayerReads = 3
+
+// maxZstdWindow is the largest zstd window a layer may need to be unpacked: zstd's own
+// default limit (2^27 bytes, what the zstd tool decompresses without --long), so that a
+// layer cannot make the worker hold the 512 MiB a window may reach.
+const maxZstdWindow = 1 << 27
+
+// errUnpackedTooLarge stops the layers' reads once they unpack past the bound.
+var errUnpackedTooLarge = errors.New("unpacks past the bound")
+
+// imageSize reads an image from its registry as the runtime's pull would, for this
+// machine's platform (linux and the worker's architecture; an image index is resolved to
+// the platform's manifest), and says whether it fits bound. listed is its size as its
+// manifest lists it: its config and layers, compressed, as a pull downloads them. If
+// that fits, every layer is downloaded and unpacked as the runtime unpacks it into its
+// storage (gzip, zstd, bzip2 or none, told by the layer's first bytes as the runtime
+// tells it, not by the media type the manifest claims), and unpacked is the config's
+// size and the layers' unpacked bytes; the reads stop once that passes bound
+// (tooLarge). A layer is read to its end, compressed, whatever it unpacks to: its bytes
+// are checked against its digest and its listed size, so that a registry that sends one
+// machine other bytes than the image's cannot make it refuse an image another machine
+// runs.
+//
 // Registries are reached as the runtime reaches them for a pull: the default registry
 // (docker.io) for a short name, credentials from the docker and podman login files
 // (authn.DefaultKeychain), plain HTTP only for localhost and private addresses.
-func imageSize(ctx context.Context, ref string, tr http.RoundTripper) (uint64, error) {
+func imageSize(ctx context.Context, ref string, tr http.RoundTripper, bound uint64) (listed, unpacked uint64, tooLarge bool, err error) {
 	r, err := registryRef(ref)
 	if err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, imageCheckTimeout)
-	defer cancel()
 	opts := []remote.Option{
-		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(authn.DefaultKeychain),
 		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
 	}
 	if tr != nil {
 		opts = append(opts, remote.WithTransport(tr))
 	}
-	img, err := remote.Image(r, opts...)
+	puller, err := remote.NewPuller(opts...)
 	if err != nil {
-		return 0, err
+		return 0, 0, false, err
+	}
+	mctx, cancel := context.WithTimeout(ctx, imageCheckTimeout)
+	defer cancel()
+	img, err := remote.Image(r, append(opts, remote.WithContext(mctx), remote.Reuse(puller))...)
+	if err != nil {
+		return 0, 0, false, err
 	}
 	m, err := img.Manifest()
 	if err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
-	total := uint64(max(m.Config.Size, 0))
+	if m.Config.Size < 0 {
+		return 0, 0, false, fmt.Errorf("config %s: negative size %d", m.Config.Digest, m.Config.Size)
+	}
+	listed = uint64(m.Config.Size)
 	for _, l := range m.Layers {
 		if l.Size < 0 {
-			return 0, fmt.Errorf("layer %s: negative size %d", l.Digest, l.Size)
+			return 0, 0, false, fmt.Errorf("layer %s: negative size %d", l.Digest, l.Size)
 		}
-		total += uint64(l.Size)
+		listed += uint64(l.Size)
 	}
-	return total, nil
+	if listed > bound {
+		return listed, 0, true, nil
+	}
+
+	var total atomic.Uint64
+	total.Store(uint64(m.Config.Size))
+	count := &boundedCount{total: &total, bound: bound}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(imageLayerReads)
+	for _, l := range m.Layers {
+		if count.over() {
+			break // what was read already passes the bound
+		}
+		g.Go(func() error {
+			layer, err := puller.Layer(gctx, r.Context().Digest(l.Digest.String()))
+			if err != nil {
+				return fmt.Errorf("layer %s: %w", l.Digest, err)
+			}
+			return unpackLayer(layer, l, count)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return listed, 0, false, err
+	}
+	return listed, total.Load(), count.over(), nil
+}
+
+// boundedCount counts the bytes written to it, from any number of goroutines, and
+// refuses them once the count passes bound.
+type boundedCount struct {
+	total *atomic.Uint64
+	bound uint64
+}
+
+func (c *boundedCount) Write(p []byte) (int, error) {
+	if c.total.Add(uint64(len(p))) > c.bound {
+		return 0, errUnpackedTooLarge
+	}
+	return len(p), nil
+}
+
+func (c *boundedCount) over() bool { return c.total.Load() > c.bound }
+
+// unpackLayer downloads one layer, unpacks it into count as far as count takes it, and
+// reads the rest of its bytes: they must be d's size and digest (the digest is checked
+// at the end of the download).
+func unpackLayer(layer v1.Layer, d v1.Descriptor, count *boundedCount) error {
+	rc, err := layer.Compressed()
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", d.Digest, err)
+	}
+	defer rc.Close()
+	body := &io.LimitedReader{R: rc, N: d.Size + 1} // a registry that sends more than listed is not read on
+	br := bufio.NewReaderSize(body, 64<<10)
+	unpack, err := layerReader(br)
+	if err == nil {
+		_, err = io.Copy(count, unpack)
+		unpack.Close()
+	}
+	if err != nil && !errors.Is(err, errUnpackedTooLarge) {
+		return fmt.Errorf("layer %s: unpacking: %w", d.Digest, err)
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return fmt.Errorf("layer %s: %w", d.Digest, err)
+	}
+	if read := d.Size + 1 - body.N; read != d.Size {
+		return fmt.Errorf("layer %s: the registry sent %d bytes or more where the manifest lists %d", d.Digest, read, d.Size)
+	}
+	return nil
+}
+
+// layerReader unpacks a layer as podman's and docker's pulls do: the compression told
+// by its first bytes (containers/image DetectCompressionFormat), the bytes as they are
+// when they start with no compression's magic. xz, which podman reads but the OCI image
+// spec and docker do not, is refused rather than unpacked: its decoder allocates the
+// dictionary a layer's header asks for, up to gigabytes.
+func layerReader(br *bufio.Reader) (io.ReadCloser, error) {
+	magic, err := br.Peek(6)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		return gzip.NewReader(br)
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		z, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(maxZstdWindow))
+		if err != nil {
+			return nil, err
+		}
+		return z.IOReadCloser(), nil
+	case bytes.HasPrefix(magic, []byte("BZh")):
+		return io.NopCloser(bzip2.NewReader(br)), nil
+	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}):
+		return nil, errors.New("compressed with xz, which the OCI image spec does not define for layers")
+	}
+	return io.NopCloser(br), nil
 }
 
 // errOwnMachine is an image named on "localhost", which docker and podman read from a
@@ -120,10 +252,16 @@ func imageLocal(ctx context.Context, bin, ref string) (held, named bool) {
 }
 
 // checkImage refuses a CONTAINER task's image that the runtime would have to pull and
-// that its registry does not list, or lists larger than the task's disk (0: no bound, and
-// no registry read). An image the runtime holds under its own name is not read: it takes
-// no more disk (one held only under another name is read and pulled, imageLocal). A registry that fails for a while (a network error, 429 or 5xx) is read again,
-// fetchAttempts times in all.
+// that its registry does not serve, or that is larger than the task's disk as its manifest
+// lists it or as its layers unpack (0: no bound, and no registry read; imageSize). The
+// runtime unpacks a pull into its own storage, outside the task's directories that the
+// disk bound watches: a layer of a few megabytes can unpack to terabytes (a gzip stream
+// holds up to 1,032 bytes a byte, zstd far more), and the listed size alone let such an
+// image fill the provider's disk. So an image pulled fresh under a bound is downloaded
+// twice, once here and once by the runtime. An image the runtime holds under its own name
+// is not read: it takes no more disk (one held only under another name is read and
+// pulled, imageLocal). A registry that fails for a while (a network error, 429 or 5xx)
+// is read again, fetchAttempts times in all.
 //
 // It says whether the runtime must pull the image (pull: it does not hold it under its
 // name) and whether the pull brings an image the runtime did not hold at all (fresh: the
@@ -136,20 +274,23 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 	if spec.MaxDiskBytes == 0 {
 		return true, !held, nil
 	}
-	var size uint64
-	err = retry(ctx, log, "reading the image's manifest", transientRegistryError, func() (err error) {
-		size, err = imageSize(ctx, spec.Image, e.opts.RegistryTransport)
+	var listed, unpacked uint64
+	var tooLarge bool
+	err = retry(ctx, log, "reading the image", transientRegistryError, func() (err error) {
+		listed, unpacked, tooLarge, err = imageSize(ctx, spec.Image, e.opts.RegistryTransport, spec.MaxDiskBytes)
 		return err
 	}, "image", spec.Image)
 	switch {
 	case ctx.Err() != nil:
 		return false, false, context.Cause(ctx)
 	case err != nil:
-		return false, false, fmt.Errorf("%w: image %s: its registry does not serve its manifest: %w", ErrImage, spec.Image, err)
-	case size > spec.MaxDiskBytes:
-		return false, false, fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, size, spec.MaxDiskBytes)
+		return false, false, fmt.Errorf("%w: image %s: its registry does not serve it: %w", ErrImage, spec.Image, err)
+	case tooLarge && listed > spec.MaxDiskBytes:
+		return false, false, fmt.Errorf("%w: image %s is %d bytes as its registry lists it, the task's disk %d bytes", ErrImageTooLarge, spec.Image, listed, spec.MaxDiskBytes)
+	case tooLarge:
+		return false, false, fmt.Errorf("%w: image %s (%d bytes as its registry lists it) unpacks to more than the task's disk, %d bytes", ErrImageTooLarge, spec.Image, listed, spec.MaxDiskBytes)
 	}
-	log.Info("container image checked", "image", spec.Image, "bytes", size)
+	log.Info("container image checked", "image", spec.Image, "bytes", listed, "unpacked_bytes", unpacked)
 	return true, !held, nil
 }
 

@@ -1,6 +1,9 @@
 package executor
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -21,6 +24,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -34,21 +39,39 @@ import (
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
-// manifestRegistry serves image manifests, and nothing else, over the registry API: a
-// manifest may list layers of any size without their bytes, as a registry's manifest is
-// all the check reads. The first failFirst manifest requests are answered 503.
+// manifestRegistry serves image manifests over the registry API, and the blobs put in
+// it: a manifest may list layers of any size without their bytes, as a manifest is all
+// the check reads of an image that it lists larger than the task's disk. The first
+// failFirst manifest requests are answered 503.
 type manifestRegistry struct {
 	mu        sync.Mutex
 	manifests map[string][]byte // digest -> manifest
-	hits      atomic.Int32
+	blobs     map[string][]byte // digest -> the bytes served for it
+	hits      atomic.Int32      // manifest requests
+	blobHits  atomic.Int32
 	failFirst int32
 	srv       *httptest.Server
 }
 
 func newManifestRegistry(t *testing.T) *manifestRegistry {
-	r := &manifestRegistry{manifests: map[string][]byte{}}
+	r := &manifestRegistry{manifests: map[string][]byte{}, blobs: map[string][]byte{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path == "/v2/" {
+			return
+		}
+		if _, digest, ok := strings.Cut(req.URL.Path, "/blobs/"); ok {
+			r.blobHits.Add(1)
+			r.mu.Lock()
+			b, found := r.blobs[digest]
+			r.mu.Unlock()
+			if !found {
+				http.NotFound(w, req)
+				return
+			}
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+			if req.Method != http.MethodHead {
+				_, _ = w.Write(b)
+			}
 			return
 		}
 		_, ref, ok := strings.Cut(req.URL.Path, "/manifests/")
@@ -96,6 +119,26 @@ func (r *manifestRegistry) put(t *testing.T, repo string, m any) string {
 	return strings.TrimPrefix(r.srv.URL, "http://") + "/" + repo + "@" + digest
 }
 
+// image is a manifest of the layers given, each served as a blob of its bytes, with a
+// 400-byte config.
+func (r *manifestRegistry) image(layers ...[]byte) v1.Manifest {
+	m := imageOf()
+	for _, b := range layers {
+		sum := sha256.Sum256(b)
+		d := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+		r.serve(d, b)
+		m.Layers = append(m.Layers, v1.Descriptor{MediaType: types.OCILayer, Size: int64(len(b)), Digest: d})
+	}
+	return m
+}
+
+// serve answers requests for the blob d with b, whatever d's own bytes.
+func (r *manifestRegistry) serve(d v1.Hash, b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.blobs[d.String()] = b
+}
+
 func fakeDigest(s string) v1.Hash {
 	sum := sha256.Sum256([]byte(s))
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
@@ -133,7 +176,7 @@ func TestAttackJobImageFillsTheDisk(t *testing.T) {
 	require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull or run it")
 
 	// an index: this platform's image is the huge one, another platform's is small
-	small := imageOf(1 << 20)
+	small := reg.image(make([]byte, 1<<20))
 	index := func(mine v1.Manifest) v1.IndexManifest {
 		other := "arm64"
 		if runtime.GOARCH == "arm64" {
@@ -164,6 +207,133 @@ func TestAttackJobImageFillsTheDisk(t *testing.T) {
 	require.Equal(t, spec.Image, args[len(args)-3])
 }
 
+// tarOfZeros is a layer: a tar stream of one file of n zero bytes, compressed with
+// compression ("gzip", "zstd" or "none").
+func tarOfZeros(t *testing.T, n int64, compression string) []byte {
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	switch compression {
+	case "gzip":
+		w, _ = gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	case "zstd":
+		z, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+		require.NoError(t, err)
+		w = z
+	default:
+		w = nopWriteCloser{&buf}
+	}
+	tw := tar.NewWriter(w)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "zeros", Mode: 0o644, Size: n, Typeflag: tar.TypeReg}))
+	_, err := io.CopyN(tw, zeros{}, n)
+	require.NoError(t, err)
+	require.NoError(t, tw.Close())
+	require.NoError(t, w.Close())
+	return buf.Bytes()
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// A job names an image whose layers are small but unpack to far more than the task's
+// disk: 64 MiB of zeros in a 64 KiB gzip layer, or in a 2 KiB zstd layer
+// that its manifest calls gzip, where the task may fill 16 MiB; or three layers that each
+// fit and together do not. The runtime unpacks a pull into its own storage, outside the
+// task's directories the disk bound watches: with the size the registry lists as the
+// only check, a layer of megabytes could fill the provider's disk with terabytes, failing
+// every task on it. The executor unpacks the layers first, stops once they pass the
+// bound, and refuses the image with ErrImageTooLarge without running the runtime; an
+// image that unpacks to exactly the task's disk runs.
+func TestAttackJobImageUnpacksPastTheDisk(t *testing.T) {
+	rec := installFakeRuntime(t, "podman")
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
+	reg := newManifestRegistry(t)
+	e := newTestExecutor(t, nil)
+	const disk = 16 << 20
+	run := func(id uint64, image string, disk uint64) error {
+		_ = os.Remove(filepath.Join(rec, "run.args"))
+		spec := containerSpec(id)
+		spec.Image, spec.MaxDiskBytes = image, disk
+		_, err := e.Run(context.Background(), spec, Hooks{})
+		return err
+	}
+
+	gz, zst := tarOfZeros(t, 64<<20, "gzip"), tarOfZeros(t, 64<<20, "zstd")
+	require.Less(t, len(gz), 1<<20)
+	require.Less(t, len(zst), 64<<10)
+	eighth := tarOfZeros(t, 8<<20, "gzip")
+	for i, layers := range [][][]byte{{gz}, {zst}, {eighth, eighth, eighth}} {
+		image := reg.put(t, "flops/bomb", reg.image(layers...))
+		err := run(uint64(340+i), image, disk)
+		require.ErrorIs(t, err, ErrImageTooLarge, "layers %d", i)
+		require.ErrorContains(t, err, fmt.Sprintf("unpacks to more than the task's disk, %d bytes", disk))
+		_, statErr := os.Stat(filepath.Join(rec, "run.args"))
+		require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull or run it")
+	}
+
+	// the bound is the config and the layers' unpacked bytes, exactly
+	layer := tarOfZeros(t, 1<<20, "gzip")
+	unpacked := uint64(400 + len(tarOfZeros(t, 1<<20, "none")))
+	image := reg.put(t, "flops/fits", reg.image(layer))
+	require.ErrorIs(t, run(350, image, unpacked-1), ErrImageTooLarge)
+	require.NoError(t, run(351, image, unpacked))
+	args := recordedArgs(t, rec, "run")
+	require.Equal(t, image, args[len(args)-3])
+}
+
+// A registry sends a provider a gzip bomb in place of a small layer of the pinned image
+// (the manifest's digest and size; another provider, or a verification run, gets the
+// real layer). Had the check believed the bytes it unpacked, the provider would report
+// the image too large to fit, an answer another machine refutes. A layer is read to its
+// end whatever it unpacks to, and checked against its digest and size: the image is
+// refused with ErrImage, which is not ErrImageTooLarge (it may be this machine's
+// network) and which no verification run answers with. So is a layer compressed with
+// xz (which docker cannot pull), rather than unpacked with the memory its header asks.
+func TestAttackRegistrySendsABombInPlaceOfALayer(t *testing.T) {
+	rec := installFakeRuntime(t, "podman")
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
+	reg := newManifestRegistry(t)
+	e := newTestExecutor(t, nil)
+	bomb := tarOfZeros(t, 64<<20, "gzip")
+	honest := fakeDigest("the image's own layer")
+	reg.serve(honest, bomb)
+	m := imageOf()
+	m.Layers = []v1.Descriptor{{MediaType: types.OCILayer, Size: int64(len(bomb)), Digest: honest}}
+	xz := append([]byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, make([]byte, 100)...)
+	for i, c := range []struct {
+		image string
+		why   string
+	}{
+		{reg.put(t, "flops/swapped", m), "sha256"},
+		{reg.put(t, "flops/xz", reg.image(xz)), "compressed with xz"},
+	} {
+		spec := containerSpec(uint64(360 + i))
+		spec.Image, spec.MaxDiskBytes = c.image, 16<<20
+		_, err := e.Run(context.Background(), spec, Hooks{})
+		require.ErrorIs(t, err, ErrImage)
+		require.False(t, errors.Is(err, ErrImageTooLarge), "%v", err)
+		require.ErrorContains(t, err, "its registry does not serve it")
+		require.ErrorContains(t, err, c.why)
+		_, statErr := os.Stat(filepath.Join(rec, "run.args"))
+		require.True(t, os.IsNotExist(statErr))
+	}
+
+	// a registry that sends more bytes than the manifest lists is not read on
+	m.Layers[0].Size = 1000
+	spec := containerSpec(362)
+	spec.Image, spec.MaxDiskBytes = reg.put(t, "flops/longer", m), 16<<20
+	_, err := e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrImage)
+	require.False(t, errors.Is(err, ErrImageTooLarge), "%v", err)
+}
+
 // The image check reads the registry only for an image the runtime does not hold, and
 // only under a disk bound; it asks a busy registry again, refuses a manifest the registry
 // does not have (ErrImage, not ErrImageTooLarge: it may be this machine's network) and,
@@ -172,7 +342,7 @@ func TestImageCheck(t *testing.T) {
 	rec := installFakeRuntime(t, "podman")
 	reg := newManifestRegistry(t)
 	e := newTestExecutor(t, nil)
-	fits := reg.put(t, "flops/fits", imageOf(4<<20))
+	fits := reg.put(t, "flops/fits", reg.image(make([]byte, 4<<20)))
 	run := func(id uint64, image string, disk uint64) error {
 		_ = os.Remove(filepath.Join(rec, "run.args"))
 		spec := containerSpec(id)
@@ -204,7 +374,7 @@ func TestImageCheck(t *testing.T) {
 	err := run(314, missing, 8<<20)
 	require.ErrorIs(t, err, ErrImage)
 	require.False(t, errors.Is(err, ErrImageTooLarge))
-	require.ErrorContains(t, err, "its registry does not serve its manifest")
+	require.ErrorContains(t, err, "its registry does not serve it")
 	require.Equal(t, int32(1), reg.hits.Load())
 	_, statErr := os.Stat(filepath.Join(rec, "run.args"))
 	require.True(t, os.IsNotExist(statErr))
@@ -220,10 +390,10 @@ func TestImageCheck(t *testing.T) {
 	require.Zero(t, reg.hits.Load())
 }
 
-// On real podman: an image too large for the task's disk is refused before podman pulls
-// it (podman holds no trace of it after), and an image within it is pulled from its
-// registry and runs, the size the check reads agreeing with what podman pulls; the pulled
-// image is removed after its task, or kept within the image cache.
+// On real podman: an image too large for the task's disk, as its registry lists it or as
+// its layers unpack, is refused before podman pulls it (podman holds no trace of it
+// after), and an image within it is pulled from its registry and runs; the pulled image
+// is removed after its task, or kept within the image cache.
 func TestImageCheckOnPodman(t *testing.T) {
 	local := testimage.Busybox(t)
 	// the test image, pushed to a registry of its own (plain HTTP on 127.0.0.1)
@@ -259,10 +429,21 @@ func TestImageCheckOnPodman(t *testing.T) {
 
 	m, err := img.Manifest()
 	require.NoError(t, err)
-	size := uint64(m.Config.Size)
+	size, unpacked := uint64(m.Config.Size), uint64(m.Config.Size)
 	for _, l := range m.Layers {
 		size += uint64(l.Size)
 	}
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		require.NoError(t, err)
+		n, err := io.Copy(io.Discard, rc)
+		require.NoError(t, err)
+		unpacked += uint64(n)
+		rc.Close()
+	}
+	require.Greater(t, unpacked, size, "busybox's layers are compressed")
 	e := newTestExecutor(t, func(o *Options) { o.ContainerRuntime = "podman" })
 	spec := Spec{TaskID: 320, JobID: 1, Runtime: markettypes.RUNTIME_CONTAINER, Image: pinned, MaxDiskBytes: size - 1,
 		Command: []string{"/bin/sh", "-c", `echo pulled > "$FLOPS_OUTPUT_DIR/ok"`}}
@@ -271,7 +452,13 @@ func TestImageCheckOnPodman(t *testing.T) {
 	require.ErrorContains(t, err, fmt.Sprintf("is %d bytes as its registry lists it", size))
 	require.Error(t, osexec.Command("podman", "image", "exists", pinned).Run(), "podman did not pull it")
 
-	spec.TaskID, spec.MaxDiskBytes = 321, size
+	spec.TaskID, spec.MaxDiskBytes = 323, unpacked-1
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrImageTooLarge)
+	require.ErrorContains(t, err, "unpacks to more than the task's disk")
+	require.Error(t, osexec.Command("podman", "image", "exists", pinned).Run(), "podman did not pull it")
+
+	spec.TaskID, spec.MaxDiskBytes = 321, unpacked
 	res, err := e.Run(context.Background(), spec, Hooks{})
 	require.NoError(t, err)
 	b, err := os.ReadFile(filepath.Join(res.OutputDir, "ok"))
@@ -315,7 +502,7 @@ func TestAttackJobRunsTheProvidersPrivateImage(t *testing.T) {
 		Command: []string{"/bin/sh", "-c", `echo ran > "$FLOPS_OUTPUT_DIR/ran"`}}
 	res, err := e.Run(context.Background(), spec, Hooks{})
 	require.ErrorIs(t, err, ErrImage)
-	require.ErrorContains(t, err, "its registry does not serve its manifest")
+	require.ErrorContains(t, err, "its registry does not serve it")
 	_, statErr := os.Stat(filepath.Join(res.OutputDir, "ran"))
 	require.True(t, os.IsNotExist(statErr), "the provider's image did not run")
 
