@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/types/bech32"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/flopsnet/flops/worker/executor"
 )
@@ -34,12 +35,18 @@ var ErrTaskNotFound = errors.New("task not found")
 // Every request must be signed (SignRequest) by the account that ownerOf names for the
 // task; now is the clock the timestamps are checked against. Refusals are JSON
 // {"error": "..."}: 400 a malformed id or path, 401 a missing, stale or bad signature,
-// 403 a signer who is not the owner, 404 an unknown task, no stored outputs or an
-// unlisted path, 429 an owner past its signed requests of the last minutes
-// (maxNoncesPerSigner), 503 when the owner cannot be looked up. A request's nonce is
-// spent only once its signer is found to be the owner.
+// 403 a signer who is not the owner, 404 a task with nothing here (no stored outputs and
+// no run's logs on this machine), an unknown task or an unlisted path, 429 an owner past
+// its signed requests of the last minutes (maxNoncesPerSigner), 503 when the owner cannot
+// be looked up. A request's nonce is spent only once its signer is found to be the owner.
+//
+// ownerOf (a chain query) is asked only for a task this machine holds something of, and
+// its answers are kept (OwnerCacheSize of them; a task's owner never changes): a stranger
+// who signs requests with keys of its own, for any task ids, costs the server a signature
+// check, not a query to its chain node.
 func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (string, error), now func() time.Time, opts ...Option) http.Handler {
-	h := &handler{store: store, ownerOf: ownerOf, now: now, nonces: &nonces{}}
+	owners, _ := lru.New[uint64, string](OwnerCacheSize)
+	h := &handler{store: store, ownerOf: ownerOf, owners: owners, now: now, nonces: &nonces{}}
 	for _, o := range opts {
 		o(h)
 	}
@@ -98,11 +105,15 @@ func WithHosts(hosts ...string) Option {
 	}
 }
 
+// OwnerCacheSize is how many tasks' owners a Handler keeps.
+const OwnerCacheSize = 4096
+
 type handler struct {
 	hosts   []string
 	nonces  *nonces
 	store   *Store
 	ownerOf func(ctx context.Context, taskID uint64) (string, error)
+	owners  *lru.Cache[uint64, string]
 	now     func() time.Time
 	live    func(taskID uint64) (string, bool, bool)
 }
@@ -215,14 +226,22 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (uint64, boo
 		writeAuthError(w, err)
 		return 0, false
 	}
-	owner, err := h.ownerOf(r.Context(), taskID)
-	switch {
-	case errors.Is(err, ErrTaskNotFound):
-		writeError(w, http.StatusNotFound, "task %d not found", taskID)
+	if !h.holds(taskID) {
+		writeError(w, http.StatusNotFound, "task %d has no outputs or logs on this machine", taskID)
 		return 0, false
-	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, "cannot look up the owner of task %d: %v", taskID, err)
-		return 0, false
+	}
+	owner, ok := h.owners.Get(taskID)
+	if !ok {
+		owner, err = h.ownerOf(r.Context(), taskID)
+		switch {
+		case errors.Is(err, ErrTaskNotFound):
+			writeError(w, http.StatusNotFound, "task %d not found", taskID)
+			return 0, false
+		case err != nil:
+			writeError(w, http.StatusServiceUnavailable, "cannot look up the owner of task %d: %v", taskID, err)
+			return 0, false
+		}
+		h.owners.Add(taskID, owner)
 	}
 	_, ownerAddr, err := bech32.DecodeAndConvert(owner)
 	if err != nil || !bytes.Equal(ownerAddr, signer) {
@@ -236,6 +255,20 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (uint64, boo
 		return 0, false
 	}
 	return taskID, true
+}
+
+// holds says whether this machine has anything of the task to serve: stored outputs, or
+// a run's logs (WithLiveLogs).
+func (h *handler) holds(taskID uint64) bool {
+	if h.store.Has(taskID) {
+		return true
+	}
+	if h.live != nil {
+		if _, _, ok := h.live(taskID); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func writeAuthError(w http.ResponseWriter, err error) {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,6 +146,12 @@ func TestOwnerFetches(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	f := newFixture(t)
 	now := f.clock()
+	// outputs held here of a task the chain does not know, and of one whose owner cannot
+	// be looked up
+	for _, id := range []uint64{12, 99} {
+		_, err := f.store.Put(context.Background(), id, f.result)
+		require.NoError(t, err)
+	}
 	cases := []struct {
 		name   string
 		path   string
@@ -178,7 +185,8 @@ func TestRefusals(t *testing.T) {
 			r.Header.Set(HeaderAddress, a)
 		}, http.StatusUnauthorized, "bech32 address"},
 		{"unknown task", "/v1/tasks/12/outputs", f.owner, now, nil, http.StatusNotFound, "task 12 not found"},
-		{"no outputs stored", "/v1/tasks/8/outputs", f.owner, now, nil, http.StatusNotFound, "no outputs are stored for task 8"},
+		{"nothing here", "/v1/tasks/8/outputs", f.owner, now, nil, http.StatusNotFound, "task 8 has no outputs or logs on this machine"},
+		{"nothing here, a stranger", "/v1/tasks/8/outputs", f.other, now, nil, http.StatusNotFound, "task 8 has no outputs or logs on this machine"},
 		{"unlisted file", "/v1/tasks/7/outputs/secret.txt", f.owner, now, nil, http.StatusNotFound, `no output "secret.txt"`},
 		{"owner lookup down", "/v1/tasks/99/outputs", f.owner, now, nil, http.StatusServiceUnavailable, "cannot look up"},
 		{"bad id", "/v1/tasks/seven/outputs", f.owner, now, nil, http.StatusBadRequest, "decimal"},
@@ -635,15 +643,54 @@ func TestAttackStrangersFillTheNonceStore(t *testing.T) {
 	status, body = send(f.owner, 7)
 	require.Equal(t, http.StatusTooManyRequests, status)
 	require.Contains(t, body, "sent more than 4 signed requests")
-	// another owner is served meanwhile (task 8 has no stored outputs: 404 past the checks)
+	// another owner is served meanwhile
+	_, err := f.store.Put(context.Background(), 8, f.result)
+	require.NoError(t, err)
 	status, body = send(other, 8)
-	require.Equal(t, http.StatusNotFound, status, body)
+	require.Equal(t, http.StatusOK, status, body)
 	// once the window has passed, the flooding owner is served again
 	f.mu.Lock()
 	f.now = f.now.Add(2*MaxClockSkew + time.Second)
 	f.mu.Unlock()
 	status, body = send(f.owner, 7)
 	require.Equal(t, http.StatusOK, status, body)
+}
+
+// Strangers sign requests with keys of their own, each for another task id, or all for a
+// task whose outputs are here: each request had cost the server two queries to its chain
+// node (the task, then its job) before the signer was found not to be the owner, so a
+// stranger's flood of cheap requests became a flood of queries on the provider's node.
+// The server now asks the chain only about a task it holds something of, and once: the
+// 1,000 requests for tasks not here are answered 404 with no query, the 100 for task 7
+// cost one, and the owner is then served without another.
+func TestAttackStrangersMakeTheServerQueryTheChain(t *testing.T) {
+	f := newFixture(t)
+	var lookups atomic.Int32
+	h := Handler(f.store, func(_ context.Context, id uint64) (string, error) {
+		lookups.Add(1)
+		if id == 7 {
+			return addrOf(t, f.owner), nil
+		}
+		return "", fmt.Errorf("task %d: %w", id, ErrTaskNotFound)
+	}, f.clock)
+	send := func(key cryptotypes.PrivKey, task uint64) int {
+		req := httptest.NewRequest(http.MethodGet, "/v1/tasks/"+strconv.FormatUint(task, 10)+"/outputs", nil)
+		require.NoError(t, SignRequest(req, key, f.clock()))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	stranger := secp256k1.GenPrivKey()
+	for i := range uint64(1000) {
+		require.Equal(t, http.StatusNotFound, send(stranger, 1000+i))
+	}
+	require.Zero(t, lookups.Load(), "no query for a task with nothing here")
+	for range 100 {
+		require.Equal(t, http.StatusForbidden, send(secp256k1.GenPrivKey(), 7))
+	}
+	require.Equal(t, int32(1), lookups.Load(), "task 7's owner looked up once")
+	require.Equal(t, http.StatusOK, send(f.owner, 7))
+	require.Equal(t, int32(1), lookups.Load())
 }
 
 // The store kept every task's outputs for good: a node's disk filled with what its

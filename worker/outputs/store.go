@@ -242,6 +242,14 @@ func (s *Store) manifest(taskID uint64) (Manifest, error) {
 	return m, nil
 }
 
+// Has says whether a task's outputs are stored.
+func (s *Store) Has(taskID uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, err := os.Stat(s.manifestPath(taskID))
+	return err == nil
+}
+
 // OpenFile opens one output (or log) of a task by its manifest path; ErrNotFound when
 // the manifest does not list it. The caller closes the file.
 func (s *Store) OpenFile(taskID uint64, p string) (*os.File, executor.OutputFile, error) {
