@@ -325,14 +325,48 @@ async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Prom
 
 /** readLog reads a task's stdout or stderr from offset, at most MAX_LOG_CHUNK bytes: the
  * text, the next offset (never before offset, whatever the server says), and whether the
- * task still runs there (more may come). */
+ * task still runs there (more may come). While more may come (the task runs, or the chunk
+ * was full), a UTF-8 character whose bytes are not all there yet is left for the next
+ * read: a log is written and read at any byte (a program's stdout to a file flushes 4 KiB
+ * at a time), and decoding each read alone turned the halves of a character split between
+ * two reads (tqdm's progress bars are drawn in such characters) into two U+FFFD. */
 export async function readLog(endpoint: string, taskId: bigint, stream: "stdout" | "stderr", offset: number, signer: OutputSigner) {
   const res = await signedFetch(`${endpoint.replace(/\/$/, "")}/v1/tasks/${taskId}/logs/${stream}?offset=${offset}`, signer);
   const bytes = await readAtMost(res, MAX_LOG_CHUNK);
+  const running = res.headers.get("X-Flops-Task-Running") === "true";
   const said = Number(res.headers.get("X-Flops-Log-Offset"));
+  const end = Number.isSafeInteger(said) && said >= offset ? said : offset + bytes.length;
+  const whole = running || bytes.length === MAX_LOG_CHUNK ? utf8Complete(bytes) : bytes.length;
   return {
-    text: new TextDecoder().decode(bytes),
-    next: Number.isSafeInteger(said) && said >= offset ? said : offset + bytes.length,
-    running: res.headers.get("X-Flops-Task-Running") === "true",
+    text: new TextDecoder().decode(bytes.subarray(0, whole)),
+    next: Math.max(offset, end - (bytes.length - whole)),
+    running,
   };
+}
+
+/** utf8Complete is the length of bytes without a UTF-8 character cut short at its end:
+ * the bytes before the last character's first byte when fewer of its bytes follow it than
+ * that byte announces. */
+export function utf8Complete(bytes: Uint8Array): number {
+  let i = bytes.length - 1;
+  while (i >= 0 && bytes.length - i < 4 && (bytes[i]! & 0xc0) === 0x80) i--;
+  if (i < 0) return bytes.length;
+  const lead = bytes[i]!;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return bytes.length - i < need ? i : bytes.length;
+}
+
+/** LOG_TRIMMED starts a log that appendLog cut down. */
+export const LOG_TRIMMED = "[earlier output not kept here]\n";
+
+/** appendLog is log followed by text, keeping the newest kept characters (LOG_TRIMMED
+ * first when it dropped any): a follower of a task that writes without end holds a bounded
+ * log, not all of it. It never keeps half of a UTF-16 surrogate pair. */
+export function appendLog(log: string, text: string, kept: number): string {
+  const all = log + text;
+  if (all.length <= kept) return all;
+  let from = all.length - kept;
+  const c = all.charCodeAt(from);
+  if (c >= 0xdc00 && c <= 0xdfff) from++; // the second half of a pair whose first is dropped
+  return LOG_TRIMMED + all.slice(from);
 }

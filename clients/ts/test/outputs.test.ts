@@ -10,7 +10,8 @@ import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
 
 import {
-  FAILED_ROOT_HEX, fetchOutputs, manifestRoot, MAX_LOG_CHUNK, productRoot, PRODUCT_FILE, readLog, type Manifest, type OutputSigner,
+  appendLog, FAILED_ROOT_HEX, fetchOutputs, LOG_TRIMMED, manifestRoot, MAX_LOG_CHUNK, productRoot, PRODUCT_FILE, readLog, utf8Complete, type Manifest,
+  type OutputSigner,
 } from "../src/index.js";
 
 const signer: OutputSigner = {
@@ -207,4 +208,61 @@ test("readLog reads at most a chunk and never goes back", async () => {
   assert.equal(r.next, 130);
   body = Buffer.alloc(MAX_LOG_CHUNK + 1, 97);
   await assert.rejects(readLog(base, 1n, "stdout", 0, signer), /more than 1048576 bytes/);
+});
+
+test("a character split between two reads of a log is read whole", async () => {
+  // tqdm's bar, "█" (3 bytes in UTF-8), flushed by the task mid-character: the first read
+  // ends on its first byte, the second starts with the other two
+  const log = Buffer.from("epoch 1 ███ 30%\n");
+  let cut = 10; // inside the first █ (bytes 8-10)
+  let running = true;
+  const srv = createServer((req, res) => {
+    const offset = Number(new URL(req.url!, "http://x").searchParams.get("offset"));
+    const end = running ? cut : log.length;
+    res.setHeader("X-Flops-Log-Offset", String(end));
+    res.setHeader("X-Flops-Task-Running", String(running));
+    res.end(log.subarray(offset, end));
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  after(() => srv.close());
+  const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  let r = await readLog(base, 1n, "stdout", 0, signer);
+  assert.deepEqual(r, { text: "epoch 1 ", next: 8, running: true }, "the cut character is left for the next read");
+  let text = r.text;
+  cut = 13;
+  r = await readLog(base, 1n, "stdout", r.next, signer);
+  assert.deepEqual(r, { text: "█", next: 11, running: true });
+  text += r.text;
+  running = false;
+  r = await readLog(base, 1n, "stdout", r.next, signer);
+  assert.deepEqual(r, { text: "██ 30%\n", next: log.length, running: false });
+  text += r.text;
+  assert.equal(text, log.toString());
+  assert.ok(!text.includes("\ufffd"));
+
+  // what utf8Complete keeps: every cut of 1-, 2-, 3- and 4-byte characters
+  const chars = new TextEncoder().encode("aé█😀");
+  for (let n = 0; n <= chars.length; n++) {
+    const kept = utf8Complete(chars.subarray(0, n));
+    assert.ok(kept <= n && n - kept < 4, `cut at ${n}: kept ${kept}`);
+    assert.ok(!new TextDecoder().decode(chars.subarray(0, kept)).includes("\ufffd"), `cut at ${n}`);
+  }
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((n) => utf8Complete(chars.subarray(0, n))), [0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10]);
+  // a run of stray continuation bytes is not a character to wait for
+  assert.equal(utf8Complete(Uint8Array.of(0x80, 0x80, 0x80, 0x80, 0x80)), 5);
+});
+
+test("attack: a task that writes without end fills its follower's memory", () => {
+  // the dashboard follows a log every 2 s, a chunk (1 MiB) a read: what it keeps is bounded
+  let log = "";
+  const chunk = "x".repeat(1000) + "\n";
+  for (let i = 0; i < 100; i++) log = appendLog(log, chunk, 10_000);
+  assert.equal(log.length, LOG_TRIMMED.length + 10_000);
+  assert.ok(log.startsWith(LOG_TRIMMED) && log.endsWith(chunk));
+  assert.equal(log.indexOf(LOG_TRIMMED, 1), -1, "one marker, however often it was cut");
+  assert.equal(appendLog("ab", "cd", 10), "abcd", "nothing dropped within the bound");
+  // a cut between the halves of a surrogate pair keeps neither
+  const cut = appendLog("a😀", "bc", 3);
+  assert.equal(cut, LOG_TRIMMED + "bc");
+  assert.equal(appendLog("a😀", "bc", 4), LOG_TRIMMED + "😀bc");
 });

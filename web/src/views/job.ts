@@ -1,7 +1,7 @@
 // One job: its tasks live (status, provider, price, time used, progress through the
 // lifecycle), its history, and the owner's cancel and challenge buttons.
 import { html } from "lit";
-import { fetchOutputs, gflTypes, isFailedRoot, marketTx, marketTypes, readLog, type Checked } from "@flopsnet/client";
+import { appendLog, fetchOutputs, gflTypes, isFailedRoot, marketTx, marketTypes, readLog, type Checked } from "@flopsnet/client";
 
 import { toHex } from "@cosmjs/encoding";
 
@@ -117,8 +117,7 @@ export class JobView extends View {
       const r = await readLog(endpoint, t.id, "stdout", p.offset, this.chain.wallet!);
       // the page keeps the last LOG_KEPT characters: a task that writes without end would
       // otherwise fill the tab's memory as it is followed
-      let log = p.log + r.text;
-      if (log.length > LOG_KEPT) log = "[earlier output not kept here]\n" + log.slice(log.length - LOG_KEPT);
+      const log = appendLog(p.log, r.text, LOG_KEPT);
       this.setPanel(t.id, { open: true, log, offset: r.next, following: r.running, error: undefined });
       if (r.running && this.isConnected) this.logTimers.set(k, setTimeout(() => void this.logs(t), 2000));
     } catch (e) {
