@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/types/bech32"
@@ -37,8 +38,9 @@ var ErrTaskNotFound = errors.New("task not found")
 // {"error": "..."}: 400 a malformed id or path, 401 a missing, stale or bad signature,
 // 403 a signer who is not the owner, 404 a task with nothing here (no stored outputs and
 // no run's logs on this machine), an unknown task or an unlisted path, 429 an owner past
-// its signed requests of the last minutes (maxNoncesPerSigner), 503 when the owner cannot
-// be looked up. A request's nonce is spent only once its signer is found to be the owner.
+// its signed requests of the last minutes (maxNoncesPerSigner) or with
+// MaxInFlightPerSigner requests being served, 503 when the owner cannot be looked up. A
+// request's nonce is spent only once its signer is found to be the owner.
 //
 // ownerOf (a chain query) is asked only for a task this machine holds something of, and
 // its answers are kept (OwnerCacheSize of them; a task's owner never changes): a stranger
@@ -46,7 +48,7 @@ var ErrTaskNotFound = errors.New("task not found")
 // check, not a query to its chain node.
 func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (string, error), now func() time.Time, opts ...Option) http.Handler {
 	owners, _ := lru.New[uint64, string](OwnerCacheSize)
-	h := &handler{store: store, ownerOf: ownerOf, owners: owners, now: now, nonces: &nonces{}}
+	h := &handler{store: store, ownerOf: ownerOf, owners: owners, now: now, nonces: &nonces{}, inFlight: &inFlight{n: map[string]int{}}}
 	for _, o := range opts {
 		o(h)
 	}
@@ -108,14 +110,44 @@ func WithHosts(hosts ...string) Option {
 // OwnerCacheSize is how many tasks' owners a Handler keeps.
 const OwnerCacheSize = 4096
 
+// MaxInFlightPerSigner bounds the requests of one owner served at once (the TypeScript
+// client downloads 4 files at a time, the Go client 1): an owner who opened a thousand
+// downloads of a large output at once would have taken the provider's whole uplink from
+// its other clients.
+const MaxInFlightPerSigner = 8
+
+// inFlight counts each signer's requests being served.
+type inFlight struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// enter takes one of signer's MaxInFlightPerSigner places, if one is free, until done.
+func (f *inFlight) enter(signer string) (done func(), ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[signer] >= MaxInFlightPerSigner {
+		return nil, false
+	}
+	f.n[signer]++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.n[signer]--; f.n[signer] <= 0 {
+			delete(f.n, signer)
+		}
+	}, true
+}
+
 type handler struct {
-	hosts   []string
-	nonces  *nonces
-	store   *Store
-	ownerOf func(ctx context.Context, taskID uint64) (string, error)
-	owners  *lru.Cache[uint64, string]
-	now     func() time.Time
-	live    func(taskID uint64) (string, bool, bool)
+	hosts    []string
+	nonces   *nonces
+	store    *Store
+	ownerOf  func(ctx context.Context, taskID uint64) (string, error)
+	owners   *lru.Cache[uint64, string]
+	inFlight *inFlight
+	now      func() time.Time
+	live     func(taskID uint64) (string, bool, bool)
 }
 
 // The log route's headers and bounds.
@@ -132,10 +164,11 @@ const (
 // live while the task runs here, else the stored log (the bounded copy kept with the
 // outputs; a log cut down at the end of the task reads from its cut copy).
 func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
-	taskID, ok := h.authorize(w, r)
+	taskID, done, ok := h.authorize(w, r)
 	if !ok {
 		return
 	}
+	defer done()
 	stream := r.PathValue("stream")
 	if stream != "stdout" && stream != "stderr" {
 		writeError(w, http.StatusBadRequest, "log stream %q: must be stdout or stderr", stream)
@@ -213,22 +246,23 @@ func writeError(w http.ResponseWriter, status int, format string, args ...any) {
 }
 
 // authorize answers the request with a refusal and returns false unless it is signed by
-// the owner of the task in its path.
-func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+// the owner of the task in its path, and the owner has fewer than MaxInFlightPerSigner
+// requests being served; done ends the request's share of those.
+func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (taskID uint64, done func(), ok bool) {
 	taskID, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "task id %q: must be a decimal number", r.PathValue("id"))
-		return 0, false
+		return 0, nil, false
 	}
 	now := h.now()
 	signer, signerText, nonce, err := authenticate(r, now, h.hosts)
 	if err != nil {
 		writeAuthError(w, err)
-		return 0, false
+		return 0, nil, false
 	}
 	if !h.holds(taskID) {
 		writeError(w, http.StatusNotFound, "task %d has no outputs or logs on this machine", taskID)
-		return 0, false
+		return 0, nil, false
 	}
 	owner, ok := h.owners.Get(taskID)
 	if !ok {
@@ -236,25 +270,29 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (uint64, boo
 		switch {
 		case errors.Is(err, ErrTaskNotFound):
 			writeError(w, http.StatusNotFound, "task %d not found", taskID)
-			return 0, false
+			return 0, nil, false
 		case err != nil:
 			writeError(w, http.StatusServiceUnavailable, "cannot look up the owner of task %d: %v", taskID, err)
-			return 0, false
+			return 0, nil, false
 		}
 		h.owners.Add(taskID, owner)
 	}
 	_, ownerAddr, err := bech32.DecodeAndConvert(owner)
 	if err != nil || !bytes.Equal(ownerAddr, signer) {
 		writeError(w, http.StatusForbidden, "%s is not the owner of task %d", signerText, taskID)
-		return 0, false
+		return 0, nil, false
 	}
 	// the nonce is spent only now, by the owner: a request refused above can be sent again
 	// and is refused again, and strangers' requests fill nothing
 	if err := h.nonces.use(signerText, nonce, now); err != nil {
 		writeAuthError(w, err)
-		return 0, false
+		return 0, nil, false
 	}
-	return taskID, true
+	if done, ok = h.inFlight.enter(signerText); !ok {
+		writeError(w, http.StatusTooManyRequests, "%s has %d requests being served here: wait for one to end", signerText, MaxInFlightPerSigner)
+		return 0, nil, false
+	}
+	return taskID, done, true
 }
 
 // holds says whether this machine has anything of the task to serve: stored outputs, or
@@ -282,10 +320,11 @@ func writeAuthError(w http.ResponseWriter, err error) {
 }
 
 func (h *handler) serveManifest(w http.ResponseWriter, r *http.Request) {
-	taskID, ok := h.authorize(w, r)
+	taskID, done, ok := h.authorize(w, r)
 	if !ok {
 		return
 	}
+	defer done()
 	m, err := h.store.Manifest(taskID)
 	if errors.Is(err, ErrNotFound) {
 		writeError(w, http.StatusNotFound, "no outputs are stored for task %d", taskID)
@@ -316,10 +355,11 @@ func validOutputPath(p string) bool {
 }
 
 func (h *handler) serveFile(w http.ResponseWriter, r *http.Request) {
-	taskID, ok := h.authorize(w, r)
+	taskID, done, ok := h.authorize(w, r)
 	if !ok {
 		return
 	}
+	defer done()
 	p := r.PathValue("path")
 	if !validOutputPath(p) {
 		writeError(w, http.StatusBadRequest, "output path %q: must be a clean relative path", p)

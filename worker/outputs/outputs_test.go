@@ -693,6 +693,68 @@ func TestAttackStrangersMakeTheServerQueryTheChain(t *testing.T) {
 	require.Equal(t, int32(1), lookups.Load())
 }
 
+// blockedWriter is a response whose body is not read: its first Write says so on
+// blocked, and every Write waits for release.
+type blockedWriter struct {
+	*httptest.ResponseRecorder
+	blocked chan<- struct{}
+	release <-chan struct{}
+	once    sync.Once
+}
+
+func (b *blockedWriter) Write(p []byte) (int, error) {
+	b.once.Do(func() { b.blocked <- struct{}{} })
+	<-b.release
+	return b.ResponseRecorder.Write(p)
+}
+
+// An owner opens many downloads at once and reads none of them: each held a place on the
+// server (and, with large outputs, a share of the provider's uplink) for as long as the
+// owner liked, as many as its nonce quota (65,536) allowed, taking the provider from its
+// other clients. One owner has at most MaxInFlightPerSigner requests served at once: the
+// next is refused (429) while another owner is served, and the owner is served again once
+// one of its requests ends.
+func TestAttackOwnerHoldsAThousandDownloadsOpen(t *testing.T) {
+	f := newFixture(t)
+	other := secp256k1.GenPrivKey() // the owner of task 8
+	_, err := f.store.Put(context.Background(), 8, f.result)
+	require.NoError(t, err)
+	owners := map[uint64]string{7: addrOf(t, f.owner), 8: addrOf(t, other)}
+	h := Handler(f.store, func(_ context.Context, id uint64) (string, error) { return owners[id], nil }, f.clock)
+	request := func(key cryptotypes.PrivKey, task uint64) *http.Request {
+		req := httptest.NewRequest(http.MethodGet, "/v1/tasks/"+strconv.FormatUint(task, 10)+"/outputs", nil)
+		require.NoError(t, SignRequest(req, key, f.clock()))
+		return req
+	}
+	blocked, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	held := make([]*blockedWriter, MaxInFlightPerSigner)
+	for i := range held {
+		held[i] = &blockedWriter{ResponseRecorder: httptest.NewRecorder(), blocked: blocked, release: release}
+		req := request(f.owner, 7)
+		wg.Go(func() { h.ServeHTTP(held[i], req) })
+	}
+	for range held {
+		<-blocked
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, request(f.owner, 7))
+	require.Equal(t, http.StatusTooManyRequests, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), fmt.Sprintf("has %d requests being served here", MaxInFlightPerSigner))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, request(other, 8))
+	require.Equal(t, http.StatusOK, rec.Code, "another owner is served meanwhile: %s", rec.Body.String())
+
+	close(release)
+	wg.Wait()
+	for _, w := range held {
+		require.Equal(t, http.StatusOK, w.Code)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, request(f.owner, 7))
+	require.Equal(t, http.StatusOK, rec.Code, "served again once its requests ended: %s", rec.Body.String())
+}
+
 // The store kept every task's outputs for good: a node's disk filled with what its
 // clients had long fetched or never would. Prune forgets the tasks stored before a cutoff
 // and reclaims their contents, keeping the contents a newer task also lists.
