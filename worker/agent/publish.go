@@ -23,8 +23,10 @@ import (
 // machine at /v1/checkpoints/<sha256>, and uploaded to UploadURL when one is set, so that
 // the node that takes a task over can resume it even when this machine is gone.
 //
-// Checkpoints are fetched by their digest without a signature (the node that resumes a
-// task is not its owner): a job that checkpoints secrets should encrypt them itself.
+// The output server serves a checkpoint only to the owner of a task that published it and
+// to the provider the chain has that task with now (outputs.WithCheckpoints), each
+// request signed; the tasks are recorded beside the file (outputs.RecordCheckpoint). A
+// checkpoint uploaded to UploadURL is that store's to guard.
 type LocalPublisher struct {
 	Store *outputs.Store
 	// BaseURL is the output server's public URL (node.endpoint).
@@ -49,7 +51,7 @@ func (p *LocalPublisher) PublishOutputs(ctx context.Context, taskID uint64, _ st
 }
 
 // PublishCheckpoint implements Publisher.
-func (p *LocalPublisher) PublishCheckpoint(ctx context.Context, _ uint64, cp executor.Checkpoint) (string, error) {
+func (p *LocalPublisher) PublishCheckpoint(ctx context.Context, taskID uint64, cp executor.Checkpoint) (string, error) {
 	if !digest.MatchString(cp.SHA256) {
 		return "", fmt.Errorf("checkpoint digest %q", cp.SHA256)
 	}
@@ -77,6 +79,9 @@ func (p *LocalPublisher) PublishCheckpoint(ctx context.Context, _ uint64, cp exe
 	if err := os.Rename(dst+".tmp", dst); err != nil {
 		return "", err
 	}
+	if err := outputs.RecordCheckpoint(p.Dir, cp.SHA256, taskID); err != nil {
+		return "", err
+	}
 	if p.UploadURL == "" {
 		return fmt.Sprintf("%s/v1/checkpoints/%s", strings.TrimRight(p.BaseURL, "/"), cp.SHA256), nil
 	}
@@ -102,10 +107,10 @@ func (p *LocalPublisher) PublishCheckpoint(ctx context.Context, _ uint64, cp exe
 
 var digest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// CheckpointHandler serves content-addressed files from dir: GET /<sha256> returns the
-// file (checked against its name), and, when writable, PUT /<sha256> stores a body whose
-// sha256 is its name. It is the checkpoint side of the output server, and on its own a
-// minimal checkpoint store (tests, demos).
+// CheckpointHandler serves content-addressed files from dir to anyone: GET /<sha256>
+// returns the file, and, when writable, PUT /<sha256> stores a body whose sha256 is its
+// name. It is a minimal checkpoint store for Outputs.CheckpointUploadURL (tests, demos);
+// the output server serves a node's own checkpoints signed (outputs.WithCheckpoints).
 func CheckpointHandler(dir string, writable bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimPrefix(r.URL.Path, "/")

@@ -158,7 +158,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log.With("component", "executor"),
 		IPFSGateway: cfg.Executor.IPFSGateway, ContainerRuntime: cfg.Executor.ContainerRuntime, Workers: cfg.Executor.Workers, GemmSolver: solver,
 		Sandbox: sandbox, HTTPClient: inputs, RegistryTransport: inputs.Transport, ImageCacheBytes: cfg.Executor.ImageCacheGiB << 30,
-		InputCacheBytes: cfg.Executor.InputCacheGiB << 30})
+		InputCacheBytes:     cfg.Executor.InputCacheGiB << 30,
+		SignCheckpointFetch: func(req *http.Request) error { return outputs.SignRequest(req, priv, time.Now()) }})
 	if err != nil {
 		return err
 	}
@@ -200,9 +201,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 		}), nil)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/v1/tasks/", outputs.Handler(store, ownerOf(client), time.Now, outputs.WithLiveLogs(exec.TaskLogs),
-		outputs.WithHosts(urlHost(cfg.Node.Endpoint), urlHost(publicURL))))
-	mux.Handle("/v1/checkpoints/", http.StripPrefix("/v1/checkpoints", agent.CheckpointHandler(ckptDir, false)))
+	served := outputs.Handler(store, ownerOf(client), time.Now, outputs.WithLiveLogs(exec.TaskLogs),
+		outputs.WithHosts(urlHost(cfg.Node.Endpoint), urlHost(publicURL)), outputs.WithCheckpoints(ckptDir, providerOf(client)))
+	mux.Handle("/v1/tasks/", served)
+	mux.Handle("/v1/checkpoints/", served)
 	g.Go(func() error { return serve(ctx, cfg.Outputs.Listen, mux, serverTLS) })
 	// The agent's context ends with the cause executor.ErrWorkerShutdown when the
 	// daemon's does: its running PROCESS and CONTAINER tasks are then left running for
@@ -376,6 +378,20 @@ func ownerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (string, 
 			return "", err
 		}
 		return j.Job.Owner, nil
+	}
+}
+
+// providerOf is the provider the chain has a task with now (outputs.WithCheckpoints).
+func providerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (string, error) {
+	return func(ctx context.Context, taskID uint64) (string, error) {
+		t, err := c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: taskID})
+		if err != nil {
+			if strings.Contains(err.Error(), "not found") {
+				return "", fmt.Errorf("%w: task %d", outputs.ErrTaskNotFound, taskID)
+			}
+			return "", err
+		}
+		return t.Task.Provider, nil
 	}
 }
 

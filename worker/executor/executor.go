@@ -59,6 +59,11 @@ type Options struct {
 	// HTTPClient fetches inputs and checkpoints (nil: a client without a timeout; the
 	// task's context bounds every request).
 	HTTPClient *http.Client
+	// SignCheckpointFetch, if set, signs each request for a checkpoint to resume from (not
+	// for inputs): another provider's output server serves a task's checkpoint only to its
+	// owner and to the provider the chain has the task with now (outputs.WithCheckpoints),
+	// which the daemon signs as, with its operator key (outputs.SignRequest).
+	SignCheckpointFetch func(*http.Request) error
 	// RegistryTransport reads CONTAINER images' manifests from their registries before
 	// the runtime pulls them (checkImage); nil: http.DefaultTransport. The daemon gives it
 	// the inputs' transport, so that a job's image is read from the provider's own

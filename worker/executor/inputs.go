@@ -53,7 +53,7 @@ func (e *Executor) fetchInputs(ctx context.Context, log *slog.Logger, inputs []m
 	var used uint64
 	for i, in := range inputs {
 		limit, bounded := e.downloadLimit(maxDisk, used)
-		cached, err := e.cached(ctx, log, in.Uri, in.Sha256, limit, bounded)
+		cached, err := e.cached(ctx, log, in.Uri, in.Sha256, limit, bounded, nil)
 		if err != nil {
 			return fmt.Errorf("input %d (%s, for %s): %w", i, redact(in.Uri), inputPath(inputs, i), err)
 		}
@@ -118,7 +118,7 @@ func (e *Executor) cachePath(digest string) string {
 //
 // A download is cut off past max bytes: with ErrInputTooLarge when max is the task's disk
 // (diskBound), else with ErrInputFetch (the worker's own MaxInputBytes).
-func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest string, max int64, diskBound bool) (string, error) {
+func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest string, max int64, diskBound bool, sign func(*http.Request) error) (string, error) {
 	if err := markettypes.ValidateSHA256Hex(digest); err != nil {
 		return "", fmt.Errorf("sha256: %w: %w", err, ErrInvalidSpec)
 	}
@@ -146,7 +146,7 @@ func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest str
 		var tr transientError
 		return errors.As(err, &tr)
 	}
-	if err := retry(ctx, log, "input fetch", transient, func() error { return e.download(ctx, src, dst, digest, max, diskBound) },
+	if err := retry(ctx, log, "input fetch", transient, func() error { return e.download(ctx, src, dst, digest, max, diskBound, sign) },
 		"uri", redact(uri)); err != nil {
 		return "", err
 	}
@@ -210,11 +210,16 @@ func (e *Executor) resolve(uri string) (string, error) {
 }
 
 // download fetches src into dst through a temporary file, checking the digest before
-// the file takes its place.
-func (e *Executor) download(ctx context.Context, src, dst, digest string, max int64, diskBound bool) error {
+// the file takes its place. sign, if not nil, signs the request (each try anew).
+func (e *Executor) download(ctx context.Context, src, dst, digest string, max int64, diskBound bool, sign func(*http.Request) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInputFetch)
+	}
+	if sign != nil {
+		if err := sign(req); err != nil {
+			return fmt.Errorf("signing the request: %w: %w", err, ErrInputFetch)
+		}
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
@@ -315,7 +320,7 @@ func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Che
 		return "", fmt.Errorf("resume checkpoint %s: no file at %q and no URI: %w", cp.SHA256, cp.Path, ErrInputFetch)
 	}
 	limit, bounded := e.downloadLimit(maxDisk, 0)
-	p, err := e.cached(ctx, log, cp.URI, cp.SHA256, limit, bounded)
+	p, err := e.cached(ctx, log, cp.URI, cp.SHA256, limit, bounded, e.opts.SignCheckpointFetch)
 	if err != nil {
 		return "", fmt.Errorf("resume checkpoint (%s): %w", redact(cp.URI), err)
 	}

@@ -56,6 +56,9 @@ func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (str
 	mux.HandleFunc("GET /v1/tasks/{id}/outputs", h.serveManifest)
 	mux.HandleFunc("GET /v1/tasks/{id}/outputs/{path...}", h.serveFile)
 	mux.HandleFunc("GET /v1/tasks/{id}/logs/{stream}", h.serveLog)
+	if h.checkpoints != "" {
+		mux.HandleFunc("GET /v1/checkpoints/{sha256}", h.serveCheckpoint)
+	}
 	return cors(mux)
 }
 
@@ -146,8 +149,11 @@ type handler struct {
 	ownerOf  func(ctx context.Context, taskID uint64) (string, error)
 	owners   *lru.Cache[uint64, string]
 	inFlight *inFlight
-	now      func() time.Time
-	live     func(taskID uint64) (string, bool, bool)
+	// checkpoints (WithCheckpoints)
+	checkpoints string
+	providerOf  func(ctx context.Context, taskID uint64) (string, error)
+	now         func() time.Time
+	live        func(taskID uint64) (string, bool, bool)
 }
 
 // The log route's headers and bounds.
@@ -264,35 +270,53 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (taskID uint
 		writeError(w, http.StatusNotFound, "task %d has no outputs or logs on this machine", taskID)
 		return 0, nil, false
 	}
-	owner, ok := h.owners.Get(taskID)
-	if !ok {
-		owner, err = h.ownerOf(r.Context(), taskID)
-		switch {
-		case errors.Is(err, ErrTaskNotFound):
-			writeError(w, http.StatusNotFound, "task %d not found", taskID)
-			return 0, nil, false
-		case err != nil:
-			writeError(w, http.StatusServiceUnavailable, "cannot look up the owner of task %d: %v", taskID, err)
-			return 0, nil, false
-		}
-		h.owners.Add(taskID, owner)
+	owner, err := h.owner(r.Context(), taskID)
+	switch {
+	case errors.Is(err, ErrTaskNotFound):
+		writeError(w, http.StatusNotFound, "task %d not found", taskID)
+		return 0, nil, false
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "cannot look up the owner of task %d: %v", taskID, err)
+		return 0, nil, false
 	}
 	_, ownerAddr, err := bech32.DecodeAndConvert(owner)
 	if err != nil || !bytes.Equal(ownerAddr, signer) {
 		writeError(w, http.StatusForbidden, "%s is not the owner of task %d", signerText, taskID)
 		return 0, nil, false
 	}
-	// the nonce is spent only now, by the owner: a request refused above can be sent again
-	// and is refused again, and strangers' requests fill nothing
-	if err := h.nonces.use(signerText, nonce, now); err != nil {
-		writeAuthError(w, err)
-		return 0, nil, false
-	}
-	if done, ok = h.inFlight.enter(signerText); !ok {
-		writeError(w, http.StatusTooManyRequests, "%s has %d requests being served here: wait for one to end", signerText, MaxInFlightPerSigner)
+	if done, ok = h.admit(w, signerText, nonce, now); !ok {
 		return 0, nil, false
 	}
 	return taskID, done, true
+}
+
+// admit spends the nonce of a request whose signer is entitled to it and takes one of the
+// signer's places in flight (done gives it back), or answers the refusal. The nonce is
+// spent only now: a request refused before can be sent again and is refused again, and
+// strangers' requests fill nothing.
+func (h *handler) admit(w http.ResponseWriter, signer, nonce string, now time.Time) (done func(), ok bool) {
+	if err := h.nonces.use(signer, nonce, now); err != nil {
+		writeAuthError(w, err)
+		return nil, false
+	}
+	if done, ok = h.inFlight.enter(signer); !ok {
+		writeError(w, http.StatusTooManyRequests, "%s has %d requests being served here: wait for one to end", signer, MaxInFlightPerSigner)
+		return nil, false
+	}
+	return done, true
+}
+
+// owner is a task's owner: kept, or asked of ownerOf and kept.
+func (h *handler) owner(ctx context.Context, taskID uint64) (string, error) {
+	if owner, ok := h.owners.Get(taskID); ok {
+		return owner, nil
+	}
+	owner, err := h.ownerOf(ctx, taskID)
+	if err != nil {
+		return "", err
+	}
+	h.owners.Add(taskID, owner)
+	return owner, nil
 }
 
 // holds says whether this machine has anything of the task to serve: stored outputs, or

@@ -787,3 +787,23 @@ func TestAttackStoredOutputsFillTheDisk(t *testing.T) {
 	}))
 	require.Zero(t, blobs, "no task lists them: reclaimed")
 }
+
+// The tasks that published a checkpoint are listed once each, the newest
+// maxCheckpointTasks of them, and nothing is recorded for what is not a digest.
+func TestRecordCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	sha := strings.Repeat("ab", 32)
+	require.Empty(t, CheckpointTasks(dir, sha))
+	require.NoError(t, RecordCheckpoint(dir, sha, 5))
+	require.NoError(t, RecordCheckpoint(dir, sha, 5))
+	require.NoError(t, RecordCheckpoint(dir, sha, 9))
+	require.Equal(t, []uint64{5, 9}, CheckpointTasks(dir, sha))
+	for id := range uint64(maxCheckpointTasks + 6) {
+		require.NoError(t, RecordCheckpoint(dir, sha, 100+id))
+	}
+	tasks := CheckpointTasks(dir, sha)
+	require.Len(t, tasks, maxCheckpointTasks)
+	require.Equal(t, uint64(100+maxCheckpointTasks+5), tasks[len(tasks)-1])
+	require.Error(t, RecordCheckpoint(dir, "../escape", 1))
+	require.Empty(t, CheckpointTasks(dir, "../escape"))
+}

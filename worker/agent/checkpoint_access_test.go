@@ -1,0 +1,134 @@
+package agent_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
+	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
+	"github.com/cosmos/cosmos-sdk/types/bech32"
+
+	"github.com/flopsnet/flops/internal/chain"
+	"github.com/flopsnet/flops/testutil/testdirs"
+	"github.com/flopsnet/flops/worker/agent"
+	"github.com/flopsnet/flops/worker/executor"
+	"github.com/flopsnet/flops/worker/outputs"
+	markettypes "github.com/flopsnet/flops/x/market/types"
+)
+
+func bech(t *testing.T, k cryptotypes.PrivKey) string {
+	a, err := bech32.ConvertAndEncode(chain.Bech32Prefix, k.PubKey().Address())
+	require.NoError(t, err)
+	return a
+}
+
+// A stranger reads a task's checkpoint (a model's weights, midway) off the provider that
+// published it: the checkpoint's digest and URI are on chain for anyone to read, and the
+// output server handed the file to whoever asked by its digest, unsigned, while the same
+// task's outputs went only to its owner. A checkpoint is now served only to the owner of
+// a task that published it and to the provider the chain has that task with now, each
+// request signed: the successor resumes from it (its worker signs the fetch with its
+// operator key), the previous provider once the task has moved on, a stranger and an
+// unsigned request do not, and a worker refused the checkpoint starts the task from the
+// beginning (da79a7b).
+func TestAttackStrangerReadsATasksCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	owner, first, successor, stranger := secp256k1.GenPrivKey(), secp256k1.GenPrivKey(), secp256k1.GenPrivKey(), secp256k1.GenPrivKey()
+	state := []byte("model weights after epoch 3")
+	sum := sha256.Sum256(state)
+	digest := hex.EncodeToString(sum[:])
+	ckpt := filepath.Join(dir, "task", "checkpoint", "epoch3.bin")
+	require.NoError(t, os.MkdirAll(filepath.Dir(ckpt), 0o755))
+	require.NoError(t, os.WriteFile(ckpt, state, 0o644))
+
+	store, err := outputs.Open(filepath.Join(dir, "outputs"))
+	require.NoError(t, err)
+	var mu sync.Mutex
+	provider := bech(t, first) // the chain's provider of task 5 now
+	lookup := func(want func() string) func(context.Context, uint64) (string, error) {
+		return func(_ context.Context, id uint64) (string, error) {
+			if id != 5 {
+				return "", outputs.ErrTaskNotFound
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return want(), nil
+		}
+	}
+	published := filepath.Join(dir, "published")
+	srv := httptest.NewServer(outputs.Handler(store, lookup(func() string { return bech(t, owner) }), time.Now,
+		outputs.WithCheckpoints(published, lookup(func() string { return provider }))))
+	t.Cleanup(srv.Close)
+	pub := &agent.LocalPublisher{Store: store, BaseURL: srv.URL, Dir: published}
+	uri, err := pub.PublishCheckpoint(context.Background(), 5, executor.Checkpoint{SHA256: digest, Path: ckpt})
+	require.NoError(t, err)
+	require.Equal(t, srv.URL+"/v1/checkpoints/"+digest, uri)
+
+	get := func(key cryptotypes.PrivKey) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, uri, nil)
+		require.NoError(t, err)
+		if key != nil {
+			require.NoError(t, outputs.SignRequest(req, key, time.Now()))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	status, _ := get(nil)
+	require.Equal(t, http.StatusUnauthorized, status, "unsigned")
+	status, body := get(stranger)
+	require.Equal(t, http.StatusForbidden, status, body)
+	require.Contains(t, body, "neither the owner nor the provider")
+	status, body = get(owner)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, string(state), body)
+	status, _ = get(first)
+	require.Equal(t, http.StatusOK, status, "the provider running the task")
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/checkpoints/"+hex.EncodeToString(make([]byte, 32)), nil)
+	require.NoError(t, err)
+	require.NoError(t, outputs.SignRequest(req, owner, time.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "a checkpoint not held here")
+
+	// the task moves to another node: its new provider resumes from the checkpoint, signing
+	// the fetch as its worker does; the one it left and a stranger get nothing
+	mu.Lock()
+	provider = bech(t, successor)
+	mu.Unlock()
+	status, _ = get(first)
+	require.Equal(t, http.StatusForbidden, status, "the provider the task left")
+	run := func(signer cryptotypes.PrivKey) []byte {
+		o := executor.Options{WorkDir: filepath.Join(testdirs.Reachable(t, t.TempDir()), "work")}
+		if signer != nil {
+			o.SignCheckpointFetch = func(req *http.Request) error { return outputs.SignRequest(req, signer, time.Now()) }
+		}
+		e, err := executor.New(o)
+		require.NoError(t, err)
+		res, err := e.Run(context.Background(), executor.Spec{TaskID: 5, JobID: 1, Runtime: markettypes.RUNTIME_PROCESS,
+			Command: []string{"/bin/sh", "-c", `cat "$FLOPS_CHECKPOINT_DIR"/* > "$FLOPS_OUTPUT_DIR/resumed" 2>/dev/null; true`},
+			Resume:  &executor.Checkpoint{SHA256: digest, URI: uri}}, executor.Hooks{})
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(res.OutputDir, "resumed"))
+		require.NoError(t, err)
+		return b
+	}
+	require.Equal(t, state, run(successor), "the successor resumed from the checkpoint")
+	require.Empty(t, run(stranger), "a stranger's worker starts from the beginning")
+	require.Empty(t, run(nil), "so does an unsigned fetch")
+}

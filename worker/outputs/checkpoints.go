@@ -1,0 +1,171 @@
+package outputs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cosmos/cosmos-sdk/types/bech32"
+)
+
+// A published checkpoint is a file named by its sha256 in the checkpoint directory, with
+// the tasks that published it listed beside it in <sha256>.tasks (decimal ids, one a
+// line): a digest is on chain for anyone to read, and the tasks say whom its content
+// belongs to.
+
+var checkpointDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// maxCheckpointTasks bounds the tasks listed for one checkpoint (the same content
+// published by that many tasks: an empty or constant file).
+const maxCheckpointTasks = 64
+
+// RecordCheckpoint lists taskID among the tasks that published the checkpoint sha256 in
+// dir (once; at most maxCheckpointTasks, the newest kept).
+func RecordCheckpoint(dir, sha256 string, taskID uint64) error {
+	if !checkpointDigest.MatchString(sha256) {
+		return fmt.Errorf("checkpoint digest %q", sha256)
+	}
+	tasks := CheckpointTasks(dir, sha256)
+	if slices.Contains(tasks, taskID) {
+		return touch(checkpointTasksPath(dir, sha256))
+	}
+	tasks = append(tasks, taskID)
+	if len(tasks) > maxCheckpointTasks {
+		tasks = tasks[len(tasks)-maxCheckpointTasks:]
+	}
+	var b strings.Builder
+	for _, id := range tasks {
+		b.WriteString(strconv.FormatUint(id, 10))
+		b.WriteByte('\n')
+	}
+	tmp := checkpointTasksPath(dir, sha256) + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, checkpointTasksPath(dir, sha256))
+}
+
+func touch(path string) error {
+	now := time.Now()
+	return os.Chtimes(path, now, now)
+}
+
+// CheckpointTasks are the tasks that published the checkpoint sha256 in dir (none when
+// no record is there).
+func CheckpointTasks(dir, sha256 string) []uint64 {
+	if !checkpointDigest.MatchString(sha256) {
+		return nil
+	}
+	b, err := os.ReadFile(checkpointTasksPath(dir, sha256))
+	if err != nil {
+		return nil
+	}
+	var tasks []uint64
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if id, err := strconv.ParseUint(string(line), 10, 64); err == nil && !slices.Contains(tasks, id) {
+			tasks = append(tasks, id)
+		}
+	}
+	return tasks
+}
+
+func checkpointTasksPath(dir, sha256 string) string { return filepath.Join(dir, sha256+".tasks") }
+
+// WithCheckpoints serves the checkpoints published in dir at GET /v1/checkpoints/{sha256}
+// to the owner of a task that published it and to the provider the chain has that task
+// with now (providerOf, a chain query): the node that resumes the task. A checkpoint is a
+// task's state (a model's weights, midway), as much its owner's as the outputs are, and
+// its digest is on chain for anyone to read; served to whoever asked by it, it gave a
+// stranger what the outputs' signatures keep from one. providerOf is asked only for a
+// checkpoint held here, signed by someone who is not its owner.
+func WithCheckpoints(dir string, providerOf func(ctx context.Context, taskID uint64) (string, error)) Option {
+	return func(h *handler) { h.checkpoints, h.providerOf = dir, providerOf }
+}
+
+func (h *handler) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
+	sha := r.PathValue("sha256")
+	if !checkpointDigest.MatchString(sha) {
+		writeError(w, http.StatusNotFound, "checkpoint %q: not a sha256 (64 lowercase hex characters)", sha)
+		return
+	}
+	now := h.now()
+	signer, signerText, nonce, err := authenticate(r, now, h.hosts)
+	if err != nil {
+		writeAuthError(w, err)
+		return
+	}
+	path := filepath.Join(h.checkpoints, sha)
+	tasks := CheckpointTasks(h.checkpoints, sha)
+	if _, err := os.Stat(path); err != nil || len(tasks) == 0 {
+		writeError(w, http.StatusNotFound, "checkpoint %s is not held here", sha)
+		return
+	}
+	entitled, lookupErr := h.checkpointEntitled(r.Context(), signer, tasks)
+	switch {
+	case !entitled && lookupErr != nil:
+		writeError(w, http.StatusServiceUnavailable, "cannot look up the tasks of checkpoint %s: %v", sha, lookupErr)
+		return
+	case !entitled:
+		writeError(w, http.StatusForbidden, "%s is neither the owner nor the provider of a task that published checkpoint %s", signerText, sha)
+		return
+	}
+	done, ok := h.admit(w, signerText, nonce, now)
+	if !ok {
+		return
+	}
+	defer done()
+	f, err := os.Open(path)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "checkpoint %s is not held here", sha)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "checkpoint %s: %v", sha, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, no-store")
+	http.ServeContent(w, r, "", st.ModTime(), f)
+}
+
+// checkpointEntitled says whether signer owns one of tasks or is the provider the chain
+// has one of them with now; err is the last lookup that failed, if any.
+func (h *handler) checkpointEntitled(ctx context.Context, signer []byte, tasks []uint64) (bool, error) {
+	is := func(addr string) bool {
+		_, b, err := bech32.DecodeAndConvert(addr)
+		return err == nil && bytes.Equal(b, signer)
+	}
+	var lastErr error
+	for _, id := range tasks {
+		owner, err := h.owner(ctx, id)
+		if err == nil && is(owner) {
+			return true, nil
+		}
+		if err != nil && !errors.Is(err, ErrTaskNotFound) {
+			lastErr = err
+		}
+		if h.providerOf == nil {
+			continue
+		}
+		provider, err := h.providerOf(ctx, id)
+		if err == nil && is(provider) {
+			return true, nil
+		}
+		if err != nil && !errors.Is(err, ErrTaskNotFound) {
+			lastErr = err
+		}
+	}
+	return false, lastErr
+}
