@@ -56,8 +56,9 @@ const maxZstdWindow = 1 << 27
 var errUnpackedTooLarge = errors.New("unpacks past the bound")
 
 // imageSize reads an image from its registry as the runtime's pull would, for this
-// machine's platform (linux and the worker's architecture; an image index is resolved to
-// the platform's manifest), and says whether it fits bound. listed is its size as its
+// machine's platform (linux and the worker's architecture; for an image index, every
+// image the runtime might choose, platformManifests, the largest counting), and says
+// whether it fits bound. listed is its size as its
 // manifest lists it: its config and layers, compressed, as a pull downloads them. If
 // that fits, every layer is downloaded and unpacked as the runtime unpacks it into its
 // storage (gzip, zstd, bzip2 or none, told by the layer's first bytes as the runtime
@@ -76,10 +77,7 @@ func imageSize(ctx context.Context, ref string, tr http.RoundTripper, bound uint
 	if err != nil {
 		return 0, 0, false, err
 	}
-	opts := []remote.Option{
-		remote.WithAuthFromKeychain(authn.DefaultKeychain),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
-	}
+	opts := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
 	if tr != nil {
 		opts = append(opts, remote.WithTransport(tr))
 	}
@@ -89,14 +87,85 @@ func imageSize(ctx context.Context, ref string, tr http.RoundTripper, bound uint
 	}
 	mctx, cancel := context.WithTimeout(ctx, imageCheckTimeout)
 	defer cancel()
-	img, err := remote.Image(r, append(opts, remote.WithContext(mctx), remote.Reuse(puller))...)
+	manifests, err := platformManifests(mctx, puller, r)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	m, err := img.Manifest()
-	if err != nil {
-		return 0, 0, false, err
+	for _, m := range manifests {
+		l, u, over, err := measureImage(ctx, puller, r, m, bound)
+		if err != nil || over {
+			return l, u, over, err
+		}
+		listed, unpacked = max(listed, l), max(unpacked, u)
 	}
+	return listed, unpacked, false, nil
+}
+
+// maxPlatformManifests bounds the manifests of one image index that platformManifests
+// takes for this machine's platform.
+const maxPlatformManifests = 16
+
+// platformManifests are the image manifests ref may stand for on this machine: its own,
+// or, in an image index, every one for linux and the worker's architecture, whatever its
+// variant or OS version, and every one that names no platform. The runtimes choose among
+// those by rules of their own (a variant the CPU supports before none, the first or the
+// best match), which a check of one could read differently: an index whose first amd64
+// entry is small and whose amd64/v3 entry unpacks to terabytes would have been checked
+// small and pulled large. An index within the index is refused (docker and podman do not
+// pull one).
+func platformManifests(ctx context.Context, puller *remote.Puller, r name.Reference) ([]*v1.Manifest, error) {
+	desc, err := puller.Get(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if !desc.MediaType.IsIndex() {
+		img, err := desc.Image()
+		if err != nil {
+			return nil, err
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			return nil, err
+		}
+		return []*v1.Manifest{m}, nil
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.Manifest
+	for _, d := range im.Manifests {
+		if d.Platform != nil && (d.Platform.OS != "linux" || d.Platform.Architecture != runtime.GOARCH) {
+			continue
+		}
+		if d.MediaType.IsIndex() {
+			return nil, fmt.Errorf("its index holds another index (%s) for linux/%s", d.Digest, runtime.GOARCH)
+		}
+		if len(out) == maxPlatformManifests {
+			return nil, fmt.Errorf("its index lists more than %d images for linux/%s", maxPlatformManifests, runtime.GOARCH)
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("image %s of its index: %w", d.Digest, err)
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			return nil, fmt.Errorf("image %s of its index: %w", d.Digest, err)
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("its index has no image for linux/%s", runtime.GOARCH)
+	}
+	return out, nil
+}
+
+// measureImage is imageSize for one image manifest m of r.
+func measureImage(ctx context.Context, puller *remote.Puller, r name.Reference, m *v1.Manifest, bound uint64) (listed, unpacked uint64, tooLarge bool, err error) {
 	if m.Config.Size < 0 {
 		return 0, 0, false, fmt.Errorf("config %s: negative size %d", m.Config.Digest, m.Config.Size)
 	}

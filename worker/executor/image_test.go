@@ -288,6 +288,72 @@ func TestAttackJobImageUnpacksPastTheDisk(t *testing.T) {
 	require.Equal(t, image, args[len(args)-3])
 }
 
+// A job names an image index with two images for this machine's architecture: a small
+// one first, with no variant, and one that unpacks past the task's disk with the variant
+// a runtime prefers on a CPU that has it (amd64 v3, arm64 v8). The check had resolved the
+// index as go-containerregistry does, to the first match, and passed the small one, while
+// podman or docker, choosing by variant, would pull the large one. Every image of the
+// index the runtime might choose is checked now; an index with none for this machine,
+// or with an index inside it, is refused.
+func TestAttackImageIndexHidesTheImageTheRuntimePulls(t *testing.T) {
+	rec := installFakeRuntime(t, "podman")
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
+	reg := newManifestRegistry(t)
+	e := newTestExecutor(t, nil)
+	variant := map[string]string{"arm64": "v8"}[runtime.GOARCH]
+	if variant == "" {
+		variant = "v3"
+	}
+	entry := func(m any, mt types.MediaType, p *v1.Platform) v1.Descriptor {
+		ref := reg.put(t, "flops/index", m)
+		_, digest, _ := strings.Cut(ref, "@")
+		h, err := v1.NewHash(digest)
+		require.NoError(t, err)
+		bz, _ := json.Marshal(m)
+		return v1.Descriptor{MediaType: mt, Size: int64(len(bz)), Digest: h, Platform: p}
+	}
+	index := func(entries ...v1.Descriptor) string {
+		return reg.put(t, "flops/index", v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: entries})
+	}
+	small := entry(reg.image(make([]byte, 1<<20)), types.OCIManifestSchema1, &v1.Platform{OS: "linux", Architecture: runtime.GOARCH})
+	bomb := entry(reg.image(tarOfZeros(t, 64<<20, "zstd")), types.OCIManifestSchema1, &v1.Platform{OS: "linux", Architecture: runtime.GOARCH, Variant: variant})
+	run := func(id uint64, image string) error {
+		spec := containerSpec(id)
+		spec.Image, spec.MaxDiskBytes = image, 16<<20
+		_, err := e.Run(context.Background(), spec, Hooks{})
+		return err
+	}
+
+	err := run(370, index(small, bomb))
+	require.ErrorIs(t, err, ErrImageTooLarge)
+	require.ErrorContains(t, err, "unpacks to more than the task's disk")
+	_, statErr := os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull or run it")
+
+	// an entry that names no platform may be chosen too
+	bare := bomb
+	bare.Platform = nil
+	require.ErrorIs(t, run(371, index(small, bare)), ErrImageTooLarge)
+
+	other := "arm64"
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
+	elsewhere := entry(reg.image(make([]byte, 1<<10)), types.OCIManifestSchema1, &v1.Platform{OS: "linux", Architecture: other})
+	err = run(372, index(elsewhere))
+	require.ErrorIs(t, err, ErrImage)
+	require.ErrorContains(t, err, "has no image for linux/"+runtime.GOARCH)
+	nested := entry(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{small}}, types.OCIImageIndex, &v1.Platform{OS: "linux", Architecture: runtime.GOARCH})
+	err = run(373, index(nested))
+	require.ErrorIs(t, err, ErrImage)
+	require.ErrorContains(t, err, "holds another index")
+	_, statErr = os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr))
+
+	// the small image and one for another architecture: the small one is pulled and runs
+	require.NoError(t, run(374, index(elsewhere, small)))
+}
+
 // A registry sends a provider a gzip bomb in place of a small layer of the pinned image
 // (the manifest's digest and size; another provider, or a verification run, gets the
 // real layer). Had the check believed the bytes it unpacked, the provider would report
