@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"compress/bzip2"
@@ -63,8 +64,8 @@ var errUnpackedTooLarge = errors.New("unpacks past the bound")
 // that fits, every layer is downloaded and unpacked as the runtime unpacks it into its
 // storage (gzip, zstd, bzip2 or none, told by the layer's first bytes as the runtime
 // tells it, not by the media type the manifest claims), and unpacked is the config's
-// size and the layers' unpacked bytes; the reads stop once that passes bound
-// (tooLarge). A layer is read to its end, compressed, whatever it unpacks to: its bytes
+// size and what the layers' entries take unpacked, in disk blocks (entryDiskBytes); the
+// reads stop once that passes bound (tooLarge). A layer is read to its end, compressed, whatever it unpacks to: its bytes
 // are checked against its digest and its listed size, so that a registry that sends one
 // machine other bytes than the image's cannot make it refuse an image another machine
 // runs.
@@ -203,25 +204,42 @@ func measureImage(ctx context.Context, puller *remote.Puller, r name.Reference, 
 	return listed, total.Load(), count.over(), nil
 }
 
-// boundedCount counts the bytes written to it, from any number of goroutines, and
-// refuses them once the count passes bound.
+// boundedCount adds up what the layers take, from any number of goroutines, and refuses
+// more once the count passes bound.
 type boundedCount struct {
 	total *atomic.Uint64
 	bound uint64
 }
 
-func (c *boundedCount) Write(p []byte) (int, error) {
-	if c.total.Add(uint64(len(p))) > c.bound {
-		return 0, errUnpackedTooLarge
+func (c *boundedCount) add(n uint64) error {
+	if c.total.Add(n) > c.bound {
+		return errUnpackedTooLarge
 	}
-	return len(p), nil
+	return nil
 }
 
 func (c *boundedCount) over() bool { return c.total.Load() > c.bound }
 
-// unpackLayer downloads one layer, unpacks it into count as far as count takes it, and
-// reads the rest of its bytes: they must be d's size and digest (the digest is checked
-// at the end of the download).
+// diskBlock is the unit entryDiskBytes counts in.
+const diskBlock = 4096
+
+// entryDiskBytes is what one entry of a layer takes once unpacked, counted in 4 KiB
+// blocks as the task's own disk measure counts (disk.go, as du does): a regular file its
+// size in whole blocks, at least one, and anything else (a directory, a link, a device, a
+// whiteout) one. A tar stream holds a one-byte file in 1 KiB and an empty one in 512
+// bytes: counted by the stream alone, a layer of a million tiny files took four times
+// the disk it was held to, and its inodes besides.
+func entryDiskBytes(h *tar.Header) uint64 {
+	if h.Typeflag != tar.TypeReg || h.Size <= diskBlock {
+		return diskBlock
+	}
+	return (uint64(h.Size) + diskBlock - 1) / diskBlock * diskBlock
+}
+
+// unpackLayer downloads one layer, adds up what its entries take once unpacked
+// (entryDiskBytes) into count as far as count takes them, and reads the rest of its
+// bytes: they must be d's size and digest (the digest is checked at the end of the
+// download).
 func unpackLayer(layer v1.Layer, d v1.Descriptor, count *boundedCount) error {
 	rc, err := layer.Compressed()
 	if err != nil {
@@ -232,7 +250,7 @@ func unpackLayer(layer v1.Layer, d v1.Descriptor, count *boundedCount) error {
 	br := bufio.NewReaderSize(body, 64<<10)
 	unpack, err := layerReader(br)
 	if err == nil {
-		_, err = io.Copy(count, unpack)
+		err = layerDiskBytes(unpack, count.add)
 		unpack.Close()
 	}
 	if err != nil && !errors.Is(err, errUnpackedTooLarge) {
@@ -245,6 +263,24 @@ func unpackLayer(layer v1.Layer, d v1.Descriptor, count *boundedCount) error {
 		return fmt.Errorf("layer %s: the registry sent %d bytes or more where the manifest lists %d", d.Digest, read, d.Size)
 	}
 	return nil
+}
+
+// layerDiskBytes reads an unpacked layer's tar stream to its end, or until add refuses,
+// passing add what each entry takes (entryDiskBytes).
+func layerDiskBytes(r io.Reader, add func(uint64) error) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := add(entryDiskBytes(h)); err != nil {
+			return err
+		}
+	}
 }
 
 // layerReader unpacks a layer as podman's and docker's pulls do: the compression told

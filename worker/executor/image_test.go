@@ -245,12 +245,13 @@ func (zeros) Read(p []byte) (int, error) {
 // A job names an image whose layers are small but unpack to far more than the task's
 // disk: 64 MiB of zeros in a 64 KiB gzip layer, or in a 2 KiB zstd layer
 // that its manifest calls gzip, where the task may fill 16 MiB; or three layers that each
-// fit and together do not. The runtime unpacks a pull into its own storage, outside the
+// fit and together do not; or ten thousand one-byte files, a tar stream of 10 MiB that
+// takes 40 MiB of disk blocks. The runtime unpacks a pull into its own storage, outside the
 // task's directories the disk bound watches: with the size the registry lists as the
 // only check, a layer of megabytes could fill the provider's disk with terabytes, failing
 // every task on it. The executor unpacks the layers first, stops once they pass the
 // bound, and refuses the image with ErrImageTooLarge without running the runtime; an
-// image that unpacks to exactly the task's disk runs.
+// image whose files take exactly the task's disk, in whole 4 KiB blocks, runs.
 func TestAttackJobImageUnpacksPastTheDisk(t *testing.T) {
 	rec := installFakeRuntime(t, "podman")
 	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
@@ -278,9 +279,24 @@ func TestAttackJobImageUnpacksPastTheDisk(t *testing.T) {
 		require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull or run it")
 	}
 
-	// the bound is the config and the layers' unpacked bytes, exactly
-	layer := tarOfZeros(t, 1<<20, "gzip")
-	unpacked := uint64(400 + len(tarOfZeros(t, 1<<20, "none")))
+	// a layer of ten thousand one-byte files: 10 MiB of tar stream, 40 MiB of disk blocks
+	var tiny bytes.Buffer
+	zw := gzip.NewWriter(&tiny)
+	tw := tar.NewWriter(zw)
+	for i := range 10_000 {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("f%05d", i), Mode: 0o644, Size: 1, Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte{'x'})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, zw.Close())
+	err := run(345, reg.put(t, "flops/tiny", reg.image(tiny.Bytes())), disk)
+	require.ErrorIs(t, err, ErrImageTooLarge)
+	require.ErrorContains(t, err, "unpacks to more than the task's disk")
+
+	// the bound is the config and the layers' files in whole 4 KiB blocks, exactly
+	layer := tarOfZeros(t, 1<<20+1, "gzip")
+	unpacked := uint64(400 + 1<<20 + 4096)
 	image := reg.put(t, "flops/fits", reg.image(layer))
 	require.ErrorIs(t, run(350, image, unpacked-1), ErrImageTooLarge)
 	require.NoError(t, run(351, image, unpacked))
@@ -504,9 +520,7 @@ func TestImageCheckOnPodman(t *testing.T) {
 	for _, l := range layers {
 		rc, err := l.Uncompressed()
 		require.NoError(t, err)
-		n, err := io.Copy(io.Discard, rc)
-		require.NoError(t, err)
-		unpacked += uint64(n)
+		require.NoError(t, layerDiskBytes(rc, func(n uint64) error { unpacked += n; return nil }))
 		rc.Close()
 	}
 	require.Greater(t, unpacked, size, "busybox's layers are compressed")
