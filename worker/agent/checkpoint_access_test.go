@@ -56,19 +56,30 @@ func TestAttackStrangerReadsATasksCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	provider := bech(t, first) // the chain's provider of task 5 now
-	lookup := func(want func() string) func(context.Context, uint64) (string, error) {
-		return func(_ context.Context, id uint64) (string, error) {
-			if id != 5 {
-				return "", outputs.ErrTaskNotFound
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			return want(), nil
-		}
+	providerLookups := 0
+	clock := time.Now()
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	later := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(d)
 	}
 	published := filepath.Join(dir, "published")
-	srv := httptest.NewServer(outputs.Handler(store, lookup(func() string { return bech(t, owner) }), time.Now,
-		outputs.WithCheckpoints(published, lookup(func() string { return provider }))))
+	srv := httptest.NewServer(outputs.Handler(store, func(_ context.Context, id uint64) (string, error) {
+		if id != 5 {
+			return "", outputs.ErrTaskNotFound
+		}
+		return bech(t, owner), nil
+	}, now, outputs.WithCheckpoints(published, func(_ context.Context, id uint64) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		providerLookups++
+		return provider, nil
+	})))
 	t.Cleanup(srv.Close)
 	pub := &agent.LocalPublisher{Store: store, BaseURL: srv.URL, Dir: published}
 	uri, err := pub.PublishCheckpoint(context.Background(), 5, executor.Checkpoint{SHA256: digest, Path: ckpt})
@@ -79,7 +90,7 @@ func TestAttackStrangerReadsATasksCheckpoint(t *testing.T) {
 		req, err := http.NewRequest(http.MethodGet, uri, nil)
 		require.NoError(t, err)
 		if key != nil {
-			require.NoError(t, outputs.SignRequest(req, key, time.Now()))
+			require.NoError(t, outputs.SignRequest(req, key, now()))
 		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
@@ -93,6 +104,12 @@ func TestAttackStrangerReadsATasksCheckpoint(t *testing.T) {
 	status, body := get(stranger)
 	require.Equal(t, http.StatusForbidden, status, body)
 	require.Contains(t, body, "neither the owner nor the provider")
+	// a stranger's flood costs the chain node one lookup a second
+	for range 100 {
+		status, _ = get(secp256k1.GenPrivKey())
+		require.Equal(t, http.StatusServiceUnavailable, status)
+	}
+	require.Equal(t, 1, providerLookups, "the task's provider looked up once within the second")
 	status, body = get(owner)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, string(state), body)
@@ -100,7 +117,7 @@ func TestAttackStrangerReadsATasksCheckpoint(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "the provider running the task")
 	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/checkpoints/"+hex.EncodeToString(make([]byte, 32)), nil)
 	require.NoError(t, err)
-	require.NoError(t, outputs.SignRequest(req, owner, time.Now()))
+	require.NoError(t, outputs.SignRequest(req, owner, now()))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -111,12 +128,16 @@ func TestAttackStrangerReadsATasksCheckpoint(t *testing.T) {
 	mu.Lock()
 	provider = bech(t, successor)
 	mu.Unlock()
+	status, _ = get(successor)
+	require.Equal(t, http.StatusServiceUnavailable, status, "the provider looked up within the second was another: ask again")
+	later(2 * time.Second)
 	status, _ = get(first)
 	require.Equal(t, http.StatusForbidden, status, "the provider the task left")
+	later(2 * time.Second)
 	run := func(signer cryptotypes.PrivKey) []byte {
 		o := executor.Options{WorkDir: filepath.Join(testdirs.Reachable(t, t.TempDir()), "work")}
 		if signer != nil {
-			o.SignCheckpointFetch = func(req *http.Request) error { return outputs.SignRequest(req, signer, time.Now()) }
+			o.SignCheckpointFetch = func(req *http.Request) error { return outputs.SignRequest(req, signer, now()) }
 		}
 		e, err := executor.New(o)
 		require.NoError(t, err)

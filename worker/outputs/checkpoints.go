@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cosmos/cosmos-sdk/types/bech32"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // A published checkpoint is a file named by its sha256 in the checkpoint directory, with
@@ -86,9 +87,13 @@ func checkpointTasksPath(dir, sha256 string) string { return filepath.Join(dir, 
 // task's state (a model's weights, midway), as much its owner's as the outputs are, and
 // its digest is on chain for anyone to read; served to whoever asked by it, it gave a
 // stranger what the outputs' signatures keep from one. providerOf is asked only for a
-// checkpoint held here, signed by someone who is not its owner.
+// checkpoint held here, signed by someone who is not its owner, and at most once a
+// providerFresh a task.
 func WithCheckpoints(dir string, providerOf func(ctx context.Context, taskID uint64) (string, error)) Option {
-	return func(h *handler) { h.checkpoints, h.providerOf = dir, providerOf }
+	return func(h *handler) {
+		h.checkpoints, h.providerOf = dir, providerOf
+		h.providers, _ = lru.New[uint64, providerAnswer](OwnerCacheSize)
+	}
 }
 
 func (h *handler) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
@@ -109,8 +114,12 @@ func (h *handler) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "checkpoint %s is not held here", sha)
 		return
 	}
-	entitled, lookupErr := h.checkpointEntitled(r.Context(), signer, tasks)
+	entitled, again, lookupErr := h.checkpointEntitled(r.Context(), signer, tasks, now)
 	switch {
+	case !entitled && again:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "the provider of checkpoint %s's task was looked up within the last %s and was not %s: try again", sha, providerFresh, signerText)
+		return
 	case !entitled && lookupErr != nil:
 		writeError(w, http.StatusServiceUnavailable, "cannot look up the tasks of checkpoint %s: %v", sha, lookupErr)
 		return
@@ -140,9 +149,24 @@ func (h *handler) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", st.ModTime(), f)
 }
 
+// providerFresh is how long a task's provider, looked up for a checkpoint, is taken as
+// it is: a stranger's flood of signed requests for a checkpoint held here costs a query
+// to the chain node at most this often a task, and the node that has just been given the
+// task, refused on an answer this fresh, is told to ask again (503, which the executor's
+// fetch retries) rather than refused for good.
+const providerFresh = time.Second
+
+// providerAnswer is a task's provider as looked up at a time.
+type providerAnswer struct {
+	provider string
+	at       time.Time
+}
+
 // checkpointEntitled says whether signer owns one of tasks or is the provider the chain
-// has one of them with now; err is the last lookup that failed, if any.
-func (h *handler) checkpointEntitled(ctx context.Context, signer []byte, tasks []uint64) (bool, error) {
+// has one of them with now; again, when it is not, whether a provider's answer fresher
+// than providerFresh decided it (the signer may be the task's provider since); err is
+// the last lookup that failed, if any.
+func (h *handler) checkpointEntitled(ctx context.Context, signer []byte, tasks []uint64, now time.Time) (entitled, again bool, err error) {
 	is := func(addr string) bool {
 		_, b, err := bech32.DecodeAndConvert(addr)
 		return err == nil && bytes.Equal(b, signer)
@@ -151,7 +175,7 @@ func (h *handler) checkpointEntitled(ctx context.Context, signer []byte, tasks [
 	for _, id := range tasks {
 		owner, err := h.owner(ctx, id)
 		if err == nil && is(owner) {
-			return true, nil
+			return true, false, nil
 		}
 		if err != nil && !errors.Is(err, ErrTaskNotFound) {
 			lastErr = err
@@ -159,13 +183,24 @@ func (h *handler) checkpointEntitled(ctx context.Context, signer []byte, tasks [
 		if h.providerOf == nil {
 			continue
 		}
-		provider, err := h.providerOf(ctx, id)
-		if err == nil && is(provider) {
-			return true, nil
+		if a, ok := h.providers.Get(id); ok && now.Sub(a.at) < providerFresh {
+			if is(a.provider) {
+				return true, false, nil
+			}
+			again = true
+			continue
 		}
-		if err != nil && !errors.Is(err, ErrTaskNotFound) {
-			lastErr = err
+		provider, err := h.providerOf(ctx, id)
+		if err != nil {
+			if !errors.Is(err, ErrTaskNotFound) {
+				lastErr = err
+			}
+			continue
+		}
+		h.providers.Add(id, providerAnswer{provider: provider, at: now})
+		if is(provider) {
+			return true, false, nil
 		}
 	}
-	return false, lastErr
+	return false, again, lastErr
 }

@@ -152,6 +152,7 @@ type handler struct {
 	// checkpoints (WithCheckpoints)
 	checkpoints string
 	providerOf  func(ctx context.Context, taskID uint64) (string, error)
+	providers   *lru.Cache[uint64, providerAnswer]
 	now         func() time.Time
 	live        func(taskID uint64) (string, bool, bool)
 }
