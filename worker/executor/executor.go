@@ -203,6 +203,7 @@ type Executor struct {
 	rtBin, rtFlavor string
 
 	images *imageCache
+	sizes  *imageSizes
 
 	mu      sync.Mutex
 	running map[uint64]struct{}
@@ -271,6 +272,7 @@ func New(o Options) (*Executor, error) {
 		client:  o.HTTPClient,
 		sandbox: tools,
 		images:  newImageCache(abs, o.ImageCacheBytes),
+		sizes:   newImageSizes(abs),
 		running: map[uint64]struct{}{},
 	}, nil
 }

@@ -363,7 +363,9 @@ func imageLocal(ctx context.Context, bin, ref string) (held, named bool) {
 // disk bound watches: a layer of a few megabytes can unpack to terabytes (a gzip stream
 // holds up to 1,032 bytes a byte, zstd far more), and the listed size alone let such an
 // image fill the provider's disk. So an image pulled fresh under a bound is downloaded
-// twice, once here and once by the runtime. An image the runtime holds under its own name
+// twice, once here and once by the runtime, unless an earlier check measured the same
+// digest (imageSizes: what it unpacks to is known, in full or past a bound). An image the
+// runtime holds under its own name
 // is not read: it takes no more disk (one held only under another name is read and
 // pulled, imageLocal). A registry that fails for a while (a network error, 429 or 5xx)
 // is read again, fetchAttempts times in all.
@@ -381,10 +383,23 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 	}
 	var listed, unpacked uint64
 	var tooLarge bool
-	err = retry(ctx, log, "reading the image", transientRegistryError, func() (err error) {
-		listed, unpacked, tooLarge, err = imageSize(ctx, spec.Image, e.opts.RegistryTransport, spec.MaxDiskBytes)
-		return err
-	}, "image", spec.Image)
+	digest := pinnedDigest(spec.Image)
+	if m, ok := e.sizes.get(digest); ok && (m.Complete || m.Listed > spec.MaxDiskBytes || m.Unpacked > spec.MaxDiskBytes) {
+		// measured before: the digest fixes what it unpacks to
+		listed, unpacked = m.Listed, m.Unpacked
+		tooLarge = m.Listed > spec.MaxDiskBytes || m.Unpacked > spec.MaxDiskBytes
+		log.Debug("container image measured before", "image", spec.Image, "bytes", listed, "unpacked_bytes", unpacked, "complete", m.Complete)
+	} else {
+		err = retry(ctx, log, "reading the image", transientRegistryError, func() (err error) {
+			listed, unpacked, tooLarge, err = imageSize(ctx, spec.Image, e.opts.RegistryTransport, spec.MaxDiskBytes)
+			return err
+		}, "image", spec.Image)
+		if err == nil && digest != "" {
+			if perr := e.sizes.put(measuredImage{Digest: digest, Listed: listed, Unpacked: unpacked, Complete: !tooLarge}); perr != nil {
+				log.Warn("image measurement not recorded", "path", e.sizes.path, "err", perr)
+			}
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return false, false, context.Cause(ctx)

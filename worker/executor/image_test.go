@@ -444,9 +444,10 @@ func TestImageCheck(t *testing.T) {
 	require.NoError(t, run(312, fits, 8<<20))
 	require.Equal(t, int32(1), reg.hits.Load())
 	// a registry busy twice, then answering
+	busy := reg.put(t, "flops/busy", reg.image(make([]byte, 3<<20)))
 	reg.hits.Store(0)
 	reg.failFirst = 2
-	require.NoError(t, run(313, fits, 8<<20))
+	require.NoError(t, run(313, busy, 8<<20))
 	require.Equal(t, int32(3), reg.hits.Load())
 	// a manifest the registry does not have: refused at once
 	reg.hits.Store(0)
@@ -470,6 +471,45 @@ func TestImageCheck(t *testing.T) {
 	require.ErrorIs(t, err, ErrImage)
 	require.ErrorContains(t, err, "is not public")
 	require.Zero(t, reg.hits.Load())
+}
+
+// An image the check measured is not downloaded again for the next task that pulls it
+// (the image cache removed it meanwhile), by this executor or the next on the same work
+// directory: its digest fixes what it unpacks to. A refusal is remembered as what the
+// count had reached: a larger bound measures the image again.
+func TestImageCheckRemembersWhatItMeasured(t *testing.T) {
+	installFakeRuntime(t, "podman")
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
+	reg := newManifestRegistry(t)
+	e := newTestExecutor(t, nil)
+	run := func(e *Executor, id uint64, image string, disk uint64) error {
+		spec := containerSpec(id)
+		spec.Image, spec.MaxDiskBytes = image, disk
+		_, err := e.Run(context.Background(), spec, Hooks{})
+		return err
+	}
+	fits := reg.put(t, "flops/fits", reg.image(tarOfZeros(t, 1<<20, "gzip")))
+	require.NoError(t, run(e, 380, fits, 8<<20))
+	reads := reg.hits.Load() + reg.blobHits.Load()
+	require.Positive(t, reg.blobHits.Load())
+	require.NoError(t, run(e, 381, fits, 8<<20))
+	require.NoError(t, run(e, 382, fits, 2<<20), "a smaller bound it fits")
+	again := newTestExecutor(t, func(o *Options) { o.WorkDir = e.opts.WorkDir })
+	require.NoError(t, run(again, 383, fits, 8<<20))
+	require.Equal(t, reads, reg.hits.Load()+reg.blobHits.Load(), "nothing read again")
+	require.ErrorIs(t, run(again, 384, fits, 1<<20), ErrImageTooLarge, "a bound it does not fit")
+	require.Equal(t, reads, reg.hits.Load()+reg.blobHits.Load())
+
+	bomb := reg.put(t, "flops/bomb", reg.image(tarOfZeros(t, 64<<20, "gzip")))
+	require.ErrorIs(t, run(e, 385, bomb, 16<<20), ErrImageTooLarge)
+	reads = reg.hits.Load() + reg.blobHits.Load()
+	require.ErrorIs(t, run(e, 386, bomb, 16<<20), ErrImageTooLarge)
+	require.Equal(t, reads, reg.hits.Load()+reg.blobHits.Load(), "the refusal remembered")
+	require.NoError(t, run(e, 387, bomb, 1<<30), "measured again under a bound past what the count reached")
+	require.Greater(t, reg.hits.Load()+reg.blobHits.Load(), reads)
+	reads = reg.hits.Load() + reg.blobHits.Load()
+	require.NoError(t, run(e, 388, bomb, 1<<30))
+	require.Equal(t, reads, reg.hits.Load()+reg.blobHits.Load())
 }
 
 // On real podman: an image too large for the task's disk, as its registry lists it or as
