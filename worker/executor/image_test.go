@@ -207,6 +207,16 @@ func TestAttackJobImageFillsTheDisk(t *testing.T) {
 	require.Equal(t, spec.Image, args[len(args)-3])
 }
 
+// runImage runs a CONTAINER task of image under a disk bound on e, with the fake
+// runtime that records its arguments in rec (its run.args removed first).
+func runImage(e *Executor, rec string, id uint64, image string, disk uint64) error {
+	_ = os.Remove(filepath.Join(rec, "run.args"))
+	spec := containerSpec(id)
+	spec.Image, spec.MaxDiskBytes = image, disk
+	_, err := e.Run(context.Background(), spec, Hooks{})
+	return err
+}
+
 // tarOfZeros is a layer: a tar stream of one file of n zero bytes, compressed with
 // compression ("gzip", "zstd" or "none").
 func tarOfZeros(t *testing.T, n int64, compression string) []byte {
@@ -258,13 +268,7 @@ func TestAttackJobImageUnpacksPastTheDisk(t *testing.T) {
 	reg := newManifestRegistry(t)
 	e := newTestExecutor(t, nil)
 	const disk = 16 << 20
-	run := func(id uint64, image string, disk uint64) error {
-		_ = os.Remove(filepath.Join(rec, "run.args"))
-		spec := containerSpec(id)
-		spec.Image, spec.MaxDiskBytes = image, disk
-		_, err := e.Run(context.Background(), spec, Hooks{})
-		return err
-	}
+	run := func(id uint64, image string, disk uint64) error { return runImage(e, rec, id, image, disk) }
 
 	gz, zst := tarOfZeros(t, 64<<20, "gzip"), tarOfZeros(t, 64<<20, "zstd")
 	require.Less(t, len(gz), 1<<20)
@@ -333,12 +337,7 @@ func TestAttackImageIndexHidesTheImageTheRuntimePulls(t *testing.T) {
 	}
 	small := entry(reg.image(make([]byte, 1<<20)), types.OCIManifestSchema1, &v1.Platform{OS: "linux", Architecture: runtime.GOARCH})
 	bomb := entry(reg.image(tarOfZeros(t, 64<<20, "zstd")), types.OCIManifestSchema1, &v1.Platform{OS: "linux", Architecture: runtime.GOARCH, Variant: variant})
-	run := func(id uint64, image string) error {
-		spec := containerSpec(id)
-		spec.Image, spec.MaxDiskBytes = image, 16<<20
-		_, err := e.Run(context.Background(), spec, Hooks{})
-		return err
-	}
+	run := func(id uint64, image string) error { return runImage(e, rec, id, image, 16<<20) }
 
 	err := run(370, index(small, bomb))
 	require.ErrorIs(t, err, ErrImageTooLarge)
@@ -425,13 +424,7 @@ func TestImageCheck(t *testing.T) {
 	reg := newManifestRegistry(t)
 	e := newTestExecutor(t, nil)
 	fits := reg.put(t, "flops/fits", reg.image(make([]byte, 4<<20)))
-	run := func(id uint64, image string, disk uint64) error {
-		_ = os.Remove(filepath.Join(rec, "run.args"))
-		spec := containerSpec(id)
-		spec.Image, spec.MaxDiskBytes = image, disk
-		_, err := e.Run(context.Background(), spec, Hooks{})
-		return err
-	}
+	run := func(id uint64, image string, disk uint64) error { return runImage(e, rec, id, image, disk) }
 
 	// held by the runtime already: nothing is read
 	require.NoError(t, run(310, fits, 1<<20))
@@ -478,15 +471,12 @@ func TestImageCheck(t *testing.T) {
 // directory: its digest fixes what it unpacks to. A refusal is remembered as what the
 // count had reached: a larger bound measures the image again.
 func TestImageCheckRemembersWhatItMeasured(t *testing.T) {
-	installFakeRuntime(t, "podman")
+	rec := installFakeRuntime(t, "podman")
 	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
 	reg := newManifestRegistry(t)
 	e := newTestExecutor(t, nil)
 	run := func(e *Executor, id uint64, image string, disk uint64) error {
-		spec := containerSpec(id)
-		spec.Image, spec.MaxDiskBytes = image, disk
-		_, err := e.Run(context.Background(), spec, Hooks{})
-		return err
+		return runImage(e, rec, id, image, disk)
 	}
 	fits := reg.put(t, "flops/fits", reg.image(tarOfZeros(t, 1<<20, "gzip")))
 	require.NoError(t, run(e, 380, fits, 8<<20))

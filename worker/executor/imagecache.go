@@ -53,16 +53,20 @@ func (c *imageCache) load() ([]cachedImage, error) {
 	return imgs, json.Unmarshal(bz, &imgs)
 }
 
-func (c *imageCache) save(imgs []cachedImage) error {
-	bz, err := json.Marshal(imgs)
+func (c *imageCache) save(imgs []cachedImage) error { return writeJSONFile(c.path, imgs) }
+
+// writeJSONFile writes v as JSON to path through a temporary file, readable by the
+// worker only, so that a reader finds the old records or the new, never part of them.
+func writeJSONFile(path string, v any) error {
+	bz, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp := c.path + ".tmp"
+	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, bz, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, c.path)
+	return os.Rename(tmp, path)
 }
 
 // acquire marks ref as used by a task of this worker until release.

@@ -89,13 +89,5 @@ func (s *imageSizes) put(m measuredImage) error {
 	if len(kept) > maxImageSizes {
 		kept = kept[len(kept)-maxImageSizes:]
 	}
-	bz, err := json.Marshal(kept)
-	if err != nil {
-		return err
-	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, bz, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.path)
+	return writeJSONFile(s.path, kept)
 }
