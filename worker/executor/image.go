@@ -165,8 +165,21 @@ func platformManifests(ctx context.Context, puller *remote.Puller, r name.Refere
 	return out, nil
 }
 
+// maxImageLayers bounds the layers of an image: containers/storage's overlay driver
+// stacks at most 500 (docker's overlay2, 128), so an image with more runs nowhere, and
+// its manifest (up to 100 MiB) could list hundreds of thousands of layers, each a
+// request of the check's and the runtime's before the pull failed.
+const maxImageLayers = 500
+
+// errTooManyLayers is the ErrImageTooLarge of an image with more than maxImageLayers
+// layers: the same on every machine.
+var errTooManyLayers = fmt.Errorf("%w: more than %d layers, which no runtime stacks", ErrImageTooLarge, maxImageLayers)
+
 // measureImage is imageSize for one image manifest m of r.
 func measureImage(ctx context.Context, puller *remote.Puller, r name.Reference, m *v1.Manifest, bound uint64) (listed, unpacked uint64, tooLarge bool, err error) {
+	if len(m.Layers) > maxImageLayers {
+		return 0, 0, false, fmt.Errorf("%w (%d)", errTooManyLayers, len(m.Layers))
+	}
 	if m.Config.Size < 0 {
 		return 0, 0, false, fmt.Errorf("config %s: negative size %d", m.Config.Digest, m.Config.Size)
 	}
@@ -403,6 +416,8 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 	switch {
 	case ctx.Err() != nil:
 		return false, false, context.Cause(ctx)
+	case errors.Is(err, ErrImageTooLarge):
+		return false, false, fmt.Errorf("image %s: %w", spec.Image, err)
 	case err != nil:
 		return false, false, fmt.Errorf("%w: image %s: its registry does not serve it: %w", ErrImage, spec.Image, err)
 	case tooLarge && listed > spec.MaxDiskBytes:

@@ -158,8 +158,8 @@ func imageOf(layers ...int64) v1.Manifest {
 // to 3 GiB where the task may fill 1 GiB. The runtime would have pulled it whole into its
 // own storage, outside the task's directories the disk bound watches, and kept it after
 // the task. The executor reads the image's manifest first and refuses it with
-// ErrImageTooLarge, without running the runtime; an image index is judged by this
-// machine's platform's image.
+// ErrImageTooLarge, without running the runtime, as it does an image of more layers than
+// any runtime stacks; an image index is judged by this machine's platform's image.
 func TestAttackJobImageFillsTheDisk(t *testing.T) {
 	rec := installFakeRuntime(t, "podman")
 	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
@@ -174,6 +174,20 @@ func TestAttackJobImageFillsTheDisk(t *testing.T) {
 	require.ErrorContains(t, err, fmt.Sprintf("image %s is %d bytes as its registry lists it, the task's disk %d bytes", huge, 3<<30+400, 1<<30))
 	_, statErr := os.Stat(filepath.Join(rec, "run.args"))
 	require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull or run it")
+
+	// more layers than any runtime stacks: refused from the manifest, none read
+	layers := make([]int64, maxImageLayers+1)
+	for i := range layers {
+		layers[i] = 1
+	}
+	reg.blobHits.Store(0)
+	spec.TaskID, spec.Image = 303, reg.put(t, "flops/deep", imageOf(layers...))
+	_, err = e.Run(context.Background(), spec, Hooks{})
+	require.ErrorIs(t, err, ErrImageTooLarge)
+	require.ErrorContains(t, err, fmt.Sprintf("more than %d layers, which no runtime stacks (%d)", maxImageLayers, maxImageLayers+1))
+	require.Zero(t, reg.blobHits.Load())
+	_, statErr = os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr))
 
 	// an index: this platform's image is the huge one, another platform's is small
 	small := reg.image(make([]byte, 1<<20))
