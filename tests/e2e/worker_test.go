@@ -20,6 +20,7 @@ import (
 
 	sdkmath "cosmossdk.io/math"
 
+	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
 
@@ -234,6 +235,24 @@ func TestWorkerEndToEnd(t *testing.T) {
 		survivor = p2
 	}
 	require.NotNil(t, victim)
+	// the victim's own output server holds the checkpoint too (published there before its
+	// upload): only the task's owner and its provider now read it, signed
+	fetchCkpt := func(key cryptotypes.PrivKey) int {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, victim.outputs+"/v1/checkpoints/"+cp.Sha256, nil)
+		require.NoError(t, err)
+		if key != nil {
+			require.NoError(t, outputs.SignRequest(req, key, time.Now()))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusForbidden, fetchCkpt(wc.keys[survivor.name]), "another provider, not the task's")
+	require.Equal(t, http.StatusOK, fetchCkpt(wc.keys[victim.name]), "the task's provider")
+	require.Equal(t, http.StatusOK, fetchCkpt(wc.keys["client"]), "the job's owner")
+	require.Equal(t, http.StatusUnauthorized, fetchCkpt(nil))
 	longTask := wc.tasksOf(t, long)[0]
 	t.Logf("c) killing %s while it runs task %d (checkpoint %s at height %d)", victim.name, longTask.Id, cp.Sha256, cp.Height)
 	victim.stop(t)
