@@ -520,7 +520,7 @@ func (a *Agent) claimUnit(ctx, runCtx context.Context, c *claim) error {
 		a.mu.Unlock()
 	}()
 	spec := executor.Spec{
-		TaskID: id, Runtime: c.pool.Spec.Runtime, Image: c.pool.Spec.Image,
+		TaskID: id, Owner: c.pool.Owner, Runtime: c.pool.Spec.Runtime, Image: c.pool.Spec.Image,
 		Command: c.pool.Spec.Command, Env: c.pool.Spec.Env, Inputs: []markettypes.Input{c.unit.Input}, Builtin: c.pool.Spec.Builtin,
 		GPUs: c.gpus, MaxDuration: c.pool.Spec.UnitMaxDuration, MaxDiskBytes: c.disk,
 	}

@@ -168,7 +168,7 @@ func (a *Agent) start(ctx context.Context, t markettypes.Task) bool {
 	delete(a.gpuWait, t.Id)
 	a.mu.Unlock()
 	spec := executor.Spec{
-		TaskID: t.Id, JobID: t.JobId, Index: t.Index, Runtime: job.Job.Spec.Runtime, Image: job.Job.Spec.Image,
+		TaskID: t.Id, JobID: t.JobId, Owner: job.Job.Owner, Index: t.Index, Runtime: job.Job.Spec.Runtime, Image: job.Job.Spec.Image,
 		Command: job.Job.Spec.ShardCommand(t.Index), Env: job.Job.Spec.Env, Inputs: job.Job.Spec.Inputs, Builtin: job.Job.Spec.Builtin,
 		MaxDuration: runLimit(job.Job.Spec.MaxDuration), GPUs: r.gpus, CheckpointInterval: job.Job.Spec.CheckpointInterval,
 		MaxDiskBytes: a.params.TaskDiskBytes(job.Job.Spec.Requirements),

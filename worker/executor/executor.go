@@ -114,8 +114,11 @@ type Options struct {
 
 // Spec is one task to run, as the agent assembles it from the chain's job and task.
 type Spec struct {
-	TaskID  uint64
-	JobID   uint64
+	TaskID uint64
+	JobID  uint64
+	// Owner is the job's (or the pool's) owner: its tasks share their inputs and
+	// checkpoints in the cache, which no other owner's task is given (cachePath).
+	Owner   string
 	Index   uint32 // shard index of the task within its job
 	Runtime markettypes.Runtime
 	// Image is the BUILTIN workload name ("gemm", "checksum") or the CONTAINER image,
@@ -410,7 +413,7 @@ func (e *Executor) run(ctx context.Context, log *slog.Logger, spec Spec, hooks H
 		// the job's: the task starts from the beginning, to the same result, instead of
 		// failing as if its job did (which another operator's run would have confirmed,
 		// failing the job for a provider's lost or planted checkpoint).
-		p, err := e.stageCheckpoint(ctx, log, *spec.Resume, spec.MaxDiskBytes)
+		p, err := e.stageCheckpoint(ctx, log, spec.Owner, *spec.Resume, spec.MaxDiskBytes)
 		switch {
 		case err == nil:
 			resume = p
@@ -424,7 +427,7 @@ func (e *Executor) run(ctx context.Context, log *slog.Logger, spec Spec, hooks H
 		return Result{}, err
 	}
 	if spec.Runtime != markettypes.RUNTIME_BUILTIN || spec.Image != markettypes.BuiltinGemm { // gemm reads no input
-		if err := e.fetchInputs(ctx, log, spec.Inputs, d.work, spec.MaxDiskBytes); err != nil {
+		if err := e.fetchInputs(ctx, log, spec.Owner, spec.Inputs, d.work, spec.MaxDiskBytes); err != nil {
 			return Result{OutputDir: d.output}, err
 		}
 	}

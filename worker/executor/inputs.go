@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,11 +50,11 @@ func (t transientError) Unwrap() error { return t.err }
 // not used, with ErrInputTooLarge. Before, an input could be as large as MaxInputBytes (1
 // TiB by default), each of them, and was downloaded whole into the cache, outside the
 // directories the disk bound watches.
-func (e *Executor) fetchInputs(ctx context.Context, log *slog.Logger, inputs []markettypes.Input, work string, maxDisk uint64) error {
+func (e *Executor) fetchInputs(ctx context.Context, log *slog.Logger, owner string, inputs []markettypes.Input, work string, maxDisk uint64) error {
 	var used uint64
 	for i, in := range inputs {
 		limit, bounded := e.downloadLimit(maxDisk, used)
-		cached, err := e.cached(ctx, log, in.Uri, in.Sha256, limit, bounded, nil)
+		cached, err := e.cached(ctx, log, owner, in.Uri, in.Sha256, limit, bounded, nil)
 		if err != nil {
 			return fmt.Errorf("input %d (%s, for %s): %w", i, redact(in.Uri), inputPath(inputs, i), err)
 		}
@@ -108,9 +109,31 @@ func inputPath(inputs []markettypes.Input, i int) string {
 	}
 }
 
-// cachePath is where content of the given digest is cached.
-func (e *Executor) cachePath(digest string) string {
-	return filepath.Join(e.opts.WorkDir, "cache", "sha256", digest)
+// cachePath is where content of the given digest is cached for owner (a job's or pool's
+// owner; "" for none). The cache is kept per owner: a digest is no secret (a job's inputs
+// and a task's checkpoints are on chain with theirs), so a cache shared by every job let
+// a job name another client's digest with any URI and be handed that client's input, or a
+// checkpoint this machine had resumed from (a model's weights midway, which the output
+// server keeps from strangers), out of the cache, without ever fetching it. An owner's
+// tasks share theirs, and another owner's content comes only from its own fetch.
+func (e *Executor) cachePath(owner, digest string) string {
+	name := digest
+	if owner != "" {
+		name += "-" + ownerTag(owner)
+	}
+	return filepath.Join(e.opts.WorkDir, "cache", "sha256", name)
+}
+
+var plainOwner = regexp.MustCompile(`^[a-z0-9]{1,90}$`)
+
+// ownerTag is owner as a file name's part: a bech32 address as it is, anything else by
+// its sha256.
+func ownerTag(owner string) string {
+	if plainOwner.MatchString(owner) {
+		return owner
+	}
+	sum := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(sum[:16])
 }
 
 // cached returns the cache file holding the content of digest, downloading it from uri
@@ -118,11 +141,11 @@ func (e *Executor) cachePath(digest string) string {
 //
 // A download is cut off past max bytes: with ErrInputTooLarge when max is the task's disk
 // (diskBound), else with ErrInputFetch (the worker's own MaxInputBytes).
-func (e *Executor) cached(ctx context.Context, log *slog.Logger, uri, digest string, max int64, diskBound bool, sign func(*http.Request) error) (string, error) {
+func (e *Executor) cached(ctx context.Context, log *slog.Logger, owner, uri, digest string, max int64, diskBound bool, sign func(*http.Request) error) (string, error) {
 	if err := markettypes.ValidateSHA256Hex(digest); err != nil {
 		return "", fmt.Errorf("sha256: %w: %w", err, ErrInvalidSpec)
 	}
-	dst := e.cachePath(digest)
+	dst := e.cachePath(owner, digest)
 	if _, err := os.Stat(dst); err == nil {
 		got, err := hashFile(ctx, dst)
 		if err != nil {
@@ -293,8 +316,8 @@ func redact(uri string) string {
 // stageCheckpoint puts the checkpoint to resume from into the cache (from its local path
 // when that file still matches, else from its URI, cut off past maxDisk bytes, the task's
 // disk; 0: the worker's MaxInputBytes) and returns the cache file.
-func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Checkpoint, maxDisk uint64) (string, error) {
-	dst := e.cachePath(cp.SHA256)
+func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, owner string, cp Checkpoint, maxDisk uint64) (string, error) {
+	dst := e.cachePath(owner, cp.SHA256)
 	if cp.Path != "" {
 		if got, err := hashFile(ctx, cp.Path); err == nil && got == cp.SHA256 {
 			if _, err := os.Stat(dst); err == nil {
@@ -320,7 +343,7 @@ func (e *Executor) stageCheckpoint(ctx context.Context, log *slog.Logger, cp Che
 		return "", fmt.Errorf("resume checkpoint %s: no file at %q and no URI: %w", cp.SHA256, cp.Path, ErrInputFetch)
 	}
 	limit, bounded := e.downloadLimit(maxDisk, 0)
-	p, err := e.cached(ctx, log, cp.URI, cp.SHA256, limit, bounded, e.opts.SignCheckpointFetch)
+	p, err := e.cached(ctx, log, owner, cp.URI, cp.SHA256, limit, bounded, e.opts.SignCheckpointFetch)
 	if err != nil {
 		return "", fmt.Errorf("resume checkpoint (%s): %w", redact(cp.URI), err)
 	}

@@ -83,7 +83,7 @@ func TestInputsFetchedVerifiedAndCached(t *testing.T) {
 	require.Equal(t, 1, srv.count("/ipfs/bafybeigdyrzt5/b.bin"))
 
 	// A cached copy that a task damaged is detected and fetched again.
-	cached := e.cachePath(sha256Hex(a))
+	cached := e.cachePath("", sha256Hex(a))
 	require.NoError(t, os.Chmod(cached, 0o644))
 	require.NoError(t, os.WriteFile(cached, []byte("tampered"), 0o644))
 	spec := shellSpec(52, `cat a.txt > "$FLOPS_OUTPUT_DIR/a"`)
@@ -94,6 +94,48 @@ func TestInputsFetchedVerifiedAndCached(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a, got)
 	require.Equal(t, 2, srv.count("/data/a.txt"))
+}
+
+// A job names another client's input by its digest, which the other job's spec shows on
+// chain, with a URI of its own that serves nothing: the input cache, shared by every job,
+// handed it the other client's dataset, never fetched (the other's URI may have expired
+// since, as a presigned URL does); and so it would a checkpoint this machine had resumed
+// from, named as an input. The cache is kept per owner: the other client's tasks still
+// take it from the cache, the stranger's fetches its own URI and fails.
+func TestAttackJobTakesAnotherClientsInputFromTheCache(t *testing.T) {
+	data, state := []byte("the other client's dataset\n"), []byte("its model's weights at epoch 3\n")
+	srv := newInputServer(t, map[string][]byte{"/private/data.bin": data, "/ckpt/epoch3.bin": state})
+	e := newTestExecutor(t, nil)
+	const owner, stranger = "flops1owner", "flops1stranger"
+	input := markettypes.Input{Uri: srv.URL + "/private/data.bin", Sha256: sha256Hex(data), Path: "data.bin"}
+	spec := shellSpec(90, `cat data.bin "$FLOPS_CHECKPOINT_DIR"/* > "$FLOPS_OUTPUT_DIR/read" 2>/dev/null; true`)
+	spec.Owner, spec.Inputs = owner, []markettypes.Input{input}
+	spec.Resume = &Checkpoint{SHA256: sha256Hex(state), URI: srv.URL + "/ckpt/epoch3.bin"}
+	res, err := e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(res.OutputDir, "read"))
+	require.NoError(t, err)
+	require.Equal(t, string(data)+string(state), string(got))
+	require.Equal(t, 1, srv.count("/private/data.bin"))
+
+	for i, digest := range []string{sha256Hex(data), sha256Hex(state)} {
+		spec := shellSpec(uint64(91+i), `cat stolen > "$FLOPS_OUTPUT_DIR/stolen"`)
+		spec.Owner = stranger
+		spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/nothing-here", Sha256: digest, Path: "stolen"}}
+		res, err := e.Run(context.Background(), spec, Hooks{})
+		require.ErrorIs(t, err, ErrInputFetch, "fetched from its own URI, which serves nothing")
+		_, statErr := os.Stat(filepath.Join(res.OutputDir, "stolen"))
+		require.True(t, os.IsNotExist(statErr), "nothing of the other client's reached the task")
+	}
+
+	// the owner's next task still takes its input from the cache
+	spec = shellSpec(93, `cat data.bin > "$FLOPS_OUTPUT_DIR/read"`)
+	spec.Owner, spec.Inputs = owner, []markettypes.Input{input}
+	res, err = e.Run(context.Background(), spec, Hooks{})
+	require.NoError(t, err)
+	got, err = os.ReadFile(filepath.Join(res.OutputDir, "read"))
+	require.NoError(t, err)
+	require.Equal(t, data, got)
 }
 
 // An input whose content does not match its digest fails the task with a clear error
@@ -110,7 +152,7 @@ func TestInputFailures(t *testing.T) {
 	require.ErrorContains(t, err, wrong)
 	require.ErrorContains(t, err, sha256Hex([]byte("alpha\n")))
 	require.NotContains(t, err.Error(), "topsecret", "a URL's query may hold credentials")
-	_, statErr := os.Stat(e.cachePath(wrong))
+	_, statErr := os.Stat(e.cachePath("", wrong))
 	require.True(t, os.IsNotExist(statErr))
 	require.Equal(t, 1, srv.count("/data/a.txt"), "a digest mismatch is not retried")
 
@@ -241,7 +283,7 @@ func TestAttackJobInputsFillTheDisk(t *testing.T) {
 	_, err := e.Run(context.Background(), spec, Hooks{})
 	require.ErrorIs(t, err, ErrInputTooLarge)
 	require.ErrorIs(t, err, ErrInputFetch)
-	_, statErr := os.Stat(e.cachePath(sha256Hex([]byte(big))))
+	_, statErr := os.Stat(e.cachePath("", sha256Hex([]byte(big))))
 	require.True(t, os.IsNotExist(statErr), "nothing kept of the cut download")
 	entries, err := os.ReadDir(filepath.Join(e.opts.WorkDir, "cache", "tmp"))
 	require.NoError(t, err)
@@ -291,7 +333,7 @@ func TestAttackJobsFillTheInputCache(t *testing.T) {
 	defer srv.Close()
 	e := newTestExecutor(t, func(o *Options) { o.InputCacheBytes = 2 << 20 })
 	cached := func(n string) bool {
-		_, err := os.Stat(e.cachePath(sha256Hex([]byte(body(n)))))
+		_, err := os.Stat(e.cachePath("", sha256Hex([]byte(body(n)))))
 		return err == nil
 	}
 	// ages the cache: every file as if last used d earlier
@@ -343,7 +385,7 @@ func TestAttackJobsFillTheInputCache(t *testing.T) {
 		spec.Inputs = []markettypes.Input{{Uri: srv.URL + "/" + n, Sha256: sha256Hex([]byte(body(n))), Path: "in"}}
 		_, err := unbounded.Run(context.Background(), spec, Hooks{})
 		require.NoError(t, err)
-		_, err = os.Stat(unbounded.cachePath(sha256Hex([]byte(body(n)))))
+		_, err = os.Stat(unbounded.cachePath("", sha256Hex([]byte(body(n)))))
 		require.NoError(t, err)
 	}
 }
