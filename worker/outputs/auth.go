@@ -117,7 +117,8 @@ func unauthorized(format string, args ...any) error {
 var nonceHex = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // authenticate checks a signed request and returns the signer's address bytes and the
-// request's nonce: the public key must hash to the address header, the timestamp be
+// request's nonce: the public key must hash to the address header (or be a session key
+// the address's owner delegated to, checkDelegation), the timestamp be
 // within MaxClockSkew of now, the host be one of hosts (any when hosts is empty), and the
 // signature verify over SignedMessage. The nonce is not spent here: the caller spends it
 // (nonces.use) once the signer is known to be entitled to the request, so that a
@@ -144,7 +145,13 @@ func authenticate(r *http.Request, now time.Time, hosts []string) (addr []byte, 
 		return nil, "", "", unauthorized("%s: must be a base64 compressed secp256k1 public key (%d bytes)", HeaderPubkey, secp256k1.PubKeySize)
 	}
 	pub := &secp256k1.PubKey{Key: key}
-	if !bytes.Equal(pub.Address(), addr) {
+	delegated := r.Header.Get(HeaderDelegation) != ""
+	if delegated {
+		// a session key the owner delegated its requests to (delegation.go)
+		if err := checkDelegation(r, bech, addr, pubB64, now); err != nil {
+			return nil, "", "", err
+		}
+	} else if !bytes.Equal(pub.Address(), addr) {
 		return nil, "", "", unauthorized("%s does not belong to %s %s", HeaderPubkey, HeaderAddress, bech)
 	}
 	ts, err := strconv.ParseInt(tsText, 10, 64)
@@ -162,6 +169,9 @@ func authenticate(r *http.Request, now time.Time, hosts []string) (addr []byte, 
 	switch mode := r.Header.Get(HeaderSignMode); mode {
 	case "", "raw":
 	case SignModeADR036:
+		if delegated {
+			return nil, "", "", unauthorized("%s %q: a session key signs raw", HeaderSignMode, mode)
+		}
 		signed = ADR036SignDoc(bech, signed)
 	default:
 		return nil, "", "", unauthorized("%s %q: must be raw or %s", HeaderSignMode, mode, SignModeADR036)

@@ -67,7 +67,7 @@ func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (str
 // anything else the browser adds on its own, so another origin gains nothing a script
 // without a browser could not do. A preflight is answered here, unsigned.
 func cors(next http.Handler) http.Handler {
-	allowHeaders := strings.Join([]string{HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderSignature, HeaderNonce, HeaderSignMode, "Range"}, ", ")
+	allowHeaders := strings.Join(append([]string{HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderSignature, HeaderNonce, HeaderSignMode, "Range"}, delegationHeaders...), ", ")
 	expose := strings.Join([]string{HeaderLogOffset, HeaderTaskRunning, "Content-Range", "Content-Length", "Accept-Ranges"}, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Origin") == "" {

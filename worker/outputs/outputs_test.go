@@ -807,3 +807,88 @@ func TestRecordCheckpoint(t *testing.T) {
 	require.Error(t, RecordCheckpoint(dir, "../escape", 1))
 	require.Empty(t, CheckpointTasks(dir, "../escape"))
 }
+
+// A session key the owner delegated its requests to signs them in its place: the owner
+// signs once (a browser wallet prompts once), not for every file and every read of a
+// followed log. A delegation is good only for the owner's own tasks, at the host it
+// names, until it expires (at most MaxDelegation ahead), signed by the owner's own key for
+// that very session key: each of those taken away is refused.
+func TestDelegatedSessionSignsForTheOwner(t *testing.T) {
+	f := newFixture(t)
+	now := f.clock()
+	host := strings.TrimPrefix(f.srv.URL, "http://")
+	owner := addrOf(t, f.owner)
+	session := secp256k1.GenPrivKey()
+	send := func(key cryptotypes.PrivKey, d Delegation, edit func(*http.Request)) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/7/outputs", nil)
+		require.NoError(t, err)
+		require.NoError(t, SignDelegated(req, key, owner, d, now))
+		if edit != nil {
+			edit(req)
+		}
+		resp, err := f.srv.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	delegate := func(by, to cryptotypes.PrivKey, host string, expires time.Time) Delegation {
+		d, err := Delegate(by, to, owner, host, expires)
+		require.NoError(t, err)
+		return d
+	}
+	good := delegate(f.owner, session, host, now.Add(8*time.Hour))
+	status, body := send(session, good, nil)
+	require.Equal(t, http.StatusOK, status, body)
+	// as a browser wallet signs it (ADR-036)
+	adr := good
+	adr.SignMode = SignModeADR036
+	sig, err := f.owner.Sign(ADR036SignDoc(owner, good.Doc))
+	require.NoError(t, err)
+	adr.Signature = sig
+	status, body = send(session, adr, nil)
+	require.Equal(t, http.StatusOK, status, body)
+
+	for _, c := range []struct {
+		name string
+		key  cryptotypes.PrivKey
+		d    Delegation
+		edit func(*http.Request)
+		msg  string
+	}{
+		{"no delegation", session, good, func(r *http.Request) { r.Header.Del(HeaderDelegation) }, "does not belong to"},
+		{"another host", session, delegate(f.owner, session, "elsewhere.example:443", now.Add(time.Hour)), nil, "it is for host"},
+		{"expired", session, delegate(f.owner, session, host, now.Add(-time.Second)), nil, "expired at"},
+		{"too long", session, delegate(f.owner, session, host, now.Add(MaxDelegation+time.Minute)), nil, "at most 24h0m0s"},
+		{"another session key", secp256k1.GenPrivKey(), good, nil, "delegates to another key"},
+		{"signed by another key", session, delegate(f.other, session, host, now.Add(time.Hour)), nil, "does not belong to"},
+		{"the owner's key swapped in", session, func() Delegation {
+			d := delegate(f.other, session, host, now.Add(time.Hour))
+			d.OwnerPubkey = f.owner.PubKey().Bytes()
+			return d
+		}(), nil, "does not verify"},
+		{"the doc edited", session, func() Delegation {
+			d := good // another expiry under the same signature
+			d.Doc = DelegationDoc(owner, base64.StdEncoding.EncodeToString(session.PubKey().Bytes()), host, now.Add(9*time.Hour).Unix())
+			return d
+		}(), nil, "does not verify"},
+		{"the request signed ADR-036 by the session", session, good, func(r *http.Request) { r.Header.Set(HeaderSignMode, SignModeADR036) }, "a session key signs raw"},
+	} {
+		status, body := send(c.key, c.d, c.edit)
+		require.Equal(t, http.StatusUnauthorized, status, "%s: %s", c.name, body)
+		require.Contains(t, body, c.msg, c.name)
+	}
+
+	// a stranger's own delegation makes it no owner
+	strangerAddr := addrOf(t, f.other)
+	d, err := Delegate(f.other, session, strangerAddr, host, now.Add(time.Hour))
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/7/outputs", nil)
+	require.NoError(t, err)
+	require.NoError(t, SignDelegated(req, session, strangerAddr, d, now))
+	resp, err := f.srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
