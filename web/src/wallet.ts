@@ -3,7 +3,7 @@
 import { makeSignDoc, Secp256k1HdWallet, type StdSignature } from "@cosmjs/amino";
 import { fromBase64, toBase64 } from "@cosmjs/encoding";
 import { DirectSecp256k1HdWallet, type OfflineSigner } from "@cosmjs/proto-signing";
-import { chain } from "@flopsnet/client";
+import { chain, delegateOutputs, type OutputSigner } from "@flopsnet/client";
 
 import type { Config } from "./config.js";
 
@@ -59,4 +59,25 @@ export async function localWallet(mnemonic: string): Promise<Wallet> {
       return fromStd((await amino.signAmino(account.address, doc)).signature);
     },
   };
+}
+
+/** SESSION_TTL is how long a wallet's delegation to a session key lasts (the server takes
+ * at most a day). */
+const SESSION_TTL = 8 * 3600;
+
+const sessions = new Map<string, { signer: Promise<OutputSigner>; expires: number }>();
+
+/** outputSession is the signer of the wallet's requests to the output server at endpoint:
+ * a session key the wallet delegated them to, once per provider and SESSION_TTL
+ * (delegateOutputs). Keplr prompts for each signArbitrary: signing every file and every
+ * read of a followed log with the wallet had asked the user for each. */
+export function outputSession(wallet: Wallet, endpoint: string): Promise<OutputSigner> {
+  const key = `${wallet.address} ${new URL(endpoint).host}`;
+  const now = Date.now() / 1000;
+  const held = sessions.get(key);
+  if (held && held.expires - now > 300) return held.signer;
+  const signer = delegateOutputs(wallet, endpoint, SESSION_TTL);
+  sessions.set(key, { signer, expires: now + SESSION_TTL });
+  signer.catch(() => sessions.delete(key)); // refused in the wallet: asked again next time
+  return signer;
 }

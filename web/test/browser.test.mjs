@@ -269,12 +269,24 @@ mode: ALLOCATION_MODE_ASSIGN
 `);
   await submitPasted();
   await page.waitForFunction(() => document.querySelector('[data-testid="task-status"]')?.textContent === "RUNNING", null, { timeout: 60_000, polling: 250 });
+  // every read of the log is signed by a session key under one delegation the wallet
+  // signed (a wallet like Keplr would otherwise prompt every 2 s)
+  const logReads = [];
+  const onRequest = (req) => {
+    if (req.url().includes("/logs/stdout")) logReads.push(req.headers());
+  };
+  page.on("request", onRequest);
   await page.getByRole("button", { name: "Logs" }).first().click();
   const log = page.getByTestId("task-log");
   await page.getByRole("heading", { name: "stdout (live)" }).waitFor({ timeout: 15_000 });
   await page.waitForFunction(() => /line 8/.test(document.querySelector('[data-testid="task-log"]')?.textContent ?? ""), null, { timeout: 60_000, polling: 250 });
   assert.match(await log.textContent(), /^line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n/);
   await page.getByRole("heading", { name: "stdout", exact: true }).waitFor({ timeout: 15_000 }); // the run ended: no longer live
+  page.off("request", onRequest);
+  assert.ok(logReads.length >= 2, `the log was read more than once (${logReads.length})`);
+  assert.equal(new Set(logReads.map((h) => h["x-flops-delegation"])).size, 1, "one delegation for every read");
+  assert.ok(logReads.every((h) => h["x-flops-delegation"] && h["x-flops-sign-mode"] === "raw" && h["x-flops-delegation-sign-mode"] === "adr036"));
+  assert.equal(new Set(logReads.map((h) => h["x-flops-nonce"])).size, logReads.length, "a nonce a read");
 });
 
 test("a client opens a pool, posts units, and watches members claim and get paid", async () => {

@@ -4,7 +4,7 @@
 // the manifest is read once and must be the committed result before any file is
 // downloaded; each file is read as a stream, hashed as it comes and cut off past the size
 // the manifest gives it.
-import { Random, Sha256, sha256 } from "@cosmjs/crypto";
+import { Random, Secp256k1, Sha256, sha256 } from "@cosmjs/crypto";
 import { toBase64, toHex, toUtf8 } from "@cosmjs/encoding";
 
 import { FAILED_ROOT_HEX } from "./results.js";
@@ -27,10 +27,54 @@ export interface Manifest {
   logs: OutputFile[];
 }
 
-/** OutputSigner signs an output request as the job's owner (a wallet's signArbitrary). */
+/** OutputSigner signs an output request as the job's owner (a wallet's signArbitrary), or
+ * in its place (a session key, delegateOutputs). */
 export interface OutputSigner {
   address: string;
   signArbitrary(data: Uint8Array): Promise<{ pubkey: Uint8Array; signature: Uint8Array }>;
+  /** how signArbitrary signs: "adr036" (a wallet; the default) or "raw" (a session key) */
+  signMode?: "adr036" | "raw";
+  /** headers every request carries (a session key's delegation) */
+  headers?: Record<string, string>;
+  /** when a session key's delegation ends, unix seconds */
+  expires?: number;
+}
+
+/** DELEGATION_DOMAIN starts a delegation (worker/outputs.DelegationDomain). */
+export const DELEGATION_DOMAIN = "flops-output-delegation-v1";
+
+/** delegationDoc is what an owner signs to let a session key (base64 of its compressed
+ * public key) sign its requests to host until expires (worker/outputs.DelegationDoc). */
+export function delegationDoc(owner: string, sessionKey: string, host: string, expires: number): string {
+  return [DELEGATION_DOMAIN, `owner: ${owner}`, `key: ${sessionKey}`, `host: ${host.toLowerCase()}`, `expires: ${expires}`].join("\n");
+}
+
+/** delegateOutputs has the owner sign, once, a delegation of its requests to the output
+ * server at endpoint to a new session key for ttlSeconds (at most a day: the server's
+ * MaxDelegation), and returns the session's signer: a browser wallet prompts once, not for
+ * every file and every read of a followed log. The key lives only in this signer. */
+export async function delegateOutputs(owner: OutputSigner, endpoint: string, ttlSeconds = 8 * 3600, now = Date.now()): Promise<OutputSigner> {
+  const host = new URL(endpoint).host;
+  const keypair = await Secp256k1.makeKeypair(Random.getBytes(32));
+  const pubkey = Secp256k1.compressPubkey(keypair.pubkey);
+  const expires = Math.floor(now / 1000) + ttlSeconds;
+  const doc = toUtf8(delegationDoc(owner.address, toBase64(pubkey), host, expires));
+  const signed = await owner.signArbitrary(doc);
+  return {
+    address: owner.address,
+    signMode: "raw",
+    expires,
+    headers: {
+      "X-Flops-Delegation": toBase64(doc),
+      "X-Flops-Delegation-Pubkey": toBase64(signed.pubkey),
+      "X-Flops-Delegation-Signature": toBase64(signed.signature),
+      "X-Flops-Delegation-Sign-Mode": owner.signMode ?? "adr036",
+    },
+    async signArbitrary(data: Uint8Array) {
+      const sig = await Secp256k1.createSignature(sha256(data), keypair.privkey);
+      return { pubkey, signature: new Uint8Array([...sig.r(32), ...sig.s(32)]) };
+    },
+  };
 }
 
 export interface CheckedFile extends OutputFile {
@@ -73,7 +117,8 @@ export const MAX_MANIFEST_BYTES = 256 << 20;
 /** MAX_LOG_CHUNK bounds one log response (worker/outputs.MaxLogChunk). */
 export const MAX_LOG_CHUNK = 1 << 20;
 
-/** signedFetch GETs url signed by the owner (worker/outputs.SignedMessage, ADR-036). */
+/** signedFetch GETs url signed by the owner (worker/outputs.SignedMessage, ADR-036), or by
+ * a session key in its place (raw, with its delegation's headers). */
 export async function signedFetch(url: string, signer: OutputSigner, init: RequestInit = {}): Promise<Response> {
   const u = new URL(url);
   const ts = Math.floor(Date.now() / 1000);
@@ -84,12 +129,13 @@ export async function signedFetch(url: string, signer: OutputSigner, init: Reque
     ...init,
     headers: {
       ...(init.headers ?? {}),
+      ...(signer.headers ?? {}),
       "X-Flops-Address": signer.address,
       "X-Flops-Pubkey": toBase64(pubkey),
       "X-Flops-Timestamp": String(ts),
       "X-Flops-Nonce": nonce,
       "X-Flops-Signature": toBase64(signature),
-      "X-Flops-Sign-Mode": "adr036",
+      "X-Flops-Sign-Mode": signer.signMode ?? "adr036",
     },
   });
   if (!res.ok) {

@@ -9,8 +9,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
 
+import { Secp256k1, Secp256k1Signature, sha256 } from "@cosmjs/crypto";
+import { fromBase64, toUtf8 } from "@cosmjs/encoding";
+
 import {
-  appendLog, FAILED_ROOT_HEX, fetchOutputs, LOG_TRIMMED, manifestRoot, MAX_LOG_CHUNK, productRoot, PRODUCT_FILE, readLog, utf8Complete, type Manifest,
+  appendLog, delegateOutputs, DELEGATION_DOMAIN, FAILED_ROOT_HEX, fetchOutputs, LOG_TRIMMED, manifestRoot, MAX_LOG_CHUNK, productRoot, PRODUCT_FILE, readLog, utf8Complete, type Manifest,
   type OutputSigner,
 } from "../src/index.js";
 
@@ -265,4 +268,56 @@ test("attack: a task that writes without end fills its follower's memory", () =>
   const cut = appendLog("a😀", "bc", 3);
   assert.equal(cut, LOG_TRIMMED + "bc");
   assert.equal(appendLog("a😀", "bc", 4), LOG_TRIMMED + "😀bc");
+});
+
+test("a session key signs the owner's requests under one delegation", async () => {
+  // the owner: a key that signs raw (as the Go client's does), counting its signatures
+  const ownerKey = await Secp256k1.makeKeypair(new Uint8Array(32).fill(7));
+  const ownerPub = Secp256k1.compressPubkey(ownerKey.pubkey);
+  let ownerSignatures = 0;
+  const owner: OutputSigner = {
+    address: "flops1owner",
+    signMode: "raw",
+    async signArbitrary(data) {
+      ownerSignatures++;
+      const sig = await Secp256k1.createSignature(sha256(data), ownerKey.privkey);
+      return { pubkey: ownerPub, signature: new Uint8Array([...sig.r(32), ...sig.s(32)]) };
+    },
+  };
+  const seen: Record<string, string | undefined>[] = [];
+  const srv = createServer((req, res) => {
+    seen.push({ ...req.headers, url: req.url, host: req.headers.host } as unknown as Record<string, string | undefined>);
+    res.setHeader("X-Flops-Log-Offset", "3");
+    res.end("log");
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  after(() => srv.close());
+  const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  const now = Date.UTC(2026, 11, 7);
+  const session = await delegateOutputs(owner, base, 3600, now);
+  assert.equal(ownerSignatures, 1);
+  assert.equal(session.expires, now / 1000 + 3600);
+  for (let i = 0; i < 3; i++) await readLog(base, 1n, "stdout", 0, session);
+  assert.equal(ownerSignatures, 1, "the owner signed once for three requests");
+
+  for (const h of seen) {
+    // the delegation: the owner's signature over the doc that names the session key, this
+    // host and the expiry
+    const doc = Buffer.from(h["x-flops-delegation"]!, "base64").toString();
+    assert.equal(doc, [DELEGATION_DOMAIN, "owner: flops1owner", `key: ${h["x-flops-pubkey"]}`, `host: ${h.host}`, `expires: ${now / 1000 + 3600}`].join("\n"));
+    assert.equal(h["x-flops-delegation-pubkey"], Buffer.from(ownerPub).toString("base64"));
+    assert.equal(h["x-flops-delegation-sign-mode"], "raw");
+    const docSig = Secp256k1Signature.fromFixedLength(fromBase64(h["x-flops-delegation-signature"]!));
+    assert.ok(await Secp256k1.verifySignature(docSig, sha256(toUtf8(doc)), ownerKey.pubkey));
+    // the request: signed raw by the session key, as the owner's address
+    assert.equal(h["x-flops-address"], "flops1owner");
+    assert.equal(h["x-flops-sign-mode"], "raw");
+    const u = new URL(h.url!, base);
+    const msg = ["flops-output-v2", "GET", h.host, u.pathname, u.search.slice(1), h["x-flops-timestamp"], h["x-flops-nonce"]].join("\n");
+    const sessionPub = Secp256k1.uncompressPubkey(fromBase64(h["x-flops-pubkey"]!));
+    const reqSig = Secp256k1Signature.fromFixedLength(fromBase64(h["x-flops-signature"]!));
+    assert.ok(await Secp256k1.verifySignature(reqSig, sha256(toUtf8(msg)), sessionPub));
+    assert.notDeepEqual(fromBase64(h["x-flops-pubkey"]!), ownerPub, "the session's own key");
+  }
+  assert.equal(new Set(seen.map((h) => h["x-flops-nonce"])).size, 3, "a nonce a request");
 });

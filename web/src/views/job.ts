@@ -9,6 +9,7 @@ import { disputeStatus, dps, failureOutcome, failureReason, jobStatus, short, ta
 import { page } from "../page.js";
 import { send } from "../tx.js";
 import { View } from "../view.js";
+import { outputSession } from "../wallet.js";
 
 /** LOG_KEPT bounds the characters of a followed log the page keeps (the newest). */
 const LOG_KEPT = 2 << 20;
@@ -95,7 +96,7 @@ export class JobView extends View {
     try {
       const spec = this.job?.spec;
       const gemm = spec?.runtime === gflTypes.Runtime.RUNTIME_BUILTIN && spec.image === "gemm";
-      const checked = await fetchOutputs(t.outputUri, t.id, this.chain.wallet!, toHex(t.resultRoot), gemm);
+      const checked = await fetchOutputs(t.outputUri, t.id, await outputSession(this.chain.wallet!, t.outputUri), toHex(t.resultRoot), gemm);
       this.setPanel(t.id, { checked, busy: false });
     } catch (e) {
       this.setPanel(t.id, { error: e instanceof Error ? e.message : String(e), busy: false });
@@ -114,7 +115,7 @@ export class JobView extends View {
     }
     const p = this.panels[k] ?? { log: "", offset: 0 };
     try {
-      const r = await readLog(endpoint, t.id, "stdout", p.offset, this.chain.wallet!);
+      const r = await readLog(endpoint, t.id, "stdout", p.offset, await outputSession(this.chain.wallet!, endpoint));
       // the page keeps the last LOG_KEPT characters: a task that writes without end would
       // otherwise fill the tab's memory as it is followed
       const log = appendLog(p.log, r.text, LOG_KEPT);
