@@ -820,18 +820,12 @@ func TestDelegatedSessionSignsForTheOwner(t *testing.T) {
 	owner := addrOf(t, f.owner)
 	session := secp256k1.GenPrivKey()
 	send := func(key cryptotypes.PrivKey, d Delegation, edit func(*http.Request)) (int, string) {
-		req, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/7/outputs", nil)
-		require.NoError(t, err)
-		require.NoError(t, SignDelegated(req, key, owner, d, now))
-		if edit != nil {
-			edit(req)
-		}
-		resp, err := f.srv.Client().Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
+		return f.do(t, "/v1/tasks/7/outputs", nil, now, func(req *http.Request) {
+			require.NoError(t, SignDelegated(req, key, owner, d, now))
+			if edit != nil {
+				edit(req)
+			}
+		})
 	}
 	delegate := func(by, to cryptotypes.PrivKey, host string, expires time.Time) Delegation {
 		d, err := Delegate(by, to, owner, host, expires)
@@ -884,11 +878,8 @@ func TestDelegatedSessionSignsForTheOwner(t *testing.T) {
 	strangerAddr := addrOf(t, f.other)
 	d, err := Delegate(f.other, session, strangerAddr, host, now.Add(time.Hour))
 	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodGet, f.srv.URL+"/v1/tasks/7/outputs", nil)
-	require.NoError(t, err)
-	require.NoError(t, SignDelegated(req, session, strangerAddr, d, now))
-	resp, err := f.srv.Client().Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	status, body = f.do(t, "/v1/tasks/7/outputs", nil, now, func(req *http.Request) {
+		require.NoError(t, SignDelegated(req, session, strangerAddr, d, now))
+	})
+	require.Equal(t, http.StatusForbidden, status, body)
 }
