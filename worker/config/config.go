@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"sigs.k8s.io/yaml"
 
 	sdkmath "cosmossdk.io/math"
@@ -147,6 +149,11 @@ type Executor struct {
 	// the worker reads before a pull), at loopback, private and link-local addresses (a
 	// provider's own network): off by default.
 	PrivateInputs bool `json:"private_inputs"`
+	// RegistryLogins are the registries (host or host:port; "docker.io" for Docker Hub)
+	// whose logins in the docker and podman login files may read a job's image before its
+	// pull; elsewhere it is read anonymously, so that a job cannot run a private image by
+	// the provider's login. Empty: none.
+	RegistryLogins []string `json:"registry_logins,omitempty"`
 	// ImageCacheGiB bounds the container images the worker pulled for tasks that it keeps
 	// for later tasks (their size in the runtime's storage); past it the least recently
 	// used are removed as tasks end. 0: each is removed after its task. The runtime's
@@ -280,11 +287,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // Default is the configuration `init` writes.
 func Default(home string) Config {
 	return Config{
-		Chain:     Chain{GRPC: "localhost:9090", GasPrice: 0, PollInterval: Duration{250 * time.Millisecond}},
-		Key:       Key{Name: "provider", Backend: "file", Dir: filepath.Join(home, "keyring"), PassphraseFile: filepath.Join(home, "keyring-passphrase")},
-		Node:      Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, Runtimes: []string{"BUILTIN", "CONTAINER"}, AskPerGPUHour: "1000000"},
-		Bond:      Bond{Amount: "100000000"},
-		Executor:  Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}, ImageCacheGiB: DefaultImageCacheGiB, InputCacheGiB: DefaultInputCacheGiB},
+		Chain: Chain{GRPC: "localhost:9090", GasPrice: 0, PollInterval: Duration{250 * time.Millisecond}},
+		Key:   Key{Name: "provider", Backend: "file", Dir: filepath.Join(home, "keyring"), PassphraseFile: filepath.Join(home, "keyring-passphrase")},
+		Node:  Node{Region: "local", Endpoint: "http://127.0.0.1:8470", Workloads: []string{"TRAINING", "INFERENCE", "BATCH", "RENDERING"}, Runtimes: []string{"BUILTIN", "CONTAINER"}, AskPerGPUHour: "1000000"},
+		Bond:  Bond{Amount: "100000000"},
+		Executor: Executor{WorkDir: filepath.Join(home, "work"), Workers: 2, Sandbox: Sandbox{ReadOnly: []string{}}, RegistryLogins: []string{},
+			ImageCacheGiB: DefaultImageCacheGiB, InputCacheGiB: DefaultInputCacheGiB},
 		PoCP:      PoCP{Solver: "auto", Workers: 2, Timeout: Duration{10 * time.Minute}, ExternalArgs: []string{}},
 		Bidder:    Bidder{Enabled: true, LoadMarkupPPM: 50_000, PerGPUHour: map[string]string{}},
 		Pools:     Pools{Auto: true, MaxJoined: 8, LeaveIdleBlocks: 600, MaxClaims: 4, Join: []uint64{}},
@@ -387,6 +395,11 @@ func (c Config) Validate() error {
 	}
 	if (c.Pools.Auto || len(c.Pools.Join) > 0) && c.Pools.MaxClaims < 1 {
 		errs = append(errs, fmt.Errorf("pools.max_claims %d: at least 1 when the node takes part in pools", c.Pools.MaxClaims))
+	}
+	for _, h := range c.Executor.RegistryLogins {
+		if _, err := name.NewRegistry(h, name.StrictValidation); err != nil || h == "" || strings.ContainsAny(h, "/@") {
+			errs = append(errs, fmt.Errorf("executor.registry_logins %q: a registry's host or host:port (docker.io for Docker Hub)", h))
+		}
 	}
 	if c.Executor.ImageCacheGiB > maxCacheGiB {
 		errs = append(errs, fmt.Errorf("executor.image_cache_gib %d: at most %d", c.Executor.ImageCacheGiB, maxCacheGiB))

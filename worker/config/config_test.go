@@ -31,7 +31,7 @@ func TestRenderLoadsBack(t *testing.T) {
 		AskPerGPUHour: "2500000", ClaimedGflops: 900, DiskMiBPerGPU: 512 << 10, MockGPUs: 2, NoNVML: true}
 	c.Bond.Amount = "500000000"
 	c.Executor = config.Executor{WorkDir: filepath.Join(home, "w"), ContainerRuntime: "podman", IPFSGateway: "https://ipfs.io", Workers: 8, MaxTasks: 3,
-		PrivateInputs: true, ImageCacheGiB: 7, InputCacheGiB: 9, Sandbox: config.Sandbox{Network: true, MemoryMiBPerGPU: 4096, CPUsPerGPU: 2, Processes: 100, ReadOnly: []string{"/usr", "/etc"}, MaxFileMiB: 1024, Cgroup: "/sys/fs/cgroup/flops"}}
+		PrivateInputs: true, RegistryLogins: []string{"docker.io", "registry.example:5000"}, ImageCacheGiB: 7, InputCacheGiB: 9, Sandbox: config.Sandbox{Network: true, MemoryMiBPerGPU: 4096, CPUsPerGPU: 2, Processes: 100, ReadOnly: []string{"/usr", "/etc"}, MaxFileMiB: 1024, Cgroup: "/sys/fs/cgroup/flops"}}
 	c.PoCP = config.PoCP{Solver: "external", External: "/usr/bin/flops-gpu-solver", ExternalArgs: []string{"--device", "0"}, Workers: 4,
 		Timeout: config.Duration{Duration: time.Minute}}
 	c.Bidder = config.Bidder{Enabled: false, Script: "/bin/price", PerGPUHour: map[string]string{"A100-40GB": "1200000", "H100-80GB": "2000000"}, LoadMarkupPPM: 1}
@@ -56,22 +56,23 @@ func TestValidate(t *testing.T) {
 		edit func(c *config.Config)
 		want string
 	}{
-		"no grpc":       {func(c *config.Config) { c.Chain.GRPC = "" }, "chain.grpc"},
-		"backend":       {func(c *config.Config) { c.Key.Backend = "memory" }, "keyring_backend"},
-		"endpoint":      {func(c *config.Config) { c.Node.Endpoint = "ftp://x" }, "node.endpoint"},
-		"workload":      {func(c *config.Config) { c.Node.Workloads = []string{"MINING"} }, "node.workloads"},
-		"ask":           {func(c *config.Config) { c.Node.AskPerGPUHour = "-1" }, "ask_per_gpu_hour"},
-		"disk low":      {func(c *config.Config) { c.Node.DiskMiBPerGPU = 1023 }, "node.disk_mib_per_gpu"},
-		"disk high":     {func(c *config.Config) { c.Node.DiskMiBPerGPU = 16<<20 + 1 }, "node.disk_mib_per_gpu"},
-		"bond":          {func(c *config.Config) { c.Bond.Amount = "lots" }, "bond.amount"},
-		"solver":        {func(c *config.Config) { c.PoCP.Solver = "magic" }, "pocp.solver"},
-		"external path": {func(c *config.Config) { c.PoCP.Solver = "external" }, "pocp.external"},
-		"max joined":    {func(c *config.Config) { c.Pools.MaxJoined = 0 }, "pools.max_joined"},
-		"leave idle":    {func(c *config.Config) { c.Pools.LeaveIdleBlocks = -1 }, "pools.leave_idle_blocks"},
-		"max claims":    {func(c *config.Config) { c.Pools.Auto, c.Pools.Join, c.Pools.MaxClaims = false, []uint64{4}, 0 }, "pools.max_claims"},
-		"image cache":   {func(c *config.Config) { c.Executor.ImageCacheGiB = 1<<20 + 1 }, "executor.image_cache_gib"},
-		"input cache":   {func(c *config.Config) { c.Executor.InputCacheGiB = 1<<20 + 1 }, "executor.input_cache_gib"},
-		"retention":     {func(c *config.Config) { c.Outputs.Retention.Duration = -time.Hour }, "outputs.retention"},
+		"no grpc":        {func(c *config.Config) { c.Chain.GRPC = "" }, "chain.grpc"},
+		"backend":        {func(c *config.Config) { c.Key.Backend = "memory" }, "keyring_backend"},
+		"endpoint":       {func(c *config.Config) { c.Node.Endpoint = "ftp://x" }, "node.endpoint"},
+		"workload":       {func(c *config.Config) { c.Node.Workloads = []string{"MINING"} }, "node.workloads"},
+		"ask":            {func(c *config.Config) { c.Node.AskPerGPUHour = "-1" }, "ask_per_gpu_hour"},
+		"disk low":       {func(c *config.Config) { c.Node.DiskMiBPerGPU = 1023 }, "node.disk_mib_per_gpu"},
+		"disk high":      {func(c *config.Config) { c.Node.DiskMiBPerGPU = 16<<20 + 1 }, "node.disk_mib_per_gpu"},
+		"bond":           {func(c *config.Config) { c.Bond.Amount = "lots" }, "bond.amount"},
+		"solver":         {func(c *config.Config) { c.PoCP.Solver = "magic" }, "pocp.solver"},
+		"external path":  {func(c *config.Config) { c.PoCP.Solver = "external" }, "pocp.external"},
+		"max joined":     {func(c *config.Config) { c.Pools.MaxJoined = 0 }, "pools.max_joined"},
+		"leave idle":     {func(c *config.Config) { c.Pools.LeaveIdleBlocks = -1 }, "pools.leave_idle_blocks"},
+		"max claims":     {func(c *config.Config) { c.Pools.Auto, c.Pools.Join, c.Pools.MaxClaims = false, []uint64{4}, 0 }, "pools.max_claims"},
+		"image cache":    {func(c *config.Config) { c.Executor.ImageCacheGiB = 1<<20 + 1 }, "executor.image_cache_gib"},
+		"registry login": {func(c *config.Config) { c.Executor.RegistryLogins = []string{"https://docker.io/v2"} }, "executor.registry_logins"},
+		"input cache":    {func(c *config.Config) { c.Executor.InputCacheGiB = 1<<20 + 1 }, "executor.input_cache_gib"},
+		"retention":      {func(c *config.Config) { c.Outputs.Retention.Duration = -time.Hour }, "outputs.retention"},
 	} {
 		c := config.Default(home)
 		tc.edit(&c)

@@ -69,6 +69,12 @@ type Options struct {
 	// the inputs' transport, so that a job's image is read from the provider's own
 	// network only where its inputs may be.
 	RegistryTransport http.RoundTripper
+	// RegistryLogins are the registries (host or host:port; "docker.io" for Docker Hub)
+	// whose logins in the docker and podman login files the image check may use for a
+	// job's image. Elsewhere it reads anonymously: a job naming by digest a private image
+	// the provider's logins reach (its own registry's, a digest seen on chain) is refused
+	// as its registry's refusal, where the provider's login had passed it to the runtime.
+	RegistryLogins []string
 	// InputCacheBytes bounds the inputs and checkpoints kept in the cache for later tasks:
 	// once a task ends, the least recently used are removed until the rest fit, sparing
 	// any used within the last hour (inputcache.go). 0: no bound.

@@ -71,14 +71,18 @@ var errUnpackedTooLarge = errors.New("unpacks past the bound")
 // runs.
 //
 // Registries are reached as the runtime reaches them for a pull: the default registry
-// (docker.io) for a short name, credentials from the docker and podman login files
-// (authn.DefaultKeychain), plain HTTP only for localhost and private addresses.
-func imageSize(ctx context.Context, ref string, tr http.RoundTripper, bound uint64) (listed, unpacked uint64, tooLarge bool, err error) {
+// (docker.io) for a short name, plain HTTP only for localhost and private addresses; with
+// the credentials of the docker and podman login files (authn.DefaultKeychain) only for a
+// registry of logins, anonymously elsewhere.
+func imageSize(ctx context.Context, ref string, tr http.RoundTripper, logins []string, bound uint64) (listed, unpacked uint64, tooLarge bool, err error) {
 	r, err := registryRef(ref)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	opts := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	opts := []remote.Option{remote.WithAuth(authn.Anonymous)}
+	if loginAllowed(r, logins) {
+		opts = []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	}
 	if tr != nil {
 		opts = append(opts, remote.WithTransport(tr))
 	}
@@ -100,6 +104,16 @@ func imageSize(ctx context.Context, ref string, tr http.RoundTripper, bound uint
 		listed, unpacked = max(listed, l), max(unpacked, u)
 	}
 	return listed, unpacked, false, nil
+}
+
+// loginAllowed says whether r's registry is one of logins (Options.RegistryLogins).
+func loginAllowed(r name.Reference, logins []string) bool {
+	for _, l := range logins {
+		if reg, err := name.NewRegistry(l); err == nil && reg.RegistryStr() == r.Context().RegistryStr() {
+			return true
+		}
+	}
+	return false
 }
 
 // maxPlatformManifests bounds the manifests of one image index that platformManifests
@@ -404,7 +418,7 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 		log.Debug("container image measured before", "image", spec.Image, "bytes", listed, "unpacked_bytes", unpacked, "complete", m.Complete)
 	} else {
 		err = retry(ctx, log, "reading the image", transientRegistryError, func() (err error) {
-			listed, unpacked, tooLarge, err = imageSize(ctx, spec.Image, e.opts.RegistryTransport, spec.MaxDiskBytes)
+			listed, unpacked, tooLarge, err = imageSize(ctx, spec.Image, e.opts.RegistryTransport, e.opts.RegistryLogins, spec.MaxDiskBytes)
 			return err
 		}, "image", spec.Image)
 		if err == nil && digest != "" {

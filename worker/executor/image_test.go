@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,7 @@ type manifestRegistry struct {
 	blobs     map[string][]byte // digest -> the bytes served for it
 	hits      atomic.Int32      // manifest requests
 	blobHits  atomic.Int32
+	login     string // "user:password" the registry asks for; "": none
 	failFirst int32
 	srv       *httptest.Server
 }
@@ -56,6 +58,16 @@ type manifestRegistry struct {
 func newManifestRegistry(t *testing.T) *manifestRegistry {
 	r := &manifestRegistry{manifests: map[string][]byte{}, blobs: map[string][]byte{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		login := r.login
+		r.mu.Unlock()
+		if u, p, _ := req.BasicAuth(); login != "" && u+":"+p != login {
+			w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"login required"}]}`)
+			return
+		}
 		if req.URL.Path == "/v2/" {
 			return
 		}
@@ -381,6 +393,39 @@ func TestAttackImageIndexHidesTheImageTheRuntimePulls(t *testing.T) {
 
 	// the small image and one for another architecture: the small one is pulled and runs
 	require.NoError(t, run(374, index(elsewhere, small)))
+}
+
+// A job names by digest a private image that only the provider's login reaches (its own
+// registry's, a digest seen on chain in the provider's own jobs): the check had read it
+// with the provider's docker login and passed it to the runtime, which pulls with the same
+// logins, so the job ran, and could copy out, the provider's private image. A job's image
+// is read anonymously now, except at the registries the operator lists (RegistryLogins,
+// e.g. docker.io for its rate limits): the private image is refused as its registry's
+// refusal, and read with the login where its registry is listed.
+func TestAttackJobPullsAPrivateImageWithTheProvidersLogin(t *testing.T) {
+	rec := installFakeRuntime(t, "podman")
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
+	reg := newManifestRegistry(t)
+	private := reg.put(t, "provider/private", reg.image(tarOfZeros(t, 1<<10, "gzip")))
+	host := strings.TrimPrefix(reg.srv.URL, "http://")
+	reg.mu.Lock()
+	reg.login = "provider:secret" // the registry asks for the provider's login
+	reg.mu.Unlock()
+	docker := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte("provider:secret"))
+	require.NoError(t, os.WriteFile(filepath.Join(docker, "config.json"), []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, host, auth)), 0o600))
+	t.Setenv("DOCKER_CONFIG", docker)
+
+	e := newTestExecutor(t, nil)
+	err := runImage(e, rec, 395, private, 1<<30)
+	require.ErrorIs(t, err, ErrImage)
+	require.False(t, errors.Is(err, ErrImageTooLarge))
+	require.ErrorContains(t, err, "its registry does not serve it")
+	_, statErr := os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull it")
+
+	listed := newTestExecutor(t, func(o *Options) { o.RegistryLogins = []string{host} })
+	require.NoError(t, runImage(listed, rec, 396, private, 1<<30), "its registry listed: read with the login")
 }
 
 // A registry sends a provider a gzip bomb in place of a small layer of the pinned image
