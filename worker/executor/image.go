@@ -411,7 +411,11 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 	var listed, unpacked uint64
 	var tooLarge bool
 	digest := pinnedDigest(spec.Image)
-	if m, ok := e.sizes.get(digest); ok && (m.Complete || m.Listed > spec.MaxDiskBytes || m.Unpacked > spec.MaxDiskBytes) {
+	login := false
+	if r, err := registryRef(spec.Image); err == nil {
+		login = loginAllowed(r, e.opts.RegistryLogins)
+	}
+	if m, ok := e.sizes.get(digest); ok && (!m.Login || login) && (m.Complete || m.Listed > spec.MaxDiskBytes || m.Unpacked > spec.MaxDiskBytes) {
 		// measured before: the digest fixes what it unpacks to
 		listed, unpacked = m.Listed, m.Unpacked
 		tooLarge = m.Listed > spec.MaxDiskBytes || m.Unpacked > spec.MaxDiskBytes
@@ -422,7 +426,7 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 			return err
 		}, "image", spec.Image)
 		if err == nil && digest != "" {
-			if perr := e.sizes.put(measuredImage{Digest: digest, Listed: listed, Unpacked: unpacked, Complete: !tooLarge}); perr != nil {
+			if perr := e.sizes.put(measuredImage{Digest: digest, Listed: listed, Unpacked: unpacked, Complete: !tooLarge, Login: login}); perr != nil {
 				log.Warn("image measurement not recorded", "path", e.sizes.path, "err", perr)
 			}
 		}

@@ -426,6 +426,9 @@ func TestAttackJobPullsAPrivateImageWithTheProvidersLogin(t *testing.T) {
 
 	listed := newTestExecutor(t, func(o *Options) { o.RegistryLogins = []string{host} })
 	require.NoError(t, runImage(listed, rec, 396, private, 1<<30), "its registry listed: read with the login")
+	// what was measured with the login stands only while the registry is listed
+	unlisted := newTestExecutor(t, func(o *Options) { o.WorkDir = listed.opts.WorkDir })
+	require.ErrorIs(t, runImage(unlisted, rec, 397, private, 1<<30), ErrImage)
 }
 
 // A registry sends a provider a gzip bomb in place of a small layer of the pinned image

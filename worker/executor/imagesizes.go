@@ -30,6 +30,9 @@ type measuredImage struct {
 	Listed   uint64 `json:"listed"`
 	Unpacked uint64 `json:"unpacked"`
 	Complete bool   `json:"complete"`
+	// Login: the image was read with the provider's login (its registry was one of
+	// Options.RegistryLogins), so the record stands for a job only while it still is.
+	Login bool `json:"login,omitempty"`
 }
 
 func newImageSizes(workDir string) *imageSizes {
