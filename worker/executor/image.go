@@ -59,13 +59,13 @@ var errUnpackedTooLarge = errors.New("unpacks past the bound")
 // imageSize reads an image from its registry as the runtime's pull would, for this
 // machine's platform (linux and the worker's architecture; for an image index, every
 // image the runtime might choose, platformManifests, the largest counting), and says
-// whether it fits bound. listed is its size as its
-// manifest lists it: its config and layers, compressed, as a pull downloads them. If
-// that fits, every layer is downloaded and unpacked as the runtime unpacks it into its
-// storage (gzip, zstd, bzip2 or none, told by the layer's first bytes as the runtime
-// tells it, not by the media type the manifest claims), and unpacked is the config's
-// size and what the layers' entries take unpacked, in disk blocks (entryDiskBytes); the
-// reads stop once that passes bound (tooLarge). A layer is read to its end, compressed, whatever it unpacks to: its bytes
+// whether it fits bound. listed is its size as its manifest lists it: its config and
+// layers, compressed, as a pull downloads them. If that fits, every layer is downloaded
+// and unpacked as the runtime unpacks it into its storage (gzip, zstd, bzip2 or none,
+// told by the layer's first bytes as the runtime tells it, not by the media type the
+// manifest claims), and unpacked is the config's size and what the layers' entries take
+// unpacked, in disk blocks (entryDiskBytes); the reads stop once that passes bound
+// (tooLarge). A layer is read to its end, compressed, whatever it unpacks to: its bytes
 // are checked against its digest and its listed size, so that a registry that sends one
 // machine other bytes than the image's cannot make it refuse an image another machine
 // runs.
