@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flopsnet/flops/worker/config"
-	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // A task's directory (its inputs, outputs, checkpoints, scratch) stayed on the provider's
@@ -31,15 +30,8 @@ func TestAttackJobsFillTheDiskWithTaskDirectories(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(orphan, "left.bin"), make([]byte, 1<<20), 0o644))
 
 	j := job(t, a, processSpec(a, `head -c 1048576 /dev/zero > "$FLOPS_OUTPUT_DIR/big"; echo done > "$FLOPS_OUTPUT_DIR/r"`))
-	q := markettypesQuery(a)
-	until(t, a, 40, "job completed", func() bool {
-		res, err := q.Job(a.Ctx(), &markettypes.QueryJobRequest{JobId: j.Id})
-		require.NoError(t, err)
-		return res.Job.Status == markettypes.JOB_STATUS_COMPLETED
-	}, w)
-	tasks, err := q.TasksByJob(a.Ctx(), &markettypes.QueryTasksByJobRequest{JobId: j.Id})
-	require.NoError(t, err)
-	id := tasks.Tasks[0].Id
+	untilCompleted(t, a, 40, w, j.Id)
+	id := tasksOfJob(t, a, j.Id)[0].Id
 	gone := func(dir string) func() bool {
 		return func() bool {
 			_, err := os.Stat(dir)

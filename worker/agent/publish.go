@@ -11,11 +11,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/flopsnet/flops/worker/executor"
 	"github.com/flopsnet/flops/worker/outputs"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // LocalPublisher keeps outputs in the machine's output store (served to each job's owner
@@ -52,8 +52,8 @@ func (p *LocalPublisher) PublishOutputs(ctx context.Context, taskID uint64, _ st
 
 // PublishCheckpoint implements Publisher.
 func (p *LocalPublisher) PublishCheckpoint(ctx context.Context, taskID uint64, cp executor.Checkpoint) (string, error) {
-	if !digest.MatchString(cp.SHA256) {
-		return "", fmt.Errorf("checkpoint digest %q", cp.SHA256)
+	if err := markettypes.ValidateSHA256Hex(cp.SHA256); err != nil {
+		return "", fmt.Errorf("checkpoint digest: %w", err)
 	}
 	// The task wrote the file and may have swapped it for a link to one of the worker's
 	// files since it was hashed: it is opened as a task's file, and checked again.
@@ -105,8 +105,6 @@ func (p *LocalPublisher) PublishCheckpoint(ctx context.Context, taskID uint64, c
 	return u, nil
 }
 
-var digest = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
 // CheckpointHandler serves content-addressed files from dir to anyone: GET /<sha256>
 // returns the file, and, when writable, PUT /<sha256> stores a body whose sha256 is its
 // name. It is a minimal checkpoint store for Outputs.CheckpointUploadURL (tests, demos);
@@ -114,7 +112,7 @@ var digest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 func CheckpointHandler(dir string, writable bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimPrefix(r.URL.Path, "/")
-		if !digest.MatchString(name) {
+		if markettypes.ValidateSHA256Hex(name) != nil {
 			http.Error(w, "not a sha256", http.StatusNotFound)
 			return
 		}

@@ -367,14 +367,11 @@ func ownerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (string, 
 			}
 			return res.Pool.Owner, nil
 		}
-		t, err := c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: taskID})
+		t, err := taskOf(ctx, c, taskID)
 		if err != nil {
-			if strings.Contains(err.Error(), "not found") {
-				return "", fmt.Errorf("%w: task %d", outputs.ErrTaskNotFound, taskID)
-			}
 			return "", err
 		}
-		j, err := c.Market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.Task.JobId})
+		j, err := c.Market.Job(ctx, &markettypes.QueryJobRequest{JobId: t.JobId})
 		if err != nil {
 			return "", err
 		}
@@ -385,15 +382,24 @@ func ownerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (string, 
 // providerOf is the provider the chain has a task with now (outputs.WithCheckpoints).
 func providerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (string, error) {
 	return func(ctx context.Context, taskID uint64) (string, error) {
-		t, err := c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: taskID})
+		t, err := taskOf(ctx, c, taskID)
 		if err != nil {
-			if strings.Contains(err.Error(), "not found") {
-				return "", fmt.Errorf("%w: task %d", outputs.ErrTaskNotFound, taskID)
-			}
 			return "", err
 		}
-		return t.Task.Provider, nil
+		return t.Provider, nil
 	}
+}
+
+// taskOf is a task as the chain has it; outputs.ErrTaskNotFound for one it does not know.
+func taskOf(ctx context.Context, c *chain.Client, taskID uint64) (*markettypes.Task, error) {
+	t, err := c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: taskID})
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") {
+			return nil, fmt.Errorf("%w: task %d", outputs.ErrTaskNotFound, taskID)
+		}
+		return nil, err
+	}
+	return &t.Task, nil
 }
 
 // pruneOutputs forgets the stored outputs of tasks whose runs ended more than retention

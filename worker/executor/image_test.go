@@ -334,6 +334,30 @@ func TestAttackJobImageUnpacksPastTheDisk(t *testing.T) {
 	require.Equal(t, image, args[len(args)-3])
 }
 
+// A job names an image whose zstd layer asks for a 256 MiB window: zstd's decoders take
+// up to 512 MiB by default, so the check would have held that much for each layer it
+// reads, three at once, on the provider's machine. A window past zstd's own default
+// limit (128 MiB, what the zstd tool takes without --long) is refused with ErrImage
+// before anything is allocated for it, and the runtime is never asked to pull it.
+func TestAttackImageLayerAsksForAHugeZstdWindow(t *testing.T) {
+	rec := installFakeRuntime(t, "podman")
+	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
+	reg := newManifestRegistry(t)
+	e := newTestExecutor(t, nil)
+	var wide bytes.Buffer
+	zw, err := zstd.NewWriter(&wide, zstd.WithWindowSize(1<<28), zstd.WithSingleSegment(false))
+	require.NoError(t, err)
+	_, err = zw.Write(make([]byte, 1<<20))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	err = runImage(e, rec, 365, reg.put(t, "flops/wide", reg.image(wide.Bytes())), 1<<30)
+	require.ErrorIs(t, err, ErrImage)
+	require.False(t, errors.Is(err, ErrImageTooLarge), "%v", err)
+	require.ErrorContains(t, err, "window size exceeded")
+	_, statErr := os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr))
+}
+
 // A job names an image index with two images for this machine's architecture: a small
 // one first, with no variant, and one that unpacks past the task's disk with the variant
 // a runtime prefers on a CPU that has it (amd64 v3, arm64 v8). The check had resolved the

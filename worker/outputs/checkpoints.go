@@ -8,22 +8,20 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cosmos/cosmos-sdk/types/bech32"
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // A published checkpoint is a file named by its sha256 in the checkpoint directory, with
 // the tasks that published it listed beside it in <sha256>.tasks (decimal ids, one a
 // line): a digest is on chain for anyone to read, and the tasks say whom its content
 // belongs to.
-
-var checkpointDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // maxCheckpointTasks bounds the tasks listed for one checkpoint (the same content
 // published by that many tasks: an empty or constant file).
@@ -32,8 +30,8 @@ const maxCheckpointTasks = 64
 // RecordCheckpoint lists taskID among the tasks that published the checkpoint sha256 in
 // dir (once; at most maxCheckpointTasks, the newest kept).
 func RecordCheckpoint(dir, sha256 string, taskID uint64) error {
-	if !checkpointDigest.MatchString(sha256) {
-		return fmt.Errorf("checkpoint digest %q", sha256)
+	if err := markettypes.ValidateSHA256Hex(sha256); err != nil {
+		return fmt.Errorf("checkpoint digest: %w", err)
 	}
 	tasks := CheckpointTasks(dir, sha256)
 	if slices.Contains(tasks, taskID) {
@@ -63,7 +61,7 @@ func touch(path string) error {
 // CheckpointTasks are the tasks that published the checkpoint sha256 in dir (none when
 // no record is there).
 func CheckpointTasks(dir, sha256 string) []uint64 {
-	if !checkpointDigest.MatchString(sha256) {
+	if markettypes.ValidateSHA256Hex(sha256) != nil {
 		return nil
 	}
 	b, err := os.ReadFile(checkpointTasksPath(dir, sha256))
@@ -98,7 +96,7 @@ func WithCheckpoints(dir string, providerOf func(ctx context.Context, taskID uin
 
 func (h *handler) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	sha := r.PathValue("sha256")
-	if !checkpointDigest.MatchString(sha) {
+	if markettypes.ValidateSHA256Hex(sha) != nil {
 		writeError(w, http.StatusNotFound, "checkpoint %q: not a sha256 (64 lowercase hex characters)", sha)
 		return
 	}
@@ -167,10 +165,7 @@ type providerAnswer struct {
 // than providerFresh decided it (the signer may be the task's provider since); err is
 // the last lookup that failed, if any.
 func (h *handler) checkpointEntitled(ctx context.Context, signer []byte, tasks []uint64, now time.Time) (entitled, again bool, err error) {
-	is := func(addr string) bool {
-		_, b, err := bech32.DecodeAndConvert(addr)
-		return err == nil && bytes.Equal(b, signer)
-	}
+	is := func(addr string) bool { return sameAccount(addr, signer) }
 	var lastErr error
 	for _, id := range tasks {
 		owner, err := h.owner(ctx, id)

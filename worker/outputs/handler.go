@@ -280,8 +280,7 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (taskID uint
 		writeError(w, http.StatusServiceUnavailable, "cannot look up the owner of task %d: %v", taskID, err)
 		return 0, nil, false
 	}
-	_, ownerAddr, err := bech32.DecodeAndConvert(owner)
-	if err != nil || !bytes.Equal(ownerAddr, signer) {
+	if !sameAccount(owner, signer) {
 		writeError(w, http.StatusForbidden, "%s is not the owner of task %d", signerText, taskID)
 		return 0, nil, false
 	}
@@ -318,6 +317,12 @@ func (h *handler) owner(ctx context.Context, taskID uint64) (string, error) {
 	}
 	h.owners.Add(taskID, owner)
 	return owner, nil
+}
+
+// sameAccount says whether the bech32 address addr is the account signer.
+func sameAccount(addr string, signer []byte) bool {
+	_, b, err := bech32.DecodeAndConvert(addr)
+	return err == nil && bytes.Equal(b, signer)
 }
 
 // holds says whether this machine has anything of the task to serve: stored outputs, or
