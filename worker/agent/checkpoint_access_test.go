@@ -153,3 +153,47 @@ func TestAttackStrangerReadsATasksCheckpoint(t *testing.T) {
 	require.Empty(t, run(stranger), "a stranger's worker starts from the beginning")
 	require.Empty(t, run(nil), "so does an unsigned fetch")
 }
+
+// Replicas of one job on the same machine publish the same checkpoint at the same moment:
+// each publication succeeds, the file served is the checkpoint whole (the writers shared
+// one temporary file: one could rename it while the other had just truncated it), and
+// every task is listed, so each owner may read it.
+func TestReplicasPublishTheSameCheckpointAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	state := make([]byte, 4<<20)
+	for i := range state {
+		state[i] = byte(i * 7)
+	}
+	sum := sha256.Sum256(state)
+	digest := hex.EncodeToString(sum[:])
+	store, err := outputs.Open(filepath.Join(dir, "outputs"))
+	require.NoError(t, err)
+	published := filepath.Join(dir, "published")
+	pub := &agent.LocalPublisher{Store: store, BaseURL: "http://worker.example", Dir: published}
+	const n = 8
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for id := range uint64(n) {
+		ckpt := filepath.Join(dir, "task", "checkpoint", digest[:8]+"-"+string(rune('a'+id)))
+		require.NoError(t, os.MkdirAll(filepath.Dir(ckpt), 0o755))
+		require.NoError(t, os.WriteFile(ckpt, state, 0o644))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := pub.PublishCheckpoint(context.Background(), id+1, executor.Checkpoint{SHA256: digest, Path: ckpt})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	got, err := os.ReadFile(filepath.Join(published, digest))
+	require.NoError(t, err)
+	require.Equal(t, sum, sha256.Sum256(got), "the published file is the checkpoint whole")
+	require.Len(t, outputs.CheckpointTasks(published, digest), n)
+	entries, err := os.ReadDir(published)
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "the checkpoint and its list; no temporary file left")
+}

@@ -72,11 +72,7 @@ func (p *LocalPublisher) PublishCheckpoint(ctx context.Context, taskID uint64, c
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return "", err
 	}
-	dst := filepath.Join(p.Dir, cp.SHA256)
-	if err := os.WriteFile(dst+".tmp", bz, 0o600); err != nil {
-		return "", err
-	}
-	if err := os.Rename(dst+".tmp", dst); err != nil {
+	if err := outputs.WriteFileAtomic(filepath.Join(p.Dir, cp.SHA256), bz); err != nil {
 		return "", err
 	}
 	if err := outputs.RecordCheckpoint(p.Dir, cp.SHA256, taskID); err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -27,12 +28,20 @@ import (
 // published by that many tasks: an empty or constant file).
 const maxCheckpointTasks = 64
 
+// recordMu keeps RecordCheckpoint's read, change and write of a list whole: a machine's
+// tasks publish at once, replicas often the same content, and two writers of one list
+// each dropped the other's task (its owner then refused its own checkpoint) or failed
+// its publication on the other's rename.
+var recordMu sync.Mutex
+
 // RecordCheckpoint lists taskID among the tasks that published the checkpoint sha256 in
 // dir (once; at most maxCheckpointTasks, the newest kept).
 func RecordCheckpoint(dir, sha256 string, taskID uint64) error {
 	if err := markettypes.ValidateSHA256Hex(sha256); err != nil {
 		return fmt.Errorf("checkpoint digest: %w", err)
 	}
+	recordMu.Lock()
+	defer recordMu.Unlock()
 	tasks := CheckpointTasks(dir, sha256)
 	if slices.Contains(tasks, taskID) {
 		return touch(checkpointTasksPath(dir, sha256))
@@ -46,11 +55,28 @@ func RecordCheckpoint(dir, sha256 string, taskID uint64) error {
 		b.WriteString(strconv.FormatUint(id, 10))
 		b.WriteByte('\n')
 	}
-	tmp := checkpointTasksPath(dir, sha256) + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+	return WriteFileAtomic(checkpointTasksPath(dir, sha256), []byte(b.String()))
+}
+
+// WriteFileAtomic writes path whole or not at all (mode 0600), through a temporary file
+// of its own beside it: a reader or a second writer of the same path never sees a part.
+func WriteFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, checkpointTasksPath(dir, sha256))
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
 }
 
 func touch(path string) error {

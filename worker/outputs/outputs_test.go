@@ -808,6 +808,33 @@ func TestRecordCheckpoint(t *testing.T) {
 	require.Empty(t, CheckpointTasks(dir, "../escape"))
 }
 
+// Tasks of a multi-GPU machine publish at once, replicas often the same content: each
+// is listed, none dropped by another's write of the list (18 of 32 were kept, and some
+// publications failed on the other's rename, before recordMu and WriteFileAtomic).
+func TestRecordCheckpointConcurrentTasksAllListed(t *testing.T) {
+	dir := t.TempDir()
+	sha := strings.Repeat("cd", 32)
+	const n = 32
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for id := range uint64(n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- RecordCheckpoint(dir, sha, id+1)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, CheckpointTasks(dir, sha), n)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left behind")
+}
+
 // A session key the owner delegated its requests to signs them in its place: the owner
 // signs once (a browser wallet prompts once), not for every file and every read of a
 // followed log. A delegation is good only for the owner's own tasks, at the host it
