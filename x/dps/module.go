@@ -30,7 +30,7 @@ import (
 )
 
 // ConsensusVersion is bumped on every state-breaking change, with a migration.
-const ConsensusVersion = 1
+const ConsensusVersion = 2
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -84,6 +84,10 @@ func (am AppModule) RegisterServices(cfg module.Configurator) {
 	types.RegisterMsgServer(cfg.MsgServer(), keeper.NewMsgServerImpl(am.keeper))
 	// a list query without a page limit gets a page of 100, uncounted (internal/querypage)
 	types.RegisterQueryServer(querypage.Registrar(cfg.QueryServer()), keeper.NewQueryServerImpl(am.keeper))
+	m := keeper.NewMigrator(am.keeper)
+	if err := cfg.RegisterMigration(types.ModuleName, 1, func(ctx sdk.Context) error { return m.Migrate1to2(ctx) }); err != nil {
+		panic(fmt.Errorf("%s: migration 1 to 2: %w", types.ModuleName, err))
+	}
 }
 
 // DefaultGenesis returns the default genesis state as JSON.

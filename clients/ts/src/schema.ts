@@ -47,6 +47,7 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
       { n: "max_payouts_per_block", a: "max_payouts_per_block", t: "maxPayoutsPerBlock", k: "uint32" },
       { n: "end_block_gas", a: "end_block_gas", t: "endBlockGas", k: "uint64" },
       { n: "distribution_retention_epochs", a: "distribution_retention_epochs", t: "distributionRetentionEpochs", k: "uint32" },
+      { n: "availability_ask_cap_ppm", a: "availability_ask_cap_ppm", t: "availabilityAskCapPpm", k: "uint64" },
     ],
   },
   "flops.dps.v1.WorkloadWeight": {

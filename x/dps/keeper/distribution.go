@@ -235,8 +235,11 @@ func (k Keeper) startDistribution(ctx sdk.Context, p types.Params, epoch uint64)
 	copy(weights, p.WorkloadWeights)
 	d.Progress = &types.DistributionProgress{
 		TotalWeight: sdkmath.ZeroInt(), WorkRewardCapPpm: p.WorkRewardCapPpm, WorkloadWeights: weights,
+		AvailabilityAskCapPpm: p.AvailabilityAskCapPpm,
 	}
 	switch {
+	case d.Availability.IsPositive() && d.TotalGfl > 0 && p.AvailabilityAskCapPpm > 0:
+		d.Phase = types.DISTRIBUTION_PHASE_ASKS
 	case d.Availability.IsPositive() && d.TotalGfl > 0:
 		d.Phase = types.DISTRIBUTION_PHASE_AVAILABILITY
 	case d.Work.IsPositive():
@@ -277,6 +280,8 @@ func (k Keeper) step(ctx sdk.Context, budget int) (int, error) {
 	}
 	var used int
 	switch d.Phase {
+	case types.DISTRIBUTION_PHASE_ASKS:
+		used, err = k.asksStep(ctx, &d, budget)
 	case types.DISTRIBUTION_PHASE_AVAILABILITY:
 		used, err = k.availabilityStep(ctx, &d, budget)
 	case types.DISTRIBUTION_PHASE_WORK_SUM:
@@ -307,8 +312,50 @@ func (k Keeper) step(ctx sdk.Context, budget int) (int, error) {
 	return used, k.InProgress.Set(ctx, d)
 }
 
+// asksStep is the pass before the availability payouts when availability_ask_cap_ppm is
+// set: it adds up the power of the nodes with power by GPU class and ask (the highest of
+// the epoch, gfltypes.Node.EpochHighestAsk), and once every node is counted sets each
+// class's reference ask (x/dps/README.md, "Priced out").
+func (k Keeper) asksStep(ctx sdk.Context, d *types.Distribution, budget int) (int, error) {
+	nodes, more, err := k.gfl.NodesAfter(ctx, d.Progress.NodeCursor, budget)
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range nodes {
+		d.Progress.NodeCursor = n.Id
+		if n.PowerGflops > 0 {
+			d.Progress.ClassAsks = types.AddAsk(d.Progress.ClassAsks, n.GpuClass, n.EpochHighestAsk(), n.PowerGflops)
+		}
+	}
+	if !more {
+		for i := range d.Progress.ClassAsks {
+			d.Progress.ClassAsks[i].ReferenceAsk = types.ReferenceAsk(d.Progress.ClassAsks[i].Buckets)
+		}
+		d.Progress.NodeCursor = 0
+		d.Phase = types.DISTRIBUTION_PHASE_AVAILABILITY
+	}
+	return len(nodes), nil
+}
+
+// pricedOut says whether a node asked more in the epoch than its class's cap
+// (availability_ask_cap_ppm times the reference ask) and, if so, what the cap is. A
+// class the asks pass did not meet (no node of it had power then) has no reference and
+// caps nothing.
+func pricedOut(d types.Distribution, n gfltypes.Node) (sdkmath.Int, bool) {
+	if d.Progress.AvailabilityAskCapPpm == 0 {
+		return sdkmath.Int{}, false
+	}
+	ref, ok := types.ClassReference(d.Progress.ClassAsks, n.GpuClass)
+	if !ok || !ref.IsPositive() {
+		return sdkmath.Int{}, false
+	}
+	limit := types.AskCap(ref, d.Progress.AvailabilityAskCapPpm)
+	return limit, n.EpochHighestAsk().GT(limit)
+}
+
 // availabilityStep pays E_avail pro rata to the nodes' power, times the node's
-// reputation factor, to each node's operator.
+// reputation factor, to each node's operator; a node priced out of its class's market
+// (pricedOut) is paid nothing, and its share stays in the pool.
 func (k Keeper) availabilityStep(ctx sdk.Context, d *types.Distribution, budget int) (int, error) {
 	nodes, more, err := k.gfl.NodesAfter(ctx, d.Progress.NodeCursor, budget)
 	if err != nil {
@@ -317,6 +364,14 @@ func (k Keeper) availabilityStep(ctx sdk.Context, d *types.Distribution, budget 
 	for _, n := range nodes {
 		d.Progress.NodeCursor = n.Id
 		if n.PowerGflops == 0 {
+			continue
+		}
+		if limit, out := pricedOut(*d, n); out {
+			if err := ctx.EventManager().EmitTypedEvent(&types.EventAvailabilityWithheld{
+				Epoch: d.Epoch, NodeId: n.Id, Operator: n.Operator, Ask: n.EpochHighestAsk(), Cap: limit,
+			}); err != nil {
+				return 0, err
+			}
 			continue
 		}
 		it := blockhook.Item{Kind: kindAvailability, ID: d.Epoch, Sub: n.Id}

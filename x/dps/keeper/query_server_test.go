@@ -50,6 +50,7 @@ func TestQueries(t *testing.T) {
 		}
 		f.runUntilIdle(20)
 	}
+	f.endBlock() // the asks pass took the first block
 
 	// Epoch 5 is in progress: it has paid alice's node and owes the rest.
 	dist, err := f.qs.Distribution(f.ctx, &types.QueryDistributionRequest{})

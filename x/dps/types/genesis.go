@@ -325,6 +325,25 @@ func (d Distribution) Validate(done bool) error {
 	if err := validate.Range("progress.work_reward_cap_ppm", pr.WorkRewardCapPpm, 0, validate.PPMOne); err != nil {
 		return err
 	}
+	if c := pr.AvailabilityAskCapPpm; c != 0 && (c < validate.PPMOne || c > MaxAvailabilityAskCapPPM) {
+		return fmt.Errorf("progress.availability_ask_cap_ppm %d: must be 0 or %d to %d", c, validate.PPMOne, uint64(MaxAvailabilityAskCapPPM))
+	}
+	if d.Phase == DISTRIBUTION_PHASE_ASKS && pr.AvailabilityAskCapPpm == 0 {
+		return fmt.Errorf("epoch %d: the asks pass of a distribution without an ask cap", d.Epoch)
+	}
+	for i, c := range pr.ClassAsks {
+		if i > 0 && pr.ClassAsks[i-1].GpuClass >= c.GpuClass {
+			return fmt.Errorf("progress.class_asks[%d] %q: classes must be sorted and distinct", i, c.GpuClass)
+		}
+		if err := validate.NonNegativeInt(fmt.Sprintf("progress.class_asks[%d].reference_ask", i), c.ReferenceAsk); err != nil {
+			return err
+		}
+		for j, b := range c.Buckets {
+			if j > 0 && c.Buckets[j-1].Bucket >= b.Bucket {
+				return fmt.Errorf("progress.class_asks[%d].buckets[%d] %d: buckets must be sorted and distinct", i, j, b.Bucket)
+			}
+		}
+	}
 	if c := pr.WorkCursor; c != nil {
 		if _, err := sdk.AccAddressFromBech32(c.Provider); err != nil {
 			return fmt.Errorf("progress.work_cursor.provider %q: %w", c.Provider, err)

@@ -76,6 +76,17 @@ func TestGenesisValidate(t *testing.T) {
 		{"in progress marked done", func(gs *types.GenesisState) { gs.InProgress.Phase = types.DISTRIBUTION_PHASE_DONE }, "cannot be in phase"},
 		{"in progress with a remainder", func(gs *types.GenesisState) { gs.InProgress.Remainder = i(1) }, "remainder 1 before the end"},
 		{"bad work cursor", func(gs *types.GenesisState) { gs.InProgress.Progress.WorkCursor.Provider = "nope" }, "work_cursor"},
+		{"ask cap below 1x", func(gs *types.GenesisState) { gs.InProgress.Progress.AvailabilityAskCapPpm = 999_999 }, "progress.availability_ask_cap_ppm 999999"},
+		{"asks pass without a cap", func(gs *types.GenesisState) { gs.InProgress.Phase = types.DISTRIBUTION_PHASE_ASKS }, "asks pass of a distribution without an ask cap"},
+		{"classes out of order", func(gs *types.GenesisState) {
+			gs.InProgress.Progress.ClassAsks = []types.ClassAsks{{GpuClass: "h100", ReferenceAsk: i(0)}, {GpuClass: "a100", ReferenceAsk: i(0)}}
+		}, "progress.class_asks[1] \"a100\""},
+		{"buckets out of order", func(gs *types.GenesisState) {
+			gs.InProgress.Progress.ClassAsks = []types.ClassAsks{{GpuClass: "a100", ReferenceAsk: i(0), Buckets: []types.AskBucket{{Bucket: 9}, {Bucket: 9}}}}
+		}, "buckets must be sorted"},
+		{"reference unset", func(gs *types.GenesisState) {
+			gs.InProgress.Progress.ClassAsks = []types.ClassAsks{{GpuClass: "a100"}}
+		}, "reference_ask"},
 		{"finished with progress", func(gs *types.GenesisState) { gs.Distributions[0].Progress = &types.DistributionProgress{} }, "without progress"},
 		{"paid + remainder != E", func(gs *types.GenesisState) { gs.Distributions[0].Remainder = i(21) }, "!= emission"},
 		{"split != E", func(gs *types.GenesisState) { gs.Distributions[0].Work = i(61) }, "availability 40 + work 61"},

@@ -33,8 +33,17 @@ func DefaultParams() Params {
 		WorkRewardCapPpm:   40_000,
 		WorkloadWeights:    weights,
 		MaxPayoutsPerBlock: 100,
+		// a node asking more than twice its class's median ask earns no availability
+		AvailabilityAskCapPpm: DefaultAvailabilityAskCapPPM,
 	}
 }
+
+// DefaultAvailabilityAskCapPPM is availability_ask_cap_ppm's default: 2x the class's
+// reference ask.
+const DefaultAvailabilityAskCapPPM = 2 * validate.PPMOne
+
+// MaxAvailabilityAskCapPPM bounds availability_ask_cap_ppm (1,000x).
+const MaxAvailabilityAskCapPPM = 1_000 * validate.PPMOne
 
 // Validate rejects every out-of-range value, naming it.
 func (p Params) Validate() error {
@@ -61,6 +70,9 @@ func (p Params) validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if c := p.AvailabilityAskCapPpm; c != 0 && (c < validate.PPMOne || c > MaxAvailabilityAskCapPPM) {
+		return fmt.Errorf("availability_ask_cap_ppm %d: must be 0 (no cap) or %d to %d", c, validate.PPMOne, uint64(MaxAvailabilityAskCapPPM))
 	}
 	if p.DpsPerGfl.GT(MaxDPSPerGFL) {
 		return fmt.Errorf("dps_per_gfl %s: must be at most %s", p.DpsPerGfl, MaxDPSPerGFL)

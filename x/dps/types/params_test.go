@@ -32,5 +32,14 @@ func TestParamsValidateRejects(t *testing.T) {
 		bad("workload_weights[2].workload 0", func(p *types.Params) { p.WorkloadWeights[2].Workload = gfltypes.WORKLOAD_CLASS_UNSPECIFIED }),
 		bad("workload_weights[0].weight_ppm", func(p *types.Params) { p.WorkloadWeights[0].WeightPpm = 0 }),
 		bad("workload_weights[0].weight_ppm", func(p *types.Params) { p.WorkloadWeights[0].WeightPpm = 10_000_001 }),
+		bad("availability_ask_cap_ppm 999999", func(p *types.Params) { p.AvailabilityAskCapPpm = 999_999 }),
+		bad("availability_ask_cap_ppm 1000000001", func(p *types.Params) { p.AvailabilityAskCapPpm = types.MaxAvailabilityAskCapPPM + 1 }),
 	})
+	for _, c := range []uint64{0, 1_000_000, types.MaxAvailabilityAskCapPPM} {
+		p := types.DefaultParams()
+		p.AvailabilityAskCapPpm = c
+		if err := p.Validate(); err != nil {
+			t.Fatalf("availability_ask_cap_ppm %d: %v", c, err)
+		}
+	}
 }

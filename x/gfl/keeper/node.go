@@ -82,7 +82,9 @@ func applySpec(n *types.Node, s types.NodeSpec) {
 	n.Endpoint = s.Endpoint
 	n.Workloads = slices.Clone(s.Workloads)
 	n.Runtimes = types.NodeRuntimes(s)
+	peak := n.HighestAsk()
 	n.AskPerGpuHour = s.AskPerGpuHour
+	n.PeakAsk = sdkmath.MaxInt(peak, s.AskPerGpuHour.Amount)
 	n.ClaimedGflops = s.ClaimedGflops
 	n.DiskMibPerGpu = s.DiskMibPerGpu
 }

@@ -91,6 +91,10 @@ func (k Keeper) rebalanceNode(ctx sdk.Context, p types.Params, id, epoch uint64)
 		return err
 	}
 	node.PowerEpoch = epoch
+	// the power is the epoch's, and so is the ask it is held to (x/dps): the highest of
+	// the epoch, then the running peak starts again from the ask now
+	node.EpochAsk = node.HighestAsk()
+	node.PeakAsk = node.AskPerGpuHour.Amount
 	if found {
 		if err := k.Stats.Remove(ctx, key); err != nil {
 			return err

@@ -9,6 +9,8 @@ import (
 
 	"cosmossdk.io/collections"
 
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
 	"github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -235,4 +237,44 @@ func TestBeacon(t *testing.T) {
 	require.NoError(t, f.k.BlockHashes.Remove(f.ctx, 1))
 	_, err = f.k.BlockHash(f.ctx, 1)
 	require.Error(t, err)
+}
+
+// A provider prices its node out of the market for the epoch (its GPUs busy elsewhere,
+// answering only the PoCP challenges) and lowers its ask for the few blocks in which the
+// epoch's rewards are paid: the ask x/dps holds the node to (EpochHighestAsk) is the
+// highest of the epoch its power was measured over, not the ask at the payout. The peak
+// runs from the ask at registration, follows every raise, and starts again from the ask
+// then at each rebalance, so an epoch priced honestly throughout is held to that price.
+func TestAttackAskLoweredForTheDistribution(t *testing.T) {
+	f := newFixture(t, func(p *types.Params) { p.ChallengeIntervalBlocks = 1000 })
+	op := f.operator("alice", 10)
+	s := spec("a", 1)
+	s.AskPerGpuHour = sdk.NewInt64Coin("udps", 1_000)
+	id := f.register(op, s)
+	require.Equal(t, int64(1_000), f.node(id).HighestAsk().Int64())
+	update := func(ask int64) {
+		t.Helper()
+		s.AskPerGpuHour = sdk.NewInt64Coin("udps", ask)
+		_, err := f.ms.UpdateNode(f.ctx, &types.MsgUpdateNode{Operator: op, NodeId: id, Spec: s})
+		require.NoError(t, err)
+	}
+	update(1_000_000_000) // out of the market for the epoch
+	f.blocks(1)
+	update(1_000) // back for the distribution
+	require.Equal(t, int64(1_000), f.node(id).AskPerGpuHour.Amount.Int64())
+	require.Equal(t, int64(1_000_000_000), f.node(id).HighestAsk().Int64())
+
+	f.setStats(id, 2, 0, 0, 100, 100)
+	f.endEpoch()
+	f.blocks(2)
+	n := f.node(id)
+	require.Equal(t, uint64(100), n.PowerGflops)
+	require.Equal(t, int64(1_000_000_000), n.EpochHighestAsk().Int64(), "the epoch's highest ask")
+	require.Equal(t, int64(1_000), n.HighestAsk().Int64(), "the next epoch's peak starts from the ask now")
+
+	// an epoch at 1,000 throughout is held to 1,000
+	f.setStats(id, 2, 0, 0, 100, 100)
+	f.endEpoch()
+	f.blocks(2)
+	require.Equal(t, int64(1_000), f.node(id).EpochHighestAsk().Int64())
 }

@@ -430,6 +430,30 @@ func NodeRuntimes(s NodeSpec) []Runtime {
 	return out
 }
 
+// HighestAsk is the highest ask per GPU-hour the node has had since its last rebalance
+// (PeakAsk; its ask where no peak is recorded, in a record written before PeakAsk was).
+// Zero for a node without an ask.
+func (n Node) HighestAsk() sdkmath.Int {
+	ask := n.AskPerGpuHour.Amount
+	if ask.IsNil() {
+		ask = sdkmath.ZeroInt()
+	}
+	if !n.PeakAsk.IsNil() && n.PeakAsk.GT(ask) {
+		return n.PeakAsk
+	}
+	return ask
+}
+
+// EpochHighestAsk is the highest ask per GPU-hour of the epoch the node's power was
+// measured over (EpochAsk, set by the rebalance that set the power; HighestAsk where none
+// is recorded): what x/dps compares with the class's reference ask.
+func (n Node) EpochHighestAsk() sdkmath.Int {
+	if !n.EpochAsk.IsNil() && n.EpochAsk.IsPositive() {
+		return n.EpochAsk
+	}
+	return n.HighestAsk()
+}
+
 // Describe names a node for error messages.
 func (n Node) Describe() string { return fmt.Sprintf("node %d (%s, %s)", n.Id, n.GpuClass, n.Status) }
 

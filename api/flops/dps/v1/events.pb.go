@@ -428,6 +428,89 @@ func (x *EventDistributionSkipped) GetReason() string {
 	return ""
 }
 
+// EventAvailabilityWithheld: a node with power earned no availability reward because it
+// asked more than its class's cap (Params.availability_ask_cap_ppm) in the epoch.
+type EventAvailabilityWithheld struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// epoch of the distribution.
+	Epoch uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// node_id of the node.
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// operator of the node.
+	Operator string `protobuf:"bytes,3,opt,name=operator,proto3" json:"operator,omitempty"`
+	// ask: the node's highest ask per GPU-hour in the epoch, udps.
+	Ask string `protobuf:"bytes,4,opt,name=ask,proto3" json:"ask,omitempty"`
+	// cap: availability_ask_cap_ppm times the reference ask of the node's class, udps.
+	Cap           string `protobuf:"bytes,5,opt,name=cap,proto3" json:"cap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventAvailabilityWithheld) Reset() {
+	*x = EventAvailabilityWithheld{}
+	mi := &file_flops_dps_v1_events_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventAvailabilityWithheld) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventAvailabilityWithheld) ProtoMessage() {}
+
+func (x *EventAvailabilityWithheld) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_dps_v1_events_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventAvailabilityWithheld.ProtoReflect.Descriptor instead.
+func (*EventAvailabilityWithheld) Descriptor() ([]byte, []int) {
+	return file_flops_dps_v1_events_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *EventAvailabilityWithheld) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *EventAvailabilityWithheld) GetNodeId() uint64 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *EventAvailabilityWithheld) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *EventAvailabilityWithheld) GetAsk() string {
+	if x != nil {
+		return x.Ask
+	}
+	return ""
+}
+
+func (x *EventAvailabilityWithheld) GetCap() string {
+	if x != nil {
+		return x.Cap
+	}
+	return ""
+}
+
 var File_flops_dps_v1_events_proto protoreflect.FileDescriptor
 
 const file_flops_dps_v1_events_proto_rawDesc = "" +
@@ -457,7 +540,15 @@ const file_flops_dps_v1_events_proto_rawDesc = "" +
 	"\fdistribution\x18\x01 \x01(\v2\x1a.flops.dps.v1.DistributionB\x04\xc8\xde\x1f\x00R\fdistribution\"H\n" +
 	"\x18EventDistributionSkipped\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reasonB\xa3\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x88\x02\n" +
+	"\x19EventAvailabilityWithheld\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x124\n" +
+	"\boperator\x18\x03 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\boperator\x12B\n" +
+	"\x03ask\x18\x04 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\x03ask\x12B\n" +
+	"\x03cap\x18\x05 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\x03capB\xa3\x01\n" +
 	"\x10com.flops.dps.v1B\vEventsProtoP\x01Z0github.com/flopsnet/flops/api/flops/dps/v1;dpsv1\xa2\x02\x03FDX\xaa\x02\fFlops.Dps.V1\xca\x02\fFlops\\Dps\\V1\xe2\x02\x18Flops\\Dps\\V1\\GPBMetadata\xea\x02\x0eFlops::Dps::V1b\x06proto3"
 
 var (
@@ -472,7 +563,7 @@ func file_flops_dps_v1_events_proto_rawDescGZIP() []byte {
 	return file_flops_dps_v1_events_proto_rawDescData
 }
 
-var file_flops_dps_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_flops_dps_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_flops_dps_v1_events_proto_goTypes = []any{
 	(*EventParamsUpdated)(nil),        // 0: flops.dps.v1.EventParamsUpdated
 	(*EventDistributionQueued)(nil),   // 1: flops.dps.v1.EventDistributionQueued
@@ -481,20 +572,21 @@ var file_flops_dps_v1_events_proto_goTypes = []any{
 	(*EventRewardPaid)(nil),           // 4: flops.dps.v1.EventRewardPaid
 	(*EventDistributionFinished)(nil), // 5: flops.dps.v1.EventDistributionFinished
 	(*EventDistributionSkipped)(nil),  // 6: flops.dps.v1.EventDistributionSkipped
-	(*Params)(nil),                    // 7: flops.dps.v1.Params
-	(HalvingCause)(0),                 // 8: flops.dps.v1.HalvingCause
-	(*Distribution)(nil),              // 9: flops.dps.v1.Distribution
+	(*EventAvailabilityWithheld)(nil), // 7: flops.dps.v1.EventAvailabilityWithheld
+	(*Params)(nil),                    // 8: flops.dps.v1.Params
+	(HalvingCause)(0),                 // 9: flops.dps.v1.HalvingCause
+	(*Distribution)(nil),              // 10: flops.dps.v1.Distribution
 }
 var file_flops_dps_v1_events_proto_depIdxs = []int32{
-	7, // 0: flops.dps.v1.EventParamsUpdated.params:type_name -> flops.dps.v1.Params
-	8, // 1: flops.dps.v1.EventHalving.cause:type_name -> flops.dps.v1.HalvingCause
-	9, // 2: flops.dps.v1.EventDistributionStarted.distribution:type_name -> flops.dps.v1.Distribution
-	9, // 3: flops.dps.v1.EventDistributionFinished.distribution:type_name -> flops.dps.v1.Distribution
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	8,  // 0: flops.dps.v1.EventParamsUpdated.params:type_name -> flops.dps.v1.Params
+	9,  // 1: flops.dps.v1.EventHalving.cause:type_name -> flops.dps.v1.HalvingCause
+	10, // 2: flops.dps.v1.EventDistributionStarted.distribution:type_name -> flops.dps.v1.Distribution
+	10, // 3: flops.dps.v1.EventDistributionFinished.distribution:type_name -> flops.dps.v1.Distribution
+	4,  // [4:4] is the sub-list for method output_type
+	4,  // [4:4] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_flops_dps_v1_events_proto_init() }
@@ -509,7 +601,7 @@ func file_flops_dps_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_dps_v1_events_proto_rawDesc), len(file_flops_dps_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

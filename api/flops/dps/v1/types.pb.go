@@ -43,6 +43,9 @@ const (
 	DistributionPhase_DISTRIBUTION_PHASE_PRUNE DistributionPhase = 4
 	// DISTRIBUTION_PHASE_DONE: finished; paid_availability + paid_work + remainder = emission.
 	DistributionPhase_DISTRIBUTION_PHASE_DONE DistributionPhase = 5
+	// DISTRIBUTION_PHASE_ASKS adds up, by GPU class, the power of the nodes at each ask,
+	// before DISTRIBUTION_PHASE_AVAILABILITY: the reference asks.
+	DistributionPhase_DISTRIBUTION_PHASE_ASKS DistributionPhase = 6
 )
 
 // Enum value maps for DistributionPhase.
@@ -54,6 +57,7 @@ var (
 		3: "DISTRIBUTION_PHASE_WORK_PAY",
 		4: "DISTRIBUTION_PHASE_PRUNE",
 		5: "DISTRIBUTION_PHASE_DONE",
+		6: "DISTRIBUTION_PHASE_ASKS",
 	}
 	DistributionPhase_value = map[string]int32{
 		"DISTRIBUTION_PHASE_UNSPECIFIED":  0,
@@ -62,6 +66,7 @@ var (
 		"DISTRIBUTION_PHASE_WORK_PAY":     3,
 		"DISTRIBUTION_PHASE_PRUNE":        4,
 		"DISTRIBUTION_PHASE_DONE":         5,
+		"DISTRIBUTION_PHASE_ASKS":         6,
 	}
 )
 
@@ -238,8 +243,14 @@ type Params struct {
 	// epochs later (when the distribution of epoch n finishes, that of n - retention goes),
 	// unless it still owes deferred payouts.
 	DistributionRetentionEpochs uint32 `protobuf:"varint,12,opt,name=distribution_retention_epochs,json=distributionRetentionEpochs,proto3" json:"distribution_retention_epochs,omitempty"`
-	unknownFields               protoimpl.UnknownFields
-	sizeCache                   protoimpl.SizeCache
+	// availability_ask_cap_ppm: a node whose ask per GPU-hour (its highest in the epoch,
+	// x/gfl's epoch_ask) is above this multiple of its GPU class's reference ask (the
+	// power-weighted median ask of the class's nodes with power) earns no availability
+	// reward: capacity priced out of the market is not available to it (x/dps/README.md,
+	// "Priced out"). 0: no cap; else at least 1,000,000 (1x). Default 2,000,000.
+	AvailabilityAskCapPpm uint64 `protobuf:"varint,13,opt,name=availability_ask_cap_ppm,json=availabilityAskCapPpm,proto3" json:"availability_ask_cap_ppm,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Params) Reset() {
@@ -352,6 +363,13 @@ func (x *Params) GetEndBlockGas() uint64 {
 func (x *Params) GetDistributionRetentionEpochs() uint32 {
 	if x != nil {
 		return x.DistributionRetentionEpochs
+	}
+	return 0
+}
+
+func (x *Params) GetAvailabilityAskCapPpm() uint64 {
+	if x != nil {
+		return x.AvailabilityAskCapPpm
 	}
 	return 0
 }
@@ -783,8 +801,14 @@ type DistributionProgress struct {
 	WorkRewardCapPpm uint64 `protobuf:"varint,5,opt,name=work_reward_cap_ppm,json=workRewardCapPpm,proto3" json:"work_reward_cap_ppm,omitempty"`
 	// workload_weights as they were when the distribution started.
 	WorkloadWeights []*WorkloadWeight `protobuf:"bytes,6,rep,name=workload_weights,json=workloadWeights,proto3" json:"workload_weights,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// availability_ask_cap_ppm: the param when the distribution started (0: no cap, no
+	// asks pass).
+	AvailabilityAskCapPpm uint64 `protobuf:"varint,8,opt,name=availability_ask_cap_ppm,json=availabilityAskCapPpm,proto3" json:"availability_ask_cap_ppm,omitempty"`
+	// class_asks: the asks pass's power by ask bucket, a GPU class each, in class order;
+	// each class's reference_ask once the pass is done.
+	ClassAsks     []*ClassAsks `protobuf:"bytes,9,rep,name=class_asks,json=classAsks,proto3" json:"class_asks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DistributionProgress) Reset() {
@@ -859,6 +883,141 @@ func (x *DistributionProgress) GetWorkloadWeights() []*WorkloadWeight {
 	return nil
 }
 
+func (x *DistributionProgress) GetAvailabilityAskCapPpm() uint64 {
+	if x != nil {
+		return x.AvailabilityAskCapPpm
+	}
+	return 0
+}
+
+func (x *DistributionProgress) GetClassAsks() []*ClassAsks {
+	if x != nil {
+		return x.ClassAsks
+	}
+	return nil
+}
+
+// ClassAsks is the power of one GPU class's nodes by ask, and the class's reference ask.
+type ClassAsks struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// gpu_class of the nodes.
+	GpuClass string `protobuf:"bytes,1,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// buckets: the power of the nodes whose ask falls in each ask bucket (types.BucketOfAsk:
+	// four a power of two), in bucket order.
+	Buckets []*AskBucket `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// reference_ask is the highest ask of the bucket that holds the power-weighted median,
+	// udps per GPU-hour; set when the asks pass is done.
+	ReferenceAsk  string `protobuf:"bytes,3,opt,name=reference_ask,json=referenceAsk,proto3" json:"reference_ask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClassAsks) Reset() {
+	*x = ClassAsks{}
+	mi := &file_flops_dps_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClassAsks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClassAsks) ProtoMessage() {}
+
+func (x *ClassAsks) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_dps_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClassAsks.ProtoReflect.Descriptor instead.
+func (*ClassAsks) Descriptor() ([]byte, []int) {
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ClassAsks) GetGpuClass() string {
+	if x != nil {
+		return x.GpuClass
+	}
+	return ""
+}
+
+func (x *ClassAsks) GetBuckets() []*AskBucket {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *ClassAsks) GetReferenceAsk() string {
+	if x != nil {
+		return x.ReferenceAsk
+	}
+	return ""
+}
+
+// AskBucket is the power of the nodes whose ask falls in one bucket.
+type AskBucket struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// bucket is types.BucketOfAsk of the asks.
+	Bucket uint32 `protobuf:"varint,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// power_gflops of those nodes.
+	PowerGflops   uint64 `protobuf:"varint,2,opt,name=power_gflops,json=powerGflops,proto3" json:"power_gflops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AskBucket) Reset() {
+	*x = AskBucket{}
+	mi := &file_flops_dps_v1_types_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AskBucket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AskBucket) ProtoMessage() {}
+
+func (x *AskBucket) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_dps_v1_types_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AskBucket.ProtoReflect.Descriptor instead.
+func (*AskBucket) Descriptor() ([]byte, []int) {
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AskBucket) GetBucket() uint32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *AskBucket) GetPowerGflops() uint64 {
+	if x != nil {
+		return x.PowerGflops
+	}
+	return 0
+}
+
 // WorkPosition is a position in an epoch's work records: (provider, workload class).
 type WorkPosition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -872,7 +1031,7 @@ type WorkPosition struct {
 
 func (x *WorkPosition) Reset() {
 	*x = WorkPosition{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[6]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +1043,7 @@ func (x *WorkPosition) String() string {
 func (*WorkPosition) ProtoMessage() {}
 
 func (x *WorkPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[6]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +1056,7 @@ func (x *WorkPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPosition.ProtoReflect.Descriptor instead.
 func (*WorkPosition) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WorkPosition) GetProvider() string {
@@ -929,7 +1088,7 @@ type ProviderTally struct {
 
 func (x *ProviderTally) Reset() {
 	*x = ProviderTally{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[7]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1100,7 @@ func (x *ProviderTally) String() string {
 func (*ProviderTally) ProtoMessage() {}
 
 func (x *ProviderTally) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[7]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1113,7 @@ func (x *ProviderTally) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTally.ProtoReflect.Descriptor instead.
 func (*ProviderTally) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ProviderTally) GetProvider() string {
@@ -995,7 +1154,7 @@ type ProviderReward struct {
 
 func (x *ProviderReward) Reset() {
 	*x = ProviderReward{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[8]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1166,7 @@ func (x *ProviderReward) String() string {
 func (*ProviderReward) ProtoMessage() {}
 
 func (x *ProviderReward) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[8]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1179,7 @@ func (x *ProviderReward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderReward.ProtoReflect.Descriptor instead.
 func (*ProviderReward) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProviderReward) GetProvider() string {
@@ -1068,7 +1227,7 @@ type WorkRecord struct {
 
 func (x *WorkRecord) Reset() {
 	*x = WorkRecord{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[9]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1239,7 @@ func (x *WorkRecord) String() string {
 func (*WorkRecord) ProtoMessage() {}
 
 func (x *WorkRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[9]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1252,7 @@ func (x *WorkRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRecord.ProtoReflect.Descriptor instead.
 func (*WorkRecord) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkRecord) GetGflopSeconds() string {
@@ -1134,7 +1293,7 @@ type WorkEntry struct {
 
 func (x *WorkEntry) Reset() {
 	*x = WorkEntry{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[10]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1305,7 @@ func (x *WorkEntry) String() string {
 func (*WorkEntry) ProtoMessage() {}
 
 func (x *WorkEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[10]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1318,7 @@ func (x *WorkEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkEntry.ProtoReflect.Descriptor instead.
 func (*WorkEntry) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkEntry) GetEpoch() uint64 {
@@ -1203,7 +1362,7 @@ type FundingLink struct {
 
 func (x *FundingLink) Reset() {
 	*x = FundingLink{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[11]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1374,7 @@ func (x *FundingLink) String() string {
 func (*FundingLink) ProtoMessage() {}
 
 func (x *FundingLink) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[11]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1387,7 @@ func (x *FundingLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FundingLink.ProtoReflect.Descriptor instead.
 func (*FundingLink) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FundingLink) GetRecipient() string {
@@ -1253,7 +1412,7 @@ const file_flops_dps_v1_types_proto_rawDesc = "" +
 	"\x0eWorkloadWeight\x127\n" +
 	"\bworkload\x18\x01 \x01(\x0e2\x1b.flops.gfl.v1.WorkloadClassR\bworkload\x12\x1d\n" +
 	"\n" +
-	"weight_ppm\x18\x02 \x01(\rR\tweightPpm\"\xa7\x06\n" +
+	"weight_ppm\x18\x02 \x01(\rR\tweightPpm\"\xe0\x06\n" +
 	"\x06Params\x12)\n" +
 	"\x10epoch_identifier\x18\x01 \x01(\tR\x0fepochIdentifier\x12,\n" +
 	"\x12emission_share_ppm\x18\x02 \x01(\rR\x10emissionSharePpm\x12V\n" +
@@ -1271,7 +1430,8 @@ const file_flops_dps_v1_types_proto_rawDesc = "" +
 	"\x15max_payouts_per_block\x18\n" +
 	" \x01(\rR\x12maxPayoutsPerBlock\x12\"\n" +
 	"\rend_block_gas\x18\v \x01(\x04R\vendBlockGas\x12B\n" +
-	"\x1ddistribution_retention_epochs\x18\f \x01(\rR\x1bdistributionRetentionEpochs:\x17\x8a\xe7\xb0*\x12flops/x/dps/Params\"\xa3\x02\n" +
+	"\x1ddistribution_retention_epochs\x18\f \x01(\rR\x1bdistributionRetentionEpochs\x127\n" +
+	"\x18availability_ask_cap_ppm\x18\r \x01(\x04R\x15availabilityAskCapPpm:\x17\x8a\xe7\xb0*\x12flops/x/dps/Params\"\xa3\x02\n" +
 	"\bEraState\x12\x10\n" +
 	"\x03era\x18\x01 \x01(\rR\x03era\x12U\n" +
 	"\x11last_halving_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampB\r\xc8\xde\x1f\x00\x90\xdf\x1f\x01\xa8\xe7\xb0*\x01R\x0flastHalvingTime\x12W\n" +
@@ -1325,7 +1485,7 @@ const file_flops_dps_v1_types_proto_rawDesc = "" +
 	"\anode_id\x18\x03 \x01(\x04R\x06nodeId\x126\n" +
 	"\trecipient\x18\x04 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\trecipient\x12H\n" +
 	"\x06amount\x18\x05 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
-	"cosmos.Int\xa8\xe7\xb0*\x01R\x06amount\"\x93\x03\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\x06amount\"\x8f\x04\n" +
 	"\x14DistributionProgress\x12\x1f\n" +
 	"\vnode_cursor\x18\x01 \x01(\x04R\n" +
 	"nodeCursor\x12;\n" +
@@ -1335,7 +1495,18 @@ const file_flops_dps_v1_types_proto_rawDesc = "" +
 	"cosmos.Int\xa8\xe7\xb0*\x01R\vtotalWeight\x125\n" +
 	"\apending\x18\x04 \x01(\v2\x1b.flops.dps.v1.ProviderTallyR\apending\x12-\n" +
 	"\x13work_reward_cap_ppm\x18\x05 \x01(\x04R\x10workRewardCapPpm\x12R\n" +
-	"\x10workload_weights\x18\x06 \x03(\v2\x1c.flops.dps.v1.WorkloadWeightB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x0fworkloadWeightsJ\x04\b\a\x10\bR\bfailures\"`\n" +
+	"\x10workload_weights\x18\x06 \x03(\v2\x1c.flops.dps.v1.WorkloadWeightB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x0fworkloadWeights\x127\n" +
+	"\x18availability_ask_cap_ppm\x18\b \x01(\x04R\x15availabilityAskCapPpm\x12A\n" +
+	"\n" +
+	"class_asks\x18\t \x03(\v2\x17.flops.dps.v1.ClassAsksB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\tclassAsksJ\x04\b\a\x10\bR\bfailures\"\xbd\x01\n" +
+	"\tClassAsks\x12\x1b\n" +
+	"\tgpu_class\x18\x01 \x01(\tR\bgpuClass\x12<\n" +
+	"\abuckets\x18\x02 \x03(\v2\x17.flops.dps.v1.AskBucketB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\abuckets\x12U\n" +
+	"\rreference_ask\x18\x03 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\freferenceAsk\"F\n" +
+	"\tAskBucket\x12\x16\n" +
+	"\x06bucket\x18\x01 \x01(\rR\x06bucket\x12!\n" +
+	"\fpower_gflops\x18\x02 \x01(\x04R\vpowerGflops\"`\n" +
 	"\fWorkPosition\x124\n" +
 	"\bprovider\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\bprovider\x12\x1a\n" +
 	"\bworkload\x18\x02 \x01(\x05R\bworkload\"\xd5\x01\n" +
@@ -1366,14 +1537,15 @@ const file_flops_dps_v1_types_proto_rawDesc = "" +
 	"\x06record\x18\x04 \x01(\v2\x18.flops.dps.v1.WorkRecordB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x06record\"w\n" +
 	"\vFundingLink\x126\n" +
 	"\trecipient\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\trecipient\x120\n" +
-	"\x06funder\x18\x02 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\x06funder*\xdf\x01\n" +
+	"\x06funder\x18\x02 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\x06funder*\xfc\x01\n" +
 	"\x11DistributionPhase\x12\"\n" +
 	"\x1eDISTRIBUTION_PHASE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fDISTRIBUTION_PHASE_AVAILABILITY\x10\x01\x12\x1f\n" +
 	"\x1bDISTRIBUTION_PHASE_WORK_SUM\x10\x02\x12\x1f\n" +
 	"\x1bDISTRIBUTION_PHASE_WORK_PAY\x10\x03\x12\x1c\n" +
 	"\x18DISTRIBUTION_PHASE_PRUNE\x10\x04\x12\x1b\n" +
-	"\x17DISTRIBUTION_PHASE_DONE\x10\x05\x1a\x04\x88\xa3\x1e\x00*h\n" +
+	"\x17DISTRIBUTION_PHASE_DONE\x10\x05\x12\x1b\n" +
+	"\x17DISTRIBUTION_PHASE_ASKS\x10\x06\x1a\x04\x88\xa3\x1e\x00*h\n" +
 	"\fHalvingCause\x12\x1d\n" +
 	"\x19HALVING_CAUSE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12HALVING_CAUSE_TIME\x10\x01\x12\x1b\n" +
@@ -1394,7 +1566,7 @@ func file_flops_dps_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_flops_dps_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_flops_dps_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_flops_dps_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_flops_dps_v1_types_proto_goTypes = []any{
 	(DistributionPhase)(0),        // 0: flops.dps.v1.DistributionPhase
 	(HalvingCause)(0),             // 1: flops.dps.v1.HalvingCause
@@ -1404,34 +1576,38 @@ var file_flops_dps_v1_types_proto_goTypes = []any{
 	(*Distribution)(nil),          // 5: flops.dps.v1.Distribution
 	(*DeferredPayout)(nil),        // 6: flops.dps.v1.DeferredPayout
 	(*DistributionProgress)(nil),  // 7: flops.dps.v1.DistributionProgress
-	(*WorkPosition)(nil),          // 8: flops.dps.v1.WorkPosition
-	(*ProviderTally)(nil),         // 9: flops.dps.v1.ProviderTally
-	(*ProviderReward)(nil),        // 10: flops.dps.v1.ProviderReward
-	(*WorkRecord)(nil),            // 11: flops.dps.v1.WorkRecord
-	(*WorkEntry)(nil),             // 12: flops.dps.v1.WorkEntry
-	(*FundingLink)(nil),           // 13: flops.dps.v1.FundingLink
-	(v1.WorkloadClass)(0),         // 14: flops.gfl.v1.WorkloadClass
-	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*ClassAsks)(nil),             // 8: flops.dps.v1.ClassAsks
+	(*AskBucket)(nil),             // 9: flops.dps.v1.AskBucket
+	(*WorkPosition)(nil),          // 10: flops.dps.v1.WorkPosition
+	(*ProviderTally)(nil),         // 11: flops.dps.v1.ProviderTally
+	(*ProviderReward)(nil),        // 12: flops.dps.v1.ProviderReward
+	(*WorkRecord)(nil),            // 13: flops.dps.v1.WorkRecord
+	(*WorkEntry)(nil),             // 14: flops.dps.v1.WorkEntry
+	(*FundingLink)(nil),           // 15: flops.dps.v1.FundingLink
+	(v1.WorkloadClass)(0),         // 16: flops.gfl.v1.WorkloadClass
+	(*durationpb.Duration)(nil),   // 17: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_flops_dps_v1_types_proto_depIdxs = []int32{
-	14, // 0: flops.dps.v1.WorkloadWeight.workload:type_name -> flops.gfl.v1.WorkloadClass
-	15, // 1: flops.dps.v1.Params.halving_period:type_name -> google.protobuf.Duration
+	16, // 0: flops.dps.v1.WorkloadWeight.workload:type_name -> flops.gfl.v1.WorkloadClass
+	17, // 1: flops.dps.v1.Params.halving_period:type_name -> google.protobuf.Duration
 	2,  // 2: flops.dps.v1.Params.workload_weights:type_name -> flops.dps.v1.WorkloadWeight
-	16, // 3: flops.dps.v1.EraState.last_halving_time:type_name -> google.protobuf.Timestamp
+	18, // 3: flops.dps.v1.EraState.last_halving_time:type_name -> google.protobuf.Timestamp
 	1,  // 4: flops.dps.v1.Distribution.halving:type_name -> flops.dps.v1.HalvingCause
 	0,  // 5: flops.dps.v1.Distribution.phase:type_name -> flops.dps.v1.DistributionPhase
-	16, // 6: flops.dps.v1.Distribution.start_time:type_name -> google.protobuf.Timestamp
+	18, // 6: flops.dps.v1.Distribution.start_time:type_name -> google.protobuf.Timestamp
 	7,  // 7: flops.dps.v1.Distribution.progress:type_name -> flops.dps.v1.DistributionProgress
-	8,  // 8: flops.dps.v1.DistributionProgress.work_cursor:type_name -> flops.dps.v1.WorkPosition
-	9,  // 9: flops.dps.v1.DistributionProgress.pending:type_name -> flops.dps.v1.ProviderTally
+	10, // 8: flops.dps.v1.DistributionProgress.work_cursor:type_name -> flops.dps.v1.WorkPosition
+	11, // 9: flops.dps.v1.DistributionProgress.pending:type_name -> flops.dps.v1.ProviderTally
 	2,  // 10: flops.dps.v1.DistributionProgress.workload_weights:type_name -> flops.dps.v1.WorkloadWeight
-	11, // 11: flops.dps.v1.WorkEntry.record:type_name -> flops.dps.v1.WorkRecord
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	8,  // 11: flops.dps.v1.DistributionProgress.class_asks:type_name -> flops.dps.v1.ClassAsks
+	9,  // 12: flops.dps.v1.ClassAsks.buckets:type_name -> flops.dps.v1.AskBucket
+	13, // 13: flops.dps.v1.WorkEntry.record:type_name -> flops.dps.v1.WorkRecord
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_flops_dps_v1_types_proto_init() }
@@ -1445,7 +1621,7 @@ func file_flops_dps_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_dps_v1_types_proto_rawDesc), len(file_flops_dps_v1_types_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1215,6 +1215,14 @@ type Node struct {
 	// disk_mib_per_gpu: the disk the node offers a task for each GPU (NodeSpec); 0: none
 	// declared.
 	DiskMibPerGpu uint64 `protobuf:"varint,24,opt,name=disk_mib_per_gpu,json=diskMibPerGpu,proto3" json:"disk_mib_per_gpu,omitempty"`
+	// peak_ask is the highest ask_per_gpu_hour the node has had since its last rebalance,
+	// udps (0 in a record written before it existed: read as ask_per_gpu_hour).
+	PeakAsk string `protobuf:"bytes,25,opt,name=peak_ask,json=peakAsk,proto3" json:"peak_ask,omitempty"`
+	// epoch_ask is peak_ask as the last rebalance found it: the highest ask of the epoch
+	// whose power power_gflops is, which x/dps compares with its class's reference ask
+	// (availability_ask_cap_ppm), so that an ask lowered for the distribution's blocks alone
+	// does not count; 0 as peak_ask.
+	EpochAsk      string `protobuf:"bytes,26,opt,name=epoch_ask,json=epochAsk,proto3" json:"epoch_ask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1415,6 +1423,20 @@ func (x *Node) GetDiskMibPerGpu() uint64 {
 		return x.DiskMibPerGpu
 	}
 	return 0
+}
+
+func (x *Node) GetPeakAsk() string {
+	if x != nil {
+		return x.PeakAsk
+	}
+	return ""
+}
+
+func (x *Node) GetEpochAsk() string {
+	if x != nil {
+		return x.EpochAsk
+	}
+	return ""
 }
 
 // Challenge is one PoCP challenge (docs/pocp.md). Finished challenges are removed from
@@ -2181,7 +2203,7 @@ const file_flops_gfl_v1_types_proto_rawDesc = "" +
 	"\aprofile\x18\x02 \x01(\tR\aprofile\x12\x1d\n" +
 	"\n" +
 	"memory_mib\x18\x03 \x01(\x04R\tmemoryMib\x12\x16\n" +
-	"\x06slices\x18\x04 \x01(\rR\x06slices\"\xf5\a\n" +
+	"\x06slices\x18\x04 \x01(\rR\x06slices\"\x91\t\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x124\n" +
 	"\boperator\x18\x02 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\boperator\x124\n" +
@@ -2208,7 +2230,11 @@ const file_flops_gfl_v1_types_proto_rawDesc = "" +
 	"\bruntimes\x18\x15 \x03(\x0e2\x15.flops.gfl.v1.RuntimeR\bruntimes\x12#\n" +
 	"\rclaimed_class\x18\x16 \x01(\tR\fclaimedClass\x121\n" +
 	"\x14awaiting_measurement\x18\x17 \x01(\bR\x13awaitingMeasurement\x12'\n" +
-	"\x10disk_mib_per_gpu\x18\x18 \x01(\x04R\rdiskMibPerGpu\"\x9c\x05\n" +
+	"\x10disk_mib_per_gpu\x18\x18 \x01(\x04R\rdiskMibPerGpu\x12K\n" +
+	"\bpeak_ask\x18\x19 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\apeakAsk\x12M\n" +
+	"\tepoch_ask\x18\x1a \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\bepochAsk\"\x9c\x05\n" +
 	"\tChallenge\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x124\n" +

@@ -75,6 +75,23 @@ export interface EventDistributionSkipped {
   reason: string;
 }
 
+/**
+ * EventAvailabilityWithheld: a node with power earned no availability reward because it
+ * asked more than its class's cap (Params.availability_ask_cap_ppm) in the epoch.
+ */
+export interface EventAvailabilityWithheld {
+  /** epoch of the distribution. */
+  epoch: bigint;
+  /** node_id of the node. */
+  nodeId: bigint;
+  /** operator of the node. */
+  operator: string;
+  /** ask: the node's highest ask per GPU-hour in the epoch, udps. */
+  ask: string;
+  /** cap: availability_ask_cap_ppm times the reference ask of the node's class, udps. */
+  cap: string;
+}
+
 function createBaseEventParamsUpdated(): EventParamsUpdated {
   return { authority: "", params: undefined };
 }
@@ -717,6 +734,145 @@ export const EventDistributionSkipped: MessageFns<EventDistributionSkipped> = {
     const message = createBaseEventDistributionSkipped();
     message.epoch = (object.epoch !== undefined && object.epoch !== null) ? BigInt(object.epoch) : 0n;
     message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseEventAvailabilityWithheld(): EventAvailabilityWithheld {
+  return { epoch: 0n, nodeId: 0n, operator: "", ask: "", cap: "" };
+}
+
+export const EventAvailabilityWithheld: MessageFns<EventAvailabilityWithheld> = {
+  encode(message: EventAvailabilityWithheld, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.epoch !== 0n) {
+      if (BigInt.asUintN(64, message.epoch) !== message.epoch) {
+        throw new globalThis.Error("value provided for field message.epoch of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.epoch);
+    }
+    if (message.nodeId !== 0n) {
+      if (BigInt.asUintN(64, message.nodeId) !== message.nodeId) {
+        throw new globalThis.Error("value provided for field message.nodeId of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.nodeId);
+    }
+    if (message.operator !== "") {
+      writer.uint32(26).string(message.operator);
+    }
+    if (message.ask !== "") {
+      writer.uint32(34).string(message.ask);
+    }
+    if (message.cap !== "") {
+      writer.uint32(42).string(message.cap);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EventAvailabilityWithheld {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEventAvailabilityWithheld();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.epoch = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.nodeId = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.operator = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ask = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.cap = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EventAvailabilityWithheld {
+    return {
+      epoch: isSet(object.epoch) ? BigInt(object.epoch) : 0n,
+      nodeId: isSet(object.nodeId) ? BigInt(object.nodeId) : isSet(object.node_id) ? BigInt(object.node_id) : 0n,
+      operator: isSet(object.operator) ? globalThis.String(object.operator) : "",
+      ask: isSet(object.ask) ? globalThis.String(object.ask) : "",
+      cap: isSet(object.cap) ? globalThis.String(object.cap) : "",
+    };
+  },
+
+  toJSON(message: EventAvailabilityWithheld): unknown {
+    const obj: any = {};
+    if (message.epoch !== 0n) {
+      obj.epoch = message.epoch.toString();
+    }
+    if (message.nodeId !== 0n) {
+      obj.nodeId = message.nodeId.toString();
+    }
+    if (message.operator !== "") {
+      obj.operator = message.operator;
+    }
+    if (message.ask !== "") {
+      obj.ask = message.ask;
+    }
+    if (message.cap !== "") {
+      obj.cap = message.cap;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EventAvailabilityWithheld>): EventAvailabilityWithheld {
+    return EventAvailabilityWithheld.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EventAvailabilityWithheld>): EventAvailabilityWithheld {
+    const message = createBaseEventAvailabilityWithheld();
+    message.epoch = (object.epoch !== undefined && object.epoch !== null) ? BigInt(object.epoch) : 0n;
+    message.nodeId = (object.nodeId !== undefined && object.nodeId !== null) ? BigInt(object.nodeId) : 0n;
+    message.operator = object.operator ?? "";
+    message.ask = object.ask ?? "";
+    message.cap = object.cap ?? "";
     return message;
   },
 };

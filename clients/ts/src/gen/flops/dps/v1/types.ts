@@ -28,6 +28,11 @@ export enum DistributionPhase {
   DISTRIBUTION_PHASE_PRUNE = 4,
   /** DISTRIBUTION_PHASE_DONE - DISTRIBUTION_PHASE_DONE: finished; paid_availability + paid_work + remainder = emission. */
   DISTRIBUTION_PHASE_DONE = 5,
+  /**
+   * DISTRIBUTION_PHASE_ASKS - DISTRIBUTION_PHASE_ASKS adds up, by GPU class, the power of the nodes at each ask,
+   * before DISTRIBUTION_PHASE_AVAILABILITY: the reference asks.
+   */
+  DISTRIBUTION_PHASE_ASKS = 6,
   UNRECOGNIZED = -1,
 }
 
@@ -51,6 +56,9 @@ export function distributionPhaseFromJSON(object: any): DistributionPhase {
     case 5:
     case "DISTRIBUTION_PHASE_DONE":
       return DistributionPhase.DISTRIBUTION_PHASE_DONE;
+    case 6:
+    case "DISTRIBUTION_PHASE_ASKS":
+      return DistributionPhase.DISTRIBUTION_PHASE_ASKS;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -72,6 +80,8 @@ export function distributionPhaseToJSON(object: DistributionPhase): string {
       return "DISTRIBUTION_PHASE_PRUNE";
     case DistributionPhase.DISTRIBUTION_PHASE_DONE:
       return "DISTRIBUTION_PHASE_DONE";
+    case DistributionPhase.DISTRIBUTION_PHASE_ASKS:
+      return "DISTRIBUTION_PHASE_ASKS";
     case DistributionPhase.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -180,6 +190,14 @@ export interface Params {
    * unless it still owes deferred payouts.
    */
   distributionRetentionEpochs: number;
+  /**
+   * availability_ask_cap_ppm: a node whose ask per GPU-hour (its highest in the epoch,
+   * x/gfl's epoch_ask) is above this multiple of its GPU class's reference ask (the
+   * power-weighted median ask of the class's nodes with power) earns no availability
+   * reward: capacity priced out of the market is not available to it (x/dps/README.md,
+   * "Priced out"). 0: no cap; else at least 1,000,000 (1x). Default 2,000,000.
+   */
+  availabilityAskCapPpm: bigint;
 }
 
 /**
@@ -313,6 +331,40 @@ export interface DistributionProgress {
   workRewardCapPpm: bigint;
   /** workload_weights as they were when the distribution started. */
   workloadWeights: WorkloadWeight[];
+  /**
+   * availability_ask_cap_ppm: the param when the distribution started (0: no cap, no
+   * asks pass).
+   */
+  availabilityAskCapPpm: bigint;
+  /**
+   * class_asks: the asks pass's power by ask bucket, a GPU class each, in class order;
+   * each class's reference_ask once the pass is done.
+   */
+  classAsks: ClassAsks[];
+}
+
+/** ClassAsks is the power of one GPU class's nodes by ask, and the class's reference ask. */
+export interface ClassAsks {
+  /** gpu_class of the nodes. */
+  gpuClass: string;
+  /**
+   * buckets: the power of the nodes whose ask falls in each ask bucket (types.BucketOfAsk:
+   * four a power of two), in bucket order.
+   */
+  buckets: AskBucket[];
+  /**
+   * reference_ask is the highest ask of the bucket that holds the power-weighted median,
+   * udps per GPU-hour; set when the asks pass is done.
+   */
+  referenceAsk: string;
+}
+
+/** AskBucket is the power of the nodes whose ask falls in one bucket. */
+export interface AskBucket {
+  /** bucket is types.BucketOfAsk of the asks. */
+  bucket: number;
+  /** power_gflops of those nodes. */
+  powerGflops: bigint;
 }
 
 /** WorkPosition is a position in an epoch's work records: (provider, workload class). */
@@ -482,6 +534,7 @@ function createBaseParams(): Params {
     maxPayoutsPerBlock: 0,
     endBlockGas: 0n,
     distributionRetentionEpochs: 0,
+    availabilityAskCapPpm: 0n,
   };
 }
 
@@ -528,6 +581,12 @@ export const Params: MessageFns<Params> = {
     }
     if (message.distributionRetentionEpochs !== 0) {
       writer.uint32(96).uint32(message.distributionRetentionEpochs);
+    }
+    if (message.availabilityAskCapPpm !== 0n) {
+      if (BigInt.asUintN(64, message.availabilityAskCapPpm) !== message.availabilityAskCapPpm) {
+        throw new globalThis.Error("value provided for field message.availabilityAskCapPpm of type uint64 too large");
+      }
+      writer.uint32(104).uint64(message.availabilityAskCapPpm);
     }
     return writer;
   },
@@ -641,6 +700,14 @@ export const Params: MessageFns<Params> = {
             message.distributionRetentionEpochs = reader.uint32();
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.availabilityAskCapPpm = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -715,6 +782,11 @@ export const Params: MessageFns<Params> = {
         : isSet(object.distribution_retention_epochs)
         ? globalThis.Number(object.distribution_retention_epochs)
         : 0,
+      availabilityAskCapPpm: isSet(object.availabilityAskCapPpm)
+        ? BigInt(object.availabilityAskCapPpm)
+        : isSet(object.availability_ask_cap_ppm)
+        ? BigInt(object.availability_ask_cap_ppm)
+        : 0n,
     };
   },
 
@@ -756,6 +828,9 @@ export const Params: MessageFns<Params> = {
     if (message.distributionRetentionEpochs !== 0) {
       obj.distributionRetentionEpochs = Math.round(message.distributionRetentionEpochs);
     }
+    if (message.availabilityAskCapPpm !== 0n) {
+      obj.availabilityAskCapPpm = message.availabilityAskCapPpm.toString();
+    }
     return obj;
   },
 
@@ -782,6 +857,10 @@ export const Params: MessageFns<Params> = {
       ? BigInt(object.endBlockGas)
       : 0n;
     message.distributionRetentionEpochs = object.distributionRetentionEpochs ?? 0;
+    message.availabilityAskCapPpm =
+      (object.availabilityAskCapPpm !== undefined && object.availabilityAskCapPpm !== null)
+        ? BigInt(object.availabilityAskCapPpm)
+        : 0n;
     return message;
   },
 };
@@ -1579,6 +1658,8 @@ function createBaseDistributionProgress(): DistributionProgress {
     pending: undefined,
     workRewardCapPpm: 0n,
     workloadWeights: [],
+    availabilityAskCapPpm: 0n,
+    classAsks: [],
   };
 }
 
@@ -1607,6 +1688,15 @@ export const DistributionProgress: MessageFns<DistributionProgress> = {
     }
     for (const v of message.workloadWeights) {
       WorkloadWeight.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.availabilityAskCapPpm !== 0n) {
+      if (BigInt.asUintN(64, message.availabilityAskCapPpm) !== message.availabilityAskCapPpm) {
+        throw new globalThis.Error("value provided for field message.availabilityAskCapPpm of type uint64 too large");
+      }
+      writer.uint32(64).uint64(message.availabilityAskCapPpm);
+    }
+    for (const v of message.classAsks) {
+      ClassAsks.encode(v!, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -1672,6 +1762,22 @@ export const DistributionProgress: MessageFns<DistributionProgress> = {
             message.workloadWeights.push(WorkloadWeight.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.availabilityAskCapPpm = reader.uint64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.classAsks.push(ClassAsks.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1712,6 +1818,16 @@ export const DistributionProgress: MessageFns<DistributionProgress> = {
         : globalThis.Array.isArray(object?.workload_weights)
         ? object.workload_weights.map((e: any) => WorkloadWeight.fromJSON(e))
         : [],
+      availabilityAskCapPpm: isSet(object.availabilityAskCapPpm)
+        ? BigInt(object.availabilityAskCapPpm)
+        : isSet(object.availability_ask_cap_ppm)
+        ? BigInt(object.availability_ask_cap_ppm)
+        : 0n,
+      classAsks: globalThis.Array.isArray(object?.classAsks)
+        ? object.classAsks.map((e: any) => ClassAsks.fromJSON(e))
+        : globalThis.Array.isArray(object?.class_asks)
+        ? object.class_asks.map((e: any) => ClassAsks.fromJSON(e))
+        : [],
     };
   },
 
@@ -1735,6 +1851,12 @@ export const DistributionProgress: MessageFns<DistributionProgress> = {
     if (message.workloadWeights?.length) {
       obj.workloadWeights = message.workloadWeights.map((e) => WorkloadWeight.toJSON(e));
     }
+    if (message.availabilityAskCapPpm !== 0n) {
+      obj.availabilityAskCapPpm = message.availabilityAskCapPpm.toString();
+    }
+    if (message.classAsks?.length) {
+      obj.classAsks = message.classAsks.map((e) => ClassAsks.toJSON(e));
+    }
     return obj;
   },
 
@@ -1757,6 +1879,214 @@ export const DistributionProgress: MessageFns<DistributionProgress> = {
       ? BigInt(object.workRewardCapPpm)
       : 0n;
     message.workloadWeights = object.workloadWeights?.map((e) => WorkloadWeight.fromPartial(e)) || [];
+    message.availabilityAskCapPpm =
+      (object.availabilityAskCapPpm !== undefined && object.availabilityAskCapPpm !== null)
+        ? BigInt(object.availabilityAskCapPpm)
+        : 0n;
+    message.classAsks = object.classAsks?.map((e) => ClassAsks.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseClassAsks(): ClassAsks {
+  return { gpuClass: "", buckets: [], referenceAsk: "" };
+}
+
+export const ClassAsks: MessageFns<ClassAsks> = {
+  encode(message: ClassAsks, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.gpuClass !== "") {
+      writer.uint32(10).string(message.gpuClass);
+    }
+    for (const v of message.buckets) {
+      AskBucket.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.referenceAsk !== "") {
+      writer.uint32(26).string(message.referenceAsk);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClassAsks {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClassAsks();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.gpuClass = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.buckets.push(AskBucket.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.referenceAsk = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClassAsks {
+    return {
+      gpuClass: isSet(object.gpuClass)
+        ? globalThis.String(object.gpuClass)
+        : isSet(object.gpu_class)
+        ? globalThis.String(object.gpu_class)
+        : "",
+      buckets: globalThis.Array.isArray(object?.buckets) ? object.buckets.map((e: any) => AskBucket.fromJSON(e)) : [],
+      referenceAsk: isSet(object.referenceAsk)
+        ? globalThis.String(object.referenceAsk)
+        : isSet(object.reference_ask)
+        ? globalThis.String(object.reference_ask)
+        : "",
+    };
+  },
+
+  toJSON(message: ClassAsks): unknown {
+    const obj: any = {};
+    if (message.gpuClass !== "") {
+      obj.gpuClass = message.gpuClass;
+    }
+    if (message.buckets?.length) {
+      obj.buckets = message.buckets.map((e) => AskBucket.toJSON(e));
+    }
+    if (message.referenceAsk !== "") {
+      obj.referenceAsk = message.referenceAsk;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClassAsks>): ClassAsks {
+    return ClassAsks.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClassAsks>): ClassAsks {
+    const message = createBaseClassAsks();
+    message.gpuClass = object.gpuClass ?? "";
+    message.buckets = object.buckets?.map((e) => AskBucket.fromPartial(e)) || [];
+    message.referenceAsk = object.referenceAsk ?? "";
+    return message;
+  },
+};
+
+function createBaseAskBucket(): AskBucket {
+  return { bucket: 0, powerGflops: 0n };
+}
+
+export const AskBucket: MessageFns<AskBucket> = {
+  encode(message: AskBucket, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.bucket !== 0) {
+      writer.uint32(8).uint32(message.bucket);
+    }
+    if (message.powerGflops !== 0n) {
+      if (BigInt.asUintN(64, message.powerGflops) !== message.powerGflops) {
+        throw new globalThis.Error("value provided for field message.powerGflops of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.powerGflops);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AskBucket {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAskBucket();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.bucket = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.powerGflops = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AskBucket {
+    return {
+      bucket: isSet(object.bucket) ? globalThis.Number(object.bucket) : 0,
+      powerGflops: isSet(object.powerGflops)
+        ? BigInt(object.powerGflops)
+        : isSet(object.power_gflops)
+        ? BigInt(object.power_gflops)
+        : 0n,
+    };
+  },
+
+  toJSON(message: AskBucket): unknown {
+    const obj: any = {};
+    if (message.bucket !== 0) {
+      obj.bucket = Math.round(message.bucket);
+    }
+    if (message.powerGflops !== 0n) {
+      obj.powerGflops = message.powerGflops.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AskBucket>): AskBucket {
+    return AskBucket.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AskBucket>): AskBucket {
+    const message = createBaseAskBucket();
+    message.bucket = object.bucket ?? 0;
+    message.powerGflops = (object.powerGflops !== undefined && object.powerGflops !== null)
+      ? BigInt(object.powerGflops)
+      : 0n;
     return message;
   },
 };

@@ -559,6 +559,18 @@ export interface Node {
    * declared.
    */
   diskMibPerGpu: bigint;
+  /**
+   * peak_ask is the highest ask_per_gpu_hour the node has had since its last rebalance,
+   * udps (0 in a record written before it existed: read as ask_per_gpu_hour).
+   */
+  peakAsk: string;
+  /**
+   * epoch_ask is peak_ask as the last rebalance found it: the highest ask of the epoch
+   * whose power power_gflops is, which x/dps compares with its class's reference ask
+   * (availability_ask_cap_ppm), so that an ask lowered for the distribution's blocks alone
+   * does not count; 0 as peak_ask.
+   */
+  epochAsk: string;
 }
 
 /**
@@ -2380,6 +2392,8 @@ function createBaseNode(): Node {
     claimedClass: "",
     awaitingMeasurement: false,
     diskMibPerGpu: 0n,
+    peakAsk: "",
+    epochAsk: "",
   };
 }
 
@@ -2497,6 +2511,12 @@ export const Node: MessageFns<Node> = {
         throw new globalThis.Error("value provided for field message.diskMibPerGpu of type uint64 too large");
       }
       writer.uint32(192).uint64(message.diskMibPerGpu);
+    }
+    if (message.peakAsk !== "") {
+      writer.uint32(202).string(message.peakAsk);
+    }
+    if (message.epochAsk !== "") {
+      writer.uint32(210).string(message.epochAsk);
     }
     return writer;
   },
@@ -2726,6 +2746,22 @@ export const Node: MessageFns<Node> = {
             message.diskMibPerGpu = reader.uint64() as bigint;
             continue;
           }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.peakAsk = reader.string();
+            continue;
+          }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.epochAsk = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2828,6 +2864,16 @@ export const Node: MessageFns<Node> = {
         : isSet(object.disk_mib_per_gpu)
         ? BigInt(object.disk_mib_per_gpu)
         : 0n,
+      peakAsk: isSet(object.peakAsk)
+        ? globalThis.String(object.peakAsk)
+        : isSet(object.peak_ask)
+        ? globalThis.String(object.peak_ask)
+        : "",
+      epochAsk: isSet(object.epochAsk)
+        ? globalThis.String(object.epochAsk)
+        : isSet(object.epoch_ask)
+        ? globalThis.String(object.epoch_ask)
+        : "",
     };
   },
 
@@ -2905,6 +2951,12 @@ export const Node: MessageFns<Node> = {
     if (message.diskMibPerGpu !== 0n) {
       obj.diskMibPerGpu = message.diskMibPerGpu.toString();
     }
+    if (message.peakAsk !== "") {
+      obj.peakAsk = message.peakAsk;
+    }
+    if (message.epochAsk !== "") {
+      obj.epochAsk = message.epochAsk;
+    }
     return obj;
   },
 
@@ -2959,6 +3011,8 @@ export const Node: MessageFns<Node> = {
     message.diskMibPerGpu = (object.diskMibPerGpu !== undefined && object.diskMibPerGpu !== null)
       ? BigInt(object.diskMibPerGpu)
       : 0n;
+    message.peakAsk = object.peakAsk ?? "";
+    message.epochAsk = object.epochAsk ?? "";
     return message;
   },
 };
