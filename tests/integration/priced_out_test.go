@@ -52,6 +52,9 @@ func TestWiredAttackOverpricedNodeEarnsAvailability(t *testing.T) {
 	e := emission(t, a, n)
 	require.False(t, e.Aborted)
 	require.True(t, e.Remainder.IsPositive(), "its share stays in the pool")
+	require.Equal(t, uint64(1), e.NodesPricedOut)
+	require.Len(t, e.AskCaps, 1)
+	require.Equal(t, int64(2*1_048_575), e.AskCaps[0].Cap.Int64(), "2x the top of the bucket of 1,000,000")
 
 	// a whole epoch at the going price: paid like the others
 	m.until(300, "next epoch distributed", distributed(a, n+1))

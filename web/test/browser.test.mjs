@@ -340,6 +340,23 @@ test("the provider view shows the node, its verified power and the payment", asy
     await node.getByTestId("node-disk").textContent(),
     registered.diskMibPerGpu > 0n ? `${registered.diskMibPerGpu / 1024n} GiB disk offered per GPU` : "no disk offered beyond the market's default",
   );
+  // the node's ask beside its class's cap in the last reward distribution (x/dps, "Priced
+  // out"), as the chain has them: a new distribution may end between the page's read and
+  // the test's
+  const ask = registered.askPerGpuHour.amount;
+  let askShown, askWant;
+  for (const until = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 500))) {
+    askShown = await node.getByTestId("node-ask").textContent();
+    const latest = await q.dps.LatestEmission({});
+    const c = latest.found ? latest.distribution.askCaps.find((x) => x.gpuClass === registered.gpuClass) : undefined;
+    askWant = !c
+      ? `Ask ${dps(ask)} per GPU-hour`
+      : BigInt(ask) > BigInt(c.cap)
+        ? `Ask ${dps(ask)} per GPU-hour: above its class's cap of ${dps(c.cap)} (epoch ${latest.distribution.epoch}), so it earns no availability reward`
+        : `Ask ${dps(ask)} per GPU-hour, within its class's cap of ${dps(c.cap)} (epoch ${latest.distribution.epoch})`;
+    if (askShown === askWant || Date.now() > until) break;
+  }
+  assert.equal(askShown, askWant);
   const payments = await page.getByTestId("payments").textContent();
   assert.notEqual(payments, "0 DPS", "the task's payment shows in the provider's earnings");
   // earnings per epoch: every payment is in an epoch's row, and the task's is in the epoch

@@ -29,6 +29,7 @@ import (
 	"github.com/flopsnet/flops/worker/executor"
 	"github.com/flopsnet/flops/worker/gpu"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -82,6 +83,7 @@ type Agent struct {
 	gfl    gfltypes.QueryClient
 	coll   sstypes.QueryClient
 	bank   banktypes.QueryClient
+	dps    dpstypes.QueryClient
 
 	node     gfltypes.Node
 	nodeRead int64 // the height node was last read at (refreshNode)
@@ -196,7 +198,7 @@ func New(o Options) (*Agent, error) {
 	return &Agent{
 		o: o, cfg: o.Config, log: o.Log.With("component", "agent"), state: st,
 		market: markettypes.NewQueryClient(conn), gfl: gfltypes.NewQueryClient(conn),
-		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn),
+		coll: sstypes.NewQueryClient(conn), bank: banktypes.NewQueryClient(conn), dps: dpstypes.NewQueryClient(conn),
 		runs: map[uint64]*run{}, pinned: map[string]uint64{}, gpuWait: map[uint64]gpuWait{}, earningsRead: map[uint64]int64{}, answers: map[uint64]*challenge{},
 		checkpts: map[uint64]executor.Checkpoint{}, bid: map[uint64]int64{}, placed: map[uint64]bool{}, joined: map[uint64]bool{}, waiting: map[uint64]bool{}, idleSince: map[uint64]int64{}, poolSpecs: map[uint64]markettypes.PoolSpec{}, claims: map[string]*claim{},
 		inflight: map[string]bool{},

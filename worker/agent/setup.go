@@ -15,6 +15,7 @@ import (
 	"github.com/flopsnet/flops/worker/executor"
 	"github.com/flopsnet/flops/worker/gpu"
 	wpocp "github.com/flopsnet/flops/worker/pocp"
+	dpstypes "github.com/flopsnet/flops/x/dps/types"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 	sstypes "github.com/flopsnet/flops/x/staking-slash/types"
@@ -108,7 +109,40 @@ func (a *Agent) Setup(ctx context.Context) error {
 		a.log.Warn("the node waits for governance approval (GOVERNED admission)", "node", a.node.Id)
 	}
 	a.checkDiskRoom(ctx)
+	a.checkAskCap(ctx)
 	return nil
+}
+
+// checkAskCap warns when the node asks more per GPU-hour than its class's cap in the last
+// reward distribution: x/dps pays no availability reward to a node priced out of its
+// class's market (x/dps/README.md, "Priced out").
+func (a *Agent) checkAskCap(ctx context.Context) {
+	res, err := a.dps.LatestEmission(ctx, &dpstypes.QueryLatestEmissionRequest{})
+	if err != nil {
+		a.log.Warn("the last reward distribution not read: the ask is not checked against its class's cap", "err", err)
+		return
+	}
+	if !res.Found {
+		return
+	}
+	a.mu.Lock()
+	node := a.node
+	a.mu.Unlock()
+	if c, over := askAboveCap(node, res.Distribution); over {
+		a.log.Warn("the node asks more per GPU-hour than its class's cap in the last reward distribution: it earns no availability reward while it does (lower node.ask_per_gpu_hour)",
+			"node", node.Id, "class", node.GpuClass, "ask", node.AskPerGpuHour.Amount.String(), "cap", c.Cap.String(),
+			"reference_ask", c.ReferenceAsk.String(), "epoch", res.Distribution.Epoch)
+	}
+}
+
+// askAboveCap says whether node's ask is above its class's cap in distribution d, and
+// the class's cap.
+func askAboveCap(node gfltypes.Node, d dpstypes.Distribution) (dpstypes.AskCap, bool) {
+	c, ok := dpstypes.ClassCap(d.AskCaps, node.GpuClass)
+	if !ok || !c.ReferenceAsk.IsPositive() || node.AskPerGpuHour.Amount.IsNil() {
+		return c, false
+	}
+	return c, node.AskPerGpuHour.Amount.GT(c.Cap)
 }
 
 // checkDiskRoom warns when the work directory's filesystem has less free space than the

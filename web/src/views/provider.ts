@@ -22,6 +22,20 @@ interface NodeRow {
   eligible: boolean;
   history: reputationTypes.ScoreRecord[];
   powerSeries: { height: number; gflops: number }[];
+  /** askCap is the cap of the node's class in the last reward distribution, if any. */
+  askCap?: { cap: string; epoch: bigint };
+}
+
+/** askLine is a node's ask per GPU-hour beside its class's cap in the last reward
+ * distribution: a node asking more earns no availability reward (x/dps, "Priced out"). */
+export function askLine(n: Pick<NodeRow, "node" | "askCap">): string {
+  const ask = n.node.askPerGpuHour?.amount ?? "0";
+  const line = `Ask ${dps(ask)} per GPU-hour`;
+  if (!n.askCap) return line;
+  if (BigInt(ask) > BigInt(n.askCap.cap)) {
+    return `${line}: above its class's cap of ${dps(n.askCap.cap)} (epoch ${n.askCap.epoch}), so it earns no availability reward`;
+  }
+  return `${line}, within its class's cap of ${dps(n.askCap.cap)} (epoch ${n.askCap.epoch})`;
 }
 
 interface EpochEarnings {
@@ -57,7 +71,7 @@ export class ProviderView extends View {
       return;
     }
     const q = this.chain.q;
-    const [nodes, coll, unb, slashes, rep, rewards, tasks] = await Promise.all([
+    const [nodes, coll, unb, slashes, rep, rewards, tasks, latest] = await Promise.all([
       q.gfl.NodesByOperator({ operator: addr, pagination: page(200) }),
       q.stakingslash.Collateral({ provider: addr }),
       q.stakingslash.Unbondings({ provider: addr, pagination: page(100) }),
@@ -70,7 +84,13 @@ export class ProviderView extends View {
         const r = await q.market.TasksByProvider({ provider: addr, active: true, pagination: p });
         return { items: r.tasks, nextKey: r.pagination?.nextKey };
       }, 200),
+      // each class's ask cap in the last reward distribution (x/dps, "Priced out")
+      q.dps.LatestEmission({}),
     ]);
+    const caps = new Map<string, { cap: string; epoch: bigint }>();
+    if (latest.found && latest.distribution) {
+      for (const c of latest.distribution.askCaps) caps.set(c.gpuClass, { cap: c.cap, epoch: latest.distribution.epoch });
+    }
     const rows = await Promise.all(
       nodes.nodes.map(async (node): Promise<NodeRow> => {
         const [power, stats, score, history, powerSeries] = await Promise.all([
@@ -82,6 +102,7 @@ export class ProviderView extends View {
         ]);
         return {
           node,
+          askCap: caps.get(node.gpuClass),
           power: power.powerGflops,
           median: power.medianGflops,
           availabilityPpm: power.availabilityPpm,
@@ -194,6 +215,7 @@ export class ProviderView extends View {
           (n) => html`<article class="node" data-testid="node" aria-label="node ${n.node.id}">
             <h4>Node #${n.node.id} <span class="status s-${nodeStatus(n.node.status).toLowerCase()}">${nodeStatus(n.node.status)}</span></h4>
             <p>${n.node.gpus.length} × ${n.node.gpus[0]?.model ?? "GPU"} · class <strong>${n.node.gpuClass || "—"}</strong> · ${n.node.region || "no region"} · <span data-testid="node-disk">${n.node.diskMibPerGpu > 0n ? `${n.node.diskMibPerGpu % 1024n === 0n ? `${n.node.diskMibPerGpu / 1024n} GiB` : `${n.node.diskMibPerGpu} MiB`} disk offered per GPU` : "no disk offered beyond the market's default"}</span></p>
+            <p data-testid="node-ask">${askLine(n)}</p>
             <p>Verified power <strong data-testid="node-power">${gflops(n.power)}</strong> <span class="muted">(median ${gflops(n.median)}, claimed
               ${gflops(n.node.claimedGflops)}, availability ${(n.availabilityPpm / 10000).toFixed(1)}%)</span></p>
             <p>PoCP this epoch: ${n.stats ? html`${n.stats.passed} passed, ${n.stats.failed} failed, ${n.stats.missed} missed of ${n.stats.issued}` : "none yet"}</p>

@@ -328,9 +328,7 @@ func (k Keeper) asksStep(ctx sdk.Context, d *types.Distribution, budget int) (in
 		}
 	}
 	if !more {
-		for i := range d.Progress.ClassAsks {
-			d.Progress.ClassAsks[i].ReferenceAsk = types.ReferenceAsk(d.Progress.ClassAsks[i].Buckets)
-		}
+		d.AskCaps = types.AskCaps(d.Progress.ClassAsks, d.Progress.AvailabilityAskCapPpm)
 		d.Progress.NodeCursor = 0
 		d.Phase = types.DISTRIBUTION_PHASE_AVAILABILITY
 	}
@@ -342,15 +340,11 @@ func (k Keeper) asksStep(ctx sdk.Context, d *types.Distribution, budget int) (in
 // class the asks pass did not meet (no node of it had power then) has no reference and
 // caps nothing.
 func pricedOut(d types.Distribution, n gfltypes.Node) (sdkmath.Int, bool) {
-	if d.Progress.AvailabilityAskCapPpm == 0 {
+	c, ok := types.ClassCap(d.AskCaps, n.GpuClass)
+	if !ok || !c.ReferenceAsk.IsPositive() {
 		return sdkmath.Int{}, false
 	}
-	ref, ok := types.ClassReference(d.Progress.ClassAsks, n.GpuClass)
-	if !ok || !ref.IsPositive() {
-		return sdkmath.Int{}, false
-	}
-	limit := types.AskCap(ref, d.Progress.AvailabilityAskCapPpm)
-	return limit, n.EpochHighestAsk().GT(limit)
+	return c.Cap, n.EpochHighestAsk().GT(c.Cap)
 }
 
 // availabilityStep pays E_avail pro rata to the nodes' power, times the node's
@@ -372,6 +366,7 @@ func (k Keeper) availabilityStep(ctx sdk.Context, d *types.Distribution, budget 
 			}); err != nil {
 				return 0, err
 			}
+			d.NodesPricedOut++
 			continue
 		}
 		it := blockhook.Item{Kind: kindAvailability, ID: d.Epoch, Sub: n.Id}

@@ -63,6 +63,8 @@ func TestAttackOverpricedNodeEarnsAvailability(t *testing.T) {
 	require.True(t, f.balance(dave).IsZero(), "priced out of the market: no availability")
 	require.Equal(t, int64(400_000), d.PaidAvailability.Int64())
 	require.Equal(t, uint64(4), d.NodesPaid)
+	require.Equal(t, uint64(1), d.NodesPricedOut)
+	require.Equal(t, []types.AskCap{{GpuClass: "a100", ReferenceAsk: sdkmath.NewInt(1_023), Cap: sdkmath.NewInt(2_046)}}, d.AskCaps)
 	withheld := events[*types.EventAvailabilityWithheld](f)
 	require.Len(t, withheld, 1)
 	require.Equal(t, uint64(4), withheld[0].NodeId)
@@ -73,6 +75,7 @@ func TestAttackOverpricedNodeEarnsAvailability(t *testing.T) {
 	// governance may turn the cap off: every node is paid, as before
 	f = setup(0)
 	requireAccounting(t, f.emission(1))
+	require.Empty(t, f.emission(1).AskCaps)
 	require.Equal(t, int64(100_000), f.balance(dave).Int64())
 	require.Empty(t, events[*types.EventAvailabilityWithheld](f))
 }
@@ -94,13 +97,17 @@ func TestReferenceAskIsPerClassAndByPower(t *testing.T) {
 	}
 	res, err := f.qs.Distribution(f.ctx, &types.QueryDistributionRequest{})
 	require.NoError(t, err)
-	asks := res.Distribution.Progress.ClassAsks
-	require.Len(t, asks, 2)
-	require.Equal(t, "a100", asks[0].GpuClass)
-	require.Equal(t, int64(1_023), asks[0].ReferenceAsk.Int64(), "400 of 700 GFL ask 1,000")
-	require.Equal(t, "h100", asks[1].GpuClass)
-	require.Equal(t, int64(114_687), asks[1].ReferenceAsk.Int64())
+	caps := res.Distribution.AskCaps
+	require.Len(t, caps, 2)
+	require.Equal(t, "a100", caps[0].GpuClass)
+	require.Equal(t, int64(1_023), caps[0].ReferenceAsk.Int64(), "400 of 700 GFL ask 1,000")
+	require.Equal(t, int64(2_046), caps[0].Cap.Int64())
+	require.Equal(t, "h100", caps[1].GpuClass)
+	require.Equal(t, int64(114_687), caps[1].ReferenceAsk.Int64())
 	f.runUntilIdle(20)
+	d := f.emission(1)
+	require.Equal(t, caps, d.AskCaps, "kept in the finished record")
+	require.Equal(t, uint64(6), d.NodesPricedOut)
 	require.True(t, f.balance(bob).IsZero(), "5,000 is above 2 x 1,023")
 	require.True(t, f.balance(carol).IsPositive(), "h100's own reference")
 	require.True(t, f.balance(alice).IsPositive())

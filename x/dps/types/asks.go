@@ -52,7 +52,7 @@ func BucketMaxAsk(b uint32) sdkmath.Int {
 func AddAsk(asks []ClassAsks, class string, ask sdkmath.Int, power uint64) []ClassAsks {
 	i, found := slices.BinarySearchFunc(asks, class, func(c ClassAsks, class string) int { return strings.Compare(c.GpuClass, class) })
 	if !found {
-		asks = slices.Insert(asks, i, ClassAsks{GpuClass: class, ReferenceAsk: sdkmath.ZeroInt()})
+		asks = slices.Insert(asks, i, ClassAsks{GpuClass: class})
 	}
 	c := &asks[i]
 	b := BucketOfAsk(ask)
@@ -85,18 +85,29 @@ func ReferenceAsk(buckets []AskBucket) sdkmath.Int {
 	return BucketMaxAsk(buckets[len(buckets)-1].Bucket)
 }
 
-// ClassReference is the reference ask of class in asks, and whether the class is there.
-func ClassReference(asks []ClassAsks, class string) (sdkmath.Int, bool) {
-	i, found := slices.BinarySearchFunc(asks, class, func(c ClassAsks, class string) int { return strings.Compare(c.GpuClass, class) })
+// ClassCap is class's entry in a distribution's ask caps (sorted by class), and whether
+// the class is there.
+func ClassCap(caps []AskCap, class string) (AskCap, bool) {
+	i, found := slices.BinarySearchFunc(caps, class, func(c AskCap, class string) int { return strings.Compare(c.GpuClass, class) })
 	if !found {
-		return sdkmath.Int{}, false
+		return AskCap{}, false
 	}
-	return asks[i].ReferenceAsk, true
+	return caps[i], true
 }
 
-// AskCap is the highest ask that earns availability at a class's reference ask:
+// AskCaps are the reference ask and cap of each class of asks (in class order).
+func AskCaps(asks []ClassAsks, capPPM uint64) []AskCap {
+	out := make([]AskCap, 0, len(asks))
+	for _, c := range asks {
+		ref := ReferenceAsk(c.Buckets)
+		out = append(out, AskCap{GpuClass: c.GpuClass, ReferenceAsk: ref, Cap: CapOf(ref, capPPM)})
+	}
+	return out
+}
+
+// CapOf is the highest ask that earns availability at a class's reference ask:
 // floor(reference * capPPM / 1,000,000).
-func AskCap(reference sdkmath.Int, capPPM uint64) sdkmath.Int {
+func CapOf(reference sdkmath.Int, capPPM uint64) sdkmath.Int {
 	return reference.Mul(sdkmath.NewIntFromUint64(capPPM)).Quo(sdkmath.NewInt(validate.PPMOne))
 }
 

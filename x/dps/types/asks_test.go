@@ -56,10 +56,17 @@ func TestReferenceAsk(t *testing.T) {
 	asks = types.AddAsk(asks, "a100", sdkmath.NewInt(100), 1) // 202: half 101 reached at 1,023
 	require.Equal(t, int64(1_023), types.ReferenceAsk(asks[0].Buckets).Int64())
 	require.Equal(t, int64(10_239), types.ReferenceAsk(asks[1].Buckets).Int64())
-	require.Equal(t, int64(2_046), types.AskCap(sdkmath.NewInt(1_023), types.DefaultAvailabilityAskCapPPM).Int64())
-	ref, ok := types.ClassReference(asks, "b200")
+	caps := types.AskCaps(asks, types.DefaultAvailabilityAskCapPPM)
+	require.Equal(t, []types.AskCap{
+		{GpuClass: "a100", ReferenceAsk: sdkmath.NewInt(1_023), Cap: sdkmath.NewInt(2_046)},
+		{GpuClass: "h100", ReferenceAsk: sdkmath.NewInt(10_239), Cap: sdkmath.NewInt(20_478)},
+	}, caps)
+	c, ok := types.ClassCap(caps, "h100")
+	require.True(t, ok)
+	require.Equal(t, int64(20_478), c.Cap.Int64())
+	_, ok = types.ClassCap(caps, "b200")
 	require.False(t, ok)
-	require.True(t, ref.IsNil())
+	require.Equal(t, int64(1_534), types.CapOf(sdkmath.NewInt(1_023), 1_500_000).Int64(), "floor(1,023 x 1.5)")
 
 	// power saturates rather than wraps
 	max := types.AddAsk(nil, "a100", sdkmath.NewInt(10), ^uint64(0))

@@ -289,6 +289,17 @@ func (d Distribution) Validate(done bool) error {
 	if d.Emission.GT(d.Uncapped) {
 		return fmt.Errorf("epoch %d: emission %s above uncapped %s", d.Epoch, d.Emission, d.Uncapped)
 	}
+	for i, c := range d.AskCaps {
+		if i > 0 && d.AskCaps[i-1].GpuClass >= c.GpuClass {
+			return fmt.Errorf("epoch %d: ask_caps[%d] %q: classes must be sorted and distinct", d.Epoch, i, c.GpuClass)
+		}
+		if err := validate.NonNegativeInt(fmt.Sprintf("epoch %d ask_caps[%d].reference_ask", d.Epoch, i), c.ReferenceAsk); err != nil {
+			return err
+		}
+		if err := validate.NonNegativeInt(fmt.Sprintf("epoch %d ask_caps[%d].cap", d.Epoch, i), c.Cap); err != nil {
+			return err
+		}
+	}
 	if !d.Availability.Add(d.Work).Equal(d.Emission) {
 		return fmt.Errorf("epoch %d: availability %s + work %s != emission %s", d.Epoch, d.Availability, d.Work, d.Emission)
 	}
@@ -334,9 +345,6 @@ func (d Distribution) Validate(done bool) error {
 	for i, c := range pr.ClassAsks {
 		if i > 0 && pr.ClassAsks[i-1].GpuClass >= c.GpuClass {
 			return fmt.Errorf("progress.class_asks[%d] %q: classes must be sorted and distinct", i, c.GpuClass)
-		}
-		if err := validate.NonNegativeInt(fmt.Sprintf("progress.class_asks[%d].reference_ask", i), c.ReferenceAsk); err != nil {
-			return err
 		}
 		for j, b := range c.Buckets {
 			if j > 0 && c.Buckets[j-1].Bucket >= b.Bucket {

@@ -79,14 +79,17 @@ func TestGenesisValidate(t *testing.T) {
 		{"ask cap below 1x", func(gs *types.GenesisState) { gs.InProgress.Progress.AvailabilityAskCapPpm = 999_999 }, "progress.availability_ask_cap_ppm 999999"},
 		{"asks pass without a cap", func(gs *types.GenesisState) { gs.InProgress.Phase = types.DISTRIBUTION_PHASE_ASKS }, "asks pass of a distribution without an ask cap"},
 		{"classes out of order", func(gs *types.GenesisState) {
-			gs.InProgress.Progress.ClassAsks = []types.ClassAsks{{GpuClass: "h100", ReferenceAsk: i(0)}, {GpuClass: "a100", ReferenceAsk: i(0)}}
+			gs.InProgress.Progress.ClassAsks = []types.ClassAsks{{GpuClass: "h100"}, {GpuClass: "a100"}}
 		}, "progress.class_asks[1] \"a100\""},
 		{"buckets out of order", func(gs *types.GenesisState) {
-			gs.InProgress.Progress.ClassAsks = []types.ClassAsks{{GpuClass: "a100", ReferenceAsk: i(0), Buckets: []types.AskBucket{{Bucket: 9}, {Bucket: 9}}}}
+			gs.InProgress.Progress.ClassAsks = []types.ClassAsks{{GpuClass: "a100", Buckets: []types.AskBucket{{Bucket: 9}, {Bucket: 9}}}}
 		}, "buckets must be sorted"},
 		{"reference unset", func(gs *types.GenesisState) {
-			gs.InProgress.Progress.ClassAsks = []types.ClassAsks{{GpuClass: "a100"}}
-		}, "reference_ask"},
+			gs.Distributions[0].AskCaps = []types.AskCap{{GpuClass: "a100", Cap: i(2)}}
+		}, "ask_caps[0].reference_ask"},
+		{"ask caps out of order", func(gs *types.GenesisState) {
+			gs.Distributions[0].AskCaps = []types.AskCap{{GpuClass: "b", ReferenceAsk: i(1), Cap: i(2)}, {GpuClass: "a", ReferenceAsk: i(1), Cap: i(2)}}
+		}, "ask_caps[1] \"a\""},
 		{"finished with progress", func(gs *types.GenesisState) { gs.Distributions[0].Progress = &types.DistributionProgress{} }, "without progress"},
 		{"paid + remainder != E", func(gs *types.GenesisState) { gs.Distributions[0].Remainder = i(21) }, "!= emission"},
 		{"split != E", func(gs *types.GenesisState) { gs.Distributions[0].Work = i(61) }, "availability 40 + work 61"},

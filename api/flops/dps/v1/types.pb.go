@@ -505,9 +505,16 @@ type Distribution struct {
 	// amount stays in the pool).
 	DeferredAvailability string `protobuf:"bytes,22,opt,name=deferred_availability,json=deferredAvailability,proto3" json:"deferred_availability,omitempty"`
 	// deferred_work: see deferred_availability.
-	DeferredWork  string `protobuf:"bytes,23,opt,name=deferred_work,json=deferredWork,proto3" json:"deferred_work,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DeferredWork string `protobuf:"bytes,23,opt,name=deferred_work,json=deferredWork,proto3" json:"deferred_work,omitempty"`
+	// ask_caps: each GPU class's reference ask and the highest ask that earned availability
+	// (availability_ask_cap_ppm), in class order, set when the asks pass is done; empty
+	// without a cap.
+	AskCaps []*AskCap `protobuf:"bytes,24,rep,name=ask_caps,json=askCaps,proto3" json:"ask_caps,omitempty"`
+	// nodes_priced_out counts the nodes with power whose ask was above their class's cap:
+	// paid no availability (EventAvailabilityWithheld).
+	NodesPricedOut uint64 `protobuf:"varint,25,opt,name=nodes_priced_out,json=nodesPricedOut,proto3" json:"nodes_priced_out,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Distribution) Reset() {
@@ -701,6 +708,86 @@ func (x *Distribution) GetDeferredWork() string {
 	return ""
 }
 
+func (x *Distribution) GetAskCaps() []*AskCap {
+	if x != nil {
+		return x.AskCaps
+	}
+	return nil
+}
+
+func (x *Distribution) GetNodesPricedOut() uint64 {
+	if x != nil {
+		return x.NodesPricedOut
+	}
+	return 0
+}
+
+// AskCap is one GPU class's reference ask in a distribution and the cap it set.
+type AskCap struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// gpu_class of the nodes.
+	GpuClass string `protobuf:"bytes,1,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
+	// reference_ask is the highest ask of the bucket that holds the class's power-weighted
+	// median ask, udps per GPU-hour.
+	ReferenceAsk string `protobuf:"bytes,2,opt,name=reference_ask,json=referenceAsk,proto3" json:"reference_ask,omitempty"`
+	// cap is availability_ask_cap_ppm times reference_ask: the highest ask that earned
+	// availability.
+	Cap           string `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AskCap) Reset() {
+	*x = AskCap{}
+	mi := &file_flops_dps_v1_types_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AskCap) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AskCap) ProtoMessage() {}
+
+func (x *AskCap) ProtoReflect() protoreflect.Message {
+	mi := &file_flops_dps_v1_types_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AskCap.ProtoReflect.Descriptor instead.
+func (*AskCap) Descriptor() ([]byte, []int) {
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AskCap) GetGpuClass() string {
+	if x != nil {
+		return x.GpuClass
+	}
+	return ""
+}
+
+func (x *AskCap) GetReferenceAsk() string {
+	if x != nil {
+		return x.ReferenceAsk
+	}
+	return ""
+}
+
+func (x *AskCap) GetCap() string {
+	if x != nil {
+		return x.Cap
+	}
+	return ""
+}
+
 // DeferredPayout is a reward payout that failed (the bank refused it, or it panicked) and
 // waits in the retries (internal/blockhook): retried 1, 2, 4 and 8 blocks later, and
 // after its fifth failure resolved by leaving the amount in the pool.
@@ -722,7 +809,7 @@ type DeferredPayout struct {
 
 func (x *DeferredPayout) Reset() {
 	*x = DeferredPayout{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[4]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +821,7 @@ func (x *DeferredPayout) String() string {
 func (*DeferredPayout) ProtoMessage() {}
 
 func (x *DeferredPayout) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[4]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +834,7 @@ func (x *DeferredPayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeferredPayout.ProtoReflect.Descriptor instead.
 func (*DeferredPayout) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DeferredPayout) GetEpoch() uint64 {
@@ -804,8 +891,8 @@ type DistributionProgress struct {
 	// availability_ask_cap_ppm: the param when the distribution started (0: no cap, no
 	// asks pass).
 	AvailabilityAskCapPpm uint64 `protobuf:"varint,8,opt,name=availability_ask_cap_ppm,json=availabilityAskCapPpm,proto3" json:"availability_ask_cap_ppm,omitempty"`
-	// class_asks: the asks pass's power by ask bucket, a GPU class each, in class order;
-	// each class's reference_ask once the pass is done.
+	// class_asks: the asks pass's power by ask bucket, a GPU class each, in class order
+	// (the distribution's ask_caps are taken from them when the pass is done).
 	ClassAsks     []*ClassAsks `protobuf:"bytes,9,rep,name=class_asks,json=classAsks,proto3" json:"class_asks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -813,7 +900,7 @@ type DistributionProgress struct {
 
 func (x *DistributionProgress) Reset() {
 	*x = DistributionProgress{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[5]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +912,7 @@ func (x *DistributionProgress) String() string {
 func (*DistributionProgress) ProtoMessage() {}
 
 func (x *DistributionProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[5]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +925,7 @@ func (x *DistributionProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DistributionProgress.ProtoReflect.Descriptor instead.
 func (*DistributionProgress) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DistributionProgress) GetNodeCursor() uint64 {
@@ -897,24 +984,21 @@ func (x *DistributionProgress) GetClassAsks() []*ClassAsks {
 	return nil
 }
 
-// ClassAsks is the power of one GPU class's nodes by ask, and the class's reference ask.
+// ClassAsks is the power of one GPU class's nodes by ask.
 type ClassAsks struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// gpu_class of the nodes.
 	GpuClass string `protobuf:"bytes,1,opt,name=gpu_class,json=gpuClass,proto3" json:"gpu_class,omitempty"`
 	// buckets: the power of the nodes whose ask falls in each ask bucket (types.BucketOfAsk:
 	// four a power of two), in bucket order.
-	Buckets []*AskBucket `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
-	// reference_ask is the highest ask of the bucket that holds the power-weighted median,
-	// udps per GPU-hour; set when the asks pass is done.
-	ReferenceAsk  string `protobuf:"bytes,3,opt,name=reference_ask,json=referenceAsk,proto3" json:"reference_ask,omitempty"`
+	Buckets       []*AskBucket `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClassAsks) Reset() {
 	*x = ClassAsks{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[6]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1010,7 @@ func (x *ClassAsks) String() string {
 func (*ClassAsks) ProtoMessage() {}
 
 func (x *ClassAsks) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[6]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1023,7 @@ func (x *ClassAsks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassAsks.ProtoReflect.Descriptor instead.
 func (*ClassAsks) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClassAsks) GetGpuClass() string {
@@ -956,13 +1040,6 @@ func (x *ClassAsks) GetBuckets() []*AskBucket {
 	return nil
 }
 
-func (x *ClassAsks) GetReferenceAsk() string {
-	if x != nil {
-		return x.ReferenceAsk
-	}
-	return ""
-}
-
 // AskBucket is the power of the nodes whose ask falls in one bucket.
 type AskBucket struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -976,7 +1053,7 @@ type AskBucket struct {
 
 func (x *AskBucket) Reset() {
 	*x = AskBucket{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[7]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1065,7 @@ func (x *AskBucket) String() string {
 func (*AskBucket) ProtoMessage() {}
 
 func (x *AskBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[7]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1078,7 @@ func (x *AskBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskBucket.ProtoReflect.Descriptor instead.
 func (*AskBucket) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AskBucket) GetBucket() uint32 {
@@ -1031,7 +1108,7 @@ type WorkPosition struct {
 
 func (x *WorkPosition) Reset() {
 	*x = WorkPosition{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[8]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1120,7 @@ func (x *WorkPosition) String() string {
 func (*WorkPosition) ProtoMessage() {}
 
 func (x *WorkPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[8]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1133,7 @@ func (x *WorkPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkPosition.ProtoReflect.Descriptor instead.
 func (*WorkPosition) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WorkPosition) GetProvider() string {
@@ -1088,7 +1165,7 @@ type ProviderTally struct {
 
 func (x *ProviderTally) Reset() {
 	*x = ProviderTally{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[9]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1177,7 @@ func (x *ProviderTally) String() string {
 func (*ProviderTally) ProtoMessage() {}
 
 func (x *ProviderTally) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[9]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1190,7 @@ func (x *ProviderTally) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTally.ProtoReflect.Descriptor instead.
 func (*ProviderTally) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProviderTally) GetProvider() string {
@@ -1154,7 +1231,7 @@ type ProviderReward struct {
 
 func (x *ProviderReward) Reset() {
 	*x = ProviderReward{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[10]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1243,7 @@ func (x *ProviderReward) String() string {
 func (*ProviderReward) ProtoMessage() {}
 
 func (x *ProviderReward) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[10]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1256,7 @@ func (x *ProviderReward) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderReward.ProtoReflect.Descriptor instead.
 func (*ProviderReward) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProviderReward) GetProvider() string {
@@ -1227,7 +1304,7 @@ type WorkRecord struct {
 
 func (x *WorkRecord) Reset() {
 	*x = WorkRecord{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[11]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1316,7 @@ func (x *WorkRecord) String() string {
 func (*WorkRecord) ProtoMessage() {}
 
 func (x *WorkRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[11]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1329,7 @@ func (x *WorkRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkRecord.ProtoReflect.Descriptor instead.
 func (*WorkRecord) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkRecord) GetGflopSeconds() string {
@@ -1293,7 +1370,7 @@ type WorkEntry struct {
 
 func (x *WorkEntry) Reset() {
 	*x = WorkEntry{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[12]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1382,7 @@ func (x *WorkEntry) String() string {
 func (*WorkEntry) ProtoMessage() {}
 
 func (x *WorkEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[12]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1395,7 @@ func (x *WorkEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkEntry.ProtoReflect.Descriptor instead.
 func (*WorkEntry) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkEntry) GetEpoch() uint64 {
@@ -1362,7 +1439,7 @@ type FundingLink struct {
 
 func (x *FundingLink) Reset() {
 	*x = FundingLink{}
-	mi := &file_flops_dps_v1_types_proto_msgTypes[13]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1451,7 @@ func (x *FundingLink) String() string {
 func (*FundingLink) ProtoMessage() {}
 
 func (x *FundingLink) ProtoReflect() protoreflect.Message {
-	mi := &file_flops_dps_v1_types_proto_msgTypes[13]
+	mi := &file_flops_dps_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1464,7 @@ func (x *FundingLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FundingLink.ProtoReflect.Descriptor instead.
 func (*FundingLink) Descriptor() ([]byte, []int) {
-	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_flops_dps_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FundingLink) GetRecipient() string {
@@ -1438,7 +1515,7 @@ const file_flops_dps_v1_types_proto_rawDesc = "" +
 	"\x0ecumulative_gfl\x18\x03 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
 	"cosmos.Int\xa8\xe7\xb0*\x01R\rcumulativeGfl\x12U\n" +
 	"\rpool_baseline\x18\x04 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
-	"cosmos.Int\xa8\xe7\xb0*\x01R\fpoolBaseline\"\x85\v\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\fpoolBaseline\"\xeb\v\n" +
 	"\fDistribution\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x10\n" +
 	"\x03era\x18\x02 \x01(\rR\x03era\x124\n" +
@@ -1478,7 +1555,15 @@ const file_flops_dps_v1_types_proto_rawDesc = "" +
 	"\x15deferred_availability\x18\x16 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
 	"cosmos.Int\xa8\xe7\xb0*\x01R\x14deferredAvailability\x12U\n" +
 	"\rdeferred_work\x18\x17 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
-	"cosmos.Int\xa8\xe7\xb0*\x01R\fdeferredWork\"\xd5\x01\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\fdeferredWork\x12:\n" +
+	"\bask_caps\x18\x18 \x03(\v2\x14.flops.dps.v1.AskCapB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\aaskCaps\x12(\n" +
+	"\x10nodes_priced_out\x18\x19 \x01(\x04R\x0enodesPricedOut\"\xc0\x01\n" +
+	"\x06AskCap\x12\x1b\n" +
+	"\tgpu_class\x18\x01 \x01(\tR\bgpuClass\x12U\n" +
+	"\rreference_ask\x18\x02 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\freferenceAsk\x12B\n" +
+	"\x03cap\x18\x03 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
+	"cosmos.Int\xa8\xe7\xb0*\x01R\x03cap\"\xd5\x01\n" +
 	"\x0eDeferredPayout\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x17\n" +
@@ -1498,12 +1583,10 @@ const file_flops_dps_v1_types_proto_rawDesc = "" +
 	"\x10workload_weights\x18\x06 \x03(\v2\x1c.flops.dps.v1.WorkloadWeightB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x0fworkloadWeights\x127\n" +
 	"\x18availability_ask_cap_ppm\x18\b \x01(\x04R\x15availabilityAskCapPpm\x12A\n" +
 	"\n" +
-	"class_asks\x18\t \x03(\v2\x17.flops.dps.v1.ClassAsksB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\tclassAsksJ\x04\b\a\x10\bR\bfailures\"\xbd\x01\n" +
+	"class_asks\x18\t \x03(\v2\x17.flops.dps.v1.ClassAsksB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\tclassAsksJ\x04\b\a\x10\bR\bfailures\"f\n" +
 	"\tClassAsks\x12\x1b\n" +
 	"\tgpu_class\x18\x01 \x01(\tR\bgpuClass\x12<\n" +
-	"\abuckets\x18\x02 \x03(\v2\x17.flops.dps.v1.AskBucketB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\abuckets\x12U\n" +
-	"\rreference_ask\x18\x03 \x01(\tB0\xc8\xde\x1f\x00\xda\xde\x1f\x15cosmossdk.io/math.IntҴ-\n" +
-	"cosmos.Int\xa8\xe7\xb0*\x01R\freferenceAsk\"F\n" +
+	"\abuckets\x18\x02 \x03(\v2\x17.flops.dps.v1.AskBucketB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\abuckets\"F\n" +
 	"\tAskBucket\x12\x16\n" +
 	"\x06bucket\x18\x01 \x01(\rR\x06bucket\x12!\n" +
 	"\fpower_gflops\x18\x02 \x01(\x04R\vpowerGflops\"`\n" +
@@ -1566,7 +1649,7 @@ func file_flops_dps_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_flops_dps_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_flops_dps_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_flops_dps_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_flops_dps_v1_types_proto_goTypes = []any{
 	(DistributionPhase)(0),        // 0: flops.dps.v1.DistributionPhase
 	(HalvingCause)(0),             // 1: flops.dps.v1.HalvingCause
@@ -1574,40 +1657,42 @@ var file_flops_dps_v1_types_proto_goTypes = []any{
 	(*Params)(nil),                // 3: flops.dps.v1.Params
 	(*EraState)(nil),              // 4: flops.dps.v1.EraState
 	(*Distribution)(nil),          // 5: flops.dps.v1.Distribution
-	(*DeferredPayout)(nil),        // 6: flops.dps.v1.DeferredPayout
-	(*DistributionProgress)(nil),  // 7: flops.dps.v1.DistributionProgress
-	(*ClassAsks)(nil),             // 8: flops.dps.v1.ClassAsks
-	(*AskBucket)(nil),             // 9: flops.dps.v1.AskBucket
-	(*WorkPosition)(nil),          // 10: flops.dps.v1.WorkPosition
-	(*ProviderTally)(nil),         // 11: flops.dps.v1.ProviderTally
-	(*ProviderReward)(nil),        // 12: flops.dps.v1.ProviderReward
-	(*WorkRecord)(nil),            // 13: flops.dps.v1.WorkRecord
-	(*WorkEntry)(nil),             // 14: flops.dps.v1.WorkEntry
-	(*FundingLink)(nil),           // 15: flops.dps.v1.FundingLink
-	(v1.WorkloadClass)(0),         // 16: flops.gfl.v1.WorkloadClass
-	(*durationpb.Duration)(nil),   // 17: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*AskCap)(nil),                // 6: flops.dps.v1.AskCap
+	(*DeferredPayout)(nil),        // 7: flops.dps.v1.DeferredPayout
+	(*DistributionProgress)(nil),  // 8: flops.dps.v1.DistributionProgress
+	(*ClassAsks)(nil),             // 9: flops.dps.v1.ClassAsks
+	(*AskBucket)(nil),             // 10: flops.dps.v1.AskBucket
+	(*WorkPosition)(nil),          // 11: flops.dps.v1.WorkPosition
+	(*ProviderTally)(nil),         // 12: flops.dps.v1.ProviderTally
+	(*ProviderReward)(nil),        // 13: flops.dps.v1.ProviderReward
+	(*WorkRecord)(nil),            // 14: flops.dps.v1.WorkRecord
+	(*WorkEntry)(nil),             // 15: flops.dps.v1.WorkEntry
+	(*FundingLink)(nil),           // 16: flops.dps.v1.FundingLink
+	(v1.WorkloadClass)(0),         // 17: flops.gfl.v1.WorkloadClass
+	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 }
 var file_flops_dps_v1_types_proto_depIdxs = []int32{
-	16, // 0: flops.dps.v1.WorkloadWeight.workload:type_name -> flops.gfl.v1.WorkloadClass
-	17, // 1: flops.dps.v1.Params.halving_period:type_name -> google.protobuf.Duration
+	17, // 0: flops.dps.v1.WorkloadWeight.workload:type_name -> flops.gfl.v1.WorkloadClass
+	18, // 1: flops.dps.v1.Params.halving_period:type_name -> google.protobuf.Duration
 	2,  // 2: flops.dps.v1.Params.workload_weights:type_name -> flops.dps.v1.WorkloadWeight
-	18, // 3: flops.dps.v1.EraState.last_halving_time:type_name -> google.protobuf.Timestamp
+	19, // 3: flops.dps.v1.EraState.last_halving_time:type_name -> google.protobuf.Timestamp
 	1,  // 4: flops.dps.v1.Distribution.halving:type_name -> flops.dps.v1.HalvingCause
 	0,  // 5: flops.dps.v1.Distribution.phase:type_name -> flops.dps.v1.DistributionPhase
-	18, // 6: flops.dps.v1.Distribution.start_time:type_name -> google.protobuf.Timestamp
-	7,  // 7: flops.dps.v1.Distribution.progress:type_name -> flops.dps.v1.DistributionProgress
-	10, // 8: flops.dps.v1.DistributionProgress.work_cursor:type_name -> flops.dps.v1.WorkPosition
-	11, // 9: flops.dps.v1.DistributionProgress.pending:type_name -> flops.dps.v1.ProviderTally
-	2,  // 10: flops.dps.v1.DistributionProgress.workload_weights:type_name -> flops.dps.v1.WorkloadWeight
-	8,  // 11: flops.dps.v1.DistributionProgress.class_asks:type_name -> flops.dps.v1.ClassAsks
-	9,  // 12: flops.dps.v1.ClassAsks.buckets:type_name -> flops.dps.v1.AskBucket
-	13, // 13: flops.dps.v1.WorkEntry.record:type_name -> flops.dps.v1.WorkRecord
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	19, // 6: flops.dps.v1.Distribution.start_time:type_name -> google.protobuf.Timestamp
+	8,  // 7: flops.dps.v1.Distribution.progress:type_name -> flops.dps.v1.DistributionProgress
+	6,  // 8: flops.dps.v1.Distribution.ask_caps:type_name -> flops.dps.v1.AskCap
+	11, // 9: flops.dps.v1.DistributionProgress.work_cursor:type_name -> flops.dps.v1.WorkPosition
+	12, // 10: flops.dps.v1.DistributionProgress.pending:type_name -> flops.dps.v1.ProviderTally
+	2,  // 11: flops.dps.v1.DistributionProgress.workload_weights:type_name -> flops.dps.v1.WorkloadWeight
+	9,  // 12: flops.dps.v1.DistributionProgress.class_asks:type_name -> flops.dps.v1.ClassAsks
+	10, // 13: flops.dps.v1.ClassAsks.buckets:type_name -> flops.dps.v1.AskBucket
+	14, // 14: flops.dps.v1.WorkEntry.record:type_name -> flops.dps.v1.WorkRecord
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_flops_dps_v1_types_proto_init() }
@@ -1621,7 +1706,7 @@ func file_flops_dps_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flops_dps_v1_types_proto_rawDesc), len(file_flops_dps_v1_types_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -290,6 +290,33 @@ export interface Distribution {
   deferredAvailability: string;
   /** deferred_work: see deferred_availability. */
   deferredWork: string;
+  /**
+   * ask_caps: each GPU class's reference ask and the highest ask that earned availability
+   * (availability_ask_cap_ppm), in class order, set when the asks pass is done; empty
+   * without a cap.
+   */
+  askCaps: AskCap[];
+  /**
+   * nodes_priced_out counts the nodes with power whose ask was above their class's cap:
+   * paid no availability (EventAvailabilityWithheld).
+   */
+  nodesPricedOut: bigint;
+}
+
+/** AskCap is one GPU class's reference ask in a distribution and the cap it set. */
+export interface AskCap {
+  /** gpu_class of the nodes. */
+  gpuClass: string;
+  /**
+   * reference_ask is the highest ask of the bucket that holds the class's power-weighted
+   * median ask, udps per GPU-hour.
+   */
+  referenceAsk: string;
+  /**
+   * cap is availability_ask_cap_ppm times reference_ask: the highest ask that earned
+   * availability.
+   */
+  cap: string;
 }
 
 /**
@@ -337,13 +364,13 @@ export interface DistributionProgress {
    */
   availabilityAskCapPpm: bigint;
   /**
-   * class_asks: the asks pass's power by ask bucket, a GPU class each, in class order;
-   * each class's reference_ask once the pass is done.
+   * class_asks: the asks pass's power by ask bucket, a GPU class each, in class order
+   * (the distribution's ask_caps are taken from them when the pass is done).
    */
   classAsks: ClassAsks[];
 }
 
-/** ClassAsks is the power of one GPU class's nodes by ask, and the class's reference ask. */
+/** ClassAsks is the power of one GPU class's nodes by ask. */
 export interface ClassAsks {
   /** gpu_class of the nodes. */
   gpuClass: string;
@@ -352,11 +379,6 @@ export interface ClassAsks {
    * four a power of two), in bucket order.
    */
   buckets: AskBucket[];
-  /**
-   * reference_ask is the highest ask of the bucket that holds the power-weighted median,
-   * udps per GPU-hour; set when the asks pass is done.
-   */
-  referenceAsk: string;
 }
 
 /** AskBucket is the power of the nodes whose ask falls in one bucket. */
@@ -1021,6 +1043,8 @@ function createBaseDistribution(): Distribution {
     progress: undefined,
     deferredAvailability: "",
     deferredWork: "",
+    askCaps: [],
+    nodesPricedOut: 0n,
   };
 }
 
@@ -1112,6 +1136,15 @@ export const Distribution: MessageFns<Distribution> = {
     }
     if (message.deferredWork !== "") {
       writer.uint32(186).string(message.deferredWork);
+    }
+    for (const v of message.askCaps) {
+      AskCap.encode(v!, writer.uint32(194).fork()).join();
+    }
+    if (message.nodesPricedOut !== 0n) {
+      if (BigInt.asUintN(64, message.nodesPricedOut) !== message.nodesPricedOut) {
+        throw new globalThis.Error("value provided for field message.nodesPricedOut of type uint64 too large");
+      }
+      writer.uint32(200).uint64(message.nodesPricedOut);
     }
     return writer;
   },
@@ -1313,6 +1346,22 @@ export const Distribution: MessageFns<Distribution> = {
             message.deferredWork = reader.string();
             continue;
           }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.askCaps.push(AskCap.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 25: {
+            if (tag !== 200) {
+              break;
+            }
+
+            message.nodesPricedOut = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1394,6 +1443,16 @@ export const Distribution: MessageFns<Distribution> = {
         : isSet(object.deferred_work)
         ? globalThis.String(object.deferred_work)
         : "",
+      askCaps: globalThis.Array.isArray(object?.askCaps)
+        ? object.askCaps.map((e: any) => AskCap.fromJSON(e))
+        : globalThis.Array.isArray(object?.ask_caps)
+        ? object.ask_caps.map((e: any) => AskCap.fromJSON(e))
+        : [],
+      nodesPricedOut: isSet(object.nodesPricedOut)
+        ? BigInt(object.nodesPricedOut)
+        : isSet(object.nodes_priced_out)
+        ? BigInt(object.nodes_priced_out)
+        : 0n,
     };
   },
 
@@ -1468,6 +1527,12 @@ export const Distribution: MessageFns<Distribution> = {
     if (message.deferredWork !== "") {
       obj.deferredWork = message.deferredWork;
     }
+    if (message.askCaps?.length) {
+      obj.askCaps = message.askCaps.map((e) => AskCap.toJSON(e));
+    }
+    if (message.nodesPricedOut !== 0n) {
+      obj.nodesPricedOut = message.nodesPricedOut.toString();
+    }
     return obj;
   },
 
@@ -1507,6 +1572,119 @@ export const Distribution: MessageFns<Distribution> = {
       : undefined;
     message.deferredAvailability = object.deferredAvailability ?? "";
     message.deferredWork = object.deferredWork ?? "";
+    message.askCaps = object.askCaps?.map((e) => AskCap.fromPartial(e)) || [];
+    message.nodesPricedOut = (object.nodesPricedOut !== undefined && object.nodesPricedOut !== null)
+      ? BigInt(object.nodesPricedOut)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseAskCap(): AskCap {
+  return { gpuClass: "", referenceAsk: "", cap: "" };
+}
+
+export const AskCap: MessageFns<AskCap> = {
+  encode(message: AskCap, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.gpuClass !== "") {
+      writer.uint32(10).string(message.gpuClass);
+    }
+    if (message.referenceAsk !== "") {
+      writer.uint32(18).string(message.referenceAsk);
+    }
+    if (message.cap !== "") {
+      writer.uint32(26).string(message.cap);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AskCap {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAskCap();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.gpuClass = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.referenceAsk = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cap = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AskCap {
+    return {
+      gpuClass: isSet(object.gpuClass)
+        ? globalThis.String(object.gpuClass)
+        : isSet(object.gpu_class)
+        ? globalThis.String(object.gpu_class)
+        : "",
+      referenceAsk: isSet(object.referenceAsk)
+        ? globalThis.String(object.referenceAsk)
+        : isSet(object.reference_ask)
+        ? globalThis.String(object.reference_ask)
+        : "",
+      cap: isSet(object.cap) ? globalThis.String(object.cap) : "",
+    };
+  },
+
+  toJSON(message: AskCap): unknown {
+    const obj: any = {};
+    if (message.gpuClass !== "") {
+      obj.gpuClass = message.gpuClass;
+    }
+    if (message.referenceAsk !== "") {
+      obj.referenceAsk = message.referenceAsk;
+    }
+    if (message.cap !== "") {
+      obj.cap = message.cap;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AskCap>): AskCap {
+    return AskCap.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AskCap>): AskCap {
+    const message = createBaseAskCap();
+    message.gpuClass = object.gpuClass ?? "";
+    message.referenceAsk = object.referenceAsk ?? "";
+    message.cap = object.cap ?? "";
     return message;
   },
 };
@@ -1889,7 +2067,7 @@ export const DistributionProgress: MessageFns<DistributionProgress> = {
 };
 
 function createBaseClassAsks(): ClassAsks {
-  return { gpuClass: "", buckets: [], referenceAsk: "" };
+  return { gpuClass: "", buckets: [] };
 }
 
 export const ClassAsks: MessageFns<ClassAsks> = {
@@ -1899,9 +2077,6 @@ export const ClassAsks: MessageFns<ClassAsks> = {
     }
     for (const v of message.buckets) {
       AskBucket.encode(v!, writer.uint32(18).fork()).join();
-    }
-    if (message.referenceAsk !== "") {
-      writer.uint32(26).string(message.referenceAsk);
     }
     return writer;
   },
@@ -1935,14 +2110,6 @@ export const ClassAsks: MessageFns<ClassAsks> = {
             message.buckets.push(AskBucket.decode(reader, reader.uint32()));
             continue;
           }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            message.referenceAsk = reader.string();
-            continue;
-          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1963,11 +2130,6 @@ export const ClassAsks: MessageFns<ClassAsks> = {
         ? globalThis.String(object.gpu_class)
         : "",
       buckets: globalThis.Array.isArray(object?.buckets) ? object.buckets.map((e: any) => AskBucket.fromJSON(e)) : [],
-      referenceAsk: isSet(object.referenceAsk)
-        ? globalThis.String(object.referenceAsk)
-        : isSet(object.reference_ask)
-        ? globalThis.String(object.reference_ask)
-        : "",
     };
   },
 
@@ -1979,9 +2141,6 @@ export const ClassAsks: MessageFns<ClassAsks> = {
     if (message.buckets?.length) {
       obj.buckets = message.buckets.map((e) => AskBucket.toJSON(e));
     }
-    if (message.referenceAsk !== "") {
-      obj.referenceAsk = message.referenceAsk;
-    }
     return obj;
   },
 
@@ -1992,7 +2151,6 @@ export const ClassAsks: MessageFns<ClassAsks> = {
     const message = createBaseClassAsks();
     message.gpuClass = object.gpuClass ?? "";
     message.buckets = object.buckets?.map((e) => AskBucket.fromPartial(e)) || [];
-    message.referenceAsk = object.referenceAsk ?? "";
     return message;
   },
 };
