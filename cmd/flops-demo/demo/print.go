@@ -104,6 +104,9 @@ func (d *Demo) printSummary() {
 		}
 		pf(w, "  %-10s availability %s + work %s\n", name, dps(r.Availability), dps(r.Work))
 	}
+	if e.NodesPricedOut > 0 {
+		pf(w, "  %d node(s) asked more per GPU-hour than their GPU class's cap: no availability for them (x/dps, \"Priced out\")\n", e.NodesPricedOut)
+	}
 	if s.WorkerCrashed != "" {
 		pf(w, "\n%s's worker was killed (SIGKILL) with a task in flight and started again; its work settled\n", s.WorkerCrashed)
 	}
