@@ -151,8 +151,9 @@ type Executor struct {
 	PrivateInputs bool `json:"private_inputs"`
 	// RegistryLogins are the registries (host or host:port; "docker.io" for Docker Hub)
 	// whose logins in the docker and podman login files may read a job's image before its
-	// pull; elsewhere it is read anonymously, so that a job cannot run a private image by
-	// the provider's login. Empty: none.
+	// pull, once the registry shows it serves the image without a login; elsewhere it is
+	// read anonymously, so that a job cannot run a private image by the provider's login.
+	// Empty: none.
 	RegistryLogins []string `json:"registry_logins,omitempty"`
 	// ImageCacheGiB bounds the container images the worker pulled for tasks that it keeps
 	// for later tasks (their size in the runtime's storage); past it the least recently

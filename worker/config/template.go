@@ -110,8 +110,9 @@ executor:
   # addresses (your own network).
   private_inputs: {{y .Executor.PrivateInputs}}
   # registries whose logins (docker login, podman login) may read a job's image before
-  # it is pulled, e.g. [docker.io] for Docker Hub's higher rate limits; elsewhere images
-  # are read anonymously, so that no job runs a private image by your login.
+  # it is pulled, e.g. [docker.io] for Docker Hub's higher rate limits, once the registry
+  # shows it serves the image without a login; elsewhere images are read anonymously, so
+  # that no job runs a private image by your login.
   registry_logins: {{y .Executor.RegistryLogins}}
   # container images pulled for tasks stay for later tasks up to this many GiB (their size
   # in docker's or podman's storage), the least recently used removed first; 0 removes

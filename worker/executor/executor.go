@@ -70,10 +70,12 @@ type Options struct {
 	// network only where its inputs may be.
 	RegistryTransport http.RoundTripper
 	// RegistryLogins are the registries (host or host:port; "docker.io" for Docker Hub)
-	// whose logins in the docker and podman login files the image check may use for a
-	// job's image. Elsewhere it reads anonymously: a job naming by digest a private image
-	// the provider's logins reach (its own registry's, a digest seen on chain) is refused
-	// as its registry's refusal, where the provider's login had passed it to the runtime.
+	// whose logins in the docker and podman login files the image check may use to read a
+	// job's image (their rate limits), once the registry has shown it serves the image
+	// without a login. Elsewhere it reads anonymously: a job naming by digest a private
+	// image the provider's logins reach (its own registry's, a digest seen on chain) is
+	// refused as its registry's refusal, where the provider's login had passed it to the
+	// runtime.
 	RegistryLogins []string
 	// InputCacheBytes bounds the inputs and checkpoints kept in the cache for later tasks:
 	// once a task ends, the least recently used are removed until the rest fit, sparing

@@ -73,7 +73,8 @@ var errUnpackedTooLarge = errors.New("unpacks past the bound")
 // Registries are reached as the runtime reaches them for a pull: the default registry
 // (docker.io) for a short name, plain HTTP only for localhost and private addresses; with
 // the credentials of the docker and podman login files (authn.DefaultKeychain) only for a
-// registry of logins, anonymously elsewhere.
+// registry of logins (whose images checkImage first asks for without a login,
+// imagePublic), anonymously elsewhere.
 func imageSize(ctx context.Context, ref string, tr http.RoundTripper, logins []string, bound uint64) (listed, unpacked uint64, tooLarge bool, err error) {
 	r, err := registryRef(ref)
 	if err != nil {
@@ -104,6 +105,24 @@ func imageSize(ctx context.Context, ref string, tr http.RoundTripper, logins []s
 		listed, unpacked = max(listed, l), max(unpacked, u)
 	}
 	return listed, unpacked, false, nil
+}
+
+// imagePublic asks ref's registry for its manifest without a login (a HEAD request, which
+// Docker Hub does not count against its pull limits): an error when it serves it only to
+// a login.
+func imagePublic(ctx context.Context, ref string, tr http.RoundTripper) error {
+	r, err := registryRef(ref)
+	if err != nil {
+		return err
+	}
+	opts := []remote.Option{remote.WithAuth(authn.Anonymous)}
+	if tr != nil {
+		opts = append(opts, remote.WithTransport(tr))
+	}
+	hctx, cancel := context.WithTimeout(ctx, imageCheckTimeout)
+	defer cancel()
+	_, err = remote.Head(r, append(opts, remote.WithContext(hctx))...)
+	return err
 }
 
 // loginAllowed says whether r's registry is one of logins (Options.RegistryLogins).
@@ -414,6 +433,20 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 	login := false
 	if r, err := registryRef(spec.Image); err == nil {
 		login = loginAllowed(r, e.opts.RegistryLogins)
+	}
+	if login {
+		// the login reads the image (its registry's rate limits), but the image must be
+		// one its registry serves to anyone: the login may reach the provider's private
+		// repositories, which the runtime's pull, with the same login, would run
+		err := retry(ctx, log, "asking the registry for the image without a login", transientRegistryError, func() error {
+			return imagePublic(ctx, spec.Image, e.opts.RegistryTransport)
+		}, "image", spec.Image)
+		switch {
+		case ctx.Err() != nil:
+			return false, false, context.Cause(ctx)
+		case err != nil:
+			return false, false, fmt.Errorf("%w: image %s: its registry does not serve it without a login: %w", ErrImage, spec.Image, err)
+		}
 	}
 	if m, ok := e.sizes.get(digest); ok && (!m.Login || login) && (m.Complete || m.Listed > spec.MaxDiskBytes || m.Unpacked > spec.MaxDiskBytes) {
 		// measured before: the digest fixes what it unpacks to

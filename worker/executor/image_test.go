@@ -51,7 +51,11 @@ type manifestRegistry struct {
 	hits      atomic.Int32      // manifest requests
 	blobHits  atomic.Int32
 	login     string // "user:password" the registry asks for; "": none
-	failFirst int32
+	// privateRepo, with login: only this repository (and the /v2/ ping) asks for the
+	// login, the others are served to anyone as well ("": every path asks)
+	privateRepo string
+	authed      atomic.Int32 // requests that came with the login
+	failFirst   int32
 	srv       *httptest.Server
 }
 
@@ -59,9 +63,15 @@ func newManifestRegistry(t *testing.T) *manifestRegistry {
 	r := &manifestRegistry{manifests: map[string][]byte{}, blobs: map[string][]byte{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
-		login := r.login
+		login, private := r.login, r.privateRepo
 		r.mu.Unlock()
-		if u, p, _ := req.BasicAuth(); login != "" && u+":"+p != login {
+		u, p, _ := req.BasicAuth()
+		authed := login != "" && u+":"+p == login
+		if authed {
+			r.authed.Add(1)
+		}
+		asks := login != "" && (private == "" || req.URL.Path == "/v2/" || strings.HasPrefix(req.URL.Path, "/v2/"+private+"/"))
+		if asks && !authed {
 			w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
@@ -423,17 +433,21 @@ func TestAttackImageIndexHidesTheImageTheRuntimePulls(t *testing.T) {
 // registry's, a digest seen on chain in the provider's own jobs): the check had read it
 // with the provider's docker login and passed it to the runtime, which pulls with the same
 // logins, so the job ran, and could copy out, the provider's private image. A job's image
-// is read anonymously now, except at the registries the operator lists (RegistryLogins,
-// e.g. docker.io for its rate limits): the private image is refused as its registry's
-// refusal, and read with the login where its registry is listed.
+// is read anonymously now, and at the registries the operator lists (RegistryLogins,
+// e.g. docker.io for its rate limits) with the login only once the registry has shown it
+// serves the image without one (a HEAD request): the private image is refused as its
+// registry's refusal either way, listed or not, and a public image of a listed registry
+// is read with the login.
 func TestAttackJobPullsAPrivateImageWithTheProvidersLogin(t *testing.T) {
 	rec := installFakeRuntime(t, "podman")
 	t.Setenv("FAKE_RUNTIME_IMAGE_ABSENT", "1")
 	reg := newManifestRegistry(t)
 	private := reg.put(t, "provider/private", reg.image(tarOfZeros(t, 1<<10, "gzip")))
+	public := reg.put(t, "library/public", reg.image(tarOfZeros(t, 2<<10, "gzip")))
 	host := strings.TrimPrefix(reg.srv.URL, "http://")
 	reg.mu.Lock()
-	reg.login = "provider:secret" // the registry asks for the provider's login
+	reg.login = "provider:secret" // the provider's login, which reaches its private repository
+	reg.privateRepo = "provider/private"
 	reg.mu.Unlock()
 	docker := t.TempDir()
 	auth := base64.StdEncoding.EncodeToString([]byte("provider:secret"))
@@ -449,10 +463,17 @@ func TestAttackJobPullsAPrivateImageWithTheProvidersLogin(t *testing.T) {
 	require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull it")
 
 	listed := newTestExecutor(t, func(o *Options) { o.RegistryLogins = []string{host} })
-	require.NoError(t, runImage(listed, rec, 396, private, 1<<30), "its registry listed: read with the login")
-	// what was measured with the login stands only while the registry is listed
-	unlisted := newTestExecutor(t, func(o *Options) { o.WorkDir = listed.opts.WorkDir })
-	require.ErrorIs(t, runImage(unlisted, rec, 397, private, 1<<30), ErrImage)
+	err = runImage(listed, rec, 396, private, 1<<30)
+	require.ErrorIs(t, err, ErrImage, "its registry listed: the login still does not pass a private image")
+	require.ErrorContains(t, err, "its registry does not serve it without a login")
+	_, statErr = os.Stat(filepath.Join(rec, "run.args"))
+	require.True(t, os.IsNotExist(statErr), "the runtime was never asked to pull it")
+
+	// a public image of the listed registry is read with the login (its rate limits)
+	before := reg.authed.Load()
+	require.NoError(t, runImage(listed, rec, 397, public, 1<<30))
+	require.Greater(t, reg.authed.Load(), before, "read with the login")
+	require.NoError(t, runImage(newTestExecutor(t, nil), rec, 398, public, 1<<30), "and anonymously where it is not listed")
 }
 
 // A registry sends a provider a gzip bomb in place of a small layer of the pinned image
