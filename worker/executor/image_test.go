@@ -56,7 +56,7 @@ type manifestRegistry struct {
 	privateRepo string
 	authed      atomic.Int32 // requests that came with the login
 	failFirst   int32
-	srv       *httptest.Server
+	srv         *httptest.Server
 }
 
 func newManifestRegistry(t *testing.T) *manifestRegistry {
