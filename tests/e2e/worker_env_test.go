@@ -223,6 +223,7 @@ func (wc *workerChain) startWorker(t *testing.T, name, region string, edit func(
 	cfg.Node.Runtimes = []string{"BUILTIN", "CONTAINER", "PROCESS"}
 	cfg.Executor.PrivateInputs = true // the checkpoint store is on this machine
 	cfg.Executor.ContainerRuntime = "podman"
+	cfg.Executor.LocalImages = true // the test's image is a localhost/ build
 	cfg.Chain.GRPC = wc.grpc
 	cfg.Chain.ChainID = network.ChainID
 	cfg.Key = config.Key{Name: name, Backend: "test", Dir: wc.keyDir}

@@ -163,6 +163,7 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	cfg.Node.ClaimedGflops = 10
 	cfg.Bond.Amount = "400000000"
 	cfg.Executor.Workers = 1
+	cfg.Executor.LocalImages = true // the tests' images are localhost/ builds
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -173,7 +174,7 @@ func newWorkerOn(t *testing.T, mu *sync.Mutex, a *apptest.App, name, home string
 	log := slog.New(slog.NewTextHandler(logTo, nil))
 	// Unsandboxed: these tests follow the agent, and their PROCESS jobs talk to the test
 	// through host paths; the executor's and the end-to-end tests run the sandbox.
-	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log, Workers: 1,
+	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log, Workers: 1, LocalImages: cfg.Executor.LocalImages,
 		Sandbox: executor.Sandbox{Off: true, Devices: func([]string) ([]string, error) { return nil, nil }}}) // mock GPUs: no device nodes
 	require.NoError(t, err)
 	store, err := outputs.Open(home + "/outputs")

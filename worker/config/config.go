@@ -155,6 +155,11 @@ type Executor struct {
 	// read anonymously, so that a job cannot run a private image by the provider's login.
 	// Empty: none.
 	RegistryLogins []string `json:"registry_logins,omitempty"`
+	// LocalImages lets a job run any image docker or podman holds under the name the job
+	// gives (your own builds on localhost/ and your own pulls included); without it such
+	// an image runs only if the worker pulled it for a task or its registry serves it
+	// without a login. For a local chain, or a machine whose images are all public.
+	LocalImages bool `json:"local_images,omitempty"`
 	// ImageCacheGiB bounds the container images the worker pulled for tasks that it keeps
 	// for later tasks (their size in the runtime's storage); past it the least recently
 	// used are removed as tasks end. 0: each is removed after its task. The runtime's

@@ -114,6 +114,11 @@ executor:
   # shows it serves the image without a login; elsewhere images are read anonymously, so
   # that no job runs a private image by your login.
   registry_logins: {{y .Executor.RegistryLogins}}
+  # true lets a job run any image docker or podman holds under the name it gives, your
+  # own builds (localhost/...) and private pulls included: for a local chain only. false:
+  # a held image runs if the worker pulled it for a task or its registry serves it
+  # without a login.
+  local_images: {{y .Executor.LocalImages}}
   # container images pulled for tasks stay for later tasks up to this many GiB (their size
   # in docker's or podman's storage), the least recently used removed first; 0 removes
   # each after its task. Images you pulled yourself are never removed.

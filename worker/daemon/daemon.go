@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	inputs := executor.InputClient(cfg.Executor.PrivateInputs, gatewayAddr(cfg.Executor.IPFSGateway))
 	exec, err := executor.New(executor.Options{WorkDir: cfg.Executor.WorkDir, Log: log.With("component", "executor"),
 		IPFSGateway: cfg.Executor.IPFSGateway, ContainerRuntime: cfg.Executor.ContainerRuntime, Workers: cfg.Executor.Workers, GemmSolver: solver,
-		Sandbox: sandbox, HTTPClient: inputs, RegistryTransport: inputs.Transport, RegistryLogins: cfg.Executor.RegistryLogins,
+		Sandbox: sandbox, HTTPClient: inputs, RegistryTransport: inputs.Transport, RegistryLogins: cfg.Executor.RegistryLogins, LocalImages: cfg.Executor.LocalImages,
 		ImageCacheBytes:     cfg.Executor.ImageCacheGiB << 30,
 		InputCacheBytes:     cfg.Executor.InputCacheGiB << 30,
 		SignCheckpointFetch: func(req *http.Request) error { return outputs.SignRequest(req, priv, time.Now()) }})

@@ -77,6 +77,15 @@ type Options struct {
 	// refused as its registry's refusal, where the provider's login had passed it to the
 	// runtime.
 	RegistryLogins []string
+	// LocalImages lets a task run any image the runtime holds under the name the job
+	// gives, as the worker did before: the operator's own builds (localhost/) and pulls
+	// included. Without it such an image runs only if the worker pulled it for a task
+	// (its check read it from its registry then), or if its registry serves it without a
+	// login (asked afresh, imagePublic): a job naming an image the operator built or
+	// pulled privately, by a digest seen on chain, ran it and could copy it out. For a
+	// local chain (the demo, examples/container-job.yaml) or a machine whose images are
+	// all public.
+	LocalImages bool
 	// InputCacheBytes bounds the inputs and checkpoints kept in the cache for later tasks:
 	// once a task ends, the least recently used are removed until the rest fit, sparing
 	// any used within the last hour (inputcache.go). 0: no bound.

@@ -37,6 +37,9 @@ func newTestExecutor(t *testing.T, mod func(*Options)) *Executor {
 		CheckpointPoll: 40 * time.Millisecond,
 		KillGrace:      300 * time.Millisecond,
 		Sandbox:        Sandbox{Off: true},
+		// the tests' images are held by the runtime (localhost/ builds, the fake
+		// runtime's): TestAttackJobRunsAnImageTheProviderHolds turns this off
+		LocalImages: true,
 	}
 	if mod != nil {
 		mod(&o)

@@ -422,7 +422,7 @@ func imageLocal(ctx context.Context, bin, ref string) (held, named bool) {
 func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string, spec Spec) (pull, fresh bool, err error) {
 	held, named := imageLocal(ctx, bin, spec.Image)
 	if named {
-		return false, false, nil
+		return false, false, e.heldImageAllowed(ctx, log, spec.Image)
 	}
 	if spec.MaxDiskBytes == 0 {
 		return true, !held, nil
@@ -478,6 +478,30 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 	}
 	log.Info("container image checked", "image", spec.Image, "bytes", listed, "unpacked_bytes", unpacked)
 	return true, !held, nil
+}
+
+// heldImageAllowed refuses an image the runtime holds under the job's name that the
+// worker did not pull for a task and that its registry does not serve without a login:
+// the operator's own build (localhost/, no registry at all) or private pull, which a job
+// naming it by a digest seen on chain ran and could copy out. Options.LocalImages lets
+// every held image run.
+func (e *Executor) heldImageAllowed(ctx context.Context, log *slog.Logger, ref string) error {
+	if e.opts.LocalImages || e.images.pulled(ref) {
+		return nil
+	}
+	if _, err := registryRef(ref); errors.Is(err, errOwnMachine) {
+		return fmt.Errorf("%w: image %s: an image of the provider's own machine runs only where executor.local_images is set", ErrImage, ref)
+	}
+	err := retry(ctx, log, "asking the registry for the image without a login", transientRegistryError, func() error {
+		return imagePublic(ctx, ref, e.opts.RegistryTransport)
+	}, "image", ref)
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return fmt.Errorf("%w: image %s: held here, but its registry does not serve it without a login: %w", ErrImage, ref, err)
+	}
+	return nil
 }
 
 // transientRegistryError: a registry's answer worth asking again (429, 5xx), or no

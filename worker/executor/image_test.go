@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -474,6 +475,46 @@ func TestAttackJobPullsAPrivateImageWithTheProvidersLogin(t *testing.T) {
 	require.NoError(t, runImage(listed, rec, 397, public, 1<<30))
 	require.Greater(t, reg.authed.Load(), before, "read with the login")
 	require.NoError(t, runImage(newTestExecutor(t, nil), rec, 398, public, 1<<30), "and anonymously where it is not listed")
+}
+
+// A job names an image the provider's runtime holds under that very name without the
+// worker having pulled it for a task: the operator's own build (localhost/...) or a
+// private image it pulled for itself, whose digest a job of its own put on chain. The
+// image ran with no registry read at all, and the job could copy it out. Without
+// executor.local_images such an image runs only if the worker pulled it for a task, or if
+// its registry serves it without a login (asked afresh); the runtime is never asked to
+// run the others.
+func TestAttackJobRunsAnImageTheProviderHolds(t *testing.T) {
+	rec := installFakeRuntime(t, "podman") // holds every image under its own name
+	reg := newManifestRegistry(t)
+	private := reg.put(t, "provider/private", reg.image(tarOfZeros(t, 1<<10, "gzip")))
+	public := reg.put(t, "library/public", reg.image(tarOfZeros(t, 2<<10, "gzip")))
+	reg.mu.Lock()
+	reg.login, reg.privateRepo = "provider:secret", "provider/private"
+	reg.mu.Unlock()
+	build := "localhost/provider-build@sha256:" + strings.Repeat("ab", 32)
+
+	e := newTestExecutor(t, func(o *Options) { o.LocalImages = false })
+	for i, c := range []struct{ image, why string }{
+		{build, "an image of the provider's own machine runs only where executor.local_images is set"},
+		{private, "held here, but its registry does not serve it without a login"},
+	} {
+		err := runImage(e, rec, uint64(420+i), c.image, 1<<30)
+		require.ErrorIs(t, err, ErrImage)
+		require.False(t, errors.Is(err, ErrImageTooLarge))
+		require.ErrorContains(t, err, c.why)
+		_, statErr := os.Stat(filepath.Join(rec, "run.args"))
+		require.True(t, os.IsNotExist(statErr), "%s: the runtime was never asked to run it", c.image)
+	}
+	require.NoError(t, runImage(e, rec, 422, public, 1<<30), "its registry serves it to anyone")
+
+	// one the worker pulled for a task: its check read it then
+	require.NoError(t, e.images.save([]cachedImage{{Ref: private, Bytes: 1 << 10, LastUsed: time.Now()}}))
+	require.NoError(t, runImage(e, rec, 423, private, 1<<30))
+
+	// executor.local_images: every held image runs, as before
+	local := newTestExecutor(t, func(o *Options) { o.LocalImages = true })
+	require.NoError(t, runImage(local, rec, 424, build, 1<<30))
 }
 
 // A registry sends a provider a gzip bomb in place of a small layer of the pinned image

@@ -69,6 +69,15 @@ func writeJSONFile(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
+// pulled says whether the worker pulled ref for a task (a record of the cache's): its
+// check read it from its registry then.
+func (c *imageCache) pulled(ref string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	imgs, err := c.load()
+	return err == nil && slices.ContainsFunc(imgs, func(im cachedImage) bool { return im.Ref == ref })
+}
+
 // acquire marks ref as used by a task of this worker until release.
 func (c *imageCache) acquire(ref string) {
 	c.mu.Lock()

@@ -291,6 +291,9 @@ func (d *Demo) startWorkers(ctx context.Context) error {
 		}
 		cfg.Outputs.Listen = fmt.Sprintf("127.0.0.1:%d", out)
 		cfg.Telemetry.Listen = fmt.Sprintf("127.0.0.1:%d", tel)
+		// a local chain: examples/container-job.yaml runs a localhost/ image
+		// (scripts/example-image.sh) the provider's podman holds
+		cfg.Executor.LocalImages = true
 		perm := os.FileMode(0o700)
 		if i == 1 && d.sum.ProcessRuntime {
 			cfg.Node.Runtimes = append(cfg.Node.Runtimes, "PROCESS")
