@@ -128,21 +128,11 @@ func (a *Agent) checkAskCap(ctx context.Context) {
 	a.mu.Lock()
 	node := a.node
 	a.mu.Unlock()
-	if c, over := askAboveCap(node, res.Distribution); over {
+	if c, over := dpstypes.PricedOut(res.Distribution.AskCaps, node.GpuClass, node.AskPerGpuHour.Amount); over {
 		a.log.Warn("the node asks more per GPU-hour than its class's cap in the last reward distribution: it earns no availability reward while it does (lower node.ask_per_gpu_hour)",
 			"node", node.Id, "class", node.GpuClass, "ask", node.AskPerGpuHour.Amount.String(), "cap", c.Cap.String(),
 			"reference_ask", c.ReferenceAsk.String(), "epoch", res.Distribution.Epoch)
 	}
-}
-
-// askAboveCap says whether node's ask is above its class's cap in distribution d, and
-// the class's cap.
-func askAboveCap(node gfltypes.Node, d dpstypes.Distribution) (dpstypes.AskCap, bool) {
-	c, ok := dpstypes.ClassCap(d.AskCaps, node.GpuClass)
-	if !ok || !c.ReferenceAsk.IsPositive() || node.AskPerGpuHour.Amount.IsNil() {
-		return c, false
-	}
-	return c, node.AskPerGpuHour.Amount.GT(c.Cap)
 }
 
 // checkDiskRoom warns when the work directory's filesystem has less free space than the

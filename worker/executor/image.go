@@ -438,14 +438,8 @@ func (e *Executor) checkImage(ctx context.Context, log *slog.Logger, bin string,
 		// the login reads the image (its registry's rate limits), but the image must be
 		// one its registry serves to anyone: the login may reach the provider's private
 		// repositories, which the runtime's pull, with the same login, would run
-		err := retry(ctx, log, "asking the registry for the image without a login", transientRegistryError, func() error {
-			return imagePublic(ctx, spec.Image, e.opts.RegistryTransport)
-		}, "image", spec.Image)
-		switch {
-		case ctx.Err() != nil:
-			return false, false, context.Cause(ctx)
-		case err != nil:
-			return false, false, fmt.Errorf("%w: image %s: its registry does not serve it without a login: %w", ErrImage, spec.Image, err)
+		if err := e.requirePublic(ctx, log, spec.Image, "its registry does not serve it without a login"); err != nil {
+			return false, false, err
 		}
 	}
 	if m, ok := e.sizes.get(digest); ok && (!m.Login || login) && (m.Complete || m.Listed > spec.MaxDiskBytes || m.Unpacked > spec.MaxDiskBytes) {
@@ -492,6 +486,12 @@ func (e *Executor) heldImageAllowed(ctx context.Context, log *slog.Logger, ref s
 	if _, err := registryRef(ref); errors.Is(err, errOwnMachine) {
 		return fmt.Errorf("%w: image %s: an image of the provider's own machine runs only where executor.local_images is set", ErrImage, ref)
 	}
+	return e.requirePublic(ctx, log, ref, "held here, but its registry does not serve it without a login")
+}
+
+// requirePublic refuses ref with ErrImage (why) unless its registry serves it without a
+// login (imagePublic, asked again while the registry is busy or unreachable).
+func (e *Executor) requirePublic(ctx context.Context, log *slog.Logger, ref, why string) error {
 	err := retry(ctx, log, "asking the registry for the image without a login", transientRegistryError, func() error {
 		return imagePublic(ctx, ref, e.opts.RegistryTransport)
 	}, "image", ref)
@@ -499,7 +499,7 @@ func (e *Executor) heldImageAllowed(ctx context.Context, log *slog.Logger, ref s
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	case err != nil:
-		return fmt.Errorf("%w: image %s: held here, but its registry does not serve it without a login: %w", ErrImage, ref, err)
+		return fmt.Errorf("%w: image %s: %s: %w", ErrImage, ref, why, err)
 	}
 	return nil
 }

@@ -61,22 +61,7 @@ func RecordCheckpoint(dir, sha256 string, taskID uint64) error {
 // WriteFileAtomic writes path whole or not at all (mode 0600), through a temporary file
 // of its own beside it: a reader or a second writer of the same path never sees a part.
 func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
+	return writeAtomic(filepath.Dir(path), filepath.Base(path)+".*.tmp", path, data, 0o600)
 }
 
 func touch(path string) error {

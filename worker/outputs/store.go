@@ -202,7 +202,14 @@ func (s *Store) putBlob(ctx context.Context, src string, f executor.OutputFile) 
 }
 
 func (s *Store) writeAtomic(dst string, b []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "manifest-*")
+	return writeAtomic(filepath.Join(s.dir, "tmp"), "manifest-*", dst, b, mode)
+}
+
+// writeAtomic writes dst whole or not at all, with mode, through a temporary file of its
+// own made in tmpDir (on dst's filesystem) after pattern: a reader or a second writer of
+// dst never sees a part.
+func writeAtomic(tmpDir, pattern, dst string, b []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(tmpDir, pattern)
 	if err != nil {
 		return err
 	}

@@ -335,21 +335,9 @@ func (k Keeper) asksStep(ctx sdk.Context, d *types.Distribution, budget int) (in
 	return len(nodes), nil
 }
 
-// pricedOut says whether a node asked more in the epoch than its class's cap
-// (availability_ask_cap_ppm times the reference ask) and, if so, what the cap is. A
-// class the asks pass did not meet (no node of it had power then) has no reference and
-// caps nothing.
-func pricedOut(d types.Distribution, n gfltypes.Node) (sdkmath.Int, bool) {
-	c, ok := types.ClassCap(d.AskCaps, n.GpuClass)
-	if !ok || !c.ReferenceAsk.IsPositive() {
-		return sdkmath.Int{}, false
-	}
-	return c.Cap, n.EpochHighestAsk().GT(c.Cap)
-}
-
 // availabilityStep pays E_avail pro rata to the nodes' power, times the node's
 // reputation factor, to each node's operator; a node priced out of its class's market
-// (pricedOut) is paid nothing, and its share stays in the pool.
+// (types.PricedOut) is paid nothing, and its share stays in the pool.
 func (k Keeper) availabilityStep(ctx sdk.Context, d *types.Distribution, budget int) (int, error) {
 	nodes, more, err := k.gfl.NodesAfter(ctx, d.Progress.NodeCursor, budget)
 	if err != nil {
@@ -360,9 +348,10 @@ func (k Keeper) availabilityStep(ctx sdk.Context, d *types.Distribution, budget 
 		if n.PowerGflops == 0 {
 			continue
 		}
-		if limit, out := pricedOut(*d, n); out {
+		// the ask of the epoch its power was measured over (x/gfl's epoch_ask)
+		if c, out := types.PricedOut(d.AskCaps, n.GpuClass, n.EpochHighestAsk()); out {
 			if err := ctx.EventManager().EmitTypedEvent(&types.EventAvailabilityWithheld{
-				Epoch: d.Epoch, NodeId: n.Id, Operator: n.Operator, Ask: n.EpochHighestAsk(), Cap: limit,
+				Epoch: d.Epoch, NodeId: n.Id, Operator: n.Operator, Ask: n.EpochHighestAsk(), Cap: c.Cap,
 			}); err != nil {
 				return 0, err
 			}

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"cmp"
 	"math/big"
 	"slices"
 	"strings"
@@ -56,7 +57,7 @@ func AddAsk(asks []ClassAsks, class string, ask sdkmath.Int, power uint64) []Cla
 	}
 	c := &asks[i]
 	b := BucketOfAsk(ask)
-	j, found := slices.BinarySearchFunc(c.Buckets, b, func(x AskBucket, b uint32) int { return compare(x.Bucket, b) })
+	j, found := slices.BinarySearchFunc(c.Buckets, b, func(x AskBucket, b uint32) int { return cmp.Compare(x.Bucket, b) })
 	if !found {
 		c.Buckets = slices.Insert(c.Buckets, j, AskBucket{Bucket: b})
 	}
@@ -95,6 +96,17 @@ func ClassCap(caps []AskCap, class string) (AskCap, bool) {
 	return caps[i], true
 }
 
+// PricedOut says whether ask is above class's cap in caps (a distribution's ask_caps),
+// and the class's entry. A class without a positive reference ask (none of its nodes had
+// power at the asks pass) caps nothing.
+func PricedOut(caps []AskCap, class string, ask sdkmath.Int) (AskCap, bool) {
+	c, ok := ClassCap(caps, class)
+	if !ok || !c.ReferenceAsk.IsPositive() || ask.IsNil() {
+		return c, false
+	}
+	return c, ask.GT(c.Cap)
+}
+
 // AskCaps are the reference ask and cap of each class of asks (in class order).
 func AskCaps(asks []ClassAsks, capPPM uint64) []AskCap {
 	out := make([]AskCap, 0, len(asks))
@@ -109,16 +121,6 @@ func AskCaps(asks []ClassAsks, capPPM uint64) []AskCap {
 // floor(reference * capPPM / 1,000,000).
 func CapOf(reference sdkmath.Int, capPPM uint64) sdkmath.Int {
 	return reference.Mul(sdkmath.NewIntFromUint64(capPPM)).Quo(sdkmath.NewInt(validate.PPMOne))
-}
-
-func compare(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func addSaturating(a, b uint64) uint64 {

@@ -66,6 +66,14 @@ func TestReferenceAsk(t *testing.T) {
 	require.Equal(t, int64(20_478), c.Cap.Int64())
 	_, ok = types.ClassCap(caps, "b200")
 	require.False(t, ok)
+	_, out := types.PricedOut(caps, "a100", sdkmath.NewInt(2_046))
+	require.False(t, out, "at the cap")
+	_, out = types.PricedOut(caps, "a100", sdkmath.NewInt(2_047))
+	require.True(t, out)
+	_, out = types.PricedOut(caps, "b200", sdkmath.NewInt(1_000_000))
+	require.False(t, out, "a class without a reference caps nothing")
+	_, out = types.PricedOut([]types.AskCap{{GpuClass: "a100", ReferenceAsk: sdkmath.ZeroInt(), Cap: sdkmath.ZeroInt()}}, "a100", sdkmath.NewInt(1))
+	require.False(t, out, "nor one whose reference is zero")
 	require.Equal(t, int64(1_534), types.CapOf(sdkmath.NewInt(1_023), 1_500_000).Int64(), "floor(1,023 x 1.5)")
 
 	// power saturates rather than wraps
