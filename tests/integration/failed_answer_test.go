@@ -210,7 +210,7 @@ func TestFailedAnswerOutvotedIsARefutedReport(t *testing.T) {
 	s := slashes(t, a, "p2")
 	require.Len(t, s, 1)
 	require.Equal(t, sstypes.SLASH_REASON_FALSE_FAILURE, s[0].Reason)
-	want := sdkmath.MaxInt(p2Bond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6), auditor.Price.MulRaw(int64(p.FailurePenaltyMultiple)))
+	want := jobSlash(p, p2Bond, 1e6, auditor.Price) // 2x its value, not a share of its bond
 	require.Equal(t, p2Bond.Sub(want).String(), bonded(t, a, "p2").String(), "slashed as a refuted failure report")
 	require.Equal(t, p2Start, a.Balance(a.Account("p2").Address, udps), "the auditor is not paid")
 	gross := task(t, a, target.Id).Price.Add(spec.PriorityTip.Amount)

@@ -162,8 +162,8 @@ func TestWiredAttackFalseFailureReportIsRefuted(t *testing.T) {
 	require.Equal(t, markettypes.TASK_STATUS_SETTLED, audits[0].Status)
 	require.Equal(t, markettypes.FAILURE_STATUS_REFUTED, got.Failures[0].Status)
 	require.True(t, got.Failures[0].Paid.IsZero(), "a refuted report is not paid")
-	slash := liarBond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6)
-	require.Equal(t, liarBond.Sub(slash).String(), bonded(t, a, "p1").String(), "slashed max(abandon_slash_ppm, 2x the task's value)")
+	slash := jobSlash(p, liarBond, 1e6, first.Price.Add(spec.PriorityTip.Amount))
+	require.Equal(t, liarBond.Sub(slash).String(), bonded(t, a, "p1").String(), "slashed 2x the task's value")
 	after := readLedger(a)
 	require.Equal(t, before.client.Add(got.Reserved).Sub(got.Paid).Add(spec.VerificationBudget.Amount).Sub(audits[0].Paid).String(), after.client.String(),
 		"the owner pays the run that produced the result and its audit, and no more")
@@ -219,7 +219,9 @@ func TestWiredAttackOwnersNodeLapsesTheRerun(t *testing.T) {
 	require.True(t, got.Failures[0].Rerun)
 	require.Equal(t, markettypes.FAILURE_STATUS_UNCONFIRMED, got.Failures[0].Status)
 	p2Lost := p2Bond.Sub(bonded(t, a, "p2"))
-	require.Equal(t, p2Bond.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6).String(), p2Lost.String(), "the lapse cost p2 abandon_slash_ppm")
+	// p2's node asks what p1's does: the same price
+	require.Equal(t, jobSlash(p, p2Bond, p.AbandonSlashPpm, first.Price.Add(getJob(t, a, job).Spec.PriorityTip.Amount)).String(), p2Lost.String(),
+		"the lapse cost p2 abandon_slash_ppm, at most 2x the task's value")
 	require.Equal(t, p2Lost.String(), got.Failures[0].RerunSlashed.String())
 	p1Lost := p1Bond.Sub(bonded(t, a, "p1"))
 	require.True(t, p1Lost.IsPositive(), "an unconfirmed report still costs")
@@ -263,6 +265,31 @@ func TestAttackJobThatMakesProvidersAbandonPaysItsOwnerNothing(t *testing.T) {
 	require.True(t, slash.IsPositive(), "the abandoning provider is slashed")
 	require.Equal(t, before.client.String(), readLedger(a).client.String(), "the owner gets none of the slash")
 	require.Equal(t, supply.Sub(slash).String(), a.BankKeeper.GetSupply(a.Ctx(), udps).Amount.String(), "the slash is burned")
+	a.AssertInvariants()
+}
+
+// TestWiredAttackJobThatTakesTheMachineDownBurnsABigBond: the same job against a provider
+// with 500,000 DPS bonded. Its lapse was slashed abandon_slash_ppm of the whole bond,
+// 5,000 DPS burned, for a task of under 2 DPS: a client (or a competitor) could burn a
+// large provider's collateral by the thousand for the price of one task. Now the lapse
+// costs at most failure_penalty_multiple x the task's value, rounded up to a whole ppm of
+// the bond.
+func TestWiredAttackJobThatTakesTheMachineDownBurnsABigBond(t *testing.T) {
+	a, nodes, p, _, first := failureApp(t)
+	victim := providerOf(nodes, first.NodeId)
+	a.MustDeliver(victim, &sstypes.MsgBond{Provider: a.Account(victim).String(), Amount: sdk.NewInt64Coin(udps, 499_900_000_000)})
+	bond := bonded(t, a, victim)
+	require.Equal(t, "500000000000", bond.String())
+	supply := a.BankKeeper.GetSupply(a.Ctx(), udps).Amount
+	value := first.Price.Add(getJob(t, a, first.JobId).Spec.PriorityTip.Amount)
+	a.NextBlocks(int(p.AckTimeoutBlocks) + 1) // the machine is gone before it acks
+	require.NotEqual(t, first.NodeId, task(t, a, first.Id).NodeId, "the task left the node")
+	lost := bond.Sub(bonded(t, a, victim))
+	most := value.MulRaw(int64(p.FailurePenaltyMultiple)).Add(bond.QuoRaw(1e6))
+	require.True(t, lost.IsPositive(), "a lapse still costs")
+	require.True(t, lost.LTE(most), "lost %s udps for a task worth %s (at most %s)", lost, value, most)
+	require.Equal(t, jobSlash(p, bond, p.AbandonSlashPpm, value).String(), lost.String())
+	require.Equal(t, supply.Sub(lost).String(), a.BankKeeper.GetSupply(a.Ctx(), udps).Amount.String(), "burned")
 	a.AssertInvariants()
 }
 

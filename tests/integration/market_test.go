@@ -274,7 +274,7 @@ func TestReassignmentOnLapsedHeartbeat(t *testing.T) {
 	spec := gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN)
 	job := submit(t, a, spec)
 	task := jobTasks(t, a, job)[0]
-	first := providerOf(nodes, task.NodeId)
+	first, price := providerOf(nodes, task.NodeId), task.Price
 	addr := a.Account(first)
 	a.MustDeliver(first, &markettypes.MsgAckTask{Provider: addr.String(), TaskId: task.Id})
 	a.MustDeliver(first, &markettypes.MsgHeartbeat{Provider: addr.String(), NodeId: task.NodeId})
@@ -302,8 +302,9 @@ func TestReassignmentOnLapsedHeartbeat(t *testing.T) {
 
 	collAfter, err := a.StakingSlashKeeper.GetCollateral(a.Ctx(), addr.Address)
 	require.NoError(t, err)
-	slashed := collBefore.Bonded.MulRaw(int64(p.AbandonSlashPpm)).QuoRaw(1e6)
-	require.Equal(t, collBefore.Bonded.Sub(slashed), collAfter.Bonded, "the first provider is slashed abandon_slash_ppm")
+	slashed := jobSlash(p, collBefore.Bonded, p.AbandonSlashPpm, price.Add(spec.PriorityTip.Amount))
+	require.True(t, slashed.IsPositive())
+	require.Equal(t, collBefore.Bonded.Sub(slashed), collAfter.Bonded, "the first provider is slashed abandon_slash_ppm, at most 2x the task's value")
 	require.Equal(t, clientBefore, a.Balance(a.Account("client").Address, udps),
 		"the slash is burned: a job can make its provider abandon it, so its owner gains nothing from that")
 	require.True(t, collAfter.Exposure.IsZero(), "the lapsed task no longer weighs on the first provider")

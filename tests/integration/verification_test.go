@@ -47,6 +47,20 @@ func bonded(t testing.TB, a *apptest.App, name string) sdkmath.Int {
 	return c.Bonded
 }
 
+// jobSlash is what x/market takes of a bond (nothing unbonding) for a slash a job can
+// cause: ppm of it, lowered to the least fraction whose cut reaches
+// failure_penalty_multiple x value (abandoned tasks: abandon_slash_ppm; refuted failure
+// reports: all of it, so the multiple, rounded up to a whole ppm).
+func jobSlash(p markettypes.Params, bond sdkmath.Int, ppm uint32, value sdkmath.Int) sdkmath.Int {
+	num := value.MulRaw(int64(p.FailurePenaltyMultiple)).MulRaw(1e6)
+	f := num.Quo(bond)
+	if !num.Mod(bond).IsZero() {
+		f = f.AddRaw(1)
+	}
+	f = sdkmath.MinInt(f, sdkmath.NewInt(int64(ppm)))
+	return bond.Mul(f).QuoRaw(1e6)
+}
+
 // balances snapshots every named account's udps.
 func balances(a *apptest.App, names ...string) map[string]sdkmath.Int {
 	out := map[string]sdkmath.Int{}

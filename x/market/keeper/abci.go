@@ -41,12 +41,17 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 	// again at no cost to the owner, so a compensation would be a prize for arranging it;
 	// a job can make its provider abandon it (a command that takes the machine down), and
 	// no owner may profit from a job that fails (x/market/README.md, "Failure is a result").
-	atRisk := sdkmath.ZeroInt()
-	if slashReason == sstypes.SLASH_REASON_MISSED_REVEAL {
-		atRisk = t.Exposure
-	}
+	//
+	// An abandoned task's slash is at most failure_penalty_multiple x the task's value
+	// (abandoned): a job can take its machine down, so a share of the whole bond let a
+	// client burn a large provider's collateral for the price of one task.
 	ev := sstypes.SlashEvidence{NodeId: t.NodeId, JobId: t.JobId, TaskId: t.Id}
-	took, err := k.slashed(ctx, t.Provider, slashPPM, atRisk, slashReason, "", nil, nil, ev)
+	var took sdkmath.Int
+	if slashReason == sstypes.SLASH_REASON_MISSED_REVEAL {
+		took, err = k.slashed(ctx, t.Provider, slashPPM, t.Exposure, slashReason, "", nil, nil, ev)
+	} else {
+		took, err = k.abandoned(ctx, p, t.Provider, slashPPM, taskValue(job, t.Role, t.Price), slashReason, ev)
+	}
 	if err != nil {
 		return err
 	}

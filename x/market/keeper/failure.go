@@ -33,15 +33,17 @@ import (
 //     times, at their agreed prices, together never more than the replica's
 //     reservation; nobody is slashed.
 //   - The task settles (another node produced a verified result): the report is REFUTED.
-//     Its provider is slashed max(abandon_slash_ppm, failure_penalty_multiple x the
-//     task's value), burned (neither the owner nor the refuting provider gains: a job
-//     that fails on some nodes only could otherwise farm slashes), and is not paid.
+//     Its provider is slashed failure_penalty_multiple x the task's value (not a share
+//     of its whole bond: see refuteFailure), burned (neither the owner nor the refuting
+//     provider gains: a job that fails on some nodes only could otherwise farm slashes),
+//     and is not paid.
 //     A NONE job's result is verified by nothing (any node could make one up to get an
 //     honest report refuted), and NONE is never slashed for correctness: its report is
 //     UNCONFIRMED instead, as below, and holds no collateral of its own while pending.
 //   - The task ends otherwise (expired, out of reassignments, a wrong result) after another
 //     operator's node was given it: the report is UNCONFIRMED and treated as an abandoned
-//     task (abandon_slash_ppm, burned).
+//     task (abandon_slash_ppm, at most failure_penalty_multiple x the task's value,
+//     burned).
 //   - The task ends before any other operator's node was given it (none eligible and free
 //     until its deadline): UNDECIDED, neither paid nor slashed. Nothing shows the report
 //     false, and a client can shape a job that only one operator's nodes can run (a region,
@@ -245,12 +247,24 @@ func countFunc[T any](s []T, f func(T) bool) int {
 }
 
 // refuteFailure slashes a provider whose failure report, or failed-run answer, another
-// run refuted: max(abandon_slash_ppm, floor), burned whole (a job that fails on some runs
-// only must not farm collateral for its owner), and a failed verification on its node's
-// record.
-func (k Keeper) refuteFailure(ctx context.Context, p types.Params, provider string, node uint64, floor sdkmath.Int, jobID, taskID uint64) error {
+// run refuted: amount (failure_penalty_multiple x the task's value, rounded up to a whole
+// ppm of its collateral), burned whole (a job that fails on some runs only must not farm
+// collateral for its owner), and a failed verification on its node's record. Not a share
+// of the whole bond as well: such a job makes honest providers' reports refuted, and with
+// abandon_slash_ppm of the bond as a floor, a client burned a large provider's collateral
+// for the price of one task each time; 2x the value still costs a false report more than
+// it could gain (the run's pay) and more than giving the task up (abandoned).
+func (k Keeper) refuteFailure(ctx context.Context, p types.Params, provider string, node uint64, amount sdkmath.Int, jobID, taskID uint64) error {
+	addr, err := k.acc(provider)
+	if err != nil {
+		return err
+	}
 	ev := sstypes.SlashEvidence{NodeId: node, JobId: jobID, TaskId: taskID}
-	if err := k.slash(ctx, provider, p.AbandonSlashPpm, floor, sstypes.SLASH_REASON_FALSE_FAILURE, "", nil, nil, ev); err != nil {
+	ppm, err := k.collateral.CoveringFraction(ctx, addr, validate.PPMOne, amount)
+	if err != nil {
+		return err
+	}
+	if _, err := k.collateral.Slash(ctx, addr, ppm, sstypes.SLASH_REASON_FALSE_FAILURE, sstypes.Beneficiaries{}, ev); err != nil {
 		return err
 	}
 	return k.nodeHook(ctx, node, func() error { return k.hooks().AfterTaskVerified(ctx, node, false) })
@@ -344,7 +358,7 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 			// checks it), and a slash for a wrong report would be a correctness slash
 			detail = fmt.Sprintf("node %d's failure report: the task settled on node %d with a result the job does not verify (NONE), which neither confirms nor refutes it; treated as an abandoned task", r.NodeId, t.NodeId)
 		}
-		if err := k.slashUnconfirmed(ctx, p, *t, r, status, ev); err != nil {
+		if err := k.slashUnconfirmed(ctx, p, *job, *t, r, status, ev); err != nil {
 			return err
 		}
 		if err := k.addHistory(ctx, *job, p, "FailureUnconfirmed", t.Id, r.NodeId, detail); err != nil {
@@ -367,20 +381,21 @@ func addRerunSlashed(t *types.Task, provider string, amount sdkmath.Int) {
 	r.RerunSlashed = sdkint.OrZero(r.RerunSlashed).Add(amount)
 }
 
-// slashUnconfirmed slashes an unconfirmed report as an abandoned task: abandon_slash_ppm of
-// its provider's collateral, burned, with a lapse in its reputation; but never more than
-// giving the task up cost the runs that left the report undecided (rerun_slashed: their
-// lapses, missed reveals, wrong results), or, for a NONE job's settled result, than giving
-// it up would have cost the provider that settled it (abandon_slash_ppm of its bonded
-// collateral). Otherwise a client whose own node (under another account, with a small
+// slashUnconfirmed slashes an unconfirmed report as an abandoned task (abandoned):
+// abandon_slash_ppm of its provider's collateral, at most failure_penalty_multiple x the
+// task's value, burned, with a lapse in its reputation; but never more than giving the
+// task up cost the runs that left the report undecided (rerun_slashed: their lapses,
+// missed reveals, wrong results), or, for a NONE job's settled result, than giving it up
+// would have cost the provider that settled it (abandon_slash_ppm of its bonded
+// collateral, at most failure_penalty_multiple x its value). Otherwise a client whose own node (under another account, with a small
 // bond) is the only other one its failing job can run on has that node lapse the rerun,
 // or settle a made-up result of a NONE job, and burns abandon_slash_ppm of the honest
 // reporter's bond, however large, for as much of its own small one or for nothing. A
 // false report still costs its provider as much as the honest run it put to work, so it
 // is no free way out of a task (MsgReleaseTask costs abandon_slash_ppm). A report no run
 // was slashed for (the task ended while its rerun ran) costs nothing. A report recorded
-// before rerun_slashed existed has none: the full rate, as then.
-func (k Keeper) slashUnconfirmed(ctx context.Context, p types.Params, t types.Task, r *types.FailureReport, status types.TaskStatus, ev sstypes.SlashEvidence) error {
+// before rerun_slashed existed has none: the rate, at most the value's multiple.
+func (k Keeper) slashUnconfirmed(ctx context.Context, p types.Params, job types.Job, t types.Task, r *types.FailureReport, status types.TaskStatus, ev sstypes.SlashEvidence) error {
 	limit := r.RerunSlashed
 	if status == types.TASK_STATUS_SETTLED {
 		settler, err := k.acc(t.Provider)
@@ -394,20 +409,28 @@ func (k Keeper) slashUnconfirmed(ctx context.Context, p types.Params, t types.Ta
 		if limit, err = sstypes.PPMOf(c.Bonded, uint64(p.AbandonSlashPpm)); err != nil {
 			return err
 		}
+		limit = sdkmath.MinInt(limit, jobLimit(p, taskValue(job, t.Role, t.Price)))
 	}
 	if !limit.IsNil() && !limit.IsPositive() {
 		return nil
 	}
-	addr, err := k.acc(r.Provider)
-	if err != nil {
-		return err
-	}
+	value := taskValue(job, t.Role, r.Price)
 	if limit.IsNil() {
-		if err := k.slash(ctx, r.Provider, p.AbandonSlashPpm, sdkmath.ZeroInt(), sstypes.SLASH_REASON_ABANDONED_TASK, "", nil, nil, ev); err != nil {
+		if _, err := k.abandoned(ctx, p, r.Provider, p.AbandonSlashPpm, value, sstypes.SLASH_REASON_ABANDONED_TASK, ev); err != nil {
 			return err
 		}
-	} else if _, err := k.collateral.SlashAtMost(ctx, addr, p.AbandonSlashPpm, limit, sstypes.SLASH_REASON_ABANDONED_TASK, sstypes.Beneficiaries{}, ev); err != nil {
-		return err
+	} else {
+		addr, err := k.acc(r.Provider)
+		if err != nil {
+			return err
+		}
+		ppm, err := k.collateral.CoveringFraction(ctx, addr, p.AbandonSlashPpm, jobLimit(p, value))
+		if err != nil {
+			return err
+		}
+		if _, err := k.collateral.SlashAtMost(ctx, addr, ppm, limit, sstypes.SLASH_REASON_ABANDONED_TASK, sstypes.Beneficiaries{}, ev); err != nil {
+			return err
+		}
 	}
 	return k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskLapsed(ctx, r.NodeId, "failure report unconfirmed") })
 }

@@ -186,7 +186,8 @@ func TestAttackFalseFailureReportIsRefuted(t *testing.T) {
 	require.Equal(t, liar, s.provider)
 	require.Equal(t, sstypes.SLASH_REASON_FALSE_FAILURE, s.reason)
 	require.Empty(t, s.owner, "the owner is not compensated from a refuted report")
-	require.Equal(t, f.params().AbandonSlashPpm, s.ppm, "at least what abandoning costs (the 2x value is below 1%% of this bond)")
+	require.Equal(t, uint32(ceilPPM(value.MulRaw(2), f.coll.bonded[key(liar)])), s.ppm,
+		"2x the task's value, rounded up to a ppm of the bond: not abandon_slash_ppm of this 1,000,000 DPS bond")
 	tip := f.job(job).Spec.PriorityTip.Amount
 	want := types.TimePrice(quote10m, 3*time.Minute, 10*time.Minute, time.Minute).Add(tip)
 	require.Equal(t, want.String(), got.Paid.String(), "the owner pays only the run that produced the result")
@@ -198,8 +199,8 @@ func TestAttackFalseFailureReportIsRefuted(t *testing.T) {
 	f.assertInvariants()
 }
 
-// A refuted report of a big task is slashed failure_penalty_multiple x its value when that
-// is more than abandon_slash_ppm of the provider's bond.
+// A refuted report is slashed failure_penalty_multiple x the task's value, whatever the
+// bond: here 7.8% of a small one, more than abandon_slash_ppm of it.
 func TestFalseFailureSlashCoversTwiceTheValue(t *testing.T) {
 	f := newFixture(t, nil)
 	small := f.operator("small")
@@ -227,6 +228,79 @@ func TestFalseFailureSlashCoversTwiceTheValue(t *testing.T) {
 	// ceil(2 x 1,166,667 x 1e6 / 30,000,000) ppm
 	require.Equal(t, uint32(77_778), f.coll.slashes[0].ppm)
 	f.assertInvariants()
+}
+
+// The attack of a client (or of a provider on a competitor) on a provider with a large
+// bond, with jobs of its own worth about 1.17 DPS a task: one that fails on some runs
+// only, so that its provider's honest report is refuted when the next run succeeds, and
+// one that takes its machine down, so that the task lapses. Each cost the provider
+// abandon_slash_ppm of its whole bond at least, 10,000 DPS of 1,000,000, burned, for the
+// price of one task: a griefing ratio of thousands to one. Now every slash a job can
+// cause is at most failure_penalty_multiple (2) x the task's value, rounded up to a whole
+// ppm of the bond (1 DPS here): 3 DPS.
+func TestAttackFailingJobsBurnABigBond(t *testing.T) {
+	const bond = 1_000_000_000_000 // 1,000,000 DPS
+	tip := sdk.NewInt64Coin(udps, 1_000_000)
+	value := quote10m.Add(tip.Amount) // 1.166667 DPS
+	most := value.MulRaw(2).AddRaw(bond / 1_000_000)
+	lost := func(f *fixture, provider string) sdkmath.Int {
+		total := sdkmath.ZeroInt()
+		for _, s := range f.coll.slashesOf(provider) {
+			total = total.Add(sdkmath.NewInt(bond).MulRaw(int64(s.ppm)).QuoRaw(1_000_000))
+		}
+		return total
+	}
+	t.Run("job that fails on some runs", func(t *testing.T) {
+		f := newFixture(t, nil)
+		big := f.operator("big")
+		f.coll.bond(big, sdkmath.NewInt(bond))
+		f.addNode(big, 8, nil)
+		spec := f.exactSpec()
+		spec.PriorityTip = tip
+		job := f.submit(spec)
+		f.blocks(1)
+		task := f.tasks(job)[0]
+		require.Equal(t, big, task.Provider)
+		f.addNode(f.operator("p2"), 8, nil) // the next run succeeds there
+		f.addNode(f.operator("p3"), 8, nil) // the auditor's
+		f.ack(task)
+		f.blocks(1)
+		f.reportFailure(f.task(task.Id), 1) // honest: the run failed
+		next := f.untilAssigned(task.Id)
+		f.ack(next)
+		f.blocks(1)
+		f.commit(next)
+		f.verifiedByAudit(job, next)
+		require.Equal(t, types.FAILURE_STATUS_REFUTED, f.task(task.Id).Failures[0].Status)
+		require.Len(t, f.coll.slashesOf(big), 1)
+		got := lost(f, big)
+		require.True(t, got.GTE(value.MulRaw(2)), "still 2x the value: %s", got)
+		require.True(t, got.LTE(most), "lost %s for a task worth %s (at most %s)", got, value, most)
+		f.assertInvariants()
+	})
+	t.Run("job that takes the machine down", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.addNode(f.operator("p1"), 8, nil)
+		f.addNode(f.operator("p2"), 8, nil)
+		spec := f.gemmSpec(1)
+		spec.PriorityTip = tip
+		job := f.submit(spec)
+		f.blocks(1)
+		task := f.tasks(job)[0]
+		f.coll.bond(task.Provider, sdkmath.NewInt(bond))
+		f.ack(task)
+		for range f.params().HeartbeatTimeoutBlocks + 1 { // the machine is gone: no heartbeat
+			f.blocks(1)
+		}
+		got := f.task(task.Id)
+		require.NotEqual(t, task.NodeId, got.NodeId, "the task left the node")
+		s := f.coll.slashesOf(task.Provider)
+		require.Len(t, s, 1)
+		require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, s[0].reason)
+		require.True(t, lost(f, task.Provider).LTE(most), "lost %s for a task worth %s (at most %s)", lost(f, task.Provider), value, most)
+		require.True(t, lost(f, task.Provider).IsPositive(), "a lapse still costs")
+		f.assertInvariants()
+	})
 }
 
 // The attack of a provider on a competitor's honest report: a NONE job fails on every
@@ -280,7 +354,8 @@ func TestAttackMadeUpResultOnANoneJobRefutesAnHonestReport(t *testing.T) {
 }
 
 // A report that no other run decides (here: the only other node never acks, and the task
-// runs out of reassignments) is treated as an abandoned task: abandon_slash_ppm, burned.
+// runs out of reassignments) is treated as an abandoned task: abandon_slash_ppm, at most 2x
+// the task's value, burned.
 func TestFailureUnconfirmedIsTreatedAsAbandoning(t *testing.T) {
 	f, _, task := failingSetup(t, func(p *types.Params) { p.MaxReassignments = 0 })
 	reporter := task.Provider
@@ -298,7 +373,7 @@ func TestFailureUnconfirmedIsTreatedAsAbandoning(t *testing.T) {
 	mine := f.coll.slashesOf(reporter)
 	require.Len(t, mine, 1)
 	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, mine[0].reason)
-	require.Equal(t, f.params().AbandonSlashPpm, mine[0].ppm)
+	require.Equal(t, f.abandonPPM(task), mine[0].ppm, "as an abandoned task: at most 2x its value")
 	require.Empty(t, mine[0].owner)
 	require.True(t, f.coll.exp(reporter).IsZero())
 	f.assertInvariants()

@@ -246,6 +246,39 @@ func (c *collateralFake) SlashAtMost(ctx context.Context, p sdk.AccAddress, ppm 
 	return c.Slash(ctx, p, ppm, reason, b, ev)
 }
 
+// CoveringFraction is x/staking-slash's, on the bond alone.
+func (c *collateralFake) CoveringFraction(_ context.Context, p sdk.AccAddress, ppm uint32, amount sdkmath.Int) (uint32, error) {
+	if bonded, ok := c.bonded[string(p)]; ok && bonded.IsPositive() {
+		if least := ceilPPM(amount, bonded); least < uint64(ppm) {
+			return uint32(least), nil
+		}
+	}
+	return ppm, nil
+}
+
+// abandonPPM is the fraction of its (fake) bond that a provider loses for giving task up
+// (a lapse, a release): abandon_slash_ppm, but no more than failure_penalty_multiple x
+// the task's value, rounded up to a whole ppm.
+func (f *fixture) abandonPPM(task types.Task) uint32 {
+	f.t.Helper()
+	p := f.params()
+	value := task.Price
+	if tip := f.job(task.JobId).Spec.PriorityTip.Amount; task.Role == types.TASK_ROLE_PRIMARY && !tip.IsNil() {
+		value = value.Add(tip)
+	}
+	return uint32(min(uint64(p.AbandonSlashPpm), ceilPPM(value.MulRaw(int64(p.FailurePenaltyMultiple)), f.coll.bonded[key(task.Provider)])))
+}
+
+// ceilPPM is the least fraction of of that reaches amount: ceil(amount x 1e6 / of).
+func ceilPPM(amount, of sdkmath.Int) uint64 {
+	num := amount.MulRaw(1_000_000)
+	f := num.Quo(of)
+	if !num.Mod(of).IsZero() {
+		f = f.AddRaw(1)
+	}
+	return f.Uint64()
+}
+
 func (c *collateralFake) Jail(_ context.Context, p sdk.AccAddress, until time.Time, _ sstypes.SlashEvidence) error {
 	c.jails = append(c.jails, jailCall{provider: p.String(), until: until})
 	c.jailed[string(p)] = true

@@ -625,7 +625,7 @@ func TestAckTaskRejects(t *testing.T) {
 }
 
 // An assigned task nobody acks within ack_timeout_blocks lapses: the provider is slashed
-// for the owner and the task returns to the queue, never to that node.
+// (burned) and the task returns to the queue, never to that node.
 func TestAckTimeoutLapses(t *testing.T) {
 	f := newFixture(t, func(p *types.Params) { p.AckTimeoutBlocks = 3 })
 	task := f.assignedTask("p1")
@@ -637,7 +637,8 @@ func TestAckTimeoutLapses(t *testing.T) {
 	require.Len(t, f.coll.slashes, 1)
 	s := f.coll.slashes[0]
 	require.Equal(t, task.Provider, s.provider)
-	require.Equal(t, f.params().AbandonSlashPpm, s.ppm)
+	require.Equal(t, f.abandonPPM(task), s.ppm, "2x the task's value: less than abandon_slash_ppm of this 1,000,000 DPS bond")
+	require.Less(t, s.ppm, f.params().AbandonSlashPpm)
 	require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, s.reason)
 	require.Empty(t, s.owner, "burned: a job can make its provider abandon it, so its owner is not paid for that")
 	require.Equal(t, task.Id, s.evidence.TaskId)
@@ -649,8 +650,9 @@ func TestAckTimeoutLapses(t *testing.T) {
 // ---------------------------------------------------------------- ReleaseTask
 
 // A provider gives back an assigned task and a running one: each lapses at once, as at its
-// ack or heartbeat deadline (TestAckTimeoutLapses): slashed abandon_slash_ppm, burned, the
-// lapse hook, back to the queue never to that node, the reason in the task's history.
+// ack or heartbeat deadline (TestAckTimeoutLapses): slashed abandon_slash_ppm (at most 2x
+// the task's value), burned, the lapse hook, back to the queue never to that node, the
+// reason in the task's history.
 func TestReleaseTask(t *testing.T) {
 	for _, running := range []bool{false, true} {
 		t.Run(fmt.Sprintf("running=%v", running), func(t *testing.T) {
@@ -669,7 +671,7 @@ func TestReleaseTask(t *testing.T) {
 			require.Len(t, f.coll.slashes, 1)
 			s := f.coll.slashes[0]
 			require.Equal(t, task.Provider, s.provider)
-			require.Equal(t, f.params().AbandonSlashPpm, s.ppm)
+			require.Equal(t, f.abandonPPM(task), s.ppm, "as a lapse: at most 2x the task's value")
 			require.Equal(t, sstypes.SLASH_REASON_ABANDONED_TASK, s.reason)
 			require.Empty(t, s.owner)
 			require.Equal(t, []uint64{task.NodeId}, f.hooks.lapsed)

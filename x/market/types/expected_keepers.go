@@ -48,6 +48,9 @@ type CollateralKeeper interface {
 	Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, reason sstypes.SlashReason, b sstypes.Beneficiaries, evidence sstypes.SlashEvidence) (sstypes.SlashRecord, error)
 	// SlashAtMost is Slash with the fraction lowered so that the total is at most limit.
 	SlashAtMost(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, limit sdkmath.Int, reason sstypes.SlashReason, b sstypes.Beneficiaries, evidence sstypes.SlashEvidence) (sstypes.SlashRecord, error)
+	// CoveringFraction is fractionPPM lowered, when it can be, to the least fraction of
+	// the provider's collateral whose cut reaches amount.
+	CoveringFraction(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, amount sdkmath.Int) (uint32, error)
 	Jail(ctx context.Context, provider sdk.AccAddress, until time.Time, evidence sstypes.SlashEvidence) error
 }
 

@@ -72,35 +72,63 @@ func (k Keeper) Slash(ctx context.Context, provider sdk.AccAddress, fractionPPM 
 // floor(limit * 1e6 / (bonded + unbonding)), so that every part is still cut at one
 // fraction. The record says the fraction taken.
 func (k Keeper) SlashAtMost(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, limit sdkmath.Int, reason types.SlashReason, b types.Beneficiaries, evidence types.SlashEvidence) (types.SlashRecord, error) {
-	if limit.IsNil() || limit.IsNegative() {
-		return types.SlashRecord{}, errorsmod.Wrapf(types.ErrInvalidSlash, "limit %s: must be zero or more", limit)
-	}
-	if err := checkAddress("provider", provider); err != nil {
+	f, err := k.fractionFor(ctx, provider, fractionPPM, "limit", limit, false)
+	if err != nil {
 		return types.SlashRecord{}, err
 	}
+	return k.Slash(ctx, provider, f, reason, b, evidence)
+}
+
+// CoveringFraction is fractionPPM lowered, when it can be, to the least fraction of the
+// provider's collateral (bonded and unbonding) whose cut reaches amount (zero or more),
+// ceil(amount * 1e6 / (bonded + unbonding)): Slash at it takes amount (less the rounding
+// down of each part cut, a unit each), or more by less than one ppm of the collateral,
+// and never more than fractionPPM takes. A sum that a ppm of a large bond cannot express
+// exactly (x/market holds the slashes a job can cause to a multiple of the task's value)
+// is rounded up, not away to nothing.
+func (k Keeper) CoveringFraction(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, amount sdkmath.Int) (uint32, error) {
+	return k.fractionFor(ctx, provider, fractionPPM, "amount", amount, true)
+}
+
+// fractionFor is fractionPPM, lowered when it would cut more than sum (named what) of
+// the provider's collateral, bonded and unbonding, to the fraction that cuts at most sum
+// (up false) or the least that cuts at least sum (up true).
+func (k Keeper) fractionFor(ctx context.Context, provider sdk.AccAddress, fractionPPM uint32, what string, sum sdkmath.Int, up bool) (uint32, error) {
+	if sum.IsNil() || sum.IsNegative() {
+		return 0, errorsmod.Wrapf(types.ErrInvalidSlash, "%s %s: must be zero or more", what, sum)
+	}
+	if err := checkAddress("provider", provider); err != nil {
+		return 0, err
+	}
 	if err := validate.PPM("fraction", fractionPPM); err != nil {
-		return types.SlashRecord{}, errorsmod.Wrap(types.ErrInvalidSlash, err.Error())
+		return 0, errorsmod.Wrap(types.ErrInvalidSlash, err.Error())
 	}
 	// the fraction is decided on what the cut would reach; Slash then checks the rest
 	c, _, err := k.getCollateral(ctx, provider)
 	if err != nil {
-		return types.SlashRecord{}, err
+		return 0, err
 	}
 	entries, err := k.ProviderUnbondings(ctx, provider)
 	if err != nil {
-		return types.SlashRecord{}, err
+		return 0, err
 	}
 	base := c.Bonded
 	for _, e := range entries {
 		base = base.Add(e.Amount)
 	}
-	if base.IsPositive() {
-		// sum of floor(part * f / 1e6) <= floor(base * f / 1e6) <= limit
-		if most := limit.MulRaw(validate.PPMOne).Quo(base); most.LT(sdkmath.NewIntFromUint64(uint64(fractionPPM))) {
-			fractionPPM = uint32(most.Uint64())
-		}
+	if !base.IsPositive() {
+		return fractionPPM, nil
 	}
-	return k.Slash(ctx, provider, fractionPPM, reason, b, evidence)
+	// down: sum of floor(part * f / 1e6) <= floor(base * f / 1e6) <= sum
+	num := sum.MulRaw(validate.PPMOne)
+	f := num.Quo(base)
+	if up && !num.Mod(base).IsZero() {
+		f = f.AddRaw(1) // up: base * f / 1e6 >= sum
+	}
+	if f.LT(sdkmath.NewIntFromUint64(uint64(fractionPPM))) {
+		return uint32(f.Uint64()), nil
+	}
+	return fractionPPM, nil
 }
 
 func (k Keeper) slash(ctx sdk.Context, provider sdk.AccAddress, f uint32, reason types.SlashReason, b types.Beneficiaries, evidence types.SlashEvidence) (types.SlashRecord, error) {

@@ -219,6 +219,53 @@ func TestSlashAtMost(t *testing.T) {
 	}
 }
 
+// CoveringFraction lowers a fraction to the least whose cut of the collateral, bonded and
+// unbonding, reaches an amount: rounded up, so that a sum smaller than a ppm of a large
+// bond is not rounded away to nothing.
+func TestCoveringFraction(t *testing.T) {
+	prov := addr("provider")
+	for _, tc := range []struct {
+		name         string
+		amount       int64
+		wantFraction uint32
+		wantTotal    int64
+	}{
+		// 1% of 1,000,000 bonded and 200,000 unbonding: 12,000
+		{"more than the fraction takes", 50_000, 10_000, 12_000},
+		{"what the fraction takes", 12_000, 10_000, 12_000},
+		// 3,000 x 1e6 / 1,200,000 = 2,500 ppm exactly: 2,500 + 500
+		{"lowered exactly", 3_000, 2_500, 3_000},
+		// ceil(1,000 x 1e6 / 1,200,000) = 834 ppm: 834 + 166 (each part rounded down)
+		{"lowered, rounding up", 1_000, 834, 1_000},
+		// ceil(1 x 1e6 / 1,200,000) = 1 ppm: 1 + 0
+		{"less than a ppm", 1, 1, 1},
+		{"zero", 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.bond(prov, 1_200_000)
+			f.unbond(prov, 200_000)
+			got, err := f.k.CoveringFraction(f.ctx, prov, 10_000, sdkmath.NewInt(tc.amount))
+			require.NoError(t, err)
+			require.Equal(t, tc.wantFraction, got)
+			rec, err := f.k.Slash(f.ctx, prov, got, types.SLASH_REASON_ABANDONED_TASK, types.Beneficiaries{}, types.SlashEvidence{})
+			require.NoError(t, err)
+			require.EqualValues(t, tc.wantTotal, rec.Amount.Int64())
+			f.requireInvariants()
+		})
+	}
+	f := newFixture(t)
+	got, err := f.k.CoveringFraction(f.ctx, addr("nobody"), 10_000, sdkmath.NewInt(5))
+	require.NoError(t, err)
+	require.Equal(t, uint32(10_000), got, "nothing to cut: the fraction as given")
+	for _, amount := range []sdkmath.Int{{}, sdkmath.NewInt(-1)} {
+		_, err := f.k.CoveringFraction(f.ctx, prov, 10_000, amount)
+		require.ErrorIs(t, err, types.ErrInvalidSlash, "amount %s", amount)
+	}
+	_, err = f.k.CoveringFraction(f.ctx, prov, 1_000_001, sdkmath.NewInt(1))
+	require.ErrorIs(t, err, types.ErrInvalidSlash, "a fraction above one")
+}
+
 // A provider with nothing bonded or unbonding gets a zero record, not an error; it is kept
 // in the history and reported to the hooks, and no coin moves.
 func TestSlashNothingBonded(t *testing.T) {

@@ -1211,7 +1211,8 @@ func (x *MsgReportFailure) GetDetail() string {
 }
 
 // MsgReleaseTask gives back a task its provider's machine cannot run. It costs what a
-// lapse costs (abandon_slash_ppm of the provider's collateral, a won auction's deposit,
+// lapse costs (abandon_slash_ppm of the provider's collateral, at most
+// failure_penalty_multiple x the task's value, a won auction's deposit,
 // the reputation of an abandoned task): it spares the job the wait for the lapse, and
 // nothing else.
 type MsgReleaseTask struct {

@@ -675,7 +675,8 @@ const (
 	// FAILURE_STATUS_UNCONFIRMED: the task ended after another operator's node was given it
 	// (a run that lapsed, or gave a wrong result, or a NONE job's unverified result) without
 	// a run deciding the report: treated as an abandoned task (abandon_slash_ppm, burned, at
-	// most what the runs that left it undecided were slashed: rerun_slashed); not paid.
+	// most failure_penalty_multiple x the task's value and what the runs that left it
+	// undecided were slashed: rerun_slashed); not paid.
 	FailureStatus_FAILURE_STATUS_UNCONFIRMED FailureStatus = 4
 	// FAILURE_STATUS_CANCELLED: the owner cancelled the job first: paid its time, as a
 	// cancelled running task is.
@@ -839,7 +840,9 @@ type Params struct {
 	RevealTimeoutBlocks uint64 `protobuf:"varint,9,opt,name=reveal_timeout_blocks,json=revealTimeoutBlocks,proto3" json:"reveal_timeout_blocks,omitempty"`
 	// max_reassignments: after this many reassignments a task fails and is refunded.
 	MaxReassignments uint32 `protobuf:"varint,10,opt,name=max_reassignments,json=maxReassignments,proto3" json:"max_reassignments,omitempty"`
-	// abandon_slash_ppm: collateral fraction slashed for a lapsed heartbeat or deadline.
+	// abandon_slash_ppm: collateral fraction slashed for a lapsed heartbeat or deadline, or
+	// a released task, burned; at most failure_penalty_multiple x the task's value (rounded
+	// up to a whole ppm of the collateral): a job can take its machine down.
 	AbandonSlashPpm uint32 `protobuf:"varint,11,opt,name=abandon_slash_ppm,json=abandonSlashPpm,proto3" json:"abandon_slash_ppm,omitempty"`
 	// wrong_result_slash_ppm: collateral fraction slashed for a result that lost verification.
 	WrongResultSlashPpm uint32 `protobuf:"varint,12,opt,name=wrong_result_slash_ppm,json=wrongResultSlashPpm,proto3" json:"wrong_result_slash_ppm,omitempty"`
@@ -932,10 +935,11 @@ type Params struct {
 	// returns to the owner.
 	BillingGranularity *durationpb.Duration `protobuf:"bytes,43,opt,name=billing_granularity,json=billingGranularity,proto3" json:"billing_granularity,omitempty"`
 	// failure_penalty_multiple: a failure report that another node refutes (it ran the same
-	// task to a verified result) is slashed max(abandon_slash_ppm of the collateral, this
-	// many times the task's value), burned; each report waiting for its confirmation
-	// reserves that much of its provider's collateral (x/market/README.md, "Failure is a
-	// result").
+	// task to a verified result) is slashed this many times the task's value (rounded up to
+	// a whole ppm of the collateral), burned; each report waiting for its confirmation
+	// reserves that much of its provider's collateral. It also bounds every slash a job can
+	// cause (an abandoned task, an unconfirmed report), whatever the provider's bond
+	// (x/market/README.md, "Failure is a result").
 	FailurePenaltyMultiple uint32 `protobuf:"varint,44,opt,name=failure_penalty_multiple,json=failurePenaltyMultiple,proto3" json:"failure_penalty_multiple,omitempty"`
 	// task_disk_mib_per_gpu: the disk a task may fill on its provider's machine (its
 	// outputs, checkpoints, scratch files and logs, as the disk's blocks count them), in MiB

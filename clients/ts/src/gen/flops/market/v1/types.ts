@@ -653,7 +653,8 @@ export enum FailureStatus {
    * FAILURE_STATUS_UNCONFIRMED - FAILURE_STATUS_UNCONFIRMED: the task ended after another operator's node was given it
    * (a run that lapsed, or gave a wrong result, or a NONE job's unverified result) without
    * a run deciding the report: treated as an abandoned task (abandon_slash_ppm, burned, at
-   * most what the runs that left it undecided were slashed: rerun_slashed); not paid.
+   * most failure_penalty_multiple x the task's value and what the runs that left it
+   * undecided were slashed: rerun_slashed); not paid.
    */
   FAILURE_STATUS_UNCONFIRMED = 4,
   /**
@@ -847,7 +848,11 @@ export interface Params {
   revealTimeoutBlocks: bigint;
   /** max_reassignments: after this many reassignments a task fails and is refunded. */
   maxReassignments: number;
-  /** abandon_slash_ppm: collateral fraction slashed for a lapsed heartbeat or deadline. */
+  /**
+   * abandon_slash_ppm: collateral fraction slashed for a lapsed heartbeat or deadline, or
+   * a released task, burned; at most failure_penalty_multiple x the task's value (rounded
+   * up to a whole ppm of the collateral): a job can take its machine down.
+   */
   abandonSlashPpm: number;
   /** wrong_result_slash_ppm: collateral fraction slashed for a result that lost verification. */
   wrongResultSlashPpm: number;
@@ -979,10 +984,11 @@ export interface Params {
     | undefined;
   /**
    * failure_penalty_multiple: a failure report that another node refutes (it ran the same
-   * task to a verified result) is slashed max(abandon_slash_ppm of the collateral, this
-   * many times the task's value), burned; each report waiting for its confirmation
-   * reserves that much of its provider's collateral (x/market/README.md, "Failure is a
-   * result").
+   * task to a verified result) is slashed this many times the task's value (rounded up to
+   * a whole ppm of the collateral), burned; each report waiting for its confirmation
+   * reserves that much of its provider's collateral. It also bounds every slash a job can
+   * cause (an abandoned task, an unconfirmed report), whatever the provider's bond
+   * (x/market/README.md, "Failure is a result").
    */
   failurePenaltyMultiple: number;
   /**
