@@ -50,7 +50,7 @@ func (k Keeper) lapse(ctx sdk.Context, p types.Params, t types.Task, reason stri
 	if slashReason == sstypes.SLASH_REASON_MISSED_REVEAL {
 		took, err = k.slashed(ctx, t.Provider, slashPPM, t.Exposure, slashReason, "", nil, nil, ev)
 	} else {
-		took, err = k.abandoned(ctx, p, t.Provider, slashPPM, taskValue(job, t.Role, t.Price), slashReason, ev)
+		took, err = k.abandoned(ctx, p, t.Provider, slashPPM, taskValue(job, t.Role, t.Price), sdkmath.Int{}, slashReason, ev)
 	}
 	if err != nil {
 		return err

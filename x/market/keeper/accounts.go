@@ -96,15 +96,16 @@ func (k Keeper) slashed(ctx context.Context, provider string, ppm uint32, exposu
 	return sdkint.OrZero(rec.Amount), nil
 }
 
-// abandoned slashes a provider that gave a task up (a lapse, a release): ppm of its
-// collateral, burned, but no more than failure_penalty_multiple x the task's value
-// (jobLimit), rounded up to a whole ppm of the collateral. It returns what it took.
+// abandoned slashes a provider that gave a task up (a lapse, a release, an unconfirmed
+// failure report): ppm of its collateral, burned, but no more than
+// failure_penalty_multiple x the task's value (jobLimit), rounded up to a whole ppm of the
+// collateral, and, when limit is not nil, at most limit. It returns what it took.
 //
 // A job can cause these slashes (a command that takes the machine down, a job that fails
 // on some runs only), so they are held to what the job is worth: a share of the whole
 // bond let a client burn as much of a large provider's collateral as it liked, for the
 // price of one task each time (x/market/README.md, "The slashes a job can cause").
-func (k Keeper) abandoned(ctx context.Context, p types.Params, provider string, ppm uint32, value sdkmath.Int, reason sstypes.SlashReason, ev sstypes.SlashEvidence) (sdkmath.Int, error) {
+func (k Keeper) abandoned(ctx context.Context, p types.Params, provider string, ppm uint32, value, limit sdkmath.Int, reason sstypes.SlashReason, ev sstypes.SlashEvidence) (sdkmath.Int, error) {
 	addr, err := k.acc(provider)
 	if err != nil {
 		return sdkmath.Int{}, err
@@ -112,7 +113,12 @@ func (k Keeper) abandoned(ctx context.Context, p types.Params, provider string, 
 	if ppm, err = k.collateral.CoveringFraction(ctx, addr, ppm, jobLimit(p, value)); err != nil {
 		return sdkmath.Int{}, err
 	}
-	rec, err := k.collateral.Slash(ctx, addr, ppm, reason, sstypes.Beneficiaries{}, ev)
+	var rec sstypes.SlashRecord
+	if limit.IsNil() {
+		rec, err = k.collateral.Slash(ctx, addr, ppm, reason, sstypes.Beneficiaries{}, ev)
+	} else {
+		rec, err = k.collateral.SlashAtMost(ctx, addr, ppm, limit, reason, sstypes.Beneficiaries{}, ev)
+	}
 	if err != nil {
 		return sdkmath.Int{}, err
 	}

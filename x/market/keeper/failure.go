@@ -387,10 +387,11 @@ func addRerunSlashed(t *types.Task, provider string, amount sdkmath.Int) {
 // task up cost the runs that left the report undecided (rerun_slashed: their lapses,
 // missed reveals, wrong results), or, for a NONE job's settled result, than giving it up
 // would have cost the provider that settled it (abandon_slash_ppm of its bonded
-// collateral, at most failure_penalty_multiple x its value). Otherwise a client whose own node (under another account, with a small
-// bond) is the only other one its failing job can run on has that node lapse the rerun,
-// or settle a made-up result of a NONE job, and burns abandon_slash_ppm of the honest
-// reporter's bond, however large, for as much of its own small one or for nothing. A
+// collateral, at most failure_penalty_multiple x its value). Otherwise a client whose own
+// node (under another account, with a small bond) is the only other one its failing job
+// can run on has that node lapse the rerun, or settle a made-up result of a NONE job, and
+// burns abandon_slash_ppm of the honest reporter's bond, however large, for as much of
+// its own small one or for nothing. A
 // false report still costs its provider as much as the honest run it put to work, so it
 // is no free way out of a task (MsgReleaseTask costs abandon_slash_ppm). A report no run
 // was slashed for (the task ended while its rerun ran) costs nothing. A report recorded
@@ -414,23 +415,8 @@ func (k Keeper) slashUnconfirmed(ctx context.Context, p types.Params, job types.
 	if !limit.IsNil() && !limit.IsPositive() {
 		return nil
 	}
-	value := taskValue(job, t.Role, r.Price)
-	if limit.IsNil() {
-		if _, err := k.abandoned(ctx, p, r.Provider, p.AbandonSlashPpm, value, sstypes.SLASH_REASON_ABANDONED_TASK, ev); err != nil {
-			return err
-		}
-	} else {
-		addr, err := k.acc(r.Provider)
-		if err != nil {
-			return err
-		}
-		ppm, err := k.collateral.CoveringFraction(ctx, addr, p.AbandonSlashPpm, jobLimit(p, value))
-		if err != nil {
-			return err
-		}
-		if _, err := k.collateral.SlashAtMost(ctx, addr, ppm, limit, sstypes.SLASH_REASON_ABANDONED_TASK, sstypes.Beneficiaries{}, ev); err != nil {
-			return err
-		}
+	if _, err := k.abandoned(ctx, p, r.Provider, p.AbandonSlashPpm, taskValue(job, t.Role, r.Price), limit, sstypes.SLASH_REASON_ABANDONED_TASK, ev); err != nil {
+		return err
 	}
 	return k.nodeHook(ctx, r.NodeId, func() error { return k.hooks().AfterTaskLapsed(ctx, r.NodeId, "failure report unconfirmed") })
 }
