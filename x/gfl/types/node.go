@@ -13,6 +13,7 @@ import (
 	sdkmath "cosmossdk.io/math"
 
 	"github.com/flopsnet/flops/internal/chain"
+	"github.com/flopsnet/flops/internal/sdkint"
 	"github.com/flopsnet/flops/internal/validate"
 	"github.com/flopsnet/flops/x/gfl/pocp"
 )
@@ -434,10 +435,7 @@ func NodeRuntimes(s NodeSpec) []Runtime {
 // (PeakAsk; its ask where no peak is recorded, in a record written before PeakAsk was).
 // Zero for a node without an ask.
 func (n Node) HighestAsk() sdkmath.Int {
-	ask := n.AskPerGpuHour.Amount
-	if ask.IsNil() {
-		ask = sdkmath.ZeroInt()
-	}
+	ask := sdkint.OrZero(n.AskPerGpuHour.Amount)
 	if !n.PeakAsk.IsNil() && n.PeakAsk.GT(ask) {
 		return n.PeakAsk
 	}
