@@ -13,7 +13,32 @@ import "./views/provider.js";
 import { LitElement, html } from "lit";
 
 import { Chain } from "./chain.js";
-import { loadConfig } from "./config.js";
+import { type Config, type Endpoints, loadConfig } from "./config.js";
+
+const NAMES: Record<keyof Endpoints, string> = { chainId: "chain", rpc: "RPC node", rest: "REST gateway" };
+
+// linkedBanner says, on every view, which endpoints the page's link chose instead of the
+// site's: a link is anyone's to write, and what the page shows (results it checks, prices,
+// balances) and where signed transactions go is that node's word, not the site's.
+function linkedBanner(cfg: Config) {
+  const linked = Object.keys(cfg.linked) as (keyof Endpoints)[];
+  const ignored = Object.keys(cfg.ignored) as (keyof Endpoints)[];
+  return html`${linked.length
+    ? html`<p class="warning banner" role="alert" data-testid="linked-node">
+        This page's link points it at
+        ${linked.map(
+          (k, i) => html`${i ? (i === linked.length - 1 ? " and " : ", ") : ""}${NAMES[k]} <code>${cfg.linked[k]}</code> (this
+            site's: <code>${cfg.site[k]}</code>)`,
+        )}. Everything shown comes from there, and transactions you sign are sent there: trust it only if it is
+        yours. <a href=${location.pathname + location.hash}>Use this site's node</a>
+      </p>`
+    : ""}${ignored.length
+    ? html`<p class="muted banner" role="status" data-testid="ignored-link">
+        This site does not take its node from a link: ${ignored.map((k) => `?${k === "chainId" ? "chain" : k}=`).join(", ")} ignored; the page
+        reads from <code>${cfg.rpc}</code>.
+      </p>`
+    : ""}`;
+}
 
 type Route = { view: "network" | "client" | "job" | "pool" | "provider"; arg?: string };
 
@@ -67,6 +92,7 @@ export class FlopsApp extends LitElement {
           ${c?.wallet ? html` · <span title=${c.wallet.address}>${c.wallet.address.slice(0, 12)}…</span>` : ""}
         </p>
       </header>
+      ${c ? linkedBanner(c.config) : ""}
       ${s?.error
         ? html`<p class="error banner" role="alert">The node at ${c!.config.rpc} does not answer: ${s.error}. Retrying in
             ${Math.max(0, Math.round(((s.retryAt ?? Date.now()) - Date.now()) / 1000))} s.</p>`

@@ -32,8 +32,18 @@ export function keplrAvailable(): boolean {
 export async function keplrWallet(cfg: Config): Promise<Wallet> {
   const keplr = (window as unknown as { keplr?: Keplr }).keplr;
   if (!keplr) throw new Error("Keplr is not installed in this browser");
-  await keplr.experimentalSuggestChain(cfg.keplr);
-  await keplr.enable(cfg.chainId);
+  // Only the site's chain info is suggested, with the site's endpoints: a chain or node
+  // named by the page's link (?chain=, ?rpc=) is never added to the wallet, where it would
+  // stay as the endpoint Keplr uses for that chain in every app.
+  if (cfg.keplr.chainId === cfg.chainId) await keplr.experimentalSuggestChain(cfg.keplr);
+  try {
+    await keplr.enable(cfg.chainId);
+  } catch (e) {
+    if (!cfg.linked.chainId) throw e;
+    throw new Error(
+      `Keplr did not enable ${cfg.chainId}, the chain this page's link names (${e instanceof Error ? e.message : String(e)}): this site adds only its own chain, ${cfg.site.chainId}, to a wallet`,
+    );
+  }
   // Auto: direct signing for a software key, amino JSON for a Ledger (both are accepted).
   const signer = await keplr.getOfflineSignerAuto(cfg.chainId);
   const [account] = await signer.getAccounts();

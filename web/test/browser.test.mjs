@@ -3,7 +3,8 @@
 // sees it settle at the price the chain charged; a bad spec shows the field's error and
 // sends nothing; the provider view shows the node, its verified power and the payment; the
 // network view's GFL is the chain's, and the figures a big chain's node refuses to read
-// (its query gas limit) leave the rest of that view. Screenshots of the views go to $OUT.
+// (its query gas limit) leave the rest of that view; a link that points the page at
+// another node is said so and never reaches the wallet. Screenshots of the views go to $OUT.
 //
 //   WEB_URL  the dashboard (its config.json names the node and a funded test mnemonic)
 //   RPC      the node's CometBFT RPC, for the chain's side of each check
@@ -14,6 +15,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 
 import { chromium } from "playwright-core";
+import { toBech32 } from "@cosmjs/encoding";
 import { Comet38Client } from "@cosmjs/tendermint-rpc";
 import { connectQuery, gflQuery, marketQuery, marketTypes } from "@flopsnet/client";
 
@@ -418,6 +420,87 @@ test("a node that does not answer is said so, and retried with backoff", async (
   await banner.waitFor({ timeout: 15_000 });
   assert.match(await banner.textContent(), /The node at http:\/\/127\.0\.0\.1:9 does not answer: .+ Retrying in\s+\d+ s\./);
   await dead.close();
+});
+
+// fakeKeplr puts a wallet at window.keplr that records the chains a page suggests and
+// enables, and holds address (it signs nothing).
+async function fakeKeplr(pg, address) {
+  await pg.addInitScript((addr) => {
+    window.__keplr = { suggested: [], enabled: [] };
+    window.keplr = {
+      experimentalSuggestChain: async (info) => void window.__keplr.suggested.push(JSON.parse(JSON.stringify(info))),
+      enable: async (id) => void window.__keplr.enabled.push(id),
+      getOfflineSignerAuto: async () => ({
+        getAccounts: async () => [{ address: addr, algo: "secp256k1", pubkey: new Uint8Array(33).fill(2) }],
+        signDirect: async () => {
+          throw new Error("the test's wallet signs nothing");
+        },
+      }),
+      signArbitrary: async () => {
+        throw new Error("the test's wallet signs nothing");
+      },
+    };
+  }, address);
+}
+
+test("a phishing link that points the page at another node is said so, and never reaches the wallet", async () => {
+  // A link is anyone's to write: ?rpc= and ?rest= naming its maker's node would show that
+  // node's made-up chain under the site's name and send what the user signs there. Here the
+  // linked node is the site's own under another name, so the page works as it would.
+  const site = await (await fetch(new URL("config.json", WEB_URL))).json();
+  const other = (u) => u.replace("127.0.0.1", "localhost");
+  const pg = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  const address = toBech32("flops", new Uint8Array(20).fill(7));
+  await fakeKeplr(pg, address);
+  await pg.goto(`${WEB_URL}?rpc=${encodeURIComponent(other(site.rpc))}&rest=${encodeURIComponent(other(site.rest))}#/client`);
+  const banner = pg.getByTestId("linked-node");
+  await banner.waitFor({ timeout: 15_000 });
+  const text = (await banner.textContent()).replace(/\s+/g, " ");
+  assert.ok(text.includes(`RPC node ${other(site.rpc)} (this site's: ${site.rpc})`), text);
+  assert.ok(text.includes(`REST gateway ${other(site.rest)} (this site's: ${site.rest})`), text);
+  assert.match(text, /transactions you sign are sent there/);
+  await pg.waitForFunction(() => Number(document.querySelector('[data-testid="height"]')?.textContent) > 0, null, { timeout: 15_000 });
+
+  // the wallet is offered the site's chain with the site's endpoints, never the link's
+  await pg.getByRole("button", { name: "Connect Keplr" }).click();
+  await pg.getByText(address.slice(0, 12)).first().waitFor({ timeout: 15_000 });
+  const { suggested, enabled } = await pg.evaluate(() => window.__keplr);
+  assert.deepEqual(enabled, [site.chainId]);
+  assert.ok(suggested.length > 0, "the site's chain is suggested");
+  for (const info of suggested) {
+    assert.equal(info.chainId, site.chainId);
+    assert.equal(info.rpc, site.rpc, "the wallet gets the site's RPC, not the link's");
+    assert.equal(info.rest, site.rest, "the wallet gets the site's REST, not the link's");
+  }
+
+  // one click back to the site's own node
+  await banner.getByRole("link", { name: "Use this site's node" }).click();
+  await pg.waitForURL((u) => u.search === "" && u.hash === "#/client");
+  await pg.waitForFunction(() => Number(document.querySelector('[data-testid="height"]')?.textContent) > 0, null, { timeout: 15_000 });
+  assert.equal(await pg.getByTestId("linked-node").count(), 0);
+
+  // a link whose node is not a web address stops the page, naming it
+  await pg.goto(`${WEB_URL}?rpc=javascript:alert(1)#/network`);
+  await pg.getByRole("alert").filter({ hasText: "not an http or https URL" }).waitFor({ timeout: 15_000 });
+  await pg.close();
+});
+
+test("a site that takes no node from links reads its own and says the link's is ignored", async () => {
+  const site = await (await fetch(new URL("config.json", WEB_URL))).json();
+  const pg = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  await pg.route(/\/config\.json$/, async (route) => {
+    const res = await route.fetch();
+    return route.fulfill({ response: res, json: { ...(await res.json()), urlOverrides: false } });
+  });
+  await pg.goto(`${WEB_URL}?rpc=http://127.0.0.1:9&chain=evil-1#/network`);
+  const note = pg.getByTestId("ignored-link");
+  await note.waitFor({ timeout: 15_000 });
+  assert.match((await note.textContent()).replace(/\s+/g, " "), new RegExp(`\\?chain=, \\?rpc= ignored; the page reads from ${site.rpc.replace(/\./g, "\\.")}`));
+  await pg.waitForFunction(() => Number(document.querySelector('[data-testid="height"]')?.textContent) > 0, null, { timeout: 15_000 });
+  assert.match(await pg.getByRole("status").first().textContent(), new RegExp(site.chainId));
+  assert.equal(await pg.getByTestId("linked-node").count(), 0);
+  assert.equal(await pg.getByRole("alert").filter({ hasText: "does not answer" }).count(), 0);
+  await pg.close();
 });
 
 test("a figure the node refuses to read leaves the rest of the network view", async () => {
