@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,7 +22,20 @@ import (
 // 250 DPS bonded, cheats, its audit disagrees and the committee overturns it: it is
 // slashed 202 DPS (not 20% = 50 DPS), and a provider whose collateral cannot cover that
 // reserve never gets the task.
+//
+// The slash cuts the bonded collateral and the unbonding entries alike, so the fraction
+// that reaches the reserve is counted over both: a provider that had put 40 of its 250 DPS
+// into unbonding before the result lost 240.5 DPS (the fraction counted over the 210 DPS
+// bonded alone), 38.5 DPS more than the reserve.
 func TestWrongResultPenaltyScalesWithValue(t *testing.T) {
+	for _, unbond := range []int64{0, 40_000_000} {
+		t.Run(fmt.Sprintf("unbonding=%d", unbond), func(t *testing.T) { wrongResultPenalty(t, unbond) })
+	}
+}
+
+// wrongResultPenalty is TestWrongResultPenaltyScalesWithValue with unbond udps of the
+// cheater's 250 DPS put into unbonding once its task is assigned.
+func wrongResultPenalty(t *testing.T, unbond int64) {
 	a, nodes := marketAppLate(t, 5, 1, nil) // p1 runs the task; p2 audits; p3..p5 sit on the committee
 	mp, err := a.MarketKeeper.GetParams(a.Ctx())
 	require.NoError(t, err)
@@ -59,17 +73,29 @@ func TestWrongResultPenaltyScalesWithValue(t *testing.T) {
 		registerLate(t, a, nodes, n)
 		a.MustDeliver(n, &sstypes.MsgBond{Provider: a.Account(n).String(), Amount: sdk.NewInt64Coin(udps, 100_000_000)})
 	}
+	collateral1 := bonded(t, a, "p1") // bonded and unbonding, all of it slashable
+	require.Equal(t, sdkmath.NewInt(250_000_000), collateral1)
+	if unbond > 0 {
+		a.MustDeliver("p1", &sstypes.MsgUnbond{Provider: a.Account("p1").String(), Amount: sdk.NewInt64Coin(udps, unbond)})
+	}
 	bond1 := bonded(t, a, "p1")
-	require.Equal(t, sdkmath.NewInt(250_000_000), bond1)
+	require.Equal(t, collateral1.SubRaw(unbond), bond1)
 	d.until(80, "job finished", jobDone(t, a, job))
 	a.AssertInvariants()
 
 	dp := dispute(t, a, task(t, a, target.Id).DisputeId)
 	require.Equal(t, markettypes.DISPUTE_STATUS_OVERTURNED, dp.Status)
 	require.Equal(t, markettypes.TASK_STATUS_FAILED, task(t, a, target.Id).Status)
-	byFraction := bond1.MulRaw(int64(mp.WrongResultSlashPpm)).QuoRaw(1e6) // 50 DPS
+	byFraction := collateral1.MulRaw(int64(mp.WrongResultSlashPpm)).QuoRaw(1e6) // 50 DPS
 	require.True(t, reserve.GT(byFraction))
-	require.Equal(t, bond1.Sub(reserve), bonded(t, a, "p1"), "slashed the task's reserve, 202 DPS")
+	// the slash reached the reserve (each part's cut rounds down, a udps at most) and went
+	// over it by less than a ppm of the collateral
+	lost := collateral1.Sub(bonded(t, a, "p1")).Sub(unbonding(t, a, "p1"))
+	require.True(t, lost.GTE(reserve.SubRaw(2)) && lost.LT(reserve.Add(collateral1.QuoRaw(1e6))),
+		"slashed the task's reserve, 202 DPS, of bonded and unbonding collateral alike: %s", lost)
+	if unbond == 0 {
+		require.Equal(t, bond1.Sub(reserve), bonded(t, a, "p1"))
+	}
 	c1, err = a.StakingSlashKeeper.GetCollateral(a.Ctx(), a.Account("p1").Address)
 	require.NoError(t, err)
 	require.True(t, c1.Exposure.IsZero())

@@ -47,6 +47,18 @@ func bonded(t testing.TB, a *apptest.App, name string) sdkmath.Int {
 	return c.Bonded
 }
 
+// unbonding is what a provider's unbonding entries hold.
+func unbonding(t testing.TB, a *apptest.App, name string) sdkmath.Int {
+	t.Helper()
+	entries, err := a.StakingSlashKeeper.ProviderUnbondings(a.Ctx(), a.Account(name).Address)
+	require.NoError(t, err)
+	sum := sdkmath.ZeroInt()
+	for _, e := range entries {
+		sum = sum.Add(e.Amount)
+	}
+	return sum
+}
+
 // jobSlash is what x/market takes of a bond (nothing unbonding) for a slash a job can
 // cause: ppm of it, lowered to the least fraction whose cut reaches
 // failure_penalty_multiple x value (abandoned tasks: abandon_slash_ppm; refuted failure

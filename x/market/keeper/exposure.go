@@ -34,27 +34,18 @@ func exposureOf(p types.Params, value sdkmath.Int) sdkmath.Int {
 }
 
 // penaltyPPM is the fraction of a provider's collateral that a wrong or withheld result
-// costs: ppm, or more so that the slash (which also cuts unbonding entries) is at least
-// the task's exposure; at most all of it.
+// costs: ppm, or more so that the slash (which cuts the bonded collateral and the
+// unbonding entries alike) is at least the task's exposure; at most all of it. The least
+// such fraction is x/staking-slash's CoveringFraction, over bonded and unbonding together:
+// counted over the bonded part alone, a provider with entries unbonding lost the exposure
+// times (bonded + unbonding) / bonded, and all it had with nothing bonded.
 func (k Keeper) penaltyPPM(ctx context.Context, provider sdk.AccAddress, ppm uint32, exposure sdkmath.Int) (uint32, error) {
 	if exposure.IsNil() || !exposure.IsPositive() {
 		return ppm, nil
 	}
-	c, err := k.collateral.GetCollateral(ctx, provider)
+	f, err := k.collateral.CoveringFraction(ctx, provider, validate.PPMOne, exposure)
 	if err != nil {
 		return 0, err
 	}
-	if !c.Bonded.IsPositive() {
-		return validate.PPMOne, nil
-	}
-	// ceil(exposure * 1e6 / bonded)
-	num := exposure.MulRaw(validate.PPMOne)
-	f := num.Quo(c.Bonded)
-	if !num.Mod(c.Bonded).IsZero() {
-		f = f.AddRaw(1)
-	}
-	if f.GTE(sdkmath.NewInt(validate.PPMOne)) {
-		return validate.PPMOne, nil
-	}
-	return max(ppm, uint32(f.Int64())), nil
+	return max(ppm, f), nil
 }
