@@ -201,6 +201,12 @@ func TestPoolRace(t *testing.T) {
 		a.MustDeliver(n, &markettypes.MsgJoinPool{Provider: a.Account(n).String(), PoolId: poolID, NodeId: nodes[n]})
 	}
 	require.Equal(t, uint32(4), getPool(t, a, poolID).Members)
+	// a node joins once: the refusal names it (a worker that raced its operator's own join
+	// tells it from a full or closed pool by this code)
+	r = a.Deliver(names[1], &markettypes.MsgJoinPool{Provider: a.Account(names[1]).String(), PoolId: poolID, NodeId: nodes[names[1]]})
+	require.Equal(t, markettypes.ErrAlreadyMember.ABCICode(), r.Code, r.Log)
+	require.Equal(t, markettypes.ModuleName, r.Codespace)
+	require.Equal(t, uint32(4), getPool(t, a, poolID).Members)
 
 	// Only the owner posts units; the batch must fit the free budget.
 	inputs := unitInputs(units)

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -398,7 +397,7 @@ func (a *Agent) updateNode(ctx context.Context, spec gfltypes.NodeSpec) error {
 			a.nodeRead = 0 // read again at the next block
 		}
 		return nil
-	case strings.Contains(err.Error(), gfltypes.ErrNodeBusy.Error()):
+	case errors.Is(err, gfltypes.ErrNodeBusy):
 		if a.pendingSpec == nil {
 			a.log.Warn("the node's GPUs changed, and the chain keeps them while the node's tasks in flight need them: the worker runs those under the registered spec and sends the new one again until it lands",
 				"node", a.node.Id, "gpus_registered", len(a.node.Gpus), "gpus_now", len(spec.Gpus))

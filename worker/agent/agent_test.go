@@ -89,7 +89,7 @@ func (c appChain) Submit(_ context.Context, msgs ...sdk.Msg) (*chain.TxResult, e
 		}
 	}
 	r := c.a.Deliver(c.name, msgs...)
-	res := &chain.TxResult{Height: c.a.Height(), Code: r.Code, Log: r.Log, GasUsed: r.GasUsed, Events: r.Events}
+	res := &chain.TxResult{Height: c.a.Height(), Code: r.Code, Codespace: r.Codespace, Log: r.Log, GasUsed: r.GasUsed, Events: r.Events}
 	return res, res.Err()
 }
 

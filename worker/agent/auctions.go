@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -87,7 +88,7 @@ func (a *Agent) withdrawActions(ctx context.Context) []action {
 					delete(a.placed, jobID)
 					a.mu.Unlock()
 					a.log.Info("bid withdrawn: the node no longer fits the job", "job", jobID)
-				case strings.Contains(err.Error(), markettypes.ErrBidBinding.Error()):
+				case errors.Is(err, markettypes.ErrBidBinding):
 					a.log.Warn("the node no longer fits a job whose full auction holds its bid (binding): if it wins, its deposit is forfeited", "job", jobID)
 				}
 			}})

@@ -186,7 +186,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 				a.mu.Lock()
 				defer a.mu.Unlock()
 				switch {
-				case err == nil || strings.Contains(err.Error(), "already a member"):
+				case err == nil || errors.Is(err, markettypes.ErrAlreadyMember):
 					a.joined[poolID] = true
 				case a.poolRetry == 0 || poolID < a.poolRetry:
 					a.poolRetry = poolID // a full pool, or a failed tx: tried again at the next tick

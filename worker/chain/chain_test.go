@@ -22,12 +22,14 @@ import (
 	nodeservice "github.com/cosmos/cosmos-sdk/client/grpc/node"
 	sdknetwork "github.com/cosmos/cosmos-sdk/testutil/network"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 
 	flopschain "github.com/flopsnet/flops/internal/chain"
 	"github.com/flopsnet/flops/testutil/network"
 	"github.com/flopsnet/flops/worker/chain"
+	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
 // losingNode answers the first broadcast as a node whose CheckTx accepted the tx, and
@@ -113,6 +115,12 @@ func TestSignerAgainstNode(t *testing.T) {
 	var txErr *chain.TxError
 	require.True(t, errors.As(err, &txErr), "%v", err)
 	require.Contains(t, txErr.Log, "insufficient funds")
+	require.ErrorIs(t, err, sdkerrors.ErrInsufficientFunds, "told by its codespace and code")
+	// a module's refusal is told by its registered error, not by its text
+	_, err = s.Submit(ctx, &markettypes.MsgWithdrawBid{Provider: val.Address.String(), JobId: 999, NodeId: 1})
+	require.ErrorIs(t, err, markettypes.ErrBidNotFound)
+	require.NotErrorIs(t, err, markettypes.ErrBidBinding)
+	require.NotErrorIs(t, err, sdkerrors.ErrInsufficientFunds)
 	res, err := s.Submit(ctx, send(1))
 	require.NoError(t, err, "the signer carries on")
 	require.NotZero(t, res.Height)

@@ -3,6 +3,7 @@ package chain
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,9 +19,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	errorsmod "cosmossdk.io/errors"
 	sdkmath "cosmossdk.io/math"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
 	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
@@ -32,12 +35,14 @@ import (
 
 // TxResult is a transaction's outcome once it is in a block.
 type TxResult struct {
-	Hash    string
-	Height  int64
-	Code    uint32
-	Log     string
-	GasUsed int64
-	Events  []abci.Event
+	Hash   string
+	Height int64
+	Code   uint32
+	// Codespace is the module that registered Code ("sdk" for the SDK's own).
+	Codespace string
+	Log       string
+	GasUsed   int64
+	Events    []abci.Event
 	// Responses are the msgs' responses (Any), in order.
 	Responses [][]byte
 }
@@ -47,18 +52,32 @@ func (r *TxResult) Err() error {
 	if r.Code == 0 {
 		return nil
 	}
-	return &TxError{Code: r.Code, Log: r.Log, Hash: r.Hash}
+	return &TxError{Code: r.Code, Codespace: r.Codespace, Log: r.Log, Hash: r.Hash}
 }
 
-// TxError is a transaction that failed (in CheckTx or in its block).
+// TxError is a transaction that failed (in simulation, in CheckTx or in its block).
+// errors.Is tells it by the chain's registered error, its codespace and code, not by its
+// text: errors.Is(err, markettypes.ErrBidBinding).
 type TxError struct {
-	Code uint32
-	Log  string
-	Hash string
+	Code      uint32
+	Codespace string
+	Log       string
+	Hash      string
 }
 
 func (e *TxError) Error() string {
-	return fmt.Sprintf("tx %s failed with code %d: %s", e.Hash, e.Code, e.Log)
+	return fmt.Sprintf("tx %s failed with code %d (%s): %s", e.Hash, e.Code, e.Codespace, e.Log)
+}
+
+// Is reports whether the chain refused the tx with target, a registered error.
+func (e *TxError) Is(target error) bool {
+	reg, ok := target.(*errorsmod.Error)
+	return ok && refusedWith(e.Codespace, e.Code, reg)
+}
+
+// refusedWith reports whether codespace and code are reg's.
+func refusedWith(codespace string, code uint32, reg *errorsmod.Error) bool {
+	return code != 0 && codespace == reg.Codespace() && code == reg.ABCICode()
 }
 
 // Signer signs and sends one key's transactions. Run owns the account's sequence: every
@@ -200,21 +219,21 @@ func (s *Signer) send(r *request) (string, []byte, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		hash, code, log, err := s.broadcastBytes(r.ctx, bz)
+		hash, code, codespace, log, err := s.broadcastBytes(r.ctx, bz)
 		if err != nil {
 			return "", nil, err
 		}
 		switch {
-		case code == 0 || code == sdkerrors.ErrTxInMempoolCache.ABCICode():
+		case code == 0 || refusedWith(codespace, code, sdkerrors.ErrTxInMempoolCache):
 			s.seq++
 			return hash, bz, nil
-		case code == sdkerrors.ErrWrongSequence.ABCICode() && attempt == 0:
+		case refusedWith(codespace, code, sdkerrors.ErrWrongSequence) && attempt == 0:
 			if err := s.resync(r.ctx, log); err != nil {
 				return "", nil, err
 			}
 			continue
 		default:
-			return "", nil, &TxError{Code: code, Log: log, Hash: hash}
+			return "", nil, &TxError{Code: code, Codespace: codespace, Log: log, Hash: hash}
 		}
 	}
 }
@@ -240,7 +259,7 @@ func (s *Signer) resync(ctx context.Context, log string) error {
 var sequenceMismatch = regexp.MustCompile(`account sequence mismatch, expected (\d+), got (\d+)`)
 
 // broadcastBytes sends signed bytes, resending them on retryable failures.
-func (s *Signer) broadcastBytes(ctx context.Context, bz []byte) (hash string, code uint32, log string, err error) {
+func (s *Signer) broadcastBytes(ctx context.Context, bz []byte) (hash string, code uint32, codespace, log string, err error) {
 	wait := 250 * time.Millisecond
 	for try := 0; ; try++ {
 		res, err := s.c.Tx.BroadcastTx(ctx, &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
@@ -249,23 +268,23 @@ func (s *Signer) broadcastBytes(ctx context.Context, bz []byte) (hash string, co
 		case err != nil:
 			retry = retryable(err)
 			if !retry {
-				return "", 0, "", fmt.Errorf("broadcast: %w", err)
+				return "", 0, "", "", fmt.Errorf("broadcast: %w", err)
 			}
-		case res.TxResponse.Code == sdkerrors.ErrMempoolIsFull.ABCICode():
+		case refusedWith(res.TxResponse.Codespace, res.TxResponse.Code, sdkerrors.ErrMempoolIsFull):
 			retry = true
 		default:
-			return res.TxResponse.TxHash, res.TxResponse.Code, res.TxResponse.RawLog, nil
+			return res.TxResponse.TxHash, res.TxResponse.Code, res.TxResponse.Codespace, res.TxResponse.RawLog, nil
 		}
 		if try >= 8 {
 			if err == nil {
 				err = errors.New("the mempool is full")
 			}
-			return "", 0, "", fmt.Errorf("broadcast: gave up after %d tries: %w", try+1, err)
+			return "", 0, "", "", fmt.Errorf("broadcast: gave up after %d tries: %w", try+1, err)
 		}
 		s.log.Debug("broadcast retry", "try", try, "err", err)
 		select {
 		case <-ctx.Done():
-			return "", 0, "", ctx.Err()
+			return "", 0, "", "", ctx.Err()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
@@ -309,7 +328,7 @@ func (s *Signer) simulate(r *request) (uint64, error) {
 	for try := 1; ; try++ {
 		gas, err := s.simulateOnce(r)
 		var txErr *TxError
-		if err == nil || !errors.As(err, &txErr) || !strings.Contains(txErr.Log, "incorrect account sequence") {
+		if err == nil || !errors.As(err, &txErr) || !errors.Is(txErr, sdkerrors.ErrWrongSequence) {
 			return gas, err
 		}
 		if try >= simulateTries {
@@ -337,21 +356,43 @@ const simulateTries = 20
 
 var simulateRetry = 250 * time.Millisecond
 
+// simulateOnce asks the node for a request's gas through its ABCI query "/app/simulate",
+// which answers a refusal with the chain's registered error (codespace and code) where
+// the tx service's Simulate keeps only its text: the worker tells refusals by code
+// (TxError.Is).
 func (s *Signer) simulateOnce(r *request) (uint64, error) {
 	bz, err := s.sign(r, s.seq, 0, false)
 	if err != nil {
 		return 0, err
 	}
-	res, err := s.c.Tx.Simulate(r.ctx, &txtypes.SimulateRequest{TxBytes: bz})
+	res, err := s.c.Node.ABCIQuery(r.ctx, &cmtservice.ABCIQueryRequest{Path: simulatePath, Data: bz})
 	if err != nil {
-		// the chain's refusal of the msgs comes back here: keep its message
-		if st, ok := status.FromError(err); ok && st.Code() != codes.Unavailable && st.Code() != codes.DeadlineExceeded && st.Code() != codes.Canceled {
-			return 0, &TxError{Code: 1, Log: "simulation: " + st.Message()}
-		}
 		return 0, fmt.Errorf("simulate: %w", err)
 	}
-	return uint64(math.Ceil(float64(res.GasInfo.GasUsed) * s.c.cfg.GasAdjustment)), nil
+	if res.Code != 0 {
+		return 0, &TxError{Code: res.Code, Codespace: res.Codespace, Log: "simulation: " + res.Log}
+	}
+	var sim struct {
+		GasInfo struct {
+			GasUsed json.Number `json:"gas_used"`
+		} `json:"gas_info"`
+	}
+	if err := json.Unmarshal(res.Value, &sim); err != nil {
+		return 0, fmt.Errorf("simulate: the node's answer: %w", err)
+	}
+	used, err := uint64(0), error(nil)
+	if sim.GasInfo.GasUsed != "" { // proto's JSON leaves a zero out
+		used, err = strconv.ParseUint(sim.GasInfo.GasUsed.String(), 10, 64)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("simulate: the node's gas used %q: %w", sim.GasInfo.GasUsed, err)
+	}
+	return uint64(math.Ceil(float64(used) * s.c.cfg.GasAdjustment)), nil
 }
+
+// simulatePath is baseapp's ABCI query that simulates a tx (its value: the
+// sdk.SimulationResponse as JSON).
+const simulatePath = "/app/simulate"
 
 // sign builds the tx; with signed false it carries an empty signature (simulation).
 func (s *Signer) sign(r *request, seq, gas uint64, signed bool) ([]byte, error) {
@@ -465,7 +506,7 @@ var ErrSequenceUsed = errors.New("the node lost the tx and another tx has used i
 
 // txResult is a committed tx's outcome, its msgs' responses decoded.
 func (c *Client) txResult(r *sdk.TxResponse) *TxResult {
-	out := &TxResult{Hash: r.TxHash, Height: r.Height, Code: r.Code, Log: r.RawLog, GasUsed: r.GasUsed, Events: r.Events}
+	out := &TxResult{Hash: r.TxHash, Height: r.Height, Code: r.Code, Codespace: r.Codespace, Log: r.RawLog, GasUsed: r.GasUsed, Events: r.Events}
 	if r.Code == 0 && r.Data != "" {
 		if data, err := hex.DecodeString(r.Data); err == nil {
 			var msgData sdk.TxMsgData
@@ -498,7 +539,7 @@ func (c *Client) resend(ctx context.Context, hash string, bz []byte) (used bool)
 		}
 	default:
 		c.log.Debug("resend tx", "hash", hash, "code", res.TxResponse.Code, "log", res.TxResponse.RawLog)
-		if res.TxResponse.Code == sdkerrors.ErrWrongSequence.ABCICode() {
+		if refusedWith(res.TxResponse.Codespace, res.TxResponse.Code, sdkerrors.ErrWrongSequence) {
 			if m := sequenceMismatch.FindStringSubmatch(res.TxResponse.RawLog); m != nil {
 				expected, err1 := strconv.ParseUint(m[1], 10, 64)
 				got, err2 := strconv.ParseUint(m[2], 10, 64)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
 	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
@@ -43,7 +44,7 @@ func (n *usedSequenceNode) GetTx(context.Context, *txtypes.GetTxRequest, ...grpc
 }
 
 func (n *usedSequenceNode) BroadcastTx(context.Context, *txtypes.BroadcastTxRequest, ...grpc.CallOption) (*txtypes.BroadcastTxResponse, error) {
-	return &txtypes.BroadcastTxResponse{TxResponse: &sdk.TxResponse{Code: 32,
+	return &txtypes.BroadcastTxResponse{TxResponse: &sdk.TxResponse{Codespace: "sdk", Code: 32,
 		RawLog: fmt.Sprintf("account sequence mismatch, expected %d, got %d: incorrect account sequence", n.expected, n.got)}}, nil
 }
 
@@ -125,8 +126,15 @@ type racedNode struct {
 	sent [][]byte
 }
 
-func (n *racedNode) Simulate(context.Context, *txtypes.SimulateRequest, ...grpc.CallOption) (*txtypes.SimulateResponse, error) {
-	return &txtypes.SimulateResponse{GasInfo: &sdk.GasInfo{GasUsed: 50_000}}, nil
+// simulatingNode answers every simulation (the ABCI query "/app/simulate") with 50,000
+// gas used, as baseapp writes it.
+type simulatingNode struct{ cmtservice.ServiceClient }
+
+func (simulatingNode) ABCIQuery(_ context.Context, req *cmtservice.ABCIQueryRequest, _ ...grpc.CallOption) (*cmtservice.ABCIQueryResponse, error) {
+	if req.Path != "/app/simulate" {
+		return nil, status.Errorf(codes.Unimplemented, "query %s", req.Path)
+	}
+	return &cmtservice.ABCIQueryResponse{Value: []byte(`{"gas_info":{"gas_wanted":"0","gas_used":"50000"},"result":{"events":[]}}`)}, nil
 }
 
 func (n *racedNode) BroadcastTx(ctx context.Context, req *txtypes.BroadcastTxRequest, opts ...grpc.CallOption) (*txtypes.BroadcastTxResponse, error) {
@@ -152,7 +160,7 @@ func TestSignerResignsALostTxABoundedNumberOfTimes(t *testing.T) {
 	var resent int
 	var mu sync.Mutex
 	c := &Client{cfg: Config{InclusionTimeout: 10 * time.Second, ChainID: "flops-test-1", GasAdjustment: 1, Denom: "udps",
-		Resent: func() { mu.Lock(); resent++; mu.Unlock() }}, log: log, enc: enc, Tx: node}
+		Resent: func() { mu.Lock(); resent++; mu.Unlock() }}, log: log, enc: enc, Tx: node, Node: simulatingNode{}}
 	priv := secp256k1.GenPrivKey()
 	s := NewSigner(c, priv, log)
 	s.accNum, s.seq, s.loaded = 1, 5, true

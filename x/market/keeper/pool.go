@@ -214,7 +214,7 @@ func (k Keeper) JoinPool(ctx context.Context, providerAddr sdk.AccAddress, poolI
 	if has, err := k.PoolMembers.Has(ctx, collections.Join(poolID, nodeID)); err != nil {
 		return err
 	} else if has {
-		return errorsmod.Wrapf(types.ErrInvalidPool, "node %d is already a member of pool %d", nodeID, poolID)
+		return errorsmod.Wrapf(types.ErrAlreadyMember, "node %d, pool %d", nodeID, poolID)
 	}
 	if pool.Members >= pool.Spec.MaxProviders {
 		return errorsmod.Wrapf(types.ErrInvalidPool, "pool %d is full (%d members)", poolID, pool.Members)

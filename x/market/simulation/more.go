@@ -205,7 +205,7 @@ func MsgJoinPoolFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 		if !ok {
 			return nil, nil, nil
 		}
-		return []simsx.SimAccount{prov}, &types.MsgJoinPool{Provider: slot.Operator, PoolId: pool.Id, NodeId: slot.NodeId}, simutil.Expect(types.ErrInvalidPool, types.ErrNodeNotEligible)
+		return []simsx.SimAccount{prov}, &types.MsgJoinPool{Provider: slot.Operator, PoolId: pool.Id, NodeId: slot.NodeId}, simutil.Expect(types.ErrInvalidPool, types.ErrAlreadyMember, types.ErrNodeNotEligible)
 	})
 }
 

@@ -49,4 +49,5 @@ var (
 	ErrInvalidProgress   = errorsmod.RegisterWithGRPCCode(ModuleName, 38, codes.InvalidArgument, "invalid task progress")
 	ErrBidBinding        = errorsmod.RegisterWithGRPCCode(ModuleName, 39, codes.FailedPrecondition, "bid is binding")
 	ErrInvalidRelease    = errorsmod.RegisterWithGRPCCode(ModuleName, 40, codes.InvalidArgument, "invalid task release")
+	ErrAlreadyMember     = errorsmod.RegisterWithGRPCCode(ModuleName, 41, codes.AlreadyExists, "node is already a member of the pool")
 )
