@@ -121,6 +121,10 @@ func TestSignerAgainstNode(t *testing.T) {
 	require.ErrorIs(t, err, markettypes.ErrBidNotFound)
 	require.NotErrorIs(t, err, markettypes.ErrBidBinding)
 	require.NotErrorIs(t, err, sdkerrors.ErrInsufficientFunds)
+	// a query for what the chain does not have answers NotFound (the output server tells
+	// an unknown task by it)
+	_, err = c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: 999})
+	require.Equal(t, codes.NotFound, status.Code(err), "%v", err)
 	res, err := s.Submit(ctx, send(1))
 	require.NoError(t, err, "the signer carries on")
 	require.NotZero(t, res.Height)

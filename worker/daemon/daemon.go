@@ -17,11 +17,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	sdkmath "cosmossdk.io/math"
 
@@ -394,7 +395,7 @@ func providerOf(c *chain.Client) func(ctx context.Context, taskID uint64) (strin
 func taskOf(ctx context.Context, c *chain.Client, taskID uint64) (*markettypes.Task, error) {
 	t, err := c.Market.Task(ctx, &markettypes.QueryTaskRequest{TaskId: taskID})
 	if err != nil {
-		if strings.Contains(err.Error(), "not found") {
+		if status.Code(err) == codes.NotFound { // x/market's ErrTaskNotFound
 			return nil, fmt.Errorf("%w: task %d", outputs.ErrTaskNotFound, taskID)
 		}
 		return nil, err
