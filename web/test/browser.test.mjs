@@ -423,13 +423,17 @@ test("a node that does not answer is said so, and retried with backoff", async (
 });
 
 // fakeKeplr puts a wallet at window.keplr that records the chains a page suggests and
-// enables, and holds address (it signs nothing).
+// enables, and holds address (it signs nothing). Like Keplr, it enables only a chain it
+// was suggested.
 async function fakeKeplr(pg, address) {
   await pg.addInitScript((addr) => {
     window.__keplr = { suggested: [], enabled: [] };
     window.keplr = {
       experimentalSuggestChain: async (info) => void window.__keplr.suggested.push(JSON.parse(JSON.stringify(info))),
-      enable: async (id) => void window.__keplr.enabled.push(id),
+      enable: async (id) => {
+        if (!window.__keplr.suggested.some((info) => info.chainId === id)) throw new Error(`There is no chain info for ${id}`);
+        window.__keplr.enabled.push(id);
+      },
       getOfflineSignerAuto: async () => ({
         getAccounts: async () => [{ address: addr, algo: "secp256k1", pubkey: new Uint8Array(33).fill(2) }],
         signDirect: async () => {
@@ -478,6 +482,17 @@ test("a phishing link that points the page at another node is said so, and never
   await pg.waitForURL((u) => u.search === "" && u.hash === "#/client");
   await pg.waitForFunction(() => Number(document.querySelector('[data-testid="height"]')?.textContent) > 0, null, { timeout: 15_000 });
   assert.equal(await pg.getByTestId("linked-node").count(), 0);
+
+  // a chain the link names is not added to the wallet: Keplr, which does not know it,
+  // enables nothing, and the page says why
+  await pg.goto(`${WEB_URL}?chain=evil-1#/client`);
+  await pg.getByTestId("linked-node").filter({ hasText: `chain evil-1 (this site's: ${site.chainId})` }).waitFor({ timeout: 15_000 });
+  await pg.getByRole("button", { name: "Connect Keplr" }).click();
+  await pg
+    .getByRole("alert")
+    .filter({ hasText: `Keplr did not enable evil-1, the chain this page's link names (There is no chain info for evil-1): this site adds only its own chain, ${site.chainId}, to a wallet` })
+    .waitFor({ timeout: 15_000 });
+  assert.deepEqual(await pg.evaluate(() => window.__keplr), { suggested: [], enabled: [] }, "nothing suggested, nothing enabled");
 
   // a link whose node is not a web address stops the page, naming it
   await pg.goto(`${WEB_URL}?rpc=javascript:alert(1)#/network`);
