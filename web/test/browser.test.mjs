@@ -463,6 +463,12 @@ test("a phishing link that points the page at another node is said so, and never
   assert.ok(text.includes(`RPC node ${other(site.rpc)} (this site's: ${site.rpc})`), text);
   assert.ok(text.includes(`REST gateway ${other(site.rest)} (this site's: ${site.rest})`), text);
   assert.match(text, /transactions you sign are sent there/);
+  // its long addresses wrap on a phone
+  await pg.setViewportSize({ width: 390, height: 844 });
+  const overflow = await pg.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `the banner scrolls the page sideways by ${overflow}px at 390px`);
+  await pg.screenshot({ path: `${OUT}/linked-node-phone.png` });
+  await pg.setViewportSize({ width: 1366, height: 768 });
   await pg.waitForFunction(() => Number(document.querySelector('[data-testid="height"]')?.textContent) > 0, null, { timeout: 15_000 });
 
   // the wallet is offered the site's chain with the site's endpoints, never the link's
