@@ -524,6 +524,26 @@ test("a site that takes no node from links reads its own and says the link's is 
   await pg.close();
 });
 
+test("the page runs only the scripts it ships (its Content-Security-Policy)", async () => {
+  // a page of its own: the refusals are reported on its console
+  const pg = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  await pg.goto(`${WEB_URL}#/network`);
+  await pg.waitForFunction(() => Number(document.querySelector('[data-testid="height"]')?.textContent) > 0, null, { timeout: 15_000 });
+  const ran = await pg.evaluate(() => {
+    // markup that ever reached the page from a string of the chain's or a provider's
+    const s = document.createElement("script");
+    s.textContent = "window.__injected = true";
+    document.body.append(s);
+    const img = document.createElement("img");
+    img.setAttribute("onerror", "window.__handler = true");
+    img.src = "data:,";
+    document.body.append(img);
+    return new Promise((resolve) => setTimeout(() => resolve({ inline: window.__injected === true, handler: window.__handler === true }), 200));
+  });
+  assert.deepEqual(ran, { inline: false, handler: false }, "an inline script and an event handler attribute are refused");
+  await pg.close();
+});
+
 test("a figure the node refuses to read leaves the rest of the network view", async () => {
   // The node stops a query that reads more than its gas limit (flopsd's query-gas-limit):
   // no figure reads a whole table, but the scheduler's queue in a flood of jobs can, and
