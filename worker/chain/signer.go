@@ -380,12 +380,11 @@ func (s *Signer) simulateOnce(r *request) (uint64, error) {
 	if err := json.Unmarshal(res.Value, &sim); err != nil {
 		return 0, fmt.Errorf("simulate: the node's answer: %w", err)
 	}
-	used, err := uint64(0), error(nil)
+	var used uint64
 	if sim.GasInfo.GasUsed != "" { // proto's JSON leaves a zero out
-		used, err = strconv.ParseUint(sim.GasInfo.GasUsed.String(), 10, 64)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("simulate: the node's gas used %q: %w", sim.GasInfo.GasUsed, err)
+		if used, err = strconv.ParseUint(sim.GasInfo.GasUsed.String(), 10, 64); err != nil {
+			return 0, fmt.Errorf("simulate: the node's gas used %q: %w", sim.GasInfo.GasUsed, err)
+		}
 	}
 	return uint64(math.Ceil(float64(used) * s.c.cfg.GasAdjustment)), nil
 }

@@ -254,17 +254,11 @@ func countFunc[T any](s []T, f func(T) bool) int {
 // abandon_slash_ppm of the bond as a floor, a client burned a large provider's collateral
 // for the price of one task each time; 2x the value still costs a false report more than
 // it could gain (the run's pay) and more than giving the task up (abandoned).
-func (k Keeper) refuteFailure(ctx context.Context, p types.Params, provider string, node uint64, amount sdkmath.Int, jobID, taskID uint64) error {
-	addr, err := k.acc(provider)
-	if err != nil {
-		return err
-	}
+func (k Keeper) refuteFailure(ctx context.Context, provider string, node uint64, amount sdkmath.Int, jobID, taskID uint64) error {
+	// slash's exposure floor with no fraction of its own: the least fraction of the
+	// collateral (bonded and unbonding) that reaches amount
 	ev := sstypes.SlashEvidence{NodeId: node, JobId: jobID, TaskId: taskID}
-	ppm, err := k.collateral.CoveringFraction(ctx, addr, validate.PPMOne, amount)
-	if err != nil {
-		return err
-	}
-	if _, err := k.collateral.Slash(ctx, addr, ppm, sstypes.SLASH_REASON_FALSE_FAILURE, sstypes.Beneficiaries{}, ev); err != nil {
+	if err := k.slash(ctx, provider, 0, amount, sstypes.SLASH_REASON_FALSE_FAILURE, "", nil, nil, ev); err != nil {
 		return err
 	}
 	return k.nodeHook(ctx, node, func() error { return k.hooks().AfterTaskVerified(ctx, node, false) })
@@ -333,7 +327,7 @@ func (k Keeper) settleFailures(ctx context.Context, p types.Params, job *types.J
 		if err := k.decideFailure(ctx, r, types.FAILURE_STATUS_REFUTED); err != nil {
 			return err
 		}
-		if err := k.refuteFailure(ctx, p, r.Provider, r.NodeId, r.Exposure, t.JobId, t.Id); err != nil {
+		if err := k.refuteFailure(ctx, r.Provider, r.NodeId, r.Exposure, t.JobId, t.Id); err != nil {
 			return err
 		}
 		if err := k.addHistory(ctx, *job, p, "FailureRefuted", t.Id, r.NodeId, fmt.Sprintf("node %d's failure report: the task settled on node %d; its provider is slashed", r.NodeId, t.NodeId)); err != nil {

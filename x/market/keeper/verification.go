@@ -226,7 +226,7 @@ func (k Keeper) wrongResult(ctx context.Context, p types.Params, job *types.Job,
 		// failure report refuted, slashed as one (max(abandon_slash_ppm, failure_penalty_
 		// multiple x its value), burned: a job that fails on some runs only must not
 		// farm its verifiers' collateral for its owner) and not paid.
-		if err := k.refuteFailure(ctx, p, t.Provider, t.NodeId, exposureOfFailure(p, taskValue(*job, t.Role, t.Price)), t.JobId, t.Id); err != nil {
+		if err := k.refuteFailure(ctx, t.Provider, t.NodeId, exposureOfFailure(p, taskValue(*job, t.Role, t.Price)), t.JobId, t.Id); err != nil {
 			return err
 		}
 		return k.finishTask(ctx, p, job, t, types.TASK_STATUS_FAILED, t.NodeId, reason+"; it answered that the job failed, which the others' results refute")
