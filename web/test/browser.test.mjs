@@ -73,7 +73,7 @@ async function showsChainGfl(pg) {
 async function playNode(pg, answer) {
   await pg.route(
     (url) => url.pathname === "/" || url.pathname === "",
-    async (route) => {
+    closedQuietly(pg, async (route) => {
       const body = route.request().postDataJSON?.();
       if (route.request().method() !== "POST" || body?.method !== "abci_query") return route.continue();
       const edit = answer(body.params?.path, body.params?.data ?? "");
@@ -82,9 +82,21 @@ async function playNode(pg, answer) {
       const json = await res.json();
       json.result.response = edit(json.result.response);
       return route.fulfill({ response: res, json });
-    },
+    }),
   );
 }
+
+// closedQuietly is a route handler that ends quietly when its page closed under it: the
+// views poll every second, and a poll in flight when a test closes its page would find
+// its response disposed ("Response has been disposed"), an unhandled rejection after the
+// test that fails the run.
+const closedQuietly = (pg, handle) => async (route) => {
+  try {
+    return await handle(route);
+  } catch (e) {
+    if (!pg.isClosed()) throw e;
+  }
+};
 
 // refusal is the node's refusal of a query: its ABCI code and log, no value.
 const refusal = (code, log) => (response) => ({ ...response, code, codespace: "sdk", log, value: null });
@@ -509,10 +521,13 @@ test("a phishing link that points the page at another node is said so, and never
 test("a site that takes no node from links reads its own and says the link's is ignored", async () => {
   const site = await (await fetch(new URL("config.json", WEB_URL))).json();
   const pg = await browser.newPage({ viewport: { width: 1366, height: 768 } });
-  await pg.route(/\/config\.json$/, async (route) => {
-    const res = await route.fetch();
-    return route.fulfill({ response: res, json: { ...(await res.json()), urlOverrides: false } });
-  });
+  await pg.route(
+    /\/config\.json$/,
+    closedQuietly(pg, async (route) => {
+      const res = await route.fetch();
+      return route.fulfill({ response: res, json: { ...(await res.json()), urlOverrides: false } });
+    }),
+  );
   await pg.goto(`${WEB_URL}?rpc=http://127.0.0.1:9&chain=evil-1#/network`);
   const note = pg.getByTestId("ignored-link");
   await note.waitFor({ timeout: 15_000 });
