@@ -61,7 +61,7 @@ func root() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&g.config, "config", "", "config file (default <home>/worker.yaml)")
 	cmd.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.PersistentFlags().BoolVar(&g.logJSON, "log-json", false, "JSON logs")
-	cmd.AddCommand(initCmd(g), runCmd(g), inventoryCmd(g), statusCmd(g), benchmarkCmd(g), fetchCmd(g), logsCmd(g), versionCmd())
+	cmd.AddCommand(initCmd(g), runCmd(g), inventoryCmd(g), statusCmd(g), benchmarkCmd(g), fetchCmd(g), logsCmd(g), revokeSessionsCmd(g), versionCmd())
 	return cmd
 }
 
@@ -557,6 +557,65 @@ func logsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&stream, "stream", "stdout", "stdout or stderr")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing while the task runs")
 	cmd.Flags().DurationVar(&poll, "poll", 2*time.Second, "how often --follow asks for more")
+	return cmd
+}
+
+func revokeSessionsCmd(g *globals) *cobra.Command {
+	var owner ownerFlags
+	cmd := &cobra.Command{
+		Use:   "revoke-sessions [task-id...]",
+		Short: "End the owner's output sessions (session keys a dashboard delegated its reads to) at its tasks' providers",
+		Long: "A dashboard reads a job's outputs and logs with a session key its owner's wallet delegated " +
+			"them to, for up to a day. If that key may have leaked, this signs, once with the owner's key, " +
+			"the end of every delegation issued before now and sends it to each provider that may hold " +
+			"something of the tasks named (where their outputs were published, where they run, where a run " +
+			"failed), or, with no task named, of the tasks of the owner's newest 100 jobs. Those providers " +
+			"refuse the old sessions from then on, also after a restart; the dashboard asks the wallet for a " +
+			"new one.",
+		Example: "flops-worker revoke-sessions --key client\nflops-worker revoke-sessions 12 13 --key client",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var ids []uint64
+			for _, a := range args {
+				var id uint64
+				if _, err := fmt.Sscan(a, &id); err != nil {
+					return fmt.Errorf("task id %q: %w", a, err)
+				}
+				ids = append(ids, id)
+			}
+			ctx := cmd.Context()
+			priv, c, err := owner.open(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = c.Close() }()
+			addr := sdk.AccAddress(priv.PubKey().Address()).String()
+			held, err := outputs.OwnerProviders(ctx, c.Market, c.GFL, addr, ids)
+			if err != nil {
+				return err
+			}
+			if len(held) == 0 {
+				return fmt.Errorf("no provider holds anything of %s's tasks: nothing to revoke", addr)
+			}
+			rv, err := outputs.Revoke(priv, addr, time.Now())
+			if err != nil {
+				return err
+			}
+			var failed []string
+			for _, r := range outputs.RevokeEverywhere(ctx, outputs.NewClient(outputs.ProviderHeaderTimeout), rv, held) {
+				if r.Err != nil {
+					failed = append(failed, r.Endpoint)
+					_, _ = fmt.Fprintf(cmd.OutOrStdout(), "%s: not revoked: %v\n", r.Endpoint, r.Err)
+					continue
+				}
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "%s: sessions issued before %s refused (task %d)\n", r.Endpoint, time.Unix(r.Before, 0).UTC().Format(time.RFC3339), r.Task)
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("not revoked at %d of %d providers: %s", len(failed), len(held), strings.Join(failed, ", "))
+			}
+			return nil
+		},
+	}
+	owner.add(cmd)
 	return cmd
 }
 

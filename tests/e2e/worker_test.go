@@ -127,6 +127,7 @@ func TestWorkerEndToEnd(t *testing.T) {
 		ran = append(ran, tasks...)
 	}
 	t.Logf("b) ASSIGN job %d and AUCTION job %d settled after %s", assign, auction, time.Since(began).Round(time.Second))
+	checkRevokeSessions(t, wc, ran) // a dashboard's session key leaked: the owner ends its sessions
 
 	// a batch of small tasks for the dispatch latency figures
 	batch := wc.submitJob(t, gemmJob(markettypes.ALLOCATION_MODE_ASSIGN, 32, honestRegion))

@@ -169,6 +169,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	if err != nil {
 		return err
 	}
+	// the owners' ends of their dashboard sessions, kept across restarts
+	revocations, err := outputs.OpenRevocations(filepath.Join(cfg.Executor.WorkDir, "outputs", "revocations.json"))
+	if err != nil {
+		return err
+	}
 	metrics.SetInfo(Version, inv.Backend())
 	publicURL := cfg.Outputs.PublicURL
 	if publicURL == "" {
@@ -204,7 +209,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, ready Ready) 
 	})
 	mux := http.NewServeMux()
 	served := outputs.Handler(store, ownerOf(client), time.Now, outputs.WithLiveLogs(exec.TaskLogs),
-		outputs.WithHosts(urlHost(cfg.Node.Endpoint), urlHost(publicURL)), outputs.WithCheckpoints(ckptDir, providerOf(client)))
+		outputs.WithHosts(urlHost(cfg.Node.Endpoint), urlHost(publicURL)), outputs.WithCheckpoints(ckptDir, providerOf(client)), outputs.WithRevocations(revocations))
 	mux.Handle("/v1/tasks/", served)
 	mux.Handle("/v1/checkpoints/", served)
 	g.Go(func() error { return serve(ctx, cfg.Outputs.Listen, mux, serverTLS) })

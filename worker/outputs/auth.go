@@ -118,12 +118,12 @@ var nonceHex = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // authenticate checks a signed request and returns the signer's address bytes and the
 // request's nonce: the public key must hash to the address header (or be a session key
-// the address's owner delegated to, checkDelegation), the timestamp be
+// the address's owner delegated to and has not revoked since, checkDelegation), the timestamp be
 // within MaxClockSkew of now, the host be one of hosts (any when hosts is empty), and the
 // signature verify over SignedMessage. The nonce is not spent here: the caller spends it
 // (nonces.use) once the signer is known to be entitled to the request, so that a
 // stranger's requests, signed by keys of its own, use up nothing the owners need.
-func authenticate(r *http.Request, now time.Time, hosts []string) (addr []byte, bech, nonce string, err error) {
+func authenticate(r *http.Request, now time.Time, hosts []string, revoked *Revocations) (addr []byte, bech, nonce string, err error) {
 	bech = r.Header.Get(HeaderAddress)
 	pubB64, tsText, sigB64 := r.Header.Get(HeaderPubkey), r.Header.Get(HeaderTimestamp), r.Header.Get(HeaderSignature)
 	nonce = r.Header.Get(HeaderNonce)
@@ -148,7 +148,7 @@ func authenticate(r *http.Request, now time.Time, hosts []string) (addr []byte, 
 	delegated := r.Header.Get(HeaderDelegation) != ""
 	if delegated {
 		// a session key the owner delegated its requests to (delegation.go)
-		if err := checkDelegation(r, bech, addr, pubB64, now); err != nil {
+		if err := checkDelegation(r, bech, addr, pubB64, now, revoked); err != nil {
 			return nil, "", "", err
 		}
 	} else if !bytes.Equal(pub.Address(), addr) {

@@ -112,7 +112,7 @@ func (h *handler) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.now()
-	signer, signerText, nonce, err := authenticate(r, now, h.hosts)
+	signer, signerText, nonce, err := authenticate(r, now, h.hosts, h.revocations)
 	if err != nil {
 		writeAuthError(w, err)
 		return

@@ -10,6 +10,9 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
 	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
+	"github.com/cosmos/cosmos-sdk/types/bech32"
+
+	"github.com/flopsnet/flops/internal/chain"
 )
 
 // A delegation lets a session key sign an owner's requests to one output server for a
@@ -30,18 +33,20 @@ const (
 	HeaderDelegationSignMode = "X-Flops-Delegation-Sign-Mode"
 )
 
-// DelegationDomain starts every delegation.
-const DelegationDomain = "flops-output-delegation-v1"
+// DelegationDomain starts every delegation. v2 added the issue time, which a revocation
+// (revocation.go) is weighed against; a v1 delegation, which had none and so could not be
+// revoked, is refused.
+const DelegationDomain = "flops-output-delegation-v2"
 
-// MaxDelegation is the longest a delegation may last, from the request it is used with.
+// MaxDelegation is the longest a delegation may last, from its issue time.
 const MaxDelegation = 24 * time.Hour
 
 // DelegationDoc is what the owner signs to let the session key (base64 of its compressed
-// secp256k1 public key) sign its requests to host (as in SignedMessage) until expires
-// (unix seconds): lines joined by "\n".
-func DelegationDoc(owner, sessionKey, host string, expires int64) []byte {
+// secp256k1 public key) sign its requests to host (as in SignedMessage) from issued until
+// expires (unix seconds): lines joined by "\n".
+func DelegationDoc(owner, sessionKey, host string, issued, expires int64) []byte {
 	return []byte(strings.Join([]string{DelegationDomain, "owner: " + owner, "key: " + sessionKey, "host: " + strings.ToLower(host),
-		"expires: " + strconv.FormatInt(expires, 10)}, "\n"))
+		"issued: " + strconv.FormatInt(issued, 10), "expires: " + strconv.FormatInt(expires, 10)}, "\n"))
 }
 
 // Delegation is a signed delegation, as its headers carry it.
@@ -52,9 +57,10 @@ type Delegation struct {
 	SignMode    string // "" (raw) or SignModeADR036
 }
 
-// Delegate has owner sign a delegation of its requests to host to session until expires.
-func Delegate(owner, session cryptotypes.PrivKey, ownerAddr, host string, expires time.Time) (Delegation, error) {
-	doc := DelegationDoc(ownerAddr, base64.StdEncoding.EncodeToString(session.PubKey().Bytes()), host, expires.Unix())
+// Delegate has owner sign a delegation of its requests to host to session, issued now, until
+// expires.
+func Delegate(owner, session cryptotypes.PrivKey, ownerAddr, host string, now, expires time.Time) (Delegation, error) {
+	doc := DelegationDoc(ownerAddr, base64.StdEncoding.EncodeToString(session.PubKey().Bytes()), host, now.Unix(), expires.Unix())
 	sig, err := owner.Sign(doc)
 	if err != nil {
 		return Delegation{}, err
@@ -79,9 +85,11 @@ func SignDelegated(req *http.Request, session cryptotypes.PrivKey, ownerAddr str
 }
 
 // checkDelegation checks that the request's delegation lets the session key pubB64 sign
-// for owner (bech, addr) at this host now: the doc names them, has not expired and lasts
-// at most MaxDelegation, and the owner's key (which must be owner's address) signed it.
-func checkDelegation(r *http.Request, bech string, addr []byte, pubB64 string, now time.Time) error {
+// for owner (bech, addr) at this host now: the doc names them, was issued no later than
+// now (give or take MaxClockSkew) and after the owner's last revocation here (revoked, nil
+// for none), has not expired, lasts at most MaxDelegation, and the owner's key (which must
+// be owner's address) signed it.
+func checkDelegation(r *http.Request, bech string, addr []byte, pubB64 string, now time.Time, revoked *Revocations) error {
 	doc, err := base64.StdEncoding.DecodeString(r.Header.Get(HeaderDelegation))
 	if err != nil {
 		return unauthorized("%s: not base64", HeaderDelegation)
@@ -95,9 +103,10 @@ func checkDelegation(r *http.Request, bech string, addr []byte, pubB64 string, n
 		}
 		return ""
 	}
-	expires, err := strconv.ParseInt(field(4, "expires"), 10, 64)
+	issued, issuedErr := strconv.ParseInt(field(4, "issued"), 10, 64)
+	expires, err := strconv.ParseInt(field(5, "expires"), 10, 64)
 	switch {
-	case len(lines) != 5 || lines[0] != DelegationDomain:
+	case len(lines) != 6 || lines[0] != DelegationDomain:
 		return unauthorized("%s: not a %s delegation", HeaderDelegation, DelegationDomain)
 	case field(1, "owner") != bech:
 		return unauthorized("%s: it delegates %s's requests, not %s's", HeaderDelegation, field(1, "owner"), bech)
@@ -105,12 +114,21 @@ func checkDelegation(r *http.Request, bech string, addr []byte, pubB64 string, n
 		return unauthorized("%s: it delegates to another key than %s", HeaderDelegation, HeaderPubkey)
 	case field(3, "host") != strings.ToLower(r.Host):
 		return unauthorized("%s: it is for host %q, not %q", HeaderDelegation, field(3, "host"), r.Host)
-	case err != nil:
-		return unauthorized("%s: expires must be unix seconds", HeaderDelegation)
+	case issuedErr != nil || err != nil:
+		return unauthorized("%s: issued and expires must be unix seconds", HeaderDelegation)
+	case time.Unix(issued, 0).Sub(now) > MaxClockSkew:
+		return unauthorized("%s: issued at %d, %s after the server's clock; at most %s is accepted", HeaderDelegation, issued, time.Unix(issued, 0).Sub(now), MaxClockSkew)
 	case !now.Before(time.Unix(expires, 0)):
 		return unauthorized("%s: expired at %d", HeaderDelegation, expires)
-	case time.Unix(expires, 0).Sub(now) > MaxDelegation:
-		return unauthorized("%s: lasts past %s from now; at most %s is accepted", HeaderDelegation, MaxDelegation, MaxDelegation)
+	case expires-issued > int64(MaxDelegation/time.Second):
+		return unauthorized("%s: lasts %s from its issue; at most %s is accepted", HeaderDelegation, time.Duration(expires-issued)*time.Second, MaxDelegation)
+	}
+	canonical, err := bech32.ConvertAndEncode(chain.Bech32Prefix, addr)
+	if err != nil {
+		return unauthorized("%s %q: %v", HeaderAddress, bech, err)
+	}
+	if before := revoked.Before(canonical); issued < before {
+		return unauthorized("%s: issued at %d, before %s ended its sessions here (those issued before %d): sign a new delegation", HeaderDelegation, issued, bech, before)
 	}
 	ownerKey, err := base64.StdEncoding.DecodeString(r.Header.Get(HeaderDelegationPubkey))
 	if err != nil || len(ownerKey) != secp256k1.PubKeySize {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,8 @@ var ErrTaskNotFound = errors.New("task not found")
 //	GET /v1/tasks/{id}/outputs/{path}   one file or log (ranges supported)
 //	GET /v1/tasks/{id}/logs/{stream}    stdout or stderr from ?offset=N, live while the
 //	                                    task runs here (WithLiveLogs), else as stored
+//	POST /v1/tasks/{id}/revocation      the owner ends its delegated sessions here
+//	                                    (revocation.go)
 //
 // Every request must be signed (SignRequest) by the account that ownerOf names for the
 // task; now is the clock the timestamps are checked against. Refusals are JSON
@@ -48,7 +51,8 @@ var ErrTaskNotFound = errors.New("task not found")
 // check, not a query to its chain node.
 func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (string, error), now func() time.Time, opts ...Option) http.Handler {
 	owners, _ := lru.New[uint64, string](OwnerCacheSize)
-	h := &handler{store: store, ownerOf: ownerOf, owners: owners, now: now, nonces: &nonces{}, inFlight: &inFlight{n: map[string]int{}}}
+	memory, _ := OpenRevocations("")
+	h := &handler{store: store, ownerOf: ownerOf, owners: owners, now: now, nonces: &nonces{}, inFlight: &inFlight{n: map[string]int{}}, revocations: memory}
 	for _, o := range opts {
 		o(h)
 	}
@@ -56,6 +60,7 @@ func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (str
 	mux.HandleFunc("GET /v1/tasks/{id}/outputs", h.serveManifest)
 	mux.HandleFunc("GET /v1/tasks/{id}/outputs/{path...}", h.serveFile)
 	mux.HandleFunc("GET /v1/tasks/{id}/logs/{stream}", h.serveLog)
+	mux.HandleFunc("POST /v1/tasks/{id}/revocation", h.serveRevocation)
 	if h.checkpoints != "" {
 		mux.HandleFunc("GET /v1/checkpoints/{sha256}", h.serveCheckpoint)
 	}
@@ -67,7 +72,7 @@ func Handler(store *Store, ownerOf func(ctx context.Context, taskID uint64) (str
 // anything else the browser adds on its own, so another origin gains nothing a script
 // without a browser could not do. A preflight is answered here, unsigned.
 func cors(next http.Handler) http.Handler {
-	allowHeaders := strings.Join(append([]string{HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderSignature, HeaderNonce, HeaderSignMode, "Range"}, delegationHeaders...), ", ")
+	allowHeaders := strings.Join(slices.Concat([]string{HeaderAddress, HeaderPubkey, HeaderTimestamp, HeaderSignature, HeaderNonce, HeaderSignMode, "Range"}, delegationHeaders, revocationHeaders), ", ")
 	expose := strings.Join([]string{HeaderLogOffset, HeaderTaskRunning, "Content-Range", "Content-Length", "Accept-Ranges"}, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Origin") == "" {
@@ -76,7 +81,7 @@ func cors(next http.Handler) http.Handler {
 		}
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			w.Header().Set("Access-Control-Allow-Methods", "GET")
+			w.Header().Set("Access-Control-Allow-Methods", "GET, POST")
 			w.Header().Set("Access-Control-Allow-Headers", allowHeaders)
 			w.Header().Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
@@ -155,6 +160,7 @@ type handler struct {
 	providers   *lru.Cache[uint64, providerAnswer]
 	now         func() time.Time
 	live        func(taskID uint64) (string, bool, bool)
+	revocations *Revocations
 }
 
 // The log route's headers and bounds.
@@ -262,7 +268,7 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request) (taskID uint
 		return 0, nil, false
 	}
 	now := h.now()
-	signer, signerText, nonce, err := authenticate(r, now, h.hosts)
+	signer, signerText, nonce, err := authenticate(r, now, h.hosts, h.revocations)
 	if err != nil {
 		writeAuthError(w, err)
 		return 0, nil, false

@@ -59,7 +59,7 @@ var outputsOfTask7 = map[string]string{
 	"a b/c%d.txt":      "odd names are escaped",
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...Option) *fixture {
 	out := t.TempDir()
 	for p, c := range outputsOfTask7 {
 		full := filepath.Join(out, filepath.FromSlash(p))
@@ -91,7 +91,7 @@ func newFixture(t *testing.T) *fixture {
 		}
 		return o, nil
 	}
-	f.srv = httptest.NewServer(Handler(store, ownerOf, f.clock))
+	f.srv = httptest.NewServer(Handler(store, ownerOf, f.clock, opts...))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -855,7 +855,7 @@ func TestDelegatedSessionSignsForTheOwner(t *testing.T) {
 		})
 	}
 	delegate := func(by, to cryptotypes.PrivKey, host string, expires time.Time) Delegation {
-		d, err := Delegate(by, to, owner, host, expires)
+		d, err := Delegate(by, to, owner, host, now, expires)
 		require.NoError(t, err)
 		return d
 	}
@@ -881,7 +881,19 @@ func TestDelegatedSessionSignsForTheOwner(t *testing.T) {
 		{"no delegation", session, good, func(r *http.Request) { r.Header.Del(HeaderDelegation) }, "does not belong to"},
 		{"another host", session, delegate(f.owner, session, "elsewhere.example:443", now.Add(time.Hour)), nil, "it is for host"},
 		{"expired", session, delegate(f.owner, session, host, now.Add(-time.Second)), nil, "expired at"},
-		{"too long", session, delegate(f.owner, session, host, now.Add(MaxDelegation+time.Minute)), nil, "at most 24h0m0s"},
+		{"too long", session, delegate(f.owner, session, host, now.Add(MaxDelegation+time.Minute)), nil, "lasts 24h1m0s from its issue; at most 24h0m0s"},
+		{"issued ahead of the clock", session, func() Delegation {
+			d, err := Delegate(f.owner, session, owner, host, now.Add(MaxClockSkew+time.Minute), now.Add(2*time.Hour))
+			require.NoError(t, err)
+			return d
+		}(), nil, "after the server's clock"},
+		{"a v1 delegation (no issue time: it could not be revoked)", session, func() Delegation {
+			doc := []byte(strings.Join([]string{"flops-output-delegation-v1", "owner: " + owner, "key: " + base64.StdEncoding.EncodeToString(session.PubKey().Bytes()),
+				"host: " + host, "expires: " + strconv.FormatInt(now.Add(time.Hour).Unix(), 10)}, "\n"))
+			sig, err := f.owner.Sign(doc)
+			require.NoError(t, err)
+			return Delegation{Doc: doc, OwnerPubkey: f.owner.PubKey().Bytes(), Signature: sig}
+		}(), nil, "not a flops-output-delegation-v2 delegation"},
 		{"another session key", secp256k1.GenPrivKey(), good, nil, "delegates to another key"},
 		{"signed by another key", session, delegate(f.other, session, host, now.Add(time.Hour)), nil, "does not belong to"},
 		{"the owner's key swapped in", session, func() Delegation {
@@ -891,7 +903,7 @@ func TestDelegatedSessionSignsForTheOwner(t *testing.T) {
 		}(), nil, "does not verify"},
 		{"the doc edited", session, func() Delegation {
 			d := good // another expiry under the same signature
-			d.Doc = DelegationDoc(owner, base64.StdEncoding.EncodeToString(session.PubKey().Bytes()), host, now.Add(9*time.Hour).Unix())
+			d.Doc = DelegationDoc(owner, base64.StdEncoding.EncodeToString(session.PubKey().Bytes()), host, now.Unix(), now.Add(9*time.Hour).Unix())
 			return d
 		}(), nil, "does not verify"},
 		{"the request signed ADR-036 by the session", session, good, func(r *http.Request) { r.Header.Set(HeaderSignMode, SignModeADR036) }, "a session key signs raw"},
@@ -903,7 +915,7 @@ func TestDelegatedSessionSignsForTheOwner(t *testing.T) {
 
 	// a stranger's own delegation makes it no owner
 	strangerAddr := addrOf(t, f.other)
-	d, err := Delegate(f.other, session, strangerAddr, host, now.Add(time.Hour))
+	d, err := Delegate(f.other, session, strangerAddr, host, now, now.Add(time.Hour))
 	require.NoError(t, err)
 	status, body = f.do(t, "/v1/tasks/7/outputs", nil, now, func(req *http.Request) {
 		require.NoError(t, SignDelegated(req, session, strangerAddr, d, now))
