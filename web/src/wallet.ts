@@ -91,3 +91,9 @@ export function outputSession(wallet: Wallet, endpoint: string): Promise<OutputS
   signer.catch(() => sessions.delete(key)); // refused in the wallet: asked again next time
   return signer;
 }
+
+/** forgetOutputSessions drops the wallet's session keys this tab holds (after the wallet
+ * signed their revocation): the next read of a provider asks the wallet for a new one. */
+export function forgetOutputSessions(wallet: Wallet): void {
+  for (const key of [...sessions.keys()]) if (key.startsWith(`${wallet.address} `)) sessions.delete(key);
+}

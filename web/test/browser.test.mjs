@@ -235,6 +235,47 @@ test("a client submits a job from the form and sees it settle at the chain's pri
   await page.screenshot({ path: `${OUT}/client.png`, fullPage: true });
 });
 
+test("the owner ends its output sessions: a session key that leaked is refused, the next read is delegated anew", async () => {
+  // the job's page, whose outputs were read under a session key in the test before
+  await page.goto(`${WEB_URL}#/job/${jobId}`);
+  const reads = [];
+  const onRequest = (req) => {
+    if (/\/v1\/tasks\/\d+\/outputs$/.test(new URL(req.url()).pathname)) reads.push({ url: req.url(), headers: req.headers() });
+  };
+  page.on("request", onRequest);
+  const readOutputs = async () => {
+    const before = reads.length;
+    await page.getByRole("button", { name: "Outputs" }).first().click();
+    for (const end = Date.now() + 30_000; reads.length === before; await new Promise((r) => setTimeout(r, 100))) {
+      assert.ok(Date.now() < end, "the page read the outputs again");
+    }
+    await page.getByText("Fetching the outputs from the provider…").waitFor({ state: "detached", timeout: 30_000 });
+    assert.match(await page.getByTestId("outputs-verdict").textContent(), /^\s*Verified:/);
+  };
+  await readOutputs();
+  assert.equal(reads.length, 1);
+  // what a thief holding the session's headers sends (the session's key signed them)
+  const replay = async () => {
+    const headers = Object.fromEntries(Object.entries(reads[0].headers).filter(([k]) => k.startsWith("x-flops-")));
+    const res = await fetch(reads[0].url, { headers });
+    return { status: res.status, error: (await res.json()).error };
+  };
+  let r = await replay();
+  assert.equal(r.status, 401);
+  assert.match(r.error, /was used before/, "before the revocation only the spent nonce stops it");
+
+  await page.getByRole("button", { name: "End output sessions" }).click();
+  await page.getByText(/^Sessions ended at 1 provider\(s\): the session keys this wallet delegated before .* UTC are refused there/).waitFor({ timeout: 30_000 });
+  r = await replay();
+  assert.equal(r.status, 401);
+  assert.match(r.error, /issued at \d+, before flops1\w+ ended its sessions here/, "the provider refuses the revoked delegation itself");
+
+  await readOutputs();
+  page.off("request", onRequest);
+  assert.equal(reads.length, 2);
+  assert.notEqual(reads[1].headers["x-flops-delegation"], reads[0].headers["x-flops-delegation"], "a new session, delegated after the revocation");
+});
+
 test("a pasted spec no node can take waits, and the client cancels it for a full refund", async () => {
   const deadline = new Date(Date.now() + 3600_000).toISOString();
   await pasteSpec(`# no node is in this region

@@ -45,10 +45,11 @@ export { msgs as flopsMsgs } from "./schema.js";
 export { jobSpecFromJSON, nodeSpecFromJSON, poolSpecFromJSON, SpecError } from "./spec.js";
 export { FAILED_ROOT_HEX, isFailedRoot } from "./results.js";
 export {
-  appendLog, delegateOutputs, delegationDoc, fetchOutputs, manifestRoot, productRoot, readLog, signedFetch, utf8Complete, DELEGATION_DOMAIN,
-  LOG_TRIMMED, MAX_LOG_CHUNK, MAX_MANIFEST_BYTES, PRODUCT_FILE,
+  appendLog, delegateOutputs, delegationDoc, fetchOutputs, manifestRoot, productRoot, readLog, revocationDoc, revokeEverywhere, revokeOutputSessions,
+  RevocationRefused, sendRevocation, signedFetch, utf8Complete, DELEGATION_DOMAIN, LOG_TRIMMED, MAX_LOG_CHUNK, MAX_MANIFEST_BYTES, PRODUCT_FILE,
+  REVOCATION_DOMAIN,
 } from "./outputs.js";
-export type { Checked, CheckedFile, FetchOutputsOptions, Manifest, OutputFile, OutputSigner } from "./outputs.js";
+export type { Checked, CheckedFile, FetchOutputsOptions, Held, Manifest, OutputFile, OutputSigner, Revocation, RevokeResult } from "./outputs.js";
 export type { PageRequest } from "./gen/cosmos/base/query/v1beta1/pagination.js";
 
 /** The chain's constants: bech32 prefix, SLIP-44 coin type, the fee and staking denom. */

@@ -40,25 +40,29 @@ export interface OutputSigner {
   expires?: number;
 }
 
-/** DELEGATION_DOMAIN starts a delegation (worker/outputs.DelegationDomain). */
-export const DELEGATION_DOMAIN = "flops-output-delegation-v1";
+/** DELEGATION_DOMAIN starts a delegation (worker/outputs.DelegationDomain): v2 names its
+ * issue time, which an owner's revocation is weighed against (revokeOutputSessions). */
+export const DELEGATION_DOMAIN = "flops-output-delegation-v2";
 
 /** delegationDoc is what an owner signs to let a session key (base64 of its compressed
- * public key) sign its requests to host until expires (worker/outputs.DelegationDoc). */
-export function delegationDoc(owner: string, sessionKey: string, host: string, expires: number): string {
-  return [DELEGATION_DOMAIN, `owner: ${owner}`, `key: ${sessionKey}`, `host: ${host.toLowerCase()}`, `expires: ${expires}`].join("\n");
+ * public key) sign its requests to host from issued until expires, unix seconds
+ * (worker/outputs.DelegationDoc). */
+export function delegationDoc(owner: string, sessionKey: string, host: string, issued: number, expires: number): string {
+  return [DELEGATION_DOMAIN, `owner: ${owner}`, `key: ${sessionKey}`, `host: ${host.toLowerCase()}`, `issued: ${issued}`, `expires: ${expires}`].join("\n");
 }
 
 /** delegateOutputs has the owner sign, once, a delegation of its requests to the output
  * server at endpoint to a new session key for ttlSeconds (at most a day: the server's
  * MaxDelegation), and returns the session's signer: a browser wallet prompts once, not for
- * every file and every read of a followed log. The key lives only in this signer. */
+ * every file and every read of a followed log. The key lives only in this signer; if it
+ * may have leaked, revokeOutputSessions ends it. */
 export async function delegateOutputs(owner: OutputSigner, endpoint: string, ttlSeconds = 8 * 3600, now = Date.now()): Promise<OutputSigner> {
   const host = new URL(endpoint).host;
   const keypair = await Secp256k1.makeKeypair(Random.getBytes(32));
   const pubkey = Secp256k1.compressPubkey(keypair.pubkey);
-  const expires = Math.floor(now / 1000) + ttlSeconds;
-  const doc = toUtf8(delegationDoc(owner.address, toBase64(pubkey), host, expires));
+  const issued = Math.floor(now / 1000);
+  const expires = issued + ttlSeconds;
+  const doc = toUtf8(delegationDoc(owner.address, toBase64(pubkey), host, issued, expires));
   const signed = await owner.signArbitrary(doc);
   return {
     address: owner.address,
@@ -75,6 +79,96 @@ export async function delegateOutputs(owner: OutputSigner, endpoint: string, ttl
       return { pubkey, signature: new Uint8Array([...sig.r(32), ...sig.s(32)]) };
     },
   };
+}
+
+/** REVOCATION_DOMAIN starts a revocation (worker/outputs.RevocationDomain). */
+export const REVOCATION_DOMAIN = "flops-output-revocation-v1";
+
+/** revocationDoc is what an owner signs to end its delegations issued before before, unix
+ * seconds (worker/outputs.RevocationDoc). It names no host: one signature serves every
+ * provider. */
+export function revocationDoc(owner: string, before: number): string {
+  return [REVOCATION_DOMAIN, `owner: ${owner}`, `before: ${before}`].join("\n");
+}
+
+/** Revocation is an owner's signed revocation: the headers that carry it. */
+export interface Revocation {
+  before: number;
+  headers: Record<string, string>;
+}
+
+/** revokeOutputSessions has the owner sign, once (one wallet prompt), the end of every
+ * delegation it issued before now, for sendRevocation to take to each provider. */
+export async function revokeOutputSessions(owner: OutputSigner, now = Date.now()): Promise<Revocation> {
+  const before = Math.floor(now / 1000);
+  const doc = toUtf8(revocationDoc(owner.address, before));
+  const signed = await owner.signArbitrary(doc);
+  return {
+    before,
+    headers: {
+      "X-Flops-Revocation": toBase64(doc),
+      "X-Flops-Revocation-Pubkey": toBase64(signed.pubkey),
+      "X-Flops-Revocation-Signature": toBase64(signed.signature),
+      "X-Flops-Revocation-Sign-Mode": owner.signMode ?? "adr036",
+    },
+  };
+}
+
+/** RevocationRefused is a provider's refusal of a revocation, with its HTTP status. */
+export class RevocationRefused extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** sendRevocation takes rv to the output server at endpoint, naming taskId, one of the
+ * owner's tasks it holds (POST /v1/tasks/{id}/revocation), and returns the time before
+ * which the server refuses the owner's delegations from now on. */
+export async function sendRevocation(endpoint: string, taskId: bigint, rv: Revocation): Promise<number> {
+  const res = await fetch(`${endpoint.replace(/\/+$/, "")}/v1/tasks/${taskId}/revocation`, { method: "POST", headers: rv.headers });
+  const body = (await res.json().catch(() => ({}))) as { error?: string; revoked_before?: string };
+  if (!res.ok) throw new RevocationRefused(`${res.status} from the provider: ${body.error ?? res.statusText}`, res.status);
+  const before = Number(body.revoked_before);
+  if (!Number.isSafeInteger(before)) throw new Error(`the provider's answer names no revoked_before`);
+  return before;
+}
+
+/** Held is an output server and the owner's tasks it may hold something of. */
+export interface Held {
+  endpoint: string;
+  tasks: bigint[];
+}
+
+/** RevokeResult is one server's answer to revokeEverywhere. */
+export interface RevokeResult {
+  endpoint: string;
+  /** the task the server took the revocation for, when it took it */
+  task?: bigint;
+  before?: number;
+  error?: string;
+}
+
+/** revokeEverywhere takes rv to each server of held, naming its tasks in turn until one is
+ * held there (a server that has pruned a task's outputs answers 404 for it); any other
+ * failure ends the tries at that server (worker/outputs.RevokeEverywhere). */
+export async function revokeEverywhere(rv: Revocation, held: Held[]): Promise<RevokeResult[]> {
+  return Promise.all(
+    held.map(async ({ endpoint, tasks }) => {
+      const errors: string[] = [];
+      for (const task of tasks) {
+        try {
+          return { endpoint, task, before: await sendRevocation(endpoint, task, rv) };
+        } catch (e) {
+          errors.push(e instanceof Error ? e.message : String(e));
+          if (!(e instanceof RevocationRefused && e.status === 404)) break;
+        }
+      }
+      return { endpoint, error: errors.join("; ") || "no task to name" };
+    }),
+  );
 }
 
 export interface CheckedFile extends OutputFile {

@@ -13,8 +13,8 @@ import { Secp256k1, Secp256k1Signature, sha256 } from "@cosmjs/crypto";
 import { fromBase64, toUtf8 } from "@cosmjs/encoding";
 
 import {
-  appendLog, delegateOutputs, DELEGATION_DOMAIN, FAILED_ROOT_HEX, fetchOutputs, LOG_TRIMMED, manifestRoot, MAX_LOG_CHUNK, productRoot, PRODUCT_FILE, readLog, utf8Complete, type Manifest,
-  type OutputSigner,
+  appendLog, delegateOutputs, DELEGATION_DOMAIN, FAILED_ROOT_HEX, fetchOutputs, LOG_TRIMMED, manifestRoot, MAX_LOG_CHUNK, productRoot, PRODUCT_FILE, readLog, REVOCATION_DOMAIN,
+  revokeEverywhere, revokeOutputSessions, utf8Complete, type Manifest, type OutputSigner,
 } from "../src/index.js";
 
 const signer: OutputSigner = {
@@ -304,7 +304,7 @@ test("a session key signs the owner's requests under one delegation", async () =
     // the delegation: the owner's signature over the doc that names the session key, this
     // host and the expiry
     const doc = Buffer.from(h["x-flops-delegation"]!, "base64").toString();
-    assert.equal(doc, [DELEGATION_DOMAIN, "owner: flops1owner", `key: ${h["x-flops-pubkey"]}`, `host: ${h.host}`, `expires: ${now / 1000 + 3600}`].join("\n"));
+    assert.equal(doc, [DELEGATION_DOMAIN, "owner: flops1owner", `key: ${h["x-flops-pubkey"]}`, `host: ${h.host}`, `issued: ${now / 1000}`, `expires: ${now / 1000 + 3600}`].join("\n"));
     assert.equal(h["x-flops-delegation-pubkey"], Buffer.from(ownerPub).toString("base64"));
     assert.equal(h["x-flops-delegation-sign-mode"], "raw");
     const docSig = Secp256k1Signature.fromFixedLength(fromBase64(h["x-flops-delegation-signature"]!));
@@ -320,4 +320,68 @@ test("a session key signs the owner's requests under one delegation", async () =
     assert.notDeepEqual(fromBase64(h["x-flops-pubkey"]!), ownerPub, "the session's own key");
   }
   assert.equal(new Set(seen.map((h) => h["x-flops-nonce"])).size, 3, "a nonce a request");
+});
+
+test("one signature ends the owner's sessions at every provider", async () => {
+  const ownerKey = await Secp256k1.makeKeypair(new Uint8Array(32).fill(9));
+  const ownerPub = Secp256k1.compressPubkey(ownerKey.pubkey);
+  let ownerSignatures = 0;
+  const owner: OutputSigner = {
+    address: "flops1owner",
+    signMode: "raw",
+    async signArbitrary(data) {
+      ownerSignatures++;
+      const sig = await Secp256k1.createSignature(sha256(data), ownerKey.privkey);
+      return { pubkey: ownerPub, signature: new Uint8Array([...sig.r(32), ...sig.s(32)]) };
+    },
+  };
+  // a provider that holds task 7 (not 6: pruned), and one that refuses everything
+  const posted: { url?: string; method?: string; headers: Record<string, string | string[] | undefined> }[] = [];
+  const serve = (holds: Set<string>, status?: number) => {
+    const srv = createServer((req, res) => {
+      posted.push({ url: req.url, method: req.method, headers: req.headers });
+      const id = req.url!.split("/")[3];
+      res.setHeader("Content-Type", "application/json");
+      if (status) {
+        res.statusCode = status;
+        res.end(JSON.stringify({ error: "cannot look up the owner" }));
+      } else if (!holds.has(id)) {
+        res.statusCode = 404;
+        res.end(JSON.stringify({ error: `task ${id} has no outputs or logs on this machine` }));
+      } else {
+        const doc = Buffer.from(String(req.headers["x-flops-revocation"]), "base64").toString();
+        res.end(JSON.stringify({ owner: "flops1owner", revoked_before: doc.split("before: ")[1] }));
+      }
+    });
+    return new Promise<string>((r) =>
+      srv.listen(0, "127.0.0.1", () => {
+        after(() => srv.close());
+        r(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
+      }),
+    );
+  };
+  const holder = await serve(new Set(["7"]));
+  const broken = await serve(new Set(["7"]), 503);
+  const now = Date.UTC(2026, 11, 7, 12);
+  const rv = await revokeOutputSessions(owner, now);
+  assert.equal(rv.before, now / 1000);
+  const results = await revokeEverywhere(rv, [
+    { endpoint: holder, tasks: [6n, 7n] },
+    { endpoint: broken + "/", tasks: [7n, 8n] },
+  ]);
+  assert.equal(ownerSignatures, 1, "one wallet prompt for every provider");
+  assert.deepEqual(results[0], { endpoint: holder, task: 7n, before: now / 1000 });
+  assert.equal(results[1].task, undefined);
+  assert.match(results[1].error!, /^503 from the provider: cannot look up the owner$/);
+  // the holder was asked for task 6, then 7; the broken one once (a 503 says nothing of
+  // the task: its next is not tried)
+  assert.deepEqual(posted.map((p) => `${p.method} ${p.url}`).sort(), ["POST /v1/tasks/6/revocation", "POST /v1/tasks/7/revocation", "POST /v1/tasks/7/revocation"]);
+  for (const p of posted) {
+    const doc = Buffer.from(String(p.headers["x-flops-revocation"]), "base64").toString();
+    assert.equal(doc, [REVOCATION_DOMAIN, "owner: flops1owner", `before: ${now / 1000}`].join("\n"));
+    assert.equal(p.headers["x-flops-revocation-pubkey"], Buffer.from(ownerPub).toString("base64"));
+    assert.equal(p.headers["x-flops-revocation-sign-mode"], "raw");
+    const sig = Secp256k1Signature.fromFixedLength(fromBase64(String(p.headers["x-flops-revocation-signature"])));
+    assert.ok(await Secp256k1.verifySignature(sig, sha256(toUtf8(doc)), ownerKey.pubkey));
+  }
 });

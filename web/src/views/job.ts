@@ -1,7 +1,7 @@
 // One job: its tasks live (status, provider, price, time used, progress through the
 // lifecycle), its history, and the owner's cancel and challenge buttons.
 import { html } from "lit";
-import { appendLog, fetchOutputs, gflTypes, isFailedRoot, marketTx, marketTypes, readLog, type Checked } from "@flopsnet/client";
+import { appendLog, fetchOutputs, gflTypes, isFailedRoot, marketTx, marketTypes, readLog, revokeEverywhere, revokeOutputSessions, type Checked } from "@flopsnet/client";
 
 import { toHex } from "@cosmjs/encoding";
 
@@ -9,7 +9,7 @@ import { disputeStatus, dps, failureOutcome, failureReason, jobStatus, short, ta
 import { page } from "../page.js";
 import { send } from "../tx.js";
 import { View } from "../view.js";
-import { outputSession } from "../wallet.js";
+import { forgetOutputSessions, outputSession } from "../wallet.js";
 
 /** LOG_KEPT bounds the characters of a followed log the page keeps (the newest). */
 const LOG_KEPT = 2 << 20;
@@ -126,6 +126,49 @@ export class JobView extends View {
     }
   }
 
+  /** endSessions has the wallet sign, once, the end of every output session (session key)
+   * it delegated before now, and takes it to each provider that may hold something of
+   * this job's tasks: where their outputs were published, where they ran, where a run
+   * failed. For a session key that may have leaked: the providers refuse it from then on. */
+  private endSessions() {
+    const wallet = this.chain.wallet!;
+    return this.action(async () => {
+      const held = new Map<string, bigint[]>();
+      const add = (endpoint: string, task: bigint) => {
+        const e = endpoint.replace(/\/+$/, "");
+        if (!e) return;
+        const tasks = held.get(e) ?? [];
+        if (!tasks.includes(task)) tasks.push(task);
+        held.set(e, tasks);
+      };
+      for (const t of this.tasks) {
+        const i = t.outputUri.indexOf("/v1/tasks/");
+        if (i > 0) add(t.outputUri.slice(0, i), t.id);
+        for (const node of [t.nodeId, ...t.failures.map((f) => f.nodeId)]) {
+          if (node === 0n) continue;
+          let endpoint = this.endpoints.get(node);
+          if (endpoint === undefined) {
+            endpoint = (await this.chain.q.gfl.Node({ nodeId: node })).node?.endpoint ?? "";
+            this.endpoints.set(node, endpoint);
+          }
+          add(endpoint, t.id);
+        }
+      }
+      if (held.size === 0) throw new Error("No provider holds anything of this job's tasks yet: there is no session to end.");
+      const rv = await revokeOutputSessions(wallet);
+      forgetOutputSessions(wallet);
+      const results = await revokeEverywhere(rv, [...held].map(([endpoint, tasks]) => ({ endpoint, tasks })));
+      const failed = results.filter((r) => r.error);
+      const when = new Date(rv.before * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+      if (failed.length > 0) {
+        throw new Error(
+          `Sessions ended at ${results.length - failed.length} of ${results.length} providers; not at ${failed.map((f) => `${f.endpoint} (${f.error})`).join(", ")}.`,
+        );
+      }
+      return `Sessions ended at ${results.length} provider(s): the session keys this wallet delegated before ${when} are refused there; the next read asks the wallet again.`;
+    });
+  }
+
   private verdict(c: Checked, failed: boolean) {
     if (!c.downloaded) {
       // the manifest is not the committed result: nothing was downloaded
@@ -229,6 +272,15 @@ export class JobView extends View {
             </p>
             ${owner && !FINAL_JOB.has(status)
               ? html`<button class="danger" ?disabled=${this.busy} @click=${() => this.act("cancel")}>Cancel job</button>`
+              : ""}
+            ${owner
+              ? html`<button
+                  ?disabled=${this.busy}
+                  title="Have the providers refuse the session keys this wallet gave them to read outputs and logs (if one may have leaked)"
+                  @click=${() => this.endSessions()}
+                >
+                  End output sessions
+                </button>`
               : ""}
             ${this.actionState()}
             <h3>Tasks</h3>
