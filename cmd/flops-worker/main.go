@@ -596,7 +596,7 @@ func revokeSessionsCmd(g *globals) *cobra.Command {
 			if len(held) == 0 {
 				return fmt.Errorf("no provider holds anything of %s's tasks: nothing to revoke", addr)
 			}
-			rv, err := outputs.Revoke(priv, addr, time.Now())
+			rv, err := outputs.Revoke(priv, addr, outputs.RevokeAllUntil(time.Now()))
 			if err != nil {
 				return err
 			}

@@ -50,7 +50,7 @@ func checkRevokeSessions(t *testing.T, wc *workerChain, tasks []markettypes.Task
 		return resp.StatusCode, body.Error
 	}
 	leaked := secp256k1.GenPrivKey()
-	stolen, err := outputs.Delegate(wc.keys["client"], leaked, owner, u.Host, time.Now().Add(-time.Minute), time.Now().Add(8*time.Hour))
+	stolen, err := outputs.Delegate(wc.keys["client"], leaked, owner, u.Host, time.Now(), time.Now().Add(8*time.Hour)) // issued in the revocation's second, maybe
 	require.NoError(t, err)
 	status, msg := read(leaked, stolen)
 	require.Equal(t, http.StatusOK, status, "the session reads task %d's outputs: %s", tk.Id, msg)
@@ -69,7 +69,8 @@ func checkRevokeSessions(t *testing.T, wc *workerChain, tasks []markettypes.Task
 	require.Equal(t, http.StatusUnauthorized, status, msg)
 	require.Contains(t, msg, "ended its sessions here")
 	fresh := secp256k1.GenPrivKey()
-	d, err := outputs.Delegate(wc.keys["client"], fresh, owner, u.Host, time.Now(), time.Now().Add(8*time.Hour))
+	issued := outputs.RevokeAllUntil(time.Now()) // no earlier than the revocation's time
+	d, err := outputs.Delegate(wc.keys["client"], fresh, owner, u.Host, issued, issued.Add(8*time.Hour))
 	require.NoError(t, err)
 	status, msg = read(fresh, d)
 	require.Equal(t, http.StatusOK, status, "a session delegated after the revocation reads: %s", msg)

@@ -77,6 +77,10 @@ const SESSION_TTL = 8 * 3600;
 
 const sessions = new Map<string, { signer: Promise<OutputSigner>; expires: number }>();
 
+/** notBefore is, by wallet address, the time (unix seconds) its last revocation ended its
+ * sessions before: a new delegation is issued no earlier (forgetOutputSessions). */
+const notBefore = new Map<string, number>();
+
 /** outputSession is the signer of the wallet's requests to the output server at endpoint:
  * a session key the wallet delegated them to, once per provider and SESSION_TTL
  * (delegateOutputs). Keplr prompts for each signArbitrary: signing every file and every
@@ -86,14 +90,19 @@ export function outputSession(wallet: Wallet, endpoint: string): Promise<OutputS
   const now = Date.now() / 1000;
   const held = sessions.get(key);
   if (held && held.expires - now > 300) return held.signer;
-  const signer = delegateOutputs(wallet, endpoint, SESSION_TTL);
-  sessions.set(key, { signer, expires: now + SESSION_TTL });
+  // issued no earlier than the wallet's last revocation (in the same second it would be
+  // refused with the sessions it ended)
+  const issued = Math.max(now, notBefore.get(wallet.address) ?? 0);
+  const signer = delegateOutputs(wallet, endpoint, SESSION_TTL, issued * 1000);
+  sessions.set(key, { signer, expires: issued + SESSION_TTL });
   signer.catch(() => sessions.delete(key)); // refused in the wallet: asked again next time
   return signer;
 }
 
-/** forgetOutputSessions drops the wallet's session keys this tab holds (after the wallet
- * signed their revocation): the next read of a provider asks the wallet for a new one. */
-export function forgetOutputSessions(wallet: Wallet): void {
+/** forgetOutputSessions drops the wallet's session keys this tab holds, once the wallet
+ * signed a revocation of those issued before `before` (unix seconds): the next read of a
+ * provider asks the wallet for a new one, issued at `before` or later. */
+export function forgetOutputSessions(wallet: Wallet, before: number): void {
   for (const key of [...sessions.keys()]) if (key.startsWith(`${wallet.address} `)) sessions.delete(key);
+  notBefore.set(wallet.address, Math.max(before, notBefore.get(wallet.address) ?? 0));
 }

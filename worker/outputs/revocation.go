@@ -49,7 +49,10 @@ const RevocationDomain = "flops-output-revocation-v1"
 // RevocationDoc is what the owner signs to end its delegations issued before before (unix
 // seconds): lines joined by "\n". It names no host: one signature ends the sessions at
 // every provider it is sent to. Sent again, here or elsewhere, it ends nothing the owner
-// did not ask to end, and a server keeps the latest time it was given.
+// did not ask to end, and a server keeps the latest time it was given. Times are whole
+// seconds: to end every delegation issued so far, a delegation of this very second
+// included, revoke before the next second (RevokeAllUntil), and issue the next delegation
+// at that time or later.
 func RevocationDoc(owner string, before int64) []byte {
 	return []byte(strings.Join([]string{RevocationDomain, "owner: " + owner, "before: " + strconv.FormatInt(before, 10)}, "\n"))
 }
@@ -71,6 +74,11 @@ func Revoke(owner cryptotypes.PrivKey, ownerAddr string, before time.Time) (Revo
 	}
 	return Revocation{Doc: doc, OwnerPubkey: owner.PubKey().Bytes(), Signature: sig}, nil
 }
+
+// RevokeAllUntil is the revocation time that ends every delegation issued up to now: the
+// next whole second (a delegation issued earlier in now's second is ended too). It is at
+// most a second ahead of the clock, within MaxClockSkew.
+func RevokeAllUntil(now time.Time) time.Time { return now.Truncate(time.Second).Add(time.Second) }
 
 // revocationURL is Handler's revocation route for a task under baseURL.
 func revocationURL(baseURL string, taskID uint64) string {

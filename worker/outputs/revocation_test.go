@@ -77,6 +77,27 @@ func TestAttackLeakedSessionKeyReadsAfterRevocation(t *testing.T) {
 	status, msg = readAs(t, f.srv.Client(), f.srv.URL, fresh, owner, d, now.Add(time.Second))
 	require.Equal(t, http.StatusOK, status, msg)
 
+	// a delegation issued in the very second of a revocation that ends everything up to
+	// now is ended too (RevokeAllUntil), and the next one is issued at its time
+	sameSecond, err := Delegate(f.owner, leaked, owner, host, now.Add(time.Minute), now.Add(2*time.Hour))
+	require.NoError(t, err)
+	status, msg = readAs(t, f.srv.Client(), f.srv.URL, leaked, owner, sameSecond, now.Add(time.Minute))
+	require.Equal(t, http.StatusOK, status, msg)
+	all := RevokeAllUntil(now.Add(time.Minute + 300*time.Millisecond))
+	require.Equal(t, now.Add(time.Minute).Truncate(time.Second).Add(time.Second), all)
+	allOf, err := Revoke(f.owner, owner, all)
+	require.NoError(t, err)
+	before, err = SendRevocation(context.Background(), f.srv.Client(), f.srv.URL, 7, allOf)
+	require.NoError(t, err)
+	require.Equal(t, all.Unix(), before)
+	status, msg = readAs(t, f.srv.Client(), f.srv.URL, leaked, owner, sameSecond, now.Add(time.Minute))
+	require.Equal(t, http.StatusUnauthorized, status, msg)
+	next, err := Delegate(f.owner, fresh, owner, host, all, all.Add(time.Hour))
+	require.NoError(t, err)
+	status, msg = readAs(t, f.srv.Client(), f.srv.URL, fresh, owner, next, now.Add(time.Minute))
+	require.Equal(t, http.StatusOK, status, msg)
+	now = all // what the server holds from here on
+
 	// an older revocation sent again (by anyone who saw it) takes nothing back
 	older, err := Revoke(f.owner, owner, now.Add(-2*time.Hour))
 	require.NoError(t, err)

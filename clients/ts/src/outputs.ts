@@ -98,9 +98,12 @@ export interface Revocation {
 }
 
 /** revokeOutputSessions has the owner sign, once (one wallet prompt), the end of every
- * delegation it issued before now, for sendRevocation to take to each provider. */
+ * delegation it issued up to now, for sendRevocation to take to each provider. Times are
+ * whole seconds: it revokes before the next second (a delegation issued earlier in this
+ * second is ended too; worker/outputs.RevokeAllUntil), and the owner's next delegation
+ * must be issued at rv.before or later (delegateOutputs' now). */
 export async function revokeOutputSessions(owner: OutputSigner, now = Date.now()): Promise<Revocation> {
-  const before = Math.floor(now / 1000);
+  const before = Math.floor(now / 1000) + 1;
   const doc = toUtf8(revocationDoc(owner.address, before));
   const signed = await owner.signArbitrary(doc);
   return {

@@ -363,14 +363,14 @@ test("one signature ends the owner's sessions at every provider", async () => {
   const holder = await serve(new Set(["7"]));
   const broken = await serve(new Set(["7"]), 503);
   const now = Date.UTC(2026, 11, 7, 12);
-  const rv = await revokeOutputSessions(owner, now);
-  assert.equal(rv.before, now / 1000);
+  const rv = await revokeOutputSessions(owner, now + 300);
+  assert.equal(rv.before, now / 1000 + 1, "the next whole second: this second's delegations are ended too");
   const results = await revokeEverywhere(rv, [
     { endpoint: holder, tasks: [6n, 7n] },
     { endpoint: broken + "/", tasks: [7n, 8n] },
   ]);
   assert.equal(ownerSignatures, 1, "one wallet prompt for every provider");
-  assert.deepEqual(results[0], { endpoint: holder, task: 7n, before: now / 1000 });
+  assert.deepEqual(results[0], { endpoint: holder, task: 7n, before: now / 1000 + 1 });
   assert.equal(results[1].task, undefined);
   assert.match(results[1].error!, /^503 from the provider: cannot look up the owner$/);
   // the holder was asked for task 6, then 7; the broken one once (a 503 says nothing of
@@ -378,7 +378,7 @@ test("one signature ends the owner's sessions at every provider", async () => {
   assert.deepEqual(posted.map((p) => `${p.method} ${p.url}`).sort(), ["POST /v1/tasks/6/revocation", "POST /v1/tasks/7/revocation", "POST /v1/tasks/7/revocation"]);
   for (const p of posted) {
     const doc = Buffer.from(String(p.headers["x-flops-revocation"]), "base64").toString();
-    assert.equal(doc, [REVOCATION_DOMAIN, "owner: flops1owner", `before: ${now / 1000}`].join("\n"));
+    assert.equal(doc, [REVOCATION_DOMAIN, "owner: flops1owner", `before: ${now / 1000 + 1}`].join("\n"));
     assert.equal(p.headers["x-flops-revocation-pubkey"], Buffer.from(ownerPub).toString("base64"));
     assert.equal(p.headers["x-flops-revocation-sign-mode"], "raw");
     const sig = Secp256k1Signature.fromFixedLength(fromBase64(String(p.headers["x-flops-revocation-signature"])));

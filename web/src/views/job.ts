@@ -156,7 +156,7 @@ export class JobView extends View {
       }
       if (held.size === 0) throw new Error("No provider holds anything of this job's tasks yet: there is no session to end.");
       const rv = await revokeOutputSessions(wallet);
-      forgetOutputSessions(wallet);
+      forgetOutputSessions(wallet, rv.before);
       const results = await revokeEverywhere(rv, [...held].map(([endpoint, tasks]) => ({ endpoint, tasks })));
       const failed = results.filter((r) => r.error);
       const when = new Date(rv.before * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC";
