@@ -139,6 +139,10 @@ type Agent struct {
 	idleSince map[uint64]int64
 	// poolSpecs holds the specs of the pools the node is in (under mu; see followPool)
 	poolSpecs map[uint64]markettypes.PoolSpec
+	// refusedUntil holds, for a pool whose claim the chain refused as one this node may
+	// not make now, the height until which the node races it no more (under mu; see
+	// claimUnit)
+	refusedUntil map[uint64]int64
 	// shortOfDeposit: the provider's funds did not cover a bid deposit at the last tick
 	// (under mu; see bidActions)
 	shortOfDeposit bool

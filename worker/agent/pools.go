@@ -436,6 +436,10 @@ func (a *Agent) member(ctx context.Context, poolID uint64) (bool, error) {
 // and leave a NONE pool's units drawn for another member alone while they are reserved.
 func (a *Agent) race(ctx context.Context, height int64, pool markettypes.Pool) {
 	a.mu.Lock()
+	if height < a.refusedUntil[pool.Id] {
+		a.mu.Unlock()
+		return
+	}
 	inflight := 0
 	for _, c := range a.claims {
 		if c.phase != claimRevealing {
@@ -493,6 +497,11 @@ func (a *Agent) race(ctx context.Context, height int64, pool markettypes.Pool) {
 		a.background(ctx, func(ctx context.Context) error { return a.claimUnit(ctx, runCtx, c) })
 	}
 }
+
+// RefusedPoolBlocks is how long the node leaves a pool alone after the chain refused its
+// claim as one the node may not make (ErrNodeNotEligible): a score below the minimum
+// changes at an epoch's end, a deactivated node when its operator acts.
+const RefusedPoolBlocks = 100
 
 func (a *Agent) order(unit uint64) uint64 {
 	var b [16]byte
@@ -581,6 +590,19 @@ func (a *Agent) claimUnit(ctx, runCtx context.Context, c *claim) error {
 		c.phase = claimCommitted
 		a.mu.Unlock()
 		a.log.Info("unit claimed", "pool", c.pool.Id, "unit", c.unit.Id)
+	case errors.Is(err, markettypes.ErrNodeNotEligible):
+		// the node may not claim this pool's units now (inactive, below the minimum score,
+		// short of the pool's requirements or of collateral): racing on would compute
+		// every unit for nothing
+		drop()
+		a.mu.Lock()
+		if a.refusedUntil == nil {
+			a.refusedUntil = map[uint64]int64{}
+		}
+		a.refusedUntil[c.pool.Id] = a.height + RefusedPoolBlocks
+		until := a.refusedUntil[c.pool.Id]
+		a.mu.Unlock()
+		a.log.Warn("the chain takes no unit of this pool from this node now: racing it again from a later block", "pool", c.pool.Id, "unit", c.unit.Id, "from_height", until, "err", err)
 	case errors.As(err, &txErr):
 		drop() // claimed by someone else first, or the pool closed: the race is lost
 	default:

@@ -107,8 +107,26 @@ func (k Keeper) PlaceBid(ctx context.Context, provider sdk.AccAddress, jobID, no
 }
 
 // bidEligible applies the scheduler's filters (but the node's current load: a bid is an
-// offer for later) to a bidding node.
+// offer for later) to a bidding node: nodeEligible, and collateral that covers a task at
+// the bid's price.
 func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, s types.NodeSlot, price sdkmath.Int) error {
+	if err := k.nodeEligible(ctx, job, s); err != nil {
+		return err
+	}
+	exposure := bidExposure(p, job, price)
+	if ok, err := k.canAddExposure(ctx, s.Operator, exposure); err != nil {
+		return err
+	} else if !ok {
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: its operator is jailed or its collateral does not cover %s%s more exposure (value x result_penalty_multiple %d)", s.NodeId, exposure, p.Denom, p.ResultPenaltyMultiple)
+	}
+	return nil
+}
+
+// nodeEligible applies the scheduler's filters of the node itself (active, not the job
+// owner's, the job's requirements and workload, reputation at or above the minimum) to a
+// node that offers to take the job's work: a bid, a pool member joining or claiming a
+// unit.
+func (k Keeper) nodeEligible(ctx context.Context, job types.Job, s types.NodeSlot) error {
 	need := job.Spec.Requirements.GPUs()
 	switch {
 	case !s.Active:
@@ -132,12 +150,6 @@ func (k Keeper) bidEligible(ctx context.Context, p types.Params, job types.Job, 
 	}
 	if !ok {
 		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d's reputation is below the minimum", s.NodeId)
-	}
-	exposure := bidExposure(p, job, price)
-	if ok, err := k.canAddExposure(ctx, s.Operator, exposure); err != nil {
-		return err
-	} else if !ok {
-		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d: its operator is jailed or its collateral does not cover %s%s more exposure (value x result_penalty_multiple %d)", s.NodeId, exposure, p.Denom, p.ResultPenaltyMultiple)
 	}
 	return nil
 }

@@ -223,8 +223,7 @@ func (k Keeper) JoinPool(ctx context.Context, providerAddr sdk.AccAddress, poolI
 	if err != nil {
 		return err
 	}
-	fake := types.Job{Owner: pool.Owner, Spec: types.JobSpec{Workload: pool.Spec.Workload, Runtime: pool.Spec.Runtime, Requirements: pool.Spec.Requirements}}
-	if err := k.bidEligible(ctx, p, fake, slot, pool.Spec.UnitPrice.Amount); err != nil {
+	if err := k.bidEligible(ctx, p, poolJob(pool), slot, pool.Spec.UnitPrice.Amount); err != nil {
 		return err
 	}
 	if err := k.PoolMembers.Set(ctx, collections.Join(poolID, nodeID), types.PoolMember{PoolId: poolID, NodeId: nodeID, Provider: provider}); err != nil {
@@ -235,6 +234,26 @@ func (k Keeper) JoinPool(ctx context.Context, providerAddr sdk.AccAddress, poolI
 		return err
 	}
 	return k.poolEvent(ctx, poolID, "joined", nodeID, 0, sdkmath.ZeroInt())
+}
+
+// poolJob is the job a pool's units are for the market's eligibility filters (nodeEligible):
+// its owner, workload, runtime and requirements.
+func poolJob(pool types.Pool) types.Job {
+	return types.Job{Owner: pool.Owner, Spec: types.JobSpec{Workload: pool.Spec.Workload, Runtime: pool.Spec.Runtime, Requirements: pool.Spec.Requirements}}
+}
+
+// memberEligible says whether a pool member's node may claim the pool's units now
+// (nodeEligible): a member is checked when it joins and again at each claim, so a node
+// deactivated, re-equipped below the pool's requirements or scored below the minimum
+// since it joined takes no more of them.
+func (k Keeper) memberEligible(ctx context.Context, pool types.Pool, nodeID uint64) error {
+	slot, err := k.Slots.Get(ctx, nodeID)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return errorsmod.Wrapf(types.ErrNodeNotEligible, "node %d is no longer registered", nodeID)
+	} else if err != nil {
+		return err
+	}
+	return k.nodeEligible(ctx, poolJob(pool), slot)
 }
 
 // LeavePool takes a node out of a pool (its claimed units stay its to reveal).
@@ -314,7 +333,8 @@ func (k Keeper) SubmitUnits(ctx context.Context, ownerAddr sdk.AccAddress, poolI
 	}
 	first := pool.NextUnit
 	// a NONE pool's units are drawn among its members rather than raced (see
-	// Unit.designated_node)
+	// Unit.designated_node): among those that may claim them now (memberEligible), or all
+	// of them when none may (none claims until one may again)
 	var members []uint64
 	if pool.Spec.Verification == types.VERIFICATION_CLASS_NONE {
 		it, err := k.PoolMembers.Iterate(ctx, collections.NewPrefixedPairRange[uint64, uint64](poolID))
@@ -325,8 +345,18 @@ func (k Keeper) SubmitUnits(ctx context.Context, ownerAddr sdk.AccAddress, poolI
 		if err != nil {
 			return 0, err
 		}
+		var all []uint64
 		for _, key := range keys {
-			members = append(members, key.K2())
+			all = append(all, key.K2())
+			switch err := k.memberEligible(ctx, pool, key.K2()); {
+			case err == nil:
+				members = append(members, key.K2())
+			case !errorsmod.IsOf(err, types.ErrNodeNotEligible):
+				return 0, err
+			}
+		}
+		if len(members) == 0 {
+			members = all
 		}
 	}
 	h := sdk.UnwrapSDKContext(ctx).BlockHeight()
@@ -379,6 +409,9 @@ func (k Keeper) CommitUnit(ctx context.Context, provider sdk.AccAddress, poolID,
 	}
 	if m.Provider != signer {
 		return 0, errorsmod.Wrapf(types.ErrNotProvider, "node %d is operated by %s, not %s", nodeID, m.Provider, signer)
+	}
+	if err := k.memberEligible(ctx, pool, nodeID); err != nil {
+		return 0, err
 	}
 	u, err := k.getUnit(ctx, poolID, unitID)
 	if err != nil {
