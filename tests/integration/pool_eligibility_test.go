@@ -7,6 +7,8 @@ import (
 
 	sdkmath "cosmossdk.io/math"
 
+	abci "github.com/cometbft/cometbft/abci/types"
+
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
@@ -79,5 +81,55 @@ func TestAttackIneligibleMemberClaimsPoolUnits(t *testing.T) {
 	a.NextBlock()
 	a.MustDeliver("p2", pp.commit("p2", 2, pp.solve(2).root()))
 	require.Equal(t, nodes["p2"], getUnit(t, a, gemm, 2).NodeId)
+	a.AssertInvariants()
+}
+
+// TestAttackIneligibleMembersHoldAFullPool: a pool's places were held by whoever joined,
+// so nodes that joined and were then deactivated (their collateral lock released: free to
+// keep) held them for ever, and a pool whose places they all held took no claim from
+// anyone (only members claim). A node that joins a full pool now takes the place of a
+// member that may no longer claim; a pool of eligible members stays full.
+func TestAttackIneligibleMembersHoldAFullPool(t *testing.T) {
+	a, nodes := marketAppN(t, 3, nil)
+	owner := a.Account("client").String()
+	spec := gemmPoolSpec(10_000, 40*10_000)
+	spec.MaxProviders = 2
+	pool := submittedPool(t, a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec}).Data)
+	join := func(n string) *abci.ExecTxResult {
+		return a.Deliver(n, &markettypes.MsgJoinPool{Provider: a.Account(n).String(), PoolId: pool, NodeId: nodes[n]})
+	}
+	require.Zero(t, join("p1").Code)
+	require.Zero(t, join("p2").Code)
+	r := join("p3")
+	require.Equal(t, markettypes.ErrInvalidPool.ABCICode(), r.Code, r.Log)
+	require.Contains(t, r.Log, "is full")
+
+	// the squatter takes its node off the market, keeping its place
+	a.MustDeliver("p1", &gfltypes.MsgDeactivateNode{Operator: a.Account("p1").String(), NodeId: nodes["p1"]})
+	r = join("p3")
+	require.Zero(t, r.Code, "p3 takes the deactivated member's place: %s", r.Log)
+	members := map[uint64]bool{}
+	res, err := markettypes.NewQueryClient(a.QueryConn()).PoolMembers(a.Ctx(), &markettypes.QueryPoolMembersRequest{PoolId: pool})
+	require.NoError(t, err)
+	for _, m := range res.Members {
+		members[m.NodeId] = true
+	}
+	require.Equal(t, map[uint64]bool{nodes["p2"]: true, nodes["p3"]: true}, members)
+	require.EqualValues(t, 2, getPool(t, a, pool).Members)
+	evicted := false
+	for _, e := range r.Events {
+		if e.Type == "flops.market.v1.EventPool" {
+			for _, at := range e.Attributes {
+				evicted = evicted || (at.Key == "action" && at.Value == `"evicted"`)
+			}
+		}
+	}
+	require.True(t, evicted, "the eviction is an event: %v", r.Events)
+
+	// back on the market, p1 finds the pool full of eligible members
+	a.MustDeliver("p1", &gfltypes.MsgReactivateNode{Operator: a.Account("p1").String(), NodeId: nodes["p1"]})
+	r = join("p1")
+	require.Equal(t, markettypes.ErrInvalidPool.ABCICode(), r.Code, r.Log)
+	require.Contains(t, r.Log, "each eligible")
 	a.AssertInvariants()
 }

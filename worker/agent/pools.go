@@ -603,6 +603,14 @@ func (a *Agent) claimUnit(ctx, runCtx context.Context, c *claim) error {
 		until := a.refusedUntil[c.pool.Id]
 		a.mu.Unlock()
 		a.log.Warn("the chain takes no unit of this pool from this node now: racing it again from a later block", "pool", c.pool.Id, "unit", c.unit.Id, "from_height", until, "err", err)
+	case errors.Is(err, markettypes.ErrNotMember):
+		// the node lost its place (taken by a node that joined the full pool while this one
+		// could not claim): the pool is the joins' again
+		drop()
+		a.mu.Lock()
+		delete(a.joined, c.pool.Id)
+		a.mu.Unlock()
+		a.log.Warn("no longer a member of the pool: its place went to another node while this one could not claim", "pool", c.pool.Id, "unit", c.unit.Id)
 	case errors.As(err, &txErr):
 		drop() // claimed by someone else first, or the pool closed: the race is lost
 	default:

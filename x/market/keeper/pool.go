@@ -216,15 +216,17 @@ func (k Keeper) JoinPool(ctx context.Context, providerAddr sdk.AccAddress, poolI
 	} else if has {
 		return errorsmod.Wrapf(types.ErrAlreadyMember, "node %d, pool %d", nodeID, poolID)
 	}
-	if pool.Members >= pool.Spec.MaxProviders {
-		return errorsmod.Wrapf(types.ErrInvalidPool, "pool %d is full (%d members)", poolID, pool.Members)
-	}
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
 	}
 	if err := k.bidEligible(ctx, p, poolJob(pool), slot, pool.Spec.UnitPrice.Amount); err != nil {
 		return err
+	}
+	if pool.Members >= pool.Spec.MaxProviders {
+		if err := k.evictIneligibleMember(ctx, &pool); err != nil {
+			return err
+		}
 	}
 	if err := k.PoolMembers.Set(ctx, collections.Join(poolID, nodeID), types.PoolMember{PoolId: poolID, NodeId: nodeID, Provider: provider}); err != nil {
 		return err
@@ -254,6 +256,38 @@ func (k Keeper) memberEligible(ctx context.Context, pool types.Pool, nodeID uint
 		return err
 	}
 	return k.nodeEligible(ctx, poolJob(pool), slot)
+}
+
+// evictIneligibleMember makes room in a full pool for an eligible node that joins: the
+// first member, in node id order, that may no longer claim the pool's units
+// (memberEligible) leaves it (its claimed units stay its to reveal, as on a leave).
+// Without one the pool is full. Members that stopped being eligible would otherwise hold
+// a pool's places for ever at no cost (a node deactivated keeps no collateral locked),
+// and a pool whose places they all held took no claim from anyone. The walk reads at most
+// the pool's members (max_providers), at the joiner's gas.
+func (k Keeper) evictIneligibleMember(ctx context.Context, pool *types.Pool) error {
+	it, err := k.PoolMembers.Iterate(ctx, collections.NewPrefixedPairRange[uint64, uint64](pool.Id))
+	if err != nil {
+		return err
+	}
+	keys, err := it.Keys()
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		switch err := k.memberEligible(ctx, *pool, key.K2()); {
+		case err == nil:
+			continue
+		case !errorsmod.IsOf(err, types.ErrNodeNotEligible):
+			return err
+		}
+		if err := k.PoolMembers.Remove(ctx, key); err != nil {
+			return err
+		}
+		pool.Members--
+		return k.poolEvent(ctx, pool.Id, "evicted", key.K2(), 0, sdkmath.ZeroInt())
+	}
+	return errorsmod.Wrapf(types.ErrInvalidPool, "pool %d is full (%d members, each eligible)", pool.Id, pool.Members)
 }
 
 // LeavePool takes a node out of a pool (its claimed units stay its to reveal).
