@@ -12,6 +12,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/worker/config"
+	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 	markettypes "github.com/flopsnet/flops/x/market/types"
 )
 
@@ -60,4 +61,67 @@ func TestWorkerStopsRacingAPoolThatRefusesItsNode(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 5, res.Pool.OpenUnits, "no unit taken by the refused node")
 	require.Equal(t, 1, claims()-before, "one refused claim, then the pool left alone")
+}
+
+// A member whose place in a full pool went to another node (it could not claim then: its
+// node was off the market) would go on computing the pool's units and have each claim
+// refused as from a non-member, block after block. The worker forgets the pool at the
+// first such refusal and asks to join again instead.
+func TestWorkerForgetsAPoolItWasEvictedFrom(t *testing.T) {
+	a := appWithProviders(t, "p1", "p2")
+	var mu sync.Mutex
+	joinPool1 := func(c *config.Config) { c.Pools.Auto = false; c.Pools.Join = []uint64{1}; c.Pools.MaxClaims = 1 }
+	w1 := newWorker(t, &mu, a, "p1", joinPool1)
+	owner := a.Account("client").String()
+	spec := markettypes.PoolSpec{
+		Workload: gfltypes.WORKLOAD_CLASS_INFERENCE, Runtime: markettypes.RUNTIME_BUILTIN, Image: markettypes.BuiltinGemm,
+		Builtin: markettypes.BuiltinArgs{GemmN: 256, GemmR: 1}, Verification: markettypes.VERIFICATION_CLASS_BUILTIN_GEMM,
+		UnitPrice: sdk.NewInt64Coin("udps", 200_000), Budget: sdk.NewInt64Coin("udps", 1_000_000), MaxProviders: 1,
+		UnitMaxDuration: time.Minute,
+	}
+	a.MustDeliver("client", &markettypes.MsgCreatePool{Owner: owner, Spec: spec})
+	q := markettypesQuery(a)
+	memberIs := func(node uint64) func() bool {
+		return func() bool {
+			res, err := q.PoolMembers(a.Ctx(), &markettypes.QueryPoolMembersRequest{PoolId: 1})
+			require.NoError(t, err)
+			return len(res.Members) == 1 && res.Members[0].NodeId == node
+		}
+	}
+	until(t, a, 20, "p1 joined pool 1", memberIs(w1.agent.Node().Id), w1)
+
+	// p1's node is off the market for a while (once no challenge of it is open): p2 joins
+	// the full pool in its place
+	gq := gfltypes.NewQueryClient(a.QueryConn())
+	until(t, a, 60, "p1's node has no challenge open", func() bool {
+		res, err := gq.Node(a.Ctx(), &gfltypes.QueryNodeRequest{NodeId: w1.agent.Node().Id})
+		require.NoError(t, err)
+		return res.Node.OpenChallenge == 0
+	}, w1)
+	p1 := a.Account("p1").String()
+	a.MustDeliver("p1", &gfltypes.MsgDeactivateNode{Operator: p1, NodeId: w1.agent.Node().Id})
+	w2 := newWorker(t, &mu, a, "p2", joinPool1)
+	until(t, a, 20, "p2 took p1's place", memberIs(w2.agent.Node().Id), w2)
+	a.MustDeliver("p1", &gfltypes.MsgReactivateNode{Operator: p1, NodeId: w1.agent.Node().Id})
+	postUnits(a, 1, 5)
+
+	count := func(msg sdk.Msg) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, m := range *w1.sent {
+			if m == sdk.MsgTypeURL(msg) {
+				n++
+			}
+		}
+		return n
+	}
+	claims, joins := count(&markettypes.MsgCommitUnit{}), count(&markettypes.MsgJoinPool{})
+	for range 8 {
+		tick(t, a, w1)
+		time.Sleep(300 * time.Millisecond) // the unit is computed beside the loop, and its claim sent
+	}
+	require.Equal(t, 1, count(&markettypes.MsgCommitUnit{})-claims, "one claim refused, then no unit computed for the pool")
+	require.Positive(t, count(&markettypes.MsgJoinPool{})-joins, "it asks to join again")
+	require.True(t, memberIs(w2.agent.Node().Id)(), "the pool stays p2's: p1 is eligible again, and p2 too")
 }

@@ -609,6 +609,7 @@ func (a *Agent) claimUnit(ctx, runCtx context.Context, c *claim) error {
 		drop()
 		a.mu.Lock()
 		delete(a.joined, c.pool.Id)
+		a.waiting[c.pool.Id] = true // read again, to join when it has room
 		a.mu.Unlock()
 		a.log.Warn("no longer a member of the pool: its place went to another node while this one could not claim", "pool", c.pool.Id, "unit", c.unit.Id)
 	case errors.As(err, &txErr):
