@@ -120,8 +120,8 @@ func checkDelegation(r *http.Request, bech string, addr []byte, pubB64 string, n
 		return unauthorized("%s: issued at %d, %s after the server's clock; at most %s is accepted", HeaderDelegation, issued, time.Unix(issued, 0).Sub(now), MaxClockSkew)
 	case !now.Before(time.Unix(expires, 0)):
 		return unauthorized("%s: expired at %d", HeaderDelegation, expires)
-	case expires-issued > int64(MaxDelegation/time.Second):
-		return unauthorized("%s: lasts %s from its issue; at most %s is accepted", HeaderDelegation, time.Duration(expires-issued)*time.Second, MaxDelegation)
+	case issued < expires-int64(MaxDelegation/time.Second): // expires is after now: no overflow
+		return unauthorized("%s: lasts more than %s from its issue (%d to %d); at most %s is accepted", HeaderDelegation, MaxDelegation, issued, expires, MaxDelegation)
 	}
 	canonical, err := bech32.ConvertAndEncode(chain.Bech32Prefix, addr)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -881,7 +882,14 @@ func TestDelegatedSessionSignsForTheOwner(t *testing.T) {
 		{"no delegation", session, good, func(r *http.Request) { r.Header.Del(HeaderDelegation) }, "does not belong to"},
 		{"another host", session, delegate(f.owner, session, "elsewhere.example:443", now.Add(time.Hour)), nil, "it is for host"},
 		{"expired", session, delegate(f.owner, session, host, now.Add(-time.Second)), nil, "expired at"},
-		{"too long", session, delegate(f.owner, session, host, now.Add(MaxDelegation+time.Minute)), nil, "lasts 24h1m0s from its issue; at most 24h0m0s"},
+		{"too long", session, delegate(f.owner, session, host, now.Add(MaxDelegation+time.Minute)), nil, "lasts more than 24h0m0s from its issue"},
+		{"an issue time that wraps its lifetime around", session, func() Delegation {
+			// expires - issued overflows to a negative lifetime: a delegation for ever
+			doc := DelegationDoc(owner, base64.StdEncoding.EncodeToString(session.PubKey().Bytes()), host, math.MinInt64+1, now.Add(100*365*24*time.Hour).Unix())
+			sig, err := f.owner.Sign(doc)
+			require.NoError(t, err)
+			return Delegation{Doc: doc, OwnerPubkey: f.owner.PubKey().Bytes(), Signature: sig}
+		}(), nil, "lasts more than 24h0m0s from its issue"},
 		{"issued ahead of the clock", session, func() Delegation {
 			d, err := Delegate(f.owner, session, owner, host, now.Add(MaxClockSkew+time.Minute), now.Add(2*time.Hour))
 			require.NoError(t, err)
