@@ -143,6 +143,9 @@ type Agent struct {
 	// not make now, the height until which the node races it no more (under mu; see
 	// claimUnit)
 	refusedUntil map[uint64]int64
+	// evicted holds the pools whose claim the chain refused as from a non-member (under
+	// mu; see claimUnit, forgetIfEvicted)
+	evicted map[uint64]bool
 	// shortOfDeposit: the provider's funds did not cover a bid deposit at the last tick
 	// (under mu; see bidActions)
 	shortOfDeposit bool

@@ -137,6 +137,7 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 		if act, ok := a.withdraw(ctx, height, pool); ok {
 			acts = append(acts, act)
 		}
+		a.forgetIfEvicted(id)
 	}
 	fresh, err := a.newPools(ctx, slot)
 	if err != nil {
@@ -358,6 +359,29 @@ func (a *Agent) memberPools() []uint64 {
 	return sortedKeys(a.joined)
 }
 
+// forgetIfEvicted forgets a pool the node lost its place in (a claim refused as from a
+// non-member) once none of its claims there is left to reveal, and reads the pool again
+// (waiting), to join it when it has room: its credits are paid at the pool's close if not
+// withdrawn before.
+func (a *Agent) forgetIfEvicted(id uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.evicted[id] {
+		return
+	}
+	for _, c := range a.claims {
+		if c.pool.Id == id {
+			return
+		}
+	}
+	delete(a.evicted, id)
+	delete(a.joined, id)
+	delete(a.idleSince, id)
+	delete(a.poolSpecs, id)
+	delete(a.earningsRead, id)
+	a.waiting[id] = true
+}
+
 // poolGone forgets a pool the chain no longer keeps (pruned after closing), and its
 // claims: nothing is left to reveal, and a claim kept would hold a slot of
 // pools.max_claims for ever.
@@ -436,7 +460,7 @@ func (a *Agent) member(ctx context.Context, poolID uint64) (bool, error) {
 // and leave a NONE pool's units drawn for another member alone while they are reserved.
 func (a *Agent) race(ctx context.Context, height int64, pool markettypes.Pool) {
 	a.mu.Lock()
-	if height < a.refusedUntil[pool.Id] {
+	if height < a.refusedUntil[pool.Id] || a.evicted[pool.Id] {
 		a.mu.Unlock()
 		return
 	}
@@ -608,8 +632,10 @@ func (a *Agent) claimUnit(ctx, runCtx context.Context, c *claim) error {
 		// could not claim): the pool is the joins' again
 		drop()
 		a.mu.Lock()
-		delete(a.joined, c.pool.Id)
-		a.waiting[c.pool.Id] = true // read again, to join when it has room
+		if a.evicted == nil {
+			a.evicted = map[uint64]bool{}
+		}
+		a.evicted[c.pool.Id] = true // raced no more; forgotten once its claims are revealed (poolActions)
 		a.mu.Unlock()
 		a.log.Warn("no longer a member of the pool: its place went to another node while this one could not claim", "pool", c.pool.Id, "unit", c.unit.Id)
 	case errors.As(err, &txErr):
