@@ -130,28 +130,35 @@ func checkDelegation(r *http.Request, bech string, addr []byte, pubB64 string, n
 	if before := revoked.Before(canonical); issued < before {
 		return unauthorized("%s: issued at %d, before %s ended its sessions here (those issued before %d): sign a new delegation", HeaderDelegation, issued, bech, before)
 	}
-	ownerKey, err := base64.StdEncoding.DecodeString(r.Header.Get(HeaderDelegationPubkey))
+	return verifyOwnerSigned(r, doc, HeaderDelegationPubkey, HeaderDelegationSignature, HeaderDelegationSignMode, bech, addr)
+}
+
+// verifyOwnerSigned checks that doc (a delegation, a revocation) is signed by the account
+// bech (addr): its public key in the header pubkeyHeader hashes to the address, and the
+// signature in sigHeader verifies over doc, raw or as ADR-036 as modeHeader says.
+func verifyOwnerSigned(r *http.Request, doc []byte, pubkeyHeader, sigHeader, modeHeader, bech string, addr []byte) error {
+	ownerKey, err := base64.StdEncoding.DecodeString(r.Header.Get(pubkeyHeader))
 	if err != nil || len(ownerKey) != secp256k1.PubKeySize {
-		return unauthorized("%s: must be a base64 compressed secp256k1 public key (%d bytes)", HeaderDelegationPubkey, secp256k1.PubKeySize)
+		return unauthorized("%s: must be a base64 compressed secp256k1 public key (%d bytes)", pubkeyHeader, secp256k1.PubKeySize)
 	}
 	owner := &secp256k1.PubKey{Key: ownerKey}
 	if !bytes.Equal(owner.Address(), addr) {
-		return unauthorized("%s does not belong to %s %s", HeaderDelegationPubkey, HeaderAddress, bech)
+		return unauthorized("%s does not belong to %s", pubkeyHeader, bech)
 	}
-	sig, err := base64.StdEncoding.DecodeString(r.Header.Get(HeaderDelegationSignature))
+	sig, err := base64.StdEncoding.DecodeString(r.Header.Get(sigHeader))
 	if err != nil {
-		return unauthorized("%s: not base64", HeaderDelegationSignature)
+		return unauthorized("%s: not base64", sigHeader)
 	}
 	signed := doc
-	switch mode := r.Header.Get(HeaderDelegationSignMode); mode {
+	switch mode := r.Header.Get(modeHeader); mode {
 	case "", "raw":
 	case SignModeADR036:
 		signed = ADR036SignDoc(bech, doc)
 	default:
-		return unauthorized("%s %q: must be raw or %s", HeaderDelegationSignMode, mode, SignModeADR036)
+		return unauthorized("%s %q: must be raw or %s", modeHeader, mode, SignModeADR036)
 	}
 	if !owner.VerifySignature(signed, sig) {
-		return unauthorized("%s does not verify for %s", HeaderDelegationSignature, bech)
+		return unauthorized("%s does not verify for %s", sigHeader, bech)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package outputs
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -17,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
 	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
 	"github.com/cosmos/cosmos-sdk/types/bech32"
 
@@ -253,28 +251,8 @@ func readRevocation(r *http.Request, now time.Time) (owner string, before int64,
 	if ahead := time.Unix(before, 0).Sub(now); ahead > MaxClockSkew {
 		return "", 0, unauthorized("%s: before %d is %s after the server's clock; at most %s is accepted", HeaderRevocation, before, ahead.Round(time.Second), MaxClockSkew)
 	}
-	key, err := base64.StdEncoding.DecodeString(r.Header.Get(HeaderRevocationPubkey))
-	if err != nil || len(key) != secp256k1.PubKeySize {
-		return "", 0, unauthorized("%s: must be a base64 compressed secp256k1 public key (%d bytes)", HeaderRevocationPubkey, secp256k1.PubKeySize)
-	}
-	pub := &secp256k1.PubKey{Key: key}
-	if !bytes.Equal(pub.Address(), addr) {
-		return "", 0, unauthorized("%s does not belong to %s", HeaderRevocationPubkey, owner)
-	}
-	sig, err := base64.StdEncoding.DecodeString(r.Header.Get(HeaderRevocationSignature))
-	if err != nil {
-		return "", 0, unauthorized("%s: not base64", HeaderRevocationSignature)
-	}
-	signed := doc
-	switch mode := r.Header.Get(HeaderRevocationSignMode); mode {
-	case "", "raw":
-	case SignModeADR036:
-		signed = ADR036SignDoc(owner, doc)
-	default:
-		return "", 0, unauthorized("%s %q: must be raw or %s", HeaderRevocationSignMode, mode, SignModeADR036)
-	}
-	if !pub.VerifySignature(signed, sig) {
-		return "", 0, unauthorized("%s does not verify for %s", HeaderRevocationSignature, owner)
+	if err := verifyOwnerSigned(r, doc, HeaderRevocationPubkey, HeaderRevocationSignature, HeaderRevocationSignMode, owner, addr); err != nil {
+		return "", 0, err
 	}
 	return owner, before, nil
 }
