@@ -290,10 +290,7 @@ func (a *Agent) leaveIdle(ctx context.Context, height int64, pool markettypes.Po
 			a.log.Info("left an idle pool", "pool", id, "idle_blocks", idle, "credits_withdrawn", len(ms) > 1)
 			a.mu.Lock()
 			defer a.mu.Unlock()
-			delete(a.joined, id)
-			delete(a.idleSince, id)
-			delete(a.poolSpecs, id)
-			delete(a.earningsRead, id)
+			a.unfollow(id)
 			a.waiting[id] = true
 		}}, true
 }
@@ -374,12 +371,19 @@ func (a *Agent) forgetIfEvicted(id uint64) {
 			return
 		}
 	}
-	delete(a.evicted, id)
+	a.unfollow(id)
+	a.waiting[id] = true
+}
+
+// unfollow forgets what the worker keeps of a pool it follows (under mu): it is no longer
+// read each tick, raced, revealed in or withdrawn from.
+func (a *Agent) unfollow(id uint64) {
 	delete(a.joined, id)
 	delete(a.idleSince, id)
 	delete(a.poolSpecs, id)
 	delete(a.earningsRead, id)
-	a.waiting[id] = true
+	delete(a.refusedUntil, id)
+	delete(a.evicted, id)
 }
 
 // poolGone forgets a pool the chain no longer keeps (pruned after closing), and its
@@ -388,10 +392,7 @@ func (a *Agent) forgetIfEvicted(id uint64) {
 func (a *Agent) poolGone(id uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.joined, id)
-	delete(a.idleSince, id)
-	delete(a.poolSpecs, id)
-	delete(a.earningsRead, id)
+	a.unfollow(id)
 	for key, c := range a.claims {
 		if c.pool.Id == id && c.phase == claimCommitted {
 			delete(a.claims, key)

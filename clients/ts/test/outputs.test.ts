@@ -270,20 +270,26 @@ test("attack: a task that writes without end fills its follower's memory", () =>
   assert.equal(appendLog("a😀", "bc", 4), LOG_TRIMMED + "😀bc");
 });
 
-test("a session key signs the owner's requests under one delegation", async () => {
-  // the owner: a key that signs raw (as the Go client's does), counting its signatures
-  const ownerKey = await Secp256k1.makeKeypair(new Uint8Array(32).fill(7));
+/** rawOwner is a job owner whose key (32 bytes of fill) signs raw, as the Go client's
+ * does, counting its signatures. */
+async function rawOwner(fill: number) {
+  const ownerKey = await Secp256k1.makeKeypair(new Uint8Array(32).fill(fill));
   const ownerPub = Secp256k1.compressPubkey(ownerKey.pubkey);
-  let ownerSignatures = 0;
+  let n = 0;
   const owner: OutputSigner = {
     address: "flops1owner",
     signMode: "raw",
     async signArbitrary(data) {
-      ownerSignatures++;
+      n++;
       const sig = await Secp256k1.createSignature(sha256(data), ownerKey.privkey);
       return { pubkey: ownerPub, signature: new Uint8Array([...sig.r(32), ...sig.s(32)]) };
     },
   };
+  return { owner, ownerKey, ownerPub, signatures: () => n };
+}
+
+test("a session key signs the owner's requests under one delegation", async () => {
+  const { owner, ownerKey, ownerPub, signatures } = await rawOwner(7);
   const seen: Record<string, string | undefined>[] = [];
   const srv = createServer((req, res) => {
     seen.push({ ...req.headers, url: req.url, host: req.headers.host } as unknown as Record<string, string | undefined>);
@@ -295,10 +301,10 @@ test("a session key signs the owner's requests under one delegation", async () =
   const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
   const now = Date.UTC(2026, 11, 7);
   const session = await delegateOutputs(owner, base, 3600, now);
-  assert.equal(ownerSignatures, 1);
+  assert.equal(signatures(), 1);
   assert.equal(session.expires, now / 1000 + 3600);
   for (let i = 0; i < 3; i++) await readLog(base, 1n, "stdout", 0, session);
-  assert.equal(ownerSignatures, 1, "the owner signed once for three requests");
+  assert.equal(signatures(), 1, "the owner signed once for three requests");
 
   for (const h of seen) {
     // the delegation: the owner's signature over the doc that names the session key, this
@@ -323,18 +329,7 @@ test("a session key signs the owner's requests under one delegation", async () =
 });
 
 test("one signature ends the owner's sessions at every provider", async () => {
-  const ownerKey = await Secp256k1.makeKeypair(new Uint8Array(32).fill(9));
-  const ownerPub = Secp256k1.compressPubkey(ownerKey.pubkey);
-  let ownerSignatures = 0;
-  const owner: OutputSigner = {
-    address: "flops1owner",
-    signMode: "raw",
-    async signArbitrary(data) {
-      ownerSignatures++;
-      const sig = await Secp256k1.createSignature(sha256(data), ownerKey.privkey);
-      return { pubkey: ownerPub, signature: new Uint8Array([...sig.r(32), ...sig.s(32)]) };
-    },
-  };
+  const { owner, ownerKey, ownerPub, signatures } = await rawOwner(9);
   // a provider that holds task 7 (not 6: pruned), and one that refuses everything
   const posted: { url?: string; method?: string; headers: Record<string, string | string[] | undefined> }[] = [];
   const serve = (holds: Set<string>, status?: number) => {
@@ -369,7 +364,7 @@ test("one signature ends the owner's sessions at every provider", async () => {
     { endpoint: holder, tasks: [6n, 7n] },
     { endpoint: broken + "/", tasks: [7n, 8n] },
   ]);
-  assert.equal(ownerSignatures, 1, "one wallet prompt for every provider");
+  assert.equal(signatures(), 1, "one wallet prompt for every provider");
   assert.deepEqual(results[0], { endpoint: holder, task: 7n, before: now / 1000 + 1 });
   assert.equal(results[1].task, undefined);
   assert.match(results[1].error!, /^503 from the provider: cannot look up the owner$/);
