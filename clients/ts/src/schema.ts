@@ -121,6 +121,7 @@ export const messages: Record<string, { f: FieldSchema[] }> = {
     f: [
       { n: "operator", a: "operator", t: "operator", k: "string" },
       { n: "node_id", a: "node_id", t: "nodeId", k: "uint64" },
+      { n: "drain", a: "drain", t: "drain", k: "bool" },
     ],
   },
   "flops.gfl.v1.MsgProposerRandomness": {

@@ -74,10 +74,11 @@ func (m msgServer) DeactivateNode(ctx context.Context, msg *types.MsgDeactivateN
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Keeper.DeactivateNode(ctx, op, msg.NodeId); err != nil {
+	status, err := m.Keeper.DeactivateNode(ctx, op, msg.NodeId, msg.Drain)
+	if err != nil {
 		return nil, err
 	}
-	return &types.MsgDeactivateNodeResponse{}, nil
+	return &types.MsgDeactivateNodeResponse{Status: status}, nil
 }
 
 // ReactivateNode puts an inactive node back.

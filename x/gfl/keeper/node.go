@@ -105,9 +105,10 @@ func (k Keeper) ownedNode(ctx context.Context, op sdk.AccAddress, id uint64) (ty
 	return node, nil
 }
 
-// holdsCollateralLock: pending and active nodes hold their GPUs' collateral locked.
+// holdsCollateralLock: pending, active and draining nodes hold their GPUs' collateral
+// locked.
 func holdsCollateralLock(s types.NodeStatus) bool {
-	return s == types.NODE_STATUS_ACTIVE || s == types.NODE_STATUS_PENDING
+	return s == types.NODE_STATUS_ACTIVE || s == types.NODE_STATUS_PENDING || s == types.NODE_STATUS_DRAINING
 }
 
 // UpdateNode replaces a node's spec. A change of inventory (GPUs or class) is put to the
@@ -205,45 +206,66 @@ func (k Keeper) UpdateNode(ctx context.Context, op sdk.AccAddress, id uint64, sp
 }
 
 // DeactivateNode takes a node off the market: its power is burned at once and its
-// collateral unlocked. Refused while it has work in flight or a committed challenge
-// awaiting its reveal (deactivating must not dodge a wrong-answer slash); an issued but
-// uncommitted challenge counts as missed.
-func (k Keeper) DeactivateNode(ctx context.Context, op sdk.AccAddress, id uint64) error {
+// collateral unlocked. A node with work in flight (a hook's veto, wrapping ErrNodeBusy) is
+// refused, or with drain goes DRAINING: off the market at once (no new work, its power
+// burned, no challenge) with its collateral still locked, and deactivated by NodeIdle when
+// that work ends. Refused while a committed challenge awaits its reveal (deactivating must
+// not dodge a wrong-answer slash); an issued but uncommitted challenge counts as missed.
+// It returns the node's status after: INACTIVE or DRAINING.
+func (k Keeper) DeactivateNode(ctx context.Context, op sdk.AccAddress, id uint64, drain bool) (types.NodeStatus, error) {
 	node, err := k.ownedNode(ctx, op, id)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if !holdsCollateralLock(node.Status) {
-		return errorsmod.Wrapf(types.ErrInvalidNodeStatus, "node %d is %s", id, node.Status)
+	if node.Status != types.NODE_STATUS_ACTIVE && node.Status != types.NODE_STATUS_PENDING {
+		return 0, errorsmod.Wrapf(types.ErrInvalidNodeStatus, "node %d is %s", id, node.Status)
 	}
 	if node.OpenChallenge != 0 {
 		c, err := k.Challenges.Get(ctx, node.OpenChallenge)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if c.Status == types.CHALLENGE_STATUS_COMMITTED {
-			return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: challenge %d awaits its reveal until height %d", id, c.Id, c.RevealDeadlineHeight)
+			return 0, errorsmod.Wrapf(types.ErrNodeBusy, "node %d: challenge %d awaits its reveal until height %d", id, c.Id, c.RevealDeadlineHeight)
 		}
 		if err := k.concludeChallenge(ctx, c, types.CHALLENGE_STATUS_MISSED, 0, "node deactivated"); err != nil {
-			return err
+			return 0, err
 		}
 		if node, err = k.GetNode(ctx, id); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	if err := k.gflHooks().BeforeNodeChange(ctx, node, nil); err != nil {
-		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d: %s", id, err)
+	busy := k.gflHooks().BeforeNodeChange(ctx, node, nil)
+	switch {
+	case busy == nil:
+	case !drain:
+		return 0, errorsmod.Wrapf(types.ErrNodeBusy, "node %d: %s (drain takes it off the market now and deactivates it when that work ends)", id, busy)
+	case !errorsmod.IsOf(busy, types.ErrNodeBusy):
+		return 0, busy
 	}
 	if err := k.setNodePower(ctx, &node, 0); err != nil {
+		return 0, err
+	}
+	if err := k.ChallengeQueue.Remove(ctx, collections.Join(node.NextChallengeHeight, id)); err != nil {
+		return 0, err
+	}
+	node.NextChallengeHeight = 0
+	if busy != nil {
+		return types.NODE_STATUS_DRAINING, k.setStatus(ctx, node, types.NODE_STATUS_DRAINING)
+	}
+	return types.NODE_STATUS_INACTIVE, k.retire(ctx, node)
+}
+
+// retire ends a node's time on the market, its power and challenges already gone: its
+// collateral is unlocked and its deletion scheduled node_retention_blocks ahead.
+func (k Keeper) retire(ctx context.Context, node types.Node) error {
+	op, err := k.addressCodec.StringToBytes(node.Operator)
+	if err != nil {
 		return err
 	}
 	if err := k.collateral.UnlockForNode(ctx, op, node.GPUCount()); err != nil {
 		return err
 	}
-	if err := k.ChallengeQueue.Remove(ctx, collections.Join(node.NextChallengeHeight, id)); err != nil {
-		return err
-	}
-	node.NextChallengeHeight = 0
 	p, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
@@ -254,21 +276,44 @@ func (k Keeper) DeactivateNode(ctx context.Context, op sdk.AccAddress, id uint64
 	return k.setStatus(ctx, node, types.NODE_STATUS_INACTIVE)
 }
 
-// ReactivateNode locks collateral again and puts an inactive node back: ACTIVE if it was
-// ever approved, PENDING otherwise.
+// NodeIdle finishes the drain of a node whose work in flight ended: the module that vetoed
+// its deactivation (x/market, when the node's last task in flight ends) calls it. A node
+// not DRAINING, or that another hook still holds, stays as it is.
+func (k Keeper) NodeIdle(ctx context.Context, id uint64) error {
+	node, err := k.GetNode(ctx, id)
+	if err != nil {
+		return err
+	}
+	if node.Status != types.NODE_STATUS_DRAINING {
+		return nil
+	}
+	if err := k.gflHooks().BeforeNodeChange(ctx, node, nil); errorsmod.IsOf(err, types.ErrNodeBusy) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return k.retire(ctx, node)
+}
+
+// ReactivateNode puts an inactive node back, locking its collateral again, or ends a
+// node's drain (its collateral still locked): ACTIVE if it was ever approved, PENDING
+// otherwise. Its power comes back with its next challenge, issued at once.
 func (k Keeper) ReactivateNode(ctx context.Context, op sdk.AccAddress, id uint64) (types.NodeStatus, error) {
 	node, err := k.ownedNode(ctx, op, id)
 	if err != nil {
 		return 0, err
 	}
-	if node.Status != types.NODE_STATUS_INACTIVE {
-		return 0, errorsmod.Wrapf(types.ErrInvalidNodeStatus, "node %d is %s, not inactive", id, node.Status)
-	}
-	if err := k.collateral.LockForNode(ctx, op, node.GPUCount()); err != nil {
-		return 0, errorsmod.Wrapf(types.ErrInsufficientCollateral, "%d GPUs: %s", len(node.Gpus), err)
-	}
-	if err := k.unscheduleRetire(ctx, &node); err != nil {
-		return 0, err
+	switch node.Status {
+	case types.NODE_STATUS_INACTIVE:
+		if err := k.collateral.LockForNode(ctx, op, node.GPUCount()); err != nil {
+			return 0, errorsmod.Wrapf(types.ErrInsufficientCollateral, "%d GPUs: %s", len(node.Gpus), err)
+		}
+		if err := k.unscheduleRetire(ctx, &node); err != nil {
+			return 0, err
+		}
+	case types.NODE_STATUS_DRAINING:
+	default:
+		return 0, errorsmod.Wrapf(types.ErrInvalidNodeStatus, "node %d is %s, not inactive or draining", id, node.Status)
 	}
 	to := types.NODE_STATUS_PENDING
 	if node.Approved {

@@ -273,24 +273,31 @@ func RandomNodeSpec(r *rand.Rand, class types.GpuClass, gpus int) types.NodeSpec
 	return spec
 }
 
-// MsgDeactivateNodeFactory takes a simulated operator's active node out of service; a
-// node with work in flight or a challenge awaiting its reveal is refused (ErrNodeBusy),
-// as the simulation expects.
+// MsgDeactivateNodeFactory takes a simulated operator's active node out of service, half
+// the time draining it (a node with work in flight goes DRAINING and is deactivated when
+// the market's last task on it ends); without drain a node with work in flight, and either
+// way one with a challenge awaiting its reveal, is refused (ErrNodeBusy), as the
+// simulation expects.
 func MsgDeactivateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgDeactivateNode, simsx.SimDeliveryResultHandler) {
 		n, op, ok := pickNode(ctx, k, data, reporter, types.NODE_STATUS_ACTIVE)
 		if !ok {
 			return nil, nil, nil
 		}
-		return []simsx.SimAccount{op}, &types.MsgDeactivateNode{Operator: n.Operator, NodeId: n.Id}, simutil.Expect(types.ErrNodeBusy)
+		return []simsx.SimAccount{op}, &types.MsgDeactivateNode{Operator: n.Operator, NodeId: n.Id, Drain: data.Rand().Bool()}, simutil.Expect(types.ErrNodeBusy)
 	})
 }
 
 // MsgReactivateNodeFactory puts a simulated operator's inactive node back (refused when
-// its collateral no longer covers the GPUs: ErrInsufficientCollateral, expected).
+// its collateral no longer covers the GPUs: ErrInsufficientCollateral, expected), or ends
+// a draining node's drain.
 func MsgReactivateNodeFactory(k keeper.Keeper) simsx.SimMsgFactoryX {
 	return simsx.NewSimMsgFactoryWithDeliveryResultHandler(func(ctx context.Context, data *simsx.ChainDataSource, reporter simsx.SimulationReporter) ([]simsx.SimAccount, *types.MsgReactivateNode, simsx.SimDeliveryResultHandler) {
-		n, op, ok := pickNode(ctx, k, data, reporter, types.NODE_STATUS_INACTIVE)
+		want := types.NODE_STATUS_INACTIVE
+		if data.Rand().Intn(4) == 0 {
+			want = types.NODE_STATUS_DRAINING
+		}
+		n, op, ok := pickNode(ctx, k, data, reporter, want)
 		if !ok {
 			return nil, nil, nil
 		}

@@ -47,7 +47,9 @@ type CollateralKeeper interface {
 type GFLHooks interface {
 	// BeforeNodeChange is called before a node is deactivated (next nil) or its
 	// inventory changes (next: the node as the change would leave it); an error vetoes
-	// the change.
+	// the change. A deactivation vetoed for work in flight wraps ErrNodeBusy, and the
+	// hook's module calls Keeper.NodeIdle when that work ends: a node draining
+	// (MsgDeactivateNode.drain) is deactivated then.
 	BeforeNodeChange(ctx context.Context, node Node, next *Node) error
 	// AfterNodeChanged is called after a node's status, spec or class changed; an error
 	// (the hook wrote nothing) fails the change.

@@ -42,6 +42,14 @@ type gflFake struct {
 	// and again sets it per run, so that each run draws other nodes, as the next block
 	// would, instead of reading the ones the last run left in IAVL's caches
 	salt uint64
+	// idle: the nodes NodeIdle was called for, in order
+	idle []uint64
+}
+
+// NodeIdle records the call; x/gfl's deactivates a draining node.
+func (g *gflFake) NodeIdle(_ context.Context, id uint64) error {
+	g.idle = append(g.idle, id)
+	return nil
 }
 
 func (g *gflFake) GetNode(_ context.Context, id uint64) (gfltypes.Node, error) {

@@ -21,7 +21,8 @@ func (k Keeper) GFLHooks() gfltypes.GFLHooks { return gflHooks{k} }
 type gflHooks struct{ k Keeper }
 
 // BeforeNodeChange vetoes the deactivation of a node with tasks assigned, running or
-// committed, and a change of its inventory that those tasks would not survive. A node that
+// committed (x/gfl drains it instead when its operator asks: adjustSlot tells x/gfl when
+// the last of them ends), and a change of its inventory that those tasks would not survive. A node that
 // keeps its class may change its GPUs under tasks that hold none (committed: their work is
 // done), and while tasks hold some:
 //   - without MIG devices, before and after, when it keeps at least as many GPUs as its
@@ -46,7 +47,9 @@ func (h gflHooks) BeforeNodeChange(ctx context.Context, n gfltypes.Node, next *g
 		return nil
 	}
 	if next == nil {
-		return errorsmod.Wrapf(types.ErrNodeBusy, "node %d has %d tasks in flight", n.Id, s.Tasks)
+		// x/gfl's error: a drain waits for these tasks, and adjustSlot tells x/gfl
+		// (NodeIdle) when the last one ends
+		return errorsmod.Wrapf(gfltypes.ErrNodeBusy, "node %d has %d tasks in flight", n.Id, s.Tasks)
 	}
 	switch after := types.SlotFromNode(*next); {
 	case next.GpuClass != n.GpuClass:

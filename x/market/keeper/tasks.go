@@ -19,7 +19,9 @@ import (
 // core that moves it is transition.go.
 
 // adjustSlot changes a node's GPUs in use and in-flight tasks and re-indexes it; on a node
-// with MIG it frees the devices of release and takes those of take.
+// with MIG it frees the devices of release and takes those of take. When the last task in
+// flight of a node off the market ends, x/gfl is told (NodeIdle): a draining node is
+// deactivated then.
 func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, known *types.NodeSlot, dGPUs, dTasks, dOpen int64, release, take []uint32) error {
 	var s types.NodeSlot
 	if known != nil && known.NodeId == nodeID {
@@ -46,7 +48,13 @@ func (k Keeper) adjustSlot(ctx context.Context, nodeID uint64, known *types.Node
 			return fmt.Errorf("market: node %d slot out of step: devices in use %v, release %v, take %v", nodeID, old.DevicesUsed, release, take)
 		}
 	}
-	return k.setSlot(ctx, &old, s)
+	if err := k.setSlot(ctx, &old, s); err != nil {
+		return err
+	}
+	if old.Tasks > 0 && s.Tasks == 0 && !s.Active {
+		return k.gfl.NodeIdle(ctx, nodeID)
+	}
+	return nil
 }
 
 // setSlot stores a slot and moves its scheduling index entry and class counters (old may

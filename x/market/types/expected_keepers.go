@@ -30,9 +30,12 @@ type BankKeeper interface {
 }
 
 // GFLKeeper is the part of x/gfl this module uses: nodes, params (GPU classes and workload
-// weights), and the beacon.
+// weights), the beacon, and the end of a drain.
 type GFLKeeper interface {
 	GetNode(ctx context.Context, id uint64) (gfltypes.Node, error)
+	// NodeIdle: the last task in flight of a node off the market ended (a draining node is
+	// deactivated).
+	NodeIdle(ctx context.Context, id uint64) error
 	GetParams(ctx context.Context) (gfltypes.Params, error)
 	Seed(ctx context.Context, height int64, domain string, ids ...uint64) ([32]byte, error)
 	DrawSeed(ctx context.Context, since int64, domain string, ids ...uint64) ([32]byte, error)

@@ -468,7 +468,12 @@ type MsgDeactivateNode struct {
 	// operator of the node.
 	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
 	// node_id to deactivate.
-	NodeId        uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeId uint64 `protobuf:"varint,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// drain: when the node has tasks in flight, instead of refusing, take it off the
+	// market now (DRAINING: no new work, its power burned, no challenge) and deactivate it
+	// when its last task in flight ends; its collateral stays locked until then. An idle
+	// node is deactivated at once either way.
+	Drain         bool `protobuf:"varint,3,opt,name=drain,proto3" json:"drain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -517,9 +522,19 @@ func (x *MsgDeactivateNode) GetNodeId() uint64 {
 	return 0
 }
 
-// MsgDeactivateNodeResponse is empty.
+func (x *MsgDeactivateNode) GetDrain() bool {
+	if x != nil {
+		return x.Drain
+	}
+	return false
+}
+
+// MsgDeactivateNodeResponse says where the node is.
 type MsgDeactivateNodeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// status: INACTIVE, or DRAINING (drain set, tasks in flight: `flopsd q market node`
+	// counts them).
+	Status        NodeStatus `protobuf:"varint,1,opt,name=status,proto3,enum=flops.gfl.v1.NodeStatus" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -552,6 +567,13 @@ func (x *MsgDeactivateNodeResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use MsgDeactivateNodeResponse.ProtoReflect.Descriptor instead.
 func (*MsgDeactivateNodeResponse) Descriptor() ([]byte, []int) {
 	return file_flops_gfl_v1_tx_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *MsgDeactivateNodeResponse) GetStatus() NodeStatus {
+	if x != nil {
+		return x.Status
+	}
+	return NodeStatus_NODE_STATUS_UNSPECIFIED
 }
 
 // MsgReactivateNode puts an inactive node back.
@@ -612,7 +634,8 @@ func (x *MsgReactivateNode) GetNodeId() uint64 {
 // MsgReactivateNodeResponse returns the node's status.
 type MsgReactivateNodeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// status: ACTIVE, or PENDING if it was never approved.
+	// status: ACTIVE, or PENDING if it was never approved (a DRAINING node goes back to
+	// ACTIVE; its power comes back with its next challenge).
 	Status        NodeStatus `protobuf:"varint,1,opt,name=status,proto3,enum=flops.gfl.v1.NodeStatus" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1233,11 +1256,13 @@ const file_flops_gfl_v1_tx_proto_rawDesc = "" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x125\n" +
 	"\x04spec\x18\x03 \x01(\v2\x16.flops.gfl.v1.NodeSpecB\t\xc8\xde\x1f\x00\xa8\xe7\xb0*\x01R\x04spec:+\x82\xe7\xb0*\boperator\x8a\xe7\xb0*\x19flops/x/gfl/MsgUpdateNode\"4\n" +
 	"\x15MsgUpdateNodeResponse\x12\x1b\n" +
-	"\tgpu_class\x18\x01 \x01(\tR\bgpuClass\"\x93\x01\n" +
+	"\tgpu_class\x18\x01 \x01(\tR\bgpuClass\"\xa9\x01\n" +
 	"\x11MsgDeactivateNode\x124\n" +
 	"\boperator\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\boperator\x12\x17\n" +
-	"\anode_id\x18\x02 \x01(\x04R\x06nodeId:/\x82\xe7\xb0*\boperator\x8a\xe7\xb0*\x1dflops/x/gfl/MsgDeactivateNode\"\x1b\n" +
-	"\x19MsgDeactivateNodeResponse\"\x93\x01\n" +
+	"\anode_id\x18\x02 \x01(\x04R\x06nodeId\x12\x14\n" +
+	"\x05drain\x18\x03 \x01(\bR\x05drain:/\x82\xe7\xb0*\boperator\x8a\xe7\xb0*\x1dflops/x/gfl/MsgDeactivateNode\"M\n" +
+	"\x19MsgDeactivateNodeResponse\x120\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x18.flops.gfl.v1.NodeStatusR\x06status\"\x93\x01\n" +
 	"\x11MsgReactivateNode\x124\n" +
 	"\boperator\x18\x01 \x01(\tB\x18Ҵ-\x14cosmos.AddressStringR\boperator\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\x04R\x06nodeId:/\x82\xe7\xb0*\boperator\x8a\xe7\xb0*\x1dflops/x/gfl/MsgReactivateNode\"M\n" +
@@ -1340,33 +1365,34 @@ var file_flops_gfl_v1_tx_proto_depIdxs = []int32{
 	2,  // 5: flops.gfl.v1.MsgRegisterNode.spec:type_name -> flops.gfl.v1.NodeSpec
 	26, // 6: flops.gfl.v1.MsgRegisterNodeResponse.status:type_name -> flops.gfl.v1.NodeStatus
 	2,  // 7: flops.gfl.v1.MsgUpdateNode.spec:type_name -> flops.gfl.v1.NodeSpec
-	26, // 8: flops.gfl.v1.MsgReactivateNodeResponse.status:type_name -> flops.gfl.v1.NodeStatus
-	27, // 9: flops.gfl.v1.MsgRevealChallenge.proofs:type_name -> flops.gfl.v1.ChunkProof
-	0,  // 10: flops.gfl.v1.Msg.UpdateParams:input_type -> flops.gfl.v1.MsgUpdateParams
-	3,  // 11: flops.gfl.v1.Msg.RegisterNode:input_type -> flops.gfl.v1.MsgRegisterNode
-	5,  // 12: flops.gfl.v1.Msg.UpdateNode:input_type -> flops.gfl.v1.MsgUpdateNode
-	7,  // 13: flops.gfl.v1.Msg.DeactivateNode:input_type -> flops.gfl.v1.MsgDeactivateNode
-	9,  // 14: flops.gfl.v1.Msg.ReactivateNode:input_type -> flops.gfl.v1.MsgReactivateNode
-	11, // 15: flops.gfl.v1.Msg.ApproveNode:input_type -> flops.gfl.v1.MsgApproveNode
-	13, // 16: flops.gfl.v1.Msg.CommitChallenge:input_type -> flops.gfl.v1.MsgCommitChallenge
-	15, // 17: flops.gfl.v1.Msg.RevealChallenge:input_type -> flops.gfl.v1.MsgRevealChallenge
-	17, // 18: flops.gfl.v1.Msg.SubmitBeacon:input_type -> flops.gfl.v1.MsgSubmitBeacon
-	19, // 19: flops.gfl.v1.Msg.ProposerRandomness:input_type -> flops.gfl.v1.MsgProposerRandomness
-	1,  // 20: flops.gfl.v1.Msg.UpdateParams:output_type -> flops.gfl.v1.MsgUpdateParamsResponse
-	4,  // 21: flops.gfl.v1.Msg.RegisterNode:output_type -> flops.gfl.v1.MsgRegisterNodeResponse
-	6,  // 22: flops.gfl.v1.Msg.UpdateNode:output_type -> flops.gfl.v1.MsgUpdateNodeResponse
-	8,  // 23: flops.gfl.v1.Msg.DeactivateNode:output_type -> flops.gfl.v1.MsgDeactivateNodeResponse
-	10, // 24: flops.gfl.v1.Msg.ReactivateNode:output_type -> flops.gfl.v1.MsgReactivateNodeResponse
-	12, // 25: flops.gfl.v1.Msg.ApproveNode:output_type -> flops.gfl.v1.MsgApproveNodeResponse
-	14, // 26: flops.gfl.v1.Msg.CommitChallenge:output_type -> flops.gfl.v1.MsgCommitChallengeResponse
-	16, // 27: flops.gfl.v1.Msg.RevealChallenge:output_type -> flops.gfl.v1.MsgRevealChallengeResponse
-	18, // 28: flops.gfl.v1.Msg.SubmitBeacon:output_type -> flops.gfl.v1.MsgSubmitBeaconResponse
-	20, // 29: flops.gfl.v1.Msg.ProposerRandomness:output_type -> flops.gfl.v1.MsgProposerRandomnessResponse
-	20, // [20:30] is the sub-list for method output_type
-	10, // [10:20] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	26, // 8: flops.gfl.v1.MsgDeactivateNodeResponse.status:type_name -> flops.gfl.v1.NodeStatus
+	26, // 9: flops.gfl.v1.MsgReactivateNodeResponse.status:type_name -> flops.gfl.v1.NodeStatus
+	27, // 10: flops.gfl.v1.MsgRevealChallenge.proofs:type_name -> flops.gfl.v1.ChunkProof
+	0,  // 11: flops.gfl.v1.Msg.UpdateParams:input_type -> flops.gfl.v1.MsgUpdateParams
+	3,  // 12: flops.gfl.v1.Msg.RegisterNode:input_type -> flops.gfl.v1.MsgRegisterNode
+	5,  // 13: flops.gfl.v1.Msg.UpdateNode:input_type -> flops.gfl.v1.MsgUpdateNode
+	7,  // 14: flops.gfl.v1.Msg.DeactivateNode:input_type -> flops.gfl.v1.MsgDeactivateNode
+	9,  // 15: flops.gfl.v1.Msg.ReactivateNode:input_type -> flops.gfl.v1.MsgReactivateNode
+	11, // 16: flops.gfl.v1.Msg.ApproveNode:input_type -> flops.gfl.v1.MsgApproveNode
+	13, // 17: flops.gfl.v1.Msg.CommitChallenge:input_type -> flops.gfl.v1.MsgCommitChallenge
+	15, // 18: flops.gfl.v1.Msg.RevealChallenge:input_type -> flops.gfl.v1.MsgRevealChallenge
+	17, // 19: flops.gfl.v1.Msg.SubmitBeacon:input_type -> flops.gfl.v1.MsgSubmitBeacon
+	19, // 20: flops.gfl.v1.Msg.ProposerRandomness:input_type -> flops.gfl.v1.MsgProposerRandomness
+	1,  // 21: flops.gfl.v1.Msg.UpdateParams:output_type -> flops.gfl.v1.MsgUpdateParamsResponse
+	4,  // 22: flops.gfl.v1.Msg.RegisterNode:output_type -> flops.gfl.v1.MsgRegisterNodeResponse
+	6,  // 23: flops.gfl.v1.Msg.UpdateNode:output_type -> flops.gfl.v1.MsgUpdateNodeResponse
+	8,  // 24: flops.gfl.v1.Msg.DeactivateNode:output_type -> flops.gfl.v1.MsgDeactivateNodeResponse
+	10, // 25: flops.gfl.v1.Msg.ReactivateNode:output_type -> flops.gfl.v1.MsgReactivateNodeResponse
+	12, // 26: flops.gfl.v1.Msg.ApproveNode:output_type -> flops.gfl.v1.MsgApproveNodeResponse
+	14, // 27: flops.gfl.v1.Msg.CommitChallenge:output_type -> flops.gfl.v1.MsgCommitChallengeResponse
+	16, // 28: flops.gfl.v1.Msg.RevealChallenge:output_type -> flops.gfl.v1.MsgRevealChallengeResponse
+	18, // 29: flops.gfl.v1.Msg.SubmitBeacon:output_type -> flops.gfl.v1.MsgSubmitBeaconResponse
+	20, // 30: flops.gfl.v1.Msg.ProposerRandomness:output_type -> flops.gfl.v1.MsgProposerRandomnessResponse
+	21, // [21:31] is the sub-list for method output_type
+	11, // [11:21] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_flops_gfl_v1_tx_proto_init() }

@@ -211,6 +211,10 @@ const (
 	NodeStatus_NODE_STATUS_ACTIVE NodeStatus = 2
 	// NODE_STATUS_INACTIVE: deactivated by its operator; no power, no work.
 	NodeStatus_NODE_STATUS_INACTIVE NodeStatus = 3
+	// NODE_STATUS_DRAINING: its operator deactivates it while tasks are in flight
+	// (MsgDeactivateNode.drain): no new work, no power, no challenge, its collateral still
+	// locked; it becomes INACTIVE when its last task in flight ends.
+	NodeStatus_NODE_STATUS_DRAINING NodeStatus = 4
 )
 
 // Enum value maps for NodeStatus.
@@ -220,12 +224,14 @@ var (
 		1: "NODE_STATUS_PENDING",
 		2: "NODE_STATUS_ACTIVE",
 		3: "NODE_STATUS_INACTIVE",
+		4: "NODE_STATUS_DRAINING",
 	}
 	NodeStatus_value = map[string]int32{
 		"NODE_STATUS_UNSPECIFIED": 0,
 		"NODE_STATUS_PENDING":     1,
 		"NODE_STATUS_ACTIVE":      2,
 		"NODE_STATUS_INACTIVE":    3,
+		"NODE_STATUS_DRAINING":    4,
 	}
 )
 
@@ -2311,13 +2317,14 @@ const file_flops_gfl_v1_types_proto_rawDesc = "" +
 	"\x17WORKLOAD_CLASS_TRAINING\x10\x01\x12\x1c\n" +
 	"\x18WORKLOAD_CLASS_INFERENCE\x10\x02\x12\x1c\n" +
 	"\x18WORKLOAD_CLASS_RENDERING\x10\x03\x12\x18\n" +
-	"\x14WORKLOAD_CLASS_BATCH\x10\x04\x1a\x04\x88\xa3\x1e\x00*z\n" +
+	"\x14WORKLOAD_CLASS_BATCH\x10\x04\x1a\x04\x88\xa3\x1e\x00*\x94\x01\n" +
 	"\n" +
 	"NodeStatus\x12\x1b\n" +
 	"\x17NODE_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13NODE_STATUS_PENDING\x10\x01\x12\x16\n" +
 	"\x12NODE_STATUS_ACTIVE\x10\x02\x12\x18\n" +
-	"\x14NODE_STATUS_INACTIVE\x10\x03\x1a\x04\x88\xa3\x1e\x00*\xcd\x01\n" +
+	"\x14NODE_STATUS_INACTIVE\x10\x03\x12\x18\n" +
+	"\x14NODE_STATUS_DRAINING\x10\x04\x1a\x04\x88\xa3\x1e\x00*\xcd\x01\n" +
 	"\x0fChallengeStatus\x12 \n" +
 	"\x1cCHALLENGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CHALLENGE_STATUS_ISSUED\x10\x01\x12\x1e\n" +

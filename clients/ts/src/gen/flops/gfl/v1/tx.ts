@@ -110,10 +110,22 @@ export interface MsgDeactivateNode {
   operator: string;
   /** node_id to deactivate. */
   nodeId: bigint;
+  /**
+   * drain: when the node has tasks in flight, instead of refusing, take it off the
+   * market now (DRAINING: no new work, its power burned, no challenge) and deactivate it
+   * when its last task in flight ends; its collateral stays locked until then. An idle
+   * node is deactivated at once either way.
+   */
+  drain: boolean;
 }
 
-/** MsgDeactivateNodeResponse is empty. */
+/** MsgDeactivateNodeResponse says where the node is. */
 export interface MsgDeactivateNodeResponse {
+  /**
+   * status: INACTIVE, or DRAINING (drain set, tasks in flight: `flopsd q market node`
+   * counts them).
+   */
+  status: NodeStatus;
 }
 
 /** MsgReactivateNode puts an inactive node back. */
@@ -126,7 +138,10 @@ export interface MsgReactivateNode {
 
 /** MsgReactivateNodeResponse returns the node's status. */
 export interface MsgReactivateNodeResponse {
-  /** status: ACTIVE, or PENDING if it was never approved. */
+  /**
+   * status: ACTIVE, or PENDING if it was never approved (a DRAINING node goes back to
+   * ACTIVE; its power comes back with its next challenge).
+   */
   status: NodeStatus;
 }
 
@@ -973,7 +988,7 @@ export const MsgUpdateNodeResponse: MessageFns<MsgUpdateNodeResponse> = {
 };
 
 function createBaseMsgDeactivateNode(): MsgDeactivateNode {
-  return { operator: "", nodeId: 0n };
+  return { operator: "", nodeId: 0n, drain: false };
 }
 
 export const MsgDeactivateNode: MessageFns<MsgDeactivateNode> = {
@@ -986,6 +1001,9 @@ export const MsgDeactivateNode: MessageFns<MsgDeactivateNode> = {
         throw new globalThis.Error("value provided for field message.nodeId of type uint64 too large");
       }
       writer.uint32(16).uint64(message.nodeId);
+    }
+    if (message.drain !== false) {
+      writer.uint32(24).bool(message.drain);
     }
     return writer;
   },
@@ -1019,6 +1037,14 @@ export const MsgDeactivateNode: MessageFns<MsgDeactivateNode> = {
             message.nodeId = reader.uint64() as bigint;
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.drain = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1035,6 +1061,7 @@ export const MsgDeactivateNode: MessageFns<MsgDeactivateNode> = {
     return {
       operator: isSet(object.operator) ? globalThis.String(object.operator) : "",
       nodeId: isSet(object.nodeId) ? BigInt(object.nodeId) : isSet(object.node_id) ? BigInt(object.node_id) : 0n,
+      drain: isSet(object.drain) ? globalThis.Boolean(object.drain) : false,
     };
   },
 
@@ -1046,6 +1073,9 @@ export const MsgDeactivateNode: MessageFns<MsgDeactivateNode> = {
     if (message.nodeId !== 0n) {
       obj.nodeId = message.nodeId.toString();
     }
+    if (message.drain !== false) {
+      obj.drain = message.drain;
+    }
     return obj;
   },
 
@@ -1056,16 +1086,20 @@ export const MsgDeactivateNode: MessageFns<MsgDeactivateNode> = {
     const message = createBaseMsgDeactivateNode();
     message.operator = object.operator ?? "";
     message.nodeId = (object.nodeId !== undefined && object.nodeId !== null) ? BigInt(object.nodeId) : 0n;
+    message.drain = object.drain ?? false;
     return message;
   },
 };
 
 function createBaseMsgDeactivateNodeResponse(): MsgDeactivateNodeResponse {
-  return {};
+  return { status: 0 };
 }
 
 export const MsgDeactivateNodeResponse: MessageFns<MsgDeactivateNodeResponse> = {
-  encode(_: MsgDeactivateNodeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: MsgDeactivateNodeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.status !== 0) {
+      writer.uint32(8).int32(message.status);
+    }
     return writer;
   },
 
@@ -1082,6 +1116,14 @@ export const MsgDeactivateNodeResponse: MessageFns<MsgDeactivateNodeResponse> = 
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.status = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1094,20 +1136,24 @@ export const MsgDeactivateNodeResponse: MessageFns<MsgDeactivateNodeResponse> = 
     }
   },
 
-  fromJSON(_: any): MsgDeactivateNodeResponse {
-    return {};
+  fromJSON(object: any): MsgDeactivateNodeResponse {
+    return { status: isSet(object.status) ? nodeStatusFromJSON(object.status) : 0 };
   },
 
-  toJSON(_: MsgDeactivateNodeResponse): unknown {
+  toJSON(message: MsgDeactivateNodeResponse): unknown {
     const obj: any = {};
+    if (message.status !== 0) {
+      obj.status = nodeStatusToJSON(message.status);
+    }
     return obj;
   },
 
   create(base?: DeepPartial<MsgDeactivateNodeResponse>): MsgDeactivateNodeResponse {
     return MsgDeactivateNodeResponse.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<MsgDeactivateNodeResponse>): MsgDeactivateNodeResponse {
+  fromPartial(object: DeepPartial<MsgDeactivateNodeResponse>): MsgDeactivateNodeResponse {
     const message = createBaseMsgDeactivateNodeResponse();
+    message.status = object.status ?? 0;
     return message;
   },
 };
@@ -2158,9 +2204,12 @@ export interface Msg {
   RegisterNode(request: MsgRegisterNode): Promise<MsgRegisterNodeResponse>;
   /** UpdateNode replaces a node's inventory, location, endpoint, workloads, ask and claim. */
   UpdateNode(request: MsgUpdateNode): Promise<MsgUpdateNodeResponse>;
-  /** DeactivateNode takes a node off the market; its power is burned at once. */
+  /**
+   * DeactivateNode takes a node off the market; its power is burned at once. With drain,
+   * a node with tasks in flight finishes them first (DRAINING).
+   */
   DeactivateNode(request: MsgDeactivateNode): Promise<MsgDeactivateNodeResponse>;
-  /** ReactivateNode puts an inactive node back on the market. */
+  /** ReactivateNode puts an inactive or draining node back on the market. */
   ReactivateNode(request: MsgReactivateNode): Promise<MsgReactivateNodeResponse>;
   /** ApproveNode admits a pending node under GOVERNED admission; authority only. */
   ApproveNode(request: MsgApproveNode): Promise<MsgApproveNodeResponse>;

@@ -177,6 +177,12 @@ export enum NodeStatus {
   NODE_STATUS_ACTIVE = 2,
   /** NODE_STATUS_INACTIVE - NODE_STATUS_INACTIVE: deactivated by its operator; no power, no work. */
   NODE_STATUS_INACTIVE = 3,
+  /**
+   * NODE_STATUS_DRAINING - NODE_STATUS_DRAINING: its operator deactivates it while tasks are in flight
+   * (MsgDeactivateNode.drain): no new work, no power, no challenge, its collateral still
+   * locked; it becomes INACTIVE when its last task in flight ends.
+   */
+  NODE_STATUS_DRAINING = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -194,6 +200,9 @@ export function nodeStatusFromJSON(object: any): NodeStatus {
     case 3:
     case "NODE_STATUS_INACTIVE":
       return NodeStatus.NODE_STATUS_INACTIVE;
+    case 4:
+    case "NODE_STATUS_DRAINING":
+      return NodeStatus.NODE_STATUS_DRAINING;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -211,6 +220,8 @@ export function nodeStatusToJSON(object: NodeStatus): string {
       return "NODE_STATUS_ACTIVE";
     case NodeStatus.NODE_STATUS_INACTIVE:
       return "NODE_STATUS_INACTIVE";
+    case NodeStatus.NODE_STATUS_DRAINING:
+      return "NODE_STATUS_DRAINING";
     case NodeStatus.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
