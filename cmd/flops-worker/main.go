@@ -24,6 +24,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/flopsnet/flops/app/encoding"
+	"github.com/flopsnet/flops/worker/agent"
 	"github.com/flopsnet/flops/worker/chain"
 	"github.com/flopsnet/flops/worker/config"
 	"github.com/flopsnet/flops/worker/daemon"
@@ -61,7 +62,7 @@ func root() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&g.config, "config", "", "config file (default <home>/worker.yaml)")
 	cmd.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.PersistentFlags().BoolVar(&g.logJSON, "log-json", false, "JSON logs")
-	cmd.AddCommand(initCmd(g), runCmd(g), inventoryCmd(g), statusCmd(g), benchmarkCmd(g), fetchCmd(g), logsCmd(g), revokeSessionsCmd(g), versionCmd())
+	cmd.AddCommand(initCmd(g), runCmd(g), inventoryCmd(g), statusCmd(g), drainCmd(g), benchmarkCmd(g), fetchCmd(g), logsCmd(g), revokeSessionsCmd(g), versionCmd())
 	return cmd
 }
 
@@ -306,24 +307,12 @@ func statusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			enc, err := encoding.Make()
-			if err != nil {
-				return err
-			}
-			kr, err := keyringOf(cfg.Key, enc.Codec)
-			if err != nil {
-				return err
-			}
-			priv, err := chain.LoadKey(kr, cfg.Key.Name)
-			if err != nil {
-				return err
-			}
-			op := sdk.AccAddress(priv.PubKey().Address()).String()
-			c, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, ChainID: cfg.Chain.ChainID}, g.logger())
+			priv, c, err := operatorConn(ctx, g, cfg)
 			if err != nil {
 				return err
 			}
 			defer func() { _ = c.Close() }()
+			op := sdk.AccAddress(priv.PubKey().Address()).String()
 			h, bt, err := c.Height(ctx)
 			if err != nil {
 				return err
@@ -365,6 +354,74 @@ func statusCmd(g *globals) *cobra.Command {
 		},
 	}
 	chainFlags(cmd)
+	return cmd
+}
+
+// operatorConn opens the worker's key and dials its chain as the daemon does (chain.tls,
+// chain.gas_price).
+func operatorConn(ctx context.Context, g *globals, cfg config.Config) (cryptotypes.PrivKey, *chain.Client, error) {
+	enc, err := encoding.Make()
+	if err != nil {
+		return nil, nil, err
+	}
+	kr, err := keyringOf(cfg.Key, enc.Codec)
+	if err != nil {
+		return nil, nil, err
+	}
+	priv, err := chain.LoadKey(kr, cfg.Key.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	clientTLS, err := cfg.Chain.ClientTLS()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, TLS: clientTLS, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice}, g.logger())
+	if err != nil {
+		return nil, nil, err
+	}
+	return priv, c, nil
+}
+
+func drainCmd(g *globals) *cobra.Command {
+	var o agent.DrainOptions
+	cmd := &cobra.Command{
+		Use:   "drain",
+		Short: "Take the node off the market without abandoning its work: no new task, deactivated once its tasks in flight end",
+		Long: "A busy node may never be idle (the scheduler refills its GPUs), and a deactivation is refused " +
+			"while tasks are in flight; stopping the worker instead abandons them, each slashed. drain asks the " +
+			"chain to take the node off the market now: it gets no new task, unit or auction, its GFL power is " +
+			"burned and it is not challenged, while its collateral stays locked under its tasks in flight. The " +
+			"running worker finishes them (and withdraws its open bids, leaves its pools once its claims there " +
+			"are revealed); when the last one ends the chain deactivates the node and unlocks its collateral. " +
+			"An idle node is deactivated at once. --cancel puts the node back; so does starting the worker " +
+			"again once the node is inactive. The request is handed to the worker running on the same state " +
+			"directory, which sends it with its own transactions (two processes signing with one key race " +
+			"for its sequence); with no worker running it is signed here.",
+		Example: "flops-worker drain --wait\nflops-worker drain --cancel",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			priv, c, err := operatorConn(ctx, g, cfg)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = c.Close() }()
+			signer := chain.NewSigner(c, priv, g.logger())
+			sctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go func() { _ = signer.Run(sctx) }()
+			o.StateDir = cfg.StateDir // handed to the worker running there, if one does
+			return agent.Drain(ctx, agent.Remote{Client: c, Signer: signer}, o, cmd.OutOrStdout())
+		},
+	}
+	chainFlags(cmd)
+	cmd.Flags().Uint64Var(&o.NodeID, "node", 0, "the node (default: the key's one node on the market, or with --cancel its one draining or inactive node)")
+	cmd.Flags().BoolVar(&o.Cancel, "cancel", false, "put a draining or inactive node back on the market")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until the node is deactivated, saying how many tasks in flight it waits for")
 	return cmd
 }
 

@@ -245,7 +245,7 @@ func (wc *workerChain) startWorker(t *testing.T, name, region string, edit func(
 	require.NoError(t, err)
 	w := &testWorker{
 		name: name, cfg: cfg, addr: sdk.AccAddress(wc.keys[name].PubKey().Address()), outputs: cfg.Node.Endpoint,
-		logs: &logSink{file: f, starts: map[uint64]time.Time{}, resumed: map[uint64]bool{}, adopted: map[uint64]bool{}, noGPU: map[uint64]bool{}},
+		logs: &logSink{file: f, starts: map[uint64]time.Time{}, resumed: map[uint64]bool{}, adopted: map[uint64]bool{}, noGPU: map[uint64]bool{}, said: map[string]bool{}},
 		done: make(chan struct{}), ready: make(daemon.Ready), metrics: "http://" + telAddr,
 	}
 	w.launch(wc)
@@ -357,7 +357,8 @@ func dumpTail(t *testing.T, path string, n int) {
 }
 
 // logSink keeps a worker's log and what the test reads from it: when each task's process
-// started, which tasks started without a GPU, and which resumed from a checkpoint.
+// started, which tasks started without a GPU, which resumed from a checkpoint, and the
+// messages it logged.
 type logSink struct {
 	mu      sync.Mutex
 	file    *os.File
@@ -365,6 +366,19 @@ type logSink struct {
 	noGPU   map[uint64]bool
 	resumed map[uint64]bool
 	adopted map[uint64]bool
+	said    map[string]bool // every record's message
+}
+
+// saidThat: the worker logged a record whose message starts with prefix.
+func (s *logSink) saidThat(prefix string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for m := range s.said {
+		if strings.HasPrefix(m, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *logSink) started(task uint64) (time.Time, bool) {
@@ -441,6 +455,7 @@ func (h *sinkHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	h.sink.mu.Lock()
 	defer h.sink.mu.Unlock()
+	h.sink.said[r.Message] = true
 	return h.inner.Handle(ctx, r)
 }
 

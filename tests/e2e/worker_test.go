@@ -174,6 +174,7 @@ func TestWorkerEndToEnd(t *testing.T) {
 		return chattyTask.Status == markettypes.TASK_STATUS_RUNNING, chattyTask.Status.String()
 	})
 	statusShown := checkWorkerStatus(t, runner, chattyTask.Id) // while the task runs
+	drained := checkWorkerDrain(t, wc, runner)                 // its provider takes the machine down meanwhile
 	var live syncBuffer
 	followed := make(chan error, 1)
 	go func() {
@@ -186,6 +187,8 @@ func TestWorkerEndToEnd(t *testing.T) {
 	require.NoError(t, <-followed)
 	require.Equal(t, "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n", live.String())
 	statusShown()
+	drained() // and puts it back
+	require.Zero(t, wc.tasksOf(t, chatty)[0].Reassignments, "the drained node's task ran to its end there")
 	err = outputs.CopyLog(ctx, http.DefaultClient, wc.endpoint(t, runner.nodeID), chattyTask.Id, "stdout", wc.keys["p1"], false, time.Second, io.Discard)
 	require.ErrorContains(t, err, "403", "nobody but the owner reads the logs")
 	t.Logf("e) task %d's stdout followed live after %s", chattyTask.Id, time.Since(began).Round(time.Second))

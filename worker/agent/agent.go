@@ -112,6 +112,8 @@ type Agent struct {
 	// gpuErr is the last failed read of the machine's GPUs, and specErr the last refusal
 	// of pendingSpec, each logged once until it changes
 	gpuErr, specErr string
+	// nodeStatus: the node's status as last read (followStatus says when it changes)
+	nodeStatus gfltypes.NodeStatus
 	// bid holds the auctions priced, each once: job id -> the auction's close height
 	// (forgotten some blocks after it, forgetClosedAuctions)
 	bid map[uint64]int64
@@ -219,15 +221,19 @@ func (a *Agent) Node() gfltypes.Node {
 }
 
 // nodeRefreshBlocks: how often the agent re-reads its node, whose class, power and
-// status the chain's rebalances move.
-const nodeRefreshBlocks = 10
+// status the chain's rebalances and its operator move. At every block: a drain (sent by
+// `flops-worker drain`, or from any wallet) has the node's open bids withdrawn before
+// their auctions close (a winner off the market forfeits its deposit), and one read of a
+// record a block is little beside the tick's others.
+const nodeRefreshBlocks = 1
 
 // refreshNode reads the machine's GPUs at every block (watchGPUs: a card lost is taken off
 // the chain at the next block, and no task is given it meanwhile beyond that block) and
 // re-reads the node every nodeRefreshBlocks blocks, saying when the chain re-classed it
 // (a node measured into no class takes no job: the auctions and pools it would bid in are
-// skipped, as the chain would refuse them). The node is written under mu (Node reads it
-// from other goroutines); the tick's own reads need no lock.
+// skipped, as the chain would refuse them) or its status changed (followStatus). The node
+// is written under mu (Node reads it from other goroutines); the tick's own reads need no
+// lock.
 func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	if !a.watchGPUs(ctx) && a.pendingSpec != nil {
 		// a spec the chain refused is sent again at every block, so that it lands at the
@@ -254,6 +260,38 @@ func (a *Agent) refreshNode(ctx context.Context, height int64) {
 	a.mu.Lock()
 	a.node = got.Node
 	a.mu.Unlock()
+	a.followStatus(ctx, got.Node)
+}
+
+// followStatus says when the node's status changed on the chain (its operator drained,
+// deactivated or reactivated it) and, when it left the market, has the node's open bids
+// withdrawn (a winner whose node cannot take the tasks at the close forfeits its deposit);
+// its pools are left by poolActions once its claims there are revealed.
+func (a *Agent) followStatus(ctx context.Context, n gfltypes.Node) {
+	if n.Status == a.nodeStatus {
+		return
+	}
+	from := a.nodeStatus
+	a.nodeStatus = n.Status
+	switch n.Status {
+	case gfltypes.NODE_STATUS_DRAINING:
+		inFlight := -1
+		if tasks, err := chain.TasksInFlight(ctx, a.market, n.Id); err == nil {
+			inFlight = len(tasks)
+		}
+		a.log.Warn("the node is draining: no new work; its tasks in flight run to their end, then the chain deactivates it", "node", n.Id, "tasks_in_flight", inFlight)
+	case gfltypes.NODE_STATUS_INACTIVE:
+		if from == gfltypes.NODE_STATUS_DRAINING {
+			a.log.Warn("the node drained: deactivated, its collateral unlocked; the worker can be stopped (started again, it reactivates the node)", "node", n.Id)
+		} else {
+			a.log.Warn("the node was deactivated: it takes no work (started again, the worker reactivates it)", "node", n.Id)
+		}
+	default:
+		a.log.Info("the node's status changed", "node", n.Id, "from", from, "to", n.Status)
+	}
+	if !n.Schedulable() {
+		a.refit = true
+	}
 }
 
 // watchGPUs reads the machine's GPUs again (at every block) and, when they changed since
@@ -500,6 +538,9 @@ func (a *Agent) Tick(ctx context.Context, height int64, blockTime time.Time) err
 	a.params = params
 	a.refreshNode(ctx, height)
 	var actions []action
+	if act, ok := a.drainAction(); ok {
+		actions = append(actions, act) // its operator's, from `flops-worker drain`
+	}
 	tasks, err := a.activeTasks(ctx)
 	if err != nil {
 		return err

@@ -90,6 +90,12 @@ func (c appChain) Submit(_ context.Context, msgs ...sdk.Msg) (*chain.TxResult, e
 	}
 	r := c.a.Deliver(c.name, msgs...)
 	res := &chain.TxResult{Height: c.a.Height(), Code: r.Code, Codespace: r.Codespace, Log: r.Log, GasUsed: r.GasUsed, Events: r.Events}
+	var md sdk.TxMsgData
+	if r.Code == 0 && md.Unmarshal(r.Data) == nil {
+		for _, any := range md.MsgResponses {
+			res.Responses = append(res.Responses, any.Value)
+		}
+	}
 	return res, res.Err()
 }
 
@@ -1112,7 +1118,7 @@ func TestWorkerReadsTheAuctionsAgainWhenItsNodeChanges(t *testing.T) {
 	require.Zero(t, bids(), "a node in eu-west does not bid for us-east")
 
 	moveNode(a, w, "p1", "us-east")
-	// the worker reads its node again every 10 blocks
+	// the worker reads its node again at the next block
 	until(t, a, 25, "a bid once the node is in us-east", func() bool { return bids() > 0 }, w)
 	require.Equal(t, "us-east", w.agent.Node().Region)
 }
@@ -1197,7 +1203,7 @@ func TestWorkerReadsThePoolsAgainWhenItsNodeChanges(t *testing.T) {
 	require.Zero(t, members(), "a node in eu-west does not join a pool for us-east")
 
 	moveNode(a, w, "p1", "us-east")
-	// the worker reads its node again every 10 blocks
+	// the worker reads its node again at the next block
 	until(t, a, 25, "the pool joined once the node is in us-east", func() bool {
 		time.Sleep(50 * time.Millisecond) // the join's tx is sent beside the loop
 		return members() == 1

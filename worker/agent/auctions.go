@@ -49,8 +49,9 @@ func (a *Agent) forgetClosedAuctions() {
 }
 
 // withdrawActions withdraws, once the node's spec changed (a card lost, another region or
-// disk offer), the node's bids in open auctions it no longer fits: at the close a winner
-// whose node does not fit the job forfeits its deposit (markettypes.FitsJob). The chain
+// disk offer) or it left the market (drained, deactivated), the node's bids in open
+// auctions it no longer fits or can no longer take: at the close a winner whose node does
+// not fit the job, or is off the market, forfeits its deposit (markettypes.FitsJob). The chain
 // refuses a withdrawal from a full auction, where a bid is binding: the worker says so,
 // and the bid stands.
 func (a *Agent) withdrawActions(ctx context.Context) []action {
@@ -76,8 +77,8 @@ func (a *Agent) withdrawActions(ctx context.Context) []action {
 			a.log.Warn("job", "job", id, "err", err)
 			continue
 		}
-		if markettypes.FitsJob(slot, res.Job.Spec) {
-			continue
+		if slot.Active && markettypes.FitsJob(slot, res.Job.Spec) {
+			continue // else off the market (drained, deactivated, measured into no class) or no fit
 		}
 		jobID := id
 		acts = append(acts, action{what: fmt.Sprintf("withdraw the bid on job %d", id),
@@ -87,9 +88,9 @@ func (a *Agent) withdrawActions(ctx context.Context) []action {
 					a.mu.Lock()
 					delete(a.placed, jobID)
 					a.mu.Unlock()
-					a.log.Info("bid withdrawn: the node no longer fits the job", "job", jobID)
+					a.log.Info("bid withdrawn: the node no longer fits the job or is off the market", "job", jobID)
 				case errors.Is(err, markettypes.ErrBidBinding):
-					a.log.Warn("the node no longer fits a job whose full auction holds its bid (binding): if it wins, its deposit is forfeited", "job", jobID)
+					a.log.Warn("the node no longer fits (or is off the market for) a job whose full auction holds its bid (binding): if it wins, its deposit is forfeited", "job", jobID)
 				}
 			}})
 	}

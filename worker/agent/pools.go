@@ -127,7 +127,9 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 			if !wanted[id] && pool.OpenUnits > 0 {
 				busy++
 			}
-			a.race(ctx, height, pool)
+			if !offMarket(a.node) {
+				a.race(ctx, height, pool)
+			}
 			if act, ok := a.leaveIdle(ctx, height, pool, wanted[id]); ok {
 				acts = append(acts, act) // no claim of the node left in it; its credits withdrawn with the leave
 				continue
@@ -197,6 +199,12 @@ func (a *Agent) poolActions(ctx context.Context, height int64) []action {
 	return acts
 }
 
+// offMarket: the node's operator took it off the market (draining, or deactivated): it
+// races no pool and leaves the pools it is in.
+func offMarket(n gfltypes.Node) bool {
+	return n.Status == gfltypes.NODE_STATUS_DRAINING || n.Status == gfltypes.NODE_STATUS_INACTIVE
+}
+
 // joinPrefix names a join's action ("join pool 7"), in flight while its tx is.
 const joinPrefix = "join pool "
 
@@ -250,10 +258,14 @@ func (a *Agent) waitingPools(ctx context.Context) []markettypes.Pool {
 // Pools.LeaveIdleBlocks blocks, once the node holds no claim in it; its credits, if any,
 // are withdrawn in the same transaction (a pool left is no longer followed). The pool is
 // then among those passed over (a.waiting), joined again when work is posted. A pool
-// named in Pools.Join is kept.
+// named in Pools.Join is kept. A node its operator took off the market (draining or
+// inactive: offMarket) leaves every pool, named ones too, once its claims there are
+// revealed: it claims nothing more, and its place would keep another node out (joined
+// again once the node is back).
 func (a *Agent) leaveIdle(ctx context.Context, height int64, pool markettypes.Pool, named bool) (action, bool) {
+	off := offMarket(a.node)
 	a.mu.Lock()
-	if named || a.cfg.Pools.LeaveIdleBlocks == 0 || pool.OpenUnits > 0 {
+	if !off && (named || a.cfg.Pools.LeaveIdleBlocks == 0 || pool.OpenUnits > 0) {
 		delete(a.idleSince, pool.Id)
 		a.mu.Unlock()
 		return action{}, false
@@ -267,7 +279,7 @@ func (a *Agent) leaveIdle(ctx context.Context, height int64, pool markettypes.Po
 		claimed = claimed || c.pool.Id == pool.Id
 	}
 	a.mu.Unlock()
-	if !seen || height-since < a.cfg.Pools.LeaveIdleBlocks || claimed {
+	if claimed || (!off && (!seen || height-since < a.cfg.Pools.LeaveIdleBlocks)) {
 		return action{}, false
 	}
 	op := a.o.Chain.Address().String()
@@ -287,7 +299,11 @@ func (a *Agent) leaveIdle(ctx context.Context, height int64, pool markettypes.Po
 			if err != nil {
 				return // left at a later tick
 			}
-			a.log.Info("left an idle pool", "pool", id, "idle_blocks", idle, "credits_withdrawn", len(ms) > 1)
+			if off {
+				a.log.Info("left a pool: the node is off the market", "pool", id, "credits_withdrawn", len(ms) > 1)
+			} else {
+				a.log.Info("left an idle pool", "pool", id, "idle_blocks", idle, "credits_withdrawn", len(ms) > 1)
+			}
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			a.unfollow(id)

@@ -86,12 +86,25 @@ func (a *Agent) Setup(ctx context.Context) error {
 	default:
 		a.log.Info("node found", "node", node.Id, "class", node.GpuClass, "status", node.Status)
 	}
+	switch node.Status {
+	case gfltypes.NODE_STATUS_INACTIVE:
+		// deactivated (or drained) by its operator, who runs the worker again: the node
+		// goes back on the market, its collateral locked again (its GPUs are still its
+		// own on the chain, so registering them anew would be refused)
+		if err := a.submit(ctx, "reactivate node", &gfltypes.MsgReactivateNode{Operator: op, NodeId: node.Id}); err != nil {
+			return fmt.Errorf("reactivate node %d: %w", node.Id, err)
+		}
+		a.log.Info("node reactivated: it was inactive; it takes work again once its PoCP challenge passes", "node", node.Id)
+	case gfltypes.NODE_STATUS_DRAINING:
+		a.log.Warn("the node is draining: it takes no new work, finishes its tasks in flight and is deactivated when they end (flops-worker drain --cancel puts it back)", "node", node.Id)
+	}
 	got, err := a.gfl.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: node.Id})
 	if err != nil {
 		return err
 	}
 	a.mu.Lock()
 	a.node = got.Node
+	a.nodeStatus = got.Node.Status
 	a.mu.Unlock()
 	if a.node.ClaimedClass != "" {
 		a.logClass(a.node)
@@ -208,14 +221,21 @@ func (a *Agent) findNode(ctx context.Context, devs []gpu.Device) (*gfltypes.Node
 	if err != nil {
 		return nil, err
 	}
+	var inactive *gfltypes.Node
 	for _, n := range nodes {
 		for _, g := range n.Gpus {
-			if uuids[g.Uuid] && n.Status != gfltypes.NODE_STATUS_INACTIVE {
+			switch {
+			case !uuids[g.Uuid]:
+			case n.Status != gfltypes.NODE_STATUS_INACTIVE:
 				return &n, nil
+			case inactive == nil:
+				inactive = &n
 			}
 		}
 	}
-	return nil, nil
+	// a node deactivated (or drained) still owns its GPUs on the chain until it is
+	// deleted: it is this machine's node, reactivated by Setup
+	return inactive, nil
 }
 
 // nodeSpec is what the node registers: the GPUs, the config, and its claimed power

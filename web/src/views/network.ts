@@ -45,7 +45,12 @@ interface NetworkData {
 }
 
 /** the node statuses, in enum order */
-const nodeStatuses = [gflTypes.NodeStatus.NODE_STATUS_PENDING, gflTypes.NodeStatus.NODE_STATUS_ACTIVE, gflTypes.NodeStatus.NODE_STATUS_INACTIVE];
+const nodeStatuses = [
+  gflTypes.NodeStatus.NODE_STATUS_PENDING,
+  gflTypes.NodeStatus.NODE_STATUS_ACTIVE,
+  gflTypes.NodeStatus.NODE_STATUS_INACTIVE,
+  gflTypes.NodeStatus.NODE_STATUS_DRAINING,
+];
 
 /** how many regions the region chart reads (500 a page; a node's region is its
  * provider's to name, so there may be many), and how many it shows as bars */

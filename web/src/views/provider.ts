@@ -215,6 +215,10 @@ export class ProviderView extends View {
           (n) => html`<article class="node" data-testid="node" aria-label="node ${n.node.id}">
             <h4>Node #${n.node.id} <span class="status s-${nodeStatus(n.node.status).toLowerCase()}">${nodeStatus(n.node.status)}</span></h4>
             <p>${n.node.gpus.length} × ${n.node.gpus[0]?.model ?? "GPU"} · class <strong>${n.node.gpuClass || "—"}</strong> · ${n.node.region || "no region"} · <span data-testid="node-disk">${n.node.diskMibPerGpu > 0n ? `${n.node.diskMibPerGpu % 1024n === 0n ? `${n.node.diskMibPerGpu / 1024n} GiB` : `${n.node.diskMibPerGpu} MiB`} disk offered per GPU` : "no disk offered beyond the market's default"}</span></p>
+            ${n.node.status === gflTypes.NodeStatus.NODE_STATUS_DRAINING
+              ? html`<p data-testid="node-draining">Draining: it takes no new work and is deactivated, its collateral unlocked, when its
+                  ${d.inFlight.filter((t) => t.nodeId === n.node.id && drainWaitsFor.includes(t.status)).length} tasks in flight end.</p>`
+              : ""}
             <p data-testid="node-ask">${askLine(n)}</p>
             <p>Verified power <strong data-testid="node-power">${gflops(n.power)}</strong> <span class="muted">(median ${gflops(n.median)}, claimed
               ${gflops(n.node.claimedGflops)}, availability ${(n.availabilityPpm / 10000).toFixed(1)}%)</span></p>
@@ -266,6 +270,9 @@ export class ProviderView extends View {
           </table>`}`;
   }
 }
+
+/** the task statuses a drain waits for (x/market's inFlight): assigned, running, committed */
+const drainWaitsFor = [marketTypes.TaskStatus.TASK_STATUS_ASSIGNED, marketTypes.TaskStatus.TASK_STATUS_RUNNING, marketTypes.TaskStatus.TASK_STATUS_COMMITTED];
 
 /** validAddress: a bech32 account address with the flops prefix. */
 function validAddress(a: string): boolean {
