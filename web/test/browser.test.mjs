@@ -94,9 +94,22 @@ const closedQuietly = (pg, handle) => async (route) => {
   try {
     return await handle(route);
   } catch (e) {
-    if (!pg.isClosed()) throw e;
+    // closing, not yet closed: a response disposed under the handler while close() runs
+    if (!pg.isClosed() && !closing.has(pg)) throw e;
   }
 };
+
+// closing holds the pages closePlayed is closing.
+const closing = new WeakSet();
+
+// closePlayed closes a page whose requests a route handler plays: the handlers still in
+// flight (the views poll every second, and the network view sends a dozen queries a
+// refresh) end quietly from the moment the close begins, not only once it is done.
+async function closePlayed(pg) {
+  closing.add(pg);
+  await pg.unrouteAll({ behavior: "ignoreErrors" });
+  await pg.close();
+}
 
 // refusal is the node's refusal of a query: its ABCI code and log, no value.
 const refusal = (code, log) => (response) => ({ ...response, code, codespace: "sdk", log, value: null });
@@ -462,7 +475,7 @@ test("the job view says what became of each failure report", async () => {
     assert.match(shown[i], new RegExp(`^failure reported by node #${70 + i} \\(EXIT, exit code 2\\): `));
     assert.match(shown[i], want);
   });
-  await played.close();
+  await closePlayed(played);
 });
 
 test("a node that does not answer is said so, and retried with backoff", async () => {
@@ -632,8 +645,7 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   await big.screenshot({ path: `${OUT}/network-refused.png`, fullPage: true });
   // the view refreshes itself: a route still fetching when the page closes would reject
   // after the test ("Request context disposed") and fail the file
-  await big.unrouteAll({ behavior: "ignoreErrors" });
-  await big.close();
+  await closePlayed(big);
 
   // a node that will not count the nodes by status (each count reads the status index's
   // keys): the status chart says so, and the class chart, the market's counts, is shown;
@@ -659,8 +671,7 @@ test("a figure the node refuses to read leaves the rest of the network view", as
   await barsShow(blind, "Schedulable nodes by region", [...regions.slice(0, 11).map((r) => [r.region, r.nodes]), ["3 other regions", 6n]]);
   assert.equal(await blind.getByRole("alert").count(), 0, "no error for the view as a whole");
   assert.ok(countRefusals >= 1, `the node's refusals were played (${countRefusals})`);
-  await blind.unrouteAll({ behavior: "ignoreErrors" });
-  await blind.close();
+  await closePlayed(blind);
 });
 
 test("the owner challenges a verified result: its bond is locked and a dispute opens", async () => {
