@@ -5,15 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flopsnet/flops/worker/config"
 	gfltypes "github.com/flopsnet/flops/x/gfl/types"
 )
 
@@ -23,16 +20,12 @@ import (
 // sends it with its own transactions (the command signing with the same key raced the
 // worker for its sequence: the worker's heartbeat waited out the chain's heartbeat
 // timeout, and the task lapsed), the node leaves the market, its task runs to its end,
-// and the command returns once the chain deactivated the node. `flops-worker drain --cancel` then puts it back. It starts at once, beside
-// what the test does while the task runs; the returned func waits for it and checks.
+// and the command returns once the chain deactivated the node. `flops-worker drain
+// --cancel` then puts it back. It starts at once, beside what the test does while the
+// task runs; the returned func waits for it and checks.
 func checkWorkerDrain(t *testing.T, wc *workerChain, w *testWorker) func() {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	bin := filepath.Join(binaries(t, root), "flops-worker")
-	cfg := filepath.Join(t.TempDir(), "worker.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(config.Render(w.cfg)), 0o600))
-	home := t.TempDir()
+	bin, cfg, home := workerCLI(t, w)
 	drain := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -24,12 +24,7 @@ import (
 // test does while the task runs; the returned func waits for it and checks its output.
 func checkWorkerStatus(t *testing.T, w *testWorker, taskID uint64) func() {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	bin := filepath.Join(binaries(t, root), "flops-worker")
-	cfg := filepath.Join(t.TempDir(), "worker.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(config.Render(w.cfg)), 0o600))
-	home := t.TempDir()
+	bin, cfg, home := workerCLI(t, w)
 	type result struct {
 		out []byte
 		err error
@@ -50,4 +45,16 @@ func checkWorkerStatus(t *testing.T, w *testWorker, taskID uint64) func() {
 		require.Contains(t, out, "  1 tasks in flight\n", out)
 		require.Contains(t, out, fmt.Sprintf("  task %d (job ", taskID), out)
 	}
+}
+
+// workerCLI is what a provider runs flops-worker's commands with beside w: the binary,
+// w's config written out as YAML, and a home of its own.
+func workerCLI(t *testing.T, w *testWorker) (bin, cfg, home string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	bin = filepath.Join(binaries(t, root), "flops-worker")
+	cfg = filepath.Join(t.TempDir(), "worker.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(config.Render(w.cfg)), 0o600))
+	return bin, cfg, t.TempDir()
 }
