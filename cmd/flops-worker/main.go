@@ -302,12 +302,8 @@ func statusCmd(g *globals) *cobra.Command {
 		Use:   "status",
 		Short: "Show the provider's node, collateral, tasks and challenges on chain",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.load(cmd)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			priv, c, err := operatorConn(ctx, g, cfg)
+			_, priv, c, err := operatorConn(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -357,30 +353,34 @@ func statusCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// operatorConn opens the worker's key and dials its chain as the daemon does (chain.tls,
-// chain.gas_price).
-func operatorConn(ctx context.Context, g *globals, cfg config.Config) (cryptotypes.PrivKey, *chain.Client, error) {
+// operatorConn loads the worker's config (with cmd's flags), opens its key and dials its
+// chain as the daemon does (chain.tls, chain.gas_price).
+func operatorConn(cmd *cobra.Command, g *globals) (config.Config, cryptotypes.PrivKey, *chain.Client, error) {
+	cfg, err := g.load(cmd)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
 	enc, err := encoding.Make()
 	if err != nil {
-		return nil, nil, err
+		return cfg, nil, nil, err
 	}
 	kr, err := keyringOf(cfg.Key, enc.Codec)
 	if err != nil {
-		return nil, nil, err
+		return cfg, nil, nil, err
 	}
 	priv, err := chain.LoadKey(kr, cfg.Key.Name)
 	if err != nil {
-		return nil, nil, err
+		return cfg, nil, nil, err
 	}
 	clientTLS, err := cfg.Chain.ClientTLS()
 	if err != nil {
-		return nil, nil, err
+		return cfg, nil, nil, err
 	}
-	c, err := chain.Dial(ctx, chain.Config{GRPC: cfg.Chain.GRPC, TLS: clientTLS, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice}, g.logger())
+	c, err := chain.Dial(cmd.Context(), chain.Config{GRPC: cfg.Chain.GRPC, TLS: clientTLS, ChainID: cfg.Chain.ChainID, GasPrice: cfg.Chain.GasPrice}, g.logger())
 	if err != nil {
-		return nil, nil, err
+		return cfg, nil, nil, err
 	}
-	return priv, c, nil
+	return cfg, priv, c, nil
 }
 
 func drainCmd(g *globals) *cobra.Command {
@@ -400,12 +400,8 @@ func drainCmd(g *globals) *cobra.Command {
 			"for its sequence); with no worker running it is signed here.",
 		Example: "flops-worker drain --wait\nflops-worker drain --cancel",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.load(cmd)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			priv, c, err := operatorConn(ctx, g, cfg)
+			cfg, priv, c, err := operatorConn(cmd, g)
 			if err != nil {
 				return err
 			}

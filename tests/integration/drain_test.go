@@ -37,7 +37,7 @@ func drain(t *testing.T, a *apptest.App, name string, id uint64) gfltypes.NodeSt
 	return out.Status
 }
 
-func nodeStatus(t *testing.T, a *apptest.App, id uint64) gfltypes.Node {
+func gflNode(t *testing.T, a *apptest.App, id uint64) gfltypes.Node {
 	t.Helper()
 	n, err := a.GFLKeeper.GetNode(a.Ctx(), id)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestDrainBusyNodeFinishesItsTasksAndLeaves(t *testing.T) {
 	require.Contains(t, r.Log, "2 tasks in flight")
 
 	require.Equal(t, gfltypes.NODE_STATUS_DRAINING, drain(t, a, "p1", id))
-	n := nodeStatus(t, a, id)
+	n := gflNode(t, a, id)
 	require.Equal(t, gfltypes.NODE_STATUS_DRAINING, n.Status)
 	require.Zero(t, n.PowerGflops)
 	require.Equal(t, uint64(2), lockedGPUs(t, a, "p1"), "collateral locked under the tasks in flight")
@@ -77,7 +77,7 @@ func TestDrainBusyNodeFinishesItsTasksAndLeaves(t *testing.T) {
 	// the first task ends; a new job goes to another node, never to the draining one
 	run(t, a, nodes, tasks[0])
 	a.NextBlock()
-	require.Equal(t, gfltypes.NODE_STATUS_DRAINING, nodeStatus(t, a, id).Status, "one task still in flight")
+	require.Equal(t, gfltypes.NODE_STATUS_DRAINING, gflNode(t, a, id).Status, "one task still in flight")
 	next := submit(t, a, gemmJob(a, 1, markettypes.ALLOCATION_MODE_ASSIGN))
 	require.Equal(t, markettypes.TASK_STATUS_PENDING, jobTasks(t, a, next)[0].Status, "the draining node's free GPU takes nothing")
 	registerLate(t, a, nodes, "p2")
@@ -85,7 +85,7 @@ func TestDrainBusyNodeFinishesItsTasksAndLeaves(t *testing.T) {
 	require.Equal(t, nodes["p2"], jobTasks(t, a, next)[0].NodeId)
 
 	run(t, a, nodes, tasks[1])
-	n = nodeStatus(t, a, id)
+	n = gflNode(t, a, id)
 	require.Equal(t, gfltypes.NODE_STATUS_INACTIVE, n.Status, "deactivated with its last task's end")
 	require.NotZero(t, n.RetireHeight)
 	require.Zero(t, lockedGPUs(t, a, "p1"), "collateral unlocked")
@@ -98,7 +98,7 @@ func TestDrainBusyNodeFinishesItsTasksAndLeaves(t *testing.T) {
 	// back after the maintenance: reactivated, it waits for a challenge to earn power again
 	res := a.MustDeliver("p1", &gfltypes.MsgReactivateNode{Operator: a.Account("p1").String(), NodeId: id})
 	require.NotNil(t, res)
-	require.Equal(t, gfltypes.NODE_STATUS_ACTIVE, nodeStatus(t, a, id).Status)
+	require.Equal(t, gfltypes.NODE_STATUS_ACTIVE, gflNode(t, a, id).Status)
 	require.Equal(t, uint64(2), lockedGPUs(t, a, "p1"))
 	a.AssertInvariants()
 }
@@ -124,7 +124,7 @@ func TestAttackDrainThenUnbondAndWalkAway(t *testing.T) {
 	for _, tk := range tasks {
 		require.NotEqual(t, id, task(t, a, tk.Id).NodeId, "task %d left the node", tk.Id)
 	}
-	require.Equal(t, gfltypes.NODE_STATUS_INACTIVE, nodeStatus(t, a, id).Status, "deactivated once its tasks left")
+	require.Equal(t, gfltypes.NODE_STATUS_INACTIVE, gflNode(t, a, id).Status, "deactivated once its tasks left")
 	require.Zero(t, lockedGPUs(t, a, "p1"))
 	a.AssertInvariants()
 }
@@ -136,10 +136,10 @@ func TestAttackDrainThenUnbondAndWalkAway(t *testing.T) {
 func TestAttackDrainToSkipChallengesKeepsNoPower(t *testing.T) {
 	a, _, id, _ := drainApp(t)
 	require.Equal(t, gfltypes.NODE_STATUS_DRAINING, drain(t, a, "p1", id))
-	require.Zero(t, nodeStatus(t, a, id).PowerGflops)
+	require.Zero(t, gflNode(t, a, id).PowerGflops)
 	require.True(t, a.BankKeeper.GetBalance(a.Ctx(), a.Account("p1").Address, gfltypes.Denom).IsZero(), "no ugfl while draining")
 	a.MustDeliver("p1", &gfltypes.MsgReactivateNode{Operator: a.Account("p1").String(), NodeId: id})
-	n := nodeStatus(t, a, id)
+	n := gflNode(t, a, id)
 	require.Equal(t, gfltypes.NODE_STATUS_ACTIVE, n.Status)
 	require.Zero(t, n.PowerGflops)
 	require.NotZero(t, n.OpenChallenge, "challenged in the block of its return")

@@ -90,12 +90,6 @@ func (c appChain) Submit(_ context.Context, msgs ...sdk.Msg) (*chain.TxResult, e
 	}
 	r := c.a.Deliver(c.name, msgs...)
 	res := &chain.TxResult{Height: c.a.Height(), Code: r.Code, Codespace: r.Codespace, Log: r.Log, GasUsed: r.GasUsed, Events: r.Events}
-	var md sdk.TxMsgData
-	if r.Code == 0 && md.Unmarshal(r.Data) == nil {
-		for _, any := range md.MsgResponses {
-			res.Responses = append(res.Responses, any.Value)
-		}
-	}
 	return res, res.Err()
 }
 

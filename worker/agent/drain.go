@@ -26,9 +26,8 @@ type DrainOptions struct {
 	// Cancel puts a draining (or drained) node back on the market instead.
 	Cancel bool
 	// Wait, after the drain is sent, follows the node until it is deactivated, reading it
-	// every Poll (5 s when 0), and says how many tasks it still waits for.
+	// every drainPoll, and says how many tasks it still waits for.
 	Wait bool
-	Poll time.Duration
 	// StateDir, when set, is the worker's state directory: the drain is handed to the
 	// worker running there (RequestDrain), which sends it through its own signer, and is
 	// signed here only when no worker takes it within Handoff (15 s when 0). A second
@@ -38,6 +37,9 @@ type DrainOptions struct {
 	StateDir string
 	Handoff  time.Duration
 }
+
+// drainPoll: how often Drain with Wait reads the draining node.
+const drainPoll = 5 * time.Second
 
 // ErrNoNodeToDrain: the operator has no node the drain could be about, or several.
 var ErrNoNodeToDrain = errors.New("no node to drain")
@@ -84,15 +86,11 @@ func Drain(ctx context.Context, ch Chain, o DrainOptions, out io.Writer) error {
 	if !o.Wait {
 		return nil
 	}
-	poll := o.Poll
-	if poll <= 0 {
-		poll = 5 * time.Second
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(poll):
+		case <-time.After(drainPoll):
 		}
 		got, err := gfl.Node(ctx, &gfltypes.QueryNodeRequest{NodeId: node.Id})
 		if err != nil {
@@ -126,7 +124,7 @@ func nodeToDrain(ctx context.Context, gfl gfltypes.QueryClient, op string, o Dra
 	}
 	want := func(n gfltypes.Node) bool {
 		if o.Cancel {
-			return n.Status == gfltypes.NODE_STATUS_DRAINING || n.Status == gfltypes.NODE_STATUS_INACTIVE
+			return offMarket(n)
 		}
 		return n.Status == gfltypes.NODE_STATUS_ACTIVE || n.Status == gfltypes.NODE_STATUS_PENDING
 	}

@@ -253,12 +253,12 @@ func (k Keeper) DeactivateNode(ctx context.Context, op sdk.AccAddress, id uint64
 	if busy != nil {
 		return types.NODE_STATUS_DRAINING, k.setStatus(ctx, node, types.NODE_STATUS_DRAINING)
 	}
-	return types.NODE_STATUS_INACTIVE, k.retire(ctx, node)
+	return types.NODE_STATUS_INACTIVE, k.deactivate(ctx, node)
 }
 
-// retire ends a node's time on the market, its power and challenges already gone: its
+// deactivate ends a node's time on the market, its power and challenges already gone: its
 // collateral is unlocked and its deletion scheduled node_retention_blocks ahead.
-func (k Keeper) retire(ctx context.Context, node types.Node) error {
+func (k Keeper) deactivate(ctx context.Context, node types.Node) error {
 	op, err := k.addressCodec.StringToBytes(node.Operator)
 	if err != nil {
 		return err
@@ -292,7 +292,7 @@ func (k Keeper) NodeIdle(ctx context.Context, id uint64) error {
 	} else if err != nil {
 		return err
 	}
-	return k.retire(ctx, node)
+	return k.deactivate(ctx, node)
 }
 
 // ReactivateNode puts an inactive node back, locking its collateral again, or ends a
